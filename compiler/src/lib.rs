@@ -1,0 +1,1 @@
+//! `tlc`: the command-line driver and diagnostic rendering.

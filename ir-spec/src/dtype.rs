@@ -1,0 +1,116 @@
+//! Element types of buffers and scalars.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Every element type the IR knows. The text spelling is the TVM one (`"float16"`, …);
+/// `"float"` is accepted as an alias of `float32`, `"float8_e4m3fn"` / `"float8_e5m2fnuz"`-style
+/// torch spellings of the fp8 types are not (they mean other formats).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DType {
+    Float16,
+    BFloat16,
+    Float32,
+    Float64,
+    Float8E4M3,
+    Float8E5M2,
+    Int8,
+    Int32,
+    Int64,
+    UInt8,
+    UInt32,
+    Bool,
+}
+
+impl DType {
+    pub const ALL: [DType; 12] = [
+        DType::Float16,
+        DType::BFloat16,
+        DType::Float32,
+        DType::Float64,
+        DType::Float8E4M3,
+        DType::Float8E5M2,
+        DType::Int8,
+        DType::Int32,
+        DType::Int64,
+        DType::UInt8,
+        DType::UInt32,
+        DType::Bool,
+    ];
+
+    /// The canonical text spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::Float16 => "float16",
+            DType::BFloat16 => "bfloat16",
+            DType::Float32 => "float32",
+            DType::Float64 => "float64",
+            DType::Float8E4M3 => "float8_e4m3",
+            DType::Float8E5M2 => "float8_e5m2",
+            DType::Int8 => "int8",
+            DType::Int32 => "int32",
+            DType::Int64 => "int64",
+            DType::UInt8 => "uint8",
+            DType::UInt32 => "uint32",
+            DType::Bool => "bool",
+        }
+    }
+
+    /// Parses a dtype spelling, aliases included.
+    pub fn parse(text: &str) -> Option<DType> {
+        if text == "float" {
+            return Some(DType::Float32);
+        }
+        DType::ALL.iter().copied().find(|d| d.name() == text)
+    }
+
+    /// Storage size in bits (`bool` is stored as one byte).
+    pub fn bits(self) -> u32 {
+        match self {
+            DType::Float8E4M3 | DType::Float8E5M2 | DType::Int8 | DType::UInt8 | DType::Bool => 8,
+            DType::Float16 | DType::BFloat16 => 16,
+            DType::Float32 | DType::Int32 | DType::UInt32 => 32,
+            DType::Float64 | DType::Int64 => 64,
+        }
+    }
+
+    pub fn bytes(self) -> u32 {
+        self.bits() / 8
+    }
+
+    pub fn is_float(self) -> bool {
+        matches!(
+            self,
+            DType::Float16
+                | DType::BFloat16
+                | DType::Float32
+                | DType::Float64
+                | DType::Float8E4M3
+                | DType::Float8E5M2
+        )
+    }
+
+    pub fn is_int(self) -> bool {
+        matches!(
+            self,
+            DType::Int8 | DType::Int32 | DType::Int64 | DType::UInt8 | DType::UInt32
+        )
+    }
+
+    pub fn is_bool(self) -> bool {
+        self == DType::Bool
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for DType {
+    type Err = String;
+    fn from_str(s: &str) -> Result<DType, String> {
+        DType::parse(s).ok_or_else(|| format!("unknown dtype \"{s}\""))
+    }
+}

@@ -1,0 +1,495 @@
+//! The IR data model: one tree for the tile level and the thread level.
+//!
+//! **Names are identities.** Every variable and buffer name is unique within a `PrimFunc`
+//! (the verifier rejects shadowing), so IR nodes refer to variables and buffers by name and
+//! the printed text is the IR itself. Passes that introduce names take fresh ones.
+//!
+//! **Equality ignores spans** (see `span.rs`), so `==` means "same program".
+//!
+//! Levels: the *tile* level is what users write (tile ops such as `Copy`, `Gemm`, `Fill`,
+//! `T.Parallel` loops). The *thread* level has no tile ops left; threads are explicit through
+//! `ForKind::ThreadBinding` loops.
+
+use crate::dtype::DType;
+use crate::span::Span;
+
+/// A name with the place it was written.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Ident {
+    pub name: String,
+    pub span: Span,
+}
+
+impl Ident {
+    pub fn new(name: impl Into<String>, span: Span) -> Ident {
+        Ident {
+            name: name.into(),
+            span,
+        }
+    }
+}
+
+/// One kernel: `@T.prim_func def name(params): body`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PrimFunc {
+    pub name: Ident,
+    /// Symbolic dimensions (`M = T.symbolic("M")` before the function): int32 values known
+    /// only at launch time, usable in buffer shapes and expressions.
+    pub dims: Vec<Ident>,
+    /// Buffer parameters, all in `Scope::Global`.
+    pub params: Vec<BufferDecl>,
+    pub body: Vec<Stmt>,
+    pub span: Span,
+}
+
+/// Where a buffer lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// Device memory; only function parameters.
+    Global,
+    /// Shared memory of a thread block (`T.alloc_shared`; TileLang's `shared` / `shared.dyn`).
+    Shared,
+    /// A tile distributed over the threads of a block (`T.alloc_fragment`, `local.fragment`).
+    Fragment,
+    /// Per-thread registers (`T.alloc_local`, `local`).
+    Local,
+}
+
+impl Scope {
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Global => "global",
+            Scope::Shared => "shared",
+            Scope::Fragment => "fragment",
+            Scope::Local => "local",
+        }
+    }
+}
+
+/// A buffer: a parameter or an allocation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BufferDecl {
+    pub name: Ident,
+    pub dtype: DType,
+    /// Extents, outermost first; row-major, contiguous.
+    pub shape: Vec<Expr>,
+    pub scope: Scope,
+    pub span: Span,
+}
+
+/// A statement with its span.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stmt {
+    pub kind: StmtKind,
+    pub span: Span,
+}
+
+impl Stmt {
+    pub fn new(kind: StmtKind, span: Span) -> Stmt {
+        Stmt { kind, span }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum StmtKind {
+    /// `with T.Kernel(...) as (bx, by):` — a grid of thread blocks.
+    Kernel(Kernel),
+    For(For),
+    /// `if cond: … elif …: … else: …` (`elif` is an `If` alone in `else_body`).
+    If {
+        cond: Expr,
+        then_body: Vec<Stmt>,
+        else_body: Vec<Stmt>,
+    },
+    /// `x = value` or `x: T.int32 = value`; binds `var` for the rest of the enclosing body.
+    Let {
+        var: Ident,
+        dtype: Option<DType>,
+        value: Expr,
+    },
+    /// `buf[i, j] = value`.
+    Store {
+        buffer: Ident,
+        indices: Vec<Expr>,
+        value: Expr,
+    },
+    /// `T.copy(src, dst)`: element-wise copy between two regions of equal element count,
+    /// converting dtypes.
+    Copy {
+        src: Region,
+        dst: Region,
+    },
+    /// `T.gemm(A, B, C, ...)`: `C (+)= op(A) @ op(B)`.
+    Gemm(Gemm),
+    /// `T.fill(dst, value)`; `T.clear(dst)` is `Fill` with the integer literal 0.
+    Fill {
+        dst: Region,
+        value: Expr,
+    },
+}
+
+/// `with T.Kernel(grid..., threads=...) as block_vars:`.
+///
+/// Kernel-wide facts (rasterization, layout annotations, allocations) are fields rather than
+/// statements: TileLang treats them as properties of the block wherever they are written, and
+/// hoisting them makes every spelling of a kernel normalize to the same IR.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Kernel {
+    /// Grid extents, x first (1 to 3).
+    pub grid: Vec<Expr>,
+    /// One variable per grid dimension: `blockIdx.x`, `.y`, `.z`.
+    pub block_vars: Vec<Ident>,
+    /// Block shape, x first (1 to 3 constants; trailing 1s are dropped).
+    pub threads: Vec<Expr>,
+    /// `T.use_swizzle(panel_size=P, order=...)`.
+    pub swizzle: Option<Swizzle>,
+    /// `T.annotate_layout({...})`.
+    pub layouts: Vec<LayoutAnnotation>,
+    /// Shared, fragment and local allocations of the block, in order of declaration.
+    pub allocs: Vec<BufferDecl>,
+    pub body: Vec<Stmt>,
+}
+
+/// L2 rasterization of the block grid.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Swizzle {
+    pub panel_size: Expr,
+    pub order: RasterOrder,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RasterOrder {
+    Row,
+    Column,
+}
+
+/// One entry of `T.annotate_layout({buf: layout})`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LayoutAnnotation {
+    pub buffer: Ident,
+    pub layout: Layout,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Layout {
+    /// `T.make_swizzled_layout(buf)`: XOR-swizzled shared memory, width chosen from the
+    /// inner dimension.
+    Swizzled,
+}
+
+/// A loop `for var in KIND(start, stop)`; iterates `var = start, start + 1, …, stop - 1`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct For {
+    pub var: Ident,
+    pub start: Expr,
+    pub stop: Expr,
+    pub kind: ForKind,
+    pub body: Vec<Stmt>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ForKind {
+    /// `T.serial(...)`, `range(...)`.
+    Serial,
+    /// `T.unroll(...)`: serial, to be fully unrolled.
+    Unroll,
+    /// `T.Parallel(...)`: iterations are independent and are spread over the threads.
+    /// `for i, j in T.Parallel(a, b)` is two directly nested parallel loops.
+    Parallel,
+    /// `T.Pipelined(n, num_stages=s, order=[...], stage=[...])`.
+    Pipelined {
+        num_stages: i64,
+        order: Vec<i64>,
+        stage: Vec<i64>,
+    },
+    /// `T.thread_binding(n, thread="threadIdx.x")`: one iteration per thread.
+    ThreadBinding(ThreadTag),
+}
+
+/// A hardware index a loop can be bound to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ThreadTag {
+    ThreadX,
+    ThreadY,
+    ThreadZ,
+    BlockX,
+    BlockY,
+    BlockZ,
+}
+
+impl ThreadTag {
+    pub const ALL: [ThreadTag; 6] = [
+        ThreadTag::ThreadX,
+        ThreadTag::ThreadY,
+        ThreadTag::ThreadZ,
+        ThreadTag::BlockX,
+        ThreadTag::BlockY,
+        ThreadTag::BlockZ,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ThreadTag::ThreadX => "threadIdx.x",
+            ThreadTag::ThreadY => "threadIdx.y",
+            ThreadTag::ThreadZ => "threadIdx.z",
+            ThreadTag::BlockX => "blockIdx.x",
+            ThreadTag::BlockY => "blockIdx.y",
+            ThreadTag::BlockZ => "blockIdx.z",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<ThreadTag> {
+        ThreadTag::ALL.iter().copied().find(|t| t.name() == text)
+    }
+}
+
+/// A rectangular region of a buffer: per dimension a start and an extent.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Region {
+    pub buffer: Ident,
+    pub ranges: Vec<Range>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Range {
+    pub start: Expr,
+    pub extent: Expr,
+}
+
+/// `T.gemm(A, B, C, transpose_A=, transpose_B=, policy=, clear_accum=)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Gemm {
+    pub a: Region,
+    pub b: Region,
+    pub c: Region,
+    pub trans_a: bool,
+    pub trans_b: bool,
+    pub policy: WarpPolicy,
+    pub clear_accum: bool,
+}
+
+/// How the warps of a block split a gemm tile (`T.GemmWarpPolicy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WarpPolicy {
+    Square,
+    FullRow,
+    FullCol,
+}
+
+impl WarpPolicy {
+    pub fn name(self) -> &'static str {
+        match self {
+            WarpPolicy::Square => "Square",
+            WarpPolicy::FullRow => "FullRow",
+            WarpPolicy::FullCol => "FullCol",
+        }
+    }
+
+    /// TileLang's integer encoding in printed TVMScript.
+    pub fn from_index(i: i64) -> Option<WarpPolicy> {
+        match i {
+            0 => Some(WarpPolicy::Square),
+            1 => Some(WarpPolicy::FullRow),
+            2 => Some(WarpPolicy::FullCol),
+            _ => None,
+        }
+    }
+}
+
+/// An expression with its span.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExprKind {
+    /// An integer literal (int32 if it fits, else int64).
+    Int(i64),
+    /// A float literal (float32).
+    Float(f64),
+    Bool(bool),
+    /// A scalar variable: loop variable, block variable, let, or symbolic dimension.
+    Var(String),
+    /// `buf[i, j]`.
+    Load {
+        buffer: String,
+        indices: Vec<Expr>,
+    },
+    Unary(UnOp, Box<Expr>),
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+    /// `T.cast(x, "dtype")`.
+    Cast(DType, Box<Expr>),
+    /// `T.if_then_else(cond, a, b)`.
+    Select(Box<Expr>, Box<Expr>, Box<Expr>),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UnOp {
+    Neg,
+    Not,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    /// `/`: true division for floats, truncating division for integers.
+    Div,
+    /// `//`: floor division.
+    FloorDiv,
+    /// `%`: floor modulo (the result has the sign of the divisor).
+    FloorMod,
+    /// `T.ceildiv(a, b)`.
+    CeilDiv,
+    /// `T.min(a, b)`.
+    Min,
+    /// `T.max(a, b)`.
+    Max,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+    And,
+    Or,
+}
+
+impl BinOp {
+    pub fn is_comparison(self) -> bool {
+        matches!(
+            self,
+            BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne
+        )
+    }
+
+    pub fn is_logical(self) -> bool {
+        matches!(self, BinOp::And | BinOp::Or)
+    }
+}
+
+impl Expr {
+    pub fn new(kind: ExprKind, span: Span) -> Expr {
+        Expr { kind, span }
+    }
+
+    pub fn int(value: i64) -> Expr {
+        Expr::new(ExprKind::Int(value), Span::DUMMY)
+    }
+
+    pub fn var(name: impl Into<String>) -> Expr {
+        Expr::new(ExprKind::Var(name.into()), Span::DUMMY)
+    }
+
+    /// The value of an integer literal.
+    pub fn as_int(&self) -> Option<i64> {
+        match self.kind {
+            ExprKind::Int(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// Builds `a op b`, folding it when both sides are integer literals and the result is
+    /// defined (so `T.ceildiv(2048, 128)` and a printed `16` are the same IR).
+    pub fn binary(op: BinOp, a: Expr, b: Expr, span: Span) -> Expr {
+        if let (Some(x), Some(y)) = (a.as_int(), b.as_int()) {
+            if let Some(v) = fold_int(op, x, y) {
+                return Expr::new(ExprKind::Int(v), span);
+            }
+        }
+        Expr::new(ExprKind::Binary(op, Box::new(a), Box::new(b)), span)
+    }
+}
+
+/// Integer semantics of the arithmetic operators, shared by constant folding and the
+/// interpreter. `None` for division by zero, overflow of i64, and non-arithmetic operators.
+pub fn fold_int(op: BinOp, x: i64, y: i64) -> Option<i64> {
+    match op {
+        BinOp::Add => x.checked_add(y),
+        BinOp::Sub => x.checked_sub(y),
+        BinOp::Mul => x.checked_mul(y),
+        BinOp::Div => x.checked_div(y),
+        BinOp::FloorDiv => floor_div(x, y),
+        BinOp::FloorMod => floor_mod(x, y),
+        BinOp::CeilDiv => floor_div(x.checked_add(y.checked_sub(1)?)?, y).filter(|_| y > 0),
+        BinOp::Min => Some(x.min(y)),
+        BinOp::Max => Some(x.max(y)),
+        _ => None,
+    }
+}
+
+/// Floor division: rounds toward negative infinity.
+pub fn floor_div(x: i64, y: i64) -> Option<i64> {
+    let q = x.checked_div(y)?;
+    if (x % y != 0) && ((x < 0) != (y < 0)) {
+        Some(q - 1)
+    } else {
+        Some(q)
+    }
+}
+
+/// Floor modulo: the remainder has the sign of the divisor.
+pub fn floor_mod(x: i64, y: i64) -> Option<i64> {
+    let r = x.checked_rem(y)?;
+    if r != 0 && ((r < 0) != (y < 0)) {
+        Some(r + y)
+    } else {
+        Some(r)
+    }
+}
+
+impl PrimFunc {
+    /// Every buffer declaration of the function: parameters, then allocations in the order
+    /// the kernels declare them.
+    pub fn buffers(&self) -> Vec<&BufferDecl> {
+        let mut out: Vec<&BufferDecl> = self.params.iter().collect();
+        crate::visit::for_each_stmt(&self.body, &mut |stmt| {
+            if let StmtKind::Kernel(k) = &stmt.kind {
+                out.extend(k.allocs.iter());
+            }
+        });
+        out
+    }
+
+    /// The declaration of buffer `name`, if any.
+    pub fn buffer(&self, name: &str) -> Option<&BufferDecl> {
+        self.buffers().into_iter().find(|b| b.name.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floor_semantics() {
+        assert_eq!(floor_div(7, 2), Some(3));
+        assert_eq!(floor_div(-7, 2), Some(-4));
+        assert_eq!(floor_div(7, -2), Some(-4));
+        assert_eq!(floor_mod(-7, 2), Some(1));
+        assert_eq!(floor_mod(7, -2), Some(-1));
+        assert_eq!(floor_div(1, 0), None);
+        assert_eq!(fold_int(BinOp::CeilDiv, 2048, 128), Some(16));
+        assert_eq!(fold_int(BinOp::CeilDiv, 1000, 128), Some(8));
+        assert_eq!(fold_int(BinOp::Div, -7, 2), Some(-3));
+    }
+
+    #[test]
+    fn literal_folding_keeps_undefined_ops() {
+        let e = Expr::binary(BinOp::FloorDiv, Expr::int(1), Expr::int(0), Span::DUMMY);
+        assert!(matches!(e.kind, ExprKind::Binary(BinOp::FloorDiv, _, _)));
+        let e = Expr::binary(
+            BinOp::CeilDiv,
+            Expr::int(2048),
+            Expr::int(128),
+            Span::new(3, 9),
+        );
+        assert_eq!(e, Expr::int(16));
+    }
+}

@@ -1,0 +1,15 @@
+//! `tlc-ir`: the IR shared by every part of tlc — its data model, its text form (lexer,
+//! parser, printer), its verifier, the `Diagnostic` type, and the reference interpreter that
+//! gives every op its meaning.
+
+pub mod diagnostic;
+pub mod dtype;
+pub mod ir;
+pub mod span;
+pub mod types;
+pub mod visit;
+
+pub use diagnostic::{Diagnostic, Diagnostics, Note};
+pub use dtype::DType;
+pub use ir::*;
+pub use span::Span;

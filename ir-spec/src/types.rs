@@ -1,0 +1,263 @@
+//! Typing rules of scalar expressions, shared by the verifier (static) and the interpreter
+//! (dynamic), so that both agree on what `a + b` means.
+//!
+//! Rules:
+//! - An integer literal is `int32` if it fits, else `int64`; a float literal is `float32`;
+//!   loop, block and let variables without a declared type and symbolic dims are `int32`.
+//! - Literals are *weak*: a literal operand adopts the dtype of a non-literal operand it meets
+//!   (an int literal next to a `float16` value is a `float16`; a float literal next to an
+//!   integer value makes the result `float32`).
+//! - Two non-literal operands: equal dtypes give that dtype; two integers give the wider
+//!   (on equal width the signed one); an integer and a float give the float; two floats give
+//!   the wider, and two different 16-bit or 8-bit floats give `float32`.
+//! - Comparisons give `bool`; `and`, `or`, `not` and conditions take `bool`.
+//! - `bool` never takes part in arithmetic.
+
+use crate::dtype::DType;
+use crate::ir::{BinOp, Expr, ExprKind, UnOp};
+
+/// A dtype together with whether it came from a bare literal (and so may adapt).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Typed {
+    pub dtype: DType,
+    pub weak: bool,
+}
+
+impl Typed {
+    pub fn strong(dtype: DType) -> Typed {
+        Typed { dtype, weak: false }
+    }
+}
+
+/// The dtype of an integer literal.
+pub fn int_literal_dtype(value: i64) -> DType {
+    if i32::try_from(value).is_ok() {
+        DType::Int32
+    } else {
+        DType::Int64
+    }
+}
+
+/// The common dtype two arithmetic operands are converted to, or why there is none.
+pub fn unify(a: Typed, b: Typed) -> Result<Typed, String> {
+    if a.dtype.is_bool() || b.dtype.is_bool() {
+        return Err(format!(
+            "arithmetic on bool (operands are {} and {})",
+            a.dtype, b.dtype
+        ));
+    }
+    let weak = a.weak && b.weak;
+    let pick = |d: DType| Ok(Typed { dtype: d, weak });
+    if a.dtype == b.dtype {
+        return pick(a.dtype);
+    }
+    // A weak literal adapts to the other side, except that a float literal never becomes an
+    // integer.
+    if a.weak != b.weak {
+        let (lit, other) = if a.weak { (a, b) } else { (b, a) };
+        if lit.dtype.is_float() && other.dtype.is_int() {
+            return pick(DType::Float32);
+        }
+        return pick(other.dtype);
+    }
+    match (a.dtype.is_int(), b.dtype.is_int()) {
+        (true, true) => {
+            let wider = if a.dtype.bits() != b.dtype.bits() {
+                if a.dtype.bits() > b.dtype.bits() {
+                    a.dtype
+                } else {
+                    b.dtype
+                }
+            } else if matches!(a.dtype, DType::UInt8 | DType::UInt32) {
+                b.dtype
+            } else {
+                a.dtype
+            };
+            pick(wider)
+        }
+        (true, false) => pick(b.dtype),
+        (false, true) => pick(a.dtype),
+        (false, false) => {
+            if a.dtype.bits() == b.dtype.bits() {
+                pick(DType::Float32.max_by_bits(a.dtype))
+            } else if a.dtype.bits() > b.dtype.bits() {
+                pick(a.dtype)
+            } else {
+                pick(b.dtype)
+            }
+        }
+    }
+}
+
+impl DType {
+    /// The wider of `self` and `other` by bit width (`self` on ties).
+    fn max_by_bits(self, other: DType) -> DType {
+        if other.bits() > self.bits() {
+            other
+        } else {
+            self
+        }
+    }
+}
+
+/// The result type of `a op b`, or why the operands do not fit the operator.
+pub fn binary_result(op: BinOp, a: Typed, b: Typed) -> Result<Typed, String> {
+    if op.is_logical() {
+        if a.dtype.is_bool() && b.dtype.is_bool() {
+            return Ok(Typed::strong(DType::Bool));
+        }
+        return Err(format!(
+            "`and`/`or` take bool operands, found {} and {}",
+            a.dtype, b.dtype
+        ));
+    }
+    let common = unify(a, b)?;
+    if op.is_comparison() {
+        return Ok(Typed::strong(DType::Bool));
+    }
+    if op == BinOp::CeilDiv && !common.dtype.is_int() {
+        return Err(format!("T.ceildiv takes integers, found {}", common.dtype));
+    }
+    Ok(common)
+}
+
+/// The result type of a unary operator.
+pub fn unary_result(op: UnOp, a: Typed) -> Result<Typed, String> {
+    match op {
+        UnOp::Not if a.dtype.is_bool() => Ok(a),
+        UnOp::Not => Err(format!("`not` takes a bool, found {}", a.dtype)),
+        UnOp::Neg if a.dtype.is_bool() => Err("cannot negate a bool".to_string()),
+        UnOp::Neg => Ok(a),
+    }
+}
+
+/// Infers the type of `expr`. `var` gives the dtype of a scalar variable, `buffer` the dtype
+/// of a buffer; each returns `None` for an unknown name. Errors carry the offending
+/// sub-expression.
+pub fn infer<'e>(
+    expr: &'e Expr,
+    var: &dyn Fn(&str) -> Option<DType>,
+    buffer: &dyn Fn(&str) -> Option<DType>,
+) -> Result<Typed, (&'e Expr, String)> {
+    let sub = |e: &'e Expr| infer(e, var, buffer);
+    match &expr.kind {
+        ExprKind::Int(v) => Ok(Typed {
+            dtype: int_literal_dtype(*v),
+            weak: true,
+        }),
+        ExprKind::Float(_) => Ok(Typed {
+            dtype: DType::Float32,
+            weak: true,
+        }),
+        ExprKind::Bool(_) => Ok(Typed::strong(DType::Bool)),
+        ExprKind::Var(name) => var(name)
+            .map(Typed::strong)
+            .ok_or_else(|| (expr, format!("undefined name `{name}`"))),
+        ExprKind::Load {
+            buffer: name,
+            indices,
+        } => {
+            for index in indices {
+                let t = sub(index)?;
+                if !t.dtype.is_int() {
+                    return Err((
+                        index,
+                        format!("buffer index must be an integer, found {}", t.dtype),
+                    ));
+                }
+            }
+            buffer(name)
+                .map(Typed::strong)
+                .ok_or_else(|| (expr, format!("undefined buffer `{name}`")))
+        }
+        ExprKind::Unary(op, a) => unary_result(*op, sub(a)?).map_err(|m| (expr, m)),
+        ExprKind::Binary(op, a, b) => {
+            let (ta, tb) = (sub(a)?, sub(b)?);
+            binary_result(*op, ta, tb).map_err(|m| (expr, m))
+        }
+        ExprKind::Cast(dtype, a) => {
+            sub(a)?;
+            Ok(Typed::strong(*dtype))
+        }
+        ExprKind::Select(c, a, b) => {
+            let tc = sub(c)?;
+            if !tc.dtype.is_bool() {
+                return Err((c, format!("condition must be bool, found {}", tc.dtype)));
+            }
+            let (ta, tb) = (sub(a)?, sub(b)?);
+            if ta.dtype.is_bool() && tb.dtype.is_bool() {
+                return Ok(Typed::strong(DType::Bool));
+            }
+            unify(ta, tb).map_err(|m| (expr, m))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(d: DType) -> Typed {
+        Typed::strong(d)
+    }
+    fn w(d: DType) -> Typed {
+        Typed {
+            dtype: d,
+            weak: true,
+        }
+    }
+
+    #[test]
+    fn literals_adapt() {
+        assert_eq!(
+            unify(s(DType::Float16), w(DType::Float32)).unwrap(),
+            s(DType::Float16)
+        );
+        assert_eq!(
+            unify(w(DType::Int32), s(DType::Float16)).unwrap(),
+            s(DType::Float16)
+        );
+        assert_eq!(
+            unify(w(DType::Float32), s(DType::Int32)).unwrap(),
+            s(DType::Float32)
+        );
+        assert_eq!(
+            unify(w(DType::Int32), s(DType::Int64)).unwrap(),
+            s(DType::Int64)
+        );
+    }
+
+    #[test]
+    fn strong_operands_promote() {
+        assert_eq!(
+            unify(s(DType::Int32), s(DType::Int64)).unwrap().dtype,
+            DType::Int64
+        );
+        assert_eq!(
+            unify(s(DType::Float16), s(DType::Float32)).unwrap().dtype,
+            DType::Float32
+        );
+        assert_eq!(
+            unify(s(DType::Float16), s(DType::BFloat16)).unwrap().dtype,
+            DType::Float32
+        );
+        assert_eq!(
+            unify(s(DType::Int32), s(DType::Float16)).unwrap().dtype,
+            DType::Float16
+        );
+        assert!(unify(s(DType::Bool), s(DType::Int32)).is_err());
+    }
+
+    #[test]
+    fn operators() {
+        assert_eq!(
+            binary_result(BinOp::Lt, s(DType::Int32), w(DType::Int32))
+                .unwrap()
+                .dtype,
+            DType::Bool
+        );
+        assert!(binary_result(BinOp::And, s(DType::Int32), s(DType::Bool)).is_err());
+        assert!(binary_result(BinOp::CeilDiv, s(DType::Float32), w(DType::Int32)).is_err());
+        assert!(unary_result(UnOp::Not, s(DType::Int32)).is_err());
+    }
+}

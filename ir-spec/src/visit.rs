@@ -1,0 +1,157 @@
+//! Generic walks over the IR, so that passes, the verifier and the interpreter do not each
+//! re-implement the recursion.
+
+use crate::ir::{Expr, ExprKind, Region, Stmt, StmtKind};
+
+/// The statement lists nested directly inside `stmt`.
+pub fn child_bodies(stmt: &Stmt) -> Vec<&Vec<Stmt>> {
+    match &stmt.kind {
+        StmtKind::Kernel(k) => vec![&k.body],
+        StmtKind::For(f) => vec![&f.body],
+        StmtKind::If {
+            then_body,
+            else_body,
+            ..
+        } => vec![then_body, else_body],
+        _ => Vec::new(),
+    }
+}
+
+/// Mutable version of [`child_bodies`].
+pub fn child_bodies_mut(stmt: &mut Stmt) -> Vec<&mut Vec<Stmt>> {
+    match &mut stmt.kind {
+        StmtKind::Kernel(k) => vec![&mut k.body],
+        StmtKind::For(f) => vec![&mut f.body],
+        StmtKind::If {
+            then_body,
+            else_body,
+            ..
+        } => vec![then_body, else_body],
+        _ => Vec::new(),
+    }
+}
+
+/// Calls `f` on every statement, parents before children.
+pub fn for_each_stmt<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
+    for stmt in body {
+        f(stmt);
+        for child in child_bodies(stmt) {
+            for_each_stmt(child, f);
+        }
+    }
+}
+
+/// The expressions a statement holds directly (not those of nested statements), including
+/// region bounds, loop bounds, kernel extents and allocation shapes.
+pub fn stmt_exprs(stmt: &Stmt) -> Vec<&Expr> {
+    fn region<'a>(r: &'a Region, out: &mut Vec<&'a Expr>) {
+        for range in &r.ranges {
+            out.push(&range.start);
+            out.push(&range.extent);
+        }
+    }
+    let mut out = Vec::new();
+    match &stmt.kind {
+        StmtKind::Kernel(k) => {
+            out.extend(k.grid.iter());
+            out.extend(k.threads.iter());
+            if let Some(s) = &k.swizzle {
+                out.push(&s.panel_size);
+            }
+            for alloc in &k.allocs {
+                out.extend(alloc.shape.iter());
+            }
+        }
+        StmtKind::For(f) => {
+            out.push(&f.start);
+            out.push(&f.stop);
+        }
+        StmtKind::If { cond, .. } => out.push(cond),
+        StmtKind::Let { value, .. } => out.push(value),
+        StmtKind::Store { indices, value, .. } => {
+            out.extend(indices.iter());
+            out.push(value);
+        }
+        StmtKind::Copy { src, dst } => {
+            region(src, &mut out);
+            region(dst, &mut out);
+        }
+        StmtKind::Gemm(g) => {
+            region(&g.a, &mut out);
+            region(&g.b, &mut out);
+            region(&g.c, &mut out);
+        }
+        StmtKind::Fill { dst, value } => {
+            region(dst, &mut out);
+            out.push(value);
+        }
+    }
+    out
+}
+
+/// The direct sub-expressions of `expr`.
+pub fn expr_children(expr: &Expr) -> Vec<&Expr> {
+    match &expr.kind {
+        ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Var(_) => Vec::new(),
+        ExprKind::Load { indices, .. } => indices.iter().collect(),
+        ExprKind::Unary(_, a) | ExprKind::Cast(_, a) => vec![a],
+        ExprKind::Binary(_, a, b) => vec![a, b],
+        ExprKind::Select(c, a, b) => vec![c, a, b],
+    }
+}
+
+/// Calls `f` on `expr` and every sub-expression, parents first.
+pub fn for_each_subexpr<'a>(expr: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
+    f(expr);
+    for child in expr_children(expr) {
+        for_each_subexpr(child, f);
+    }
+}
+
+/// Rebuilds `expr` bottom-up: `f` sees each node after its children were rewritten.
+pub fn map_expr(expr: &Expr, f: &mut dyn FnMut(Expr) -> Expr) -> Expr {
+    let kind = match &expr.kind {
+        ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Var(_) => {
+            expr.kind.clone()
+        }
+        ExprKind::Load { buffer, indices } => ExprKind::Load {
+            buffer: buffer.clone(),
+            indices: indices.iter().map(|i| map_expr(i, f)).collect(),
+        },
+        ExprKind::Unary(op, a) => ExprKind::Unary(*op, Box::new(map_expr(a, f))),
+        ExprKind::Cast(dt, a) => ExprKind::Cast(*dt, Box::new(map_expr(a, f))),
+        ExprKind::Binary(op, a, b) => {
+            ExprKind::Binary(*op, Box::new(map_expr(a, f)), Box::new(map_expr(b, f)))
+        }
+        ExprKind::Select(c, a, b) => ExprKind::Select(
+            Box::new(map_expr(c, f)),
+            Box::new(map_expr(a, f)),
+            Box::new(map_expr(b, f)),
+        ),
+    };
+    f(Expr::new(kind, expr.span))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::BinOp;
+    use crate::span::Span;
+
+    #[test]
+    fn map_expr_rewrites_bottom_up() {
+        let e = Expr::new(
+            ExprKind::Binary(BinOp::Add, Box::new(Expr::var("x")), Box::new(Expr::int(2))),
+            Span::DUMMY,
+        );
+        let out = map_expr(&e, &mut |e| match e.kind {
+            ExprKind::Var(_) => Expr::int(5),
+            ExprKind::Binary(op, a, b) => Expr::binary(op, *a, *b, e.span),
+            _ => e,
+        });
+        assert_eq!(out, Expr::int(7));
+        let mut count = 0;
+        for_each_subexpr(&e, &mut |_| count += 1);
+        assert_eq!(count, 3);
+    }
+}

@@ -1,1 +1,6 @@
-//! `tlc`: the command-line driver and diagnostic rendering.
+//! `tlc`: the command-line driver of the compiler and the rendering of its diagnostics.
+
+pub mod cli;
+pub mod commands;
+pub mod diagnostics;
+pub mod frontend;

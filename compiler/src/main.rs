@@ -1,1 +1,50 @@
-fn main() {}
+//! The `tlc` binary: parses the command line, runs one command, prints its output or its
+//! rendered errors, and exits 0 on success and 1 on any user error.
+
+use clap::Parser;
+use std::io::Write;
+use std::process::ExitCode;
+use tlc::cli::{Cli, Command};
+use tlc::commands;
+use tlc::frontend::UserError;
+
+/// Kernel texts are small, but the recursive stages (printer, verifier, interpreter) must
+/// never overflow on the deepest input the parser admits; give them a roomy stack.
+const STACK_BYTES: usize = 256 << 20;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let worker = std::thread::Builder::new()
+        .stack_size(STACK_BYTES)
+        .spawn(move || dispatch(cli));
+    let result = match worker {
+        Ok(handle) => match handle.join() {
+            Ok(result) => result,
+            Err(panic) => std::panic::resume_unwind(panic),
+        },
+        Err(e) => Err(UserError::plain(format!(
+            "cannot start the compiler thread: {e}"
+        ))),
+    };
+    match result {
+        Ok(stdout) => {
+            let mut out = std::io::stdout().lock();
+            // A closed pipe (`tlc fmt x | head`) is not an error of ours.
+            let _ = out.write_all(stdout.as_bytes());
+            ExitCode::SUCCESS
+        }
+        Err(UserError(text)) => {
+            let _ = std::io::stderr().lock().write_all(text.as_bytes());
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn dispatch(cli: Cli) -> Result<String, UserError> {
+    match cli.command {
+        Command::Fmt { file, define } => commands::fmt::run(&file, &define),
+        Command::Check { file, define } => {
+            commands::check::run(&file, &define).map(|()| String::new())
+        }
+    }
+}

@@ -6,6 +6,7 @@ pub mod diagnostic;
 pub mod dtype;
 pub mod ir;
 pub mod span;
+pub mod specialize;
 pub mod types;
 pub mod visit;
 

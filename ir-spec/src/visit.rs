@@ -132,6 +132,63 @@ pub fn map_expr(expr: &Expr, f: &mut dyn FnMut(Expr) -> Expr) -> Expr {
     f(Expr::new(kind, expr.span))
 }
 
+/// Rewrites, in place, every expression held by the statements of `body` (recursively, and
+/// including region bounds, loop bounds, kernel extents, allocation shapes) with `f`, applied
+/// bottom-up as in [`map_expr`].
+pub fn map_body_exprs(body: &mut [Stmt], f: &mut dyn FnMut(Expr) -> Expr) {
+    fn region(r: &mut Region, f: &mut dyn FnMut(Expr) -> Expr) {
+        for range in &mut r.ranges {
+            range.start = map_expr(&range.start, f);
+            range.extent = map_expr(&range.extent, f);
+        }
+    }
+    fn all(list: &mut [Expr], f: &mut dyn FnMut(Expr) -> Expr) {
+        for e in list {
+            *e = map_expr(e, f);
+        }
+    }
+    for stmt in body.iter_mut() {
+        match &mut stmt.kind {
+            StmtKind::Kernel(k) => {
+                all(&mut k.grid, f);
+                all(&mut k.threads, f);
+                if let Some(s) = &mut k.swizzle {
+                    s.panel_size = map_expr(&s.panel_size, f);
+                }
+                for alloc in &mut k.allocs {
+                    all(&mut alloc.shape, f);
+                }
+            }
+            StmtKind::For(l) => {
+                l.start = map_expr(&l.start, f);
+                l.stop = map_expr(&l.stop, f);
+            }
+            StmtKind::If { cond, .. } => *cond = map_expr(cond, f),
+            StmtKind::Let { value, .. } => *value = map_expr(value, f),
+            StmtKind::Store { indices, value, .. } => {
+                all(indices, f);
+                *value = map_expr(value, f);
+            }
+            StmtKind::Copy { src, dst } => {
+                region(src, f);
+                region(dst, f);
+            }
+            StmtKind::Gemm(g) => {
+                region(&mut g.a, f);
+                region(&mut g.b, f);
+                region(&mut g.c, f);
+            }
+            StmtKind::Fill { dst, value } => {
+                region(dst, f);
+                *value = map_expr(value, f);
+            }
+        }
+        for child in child_bodies_mut(stmt) {
+            map_body_exprs(child, f);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,142 @@
+//! Rendering of `Diagnostic`s for people: `FILE:LINE:COL: error: message`, then the source
+//! line with a caret under the span and the notes, drawn by codespan-reporting.
+//!
+//! codespan-reporting's rich style opens with its own `error: …` line and a `┌─ file:l:c`
+//! locus line; tlc's contract (like gcc and clang) puts the location first so that editors
+//! and terminals can jump to it. We write that header line ourselves and keep codespan's
+//! snippet (source lines, carets, secondary labels, notes) unchanged below it.
+
+use codespan_reporting::diagnostic::{Diagnostic as CsDiagnostic, Label};
+use codespan_reporting::files::{Files, SimpleFile};
+use codespan_reporting::term::{self, Chars, Config};
+use tlc_ir::{Diagnostic, Span};
+
+/// A source file as the user named it.
+pub struct SourceFile {
+    pub name: String,
+    pub text: String,
+}
+
+impl SourceFile {
+    pub fn new(name: impl Into<String>, text: impl Into<String>) -> SourceFile {
+        SourceFile {
+            name: name.into(),
+            text: text.into(),
+        }
+    }
+
+    /// 1-based line and column (in characters) of byte offset `offset`.
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        let offset = clamp_to_char_boundary(&self.text, offset);
+        let file = SimpleFile::new(self.name.as_str(), self.text.as_str());
+        match file.location((), offset) {
+            Ok(loc) => (loc.line_number, loc.column_number),
+            Err(_) => (1, 1),
+        }
+    }
+
+    /// The full text shown to the user for one diagnostic.
+    pub fn render(&self, diag: &Diagnostic) -> String {
+        let span = self.clamp(diag.span);
+        let (line, col) = self.line_col(span.start);
+        let mut out = format!("{}:{line}:{col}: error: {}\n", self.name, diag.message);
+        out.push_str(&self.snippet(diag, span));
+        out
+    }
+
+    /// Renders every diagnostic, in source order.
+    pub fn render_all(&self, diags: &[Diagnostic]) -> String {
+        let mut sorted: Vec<&Diagnostic> = diags.iter().collect();
+        sorted.sort_by_key(|d| (d.span.start, d.span.end));
+        sorted.into_iter().map(|d| self.render(d)).collect()
+    }
+
+    fn snippet(&self, diag: &Diagnostic, span: Span) -> String {
+        let file = SimpleFile::new(self.name.as_str(), self.text.as_str());
+        let mut labels = vec![Label::primary((), span.start..span.end)];
+        let mut plain_notes = Vec::new();
+        for note in &diag.notes {
+            match note.span {
+                Some(s) => {
+                    let s = self.clamp(s);
+                    labels.push(Label::secondary((), s.start..s.end).with_message(&note.message));
+                }
+                None => plain_notes.push(format!("note: {}", note.message)),
+            }
+        }
+        let cs = CsDiagnostic::error()
+            .with_message(&diag.message)
+            .with_labels(labels)
+            .with_notes(plain_notes);
+        let config = Config {
+            chars: Chars::ascii(),
+            ..Config::default()
+        };
+        let rich = match term::emit_into_string(&config, &file, &cs) {
+            Ok(text) => text,
+            Err(_) => return String::new(),
+        };
+        // Drop codespan's own header and locus lines: ours replaced them.
+        rich.lines()
+            .skip(2)
+            .map(|l| format!("{}\n", l.trim_end()))
+            .collect()
+    }
+
+    /// A span moved inside the text and onto character boundaries, so that no span (even one
+    /// a buggy stage produced) can make rendering fail.
+    fn clamp(&self, span: Span) -> Span {
+        let start = clamp_to_char_boundary(&self.text, span.start);
+        let end = clamp_to_char_boundary(&self.text, span.end.max(start));
+        Span::new(start, end)
+    }
+}
+
+fn clamp_to_char_boundary(text: &str, offset: usize) -> usize {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_then_caret() {
+        let file = SourceFile::new("k.tir", "def f():\n    x = y + 1\n");
+        let diag = Diagnostic::error(Span::new(17, 18), "undefined name `y`");
+        let text = file.render(&diag);
+        let mut lines = text.lines();
+        assert_eq!(lines.next(), Some("k.tir:2:9: error: undefined name `y`"));
+        let rest: Vec<&str> = lines.collect();
+        assert!(rest.iter().any(|l| l.ends_with("x = y + 1")), "{text}");
+        let caret = rest
+            .iter()
+            .find(|l| l.trim_end().ends_with('^'))
+            .expect(&text);
+        let source = rest.iter().find(|l| l.ends_with("x = y + 1")).expect(&text);
+        assert_eq!(caret.find('^'), source.find('y'), "{text}");
+    }
+
+    #[test]
+    fn notes_and_odd_spans_render() {
+        let file = SourceFile::new("k.tir", "a = 1\né = a\n");
+        let diag = Diagnostic::error(Span::new(8, 999), "bad")
+            .with_note_at(Span::new(0, 1), "first defined here")
+            .with_note("names are unique in a kernel");
+        let text = file.render(&diag);
+        assert!(text.starts_with("k.tir:2:2: error: bad\n"), "{text}");
+        assert!(text.contains("first defined here"), "{text}");
+        assert!(
+            text.contains("note: names are unique in a kernel"),
+            "{text}"
+        );
+        let empty = SourceFile::new("e.tir", "");
+        assert!(empty
+            .render(&Diagnostic::error(Span::new(0, 0), "empty"))
+            .starts_with("e.tir:1:1: error: empty"));
+    }
+}

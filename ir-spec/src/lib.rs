@@ -5,6 +5,7 @@
 pub mod diagnostic;
 pub mod dtype;
 pub mod ir;
+pub mod printer;
 pub mod span;
 pub mod types;
 pub mod visit;

@@ -8,6 +8,7 @@ pub mod ir;
 pub mod printer;
 pub mod span;
 pub mod types;
+pub mod verifier;
 pub mod visit;
 
 pub use diagnostic::{Diagnostic, Diagnostics, Note};

@@ -20,13 +20,6 @@ pub fn var(name: &str) -> Expr {
     Expr::var(name)
 }
 
-pub fn var_at(name: &str, start: usize) -> Expr {
-    Expr::new(
-        ExprKind::Var(name.into()),
-        Span::new(start, start + name.len()),
-    )
-}
-
 pub fn float(v: f64) -> Expr {
     Expr::new(ExprKind::Float(v), Span::DUMMY)
 }

@@ -117,29 +117,34 @@ impl<'f> Checker<'f> {
         }
         let ext_s = non_unit_extents(src);
         let ext_d = non_unit_extents(dst);
-        if ext_s == ext_d {
-            return;
-        }
-        let (Some(ns), Some(nd)) = (const_product(&ext_s), const_product(&ext_d)) else {
-            // Symbolic and not syntactically equal: the sizes cannot be compared statically.
-            return;
+        let cs: Vec<Option<i64>> = ext_s.iter().map(|e| const_int(e)).collect();
+        let cd: Vec<Option<i64>> = ext_d.iter().map(|e| const_int(e)).collect();
+        let all_const = cs.iter().chain(&cd).all(Option::is_some);
+        // A symbolic extent may turn out to be 1, so only constant extents can be compared
+        // position by position, and only all-constant shapes by length.
+        let mismatch = if ext_s.len() != ext_d.len() {
+            all_const
+        } else {
+            cs.iter()
+                .zip(&cd)
+                .any(|(a, b)| matches!((a, b), (Some(a), Some(b)) if a != b))
         };
-        if ns != nd {
+        if mismatch {
             self.push(
                 Diagnostic::error(
                     span,
                     format!(
-                        "`T.copy` regions have different sizes: `{}` gives {} ({ns} {}), `{}` \
-                         gives {} ({nd} {})",
+                        "`T.copy` regions have different shapes: `{}` is {}, `{}` is {}",
                         src.buffer.name,
                         shape_text(src),
-                        super::exprs::plural(ns as usize, "element", "elements"),
                         dst.buffer.name,
                         shape_text(dst),
-                        super::exprs::plural(nd as usize, "element", "elements"),
                     ),
                 )
-                .with_note("the element counts must agree after dropping extent-1 dimensions"),
+                .with_note(
+                    "the shapes must agree once extent-1 dimensions are dropped \
+                     (1x128 matches 128); elements pair up in row-major order",
+                ),
             );
         }
     }
@@ -310,14 +315,8 @@ fn non_unit_extents(r: &Region) -> Vec<&Expr> {
         .collect()
 }
 
-fn const_product(extents: &[&Expr]) -> Option<i64> {
-    extents
-        .iter()
-        .try_fold(1i64, |acc, e| acc.checked_mul(const_int(e)?))
-}
-
-/// `128x32` (the region's extents as written).
+/// `(128, 32)`: the region's extents as written.
 fn shape_text(r: &Region) -> String {
     let parts: Vec<String> = r.ranges.iter().map(|x| x.extent.to_string()).collect();
-    parts.join("x")
+    format!("({})", parts.join(", "))
 }

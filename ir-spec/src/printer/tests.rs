@@ -355,3 +355,31 @@ fn seed_snapshot_with_symbolic_shapes() {
     }
     insta::assert_snapshot!(print_func(&f));
 }
+
+#[test]
+fn invalid_ir_still_prints_without_panicking() {
+    // Unknown buffers, a global allocation, a parallel loop not starting at 0, no block
+    // variables: the verifier rejects all of these, but a dump must still come out.
+    let mut k = kernel(
+        &[],
+        &[],
+        &[],
+        vec![decl("G", &[4], DType::Int32, Scope::Global)],
+    );
+    k.body = vec![
+        copy(
+            whole("Nope", &[4]),
+            region("Gone", vec![(var("i"), int(4))]),
+        ),
+        loop_("p", ForKind::Parallel, 2, int(8), Vec::new()),
+    ];
+    let text = print_func(&single_kernel(k));
+    assert!(text.contains("with T.Kernel(threads=()):"), "{text}");
+    assert!(
+        text.contains("G = T.alloc_global((4,), \"int32\")"),
+        "{text}"
+    );
+    assert!(text.contains("T.copy(Nope[0], Gone[i:i + 4])"), "{text}");
+    assert!(text.contains("for p in T.Parallel(2, 8):"), "{text}");
+    assert!(text.ends_with("pass\n"));
+}

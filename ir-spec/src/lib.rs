@@ -5,9 +5,11 @@
 pub mod diagnostic;
 pub mod dtype;
 pub mod ir;
+pub mod printer;
 pub mod span;
 pub mod specialize;
 pub mod types;
+pub mod verifier;
 pub mod visit;
 
 pub use diagnostic::{Diagnostic, Diagnostics, Note};

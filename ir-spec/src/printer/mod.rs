@@ -1,0 +1,379 @@
+//! The printer: one canonical text per IR, in the TileLang DSL spelling of `canonical.md`.
+//! The text parses back to an equal IR, which is what makes every stage's dump editable.
+//!
+//! `expr` prints expressions (precedence, parentheses), `region` the three region forms, and
+//! this file the function, kernels and statements.
+
+mod expr;
+mod region;
+
+#[cfg(test)]
+pub(crate) mod testkit;
+#[cfg(test)]
+mod tests;
+
+use crate::ir::{
+    BufferDecl, For, ForKind, Gemm, Kernel, Layout, PrimFunc, RasterOrder, Scope, Stmt, StmtKind,
+    WarpPolicy,
+};
+use expr::{write_expr, write_list};
+use region::{copy_forms, write_plain_region, write_region, Decls};
+use std::fmt::{self, Write};
+
+/// The canonical text of `func`, ending with a newline.
+pub fn print_func(func: &PrimFunc) -> String {
+    let mut decls: Decls<'_> = Decls::new();
+    for decl in func.buffers() {
+        // On a (non-verified) duplicate name the first declaration wins, as in the verifier.
+        decls.entry(decl.name.name.as_str()).or_insert(decl);
+    }
+    let mut printer = Printer {
+        out: String::new(),
+        decls,
+    };
+    // Writing into a `String` cannot fail.
+    let _ = printer.func(func);
+    printer.out
+}
+
+struct Printer<'f> {
+    out: String,
+    decls: Decls<'f>,
+}
+
+impl Printer<'_> {
+    fn indent(&mut self, depth: usize) {
+        for _ in 0..depth {
+            self.out.push_str("    ");
+        }
+    }
+
+    fn func(&mut self, func: &PrimFunc) -> fmt::Result {
+        for dim in &func.dims {
+            writeln!(self.out, "{0} = T.symbolic(\"{0}\")", dim.name)?;
+        }
+        if !func.dims.is_empty() {
+            self.out.push('\n');
+        }
+        self.out.push_str("@T.prim_func\n");
+        if func.params.is_empty() {
+            writeln!(self.out, "def {}():", func.name.name)?;
+        } else {
+            writeln!(self.out, "def {}(", func.name.name)?;
+            for param in &func.params {
+                self.indent(1);
+                write!(self.out, "{}: T.Tensor(", param.name.name)?;
+                self.shape(&param.shape)?;
+                writeln!(self.out, ", \"{}\"),", param.dtype)?;
+            }
+            self.out.push_str("):\n");
+        }
+        self.body(&func.body, 1)
+    }
+
+    /// `(a, b)`, or `(n,)` for one dimension.
+    fn shape(&mut self, shape: &[crate::ir::Expr]) -> fmt::Result {
+        self.out.push('(');
+        write_list(&mut self.out, shape)?;
+        if shape.len() == 1 {
+            self.out.push(',');
+        }
+        self.out.push(')');
+        Ok(())
+    }
+
+    /// A statement list; an empty one prints `pass`.
+    fn body(&mut self, body: &[Stmt], depth: usize) -> fmt::Result {
+        if body.is_empty() {
+            self.indent(depth);
+            self.out.push_str("pass\n");
+        }
+        for stmt in body {
+            self.stmt(stmt, depth)?;
+        }
+        Ok(())
+    }
+
+    fn stmt(&mut self, stmt: &Stmt, depth: usize) -> fmt::Result {
+        match &stmt.kind {
+            StmtKind::Kernel(k) => return self.kernel(k, depth),
+            StmtKind::For(f) => return self.for_loop(f, depth),
+            StmtKind::If {
+                cond,
+                then_body,
+                else_body,
+            } => {
+                self.indent(depth);
+                self.out.push_str("if ");
+                return self.if_chain(cond, then_body, else_body, depth);
+            }
+            _ => {}
+        }
+        self.indent(depth);
+        match &stmt.kind {
+            StmtKind::Let { var, dtype, value } => {
+                write!(self.out, "{}", var.name)?;
+                if let Some(dtype) = dtype {
+                    write!(self.out, ": T.{dtype}")?;
+                }
+                self.out.push_str(" = ");
+                write_expr(&mut self.out, value)?;
+            }
+            StmtKind::Store {
+                buffer,
+                indices,
+                value,
+            } => {
+                write!(self.out, "{}[", buffer.name)?;
+                write_list(&mut self.out, indices)?;
+                self.out.push_str("] = ");
+                write_expr(&mut self.out, value)?;
+            }
+            StmtKind::Copy { src, dst } => {
+                let (fs, fd) = copy_forms(src, dst, &self.decls);
+                self.out.push_str("T.copy(");
+                write_region(&mut self.out, src, fs)?;
+                self.out.push_str(", ");
+                write_region(&mut self.out, dst, fd)?;
+                self.out.push(')');
+            }
+            StmtKind::Gemm(g) => self.gemm(g)?,
+            StmtKind::Fill { dst, value } => {
+                if value.as_int() == Some(0) {
+                    self.out.push_str("T.clear(");
+                    write_plain_region(&mut self.out, dst, &self.decls)?;
+                } else {
+                    self.out.push_str("T.fill(");
+                    write_plain_region(&mut self.out, dst, &self.decls)?;
+                    self.out.push_str(", ");
+                    write_expr(&mut self.out, value)?;
+                }
+                self.out.push(')');
+            }
+            // Handled above.
+            StmtKind::Kernel(_) | StmtKind::For(_) | StmtKind::If { .. } => {}
+        }
+        self.out.push('\n');
+        Ok(())
+    }
+
+    /// Prints `cond:` and the bodies; the caller wrote the indentation and `if ` / `elif `.
+    fn if_chain(
+        &mut self,
+        cond: &crate::ir::Expr,
+        then_body: &[Stmt],
+        else_body: &[Stmt],
+        depth: usize,
+    ) -> fmt::Result {
+        write_expr(&mut self.out, cond)?;
+        self.out.push_str(":\n");
+        self.body(then_body, depth + 1)?;
+        match else_body {
+            [] => Ok(()),
+            [Stmt {
+                kind:
+                    StmtKind::If {
+                        cond,
+                        then_body,
+                        else_body,
+                    },
+                ..
+            }] => {
+                self.indent(depth);
+                self.out.push_str("elif ");
+                self.if_chain(cond, then_body, else_body, depth)
+            }
+            _ => {
+                self.indent(depth);
+                self.out.push_str("else:\n");
+                self.body(else_body, depth + 1)
+            }
+        }
+    }
+
+    fn kernel(&mut self, k: &Kernel, depth: usize) -> fmt::Result {
+        self.indent(depth);
+        self.out.push_str("with T.Kernel(");
+        write_list(&mut self.out, &k.grid)?;
+        if !k.grid.is_empty() {
+            self.out.push_str(", ");
+        }
+        self.out.push_str("threads=");
+        if k.threads.len() == 1 {
+            write_list(&mut self.out, &k.threads)?;
+        } else {
+            self.out.push('(');
+            write_list(&mut self.out, &k.threads)?;
+            self.out.push(')');
+        }
+        self.out.push(')');
+        match k.block_vars.as_slice() {
+            [] => {}
+            [one] => write!(self.out, " as {}", one.name)?,
+            many => {
+                let names: Vec<&str> = many.iter().map(|v| v.name.as_str()).collect();
+                write!(self.out, " as ({})", names.join(", "))?;
+            }
+        }
+        self.out.push_str(":\n");
+        let inner = depth + 1;
+        let mut wrote = false;
+        if let Some(s) = &k.swizzle {
+            self.indent(inner);
+            self.out.push_str("T.use_swizzle(panel_size=");
+            write_expr(&mut self.out, &s.panel_size)?;
+            if s.order == RasterOrder::Column {
+                self.out.push_str(", order=\"column\"");
+            }
+            self.out.push_str(")\n");
+            wrote = true;
+        }
+        for alloc in &k.allocs {
+            self.alloc(alloc, inner)?;
+            wrote = true;
+        }
+        if !k.layouts.is_empty() {
+            self.indent(inner);
+            self.out.push_str("T.annotate_layout({");
+            for (i, ann) in k.layouts.iter().enumerate() {
+                if i > 0 {
+                    self.out.push_str(", ");
+                }
+                let name = &ann.buffer.name;
+                match ann.layout {
+                    Layout::Swizzled => write!(self.out, "{name}: T.make_swizzled_layout({name})")?,
+                }
+            }
+            self.out.push_str("})\n");
+            wrote = true;
+        }
+        if wrote && k.body.is_empty() {
+            // The block already has statements; `pass` would be noise.
+            return Ok(());
+        }
+        self.body(&k.body, inner)
+    }
+
+    fn alloc(&mut self, decl: &BufferDecl, depth: usize) -> fmt::Result {
+        self.indent(depth);
+        let func = match decl.scope {
+            Scope::Shared => "alloc_shared",
+            Scope::Fragment => "alloc_fragment",
+            Scope::Local => "alloc_local",
+            // Not valid IR (the verifier rejects it); printed so that the dump stays readable.
+            Scope::Global => "alloc_global",
+        };
+        write!(self.out, "{} = T.{func}(", decl.name.name)?;
+        self.shape(&decl.shape)?;
+        writeln!(self.out, ", \"{}\")", decl.dtype)
+    }
+
+    fn for_loop(&mut self, f: &For, depth: usize) -> fmt::Result {
+        self.indent(depth);
+        if f.kind == ForKind::Parallel {
+            return self.parallel(f, depth);
+        }
+        write!(self.out, "for {} in ", f.var.name)?;
+        let name = match &f.kind {
+            ForKind::Serial => "T.serial",
+            ForKind::Unroll => "T.unroll",
+            ForKind::Pipelined { .. } => "T.Pipelined",
+            ForKind::ThreadBinding(_) => "T.thread_binding",
+            ForKind::Parallel => "T.Parallel",
+        };
+        write!(self.out, "{name}(")?;
+        self.bounds(f)?;
+        match &f.kind {
+            ForKind::Pipelined {
+                num_stages,
+                order,
+                stage,
+            } => {
+                write!(self.out, ", num_stages={num_stages}")?;
+                if !order.is_empty() {
+                    write!(self.out, ", order={}", int_list(order))?;
+                }
+                if !stage.is_empty() {
+                    write!(self.out, ", stage={}", int_list(stage))?;
+                }
+            }
+            ForKind::ThreadBinding(tag) => write!(self.out, ", thread=\"{}\"", tag.name())?,
+            _ => {}
+        }
+        self.out.push_str("):\n");
+        self.body(&f.body, depth + 1)
+    }
+
+    /// `n` when the loop starts at the literal 0, else `a, b`.
+    fn bounds(&mut self, f: &For) -> fmt::Result {
+        if f.start.as_int() != Some(0) {
+            write_expr(&mut self.out, &f.start)?;
+            self.out.push_str(", ");
+        }
+        write_expr(&mut self.out, &f.stop)
+    }
+
+    /// `for i, j in T.Parallel(a, b):`, merging directly nested parallel loops.
+    fn parallel(&mut self, f: &For, depth: usize) -> fmt::Result {
+        let mut nest = vec![f];
+        let mut innermost = f;
+        while let [Stmt {
+            kind: StmtKind::For(inner),
+            ..
+        }] = innermost.body.as_slice()
+        {
+            if inner.kind != ForKind::Parallel || !starts_at_zero(inner) {
+                break;
+            }
+            nest.push(inner);
+            innermost = inner;
+        }
+        if !starts_at_zero(f) {
+            // Not valid IR (parallel loops start at 0); printed as one loop with both bounds so
+            // the problem stays visible.
+            nest.truncate(1);
+            innermost = f;
+            write!(self.out, "for {} in T.Parallel(", f.var.name)?;
+            self.bounds(f)?;
+        } else {
+            let vars: Vec<&str> = nest.iter().map(|l| l.var.name.as_str()).collect();
+            write!(self.out, "for {} in T.Parallel(", vars.join(", "))?;
+            write_list(&mut self.out, nest.iter().map(|l| &l.stop))?;
+        }
+        self.out.push_str("):\n");
+        self.body(&innermost.body, depth + 1)
+    }
+
+    fn gemm(&mut self, g: &Gemm) -> fmt::Result {
+        self.out.push_str("T.gemm(");
+        write_plain_region(&mut self.out, &g.a, &self.decls)?;
+        self.out.push_str(", ");
+        write_plain_region(&mut self.out, &g.b, &self.decls)?;
+        self.out.push_str(", ");
+        write_plain_region(&mut self.out, &g.c, &self.decls)?;
+        if g.trans_a {
+            self.out.push_str(", transpose_A=True");
+        }
+        if g.trans_b {
+            self.out.push_str(", transpose_B=True");
+        }
+        if g.policy != WarpPolicy::Square {
+            write!(self.out, ", policy=T.GemmWarpPolicy.{}", g.policy.name())?;
+        }
+        if g.clear_accum {
+            self.out.push_str(", clear_accum=True");
+        }
+        self.out.push(')');
+        Ok(())
+    }
+}
+
+fn starts_at_zero(f: &For) -> bool {
+    f.start.as_int() == Some(0)
+}
+
+/// `[0, 1, 2]`.
+fn int_list(values: &[i64]) -> String {
+    let items: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+    format!("[{}]", items.join(", "))
+}

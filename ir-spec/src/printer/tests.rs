@@ -1,0 +1,385 @@
+//! Printer tests on IR built in code (the parser is tested against the printer elsewhere).
+
+use super::print_func;
+use super::testkit::*;
+use crate::dtype::DType;
+use crate::ir::*;
+use crate::span::Span;
+
+const SEED: &str = r#"@T.prim_func
+def gemm_schedule(
+    A: T.Tensor((4096, 1024), "float16"),
+    B: T.Tensor((1024, 2048), "float16"),
+    C: T.Tensor((4096, 2048), "float16"),
+):
+    with T.Kernel(16, 32, threads=128) as (bx, by):
+        T.use_swizzle(panel_size=10)
+        A_shared = T.alloc_shared((128, 32), "float16")
+        B_shared = T.alloc_shared((32, 128), "float16")
+        C_local = T.alloc_fragment((128, 128), "float32")
+        T.clear(C_local)
+        for ko in T.Pipelined(32, num_stages=3):
+            T.copy(A[by * 128, ko * 32], A_shared)
+            for k, j in T.Parallel(32, 128):
+                B_shared[k, j] = B[ko * 32 + k, bx * 128 + j]
+            T.gemm(A_shared, B_shared, C_local)
+        T.copy(C_local, C[by * 128, bx * 128])
+"#;
+
+#[test]
+fn seed_kernel_prints_as_in_the_spec() {
+    assert_eq!(print_func(&seed()), SEED);
+}
+
+/// A kernel with one grid dim and an empty body, inside a function with no params.
+fn single_kernel(k: Kernel) -> PrimFunc {
+    func("f", Vec::new(), vec![stmt(StmtKind::Kernel(k))])
+}
+
+#[test]
+fn empty_bodies_print_pass() {
+    assert_eq!(
+        print_func(&func("f", Vec::new(), Vec::new())),
+        "@T.prim_func\ndef f():\n    pass\n"
+    );
+    let k = kernel(&[4], &["bx"], &[32, 4], Vec::new());
+    assert_eq!(
+        print_func(&single_kernel(k)),
+        "@T.prim_func\ndef f():\n    with T.Kernel(4, threads=(32, 4)) as bx:\n        pass\n"
+    );
+    // Allocations already fill the block: no `pass`.
+    let k = kernel(
+        &[4],
+        &["bx"],
+        &[32],
+        vec![decl("s", &[8], DType::Float32, Scope::Local)],
+    );
+    assert_eq!(
+        print_func(&single_kernel(k)),
+        "@T.prim_func\ndef f():\n    with T.Kernel(4, threads=32) as bx:\n        s = T.alloc_local((8,), \"float32\")\n"
+    );
+}
+
+#[test]
+fn symbolic_dims_and_one_dimensional_shapes() {
+    let mut f = func(
+        "vec",
+        vec![BufferDecl {
+            name: id("X"),
+            dtype: DType::BFloat16,
+            shape: vec![var("N")],
+            scope: Scope::Global,
+            span: Span::DUMMY,
+        }],
+        vec![stmt(StmtKind::Kernel(kernel(
+            &[1],
+            &["b"],
+            &[1],
+            Vec::new(),
+        )))],
+    );
+    f.dims = vec![id("N"), id("M")];
+    assert_eq!(
+        print_func(&f),
+        "N = T.symbolic(\"N\")\nM = T.symbolic(\"M\")\n\n@T.prim_func\ndef vec(\n    X: T.Tensor((N,), \"bfloat16\"),\n):\n    with T.Kernel(1, threads=1) as b:\n        pass\n"
+    );
+}
+
+#[test]
+fn copy_region_forms() {
+    let params = vec![
+        param("A", &[64, 64], DType::Float16),
+        param("D", &[4, 64, 64], DType::Float16),
+    ];
+    let allocs = vec![
+        decl("S", &[16, 16], DType::Float16, Scope::Shared),
+        decl("R", &[1, 16], DType::Float16, Scope::Shared),
+        decl("T", &[32, 32], DType::Float16, Scope::Shared),
+    ];
+    let i = || var("bx");
+    let body = vec![
+        // Whole to whole.
+        copy(whole("S", &[16, 16]), whole("S", &[16, 16])),
+        // Corner source: extents match the whole destination.
+        copy(
+            region("A", vec![(i(), int(16)), (int(0), int(16))]),
+            whole("S", &[16, 16]),
+        ),
+        // Both slices with matching extents: only the source becomes a corner.
+        copy(
+            region("A", vec![(i(), int(16)), (int(8), int(16))]),
+            region("T", vec![(int(0), int(16)), (int(0), int(16))]),
+        ),
+        // The destination has a leading extent-1 dim: a lower-rank corner still fits.
+        copy(
+            region("A", vec![(int(3), int(16)), (int(0), int(16))]),
+            region(
+                "D",
+                vec![(i(), int(1)), (int(3), int(16)), (int(0), int(16))],
+            ),
+        ),
+        // A rank-3 corner opposite a whole rank-2 buffer: the corner pads with 1s.
+        copy(
+            whole("R", &[1, 16]),
+            region(
+                "D",
+                vec![(int(0), int(1)), (int(2), int(1)), (i(), int(16))],
+            ),
+        ),
+        // Extents differ: slices on both sides, all three slice spellings.
+        copy(
+            region(
+                "A",
+                vec![
+                    (int(0), int(8)),
+                    (int(4), int(8)),
+                    (add(i(), int(1)), int(2)),
+                ],
+            ),
+            region(
+                "S",
+                vec![(i(), bin(BinOp::Sub, var("n"), int(1))), (int(0), int(1))],
+            ),
+        ),
+    ];
+    let mut k = kernel(&[4], &["bx"], &[128], allocs);
+    k.body = body;
+    let text = print_func(&func("f", params, vec![stmt(StmtKind::Kernel(k))]));
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains("T.copy")).collect();
+    assert_eq!(
+        lines,
+        [
+            "        T.copy(S, S)",
+            "        T.copy(A[bx, 0], S)",
+            "        T.copy(A[bx, 8], T[0:16, 0:16])",
+            "        T.copy(A[3, 0], D[bx:bx + 1, 3:19, 0:16])",
+            "        T.copy(R, D[0, 2, bx])",
+            "        T.copy(A[0:8, 4:12, bx + 1:bx + 1 + 2], S[bx:bx + (n - 1), 0:1])",
+        ]
+    );
+}
+
+#[test]
+fn fill_gemm_and_options() {
+    let allocs = vec![
+        decl("a", &[64, 32], DType::Float16, Scope::Shared),
+        decl("b", &[64, 32], DType::Float16, Scope::Shared),
+        decl("c", &[32, 32], DType::Float32, Scope::Fragment),
+    ];
+    let mut g = gemm(
+        whole("a", &[64, 32]),
+        region("b", vec![(int(0), int(64)), (int(0), int(32))]),
+        whole("c", &[32, 32]),
+    );
+    g.trans_a = true;
+    g.trans_b = false;
+    g.policy = WarpPolicy::FullRow;
+    g.clear_accum = true;
+    let mut g2 = g.clone();
+    g2.trans_a = false;
+    g2.trans_b = true;
+    g2.policy = WarpPolicy::FullCol;
+    g2.clear_accum = false;
+    let mut k = kernel(&[1], &["bx"], &[128], allocs);
+    k.body = vec![
+        fill(whole("c", &[32, 32]), int(0)),
+        fill(whole("c", &[32, 32]), float(0.0)),
+        fill(
+            region("c", vec![(int(0), int(16)), (var("bx"), int(32))]),
+            int(-1),
+        ),
+        stmt(StmtKind::Gemm(g)),
+        stmt(StmtKind::Gemm(g2)),
+    ];
+    let text = print_func(&single_kernel(k));
+    let body: Vec<&str> = text.lines().skip(6).collect();
+    assert_eq!(
+        body,
+        [
+            "        T.clear(c)",
+            "        T.fill(c, 0.0)",
+            "        T.fill(c[0:16, bx:bx + 32], -1)",
+            "        T.gemm(a, b, c, transpose_A=True, policy=T.GemmWarpPolicy.FullRow, clear_accum=True)",
+            "        T.gemm(a, b, c, transpose_B=True, policy=T.GemmWarpPolicy.FullCol)",
+        ]
+    );
+}
+
+/// Every loop kind, `if`/`elif`/`else`, lets, layout annotations and column swizzle.
+fn control_flow() -> PrimFunc {
+    let allocs = vec![
+        decl("S", &[32, 32], DType::Float16, Scope::Shared),
+        decl("acc", &[4], DType::Float32, Scope::Local),
+    ];
+    let mut k = kernel(&[8, 4, 2], &["bx", "by", "bz"], &[32, 2, 2], allocs);
+    k.swizzle = Some(Swizzle {
+        panel_size: int(4),
+        order: RasterOrder::Column,
+        span: Span::DUMMY,
+    });
+    k.layouts = vec![LayoutAnnotation {
+        buffer: id("S"),
+        layout: Layout::Swizzled,
+        span: Span::DUMMY,
+    }];
+    let cond = |a: &str, n: i64| bin(BinOp::Lt, var(a), int(n));
+    let if_ = |c: Expr, t: Vec<Stmt>, e: Vec<Stmt>| {
+        stmt(StmtKind::If {
+            cond: c,
+            then_body: t,
+            else_body: e,
+        })
+    };
+    let set = |i: Expr, v: Expr| store("acc", vec![i], v);
+    k.body = vec![
+        let_("base", None, mul(var("bx"), int(32))),
+        let_("scale", Some(DType::Float32), float(0.5)),
+        loop_(
+            "ko",
+            ForKind::Pipelined {
+                num_stages: 2,
+                order: vec![0, 1],
+                stage: vec![0, 1],
+            },
+            1,
+            var("N"),
+            vec![loop_(
+                "u",
+                ForKind::Unroll,
+                0,
+                int(4),
+                vec![set(var("u"), float(1.0))],
+            )],
+        ),
+        loop_(
+            "tx",
+            ForKind::ThreadBinding(ThreadTag::ThreadX),
+            0,
+            int(32),
+            vec![loop_("w", ForKind::Serial, 2, int(6), Vec::new())],
+        ),
+        // A parallel loop whose body is not exactly one parallel loop is not merged.
+        parallel(
+            "i",
+            32,
+            vec![
+                parallel("j", 32, vec![store("S", vec![var("i"), var("j")], int(0))]),
+                let_("z", None, int(1)),
+            ],
+        ),
+        parallel(
+            "p",
+            2,
+            vec![parallel(
+                "q",
+                2,
+                vec![parallel(
+                    "r",
+                    4,
+                    vec![store(
+                        "S",
+                        vec![add(var("p"), var("q")), var("r")],
+                        load("S", vec![var("r"), var("p")]),
+                    )],
+                )],
+            )],
+        ),
+        if_(
+            cond("bx", 1),
+            vec![set(int(0), var("scale"))],
+            vec![if_(
+                cond("by", 2),
+                Vec::new(),
+                vec![if_(
+                    bin(
+                        BinOp::And,
+                        cond("bz", 1),
+                        Expr::new(
+                            ExprKind::Unary(UnOp::Not, Box::new(boolean(false))),
+                            Span::DUMMY,
+                        ),
+                    ),
+                    vec![set(int(1), float(2.0))],
+                    vec![set(int(2), float(3.0)), set(int(3), float(4.0))],
+                )],
+            )],
+        ),
+    ];
+    let mut f = func(
+        "control",
+        vec![param("X", &[16], DType::Int8)],
+        vec![stmt(StmtKind::Kernel(k))],
+    );
+    f.dims = vec![id("N")];
+    f
+}
+
+#[test]
+fn control_flow_snapshot() {
+    insta::assert_snapshot!(print_func(&control_flow()));
+}
+
+#[test]
+fn seed_snapshot_with_symbolic_shapes() {
+    // The seed with M, N, K symbolic, ragged grid expressions and a guarded epilogue.
+    let mut f = seed();
+    f.dims = vec![id("M"), id("N"), id("K")];
+    f.params[0].shape = vec![var("M"), var("K")];
+    f.params[1].shape = vec![var("K"), var("N")];
+    f.params[2].shape = vec![var("M"), var("N")];
+    if let Some(Stmt {
+        kind: StmtKind::Kernel(k),
+        ..
+    }) = f.body.first_mut()
+    {
+        k.grid = vec![
+            bin(BinOp::CeilDiv, var("N"), int(128)),
+            bin(BinOp::CeilDiv, var("M"), int(128)),
+        ];
+        if let Some(Stmt {
+            kind: StmtKind::For(ko),
+            ..
+        }) = k.body.get_mut(1)
+        {
+            ko.stop = bin(BinOp::CeilDiv, var("K"), int(32));
+        }
+        k.body.push(stmt(StmtKind::If {
+            cond: bin(
+                BinOp::Or,
+                bin(BinOp::Ge, mul(var("by"), int(128)), var("M")),
+                bin(BinOp::Eq, bin(BinOp::FloorMod, var("N"), int(128)), int(0)),
+            ),
+            then_body: vec![fill(whole("C_local", &[128, 128]), float(-0.0))],
+            else_body: Vec::new(),
+        }));
+    }
+    insta::assert_snapshot!(print_func(&f));
+}
+
+#[test]
+fn invalid_ir_still_prints_without_panicking() {
+    // Unknown buffers, a global allocation, a parallel loop not starting at 0, no block
+    // variables: the verifier rejects all of these, but a dump must still come out.
+    let mut k = kernel(
+        &[],
+        &[],
+        &[],
+        vec![decl("G", &[4], DType::Int32, Scope::Global)],
+    );
+    k.body = vec![
+        copy(
+            whole("Nope", &[4]),
+            region("Gone", vec![(var("i"), int(4))]),
+        ),
+        loop_("p", ForKind::Parallel, 2, int(8), Vec::new()),
+    ];
+    let text = print_func(&single_kernel(k));
+    assert!(text.contains("with T.Kernel(threads=()):"), "{text}");
+    assert!(
+        text.contains("G = T.alloc_global((4,), \"int32\")"),
+        "{text}"
+    );
+    assert!(text.contains("T.copy(Nope[0], Gone[i:i + 4])"), "{text}");
+    assert!(text.contains("for p in T.Parallel(2, 8):"), "{text}");
+    assert!(text.ends_with("pass\n"));
+}

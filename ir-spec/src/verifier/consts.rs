@@ -1,0 +1,90 @@
+//! Compile-time integer values of expressions.
+
+use crate::dtype::DType;
+use crate::ir::{fold_int, Expr, ExprKind, UnOp};
+
+/// The value of `e` when it is an integer constant after folding: literals, unary minus,
+/// the integer operators (with the IR's floor / truncation semantics), `T.min`/`T.max`/
+/// `T.ceildiv`, and casts to an integer type that hold the value. `None` for anything that
+/// depends on a variable or a buffer, and for undefined results (division by zero, overflow).
+pub fn const_int(e: &Expr) -> Option<i64> {
+    match &e.kind {
+        ExprKind::Int(v) => Some(*v),
+        ExprKind::Unary(UnOp::Neg, a) => const_int(a)?.checked_neg(),
+        ExprKind::Binary(op, a, b) => fold_int(*op, const_int(a)?, const_int(b)?),
+        ExprKind::Cast(dtype, a) => {
+            let v = const_int(a)?;
+            fits(*dtype, v).then_some(v)
+        }
+        _ => None,
+    }
+}
+
+/// True when integer `v` is representable in `dtype` (an integer dtype).
+fn fits(dtype: DType, v: i64) -> bool {
+    match dtype {
+        DType::Int8 => i8::try_from(v).is_ok(),
+        DType::Int32 => i32::try_from(v).is_ok(),
+        DType::Int64 => true,
+        DType::UInt8 => u8::try_from(v).is_ok(),
+        DType::UInt32 => u32::try_from(v).is_ok(),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::const_int;
+    use crate::dtype::DType;
+    use crate::ir::{BinOp, Expr, ExprKind, UnOp};
+    use crate::span::Span;
+
+    fn raw(op: BinOp, a: Expr, b: Expr) -> Expr {
+        Expr::new(ExprKind::Binary(op, Box::new(a), Box::new(b)), Span::DUMMY)
+    }
+
+    #[test]
+    fn folds_nested_integer_arithmetic() {
+        let e = raw(
+            BinOp::Add,
+            raw(BinOp::FloorDiv, Expr::int(-7), Expr::int(2)),
+            Expr::new(
+                ExprKind::Unary(UnOp::Neg, Box::new(Expr::int(3))),
+                Span::DUMMY,
+            ),
+        );
+        assert_eq!(const_int(&e), Some(-7));
+        let e = raw(BinOp::CeilDiv, Expr::int(1000), Expr::int(128));
+        assert_eq!(const_int(&e), Some(8));
+        let cast = Expr::new(
+            ExprKind::Cast(DType::Int8, Box::new(Expr::int(300))),
+            Span::DUMMY,
+        );
+        assert_eq!(const_int(&cast), None);
+        let cast = Expr::new(
+            ExprKind::Cast(DType::Int64, Box::new(Expr::int(300))),
+            Span::DUMMY,
+        );
+        assert_eq!(const_int(&cast), Some(300));
+    }
+
+    #[test]
+    fn variables_and_undefined_results_are_not_constant() {
+        assert_eq!(
+            const_int(&raw(BinOp::Add, Expr::var("n"), Expr::int(1))),
+            None
+        );
+        assert_eq!(
+            const_int(&raw(BinOp::FloorMod, Expr::int(1), Expr::int(0))),
+            None
+        );
+        assert_eq!(
+            const_int(&raw(BinOp::Mul, Expr::int(i64::MAX), Expr::int(2))),
+            None
+        );
+        assert_eq!(
+            const_int(&Expr::new(ExprKind::Float(2.0), Span::DUMMY)),
+            None
+        );
+    }
+}

@@ -1,0 +1,255 @@
+//! Kernel and loop rules: grid and block shape, nesting, allocations, swizzle, layout
+//! annotations, loop extents and loop-kind specific rules.
+
+use super::consts::const_int;
+use super::scope::DefKind;
+use super::{Checker, KernelInfo};
+use crate::diagnostic::Diagnostic;
+use crate::dtype::DType;
+use crate::ir::{For, ForKind, Kernel, Scope, ThreadTag};
+use crate::span::Span;
+
+/// The most threads a block may have (every target of tlc).
+const MAX_THREADS: i64 = 1024;
+
+impl<'f> Checker<'f> {
+    pub(super) fn kernel(&mut self, k: &'f Kernel, span: Span) {
+        if let Some(outer) = self.kernel {
+            let mut diag = Diagnostic::error(
+                span,
+                "`T.Kernel` cannot be nested inside another `T.Kernel`",
+            );
+            if !outer.is_dummy() {
+                diag = diag.with_note_at(outer, "the enclosing kernel starts here");
+            }
+            self.push(diag);
+        }
+        let grid_span = k.grid.first().map_or(span, |g| self.at(g.span));
+        if k.grid.is_empty() || k.grid.len() > 3 {
+            self.error(
+                grid_span,
+                format!(
+                    "a kernel has 1 to 3 grid dimensions, found {}",
+                    k.grid.len()
+                ),
+            );
+        }
+        if k.block_vars.len() != k.grid.len() {
+            let at = k.block_vars.first().map_or(span, |v| v.span);
+            self.error(
+                at,
+                format!(
+                    "the kernel has {} grid {} but binds {} block {}",
+                    k.grid.len(),
+                    super::exprs::plural(k.grid.len(), "dimension", "dimensions"),
+                    k.block_vars.len(),
+                    super::exprs::plural(k.block_vars.len(), "variable", "variables"),
+                ),
+            );
+        }
+        for g in &k.grid {
+            if self.expect_int(g, "a grid extent").is_some() {
+                if let Some(v) = const_int(g).filter(|&v| v <= 0) {
+                    self.error(g.span, format!("grid extent must be positive, found {v}"));
+                }
+            }
+        }
+        let threads = self.threads(k, span);
+
+        if let Some(s) = &k.swizzle {
+            let at = if s.panel_size.span.is_dummy() {
+                s.span
+            } else {
+                s.panel_size.span
+            };
+            match const_int(&s.panel_size) {
+                Some(p) if p >= 0 => {}
+                Some(p) => self.error(at, format!("`panel_size` must be ≥ 0, found {p}")),
+                None => self.error(
+                    at,
+                    format!(
+                        "`panel_size` must be an integer constant, found `{}`",
+                        s.panel_size
+                    ),
+                ),
+            }
+        }
+
+        // The kernel's scope: its allocations (visible in the whole kernel, wherever they
+        // were written), then its block variables.
+        self.env.push();
+        for alloc in &k.allocs {
+            self.stmt_span = alloc.span;
+            self.buffer_decl(alloc);
+            if alloc.scope == Scope::Global {
+                self.error(
+                    alloc.name.span,
+                    format!(
+                        "`{}` is allocated in global memory; only parameters are global",
+                        alloc.name.name
+                    ),
+                );
+            }
+            self.define_buffer(alloc, DefKind::Alloc);
+        }
+        self.stmt_span = span;
+        for ann in &k.layouts {
+            let at = if ann.buffer.span.is_dummy() {
+                ann.span
+            } else {
+                ann.buffer.span
+            };
+            if let Some(decl) = self.resolve_buffer(&ann.buffer.name, at) {
+                if decl.scope != Scope::Shared {
+                    self.error(
+                        at,
+                        format!(
+                            "layout annotation on `{}`, a {} buffer; only shared buffers take a \
+                             swizzled layout",
+                            ann.buffer.name,
+                            decl.scope.name()
+                        ),
+                    );
+                }
+            }
+        }
+        for v in &k.block_vars {
+            self.define_var(v, DefKind::BlockVar, Some(DType::Int32));
+        }
+        let outer = self.kernel.replace(span);
+        self.body(&k.body);
+        self.kernel = outer;
+        self.env.pop();
+
+        if let Some(threads) = threads {
+            self.info.kernels.push(KernelInfo {
+                grid: k.grid.clone(),
+                block_vars: k.block_vars.iter().map(|v| v.name.clone()).collect(),
+                num_threads: threads.iter().product(),
+                threads,
+                allocs: k.allocs.iter().map(|a| a.name.name.clone()).collect(),
+                span,
+            });
+        }
+    }
+
+    /// The block shape as constants, when it is valid.
+    fn threads(&mut self, k: &Kernel, span: Span) -> Option<Vec<i64>> {
+        if k.threads.is_empty() || k.threads.len() > 3 {
+            self.error(
+                span,
+                format!(
+                    "a thread block has 1 to 3 dimensions, found {}",
+                    k.threads.len()
+                ),
+            );
+            return None;
+        }
+        let mut dims = Vec::new();
+        for t in &k.threads {
+            match const_int(t) {
+                Some(v) if v >= 1 => dims.push(v),
+                Some(v) => self.error(t.span, format!("thread count must be ≥ 1, found {v}")),
+                None => self.error(
+                    t.span,
+                    format!("thread counts must be integer constants, found `{t}`"),
+                ),
+            }
+        }
+        if dims.len() != k.threads.len() {
+            return None;
+        }
+        let total = dims
+            .iter()
+            .try_fold(1i64, |acc, &d| acc.checked_mul(d))
+            .unwrap_or(i64::MAX);
+        if total > MAX_THREADS {
+            let at = k.threads.first().map_or(span, |t| t.span);
+            let shown = if total == i64::MAX {
+                "more than 2^63".to_string()
+            } else {
+                total.to_string()
+            };
+            self.error(
+                at,
+                format!("a thread block has at most {MAX_THREADS} threads, found {shown}"),
+            );
+            return None;
+        }
+        Some(dims)
+    }
+
+    pub(super) fn for_loop(&mut self, f: &'f For) {
+        let start = self.expect_int(&f.start, "a loop bound");
+        let stop = self.expect_int(&f.stop, "a loop bound");
+        if start.is_some() && stop.is_some() {
+            let extent = const_int(&f.stop)
+                .zip(const_int(&f.start))
+                .and_then(|(b, a)| b.checked_sub(a));
+            if let Some(e) = extent.filter(|&e| e <= 0) {
+                self.error(
+                    f.stop.span,
+                    format!(
+                        "loop `{}` has extent {e}; extents must be positive",
+                        f.var.name
+                    ),
+                );
+            }
+        }
+        match &f.kind {
+            ForKind::Parallel if const_int(&f.start) != Some(0) => self.error(
+                f.start.span,
+                format!(
+                    "parallel loop `{}` starts at `{}`; parallel loops start at 0",
+                    f.var.name, f.start
+                ),
+            ),
+            ForKind::Pipelined {
+                num_stages,
+                order,
+                stage,
+            } => {
+                if *num_stages < 1 {
+                    self.error(
+                        f.var.span,
+                        format!("`num_stages` must be ≥ 1, found {num_stages}"),
+                    );
+                }
+                if order.len() != stage.len() {
+                    self.error(
+                        f.var.span,
+                        format!(
+                            "pipelined loop `{}`: `order` has {} {} but `stage` has {}",
+                            f.var.name,
+                            order.len(),
+                            super::exprs::plural(order.len(), "entry", "entries"),
+                            stage.len()
+                        ),
+                    );
+                }
+            }
+            ForKind::ThreadBinding(
+                tag @ (ThreadTag::BlockX | ThreadTag::BlockY | ThreadTag::BlockZ),
+            ) if self.kernel.is_some() => {
+                let mut diag = Diagnostic::error(
+                    self.at(f.var.span),
+                    format!(
+                        "loop `{}` is bound to `{}` inside a `T.Kernel`, whose grid already \
+                         binds the block indices",
+                        f.var.name,
+                        tag.name()
+                    ),
+                );
+                if let Some(k) = self.kernel.filter(|k| !k.is_dummy()) {
+                    diag = diag.with_note_at(k, "the enclosing kernel starts here");
+                }
+                self.push(diag);
+            }
+            _ => {}
+        }
+        self.env.push();
+        self.define_var(&f.var, DefKind::LoopVar, Some(DType::Int32));
+        self.body(&f.body);
+        self.env.pop();
+    }
+}

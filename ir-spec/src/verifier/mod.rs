@@ -1,0 +1,290 @@
+//! The verifier: every static rule of `docs/ir.md`, checked in one walk that collects all
+//! errors. On success it returns the facts later stages need (`FuncInfo`).
+//!
+//! `scope` tracks names, `exprs` checks expressions (names, ranks, constant indices, typing
+//! through `crate::types`), `kernel` checks kernels and loops, `ops` checks regions and the
+//! tile ops, `consts` folds constant integers.
+
+mod consts;
+mod exprs;
+mod kernel;
+mod ops;
+mod scope;
+
+#[cfg(test)]
+mod tests;
+
+pub use consts::const_int;
+
+use crate::diagnostic::Diagnostic;
+use crate::dtype::DType;
+use crate::ir::{BufferDecl, Expr, Ident, PrimFunc, Scope, Stmt, StmtKind};
+use crate::span::Span;
+use crate::types::{infer, Typed};
+use scope::{all_definitions, Def, DefKind, Env};
+use std::collections::{BTreeMap, HashMap};
+
+/// Facts about a verified function.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FuncInfo {
+    /// Every buffer (parameters and allocations) by name.
+    pub buffers: BTreeMap<String, BufferDecl>,
+    /// Every scalar variable (symbolic dims, block and loop variables, lets) with its dtype.
+    pub vars: BTreeMap<String, DType>,
+    /// The symbolic dimensions, in declaration order.
+    pub dims: Vec<String>,
+    /// The kernels, in program order.
+    pub kernels: Vec<KernelInfo>,
+}
+
+/// Facts about one `T.Kernel`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelInfo {
+    /// Grid extents, x first (constants or expressions of the symbolic dims).
+    pub grid: Vec<Expr>,
+    /// The block variables, x first.
+    pub block_vars: Vec<String>,
+    /// Block shape, x first; every entry ≥ 1.
+    pub threads: Vec<i64>,
+    /// Threads per block: the product of `threads`, in `1..=1024`.
+    pub num_threads: i64,
+    /// Names of the kernel's shared, fragment and local buffers, in declaration order.
+    pub allocs: Vec<String>,
+    pub span: Span,
+}
+
+impl FuncInfo {
+    /// The declaration of buffer `name`.
+    pub fn buffer(&self, name: &str) -> Option<&BufferDecl> {
+        self.buffers.get(name)
+    }
+
+    /// The dtype of scalar variable `name`.
+    pub fn var_dtype(&self, name: &str) -> Option<DType> {
+        self.vars.get(name).copied()
+    }
+
+    /// The dtype of an expression of this function (after verification every expression
+    /// type-checks; `None` only for expressions from elsewhere).
+    pub fn expr_dtype(&self, expr: &Expr) -> Option<DType> {
+        let var = |n: &str| self.var_dtype(n);
+        let buf = |n: &str| self.buffer(n).map(|b| b.dtype);
+        infer(expr, &var, &buf).ok().map(|t| t.dtype)
+    }
+}
+
+/// Checks `func` against every rule of the IR reference. All errors are returned, in program
+/// order.
+pub fn verify(func: &PrimFunc) -> Result<FuncInfo, Vec<Diagnostic>> {
+    let mut checker = Checker::new(func);
+    checker.function(func);
+    if checker.diags.is_empty() {
+        Ok(checker.info)
+    } else {
+        Err(checker.diags)
+    }
+}
+
+/// The state of one verification walk.
+pub(crate) struct Checker<'f> {
+    diags: Vec<Diagnostic>,
+    /// Every definition of the function, first per name (from a pre-pass).
+    all_defs: HashMap<String, Def>,
+    /// Definitions met so far in the walk, first per name.
+    seen: HashMap<String, Def>,
+    env: Env<'f>,
+    /// The span of the innermost enclosing `T.Kernel`, if any.
+    kernel: Option<Span>,
+    /// The span of the statement being checked: the fallback for nodes with no span.
+    stmt_span: Span,
+    info: FuncInfo,
+}
+
+impl<'f> Checker<'f> {
+    fn new(func: &'f PrimFunc) -> Checker<'f> {
+        Checker {
+            diags: Vec::new(),
+            all_defs: all_definitions(func),
+            seen: HashMap::new(),
+            env: Env::default(),
+            kernel: None,
+            stmt_span: func.span,
+            info: FuncInfo {
+                buffers: BTreeMap::new(),
+                vars: BTreeMap::new(),
+                dims: Vec::new(),
+                kernels: Vec::new(),
+            },
+        }
+    }
+
+    /// `span`, or the current statement's span when `span` is a placeholder.
+    fn at(&self, span: Span) -> Span {
+        if span.is_dummy() {
+            self.stmt_span
+        } else {
+            span
+        }
+    }
+
+    fn error(&mut self, span: Span, message: impl Into<String>) {
+        let span = self.at(span);
+        self.diags.push(Diagnostic::error(span, message));
+    }
+
+    fn push(&mut self, diag: Diagnostic) {
+        self.diags.push(diag);
+    }
+
+    /// Records a definition of `ident`; a second definition of any name is an error.
+    fn define(&mut self, ident: &Ident, kind: DefKind) {
+        if let Some(first) = self.seen.get(&ident.name).copied() {
+            let mut diag = Diagnostic::error(
+                self.at(ident.span),
+                format!("the name `{}` is defined more than once", ident.name),
+            );
+            let note = format!(
+                "`{}` was first defined here, as a {}",
+                ident.name, first.kind
+            );
+            diag = if first.span.is_dummy() {
+                diag.with_note(note)
+            } else {
+                diag.with_note_at(first.span, note)
+            };
+            self.push(diag.with_note(
+                "names are identities in tlc's IR: every dimension, buffer and variable of a \
+                 prim_func needs its own name, even in separate loops",
+            ));
+            return;
+        }
+        self.seen.insert(
+            ident.name.clone(),
+            Def {
+                kind,
+                span: ident.span,
+            },
+        );
+    }
+
+    /// Defines a scalar variable and brings it into scope.
+    fn define_var(&mut self, ident: &Ident, kind: DefKind, dtype: Option<DType>) {
+        self.define(ident, kind);
+        self.env.bind_var(&ident.name, dtype);
+        if let Some(dtype) = dtype {
+            self.info.vars.entry(ident.name.clone()).or_insert(dtype);
+        }
+    }
+
+    /// Defines a buffer and brings it into scope.
+    fn define_buffer(&mut self, decl: &'f BufferDecl, kind: DefKind) {
+        self.define(&decl.name, kind);
+        self.env.bind_buffer(decl);
+        self.info
+            .buffers
+            .entry(decl.name.name.clone())
+            .or_insert_with(|| decl.clone());
+    }
+
+    fn function(&mut self, func: &'f PrimFunc) {
+        self.env.push();
+        for dim in &func.dims {
+            self.define_var(dim, DefKind::Dim, Some(DType::Int32));
+            self.info.dims.push(dim.name.clone());
+        }
+        for param in &func.params {
+            self.stmt_span = param.span;
+            self.buffer_decl(param);
+            if param.scope != Scope::Global {
+                self.error(
+                    param.name.span,
+                    format!(
+                        "parameter `{}` is in {} memory; parameters must be global",
+                        param.name.name,
+                        param.scope.name()
+                    ),
+                );
+            }
+            self.define_buffer(param, DefKind::Param);
+        }
+        self.body(&func.body);
+        self.env.pop();
+    }
+
+    /// Checks a statement list in its own scope (lets end with it).
+    fn body(&mut self, body: &'f [Stmt]) {
+        self.env.push();
+        for stmt in body {
+            self.stmt(stmt);
+        }
+        self.env.pop();
+    }
+
+    fn stmt(&mut self, stmt: &'f Stmt) {
+        self.stmt_span = stmt.span;
+        match &stmt.kind {
+            StmtKind::Kernel(k) => self.kernel(k, stmt.span),
+            StmtKind::For(f) => self.for_loop(f),
+            StmtKind::If {
+                cond,
+                then_body,
+                else_body,
+            } => {
+                self.expect_bool(cond, "`if` condition");
+                self.body(then_body);
+                self.body(else_body);
+            }
+            StmtKind::Let { var, dtype, value } => self.let_stmt(var, *dtype, value),
+            StmtKind::Store {
+                buffer,
+                indices,
+                value,
+            } => self.store(buffer, indices, value),
+            StmtKind::Copy { src, dst } => self.copy(src, dst, stmt.span),
+            StmtKind::Gemm(g) => self.gemm(g, stmt.span),
+            StmtKind::Fill { dst, value } => self.fill(dst, value, stmt.span),
+        }
+    }
+
+    fn let_stmt(&mut self, var: &Ident, declared: Option<DType>, value: &Expr) {
+        let found = self.check_expr(value);
+        if let (Some(declared), Some(found)) = (declared, found) {
+            if declared.is_bool() != found.dtype.is_bool() {
+                self.error(
+                    value.span,
+                    format!(
+                        "mismatched types: `{}` is declared {declared} but its value is {}",
+                        var.name, found.dtype
+                    ),
+                );
+            }
+        }
+        let dtype = declared.or(found.map(|t: Typed| t.dtype));
+        self.define_var(var, DefKind::Let, dtype);
+    }
+
+    fn store(&mut self, buffer: &Ident, indices: &[Expr], value: &Expr) {
+        let decl = self.resolve_buffer(&buffer.name, buffer.span);
+        for index in indices {
+            self.expect_int(index, "buffer index");
+        }
+        let value_type = self.check_expr(value);
+        let Some(decl) = decl else {
+            return;
+        };
+        if decl.scope != Scope::Global && self.kernel.is_none() {
+            self.error(
+                buffer.span,
+                format!(
+                    "store to {} buffer `{}` outside a `T.Kernel`",
+                    decl.scope.name(),
+                    buffer.name
+                ),
+            );
+        }
+        self.check_indices(decl, indices, buffer.span);
+        if let Some(t) = value_type {
+            self.check_value_fits(decl, t.dtype, value.span);
+        }
+    }
+}

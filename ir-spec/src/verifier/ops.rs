@@ -1,0 +1,322 @@
+//! Tile-op rules: regions (rank, bounds), `T.copy` (sizes, dtypes), `T.gemm` (shapes,
+//! scopes, dtypes) and `T.fill` / `T.clear`.
+
+use super::consts::const_int;
+use super::Checker;
+use crate::diagnostic::Diagnostic;
+use crate::dtype::DType;
+use crate::ir::{BufferDecl, Expr, Gemm, Region, Scope};
+use crate::span::Span;
+
+impl<'f> Checker<'f> {
+    /// Tile ops run on a thread block, so they need an enclosing kernel.
+    fn require_kernel(&mut self, op: &str, span: Span) {
+        if self.kernel.is_none() {
+            self.error(span, format!("`{op}` must be inside a `T.Kernel`"));
+        }
+    }
+
+    /// Checks a region: its buffer, rank, integer bounds, positive extents, and that it is not
+    /// statically outside the buffer. Returns the buffer when the region is well-formed.
+    fn region(&mut self, r: &Region) -> Option<&'f BufferDecl> {
+        let span = self.at(r.span);
+        let name_span = if r.buffer.span.is_dummy() {
+            span
+        } else {
+            r.buffer.span
+        };
+        let decl = self.resolve_buffer(&r.buffer.name, name_span);
+        let mut ok = decl.is_some();
+        for range in &r.ranges {
+            ok &= self.expect_int(&range.start, "a region start").is_some();
+            ok &= self.expect_int(&range.extent, "a region extent").is_some();
+        }
+        let decl = decl?;
+        let name = &r.buffer.name;
+        if r.ranges.len() != decl.shape.len() {
+            self.error(
+                span,
+                format!(
+                    "buffer `{name}` has rank {} but the region has {} {}",
+                    decl.shape.len(),
+                    r.ranges.len(),
+                    super::exprs::plural(r.ranges.len(), "dimension", "dimensions")
+                ),
+            );
+            return None;
+        }
+        for (axis, (range, dim)) in r.ranges.iter().zip(&decl.shape).enumerate() {
+            let start = const_int(&range.start);
+            let extent = const_int(&range.extent);
+            let dim = const_int(dim);
+            let at = |e: &Expr| if e.span.is_dummy() { span } else { e.span };
+            if let Some(e) = extent.filter(|&e| e <= 0) {
+                self.error(
+                    at(&range.extent),
+                    format!(
+                        "region extent must be positive, found {e} (dimension {axis} of `{name}`)"
+                    ),
+                );
+                ok = false;
+                continue;
+            }
+            if let Some(s) = start.filter(|&s| s < 0) {
+                self.error(
+                    at(&range.start),
+                    format!(
+                        "region of `{name}` starts at {s} in dimension {axis}, outside the buffer"
+                    ),
+                );
+                ok = false;
+                continue;
+            }
+            let Some(d) = dim else { continue };
+            match (start, extent) {
+                (Some(s), Some(e)) if s.saturating_add(e) > d => {
+                    self.error(
+                        span,
+                        format!(
+                            "region {s}..{} of dimension {axis} of `{name}` is outside the buffer \
+                             (extent {d})",
+                            s.saturating_add(e)
+                        ),
+                    );
+                    ok = false;
+                }
+                (_, Some(e)) if e > d => {
+                    self.error(
+                        span,
+                        format!(
+                            "region extent {e} exceeds dimension {axis} of `{name}` (extent {d})"
+                        ),
+                    );
+                    ok = false;
+                }
+                _ => {}
+            }
+        }
+        ok.then_some(decl)
+    }
+
+    pub(super) fn copy(&mut self, src: &Region, dst: &Region, span: Span) {
+        self.require_kernel("T.copy", span);
+        let s = self.region(src);
+        let d = self.region(dst);
+        let (Some(s), Some(d)) = (s, d) else {
+            return;
+        };
+        if s.dtype.is_bool() != d.dtype.is_bool() {
+            self.error(
+                span,
+                format!(
+                    "`T.copy` from `{}` ({}) to `{}` ({}): bool buffers copy only to and from \
+                     bool buffers",
+                    s.name.name, s.dtype, d.name.name, d.dtype
+                ),
+            );
+        }
+        let ext_s = non_unit_extents(src);
+        let ext_d = non_unit_extents(dst);
+        let cs: Vec<Option<i64>> = ext_s.iter().map(|e| const_int(e)).collect();
+        let cd: Vec<Option<i64>> = ext_d.iter().map(|e| const_int(e)).collect();
+        let all_const = cs.iter().chain(&cd).all(Option::is_some);
+        // A symbolic extent may turn out to be 1, so only constant extents can be compared
+        // position by position, and only all-constant shapes by length.
+        let mismatch = if ext_s.len() != ext_d.len() {
+            all_const
+        } else {
+            cs.iter()
+                .zip(&cd)
+                .any(|(a, b)| matches!((a, b), (Some(a), Some(b)) if a != b))
+        };
+        if mismatch {
+            self.push(
+                Diagnostic::error(
+                    span,
+                    format!(
+                        "`T.copy` regions have different shapes: `{}` is {}, `{}` is {}",
+                        src.buffer.name,
+                        shape_text(src),
+                        dst.buffer.name,
+                        shape_text(dst),
+                    ),
+                )
+                .with_note(
+                    "the shapes must agree once extent-1 dimensions are dropped \
+                     (1x128 matches 128); elements pair up in row-major order",
+                ),
+            );
+        }
+    }
+
+    pub(super) fn gemm(&mut self, g: &Gemm, span: Span) {
+        self.require_kernel("T.gemm", span);
+        let a = self.region(&g.a);
+        let b = self.region(&g.b);
+        let c = self.region(&g.c);
+        let operands = [("A", &g.a, a), ("B", &g.b, b), ("C", &g.c, c)];
+        let mut ranks_ok = true;
+        for (role, region, decl) in operands {
+            let Some(decl) = decl else {
+                ranks_ok = false;
+                continue;
+            };
+            let at = self.at(region.span);
+            if region.ranges.len() != 2 {
+                self.error(
+                    at,
+                    format!(
+                        "gemm operand {role} (`{}`) must have rank 2, found rank {}",
+                        decl.name.name,
+                        region.ranges.len()
+                    ),
+                );
+                ranks_ok = false;
+            }
+            let scope_ok = match role {
+                "C" => matches!(decl.scope, Scope::Fragment | Scope::Local),
+                _ => matches!(decl.scope, Scope::Shared | Scope::Fragment),
+            };
+            if !scope_ok {
+                let allowed = if role == "C" {
+                    "fragment or local"
+                } else {
+                    "shared or fragment"
+                };
+                self.error(
+                    at,
+                    format!(
+                        "gemm operand {role} (`{}`) must be a {allowed} buffer, found {}",
+                        decl.name.name,
+                        decl.scope.name()
+                    ),
+                );
+            }
+        }
+        if let (Some(a), Some(b), Some(c)) = (a, b, c) {
+            self.gemm_dtypes(a, b, c, span);
+        }
+        if ranks_ok {
+            self.gemm_shapes(g, span);
+        }
+    }
+
+    fn gemm_dtypes(&mut self, a: &BufferDecl, b: &BufferDecl, c: &BufferDecl, span: Span) {
+        let input_ok = |d: DType| {
+            matches!(
+                d,
+                DType::Float16
+                    | DType::BFloat16
+                    | DType::Float8E4M3
+                    | DType::Float8E5M2
+                    | DType::Int8
+            )
+        };
+        let fp8 = |d: DType| matches!(d, DType::Float8E4M3 | DType::Float8E5M2);
+        for d in [a, b] {
+            if !input_ok(d.dtype) {
+                self.error(
+                    span,
+                    format!(
+                        "gemm inputs must be float16, bfloat16, float8_e4m3, float8_e5m2 or int8; \
+                         `{}` is {}",
+                        d.name.name, d.dtype
+                    ),
+                );
+                return;
+            }
+        }
+        if a.dtype != b.dtype && !(fp8(a.dtype) && fp8(b.dtype)) {
+            self.error(
+                span,
+                format!(
+                    "gemm inputs must have the same dtype (fp8 may mix e4m3 and e5m2): `{}` is {}, \
+                     `{}` is {}",
+                    a.name.name, a.dtype, b.name.name, b.dtype
+                ),
+            );
+            return;
+        }
+        let c_ok = match c.dtype {
+            DType::Float32 => a.dtype != DType::Int8,
+            DType::Float16 => a.dtype == DType::Float16,
+            DType::Int32 => a.dtype == DType::Int8,
+            _ => false,
+        };
+        if !c_ok {
+            let allowed = match a.dtype {
+                DType::Int8 => "int32",
+                DType::Float16 => "float32 or float16",
+                _ => "float32",
+            };
+            self.error(
+                span,
+                format!(
+                    "gemm accumulator `{}` is {}, but {} inputs accumulate in {allowed}",
+                    c.name.name, c.dtype, a.dtype
+                ),
+            );
+        }
+    }
+
+    /// M, N and K agree between A (MxK, or KxM with transpose_A), B (KxN, or NxK with
+    /// transpose_B) and C (MxN), wherever both sides are constants.
+    fn gemm_shapes(&mut self, g: &Gemm, span: Span) {
+        let ext = |r: &Region, i: usize| r.ranges.get(i).and_then(|x| const_int(&x.extent));
+        let (am, ak) = if g.trans_a { (1, 0) } else { (0, 1) };
+        let (bk, bn) = if g.trans_b { (1, 0) } else { (0, 1) };
+        let checks = [
+            ("K", "A", ext(&g.a, ak), "B", ext(&g.b, bk)),
+            ("M", "A", ext(&g.a, am), "C", ext(&g.c, 0)),
+            ("N", "B", ext(&g.b, bn), "C", ext(&g.c, 1)),
+        ];
+        for (dim, x, vx, y, vy) in checks {
+            if let (Some(vx), Some(vy)) = (vx, vy) {
+                if vx != vy {
+                    self.push(
+                        Diagnostic::error(
+                            span,
+                            format!("gemm {dim} mismatch: {x} gives {dim} = {vx} but {y} gives {dim} = {vy}"),
+                        )
+                        .with_note(
+                            "A is MxK (KxM with transpose_A=True), B is KxN (NxK with \
+                             transpose_B=True), C is MxN",
+                        ),
+                    );
+                }
+            }
+        }
+    }
+
+    pub(super) fn fill(&mut self, dst: &Region, value: &Expr, span: Span) {
+        self.require_kernel("T.fill", span);
+        let decl = self.region(dst);
+        let t = self.check_expr(value);
+        if let (Some(decl), Some(t)) = (decl, t) {
+            self.check_value_fits(
+                decl,
+                t.dtype,
+                if value.span.is_dummy() {
+                    span
+                } else {
+                    value.span
+                },
+            );
+        }
+    }
+}
+
+/// The extents of `r` without those that are the constant 1.
+fn non_unit_extents(r: &Region) -> Vec<&Expr> {
+    r.ranges
+        .iter()
+        .map(|x| &x.extent)
+        .filter(|e| const_int(e) != Some(1))
+        .collect()
+}
+
+/// `(128, 32)`: the region's extents as written.
+fn shape_text(r: &Region) -> String {
+    let parts: Vec<String> = r.ranges.iter().map(|x| x.extent.to_string()).collect();
+    format!("({})", parts.join(", "))
+}

@@ -1,0 +1,928 @@
+//! One test per verifier rule (each rule of docs/ir.md), plus the seed kernel and `FuncInfo`.
+
+use super::{verify, FuncInfo};
+use crate::diagnostic::Diagnostic;
+use crate::dtype::DType;
+use crate::ir::*;
+use crate::printer::testkit::*;
+use crate::span::Span;
+
+const F16: DType = DType::Float16;
+const F32: DType = DType::Float32;
+
+fn errors(f: &PrimFunc) -> Vec<Diagnostic> {
+    match verify(f) {
+        Ok(_) => Vec::new(),
+        Err(d) => d,
+    }
+}
+
+fn ok(f: &PrimFunc) -> FuncInfo {
+    match verify(f) {
+        Ok(info) => info,
+        Err(d) => panic!("unexpected errors: {d:#?}"),
+    }
+}
+
+/// Asserts exactly one error, whose message contains `needle`; returns it.
+#[track_caller]
+fn one(f: &PrimFunc, needle: &str) -> Diagnostic {
+    let errs = errors(f);
+    assert_eq!(
+        errs.len(),
+        1,
+        "expected one error containing {needle:?}, got {errs:#?}"
+    );
+    assert!(
+        errs[0].message.contains(needle),
+        "expected {needle:?} in {:?}",
+        errs[0].message
+    );
+    errs[0].clone()
+}
+
+/// `A: (64, 64) f16` and `C: (64, 64) f32` params, a 1-D grid `bx` with 128 threads, `allocs`
+/// and `body` inside the kernel.
+fn kern(allocs: Vec<BufferDecl>, body: Vec<Stmt>) -> PrimFunc {
+    let mut k = kernel(&[2], &["bx"], &[128], allocs);
+    k.body = body;
+    func(
+        "f",
+        vec![param("A", &[64, 64], F16), param("C", &[64, 64], F32)],
+        vec![stmt(StmtKind::Kernel(k))],
+    )
+}
+
+fn shared(name: &str, shape: &[i64], dtype: DType) -> BufferDecl {
+    decl(name, shape, dtype, Scope::Shared)
+}
+
+fn frag(name: &str, shape: &[i64], dtype: DType) -> BufferDecl {
+    decl(name, shape, dtype, Scope::Fragment)
+}
+
+fn a_load(i: Expr, j: Expr) -> Expr {
+    load("A", vec![i, j])
+}
+
+fn kernel_of(f: &mut PrimFunc) -> &mut Kernel {
+    match f.body.first_mut().map(|s| &mut s.kind) {
+        Some(StmtKind::Kernel(k)) => k,
+        _ => panic!("no kernel"),
+    }
+}
+
+// ---- valid programs ----
+
+#[test]
+fn seed_kernel_verifies_and_reports_facts() {
+    let info = ok(&seed());
+    assert_eq!(info.buffers.len(), 6);
+    assert_eq!(
+        info.buffer("C_local").map(|b| b.scope),
+        Some(Scope::Fragment)
+    );
+    assert_eq!(info.var_dtype("ko"), Some(DType::Int32));
+    assert_eq!(info.var_dtype("bx"), Some(DType::Int32));
+    assert_eq!(info.kernels.len(), 1);
+    assert_eq!(info.kernels[0].num_threads, 128);
+    assert_eq!(info.kernels[0].threads, vec![128]);
+    assert_eq!(info.kernels[0].block_vars, vec!["bx", "by"]);
+    assert_eq!(
+        info.kernels[0].allocs,
+        vec!["A_shared", "B_shared", "C_local"]
+    );
+    assert_eq!(
+        info.expr_dtype(&load("B_shared", vec![int(0), int(0)])),
+        Some(F16)
+    );
+}
+
+#[test]
+fn lets_take_the_type_of_their_value_or_their_declaration() {
+    let f = kern(
+        Vec::new(),
+        vec![
+            let_("x", None, a_load(int(0), var("bx"))),
+            let_("y", Some(F32), int(1)),
+            let_("z", None, add(var("bx"), int(1))),
+            store("C", vec![var("z"), int(0)], mul(var("x"), var("y"))),
+        ],
+    );
+    let info = ok(&f);
+    assert_eq!(info.var_dtype("x"), Some(F16));
+    assert_eq!(info.var_dtype("y"), Some(F32));
+    assert_eq!(info.var_dtype("z"), Some(DType::Int32));
+}
+
+#[test]
+fn symbolic_shapes_and_global_to_global_copies_are_valid() {
+    let mut f = func(
+        "g",
+        vec![
+            BufferDecl {
+                name: id("X"),
+                dtype: F16,
+                shape: vec![var("N"), int(64)],
+                scope: Scope::Global,
+                span: Span::DUMMY,
+            },
+            param("Y", &[64, 64], F32),
+        ],
+        Vec::new(),
+    );
+    f.dims = vec![id("N")];
+    let mut k = kernel(&[1], &["bx"], &[32, 4], Vec::new());
+    k.body = vec![copy(
+        region("X", vec![(var("bx"), int(64)), (int(0), int(64))]),
+        whole("Y", &[64, 64]),
+    )];
+    k.grid = vec![bin(BinOp::CeilDiv, var("N"), int(64))];
+    f.body = vec![stmt(StmtKind::Kernel(k))];
+    let info = ok(&f);
+    assert_eq!(info.dims, vec!["N"]);
+    assert_eq!(info.kernels[0].num_threads, 128);
+}
+
+// ---- names ----
+
+#[test]
+fn undefined_variable_points_at_the_use() {
+    let f = kern(
+        Vec::new(),
+        vec![store("C", vec![int(0), int(0)], at(var("q"), 40, 41))],
+    );
+    let d = one(&f, "cannot find value `q` in this scope");
+    assert_eq!((d.span.start, d.span.end), (40, 41));
+}
+
+#[test]
+fn undefined_buffers_in_loads_stores_regions_and_annotations() {
+    let mut f = kern(
+        Vec::new(),
+        vec![
+            let_("x", None, load("Nope", vec![int(0)])),
+            store("Gone", vec![int(0)], int(1)),
+            copy(whole("Missing", &[4]), whole("A", &[64, 64])),
+        ],
+    );
+    kernel_of(&mut f).layouts = vec![LayoutAnnotation {
+        buffer: id("Absent"),
+        layout: Layout::Swizzled,
+        span: Span::DUMMY,
+    }];
+    let msgs: Vec<String> = errors(&f).into_iter().map(|d| d.message).collect();
+    for name in ["Absent", "Nope", "Gone", "Missing"] {
+        let want = format!("cannot find buffer `{name}` in this scope");
+        assert!(msgs.contains(&want), "{want:?} not in {msgs:?}");
+    }
+    assert_eq!(msgs.len(), 4, "{msgs:?}");
+}
+
+#[test]
+fn a_name_defined_twice_is_an_error_with_a_note_at_the_first() {
+    let f = kern(
+        Vec::new(),
+        vec![
+            loop_("i", ForKind::Serial, 0, int(4), Vec::new()),
+            stmt(StmtKind::For(For {
+                var: id_at("i", 50),
+                start: int(0),
+                stop: int(4),
+                kind: ForKind::Serial,
+                body: Vec::new(),
+            })),
+        ],
+    );
+    let d = one(&f, "the name `i` is defined more than once");
+    assert_eq!(d.span.start, 50);
+    assert!(d.notes[0]
+        .message
+        .contains("first defined here, as a loop variable"));
+}
+
+#[test]
+fn every_kind_of_definition_takes_part_in_redefinition() {
+    // A let shadowing a loop variable, an allocation named like a parameter, a block variable
+    // named like a dim, a duplicate parameter.
+    let mut f = kern(
+        vec![shared("A", &[4], F16)],
+        vec![loop_(
+            "i",
+            ForKind::Serial,
+            0,
+            int(4),
+            vec![let_("i", None, int(1))],
+        )],
+    );
+    f.dims = vec![id("bx")];
+    f.params.push(param("C", &[1], F16));
+    let errs = errors(&f);
+    let names: Vec<&str> = errs
+        .iter()
+        .filter(|d| d.message.contains("defined more than once"))
+        .map(|d| d.message.split('`').nth(1).unwrap_or(""))
+        .collect();
+    assert_eq!(names, ["C", "A", "bx", "i"], "{errs:#?}");
+}
+
+#[test]
+fn let_used_before_its_definition() {
+    let f = kern(
+        Vec::new(),
+        vec![
+            store("C", vec![int(0), int(0)], var("late")),
+            stmt(StmtKind::Let {
+                var: id_at("late", 70),
+                dtype: None,
+                value: float(1.0),
+            }),
+        ],
+    );
+    let d = one(&f, "use of `late` before its definition");
+    assert_eq!(d.notes[0].span.map(|s| s.start), Some(70));
+}
+
+#[test]
+fn loop_variable_used_after_its_loop() {
+    let f = kern(
+        Vec::new(),
+        vec![
+            serial("i", 4, Vec::new()),
+            store("C", vec![var("i"), int(0)], float(1.0)),
+        ],
+    );
+    one(&f, "`i` is not in scope here");
+}
+
+#[test]
+fn buffer_used_as_a_value() {
+    let f = kern(Vec::new(), vec![store("C", vec![int(0), int(0)], var("A"))]);
+    one(&f, "expected a scalar value, found `A`, which is a buffer");
+}
+
+// ---- typing ----
+
+#[test]
+fn indices_must_be_integers() {
+    let f = kern(
+        Vec::new(),
+        vec![
+            store("C", vec![float(1.0), int(0)], float(1.0)),
+            let_("x", None, a_load(int(0), float(2.0))),
+        ],
+    );
+    let msgs: Vec<String> = errors(&f).into_iter().map(|d| d.message).collect();
+    assert_eq!(msgs.len(), 2, "{msgs:?}");
+    assert!(msgs[0].contains("buffer index must be an integer, found float32"));
+    assert!(msgs[1].contains("buffer index must be an integer, found float32"));
+}
+
+#[test]
+fn conditions_must_be_bool() {
+    let f = kern(
+        Vec::new(),
+        vec![stmt(StmtKind::If {
+            cond: var("bx"),
+            then_body: Vec::new(),
+            else_body: Vec::new(),
+        })],
+    );
+    one(&f, "`if` condition must be bool, found int32");
+    let select = Expr::new(
+        ExprKind::Select(Box::new(int(1)), Box::new(int(2)), Box::new(int(3))),
+        Span::new(5, 9),
+    );
+    let f = kern(Vec::new(), vec![let_("s", None, select)]);
+    one(&f, "condition must be bool, found int32");
+}
+
+#[test]
+fn expressions_must_type_check() {
+    let f = kern(
+        Vec::new(),
+        vec![let_("b", None, at(add(boolean(true), var("bx")), 10, 20))],
+    );
+    let d = one(&f, "arithmetic on bool");
+    assert_eq!(d.span.start, 10);
+}
+
+#[test]
+fn store_values_must_match_bool_ness() {
+    let f = kern(
+        vec![frag("M", &[4], DType::Bool)],
+        vec![
+            store("C", vec![int(0), int(0)], boolean(true)),
+            store("M", vec![int(0)], float(1.0)),
+            store("M", vec![int(1)], bin(BinOp::Lt, var("bx"), int(1))),
+            store("C", vec![int(0), int(1)], var("bx")),
+        ],
+    );
+    let msgs: Vec<String> = errors(&f).into_iter().map(|d| d.message).collect();
+    assert_eq!(
+        msgs,
+        [
+            "mismatched types: `C` holds float32 but the value is bool",
+            "mismatched types: `M` holds bool but the value is float32",
+        ]
+    );
+}
+
+#[test]
+fn loop_bounds_must_be_integers() {
+    let f = kern(
+        Vec::new(),
+        vec![loop_("i", ForKind::Serial, 0, float(4.0), Vec::new())],
+    );
+    one(&f, "a loop bound must be an integer, found float32");
+}
+
+#[test]
+fn declared_let_type_must_agree_in_bool_ness() {
+    let f = kern(Vec::new(), vec![let_("x", Some(F32), boolean(true))]);
+    one(&f, "`x` is declared float32 but its value is bool");
+}
+
+// ---- buffers ----
+
+#[test]
+fn ranks_of_loads_stores_and_regions() {
+    let f = kern(
+        Vec::new(),
+        vec![
+            let_("x", None, load("A", vec![int(0)])),
+            store("C", vec![int(0), int(0), int(0)], float(0.0)),
+            fill(region("C", vec![(int(0), int(4))]), int(0)),
+        ],
+    );
+    let msgs: Vec<String> = errors(&f).into_iter().map(|d| d.message).collect();
+    assert_eq!(
+        msgs,
+        [
+            "buffer `A` has rank 2 but is indexed with 1 index",
+            "buffer `C` has rank 2 but is indexed with 3 indices",
+            "buffer `C` has rank 2 but the region has 1 dimension",
+        ]
+    );
+}
+
+#[test]
+fn shapes_are_positive_integers_of_constants_and_dims() {
+    let mut f = kern(
+        vec![
+            shared("Z", &[0, 4], F16),
+            shared("E", &[], F16),
+            BufferDecl {
+                name: id("L"),
+                dtype: F16,
+                shape: vec![var("bx")],
+                scope: Scope::Shared,
+                span: Span::DUMMY,
+            },
+        ],
+        Vec::new(),
+    );
+    f.params[0].shape[1] = float(2.0);
+    let msgs: Vec<String> = errors(&f).into_iter().map(|d| d.message).collect();
+    assert_eq!(msgs.len(), 4, "{msgs:?}");
+    assert!(msgs[0].contains("a buffer dimension must be an integer, found float32"));
+    assert!(msgs[1].contains("dimension of `Z` must be positive, found 0"));
+    assert!(msgs[2].contains("buffer `E` must have at least one dimension"));
+    assert_eq!(
+        msgs[3],
+        "the shape of `L` may only use constants and symbolic dimensions, found `bx`"
+    );
+}
+
+#[test]
+fn shapes_cannot_use_loop_variables() {
+    let mut k = kernel(
+        &[1],
+        &["bx"],
+        &[32],
+        vec![BufferDecl {
+            name: id("L"),
+            dtype: F16,
+            shape: vec![var("i")],
+            scope: Scope::Local,
+            span: Span::DUMMY,
+        }],
+    );
+    k.body = Vec::new();
+    let f = func(
+        "f",
+        Vec::new(),
+        vec![serial("i", 2, vec![stmt(StmtKind::Kernel(k))])],
+    );
+    one(
+        &f,
+        "the shape of `L` may only use constants and symbolic dimensions, found `i`",
+    );
+}
+
+#[test]
+fn constant_indices_outside_the_buffer() {
+    let f = kern(
+        Vec::new(),
+        vec![
+            store("C", vec![int(64), int(0)], float(0.0)),
+            let_("x", None, a_load(var("bx"), at(int(-1), 30, 32))),
+        ],
+    );
+    let errs = errors(&f);
+    assert_eq!(errs.len(), 2, "{errs:#?}");
+    assert_eq!(
+        errs[0].message,
+        "index 64 is out of bounds for dimension 0 of `C` (extent 64)"
+    );
+    assert_eq!(
+        errs[1].message,
+        "index -1 is out of bounds for dimension 1 of `A` (extent 64)"
+    );
+    assert_eq!(errs[1].span.start, 30);
+}
+
+// ---- copy ----
+
+#[test]
+fn copy_shapes_must_agree_after_dropping_unit_dims() {
+    let f = kern(
+        vec![shared("S", &[32, 32], F16), shared("R", &[1, 64], F16)],
+        vec![
+            copy(
+                region("A", vec![(var("bx"), int(16)), (int(0), int(32))]),
+                whole("S", &[32, 32]),
+            ),
+            // 1x64 from a 64-wide row: fine.
+            copy(
+                region("A", vec![(var("bx"), int(1)), (int(0), int(64))]),
+                whole("R", &[1, 64]),
+            ),
+            // A symbolic extent may be 1 at run time, so (bx, 64) against (64,) is accepted.
+            copy(
+                region("A", vec![(int(0), var("bx")), (int(0), int(64))]),
+                whole("R", &[1, 64]),
+            ),
+        ],
+    );
+    let d = one(
+        &f,
+        "`T.copy` regions have different shapes: `A` is (16, 32), `S` is (32, 32)",
+    );
+    assert_eq!(d.notes.len(), 1);
+    // Equal element counts are not enough.
+    let f = kern(
+        vec![shared("S", &[16, 32], F16)],
+        vec![copy(
+            region("A", vec![(var("bx"), int(32)), (int(0), int(16))]),
+            whole("S", &[16, 32]),
+        )],
+    );
+    one(&f, "`A` is (32, 16), `S` is (16, 32)");
+}
+
+#[test]
+fn copy_regions_statically_outside_their_buffer() {
+    let f = kern(
+        vec![shared("S", &[32, 32], F16)],
+        vec![
+            copy(
+                region("A", vec![(int(48), int(32)), (int(0), int(32))]),
+                whole("S", &[32, 32]),
+            ),
+            copy(
+                region("A", vec![(int(-4), int(32)), (int(0), int(32))]),
+                whole("S", &[32, 32]),
+            ),
+            copy(
+                region("A", vec![(var("bx"), int(128)), (int(0), int(32))]),
+                region("S", vec![(int(0), int(0)), (int(0), int(32))]),
+            ),
+        ],
+    );
+    let msgs: Vec<String> = errors(&f).into_iter().map(|d| d.message).collect();
+    assert_eq!(
+        msgs,
+        [
+            "region 48..80 of dimension 0 of `A` is outside the buffer (extent 64)",
+            "region of `A` starts at -4 in dimension 0, outside the buffer",
+            "region extent 128 exceeds dimension 0 of `A` (extent 64)",
+            "region extent must be positive, found 0 (dimension 0 of `S`)",
+        ]
+    );
+}
+
+#[test]
+fn copy_between_bool_and_numbers() {
+    let f = kern(
+        vec![frag("M", &[64, 64], DType::Bool)],
+        vec![copy(whole("M", &[64, 64]), whole("C", &[64, 64]))],
+    );
+    one(&f, "bool buffers copy only to and from bool buffers");
+}
+
+// ---- gemm ----
+
+fn gemm_kernel(a: BufferDecl, b: BufferDecl, c: BufferDecl, g: impl FnOnce(&mut Gemm)) -> PrimFunc {
+    let shape =
+        |d: &BufferDecl| -> Vec<i64> { d.shape.iter().filter_map(|e| e.as_int()).collect() };
+    let mut op = gemm(
+        whole(&a.name.name, &shape(&a)),
+        whole(&b.name.name, &shape(&b)),
+        whole(&c.name.name, &shape(&c)),
+    );
+    g(&mut op);
+    kern(vec![a, b, c], vec![stmt(StmtKind::Gemm(op))])
+}
+
+#[test]
+fn gemm_shapes_with_transposes() {
+    let f = gemm_kernel(
+        shared("a", &[64, 32], F16),
+        shared("b", &[32, 16], F16),
+        frag("c", &[64, 16], F32),
+        |_| {},
+    );
+    ok(&f);
+    let f = gemm_kernel(
+        shared("a", &[32, 64], F16),
+        shared("b", &[16, 32], F16),
+        frag("c", &[64, 16], F32),
+        |g| {
+            g.trans_a = true;
+            g.trans_b = true;
+        },
+    );
+    ok(&f);
+    let f = gemm_kernel(
+        shared("a", &[64, 32], F16),
+        shared("b", &[64, 16], F16),
+        frag("c", &[64, 16], F32),
+        |_| {},
+    );
+    let d = one(&f, "gemm K mismatch: A gives K = 32 but B gives K = 64");
+    assert_eq!(d.notes.len(), 1);
+    let f = gemm_kernel(
+        shared("a", &[64, 32], F16),
+        shared("b", &[32, 16], F16),
+        frag("c", &[32, 8], F32),
+        |_| {},
+    );
+    let msgs: Vec<String> = errors(&f).into_iter().map(|d| d.message).collect();
+    assert_eq!(
+        msgs,
+        [
+            "gemm M mismatch: A gives M = 64 but C gives M = 32",
+            "gemm N mismatch: B gives N = 16 but C gives N = 8",
+        ]
+    );
+}
+
+#[test]
+fn gemm_operands_have_rank_two() {
+    let f = gemm_kernel(
+        shared("a", &[2, 64, 32], F16),
+        shared("b", &[32, 16], F16),
+        frag("c", &[64, 16], F32),
+        |_| {},
+    );
+    one(&f, "gemm operand A (`a`) must have rank 2, found rank 3");
+}
+
+#[test]
+fn gemm_operand_scopes() {
+    let f = gemm_kernel(
+        shared("a", &[64, 64], F16),
+        frag("b", &[64, 64], F16),
+        shared("c", &[64, 64], F32),
+        |_| {},
+    );
+    one(
+        &f,
+        "gemm operand C (`c`) must be a fragment or local buffer, found shared",
+    );
+    let mut op = gemm(
+        whole("A", &[64, 64]),
+        whole("b", &[64, 64]),
+        whole("c", &[64, 64]),
+    );
+    op.trans_b = false;
+    let f = kern(
+        vec![shared("b", &[64, 64], F16), frag("c", &[64, 64], F32)],
+        vec![stmt(StmtKind::Gemm(op))],
+    );
+    one(
+        &f,
+        "gemm operand A (`A`) must be a shared or fragment buffer, found global",
+    );
+}
+
+#[test]
+fn gemm_dtypes() {
+    let case = |a: DType, b: DType, c: DType| {
+        errors(&gemm_kernel(
+            shared("a", &[16, 16], a),
+            shared("b", &[16, 16], b),
+            frag("c", &[16, 16], c),
+            |_| {},
+        ))
+        .into_iter()
+        .map(|d| d.message)
+        .collect::<Vec<_>>()
+    };
+    assert!(case(F16, F16, F32).is_empty());
+    assert!(case(F16, F16, F16).is_empty());
+    assert!(case(DType::BFloat16, DType::BFloat16, F32).is_empty());
+    assert!(case(DType::Float8E4M3, DType::Float8E5M2, F32).is_empty());
+    assert!(case(DType::Int8, DType::Int8, DType::Int32).is_empty());
+    assert_eq!(
+        case(F16, DType::BFloat16, F32),
+        ["gemm inputs must have the same dtype (fp8 may mix e4m3 and e5m2): `a` is float16, `b` is bfloat16"]
+    );
+    assert_eq!(
+        case(DType::BFloat16, DType::BFloat16, F16),
+        ["gemm accumulator `c` is float16, but bfloat16 inputs accumulate in float32"]
+    );
+    assert_eq!(
+        case(DType::Int8, DType::Int8, F32),
+        ["gemm accumulator `c` is float32, but int8 inputs accumulate in int32"]
+    );
+    assert_eq!(
+        case(F32, F32, F32),
+        ["gemm inputs must be float16, bfloat16, float8_e4m3, float8_e5m2 or int8; `a` is float32"]
+    );
+}
+
+// ---- fill ----
+
+#[test]
+fn fill_region_in_bounds_and_value_kind() {
+    let f = kern(
+        vec![frag("M", &[4], DType::Bool)],
+        vec![
+            fill(
+                region("C", vec![(int(60), int(8)), (int(0), int(64))]),
+                int(0),
+            ),
+            fill(whole("C", &[64, 64]), boolean(false)),
+            fill(whole("M", &[4]), boolean(false)),
+        ],
+    );
+    let msgs: Vec<String> = errors(&f).into_iter().map(|d| d.message).collect();
+    assert_eq!(
+        msgs,
+        [
+            "region 60..68 of dimension 0 of `C` is outside the buffer (extent 64)",
+            "mismatched types: `C` holds float32 but the value is bool",
+        ]
+    );
+}
+
+// ---- scopes ----
+
+#[test]
+fn kernels_do_not_nest() {
+    let inner = stmt(StmtKind::Kernel(kernel(&[1], &["ix"], &[32], Vec::new())));
+    let mut f = kern(Vec::new(), vec![inner]);
+    f.body[0].span = Span::new(100, 200);
+    let d = one(&f, "`T.Kernel` cannot be nested inside another `T.Kernel`");
+    assert_eq!(d.notes[0].span.map(|s| s.start), Some(100));
+}
+
+#[test]
+fn tile_ops_outside_a_kernel() {
+    let f = func(
+        "f",
+        vec![param("A", &[4], F16), param("B", &[4], F16)],
+        vec![
+            copy(whole("A", &[4]), whole("B", &[4])),
+            fill(whole("A", &[4]), int(0)),
+            // A store to a global buffer is allowed anywhere.
+            store("A", vec![int(0)], float(1.0)),
+        ],
+    );
+    let msgs: Vec<String> = errors(&f).into_iter().map(|d| d.message).collect();
+    assert_eq!(
+        msgs,
+        [
+            "`T.copy` must be inside a `T.Kernel`",
+            "`T.fill` must be inside a `T.Kernel`",
+        ]
+    );
+    let f = func(
+        "f",
+        vec![param("A", &[4, 4], F16)],
+        vec![stmt(StmtKind::Gemm(gemm(
+            whole("A", &[4, 4]),
+            whole("A", &[4, 4]),
+            whole("A", &[4, 4]),
+        )))],
+    );
+    assert!(errors(&f)[0]
+        .message
+        .contains("`T.gemm` must be inside a `T.Kernel`"));
+}
+
+#[test]
+fn params_are_global_and_allocations_are_not() {
+    let mut f = kern(vec![decl("G", &[4], F16, Scope::Global)], Vec::new());
+    f.params[0].scope = Scope::Shared;
+    f.body
+        .insert(0, store("A", vec![int(0), int(0)], float(1.0)));
+    let msgs: Vec<String> = errors(&f).into_iter().map(|d| d.message).collect();
+    assert_eq!(
+        msgs,
+        [
+            "parameter `A` is in shared memory; parameters must be global",
+            "store to shared buffer `A` outside a `T.Kernel`",
+            "`G` is allocated in global memory; only parameters are global",
+        ]
+    );
+}
+
+// ---- kernels ----
+
+#[test]
+fn grid_dimensions_and_block_variables() {
+    let mut f = kern(Vec::new(), Vec::new());
+    let k = kernel_of(&mut f);
+    k.grid = vec![int(1), int(1), int(1), int(1)];
+    k.block_vars = vec![id("a"), id("b"), id("c"), id("d")];
+    one(&f, "a kernel has 1 to 3 grid dimensions, found 4");
+    let mut f = kern(Vec::new(), Vec::new());
+    kernel_of(&mut f).block_vars.push(id("by"));
+    one(
+        &f,
+        "the kernel has 1 grid dimension but binds 2 block variables",
+    );
+    let mut f = kern(Vec::new(), Vec::new());
+    kernel_of(&mut f).grid = vec![int(0)];
+    one(&f, "grid extent must be positive, found 0");
+}
+
+#[test]
+fn thread_counts() {
+    let with_threads = |t: Vec<Expr>| {
+        let mut f = kern(Vec::new(), Vec::new());
+        kernel_of(&mut f).threads = t;
+        f
+    };
+    one(
+        &with_threads(vec![int(64), int(32)]),
+        "a thread block has at most 1024 threads, found 2048",
+    );
+    one(
+        &with_threads(vec![int(0)]),
+        "thread count must be ≥ 1, found 0",
+    );
+    one(
+        &with_threads(vec![var("bx")]),
+        "thread counts must be integer constants, found `bx`",
+    );
+    one(
+        &with_threads(Vec::new()),
+        "a thread block has 1 to 3 dimensions, found 0",
+    );
+    let info = ok(&with_threads(vec![int(32), int(4), int(8)]));
+    assert_eq!(info.kernels[0].num_threads, 1024);
+}
+
+// ---- loops ----
+
+#[test]
+fn loop_extents_are_positive() {
+    let f = kern(
+        Vec::new(),
+        vec![loop_("i", ForKind::Serial, 4, int(4), Vec::new())],
+    );
+    one(&f, "loop `i` has extent 0; extents must be positive");
+}
+
+#[test]
+fn pipelined_loops() {
+    let pipe = |num_stages, order: Vec<i64>, stage: Vec<i64>| {
+        kern(
+            Vec::new(),
+            vec![loop_(
+                "ko",
+                ForKind::Pipelined {
+                    num_stages,
+                    order,
+                    stage,
+                },
+                0,
+                int(4),
+                Vec::new(),
+            )],
+        )
+    };
+    one(
+        &pipe(0, Vec::new(), Vec::new()),
+        "`num_stages` must be ≥ 1, found 0",
+    );
+    one(
+        &pipe(2, vec![0, 1, 2], vec![0, 1]),
+        "pipelined loop `ko`: `order` has 3 entries but `stage` has 2",
+    );
+    ok(&pipe(2, vec![0, 1], vec![0, 1]));
+}
+
+#[test]
+fn parallel_loops_start_at_zero() {
+    let f = kern(
+        Vec::new(),
+        vec![loop_("i", ForKind::Parallel, 1, int(4), Vec::new())],
+    );
+    one(
+        &f,
+        "parallel loop `i` starts at `1`; parallel loops start at 0",
+    );
+}
+
+#[test]
+fn block_index_bindings_inside_a_kernel() {
+    let f = kern(
+        Vec::new(),
+        vec![
+            loop_(
+                "t",
+                ForKind::ThreadBinding(ThreadTag::ThreadX),
+                0,
+                int(128),
+                Vec::new(),
+            ),
+            loop_(
+                "b",
+                ForKind::ThreadBinding(ThreadTag::BlockY),
+                0,
+                int(4),
+                Vec::new(),
+            ),
+        ],
+    );
+    one(&f, "loop `b` is bound to `blockIdx.y` inside a `T.Kernel`");
+}
+
+// ---- swizzle and layouts ----
+
+#[test]
+fn swizzle_panel_size() {
+    let mut f = kern(Vec::new(), Vec::new());
+    kernel_of(&mut f).swizzle = Some(Swizzle {
+        panel_size: int(-1),
+        order: RasterOrder::Row,
+        span: Span::DUMMY,
+    });
+    one(&f, "`panel_size` must be ≥ 0, found -1");
+    let mut f = kern(Vec::new(), Vec::new());
+    kernel_of(&mut f).swizzle = Some(Swizzle {
+        panel_size: var("bx"),
+        order: RasterOrder::Column,
+        span: Span::DUMMY,
+    });
+    one(&f, "`panel_size` must be an integer constant, found `bx`");
+}
+
+#[test]
+fn layout_annotations_name_shared_buffers() {
+    let mut f = kern(
+        vec![shared("S", &[8, 8], F16), frag("R", &[8, 8], F32)],
+        Vec::new(),
+    );
+    kernel_of(&mut f).layouts = ["S", "R"]
+        .iter()
+        .map(|n| LayoutAnnotation {
+            buffer: id(n),
+            layout: Layout::Swizzled,
+            span: Span::DUMMY,
+        })
+        .collect();
+    one(&f, "layout annotation on `R`, a fragment buffer");
+}
+
+// ---- collection ----
+
+#[test]
+fn all_errors_are_collected_in_program_order() {
+    let f = kern(
+        Vec::new(),
+        vec![
+            store("C", vec![var("u1"), int(0)], float(0.0)),
+            loop_("i", ForKind::Serial, 0, int(0), Vec::new()),
+            store("C", vec![int(0), var("u2")], float(0.0)),
+        ],
+    );
+    let msgs: Vec<String> = errors(&f).into_iter().map(|d| d.message).collect();
+    assert_eq!(msgs.len(), 3, "{msgs:?}");
+    assert!(msgs[0].contains("`u1`"));
+    assert!(msgs[1].contains("extent 0"));
+    assert!(msgs[2].contains("`u2`"));
+}
+
+#[test]
+fn dummy_spans_fall_back_to_the_statement() {
+    let mut f = kern(Vec::new(), vec![store("C", vec![int(0), int(0)], var("q"))]);
+    kernel_of(&mut f).body[0].span = Span::new(7, 19);
+    let d = one(&f, "cannot find value `q`");
+    assert_eq!((d.span.start, d.span.end), (7, 19));
+}

@@ -9,6 +9,7 @@ pub mod printer;
 pub mod span;
 pub mod specialize;
 pub mod types;
+pub mod uniquify;
 pub mod verifier;
 pub mod visit;
 

@@ -3,7 +3,8 @@
 //!
 //! Rules:
 //! - An integer literal is `int32` if it fits, else `int64`; a float literal is `float32`;
-//!   loop, block and let variables without a declared type and symbolic dims are `int32`.
+//!   loop and block variables and symbolic dims are `int32`; a let without a declared type
+//!   takes its value's dtype.
 //! - Literals are *weak*: a literal operand adopts the dtype of a non-literal operand it meets
 //!   (an int literal next to a `float16` value is a `float16`; a float literal next to an
 //!   integer value makes the result `float32`).

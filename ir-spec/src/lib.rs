@@ -5,11 +5,14 @@
 pub mod diagnostic;
 pub mod dtype;
 pub mod ir;
+pub mod parse;
 pub mod span;
+pub mod syntax;
 pub mod types;
 pub mod visit;
 
 pub use diagnostic::{Diagnostic, Diagnostics, Note};
 pub use dtype::DType;
 pub use ir::*;
+pub use parse::parse;
 pub use span::Span;

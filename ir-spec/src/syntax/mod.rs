@@ -5,6 +5,9 @@ pub mod ast;
 pub mod indent;
 pub mod lexer;
 pub mod lower;
+pub mod lower_expr;
+pub mod lower_kernel;
+pub mod lower_region;
 pub mod support;
 
 lalrpop_util::lalrpop_mod!(

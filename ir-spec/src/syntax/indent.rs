@@ -65,6 +65,10 @@ pub fn tokenize(src: &str) -> Result<Vec<Spanned>, Vec<Diagnostic>> {
         }
         out.push((start, tok, end));
     }
+    if let Some(open) = brackets.last() {
+        let c = src.get(open.start..open.end).unwrap_or("(");
+        errors.push(Diagnostic::error(*open, format!("`{c}` was never closed")));
+    }
     if !errors.is_empty() {
         return Err(errors);
     }
@@ -176,6 +180,13 @@ mod tests {
             "unindent does not match any outer indentation level"
         );
         assert_eq!(e[0].span.start, 9);
+    }
+
+    #[test]
+    fn unclosed_bracket() {
+        let e = tokenize("x = f(a,\n  [b]\n").unwrap_err();
+        assert_eq!(e[0].message, "`(` was never closed");
+        assert_eq!((e[0].span.start, e[0].span.end), (5, 6));
     }
 
     #[test]

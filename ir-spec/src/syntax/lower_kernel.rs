@@ -336,11 +336,7 @@ impl Lowerer {
         // Peel the chain of directly nested blockIdx loops.
         let mut chain: Vec<(&ast::Ident, &ast::Expr)> = Vec::new();
         let (mut targets, mut iter, mut body) = (targets, iter, body);
-        loop {
-            let ([var], Some(tag)) = (targets, block_binding_tag(iter)) else {
-                break;
-            };
-            let _ = tag;
+        while let ([var], Some(_)) = (targets, block_binding_tag(iter)) {
             chain.push((var, iter));
             match body {
                 [ast::Stmt {
@@ -351,7 +347,7 @@ impl Lowerer {
                             body: b,
                         },
                     ..
-                }] if block_binding_tag(i).is_some() => {
+                }] if t.len() == 1 && block_binding_tag(i).is_some() => {
                     targets = t;
                     iter = i;
                     body = b;

@@ -126,6 +126,20 @@ fn deep_statement_nesting() {
     src.push_str(&" ".repeat(300));
     src.push_str("pass\n");
     assert_eq!(first(&src).0, "nesting too deep");
+    // The deepest allowed nesting (99 indentation levels) with the deepest allowed
+    // expression (depth 200) inside lowers fine on a test thread's 2 MiB stack.
+    let mut src = String::from("@T.prim_func\ndef f():\n    with T.Kernel(1) as bx:\n");
+    for depth in 2..99 {
+        src.push_str(&" ".repeat(depth * 4));
+        src.push_str(&format!("for i{depth} in T.serial(2):\n"));
+    }
+    let leaf = format!("{}x = {}\n", " ".repeat(99 * 4), vec!["a"; 200].join(" + "));
+    assert!(parse(&format!("{src}{leaf}")).is_ok());
+    let leaf = format!("{}x = {}\n", " ".repeat(99 * 4), vec!["a"; 201].join(" + "));
+    assert_eq!(
+        first(&format!("{src}{leaf}")).0,
+        "expression nested too deeply"
+    );
     // ...and so are long elif chains and wide T.Parallel nests.
     let mut src = kernel("if a == 0:\n    pass");
     for i in 1..5000 {

@@ -16,7 +16,7 @@ pub enum LexErrorKind {
     Unknown,
     /// A decimal literal beyond what an `i64` (or its negation) can hold.
     IntTooLarge,
-    /// A float literal that does not parse (cannot happen for the regex, kept for safety).
+    /// A float literal beyond the range of `f64`.
     BadFloat,
 }
 
@@ -149,9 +149,10 @@ fn lex_int(lex: &mut logos::Lexer<Tok>) -> Result<u64, LexErrorKind> {
 }
 
 fn lex_float(lex: &mut logos::Lexer<Tok>) -> Result<f64, LexErrorKind> {
-    lex.slice()
-        .parse::<f64>()
-        .map_err(|_| LexErrorKind::BadFloat)
+    match lex.slice().parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        _ => Err(LexErrorKind::BadFloat),
+    }
 }
 
 /// Strips the quotes and resolves the common escapes; unknown escapes keep their backslash,
@@ -276,7 +277,8 @@ fn lex_error(src: &str, span: Span, kind: LexErrorKind) -> Diagnostic {
     match kind {
         LexErrorKind::IntTooLarge => Diagnostic::error(span, "integer literal too large")
             .with_note("integers must fit in a signed 64-bit value"),
-        LexErrorKind::BadFloat => Diagnostic::error(span, format!("malformed float `{text}`")),
+        LexErrorKind::BadFloat => Diagnostic::error(span, "float literal out of range")
+            .with_note(format!("`{text}` does not fit in a 64-bit float")),
         LexErrorKind::Unknown => {
             let c = text.chars().next().unwrap_or('?');
             if c == '"' || c == '\'' {
@@ -351,6 +353,8 @@ mod tests {
         assert_eq!(e.len(), 1);
         assert_eq!(e[0].message, "integer literal too large");
         assert_eq!((e[0].span.start, e[0].span.end), (4, 34));
+        let (_, e) = lex("x = 1e999");
+        assert_eq!(e[0].message, "float literal out of range");
         let (_, e) = lex("a $ b");
         assert_eq!(e[0].message, "unexpected character `$`");
         assert_eq!(e[0].span.start, 2);

@@ -424,65 +424,35 @@ impl Lowerer {
         }
     }
 
+    /// One statement. On the recursive path of nested bodies, so a thin dispatcher.
     fn stmt(&mut self, stmt: &ast::Stmt, out: &mut Vec<Stmt>) {
         let span = stmt.span;
-        match &stmt.kind {
-            ast::StmtKind::Pass | ast::StmtKind::Return(None) => {}
-            ast::StmtKind::Expr(e) if matches!(e.kind, ast::ExprKind::Str(_)) => {}
-            ast::StmtKind::Expr(e) => {
-                if let Some(s) = self.call_stmt(e) {
-                    out.push(s);
-                }
-            }
-            ast::StmtKind::Assign { target, value } => {
-                if let Some(s) = self.assign(target, value, None, span) {
-                    out.push(s);
-                }
-            }
+        let lowered = match &stmt.kind {
+            ast::StmtKind::Pass | ast::StmtKind::Return(None) => None,
+            ast::StmtKind::Expr(e) if matches!(e.kind, ast::ExprKind::Str(_)) => None,
+            ast::StmtKind::Expr(e) => self.call_stmt(e),
+            ast::StmtKind::Assign { target, value } => self.assign(target, value, None, span),
             ast::StmtKind::AnnAssign {
                 target,
                 annotation,
                 value: Some(value),
-            } => {
-                if let Some(s) = self.assign(target, value, Some(annotation), span) {
-                    out.push(s);
-                }
-            }
-            ast::StmtKind::AnnAssign { target, .. } => self.error(Diagnostic::error(
-                target.span,
-                "a declaration needs a value: `x: T.int32 = ...`",
-            )),
+            } => self.assign(target, value, Some(annotation), span),
             ast::StmtKind::For {
                 targets,
                 iter,
                 body,
-            } => {
-                if let Some(s) = self.for_loop(targets, iter, body, span) {
-                    out.push(s);
-                }
-            }
+            } => self.for_loop(targets, iter, body, span),
             ast::StmtKind::If {
                 branches,
                 else_body,
-            } => {
-                if let Some(s) = self.if_chain(branches, else_body.as_deref(), span) {
-                    out.push(s);
-                }
-            }
+            } => self.if_chain(branches, else_body.as_deref(), span),
             ast::StmtKind::With { item, target, body } => {
-                self.with_stmt(item, target.as_ref(), body, span, out)
+                self.with_stmt(item, target.as_ref(), body, span, out);
+                None
             }
-            ast::StmtKind::Return(Some(e)) => {
-                self.error(Diagnostic::error(e.span, "a prim_func returns nothing"))
-            }
-            ast::StmtKind::Import => {
-                self.error(Diagnostic::error(span, "imports belong at module level"))
-            }
-            ast::StmtKind::FuncDef(f) => self.error(Diagnostic::error(
-                f.name.span,
-                "nested functions are not supported",
-            )),
-        }
+            _ => self.fail(stmt_error(stmt)),
+        };
+        out.extend(lowered);
     }
 
     /// Runs `f` one statement level deeper, refusing to nest beyond [`MAX_STMT_DEPTH`].
@@ -493,11 +463,7 @@ impl Lowerer {
         f: impl FnOnce(&mut Self) -> T,
     ) -> Option<T> {
         if self.depth + levels > MAX_STMT_DEPTH {
-            return self.fail(
-                Diagnostic::error(span, "statements nested too deeply").with_note(format!(
-                    "at most {MAX_STMT_DEPTH} levels of loops and ifs are allowed"
-                )),
-            );
+            return self.fail(too_deep(span));
         }
         self.depth += levels;
         let r = f(self);
@@ -644,10 +610,7 @@ impl Lowerer {
         span: Span,
     ) -> Option<Stmt> {
         let ast::ExprKind::Call(func, args) = &iter.kind else {
-            return self.fail(Diagnostic::error(
-                iter.span,
-                "expected a loop kind such as `T.serial(n)`, `T.Parallel(n)` or `range(n)`",
-            ));
+            return self.fail(loop_error(iter.span, None, targets));
         };
         let kind_name = func.dotted().unwrap_or_default();
         if kind_name == "T.thread_binding" && self.kernels.is_empty() {
@@ -659,17 +622,37 @@ impl Lowerer {
             return self.parallel(targets, iter.span, args, body, span);
         }
         let [var] = targets else {
-            let extra = targets.get(1).map_or(span, |t| t.span);
-            return self.fail(Diagnostic::error(
-                extra,
-                format!("only `T.Parallel` loops take several variables, not `{kind_name}`"),
-            ));
+            return self.fail(loop_error(span, Some(&kind_name), targets));
         };
-        let (start, stop, kind) = match kind_name.as_str() {
+        let (start, stop, kind) = self.loop_kind(&kind_name, func, iter.span, args)?;
+        let body = self.nested(1, span, |lw| lw.block(body))?;
+        Some(Stmt::new(
+            StmtKind::For(For {
+                var: Ident::new(var.name.clone(), var.span),
+                start,
+                stop,
+                kind,
+                body,
+            }),
+            span,
+        ))
+    }
+
+    /// The range and kind of a loop iterator `KIND(args)`. Kept out of `for_loop` so that
+    /// its many locals are not on the stack of every nesting level.
+    #[inline(never)]
+    fn loop_kind(
+        &mut self,
+        kind_name: &str,
+        func: &ast::Expr,
+        iter_span: Span,
+        args: &[ast::Arg],
+    ) -> Option<(Expr, Expr, ForKind)> {
+        let (start, stop, kind) = match kind_name {
             "T.serial" => {
                 let a = self.bind(
-                    &kind_name,
-                    iter.span,
+                    kind_name,
+                    iter_span,
                     args,
                     &["start", "stop", "annotations"],
                     1,
@@ -682,7 +665,7 @@ impl Lowerer {
                 (start, stop, kind)
             }
             "range" => {
-                let a = self.bind("range", iter.span, args, &["start", "stop", "step"], 1)?;
+                let a = self.bind("range", iter_span, args, &["start", "stop", "step"], 1)?;
                 if let Some(step) = a[2] {
                     return self.fail(Diagnostic::error(step.span, "a loop step is not supported"));
                 }
@@ -690,22 +673,22 @@ impl Lowerer {
                 (start, stop, ForKind::Serial)
             }
             "T.unroll" => {
-                let a = self.bind(&kind_name, iter.span, args, &["start", "stop"], 1)?;
+                let a = self.bind(kind_name, iter_span, args, &["start", "stop"], 1)?;
                 let (start, stop) = self.loop_range(a[0]?, a[1])?;
                 (start, stop, ForKind::Unroll)
             }
             "T.parallel" => {
-                let a = self.bind(&kind_name, iter.span, args, &["start", "stop"], 1)?;
+                let a = self.bind(kind_name, iter_span, args, &["start", "stop"], 1)?;
                 let (start, stop) = self.loop_range(a[0]?, a[1])?;
                 if start.as_int() != Some(0) {
-                    return self.fail(Diagnostic::error(iter.span, "parallel loops start at 0"));
+                    return self.fail(Diagnostic::error(iter_span, "parallel loops start at 0"));
                 }
                 (start, stop, ForKind::Parallel)
             }
             "T.Pipelined" => {
                 let a = self.bind(
-                    &kind_name,
-                    iter.span,
+                    kind_name,
+                    iter_span,
                     args,
                     &["start", "stop", "num_stages", "order", "stage"],
                     1,
@@ -736,7 +719,7 @@ impl Lowerer {
                 )
             }
             "T.thread_binding" => {
-                let a = self.bind(&kind_name, iter.span, args, &["start", "stop", "thread"], 1)?;
+                let a = self.bind(kind_name, iter_span, args, &["start", "stop", "thread"], 1)?;
                 // `T.thread_binding(n, "threadIdx.x")` puts the tag second.
                 let (stop_arg, thread_arg) = match (a[1], a[2]) {
                     (Some(s), None) if matches!(s.kind, ast::ExprKind::Str(_)) => (None, Some(s)),
@@ -744,7 +727,7 @@ impl Lowerer {
                 };
                 let Some(thread_arg) = thread_arg else {
                     return self.fail(Diagnostic::error(
-                        iter.span,
+                        iter_span,
                         "`T.thread_binding` needs `thread=\"threadIdx.x\"` (or another tag)",
                     ));
                 };
@@ -754,7 +737,7 @@ impl Lowerer {
             }
             _ => {
                 let d = if kind_name.starts_with("T.") {
-                    unknown_construct(&kind_name, func.span)
+                    unknown_construct(kind_name, func.span)
                 } else {
                     Diagnostic::error(
                         func.span,
@@ -764,17 +747,7 @@ impl Lowerer {
                 return self.fail(d);
             }
         };
-        let body = self.nested(1, span, |lw| lw.block(body))?;
-        Some(Stmt::new(
-            StmtKind::For(For {
-                var: Ident::new(var.name.clone(), var.span),
-                start,
-                stop,
-                kind,
-                body,
-            }),
-            span,
-        ))
+        Some((start, stop, kind))
     }
 
     /// `(n)` → `0..n`; `(a, b)` → `a..b`.
@@ -988,6 +961,49 @@ impl Lowerer {
                 format!("unsupported call `{name}`"),
             )),
         }
+    }
+}
+
+/// A loop whose iterator is not a call (`kind` is `None`), or a non-`T.Parallel` loop with
+/// several variables.
+#[cold]
+#[inline(never)]
+fn loop_error(span: Span, kind: Option<&str>, targets: &[ast::Ident]) -> Diagnostic {
+    match kind {
+        None => Diagnostic::error(
+            span,
+            "expected a loop kind such as `T.serial(n)`, `T.Parallel(n)` or `range(n)`",
+        ),
+        Some(kind) => Diagnostic::error(
+            targets.get(1).map_or(span, |t| t.span),
+            format!("only `T.Parallel` loops take several variables, not `{kind}`"),
+        ),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn too_deep(span: Span) -> Diagnostic {
+    Diagnostic::error(span, "statements nested too deeply").with_note(format!(
+        "at most {MAX_STMT_DEPTH} levels of loops and ifs are allowed"
+    ))
+}
+
+/// The statements that are errors inside a function.
+#[cold]
+#[inline(never)]
+fn stmt_error(stmt: &ast::Stmt) -> Diagnostic {
+    match &stmt.kind {
+        ast::StmtKind::AnnAssign { target, .. } => Diagnostic::error(
+            target.span,
+            "a declaration needs a value: `x: T.int32 = ...`",
+        ),
+        ast::StmtKind::Return(Some(e)) => Diagnostic::error(e.span, "a prim_func returns nothing"),
+        ast::StmtKind::FuncDef(f) => {
+            Diagnostic::error(f.name.span, "nested functions are not supported")
+        }
+        ast::StmtKind::Import => Diagnostic::error(stmt.span, "imports belong at module level"),
+        _ => Diagnostic::error(stmt.span, "unexpected statement"),
     }
 }
 

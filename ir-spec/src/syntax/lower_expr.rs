@@ -116,6 +116,47 @@ pub fn unknown_construct(dotted: &str, span: Span) -> Diagnostic {
     d
 }
 
+fn arith_op(op: BinaryOp) -> BinOp {
+    match op {
+        BinaryOp::Add => BinOp::Add,
+        BinaryOp::Sub => BinOp::Sub,
+        BinaryOp::Mul => BinOp::Mul,
+        BinaryOp::Div => BinOp::Div,
+        BinaryOp::FloorDiv => BinOp::FloorDiv,
+        BinaryOp::Mod => BinOp::FloorMod,
+    }
+}
+
+fn compare_op(op: CmpOp) -> BinOp {
+    match op {
+        CmpOp::Lt => BinOp::Lt,
+        CmpOp::Le => BinOp::Le,
+        CmpOp::Gt => BinOp::Gt,
+        CmpOp::Ge => BinOp::Ge,
+        CmpOp::Eq => BinOp::Eq,
+        CmpOp::Ne => BinOp::Ne,
+    }
+}
+
+/// The error for a call that is not a scalar expression.
+#[cold]
+#[inline(never)]
+fn call_error(name: &str, func_span: Span, span: Span) -> Diagnostic {
+    match name.strip_prefix("T.") {
+        Some(rest) if KNOWN_T_NAMES.contains(&rest) => {
+            Diagnostic::error(span, format!("`{name}` is not a scalar expression"))
+        }
+        Some(_) => unknown_construct(name, func_span),
+        None => Diagnostic::error(func_span, format!("unsupported call `{name}`")),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn expr_error(e: &ast::Expr, msg: &str) -> Diagnostic {
+    Diagnostic::error(e.span, msg)
+}
+
 impl Lowerer {
     /// Binds a call's arguments to the parameter `names` (positional first, then by
     /// keyword). The first `required` names must be present. Reports every problem and
@@ -199,70 +240,72 @@ impl Lowerer {
     }
 
     /// Lowers a scalar expression.
+    ///
+    /// This is the recursive path of expression lowering (up to `MAX_EXPR_DEPTH` deep), so
+    /// it only dispatches: the work, and above all the error formatting with its many
+    /// temporaries, lives in out-of-line helpers, keeping each level's stack frame small.
     pub fn expr(&mut self, e: &ast::Expr) -> Option<Expr> {
+        match &e.kind {
+            ast::ExprKind::Binary(op, a, b) => self.expr_binary(arith_op(*op), a, b, e.span),
+            ast::ExprKind::Compare(op, a, b) => self.expr_binary(compare_op(*op), a, b, e.span),
+            ast::ExprKind::BoolOp(op, a, b) => {
+                let op = if *op == BoolOp::And {
+                    BinOp::And
+                } else {
+                    BinOp::Or
+                };
+                self.expr_binary(op, a, b, e.span)
+            }
+            ast::ExprKind::Unary(UnaryOp::Pos, a) => self.expr(a),
+            ast::ExprKind::Unary(op, a) => self.expr_unary(*op, a, e.span),
+            ast::ExprKind::Subscript(base, items) => self.expr_load(base, items, e.span),
+            ast::ExprKind::Call(func, args) => self.call_expr(e.span, func, args),
+            _ => self.expr_leaf(e),
+        }
+    }
+
+    #[inline(never)]
+    fn expr_binary(&mut self, op: BinOp, a: &ast::Expr, b: &ast::Expr, span: Span) -> Option<Expr> {
+        let a = self.expr(a);
+        let b = self.expr(b);
+        Some(Expr::binary(op, a?, b?, span))
+    }
+
+    #[inline(never)]
+    fn expr_unary(&mut self, op: UnaryOp, a: &ast::Expr, span: Span) -> Option<Expr> {
+        let a = self.expr(a)?;
+        let op = if op == UnaryOp::Neg {
+            UnOp::Neg
+        } else {
+            UnOp::Not
+        };
+        Some(Expr::new(ExprKind::Unary(op, Box::new(a)), span))
+    }
+
+    #[inline(never)]
+    fn expr_load(&mut self, base: &ast::Expr, items: &[ast::Expr], span: Span) -> Option<Expr> {
+        let ast::ExprKind::Name(buffer) = &base.kind else {
+            return self.fail(expr_error(base, "only a buffer name can be indexed"));
+        };
+        let indices = self.indices(items)?;
+        Some(Expr::new(
+            ExprKind::Load {
+                buffer: buffer.clone(),
+                indices,
+            },
+            span,
+        ))
+    }
+
+    /// Leaves, and the expressions that are errors in scalar position.
+    #[inline(never)]
+    fn expr_leaf(&mut self, e: &ast::Expr) -> Option<Expr> {
         let span = e.span;
         let kind = match &e.kind {
             ast::ExprKind::Name(n) => ExprKind::Var(n.clone()),
             ast::ExprKind::Int(v) => ExprKind::Int(self.int_value(*v, span)?),
             ast::ExprKind::Float(v) => ExprKind::Float(*v),
             ast::ExprKind::Bool(b) => ExprKind::Bool(*b),
-            ast::ExprKind::Unary(UnaryOp::Pos, a) => return self.expr(a),
-            ast::ExprKind::Unary(op, a) => {
-                let a = self.expr(a)?;
-                let op = if *op == UnaryOp::Neg {
-                    UnOp::Neg
-                } else {
-                    UnOp::Not
-                };
-                ExprKind::Unary(op, Box::new(a))
-            }
-            ast::ExprKind::Binary(op, a, b) => {
-                let (a, b) = (self.expr(a), self.expr(b));
-                let op = match op {
-                    BinaryOp::Add => BinOp::Add,
-                    BinaryOp::Sub => BinOp::Sub,
-                    BinaryOp::Mul => BinOp::Mul,
-                    BinaryOp::Div => BinOp::Div,
-                    BinaryOp::FloorDiv => BinOp::FloorDiv,
-                    BinaryOp::Mod => BinOp::FloorMod,
-                };
-                return Some(Expr::binary(op, a?, b?, span));
-            }
-            ast::ExprKind::Compare(op, a, b) => {
-                let (a, b) = (self.expr(a), self.expr(b));
-                let op = match op {
-                    CmpOp::Lt => BinOp::Lt,
-                    CmpOp::Le => BinOp::Le,
-                    CmpOp::Gt => BinOp::Gt,
-                    CmpOp::Ge => BinOp::Ge,
-                    CmpOp::Eq => BinOp::Eq,
-                    CmpOp::Ne => BinOp::Ne,
-                };
-                return Some(Expr::binary(op, a?, b?, span));
-            }
-            ast::ExprKind::BoolOp(op, a, b) => {
-                let (a, b) = (self.expr(a), self.expr(b));
-                let op = if *op == BoolOp::And {
-                    BinOp::And
-                } else {
-                    BinOp::Or
-                };
-                return Some(Expr::binary(op, a?, b?, span));
-            }
-            ast::ExprKind::Subscript(base, items) => {
-                let ast::ExprKind::Name(buffer) = &base.kind else {
-                    return self.fail(Diagnostic::error(
-                        base.span,
-                        "only a buffer name can be indexed",
-                    ));
-                };
-                let indices = self.indices(items)?;
-                ExprKind::Load {
-                    buffer: buffer.clone(),
-                    indices,
-                }
-            }
-            ast::ExprKind::Call(func, args) => return self.call_expr(e, func, args),
             ast::ExprKind::Attr(..) => {
                 let dotted = e.dotted().unwrap_or_default();
                 let msg = match dotted.strip_prefix("T.").and_then(DType::parse) {
@@ -282,20 +325,16 @@ impl Lowerer {
                 return self.fail(msg);
             }
             ast::ExprKind::Str(_) => {
-                return self.fail(Diagnostic::error(span, "a string is not a value here"))
+                return self.fail(expr_error(e, "a string is not a value here"))
             }
-            ast::ExprKind::None => {
-                return self.fail(Diagnostic::error(span, "`None` is not a value here"))
-            }
+            ast::ExprKind::None => return self.fail(expr_error(e, "`None` is not a value here")),
             ast::ExprKind::Slice(..) => {
-                return self.fail(Diagnostic::error(
-                    span,
+                return self.fail(expr_error(
+                    e,
                     "a slice is only allowed in a region of T.copy, T.fill or T.gemm",
                 ))
             }
-            ast::ExprKind::Tuple(_) | ast::ExprKind::List(_) | ast::ExprKind::Dict(_) => {
-                return self.fail(Diagnostic::error(span, "expected a scalar expression"))
-            }
+            _ => return self.fail(expr_error(e, "expected a scalar expression")),
         };
         Some(Expr::new(kind, span))
     }
@@ -324,69 +363,89 @@ impl Lowerer {
         }
     }
 
-    /// Calls in expression position: intrinsics and typed literals.
-    fn call_expr(&mut self, call: &ast::Expr, func: &ast::Expr, args: &[ast::Arg]) -> Option<Expr> {
-        let span = call.span;
+    /// Calls in expression position: intrinsics and typed literals. Like `expr`, a thin
+    /// dispatcher on the recursive path.
+    #[inline(never)]
+    fn call_expr(&mut self, span: Span, func: &ast::Expr, args: &[ast::Arg]) -> Option<Expr> {
         let Some(name) = func.dotted() else {
-            return self.fail(Diagnostic::error(func.span, "unsupported call"));
+            return self.fail(expr_error(func, "unsupported call"));
         };
-        let binop = match name.as_str() {
-            "T.ceildiv" => Some(BinOp::CeilDiv),
-            "T.min" => Some(BinOp::Min),
-            "T.max" => Some(BinOp::Max),
-            "T.floordiv" => Some(BinOp::FloorDiv),
-            "T.floormod" => Some(BinOp::FloorMod),
-            _ => None,
-        };
-        if let Some(op) = binop {
-            let a = self.bind(&name, span, args, &["a", "b"], 2)?;
-            let (x, y) = (self.expr(a[0]?), self.expr(a[1]?));
-            return Some(Expr::binary(op, x?, y?, span));
-        }
         match name.as_str() {
-            "T.cast" => {
-                let a = self.bind(&name, span, args, &["value", "dtype"], 2)?;
-                let (x, dt) = (self.expr(a[0]?), self.dtype(a[1]?));
-                return Some(Expr::new(ExprKind::Cast(dt?, Box::new(x?)), span));
-            }
-            "T.Cast" => {
-                let a = self.bind(&name, span, args, &["dtype", "value"], 2)?;
-                let (dt, x) = (self.dtype(a[0]?), self.expr(a[1]?));
-                return Some(Expr::new(ExprKind::Cast(dt?, Box::new(x?)), span));
-            }
-            "T.if_then_else" => {
-                let a = self.bind(&name, span, args, &["cond", "t", "f"], 3)?;
-                let (c, t, f) = (self.expr(a[0]?), self.expr(a[1]?), self.expr(a[2]?));
-                return Some(Expr::new(
-                    ExprKind::Select(Box::new(c?), Box::new(t?), Box::new(f?)),
-                    span,
-                ));
-            }
-            _ => {}
+            "T.ceildiv" => self.call_binary(BinOp::CeilDiv, &name, span, args),
+            "T.min" => self.call_binary(BinOp::Min, &name, span, args),
+            "T.max" => self.call_binary(BinOp::Max, &name, span, args),
+            "T.floordiv" => self.call_binary(BinOp::FloorDiv, &name, span, args),
+            "T.floormod" => self.call_binary(BinOp::FloorMod, &name, span, args),
+            "T.cast" => self.call_cast(&name, span, args, &["value", "dtype"], 1, 0),
+            "T.Cast" => self.call_cast(&name, span, args, &["dtype", "value"], 0, 1),
+            "T.if_then_else" => self.call_select(&name, span, args),
+            _ => match name.strip_prefix("T.").and_then(DType::parse) {
+                Some(dt) => self.call_typed_literal(dt, &name, span, args),
+                None => self.fail(call_error(&name, func.span, span)),
+            },
         }
-        if let Some(dt) = name.strip_prefix("T.").and_then(DType::parse) {
-            let a = self.bind(&name, span, args, &["value"], 1)?;
-            let x = self.expr(a[0]?)?;
-            if dt == DType::Bool {
-                if let ExprKind::Bool(b) = x.kind {
-                    return Some(Expr::new(ExprKind::Bool(b), span));
-                }
-            }
-            return Some(Expr::new(ExprKind::Cast(dt, Box::new(x)), span));
-        }
-        if let Some(rest) = name.strip_prefix("T.") {
-            if KNOWN_T_NAMES.contains(&rest) {
-                return self.fail(Diagnostic::error(
-                    span,
-                    format!("`{name}` is not a scalar expression"),
-                ));
-            }
-            return self.fail(unknown_construct(&name, func.span));
-        }
-        self.fail(Diagnostic::error(
-            func.span,
-            format!("unsupported call `{name}`"),
+    }
+
+    #[inline(never)]
+    fn call_binary(
+        &mut self,
+        op: BinOp,
+        name: &str,
+        span: Span,
+        args: &[ast::Arg],
+    ) -> Option<Expr> {
+        let a = self.bind(name, span, args, &["a", "b"], 2)?;
+        let x = self.expr(a[0]?);
+        let y = self.expr(a[1]?);
+        Some(Expr::binary(op, x?, y?, span))
+    }
+
+    /// `T.cast(x, dt)` / `T.Cast(dt, x)`: `dt_at` and `value_at` say which is where.
+    #[inline(never)]
+    fn call_cast(
+        &mut self,
+        name: &str,
+        span: Span,
+        args: &[ast::Arg],
+        names: &[&str],
+        dt_at: usize,
+        value_at: usize,
+    ) -> Option<Expr> {
+        let a = self.bind(name, span, args, names, 2)?;
+        let dt = self.dtype((*a.get(dt_at)?)?);
+        let x = self.expr((*a.get(value_at)?)?);
+        Some(Expr::new(ExprKind::Cast(dt?, Box::new(x?)), span))
+    }
+
+    #[inline(never)]
+    fn call_select(&mut self, name: &str, span: Span, args: &[ast::Arg]) -> Option<Expr> {
+        let a = self.bind(name, span, args, &["cond", "t", "f"], 3)?;
+        let c = self.expr(a[0]?);
+        let t = self.expr(a[1]?);
+        let f = self.expr(a[2]?);
+        Some(Expr::new(
+            ExprKind::Select(Box::new(c?), Box::new(t?), Box::new(f?)),
+            span,
         ))
+    }
+
+    /// `T.float32(0)` is a cast of the literal; `T.bool(True)` is the literal itself.
+    #[inline(never)]
+    fn call_typed_literal(
+        &mut self,
+        dt: DType,
+        name: &str,
+        span: Span,
+        args: &[ast::Arg],
+    ) -> Option<Expr> {
+        let a = self.bind(name, span, args, &["value"], 1)?;
+        let x = self.expr(a[0]?)?;
+        if dt == DType::Bool {
+            if let ExprKind::Bool(b) = x.kind {
+                return Some(Expr::new(ExprKind::Bool(b), span));
+            }
+        }
+        Some(Expr::new(ExprKind::Cast(dt, Box::new(x)), span))
     }
 
     /// A dtype written as a string (`"float16"`) or as `T.float16`.

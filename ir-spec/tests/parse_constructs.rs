@@ -309,6 +309,14 @@ fn loops() {
 }
 
 #[test]
+fn pipelined_range_as_a_tuple() {
+    same(
+        "for k in T.Pipelined((1, 9), num_stages=2):\n    pass",
+        "for k in T.Pipelined(1, 9, num_stages=2):\n    pass",
+    );
+}
+
+#[test]
 fn parallel_nests() {
     same(
         "for i, j, k in T.Parallel(2, 4, 8):\n    C[i, j] = 0",

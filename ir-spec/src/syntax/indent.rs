@@ -96,9 +96,13 @@ fn indent_line(
     let prefix = src.get(line_start..start).unwrap_or("");
     if let Some(pos) = prefix.find(['\t', '\u{c}']) {
         let at = line_start + pos;
+        let what = if prefix.get(pos..pos + 1) == Some("\t") {
+            "tab character in indentation"
+        } else {
+            "form feed in indentation"
+        };
         return Err(
-            Diagnostic::error(Span::new(at, at + 1), "tab character in indentation")
-                .with_note("indent with spaces only"),
+            Diagnostic::error(Span::new(at, at + 1), what).with_note("indent with spaces only")
         );
     }
     // The prefix holds only spaces and `\r` here (the lexer skips nothing else before a

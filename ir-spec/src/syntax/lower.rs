@@ -750,12 +750,18 @@ impl Lowerer {
         Some((start, stop, kind))
     }
 
-    /// `(n)` → `0..n`; `(a, b)` → `a..b`.
+    /// `(n)` → `0..n`; `(a, b)` or `((a, b))` → `a..b`.
     fn loop_range(
         &mut self,
         first: &ast::Expr,
         second: Option<&ast::Expr>,
     ) -> Option<(Expr, Expr)> {
+        // `T.Pipelined((start, stop), ...)` is also TileLang.
+        if let (ast::ExprKind::Tuple(pair), None) = (&first.kind, second) {
+            if let [start, stop] = pair.as_slice() {
+                return self.loop_range(start, Some(stop));
+            }
+        }
         match second {
             None => Some((Expr::int(0), self.expr(first)?)),
             Some(stop) => {

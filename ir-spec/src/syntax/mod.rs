@@ -7,6 +7,7 @@ pub mod lexer;
 pub mod lower;
 pub mod lower_expr;
 pub mod lower_kernel;
+pub mod lower_loop;
 pub mod lower_region;
 pub mod support;
 

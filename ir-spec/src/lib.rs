@@ -5,9 +5,11 @@
 pub mod diagnostic;
 pub mod dtype;
 pub mod ir;
+pub mod parse;
 pub mod printer;
 pub mod span;
 pub mod specialize;
+pub mod syntax;
 pub mod types;
 pub mod uniquify;
 pub mod verifier;
@@ -16,4 +18,5 @@ pub mod visit;
 pub use diagnostic::{Diagnostic, Diagnostics, Note};
 pub use dtype::DType;
 pub use ir::*;
+pub use parse::parse;
 pub use span::Span;

@@ -1,0 +1,13 @@
+//! The parser's public entry point: text in any accepted spelling → normalized IR.
+
+use crate::diagnostic::Diagnostic;
+use crate::ir::PrimFunc;
+
+/// Parses one `@T.prim_func` (TileLang DSL, or TVMScript as TileLang 0.1.x or 0.1.15 print
+/// it) into the IR. All spellings of one kernel give equal IR.
+pub fn parse(src: &str) -> Result<PrimFunc, Vec<Diagnostic>> {
+    let module = crate::syntax::parse_module(src)?;
+    let mut func = crate::syntax::lower::lower_module(&module, src)?;
+    crate::uniquify::uniquify(&mut func);
+    Ok(func)
+}

@@ -1,0 +1,736 @@
+//! Lowering of the surface AST to the IR: the module and function level and statements.
+//! Loops live in `lower_loop.rs`, kernels in `lower_kernel.rs`, tile-op regions in
+//! `lower_region.rs`, scalar expressions in `lower_expr.rs`.
+//!
+//! Three spellings of a kernel are accepted (TileLang DSL, TVMScript as TileLang 0.1.x and
+//! 0.1.15 print it) and normalized here, so that they give equal IR. Lowering does not
+//! resolve scalar names or check shapes (the verifier does); it knows buffers only as far as
+//! regions need them.
+
+use crate::diagnostic::Diagnostic;
+use crate::dtype::DType;
+use crate::ir::{BinOp, BufferDecl, Expr, ExprKind, Ident, PrimFunc, Scope, Stmt, StmtKind};
+use crate::span::Span;
+use crate::syntax::ast;
+use crate::syntax::lower_expr::unknown_construct;
+use crate::syntax::lower_kernel::KernelState;
+use std::collections::HashMap;
+
+/// Deepest statement nesting the IR may get (loops, ifs including `elif` chains, kernels).
+pub const MAX_STMT_DEPTH: usize = 120;
+
+/// What lowering knows about a buffer: enough to expand whole-buffer and corner regions.
+#[derive(Clone, Debug)]
+pub struct BufInfo {
+    pub shape: Vec<Expr>,
+    pub dtype: DType,
+}
+
+/// The lowering state; errors are collected, not returned at the first one.
+#[derive(Default)]
+pub struct Lowerer {
+    pub errors: Vec<Diagnostic>,
+    pub buffers: HashMap<String, BufInfo>,
+    /// Kernels being lowered, innermost last.
+    pub kernels: Vec<KernelState>,
+    /// Current statement nesting depth.
+    pub depth: usize,
+}
+
+/// Lowers a parsed module (one `@T.prim_func`, optional symbolic dims and imports).
+pub fn lower_module(module: &[ast::Stmt], src: &str) -> Result<PrimFunc, Vec<Diagnostic>> {
+    let mut lw = Lowerer::default();
+    let mut dims = Vec::new();
+    let mut func: Option<&ast::FuncDef> = None;
+    let mut func_span = Span::DUMMY;
+    for stmt in module {
+        match &stmt.kind {
+            ast::StmtKind::Import | ast::StmtKind::Pass => {}
+            // A docstring.
+            ast::StmtKind::Expr(e) if matches!(e.kind, ast::ExprKind::Str(_)) => {}
+            ast::StmtKind::Assign { target, value } => {
+                if let Some(dim) = lw.symbolic_dim(target, value) {
+                    dims.push(dim);
+                }
+            }
+            ast::StmtKind::FuncDef(f) => {
+                if func.is_some() {
+                    lw.error(
+                        Diagnostic::error(f.name.span, "a file holds exactly one `@T.prim_func`")
+                            .with_note_at(func_span, "the first one is here"),
+                    );
+                } else {
+                    func = Some(f);
+                    func_span = f.name.span;
+                }
+            }
+            _ => lw.error(
+                Diagnostic::error(stmt.span, "unexpected statement at module level")
+                    .with_note("a file holds `M = T.symbolic(\"M\")` lines and one `@T.prim_func`"),
+            ),
+        }
+    }
+    let Some(f) = func else {
+        if lw.errors.is_empty() {
+            let end = src.len();
+            lw.error(
+                Diagnostic::error(Span::new(end, end), "expected `@T.prim_func`").with_note(
+                    "the file must define one kernel: `@T.prim_func` then `def name(...):`",
+                ),
+            );
+        }
+        return Err(lw.errors);
+    };
+    let span = module
+        .first()
+        .map_or(Span::DUMMY, |s| s.span)
+        .to(module.last().map_or(Span::DUMMY, |s| s.span));
+    let result = lw.func(f, dims, span);
+    match result {
+        Some(pf) if lw.errors.is_empty() => Ok(pf),
+        _ => Err(lw.errors),
+    }
+}
+
+impl Lowerer {
+    pub fn error(&mut self, d: Diagnostic) {
+        self.errors.push(d);
+    }
+
+    /// Records `d` and returns `None`, for `return self.fail(...)`.
+    pub fn fail<T>(&mut self, d: Diagnostic) -> Option<T> {
+        self.errors.push(d);
+        None
+    }
+
+    /// `M = T.symbolic("M")` at module level.
+    fn symbolic_dim(&mut self, target: &ast::Expr, value: &ast::Expr) -> Option<Ident> {
+        let ast::ExprKind::Call(func, args) = &value.kind else {
+            return self.fail(module_level_error(value.span));
+        };
+        if func.dotted().as_deref() != Some("T.symbolic") {
+            return self.fail(module_level_error(value.span));
+        }
+        let a = self.bind("T.symbolic", value.span, args, &["name", "dtype"], 1)?;
+        let name = self.string(a[0]?, "the name of a symbolic dimension")?;
+        if let Some(dt) = a[1] {
+            if self.dtype(dt)? != DType::Int32 {
+                return self.fail(Diagnostic::error(dt.span, "symbolic dimensions are int32"));
+            }
+        }
+        let ast::ExprKind::Name(var) = &target.kind else {
+            return self.fail(Diagnostic::error(target.span, "expected a name"));
+        };
+        if var != name {
+            return self.fail(Diagnostic::error(
+                value.span,
+                format!("symbolic dimension `{var}` must be named \"{var}\", not \"{name}\""),
+            ));
+        }
+        Some(Ident::new(var.clone(), target.span))
+    }
+
+    fn func(&mut self, f: &ast::FuncDef, dims: Vec<Ident>, span: Span) -> Option<PrimFunc> {
+        self.decorators(f);
+        if let Some(r) = &f.returns {
+            self.error(Diagnostic::error(r.span, "a prim_func returns nothing"));
+        }
+        // Parameters, by position; `T.handle` ones are filled in by `T.match_buffer`.
+        let mut params: Vec<Option<BufferDecl>> = Vec::new();
+        let mut handles: HashMap<String, (usize, Span)> = HashMap::new();
+        for (i, p) in f.params.iter().enumerate() {
+            params.push(None);
+            if let Some(d) = &p.default {
+                self.error(Diagnostic::error(
+                    d.span,
+                    "parameter defaults are not supported",
+                ));
+            }
+            let Some(ann) = &p.annotation else {
+                self.error(Diagnostic::error(
+                    p.name.span,
+                    format!(
+                        "parameter `{}` needs a type, e.g. `{}: T.Tensor((M, N), \"float16\")`",
+                        p.name.name, p.name.name
+                    ),
+                ));
+                continue;
+            };
+            if ann.dotted().as_deref() == Some("T.handle") {
+                handles.insert(p.name.name.clone(), (i, p.name.span));
+                continue;
+            }
+            if let Some(decl) = self.param_decl(&p.name, ann, p.span) {
+                if let Some(slot) = params.get_mut(i) {
+                    *slot = Some(decl);
+                }
+            }
+        }
+        // `X = T.match_buffer(X_handle, ...)` statements bind handles to buffers.
+        let mut body_stmts: Vec<&ast::Stmt> = Vec::new();
+        for stmt in &f.body {
+            match match_buffer_call(stmt) {
+                Some((target, call_span, args)) => {
+                    if let Some((handle, decl)) = self.match_buffer(target, call_span, args) {
+                        match handles.remove(&handle.name) {
+                            Some((i, _)) => {
+                                if let Some(slot) = params.get_mut(i) {
+                                    *slot = Some(decl);
+                                }
+                            }
+                            None => self.error(Diagnostic::error(
+                                handle.span,
+                                format!("`{}` is not a `T.handle` parameter", handle.name),
+                            )),
+                        }
+                    }
+                }
+                None => body_stmts.push(stmt),
+            }
+        }
+        let mut leftover: Vec<(usize, Span, String)> = handles
+            .into_iter()
+            .map(|(name, (i, span))| (i, span, name))
+            .collect();
+        leftover.sort_by_key(|(i, _, _)| *i);
+        for (_, span, name) in leftover {
+            self.error(Diagnostic::error(
+                span,
+                format!("handle `{name}` has no `T.match_buffer`"),
+            ));
+        }
+        let body = self.block_refs(&body_stmts);
+        let params: Vec<BufferDecl> = params.into_iter().flatten().collect();
+        Some(PrimFunc {
+            name: Ident::new(f.name.name.clone(), f.name.span),
+            dims,
+            params,
+            body,
+            span,
+        })
+    }
+
+    fn decorators(&mut self, f: &ast::FuncDef) {
+        let mut found = false;
+        for d in &f.decorators {
+            let (target, args) = match &d.kind {
+                ast::ExprKind::Call(func, args) => (&**func, args.as_slice()),
+                _ => (d, &[][..]),
+            };
+            match target.dotted().as_deref() {
+                Some("T.prim_func") => {
+                    found = true;
+                    // `@T.prim_func(private=True)` and the like change nothing for tlc.
+                    let _ = self.bind(
+                        "T.prim_func",
+                        d.span,
+                        args,
+                        &["private", "check_well_formed"],
+                        0,
+                    );
+                }
+                Some(name) if name.starts_with("T.") => {
+                    self.error(unknown_construct(name, target.span))
+                }
+                _ => self.error(Diagnostic::error(d.span, "unsupported decorator")),
+            }
+        }
+        if !found {
+            self.error(Diagnostic::error(
+                f.name.span,
+                "expected `@T.prim_func` before the kernel's `def`",
+            ));
+        }
+    }
+
+    /// A parameter `A: T.Tensor((M, N), "float16")` (or `T.Buffer`).
+    fn param_decl(&mut self, name: &ast::Ident, ann: &ast::Expr, span: Span) -> Option<BufferDecl> {
+        let ast::ExprKind::Call(func, args) = &ann.kind else {
+            let msg = match ann.dotted().as_deref().and_then(|d| d.strip_prefix("T.")) {
+                Some(dt) if DType::parse(dt).is_some() => {
+                    "scalar parameters are not supported; declare a symbolic dimension with `M = T.symbolic(\"M\")` before the function"
+                        .to_string()
+                }
+                _ => "expected a buffer type `T.Tensor((d0, d1), \"dtype\")`".to_string(),
+            };
+            return self.fail(Diagnostic::error(ann.span, msg));
+        };
+        let what = func.dotted().unwrap_or_default();
+        if what != "T.Tensor" && what != "T.Buffer" {
+            if what.starts_with("T.") && what != "T.handle" {
+                return self.fail(unknown_construct(&what, func.span));
+            }
+            return self.fail(Diagnostic::error(
+                ann.span,
+                "expected a buffer type `T.Tensor((d0, d1), \"dtype\")`",
+            ));
+        }
+        let a = self.bind(&what, ann.span, args, &["shape", "dtype"], 1)?;
+        let shape = self.shape(a[0]?);
+        let dtype = match a[1] {
+            Some(d) => self.dtype(d),
+            None => Some(DType::Float32),
+        };
+        self.declare(name, shape?, dtype?, Scope::Global, span)
+    }
+
+    /// A shape: a tuple or list of extents, or a single extent for 1-D.
+    pub fn shape(&mut self, e: &ast::Expr) -> Option<Vec<Expr>> {
+        match &e.kind {
+            ast::ExprKind::Tuple(items) | ast::ExprKind::List(items) => {
+                if items.is_empty() {
+                    return self.fail(Diagnostic::error(
+                        e.span,
+                        "a shape needs at least one dimension",
+                    ));
+                }
+                self.indices(items)
+            }
+            _ => Some(vec![self.expr(e)?]),
+        }
+    }
+
+    /// Records a buffer and builds its declaration.
+    pub fn declare(
+        &mut self,
+        name: &ast::Ident,
+        shape: Vec<Expr>,
+        dtype: DType,
+        scope: Scope,
+        span: Span,
+    ) -> Option<BufferDecl> {
+        self.buffers.insert(
+            name.name.clone(),
+            BufInfo {
+                shape: shape.clone(),
+                dtype,
+            },
+        );
+        Some(BufferDecl {
+            name: Ident::new(name.name.clone(), name.span),
+            dtype,
+            shape,
+            scope,
+            span,
+        })
+    }
+
+    /// `X = T.match_buffer(X_handle, shape, dtype, strides=...)`: the handle and the buffer.
+    fn match_buffer(
+        &mut self,
+        target: &ast::Expr,
+        call_span: Span,
+        args: &[ast::Arg],
+    ) -> Option<(ast::Ident, BufferDecl)> {
+        let a = self.bind(
+            "T.match_buffer",
+            call_span,
+            args,
+            &["data", "shape", "dtype", "strides"],
+            2,
+        )?;
+        let data = a[0]?;
+        let ast::ExprKind::Name(handle) = &data.kind else {
+            return self.fail(Diagnostic::error(
+                data.span,
+                "expected a `T.handle` parameter name",
+            ));
+        };
+        let ast::ExprKind::Name(name) = &target.kind else {
+            return self.fail(Diagnostic::error(target.span, "expected a buffer name"));
+        };
+        let shape = self.shape(a[1]?)?;
+        let dtype = match a[2] {
+            Some(d) => self.dtype(d)?,
+            None => DType::Float32,
+        };
+        if let Some(strides) = a[3] {
+            self.check_contiguous(&shape, strides)?;
+        }
+        let ident = ast::Ident {
+            name: name.clone(),
+            span: target.span,
+        };
+        let decl = self.declare(&ident, shape, dtype, Scope::Global, call_span)?;
+        Some((
+            ast::Ident {
+                name: handle.clone(),
+                span: data.span,
+            },
+            decl,
+        ))
+    }
+
+    /// Strides must be those of a contiguous row-major buffer.
+    fn check_contiguous(&mut self, shape: &[Expr], strides: &ast::Expr) -> Option<()> {
+        let given = self.shape(strides)?;
+        let mut expected = vec![Expr::int(1); shape.len()];
+        for i in (0..shape.len().saturating_sub(1)).rev() {
+            if let (Some(next), Some(dim)) = (expected.get(i + 1).cloned(), shape.get(i + 1)) {
+                if let Some(slot) = expected.get_mut(i) {
+                    *slot = Expr::binary(BinOp::Mul, dim.clone(), next, Span::DUMMY);
+                }
+            }
+        }
+        let ok = given.len() == expected.len()
+            && given.iter().zip(&expected).all(|(g, e)| {
+                g == e
+                    || matches!((&g.kind, &e.kind),
+                        (ExprKind::Binary(BinOp::Mul, ga, gb), ExprKind::Binary(BinOp::Mul, ea, eb))
+                            if ga == eb && gb == ea)
+            });
+        if ok {
+            Some(())
+        } else {
+            self.fail(
+                Diagnostic::error(
+                    strides.span,
+                    "only contiguous row-major buffers are supported",
+                )
+                .with_note("the strides must be the suffix products of the shape, ending in 1"),
+            )
+        }
+    }
+
+    /// Lowers a block of statements.
+    pub fn block(&mut self, stmts: &[ast::Stmt]) -> Vec<Stmt> {
+        let refs: Vec<&ast::Stmt> = stmts.iter().collect();
+        self.block_refs(&refs)
+    }
+
+    pub fn block_refs(&mut self, stmts: &[&ast::Stmt]) -> Vec<Stmt> {
+        let mut out = Vec::new();
+        self.block_into(stmts, &mut out);
+        out
+    }
+
+    /// Lowers `stmts`, appending to `out` (transparent blocks such as `with T.block(...)`
+    /// append to their parent's list).
+    pub fn block_into(&mut self, stmts: &[&ast::Stmt], out: &mut Vec<Stmt>) {
+        for (i, stmt) in stmts.iter().enumerate() {
+            // TileLang 0.1.x: `bx = T.launch_thread("blockIdx.x", n)` lines open a kernel
+            // whose body is the rest of the block.
+            if self.kernels.is_empty() && self.is_launch_thread(stmt) {
+                let rest = stmts.get(i..).unwrap_or(&[]);
+                if let Some(k) = self.launch_thread_kernel(rest) {
+                    out.push(k);
+                }
+                return;
+            }
+            self.stmt(stmt, out);
+        }
+    }
+
+    /// One statement. On the recursive path of nested bodies, so a thin dispatcher.
+    fn stmt(&mut self, stmt: &ast::Stmt, out: &mut Vec<Stmt>) {
+        let span = stmt.span;
+        let lowered = match &stmt.kind {
+            ast::StmtKind::Pass | ast::StmtKind::Return(None) => None,
+            ast::StmtKind::Expr(e) if matches!(e.kind, ast::ExprKind::Str(_)) => None,
+            ast::StmtKind::Expr(e) => self.call_stmt(e),
+            ast::StmtKind::Assign { target, value } => self.assign(target, value, None, span),
+            ast::StmtKind::AnnAssign {
+                target,
+                annotation,
+                value: Some(value),
+            } => self.assign(target, value, Some(annotation), span),
+            ast::StmtKind::For {
+                targets,
+                iter,
+                body,
+            } => self.for_loop(targets, iter, body, span),
+            ast::StmtKind::If {
+                branches,
+                else_body,
+            } => self.if_chain(branches, else_body.as_deref(), span),
+            ast::StmtKind::With { item, target, body } => {
+                self.with_stmt(item, target.as_ref(), body, span, out);
+                None
+            }
+            _ => self.fail(stmt_error(stmt)),
+        };
+        out.extend(lowered);
+    }
+
+    /// Runs `f` one statement level deeper, refusing to nest beyond [`MAX_STMT_DEPTH`].
+    pub fn nested<T>(
+        &mut self,
+        levels: usize,
+        span: Span,
+        f: impl FnOnce(&mut Self) -> T,
+    ) -> Option<T> {
+        if self.depth + levels > MAX_STMT_DEPTH {
+            return self.fail(too_deep(span));
+        }
+        self.depth += levels;
+        let r = f(self);
+        self.depth -= levels;
+        Some(r)
+    }
+
+    /// `x = e`, `x: T.int32 = e`, `buf[i] = e`, and the assignments that declare things
+    /// (allocations, TVMScript thread launches).
+    fn assign(
+        &mut self,
+        target: &ast::Expr,
+        value: &ast::Expr,
+        annotation: Option<&ast::Expr>,
+        span: Span,
+    ) -> Option<Stmt> {
+        match &target.kind {
+            ast::ExprKind::Name(name) => {
+                let ident = ast::Ident {
+                    name: name.clone(),
+                    span: target.span,
+                };
+                if let ast::ExprKind::Call(func, args) = &value.kind {
+                    let callee = func.dotted().unwrap_or_default();
+                    match callee.as_str() {
+                        "T.alloc_shared" | "T.alloc_fragment" | "T.alloc_local" | "T.alloc_buffer"
+                        | "T.sblock_alloc_buffer" | "T.decl_buffer" => {
+                            self.alloc(&ident, &callee, value.span, args, span);
+                            return None;
+                        }
+                        "T.launch_thread_idx" => {
+                            self.thread_var(&ident, value.span, args);
+                            return None;
+                        }
+                        "T.launch_thread" => {
+                            return self.fail(Diagnostic::error(
+                                value.span,
+                                "`T.launch_thread` must come first in the function body, before any other statement",
+                            ))
+                        }
+                        "T.match_buffer" => {
+                            return self.fail(Diagnostic::error(
+                                value.span,
+                                "`T.match_buffer` belongs at the top of the function body",
+                            ))
+                        }
+                        "T.symbolic" => {
+                            return self.fail(Diagnostic::error(
+                                value.span,
+                                "`T.symbolic` belongs at module level, before `@T.prim_func`",
+                            ))
+                        }
+                        _ => {}
+                    }
+                }
+                let dtype = match annotation {
+                    Some(a) => Some(self.dtype(a)?),
+                    None => None,
+                };
+                let value = self.expr(value)?;
+                Some(Stmt::new(
+                    StmtKind::Let {
+                        var: Ident::new(name.clone(), target.span),
+                        dtype,
+                        value,
+                    },
+                    span,
+                ))
+            }
+            ast::ExprKind::Subscript(base, items) if annotation.is_none() => {
+                let ast::ExprKind::Name(buffer) = &base.kind else {
+                    return self.fail(Diagnostic::error(base.span, "expected a buffer name"));
+                };
+                if let Some(s) = items
+                    .iter()
+                    .find(|i| matches!(i.kind, ast::ExprKind::Slice(..)))
+                {
+                    return self.fail(
+                        Diagnostic::error(
+                            s.span,
+                            "a store writes one element; slices are not allowed here",
+                        )
+                        .with_note("use `T.fill` or `T.copy` for regions"),
+                    );
+                }
+                let indices = self.indices(items);
+                let value = self.expr(value);
+                Some(Stmt::new(
+                    StmtKind::Store {
+                        buffer: Ident::new(buffer.clone(), base.span),
+                        indices: indices?,
+                        value: value?,
+                    },
+                    span,
+                ))
+            }
+            _ => self.fail(Diagnostic::error(
+                target.span,
+                "can only assign to a name or to a buffer element",
+            )),
+        }
+    }
+
+    /// `if` / `elif` / `else`: each `elif` becomes an `If` alone in the else body.
+    fn if_chain(
+        &mut self,
+        branches: &[(ast::Expr, Vec<ast::Stmt>)],
+        else_body: Option<&[ast::Stmt]>,
+        span: Span,
+    ) -> Option<Stmt> {
+        // Every `elif` nests one level deeper in the IR; bodies are lowered at the deepest
+        // level (a conservative bound).
+        self.nested(branches.len(), span, |lw| {
+            let mut lowered = Vec::with_capacity(branches.len());
+            for (cond, body) in branches {
+                lowered.push((lw.expr(cond), lw.block(body), cond.span));
+            }
+            let mut else_part = else_body.map(|b| lw.block(b)).unwrap_or_default();
+            let mut last: Option<Stmt> = None;
+            for (cond, then_body, cond_span) in lowered.into_iter().rev() {
+                let else_body = match last.take() {
+                    Some(s) => vec![s],
+                    None => std::mem::take(&mut else_part),
+                };
+                last = Some(Stmt::new(
+                    StmtKind::If {
+                        cond: cond?,
+                        then_body,
+                        else_body,
+                    },
+                    cond_span.to(span),
+                ));
+            }
+            last
+        })?
+    }
+
+    /// `with ...:` statements.
+    fn with_stmt(
+        &mut self,
+        item: &ast::Expr,
+        target: Option<&ast::Expr>,
+        body: &[ast::Stmt],
+        span: Span,
+        out: &mut Vec<Stmt>,
+    ) {
+        let (name, args) = match &item.kind {
+            ast::ExprKind::Call(func, args) => (func.dotted().unwrap_or_default(), args.as_slice()),
+            _ => (String::new(), &[][..]),
+        };
+        match name.as_str() {
+            "T.Kernel" => {
+                if let Some(k) = self.dsl_kernel(item.span, args, target, body, span) {
+                    out.push(k);
+                }
+            }
+            // Blocks are transparent: their reads/writes are informational.
+            "T.block" | "T.sblock" => {
+                if let Some(t) = target {
+                    self.error(Diagnostic::error(t.span, "a block binds no name"));
+                }
+                let refs: Vec<&ast::Stmt> = body.iter().collect();
+                self.block_into(&refs, out);
+            }
+            "T.attr" => {
+                self.attr(item.span, args);
+                let refs: Vec<&ast::Stmt> = body.iter().collect();
+                self.block_into(&refs, out);
+            }
+            n if n.starts_with("T.")
+                && !crate::syntax::lower_expr::KNOWN_T_NAMES
+                    .contains(&n.get(2..).unwrap_or("")) =>
+            {
+                self.error(unknown_construct(n, item.span))
+            }
+            _ => self.error(Diagnostic::error(
+                item.span,
+                "expected `with T.Kernel(...) as ...:`",
+            )),
+        }
+    }
+
+    /// Expression statements: tile ops and kernel annotations.
+    fn call_stmt(&mut self, e: &ast::Expr) -> Option<Stmt> {
+        let ast::ExprKind::Call(func, args) = &e.kind else {
+            return self.fail(Diagnostic::error(e.span, "this expression does nothing"));
+        };
+        let name = func.dotted().unwrap_or_default();
+        let span = e.span;
+        match name.as_str() {
+            "T.copy" => self.copy(span, args),
+            "T.gemm" => self.gemm(span, args),
+            "T.fill" => self.fill(span, args, false),
+            "T.clear" => self.fill(span, args, true),
+            "T.use_swizzle" => {
+                self.use_swizzle(span, args);
+                None
+            }
+            "T.annotate_layout" => {
+                self.annotate_layout(span, args);
+                None
+            }
+            "T.attr" => {
+                self.attr(span, args);
+                None
+            }
+            "T.sblock_attr" => {
+                self.sblock_attr(span, args);
+                None
+            }
+            // Informational in TVMScript.
+            "T.reads" | "T.writes" => None,
+            n if n.starts_with("T.") => {
+                let known =
+                    crate::syntax::lower_expr::KNOWN_T_NAMES.contains(&n.get(2..).unwrap_or(""));
+                if known {
+                    self.fail(Diagnostic::error(
+                        span,
+                        format!("`{n}(...)` is not a statement"),
+                    ))
+                } else {
+                    self.fail(unknown_construct(n, func.span))
+                }
+            }
+            _ => self.fail(Diagnostic::error(
+                func.span,
+                format!("unsupported call `{name}`"),
+            )),
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn too_deep(span: Span) -> Diagnostic {
+    Diagnostic::error(span, "statements nested too deeply").with_note(format!(
+        "at most {MAX_STMT_DEPTH} levels of loops and ifs are allowed"
+    ))
+}
+
+/// The statements that are errors inside a function.
+#[cold]
+#[inline(never)]
+fn stmt_error(stmt: &ast::Stmt) -> Diagnostic {
+    match &stmt.kind {
+        ast::StmtKind::AnnAssign { target, .. } => Diagnostic::error(
+            target.span,
+            "a declaration needs a value: `x: T.int32 = ...`",
+        ),
+        ast::StmtKind::Return(Some(e)) => Diagnostic::error(e.span, "a prim_func returns nothing"),
+        ast::StmtKind::FuncDef(f) => {
+            Diagnostic::error(f.name.span, "nested functions are not supported")
+        }
+        ast::StmtKind::Import => Diagnostic::error(stmt.span, "imports belong at module level"),
+        _ => Diagnostic::error(stmt.span, "unexpected statement"),
+    }
+}
+
+fn module_level_error(span: Span) -> Diagnostic {
+    Diagnostic::error(span, "unexpected statement at module level")
+        .with_note("module level holds `M = T.symbolic(\"M\")` lines and one `@T.prim_func`")
+}
+
+/// `X = T.match_buffer(...)`: the target, the call's span and its arguments.
+fn match_buffer_call(stmt: &ast::Stmt) -> Option<(&ast::Expr, Span, &[ast::Arg])> {
+    let ast::StmtKind::Assign { target, value } = &stmt.kind else {
+        return None;
+    };
+    let ast::ExprKind::Call(func, args) = &value.kind else {
+        return None;
+    };
+    (func.dotted().as_deref() == Some("T.match_buffer")).then_some((target, value.span, args))
+}

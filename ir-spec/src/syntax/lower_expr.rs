@@ -1,0 +1,544 @@
+//! Lowering of expressions, dtypes and constant arguments, plus the shared helpers every
+//! construct uses: call-argument binding and "did you mean" suggestions.
+
+use crate::diagnostic::Diagnostic;
+use crate::dtype::DType;
+use crate::ir::{BinOp, Expr, ExprKind, UnOp};
+use crate::span::Span;
+use crate::syntax::ast::{self, BinaryOp, BoolOp, CmpOp, UnaryOp};
+use crate::syntax::lower::Lowerer;
+
+/// Every `T.*` name the front end understands (for "did you mean" notes).
+pub const KNOWN_T_NAMES: &[&str] = &[
+    "prim_func",
+    "symbolic",
+    "Tensor",
+    "Buffer",
+    "handle",
+    "match_buffer",
+    "Kernel",
+    "alloc_shared",
+    "alloc_fragment",
+    "alloc_local",
+    "alloc_buffer",
+    "sblock_alloc_buffer",
+    "clear",
+    "fill",
+    "copy",
+    "gemm",
+    "GemmWarpPolicy",
+    "Pipelined",
+    "Parallel",
+    "parallel",
+    "serial",
+    "unroll",
+    "thread_binding",
+    "use_swizzle",
+    "annotate_layout",
+    "make_swizzled_layout",
+    "ceildiv",
+    "floordiv",
+    "floormod",
+    "min",
+    "max",
+    "cast",
+    "Cast",
+    "if_then_else",
+    "launch_thread",
+    "launch_thread_idx",
+    "block",
+    "sblock",
+    "sblock_attr",
+    "reads",
+    "writes",
+    "attr",
+    "region",
+    "tvm_access_ptr",
+    "type_annotation",
+    "tvm_tuple",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "float8_e4m3",
+    "float8_e5m2",
+    "int8",
+    "int32",
+    "int64",
+    "uint8",
+    "uint32",
+    "bool",
+];
+
+/// Levenshtein distance, for suggestions.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            let del = prev[j + 1] + 1;
+            let ins = cur[j] + 1;
+            cur.push(sub.min(del).min(ins));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The candidate closest to `name`, if it is close enough to be a likely typo.
+pub fn suggest<'c>(name: &str, candidates: &[&'c str]) -> Option<&'c str> {
+    let limit = if name.chars().count() <= 4 { 1 } else { 2 };
+    candidates
+        .iter()
+        .map(|c| {
+            let d = if c.eq_ignore_ascii_case(name) {
+                0
+            } else {
+                edit_distance(&name.to_ascii_lowercase(), &c.to_ascii_lowercase())
+            };
+            (d, *c)
+        })
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// The error for an unknown `T.name`.
+pub fn unknown_construct(dotted: &str, span: Span) -> Diagnostic {
+    let mut d = Diagnostic::error(span, format!("unknown TileLang construct `{dotted}`"));
+    if let Some(rest) = dotted.strip_prefix("T.") {
+        if let Some(s) = suggest(rest, KNOWN_T_NAMES) {
+            d = d.with_note(format!("did you mean `T.{s}`?"));
+        }
+    }
+    d
+}
+
+fn arith_op(op: BinaryOp) -> BinOp {
+    match op {
+        BinaryOp::Add => BinOp::Add,
+        BinaryOp::Sub => BinOp::Sub,
+        BinaryOp::Mul => BinOp::Mul,
+        BinaryOp::Div => BinOp::Div,
+        BinaryOp::FloorDiv => BinOp::FloorDiv,
+        BinaryOp::Mod => BinOp::FloorMod,
+    }
+}
+
+fn compare_op(op: CmpOp) -> BinOp {
+    match op {
+        CmpOp::Lt => BinOp::Lt,
+        CmpOp::Le => BinOp::Le,
+        CmpOp::Gt => BinOp::Gt,
+        CmpOp::Ge => BinOp::Ge,
+        CmpOp::Eq => BinOp::Eq,
+        CmpOp::Ne => BinOp::Ne,
+    }
+}
+
+/// The error for a call that is not a scalar expression.
+#[cold]
+#[inline(never)]
+fn call_error(name: &str, func_span: Span, span: Span) -> Diagnostic {
+    match name.strip_prefix("T.") {
+        Some(rest) if KNOWN_T_NAMES.contains(&rest) => {
+            Diagnostic::error(span, format!("`{name}` is not a scalar expression"))
+        }
+        Some(_) => unknown_construct(name, func_span),
+        None => Diagnostic::error(func_span, format!("unsupported call `{name}`")),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn expr_error(e: &ast::Expr, msg: &str) -> Diagnostic {
+    Diagnostic::error(e.span, msg)
+}
+
+impl Lowerer {
+    /// Binds a call's arguments to the parameter `names` (positional first, then by
+    /// keyword). The first `required` names must be present. Reports every problem and
+    /// returns `None` if there was any.
+    pub fn bind<'a>(
+        &mut self,
+        what: &str,
+        call_span: Span,
+        args: &'a [ast::Arg],
+        names: &[&str],
+        required: usize,
+    ) -> Option<Vec<Option<&'a ast::Expr>>> {
+        let mut slots: Vec<Option<&'a ast::Expr>> = vec![None; names.len()];
+        let mut ok = true;
+        let mut seen_keyword = false;
+        for (i, arg) in args.iter().enumerate() {
+            match &arg.name {
+                None => {
+                    if seen_keyword {
+                        self.error(Diagnostic::error(
+                            arg.value.span,
+                            "positional argument after a keyword argument",
+                        ));
+                        ok = false;
+                    } else if let Some(slot) = slots.get_mut(i) {
+                        *slot = Some(&arg.value);
+                    } else {
+                        self.error(Diagnostic::error(
+                            arg.value.span,
+                            format!(
+                                "`{what}` takes at most {} positional argument{}",
+                                names.len(),
+                                if names.len() == 1 { "" } else { "s" }
+                            ),
+                        ));
+                        ok = false;
+                    }
+                }
+                Some(kw) => {
+                    seen_keyword = true;
+                    match names.iter().position(|n| *n == kw.name) {
+                        Some(p) if slots.get(p).is_some_and(Option::is_some) => {
+                            self.error(Diagnostic::error(
+                                kw.span,
+                                format!("argument `{}` of `{what}` given twice", kw.name),
+                            ));
+                            ok = false;
+                        }
+                        Some(p) => {
+                            if let Some(slot) = slots.get_mut(p) {
+                                *slot = Some(&arg.value);
+                            }
+                        }
+                        None => {
+                            let mut d = Diagnostic::error(
+                                kw.span,
+                                format!("unknown keyword argument `{}` for `{what}`", kw.name),
+                            );
+                            if let Some(s) = suggest(&kw.name, names) {
+                                d = d.with_note(format!("did you mean `{s}`?"));
+                            } else if !names.is_empty() {
+                                d = d.with_note(format!("`{what}` takes: {}", names.join(", ")));
+                            }
+                            self.error(d);
+                            ok = false;
+                        }
+                    }
+                }
+            }
+        }
+        for (name, slot) in names.iter().zip(&slots).take(required) {
+            if slot.is_none() {
+                self.error(Diagnostic::error(
+                    call_span,
+                    format!("`{what}` is missing its argument `{name}`"),
+                ));
+                ok = false;
+            }
+        }
+        ok.then_some(slots)
+    }
+
+    /// Lowers a scalar expression.
+    ///
+    /// This is the recursive path of expression lowering (up to `MAX_EXPR_DEPTH` deep), so
+    /// it only dispatches: the work, and above all the error formatting with its many
+    /// temporaries, lives in out-of-line helpers, keeping each level's stack frame small.
+    pub fn expr(&mut self, e: &ast::Expr) -> Option<Expr> {
+        match &e.kind {
+            ast::ExprKind::Binary(op, a, b) => self.expr_binary(arith_op(*op), a, b, e.span),
+            ast::ExprKind::Compare(op, a, b) => self.expr_binary(compare_op(*op), a, b, e.span),
+            ast::ExprKind::BoolOp(op, a, b) => {
+                let op = if *op == BoolOp::And {
+                    BinOp::And
+                } else {
+                    BinOp::Or
+                };
+                self.expr_binary(op, a, b, e.span)
+            }
+            ast::ExprKind::Unary(UnaryOp::Pos, a) => self.expr(a),
+            ast::ExprKind::Unary(op, a) => self.expr_unary(*op, a, e.span),
+            ast::ExprKind::Subscript(base, items) => self.expr_load(base, items, e.span),
+            ast::ExprKind::Call(func, args) => self.call_expr(e.span, func, args),
+            _ => self.expr_leaf(e),
+        }
+    }
+
+    #[inline(never)]
+    fn expr_binary(&mut self, op: BinOp, a: &ast::Expr, b: &ast::Expr, span: Span) -> Option<Expr> {
+        let a = self.expr(a);
+        let b = self.expr(b);
+        Some(Expr::binary(op, a?, b?, span))
+    }
+
+    #[inline(never)]
+    fn expr_unary(&mut self, op: UnaryOp, a: &ast::Expr, span: Span) -> Option<Expr> {
+        let a = self.expr(a)?;
+        let op = if op == UnaryOp::Neg {
+            UnOp::Neg
+        } else {
+            UnOp::Not
+        };
+        Some(Expr::new(ExprKind::Unary(op, Box::new(a)), span))
+    }
+
+    #[inline(never)]
+    fn expr_load(&mut self, base: &ast::Expr, items: &[ast::Expr], span: Span) -> Option<Expr> {
+        let ast::ExprKind::Name(buffer) = &base.kind else {
+            return self.fail(expr_error(base, "only a buffer name can be indexed"));
+        };
+        let indices = self.indices(items)?;
+        Some(Expr::new(
+            ExprKind::Load {
+                buffer: buffer.clone(),
+                indices,
+            },
+            span,
+        ))
+    }
+
+    /// Leaves, and the expressions that are errors in scalar position.
+    #[inline(never)]
+    fn expr_leaf(&mut self, e: &ast::Expr) -> Option<Expr> {
+        let span = e.span;
+        let kind = match &e.kind {
+            ast::ExprKind::Name(n) => ExprKind::Var(n.clone()),
+            ast::ExprKind::Int(v) => ExprKind::Int(self.int_value(*v, span)?),
+            ast::ExprKind::Float(v) => ExprKind::Float(*v),
+            ast::ExprKind::Bool(b) => ExprKind::Bool(*b),
+            ast::ExprKind::Attr(..) => {
+                let dotted = e.dotted().unwrap_or_default();
+                let msg = match dotted.strip_prefix("T.").and_then(DType::parse) {
+                    Some(_) => Diagnostic::error(
+                        span,
+                        format!(
+                            "`{dotted}` is a dtype, not a value; write `{dotted}(x)` to convert"
+                        ),
+                    ),
+                    None if dotted.starts_with("T.")
+                        && !KNOWN_T_NAMES.contains(&dotted.get(2..).unwrap_or("")) =>
+                    {
+                        unknown_construct(&dotted, span)
+                    }
+                    None => Diagnostic::error(span, "expected a scalar expression"),
+                };
+                return self.fail(msg);
+            }
+            ast::ExprKind::Str(_) => {
+                return self.fail(expr_error(e, "a string is not a value here"))
+            }
+            ast::ExprKind::None => return self.fail(expr_error(e, "`None` is not a value here")),
+            ast::ExprKind::Slice(..) => {
+                return self.fail(expr_error(
+                    e,
+                    "a slice is only allowed in a region of T.copy, T.fill or T.gemm",
+                ))
+            }
+            _ => return self.fail(expr_error(e, "expected a scalar expression")),
+        };
+        Some(Expr::new(kind, span))
+    }
+
+    /// Point indices `buf[i, j]` (slices are rejected).
+    pub fn indices(&mut self, items: &[ast::Expr]) -> Option<Vec<Expr>> {
+        let mut out = Vec::with_capacity(items.len());
+        let mut ok = true;
+        for item in items {
+            match self.expr(item) {
+                Some(e) => out.push(e),
+                None => ok = false,
+            }
+        }
+        ok.then_some(out)
+    }
+
+    /// An `i64` from a literal (whose negation was folded in by the grammar).
+    pub fn int_value(&mut self, v: i128, span: Span) -> Option<i64> {
+        match i64::try_from(v) {
+            Ok(v) => Some(v),
+            Err(_) => self.fail(
+                Diagnostic::error(span, "integer literal too large")
+                    .with_note("integers must fit in a signed 64-bit value"),
+            ),
+        }
+    }
+
+    /// Calls in expression position: intrinsics and typed literals. Like `expr`, a thin
+    /// dispatcher on the recursive path.
+    #[inline(never)]
+    fn call_expr(&mut self, span: Span, func: &ast::Expr, args: &[ast::Arg]) -> Option<Expr> {
+        let Some(name) = func.dotted() else {
+            return self.fail(expr_error(func, "unsupported call"));
+        };
+        match name.as_str() {
+            "T.ceildiv" => self.call_binary(BinOp::CeilDiv, &name, span, args),
+            "T.min" => self.call_binary(BinOp::Min, &name, span, args),
+            "T.max" => self.call_binary(BinOp::Max, &name, span, args),
+            "T.floordiv" => self.call_binary(BinOp::FloorDiv, &name, span, args),
+            "T.floormod" => self.call_binary(BinOp::FloorMod, &name, span, args),
+            "T.cast" => self.call_cast(&name, span, args, &["value", "dtype"], 1, 0),
+            "T.Cast" => self.call_cast(&name, span, args, &["dtype", "value"], 0, 1),
+            "T.if_then_else" => self.call_select(&name, span, args),
+            _ => match name.strip_prefix("T.").and_then(DType::parse) {
+                Some(dt) => self.call_typed_literal(dt, &name, span, args),
+                None => self.fail(call_error(&name, func.span, span)),
+            },
+        }
+    }
+
+    #[inline(never)]
+    fn call_binary(
+        &mut self,
+        op: BinOp,
+        name: &str,
+        span: Span,
+        args: &[ast::Arg],
+    ) -> Option<Expr> {
+        let a = self.bind(name, span, args, &["a", "b"], 2)?;
+        let x = self.expr(a[0]?);
+        let y = self.expr(a[1]?);
+        Some(Expr::binary(op, x?, y?, span))
+    }
+
+    /// `T.cast(x, dt)` / `T.Cast(dt, x)`: `dt_at` and `value_at` say which is where.
+    #[inline(never)]
+    fn call_cast(
+        &mut self,
+        name: &str,
+        span: Span,
+        args: &[ast::Arg],
+        names: &[&str],
+        dt_at: usize,
+        value_at: usize,
+    ) -> Option<Expr> {
+        let a = self.bind(name, span, args, names, 2)?;
+        let dt = self.dtype((*a.get(dt_at)?)?);
+        let x = self.expr((*a.get(value_at)?)?);
+        Some(Expr::new(ExprKind::Cast(dt?, Box::new(x?)), span))
+    }
+
+    #[inline(never)]
+    fn call_select(&mut self, name: &str, span: Span, args: &[ast::Arg]) -> Option<Expr> {
+        let a = self.bind(name, span, args, &["cond", "t", "f"], 3)?;
+        let c = self.expr(a[0]?);
+        let t = self.expr(a[1]?);
+        let f = self.expr(a[2]?);
+        Some(Expr::new(
+            ExprKind::Select(Box::new(c?), Box::new(t?), Box::new(f?)),
+            span,
+        ))
+    }
+
+    /// `T.float32(0)` is a cast of the literal; `T.bool(True)` is the literal itself.
+    #[inline(never)]
+    fn call_typed_literal(
+        &mut self,
+        dt: DType,
+        name: &str,
+        span: Span,
+        args: &[ast::Arg],
+    ) -> Option<Expr> {
+        let a = self.bind(name, span, args, &["value"], 1)?;
+        let x = self.expr(a[0]?)?;
+        if dt == DType::Bool {
+            if let ExprKind::Bool(b) = x.kind {
+                return Some(Expr::new(ExprKind::Bool(b), span));
+            }
+        }
+        Some(Expr::new(ExprKind::Cast(dt, Box::new(x)), span))
+    }
+
+    /// A dtype written as a string (`"float16"`) or as `T.float16`.
+    pub fn dtype(&mut self, e: &ast::Expr) -> Option<DType> {
+        let text = match &e.kind {
+            ast::ExprKind::Str(s) => s.clone(),
+            _ => match e.dotted().as_deref().and_then(|d| d.strip_prefix("T.")) {
+                Some(rest) => rest.to_string(),
+                None => {
+                    return self.fail(Diagnostic::error(
+                        e.span,
+                        "expected a dtype such as \"float16\" or T.float16",
+                    ))
+                }
+            },
+        };
+        if let Some(dt) = DType::parse(&text) {
+            return Some(dt);
+        }
+        let names: Vec<&str> = DType::ALL.iter().map(|d| d.name()).collect();
+        let mut d = Diagnostic::error(e.span, format!("unknown dtype `{text}`"));
+        if let Some(s) = suggest(&text, &names) {
+            d = d.with_note(format!("did you mean `{s}`?"));
+        }
+        self.fail(d)
+    }
+
+    /// An integer that must be known at compile time (after folding).
+    pub fn const_int(&mut self, e: &ast::Expr, what: &str) -> Option<i64> {
+        let x = self.expr(e)?;
+        match x.as_int() {
+            Some(v) => Some(v),
+            None => self.fail(Diagnostic::error(
+                e.span,
+                format!("{what} must be a constant integer"),
+            )),
+        }
+    }
+
+    /// A compile-time boolean: `True`/`False`, `T.bool(...)`, or the integers 0 and 1.
+    pub fn const_bool(&mut self, e: &ast::Expr, what: &str) -> Option<bool> {
+        let x = self.expr(e)?;
+        match x.kind {
+            ExprKind::Bool(b) => Some(b),
+            ExprKind::Int(0) => Some(false),
+            ExprKind::Int(1) => Some(true),
+            _ => self.fail(Diagnostic::error(
+                e.span,
+                format!("{what} must be `True` or `False`"),
+            )),
+        }
+    }
+
+    /// A list (or tuple) of constant integers.
+    pub fn const_int_list(&mut self, e: &ast::Expr, what: &str) -> Option<Vec<i64>> {
+        let items = match &e.kind {
+            ast::ExprKind::List(items) | ast::ExprKind::Tuple(items) => items,
+            _ => {
+                return self.fail(Diagnostic::error(
+                    e.span,
+                    format!("{what} must be a list of constant integers"),
+                ))
+            }
+        };
+        let mut out = Vec::with_capacity(items.len());
+        for item in items {
+            out.push(self.const_int(item, what)?);
+        }
+        Some(out)
+    }
+
+    /// A string literal.
+    pub fn string<'a>(&mut self, e: &'a ast::Expr, what: &str) -> Option<&'a str> {
+        match &e.kind {
+            ast::ExprKind::Str(s) => Some(s),
+            _ => self.fail(Diagnostic::error(
+                e.span,
+                format!("{what} must be a string literal"),
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggestions() {
+        assert_eq!(suggest("Pipelind", KNOWN_T_NAMES), Some("Pipelined"));
+        assert_eq!(suggest("alloc_shard", KNOWN_T_NAMES), Some("alloc_shared"));
+        assert_eq!(suggest("pipelined", KNOWN_T_NAMES), Some("Pipelined"));
+        assert_eq!(suggest("zzzzzz", KNOWN_T_NAMES), None);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+}

@@ -1,0 +1,782 @@
+//! Lowering of kernels in their three spellings, and of the kernel-wide facts written
+//! inside them (allocations, rasterization, layout annotations, thread counts):
+//!
+//! - DSL: `with T.Kernel(gx, gy, threads=N) as (bx, by):`;
+//! - TileLang 0.1.x: `bx = T.launch_thread("blockIdx.x", n)` lines, the rest of the block
+//!   being the kernel body;
+//! - TileLang 0.1.15: nested `for bx in T.thread_binding(n, thread="blockIdx.x")` loops
+//!   around `T.launch_thread_idx` lets and a `T.sblock` with `T.sblock_attr`.
+
+use crate::diagnostic::Diagnostic;
+use crate::ir::{
+    Expr, ExprKind, Ident, Kernel, Layout, LayoutAnnotation, RasterOrder, Scope, Stmt, StmtKind,
+    Swizzle, ThreadTag,
+};
+use crate::span::Span;
+use crate::syntax::ast;
+use crate::syntax::lower::Lowerer;
+use crate::syntax::lower_expr::suggest;
+use crate::visit;
+
+/// What the statements of an open kernel contribute to it.
+#[derive(Default)]
+pub struct KernelState {
+    pub allocs: Vec<crate::ir::BufferDecl>,
+    pub swizzle: Option<Swizzle>,
+    pub layouts: Vec<LayoutAnnotation>,
+    /// The block shape, once known (TVMScript 0.1.15 gives it inside the body).
+    pub threads: Option<Vec<Expr>>,
+    /// TVMScript thread variables (`tx = T.launch_thread("threadIdx.x", 128)`), which the
+    /// tile level has no use for; a use of one is an error.
+    pub thread_vars: Vec<Ident>,
+}
+
+impl Lowerer {
+    /// `with T.Kernel(gx[, gy[, gz]], threads=...) as bx / as (bx, by):`.
+    pub fn dsl_kernel(
+        &mut self,
+        call_span: Span,
+        args: &[ast::Arg],
+        target: Option<&ast::Expr>,
+        body: &[ast::Stmt],
+        span: Span,
+    ) -> Option<Stmt> {
+        let mut grid = Vec::new();
+        let mut threads = None;
+        let mut ok = true;
+        for arg in args {
+            match &arg.name {
+                None if threads.is_some() => {
+                    self.error(Diagnostic::error(
+                        arg.value.span,
+                        "positional argument after a keyword argument",
+                    ));
+                    ok = false;
+                }
+                None => grid.push(self.expr(&arg.value)),
+                Some(kw) if kw.name == "threads" => threads = Some(self.threads(&arg.value)),
+                Some(kw) => {
+                    let mut d = Diagnostic::error(
+                        kw.span,
+                        format!("unknown keyword argument `{}` for `T.Kernel`", kw.name),
+                    );
+                    if suggest(&kw.name, &["threads"]).is_some() {
+                        d = d.with_note("did you mean `threads`?");
+                    }
+                    self.error(d);
+                    ok = false;
+                }
+            }
+        }
+        if grid.is_empty() || grid.len() > 3 {
+            return self.fail(Diagnostic::error(
+                call_span,
+                format!("`T.Kernel` takes 1 to 3 grid extents, found {}", grid.len()),
+            ));
+        }
+        let block_vars = match target {
+            None => {
+                return self.fail(Diagnostic::error(
+                    call_span,
+                    "`T.Kernel` needs block variables: `with T.Kernel(...) as (bx, by):`",
+                ))
+            }
+            Some(t) => self.block_vars(t)?,
+        };
+        if block_vars.len() != grid.len() {
+            return self.fail(Diagnostic::error(
+                target.map_or(call_span, |t| t.span),
+                format!(
+                    "`T.Kernel` has {} grid extent{} but {} block variable{}",
+                    grid.len(),
+                    if grid.len() == 1 { "" } else { "s" },
+                    block_vars.len(),
+                    if block_vars.len() == 1 { "" } else { "s" }
+                ),
+            ));
+        }
+        // TileLang's default block is 128 threads.
+        let threads = threads.unwrap_or_else(|| Some(vec![Expr::int(128)]));
+        let grid: Option<Vec<Expr>> = grid.into_iter().collect();
+        let (grid, threads) = (grid?, threads?);
+        if !ok {
+            return None;
+        }
+        self.kernel(grid, block_vars, Some(threads), span, |lw| lw.block(body))
+    }
+
+    /// `as bx` or `as (bx, by)`.
+    fn block_vars(&mut self, t: &ast::Expr) -> Option<Vec<Ident>> {
+        let items = match &t.kind {
+            ast::ExprKind::Name(n) => return Some(vec![Ident::new(n.clone(), t.span)]),
+            ast::ExprKind::Tuple(items) | ast::ExprKind::List(items) => items,
+            _ => return self.fail(Diagnostic::error(t.span, "expected block variable names")),
+        };
+        let mut out = Vec::new();
+        for item in items {
+            match &item.kind {
+                ast::ExprKind::Name(n) => out.push(Ident::new(n.clone(), item.span)),
+                _ => return self.fail(Diagnostic::error(item.span, "expected a name")),
+            }
+        }
+        Some(out)
+    }
+
+    /// `threads=128` or `threads=(32, 4)`: constants, trailing 1s dropped.
+    fn threads(&mut self, e: &ast::Expr) -> Option<Vec<Expr>> {
+        let values = match &e.kind {
+            ast::ExprKind::Tuple(_) | ast::ExprKind::List(_) => {
+                self.const_int_list(e, "the thread count")?
+            }
+            _ => vec![self.const_int(e, "the thread count")?],
+        };
+        self.block_shape(values, e.span)
+    }
+
+    /// A block shape from constant extents, x first; trailing 1s are dropped.
+    fn block_shape(&mut self, mut values: Vec<i64>, span: Span) -> Option<Vec<Expr>> {
+        if values.is_empty() || values.len() > 3 {
+            return self.fail(Diagnostic::error(
+                span,
+                "a thread block has 1 to 3 dimensions",
+            ));
+        }
+        while values.len() > 1 && values.last() == Some(&1) {
+            values.pop();
+        }
+        Some(
+            values
+                .into_iter()
+                .map(|v| Expr::new(ExprKind::Int(v), span))
+                .collect(),
+        )
+    }
+
+    /// Opens a kernel, lowers its body with `body`, and assembles the `Kernel` statement.
+    fn kernel(
+        &mut self,
+        grid: Vec<Expr>,
+        block_vars: Vec<Ident>,
+        threads: Option<Vec<Expr>>,
+        span: Span,
+        body: impl FnOnce(&mut Self) -> Vec<Stmt>,
+    ) -> Option<Stmt> {
+        self.kernels.push(KernelState {
+            threads,
+            ..KernelState::default()
+        });
+        let body = self.nested(1, span, body);
+        let state = self.kernels.pop().unwrap_or_default();
+        let body = body?;
+        self.check_thread_vars(&state.thread_vars, &body);
+        let Some(threads) = state.threads else {
+            return self.fail(
+                Diagnostic::error(span, "this kernel never says how many threads a block has")
+                    .with_note("add `T.sblock_attr({\"tl.launch_threads\": [128, 1, 1]})`"),
+            );
+        };
+        Some(Stmt::new(
+            StmtKind::Kernel(Kernel {
+                grid,
+                block_vars,
+                threads,
+                swizzle: state.swizzle,
+                layouts: state.layouts,
+                allocs: state.allocs,
+                body,
+            }),
+            span,
+        ))
+    }
+
+    /// TVMScript's thread variables must not be used: the tile level has no per-thread code.
+    fn check_thread_vars(&mut self, vars: &[Ident], body: &[Stmt]) {
+        if vars.is_empty() {
+            return;
+        }
+        let mut uses: Vec<(String, Span)> = Vec::new();
+        visit::for_each_stmt(body, &mut |stmt| {
+            for e in visit::stmt_exprs(stmt) {
+                visit::for_each_subexpr(e, &mut |sub| {
+                    if let ExprKind::Var(n) = &sub.kind {
+                        if vars.iter().any(|v| &v.name == n) && !uses.iter().any(|(u, _)| u == n) {
+                            uses.push((n.clone(), sub.span));
+                        }
+                    }
+                });
+            }
+        });
+        for (name, span) in uses {
+            let launch = vars
+                .iter()
+                .find(|v| v.name == name)
+                .map_or(Span::DUMMY, |v| v.span);
+            self.error(
+                Diagnostic::error(
+                    span,
+                    format!("thread variable `{name}` cannot be used at the tile level"),
+                )
+                .with_note_at(
+                    launch,
+                    "it is launched here; tile-level code is written per block, not per thread",
+                ),
+            );
+        }
+    }
+
+    /// Whether `stmt` is `x = T.launch_thread(...)`.
+    pub fn is_launch_thread(&self, stmt: &ast::Stmt) -> bool {
+        launch_thread_call(stmt).is_some()
+    }
+
+    /// TileLang 0.1.x: the run of `T.launch_thread` lines at the start of `stmts` gives the
+    /// grid and block; the statements after it are the kernel body.
+    pub fn launch_thread_kernel(&mut self, stmts: &[&ast::Stmt]) -> Option<Stmt> {
+        let mut blocks: Vec<(ThreadTag, Ident, Expr)> = Vec::new();
+        let mut threads: Vec<(ThreadTag, Ident, i64)> = Vec::new();
+        let mut n = 0;
+        let mut ok = true;
+        for stmt in stmts {
+            let Some((target, call_span, args)) = launch_thread_call(stmt) else {
+                break;
+            };
+            n += 1;
+            let Some(a) = self.bind("T.launch_thread", call_span, args, &["thread", "extent"], 2)
+            else {
+                ok = false;
+                continue;
+            };
+            let (Some(tag_arg), Some(ext_arg)) = (a[0], a[1]) else {
+                ok = false;
+                continue;
+            };
+            let ast::ExprKind::Name(var) = &target.kind else {
+                self.error(Diagnostic::error(target.span, "expected a name"));
+                ok = false;
+                continue;
+            };
+            let ident = Ident::new(var.clone(), target.span);
+            let Some(tag) = self.thread_tag(tag_arg) else {
+                ok = false;
+                continue;
+            };
+            if blocks.iter().any(|b| b.0 == tag) || threads.iter().any(|t| t.0 == tag) {
+                self.error(Diagnostic::error(
+                    tag_arg.span,
+                    format!("\"{}\" is launched twice", tag.name()),
+                ));
+                ok = false;
+                continue;
+            }
+            if is_block_tag(tag) {
+                match self.expr(ext_arg) {
+                    Some(e) => blocks.push((tag, ident, e)),
+                    None => ok = false,
+                }
+            } else {
+                match self.const_int(ext_arg, "a thread extent") {
+                    Some(v) => threads.push((tag, ident, v)),
+                    None => ok = false,
+                }
+            }
+        }
+        let first = stmts.first().map_or(Span::DUMMY, |s| s.span);
+        let span = first.to(stmts.last().map_or(first, |s| s.span));
+        blocks.sort_by_key(|b| b.0 as u8);
+        let order = [ThreadTag::BlockX, ThreadTag::BlockY, ThreadTag::BlockZ];
+        if blocks.is_empty() || blocks.iter().zip(order).any(|(b, want)| b.0 != want) {
+            return self.fail(Diagnostic::error(
+                first,
+                "a kernel launches blockIdx.x first, then optionally blockIdx.y and blockIdx.z",
+            ));
+        }
+        if threads.is_empty() {
+            return self.fail(Diagnostic::error(
+                first,
+                "a kernel launched with `T.launch_thread` needs a \"threadIdx.x\" launch",
+            ));
+        }
+        let mut shape = vec![1i64; 3];
+        for (tag, _, v) in &threads {
+            let i = match tag {
+                ThreadTag::ThreadX => 0,
+                ThreadTag::ThreadY => 1,
+                _ => 2,
+            };
+            if let Some(slot) = shape.get_mut(i) {
+                *slot = *v;
+            }
+        }
+        let block_shape = self.block_shape(shape, first)?;
+        if !ok {
+            return None;
+        }
+        let thread_vars: Vec<Ident> = threads.into_iter().map(|t| t.1).collect();
+        let (block_vars, grid): (Vec<Ident>, Vec<Expr>) =
+            blocks.into_iter().map(|(_, v, e)| (v, e)).unzip();
+        let rest = stmts.get(n..).unwrap_or(&[]);
+        self.kernel(grid, block_vars, Some(block_shape), span, |lw| {
+            if let Some(state) = lw.kernels.last_mut() {
+                state.thread_vars = thread_vars;
+            }
+            lw.block_refs(rest)
+        })
+    }
+
+    /// TileLang 0.1.15: `for bx in T.thread_binding(n, thread="blockIdx.x"):` loops (nested,
+    /// x outermost) around a body that launches threads. Returns `None` when the loop is not
+    /// shaped like that (it is then an ordinary thread-bound loop).
+    pub fn thread_binding_kernel(
+        &mut self,
+        targets: &[ast::Ident],
+        iter: &ast::Expr,
+        body: &[ast::Stmt],
+        span: Span,
+    ) -> Option<Option<Stmt>> {
+        // Peel the chain of directly nested blockIdx loops.
+        let mut chain: Vec<(&ast::Ident, &ast::Expr)> = Vec::new();
+        let (mut targets, mut iter, mut body) = (targets, iter, body);
+        while let ([var], Some(_)) = (targets, block_binding_tag(iter)) {
+            chain.push((var, iter));
+            match body {
+                [ast::Stmt {
+                    kind:
+                        ast::StmtKind::For {
+                            targets: t,
+                            iter: i,
+                            body: b,
+                        },
+                    ..
+                }] if t.len() == 1 && block_binding_tag(i).is_some() => {
+                    targets = t;
+                    iter = i;
+                    body = b;
+                }
+                _ => break,
+            }
+        }
+        if chain.is_empty() || !launches_threads(body) {
+            return None;
+        }
+        let mut grid = Vec::new();
+        let mut vars = Vec::new();
+        let order = [ThreadTag::BlockX, ThreadTag::BlockY, ThreadTag::BlockZ];
+        for (k, (var, it)) in chain.iter().enumerate() {
+            let ast::ExprKind::Call(_, args) = &it.kind else {
+                return None;
+            };
+            let Some(a) = self.bind(
+                "T.thread_binding",
+                it.span,
+                args,
+                &["start", "stop", "thread"],
+                1,
+            ) else {
+                return Some(None);
+            };
+            let tag = a[2].and_then(|t| match &t.kind {
+                ast::ExprKind::Str(s) => ThreadTag::parse(s),
+                _ => None,
+            });
+            if tag != order.get(k).copied() {
+                return Some(self.fail(Diagnostic::error(
+                    it.span,
+                    "kernel loops bind blockIdx.x first, then blockIdx.y, then blockIdx.z",
+                )));
+            }
+            let extent = match (a[0], a[1]) {
+                (Some(n), None) => self.expr(n),
+                (Some(start), Some(stop)) => {
+                    let s = self.expr(start);
+                    if s.as_ref().and_then(Expr::as_int) != Some(0) {
+                        return Some(self.fail(Diagnostic::error(
+                            start.span,
+                            "a kernel's block loop starts at 0",
+                        )));
+                    }
+                    self.expr(stop)
+                }
+                _ => None,
+            };
+            let Some(extent) = extent else {
+                return Some(None);
+            };
+            grid.push(extent);
+            vars.push(Ident::new(var.name.clone(), var.span));
+        }
+        let body_refs: Vec<&ast::Stmt> = body.iter().collect();
+        Some(self.kernel(grid, vars, None, span, |lw| lw.block_refs(&body_refs)))
+    }
+
+    /// `tx: T.int32 = T.launch_thread_idx(0)`: a thread variable, dropped.
+    pub fn thread_var(&mut self, ident: &ast::Ident, call_span: Span, args: &[ast::Arg]) {
+        let Some(a) = self.bind("T.launch_thread_idx", call_span, args, &["dim"], 1) else {
+            return;
+        };
+        if let Some(dim) = a[0] {
+            let _ = self.const_int(dim, "the thread dimension");
+        }
+        match self.kernels.last_mut() {
+            Some(k) => k
+                .thread_vars
+                .push(Ident::new(ident.name.clone(), ident.span)),
+            None => self.error(Diagnostic::error(
+                call_span,
+                "`T.launch_thread_idx` outside a kernel",
+            )),
+        }
+    }
+
+    /// The innermost open kernel, or an error saying `what` needs one.
+    fn open_kernel(&mut self, span: Span, what: &str) -> Option<&mut KernelState> {
+        if self.kernels.is_empty() {
+            self.error(Diagnostic::error(
+                span,
+                format!("{what} is only allowed inside `T.Kernel`"),
+            ));
+            return None;
+        }
+        self.kernels.last_mut()
+    }
+
+    /// `X = T.alloc_shared(shape, dtype)` and its relatives: hoisted into the kernel.
+    pub fn alloc(
+        &mut self,
+        ident: &ast::Ident,
+        callee: &str,
+        call_span: Span,
+        args: &[ast::Arg],
+        stmt_span: Span,
+    ) {
+        let Some(a) = self.bind(callee, call_span, args, &["shape", "dtype", "scope"], 1) else {
+            return;
+        };
+        let default_scope = match callee {
+            "T.alloc_shared" => Some(Scope::Shared),
+            "T.alloc_fragment" => Some(Scope::Fragment),
+            "T.alloc_local" => Some(Scope::Local),
+            _ => None,
+        };
+        let scope = match a[2] {
+            Some(s) => self.scope(s),
+            None => match default_scope {
+                Some(s) => Some(s),
+                None => {
+                    self.error(Diagnostic::error(
+                        call_span,
+                        format!("`{callee}` needs `scope=\"shared.dyn\"` (or \"local.fragment\", \"local\")"),
+                    ));
+                    None
+                }
+            },
+        };
+        let shape = a[0].and_then(|s| self.shape(s));
+        let dtype = match a[1] {
+            Some(d) => self.dtype(d),
+            None => Some(crate::dtype::DType::Float32),
+        };
+        let (Some(scope), Some(shape), Some(dtype)) = (scope, shape, dtype) else {
+            return;
+        };
+        if self.open_kernel(call_span, "an allocation").is_none() {
+            return;
+        }
+        if let Some(decl) = self.declare(ident, shape, dtype, scope, stmt_span) {
+            if let Some(k) = self.kernels.last_mut() {
+                k.allocs.push(decl);
+            }
+        }
+    }
+
+    fn scope(&mut self, e: &ast::Expr) -> Option<Scope> {
+        let text = self.string(e, "the scope")?;
+        match text {
+            "shared" | "shared.dyn" => Some(Scope::Shared),
+            "local.fragment" => Some(Scope::Fragment),
+            "local" => Some(Scope::Local),
+            other => self.fail(
+                Diagnostic::error(e.span, format!("unsupported scope \"{other}\"")).with_note(
+                    "expected \"shared.dyn\", \"shared\", \"local.fragment\" or \"local\"",
+                ),
+            ),
+        }
+    }
+
+    /// Sets the kernel's rasterization, once.
+    fn set_swizzle(&mut self, swizzle: Swizzle) {
+        let span = swizzle.span;
+        let Some(k) = self.open_kernel(span, "rasterization") else {
+            return;
+        };
+        if let Some(prev) = &k.swizzle {
+            let prev = prev.span;
+            self.error(
+                Diagnostic::error(span, "a kernel is rasterized only once")
+                    .with_note_at(prev, "rasterization was already set here"),
+            );
+        } else {
+            k.swizzle = Some(swizzle);
+        }
+    }
+
+    /// `T.use_swizzle(panel_size=10, order="row")`.
+    pub fn use_swizzle(&mut self, span: Span, args: &[ast::Arg]) {
+        let Some(a) = self.bind(
+            "T.use_swizzle",
+            span,
+            args,
+            &["panel_size", "order", "enable"],
+            1,
+        ) else {
+            return;
+        };
+        let panel = a[0].and_then(|p| self.expr(p));
+        let order = match a[1] {
+            None => Some(RasterOrder::Row),
+            Some(o) => match self.string(o, "the rasterization order") {
+                Some("row") => Some(RasterOrder::Row),
+                Some("column") | Some("col") => Some(RasterOrder::Column),
+                Some(other) => {
+                    self.error(Diagnostic::error(
+                        o.span,
+                        format!("unknown rasterization order \"{other}\"; expected \"row\" or \"column\""),
+                    ));
+                    None
+                }
+                None => None,
+            },
+        };
+        let enable = match a[2] {
+            Some(e) => self.const_bool(e, "`enable`"),
+            None => Some(true),
+        };
+        if let (Some(panel_size), Some(order), Some(true)) = (panel, order, enable) {
+            self.set_swizzle(Swizzle {
+                panel_size,
+                order,
+                span,
+            });
+        }
+    }
+
+    /// `T.attr(None, "threadblock_swizzle_pattern", "tl::rasterization2DRow<10>")` or
+    /// `... T.tvm_tuple("rasterization2DRow", 10))`.
+    pub fn attr(&mut self, span: Span, args: &[ast::Arg]) {
+        let Some(a) = self.bind("T.attr", span, args, &["node", "attr_key", "value"], 3) else {
+            return;
+        };
+        let (Some(key_arg), Some(value)) = (a[1], a[2]) else {
+            return;
+        };
+        let Some(key) = self.string(key_arg, "the attribute key") else {
+            return;
+        };
+        if key != "threadblock_swizzle_pattern" {
+            self.error(Diagnostic::error(
+                key_arg.span,
+                format!("unsupported attribute \"{key}\""),
+            ));
+            return;
+        }
+        let parsed = match &value.kind {
+            ast::ExprKind::Str(s) => parse_raster_template(s).map(|(o, n)| (o, Expr::int(n))),
+            ast::ExprKind::Call(f, targs) if f.dotted().as_deref() == Some("T.tvm_tuple") => {
+                match targs.as_slice() {
+                    [ast::Arg {
+                        name: None,
+                        value: fname,
+                    }, ast::Arg {
+                        name: None,
+                        value: panel,
+                    }] => {
+                        let order = match &fname.kind {
+                            ast::ExprKind::Str(s) => raster_order(s),
+                            _ => None,
+                        };
+                        match (order, self.expr(panel)) {
+                            (Some(o), Some(p)) => Some((o, p)),
+                            _ => None,
+                        }
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        match parsed {
+            Some((order, panel_size)) => self.set_swizzle(Swizzle {
+                panel_size,
+                order,
+                span,
+            }),
+            None => self.error(
+                Diagnostic::error(value.span, "unsupported threadblock swizzle pattern")
+                    .with_note("expected \"tl::rasterization2DRow<P>\" or T.tvm_tuple(\"rasterization2DColumn\", P)"),
+            ),
+        }
+    }
+
+    /// `T.sblock_attr({"tl.launch_threads": [128, 1, 1]})`.
+    pub fn sblock_attr(&mut self, span: Span, args: &[ast::Arg]) {
+        let Some(a) = self.bind("T.sblock_attr", span, args, &["attrs"], 1) else {
+            return;
+        };
+        let Some(dict) = a[0] else { return };
+        let ast::ExprKind::Dict(entries) = &dict.kind else {
+            self.error(Diagnostic::error(
+                dict.span,
+                "expected a dict of block attributes",
+            ));
+            return;
+        };
+        for (k, v) in entries {
+            match self.string(k, "a block attribute key") {
+                Some("tl.launch_threads") => {
+                    let Some(values) = self.const_int_list(v, "the thread count") else {
+                        continue;
+                    };
+                    let Some(shape) = self.block_shape(values, v.span) else {
+                        continue;
+                    };
+                    if let Some(kernel) = self.open_kernel(span, "`T.sblock_attr`") {
+                        kernel.threads = Some(shape);
+                    }
+                }
+                Some(other) => self.error(Diagnostic::error(
+                    k.span,
+                    format!("unsupported block attribute \"{other}\""),
+                )),
+                None => {}
+            }
+        }
+    }
+
+    /// `T.annotate_layout({A_shared: T.make_swizzled_layout(A_shared)})`.
+    pub fn annotate_layout(&mut self, span: Span, args: &[ast::Arg]) {
+        let Some(a) = self.bind("T.annotate_layout", span, args, &["layout_map"], 1) else {
+            return;
+        };
+        let Some(map) = a[0] else { return };
+        let ast::ExprKind::Dict(entries) = &map.kind else {
+            self.error(Diagnostic::error(
+                map.span,
+                "expected a dict `{buffer: T.make_swizzled_layout(buffer)}`",
+            ));
+            return;
+        };
+        let mut annotations = Vec::new();
+        for (k, v) in entries {
+            let ast::ExprKind::Name(buf) = &k.kind else {
+                self.error(Diagnostic::error(k.span, "expected a buffer name"));
+                continue;
+            };
+            let layout_arg = match &v.kind {
+                ast::ExprKind::Call(f, largs)
+                    if matches!(
+                        f.dotted().as_deref(),
+                        Some(
+                            "T.make_swizzled_layout"
+                                | "make_swizzled_layout"
+                                | "tilelang.layout.make_swizzled_layout"
+                        )
+                    ) =>
+                {
+                    match largs.as_slice() {
+                        [ast::Arg { name: None, value }] => Some(value),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            let Some(arg) = layout_arg else {
+                self.error(
+                    Diagnostic::error(v.span, "unsupported layout")
+                        .with_note(format!("expected `T.make_swizzled_layout({buf})`")),
+                );
+                continue;
+            };
+            if !matches!(&arg.kind, ast::ExprKind::Name(n) if n == buf) {
+                self.error(Diagnostic::error(
+                    arg.span,
+                    format!("the layout of `{buf}` must be made from `{buf}` itself"),
+                ));
+                continue;
+            }
+            annotations.push(LayoutAnnotation {
+                buffer: Ident::new(buf.clone(), k.span),
+                layout: Layout::Swizzled,
+                span: k.span.to(v.span),
+            });
+        }
+        if let Some(kernel) = self.open_kernel(span, "`T.annotate_layout`") {
+            kernel.layouts.extend(annotations);
+        }
+    }
+}
+
+fn is_block_tag(tag: ThreadTag) -> bool {
+    matches!(
+        tag,
+        ThreadTag::BlockX | ThreadTag::BlockY | ThreadTag::BlockZ
+    )
+}
+
+/// `x = T.launch_thread(...)`: target, call span, arguments.
+fn launch_thread_call(stmt: &ast::Stmt) -> Option<(&ast::Expr, Span, &[ast::Arg])> {
+    let ast::StmtKind::Assign { target, value } = &stmt.kind else {
+        return None;
+    };
+    let ast::ExprKind::Call(func, args) = &value.kind else {
+        return None;
+    };
+    (func.dotted().as_deref() == Some("T.launch_thread")).then_some((target, value.span, args))
+}
+
+/// The blockIdx tag of a `T.thread_binding(..., thread="blockIdx.*")` loop iterator.
+fn block_binding_tag(iter: &ast::Expr) -> Option<ThreadTag> {
+    let ast::ExprKind::Call(func, args) = &iter.kind else {
+        return None;
+    };
+    if func.dotted().as_deref() != Some("T.thread_binding") {
+        return None;
+    }
+    args.iter()
+        .filter(|a| a.name.as_ref().is_none_or(|n| n.name == "thread"))
+        .find_map(|a| match &a.value.kind {
+            ast::ExprKind::Str(s) => ThreadTag::parse(s).filter(|t| is_block_tag(*t)),
+            _ => None,
+        })
+}
+
+/// Whether a body launches threads the TileLang 0.1.15 way (so the loops around it are a
+/// kernel grid rather than ordinary thread-bound loops).
+fn launches_threads(body: &[ast::Stmt]) -> bool {
+    body.iter().any(|s| match &s.kind {
+        ast::StmtKind::AnnAssign {
+            value: Some(v), ..
+        }
+        | ast::StmtKind::Assign { value: v, .. } => {
+            matches!(&v.kind, ast::ExprKind::Call(f, _) if f.dotted().as_deref() == Some("T.launch_thread_idx"))
+        }
+        ast::StmtKind::With { item, .. } => {
+            matches!(&item.kind, ast::ExprKind::Call(f, _) if f.dotted().as_deref() == Some("T.sblock"))
+        }
+        _ => false,
+    })
+}
+
+fn raster_order(name: &str) -> Option<RasterOrder> {
+    match name {
+        "rasterization2DRow" => Some(RasterOrder::Row),
+        "rasterization2DColumn" => Some(RasterOrder::Column),
+        _ => None,
+    }
+}
+
+/// `"tl::rasterization2DRow<10>"` → (Row, 10).
+fn parse_raster_template(s: &str) -> Option<(RasterOrder, i64)> {
+    let rest = s.strip_prefix("tl::")?;
+    let (name, tail) = rest.split_once('<')?;
+    let panel = tail.strip_suffix('>')?.trim().parse::<i64>().ok()?;
+    Some((raster_order(name)?, panel))
+}

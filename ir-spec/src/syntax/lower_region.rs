@@ -1,0 +1,564 @@
+//! Lowering of tile-op operands to regions, and of the tile ops themselves (`T.copy`,
+//! `T.gemm`, `T.fill`, `T.clear`) in their DSL and TVMScript spellings.
+//!
+//! Region spellings: a bare buffer (the whole buffer), `buf[i, j]` (a *corner*, whose
+//! extents come from the other `T.copy` operand — the CORNER RULE of canonical.md),
+//! `buf[a:b, c]` (slices; a point dimension has extent 1), `T.region(buf[i, j], mode, e0,
+//! e1)`, and `T.tvm_access_ptr(...)` over a whole buffer.
+
+use crate::diagnostic::Diagnostic;
+use crate::ir::{BinOp, Expr, ExprKind, Gemm, Ident, Range, Region, Stmt, StmtKind, WarpPolicy};
+use crate::span::Span;
+use crate::syntax::ast;
+use crate::syntax::lower::Lowerer;
+use crate::syntax::lower_expr::unknown_construct;
+
+/// A lowered operand: a complete region, or a corner still waiting for its extents.
+enum Operand {
+    Full(Region),
+    Corner {
+        buffer: Ident,
+        starts: Vec<Expr>,
+        span: Span,
+    },
+}
+
+impl Lowerer {
+    /// The declared shape of `name`, or an error at `span`.
+    fn buffer_shape(&mut self, name: &str, span: Span) -> Option<Vec<Expr>> {
+        match self.buffers.get(name) {
+            Some(b) => Some(b.shape.clone()),
+            None => self.fail(Diagnostic::error(span, format!("unknown buffer `{name}`"))),
+        }
+    }
+
+    fn whole(&mut self, name: &str, span: Span) -> Option<Region> {
+        let shape = self.buffer_shape(name, span)?;
+        Some(Region {
+            buffer: Ident::new(name, span),
+            ranges: shape
+                .into_iter()
+                .map(|extent| Range {
+                    start: Expr::int(0),
+                    extent,
+                })
+                .collect(),
+            span,
+        })
+    }
+
+    fn operand(&mut self, e: &ast::Expr) -> Option<Operand> {
+        match &e.kind {
+            ast::ExprKind::Name(n) => Some(Operand::Full(self.whole(n, e.span)?)),
+            ast::ExprKind::Subscript(base, items) => {
+                let ast::ExprKind::Name(n) = &base.kind else {
+                    return self.fail(Diagnostic::error(base.span, "expected a buffer name"));
+                };
+                if !items
+                    .iter()
+                    .any(|i| matches!(i.kind, ast::ExprKind::Slice(..)))
+                {
+                    let starts = self.indices(items)?;
+                    // Resolve the buffer now so an unknown one is reported here.
+                    self.buffer_shape(n, base.span)?;
+                    return Some(Operand::Corner {
+                        buffer: Ident::new(n.clone(), base.span),
+                        starts,
+                        span: e.span,
+                    });
+                }
+                Some(Operand::Full(self.sliced(n, base.span, items, e.span)?))
+            }
+            ast::ExprKind::Call(func, args) => {
+                let name = func.dotted().unwrap_or_default();
+                match name.as_str() {
+                    "T.region" => Some(Operand::Full(self.tvm_region(e.span, args)?)),
+                    "T.tvm_access_ptr" => Some(Operand::Full(self.access_ptr(e.span, args)?)),
+                    n if n.starts_with("T.")
+                        && !crate::syntax::lower_expr::KNOWN_T_NAMES
+                            .contains(&n.get(2..).unwrap_or("")) =>
+                    {
+                        self.fail(unknown_construct(n, func.span))
+                    }
+                    _ => self.fail(Diagnostic::error(e.span, "expected a buffer region")),
+                }
+            }
+            _ => self.fail(Diagnostic::error(e.span, "expected a buffer region")),
+        }
+    }
+
+    /// An operand outside `T.copy`: a corner there is a single element.
+    fn region(&mut self, e: &ast::Expr) -> Option<Region> {
+        match self.operand(e)? {
+            Operand::Full(r) => Some(r),
+            Operand::Corner {
+                buffer,
+                starts,
+                span,
+            } => Some(Region {
+                buffer,
+                ranges: starts
+                    .into_iter()
+                    .map(|start| Range {
+                        start,
+                        extent: Expr::int(1),
+                    })
+                    .collect(),
+                span,
+            }),
+        }
+    }
+
+    /// `buf[a:b, i, :]`, by the SLICE EXTENT RULE.
+    fn sliced(
+        &mut self,
+        name: &str,
+        name_span: Span,
+        items: &[ast::Expr],
+        span: Span,
+    ) -> Option<Region> {
+        let mut ranges = Vec::with_capacity(items.len());
+        let mut ok = true;
+        for (d, item) in items.iter().enumerate() {
+            let range = match &item.kind {
+                ast::ExprKind::Slice(lo, hi, step) => self.slice_range(
+                    name,
+                    name_span,
+                    d,
+                    lo.as_deref(),
+                    hi.as_deref(),
+                    step.as_deref(),
+                ),
+                _ => self.expr(item).map(|start| Range {
+                    start,
+                    extent: Expr::int(1),
+                }),
+            };
+            match range {
+                Some(r) => ranges.push(r),
+                None => ok = false,
+            }
+        }
+        ok.then(|| Region {
+            buffer: Ident::new(name, name_span),
+            ranges,
+            span,
+        })
+    }
+
+    fn slice_range(
+        &mut self,
+        name: &str,
+        name_span: Span,
+        dim: usize,
+        lo: Option<&ast::Expr>,
+        hi: Option<&ast::Expr>,
+        step: Option<&ast::Expr>,
+    ) -> Option<Range> {
+        if let Some(step) = step {
+            return self.fail(Diagnostic::error(
+                step.span,
+                "a slice step is not supported",
+            ));
+        }
+        let start = match lo {
+            Some(lo) => self.expr(lo)?,
+            None => Expr::int(0),
+        };
+        let stop = match hi {
+            Some(hi) => self.expr(hi)?,
+            None => {
+                let shape = self.buffer_shape(name, name_span)?;
+                match shape.get(dim) {
+                    Some(e) => e.clone(),
+                    None => {
+                        return self.fail(Diagnostic::error(
+                            name_span,
+                            format!("`{name}` has no dimension {dim}"),
+                        ))
+                    }
+                }
+            }
+        };
+        let extent = slice_extent(&start, stop);
+        Some(Range { start, extent })
+    }
+
+    /// `T.region(buf[i, j], mode, e0, e1)`.
+    fn tvm_region(&mut self, span: Span, args: &[ast::Arg]) -> Option<Region> {
+        if let Some(kw) = args.iter().find_map(|a| a.name.as_ref()) {
+            return self.fail(Diagnostic::error(
+                kw.span,
+                "`T.region` takes positional arguments only",
+            ));
+        }
+        let [first, _mode, extents @ ..] = args else {
+            return self.fail(Diagnostic::error(
+                span,
+                "`T.region` takes a buffer element, an access mode and the extents",
+            ));
+        };
+        let ast::ExprKind::Subscript(base, items) = &first.value.kind else {
+            return self.fail(Diagnostic::error(
+                first.value.span,
+                "expected the region's first element, `buf[i, j]`",
+            ));
+        };
+        let ast::ExprKind::Name(name) = &base.kind else {
+            return self.fail(Diagnostic::error(base.span, "expected a buffer name"));
+        };
+        let starts = self.indices(items)?;
+        if extents.len() != starts.len() {
+            return self.fail(Diagnostic::error(
+                span,
+                format!(
+                    "`T.region` of a {}-index element needs {} extents, found {}",
+                    starts.len(),
+                    starts.len(),
+                    extents.len()
+                ),
+            ));
+        }
+        let mut ranges = Vec::with_capacity(starts.len());
+        for (start, e) in starts.into_iter().zip(extents) {
+            ranges.push(Range {
+                start,
+                extent: self.expr(&e.value)?,
+            });
+        }
+        self.buffer_shape(name, base.span)?;
+        Some(Region {
+            buffer: Ident::new(name.clone(), base.span),
+            ranges,
+            span,
+        })
+    }
+
+    /// `T.tvm_access_ptr(T.type_annotation(dt), buf.data, offset, extent, rw)`: a flat
+    /// range, which must cover the whole buffer to be a region.
+    fn access_ptr(&mut self, span: Span, args: &[ast::Arg]) -> Option<Region> {
+        let a = self.bind(
+            "T.tvm_access_ptr",
+            span,
+            args,
+            &["ptype", "data", "offset", "extent", "rw_mask"],
+            5,
+        )?;
+        let data = a[1]?;
+        let name = match &data.kind {
+            ast::ExprKind::Attr(base, attr) if attr.name == "data" => match &base.kind {
+                ast::ExprKind::Name(n) => Some((n.clone(), base.span)),
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some((name, name_span)) = name else {
+            return self.fail(Diagnostic::error(data.span, "expected `buffer.data`"));
+        };
+        let whole = self.whole(&name, name_span)?;
+        let ptype = a[0]?;
+        if let ast::ExprKind::Call(f, targs) = &ptype.kind {
+            if f.dotted().as_deref() == Some("T.type_annotation") {
+                if let [ast::Arg { name: None, value }] = targs.as_slice() {
+                    let dt = self.dtype(value)?;
+                    let declared = self.buffers.get(&name).map(|b| b.dtype);
+                    if declared.is_some_and(|d| d != dt) {
+                        return self.fail(Diagnostic::error(
+                            value.span,
+                            format!(
+                                "`{name}` holds {}, not {dt}",
+                                declared.map_or("?", |d| d.name())
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        let offset = self.expr(a[2]?)?;
+        let extent = self.expr(a[3]?)?;
+        let size = whole.ranges.iter().fold(Expr::int(1), |acc, r| {
+            Expr::binary(BinOp::Mul, acc, r.extent.clone(), Span::DUMMY)
+        });
+        if offset.as_int() != Some(0) || extent != size {
+            return self.fail(
+                Diagnostic::error(
+                    span,
+                    "`T.tvm_access_ptr` over part of a buffer is not supported",
+                )
+                .with_note(
+                    "tlc needs a rectangular region; write `T.region(buf[i, j], mode, e0, e1)`",
+                ),
+            );
+        }
+        Some(whole)
+    }
+
+    /// `T.copy(src, dst)`.
+    pub fn copy(&mut self, span: Span, args: &[ast::Arg]) -> Option<Stmt> {
+        let a = self.bind("T.copy", span, args, &["src", "dst"], 2)?;
+        let (src, dst) = (self.operand(a[0]?), self.operand(a[1]?));
+        let (src, dst) = (src?, dst?);
+        let (src, dst) = match (src, dst) {
+            (Operand::Full(s), Operand::Full(d)) => (s, d),
+            (Operand::Corner { span: cs, .. }, Operand::Corner { .. }) => {
+                return self.fail(
+                    Diagnostic::error(cs, "both operands of `T.copy` are single elements")
+                        .with_note(
+                            "write one of them as a slice `buf[a:b, c:d]` or a whole buffer",
+                        ),
+                )
+            }
+            (corner @ Operand::Corner { .. }, Operand::Full(d)) => {
+                let s = self.corner(corner, &d)?;
+                (s, d)
+            }
+            (Operand::Full(s), corner @ Operand::Corner { .. }) => {
+                let d = self.corner(corner, &s)?;
+                (s, d)
+            }
+        };
+        Some(Stmt::new(StmtKind::Copy { src, dst }, span))
+    }
+
+    /// The CORNER RULE: a corner takes the trailing extents of the other operand.
+    fn corner(&mut self, corner: Operand, other: &Region) -> Option<Region> {
+        let Operand::Corner {
+            buffer,
+            starts,
+            span,
+        } = corner
+        else {
+            return None;
+        };
+        let o: Vec<&Expr> = other.ranges.iter().map(|r| &r.extent).collect();
+        let r = starts.len();
+        let extents: Vec<Expr> = if o.len() >= r {
+            let (lead, tail) = o.split_at(o.len() - r);
+            if let Some(bad) = lead.iter().find(|e| e.as_int() != Some(1)) {
+                let _ = bad;
+                return self.fail(
+                    Diagnostic::error(
+                        span,
+                        format!(
+                            "cannot take a {r}-D corner of a {}-D region whose leading extents are not 1",
+                            o.len()
+                        ),
+                    )
+                    .with_note_at(other.span, "the other operand")
+                    .with_note("write this operand as a slice `buf[a:b, ...]`"),
+                );
+            }
+            tail.iter().map(|e| (*e).clone()).collect()
+        } else {
+            let mut v = vec![Expr::int(1); r - o.len()];
+            v.extend(o.iter().map(|e| (*e).clone()));
+            v
+        };
+        Some(Region {
+            buffer,
+            ranges: starts
+                .into_iter()
+                .zip(extents)
+                .map(|(start, extent)| Range { start, extent })
+                .collect(),
+            span,
+        })
+    }
+
+    /// `T.fill(dst, value)` / `T.clear(dst)`.
+    pub fn fill(&mut self, span: Span, args: &[ast::Arg], clear: bool) -> Option<Stmt> {
+        let (dst, value) = if clear {
+            let a = self.bind("T.clear", span, args, &["buffer"], 1)?;
+            (self.region(a[0]?), Some(Expr::int(0)))
+        } else {
+            let a = self.bind("T.fill", span, args, &["buffer", "value"], 2)?;
+            (self.region(a[0]?), self.expr(a[1]?))
+        };
+        Some(Stmt::new(
+            StmtKind::Fill {
+                dst: dst?,
+                value: value?,
+            },
+            span,
+        ))
+    }
+
+    /// `T.gemm(A, B, C, ...)` in the DSL keyword form, or TVMScript's positional form
+    /// (10 or more arguments).
+    pub fn gemm(&mut self, span: Span, args: &[ast::Arg]) -> Option<Stmt> {
+        let positional = args.iter().take_while(|a| a.name.is_none()).count();
+        let gemm = if positional >= 10 {
+            self.gemm_tvm(span, args)?
+        } else {
+            self.gemm_dsl(span, args)?
+        };
+        Some(Stmt::new(StmtKind::Gemm(gemm), span))
+    }
+
+    fn gemm_dsl(&mut self, span: Span, args: &[ast::Arg]) -> Option<Gemm> {
+        let a = self.bind(
+            "T.gemm",
+            span,
+            args,
+            &[
+                "A",
+                "B",
+                "C",
+                "transpose_A",
+                "transpose_B",
+                "policy",
+                "clear_accum",
+                "k_pack",
+                "wg_wait",
+            ],
+            3,
+        )?;
+        let (ra, rb, rc) = (self.region(a[0]?), self.region(a[1]?), self.region(a[2]?));
+        let flag = |lw: &mut Self, e: Option<&ast::Expr>, what: &str| match e {
+            Some(e) => lw.const_bool(e, what),
+            None => Some(false),
+        };
+        let trans_a = flag(self, a[3], "`transpose_A`");
+        let trans_b = flag(self, a[4], "`transpose_B`");
+        let policy = match a[5] {
+            Some(p) => self.policy(p),
+            None => Some(WarpPolicy::Square),
+        };
+        let clear_accum = flag(self, a[6], "`clear_accum`");
+        // k_pack and wg_wait are tuning hints with no meaning in the IR.
+        Some(Gemm {
+            a: ra?,
+            b: rb?,
+            c: rc?,
+            trans_a: trans_a?,
+            trans_b: trans_b?,
+            policy: policy?,
+            clear_accum: clear_accum?,
+        })
+    }
+
+    /// `T.GemmWarpPolicy.FullRow`, or TileLang's integer code.
+    fn policy(&mut self, e: &ast::Expr) -> Option<WarpPolicy> {
+        if let Some(d) = e.dotted() {
+            let last = d.rsplit('.').next().unwrap_or("");
+            let prefix_ok = d.starts_with("T.GemmWarpPolicy.") || d.starts_with("GemmWarpPolicy.");
+            let p = match last {
+                "Square" => Some(WarpPolicy::Square),
+                "FullRow" => Some(WarpPolicy::FullRow),
+                "FullCol" => Some(WarpPolicy::FullCol),
+                _ => None,
+            };
+            return match (prefix_ok, p) {
+                (true, Some(p)) => Some(p),
+                _ => self.fail(
+                    Diagnostic::error(e.span, format!("unknown warp policy `{d}`"))
+                        .with_note("expected T.GemmWarpPolicy.Square, .FullRow or .FullCol"),
+                ),
+            };
+        }
+        let v = self.const_int(e, "the warp policy")?;
+        match WarpPolicy::from_index(v) {
+            Some(p) => Some(p),
+            None => self.fail(Diagnostic::error(
+                e.span,
+                format!("unknown warp policy {v}; expected 0 (Square), 1 (FullRow) or 2 (FullCol)"),
+            )),
+        }
+    }
+
+    /// `T.gemm(A, B, C, tA, tB, M, N, K, policy, clear_accum, ...)` as TVMScript prints it.
+    fn gemm_tvm(&mut self, span: Span, args: &[ast::Arg]) -> Option<Gemm> {
+        if let Some(kw) = args.iter().find_map(|a| a.name.as_ref()) {
+            return self.fail(Diagnostic::error(
+                kw.span,
+                "keyword arguments cannot follow TVMScript's positional `T.gemm` arguments",
+            ));
+        }
+        let v: Vec<&ast::Expr> = args.iter().map(|a| &a.value).collect();
+        let [a, b, c, ta, tb, m, n, k, policy, clear, ..] = v.as_slice() else {
+            return self.fail(Diagnostic::error(
+                span,
+                "TVMScript's `T.gemm` takes at least 10 arguments",
+            ));
+        };
+        let (ra, rb, rc) = (self.region(a), self.region(b), self.region(c));
+        let trans_a = self.const_bool(ta, "`transpose_A`");
+        let trans_b = self.const_bool(tb, "`transpose_B`");
+        let (em, en, ek) = (self.expr(m), self.expr(n), self.expr(k));
+        let policy = self.policy(policy);
+        let clear_accum = self.const_bool(clear, "`clear_accum`");
+        let g = Gemm {
+            a: ra?,
+            b: rb?,
+            c: rc?,
+            trans_a: trans_a?,
+            trans_b: trans_b?,
+            policy: policy?,
+            clear_accum: clear_accum?,
+        };
+        let (em, en, ek) = (em?, en?, ek?);
+        // The sizes are redundant with the operands; they must agree.
+        let (am, ak) = last_two(&g.a, g.trans_a);
+        let (bk, bn) = last_two(&g.b, g.trans_b);
+        let (cm, cn) = last_two(&g.c, false);
+        let checks = [
+            (m, &em, "M", [("C", cm), ("A", am)]),
+            (n, &en, "N", [("C", cn), ("B", bn)]),
+            (k, &ek, "K", [("A", ak), ("B", bk)]),
+        ];
+        let mut ok = true;
+        for (arg, value, label, operands) in checks {
+            for (op, extent) in operands {
+                if let Some(extent) = extent {
+                    if extent != value {
+                        self.error(Diagnostic::error(
+                            arg.span,
+                            format!(
+                                "`T.gemm` size {label} disagrees with operand {op}{}",
+                                show(extent)
+                            ),
+                        ));
+                        ok = false;
+                        break;
+                    }
+                }
+            }
+        }
+        ok.then_some(g)
+    }
+}
+
+/// The (rows, cols) extents of a gemm operand as seen by the product (transposed if asked).
+fn last_two(r: &Region, transposed: bool) -> (Option<&Expr>, Option<&Expr>) {
+    let n = r.ranges.len();
+    if n < 2 {
+        return (None, None);
+    }
+    let rows = r.ranges.get(n - 2).map(|x| &x.extent);
+    let cols = r.ranges.get(n - 1).map(|x| &x.extent);
+    if transposed {
+        (cols, rows)
+    } else {
+        (rows, cols)
+    }
+}
+
+/// ", whose extent is 128" when the extent is a literal.
+fn show(e: &Expr) -> String {
+    e.as_int()
+        .map_or(String::new(), |v| format!(", whose extent is {v}"))
+}
+
+/// The SLICE EXTENT RULE for `start:stop`.
+fn slice_extent(start: &Expr, stop: Expr) -> Expr {
+    if start.as_int() == Some(0) {
+        return stop;
+    }
+    if let ExprKind::Binary(BinOp::Add, lhs, rhs) = &stop.kind {
+        if **lhs == *start {
+            return (**rhs).clone();
+        }
+    }
+    let span = stop.span;
+    Expr::binary(BinOp::Sub, stop, start.clone(), span)
+}

@@ -1,0 +1,552 @@
+//! One test per accepted construct: what it parses to, and which spellings are equal.
+
+use tlc_ir::{
+    parse, BinOp, DType, Expr, ExprKind, ForKind, Kernel, Layout, PrimFunc, RasterOrder, Region,
+    Scope, Span, Stmt, StmtKind, ThreadTag, UnOp, WarpPolicy,
+};
+
+fn ok(src: &str) -> PrimFunc {
+    match parse(src) {
+        Ok(f) => f,
+        Err(errors) => {
+            let msgs: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+            panic!("failed to parse:\n{src}\n{}", msgs.join("\n"))
+        }
+    }
+}
+
+/// A function with buffers A (128x64 fp16), B (64x128 fp16), C (128x128 fp32) and one
+/// kernel whose body is `body` (written at 8 spaces).
+fn wrap(body: &str) -> String {
+    let mut s = String::from(
+        "@T.prim_func\ndef f(\n    A: T.Tensor((128, 64), \"float16\"),\n    B: T.Tensor((64, 128), \"float16\"),\n    C: T.Tensor((128, 128), \"float32\"),\n):\n    with T.Kernel(4, 2, threads=128) as (bx, by):\n",
+    );
+    for line in body.lines() {
+        s.push_str("        ");
+        s.push_str(line);
+        s.push('\n');
+    }
+    s
+}
+
+fn kernel(f: &PrimFunc) -> &Kernel {
+    match f.body.first().map(|s| &s.kind) {
+        Some(StmtKind::Kernel(k)) => k,
+        other => panic!("expected a kernel, got {other:?}"),
+    }
+}
+
+fn body(src: &str) -> Vec<Stmt> {
+    kernel(&ok(&wrap(src))).body.clone()
+}
+
+fn same(a: &str, b: &str) {
+    assert_eq!(ok(&wrap(a)), ok(&wrap(b)), "\n{a}\n  vs\n{b}");
+}
+
+fn d() -> Span {
+    Span::DUMMY
+}
+
+fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
+    Expr::new(ExprKind::Binary(op, Box::new(a), Box::new(b)), d())
+}
+
+/// The expression of `x = <e>`.
+fn expr(e: &str) -> Expr {
+    match body(&format!("x = {e}")).as_slice() {
+        [Stmt {
+            kind: StmtKind::Let { value, .. },
+            ..
+        }] => value.clone(),
+        other => panic!("{other:?}"),
+    }
+}
+
+fn region(stmt: &Stmt) -> (&Region, &Region) {
+    match &stmt.kind {
+        StmtKind::Copy { src, dst } => (src, dst),
+        other => panic!("expected copy, got {other:?}"),
+    }
+}
+
+fn ranges(r: &Region) -> Vec<(Expr, Expr)> {
+    r.ranges
+        .iter()
+        .map(|x| (x.start.clone(), x.extent.clone()))
+        .collect()
+}
+
+#[test]
+fn symbolic_dims_and_params() {
+    let f = ok("import tilelang.language as T\nfrom tvm.script import tir as T\n\nM = T.symbolic(\"M\")\nN = T.symbolic(\"N\")\n\n@T.prim_func\ndef g(A: T.Tensor((M, 128), \"bfloat16\"), X: T.Buffer([N], T.int8)):\n    with T.Kernel(T.ceildiv(M, 128), threads=256) as bx:\n        pass\n");
+    let dims: Vec<&str> = f.dims.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(dims, ["M", "N"]);
+    assert_eq!(f.params[0].shape, vec![Expr::var("M"), Expr::int(128)]);
+    assert_eq!(f.params[0].dtype, DType::BFloat16);
+    assert_eq!(f.params[1].shape, vec![Expr::var("N")]);
+    assert_eq!(f.params[1].dtype, DType::Int8);
+    let k = kernel(&f);
+    assert_eq!(
+        k.grid,
+        vec![bin(BinOp::CeilDiv, Expr::var("M"), Expr::int(128))]
+    );
+    assert!(k.body.is_empty());
+}
+
+#[test]
+fn function_without_params() {
+    let f = ok("@T.prim_func\ndef g():\n    with T.Kernel(1) as bx:\n        pass\n");
+    assert!(f.params.is_empty());
+    // TileLang's default block: 128 threads.
+    assert_eq!(kernel(&f).threads, vec![Expr::int(128)]);
+}
+
+#[test]
+fn kernel_shapes() {
+    let f = ok("@T.prim_func\ndef g():\n    with T.Kernel(2, 3, 4, threads=(32, 4)) as (x, y, z):\n        pass\n");
+    let k = kernel(&f);
+    assert_eq!(k.grid, vec![Expr::int(2), Expr::int(3), Expr::int(4)]);
+    assert_eq!(k.threads, vec![Expr::int(32), Expr::int(4)]);
+    let f2 = ok("@T.prim_func\ndef g():\n    with T.Kernel(2, 3, 4, threads=[32, 4, 1]) as (x, y, z,):\n        pass\n");
+    assert_eq!(f, f2);
+}
+
+#[test]
+fn allocations_are_hoisted_in_order() {
+    let f = ok(&wrap(
+        "S = T.alloc_shared((128, 64), \"float16\")\nfor i in T.serial(2):\n    L = T.alloc_local((4,))\n    F = T.alloc_fragment([16, 16], T.float32)\n",
+    ));
+    let k = kernel(&f);
+    let allocs: Vec<(&str, Scope, DType, usize)> = k
+        .allocs
+        .iter()
+        .map(|a| (a.name.name.as_str(), a.scope, a.dtype, a.shape.len()))
+        .collect();
+    assert_eq!(
+        allocs,
+        [
+            ("S", Scope::Shared, DType::Float16, 2),
+            ("L", Scope::Local, DType::Float32, 1),
+            ("F", Scope::Fragment, DType::Float32, 2),
+        ]
+    );
+    // The loop remains, with an empty body.
+    assert!(matches!(&k.body[0].kind, StmtKind::For(l) if l.body.is_empty()));
+}
+
+#[test]
+fn fill_and_clear() {
+    let b = body("T.clear(C)\nT.fill(C, 1.5)\nT.fill(C[0:64, :], T.float32(0))");
+    assert!(matches!(&b[0].kind, StmtKind::Fill { value, .. } if *value == Expr::int(0)));
+    let StmtKind::Fill { dst, value } = &b[1].kind else {
+        panic!()
+    };
+    assert_eq!(*value, Expr::new(ExprKind::Float(1.5), d()));
+    assert_eq!(
+        ranges(dst),
+        vec![
+            (Expr::int(0), Expr::int(128)),
+            (Expr::int(0), Expr::int(128))
+        ]
+    );
+    let StmtKind::Fill { dst, value } = &b[2].kind else {
+        panic!()
+    };
+    assert_eq!(
+        ranges(dst),
+        vec![
+            (Expr::int(0), Expr::int(64)),
+            (Expr::int(0), Expr::int(128))
+        ]
+    );
+    assert_eq!(
+        *value,
+        Expr::new(ExprKind::Cast(DType::Float32, Box::new(Expr::int(0))), d())
+    );
+    same("T.clear(C)", "T.fill(C, 0)");
+}
+
+#[test]
+fn copy_whole_corner_and_slice_forms() {
+    let b = body("S = T.alloc_shared((32, 64), \"float16\")\nT.copy(A[bx * 32, 0], S)\nT.copy(S, A[bx * 32, 0])");
+    let (src, dst) = region(&b[0]);
+    assert_eq!(
+        ranges(src),
+        vec![
+            (
+                bin(BinOp::Mul, Expr::var("bx"), Expr::int(32)),
+                Expr::int(32)
+            ),
+            (Expr::int(0), Expr::int(64))
+        ]
+    );
+    assert_eq!(
+        ranges(dst),
+        vec![(Expr::int(0), Expr::int(32)), (Expr::int(0), Expr::int(64))]
+    );
+    let (_, dst) = region(&b[1]);
+    assert_eq!(dst.buffer.name, "A");
+    assert_eq!(ranges(dst)[0].1, Expr::int(32));
+    // The corner form equals the slice forms.
+    same(
+        "S = T.alloc_shared((32, 64), \"float16\")\nT.copy(A[bx * 32, 0], S)",
+        "S = T.alloc_shared((32, 64), \"float16\")\nT.copy(A[bx * 32:bx * 32 + 32, 0:64], S[0:32, 0:64])",
+    );
+    same(
+        "S = T.alloc_shared((32, 64), \"float16\")\nT.copy(A[0, 0], S)",
+        "S = T.alloc_shared((32, 64), \"float16\")\nT.copy(A[:32, :], S)",
+    );
+}
+
+#[test]
+fn slice_extent_rule() {
+    let b = body("T.copy(A[bx:by, 3:10], C[0:by - bx, 0:7])");
+    let (src, _) = region(&b[0]);
+    assert_eq!(
+        ranges(src),
+        vec![
+            (
+                Expr::var("bx"),
+                bin(BinOp::Sub, Expr::var("by"), Expr::var("bx"))
+            ),
+            (Expr::int(3), Expr::int(7)),
+        ]
+    );
+}
+
+#[test]
+fn corner_rule_alignment() {
+    // A 1-D corner of a 2-D region whose leading extent is 1 takes the trailing extent.
+    let b = body(
+        "L = T.alloc_local((64,), \"float16\")\nT.copy(A[bx, 0:64], L[0])\nT.copy(L, A[bx, 0])",
+    );
+    let (_, dst) = region(&b[0]);
+    assert_eq!(ranges(dst), vec![(Expr::int(0), Expr::int(64))]);
+    // A 2-D corner of a 1-D operand gets a leading 1.
+    let (_, dst) = region(&b[1]);
+    assert_eq!(
+        ranges(dst),
+        vec![
+            (Expr::var("bx"), Expr::int(1)),
+            (Expr::int(0), Expr::int(64))
+        ]
+    );
+}
+
+#[test]
+fn gemm_keyword_forms() {
+    let b = body("T.gemm(A, B, C, transpose_A=True, policy=T.GemmWarpPolicy.FullRow, clear_accum=True, k_pack=2, wg_wait=-1)\nT.gemm(A, B, C, False, True, T.GemmWarpPolicy.FullCol)");
+    let StmtKind::Gemm(g) = &b[0].kind else {
+        panic!()
+    };
+    assert_eq!(
+        (g.trans_a, g.trans_b, g.policy, g.clear_accum),
+        (true, false, WarpPolicy::FullRow, true)
+    );
+    let StmtKind::Gemm(g) = &b[1].kind else {
+        panic!()
+    };
+    assert_eq!(
+        (g.trans_a, g.trans_b, g.policy, g.clear_accum),
+        (false, true, WarpPolicy::FullCol, false)
+    );
+}
+
+#[test]
+fn tvmscript_positional_gemm() {
+    same(
+        "T.gemm(A, B, C, policy=T.GemmWarpPolicy.FullRow, clear_accum=True)",
+        "T.gemm(T.region(A[0, 0], 1, 128, 64), T.region(B[0, 0], 1, 64, 128), T.region(C[0, 0], 3, 128, 128), T.bool(False), T.bool(False), 128, 128, 64, 1, T.bool(True), 0, 0, 0)",
+    );
+    // Transposed operands: A is read as [K, M].
+    same(
+        "T.gemm(B, B, C, transpose_A=True)",
+        "T.gemm(T.region(B[0, 0], 1, 64, 128), B, C, True, False, 128, 128, 64, 0, False, 1, 0)",
+    );
+}
+
+#[test]
+fn loops() {
+    let b = body("for i in T.serial(8):\n    pass\nfor i in T.serial(2, 8):\n    pass\nfor i in range(8):\n    pass\nfor i in range(2, 8):\n    pass\nfor i in T.unroll(4):\n    pass\nfor t in T.thread_binding(128, thread=\"threadIdx.x\"):\n    pass\nfor k in T.Pipelined(1, 9, num_stages=2, order=[0, 1], stage=[0, 1]):\n    pass\nfor k in T.serial(16, annotations={\"num_stages\": 4}):\n    pass");
+    let loops: Vec<(Expr, Expr, ForKind)> = b
+        .iter()
+        .map(|s| match &s.kind {
+            StmtKind::For(l) => (l.start.clone(), l.stop.clone(), l.kind.clone()),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    let i = Expr::int;
+    assert_eq!(
+        loops,
+        vec![
+            (i(0), i(8), ForKind::Serial),
+            (i(2), i(8), ForKind::Serial),
+            (i(0), i(8), ForKind::Serial),
+            (i(2), i(8), ForKind::Serial),
+            (i(0), i(4), ForKind::Unroll),
+            (i(0), i(128), ForKind::ThreadBinding(ThreadTag::ThreadX)),
+            (
+                i(1),
+                i(9),
+                ForKind::Pipelined {
+                    num_stages: 2,
+                    order: vec![0, 1],
+                    stage: vec![0, 1]
+                }
+            ),
+            (
+                i(0),
+                i(16),
+                ForKind::Pipelined {
+                    num_stages: 4,
+                    order: vec![],
+                    stage: vec![]
+                }
+            ),
+        ]
+    );
+}
+
+#[test]
+fn pipelined_range_as_a_tuple() {
+    same(
+        "for k in T.Pipelined((1, 9), num_stages=2):\n    pass",
+        "for k in T.Pipelined(1, 9, num_stages=2):\n    pass",
+    );
+}
+
+#[test]
+fn parallel_nests() {
+    same(
+        "for i, j, k in T.Parallel(2, 4, 8):\n    C[i, j] = 0",
+        "for i in T.parallel(2):\n    for j in T.parallel(4):\n        for k in T.parallel(8):\n            C[i, j] = 0",
+    );
+    same(
+        "for (i, j) in T.Parallel(2, 4):\n    pass",
+        "for i, j in T.Parallel(2, 4):\n    pass",
+    );
+}
+
+#[test]
+fn if_elif_else() {
+    let b = body("if bx < 2:\n    x = 1\nelif bx == 2:\n    x = 2\nelse:\n    x = 3");
+    let StmtKind::If {
+        cond,
+        then_body,
+        else_body,
+    } = &b[0].kind
+    else {
+        panic!()
+    };
+    assert_eq!(*cond, bin(BinOp::Lt, Expr::var("bx"), Expr::int(2)));
+    assert_eq!(then_body.len(), 1);
+    let [Stmt {
+        kind: StmtKind::If {
+            else_body: inner_else,
+            ..
+        },
+        ..
+    }] = else_body.as_slice()
+    else {
+        panic!("elif must be an If alone in the else body: {else_body:?}")
+    };
+    assert_eq!(inner_else.len(), 1);
+    same(
+        "if bx < 2:\n    pass\nelif by < 1:\n    pass",
+        "if bx < 2:\n    pass\nelse:\n    if by < 1:\n        pass",
+    );
+}
+
+#[test]
+fn lets_and_stores() {
+    let b = body("x = bx * 2\ny: T.int64 = x + 1\nC[x, 0] = T.float32(y)");
+    assert!(matches!(&b[0].kind, StmtKind::Let { var, dtype: None, .. } if var.name == "x"));
+    assert!(matches!(
+        &b[1].kind,
+        StmtKind::Let {
+            dtype: Some(DType::Int64),
+            ..
+        }
+    ));
+    let StmtKind::Store {
+        buffer,
+        indices,
+        value,
+    } = &b[2].kind
+    else {
+        panic!()
+    };
+    assert_eq!(buffer.name, "C");
+    assert_eq!(indices, &vec![Expr::var("x"), Expr::int(0)]);
+    assert_eq!(
+        *value,
+        Expr::new(
+            ExprKind::Cast(DType::Float32, Box::new(Expr::var("y"))),
+            d()
+        )
+    );
+}
+
+#[test]
+fn swizzle_and_layouts() {
+    let f = ok(&wrap(
+        "S = T.alloc_shared((32, 64), \"float16\")\nT.use_swizzle(8, \"column\")\nT.annotate_layout({S: T.make_swizzled_layout(S)})",
+    ));
+    let k = kernel(&f);
+    let sw = k.swizzle.as_ref().unwrap();
+    assert_eq!(
+        (sw.panel_size.clone(), sw.order),
+        (Expr::int(8), RasterOrder::Column)
+    );
+    assert_eq!(k.layouts.len(), 1);
+    assert_eq!(
+        (k.layouts[0].buffer.name.as_str(), k.layouts[0].layout),
+        ("S", Layout::Swizzled)
+    );
+    same(
+        "S = T.alloc_shared((32, 64), \"float16\")\nT.use_swizzle(panel_size=8, order=\"column\")\nT.annotate_layout({S: make_swizzled_layout(S)})",
+        "S = T.alloc_shared((32, 64), \"float16\")\nT.use_swizzle(8, \"column\")\nT.annotate_layout({S: T.make_swizzled_layout(S)})",
+    );
+    same(
+        "T.use_swizzle(panel_size=10)",
+        "T.attr(None, \"threadblock_swizzle_pattern\", \"tl::rasterization2DRow<10>\")",
+    );
+    same(
+        "T.use_swizzle(panel_size=4, order=\"column\")",
+        "T.attr(None, \"threadblock_swizzle_pattern\", T.tvm_tuple(\"rasterization2DColumn\", 4))",
+    );
+}
+
+#[test]
+fn expressions() {
+    let (a, b, c) = (Expr::var("a"), Expr::var("b"), Expr::var("c"));
+    assert_eq!(
+        expr("a + b * c"),
+        bin(BinOp::Add, a.clone(), bin(BinOp::Mul, b.clone(), c.clone()))
+    );
+    assert_eq!(
+        expr("(a + b) * c"),
+        bin(BinOp::Mul, bin(BinOp::Add, a.clone(), b.clone()), c.clone())
+    );
+    assert_eq!(
+        expr("a - b - c"),
+        bin(BinOp::Sub, bin(BinOp::Sub, a.clone(), b.clone()), c.clone())
+    );
+    assert_eq!(
+        expr("-a * b"),
+        bin(
+            BinOp::Mul,
+            Expr::new(ExprKind::Unary(UnOp::Neg, Box::new(a.clone())), d()),
+            b.clone()
+        )
+    );
+    assert_eq!(expr("-5"), Expr::int(-5));
+    assert_eq!(expr("-9223372036854775808"), Expr::int(i64::MIN));
+    assert_eq!(expr("-2.5"), Expr::new(ExprKind::Float(-2.5), d()));
+    assert_eq!(
+        expr("-(5)"),
+        Expr::new(ExprKind::Unary(UnOp::Neg, Box::new(Expr::int(5))), d())
+    );
+    assert_eq!(expr("a + -1"), bin(BinOp::Add, a.clone(), Expr::int(-1)));
+    assert_eq!(expr("T.ceildiv(2048, 128)"), Expr::int(16));
+    assert_eq!(expr("2 * 3 + 4 // 3 - 7 % 4"), Expr::int(4));
+    assert_eq!(expr("a // b"), bin(BinOp::FloorDiv, a.clone(), b.clone()));
+    assert_eq!(expr("a % b"), bin(BinOp::FloorMod, a.clone(), b.clone()));
+    assert_eq!(expr("a / b"), bin(BinOp::Div, a.clone(), b.clone()));
+    assert_eq!(expr("T.min(a, b)"), bin(BinOp::Min, a.clone(), b.clone()));
+    assert_eq!(
+        expr("T.max(a, 3)"),
+        bin(BinOp::Max, a.clone(), Expr::int(3))
+    );
+    assert_eq!(
+        expr("T.cast(a, \"float16\")"),
+        expr("T.Cast(\"float16\", a)")
+    );
+    assert_eq!(expr("T.cast(a, T.float16)"), expr("T.Cast(\"float16\", a)"));
+    assert_eq!(
+        expr("T.if_then_else(a < b, a, b)"),
+        Expr::new(
+            ExprKind::Select(
+                Box::new(bin(BinOp::Lt, a.clone(), b.clone())),
+                Box::new(a.clone()),
+                Box::new(b.clone())
+            ),
+            d()
+        )
+    );
+    assert_eq!(
+        expr("T.int32(5)"),
+        Expr::new(ExprKind::Cast(DType::Int32, Box::new(Expr::int(5))), d())
+    );
+    assert_eq!(expr("T.bool(False)"), Expr::new(ExprKind::Bool(false), d()));
+    assert_eq!(
+        expr("not a < b and c >= 1 or True"),
+        bin(
+            BinOp::Or,
+            bin(
+                BinOp::And,
+                Expr::new(
+                    ExprKind::Unary(UnOp::Not, Box::new(bin(BinOp::Lt, a.clone(), b.clone()))),
+                    d()
+                ),
+                bin(BinOp::Ge, c.clone(), Expr::int(1))
+            ),
+            Expr::new(ExprKind::Bool(true), d())
+        )
+    );
+    // A parenthesized comparison may be compared.
+    assert_eq!(
+        expr("(a < b) == (b != c)"),
+        bin(
+            BinOp::Eq,
+            bin(BinOp::Lt, a.clone(), b.clone()),
+            bin(BinOp::Ne, b.clone(), c.clone())
+        )
+    );
+    assert_eq!(
+        expr("A[a, b + 1]"),
+        Expr::new(
+            ExprKind::Load {
+                buffer: "A".into(),
+                indices: vec![a.clone(), bin(BinOp::Add, b.clone(), Expr::int(1))]
+            },
+            d()
+        )
+    );
+    assert_eq!(expr("1e-5"), Expr::new(ExprKind::Float(1e-5), d()));
+    assert_eq!(expr(".5 + 1."), expr("0.5 + 1.0"));
+}
+
+#[test]
+fn comments_blank_lines_and_continuations() {
+    same(
+        "# a comment\nx = (1 +\n     2)  # trailing\n\n   # odd comment indentation\ny = x",
+        "x = 3\ny = x",
+    );
+    same("x = 1 + \\\n    2", "x = 3");
+}
+
+#[test]
+fn tvmscript_0_1_x_launches() {
+    let f = ok("@T.prim_func\ndef g(A: T.Buffer((64,), \"float32\")):\n    bx = T.launch_thread(\"blockIdx.x\", 4)\n    by = T.launch_thread(\"blockIdx.y\", 2)\n    tx = T.launch_thread(\"threadIdx.x\", 32)\n    ty = T.launch_thread(\"threadIdx.y\", 4)\n    tz = T.launch_thread(\"threadIdx.z\", 1)\n    with T.block(\"root\"):\n        T.reads(A[0:64])\n        T.writes()\n        L = T.alloc_buffer((4,), scope=\"local\")\n        T.fill(T.tvm_access_ptr(T.type_annotation(\"float32\"), L.data, 0, 4, 2), 0)\n");
+    let g = ok("@T.prim_func\ndef g(A: T.Tensor((64,), \"float32\")):\n    with T.Kernel(4, 2, threads=(32, 4)) as (bx, by):\n        L = T.alloc_local((4,), \"float32\")\n        T.clear(L)\n");
+    assert_eq!(f, g);
+}
+
+#[test]
+fn tvmscript_0_1_15_kernel() {
+    let f = ok("# from tvm.script import tirx as T\n\n@T.prim_func\ndef g(A_handle: T.handle):\n    A = T.match_buffer(A_handle, (64, 32), \"float16\", strides=(32, 1))\n    for bx in T.thread_binding(4, thread=\"blockIdx.x\"):\n        tx: T.int32 = T.launch_thread_idx(0)\n        with T.sblock(\"tilelang_root\"):\n            T.sblock_attr({\"tl.launch_threads\": [64, 2, 1]})\n            S = T.sblock_alloc_buffer((16, 32), \"float16\", scope=\"shared\")\n            T.copy(T.region(A[bx * 16, 0], 1, 16, 32), T.region(S[0, 0], 2, 16, 32))\n");
+    let g = ok("@T.prim_func\ndef g(A: T.Tensor((64, 32), \"float16\")):\n    with T.Kernel(4, threads=(64, 2)) as bx:\n        S = T.alloc_shared((16, 32), \"float16\")\n        T.copy(A[bx * 16, 0], S)\n");
+    assert_eq!(f, g);
+}
+
+#[test]
+fn thread_binding_outside_kernel_stays_a_loop() {
+    // Without a thread launch inside, a blockIdx loop is an ordinary thread-bound loop.
+    let f = ok("@T.prim_func\ndef g():\n    for b in T.thread_binding(4, thread=\"blockIdx.x\"):\n        pass\n");
+    assert!(matches!(
+        &f.body[0].kind,
+        StmtKind::For(l) if l.kind == ForKind::ThreadBinding(ThreadTag::BlockX)
+    ));
+}

@@ -117,6 +117,9 @@ impl Lowerer {
         items: &[ast::Expr],
         span: Span,
     ) -> Option<Region> {
+        // Every region form resolves its buffer, so that whatever parses also prints to a
+        // form that parses (the printer may choose the corner form, which needs it).
+        self.buffer_shape(name, name_span)?;
         let mut ranges = Vec::with_capacity(items.len());
         let mut ok = true;
         for (d, item) in items.iter().enumerate() {
@@ -207,6 +210,7 @@ impl Lowerer {
         let ast::ExprKind::Name(name) = &base.kind else {
             return self.fail(Diagnostic::error(base.span, "expected a buffer name"));
         };
+        self.buffer_shape(name, base.span)?;
         let starts = self.indices(items)?;
         if extents.len() != starts.len() {
             return self.fail(Diagnostic::error(

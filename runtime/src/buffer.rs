@@ -142,6 +142,31 @@ impl DeviceTensor {
         unsafe { result::memcpy_htod_sync(self.ptr, data) }.map_err(driver_err("cuMemcpyHtoD"))
     }
 
+    /// Copies another tensor of the same dtype and shape into this one, on the GPU's default
+    /// stream (asynchronous, like a launch). Also the bandwidth reference for kernels.
+    pub fn copy_from(&mut self, src: &DeviceTensor) -> Result<()> {
+        if src.dtype != self.dtype || src.shape != self.shape {
+            return Err(RuntimeError::HostBuffer(format!(
+                "cannot copy a {} tensor of shape {:?} into a {} tensor of shape {:?}",
+                src.dtype, src.shape, self.dtype, self.shape
+            )));
+        }
+        if !src.gpu.same_context(&self.gpu) {
+            return Err(RuntimeError::HostBuffer(
+                "device-to-device copy between different GPUs".into(),
+            ));
+        }
+        if self.bytes == 0 {
+            return Ok(());
+        }
+        self.gpu.bind()?;
+        // SAFETY: both are live allocations of `bytes` bytes in the current context.
+        unsafe {
+            result::memcpy_dtod_async(self.ptr, src.ptr, self.bytes, self.gpu.stream().cu_stream())
+        }
+        .map_err(driver_err("cuMemcpyDtoDAsync"))
+    }
+
     /// Downloads into a typed vector; the element type must match the dtype.
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         self.expect_dtype::<T>("download")?;

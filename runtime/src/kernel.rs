@@ -90,8 +90,9 @@ impl Kernel {
             shared_limit: AtomicU32::new(DEFAULT_SHARED_LIMIT),
         };
         // A constant shared size is known now: set the limit at load time, as promised.
-        if let Ok(bytes) = Dims::default().eval(&kernel.manifest.shared_bytes) {
-            let bytes = u32::try_from(bytes).unwrap_or(u32::MAX);
+        // (A negative or dim-dependent size is left to `plan` at launch.)
+        let constant = Dims::default().eval(&kernel.manifest.shared_bytes);
+        if let Some(bytes) = constant.ok().and_then(|b| u32::try_from(b).ok()) {
             kernel.ensure_shared_limit(bytes)?;
         }
         Ok(kernel)

@@ -1,2 +1,41 @@
-//! `tlc-runtime`: loads tlc's PTX through the CUDA driver and launches it from the launch
-//! manifest. Nothing lives here yet: it arrives with `tlc compile` (see `docs/ARCHITECTURE.md`).
+//! `tlc-runtime`: loads the PTX `tlc compile` writes and launches it through the CUDA driver
+//! (cudarc, loaded at run time), checking every argument against the kernel's launch
+//! manifest first. On a machine without a driver or GPU every entry point returns a
+//! `RuntimeError`; the CPU-side logic (manifest, dim expressions, argument checks) is pure and
+//! tested without a GPU. See `docs/runtime.md` and `docs/manifest.md`.
+//!
+//! ```no_run
+//! use tlc_runtime::{DeviceTensor, Gpu};
+//! # fn main() -> Result<(), tlc_runtime::RuntimeError> {
+//! let gpu = Gpu::new(0)?;
+//! let kernel = gpu.load(include_str!("../examples/vadd.ptx"))?;
+//! let a = DeviceTensor::from_slice(&gpu, &[3], &[1.0f32, 2.0, 3.0])?;
+//! let b = DeviceTensor::from_slice(&gpu, &[3], &[10.0f32, 20.0, 30.0])?;
+//! let c = DeviceTensor::zeros(&gpu, tlc_ir::DType::Float32, &[3])?;
+//! kernel.launch(&[&a, &b, &c])?;
+//! assert_eq!(c.to_vec::<f32>()?, vec![11.0, 22.0, 33.0]);
+//! # Ok(()) }
+//! ```
+
+pub mod buffer;
+pub mod check;
+pub mod cublas;
+pub mod device;
+pub mod driver;
+pub mod error;
+pub mod expr;
+pub mod kernel;
+pub mod manifest;
+pub mod timing;
+
+pub use buffer::{DeviceTensor, Element};
+pub use check::{check_args, LaunchPlan};
+pub use cublas::{cublas_gemm_f16, Cublas};
+pub use device::Gpu;
+pub use driver::{cublas_available, driver_available};
+pub use error::RuntimeError;
+pub use expr::{DimExpr, Op};
+pub use kernel::Kernel;
+pub use manifest::{Access, DimDecl, Dims, Manifest, Param, Target};
+pub use timing::median;
+pub use tlc_ir::DType;

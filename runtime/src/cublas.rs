@@ -1,0 +1,192 @@
+//! The cuBLAS reference GEMM: row-major `C = A·B` with f16 inputs and f32 accumulation
+//! (`cublasGemmEx`), and its timing, so tlc's kernels are measured against cuBLAS in the same
+//! process.
+//!
+//! cuBLAS is column-major. A row-major M×N matrix is the column-major N×M matrix of its
+//! transpose, so row-major `C = A·B` is column-major `Cᵀ = Bᵀ·Aᵀ`: call the column-major GEMM
+//! with the operands swapped, dimensions (n, m, k), and leading dimensions n, k, n.
+
+use crate::buffer::DeviceTensor;
+use crate::device::Gpu;
+use crate::driver::cublas_available;
+use crate::error::{Result, RuntimeError};
+use crate::timing::time_ms;
+use cudarc::cublas::result as blas;
+use cudarc::cublas::sys::{self as blas_sys, cublasComputeType_t, cublasOperation_t, cudaDataType};
+use std::ffi::c_void;
+use tlc_ir::DType;
+
+/// A cuBLAS handle bound to a GPU's default stream; destroyed on drop.
+#[derive(Debug)]
+pub struct Cublas {
+    gpu: Gpu,
+    handle: blas_sys::cublasHandle_t,
+}
+
+impl Drop for Cublas {
+    fn drop(&mut self) {
+        if self.gpu.bind().is_ok() {
+            // SAFETY: created in `Cublas::new`, destroyed only here.
+            let _ = unsafe { blas::destroy_handle(self.handle) };
+        }
+    }
+}
+
+fn cublas_err(call: &str) -> impl Fn(blas::CublasError) -> RuntimeError + '_ {
+    move |e| RuntimeError::Cublas(format!("{call} failed: {:?}", e.0))
+}
+
+/// Checks the operands of `C[m,n] = A[m,k]·B[k,n]`: A and B float16, C float16 or float32,
+/// shapes as stated, every size in 1..=i32::MAX.
+pub fn check_gemm_operands(
+    a: (DType, &[usize]),
+    b: (DType, &[usize]),
+    c: (DType, &[usize]),
+    m: usize,
+    n: usize,
+    k: usize,
+) -> Result<()> {
+    for (what, v) in [("m", m), ("n", n), ("k", k)] {
+        if v == 0 || i32::try_from(v).is_err() {
+            return Err(RuntimeError::Cublas(format!(
+                "{what} = {v} must lie in 1..={}",
+                i32::MAX
+            )));
+        }
+    }
+    let operands = [
+        ("A", a, [m, k], &[DType::Float16][..]),
+        ("B", b, [k, n], &[DType::Float16][..]),
+        ("C", c, [m, n], &[DType::Float16, DType::Float32][..]),
+    ];
+    for (name, (dtype, shape), want, dtypes) in operands {
+        if !dtypes.contains(&dtype) {
+            let names: Vec<&str> = dtypes.iter().map(|d| d.name()).collect();
+            return Err(RuntimeError::Cublas(format!(
+                "{name} is {dtype}; expected {}",
+                names.join(" or ")
+            )));
+        }
+        if shape != want {
+            return Err(RuntimeError::Cublas(format!(
+                "{name} has shape {shape:?}; expected {want:?}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+impl Cublas {
+    /// Creates a handle on `gpu`'s default stream. Without libcublas: `RuntimeError::NoCublas`.
+    pub fn new(gpu: &Gpu) -> Result<Cublas> {
+        if !cublas_available() {
+            return Err(RuntimeError::NoCublas);
+        }
+        gpu.bind()?;
+        let handle = std::panic::catch_unwind(blas::create_handle)
+            .map_err(|_| RuntimeError::NoCublas)?
+            .map_err(cublas_err("cublasCreate"))?;
+        let cublas = Cublas {
+            gpu: gpu.clone(),
+            handle,
+        };
+        // SAFETY: the handle is live and the stream belongs to the current context.
+        unsafe { blas::set_stream(handle, gpu.stream().cu_stream() as _) }
+            .map_err(cublas_err("cublasSetStream"))?;
+        Ok(cublas)
+    }
+
+    /// Row-major `C[m,n] = A[m,k]·B[k,n]`, f16 inputs, f32 accumulation, C in f16 or f32.
+    pub fn gemm_f16(
+        &self,
+        a: &DeviceTensor,
+        b: &DeviceTensor,
+        c: &DeviceTensor,
+        m: usize,
+        n: usize,
+        k: usize,
+    ) -> Result<()> {
+        check_gemm_operands(
+            (a.dtype(), a.shape()),
+            (b.dtype(), b.shape()),
+            (c.dtype(), c.shape()),
+            m,
+            n,
+            k,
+        )?;
+        for t in [a, b, c] {
+            if !t.gpu().same_context(&self.gpu) {
+                return Err(RuntimeError::Cublas(
+                    "operands live on a different GPU than the cuBLAS handle".into(),
+                ));
+            }
+        }
+        // check_gemm_operands bounded m, n, k by i32::MAX.
+        let (m, n, k) = (m as i32, n as i32, k as i32);
+        let c_type = if c.dtype() == DType::Float32 {
+            cudaDataType::CUDA_R_32F
+        } else {
+            cudaDataType::CUDA_R_16F
+        };
+        let alpha: f32 = 1.0;
+        let beta: f32 = 0.0;
+        self.gpu.bind()?;
+        // SAFETY: shapes and dtypes were checked above; the pointers are live allocations of
+        // those sizes; alpha/beta are f32 as CUBLAS_COMPUTE_32F requires.
+        unsafe {
+            blas::gemm_ex(
+                self.handle,
+                cublasOperation_t::CUBLAS_OP_N,
+                cublasOperation_t::CUBLAS_OP_N,
+                n,
+                m,
+                k,
+                &alpha as *const f32 as *const c_void,
+                b.device_ptr() as *const c_void,
+                cudaDataType::CUDA_R_16F,
+                n,
+                a.device_ptr() as *const c_void,
+                cudaDataType::CUDA_R_16F,
+                k,
+                &beta as *const f32 as *const c_void,
+                c.device_ptr() as *mut c_void,
+                c_type,
+                n,
+                cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+            )
+        }
+        .map_err(cublas_err("cublasGemmEx"))
+    }
+
+    /// Times `gemm_f16` like `Kernel::time`: milliseconds of each timed run.
+    pub fn time_gemm_f16(
+        &self,
+        a: &DeviceTensor,
+        b: &DeviceTensor,
+        c: &DeviceTensor,
+        (m, n, k): (usize, usize, usize),
+        warmup: usize,
+        iters: usize,
+    ) -> Result<Vec<f32>> {
+        time_ms(&self.gpu, warmup, iters, || self.gemm_f16(a, b, c, m, n, k))
+    }
+}
+
+/// One-shot row-major `C = A·B` (f16 in, f32 accumulation) through a fresh cuBLAS handle.
+pub fn cublas_gemm_f16(
+    gpu: &Gpu,
+    a: &DeviceTensor,
+    b: &DeviceTensor,
+    c: &DeviceTensor,
+    m: usize,
+    n: usize,
+    k: usize,
+) -> Result<()> {
+    Cublas::new(gpu)?.gemm_f16(a, b, c, m, n, k)
+}
+
+/// TFLOP/s of an `m×n×k` GEMM that took `ms` milliseconds (2·m·n·k flops).
+pub fn gemm_tflops(m: usize, n: usize, k: usize, ms: f32) -> f64 {
+    2.0 * m as f64 * n as f64 * k as f64 / (f64::from(ms) * 1e-3) / 1e12
+}

@@ -1,0 +1,265 @@
+//! `Kernel`: a loaded tlc kernel (module + function + manifest). Loading reads the manifest,
+//! JIT-loads the PTX from memory with the driver's error log, and raises the dynamic shared
+//! memory limit when the kernel needs more than 48 KB. Launching checks every argument
+//! against the manifest first, then passes the tensors' pointers followed by the bound dims.
+
+use crate::buffer::DeviceTensor;
+use crate::check::{check_args, plan, LaunchPlan};
+use crate::device::Gpu;
+use crate::driver::{driver_err, error_name};
+use crate::error::{Result, RuntimeError};
+use crate::manifest::{Dims, Manifest, DEFAULT_SHARED_LIMIT};
+use crate::timing::time_ms;
+use cudarc::driver::result;
+use cudarc::driver::sys::{self, CUfunction_attribute, CUjit_option, CUresult};
+use std::ffi::{c_void, CString};
+use std::sync::atomic::{AtomicU32, Ordering};
+use tlc_ir::DType;
+
+/// Size of the buffer the JIT writes its error log into.
+const JIT_LOG_BYTES: usize = 16 * 1024;
+
+/// A loaded module, unloaded on drop.
+#[derive(Debug)]
+struct Module {
+    gpu: Gpu,
+    raw: sys::CUmodule,
+}
+
+impl Drop for Module {
+    fn drop(&mut self) {
+        if self.gpu.bind().is_ok() {
+            // SAFETY: loaded by `cuModuleLoadDataEx` and unloaded only here; the kernel's
+            // function handle dies with the `Kernel` that owns this module.
+            let _ = unsafe { result::module::unload(self.raw) };
+        }
+    }
+}
+
+/// A tlc kernel loaded on a GPU.
+#[derive(Debug)]
+pub struct Kernel {
+    // `func` is only valid while `module` lives; both die together with the Kernel.
+    func: sys::CUfunction,
+    module: Module,
+    manifest: Manifest,
+    /// The dynamic shared memory limit currently set on `func`.
+    shared_limit: AtomicU32,
+}
+
+// SAFETY: CUfunction handles may be used from any thread whose current context owns them;
+// every use binds the context first.
+unsafe impl Send for Kernel {}
+unsafe impl Sync for Kernel {}
+
+/// One kernel parameter value; launches pass a pointer to each.
+enum Slot {
+    Ptr(u64),
+    I32(i32),
+    I64(i64),
+}
+
+impl Kernel {
+    /// Loads `ptx` (with its manifest line) on `gpu`.
+    pub fn load(gpu: &Gpu, ptx: &str) -> Result<Kernel> {
+        let manifest = Manifest::from_ptx(ptx)?;
+        if !manifest.target.runs_on(gpu.capability()) {
+            return Err(RuntimeError::TargetMismatch {
+                target: manifest.target.name().to_string(),
+                device: gpu.name().to_string(),
+                capability: gpu.capability(),
+            });
+        }
+        let module = load_module(gpu, ptx)?;
+        let entry = CString::new(manifest.entry.as_str())
+            .map_err(|_| RuntimeError::BadManifest("entry contains a NUL byte".into()))?;
+        // SAFETY: `module.raw` is a live module.
+        let func = match unsafe { result::module::get_function(module.raw, entry) } {
+            Ok(f) => f,
+            Err(e) if e.0 == CUresult::CUDA_ERROR_NOT_FOUND => {
+                return Err(RuntimeError::EntryNotFound {
+                    entry: manifest.entry.clone(),
+                })
+            }
+            Err(e) => return Err(driver_err("cuModuleGetFunction")(e)),
+        };
+        let kernel = Kernel {
+            func,
+            module,
+            manifest,
+            shared_limit: AtomicU32::new(DEFAULT_SHARED_LIMIT),
+        };
+        // A constant shared size is known now: set the limit at load time, as promised.
+        // (A negative or dim-dependent size is left to `plan` at launch.)
+        let constant = Dims::default().eval(&kernel.manifest.shared_bytes);
+        if let Some(bytes) = constant.ok().and_then(|b| u32::try_from(b).ok()) {
+            kernel.ensure_shared_limit(bytes)?;
+        }
+        Ok(kernel)
+    }
+
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    pub fn gpu(&self) -> &Gpu {
+        &self.module.gpu
+    }
+
+    /// Checks the arguments against the manifest and computes the launch configuration,
+    /// without launching.
+    pub fn plan(&self, args: &[&DeviceTensor]) -> Result<LaunchPlan> {
+        for (p, a) in self.manifest.params.iter().zip(args) {
+            if !a.gpu().same_context(self.gpu()) {
+                return Err(RuntimeError::WrongDevice {
+                    param: p.name.clone(),
+                });
+            }
+        }
+        let described: Vec<(DType, &[usize])> =
+            args.iter().map(|a| (a.dtype(), a.shape())).collect();
+        check_args(&self.manifest, &described)
+    }
+
+    /// Launches on the GPU's default stream, asynchronously: results are visible to the
+    /// next download (which waits), and errors inside the kernel surface there or at
+    /// `Gpu::synchronize`. Every argument is checked first. Outputs are written in place.
+    pub fn launch(&self, args: &[&DeviceTensor]) -> Result<()> {
+        let plan = self.plan(args)?;
+        self.launch_planned(&plan, args)
+    }
+
+    /// Times the kernel: `warmup` untimed launches, then `iters` launches each between a
+    /// pair of CUDA events. Returns the milliseconds of each timed launch.
+    pub fn time(&self, args: &[&DeviceTensor], warmup: usize, iters: usize) -> Result<Vec<f32>> {
+        let plan = self.plan(args)?;
+        time_ms(self.gpu(), warmup, iters, || {
+            self.launch_planned(&plan, args)
+        })
+    }
+
+    fn launch_planned(&self, plan: &LaunchPlan, args: &[&DeviceTensor]) -> Result<()> {
+        if plan.is_empty() {
+            return Ok(());
+        }
+        self.ensure_shared_limit(plan.shared_bytes)?;
+        let mut slots: Vec<Slot> = args.iter().map(|a| Slot::Ptr(a.device_ptr())).collect();
+        for (decl, (_, value)) in self.manifest.dims.iter().zip(plan.dims.iter()) {
+            slots.push(match decl.dtype {
+                // `bind_dims` checked that int32 dims fit.
+                DType::Int32 => Slot::I32(i32::try_from(value).unwrap_or(i32::MAX)),
+                _ => Slot::I64(value),
+            });
+        }
+        let mut params: Vec<*mut c_void> = slots
+            .iter_mut()
+            .map(|s| match s {
+                Slot::Ptr(v) => v as *mut u64 as *mut c_void,
+                Slot::I32(v) => v as *mut i32 as *mut c_void,
+                Slot::I64(v) => v as *mut i64 as *mut c_void,
+            })
+            .collect();
+        let [gx, gy, gz] = plan.grid;
+        let [bx, by, bz] = plan.block;
+        self.gpu().bind()?;
+        // SAFETY: the argument count, dtypes and shapes match the manifest, which describes
+        // the entry's parameter list (tensor pointers, then dims); `slots` outlives the call,
+        // which copies the values.
+        unsafe {
+            result::launch_kernel(
+                self.func,
+                (gx, gy, gz),
+                (bx, by, bz),
+                plan.shared_bytes,
+                self.gpu().stream().cu_stream(),
+                &mut params,
+            )
+        }
+        .map_err(|e| RuntimeError::Driver {
+            call: "cuLaunchKernel",
+            code: error_name(&e),
+            message: format!(
+                "launching `{}` with grid {:?}, block {:?}, {} bytes of shared memory",
+                self.manifest.entry, plan.grid, plan.block, plan.shared_bytes
+            ),
+        })
+    }
+
+    /// Raises `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` when `bytes` exceeds the
+    /// limit set so far (48 KB by default).
+    fn ensure_shared_limit(&self, bytes: u32) -> Result<()> {
+        if bytes <= self.shared_limit.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let max = self.gpu().max_shared_optin();
+        if bytes > max {
+            return Err(RuntimeError::LaunchConfig(format!(
+                "kernel `{}` needs {bytes} bytes of dynamic shared memory; {} allows at most \
+                 {max} per block",
+                self.manifest.entry,
+                self.gpu().name()
+            )));
+        }
+        self.gpu().bind()?;
+        let value = i32::try_from(bytes).unwrap_or(i32::MAX);
+        // SAFETY: `func` belongs to the live module.
+        unsafe {
+            result::function::set_function_attribute(
+                self.func,
+                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                value,
+            )
+        }
+        .map_err(driver_err("cuFuncSetAttribute"))?;
+        self.shared_limit.store(bytes, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Evaluates the launch configuration for explicit dims (no tensors needed).
+    pub fn plan_for_dims(&self, dims: Dims) -> Result<LaunchPlan> {
+        plan(&self.manifest, dims)
+    }
+}
+
+/// `cuModuleLoadDataEx` with an error-log buffer, so a rejected PTX reports why.
+fn load_module(gpu: &Gpu, ptx: &str) -> Result<Module> {
+    let image = CString::new(ptx).map_err(|e| RuntimeError::PtxLoad {
+        code: "invalid PTX text".into(),
+        log: format!("the PTX contains a NUL byte at offset {}", e.nul_position()),
+    })?;
+    let mut log = vec![0u8; JIT_LOG_BYTES];
+    let mut options = [
+        CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+        CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+    ];
+    // The driver reads option values as pointer-sized words: the buffer, then its size.
+    let mut values: [*mut c_void; 2] = [
+        log.as_mut_ptr() as *mut c_void,
+        JIT_LOG_BYTES as *mut c_void,
+    ];
+    let mut raw: sys::CUmodule = std::ptr::null_mut();
+    gpu.bind()?;
+    // SAFETY: `image` is a NUL-terminated PTX string; `options`/`values` have 2 entries and
+    // `log` outlives the call.
+    let status = unsafe {
+        sys::cuModuleLoadDataEx(
+            &mut raw,
+            image.as_ptr() as *const c_void,
+            2,
+            options.as_mut_ptr(),
+            values.as_mut_ptr(),
+        )
+    };
+    if status != CUresult::CUDA_SUCCESS {
+        let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+        let text = String::from_utf8_lossy(log.get(..end).unwrap_or(&[])).into_owned();
+        return Err(RuntimeError::PtxLoad {
+            code: error_name(&result::DriverError(status)),
+            log: text,
+        });
+    }
+    Ok(Module {
+        gpu: gpu.clone(),
+        raw,
+    })
+}

@@ -1,0 +1,415 @@
+//! The launch manifest: what the runtime needs to launch a tlc kernel without its source
+//! (entry, target, parameters with dtype and symbolic shape, grid / block / dynamic shared
+//! memory as dim expressions). It travels as ONE comment line at the top of the `.ptx`
+//! (`// tlc-manifest: {json}`), so a single file is the whole kernel: it cannot be separated
+//! from its description or paired with a stale sidecar. The format is in `docs/manifest.md`.
+
+use crate::error::{Result, RuntimeError};
+use crate::expr::DimExpr;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use tlc_ir::DType;
+
+/// The manifest format version this crate reads and writes.
+pub const MANIFEST_VERSION: u32 = 1;
+
+/// The prefix of the manifest line.
+pub const HEADER_PREFIX: &str = "// tlc-manifest: ";
+
+/// Dynamic shared memory a kernel may use without opting in (`cuFuncSetAttribute`).
+pub const DEFAULT_SHARED_LIMIT: u32 = 48 * 1024;
+
+/// A GPU target tlc compiles for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Target {
+    #[serde(rename = "sm_80")]
+    Sm80,
+    #[serde(rename = "sm_90a")]
+    Sm90a,
+}
+
+impl Target {
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Sm80 => "sm_80",
+            Target::Sm90a => "sm_90a",
+        }
+    }
+
+    /// Whether a GPU of compute capability `(major, minor)` runs PTX for this target: `sm_80`
+    /// PTX is JIT-compiled for any later GPU, `sm_90a` (arch-specific features such as wgmma)
+    /// runs on compute capability 9.0 only.
+    pub fn runs_on(self, (major, minor): (i32, i32)) -> bool {
+        match self {
+            Target::Sm80 => major >= 8,
+            Target::Sm90a => (major, minor) == (9, 0),
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How a kernel uses a tensor parameter (`tlc run --device` compares the written ones).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Access {
+    Read,
+    Write,
+    ReadWrite,
+}
+
+/// A tensor parameter: passed to the kernel as a 64-bit global pointer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Param {
+    pub name: String,
+    #[serde(with = "dtype_text")]
+    pub dtype: DType,
+    /// One expression per dim, outermost first (row-major, contiguous).
+    pub shape: Vec<DimExpr>,
+    pub access: Access,
+}
+
+/// A symbolic dim: bound from the argument shapes and passed to the kernel as a scalar
+/// parameter after the tensor parameters, in declaration order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DimDecl {
+    pub name: String,
+    /// `int32` (a `.u32`/`.s32` PTX parameter) or `int64` (`.u64`/`.s64`).
+    #[serde(with = "dtype_text")]
+    pub dtype: DType,
+}
+
+/// The launch manifest of one kernel.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub version: u32,
+    /// The `.entry` name in the PTX.
+    pub entry: String,
+    pub target: Target,
+    pub params: Vec<Param>,
+    pub dims: Vec<DimDecl>,
+    /// 1 to 3 expressions: x, y, z.
+    pub grid: Vec<DimExpr>,
+    /// 1 to 3 constants: x, y, z.
+    pub block: Vec<u32>,
+    /// Dynamic shared memory in bytes.
+    pub shared_bytes: DimExpr,
+}
+
+/// Values of the symbolic dims, in the manifest's declaration order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Dims(Vec<(String, i64)>);
+
+impl Dims {
+    /// Dims from (name, value) pairs, e.g. for evaluating a plan by hand.
+    pub fn from_pairs<S: Into<String>>(pairs: impl IntoIterator<Item = (S, i64)>) -> Dims {
+        Dims(pairs.into_iter().map(|(n, v)| (n.into(), v)).collect())
+    }
+
+    pub fn get(&self, name: &str) -> Option<i64> {
+        self.0.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, i64)> {
+        self.0.iter().map(|(n, v)| (n.as_str(), *v))
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Evaluates an expression over these dims.
+    pub fn eval(&self, e: &DimExpr) -> Result<i64> {
+        e.eval(&|name| self.get(name))
+    }
+}
+
+impl fmt::Display for Dims {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, (n, v)) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{n} = {v}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Manifest {
+    /// The single header line (with its newline) that starts the PTX file.
+    pub fn to_ptx_header(&self) -> String {
+        // Serializing plain structs, strings and integers cannot fail, and serde_json escapes
+        // every control character, so the JSON is one line.
+        let json = serde_json::to_string(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+        format!("{HEADER_PREFIX}{json}\n")
+    }
+
+    /// The manifest line followed by the PTX body: the file `tlc compile` writes.
+    pub fn prepend_to(&self, ptx_body: &str) -> String {
+        let mut out = self.to_ptx_header();
+        out.push_str(ptx_body);
+        out
+    }
+
+    /// Reads and validates the manifest from the PTX's leading comment lines.
+    pub fn from_ptx(ptx: &str) -> Result<Manifest> {
+        let mut found = None;
+        for line in ptx.lines() {
+            let line = line.trim_start();
+            if line.is_empty() {
+                continue;
+            }
+            if !line.starts_with("//") {
+                break; // the header is over: the manifest must sit above the first directive
+            }
+            if let Some(json) = line.strip_prefix(HEADER_PREFIX.trim_end()) {
+                if found.is_some() {
+                    return Err(RuntimeError::BadManifest(
+                        "the PTX has two `// tlc-manifest:` lines".into(),
+                    ));
+                }
+                found = Some(json.trim());
+            }
+        }
+        Manifest::from_json(found.ok_or(RuntimeError::MissingManifest)?)
+    }
+
+    /// Parses and validates the JSON object of a manifest line.
+    pub fn from_json(json: &str) -> Result<Manifest> {
+        let m: Manifest = serde_json::from_str(json).map_err(|e| {
+            RuntimeError::BadManifest(format!("{e} (in the `// tlc-manifest:` JSON)"))
+        })?;
+        m.validate()?;
+        Ok(m)
+    }
+
+    /// Checks what JSON parsing alone cannot: a supported version, unique names, declared
+    /// and bindable dims, 1–3 grid and block dims, a block of at most 1024 threads.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |msg: String| Err(RuntimeError::BadManifest(msg));
+        if self.version != MANIFEST_VERSION {
+            return bad(format!(
+                "version {} is not supported (this runtime reads version {MANIFEST_VERSION})",
+                self.version
+            ));
+        }
+        if !is_ptx_identifier(&self.entry) {
+            return bad(format!("entry `{}` is not a PTX identifier", self.entry));
+        }
+        let mut names = BTreeSet::new();
+        for p in &self.params {
+            if p.name.is_empty() || !names.insert(p.name.as_str()) {
+                return bad(format!("parameter name `{}` is empty or repeated", p.name));
+            }
+        }
+        let mut dim_names = BTreeSet::new();
+        for d in &self.dims {
+            if d.name.is_empty() || !dim_names.insert(d.name.as_str()) {
+                return bad(format!("dim name `{}` is empty or repeated", d.name));
+            }
+            if !matches!(d.dtype, DType::Int32 | DType::Int64) {
+                return bad(format!(
+                    "dim `{}` has dtype {}; dims are int32 or int64",
+                    d.name, d.dtype
+                ));
+            }
+        }
+        // Every expression may only mention declared dims.
+        let mut exprs: Vec<(String, &DimExpr)> = Vec::new();
+        for p in &self.params {
+            for (i, e) in p.shape.iter().enumerate() {
+                exprs.push((format!("shape of `{}` (dim {i})", p.name), e));
+            }
+        }
+        for (i, e) in self.grid.iter().enumerate() {
+            exprs.push((format!("grid.{}", axis(i)), e));
+        }
+        exprs.push(("shared_bytes".to_string(), &self.shared_bytes));
+        for (place, e) in exprs {
+            let mut used = BTreeSet::new();
+            e.dims(&mut used);
+            if let Some(u) = used.iter().find(|u| !dim_names.contains(u.as_str())) {
+                return bad(format!(
+                    "{place} uses dim `{u}`, which `dims` does not declare"
+                ));
+            }
+        }
+        // Every dim must be readable off some argument's shape.
+        for d in &self.dims {
+            let bindable = self
+                .params
+                .iter()
+                .any(|p| p.shape.iter().any(|e| *e == DimExpr::Dim(d.name.clone())));
+            if !bindable {
+                return bad(format!(
+                    "dim `{}` is not the size of any parameter dimension, so it cannot be \
+                     inferred from the arguments",
+                    d.name
+                ));
+            }
+        }
+        if !(1..=3).contains(&self.grid.len()) {
+            return bad(format!(
+                "grid has {} entries; 1 to 3 expected",
+                self.grid.len()
+            ));
+        }
+        if !(1..=3).contains(&self.block.len()) {
+            return bad(format!(
+                "block has {} entries; 1 to 3 expected",
+                self.block.len()
+            ));
+        }
+        let threads = self
+            .block
+            .iter()
+            .try_fold(1u64, |acc, &b| (b > 0).then(|| acc * u64::from(b)));
+        match threads {
+            Some(t) if t <= 1024 => Ok(()),
+            Some(t) => bad(format!("block has {t} threads; at most 1024 are allowed")),
+            None => bad("block has a zero entry".into()),
+        }
+    }
+
+    /// Infers the symbolic dims from the shapes of the given arguments (one per parameter, in
+    /// order) and checks every argument's rank and every dimension against them.
+    pub fn bind_dims(&self, shapes: &[&[usize]]) -> Result<Dims> {
+        if shapes.len() != self.params.len() {
+            return Err(RuntimeError::ArgCount {
+                entry: self.entry.clone(),
+                expected: self.params.len(),
+                found: shapes.len(),
+            });
+        }
+        for (p, s) in self.params.iter().zip(shapes) {
+            if p.shape.len() != s.len() {
+                return Err(RuntimeError::ArgRank {
+                    param: p.name.clone(),
+                    expected: p.shape.len(),
+                    found: s.len(),
+                });
+            }
+        }
+        // Pass 1: a dimension whose expression is a bare dim binds (or must agree with) it.
+        let mut bound: BTreeMap<&str, (i64, &str)> = BTreeMap::new();
+        for (p, s) in self.params.iter().zip(shapes) {
+            for (i, (e, &size)) in p.shape.iter().zip(s.iter()).enumerate() {
+                let DimExpr::Dim(name) = e else { continue };
+                let value = size_as_i64(&p.name, i, size)?;
+                match bound.get(name.as_str()) {
+                    Some(&(prev, from)) if prev != value => {
+                        return Err(RuntimeError::ArgShape {
+                            param: p.name.clone(),
+                            message: format!(
+                                "dim {i} is {value} but {name} = {prev} from `{from}`"
+                            ),
+                        });
+                    }
+                    Some(_) => {}
+                    None => {
+                        bound.insert(name, (value, &p.name));
+                    }
+                }
+            }
+        }
+        let mut dims = Vec::with_capacity(self.dims.len());
+        for d in &self.dims {
+            let Some(&(value, from)) = bound.get(d.name.as_str()) else {
+                return Err(RuntimeError::BadManifest(format!(
+                    "dim `{}` is not bound by any argument",
+                    d.name
+                )));
+            };
+            if d.dtype == DType::Int32 && value > i64::from(i32::MAX) {
+                return Err(RuntimeError::ArgShape {
+                    param: from.to_string(),
+                    message: format!(
+                        "sets {} = {value}, which does not fit the kernel's int32 dim",
+                        d.name
+                    ),
+                });
+            }
+            dims.push((d.name.clone(), value));
+        }
+        let dims = Dims(dims);
+        // Pass 2: every other dimension must equal its expression's value.
+        for (p, s) in self.params.iter().zip(shapes) {
+            for (i, (e, &size)) in p.shape.iter().zip(s.iter()).enumerate() {
+                if matches!(e, DimExpr::Dim(_)) {
+                    continue;
+                }
+                let want = dims.eval(e)?;
+                let value = size_as_i64(&p.name, i, size)?;
+                if want != value {
+                    let why = match e {
+                        DimExpr::Int(_) => format!("the kernel needs {want}"),
+                        _ => format!("the kernel needs {e} = {want} with {dims}"),
+                    };
+                    return Err(RuntimeError::ArgShape {
+                        param: p.name.clone(),
+                        message: format!("dim {i} is {value} but {why}"),
+                    });
+                }
+            }
+        }
+        Ok(dims)
+    }
+}
+
+fn size_as_i64(param: &str, dim: usize, size: usize) -> Result<i64> {
+    i64::try_from(size).map_err(|_| RuntimeError::ArgShape {
+        param: param.to_string(),
+        message: format!("dim {dim} is {size}, beyond int64"),
+    })
+}
+
+/// `x`, `y`, `z` for axis 0, 1, 2.
+pub(crate) fn axis(i: usize) -> &'static str {
+    ["x", "y", "z"].get(i).copied().unwrap_or("?")
+}
+
+/// PTX identifiers: `[a-zA-Z_$%][a-zA-Z0-9_$]*` (`%` only leading), which also keeps the
+/// name free of NUL bytes for `cuModuleGetFunction`.
+fn is_ptx_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(c) if c.is_ascii_alphabetic() || matches!(c, '_' | '$' | '%') => {}
+        _ => return false,
+    }
+    chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '$'))
+}
+
+/// dtypes are written with the IR's spelling (`"float16"`, `"float8_e4m3"`, …).
+mod dtype_text {
+    use serde::de::Error as _;
+    use serde::{Deserialize, Deserializer, Serializer};
+    use tlc_ir::DType;
+
+    pub fn serialize<S: Serializer>(d: &DType, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(d.name())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<DType, D::Error> {
+        let text = String::deserialize(d)?;
+        DType::parse(&text).ok_or_else(|| {
+            let all: Vec<&str> = DType::ALL.iter().map(|t| t.name()).collect();
+            D::Error::custom(format!(
+                "unknown dtype \"{text}\" (expected one of {})",
+                all.join(", ")
+            ))
+        })
+    }
+}

@@ -84,10 +84,17 @@ impl SourceFile {
     }
 
     /// A span moved inside the text and onto character boundaries, so that no span (even one
-    /// a buggy stage produced) can make rendering fail.
+    /// a buggy stage produced) can make rendering fail. Carets mark only the first line of a
+    /// span: a statement's span covers its whole body, and underlining a block with ASCII art
+    /// hides the point being made.
     fn clamp(&self, span: Span) -> Span {
         let start = clamp_to_char_boundary(&self.text, span.start);
-        let end = clamp_to_char_boundary(&self.text, span.end.max(start));
+        let mut end = clamp_to_char_boundary(&self.text, span.end.max(start));
+        if let Some(newline) = self.text[start..end].find('\n') {
+            // A span that starts on the newline itself ("found newline") becomes an empty
+            // span at the end of the line, which codespan draws as one caret.
+            end = start + newline;
+        }
         Span::new(start, end)
     }
 }
@@ -134,6 +141,13 @@ mod tests {
             text.contains("note: names are unique in a kernel"),
             "{text}"
         );
+        let block = SourceFile::new("b.tir", "for i in x:\n    y = 1\n");
+        let text = block.render(&Diagnostic::error(Span::new(0, 20), "whole block"));
+        assert!(
+            !text.contains("2 |"),
+            "a multi-line span must mark its first line only:\n{text}"
+        );
+        assert!(text.contains("^^^^^^^^^^^"), "{text}");
         let empty = SourceFile::new("e.tir", "");
         assert!(empty
             .render(&Diagnostic::error(Span::new(0, 0), "empty"))

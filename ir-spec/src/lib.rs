@@ -2,6 +2,7 @@
 //! parser, printer), its verifier, the `Diagnostic` type, and the reference interpreter that
 //! gives every op its meaning.
 
+pub mod affine;
 pub mod diagnostic;
 pub mod dtype;
 pub mod ir;

@@ -13,7 +13,10 @@ use std::collections::HashSet;
 
 /// Renames reused scalar binders of `func` in place (see the module comment).
 pub fn uniquify(func: &mut PrimFunc) {
-    let mut state = State { taken: all_names(func), bound: HashSet::new() };
+    let mut state = State {
+        taken: all_names(func),
+        bound: HashSet::new(),
+    };
     for dim in &func.dims {
         state.bound.insert(dim.name.clone());
     }
@@ -80,7 +83,11 @@ fn walk(body: &mut [Stmt], scope: &mut Vec<String>, state: &mut State) {
                 walk(&mut k.body, scope, state);
                 scope.truncate(before);
             }
-            StmtKind::If { then_body, else_body, .. } => {
+            StmtKind::If {
+                then_body,
+                else_body,
+                ..
+            } => {
                 walk(then_body, scope, state);
                 walk(else_body, scope, state);
             }
@@ -124,7 +131,10 @@ fn all_names(func: &PrimFunc) -> HashSet<String> {
                 note(&Expr::var(var.name.clone()));
             }
             StmtKind::For(f) => note(&Expr::var(f.var.name.clone())),
-            StmtKind::Kernel(k) => k.block_vars.iter().for_each(|v| note(&Expr::var(v.name.clone()))),
+            StmtKind::Kernel(k) => k
+                .block_vars
+                .iter()
+                .for_each(|v| note(&Expr::var(v.name.clone()))),
             _ => {}
         }
     });

@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 
 /// The workspace root (the parent of this crate).
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
 }
 
 fn tir_files(dir: &Path) -> Vec<PathBuf> {
@@ -33,11 +36,15 @@ pub fn malformed_cases() -> Vec<PathBuf> {
 
 /// The file's stem, used to name its snapshots.
 pub fn stem(path: &Path) -> String {
-    path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// The path as the user would type it from the workspace root, so rendered diagnostics do not
 /// depend on where the checkout lives.
 pub fn relative(path: &Path) -> PathBuf {
-    path.strip_prefix(root()).map(Path::to_path_buf).unwrap_or_else(|_| path.to_path_buf())
+    path.strip_prefix(root())
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|_| path.to_path_buf())
 }

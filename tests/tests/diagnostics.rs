@@ -17,8 +17,15 @@ fn malformed_inputs_render_located_errors() {
         let located = header
             .strip_prefix(&prefix)
             .and_then(|rest| rest.split_once(": error: "))
-            .map(|(loc, _)| loc.split(':').all(|n| n.parse::<usize>().is_ok()) && loc.contains(':'));
-        assert_eq!(located, Some(true), "{}: header is not FILE:LINE:COL: error: …\n{err}", path.display());
+            .map(|(loc, _)| {
+                loc.split(':').all(|n| n.parse::<usize>().is_ok()) && loc.contains(':')
+            });
+        assert_eq!(
+            located,
+            Some(true),
+            "{}: header is not FILE:LINE:COL: error: …\n{err}",
+            path.display()
+        );
         assert!(err.contains('^'), "{}: no caret\n{err}", path.display());
         // The deep-nesting input is 40 kB on one line; snapshot only its head.
         let shown: String = err.lines().map(|l| format!("{}\n", truncate(l))).collect();

@@ -8,7 +8,10 @@ fn canonical_print_of_every_case() {
     for path in valid_cases() {
         let text = tlc::commands::fmt::run(&relative(&path), &[])
             .unwrap_or_else(|e| panic!("{} does not format:\n{}", path.display(), e.0));
-        let dir = path.parent().and_then(|p| p.file_name()).map(|s| s.to_string_lossy().into_owned());
+        let dir = path
+            .parent()
+            .and_then(|p| p.file_name())
+            .map(|s| s.to_string_lossy().into_owned());
         let name = format!("fmt__{}__{}", dir.unwrap_or_default(), stem(&path));
         insta::assert_snapshot!(name, text);
     }

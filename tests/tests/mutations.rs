@@ -3,9 +3,9 @@
 //! parses back to the same IR.
 
 use proptest::prelude::*;
+use std::sync::LazyLock;
 use tlc_ir::parse::parse;
 use tlc_ir::printer::print_func;
-use std::sync::LazyLock;
 
 static CORPUS: LazyLock<Vec<String>> = LazyLock::new(|| {
     tlc_tests::valid_cases()
@@ -34,7 +34,12 @@ fn edit() -> impl Strategy<Value = Edit> {
         idx.clone().prop_map(Edit::DeleteToken),
         idx.clone().prop_map(Edit::DuplicateToken),
         (idx.clone(), idx.clone()).prop_map(|(a, b)| Edit::SwapTokens(a, b)),
-        (idx, prop::sample::select(vec!['(', ')', ':', '\t', ' ', '\n', '[', ',', '=', '#', '"', 'T', '.', '0']))
+        (
+            idx,
+            prop::sample::select(vec![
+                '(', ')', ':', '\t', ' ', '\n', '[', ',', '=', '#', '"', 'T', '.', '0'
+            ])
+        )
             .prop_map(|(a, c)| Edit::InsertChar(a, c)),
     ]
 }
@@ -49,7 +54,9 @@ fn apply(text: &str, edit: &Edit) -> String {
         Edit::DeleteLine(i) if !lines.is_empty() => {
             lines.remove(i % n_lines);
         }
-        Edit::DuplicateLine(i) if !lines.is_empty() => lines.insert(i % n_lines, lines[i % n_lines]),
+        Edit::DuplicateLine(i) if !lines.is_empty() => {
+            lines.insert(i % n_lines, lines[i % n_lines])
+        }
         Edit::SwapLines(a, b) if !lines.is_empty() => lines.swap(a % n_lines, b % n_lines),
         Edit::DeleteToken(i) if !tokens.is_empty() => {
             tokens.remove(i % n_tokens);

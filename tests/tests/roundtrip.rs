@@ -16,10 +16,24 @@ fn printed_ir_parses_back_equal() {
     for path in valid_cases() {
         let func = load(&path);
         let printed = print_func(&func);
-        let reparsed = parse(&printed)
-            .unwrap_or_else(|d| panic!("print of {} does not parse: {d:?}\n{printed}", path.display()));
-        assert_eq!(func, reparsed, "{}: print/parse changed the IR\n{printed}", path.display());
-        assert_eq!(printed, print_func(&reparsed), "{}: fmt is not idempotent", path.display());
+        let reparsed = parse(&printed).unwrap_or_else(|d| {
+            panic!(
+                "print of {} does not parse: {d:?}\n{printed}",
+                path.display()
+            )
+        });
+        assert_eq!(
+            func,
+            reparsed,
+            "{}: print/parse changed the IR\n{printed}",
+            path.display()
+        );
+        assert_eq!(
+            printed,
+            print_func(&reparsed),
+            "{}: fmt is not idempotent",
+            path.display()
+        );
     }
 }
 
@@ -37,9 +51,16 @@ fn every_valid_case_verifies() {
 fn three_spellings_of_the_seed_kernel_are_one_ir() {
     let dir = root().join("tests/cases/valid");
     let dsl = load(&dir.join("seed000_dsl.tir"));
-    for other in ["seed000_tvmscript_0_1_x.tir", "seed000_tvmscript_0_1_15.tir"] {
+    for other in [
+        "seed000_tvmscript_0_1_x.tir",
+        "seed000_tvmscript_0_1_15.tir",
+    ] {
         let func = load(&dir.join(other));
-        assert_eq!(print_func(&dsl), print_func(&func), "{other} prints differently");
+        assert_eq!(
+            print_func(&dsl),
+            print_func(&func),
+            "{other} prints differently"
+        );
         assert_eq!(dsl, func, "{other} normalizes to a different IR");
     }
 }
@@ -53,5 +74,8 @@ fn specialized_seed_kernel_equals_the_concrete_one() {
         &[("M".into(), 4096), ("N".into(), 2048), ("K".into(), 1024)],
     )
     .expect("specialize");
-    assert_eq!(print_func(&bound), print_func(&load(&dir.join("seed000_dsl.tir"))));
+    assert_eq!(
+        print_func(&bound),
+        print_func(&load(&dir.join("seed000_dsl.tir")))
+    );
 }

@@ -114,8 +114,9 @@ pub(crate) fn write_plain_region(
     write_region(out, region, form)
 }
 
-/// One dimension of the slice form: `0:e`, `s:t` for two literals, else `s:s + e` (which the
-/// parser's SLICE EXTENT RULE reads back as extent `e`).
+/// One dimension of the slice form: `0:e`, `s:t` for two literals, `x + c:x + (c + e)` for a
+/// start ending in a literal and a literal extent (the parser sees the constant difference),
+/// else `s:s + e` (which the parser's SLICE EXTENT RULE reads back as extent `e`).
 fn write_slice(out: &mut dyn Write, range: &Range) -> fmt::Result {
     match (range.start.as_int(), range.extent.as_int()) {
         (Some(0), _) => {
@@ -124,6 +125,14 @@ fn write_slice(out: &mut dyn Write, range: &Range) -> fmt::Result {
         }
         (Some(s), Some(e)) if s.checked_add(e).is_some() => {
             write!(out, "{s}:{}", s + e)
+        }
+        (_, Some(e)) if folded_stop(&range.start, e).is_some() => {
+            write_expr(out, &range.start)?;
+            out.write_char(':')?;
+            match folded_stop(&range.start, e) {
+                Some(stop) => write_expr(out, &stop),
+                None => Ok(()),
+            }
         }
         _ => {
             write_expr(out, &range.start)?;
@@ -140,4 +149,16 @@ fn write_slice(out: &mut dyn Write, range: &Range) -> fmt::Result {
             write_expr(out, &stop)
         }
     }
+}
+
+/// For `start = x + c` and a literal extent `e`, the stop `x + (c + e)`.
+fn folded_stop(start: &Expr, extent: i64) -> Option<Expr> {
+    let ExprKind::Binary(BinOp::Add, x, c) = &start.kind else {
+        return None;
+    };
+    let c = c.as_int()?.checked_add(extent)?;
+    Some(Expr::new(
+        ExprKind::Binary(BinOp::Add, x.clone(), Box::new(Expr::int(c))),
+        Span::DUMMY,
+    ))
 }

@@ -154,7 +154,7 @@ fn copy_region_forms() {
             "        T.copy(A[bx, 8], T[0:16, 0:16])",
             "        T.copy(A[3, 0], D[bx:bx + 1, 3:19, 0:16])",
             "        T.copy(R, D[0, 2, bx])",
-            "        T.copy(A[0:8, 4:12, bx + 1:bx + 1 + 2], S[bx:bx + (n - 1), 0:1])",
+            "        T.copy(A[0:8, 4:12, bx + 1:bx + 3], S[bx:bx + (n - 1), 0:1])",
         ]
     );
 }

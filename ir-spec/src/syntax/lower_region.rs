@@ -563,6 +563,9 @@ fn slice_extent(start: &Expr, stop: Expr) -> Expr {
             return (**rhs).clone();
         }
     }
+    if let Some(extent) = crate::affine::constant_difference(&stop, start) {
+        return Expr::new(ExprKind::Int(extent), stop.span);
+    }
     let span = stop.span;
     Expr::binary(BinOp::Sub, stop, start.clone(), span)
 }

@@ -153,8 +153,8 @@ impl<'f> Checker<'f> {
                 diag.with_note_at(first.span, note)
             };
             self.push(diag.with_note(
-                "names are identities in tlc's IR: every dimension, buffer and variable of a \
-                 prim_func needs its own name, even in separate loops",
+                "a name cannot be redefined while it is in scope; pick another name for the \
+                 inner one",
             ));
             return;
         }

@@ -4,6 +4,7 @@
 
 pub mod diagnostic;
 pub mod dtype;
+pub mod interp;
 pub mod ir;
 pub mod span;
 pub mod types;

@@ -319,12 +319,12 @@ impl Compiler {
                 }
             }
             StmtKind::Copy { src, dst } => CStmtKind::Copy {
-                src: self.region(src)?,
-                dst: self.region(dst)?,
+                src: self.region(src, span)?,
+                dst: self.region(dst, span)?,
             },
-            StmtKind::Gemm(g) => CStmtKind::Gemm(Box::new(self.gemm(g)?)),
+            StmtKind::Gemm(g) => CStmtKind::Gemm(Box::new(self.gemm(g, span)?)),
             StmtKind::Fill { dst, value } => {
-                let dst = self.region(dst)?;
+                let dst = self.region(dst, span)?;
                 let dtype = self.region_dtype(dst.buf);
                 let value = coerce(self.expr(value)?.0, dtype);
                 CStmtKind::Fill { dst, value }
@@ -333,11 +333,11 @@ impl Compiler {
         Ok(CStmt { kind, span })
     }
 
-    fn gemm(&mut self, g: &Gemm) -> R<CGemm> {
+    fn gemm(&mut self, g: &Gemm, at: Span) -> R<CGemm> {
         Ok(CGemm {
-            a: self.region(&g.a)?,
-            b: self.region(&g.b)?,
-            c: self.region(&g.c)?,
+            a: self.region(&g.a, at)?,
+            b: self.region(&g.b, at)?,
+            c: self.region(&g.c, at)?,
             trans_a: g.trans_a,
             trans_b: g.trans_b,
             clear_accum: g.clear_accum,
@@ -352,7 +352,8 @@ impl Compiler {
         .unwrap_or(DType::Float32)
     }
 
-    fn region(&mut self, r: &Region) -> R<CRegion> {
+    /// A region; one without a source span of its own points at its statement (`at`).
+    fn region(&mut self, r: &Region, at: Span) -> R<CRegion> {
         let (buf, _, rank) = self.buffer(&r.buffer.name, r.buffer.span)?;
         if r.ranges.len() != rank {
             return Err(rank_error(&r.buffer.name, rank, r.ranges.len(), r.span));
@@ -367,7 +368,7 @@ impl Compiler {
             buf,
             starts,
             extents,
-            span: r.span,
+            span: if r.span.is_dummy() { at } else { r.span },
         })
     }
 

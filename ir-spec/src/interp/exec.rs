@@ -233,13 +233,15 @@ fn run_block(
                     shape.push(d);
                     len = l;
                 }
-                None => return fault(
-                    e.span,
-                    format!(
+                None => {
+                    return fault(
+                        e.span,
+                        format!(
                         "cannot allocate `{}`: extent {d} is negative or the buffer is too large",
                         alloc.name
                     ),
-                ),
+                    )
+                }
             }
         }
         frame

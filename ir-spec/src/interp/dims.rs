@@ -55,7 +55,7 @@ pub(crate) fn resolve(
     // Each dim: its value and where it came from (for messages).
     let mut known: Vec<Option<(i64, String)>> = dim_names
         .iter()
-        .map(|n| given.get(*n).map(|&v| (v, "given".to_string())))
+        .map(|n| given.get(*n).map(|&v| (v, "as given".to_string())))
         .collect();
     for param in &func.params {
         let Some(input) = inputs.get(&param.name.name) else {
@@ -77,11 +77,56 @@ pub(crate) fn resolve(
             if let ExprKind::Var(v) = &e.kind {
                 if let Some(i) = dim_names.iter().position(|d| d == v) {
                     if known[i].is_none() {
-                        let from = format!("the shape of input `{}`", param.name.name);
+                        let from = format!("from the shape of input `{}`", param.name.name);
                         known[i] = Some((n as i64, from));
                     }
                 }
             }
+        }
+    }
+    // Inputs whose declared shapes are already known must match them: a conflict is a more
+    // useful message than a dim that is still missing.
+    let partial: HashMap<&str, i64> = dim_names
+        .iter()
+        .zip(&known)
+        .filter_map(|(n, k)| k.as_ref().map(|(v, _)| (*n, *v)))
+        .collect();
+    for param in &func.params {
+        let Some(input) = inputs.get(&param.name.name) else {
+            continue;
+        };
+        let declared: Option<Vec<i64>> = param
+            .shape
+            .iter()
+            .map(|e| eval_shape(e, &partial))
+            .collect();
+        let Some(declared) = declared else {
+            continue;
+        };
+        if declared
+            .iter()
+            .zip(input.shape())
+            .any(|(&d, &n)| d != n as i64)
+        {
+            let used: Vec<String> = dim_names
+                .iter()
+                .zip(&known)
+                .filter_map(|(n, k)| k.as_ref().map(|(v, from)| format!("{n} = {v} {from}")))
+                .collect();
+            let note = if used.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", used.join(", "))
+            };
+            return Err(Diagnostic::error(
+                param.span,
+                format!(
+                    "input `{}` has shape {}, expected {}{note}",
+                    param.name.name,
+                    fmt_shape(input.shape()),
+                    fmt_shape(&declared)
+                ),
+            ));
         }
     }
     let mut dims = Vec::with_capacity(known.len());
@@ -127,31 +172,6 @@ pub(crate) fn resolve(
                     )
                 })?;
             shape.push(n);
-        }
-        if let Some(input) = inputs.get(&param.name.name) {
-            if input.shape() != shape.as_slice() {
-                let used: Vec<String> = dim_names
-                    .iter()
-                    .zip(&known)
-                    .filter_map(|(n, k)| {
-                        k.as_ref().map(|(v, from)| format!("{n} = {v} from {from}"))
-                    })
-                    .collect();
-                let note = if used.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({})", used.join(", "))
-                };
-                return Err(Diagnostic::error(
-                    param.span,
-                    format!(
-                        "input `{}` has shape {}, expected {}{note}",
-                        param.name.name,
-                        fmt_shape(input.shape()),
-                        fmt_shape(&shape)
-                    ),
-                ));
-            }
         }
         shape
             .iter()

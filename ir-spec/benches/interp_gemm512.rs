@@ -23,8 +23,8 @@ fn main() {
         seed: 0,
         threads: 1,
     };
-    let a = random_tensor("A", DType::Float16, &[512, 512], 0);
-    let b = random_tensor("B", DType::Float16, &[512, 512], 0);
+    let a = random_tensor("A", DType::Float16, &[512, 512], 0).unwrap();
+    let b = random_tensor("B", DType::Float16, &[512, 512], 0).unwrap();
     let mut times = Vec::with_capacity(runs);
     for _ in 0..runs {
         let inputs = HashMap::from([("A".to_string(), a.clone()), ("B".to_string(), b.clone())]);

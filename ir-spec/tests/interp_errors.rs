@@ -313,8 +313,8 @@ fn input_and_dim_errors() {
         ..GemmCfg::seed(40, 50, 60)
     };
     let f = gemm_kernel(&cfg);
-    let a = random_tensor("A", DType::Float16, &[40, 60], 0);
-    let b_bad = random_tensor("B", DType::Float16, &[70, 50], 0);
+    let a = random_tensor("A", DType::Float16, &[40, 60], 0).unwrap();
+    let b_bad = random_tensor("B", DType::Float16, &[70, 50], 0).unwrap();
     let d = err(&f, &[], vec![("A", a.clone()), ("B", b_bad)]);
     assert_eq!(
         d.message,
@@ -331,7 +331,7 @@ fn input_and_dim_errors() {
         d.message,
         "the value of dimension `N` is not known: give it (`-D N=VALUE`) or give an input whose shape uses it"
     );
-    let a32 = random_tensor("A", DType::Float32, &[40, 60], 0);
+    let a32 = random_tensor("A", DType::Float32, &[40, 60], 0).unwrap();
     let d = err(&f, &[], vec![("A", a32)]);
     assert_eq!(
         d.message,
@@ -346,5 +346,36 @@ fn input_and_dim_errors() {
     assert_eq!(
         d.message,
         "`D` is not a parameter of `gemm` (it has A, B, C)"
+    );
+}
+
+#[test]
+fn huge_shapes_and_grids_are_errors_not_aborts() {
+    let cfg = GemmCfg {
+        symbolic: true,
+        ..GemmCfg::seed(40, 50, 60)
+    };
+    let f = gemm_kernel(&cfg);
+    let d = err(
+        &f,
+        &[("M", i32::MAX as i64), ("N", 1 << 20), ("K", 64)],
+        vec![],
+    );
+    assert_eq!(d.message, "`A` is too large to interpret");
+    let grid = func(
+        "grid",
+        &["M"],
+        vec![],
+        vec![kernel(
+            vec![var("M"), var("M")],
+            &["bx", "by"],
+            vec![],
+            vec![],
+        )],
+    );
+    let d = err(&grid, &[("M", 1 << 13)], vec![]);
+    assert_eq!(
+        d.message,
+        "grid extent 8192 must be a non-negative size, with at most 16777216 blocks in all"
     );
 }

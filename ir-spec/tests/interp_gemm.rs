@@ -16,8 +16,8 @@ fn inputs(cfg: &GemmCfg, seed: u64) -> (Tensor, Tensor) {
     let a_shape = if cfg.trans_a { [k, m] } else { [m, k] };
     let b_shape = if cfg.trans_b { [n, k] } else { [k, n] };
     (
-        random_tensor("A", cfg.in_dtype, &a_shape, seed),
-        random_tensor("B", cfg.in_dtype, &b_shape, seed),
+        random_tensor("A", cfg.in_dtype, &a_shape, seed).unwrap(),
+        random_tensor("B", cfg.in_dtype, &b_shape, seed).unwrap(),
     )
 }
 
@@ -179,7 +179,10 @@ fn results_do_not_depend_on_host_threads() {
     let four = run_with(&f, &[], vec![], 4);
     assert_eq!(one, four);
     // Random inputs are drawn per (seed, name): the same with any thread count.
-    assert_eq!(one["A"], random_tensor("A", DType::Float16, &[100, 40], 1));
+    assert_eq!(
+        one["A"],
+        random_tensor("A", DType::Float16, &[100, 40], 1).unwrap()
+    );
 }
 
 #[test]

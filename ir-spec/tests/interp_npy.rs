@@ -14,7 +14,7 @@ fn fixture(name: &str) -> PathBuf {
 #[test]
 fn round_trip_every_dtype() {
     for dtype in DType::ALL {
-        let t = random_tensor("T", dtype, &[3, 5, 2], 11);
+        let t = random_tensor("T", dtype, &[3, 5, 2], 11).unwrap();
         let bytes = write_npy(&t).unwrap();
         let back = read_npy(&bytes, dtype).unwrap();
         assert_eq!(back, t, "{dtype}");

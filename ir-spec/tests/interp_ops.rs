@@ -50,8 +50,8 @@ fn elementwise() -> tlc_ir::PrimFunc {
 
 #[test]
 fn elementwise_with_ragged_tail() {
-    let a = random_tensor("A", DType::Float16, &[1000], 7);
-    let b = random_tensor("B", DType::Float16, &[1000], 8);
+    let a = random_tensor("A", DType::Float16, &[1000], 7).unwrap();
+    let b = random_tensor("B", DType::Float16, &[1000], 8).unwrap();
     let out = run_with(
         &elementwise(),
         &[],
@@ -232,7 +232,7 @@ fn tiled_copy_with_ragged_edges_and_conversion() {
             ],
         )],
     );
-    let a = random_tensor("A", DType::Float32, &[100, 100], 3);
+    let a = random_tensor("A", DType::Float32, &[100, 100], 3).unwrap();
     let out = run_with(&f, &[], vec![("A", a.clone())], 2);
     let av = a.to_f64();
     let rounded: Vec<f64> = av

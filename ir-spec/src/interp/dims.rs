@@ -173,18 +173,12 @@ pub(crate) fn resolve(
                 })?;
             shape.push(n);
         }
-        shape
-            .iter()
-            .try_fold(1usize, |acc, &d| {
-                acc.checked_mul(d)
-                    .filter(|&l| l <= crate::interp::exec::MAX_ELEMENTS)
-            })
-            .ok_or_else(|| {
-                Diagnostic::error(
-                    param.span,
-                    format!("`{}` is too large to interpret", param.name.name),
-                )
-            })?;
+        crate::interp::tensor::checked_len(&shape).ok_or_else(|| {
+            Diagnostic::error(
+                param.span,
+                format!("`{}` is too large to interpret", param.name.name),
+            )
+        })?;
         shapes.push(shape);
     }
     Ok(Resolved { dims, shapes })

@@ -9,9 +9,8 @@ use crate::interp::scalar::Scalar;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-/// The most elements one buffer may have (2^30), so that a huge shape is an error rather
-/// than an out-of-memory abort.
-pub(crate) const MAX_ELEMENTS: usize = 1 << 30;
+/// The most blocks one grid may have (2^24): more would take days to interpret.
+const MAX_BLOCKS: usize = 1 << 24;
 
 impl Frame<'_> {
     pub fn exec(&mut self, stmts: &[CStmt]) -> Res<()> {
@@ -86,6 +85,7 @@ pub(crate) fn launch(
         match usize::try_from(g)
             .ok()
             .and_then(|g| n_blocks.checked_mul(g).map(|n| (g, n)))
+            .filter(|&(_, n)| n <= MAX_BLOCKS)
         {
             Some((g, n)) => {
                 grid.push(g);
@@ -94,7 +94,9 @@ pub(crate) fn launch(
             None => {
                 return Err(Diagnostic::error(
                     e.span,
-                    format!("grid extent {g} must be a non-negative size"),
+                    format!(
+                        "grid extent {g} must be a non-negative size, with at most {MAX_BLOCKS} blocks in all"
+                    ),
                 ))
             }
         }
@@ -113,7 +115,7 @@ pub(crate) fn launch(
             })
     };
     let results: Vec<Result<Vec<Overlay>, Diagnostic>> = if threads <= 1 || n_blocks <= 1 {
-        let mut out = Vec::with_capacity(n_blocks);
+        let mut out = Vec::new();
         for index in 0..n_blocks {
             let r = run_block(index);
             let failed = r.is_err();
@@ -198,8 +200,8 @@ fn block_coords(index: usize, grid: &[usize]) -> Vec<i64> {
     let mut rest = index;
     grid.iter()
         .map(|&g| {
-            let c = if g == 0 { 0 } else { rest % g };
-            rest = if g == 0 { 0 } else { rest / g };
+            let c = rest.checked_rem(g).unwrap_or(0);
+            rest = rest.checked_div(g).unwrap_or(0);
             c as i64
         })
         .collect()
@@ -227,7 +229,7 @@ fn run_block(
             match usize::try_from(d)
                 .ok()
                 .and_then(|d| len.checked_mul(d).map(|l| (d, l)))
-                .filter(|&(_, l)| l <= MAX_ELEMENTS)
+                .filter(|&(_, l)| l <= crate::interp::tensor::MAX_ELEMENTS)
             {
                 Some((d, l)) => {
                     shape.push(d);

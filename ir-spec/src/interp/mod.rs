@@ -62,23 +62,14 @@ use crate::interp::memory::{Buffer, Memory};
 use crate::ir::PrimFunc;
 use std::collections::HashMap;
 
-/// How to run.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// How to run. The default: seed 0, one thread per core.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RunOptions {
     /// Seed of the random data for parameters not given as inputs (see `random.rs`).
     pub seed: u64,
     /// Host threads that run blocks in parallel; 0 means one per available core. Results do
     /// not depend on it.
     pub threads: usize,
-}
-
-impl Default for RunOptions {
-    fn default() -> Self {
-        RunOptions {
-            seed: 0,
-            threads: 0,
-        }
-    }
 }
 
 /// Runs `func` on the CPU.
@@ -99,9 +90,11 @@ pub fn run(
     let mut globals: Vec<Buffer> = Vec::with_capacity(func.params.len());
     for (param, shape) in func.params.iter().zip(&resolved.shapes) {
         let name = &param.name.name;
-        let tensor = inputs
-            .remove(name)
-            .unwrap_or_else(|| random_input(param, shape, opts.seed));
+        let tensor = match inputs.remove(name) {
+            Some(t) => t,
+            None => random_input(param, shape, opts.seed)
+                .map_err(|e| Diagnostic::error(param.span, format!("`{name}`: {e}")))?,
+        };
         globals.push(Buffer {
             name: name.clone(),
             dtype: tensor.dtype(),

@@ -11,18 +11,29 @@
 
 use crate::dtype::DType;
 use crate::interp::scalar::Scalar;
-use crate::interp::tensor::Tensor;
+use crate::interp::tensor::{checked_len, fmt_shape, Tensor, MAX_ELEMENTS};
 use crate::ir::BufferDecl;
 
-/// Random data for buffer `decl` with the given (resolved) shape.
-pub fn random_input(decl: &BufferDecl, shape: &[usize], seed: u64) -> Tensor {
+/// Random data for buffer `decl` with the given (resolved) shape; an error only for a shape
+/// too large to hold (`tensor::MAX_ELEMENTS`).
+pub fn random_input(decl: &BufferDecl, shape: &[usize], seed: u64) -> Result<Tensor, String> {
     random_tensor(&decl.name.name, decl.dtype, shape, seed)
 }
 
 /// Random data named `name` (see the module doc).
-pub fn random_tensor(name: &str, dtype: DType, shape: &[usize], seed: u64) -> Tensor {
+pub fn random_tensor(
+    name: &str,
+    dtype: DType,
+    shape: &[usize],
+    seed: u64,
+) -> Result<Tensor, String> {
     let mut rng = SplitMix64(seed ^ fnv1a64(name.as_bytes()));
-    let len: usize = shape.iter().product();
+    let len = checked_len(shape).ok_or_else(|| {
+        format!(
+            "shape {} has more than {MAX_ELEMENTS} elements",
+            fmt_shape(shape)
+        )
+    })?;
     let values = (0..len).map(|_| {
         let draw = rng.next();
         if dtype.is_float() {
@@ -36,9 +47,7 @@ pub fn random_tensor(name: &str, dtype: DType, shape: &[usize], seed: u64) -> Te
             Scalar::Int((draw >> 60) as i64 - 8)
         }
     });
-    // The count always matches the shape, so this cannot fail; fall back to zeros anyway
-    // rather than panic.
-    Tensor::from_scalars(dtype, shape, values).unwrap_or_else(|_| Tensor::zeros(dtype, shape))
+    Tensor::from_scalars(dtype, shape, values)
 }
 
 /// FNV-1a, 64 bit: a fixed, portable string hash (std's hasher is not stable across releases).
@@ -70,14 +79,16 @@ mod tests {
 
     #[test]
     fn deterministic_per_seed_and_name() {
-        let a = random_tensor("A", DType::Float32, &[64], 7);
-        assert_eq!(a, random_tensor("A", DType::Float32, &[64], 7));
-        assert_ne!(a, random_tensor("B", DType::Float32, &[64], 7));
-        assert_ne!(a, random_tensor("A", DType::Float32, &[64], 8));
+        let a = random_tensor("A", DType::Float32, &[64], 7).unwrap();
+        assert_eq!(a, random_tensor("A", DType::Float32, &[64], 7).unwrap());
+        assert_ne!(a, random_tensor("B", DType::Float32, &[64], 7).unwrap());
+        assert_ne!(a, random_tensor("A", DType::Float32, &[64], 8).unwrap());
         let v = a.to_f64();
         assert!(v.iter().all(|&x| (-1.0..1.0).contains(&x)));
         assert!(v.iter().any(|&x| x < -0.5) && v.iter().any(|&x| x > 0.5));
-        let i = random_tensor("I", DType::Int32, &[256], 1).to_f64();
+        let i = random_tensor("I", DType::Int32, &[256], 1)
+            .unwrap()
+            .to_f64();
         assert!(i.iter().all(|&x| (-8.0..8.0).contains(&x)));
         assert!(i.contains(&-8.0) && i.contains(&7.0));
     }

@@ -82,14 +82,19 @@ pub struct Tensor {
 }
 
 impl Tensor {
-    /// A tensor of zeros.
-    pub fn zeros(dtype: DType, shape: &[usize]) -> Tensor {
-        let len = shape.iter().product();
-        Tensor {
+    /// A tensor of zeros; an error when the shape has more than `MAX_ELEMENTS` elements.
+    pub fn zeros(dtype: DType, shape: &[usize]) -> Result<Tensor, String> {
+        let len = checked_len(shape).ok_or_else(|| {
+            format!(
+                "shape {} has more than {MAX_ELEMENTS} elements",
+                fmt_shape(shape)
+            )
+        })?;
+        Ok(Tensor {
             dtype,
             shape: shape.to_vec(),
             data: TensorData::zeros(dtype, len),
-        }
+        })
     }
 
     /// A tensor from scalar values in row-major order, each converted to `dtype` with the
@@ -100,7 +105,7 @@ impl Tensor {
         shape: &[usize],
         values: impl IntoIterator<Item = Scalar>,
     ) -> Result<Tensor, String> {
-        let mut t = Tensor::zeros(dtype, shape);
+        let mut t = Tensor::zeros(dtype, shape)?;
         let mut n = 0usize;
         for value in values {
             if n >= t.len() {
@@ -199,6 +204,18 @@ impl fmt::Display for Tensor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.describe())
     }
+}
+
+/// The most elements a tensor or buffer may have (2^28, 2 GiB of storage): a larger shape is an error rather
+/// than an out-of-memory abort.
+pub const MAX_ELEMENTS: usize = 1 << 28;
+
+/// The number of elements of `shape`, if at most `MAX_ELEMENTS`.
+pub fn checked_len(shape: &[usize]) -> Option<usize> {
+    shape
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .filter(|&n| n <= MAX_ELEMENTS)
 }
 
 /// Python-style tuple text of a shape: `(128, 32)`, `(7,)`, `()`.

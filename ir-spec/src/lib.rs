@@ -5,6 +5,7 @@
 pub mod affine;
 pub mod diagnostic;
 pub mod dtype;
+pub mod interp;
 pub mod ir;
 pub mod parse;
 pub mod printer;

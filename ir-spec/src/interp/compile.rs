@@ -1,0 +1,521 @@
+//! Lowers a `PrimFunc` once, before it runs, into a form that is fast to execute: every name
+//! is resolved to a slot (scalar variables) or a `BufRef` (buffers), and every expression
+//! carries its dtype with the implicit conversions of `crate::types` made explicit as
+//! `Convert` nodes. Type errors and undefined names are reported here, with spans, before
+//! any block runs.
+
+use crate::diagnostic::Diagnostic;
+use crate::dtype::DType;
+use crate::interp::scalar::{convert, Scalar};
+use crate::ir::{BinOp, BufferDecl, Expr, ExprKind, Gemm, PrimFunc, Region, Stmt, StmtKind, UnOp};
+use crate::span::Span;
+use crate::types::{self, Typed};
+
+/// A buffer: a function parameter (global) or an allocation of the running kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BufRef {
+    Global(usize),
+    Local(usize),
+}
+
+/// A typed expression.
+#[derive(Clone, Debug)]
+pub(crate) struct CExpr {
+    pub kind: CKind,
+    pub dtype: DType,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum CKind {
+    /// A value of `dtype`. (Before `coerce`, a float literal holds its exact value.)
+    Const(Scalar),
+    Var(usize),
+    Load {
+        buf: BufRef,
+        indices: Vec<CExpr>,
+    },
+    Neg(Box<CExpr>),
+    Not(Box<CExpr>),
+    /// Arithmetic; both operands already have the node's dtype.
+    Arith(BinOp, Box<CExpr>, Box<CExpr>),
+    /// Comparison; both operands already have one common dtype.
+    Compare(BinOp, Box<CExpr>, Box<CExpr>),
+    And(Box<CExpr>, Box<CExpr>),
+    Or(Box<CExpr>, Box<CExpr>),
+    /// Conversion of the operand to the node's dtype (`T.cast` or implicit).
+    Convert(Box<CExpr>),
+    /// `T.if_then_else`; both branches already have the node's dtype.
+    Select(Box<CExpr>, Box<CExpr>, Box<CExpr>),
+}
+
+/// A region with its bounds as expressions.
+#[derive(Clone, Debug)]
+pub(crate) struct CRegion {
+    pub buf: BufRef,
+    pub starts: Vec<CExpr>,
+    pub extents: Vec<CExpr>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct CStmt {
+    pub kind: CStmtKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum CStmtKind {
+    Kernel(Box<CKernel>),
+    /// Every loop kind runs serially at the tile level.
+    Loop {
+        var: usize,
+        start: CExpr,
+        stop: CExpr,
+        body: Vec<CStmt>,
+    },
+    If {
+        cond: CExpr,
+        then_body: Vec<CStmt>,
+        else_body: Vec<CStmt>,
+    },
+    Let {
+        var: usize,
+        value: CExpr,
+    },
+    Store {
+        buf: BufRef,
+        indices: Vec<CExpr>,
+        /// Already converted to the buffer's dtype.
+        value: CExpr,
+    },
+    Copy {
+        src: CRegion,
+        dst: CRegion,
+    },
+    Gemm(Box<CGemm>),
+    Fill {
+        dst: CRegion,
+        /// Already converted to the buffer's dtype.
+        value: CExpr,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct CGemm {
+    pub a: CRegion,
+    pub b: CRegion,
+    pub c: CRegion,
+    pub trans_a: bool,
+    pub trans_b: bool,
+    pub clear_accum: bool,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct CKernel {
+    pub grid: Vec<CExpr>,
+    pub block_vars: Vec<usize>,
+    pub allocs: Vec<CAlloc>,
+    pub body: Vec<CStmt>,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct CAlloc {
+    pub name: String,
+    pub dtype: DType,
+    pub shape: Vec<CExpr>,
+}
+
+/// A compiled function.
+#[derive(Clone, Debug)]
+pub(crate) struct CFunc {
+    /// Number of scalar slots.
+    pub n_vars: usize,
+    /// Slot of each symbolic dim, in `PrimFunc::dims` order.
+    pub dim_slots: Vec<usize>,
+    pub body: Vec<CStmt>,
+}
+
+/// Compiles `func` (see the module doc).
+pub(crate) fn compile(func: &PrimFunc) -> Result<CFunc, Diagnostic> {
+    let mut c = Compiler {
+        vars: Vec::new(),
+        n_vars: 0,
+        globals: func.params.iter().map(BufInfo::of).collect(),
+        locals: Vec::new(),
+        in_kernel: false,
+    };
+    let dim_slots = func
+        .dims
+        .iter()
+        .map(|d| c.bind(&d.name, DType::Int32))
+        .collect();
+    let body = c.body(&func.body)?;
+    Ok(CFunc {
+        n_vars: c.n_vars,
+        dim_slots,
+        body,
+    })
+}
+
+struct BufInfo {
+    name: String,
+    dtype: DType,
+    rank: usize,
+}
+
+impl BufInfo {
+    fn of(decl: &BufferDecl) -> BufInfo {
+        BufInfo {
+            name: decl.name.name.clone(),
+            dtype: decl.dtype,
+            rank: decl.shape.len(),
+        }
+    }
+}
+
+struct Compiler {
+    /// Scalar variables in scope: name, slot, dtype (innermost last).
+    vars: Vec<(String, usize, DType)>,
+    n_vars: usize,
+    globals: Vec<BufInfo>,
+    /// Allocations of the kernel being compiled.
+    locals: Vec<BufInfo>,
+    in_kernel: bool,
+}
+
+type R<T> = Result<T, Diagnostic>;
+
+impl Compiler {
+    fn bind(&mut self, name: &str, dtype: DType) -> usize {
+        let slot = self.n_vars;
+        self.n_vars += 1;
+        self.vars.push((name.to_string(), slot, dtype));
+        slot
+    }
+
+    fn var(&self, name: &str) -> Option<(usize, DType)> {
+        self.vars
+            .iter()
+            .rev()
+            .find(|(n, _, _)| n == name)
+            .map(|&(_, slot, dtype)| (slot, dtype))
+    }
+
+    fn buffer(&self, name: &str, span: Span) -> R<(BufRef, DType, usize)> {
+        if let Some(i) = self.locals.iter().position(|b| b.name == name) {
+            let b = &self.locals[i];
+            return Ok((BufRef::Local(i), b.dtype, b.rank));
+        }
+        if let Some(i) = self.globals.iter().position(|b| b.name == name) {
+            let b = &self.globals[i];
+            return Ok((BufRef::Global(i), b.dtype, b.rank));
+        }
+        Err(Diagnostic::error(
+            span,
+            format!("undefined buffer `{name}`"),
+        ))
+    }
+
+    /// Compiles a statement list; names it binds go out of scope at its end.
+    fn body(&mut self, stmts: &[Stmt]) -> R<Vec<CStmt>> {
+        let mark = self.vars.len();
+        let out = stmts.iter().map(|s| self.stmt(s)).collect::<R<Vec<_>>>();
+        self.vars.truncate(mark);
+        out
+    }
+
+    fn stmt(&mut self, stmt: &Stmt) -> R<CStmt> {
+        let span = stmt.span;
+        if !self.in_kernel && !matches!(stmt.kind, StmtKind::Kernel(_) | StmtKind::Let { .. }) {
+            return Err(Diagnostic::error(
+                span,
+                "the interpreter runs only `T.Kernel` blocks and lets outside a kernel",
+            ));
+        }
+        let kind = match &stmt.kind {
+            StmtKind::Kernel(k) => {
+                if self.in_kernel {
+                    return Err(Diagnostic::error(span, "`T.Kernel` inside a kernel"));
+                }
+                let grid = k.grid.iter().map(|e| self.int_expr(e)).collect::<R<_>>()?;
+                let mark = self.vars.len();
+                let block_vars = k
+                    .block_vars
+                    .iter()
+                    .map(|v| self.bind(&v.name, DType::Int32))
+                    .collect();
+                let mut allocs = Vec::new();
+                for decl in &k.allocs {
+                    let shape = decl
+                        .shape
+                        .iter()
+                        .map(|e| self.int_expr(e))
+                        .collect::<R<_>>()?;
+                    allocs.push(CAlloc {
+                        name: decl.name.name.clone(),
+                        dtype: decl.dtype,
+                        shape,
+                    });
+                    self.locals.push(BufInfo::of(decl));
+                }
+                self.in_kernel = true;
+                let body = self.body(&k.body);
+                self.in_kernel = false;
+                self.locals.clear();
+                self.vars.truncate(mark);
+                CStmtKind::Kernel(Box::new(CKernel {
+                    grid,
+                    block_vars,
+                    allocs,
+                    body: body?,
+                }))
+            }
+            StmtKind::For(f) => {
+                let start = self.int_expr(&f.start)?;
+                let stop = self.int_expr(&f.stop)?;
+                let mark = self.vars.len();
+                let var = self.bind(&f.var.name, DType::Int32);
+                let body = self.body(&f.body);
+                self.vars.truncate(mark);
+                CStmtKind::Loop {
+                    var,
+                    start,
+                    stop,
+                    body: body?,
+                }
+            }
+            StmtKind::If {
+                cond,
+                then_body,
+                else_body,
+            } => CStmtKind::If {
+                cond: self.bool_expr(cond)?,
+                then_body: self.body(then_body)?,
+                else_body: self.body(else_body)?,
+            },
+            StmtKind::Let { var, dtype, value } => {
+                let (v, t) = self.expr(value)?;
+                let dtype = dtype.unwrap_or(t.dtype);
+                let value = coerce(v, dtype);
+                let var = self.bind(&var.name, dtype);
+                CStmtKind::Let { var, value }
+            }
+            StmtKind::Store {
+                buffer,
+                indices,
+                value,
+            } => {
+                let (buf, dtype, rank) = self.buffer(&buffer.name, buffer.span)?;
+                if indices.len() != rank {
+                    return Err(rank_error(&buffer.name, rank, indices.len(), span));
+                }
+                let indices = indices.iter().map(|e| self.int_expr(e)).collect::<R<_>>()?;
+                let value = coerce(self.expr(value)?.0, dtype);
+                CStmtKind::Store {
+                    buf,
+                    indices,
+                    value,
+                }
+            }
+            StmtKind::Copy { src, dst } => CStmtKind::Copy {
+                src: self.region(src, span)?,
+                dst: self.region(dst, span)?,
+            },
+            StmtKind::Gemm(g) => CStmtKind::Gemm(Box::new(self.gemm(g, span)?)),
+            StmtKind::Fill { dst, value } => {
+                let dst = self.region(dst, span)?;
+                let dtype = self.region_dtype(dst.buf);
+                let value = coerce(self.expr(value)?.0, dtype);
+                CStmtKind::Fill { dst, value }
+            }
+        };
+        Ok(CStmt { kind, span })
+    }
+
+    fn gemm(&mut self, g: &Gemm, at: Span) -> R<CGemm> {
+        Ok(CGemm {
+            a: self.region(&g.a, at)?,
+            b: self.region(&g.b, at)?,
+            c: self.region(&g.c, at)?,
+            trans_a: g.trans_a,
+            trans_b: g.trans_b,
+            clear_accum: g.clear_accum,
+        })
+    }
+
+    fn region_dtype(&self, buf: BufRef) -> DType {
+        match buf {
+            BufRef::Global(i) => self.globals.get(i).map(|b| b.dtype),
+            BufRef::Local(i) => self.locals.get(i).map(|b| b.dtype),
+        }
+        .unwrap_or(DType::Float32)
+    }
+
+    /// A region; one without a source span of its own points at its statement (`at`).
+    fn region(&mut self, r: &Region, at: Span) -> R<CRegion> {
+        let (buf, _, rank) = self.buffer(&r.buffer.name, r.buffer.span)?;
+        if r.ranges.len() != rank {
+            return Err(rank_error(&r.buffer.name, rank, r.ranges.len(), r.span));
+        }
+        let mut starts = Vec::new();
+        let mut extents = Vec::new();
+        for range in &r.ranges {
+            starts.push(self.int_expr(&range.start)?);
+            extents.push(self.int_expr(&range.extent)?);
+        }
+        Ok(CRegion {
+            buf,
+            starts,
+            extents,
+            span: if r.span.is_dummy() { at } else { r.span },
+        })
+    }
+
+    /// An expression that must be an integer (index, bound, extent).
+    fn int_expr(&mut self, e: &Expr) -> R<CExpr> {
+        let (c, t) = self.expr(e)?;
+        if !t.dtype.is_int() {
+            return Err(Diagnostic::error(
+                e.span,
+                format!("expected an integer expression, found {}", t.dtype),
+            ));
+        }
+        Ok(coerce(c, t.dtype))
+    }
+
+    /// An expression that must be a bool (condition).
+    fn bool_expr(&mut self, e: &Expr) -> R<CExpr> {
+        let (c, t) = self.expr(e)?;
+        if !t.dtype.is_bool() {
+            return Err(Diagnostic::error(
+                e.span,
+                format!("condition must be bool, found {}", t.dtype),
+            ));
+        }
+        Ok(c)
+    }
+
+    /// Compiles an expression; also returns its static type (with literal weakness).
+    fn expr(&mut self, e: &Expr) -> R<(CExpr, Typed)> {
+        let span = e.span;
+        let node = |kind, dtype| CExpr { kind, dtype, span };
+        let err = |m: String| Diagnostic::error(span, m);
+        Ok(match &e.kind {
+            ExprKind::Int(v) => {
+                let dtype = types::int_literal_dtype(*v);
+                (node(CKind::Const(Scalar::Int(*v)), dtype), weak(dtype))
+            }
+            // Kept exact: a literal takes the dtype of what it meets and is rounded once.
+            ExprKind::Float(x) => (
+                node(CKind::Const(Scalar::Float(*x)), DType::Float32),
+                weak(DType::Float32),
+            ),
+            ExprKind::Bool(b) => (
+                node(CKind::Const(Scalar::Bool(*b)), DType::Bool),
+                Typed::strong(DType::Bool),
+            ),
+            ExprKind::Var(name) => {
+                let (slot, dtype) = self
+                    .var(name)
+                    .ok_or_else(|| err(format!("undefined name `{name}`")))?;
+                (node(CKind::Var(slot), dtype), Typed::strong(dtype))
+            }
+            ExprKind::Load { buffer, indices } => {
+                let (buf, dtype, rank) = self.buffer(buffer, span)?;
+                if indices.len() != rank {
+                    return Err(rank_error(buffer, rank, indices.len(), span));
+                }
+                let indices = indices.iter().map(|i| self.int_expr(i)).collect::<R<_>>()?;
+                (
+                    node(CKind::Load { buf, indices }, dtype),
+                    Typed::strong(dtype),
+                )
+            }
+            ExprKind::Unary(op, a) => {
+                let (a, ta) = self.expr(a)?;
+                let t = types::unary_result(*op, ta).map_err(err)?;
+                let a = Box::new(coerce(a, t.dtype));
+                let kind = match op {
+                    UnOp::Neg => CKind::Neg(a),
+                    UnOp::Not => CKind::Not(a),
+                };
+                (node(kind, t.dtype), t)
+            }
+            ExprKind::Binary(op, a, b) => {
+                let (a, ta) = self.expr(a)?;
+                let (b, tb) = self.expr(b)?;
+                let t = types::binary_result(*op, ta, tb).map_err(err)?;
+                let kind = if op.is_logical() {
+                    match op {
+                        BinOp::And => CKind::And(Box::new(a), Box::new(b)),
+                        _ => CKind::Or(Box::new(a), Box::new(b)),
+                    }
+                } else if op.is_comparison() {
+                    let common = types::unify(ta, tb).map_err(err)?.dtype;
+                    CKind::Compare(
+                        *op,
+                        Box::new(coerce(a, common)),
+                        Box::new(coerce(b, common)),
+                    )
+                } else {
+                    CKind::Arith(
+                        *op,
+                        Box::new(coerce(a, t.dtype)),
+                        Box::new(coerce(b, t.dtype)),
+                    )
+                };
+                (node(kind, t.dtype), t)
+            }
+            ExprKind::Cast(dtype, a) => {
+                let (a, _) = self.expr(a)?;
+                (coerce(a, *dtype), Typed::strong(*dtype))
+            }
+            ExprKind::Select(c, a, b) => {
+                let c = self.bool_expr(c)?;
+                let (a, ta) = self.expr(a)?;
+                let (b, tb) = self.expr(b)?;
+                let t = if ta.dtype.is_bool() && tb.dtype.is_bool() {
+                    Typed::strong(DType::Bool)
+                } else {
+                    types::unify(ta, tb).map_err(err)?
+                };
+                let kind = CKind::Select(
+                    Box::new(c),
+                    Box::new(coerce(a, t.dtype)),
+                    Box::new(coerce(b, t.dtype)),
+                );
+                (node(kind, t.dtype), t)
+            }
+        })
+    }
+}
+
+fn weak(dtype: DType) -> Typed {
+    Typed { dtype, weak: true }
+}
+
+fn rank_error(name: &str, rank: usize, found: usize, span: Span) -> Diagnostic {
+    Diagnostic::error(
+        span,
+        format!("`{name}` has {rank} dimension(s) but {found} index(es) are given"),
+    )
+}
+
+/// Converts `e` to `to`: constants fold (a literal is rounded once, from its exact value),
+/// other expressions get a `Convert` node when the dtype differs.
+pub(crate) fn coerce(e: CExpr, to: DType) -> CExpr {
+    match e.kind {
+        CKind::Const(v) => CExpr {
+            kind: CKind::Const(convert(v, to)),
+            dtype: to,
+            span: e.span,
+        },
+        _ if e.dtype == to => e,
+        _ => CExpr {
+            span: e.span,
+            kind: CKind::Convert(Box::new(e)),
+            dtype: to,
+        },
+    }
+}

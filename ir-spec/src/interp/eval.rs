@@ -1,0 +1,125 @@
+//! Expression evaluation, and the run-time faults it can raise.
+
+use crate::interp::compile::{BufRef, CExpr, CKind};
+use crate::interp::memory::Memory;
+use crate::interp::scalar::{arith, compare, convert, neg, ArithError, Scalar};
+use crate::span::Span;
+
+/// A run-time error inside a block; the launcher adds the block index and turns it into a
+/// `Diagnostic`.
+#[derive(Debug)]
+pub(crate) struct Fault {
+    pub span: Span,
+    pub message: String,
+}
+
+/// Boxed so that the `Ok` path stays small.
+pub(crate) type Res<T> = Result<T, Box<Fault>>;
+
+pub(crate) fn fault<T>(span: Span, message: impl Into<String>) -> Res<T> {
+    Err(Box::new(Fault {
+        span,
+        message: message.into(),
+    }))
+}
+
+/// The state of one running block: its scalar variables and its memory.
+pub(crate) struct Frame<'g> {
+    pub vars: Vec<Scalar>,
+    pub mem: Memory<'g>,
+}
+
+impl Frame<'_> {
+    pub fn eval(&self, e: &CExpr) -> Res<Scalar> {
+        Ok(match &e.kind {
+            CKind::Const(v) => *v,
+            // Slots come from the compiler and `vars` is sized from it.
+            CKind::Var(slot) => self.vars[*slot],
+            CKind::Load { buf, indices } => {
+                let flat = self.flat_index(*buf, indices, e.span)?;
+                match self.mem.read(*buf, flat) {
+                    Some(v) => v,
+                    None => return fault(e.span, self.unwritten(*buf, indices)),
+                }
+            }
+            CKind::Neg(a) => neg(e.dtype, self.eval(a)?),
+            CKind::Not(a) => Scalar::Bool(!self.eval(a)?.as_bool()),
+            CKind::Arith(op, a, b) => {
+                let (x, y) = (self.eval(a)?, self.eval(b)?);
+                match arith(*op, e.dtype, x, y) {
+                    Ok(v) => v,
+                    Err(ArithError::IntDivByZero) => {
+                        return fault(e.span, "integer division by zero")
+                    }
+                }
+            }
+            CKind::Compare(op, a, b) => {
+                let (x, y) = (self.eval(a)?, self.eval(b)?);
+                Scalar::Bool(compare(*op, a.dtype, x, y))
+            }
+            CKind::And(a, b) => Scalar::Bool(self.eval(a)?.as_bool() && self.eval(b)?.as_bool()),
+            CKind::Or(a, b) => Scalar::Bool(self.eval(a)?.as_bool() || self.eval(b)?.as_bool()),
+            CKind::Convert(a) => convert(self.eval(a)?, e.dtype),
+            CKind::Select(c, a, b) => {
+                // Only the taken branch runs, so `T.if_then_else(i < n, A[i], 0)` is safe.
+                if self.eval(c)?.as_bool() {
+                    self.eval(a)?
+                } else {
+                    self.eval(b)?
+                }
+            }
+        })
+    }
+
+    /// The value of an integer expression.
+    pub fn eval_int(&self, e: &CExpr) -> Res<i64> {
+        Ok(self.eval(e)?.as_i64())
+    }
+
+    /// The row-major position of `buf[indices]`, or an out-of-bounds fault at `span`.
+    pub fn flat_index(&self, buf: BufRef, indices: &[CExpr], span: Span) -> Res<usize> {
+        let shape = &self.mem.buffer(buf).shape;
+        let mut flat = 0usize;
+        for (index, &n) in indices.iter().zip(shape) {
+            let i = self.eval_int(index)?;
+            match usize::try_from(i) {
+                // `flat * n + i` < the buffer's length, which fits in memory.
+                Ok(i) if i < n => flat = flat * n + i,
+                _ => {
+                    let b = self.mem.buffer(buf);
+                    return fault(
+                        span,
+                        format!(
+                            "index {} is out of bounds for `{}` with shape {}",
+                            self.index_text(indices),
+                            b.name,
+                            b.shape_text()
+                        ),
+                    );
+                }
+            }
+        }
+        Ok(flat)
+    }
+
+    /// `[130, 4]` (indices that fail to evaluate print as `?`).
+    fn index_text(&self, indices: &[CExpr]) -> String {
+        let parts: Vec<String> = indices
+            .iter()
+            .map(|i| match self.eval_int(i) {
+                Ok(v) => v.to_string(),
+                Err(_) => "?".to_string(),
+            })
+            .collect();
+        format!("[{}]", parts.join(", "))
+    }
+
+    fn unwritten(&self, buf: BufRef, indices: &[CExpr]) -> String {
+        let b = self.mem.buffer(buf);
+        format!(
+            "`{}{}` is read but was never written",
+            b.name,
+            self.index_text(indices)
+        )
+    }
+}

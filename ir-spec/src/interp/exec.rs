@@ -1,0 +1,269 @@
+//! Statement execution inside a block, and the launch of a kernel's grid.
+
+use crate::diagnostic::Diagnostic;
+use crate::interp::compile::{CKernel, CStmt, CStmtKind};
+use crate::interp::eval::{fault, Fault, Frame, Res};
+use crate::interp::memory::{Buffer, Memory, Overlay};
+use crate::interp::ops;
+use crate::interp::scalar::Scalar;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// The most blocks one grid may have (2^24): more would take days to interpret.
+const MAX_BLOCKS: usize = 1 << 24;
+
+impl Frame<'_> {
+    pub fn exec(&mut self, stmts: &[CStmt]) -> Res<()> {
+        for stmt in stmts {
+            self.exec_one(stmt)?;
+        }
+        Ok(())
+    }
+
+    fn exec_one(&mut self, stmt: &CStmt) -> Res<()> {
+        match &stmt.kind {
+            CStmtKind::Loop {
+                var,
+                start,
+                stop,
+                body,
+            } => {
+                let (start, stop) = (self.eval_int(start)?, self.eval_int(stop)?);
+                for i in start..stop {
+                    self.vars[*var] = Scalar::Int(i);
+                    self.exec(body)?;
+                }
+            }
+            CStmtKind::If {
+                cond,
+                then_body,
+                else_body,
+            } => {
+                if self.eval(cond)?.as_bool() {
+                    self.exec(then_body)?;
+                } else {
+                    self.exec(else_body)?;
+                }
+            }
+            CStmtKind::Let { var, value } => self.vars[*var] = self.eval(value)?,
+            CStmtKind::Store {
+                buf,
+                indices,
+                value,
+            } => {
+                let flat = self.flat_index(*buf, indices, stmt.span)?;
+                let v = self.eval(value)?;
+                self.mem.write(*buf, flat, v);
+            }
+            CStmtKind::Copy { src, dst } => ops::copy::copy(self, src, dst, stmt.span)?,
+            CStmtKind::Gemm(g) => ops::gemm::gemm(self, g, stmt.span)?,
+            CStmtKind::Fill { dst, value } => ops::fill::fill(self, dst, value)?,
+            // The compiler rejects nested kernels.
+            CStmtKind::Kernel(_) => return fault(stmt.span, "`T.Kernel` inside a kernel"),
+        }
+        Ok(())
+    }
+}
+
+/// Runs every block of `kernel`'s grid on `threads` host threads and applies their global
+/// writes in block order. `vars` holds the values of the variables bound outside the kernel.
+pub(crate) fn launch(
+    kernel: &CKernel,
+    span: crate::span::Span,
+    vars: &[Scalar],
+    globals: &mut [Buffer],
+    threads: usize,
+) -> Result<(), Diagnostic> {
+    let host = Frame {
+        vars: vars.to_vec(),
+        mem: Memory::new(globals, Vec::new()),
+    };
+    let mut grid = Vec::new();
+    let mut n_blocks = 1usize;
+    for e in &kernel.grid {
+        let g = host.eval_int(e).map_err(|f| to_diagnostic(*f, None))?;
+        match usize::try_from(g)
+            .ok()
+            .and_then(|g| n_blocks.checked_mul(g).map(|n| (g, n)))
+            .filter(|&(_, n)| n <= MAX_BLOCKS)
+        {
+            Some((g, n)) => {
+                grid.push(g);
+                n_blocks = n;
+            }
+            None => {
+                return Err(Diagnostic::error(
+                    e.span,
+                    format!(
+                        "grid extent {g} must be a non-negative size, with at most {MAX_BLOCKS} blocks in all"
+                    ),
+                ))
+            }
+        }
+    }
+    drop(host);
+    let run_block = |index: usize| -> Result<Vec<Overlay>, Diagnostic> {
+        let coords = block_coords(index, &grid);
+        run_block(kernel, vars, globals, &coords)
+            .map_err(|f| to_diagnostic(*f, Some(&coords)))
+            .map_err(|d| {
+                if d.span.is_dummy() {
+                    Diagnostic { span, ..d }
+                } else {
+                    d
+                }
+            })
+    };
+    let results: Vec<Result<Vec<Overlay>, Diagnostic>> = if threads <= 1 || n_blocks <= 1 {
+        let mut out = Vec::new();
+        for index in 0..n_blocks {
+            let r = run_block(index);
+            let failed = r.is_err();
+            out.push(r);
+            if failed {
+                break;
+            }
+        }
+        out
+    } else {
+        run_parallel(n_blocks, threads, &run_block)
+    };
+    // The first failing block in linear order is the one reported, whatever the threads did.
+    let mut logs = Vec::with_capacity(results.len());
+    for r in results {
+        logs.push(r?);
+    }
+    for log in logs {
+        for (g, overlay) in log.into_iter().enumerate() {
+            if let Some(buf) = globals.get_mut(g) {
+                for (flat, v) in overlay {
+                    buf.data.set(flat, v);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs blocks `0..n` on `threads` workers. Every block before the first failing one runs,
+/// so the error reported is the same as in a serial run; blocks after it may be skipped.
+fn run_parallel<T: Send>(
+    n: usize,
+    threads: usize,
+    run_block: &(dyn Fn(usize) -> Result<T, Diagnostic> + Sync),
+) -> Vec<Result<T, Diagnostic>> {
+    let next = AtomicUsize::new(0);
+    let first_failure = AtomicUsize::new(usize::MAX);
+    let slots: Mutex<Vec<Option<Result<T, Diagnostic>>>> =
+        Mutex::new((0..n).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..threads.min(n) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n || i > first_failure.load(Ordering::Relaxed) {
+                    break;
+                }
+                let r = run_block(i);
+                if r.is_err() {
+                    first_failure.fetch_min(i, Ordering::Relaxed);
+                }
+                if let Ok(mut slots) = slots.lock() {
+                    if let Some(slot) = slots.get_mut(i) {
+                        *slot = Some(r);
+                    }
+                }
+            });
+        }
+    });
+    let slots = slots
+        .into_inner()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    // Keep results up to and including the first failure; later ones may be missing.
+    let mut out = Vec::with_capacity(n);
+    for slot in slots {
+        match slot {
+            Some(r) => {
+                let failed = r.is_err();
+                out.push(r);
+                if failed {
+                    break;
+                }
+            }
+            None => break,
+        }
+    }
+    out
+}
+
+/// Block `index` in linear order (x fastest) as grid coordinates.
+fn block_coords(index: usize, grid: &[usize]) -> Vec<i64> {
+    let mut rest = index;
+    grid.iter()
+        .map(|&g| {
+            let c = rest.checked_rem(g).unwrap_or(0);
+            rest = rest.checked_div(g).unwrap_or(0);
+            c as i64
+        })
+        .collect()
+}
+
+fn run_block(
+    kernel: &CKernel,
+    vars: &[Scalar],
+    globals: &[Buffer],
+    coords: &[i64],
+) -> Res<Vec<Overlay>> {
+    let mut frame = Frame {
+        vars: vars.to_vec(),
+        mem: Memory::new(globals, Vec::new()),
+    };
+    for (&slot, &c) in kernel.block_vars.iter().zip(coords) {
+        frame.vars[slot] = Scalar::Int(c);
+    }
+    // Fresh allocations for this block (their shapes may depend on dims).
+    for alloc in &kernel.allocs {
+        let mut shape = Vec::with_capacity(alloc.shape.len());
+        let mut len = 1usize;
+        for e in &alloc.shape {
+            let d = frame.eval_int(e)?;
+            match usize::try_from(d)
+                .ok()
+                .and_then(|d| len.checked_mul(d).map(|l| (d, l)))
+                .filter(|&(_, l)| l <= crate::interp::tensor::MAX_ELEMENTS)
+            {
+                Some((d, l)) => {
+                    shape.push(d);
+                    len = l;
+                }
+                None => {
+                    return fault(
+                        e.span,
+                        format!(
+                        "cannot allocate `{}`: extent {d} is negative or the buffer is too large",
+                        alloc.name
+                    ),
+                    )
+                }
+            }
+        }
+        frame
+            .mem
+            .locals
+            .push(Buffer::fresh(&alloc.name, alloc.dtype, shape));
+    }
+    frame.exec(&kernel.body)?;
+    Ok(frame.mem.overlays)
+}
+
+/// Turns a fault into a diagnostic, naming the block it happened in.
+pub(crate) fn to_diagnostic(f: Fault, block: Option<&[i64]>) -> Diagnostic {
+    let message = match block {
+        Some([one]) => format!("{} (block {one})", f.message),
+        Some(coords) => {
+            let parts: Vec<String> = coords.iter().map(|c| c.to_string()).collect();
+            format!("{} (block ({}))", f.message, parts.join(", "))
+        }
+        None => f.message,
+    };
+    Diagnostic::error(f.span, message)
+}

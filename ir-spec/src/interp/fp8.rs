@@ -1,0 +1,184 @@
+//! The two 8-bit float formats: OCP `E4M3FN` (`float8_e4m3`) and `E5M2` (`float8_e5m2`).
+//!
+//! | format | bias | max finite | infinities | NaN |
+//! |---|---|---|---|---|
+//! | e4m3 | 7 | 448 (`0x7E`) | none | `S.1111.111` (`0x7F` / `0xFF`) |
+//! | e5m2 | 15 | 57344 (`0x7B`) | `S.11111.00` | `S.11111.xx`, xx ≠ 0 (`0x7F` / `0xFF` written) |
+//!
+//! **Conversion to fp8** (from any wider value) rounds to nearest, ties to even, with
+//! subnormals. Magnitudes beyond the largest finite value — infinities included — saturate to
+//! ± max finite, and NaN stays NaN (sign kept): this is PTX `cvt.rn.satfinite`, the only
+//! rounding mode the hardware offers for f32 → fp8, so the interpreter and the GPU agree.
+//! Decoding is exact.
+
+/// The parameters of one 8-bit float format.
+#[derive(Clone, Copy, Debug)]
+pub struct Fp8Format {
+    /// Mantissa (fraction) bits.
+    man_bits: u32,
+    bias: i32,
+    /// Largest finite magnitude and its bits.
+    max_finite: f64,
+    max_bits: u8,
+    /// Whether exponent-all-ones with a zero mantissa is infinity (IEEE style).
+    has_inf: bool,
+}
+
+/// OCP E4M3FN.
+pub const E4M3: Fp8Format = Fp8Format {
+    man_bits: 3,
+    bias: 7,
+    max_finite: 448.0,
+    max_bits: 0x7E,
+    has_inf: false,
+};
+
+/// OCP E5M2.
+pub const E5M2: Fp8Format = Fp8Format {
+    man_bits: 2,
+    bias: 15,
+    max_finite: 57344.0,
+    max_bits: 0x7B,
+    has_inf: true,
+};
+
+/// The NaN this module writes (sign bit aside): all exponent and mantissa bits set.
+const NAN_BITS: u8 = 0x7F;
+
+/// Encodes `x` (round to nearest even, saturating; see the module doc).
+pub fn encode(fmt: Fp8Format, x: f64) -> u8 {
+    let sign: u8 = if x.is_sign_negative() { 0x80 } else { 0 };
+    if x.is_nan() {
+        return sign | NAN_BITS;
+    }
+    let a = x.abs();
+    if a > fmt.max_finite {
+        return sign | fmt.max_bits;
+    }
+    let m = fmt.man_bits as i32;
+    let emin = 1 - fmt.bias;
+    // Half of the smallest subnormal and below round to zero (the tie goes to even = 0).
+    if a <= pow2(emin - m - 1) {
+        return sign;
+    }
+    // `a` is a normal f64 here, so its exponent field is meaningful.
+    let exp = ((a.to_bits() >> 52) & 0x7ff) as i32 - 1023;
+    let e = exp.max(emin);
+    // Dividing by a power of two is exact; the rounding happens only in `round_ties_even`.
+    let r = (a / pow2(e - m)).round_ties_even() as u32;
+    let (e, r) = if r >= 1 << (m + 1) {
+        (e + 1, r / 2)
+    } else {
+        (e, r)
+    };
+    let bits = if r < 1 << m {
+        r // subnormal: exponent field 0
+    } else {
+        (((e + fmt.bias) as u32) << m) | (r - (1 << m))
+    };
+    sign | (bits as u8).min(fmt.max_bits)
+}
+
+/// Decodes fp8 bits to their exact value.
+pub fn decode(fmt: Fp8Format, bits: u8) -> f64 {
+    let m = fmt.man_bits;
+    let exp_mask = (0x7Fu8 >> m) as i32;
+    let e = ((bits & 0x7F) >> m) as i32;
+    let f = (bits & ((1u8 << m) - 1)) as i32;
+    let magnitude = if e == exp_mask && (fmt.has_inf || f == (1 << m) - 1) {
+        if fmt.has_inf && f == 0 {
+            f64::INFINITY
+        } else {
+            f64::NAN
+        }
+    } else if e == 0 {
+        f as f64 * pow2(1 - fmt.bias - m as i32)
+    } else {
+        (1.0 + f as f64 / (1u32 << m) as f64) * pow2(e - fmt.bias)
+    };
+    if bits & 0x80 != 0 {
+        -magnitude
+    } else {
+        magnitude
+    }
+}
+
+/// Rounds `x` to the nearest value of the format (the value, not the bits).
+pub fn round(fmt: Fp8Format, x: f64) -> f64 {
+    decode(fmt, encode(fmt, x))
+}
+
+fn pow2(e: i32) -> f64 {
+    2f64.powi(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn e4m3_known_encodings() {
+        let table: &[(f64, u8)] = &[
+            (0.0, 0x00),
+            (-0.0, 0x80),
+            (1.0, 0x38),
+            (-2.0, 0xC0),
+            (448.0, 0x7E),
+            (-448.0, 0xFE),
+            (500.0, 0x7E),                 // saturates
+            (f64::INFINITY, 0x7E),         // saturates
+            (2f64.powi(-9), 0x01),         // smallest subnormal
+            (2f64.powi(-10), 0x00),        // tie with 0 goes to even
+            (0.875 * 2f64.powi(-6), 0x07), // largest subnormal
+            (2f64.powi(-6), 0x08),         // smallest normal
+            (1.0625, 0x38),                // tie between 1.0 and 1.125 → even
+            (1.1875, 0x3A),                // tie between 1.125 and 1.25 → even
+            (0.3, 0x2A),                   // 0.3 ≈ 1.25 * 2^-2 = 0.3125 (0x2A)
+        ];
+        for &(x, bits) in table {
+            assert_eq!(encode(E4M3, x), bits, "encode {x}");
+        }
+        assert_eq!(encode(E4M3, f64::NAN) & 0x7F, 0x7F);
+        assert!(decode(E4M3, 0x7F).is_nan());
+        assert!(decode(E4M3, 0xFF).is_nan());
+        assert_eq!(decode(E4M3, 0x7E), 448.0);
+        assert_eq!(decode(E4M3, 0x01), 2f64.powi(-9));
+        assert_eq!(decode(E4M3, 0x78), 256.0);
+    }
+
+    #[test]
+    fn e5m2_known_encodings() {
+        let table: &[(f64, u8)] = &[
+            (1.0, 0x3C),
+            (-0.5, 0xB8),
+            (57344.0, 0x7B),
+            (1e9, 0x7B),
+            (f64::NEG_INFINITY, 0xFB),
+            (2f64.powi(-16), 0x01),
+            (2f64.powi(-14), 0x04),
+            (1.125, 0x3C), // tie between 1.0 and 1.25 → even
+            (1.375, 0x3E), // tie between 1.25 and 1.5 → even
+        ];
+        for &(x, bits) in table {
+            assert_eq!(encode(E5M2, x), bits, "encode {x}");
+        }
+        assert_eq!(decode(E5M2, 0x7C), f64::INFINITY);
+        assert_eq!(decode(E5M2, 0xFC), f64::NEG_INFINITY);
+        assert!(decode(E5M2, 0x7D).is_nan());
+        assert!(decode(E5M2, 0x7F).is_nan());
+    }
+
+    #[test]
+    fn every_finite_code_round_trips() {
+        for fmt in [E4M3, E5M2] {
+            for bits in 0..=255u8 {
+                let v = decode(fmt, bits);
+                if v.is_finite() {
+                    let back = encode(fmt, v);
+                    // ±0 keep their sign bit; everything else is unique.
+                    assert_eq!(back, bits, "{fmt:?} code {bits:#04x} value {v}");
+                }
+            }
+        }
+    }
+}

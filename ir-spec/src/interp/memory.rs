@@ -1,0 +1,126 @@
+//! The buffers one block sees: the global parameters (read-only while blocks run, plus this
+//! block's own writes in an overlay) and the block's fresh shared / fragment / local
+//! allocations, which remember which elements were ever written.
+//!
+//! Blocks do not see each other's global writes (as on a GPU, where blocks are unordered):
+//! each block reads the globals as they were at launch plus its own writes, and the writes
+//! of all blocks are applied when the grid finishes, in linear block order (x fastest). So a
+//! run gives the same result with any number of host threads.
+
+use crate::dtype::DType;
+use crate::interp::compile::BufRef;
+use crate::interp::scalar::Scalar;
+use crate::interp::tensor::{fmt_shape, TensorData};
+use std::collections::HashMap;
+
+/// A buffer while the program runs.
+#[derive(Clone, Debug)]
+pub(crate) struct Buffer {
+    pub name: String,
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+    pub data: TensorData,
+    /// Per element: ever written? `None` for globals, which always hold data.
+    pub written: Option<Vec<bool>>,
+}
+
+impl Buffer {
+    /// A fresh, never-written allocation.
+    pub fn fresh(name: &str, dtype: DType, shape: Vec<usize>) -> Buffer {
+        let len = shape.iter().product();
+        Buffer {
+            name: name.to_string(),
+            dtype,
+            shape,
+            data: TensorData::zeros(dtype, len),
+            written: Some(vec![false; len]),
+        }
+    }
+
+    /// `(128, 32)`.
+    pub fn shape_text(&self) -> String {
+        fmt_shape(&self.shape)
+    }
+
+    /// Row-major strides.
+    pub fn strides(&self) -> Vec<usize> {
+        let mut s = vec![1usize; self.shape.len()];
+        for d in (0..self.shape.len().saturating_sub(1)).rev() {
+            s[d] = s[d + 1] * self.shape[d + 1];
+        }
+        s
+    }
+}
+
+/// A global write log: flat index → value (the last write wins).
+pub(crate) type Overlay = HashMap<usize, Scalar>;
+
+pub(crate) struct Memory<'g> {
+    pub globals: &'g [Buffer],
+    /// One per global: this block's writes.
+    pub overlays: Vec<Overlay>,
+    /// The running kernel's allocations (`BufRef::Local` indexes this).
+    pub locals: Vec<Buffer>,
+}
+
+impl<'g> Memory<'g> {
+    pub fn new(globals: &'g [Buffer], locals: Vec<Buffer>) -> Memory<'g> {
+        Memory {
+            globals,
+            overlays: vec![Overlay::new(); globals.len()],
+            locals,
+        }
+    }
+
+    // Slots come from the compiler, which numbers exactly the buffers this memory holds, so
+    // indexing cannot fail on any input.
+    #[inline]
+    pub fn buffer(&self, b: BufRef) -> &Buffer {
+        match b {
+            BufRef::Global(i) => &self.globals[i],
+            BufRef::Local(i) => &self.locals[i],
+        }
+    }
+
+    /// Element `flat` (in bounds) of `b`; `None` if it was never written.
+    #[inline]
+    pub fn read(&self, b: BufRef, flat: usize) -> Option<Scalar> {
+        match b {
+            BufRef::Global(i) => {
+                let overlay = &self.overlays[i];
+                if !overlay.is_empty() {
+                    if let Some(&v) = overlay.get(&flat) {
+                        return Some(v);
+                    }
+                }
+                self.globals[i].data.get(flat)
+            }
+            BufRef::Local(i) => {
+                let buf = &self.locals[i];
+                match &buf.written {
+                    Some(w) if !w.get(flat).copied().unwrap_or(false) => None,
+                    _ => buf.data.get(flat),
+                }
+            }
+        }
+    }
+
+    /// Writes `value` (already of the buffer's dtype) to element `flat` (in bounds).
+    #[inline]
+    pub fn write(&mut self, b: BufRef, flat: usize, value: Scalar) {
+        match b {
+            BufRef::Global(i) => {
+                self.overlays[i].insert(flat, value);
+            }
+            BufRef::Local(i) => {
+                let buf = &mut self.locals[i];
+                buf.data.set(flat, value);
+                if let Some(w) = &mut buf.written {
+                    if let Some(slot) = w.get_mut(flat) {
+                        *slot = true;
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! `.npy` files in and out (through `npyz`).
+//!
+//! How each dtype is stored (always C order; little endian):
+//!
+//! | tlc dtype | `.npy` dtype | numpy |
+//! |---|---|---|
+//! | `float16` | `<f2` | `float16` |
+//! | `bfloat16` | `<u2` | `uint16` holding the raw bfloat16 bits (`torch.bfloat16` viewed as `int16`/`uint16`; widen with `(a.astype(np.uint32) << 16).view(np.float32)`) |
+//! | `float32` | `<f4` | `float32` |
+//! | `float64` | `<f8` | `float64` |
+//! | `float8_e4m3` | `\|u1` | `uint8` holding the raw OCP E4M3FN bits (`ml_dtypes.float8_e4m3fn` viewed as `uint8`) |
+//! | `float8_e5m2` | `\|u1` | `uint8` holding the raw OCP E5M2 bits (`ml_dtypes.float8_e5m2` viewed as `uint8`) |
+//! | `int8` / `int32` / `int64` | `\|i1` / `<i4` / `<i8` | `int8` / `int32` / `int64` |
+//! | `uint8` / `uint32` | `\|u1` / `<u4` | `uint8` / `uint32` |
+//! | `bool` | `\|b1` | `bool` |
+//!
+//! Reading accepts exactly the `.npy` dtype of the expected tlc dtype (no silent casts);
+//! Fortran-order files are accepted and reordered to C order.
+
+use crate::dtype::DType;
+use crate::interp::fp8;
+use crate::interp::tensor::{fmt_shape, Tensor, TensorData};
+use half::{bf16, f16};
+use npyz::{NpyFile, Order, TypeStr, WriterBuilder};
+use std::path::Path;
+
+/// The `.npy` dtype string that stores `dtype`.
+pub fn npy_descr(dtype: DType) -> &'static str {
+    match dtype {
+        DType::Float16 => "<f2",
+        DType::BFloat16 => "<u2",
+        DType::Float32 => "<f4",
+        DType::Float64 => "<f8",
+        DType::Float8E4M3 | DType::Float8E5M2 | DType::UInt8 => "|u1",
+        DType::Int8 => "|i1",
+        DType::Int32 => "<i4",
+        DType::Int64 => "<i8",
+        DType::UInt32 => "<u4",
+        DType::Bool => "|b1",
+    }
+}
+
+/// Reads a `.npy` file that must hold an array of `expected`.
+pub fn read_npy_file(path: &Path, expected: DType) -> Result<Tensor, String> {
+    let bytes =
+        std::fs::read(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+    read_npy(&bytes, expected).map_err(|e| format!("`{}`: {e}", path.display()))
+}
+
+/// Reads `.npy` bytes that must hold an array of `expected` (see the module doc for the
+/// storage of each dtype). Errors name what was expected and what was found.
+pub fn read_npy(bytes: &[u8], expected: DType) -> Result<Tensor, String> {
+    let npy = NpyFile::new(bytes).map_err(|e| format!("not a valid .npy file: {e}"))?;
+    let want = npy_descr(expected);
+    let found = match npy.dtype() {
+        npyz::DType::Plain(ts) => ts.to_string(),
+        other => other.descr(),
+    };
+    if found != want {
+        return Err(format!(
+            "expected dtype `{want}` ({expected}), found `{found}`"
+        ));
+    }
+    let shape = npy
+        .shape()
+        .iter()
+        .map(|&d| usize::try_from(d).map_err(|_| format!("dimension {d} is too large")))
+        .collect::<Result<Vec<usize>, String>>()?;
+    let fortran = npy.order() == Order::Fortran;
+    let bad = |e: std::io::Error| format!("cannot read the array data: {e}");
+    let data = match expected {
+        DType::Float16 => floats(npy.into_vec::<f16>().map_err(bad)?, f16::to_f64),
+        DType::BFloat16 => floats(npy.into_vec::<u16>().map_err(bad)?, |b| {
+            bf16::from_bits(b).to_f64()
+        }),
+        DType::Float32 => floats(npy.into_vec::<f32>().map_err(bad)?, f64::from),
+        DType::Float64 => floats(npy.into_vec::<f64>().map_err(bad)?, |x| x),
+        DType::Float8E4M3 => floats(npy.into_vec::<u8>().map_err(bad)?, |b| {
+            fp8::decode(fp8::E4M3, b)
+        }),
+        DType::Float8E5M2 => floats(npy.into_vec::<u8>().map_err(bad)?, |b| {
+            fp8::decode(fp8::E5M2, b)
+        }),
+        DType::Int8 => ints(npy.into_vec::<i8>().map_err(bad)?),
+        DType::Int32 => ints(npy.into_vec::<i32>().map_err(bad)?),
+        DType::Int64 => ints(npy.into_vec::<i64>().map_err(bad)?),
+        DType::UInt8 => ints(npy.into_vec::<u8>().map_err(bad)?),
+        DType::UInt32 => ints(npy.into_vec::<u32>().map_err(bad)?),
+        DType::Bool => TensorData::Bool(npy.into_vec::<bool>().map_err(bad)?),
+    };
+    let expected_len: usize = shape.iter().product();
+    if data.len() != expected_len {
+        return Err(format!(
+            "the header says shape {} but the file holds {} elements",
+            fmt_shape(&shape),
+            data.len()
+        ));
+    }
+    let data = if fortran {
+        reorder_fortran(data, &shape)
+    } else {
+        data
+    };
+    Ok(Tensor::from_data(expected, shape, data))
+}
+
+fn floats<T>(v: Vec<T>, f: impl Fn(T) -> f64) -> TensorData {
+    TensorData::Float(v.into_iter().map(f).collect())
+}
+
+fn ints<T: Into<i64>>(v: Vec<T>) -> TensorData {
+    TensorData::Int(v.into_iter().map(Into::into).collect())
+}
+
+/// Column-major data → row-major.
+fn reorder_fortran(data: TensorData, shape: &[usize]) -> TensorData {
+    fn go<T: Copy>(v: &[T], shape: &[usize]) -> Vec<T> {
+        // Column-major stride of each dimension.
+        let mut fstride = vec![1usize; shape.len()];
+        for d in 1..shape.len() {
+            fstride[d] = fstride[d - 1] * shape[d - 1];
+        }
+        let mut out = Vec::with_capacity(v.len());
+        let mut index = vec![0usize; shape.len()];
+        for _ in 0..v.len() {
+            let f: usize = index.iter().zip(&fstride).map(|(i, s)| i * s).sum();
+            if let Some(&x) = v.get(f) {
+                out.push(x);
+            }
+            // Row-major odometer step.
+            for d in (0..shape.len()).rev() {
+                index[d] += 1;
+                if index[d] < shape[d] {
+                    break;
+                }
+                index[d] = 0;
+            }
+        }
+        out
+    }
+    match data {
+        TensorData::Float(v) => TensorData::Float(go(&v, shape)),
+        TensorData::Int(v) => TensorData::Int(go(&v, shape)),
+        TensorData::Bool(v) => TensorData::Bool(go(&v, shape)),
+    }
+}
+
+/// Writes `tensor` as a `.npy` file.
+pub fn write_npy_file(path: &Path, tensor: &Tensor) -> Result<(), String> {
+    let bytes = write_npy(tensor)?;
+    std::fs::write(path, bytes).map_err(|e| format!("cannot write `{}`: {e}", path.display()))
+}
+
+/// The `.npy` bytes of `tensor` (see the module doc for the storage of each dtype).
+pub fn write_npy(tensor: &Tensor) -> Result<Vec<u8>, String> {
+    let dtype = tensor.dtype();
+    let f = || match tensor.data() {
+        TensorData::Float(v) => v.as_slice(),
+        _ => &[],
+    };
+    let i = || match tensor.data() {
+        TensorData::Int(v) => v.as_slice(),
+        _ => &[],
+    };
+    let e = |e: std::io::Error| format!("cannot write .npy data: {e}");
+    let shape: Vec<u64> = tensor.shape().iter().map(|&d| d as u64).collect();
+    let descr = npy_descr(dtype);
+    match dtype {
+        DType::Float16 => write_rows(descr, &shape, f().iter().map(|&x| f16::from_f64(x))),
+        DType::BFloat16 => write_rows(
+            descr,
+            &shape,
+            f().iter().map(|&x| bf16::from_f64(x).to_bits()),
+        ),
+        DType::Float32 => write_rows(descr, &shape, f().iter().map(|&x| x as f32)),
+        DType::Float64 => write_rows(descr, &shape, f().iter().copied()),
+        DType::Float8E4M3 => write_rows(
+            descr,
+            &shape,
+            f().iter().map(|&x| fp8::encode(fp8::E4M3, x)),
+        ),
+        DType::Float8E5M2 => write_rows(
+            descr,
+            &shape,
+            f().iter().map(|&x| fp8::encode(fp8::E5M2, x)),
+        ),
+        // Stored integers are already inside their dtype's range, so `as` is exact.
+        DType::Int8 => write_rows(descr, &shape, i().iter().map(|&x| x as i8)),
+        DType::Int32 => write_rows(descr, &shape, i().iter().map(|&x| x as i32)),
+        DType::Int64 => write_rows(descr, &shape, i().iter().copied()),
+        DType::UInt8 => write_rows(descr, &shape, i().iter().map(|&x| x as u8)),
+        DType::UInt32 => write_rows(descr, &shape, i().iter().map(|&x| x as u32)),
+        DType::Bool => {
+            let b: &[bool] = match tensor.data() {
+                TensorData::Bool(v) => v,
+                _ => &[],
+            };
+            write_rows(descr, &shape, b.iter().copied())
+        }
+    }
+    .map_err(e)
+}
+
+fn write_rows<T: npyz::Serialize>(
+    descr: &str,
+    shape: &[u64],
+    rows: impl IntoIterator<Item = T>,
+) -> std::io::Result<Vec<u8>> {
+    let type_str: TypeStr = descr
+        .parse()
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{e}")))?;
+    let mut out = Vec::new();
+    let mut writer = npyz::WriteOptions::new()
+        .dtype(npyz::DType::Plain(type_str))
+        .shape(shape)
+        .writer(&mut out)
+        .begin_nd()?;
+    writer.extend(rows)?;
+    writer.finish()?;
+    Ok(out)
+}

@@ -46,5 +46,19 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
         Command::Check { file, define } => {
             commands::check::run(&file, &define).map(|()| String::new())
         }
+        Command::Run {
+            file,
+            interp: _,
+            seed,
+            inputs,
+            save_dir,
+            define,
+        } => commands::run::run(&commands::run::RunArgs {
+            file: &file,
+            defines: &define,
+            inputs: &inputs,
+            seed,
+            save_dir: save_dir.as_deref(),
+        }),
     }
 }

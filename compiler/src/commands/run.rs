@@ -8,7 +8,7 @@
 use crate::frontend::{self, UserError};
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 use tlc_ir::interp::{self, RunOptions, Tensor};
 use tlc_ir::PrimFunc;
@@ -98,7 +98,7 @@ fn load_inputs(func: &PrimFunc, specs: &[String]) -> Result<HashMap<String, Tens
     Ok(inputs)
 }
 
-fn save(path: &PathBuf, tensor: &Tensor) -> Result<(), UserError> {
+fn save(path: &Path, tensor: &Tensor) -> Result<(), UserError> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)
             .map_err(|e| UserError::plain(format!("cannot create {}: {e}", dir.display())))?;

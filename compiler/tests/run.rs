@@ -1,24 +1,12 @@
 //! `tlc run --interp` as users run it: .npy files in and out, input checking, exit codes.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+
+use common::tlc;
+use std::path::PathBuf;
+use std::process::Output;
 use tlc_ir::interp::{read_npy_file, write_npy_file, Tensor};
 use tlc_ir::DType;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default()
-}
-
-fn tlc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tlc"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("run tlc")
-}
 
 fn temp_dir(tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tlc-run-{tag}-{}", std::process::id()));
@@ -28,7 +16,7 @@ fn temp_dir(tag: &str) -> PathBuf {
 }
 
 fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
+    common::text(&out.stderr)
 }
 
 #[test]

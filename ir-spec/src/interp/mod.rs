@@ -43,11 +43,13 @@ mod dims;
 mod eval;
 mod exec;
 pub mod fp8;
+mod lockstep;
 mod memory;
 pub mod npy;
 mod ops;
 pub mod random;
 pub mod scalar;
+mod shared;
 pub mod tensor;
 
 pub use npy::{npy_descr, read_npy, read_npy_file, write_npy, write_npy_file};
@@ -101,6 +103,7 @@ pub fn run(
             shape: tensor.shape().to_vec(),
             data: tensor.into_data(),
             written: None,
+            arena_offset: None,
         });
     }
     let threads = match opts.threads {
@@ -118,6 +121,7 @@ pub fn run(
                 let frame = Frame {
                     vars: vars.clone(),
                     mem: Memory::new(&globals, Vec::new()),
+                    threads: None,
                 };
                 let v = frame
                     .eval(value)

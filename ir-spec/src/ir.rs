@@ -126,6 +126,9 @@ pub enum StmtKind {
         dst: Region,
         value: Expr,
     },
+    /// `T.sync_threads()` (thread level): `bar.sync 0`. Every thread of the block waits until
+    /// all have arrived; shared-memory writes before it are visible to every thread after it.
+    Barrier,
 }
 
 /// `with T.Kernel(grid..., threads=...) as block_vars:`.
@@ -147,7 +150,35 @@ pub struct Kernel {
     pub layouts: Vec<LayoutAnnotation>,
     /// Shared, fragment and local allocations of the block, in order of declaration.
     pub allocs: Vec<BufferDecl>,
+    /// `T.shared_arena(bytes=N, offsets={...})` (thread level): where each shared allocation
+    /// lives in the block's one dynamic shared-memory arena. `None` before shared memory is
+    /// planned.
+    pub arena: Option<Arena>,
     pub body: Vec<Stmt>,
+}
+
+/// The block's dynamic shared memory: `bytes` bytes, each shared allocation at a byte offset.
+/// Allocations whose lifetimes do not overlap may share bytes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Arena {
+    pub bytes: i64,
+    /// One entry per shared allocation: its name and byte offset.
+    pub offsets: Vec<(Ident, i64)>,
+}
+
+impl Arena {
+    /// The most dynamic shared memory one block may use: sm_90's opt-in maximum (227 KiB).
+    pub const MAX_BYTES: i64 = 232_448;
+    /// Every offset is a multiple of this (the widest vector access, 16 bytes).
+    pub const ALIGN: i64 = 16;
+
+    /// The offset of allocation `name`, if it has one.
+    pub fn offset(&self, name: &str) -> Option<i64> {
+        self.offsets
+            .iter()
+            .find(|(n, _)| n.name == name)
+            .map(|&(_, o)| o)
+    }
 }
 
 /// L2 rasterization of the block grid.
@@ -206,6 +237,9 @@ pub enum ForKind {
     },
     /// `T.thread_binding(n, thread="threadIdx.x")`: one iteration per thread.
     ThreadBinding(ThreadTag),
+    /// `T.vectorized(n)` (thread level): a serial loop whose iterations the back end turns
+    /// into one vector access.
+    Vectorized,
 }
 
 /// A hardware index a loop can be bound to.

@@ -94,7 +94,8 @@ fn walk(body: &mut [Stmt], scope: &mut Vec<String>, state: &mut State) {
             StmtKind::Store { .. }
             | StmtKind::Copy { .. }
             | StmtKind::Gemm(_)
-            | StmtKind::Fill { .. } => {}
+            | StmtKind::Fill { .. }
+            | StmtKind::Barrier => {}
         }
     }
     scope.truncate(depth);

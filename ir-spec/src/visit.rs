@@ -42,7 +42,8 @@ pub fn for_each_stmt<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
 }
 
 /// The expressions a statement holds directly (not those of nested statements), including
-/// region bounds, loop bounds, kernel extents and allocation shapes.
+/// region bounds, loop bounds, kernel extents and allocation shapes. (A kernel's arena holds
+/// plain integers, no expressions; a barrier holds none.)
 pub fn stmt_exprs(stmt: &Stmt) -> Vec<&Expr> {
     fn region<'a>(r: &'a Region, out: &mut Vec<&'a Expr>) {
         for range in &r.ranges {
@@ -85,6 +86,7 @@ pub fn stmt_exprs(stmt: &Stmt) -> Vec<&Expr> {
             region(dst, &mut out);
             out.push(value);
         }
+        StmtKind::Barrier => {}
     }
     out
 }
@@ -182,6 +184,7 @@ pub fn map_body_exprs(body: &mut [Stmt], f: &mut dyn FnMut(Expr) -> Expr) {
                 region(dst, f);
                 *value = map_expr(value, f);
             }
+            StmtKind::Barrier => {}
         }
         for child in child_bodies_mut(stmt) {
             map_body_exprs(child, f);

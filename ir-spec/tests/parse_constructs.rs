@@ -550,3 +550,100 @@ fn thread_binding_outside_kernel_stays_a_loop() {
         StmtKind::For(l) if l.kind == ForKind::ThreadBinding(ThreadTag::BlockX)
     ));
 }
+
+#[test]
+fn thread_level_constructs() {
+    // `T.vectorized(n)` / `(a, b)`, both barrier spellings.
+    let b = body("for tx in T.thread_binding(128, thread=\"threadIdx.x\"):\n    for v in T.vectorized(8):\n        pass\n    for v2 in T.vectorized(4, 8):\n        pass\n    T.sync_threads()\n    T.tvm_storage_sync(\"shared\")");
+    let [Stmt {
+        kind: StmtKind::For(tx),
+        ..
+    }] = b.as_slice()
+    else {
+        panic!("{b:?}")
+    };
+    match tx.body.as_slice() {
+        [Stmt {
+            kind: StmtKind::For(v),
+            ..
+        }, Stmt {
+            kind: StmtKind::For(v2),
+            ..
+        }, Stmt {
+            kind: StmtKind::Barrier,
+            ..
+        }, Stmt {
+            kind: StmtKind::Barrier,
+            ..
+        }] => {
+            assert_eq!(
+                (v.kind.clone(), v.start.clone(), v.stop.clone()),
+                (ForKind::Vectorized, Expr::int(0), Expr::int(8))
+            );
+            assert_eq!((v2.start.as_int(), v2.stop.as_int()), (Some(4), Some(8)));
+        }
+        other => panic!("{other:?}"),
+    }
+    same("T.sync_threads()", "T.tvm_storage_sync(\"shared\")");
+}
+
+#[test]
+fn shared_arena_is_a_kernel_field() {
+    let f = ok(&wrap("S = T.alloc_shared((64, 64), \"float16\")\nR = T.alloc_shared((64,), \"float32\")\nT.shared_arena(bytes=8448, offsets={S: 0, R: 8192})\npass"));
+    let arena = kernel(&f)
+        .arena
+        .clone()
+        .unwrap_or_else(|| panic!("no arena"));
+    assert_eq!(arena.bytes, 8448);
+    let offsets: Vec<(&str, i64)> = arena
+        .offsets
+        .iter()
+        .map(|(n, o)| (n.name.as_str(), *o))
+        .collect();
+    assert_eq!(offsets, [("S", 0), ("R", 8192)]);
+    assert_eq!(arena.offset("R"), Some(8192));
+    // Written anywhere in the kernel, it is the same IR.
+    same(
+        "S = T.alloc_shared((64,), \"float32\")\nT.shared_arena(bytes=256, offsets={S: 0})\nS[0] = 1.0",
+        "S = T.alloc_shared((64,), \"float32\")\nS[0] = 1.0\nT.shared_arena(bytes=256, offsets={S: 0})",
+    );
+    assert_eq!(kernel(&ok(&wrap("pass"))).arena, None);
+}
+
+#[test]
+fn thread_level_spelling_errors() {
+    let err = |body: &str| -> String {
+        match parse(&wrap(body)) {
+            Ok(_) => panic!("accepted:\n{body}"),
+            Err(d) => d
+                .iter()
+                .map(|e| e.message.clone())
+                .collect::<Vec<_>>()
+                .join("\n"),
+        }
+    };
+    assert_eq!(
+        err("T.tvm_storage_sync(\"global\")"),
+        "unsupported storage sync scope \"global\""
+    );
+    assert_eq!(
+        err("T.sync_threads(1)"),
+        "`T.sync_threads` takes at most 0 positional arguments"
+    );
+    assert_eq!(
+        err("T.shared_arena(bytes=16, offsets={})\nT.shared_arena(bytes=16, offsets={})"),
+        "a kernel has one shared arena"
+    );
+    assert_eq!(
+        err("T.shared_arena(bytes=16, offsets={\"S\": 0})"),
+        "expected a buffer name"
+    );
+    assert_eq!(
+        err("T.shared_arena(bytes=n, offsets={})"),
+        "the arena size must be a constant integer"
+    );
+    assert_eq!(
+        err("T.shared_arena(16)"),
+        "`T.shared_arena` is missing its argument `offsets`"
+    );
+}

@@ -7,9 +7,13 @@
 use crate::diagnostic::Diagnostic;
 use crate::dtype::DType;
 use crate::interp::scalar::{convert, Scalar};
-use crate::ir::{BinOp, BufferDecl, Expr, ExprKind, Gemm, PrimFunc, Region, Stmt, StmtKind, UnOp};
+use crate::ir::{
+    BinOp, BufferDecl, Expr, ExprKind, ForKind, Gemm, Kernel, PrimFunc, Region, Scope, Stmt,
+    StmtKind, ThreadTag, UnOp,
+};
 use crate::span::Span;
 use crate::types::{self, Typed};
+use crate::verifier::const_int;
 
 /// A buffer: a function parameter (global) or an allocation of the running kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,13 +71,18 @@ pub(crate) struct CStmt {
 #[derive(Clone, Debug)]
 pub(crate) enum CStmtKind {
     Kernel(Box<CKernel>),
-    /// Every loop kind runs serially at the tile level.
+    /// Every loop kind runs serially (per thread at the thread level), except loops bound
+    /// to a thread index (`thread_axis`: 0 for `threadIdx.x`, 1 for `.y`, 2 for `.z`), whose
+    /// iterations are the threads of the block (`lockstep.rs`).
     Loop {
         var: usize,
         start: CExpr,
         stop: CExpr,
         body: Vec<CStmt>,
+        thread_axis: Option<usize>,
     },
+    /// `T.sync_threads()`.
+    Barrier,
     If {
         cond: CExpr,
         then_body: Vec<CStmt>,
@@ -115,14 +124,31 @@ pub(crate) struct CGemm {
 pub(crate) struct CKernel {
     pub grid: Vec<CExpr>,
     pub block_vars: Vec<usize>,
+    /// The block shape, x first, padded to 3 with 1s.
+    pub threads: [usize; 3],
+    /// How many of `threads` the kernel declares (1 to 3), for messages.
+    pub thread_dims: usize,
+    /// The kernel has a `threadIdx.*` binding loop: its threads run in lockstep, local and
+    /// fragment allocations are per thread.
+    pub thread_level: bool,
     pub allocs: Vec<CAlloc>,
+    /// `T.shared_arena`: the arena's bytes and, per allocation (same order as `allocs`), its
+    /// byte offset (`None` for non-shared allocations).
+    pub arena: Option<CArena>,
     pub body: Vec<CStmt>,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct CArena {
+    pub bytes: usize,
+    pub offsets: Vec<Option<usize>>,
 }
 
 #[derive(Clone, Debug)]
 pub(crate) struct CAlloc {
     pub name: String,
     pub dtype: DType,
+    pub scope: Scope,
     pub shape: Vec<CExpr>,
 }
 
@@ -144,6 +170,7 @@ pub(crate) fn compile(func: &PrimFunc) -> Result<CFunc, Diagnostic> {
         globals: func.params.iter().map(BufInfo::of).collect(),
         locals: Vec::new(),
         in_kernel: false,
+        bound_axes: [false; 3],
     };
     let dim_slots = func
         .dims
@@ -162,6 +189,8 @@ struct BufInfo {
     name: String,
     dtype: DType,
     rank: usize,
+    /// A local or fragment buffer of a thread-level kernel: one copy per thread.
+    per_thread: bool,
 }
 
 impl BufInfo {
@@ -170,6 +199,7 @@ impl BufInfo {
             name: decl.name.name.clone(),
             dtype: decl.dtype,
             rank: decl.shape.len(),
+            per_thread: false,
         }
     }
 }
@@ -182,6 +212,8 @@ struct Compiler {
     /// Allocations of the kernel being compiled.
     locals: Vec<BufInfo>,
     in_kernel: bool,
+    /// The thread axes bound by the enclosing `threadIdx.*` loops.
+    bound_axes: [bool; 3],
 }
 
 type R<T> = Result<T, Diagnostic>;
@@ -205,6 +237,15 @@ impl Compiler {
     fn buffer(&self, name: &str, span: Span) -> R<(BufRef, DType, usize)> {
         if let Some(i) = self.locals.iter().position(|b| b.name == name) {
             let b = &self.locals[i];
+            if b.per_thread && !self.bound_axes.contains(&true) {
+                return Err(Diagnostic::error(
+                    span,
+                    format!(
+                        "`{name}` is a per-thread buffer of a thread-level kernel; it can only \
+                         be used inside the kernel's `T.thread_binding` loop"
+                    ),
+                ));
+            }
             return Ok((BufRef::Local(i), b.dtype, b.rank));
         }
         if let Some(i) = self.globals.iter().position(|b| b.name == name) {
@@ -238,52 +279,49 @@ impl Compiler {
                 if self.in_kernel {
                     return Err(Diagnostic::error(span, "`T.Kernel` inside a kernel"));
                 }
-                let grid = k.grid.iter().map(|e| self.int_expr(e)).collect::<R<_>>()?;
-                let mark = self.vars.len();
-                let block_vars = k
-                    .block_vars
-                    .iter()
-                    .map(|v| self.bind(&v.name, DType::Int32))
-                    .collect();
-                let mut allocs = Vec::new();
-                for decl in &k.allocs {
-                    let shape = decl
-                        .shape
-                        .iter()
-                        .map(|e| self.int_expr(e))
-                        .collect::<R<_>>()?;
-                    allocs.push(CAlloc {
-                        name: decl.name.name.clone(),
-                        dtype: decl.dtype,
-                        shape,
-                    });
-                    self.locals.push(BufInfo::of(decl));
-                }
-                self.in_kernel = true;
-                let body = self.body(&k.body);
-                self.in_kernel = false;
-                self.locals.clear();
-                self.vars.truncate(mark);
-                CStmtKind::Kernel(Box::new(CKernel {
-                    grid,
-                    block_vars,
-                    allocs,
-                    body: body?,
-                }))
+                CStmtKind::Kernel(Box::new(self.kernel(k, span)?))
             }
             StmtKind::For(f) => {
                 let start = self.int_expr(&f.start)?;
                 let stop = self.int_expr(&f.stop)?;
+                let thread_axis = match f.kind {
+                    ForKind::ThreadBinding(tag) => thread_axis(tag),
+                    _ => None,
+                };
+                let outer_axes = self.bound_axes;
+                if let Some(axis) = thread_axis {
+                    if self.bound_axes[axis] {
+                        return Err(Diagnostic::error(
+                            f.var.span,
+                            format!(
+                                "loop `{}` binds a thread index that an enclosing loop already binds",
+                                f.var.name
+                            ),
+                        ));
+                    }
+                    self.bound_axes[axis] = true;
+                }
                 let mark = self.vars.len();
                 let var = self.bind(&f.var.name, DType::Int32);
                 let body = self.body(&f.body);
                 self.vars.truncate(mark);
+                self.bound_axes = outer_axes;
                 CStmtKind::Loop {
                     var,
                     start,
                     stop,
                     body: body?,
+                    thread_axis,
                 }
+            }
+            StmtKind::Barrier => {
+                if !self.bound_axes.contains(&true) {
+                    return Err(Diagnostic::error(
+                        span,
+                        "`T.sync_threads()` outside a thread-binding loop",
+                    ));
+                }
+                CStmtKind::Barrier
             }
             StmtKind::If {
                 cond,
@@ -331,6 +369,112 @@ impl Compiler {
             }
         };
         Ok(CStmt { kind, span })
+    }
+
+    fn kernel(&mut self, k: &Kernel, span: Span) -> R<CKernel> {
+        let grid = k.grid.iter().map(|e| self.int_expr(e)).collect::<R<_>>()?;
+        let mut threads = [1usize; 3];
+        if k.threads.is_empty() || k.threads.len() > 3 {
+            return Err(Diagnostic::error(
+                span,
+                "a thread block has 1 to 3 dimensions",
+            ));
+        }
+        for (slot, t) in threads.iter_mut().zip(&k.threads) {
+            match const_int(t).and_then(|v| usize::try_from(v).ok()) {
+                Some(v) if (1..=1024).contains(&v) => *slot = v,
+                _ => {
+                    return Err(Diagnostic::error(
+                        t.span,
+                        format!("thread count `{t}` must be a constant from 1 to 1024"),
+                    ))
+                }
+            }
+        }
+        if threads.iter().product::<usize>() > 1024 {
+            return Err(Diagnostic::error(
+                span,
+                "a thread block has at most 1024 threads",
+            ));
+        }
+        let mut thread_level = false;
+        crate::visit::for_each_stmt(&k.body, &mut |s| {
+            if let StmtKind::For(f) = &s.kind {
+                if let ForKind::ThreadBinding(tag) = f.kind {
+                    thread_level |= thread_axis(tag).is_some();
+                }
+            }
+        });
+        let arena = match &k.arena {
+            None => None,
+            Some(a) => {
+                let bytes = usize::try_from(a.bytes).map_err(|_| {
+                    Diagnostic::error(span, format!("the shared arena has {} bytes", a.bytes))
+                })?;
+                let mut offsets = Vec::with_capacity(k.allocs.len());
+                for decl in &k.allocs {
+                    if decl.scope != Scope::Shared {
+                        offsets.push(None);
+                        continue;
+                    }
+                    let name = &decl.name.name;
+                    match a.offset(name).map(usize::try_from) {
+                        Some(Ok(o)) => offsets.push(Some(o)),
+                        Some(Err(_)) => {
+                            return Err(Diagnostic::error(
+                                decl.name.span,
+                                format!("`{name}` has a negative offset in the shared arena"),
+                            ))
+                        }
+                        None => {
+                            return Err(Diagnostic::error(
+                                decl.name.span,
+                                format!("shared buffer `{name}` has no offset in the shared arena"),
+                            ))
+                        }
+                    }
+                }
+                Some(CArena { bytes, offsets })
+            }
+        };
+        let mark = self.vars.len();
+        let block_vars = k
+            .block_vars
+            .iter()
+            .map(|v| self.bind(&v.name, DType::Int32))
+            .collect();
+        let mut allocs = Vec::new();
+        for decl in &k.allocs {
+            let shape = decl
+                .shape
+                .iter()
+                .map(|e| self.int_expr(e))
+                .collect::<R<_>>()?;
+            allocs.push(CAlloc {
+                name: decl.name.name.clone(),
+                dtype: decl.dtype,
+                scope: decl.scope,
+                shape,
+            });
+            let mut info = BufInfo::of(decl);
+            info.per_thread = thread_level && matches!(decl.scope, Scope::Local | Scope::Fragment);
+            self.locals.push(info);
+        }
+        self.in_kernel = true;
+        let body = self.body(&k.body);
+        self.in_kernel = false;
+        self.locals.clear();
+        self.vars.truncate(mark);
+        Ok(CKernel {
+            grid,
+            block_vars,
+            threads,
+            thread_dims: k.threads.len(),
+            thread_level,
+            allocs,
+            arena,
+            body: body?,
+        })
     }
 
     fn gemm(&mut self, g: &Gemm, at: Span) -> R<CGemm> {
@@ -488,6 +632,16 @@ impl Compiler {
                 (node(kind, t.dtype), t)
             }
         })
+    }
+}
+
+/// The thread axis a `threadIdx.*` tag binds (block tags bind none inside a kernel).
+fn thread_axis(tag: ThreadTag) -> Option<usize> {
+    match tag {
+        ThreadTag::ThreadX => Some(0),
+        ThreadTag::ThreadY => Some(1),
+        ThreadTag::ThreadZ => Some(2),
+        _ => None,
     }
 }
 

@@ -1,6 +1,7 @@
 //! Expression evaluation, and the run-time faults it can raise.
 
 use crate::interp::compile::{BufRef, CExpr, CKind};
+use crate::interp::lockstep::ThreadState;
 use crate::interp::memory::Memory;
 use crate::interp::scalar::{arith, compare, convert, neg, ArithError, Scalar};
 use crate::span::Span;
@@ -11,6 +12,8 @@ use crate::span::Span;
 pub(crate) struct Fault {
     pub span: Span,
     pub message: String,
+    /// The thread it happened in (thread level), as the message names it: `5`, `(5, 1)`.
+    pub thread: Option<String>,
 }
 
 /// Boxed so that the `Ok` path stays small.
@@ -20,13 +23,19 @@ pub(crate) fn fault<T>(span: Span, message: impl Into<String>) -> Res<T> {
     Err(Box::new(Fault {
         span,
         message: message.into(),
+        thread: None,
     }))
 }
 
-/// The state of one running block: its scalar variables and its memory.
+/// The state of one running block: its scalar variables and its memory (at the thread level:
+/// those of the thread running the current statement).
 pub(crate) struct Frame<'g> {
     pub vars: Vec<Scalar>,
     pub mem: Memory<'g>,
+    /// The per-thread state of a thread-level kernel's block (`lockstep.rs`); `None` at the
+    /// tile level. While one thread runs a statement its registers are swapped into `vars`
+    /// and `mem`.
+    pub threads: Option<Box<ThreadState>>,
 }
 
 impl Frame<'_> {

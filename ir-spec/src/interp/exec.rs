@@ -1,16 +1,28 @@
 //! Statement execution inside a block, and the launch of a kernel's grid.
 
 use crate::diagnostic::Diagnostic;
-use crate::interp::compile::{CKernel, CStmt, CStmtKind};
+use crate::interp::compile::{CAlloc, CKernel, CStmt, CStmtKind};
 use crate::interp::eval::{fault, Fault, Frame, Res};
+use crate::interp::lockstep::ThreadState;
 use crate::interp::memory::{Buffer, Memory, Overlay};
 use crate::interp::ops;
 use crate::interp::scalar::Scalar;
+use crate::interp::shared::SharedArena;
+use crate::ir::Scope;
+use crate::span::Span;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// The most blocks one grid may have (2^24): more would take days to interpret.
 const MAX_BLOCKS: usize = 1 << 24;
+
+/// Offsets of shared buffers packed by the interpreter (no `T.shared_arena`) are multiples of
+/// this, as the arena's are.
+const ARENA_ALIGN: usize = crate::ir::Arena::ALIGN as usize;
+
+/// The largest shared memory per block the interpreter will model (1 GiB: far beyond any GPU,
+/// small enough to allocate).
+const MAX_SHARED_BYTES: usize = 1 << 30;
 
 impl Frame<'_> {
     pub fn exec(&mut self, stmts: &[CStmt]) -> Res<()> {
@@ -20,13 +32,19 @@ impl Frame<'_> {
         Ok(())
     }
 
-    fn exec_one(&mut self, stmt: &CStmt) -> Res<()> {
+    /// One statement, at the tile level or (inside `lockstep.rs`) for one thread.
+    pub(crate) fn exec_one(&mut self, stmt: &CStmt) -> Res<()> {
         match &stmt.kind {
+            CStmtKind::Loop {
+                thread_axis: Some(_),
+                ..
+            } if self.threads.is_some() => return self.enter_threads(stmt),
             CStmtKind::Loop {
                 var,
                 start,
                 stop,
                 body,
+                ..
             } => {
                 let (start, stop) = (self.eval_int(start)?, self.eval_int(stop)?);
                 for i in start..stop {
@@ -58,8 +76,15 @@ impl Frame<'_> {
             CStmtKind::Copy { src, dst } => ops::copy::copy(self, src, dst, stmt.span)?,
             CStmtKind::Gemm(g) => ops::gemm::gemm(self, g, stmt.span)?,
             CStmtKind::Fill { dst, value } => ops::fill::fill(self, dst, value)?,
-            // The compiler rejects nested kernels.
+            // The compiler rejects nested kernels, and barriers outside thread loops (which
+            // `lockstep.rs` runs).
             CStmtKind::Kernel(_) => return fault(stmt.span, "`T.Kernel` inside a kernel"),
+            CStmtKind::Barrier => {
+                return fault(
+                    stmt.span,
+                    "`T.sync_threads()` outside a thread-binding loop",
+                )
+            }
         }
         Ok(())
     }
@@ -77,6 +102,7 @@ pub(crate) fn launch(
     let host = Frame {
         vars: vars.to_vec(),
         mem: Memory::new(globals, Vec::new()),
+        threads: None,
     };
     let mut grid = Vec::new();
     let mut n_blocks = 1usize;
@@ -216,54 +242,127 @@ fn run_block(
     let mut frame = Frame {
         vars: vars.to_vec(),
         mem: Memory::new(globals, Vec::new()),
+        threads: None,
     };
     for (&slot, &c) in kernel.block_vars.iter().zip(coords) {
         frame.vars[slot] = Scalar::Int(c);
     }
+    // Shared buffers live in one byte arena when the kernel plans one, and at the thread
+    // level (packed in declaration order then, so that races are tracked per byte).
+    let byte_arena = kernel.arena.is_some() || kernel.thread_level;
+    let mut packed = 0usize;
     // Fresh allocations for this block (their shapes may depend on dims).
-    for alloc in &kernel.allocs {
-        let mut shape = Vec::with_capacity(alloc.shape.len());
-        let mut len = 1usize;
-        for e in &alloc.shape {
-            let d = frame.eval_int(e)?;
-            match usize::try_from(d)
-                .ok()
-                .and_then(|d| len.checked_mul(d).map(|l| (d, l)))
-                .filter(|&(_, l)| l <= crate::interp::tensor::MAX_ELEMENTS)
-            {
-                Some((d, l)) => {
-                    shape.push(d);
-                    len = l;
-                }
-                None => {
-                    return fault(
-                        e.span,
-                        format!(
-                        "cannot allocate `{}`: extent {d} is negative or the buffer is too large",
-                        alloc.name
-                    ),
-                    )
-                }
-            }
+    for (i, alloc) in kernel.allocs.iter().enumerate() {
+        let shape = alloc_shape(&frame, alloc)?;
+        let len: usize = shape.iter().product();
+        if alloc.scope != Scope::Shared || !byte_arena {
+            frame
+                .mem
+                .locals
+                .push(Buffer::fresh(&alloc.name, alloc.dtype, shape));
+            continue;
         }
+        let size = len.saturating_mul(alloc.dtype.bytes() as usize);
+        let offset = match &kernel.arena {
+            Some(arena) => {
+                let offset = arena.offsets.get(i).copied().flatten().unwrap_or(0);
+                if offset.saturating_add(size) > arena.bytes {
+                    return fault(
+                        Span::DUMMY,
+                        format!(
+                            "shared buffer `{}` ({size} bytes at offset {offset}) does not fit in \
+                             the {}-byte shared arena",
+                            alloc.name, arena.bytes
+                        ),
+                    );
+                }
+                offset
+            }
+            None => {
+                let offset = packed;
+                packed = packed.saturating_add(size).saturating_add(ARENA_ALIGN - 1) / ARENA_ALIGN
+                    * ARENA_ALIGN;
+                offset
+            }
+        };
         frame
             .mem
             .locals
-            .push(Buffer::fresh(&alloc.name, alloc.dtype, shape));
+            .push(Buffer::in_arena(&alloc.name, alloc.dtype, shape, offset));
+    }
+    if byte_arena {
+        let bytes = kernel.arena.as_ref().map_or(packed, |a| a.bytes);
+        if bytes > MAX_SHARED_BYTES {
+            return fault(
+                Span::DUMMY,
+                format!("the block's shared memory ({bytes} bytes) is too large to interpret"),
+            );
+        }
+        frame.mem.shared = Some(SharedArena::new(bytes));
+    }
+    if kernel.thread_level {
+        let private: Vec<usize> = kernel
+            .allocs
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| matches!(a.scope, Scope::Local | Scope::Fragment))
+            .map(|(i, _)| i)
+            .collect();
+        frame.threads = Some(Box::new(ThreadState::new(
+            kernel.threads,
+            kernel.thread_dims,
+            private,
+            &frame.mem.locals,
+        )?));
     }
     frame.exec(&kernel.body)?;
     Ok(frame.mem.overlays)
 }
 
+/// The shape of an allocation in this block, within the interpreter's size limit.
+fn alloc_shape(frame: &Frame, alloc: &CAlloc) -> Res<Vec<usize>> {
+    let mut shape = Vec::with_capacity(alloc.shape.len());
+    let mut len = 1usize;
+    for e in &alloc.shape {
+        let d = frame.eval_int(e)?;
+        match usize::try_from(d)
+            .ok()
+            .and_then(|d| len.checked_mul(d).map(|l| (d, l)))
+            .filter(|&(_, l)| l <= crate::interp::tensor::MAX_ELEMENTS)
+        {
+            Some((d, l)) => {
+                shape.push(d);
+                len = l;
+            }
+            None => {
+                return fault(
+                    e.span,
+                    format!(
+                        "cannot allocate `{}`: extent {d} is negative or the buffer is too large",
+                        alloc.name
+                    ),
+                )
+            }
+        }
+    }
+    Ok(shape)
+}
+
 /// Turns a fault into a diagnostic, naming the block it happened in.
 pub(crate) fn to_diagnostic(f: Fault, block: Option<&[i64]>) -> Diagnostic {
-    let message = match block {
-        Some([one]) => format!("{} (block {one})", f.message),
+    let block = match block {
+        Some([one]) => Some(one.to_string()),
         Some(coords) => {
             let parts: Vec<String> = coords.iter().map(|c| c.to_string()).collect();
-            format!("{} (block ({}))", f.message, parts.join(", "))
+            Some(format!("({})", parts.join(", ")))
         }
-        None => f.message,
+        None => None,
+    };
+    let message = match (f.thread, block) {
+        (Some(t), Some(b)) => format!("{} (thread {t}, block {b})", f.message),
+        (Some(t), None) => format!("{} (thread {t})", f.message),
+        (None, Some(b)) => format!("{} (block {b})", f.message),
+        (None, None) => f.message,
     };
     Diagnostic::error(f.span, message)
 }

@@ -2,6 +2,9 @@
 //! block's own writes in an overlay) and the block's fresh shared / fragment / local
 //! allocations, which remember which elements were ever written.
 //!
+//! Shared buffers of a thread-level kernel, or of a kernel with a `T.shared_arena`, live in
+//! one byte array per block instead (`shared.rs`).
+//!
 //! Blocks do not see each other's global writes (as on a GPU, where blocks are unordered):
 //! each block reads the globals as they were at launch plus its own writes, and the writes
 //! of all blocks are applied when the grid finishes, in linear block order (x fastest). So a
@@ -10,6 +13,7 @@
 use crate::dtype::DType;
 use crate::interp::compile::BufRef;
 use crate::interp::scalar::Scalar;
+use crate::interp::shared::SharedArena;
 use crate::interp::tensor::{fmt_shape, TensorData};
 use std::collections::HashMap;
 
@@ -22,6 +26,9 @@ pub(crate) struct Buffer {
     pub data: TensorData,
     /// Per element: ever written? `None` for globals, which always hold data.
     pub written: Option<Vec<bool>>,
+    /// A shared buffer in the block's byte arena (`shared.rs`): its byte offset there. Its
+    /// `data` and `written` are then unused (empty).
+    pub arena_offset: Option<usize>,
 }
 
 impl Buffer {
@@ -34,7 +41,32 @@ impl Buffer {
             shape,
             data: TensorData::zeros(dtype, len),
             written: Some(vec![false; len]),
+            arena_offset: None,
         }
+    }
+
+    /// A shared buffer whose elements live in the block's arena at byte `offset`.
+    pub fn in_arena(name: &str, dtype: DType, shape: Vec<usize>, offset: usize) -> Buffer {
+        Buffer {
+            name: name.to_string(),
+            dtype,
+            shape,
+            data: TensorData::zeros(dtype, 0),
+            written: Some(Vec::new()),
+            arena_offset: Some(offset),
+        }
+    }
+
+    /// `S[3, 4]` for element `flat` (row-major), in backquotes.
+    pub fn element_text(&self, flat: usize) -> String {
+        let mut idx = vec![0usize; self.shape.len()];
+        let mut rest = flat;
+        for (slot, &n) in idx.iter_mut().zip(&self.shape).rev() {
+            *slot = rest.checked_rem(n).unwrap_or(0);
+            rest = rest.checked_div(n).unwrap_or(0);
+        }
+        let parts: Vec<String> = idx.iter().map(|i| i.to_string()).collect();
+        format!("`{}[{}]`", self.name, parts.join(", "))
     }
 
     /// `(128, 32)`.
@@ -61,6 +93,10 @@ pub(crate) struct Memory<'g> {
     pub overlays: Vec<Overlay>,
     /// The running kernel's allocations (`BufRef::Local` indexes this).
     pub locals: Vec<Buffer>,
+    /// The block's shared-memory bytes, when shared buffers live in an arena.
+    pub shared: Option<SharedArena>,
+    /// The thread running the current statement (thread level), for race detection.
+    pub thread: Option<u32>,
 }
 
 impl<'g> Memory<'g> {
@@ -69,7 +105,14 @@ impl<'g> Memory<'g> {
             globals,
             overlays: vec![Overlay::new(); globals.len()],
             locals,
+            shared: None,
+            thread: None,
         }
+    }
+
+    /// The first shared-memory data race found since the last call.
+    pub fn take_race(&self) -> Option<String> {
+        self.shared.as_ref().and_then(SharedArena::take_race)
     }
 
     // Slots come from the compiler, which numbers exactly the buffers this memory holds, so
@@ -97,6 +140,10 @@ impl<'g> Memory<'g> {
             }
             BufRef::Local(i) => {
                 let buf = &self.locals[i];
+                if let (Some(offset), Some(arena)) = (buf.arena_offset, &self.shared) {
+                    let at = offset + flat * buf.dtype.bytes() as usize;
+                    return arena.read(at, buf.dtype, self.thread, &|| buf.element_text(flat));
+                }
                 match &buf.written {
                     Some(w) if !w.get(flat).copied().unwrap_or(false) => None,
                     _ => buf.data.get(flat),
@@ -114,6 +161,14 @@ impl<'g> Memory<'g> {
             }
             BufRef::Local(i) => {
                 let buf = &mut self.locals[i];
+                if let (Some(offset), Some(arena)) = (buf.arena_offset, &mut self.shared) {
+                    let at = offset + flat * buf.dtype.bytes() as usize;
+                    let buf = &*buf;
+                    arena.write(at, buf.dtype, value, self.thread, &|| {
+                        buf.element_text(flat)
+                    });
+                    return;
+                }
                 buf.data.set(flat, value);
                 if let Some(w) = &mut buf.written {
                     if let Some(slot) = w.get_mut(flat) {

@@ -15,9 +15,9 @@
 //! - **Buffers.** Parameters are global. Each block gets fresh shared, fragment and local
 //!   allocations whose elements start *never written*; reading one before it is written is
 //!   an error (for shared memory too: on a GPU it would be garbage).
-//! - **Loops.** `T.serial`, `T.unroll`, `T.Parallel` (all iterations), `T.Pipelined` (as a
-//!   plain serial loop, stages and order ignored) and `T.thread_binding` loops all run their
-//!   iterations in order. The loop variable is an int32.
+//! - **Loops.** `T.serial`, `T.unroll`, `T.vectorized`, `T.Parallel` (all iterations),
+//!   `T.Pipelined` (as a plain serial loop, stages and order ignored) run their iterations in
+//!   order. The loop variable is an int32.
 //! - **Scalars.** Expressions follow `crate::types`; ints compute on i64 and wrap to their
 //!   dtype's width, `/` truncates, `//` and `%` floor; integer division by zero is an error.
 //!   float64 computes in f64, every other float in f32 rounded back to its dtype (f16 / bf16
@@ -34,20 +34,31 @@
 //!   statement, naming the buffer, the index and the block (the first failing block in
 //!   linear order). Nothing panics.
 //!
-//! Only statements inside `T.Kernel` and lets run; the thread level (lockstep threads,
-//! barriers, warp collectives) is future work and will add its own executor beside
-//! `exec.rs`, reusing `scalar.rs`, `eval.rs` and the op files.
+//! Only statements inside `T.Kernel` and lets run.
+//!
+//! # Semantics (thread level)
+//!
+//! A kernel whose body has a `T.thread_binding(…, thread="threadIdx.*")` loop runs that
+//! loop's body for all threads of the block in lockstep with active masks (`lockstep.rs`):
+//! per-thread lets, loop variables, local and fragment buffers; shared buffers per block;
+//! `T.sync_threads()` reached by every thread or an error. Shared memory is then one byte
+//! array (`shared.rs`, also used for any kernel with a `T.shared_arena`), with per-byte
+//! "never written" tracking and a data-race check between barriers. docs/ir.md
+//! ("Thread-level execution") is the full statement. Warp collectives (ldmatrix, mma.sync,
+//! shuffles) are future work.
 
 mod compile;
 mod dims;
 mod eval;
 mod exec;
 pub mod fp8;
+mod lockstep;
 mod memory;
 pub mod npy;
 mod ops;
 pub mod random;
 pub mod scalar;
+mod shared;
 pub mod tensor;
 
 pub use npy::{npy_descr, read_npy, read_npy_file, write_npy, write_npy_file};
@@ -101,6 +112,7 @@ pub fn run(
             shape: tensor.shape().to_vec(),
             data: tensor.into_data(),
             written: None,
+            arena_offset: None,
         });
     }
     let threads = match opts.threads {
@@ -118,6 +130,7 @@ pub fn run(
                 let frame = Frame {
                     vars: vars.clone(),
                     mem: Memory::new(&globals, Vec::new()),
+                    threads: None,
                 };
                 let v = frame
                     .eval(value)

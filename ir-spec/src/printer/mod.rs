@@ -150,6 +150,7 @@ impl Printer<'_> {
                 }
                 self.out.push(')');
             }
+            StmtKind::Barrier => self.out.push_str("T.sync_threads()"),
             // Handled above.
             StmtKind::Kernel(_) | StmtKind::For(_) | StmtKind::If { .. } => {}
         }
@@ -247,6 +248,18 @@ impl Printer<'_> {
             self.out.push_str("})\n");
             wrote = true;
         }
+        if let Some(arena) = &k.arena {
+            self.indent(inner);
+            write!(self.out, "T.shared_arena(bytes={}, offsets={{", arena.bytes)?;
+            for (i, (name, offset)) in arena.offsets.iter().enumerate() {
+                if i > 0 {
+                    self.out.push_str(", ");
+                }
+                write!(self.out, "{}: {offset}", name.name)?;
+            }
+            self.out.push_str("})\n");
+            wrote = true;
+        }
         if wrote && k.body.is_empty() {
             // The block already has statements; `pass` would be noise.
             return Ok(());
@@ -280,6 +293,7 @@ impl Printer<'_> {
             ForKind::Pipelined { .. } => "T.Pipelined",
             ForKind::ThreadBinding(_) => "T.thread_binding",
             ForKind::Parallel => "T.Parallel",
+            ForKind::Vectorized => "T.vectorized",
         };
         write!(self.out, "{name}(")?;
         self.bounds(f)?;

@@ -152,6 +152,7 @@ pub fn kernel(grid: &[i64], vars: &[&str], threads: &[i64], allocs: Vec<BufferDe
         swizzle: None,
         layouts: Vec::new(),
         allocs,
+        arena: None,
         body: Vec::new(),
     }
 }

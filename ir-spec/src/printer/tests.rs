@@ -383,3 +383,87 @@ fn invalid_ir_still_prints_without_panicking() {
     assert!(text.contains("for p in T.Parallel(2, 8):"), "{text}");
     assert!(text.ends_with("pass\n"));
 }
+
+/// A thread-level kernel: thread binding, vectorized loops, barriers, a shared arena placed
+/// after the layout annotation.
+fn thread_level() -> PrimFunc {
+    let allocs = vec![
+        decl("A_shared", &[128, 32], DType::Float16, Scope::Shared),
+        decl("B_shared", &[32, 128], DType::Float16, Scope::Shared),
+        decl("acc", &[8], DType::Float32, Scope::Local),
+    ];
+    let mut k = kernel(&[16, 32], &["bx", "by"], &[128], allocs);
+    k.layouts = vec![LayoutAnnotation {
+        buffer: id("A_shared"),
+        layout: Layout::Swizzled,
+        span: Span::DUMMY,
+    }];
+    k.arena = Some(Arena {
+        bytes: 16384,
+        offsets: vec![(id("A_shared"), 0), (id("B_shared"), 8192)],
+    });
+    // (tx + k * 128) // 4 and (tx + k * 128) % 4 * 8 + v.
+    let flat = || add(var("tx"), mul(var("k"), int(128)));
+    let row = || bin(BinOp::FloorDiv, flat(), int(4));
+    let col = || add(mul(bin(BinOp::FloorMod, flat(), int(4)), int(8)), var("v"));
+    k.body = vec![loop_(
+        "tx",
+        ForKind::ThreadBinding(ThreadTag::ThreadX),
+        0,
+        int(128),
+        vec![
+            serial(
+                "k",
+                4,
+                vec![loop_(
+                    "v",
+                    ForKind::Vectorized,
+                    0,
+                    int(8),
+                    vec![store(
+                        "A_shared",
+                        vec![row(), col()],
+                        load("A", vec![add(mul(var("by"), int(128)), row()), col()]),
+                    )],
+                )],
+            ),
+            stmt(StmtKind::Barrier),
+            loop_(
+                "j",
+                ForKind::Vectorized,
+                0,
+                int(8),
+                vec![store("acc", vec![var("j")], float(0.0))],
+            ),
+        ],
+    )];
+    func(
+        "thread_level",
+        vec![param("A", &[4096, 32], DType::Float16)],
+        vec![stmt(StmtKind::Kernel(k))],
+    )
+}
+
+#[test]
+fn thread_level_snapshot_round_trips() {
+    let f = thread_level();
+    let text = print_func(&f);
+    match crate::parse::parse(&text) {
+        Ok(back) => assert_eq!(back, f, "{text}"),
+        Err(d) => panic!("{d:#?}\n{text}"),
+    }
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn empty_arena_prints_an_empty_dict() {
+    let mut k = kernel(&[1], &["bx"], &[32], Vec::new());
+    k.arena = Some(Arena {
+        bytes: 0,
+        offsets: Vec::new(),
+    });
+    assert_eq!(
+        print_func(&single_kernel(k)),
+        "@T.prim_func\ndef f():\n    with T.Kernel(1, threads=32) as bx:\n        T.shared_arena(bytes=0, offsets={})\n"
+    );
+}

@@ -564,6 +564,30 @@ impl Lowerer {
         }
     }
 
+    /// `T.sync_threads()`, or TVMScript's `T.tvm_storage_sync("shared")` (`tvm` is true):
+    /// a block-wide barrier.
+    fn barrier(&mut self, span: Span, args: &[ast::Arg], tvm: bool) -> Option<Stmt> {
+        if tvm {
+            let a = self.bind("T.tvm_storage_sync", span, args, &["scope"], 1)?;
+            let scope_arg = a[0]?;
+            match self.string(scope_arg, "the storage scope")? {
+                "shared" | "shared.dyn" => {}
+                other => {
+                    return self.fail(
+                        Diagnostic::error(
+                            scope_arg.span,
+                            format!("unsupported storage sync scope \"{other}\""),
+                        )
+                        .with_note("only \"shared\" (a block-wide barrier) is supported"),
+                    )
+                }
+            }
+        } else {
+            self.bind("T.sync_threads", span, args, &[], 0)?;
+        }
+        Some(Stmt::new(StmtKind::Barrier, span))
+    }
+
     /// `if` / `elif` / `else`: each `elif` becomes an `If` alone in the else body.
     fn if_chain(
         &mut self,
@@ -663,6 +687,12 @@ impl Lowerer {
                 self.annotate_layout(span, args);
                 None
             }
+            "T.shared_arena" => {
+                self.shared_arena(span, args);
+                None
+            }
+            "T.sync_threads" => self.barrier(span, args, false),
+            "T.tvm_storage_sync" => self.barrier(span, args, true),
             "T.attr" => {
                 self.attr(span, args);
                 None

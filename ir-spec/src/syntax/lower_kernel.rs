@@ -9,8 +9,8 @@
 
 use crate::diagnostic::Diagnostic;
 use crate::ir::{
-    Expr, ExprKind, Ident, Kernel, Layout, LayoutAnnotation, RasterOrder, Scope, Stmt, StmtKind,
-    Swizzle, ThreadTag,
+    Arena, Expr, ExprKind, Ident, Kernel, Layout, LayoutAnnotation, RasterOrder, Scope, Stmt,
+    StmtKind, Swizzle, ThreadTag,
 };
 use crate::span::Span;
 use crate::syntax::ast;
@@ -24,6 +24,9 @@ pub struct KernelState {
     pub allocs: Vec<crate::ir::BufferDecl>,
     pub swizzle: Option<Swizzle>,
     pub layouts: Vec<LayoutAnnotation>,
+    /// `T.shared_arena(...)`, with the span of its call (for "given twice").
+    pub arena: Option<Arena>,
+    pub arena_span: Option<Span>,
     /// The block shape, once known (TVMScript 0.1.15 gives it inside the body).
     pub threads: Option<Vec<Expr>>,
     /// TVMScript thread variables (`tx = T.launch_thread("threadIdx.x", 128)`), which the
@@ -183,6 +186,7 @@ impl Lowerer {
                 swizzle: state.swizzle,
                 layouts: state.layouts,
                 allocs: state.allocs,
+                arena: state.arena,
                 body,
             }),
             span,
@@ -649,6 +653,54 @@ impl Lowerer {
                 None => {}
             }
         }
+    }
+
+    /// `T.shared_arena(bytes=N, offsets={A_shared: 0, B_shared: 8192})`: the kernel's one
+    /// dynamic shared-memory arena (thread level), hoisted into the kernel like the
+    /// allocations. Offsets are checked by the verifier, not here.
+    pub fn shared_arena(&mut self, span: Span, args: &[ast::Arg]) {
+        let Some(a) = self.bind("T.shared_arena", span, args, &["bytes", "offsets"], 2) else {
+            return;
+        };
+        let (Some(bytes_arg), Some(map)) = (a[0], a[1]) else {
+            return;
+        };
+        let bytes = self.const_int(bytes_arg, "the arena size");
+        let ast::ExprKind::Dict(entries) = &map.kind else {
+            self.error(Diagnostic::error(
+                map.span,
+                "expected a dict `{buffer: byte_offset}`",
+            ));
+            return;
+        };
+        let mut offsets = Vec::with_capacity(entries.len());
+        let mut ok = true;
+        for (k, v) in entries {
+            let ast::ExprKind::Name(buf) = &k.kind else {
+                self.error(Diagnostic::error(k.span, "expected a buffer name"));
+                ok = false;
+                continue;
+            };
+            match self.const_int(v, "a byte offset") {
+                Some(o) => offsets.push((Ident::new(buf.clone(), k.span), o)),
+                None => ok = false,
+            }
+        }
+        let (Some(bytes), true) = (bytes, ok) else {
+            return;
+        };
+        let Some(kernel) = self.open_kernel(span, "`T.shared_arena`") else {
+            return;
+        };
+        if let Some(prev) = kernel.arena_span {
+            self.error(
+                Diagnostic::error(span, "a kernel has one shared arena")
+                    .with_note_at(prev, "the arena was already given here"),
+            );
+            return;
+        }
+        kernel.arena = Some(Arena { bytes, offsets });
+        kernel.arena_span = Some(span);
     }
 
     /// `T.annotate_layout({A_shared: T.make_swizzled_layout(A_shared)})`.

@@ -1,6 +1,6 @@
 //! Lowering of loops: `T.serial`, `range`, `T.unroll`, `T.Parallel` / `T.parallel`,
-//! `T.Pipelined` (and TVMScript's `T.serial(n, annotations={"num_stages": k})`) and
-//! `T.thread_binding`.
+//! `T.Pipelined` (and TVMScript's `T.serial(n, annotations={"num_stages": k})`),
+//! `T.thread_binding` and `T.vectorized`.
 
 use crate::diagnostic::Diagnostic;
 use crate::ir::{Expr, For, ForKind, Ident, Stmt, StmtKind, ThreadTag};
@@ -85,6 +85,11 @@ impl Lowerer {
                 let a = self.bind(kind_name, iter_span, args, &["start", "stop"], 1)?;
                 let (start, stop) = self.loop_range(a[0]?, a[1])?;
                 (start, stop, ForKind::Unroll)
+            }
+            "T.vectorized" => {
+                let a = self.bind(kind_name, iter_span, args, &["start", "stop"], 1)?;
+                let (start, stop) = self.loop_range(a[0]?, a[1])?;
+                (start, stop, ForKind::Vectorized)
             }
             "T.parallel" => {
                 let a = self.bind(kind_name, iter_span, args, &["start", "stop"], 1)?;

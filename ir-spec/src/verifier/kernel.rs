@@ -6,11 +6,14 @@ use super::scope::DefKind;
 use super::{Checker, KernelInfo};
 use crate::diagnostic::Diagnostic;
 use crate::dtype::DType;
-use crate::ir::{For, ForKind, Kernel, Scope, ThreadTag};
+use crate::ir::{Arena, For, ForKind, Kernel, Scope, ThreadTag};
 use crate::span::Span;
 
 /// The most threads a block may have (every target of tlc).
 const MAX_THREADS: i64 = 1024;
+
+/// The element counts a `T.vectorized` loop may have (up to a 16-byte access of 8-bit data).
+const VECTOR_WIDTHS: [i64; 5] = [1, 2, 4, 8, 16];
 
 impl<'f> Checker<'f> {
     pub(super) fn kernel(&mut self, k: &'f Kernel, span: Span) {
@@ -113,11 +116,18 @@ impl<'f> Checker<'f> {
                 }
             }
         }
+        if let Some(arena) = &k.arena {
+            self.arena(k, arena, span);
+        }
         for v in &k.block_vars {
             self.define_var(v, DefKind::BlockVar, Some(DType::Int32));
         }
         let outer = self.kernel.replace(span);
+        // Thread-binding and vectorized loops of an enclosing kernel do not reach into this
+        // (invalid, nested) one.
+        let outer_threads = (self.thread_loop.take(), self.vectorized.take());
         self.body(&k.body);
+        (self.thread_loop, self.vectorized) = outer_threads;
         self.kernel = outer;
         self.env.pop();
 
@@ -128,6 +138,7 @@ impl<'f> Checker<'f> {
                 num_threads: threads.iter().product(),
                 threads,
                 allocs: k.allocs.iter().map(|a| a.name.name.clone()).collect(),
+                arena_bytes: k.arena.as_ref().map(|a| a.bytes),
                 span,
             });
         }
@@ -245,11 +256,201 @@ impl<'f> Checker<'f> {
                 }
                 self.push(diag);
             }
+            ForKind::Vectorized => self.vectorized_loop(f),
+            _ => {}
+        }
+        let (outer_thread, outer_vec) = (self.thread_loop, self.vectorized);
+        match f.kind {
+            ForKind::ThreadBinding(
+                ThreadTag::ThreadX | ThreadTag::ThreadY | ThreadTag::ThreadZ,
+            ) if self.kernel.is_some() => {
+                self.thread_loop = Some(self.at(f.var.span));
+            }
+            ForKind::Vectorized => self.vectorized = Some(self.at(f.var.span)),
             _ => {}
         }
         self.env.push();
         self.define_var(&f.var, DefKind::LoopVar, Some(DType::Int32));
         self.body(&f.body);
         self.env.pop();
+        (self.thread_loop, self.vectorized) = (outer_thread, outer_vec);
+    }
+
+    /// L6, L7: a vectorized loop starts at 0, has 1, 2, 4, 8 or 16 iterations, and runs
+    /// inside a thread-binding loop (it is one thread's vector access).
+    fn vectorized_loop(&mut self, f: &For) {
+        if const_int(&f.start) != Some(0) {
+            self.error(
+                f.start.span,
+                format!(
+                    "vectorized loop `{}` starts at `{}`; vectorized loops start at 0",
+                    f.var.name, f.start
+                ),
+            );
+        } else {
+            match const_int(&f.stop) {
+                Some(n) if VECTOR_WIDTHS.contains(&n) => {}
+                Some(n) if n <= 0 => {} // L1 already reported it.
+                Some(n) => self.push(
+                    Diagnostic::error(
+                        self.at(f.stop.span),
+                        format!("vectorized loop `{}` has {n} iterations", f.var.name),
+                    )
+                    .with_note("a vector access has 1, 2, 4, 8 or 16 elements"),
+                ),
+                None => self.error(
+                    f.stop.span,
+                    format!(
+                        "vectorized loop `{}` has extent `{}`; it must be a constant",
+                        f.var.name, f.stop
+                    ),
+                ),
+            }
+        }
+        if self.thread_loop.is_none() {
+            self.push(
+                Diagnostic::error(
+                    self.at(f.var.span),
+                    format!(
+                        "vectorized loop `{}` is not inside a thread-binding loop",
+                        f.var.name
+                    ),
+                )
+                .with_note(
+                    "a vectorized loop is one thread's vector access; put it inside \
+                     `for tx in T.thread_binding(n, thread=\"threadIdx.x\")`",
+                ),
+            );
+        }
+    }
+
+    /// Y1: `T.sync_threads()` runs inside a kernel's thread-binding loop, and not inside a
+    /// vectorized loop (which is one instruction).
+    pub(super) fn barrier(&mut self, span: Span) {
+        if self.kernel.is_none() || self.thread_loop.is_none() {
+            self.push(
+                Diagnostic::error(
+                    self.at(span),
+                    "`T.sync_threads()` outside a thread-binding loop",
+                )
+                .with_note(
+                    "a barrier synchronizes the threads of a block; it belongs inside \
+                     `for tx in T.thread_binding(n, thread=\"threadIdx.x\")` in a `T.Kernel`",
+                ),
+            );
+        } else if let Some(v) = self.vectorized {
+            self.push(
+                Diagnostic::error(self.at(span), "`T.sync_threads()` inside a vectorized loop")
+                    .with_note_at(v, "the vectorized loop is here"),
+            );
+        }
+    }
+
+    /// A1–A4: the shared arena places every shared allocation, aligned, inside its bytes,
+    /// and fits the hardware.
+    fn arena(&mut self, k: &Kernel, arena: &Arena, span: Span) {
+        if arena.bytes < 0 || arena.bytes > Arena::MAX_BYTES {
+            self.push(
+                Diagnostic::error(
+                    span,
+                    format!(
+                        "the shared arena has {} bytes; a block can have 0 to {} bytes of \
+                         dynamic shared memory",
+                        arena.bytes,
+                        Arena::MAX_BYTES
+                    ),
+                )
+                .with_note("232448 bytes (227 KiB) is sm_90's opt-in maximum per block"),
+            );
+        }
+        for (i, (name, offset)) in arena.offsets.iter().enumerate() {
+            let at = self.at(name.span);
+            if let Some((first, _)) = arena
+                .offsets
+                .get(..i)
+                .and_then(|before| before.iter().find(|(n, _)| n.name == name.name))
+            {
+                let mut d = Diagnostic::error(
+                    at,
+                    format!("`{}` has two offsets in the shared arena", name.name),
+                );
+                if !first.span.is_dummy() {
+                    d = d.with_note_at(first.span, "the first one is here");
+                }
+                self.push(d);
+                continue;
+            }
+            let Some(decl) = k.allocs.iter().find(|a| a.name.name == name.name) else {
+                self.error(
+                    at,
+                    format!(
+                        "`{}` in the shared arena is not an allocation of this kernel",
+                        name.name
+                    ),
+                );
+                continue;
+            };
+            if decl.scope != Scope::Shared {
+                self.error(
+                    at,
+                    format!(
+                        "`{}` is a {} buffer; only shared buffers live in the shared arena",
+                        name.name,
+                        decl.scope.name()
+                    ),
+                );
+                continue;
+            }
+            if *offset < 0 || offset % Arena::ALIGN != 0 {
+                self.error(
+                    at,
+                    format!(
+                        "`{}` is at byte offset {offset}; arena offsets are non-negative \
+                         multiples of {}",
+                        name.name,
+                        Arena::ALIGN
+                    ),
+                );
+                continue;
+            }
+            let size = decl
+                .shape
+                .iter()
+                .try_fold(i64::from(decl.dtype.bytes()), |acc, d| {
+                    const_int(d).and_then(|d| acc.checked_mul(d))
+                });
+            match size {
+                None => self.error(
+                    at,
+                    format!(
+                        "`{}` has a shape that is not constant; the shared arena needs the \
+                         size of every buffer",
+                        name.name
+                    ),
+                ),
+                Some(size) if offset.saturating_add(size) > arena.bytes => self.error(
+                    at,
+                    format!(
+                        "`{}` ({size} bytes at offset {offset}) ends at byte {}, past the end \
+                         of the {}-byte shared arena",
+                        name.name,
+                        offset.saturating_add(size),
+                        arena.bytes
+                    ),
+                ),
+                Some(_) => {}
+            }
+        }
+        for decl in k.allocs.iter().filter(|a| a.scope == Scope::Shared) {
+            if arena.offset(&decl.name.name).is_none() {
+                self.error(
+                    decl.name.span,
+                    format!(
+                        "shared buffer `{}` has no offset in the kernel's shared arena",
+                        decl.name.name
+                    ),
+                );
+            }
+        }
     }
 }

@@ -50,6 +50,9 @@ pub struct KernelInfo {
     pub num_threads: i64,
     /// Names of the kernel's shared, fragment and local buffers, in declaration order.
     pub allocs: Vec<String>,
+    /// The size in bytes of the kernel's dynamic shared-memory arena, when it has one
+    /// (`T.shared_arena`): what the launch must reserve.
+    pub arena_bytes: Option<i64>,
     pub span: Span,
 }
 
@@ -95,6 +98,10 @@ pub(crate) struct Checker<'f> {
     env: Env<'f>,
     /// The span of the innermost enclosing `T.Kernel`, if any.
     kernel: Option<Span>,
+    /// The variable of the innermost enclosing `threadIdx.*` binding loop of a kernel.
+    thread_loop: Option<Span>,
+    /// The variable of the innermost enclosing `T.vectorized` loop.
+    vectorized: Option<Span>,
     /// The span of the statement being checked: the fallback for nodes with no span.
     stmt_span: Span,
     info: FuncInfo,
@@ -108,6 +115,8 @@ impl<'f> Checker<'f> {
             seen: HashMap::new(),
             env: Env::default(),
             kernel: None,
+            thread_loop: None,
+            vectorized: None,
             stmt_span: func.span,
             info: FuncInfo {
                 buffers: BTreeMap::new(),
@@ -243,6 +252,7 @@ impl<'f> Checker<'f> {
             StmtKind::Copy { src, dst } => self.copy(src, dst, stmt.span),
             StmtKind::Gemm(g) => self.gemm(g, stmt.span),
             StmtKind::Fill { dst, value } => self.fill(dst, value, stmt.span),
+            StmtKind::Barrier => self.barrier(stmt.span),
         }
     }
 

@@ -863,6 +863,190 @@ fn block_index_bindings_inside_a_kernel() {
     one(&f, "loop `b` is bound to `blockIdx.y` inside a `T.Kernel`");
 }
 
+// ---- thread level: vectorized loops, barriers, the shared arena ----
+
+fn tx_loop(body: Vec<Stmt>) -> Stmt {
+    loop_(
+        "tx",
+        ForKind::ThreadBinding(ThreadTag::ThreadX),
+        0,
+        int(128),
+        body,
+    )
+}
+
+fn vec_loop(start: i64, stop: Expr, body: Vec<Stmt>) -> Stmt {
+    loop_("v", ForKind::Vectorized, start, stop, body)
+}
+
+fn barrier() -> Stmt {
+    stmt(StmtKind::Barrier)
+}
+
+#[test]
+fn thread_level_kernel_verifies() {
+    let mut f = kern(
+        vec![
+            shared("S", &[64, 64], F16),
+            shared("R", &[16], F32),
+            decl("acc", &[8], F32, Scope::Local),
+        ],
+        vec![tx_loop(vec![
+            vec_loop(0, int(8), vec![store("acc", vec![var("v")], float(0.0))]),
+            barrier(),
+            loop_(
+                "k",
+                ForKind::Serial,
+                0,
+                int(2),
+                vec![if_then(bin(BinOp::Lt, var("tx"), int(4)), vec![barrier()])],
+            ),
+        ])],
+    );
+    kernel_of(&mut f).arena = Some(Arena {
+        bytes: 8256,
+        offsets: vec![(id("S"), 0), (id("R"), 8192)],
+    });
+    // (A barrier under `if` is valid IR; reaching it divergently is a run-time error.)
+    let info = ok(&f);
+    assert_eq!(info.kernels[0].arena_bytes, Some(8256));
+    assert_eq!(
+        ok(&kern(Vec::new(), Vec::new())).kernels[0].arena_bytes,
+        None
+    );
+}
+
+fn if_then(cond: Expr, then_body: Vec<Stmt>) -> Stmt {
+    stmt(StmtKind::If {
+        cond,
+        then_body,
+        else_body: Vec::new(),
+    })
+}
+
+#[test]
+fn vectorized_loops_are_constant_width_vectors_inside_threads() {
+    // L6: start 0, a constant extent of 1, 2, 4, 8 or 16.
+    let f = kern(
+        Vec::new(),
+        vec![tx_loop(vec![vec_loop(0, int(3), Vec::new())])],
+    );
+    one(&f, "vectorized loop `v` has 3 iterations");
+    let f = kern(
+        Vec::new(),
+        vec![tx_loop(vec![vec_loop(2, int(4), Vec::new())])],
+    );
+    one(
+        &f,
+        "vectorized loop `v` starts at `2`; vectorized loops start at 0",
+    );
+    let f = kern(
+        Vec::new(),
+        vec![tx_loop(vec![vec_loop(0, var("tx"), Vec::new())])],
+    );
+    one(
+        &f,
+        "vectorized loop `v` has extent `tx`; it must be a constant",
+    );
+    for n in [1, 2, 4, 8, 16] {
+        ok(&kern(
+            Vec::new(),
+            vec![tx_loop(vec![vec_loop(0, int(n), Vec::new())])],
+        ));
+    }
+    // L7: inside a thread-binding loop.
+    let f = kern(Vec::new(), vec![vec_loop(0, int(4), Vec::new())]);
+    one(
+        &f,
+        "vectorized loop `v` is not inside a thread-binding loop",
+    );
+}
+
+#[test]
+fn barriers_only_inside_thread_loops() {
+    let f = kern(Vec::new(), vec![barrier()]);
+    one(&f, "`T.sync_threads()` outside a thread-binding loop");
+    let f = kern(
+        Vec::new(),
+        vec![loop_("i", ForKind::Parallel, 0, int(4), vec![barrier()])],
+    );
+    one(&f, "`T.sync_threads()` outside a thread-binding loop");
+    // Outside any kernel.
+    let f = func("f", Vec::new(), vec![barrier()]);
+    one(&f, "`T.sync_threads()` outside a thread-binding loop");
+    let f = kern(
+        Vec::new(),
+        vec![tx_loop(vec![vec_loop(0, int(4), vec![barrier()])])],
+    );
+    one(&f, "`T.sync_threads()` inside a vectorized loop");
+}
+
+/// A kernel with shared S (64x64 f16 = 8192 B), shared R (16 f32 = 64 B), local acc, and
+/// `arena`.
+fn with_arena(bytes: i64, offsets: &[(&str, i64)]) -> PrimFunc {
+    let mut f = kern(
+        vec![
+            shared("S", &[64, 64], F16),
+            shared("R", &[16], F32),
+            decl("acc", &[8], F32, Scope::Local),
+        ],
+        Vec::new(),
+    );
+    kernel_of(&mut f).arena = Some(Arena {
+        bytes,
+        offsets: offsets.iter().map(|&(n, o)| (id(n), o)).collect(),
+    });
+    f
+}
+
+#[test]
+fn arena_rules() {
+    // Overlapping buffers are allowed (their lifetimes may be disjoint).
+    ok(&with_arena(8192, &[("S", 0), ("R", 0)]));
+    ok(&with_arena(Arena::MAX_BYTES, &[("S", 0), ("R", 8192)]));
+    // A1: exactly one offset per shared allocation, and only for them.
+    one(
+        &with_arena(8256, &[("S", 0)]),
+        "shared buffer `R` has no offset in the kernel's shared arena",
+    );
+    one(
+        &with_arena(8256, &[("S", 0), ("R", 8192), ("S", 0)]),
+        "`S` has two offsets in the shared arena",
+    );
+    one(
+        &with_arena(8256, &[("S", 0), ("R", 8192), ("acc", 8224)]),
+        "`acc` is a local buffer; only shared buffers live in the shared arena",
+    );
+    one(
+        &with_arena(8256, &[("S", 0), ("R", 8192), ("Q", 0)]),
+        "`Q` in the shared arena is not an allocation of this kernel",
+    );
+    // A2: aligned, non-negative offsets.
+    one(
+        &with_arena(8256, &[("S", 0), ("R", 8200)]),
+        "`R` is at byte offset 8200; arena offsets are non-negative multiples of 16",
+    );
+    one(
+        &with_arena(8256, &[("S", -16), ("R", 8192)]),
+        "`S` is at byte offset -16",
+    );
+    // A3: inside the arena.
+    one(
+        &with_arena(8240, &[("S", 0), ("R", 8192)]),
+        "`R` (64 bytes at offset 8192) ends at byte 8256, past the end of the 8240-byte shared arena",
+    );
+    // A4: at most sm_90's opt-in maximum.
+    one(
+        &with_arena(Arena::MAX_BYTES + 16, &[("S", 0), ("R", 8192)]),
+        "the shared arena has 232464 bytes; a block can have 0 to 232448 bytes",
+    );
+    // A symbolic shape has no size to place.
+    let mut f = with_arena(8256, &[("S", 0), ("R", 8192)]);
+    f.dims = vec![id("N")];
+    kernel_of(&mut f).allocs[1].shape = vec![var("N")];
+    one(&f, "`R` has a shape that is not constant");
+}
+
 // ---- swizzle and layouts ----
 
 #[test]

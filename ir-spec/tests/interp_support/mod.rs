@@ -111,6 +111,7 @@ pub fn kernel(grid: Vec<Expr>, vars: &[&str], allocs: Vec<BufferDecl>, body: Vec
         swizzle: None,
         layouts: Vec::new(),
         allocs,
+        arena: None,
         body,
     }))
 }

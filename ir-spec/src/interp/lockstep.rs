@@ -1,0 +1,313 @@
+//! The thread level: all threads of a block run a `threadIdx.*` binding loop's body in
+//! LOCKSTEP, with an active mask.
+//!
+//! - Each statement runs for every active thread, in thread order (linear index, x fastest),
+//!   before the next statement starts.
+//! - `if` splits the mask: the then-body runs for the threads whose condition holds, then the
+//!   else-body for the others.
+//! - A loop evaluates its bounds per thread and iterates while any thread still has
+//!   iterations, masking out the threads that are done.
+//! - A nested `threadIdx.*` loop binds its variable to each thread's index on its axis
+//!   (`start + index`); threads whose index is not below its extent sit it out.
+//! - Lets, loop variables and local / fragment buffers are per thread; shared buffers (and
+//!   globals) are the block's.
+//! - `T.sync_threads()` needs every thread of the block active: reaching it in divergent code
+//!   is an error. It starts a new race epoch in shared memory (`shared.rs`).
+//!
+//! Per-thread state is kept here and swapped into the block's `Frame` while one thread runs
+//! one statement, so every op and expression is evaluated by the same code as at the tile
+//! level.
+
+use crate::interp::compile::{CExpr, CStmt, CStmtKind};
+use crate::interp::eval::{fault, Frame, Res};
+use crate::interp::memory::Buffer;
+use crate::interp::scalar::Scalar;
+use crate::interp::tensor::MAX_ELEMENTS;
+use crate::span::Span;
+
+/// The threads of one block: their registers (scalar slots and private buffers).
+pub(crate) struct ThreadState {
+    /// Block shape, x first.
+    shape: [usize; 3],
+    /// How many dimensions the kernel declares, for thread names in messages.
+    dims: usize,
+    n: usize,
+    /// Each thread's scalar slots.
+    vars: Vec<Vec<Scalar>>,
+    /// The `Memory::locals` slots that are per thread (local and fragment allocations).
+    slots: Vec<usize>,
+    /// `private[t][k]`: thread `t`'s copy of the buffer in slot `slots[k]`.
+    private: Vec<Vec<Buffer>>,
+}
+
+impl ThreadState {
+    /// `shape.iter().product()` threads, each with never-written copies of the buffers in
+    /// `slots` of `locals`.
+    pub fn new(
+        shape: [usize; 3],
+        dims: usize,
+        slots: Vec<usize>,
+        locals: &[Buffer],
+    ) -> Res<ThreadState> {
+        let n: usize = shape.iter().product();
+        let fresh: Vec<Buffer> = slots
+            .iter()
+            .filter_map(|&s| locals.get(s))
+            .map(|b| Buffer::fresh(&b.name, b.dtype, b.shape.clone()))
+            .collect();
+        let per_thread: usize = fresh.iter().map(|b| b.data.len()).sum();
+        if per_thread.saturating_mul(n) > MAX_ELEMENTS {
+            return fault(
+                Span::DUMMY,
+                format!(
+                    "the block's {n} threads need {per_thread} local elements each, more than the \
+                     interpreter holds"
+                ),
+            );
+        }
+        Ok(ThreadState {
+            shape,
+            dims,
+            n,
+            vars: vec![Vec::new(); n],
+            slots,
+            private: vec![fresh; n],
+        })
+    }
+
+    /// Thread `t`'s index along `axis`.
+    fn coord(&self, t: usize, axis: usize) -> usize {
+        let [x, y, _] = self.shape;
+        let c = match axis {
+            0 => t,
+            1 => t / x.max(1),
+            _ => t / (x * y).max(1),
+        };
+        c % self.shape.get(axis).copied().unwrap_or(1).max(1)
+    }
+
+    /// `5`, or `(5, 1)` for a 2-D block.
+    fn name(&self, t: usize) -> String {
+        if self.dims <= 1 {
+            return t.to_string();
+        }
+        let parts: Vec<String> = (0..self.dims)
+            .map(|a| self.coord(t, a).to_string())
+            .collect();
+        format!("({})", parts.join(", "))
+    }
+}
+
+impl Frame<'_> {
+    /// A `threadIdx.*` loop met in block-level code: every thread of the block starts with the
+    /// block's variables and runs the loop.
+    pub(crate) fn enter_threads(&mut self, stmt: &CStmt) -> Res<()> {
+        let Some(mut st) = self.threads.take() else {
+            return fault(stmt.span, "a thread loop outside a thread-level kernel");
+        };
+        for vars in &mut st.vars {
+            vars.clone_from(&self.vars);
+        }
+        let all: Vec<usize> = (0..st.n).collect();
+        let result = Lockstep {
+            frame: self,
+            st: &mut st,
+        }
+        .exec_one(stmt, &all);
+        self.threads = Some(st);
+        result
+    }
+}
+
+struct Lockstep<'a, 'g> {
+    frame: &'a mut Frame<'g>,
+    st: &'a mut ThreadState,
+}
+
+impl Lockstep<'_, '_> {
+    fn exec(&mut self, stmts: &[CStmt], active: &[usize]) -> Res<()> {
+        for stmt in stmts {
+            self.exec_one(stmt, active)?;
+        }
+        Ok(())
+    }
+
+    fn exec_one(&mut self, stmt: &CStmt, active: &[usize]) -> Res<()> {
+        match &stmt.kind {
+            CStmtKind::Loop {
+                var,
+                start,
+                stop,
+                body,
+                thread_axis: Some(axis),
+            } => self.thread_loop(*var, *axis, (start, stop), body, stmt.span, active),
+            CStmtKind::Loop {
+                var,
+                start,
+                stop,
+                body,
+                thread_axis: None,
+            } => self.serial_loop(*var, (start, stop), body, stmt.span, active),
+            CStmtKind::If {
+                cond,
+                then_body,
+                else_body,
+            } => {
+                let (mut taken, mut not_taken) = (Vec::new(), Vec::new());
+                for &t in active {
+                    if self.on_thread(t, stmt.span, |f| f.eval(cond))?.as_bool() {
+                        taken.push(t);
+                    } else {
+                        not_taken.push(t);
+                    }
+                }
+                if !taken.is_empty() {
+                    self.exec(then_body, &taken)?;
+                }
+                if !not_taken.is_empty() {
+                    self.exec(else_body, &not_taken)?;
+                }
+                Ok(())
+            }
+            CStmtKind::Barrier => {
+                if active.len() != self.st.n {
+                    return fault(
+                        stmt.span,
+                        format!(
+                            "barrier reached by {} of {} threads",
+                            active.len(),
+                            self.st.n
+                        ),
+                    );
+                }
+                if let Some(shared) = &mut self.frame.mem.shared {
+                    shared.barrier();
+                }
+                Ok(())
+            }
+            _ => {
+                for &t in active {
+                    self.on_thread(t, stmt.span, |f| f.exec_one(stmt))?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Runs `f` as thread `t`: its registers are swapped into the frame for the call. A data
+    /// race the call made is reported at `span`; every fault names the thread.
+    fn on_thread<T>(
+        &mut self,
+        t: usize,
+        span: Span,
+        f: impl FnOnce(&mut Frame) -> Res<T>,
+    ) -> Res<T> {
+        self.swap(t);
+        self.frame.mem.thread = u32::try_from(t).ok();
+        let result = f(self.frame);
+        self.frame.mem.thread = None;
+        self.swap(t);
+        let result = match (result, self.frame.mem.take_race()) {
+            (Ok(_), Some(race)) => fault(span, race),
+            (r, _) => r,
+        };
+        result.map_err(|mut e| {
+            if e.thread.is_none() {
+                e.thread = Some(self.st.name(t));
+            }
+            e
+        })
+    }
+
+    /// Exchanges thread `t`'s registers with the frame's (its own inverse).
+    fn swap(&mut self, t: usize) {
+        if let Some(vars) = self.st.vars.get_mut(t) {
+            std::mem::swap(&mut self.frame.vars, vars);
+        }
+        if let Some(private) = self.st.private.get_mut(t) {
+            for (&slot, buf) in self.st.slots.iter().zip(private.iter_mut()) {
+                if let Some(shared) = self.frame.mem.locals.get_mut(slot) {
+                    std::mem::swap(shared, buf);
+                }
+            }
+        }
+    }
+
+    fn set_var(&mut self, t: usize, var: usize, value: i64) {
+        if let Some(slot) = self.st.vars.get_mut(t).and_then(|v| v.get_mut(var)) {
+            *slot = Scalar::Int(value);
+        }
+    }
+
+    /// Per-thread bounds of a loop.
+    fn bounds(&mut self, t: usize, (start, stop): (&CExpr, &CExpr), span: Span) -> Res<(i64, i64)> {
+        self.on_thread(t, span, |f| Ok((f.eval_int(start)?, f.eval_int(stop)?)))
+    }
+
+    /// A serial (unrolled, vectorized, pipelined, parallel) loop: iteration `k` runs for the
+    /// threads that have more than `k` iterations.
+    fn serial_loop(
+        &mut self,
+        var: usize,
+        range: (&CExpr, &CExpr),
+        body: &[CStmt],
+        span: Span,
+        active: &[usize],
+    ) -> Res<()> {
+        let mut threads: Vec<(usize, i64, i64)> = Vec::with_capacity(active.len());
+        for &t in active {
+            let (start, stop) = self.bounds(t, range, span)?;
+            threads.push((t, start, stop.saturating_sub(start)));
+        }
+        let mut k = 0i64;
+        loop {
+            threads.retain(|&(_, _, n)| k < n);
+            if threads.is_empty() {
+                return Ok(());
+            }
+            let now: Vec<usize> = threads.iter().map(|&(t, _, _)| t).collect();
+            for &(t, start, _) in &threads {
+                self.set_var(t, var, start + k);
+            }
+            self.exec(body, &now)?;
+            k += 1;
+        }
+    }
+
+    /// A `threadIdx.*` loop: each thread takes the iteration of its own index on `axis`.
+    fn thread_loop(
+        &mut self,
+        var: usize,
+        axis: usize,
+        range: (&CExpr, &CExpr),
+        body: &[CStmt],
+        span: Span,
+        active: &[usize],
+    ) -> Res<()> {
+        let dim = self.st.shape.get(axis).copied().unwrap_or(1);
+        let mut now = Vec::with_capacity(active.len());
+        for &t in active {
+            let (start, stop) = self.bounds(t, range, span)?;
+            let extent = stop.saturating_sub(start);
+            if extent > dim as i64 {
+                let axis_name = ["x", "y", "z"].get(axis).copied().unwrap_or("?");
+                return fault(
+                    span,
+                    format!(
+                        "thread loop has {extent} iterations but the block has {dim} threads \
+                         along {axis_name}"
+                    ),
+                );
+            }
+            let c = self.st.coord(t, axis) as i64;
+            if c < extent {
+                self.set_var(t, var, start + c);
+                now.push(t);
+            }
+        }
+        if now.is_empty() {
+            return Ok(());
+        }
+        self.exec(body, &now)
+    }
+}

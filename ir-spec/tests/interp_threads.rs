@@ -1,0 +1,373 @@
+//! The thread-level interpreter: lockstep threads with active masks, barriers, per-thread
+//! registers, the shared byte arena and its race check. Thread-level kernels are compared
+//! with the tile-level version of the same computation on random inputs.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+use tlc_ir::interp::{run, RunOptions, Scalar, Tensor};
+use tlc_ir::{parse, Diagnostic, PrimFunc};
+
+fn case(name: &str) -> String {
+    let path = format!(
+        "{}/../tests/cases/valid/{name}.tir",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn func(src: &str) -> PrimFunc {
+    let f = parse(src).unwrap_or_else(|d| panic!("does not parse: {d:#?}\n{src}"));
+    if let Err(d) = tlc_ir::verifier::verify(&f) {
+        panic!("does not verify: {d:#?}\n{src}");
+    }
+    f
+}
+
+fn run_with(
+    f: &PrimFunc,
+    seed: u64,
+    threads: usize,
+) -> Result<HashMap<String, Tensor>, Diagnostic> {
+    let opts = RunOptions { seed, threads };
+    run(f, &HashMap::new(), HashMap::new(), &opts)
+}
+
+fn outputs(src: &str, seed: u64) -> HashMap<String, Tensor> {
+    run_with(&func(src), seed, 0).unwrap_or_else(|d| panic!("run failed: {d:#?}"))
+}
+
+/// The error of a run, the same with one host thread and with several.
+fn error(src: &str) -> Diagnostic {
+    let f = func(src);
+    let one = run_with(&f, 1, 1).expect_err("the run should fail");
+    let many = run_with(&f, 1, 4).expect_err("the run should fail");
+    assert_eq!(one.message, many.message);
+    one
+}
+
+fn values(t: &Tensor) -> Vec<f64> {
+    t.to_f64()
+}
+
+fn get<'a>(out: &'a HashMap<String, Tensor>, name: &str) -> &'a Tensor {
+    out.get(name)
+        .unwrap_or_else(|| panic!("no output `{name}`"))
+}
+
+const TILE_TRANSPOSE: &str = r#"@T.prim_func
+def tile_transpose(
+    A: T.Tensor((256, 256), "float32"),
+    B: T.Tensor((256, 256), "float32"),
+):
+    with T.Kernel(4, 4, threads=512) as (bx, by):
+        S = T.alloc_shared((64, 64), "float32")
+        T.copy(A[by * 64, bx * 64], S)
+        for i, j in T.Parallel(64, 64):
+            B[bx * 64 + i, by * 64 + j] = S[j, i]
+"#;
+
+#[test]
+fn thread_transpose_matches_the_tile_level_and_is_fast() {
+    let thread = func(&case("thread_transpose"));
+    for seed in [1, 2] {
+        let start = Instant::now();
+        let out = run_with(&thread, seed, 1).unwrap_or_else(|d| panic!("{d:#?}"));
+        let elapsed = start.elapsed();
+        eprintln!("thread_transpose, 16 blocks of 512 threads, one host thread: {elapsed:?}");
+        // 16 blocks of 512 threads: the bound is loose for a loaded debug build; a single
+        // block takes a small fraction of it.
+        assert!(elapsed < Duration::from_secs(8), "took {elapsed:?}");
+        let tile = outputs(TILE_TRANSPOSE, seed);
+        assert_eq!(values(get(&out, "B")), values(get(&tile, "B")));
+        let (a, b) = (values(get(&out, "A")), values(get(&out, "B")));
+        for (i, j) in [(0, 0), (3, 200), (255, 1), (70, 130)] {
+            assert_eq!(b[i * 256 + j], a[j * 256 + i], "B[{i}, {j}]");
+        }
+    }
+}
+
+const TILE_VECTORIZED: &str = r#"@T.prim_func
+def tile_scale(
+    X: T.Tensor((1024, 64), "float16"),
+    Y: T.Tensor((1024, 64), "float32"),
+):
+    with T.Kernel(8, threads=128) as bx:
+        for i, j in T.Parallel(128, 64):
+            Y[bx * 128 + i, j] = T.cast(X[bx * 128 + i, j], "float32") * 2.0 + 1.0
+"#;
+
+#[test]
+fn thread_vectorized_matches_the_tile_level() {
+    for seed in [3, 4] {
+        let thread = outputs(&case("thread_vectorized"), seed);
+        let tile = outputs(TILE_VECTORIZED, seed);
+        assert_eq!(values(get(&thread, "Y")), values(get(&tile, "Y")));
+        assert_eq!(values(get(&thread, "X")), values(get(&tile, "X")));
+    }
+}
+
+#[test]
+fn lockstep_masks_for_divergent_loops_and_ifs() {
+    // Thread t sums 0..t%5 in a register, then writes it (odd threads negate it).
+    let src = r#"@T.prim_func
+def f(O: T.Tensor((64,), "int32")):
+    with T.Kernel(1, threads=64) as bx:
+        acc = T.alloc_local((1,), "int32")
+        for tx in T.thread_binding(64, thread="threadIdx.x"):
+            acc[0] = 0
+            for k in T.serial(tx % 5):
+                acc[0] = acc[0] + k
+            n = acc[0]
+            if tx % 2 == 1:
+                O[tx] = -n
+            else:
+                O[tx] = n
+"#;
+    let out = outputs(src, 0);
+    let want: Vec<f64> = (0..64i64)
+        .map(|t| {
+            let s: i64 = (0..t % 5).sum();
+            (if t % 2 == 1 { -s } else { s }) as f64
+        })
+        .collect();
+    assert_eq!(values(get(&out, "O")), want);
+}
+
+#[test]
+fn two_dimensional_blocks_bind_each_axis() {
+    let src = r#"@T.prim_func
+def f(O: T.Tensor((2, 4, 32), "int32")):
+    with T.Kernel(2, threads=(32, 4)) as bx:
+        for ty in T.thread_binding(4, thread="threadIdx.y"):
+            for tx in T.thread_binding(32, thread="threadIdx.x"):
+                O[bx, ty, tx] = bx * 1000 + ty * 100 + tx
+"#;
+    let out = outputs(src, 0);
+    let o = values(get(&out, "O"));
+    for (b, y, x) in [(0, 0, 0), (1, 3, 31), (0, 2, 7), (1, 1, 16)] {
+        assert_eq!(o[b * 128 + y * 32 + x], (b * 1000 + y * 100 + x) as f64);
+    }
+}
+
+#[test]
+fn local_buffers_are_per_thread_and_shared_ones_per_block() {
+    // Every thread writes its own index to acc[0] and to S[tx]; after a barrier thread t reads
+    // acc[0] (its own: t) and S[63 - t] (another thread's: 63 - t).
+    let src = r#"@T.prim_func
+def f(O: T.Tensor((64, 2), "int32")):
+    with T.Kernel(1, threads=64) as bx:
+        S = T.alloc_shared((64,), "int32")
+        acc = T.alloc_local((1,), "int32")
+        for tx in T.thread_binding(64, thread="threadIdx.x"):
+            acc[0] = tx
+            S[tx] = tx
+            T.sync_threads()
+            O[tx, 0] = acc[0]
+            O[tx, 1] = S[63 - tx]
+"#;
+    let out = outputs(src, 0);
+    let o = values(get(&out, "O"));
+    for t in 0..64 {
+        assert_eq!((o[2 * t], o[2 * t + 1]), (t as f64, (63 - t) as f64));
+    }
+}
+
+#[test]
+fn barrier_in_divergent_code_is_an_error() {
+    let src = r#"@T.prim_func
+def f(O: T.Tensor((128,), "float32")):
+    with T.Kernel(2, 2, threads=128) as (bx, by):
+        for tx in T.thread_binding(128, thread="threadIdx.x"):
+            if tx < 64:
+                T.sync_threads()
+            O[tx] = 1.0
+"#;
+    let d = error(src);
+    assert_eq!(
+        d.message,
+        "barrier reached by 64 of 128 threads (block (0, 0))"
+    );
+    let at = src.find("T.sync_threads()").unwrap_or(0);
+    assert_eq!(
+        (d.span.start, d.span.end),
+        (at, at + "T.sync_threads()".len())
+    );
+
+    // A loop whose trip count differs between threads: the second iteration is divergent.
+    let src = r#"@T.prim_func
+def f(O: T.Tensor((32,), "float32")):
+    with T.Kernel(1, threads=32) as bx:
+        for tx in T.thread_binding(32, thread="threadIdx.x"):
+            for k in T.serial(tx % 2 + 1):
+                T.sync_threads()
+            O[tx] = 1.0
+"#;
+    assert_eq!(
+        error(src).message,
+        "barrier reached by 16 of 32 threads (block 0)"
+    );
+}
+
+#[test]
+fn overlapping_arena_buffers_corrupt_each_other() {
+    // S (f32) and R (f16) share bytes 0..256: writing R[0..128] overwrites S[0..64]. The plan
+    // passes the verifier (lifetimes may overlap in principle), and the interpreter shows
+    // the corruption a GPU would produce.
+    let src = r#"@T.prim_func
+def f(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+    with T.Kernel(1, threads=128) as bx:
+        S = T.alloc_shared((128,), "float32")
+        R = T.alloc_shared((128,), "float16")
+        T.shared_arena(bytes=512, offsets={S: 0, R: 0})
+        for tx in T.thread_binding(128, thread="threadIdx.x"):
+            S[tx] = A[tx]
+            T.sync_threads()
+            R[tx] = 1.0
+            T.sync_threads()
+            B[tx] = S[tx]
+"#;
+    let out = outputs(src, 5);
+    let (a, b) = (values(get(&out, "A")), values(get(&out, "B")));
+    // Two f16 1.0 (0x3C00) side by side, read as one f32.
+    let garbage = f64::from(f32::from_bits(0x3C00_3C00));
+    for t in 0..128 {
+        if t < 64 {
+            assert_eq!(b[t], garbage, "B[{t}]");
+        } else {
+            assert_eq!(b[t], a[t], "B[{t}]");
+        }
+    }
+    // The same kernel with disjoint offsets copies A exactly.
+    let fixed = src
+        .replace("R: 0}", "R: 512}")
+        .replace("bytes=512", "bytes=768");
+    let out = outputs(&fixed, 5);
+    assert_eq!(values(get(&out, "B")), values(get(&out, "A")));
+}
+
+#[test]
+fn shared_reads_without_a_barrier_are_data_races() {
+    let src = r#"@T.prim_func
+def f(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+    with T.Kernel(1, threads=128) as bx:
+        S = T.alloc_shared((128,), "float32")
+        for tx in T.thread_binding(128, thread="threadIdx.x"):
+            S[tx] = A[tx]
+            B[tx] = S[127 - tx]
+"#;
+    let d = error(src);
+    assert_eq!(
+        d.message,
+        "data race on shared memory: this thread reads `S[127]`, which thread 127 wrote with \
+         no `T.sync_threads()` in between (thread 0, block 0)"
+    );
+    // Write after read: thread 127 reads S[0], then thread 0 overwrites it in the same epoch.
+    let src = r#"@T.prim_func
+def f(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+    with T.Kernel(1, threads=128) as bx:
+        S = T.alloc_shared((128,), "float32")
+        for tx in T.thread_binding(128, thread="threadIdx.x"):
+            S[tx] = A[tx]
+            T.sync_threads()
+            B[tx] = S[(tx + 1) % 128]
+            S[tx] = 0.0
+"#;
+    assert_eq!(
+        error(src).message,
+        "data race on shared memory: this thread writes `S[0]`, which thread 127 read with no \
+         `T.sync_threads()` in between (thread 0, block 0)"
+    );
+}
+
+#[test]
+fn reads_of_never_written_registers_and_shared_memory_are_errors() {
+    let src = r#"@T.prim_func
+def f(B: T.Tensor((128,), "float32")):
+    with T.Kernel(1, threads=128) as bx:
+        acc = T.alloc_local((4,), "float32")
+        for tx in T.thread_binding(128, thread="threadIdx.x"):
+            if tx == 0:
+                acc[1] = 1.0
+            B[tx] = acc[1]
+"#;
+    // Thread 0 wrote its own acc[1]; thread 1's copy was never written.
+    assert_eq!(
+        error(src).message,
+        "`acc[1]` is read but was never written (thread 1, block 0)"
+    );
+    let src = r#"@T.prim_func
+def f(B: T.Tensor((128,), "float32")):
+    with T.Kernel(1, threads=128) as bx:
+        S = T.alloc_shared((128,), "float16")
+        T.shared_arena(bytes=256, offsets={S: 0})
+        for tx in T.thread_binding(128, thread="threadIdx.x"):
+            if tx < 127:
+                S[tx] = 1.0
+            T.sync_threads()
+            B[tx] = S[127 - tx]
+"#;
+    assert_eq!(
+        error(src).message,
+        "`S[127]` is read but was never written (thread 0, block 0)"
+    );
+}
+
+#[test]
+fn thread_level_structure_errors() {
+    // A per-thread buffer used by block-level code.
+    let src = r#"@T.prim_func
+def f(B: T.Tensor((128,), "float32")):
+    with T.Kernel(1, threads=128) as bx:
+        acc = T.alloc_local((1,), "float32")
+        acc[0] = 1.0
+        for tx in T.thread_binding(128, thread="threadIdx.x"):
+            B[tx] = acc[0]
+"#;
+    let d = error(src);
+    assert!(
+        d.message.contains("`acc` is a per-thread buffer"),
+        "{}",
+        d.message
+    );
+    // A thread loop wider than the block.
+    let src = r#"@T.prim_func
+def f(B: T.Tensor((256,), "float32")):
+    with T.Kernel(1, threads=128) as bx:
+        for tx in T.thread_binding(256, thread="threadIdx.x"):
+            B[tx] = 1.0
+"#;
+    assert_eq!(
+        error(src).message,
+        "thread loop has 256 iterations but the block has 128 threads along x (block 0)"
+    );
+}
+
+#[test]
+fn a_narrower_thread_loop_masks_the_other_threads() {
+    // 64 of the 128 threads run the body; B[64..] keeps its input values.
+    let src = r#"@T.prim_func
+def f(B: T.Tensor((128,), "int32")):
+    with T.Kernel(1, threads=128) as bx:
+        for tx in T.thread_binding(64, thread="threadIdx.x"):
+            B[tx] = tx
+"#;
+    let f = func(src);
+    let before = tlc_ir::interp::random_tensor("B", tlc_ir::DType::Int32, &[128], 9)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let out = run(
+        &f,
+        &HashMap::new(),
+        HashMap::from([("B".to_string(), before.clone())]),
+        &RunOptions::default(),
+    )
+    .unwrap_or_else(|d| panic!("{d:#?}"));
+    let b = get(&out, "B");
+    for t in 0..128 {
+        let want = if t < 64 {
+            Scalar::Int(t as i64)
+        } else {
+            before.get(t).unwrap_or(Scalar::Int(0))
+        };
+        assert_eq!(b.get(t), Some(want), "B[{t}]");
+    }
+}

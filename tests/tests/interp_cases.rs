@@ -80,13 +80,19 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
                 assert_eq!(y[i], want, "{stem}: Y[{i}]");
             }
         }
-        "transpose" => {
+        "transpose" | "thread_transpose" => {
             let (a, b) = (&o["A"], &o["B"]);
             let (m, n) = (a.shape()[0], a.shape()[1]);
             for i in 0..m {
                 for j in 0..n {
                     assert_eq!(b.at(&[j, i]), a.at(&[i, j]), "{stem}: B[{j}, {i}]");
                 }
+            }
+        }
+        "thread_vectorized" => {
+            let (x, y) = (o["X"].to_f64(), o["Y"].to_f64());
+            for i in 0..y.len() {
+                assert_eq!(y[i], (x[i] as f32 * 2.0 + 1.0) as f64, "{stem}: Y[{i}]");
             }
         }
         "thread_level" => {

@@ -107,7 +107,7 @@ pub enum Stmt {
     Comment(String),
 }
 
-/// A branch target, printed `$L__<hint><id>`.
+/// A branch target, printed `$L__<hint>_<id>` (the id keeps it unique, the hint readable).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Label {
     pub id: u32,
@@ -116,7 +116,7 @@ pub struct Label {
 
 impl fmt::Display for Label {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "$L__{}{}", self.hint, self.id)
+        write!(f, "$L__{}_{}", self.hint, self.id)
     }
 }
 

@@ -91,7 +91,11 @@ impl KernelBuilder {
     /// tensor, in order, then one scalar per dim (`.u32` for int32, `.u64` for int64).
     /// Returns (tensor params, dim params).
     pub fn params_from_manifest(&mut self, m: &Manifest) -> (Vec<ParamRef>, Vec<ParamRef>) {
-        let tensors = m.params.iter().map(|p| self.param(&p.name, Type::U64)).collect();
+        let tensors = m
+            .params
+            .iter()
+            .map(|p| self.param(&p.name, Type::U64))
+            .collect();
         let dims = m
             .dims
             .iter()
@@ -128,7 +132,7 @@ impl KernelBuilder {
         Reg { class, id }
     }
 
-    /// A fresh label (place it with `place`); `hint` makes the PTX readable (`$L__loop3`).
+    /// A fresh label (place it with `place`); `hint` makes the PTX readable (`$L__loop_3`).
     pub fn label(&mut self, hint: &str) -> Label {
         let id = self.next_label;
         self.next_label += 1;
@@ -206,7 +210,13 @@ impl KernelBuilder {
     }
 
     /// An integer op; `Mul(Wide)` gets a double-width destination.
-    pub fn int(&mut self, op: IntOp, ty: Type, a: impl Into<Operand>, b: impl Into<Operand>) -> Reg {
+    pub fn int(
+        &mut self,
+        op: IntOp,
+        ty: Type,
+        a: impl Into<Operand>,
+        b: impl Into<Operand>,
+    ) -> Reg {
         let dst_ty = if op == IntOp::Mul(MulMode::Wide) {
             wide(ty)
         } else {
@@ -316,7 +326,13 @@ impl KernelBuilder {
     }
 
     /// `setp.cmp.T p, a, b`.
-    pub fn setp(&mut self, cmp: Cmp, ty: Type, a: impl Into<Operand>, b: impl Into<Operand>) -> Reg {
+    pub fn setp(
+        &mut self,
+        cmp: Cmp,
+        ty: Type,
+        a: impl Into<Operand>,
+        b: impl Into<Operand>,
+    ) -> Reg {
         let dst = self.new_reg(Type::Pred);
         self.emit(Op::Setp {
             cmp,
@@ -366,7 +382,13 @@ impl KernelBuilder {
 
     /// `cvt` with the rounding PTX requires for this pair (`default_cvt_round`).
     pub fn cvt(&mut self, dst_ty: Type, src_ty: Type, src: impl Into<Operand>) -> Reg {
-        self.cvt_with(default_cvt_round(dst_ty, src_ty), false, dst_ty, src_ty, src)
+        self.cvt_with(
+            default_cvt_round(dst_ty, src_ty),
+            false,
+            dst_ty,
+            src_ty,
+            src,
+        )
     }
 
     /// `cvt` with an explicit rounding and `.sat`.
@@ -393,7 +415,12 @@ impl KernelBuilder {
 
     /// Two f32 into one `f16x2` / `bf16x2` register with `lo` in the low half (so a
     /// little-endian store puts `lo` first in memory).
-    pub fn cvt_pack(&mut self, dst_ty: Type, lo: impl Into<Operand>, hi: impl Into<Operand>) -> Reg {
+    pub fn cvt_pack(
+        &mut self,
+        dst_ty: Type,
+        lo: impl Into<Operand>,
+        hi: impl Into<Operand>,
+    ) -> Reg {
         let dst = self.new_reg(dst_ty);
         self.emit(Op::CvtPack {
             round: CvtRound::Rn,

@@ -48,7 +48,10 @@ pub fn check_manifest(module: &Module, manifest: &Manifest) -> Result<(), String
                 "parameter {i} (`{}`) is {} but the manifest's {what} needs {}",
                 p.symbol,
                 p.ty,
-                tys.iter().map(|t| t.suffix()).collect::<Vec<_>>().join(" or ")
+                tys.iter()
+                    .map(|t| t.suffix())
+                    .collect::<Vec<_>>()
+                    .join(" or ")
             ));
         }
     }

@@ -18,10 +18,12 @@ pub fn print_module(m: &Module) -> String {
     let mut declared = BTreeSet::new();
     for k in &m.kernels {
         out.push('\n');
+        let mut any = false;
         for s in &k.shared {
             if !declared.insert(s.name.clone()) {
                 continue;
             }
+            any = true;
             match s.bytes {
                 None => {
                     let _ = writeln!(out, ".extern .shared .align {} .b8 {}[];", s.align, s.name);
@@ -31,7 +33,7 @@ pub fn print_module(m: &Module) -> String {
                 }
             }
         }
-        if !k.shared.is_empty() {
+        if any {
             out.push('\n');
         }
         print_kernel(&mut out, k);
@@ -111,7 +113,7 @@ fn register_counts(k: &Kernel) -> [u32; 6] {
     counts
 }
 
-/// An instruction without its indentation and `;`, e.g. `@%p1 bra \t$L__done1`.
+/// An instruction without its indentation and `;`, e.g. `@%p1 bra \t$L__done_1`.
 pub fn inst_to_string(i: &Inst) -> String {
     let mut s = String::new();
     print_inst(&mut s, i);
@@ -195,7 +197,10 @@ fn render(op: &Op) -> (String, Vec<String>) {
     let o = operand;
     match op {
         Op::Mov { ty, dst, src } => (format!("mov{ty}"), vec![dst.to_string(), o(src)]),
-        Op::Pack { ty, dst, srcs } => (format!("mov{ty}"), vec![dst.to_string(), operand_list(srcs)]),
+        Op::Pack { ty, dst, srcs } => (
+            format!("mov{ty}"),
+            vec![dst.to_string(), operand_list(srcs)],
+        ),
         Op::Unpack { ty, dsts, src } => (format!("mov{ty}"), vec![reg_list(dsts), src.to_string()]),
         Op::Int {
             op: iop,
@@ -235,7 +240,10 @@ fn render(op: &Op) -> (String, Vec<String>) {
                 MulMode::Hi => ".hi",
                 MulMode::Wide => ".wide",
             };
-            (format!("mad{m}{ty}"), vec![dst.to_string(), o(a), o(b), o(c)])
+            (
+                format!("mad{m}{ty}"),
+                vec![dst.to_string(), o(a), o(b), o(c)],
+            )
         }
         Op::Float {
             op: fop,
@@ -475,5 +483,141 @@ fn render(op: &Op) -> (String, Vec<String>) {
             )
         }
         Op::Ret => ("ret".to_string(), Vec::new()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ptx::builder::{default_cvt_round, KernelBuilder};
+
+    fn reg(class: RegClass, id: u32) -> Reg {
+        Reg { class, id }
+    }
+
+    #[test]
+    fn registers_print_with_their_class_prefix() {
+        let names: Vec<String> = RegClass::ALL
+            .iter()
+            .map(|&c| reg(c, 7).to_string())
+            .collect();
+        assert_eq!(names, ["%p7", "%h7", "%r7", "%rd7", "%f7", "%fd7"]);
+    }
+
+    #[test]
+    fn float_immediates_are_bit_exact_hex() {
+        assert_eq!(operand(&Operand::F32(1.0)), "0f3F800000");
+        assert_eq!(operand(&Operand::F32(-0.0)), "0f80000000");
+        assert_eq!(operand(&Operand::F32(f32::INFINITY)), "0f7F800000");
+        assert_eq!(operand(&Operand::F64(1.0)), "0d3FF0000000000000");
+        assert_eq!(operand(&Operand::Imm(-3)), "-3");
+    }
+
+    #[test]
+    fn addresses_guards_and_vectors() {
+        let rd = reg(RegClass::B64, 2);
+        let p = reg(RegClass::Pred, 1);
+        let f: Vec<Reg> = (1..=4).map(|i| reg(RegClass::F32, i)).collect();
+        let ld = Inst {
+            guard: Some(Guard::unless(p)),
+            op: Op::Ld {
+                space: Space::Global,
+                nc: true,
+                ty: Type::F32,
+                dsts: f.clone(),
+                addr: Address::reg(rd).offset(-16),
+            },
+        };
+        assert_eq!(
+            inst_to_string(&ld),
+            "@!%p1 ld.global.nc.v4.f32 \t{%f1, %f2, %f3, %f4}, [%rd2+-16]"
+        );
+        let st = Inst::from(Op::St {
+            space: Space::Shared,
+            ty: Type::B32,
+            addr: Address::symbol("smem").offset(8),
+            srcs: vec![Operand::Imm(0), f[0].into()],
+        });
+        assert_eq!(inst_to_string(&st), "st.shared.v2.b32 \t[smem+8], {0, %f1}");
+    }
+
+    #[test]
+    fn cvt_pack_puts_the_first_ptx_source_in_the_upper_half() {
+        let mut k = KernelBuilder::new("k");
+        let lo = k.new_reg(Type::F32);
+        let hi = k.new_reg(Type::F32);
+        let d = k.cvt_pack(Type::Bf16x2, lo, hi);
+        let kernel = k.finish();
+        let Some(Stmt::Inst(i)) = kernel.body.last() else {
+            panic!("no instruction");
+        };
+        assert_eq!(d, reg(RegClass::B32, 1));
+        assert_eq!(inst_to_string(i), "cvt.rn.bf16x2.f32 \t%r1, %f2, %f1");
+    }
+
+    #[test]
+    fn cvt_roundings_follow_the_ptx_rules() {
+        use Type::*;
+        assert_eq!(default_cvt_round(F16, F32), Some(CvtRound::Rn));
+        assert_eq!(default_cvt_round(Bf16, F16), Some(CvtRound::Rn));
+        assert_eq!(default_cvt_round(F32, F16), None);
+        assert_eq!(default_cvt_round(F32, F32), None);
+        assert_eq!(default_cvt_round(S32, F32), Some(CvtRound::Rzi));
+        assert_eq!(default_cvt_round(F32, U64), Some(CvtRound::Rn));
+        assert_eq!(default_cvt_round(U64, U32), None);
+    }
+
+    #[test]
+    fn declarations_cover_the_highest_register_and_shared_is_declared_once() {
+        let mut k = KernelBuilder::new("a");
+        k.dynamic_shared("smem");
+        let p = k.setp(Cmp::Lt, Type::S32, 1, 2);
+        let r = k.selp(Type::S32, 1, 0, p);
+        let x = k.new_reg(Type::S32);
+        let _unused = k.new_reg(Type::S32);
+        k.emit(Op::Int {
+            op: IntOp::Add,
+            ty: Type::S32,
+            dst: x,
+            a: r.into(),
+            b: Operand::Special(SpecialReg::TidX),
+        });
+        let top = k.label("top");
+        k.place(&top);
+        k.comment("two\nlines");
+        k.ret();
+        let mut b = KernelBuilder::new("b");
+        b.dynamic_shared("smem");
+        b.ret();
+        let m = Module::new(Target::Sm90a)
+            .with_kernel(k.finish())
+            .with_kernel(b.finish());
+        let text = print_module(&m);
+        let expected = "\
+.version 8.0
+.target sm_90a
+.address_size 64
+
+.extern .shared .align 16 .b8 smem[];
+
+.visible .entry a()
+{
+\t.reg .pred \t%p<2>;
+\t.reg .b32 \t%r<3>;
+
+\tsetp.lt.s32 \t%p1, 1, 2;
+\tselp.s32 \t%r1, 1, 0, %p1;
+\tadd.s32 \t%r2, %r1, %tid.x;
+$L__top_1:
+\t// two lines
+\tret;
+}
+
+.visible .entry b()
+{
+\tret;
+}
+";
+        assert_eq!(text, expected);
     }
 }

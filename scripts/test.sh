@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # The project's test command (README): builds and runs every test of the workspace.
-# It installs what the tests need and a fresh machine lacks (nothing beyond Rust yet; ptxas
-# joins here when the PTX back end lands).
+# It installs what the tests need and a fresh machine lacks: ptxas (scripts/install-ptxas.sh,
+# into the git-ignored .tools/), which compiler/tests/ptxas.rs runs on every emitted PTX.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # insta must fail on a changed or missing snapshot, never write one, when run by this script.
 export INSTA_UPDATE=no
 export CARGO_TERM_COLOR=never
+
+# ptxas: installed on first use, then found offline; the tests fail (never skip) without it.
+TLC_PTXAS="$(./scripts/install-ptxas.sh)"
+export TLC_PTXAS
 
 cargo test --workspace --all-targets "$@"
 # Doc tests (not part of --all-targets).

@@ -4,3 +4,4 @@ pub mod cli;
 pub mod commands;
 pub mod diagnostics;
 pub mod frontend;
+pub mod ptx;

@@ -333,3 +333,6 @@ pub fn index_op_count(func: &PrimFunc) -> usize {
     });
     count
 }
+
+#[cfg(test)]
+mod tests;

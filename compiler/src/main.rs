@@ -46,5 +46,12 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
         Command::Check { file, define } => {
             commands::check::run(&file, &define).map(|()| String::new())
         }
+        Command::Opt {
+            file,
+            define,
+            passes,
+            instrument,
+        } => commands::opt::run(&file, &define, &passes, &instrument),
+        Command::Passes => Ok(commands::passes::run()),
     }
 }

@@ -2,3 +2,5 @@
 
 pub mod check;
 pub mod fmt;
+pub mod opt;
+pub mod passes;

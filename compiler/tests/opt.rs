@@ -37,7 +37,11 @@ fn passes_lists_every_pass_with_a_description() {
 
 #[test]
 fn opt_prints_the_ir_after_the_passes_and_the_output_is_valid_input() {
-    let out = tlc(&["opt", "tests/cases/valid/index_math.tir", "--passes=simplify"]);
+    let out = tlc(&[
+        "opt",
+        "tests/cases/valid/index_math.tir",
+        "--passes=simplify",
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let ir = text(&out.stdout);
     assert!(ir.contains("B[row, j] = S[i, j]"), "{ir}");
@@ -75,7 +79,10 @@ fn opt_binds_dims_and_takes_the_instrumentation_flags() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("T.Kernel(4, threads=256)"));
     let err = text(&out.stderr);
-    assert!(err.contains("# -----// IR after rasterize //----- #"), "{err}");
+    assert!(
+        err.contains("# -----// IR after rasterize //----- #"),
+        "{err}"
+    );
     assert!(err.contains("# pass timing (milliseconds)"), "{err}");
     assert!(!err.contains("simplify"), "{err}");
     let mut files: Vec<String> = std::fs::read_dir(&dir)
@@ -89,14 +96,23 @@ fn opt_binds_dims_and_takes_the_instrumentation_flags() {
 
 #[test]
 fn unknown_pass_names_are_errors_with_a_suggestion() {
-    let out = tlc(&["opt", "examples/transpose.tir", "--passes=simplify,rasterise"]);
+    let out = tlc(&[
+        "opt",
+        "examples/transpose.tir",
+        "--passes=simplify,rasterise",
+    ]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         text(&out.stderr),
         "error: `--passes`: unknown pass `rasterise`; did you mean `rasterize`?\n"
     );
     assert!(out.stdout.is_empty());
-    let out = tlc(&["opt", "examples/transpose.tir", "--passes=simplify", "--stop-after=unroll"]);
+    let out = tlc(&[
+        "opt",
+        "examples/transpose.tir",
+        "--passes=simplify",
+        "--stop-after=unroll",
+    ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("the pipeline does not run `unroll`"));
     let out = tlc(&["opt", "examples/transpose.tir", "--print-ir-before=simplfy"]);
@@ -106,7 +122,11 @@ fn unknown_pass_names_are_errors_with_a_suggestion() {
 
 #[test]
 fn opt_reports_source_errors_like_check() {
-    let out = tlc(&["opt", "tests/cases/malformed/bad_dtype.tir", "--passes=simplify"]);
+    let out = tlc(&[
+        "opt",
+        "tests/cases/malformed/bad_dtype.tir",
+        "--passes=simplify",
+    ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).starts_with("tests/cases/malformed/bad_dtype.tir:"));
 }

@@ -18,7 +18,10 @@ use tlc_ir::{Diagnostic, PrimFunc};
 #[derive(Debug)]
 pub enum PipelineError {
     /// An instrumentation flag names a pass that does not exist.
-    UnknownPass { flag: &'static str, error: UnknownPass },
+    UnknownPass {
+        flag: &'static str,
+        error: UnknownPass,
+    },
     /// `--stop-after` names a pass that the pipeline does not run.
     NotInPipeline { pass: String, pipeline: Vec<String> },
     /// A pass reported errors about its input.
@@ -172,10 +175,9 @@ impl PassManager {
                     return Err(self.broke_ir(stage, name, &input, &func, diagnostics));
                 }
             }
-            let printed = (opts.print_after(name)
-                || opts.print_ir_after_change
-                || opts.dump_dir.is_some())
-            .then(|| print_func(&func));
+            let printed =
+                (opts.print_after(name) || opts.print_ir_after_change || opts.dump_dir.is_some())
+                    .then(|| print_func(&func));
             if let Some(printed) = &printed {
                 let changed = text.as_deref() != Some(printed.as_str());
                 if opts.print_after(name) || (opts.print_ir_after_change && changed) {
@@ -191,7 +193,9 @@ impl PassManager {
             }
         }
         if opts.time_passes {
-            let _ = log.write_all(timing_table(&timings, opts.verify_each.then_some(verify_time)).as_bytes());
+            let _ = log.write_all(
+                timing_table(&timings, opts.verify_each.then_some(verify_time)).as_bytes(),
+            );
         }
         Ok(func)
     }
@@ -205,9 +209,10 @@ impl PassManager {
         produced: &PrimFunc,
         diagnostics: Vec<Diagnostic>,
     ) -> PipelineError {
-        let dir = self.opts.dump_dir.clone().unwrap_or_else(|| {
-            std::env::temp_dir().join(format!("tlc-{}", std::process::id()))
-        });
+        let dir =
+            self.opts.dump_dir.clone().unwrap_or_else(|| {
+                std::env::temp_dir().join(format!("tlc-{}", std::process::id()))
+            });
         let dump = |suffix: &str, f: &PrimFunc| -> Option<PathBuf> {
             std::fs::create_dir_all(&dir).ok()?;
             let path = dir.join(format!("{stage:02}-{pass}.{suffix}.tir"));

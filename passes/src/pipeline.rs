@@ -126,9 +126,14 @@ mod tests {
         );
         let err = parse_pipeline("zzzzzzzzzz").err().unwrap();
         assert_eq!(err.suggestion, None);
-        assert!(err.to_string().contains("known passes: rasterize, unroll, simplify"));
+        assert!(err
+            .to_string()
+            .contains("known passes: rasterize, unroll, simplify"));
         assert_eq!(resolve("raster").map(|p| p.name()).ok(), None);
-        assert_eq!(resolve("raster").err().unwrap().suggestion, Some("rasterize"));
+        assert_eq!(
+            resolve("raster").err().unwrap().suggestion,
+            Some("rasterize")
+        );
     }
 
     #[test]

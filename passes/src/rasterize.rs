@@ -27,8 +27,7 @@ use crate::pass::Pass;
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::map_body_exprs;
 use tlc_ir::{
-    BinOp, Diagnostic, Expr, ExprKind, Ident, Kernel, PrimFunc, RasterOrder, Span, Stmt,
-    StmtKind,
+    BinOp, Diagnostic, Expr, ExprKind, Ident, Kernel, PrimFunc, RasterOrder, Span, Stmt, StmtKind,
 };
 
 pub struct Rasterize;
@@ -91,7 +90,10 @@ fn rasterize_kernel(k: &mut Kernel, names: &mut NameSet) -> Result<(), Diagnosti
     let n_minor = names.fresh(&format!("{minor}_raster"));
     let panel_blocks = mul(p.clone(), g_major.clone());
     let lets = [
-        (&n_panel, bin(BinOp::FloorDiv, linear.clone(), panel_blocks.clone())),
+        (
+            &n_panel,
+            bin(BinOp::FloorDiv, linear.clone(), panel_blocks.clone()),
+        ),
         (&n_offset, bin(BinOp::FloorMod, linear, panel_blocks)),
         (
             &n_stride,

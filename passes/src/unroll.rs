@@ -53,13 +53,16 @@ fn unroll_body(body: Vec<Stmt>, names: &mut NameSet, errors: &mut Vec<Diagnostic
                 let trips = stop.saturating_sub(start).max(0);
                 let size = trips.saturating_mul(f.body.len() as i64);
                 if size > MAX_UNROLLED_STMTS {
-                    errors.push(Diagnostic::error(
-                        stmt.span,
-                        format!(
-                            "unrolling this loop would make {size} statements \
+                    errors.push(
+                        Diagnostic::error(
+                            stmt.span,
+                            format!(
+                                "unrolling this loop would make {size} statements \
                              (limit {MAX_UNROLLED_STMTS})"
-                        ),
-                    ).with_note("use `T.serial` for long loops"));
+                            ),
+                        )
+                        .with_note("use `T.serial` for long loops"),
+                    );
                     continue;
                 }
                 for value in start..stop {
@@ -121,7 +124,9 @@ fn rename_binders(body: &mut [Stmt], names: &mut NameSet, renames: &mut HashMap<
 fn base(name: &str) -> &str {
     match name.rsplit_once('_') {
         Some((stem, digits))
-            if !stem.is_empty() && !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) =>
+            if !stem.is_empty()
+                && !digits.is_empty()
+                && digits.bytes().all(|b| b.is_ascii_digit()) =>
         {
             stem
         }

@@ -62,7 +62,10 @@ fn operator_counts_before_and_after() {
         total_after += after;
         table.push_str(&format!("{name:<28} {before:>4} -> {after:>4}\n"));
     }
-    table.push_str(&format!("{:<28} {total_before:>4} -> {total_after:>4}\n", "total"));
+    table.push_str(&format!(
+        "{:<28} {total_before:>4} -> {total_after:>4}\n",
+        "total"
+    ));
     insta::assert_snapshot!(table);
     let before = index_op_count(&case("index_math"));
     let after = index_op_count(&simplify_func(case("index_math")).unwrap());

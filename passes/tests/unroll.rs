@@ -53,5 +53,9 @@ fn non_constant_bounds_stay_and_huge_loops_are_refused() {
     assert_eq!(unrolled(func.clone()), func);
     let src = "@T.prim_func\ndef f(A: T.Tensor((100000,), \"float32\")):\n    with T.Kernel(1, threads=1) as bx:\n        for i in T.unroll(100000):\n            A[i] = 0.0\n";
     let errs = Unroll.run(tlc_ir::parse(src).unwrap()).unwrap_err();
-    assert!(errs[0].message.contains("100000 statements"), "{}", errs[0].message);
+    assert!(
+        errs[0].message.contains("100000 statements"),
+        "{}",
+        errs[0].message
+    );
 }

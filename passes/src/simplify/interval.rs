@@ -63,19 +63,19 @@ impl Interval {
         ])
     }
 
-    pub fn add(self, b: Interval) -> Interval {
+    pub fn plus(self, b: Interval) -> Interval {
         Interval::new(self.lo + b.lo, self.hi + b.hi)
     }
 
-    pub fn sub(self, b: Interval) -> Interval {
+    pub fn minus(self, b: Interval) -> Interval {
         Interval::new(self.lo - b.hi, self.hi - b.lo)
     }
 
-    pub fn neg(self) -> Interval {
+    pub fn negated(self) -> Interval {
         Interval::new(-self.hi, -self.lo)
     }
 
-    pub fn mul(self, b: Interval) -> Interval {
+    pub fn times(self, b: Interval) -> Interval {
         self.corners(b, |x, y| x.checked_mul(y))
     }
 
@@ -108,7 +108,11 @@ impl Interval {
             if self.lo >= 0 && self.hi < b.lo {
                 return self;
             }
-            let hi = if self.lo >= 0 { self.hi.min(b.hi - 1) } else { b.hi - 1 };
+            let hi = if self.lo >= 0 {
+                self.hi.min(b.hi - 1)
+            } else {
+                b.hi - 1
+            };
             return Interval::new(0, hi);
         }
         if b.hi < 0 {
@@ -133,12 +137,24 @@ mod tests {
     /// Every interval operation contains every result of its operation on members.
     #[test]
     fn operations_are_sound_on_small_ranges() {
-        let ranges = [(-7, -2), (-3, 4), (0, 0), (0, 9), (2, 5), (1, 1), (-4, -1), (3, 17)];
-        type Op = (fn(Interval, Interval) -> Interval, fn(i64, i64) -> Option<i64>);
+        let ranges = [
+            (-7, -2),
+            (-3, 4),
+            (0, 0),
+            (0, 9),
+            (2, 5),
+            (1, 1),
+            (-4, -1),
+            (3, 17),
+        ];
+        type Op = (
+            fn(Interval, Interval) -> Interval,
+            fn(i64, i64) -> Option<i64>,
+        );
         let ops: [Op; 7] = [
-            (Interval::add, |x, y| Some(x + y)),
-            (Interval::sub, |x, y| Some(x - y)),
-            (Interval::mul, |x, y| Some(x * y)),
+            (Interval::plus, |x, y| Some(x + y)),
+            (Interval::minus, |x, y| Some(x - y)),
+            (Interval::times, |x, y| Some(x * y)),
             (Interval::floor_div, floor_div),
             (Interval::floor_mod, floor_mod),
             (Interval::min, |x, y| Some(x.min(y))),
@@ -159,8 +175,17 @@ mod tests {
                 }
             }
         }
-        assert_eq!(Interval::new(0, 7).floor_mod(Interval::point(8)), Interval::new(0, 7));
-        assert_eq!(Interval::new(9, 12).floor_mod(Interval::point(8)), Interval::new(1, 4));
-        assert_eq!(Interval::new(0, 127).floor_div(Interval::point(32)), Interval::new(0, 3));
+        assert_eq!(
+            Interval::new(0, 7).floor_mod(Interval::point(8)),
+            Interval::new(0, 7)
+        );
+        assert_eq!(
+            Interval::new(9, 12).floor_mod(Interval::point(8)),
+            Interval::new(1, 4)
+        );
+        assert_eq!(
+            Interval::new(0, 127).floor_div(Interval::point(32)),
+            Interval::new(0, 3)
+        );
     }
 }

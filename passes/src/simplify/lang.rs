@@ -56,11 +56,7 @@ impl Analysis<Index> for Bounds {
     type Data = Option<Facts>;
 
     fn make(egraph: &mut EGraph, enode: &Index, _id: Id) -> Self::Data {
-        let r = |i: &Id| {
-            egraph[*i]
-                .data
-                .map_or(Interval::FULL, |f: Facts| f.range)
-        };
+        let r = |i: &Id| egraph[*i].data.map_or(Interval::FULL, |f: Facts| f.range);
         let binary = |op: BinOp, a: &Id, b: &Id, f: fn(Interval, Interval) -> Interval| {
             let (ra, rb) = (r(a), r(b));
             match fold(op, ra.constant(), rb.constant()) {
@@ -76,17 +72,20 @@ impl Analysis<Index> for Bounds {
                 .get(s)
                 .copied()
                 .unwrap_or(Interval::FULL),
-            Index::Add([a, b]) => binary(BinOp::Add, a, b, Interval::add),
-            Index::Sub([a, b]) => binary(BinOp::Sub, a, b, Interval::sub),
-            Index::Mul([a, b]) => binary(BinOp::Mul, a, b, Interval::mul),
+            Index::Add([a, b]) => binary(BinOp::Add, a, b, Interval::plus),
+            Index::Sub([a, b]) => binary(BinOp::Sub, a, b, Interval::minus),
+            Index::Mul([a, b]) => binary(BinOp::Mul, a, b, Interval::times),
             Index::Div([a, b]) => binary(BinOp::FloorDiv, a, b, Interval::floor_div),
             Index::Mod([a, b]) => binary(BinOp::FloorMod, a, b, Interval::floor_mod),
             Index::CeilDiv([a, b]) => binary(BinOp::CeilDiv, a, b, Interval::ceil_div),
             Index::Min([a, b]) => binary(BinOp::Min, a, b, Interval::min),
             Index::Max([a, b]) => binary(BinOp::Max, a, b, Interval::max),
-            Index::Neg(a) => match r(a).constant().and_then(|v| fold(BinOp::Sub, Some(0), Some(v))) {
+            Index::Neg(a) => match r(a)
+                .constant()
+                .and_then(|v| fold(BinOp::Sub, Some(0), Some(v)))
+            {
                 Some(v) => Interval::point(v),
-                None => r(a).neg(),
+                None => r(a).negated(),
             },
         };
         Some(Facts { range })

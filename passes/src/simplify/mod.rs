@@ -23,10 +23,8 @@ use lang::{Bounds, OpCost};
 use std::collections::HashMap;
 use std::time::Duration;
 use tlc_ir::verifier::{verify, FuncInfo};
-use tlc_ir::visit::{expr_children, for_each_subexpr, for_each_stmt, stmt_exprs};
-use tlc_ir::{
-    BinOp, DType, Diagnostic, Expr, ExprKind, PrimFunc, Region, Stmt, StmtKind, UnOp,
-};
+use tlc_ir::visit::{expr_children, for_each_stmt, for_each_subexpr, stmt_exprs};
+use tlc_ir::{BinOp, DType, Diagnostic, Expr, ExprKind, PrimFunc, Region, Stmt, StmtKind, UnOp};
 
 pub use rules::rules;
 
@@ -123,7 +121,8 @@ impl Simplifier<'_> {
                 f.start = self.expr(&f.start);
                 f.stop = self.expr(&f.stop);
                 let (lo, hi) = (self.interval(&f.start).lo, self.interval(&f.stop).hi - 1);
-                self.env.insert(f.var.name.clone(), Interval::new(lo, hi.max(lo)));
+                self.env
+                    .insert(f.var.name.clone(), Interval::new(lo, hi.max(lo)));
                 self.body(&mut f.body);
             }
             StmtKind::If {
@@ -226,8 +225,12 @@ impl Simplifier<'_> {
             *atom = self.children(atom);
         }
         let mut bounds = Bounds::default();
-        for (name, r) in &self.env {
-            bounds.symbols.insert(Symbol::from(name.as_str()), *r);
+        for node in term.expr.as_ref() {
+            if let lang::Index::Symbol(s) = node {
+                if let Some(r) = self.env.get(s.as_str()) {
+                    bounds.symbols.insert(*s, *r);
+                }
+            }
         }
         for (k, atom) in term.atoms.iter().enumerate() {
             let r = if self.is_int32(atom) {
@@ -282,7 +285,7 @@ impl Simplifier<'_> {
         match &e.kind {
             ExprKind::Int(v) => Interval::point(*v),
             ExprKind::Var(n) => self.env.get(n).copied().unwrap_or(Interval::FULL),
-            ExprKind::Unary(UnOp::Neg, a) => r(a).neg(),
+            ExprKind::Unary(UnOp::Neg, a) => r(a).negated(),
             ExprKind::Binary(op, a, b) => {
                 let (x, y) = (r(a), r(b));
                 if let (Some(p), Some(q)) = (x.constant(), y.constant()) {
@@ -291,9 +294,9 @@ impl Simplifier<'_> {
                     }
                 }
                 match op {
-                    BinOp::Add => x.add(y),
-                    BinOp::Sub => x.sub(y),
-                    BinOp::Mul => x.mul(y),
+                    BinOp::Add => x.plus(y),
+                    BinOp::Sub => x.minus(y),
+                    BinOp::Mul => x.times(y),
                     BinOp::FloorDiv => x.floor_div(y),
                     BinOp::FloorMod => x.floor_mod(y),
                     BinOp::CeilDiv => x.ceil_div(y),

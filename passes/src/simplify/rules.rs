@@ -9,15 +9,20 @@ use egg::{rewrite as rw, Id, Subst, Var};
 fn var(name: &str) -> Var {
     // Rule texts are written below, not read from input: a bad name is a bug of this file,
     // caught by every test that builds the rule table.
-    name.parse().unwrap_or_else(|_| panic!("bad pattern variable {name}"))
+    name.parse()
+        .unwrap_or_else(|_| panic!("bad pattern variable {name}"))
 }
 
 fn constant(egraph: &EGraph, subst: &Subst, v: Var) -> Option<i64> {
-    subst.get(v).and_then(|id| egraph[*id].data.and_then(|f| f.constant()))
+    subst
+        .get(v)
+        .and_then(|id| egraph[*id].data.and_then(|f| f.constant()))
 }
 
 fn range(egraph: &EGraph, subst: &Subst, v: Var) -> Option<super::interval::Interval> {
-    subst.get(v).and_then(|id| egraph[*id].data.map(|f| f.range))
+    subst
+        .get(v)
+        .and_then(|id| egraph[*id].data.map(|f| f.range))
 }
 
 /// `?v` is a constant.
@@ -33,7 +38,11 @@ fn not_const(v: &str) -> impl Fn(&mut EGraph, Id, &Subst) -> bool {
 }
 
 /// Both are constants and `test(a, b)` holds.
-fn consts(a: &str, b: &str, test: fn(i64, i64) -> bool) -> impl Fn(&mut EGraph, Id, &Subst) -> bool {
+fn consts(
+    a: &str,
+    b: &str,
+    test: fn(i64, i64) -> bool,
+) -> impl Fn(&mut EGraph, Id, &Subst) -> bool {
     let (a, b) = (var(a), var(b));
     move |g, _, s| match (constant(g, s, a), constant(g, s, b)) {
         (Some(x), Some(y)) => test(x, y),

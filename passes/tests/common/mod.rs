@@ -80,7 +80,16 @@ pub fn assert_same_meaning(name: &str, before: &PrimFunc, after: &PrimFunc) -> u
     let ragged = dim_bindings(before, &RAGGED);
     let fits = ragged.first().is_none_or(|dims| {
         footprint(before, dims) > MAX_ELEMENTS
-            || run(before, dims, HashMap::new(), &RunOptions { seed: 1, threads: 1 }).is_ok()
+            || run(
+                before,
+                dims,
+                HashMap::new(),
+                &RunOptions {
+                    seed: 1,
+                    threads: 1,
+                },
+            )
+            .is_ok()
     });
     let bindings = if fits {
         ragged

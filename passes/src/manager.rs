@@ -116,7 +116,11 @@ impl PassManager {
     /// pipeline.
     pub fn new(pipeline: Pipeline, opts: Instrumentation) -> Result<PassManager, PipelineError> {
         for (flag, name) in opts.named_passes() {
-            resolve(name).map_err(|error| PipelineError::UnknownPass { flag, error })?;
+            // A pass of this pipeline (which may hold passes from outside the registry), or
+            // any registered pass.
+            if !pipeline.iter().any(|p| p.name() == name) {
+                resolve(name).map_err(|error| PipelineError::UnknownPass { flag, error })?;
+            }
         }
         if let Some(stop) = &opts.stop_after {
             if !pipeline.iter().any(|p| p.name() == stop) {

@@ -198,14 +198,20 @@ fn verify_each_names_the_pass_and_dumps_its_input_and_output() {
     let dir = temp_dir("broken");
     let opts = Instrumentation {
         dump_dir: Some(dir.clone()),
+        // A pass outside the registry can be named when the pipeline runs it.
+        print_ir_before: vec!["breaker".into()],
         ..Instrumentation::default()
     };
     let mut pipeline = parse_pipeline("unroll").unwrap();
     pipeline.push(&BREAKER);
     let pm = PassManager::new(pipeline.clone(), opts).unwrap();
-    let err = pm
-        .run(case("unroll_nest"), &mut std::io::sink())
-        .unwrap_err();
+    let mut log = Vec::new();
+    let err = pm.run(case("unroll_nest"), &mut log).unwrap_err();
+    let log = String::from_utf8(log).unwrap();
+    assert!(
+        log.contains("# -----// IR before breaker //----- #"),
+        "{log}"
+    );
     let text = err.to_string();
     assert!(
         text.starts_with("pass `breaker` produced invalid IR (1 verifier error):"),

@@ -1,6 +1,6 @@
 //! The command line, as clap types. See `docs/cli.md` for the user guide.
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
@@ -56,4 +56,63 @@ pub enum Command {
         #[arg(short = 'D', value_name = "NAME=VALUE")]
         define: Vec<String>,
     },
+    /// Run chosen passes on a kernel (any level's text) and print the resulting IR.
+    Opt {
+        /// The kernel source (`.tir`).
+        file: PathBuf,
+        /// Bind a symbolic dimension to a constant, e.g. `-D M=4096` (repeatable).
+        #[arg(short = 'D', value_name = "NAME=VALUE")]
+        define: Vec<String>,
+        /// The passes to run, in order, e.g. `--passes=rasterize,simplify` (see `tlc passes`).
+        #[arg(long, value_name = "P1,P2,...", default_value = "")]
+        passes: String,
+        #[command(flatten)]
+        instrument: InstrumentFlags,
+    },
+    /// List the passes with their descriptions.
+    Passes,
+}
+
+/// The pass-pipeline instrumentation flags, shared by `tlc opt` and `tlc compile`.
+#[derive(Debug, Default, Args)]
+pub struct InstrumentFlags {
+    /// Print the IR before pass P (repeatable or comma-separated).
+    #[arg(long, value_name = "P", value_delimiter = ',')]
+    pub print_ir_before: Vec<String>,
+    /// Print the IR after pass P (repeatable or comma-separated).
+    #[arg(long, value_name = "P", value_delimiter = ',')]
+    pub print_ir_after: Vec<String>,
+    /// Print the IR after every pass.
+    #[arg(long)]
+    pub print_ir_after_all: bool,
+    /// Print the IR after a pass only when the pass changed it.
+    #[arg(long)]
+    pub print_ir_after_change: bool,
+    /// Write every stage to DIR: `00-input.tir`, `01-<pass>.tir`, …
+    #[arg(long, value_name = "DIR")]
+    pub dump_dir: Option<PathBuf>,
+    /// Stop after pass P.
+    #[arg(long, value_name = "P")]
+    pub stop_after: Option<String>,
+    /// Print a table of milliseconds per pass to stderr.
+    #[arg(long)]
+    pub time_passes: bool,
+    /// Do not run the verifier after every pass.
+    #[arg(long)]
+    pub no_verify_each: bool,
+}
+
+impl InstrumentFlags {
+    pub fn options(&self) -> tlc_passes::Instrumentation {
+        tlc_passes::Instrumentation {
+            print_ir_before: self.print_ir_before.clone(),
+            print_ir_after: self.print_ir_after.clone(),
+            print_ir_after_all: self.print_ir_after_all,
+            print_ir_after_change: self.print_ir_after_change,
+            dump_dir: self.dump_dir.clone(),
+            stop_after: self.stop_after.clone(),
+            time_passes: self.time_passes,
+            verify_each: !self.no_verify_each,
+        }
+    }
 }

@@ -60,5 +60,12 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
             seed,
             save_dir: save_dir.as_deref(),
         }),
+        Command::Opt {
+            file,
+            define,
+            passes,
+            instrument,
+        } => commands::opt::run(&file, &define, &passes, &instrument),
+        Command::Passes => Ok(commands::passes::run()),
     }
 }

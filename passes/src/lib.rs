@@ -1,2 +1,17 @@
-//! `tlc-passes`: the pass manager and the lowering passes (one file per pass). Nothing lives
-//! here yet: passes arrive with the lowering to PTX (see `docs/ARCHITECTURE.md`).
+//! `tlc-passes`: the pass manager (`manager.rs`: registry, pipeline text, instrumentation,
+//! verify-each) and the passes, one file (or folder) each: `simplify`, `rasterize`,
+//! `unroll`. See `docs/passes.md`.
+
+pub mod instrument;
+pub mod manager;
+pub mod names;
+pub mod pass;
+pub mod pipeline;
+pub mod rasterize;
+pub mod simplify;
+pub mod unroll;
+
+pub use instrument::Instrumentation;
+pub use manager::{PassManager, PipelineError};
+pub use pass::Pass;
+pub use pipeline::{default_pipeline, parse_pipeline, registry, Pipeline, Target};

@@ -3,3 +3,5 @@
 pub mod check;
 pub mod fmt;
 pub mod run;
+pub mod opt;
+pub mod passes;

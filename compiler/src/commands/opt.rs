@@ -1,0 +1,30 @@
+//! `tlc opt FILE --passes=p1,p2`: run chosen passes on a kernel of any level and print the
+//! resulting IR, with the pass manager's instrumentation (IR prints and the timing table go
+//! to stderr, dumps to `--dump-dir`).
+
+use crate::cli::InstrumentFlags;
+use crate::frontend::{self, UserError};
+use std::path::Path;
+use tlc_passes::{parse_pipeline, PassManager, PipelineError};
+
+pub fn run(
+    path: &Path,
+    defines: &[String],
+    passes: &str,
+    flags: &InstrumentFlags,
+) -> Result<String, UserError> {
+    let pipeline =
+        parse_pipeline(passes).map_err(|e| UserError::plain(format!("`--passes`: {e}")))?;
+    let manager = PassManager::new(pipeline, flags.options()).map_err(UserError::plain)?;
+    let (file, func) = frontend::load(path, defines)?;
+    let mut stderr = std::io::stderr().lock();
+    match manager.run(func, &mut stderr) {
+        Ok(func) => Ok(tlc_ir::printer::print_func(&func)),
+        // The pass's diagnostics point into the user's source.
+        Err(PipelineError::PassFailed { pass, diagnostics }) => Err(UserError(format!(
+            "error: pass `{pass}` failed\n{}",
+            file.render_all(&diagnostics)
+        ))),
+        Err(e) => Err(UserError::plain(e)),
+    }
+}

@@ -1,0 +1,132 @@
+//! `tlc opt` and `tlc passes` as users run them.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+fn tlc(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tlc"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("run tlc")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn passes_lists_every_pass_with_a_description() {
+    let out = tlc(&["passes"]);
+    assert!(out.status.success());
+    let listing = text(&out.stdout);
+    let names: Vec<&str> = listing
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap_or(""))
+        .collect();
+    assert_eq!(names, ["rasterize", "unroll", "simplify"]);
+    assert!(listing.lines().all(|l| l.split_whitespace().count() > 3));
+}
+
+#[test]
+fn opt_prints_the_ir_after_the_passes_and_the_output_is_valid_input() {
+    let out = tlc(&[
+        "opt",
+        "tests/cases/valid/index_math.tir",
+        "--passes=simplify",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let ir = text(&out.stdout);
+    assert!(ir.contains("B[row, j] = S[i, j]"), "{ir}");
+    assert!(out.stderr.is_empty());
+    // Feed the output back in: any level's text is input.
+    let dir = std::env::temp_dir().join(format!("tlc-opt-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("simplified.tir");
+    std::fs::write(&path, &ir).unwrap();
+    let again = tlc(&["opt", path.to_str().unwrap(), "--passes=simplify"]);
+    assert_eq!(text(&again.stdout), ir);
+    // No passes: the canonical text, like `tlc fmt`.
+    let none = tlc(&["opt", "tests/cases/valid/index_math.tir"]);
+    let fmt = tlc(&["fmt", "tests/cases/valid/index_math.tir"]);
+    assert_eq!(none.stdout, fmt.stdout);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn opt_binds_dims_and_takes_the_instrumentation_flags() {
+    let dir = std::env::temp_dir().join(format!("tlc-opt-dump-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = tlc(&[
+        "opt",
+        "examples/elementwise_add.tir",
+        "-D",
+        "N=4096",
+        "--passes=rasterize,unroll,simplify",
+        "--print-ir-after=rasterize",
+        "--time-passes",
+        "--stop-after=unroll",
+        "--dump-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("T.Kernel(4, threads=256)"));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("# -----// IR after rasterize //----- #"),
+        "{err}"
+    );
+    assert!(err.contains("# pass timing (milliseconds)"), "{err}");
+    assert!(!err.contains("simplify"), "{err}");
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(files, ["00-input.tir", "01-rasterize.tir", "02-unroll.tir"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn unknown_pass_names_are_errors_with_a_suggestion() {
+    let out = tlc(&[
+        "opt",
+        "examples/transpose.tir",
+        "--passes=simplify,rasterise",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        "error: `--passes`: unknown pass `rasterise`; did you mean `rasterize`?\n"
+    );
+    assert!(out.stdout.is_empty());
+    let out = tlc(&[
+        "opt",
+        "examples/transpose.tir",
+        "--passes=simplify",
+        "--stop-after=unroll",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("the pipeline does not run `unroll`"));
+    let out = tlc(&["opt", "examples/transpose.tir", "--print-ir-before=simplfy"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("did you mean `simplify`?"));
+}
+
+#[test]
+fn opt_reports_source_errors_like_check() {
+    let out = tlc(&[
+        "opt",
+        "tests/cases/malformed/bad_dtype.tir",
+        "--passes=simplify",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).starts_with("tests/cases/malformed/bad_dtype.tir:"));
+}

@@ -1,0 +1,79 @@
+//! Fresh names. Names are identities in the IR, so a pass that introduces a variable takes
+//! a name no binder, use or buffer of the function has: `base`, else `base_1`, `base_2`, …
+//! (the style of `tlc_ir::uniquify`).
+
+use std::collections::HashSet;
+use tlc_ir::visit::{for_each_stmt, for_each_subexpr, stmt_exprs};
+use tlc_ir::{ExprKind, PrimFunc, StmtKind};
+
+/// The names taken in one function, and a source of new ones.
+#[derive(Clone, Debug, Default)]
+pub struct NameSet {
+    taken: HashSet<String>,
+}
+
+impl NameSet {
+    /// Every name `func` defines or mentions: dims, buffers, binders, variable uses.
+    pub fn of(func: &PrimFunc) -> NameSet {
+        let mut taken: HashSet<String> = HashSet::new();
+        taken.insert(func.name.name.clone());
+        taken.extend(func.dims.iter().map(|d| d.name.clone()));
+        taken.extend(func.buffers().iter().map(|b| b.name.name.clone()));
+        for_each_stmt(&func.body, &mut |stmt| {
+            match &stmt.kind {
+                StmtKind::Kernel(k) => taken.extend(k.block_vars.iter().map(|v| v.name.clone())),
+                StmtKind::For(f) => {
+                    taken.insert(f.var.name.clone());
+                }
+                StmtKind::Let { var, .. } => {
+                    taken.insert(var.name.clone());
+                }
+                _ => {}
+            }
+            for e in stmt_exprs(stmt) {
+                for_each_subexpr(e, &mut |e| {
+                    if let ExprKind::Var(n) = &e.kind {
+                        taken.insert(n.clone());
+                    }
+                });
+            }
+        });
+        NameSet { taken }
+    }
+
+    /// A name not taken yet, now taken: `base` itself if free, else `base_N` with the
+    /// smallest free N.
+    pub fn fresh(&mut self, base: &str) -> String {
+        let name = if self.taken.contains(base) {
+            (1u64..)
+                .map(|n| format!("{base}_{n}"))
+                .find(|c| !self.taken.contains(c))
+                .unwrap_or_else(|| format!("{base}_"))
+        } else {
+            base.to_string()
+        };
+        self.taken.insert(name.clone());
+        name
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fresh_names_avoid_everything_taken() {
+        let func = tlc_ir::parse(
+            "@T.prim_func\ndef f(A: T.Tensor((8,), \"float32\")):\n    with T.Kernel(1, threads=1) as bx:\n        for i in T.serial(8):\n            x = i + 1\n            A[i] = 0.0\n",
+        )
+        .unwrap();
+        let mut names = NameSet::of(&func);
+        assert_eq!(names.fresh("i"), "i_1");
+        assert_eq!(names.fresh("i"), "i_2");
+        assert_eq!(names.fresh("x"), "x_1");
+        assert_eq!(names.fresh("A"), "A_1");
+        assert_eq!(names.fresh("bx"), "bx_1");
+        assert_eq!(names.fresh("y"), "y");
+        assert_eq!(names.fresh("y"), "y_1");
+    }
+}

@@ -1,0 +1,21 @@
+//! The `Pass` trait: one named, described transformation of a `PrimFunc`.
+
+use tlc_ir::{Diagnostic, PrimFunc};
+
+/// A transformation of the IR. A pass takes the function by value and returns the new one,
+/// or the diagnostics that explain why it cannot (an input it does not support, a limit).
+/// It must keep the program's meaning (the interpreter gives the same outputs) and produce
+/// IR the verifier accepts; the pass manager checks the latter after every pass.
+pub trait Pass: Sync {
+    /// The kebab-case name used in pipeline text (`--passes=simplify,unroll`).
+    fn name(&self) -> &'static str;
+    /// One line for `tlc passes`.
+    fn description(&self) -> &'static str;
+    fn run(&self, func: PrimFunc) -> Result<PrimFunc, Vec<Diagnostic>>;
+}
+
+impl std::fmt::Debug for dyn Pass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}

@@ -1,0 +1,154 @@
+//! The registry of passes, pipeline text (`simplify,rasterize`) and the default pipeline of
+//! each target.
+
+use crate::pass::Pass;
+use crate::rasterize::Rasterize;
+use crate::simplify::Simplify;
+use crate::unroll::Unroll;
+use std::fmt;
+
+/// An ordered list of passes.
+pub type Pipeline = Vec<&'static dyn Pass>;
+
+static SIMPLIFY: Simplify = Simplify;
+static RASTERIZE: Rasterize = Rasterize;
+static UNROLL: Unroll = Unroll;
+
+/// Every pass, in the order of the sm_80 pipeline (design.md, "Passes").
+pub fn registry() -> &'static [&'static dyn Pass] {
+    static ALL: [&dyn Pass; 3] = [&RASTERIZE, &UNROLL, &SIMPLIFY];
+    &ALL
+}
+
+/// The pass called `name`.
+pub fn lookup(name: &str) -> Option<&'static dyn Pass> {
+    registry().iter().copied().find(|p| p.name() == name)
+}
+
+/// A pass name that is not in the registry, with the nearest known name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownPass {
+    pub name: String,
+    pub suggestion: Option<&'static str>,
+}
+
+impl fmt::Display for UnknownPass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown pass `{}`", self.name)?;
+        match self.suggestion {
+            Some(s) => write!(f, "; did you mean `{s}`?"),
+            None => {
+                let names: Vec<&str> = registry().iter().map(|p| p.name()).collect();
+                write!(f, " (known passes: {})", names.join(", "))
+            }
+        }
+    }
+}
+
+impl std::error::Error for UnknownPass {}
+
+/// Looks `name` up, suggesting the closest registered name (edit distance ≤ 3, or a prefix)
+/// when there is none.
+pub fn resolve(name: &str) -> Result<&'static dyn Pass, UnknownPass> {
+    lookup(name).ok_or_else(|| UnknownPass {
+        name: name.to_string(),
+        suggestion: suggest(name),
+    })
+}
+
+fn suggest(name: &str) -> Option<&'static str> {
+    registry()
+        .iter()
+        .map(|p| (strsim::damerau_levenshtein(name, p.name()), p.name()))
+        .filter(|&(d, known)| d <= 3 || (!name.is_empty() && known.starts_with(name)))
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, known)| known)
+}
+
+/// Parses `a,b,c` (spaces around names are ignored; empty entries are skipped, so an empty
+/// text is the empty pipeline).
+pub fn parse_pipeline(text: &str) -> Result<Pipeline, UnknownPass> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(resolve)
+        .collect()
+}
+
+/// A compilation target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Target {
+    Sm80,
+    Sm90a,
+}
+
+impl Target {
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Sm80 => "sm_80",
+            Target::Sm90a => "sm_90a",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Target> {
+        match text {
+            "sm_80" => Some(Target::Sm80),
+            "sm_90a" => Some(Target::Sm90a),
+            _ => None,
+        }
+    }
+}
+
+/// The passes `tlc compile` runs for `target`, in design.md's order. Only the passes that
+/// exist so far: the lowering passes join as they land.
+pub fn default_pipeline(target: Target) -> Pipeline {
+    match target {
+        // sm_90a swaps TMA / wgmma lowering in later; the generic passes are the same.
+        Target::Sm80 | Target::Sm90a => vec![&RASTERIZE, &UNROLL, &SIMPLIFY],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_suggests() {
+        let p = parse_pipeline(" simplify, rasterize ,").unwrap();
+        let names: Vec<&str> = p.iter().map(|p| p.name()).collect();
+        assert_eq!(names, ["simplify", "rasterize"]);
+        assert!(parse_pipeline("").unwrap().is_empty());
+        let err = parse_pipeline("simplify,simplfy").err().unwrap();
+        assert_eq!(err.suggestion, Some("simplify"));
+        assert_eq!(
+            err.to_string(),
+            "unknown pass `simplfy`; did you mean `simplify`?"
+        );
+        let err = parse_pipeline("zzzzzzzzzz").err().unwrap();
+        assert_eq!(err.suggestion, None);
+        assert!(err
+            .to_string()
+            .contains("known passes: rasterize, unroll, simplify"));
+        assert_eq!(resolve("raster").map(|p| p.name()).ok(), None);
+        assert_eq!(
+            resolve("raster").err().unwrap().suggestion,
+            Some("rasterize")
+        );
+    }
+
+    #[test]
+    fn registry_names_are_unique_kebab_case_with_descriptions() {
+        let names: Vec<&str> = registry().iter().map(|p| p.name()).collect();
+        for (i, n) in names.iter().enumerate() {
+            assert!(!names[..i].contains(n), "{n} twice");
+            assert!(n.chars().all(|c| c.is_ascii_lowercase() || c == '-'), "{n}");
+        }
+        for p in registry() {
+            assert!(!p.description().is_empty() && !p.description().contains('\n'));
+        }
+        for t in [Target::Sm80, Target::Sm90a] {
+            assert_eq!(Target::parse(t.name()), Some(t));
+            assert!(!default_pipeline(t).is_empty());
+        }
+    }
+}

@@ -1,0 +1,342 @@
+//! `simplify`: an egg e-graph simplifier for integer index expressions.
+//!
+//! Every maximal int32 arithmetic tree of the IR — indices, loop bounds, region starts and
+//! extents, grid extents, shapes, let values, and the integer operands inside conditions and
+//! float expressions — is put in an e-graph (`lang.rs`) whose analysis folds constants and
+//! tracks intervals: symbolic dims are ≥ 1, block variables lie in `[0, grid)`, loop
+//! variables in `[start, stop)`, int32 lets in their value's interval. The named,
+//! directional rules of `rules.rs` run under fixed limits (`LIMITS`), and the cheapest term
+//! (fewest operators, then fewest divisions) replaces the original only when it has fewer
+//! operators. Float arithmetic is never rewritten. Index arithmetic is assumed not to
+//! overflow int32.
+
+mod convert;
+pub mod interval;
+mod lang;
+mod rules;
+
+use crate::pass::Pass;
+use convert::{op_count, to_ir, Term};
+use egg::{Extractor, Runner, Symbol};
+use interval::Interval;
+use lang::{Bounds, OpCost};
+use std::collections::HashMap;
+use std::time::Duration;
+use tlc_ir::verifier::{verify, FuncInfo};
+use tlc_ir::visit::{expr_children, for_each_stmt, for_each_subexpr, stmt_exprs};
+use tlc_ir::{BinOp, DType, Diagnostic, Expr, ExprKind, PrimFunc, Region, Stmt, StmtKind, UnOp};
+
+pub use rules::rules;
+
+/// The limits of one expression's e-graph run.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub nodes: usize,
+    pub iterations: usize,
+    pub time: Duration,
+}
+
+pub const LIMITS: Limits = Limits {
+    nodes: 10_000,
+    iterations: 30,
+    time: Duration::from_millis(50),
+};
+
+pub struct Simplify;
+
+impl Pass for Simplify {
+    fn name(&self) -> &'static str {
+        "simplify"
+    }
+
+    fn description(&self) -> &'static str {
+        "e-graph simplification of integer index expressions (floor semantics, bounds, constants)"
+    }
+
+    fn run(&self, func: PrimFunc) -> Result<PrimFunc, Vec<Diagnostic>> {
+        simplify_func(func)
+    }
+}
+
+/// Simplifies every integer expression of `func` (which must verify: the simplifier needs
+/// the dtypes of its variables).
+pub fn simplify_func(mut func: PrimFunc) -> Result<PrimFunc, Vec<Diagnostic>> {
+    let info = verify(&func)?;
+    let rules = rules();
+    let mut s = Simplifier {
+        info: &info,
+        rules: &rules,
+        env: HashMap::new(),
+    };
+    for dim in &func.dims {
+        s.env.insert(dim.name.clone(), Interval::new(1, i64::MAX));
+    }
+    for param in &mut func.params {
+        for d in &mut param.shape {
+            *d = s.expr(d);
+        }
+    }
+    s.body(&mut func.body);
+    Ok(func)
+}
+
+struct Simplifier<'a> {
+    info: &'a FuncInfo,
+    rules: &'a [lang::Rewrite],
+    /// Intervals of the int32 variables in scope (names are unique, so no scoping needed).
+    env: HashMap<String, Interval>,
+}
+
+impl Simplifier<'_> {
+    fn body(&mut self, body: &mut [Stmt]) {
+        for stmt in body {
+            self.stmt(stmt);
+        }
+    }
+
+    fn stmt(&mut self, stmt: &mut Stmt) {
+        match &mut stmt.kind {
+            StmtKind::Kernel(k) => {
+                for g in &mut k.grid {
+                    *g = self.expr(g);
+                }
+                for (v, g) in k.block_vars.iter().zip(&k.grid) {
+                    let hi = self.interval(g).hi;
+                    self.env.insert(v.name.clone(), Interval::new(0, hi - 1));
+                }
+                for t in &mut k.threads {
+                    *t = self.expr(t);
+                }
+                if let Some(sw) = &mut k.swizzle {
+                    sw.panel_size = self.expr(&sw.panel_size);
+                }
+                for alloc in &mut k.allocs {
+                    for d in &mut alloc.shape {
+                        *d = self.expr(d);
+                    }
+                }
+                self.body(&mut k.body);
+            }
+            StmtKind::For(f) => {
+                f.start = self.expr(&f.start);
+                f.stop = self.expr(&f.stop);
+                let (lo, hi) = (self.interval(&f.start).lo, self.interval(&f.stop).hi - 1);
+                self.env
+                    .insert(f.var.name.clone(), Interval::new(lo, hi.max(lo)));
+                self.body(&mut f.body);
+            }
+            StmtKind::If {
+                cond,
+                then_body,
+                else_body,
+            } => {
+                *cond = self.expr(cond);
+                self.body(then_body);
+                self.body(else_body);
+            }
+            StmtKind::Let { var, dtype, value } => {
+                *value = self.expr(value);
+                let int32 = matches!(dtype, None | Some(DType::Int32)) && self.is_int32(value);
+                if int32 {
+                    let r = self.interval(value);
+                    self.env.insert(var.name.clone(), r);
+                }
+            }
+            StmtKind::Store { indices, value, .. } => {
+                for i in indices.iter_mut() {
+                    *i = self.expr(i);
+                }
+                *value = self.expr(value);
+            }
+            StmtKind::Barrier => {}
+            StmtKind::Copy { src, dst } => {
+                self.region(src);
+                self.region(dst);
+            }
+            StmtKind::Gemm(g) => {
+                self.region(&mut g.a);
+                self.region(&mut g.b);
+                self.region(&mut g.c);
+            }
+            StmtKind::Fill { dst, value } => {
+                self.region(dst);
+                *value = self.expr(value);
+            }
+        }
+    }
+
+    fn region(&mut self, r: &mut Region) {
+        for range in &mut r.ranges {
+            range.start = self.expr(&range.start);
+            range.extent = self.expr(&range.extent);
+        }
+    }
+
+    fn is_int32(&self, e: &Expr) -> bool {
+        self.info.expr_dtype(e) == Some(DType::Int32)
+    }
+
+    /// The simplified form of `e`.
+    fn expr(&self, e: &Expr) -> Expr {
+        let arithmetic = match &e.kind {
+            ExprKind::Unary(UnOp::Neg, _) => true,
+            ExprKind::Binary(op, _, _) => convert::is_index_op(*op),
+            _ => false,
+        };
+        if arithmetic && self.is_int32(e) {
+            self.tree(e)
+        } else {
+            self.children(e)
+        }
+    }
+
+    /// `e` with each direct subexpression simplified.
+    fn children(&self, e: &Expr) -> Expr {
+        let mut kids = expr_children(e).into_iter().map(|c| self.expr(c));
+        let mut next = || kids.next().unwrap_or_else(|| Expr::int(0));
+        let kind = match &e.kind {
+            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Var(_) => {
+                return e.clone()
+            }
+            ExprKind::Load { buffer, indices } => ExprKind::Load {
+                buffer: buffer.clone(),
+                indices: indices.iter().map(|_| next()).collect(),
+            },
+            ExprKind::Unary(op, _) => ExprKind::Unary(*op, Box::new(next())),
+            ExprKind::Cast(dt, _) => ExprKind::Cast(*dt, Box::new(next())),
+            ExprKind::Binary(op, _, _) => {
+                let (a, b) = (next(), next());
+                return Expr::binary(*op, a, b, e.span);
+            }
+            ExprKind::Select(..) => {
+                let (c, a, b) = (next(), next(), next());
+                ExprKind::Select(Box::new(c), Box::new(a), Box::new(b))
+            }
+        };
+        Expr::new(kind, e.span)
+    }
+
+    /// Simplifies the int32 arithmetic tree `e` in an e-graph.
+    fn tree(&self, e: &Expr) -> Expr {
+        let mut term = Term::default();
+        let is_int32 = |x: &Expr| self.is_int32(x);
+        term.add(e, &is_int32);
+        // Opaque parts are simplified on their own.
+        for atom in &mut term.atoms {
+            *atom = self.children(atom);
+        }
+        let mut bounds = Bounds::default();
+        for node in term.expr.as_ref() {
+            if let lang::Index::Symbol(s) = node {
+                if let Some(r) = self.env.get(s.as_str()) {
+                    bounds.symbols.insert(*s, *r);
+                }
+            }
+        }
+        for (k, atom) in term.atoms.iter().enumerate() {
+            let r = if self.is_int32(atom) {
+                self.interval(atom)
+            } else {
+                Interval::FULL
+            };
+            bounds.symbols.insert(Symbol::from(format!("${k}")), r);
+        }
+        let before = op_count(&term.expr);
+        let runner = Runner::<lang::Index, Bounds>::new(bounds)
+            .with_node_limit(LIMITS.nodes)
+            .with_iter_limit(LIMITS.iterations)
+            .with_time_limit(LIMITS.time)
+            .with_expr(&term.expr)
+            .run(self.rules);
+        let Some(&root) = runner.roots.first() else {
+            return e.clone();
+        };
+        let (_, best) = Extractor::new(&runner.egraph, OpCost).find_best(root);
+        if op_count(&best) >= before {
+            // Not smaller: keep the original tree (and spans), opaque parts simplified.
+            return self.keep(e);
+        }
+        match to_ir(&best, &term.atoms) {
+            Some(mut out) => {
+                out.span = e.span;
+                out
+            }
+            None => e.clone(),
+        }
+    }
+
+    /// `e` as it is, except that its opaque parts (as `Term::add` sees them) are simplified.
+    fn keep(&self, e: &Expr) -> Expr {
+        if !self.is_int32(e) {
+            return self.children(e);
+        }
+        let kind = match &e.kind {
+            ExprKind::Unary(UnOp::Neg, a) => ExprKind::Unary(UnOp::Neg, Box::new(self.keep(a))),
+            ExprKind::Binary(op, a, b) if convert::is_index_op(*op) => {
+                ExprKind::Binary(*op, Box::new(self.keep(a)), Box::new(self.keep(b)))
+            }
+            _ => return self.children(e),
+        };
+        Expr::new(kind, e.span)
+    }
+
+    /// What the intervals say about `e` (an int32 expression).
+    fn interval(&self, e: &Expr) -> Interval {
+        let r = |x: &Expr| self.interval(x);
+        match &e.kind {
+            ExprKind::Int(v) => Interval::point(*v),
+            ExprKind::Var(n) => self.env.get(n).copied().unwrap_or(Interval::FULL),
+            ExprKind::Unary(UnOp::Neg, a) => r(a).negated(),
+            ExprKind::Binary(op, a, b) => {
+                let (x, y) = (r(a), r(b));
+                if let (Some(p), Some(q)) = (x.constant(), y.constant()) {
+                    if let Some(v) = tlc_ir::fold_int(*op, p, q) {
+                        return Interval::point(v);
+                    }
+                }
+                match op {
+                    BinOp::Add => x.plus(y),
+                    BinOp::Sub => x.minus(y),
+                    BinOp::Mul => x.times(y),
+                    BinOp::FloorDiv => x.floor_div(y),
+                    BinOp::FloorMod => x.floor_mod(y),
+                    BinOp::CeilDiv => x.ceil_div(y),
+                    BinOp::Min => x.min(y),
+                    BinOp::Max => x.max(y),
+                    _ => Interval::FULL,
+                }
+            }
+            _ => Interval::FULL,
+        }
+    }
+}
+
+/// Operators (`+ - * // % T.ceildiv T.min T.max`, unary `-`) in the integer expressions of
+/// `func`: the size of its index math, before and after `simplify`.
+pub fn index_op_count(func: &PrimFunc) -> usize {
+    let Ok(info) = verify(func) else {
+        return 0;
+    };
+    let mut count = 0;
+    let mut visit = |e: &Expr| {
+        for_each_subexpr(e, &mut |x| {
+            let arith = matches!(
+                &x.kind,
+                ExprKind::Unary(UnOp::Neg, _) | ExprKind::Binary(_, _, _)
+            ) && !matches!(&x.kind, ExprKind::Binary(op, _, _) if op.is_comparison() || op.is_logical());
+            if arith && info.expr_dtype(x).is_some_and(DType::is_int) {
+                count += 1;
+            }
+        });
+    };
+    for p in &func.params {
+        p.shape.iter().for_each(&mut visit);
+    }
+    for_each_stmt(&func.body, &mut |stmt| {
+        stmt_exprs(stmt).into_iter().for_each(&mut visit);
+    });
+    count
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,140 @@
+//! Shared helpers of the pass tests: the case corpus, and the interpreter check that a pass
+//! keeps a kernel's meaning.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use tlc_ir::interp::{run, RunOptions};
+use tlc_ir::PrimFunc;
+
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+/// Every valid case and example: (stem, parsed function).
+pub fn corpus() -> Vec<(String, PrimFunc)> {
+    let mut out = Vec::new();
+    for dir in ["tests/cases/valid", "examples"] {
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(root().join(dir))
+            .expect("list cases")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "tir"))
+            .collect();
+        paths.sort();
+        for p in paths {
+            out.push((
+                p.file_stem().unwrap().to_string_lossy().into_owned(),
+                load(&p),
+            ));
+        }
+    }
+    assert!(out.len() >= 12, "corpus shrank to {}", out.len());
+    out
+}
+
+pub fn load(path: &Path) -> PrimFunc {
+    let text = std::fs::read_to_string(path).expect("read case");
+    let func = tlc_ir::parse(&text).unwrap_or_else(|d| panic!("{}: {d:?}", path.display()));
+    tlc_ir::verifier::verify(&func).unwrap_or_else(|d| panic!("{}: {d:?}", path.display()));
+    func
+}
+
+pub fn case(stem: &str) -> PrimFunc {
+    corpus()
+        .into_iter()
+        .find(|(s, _)| s == stem)
+        .map(|(_, f)| f)
+        .unwrap_or_else(|| panic!("no case {stem}"))
+}
+
+/// Small ragged sizes for the symbolic dims, one binding per entry.
+const RAGGED: [&[i64]; 2] = [&[37, 70, 45], &[129, 20, 66]];
+/// Tile-aligned sizes, for kernels that do not mask ragged edges (the seed gemm).
+const ALIGNED: [&[i64]; 2] = [&[128, 256, 64], &[256, 128, 96]];
+
+fn dim_bindings(func: &PrimFunc, choices: &[&[i64]]) -> Vec<HashMap<String, i64>> {
+    choices
+        .iter()
+        .map(|vals| {
+            func.dims
+                .iter()
+                .enumerate()
+                .map(|(i, d)| (d.name.clone(), vals[i % vals.len()]))
+                .collect()
+        })
+        .collect()
+}
+
+/// Largest parameter footprint interpreted (the 4096-sized seed kernels are skipped; their
+/// symbolic twin `seed000_dims` covers the same code).
+const MAX_ELEMENTS: usize = 1 << 20;
+
+/// Runs `before` and `after` on the same random inputs (several seeds, several dim
+/// bindings) and requires identical outputs. Returns how many runs were compared (0 when
+/// the case is too large to interpret).
+pub fn assert_same_meaning(name: &str, before: &PrimFunc, after: &PrimFunc) -> usize {
+    let ragged = dim_bindings(before, &RAGGED);
+    let fits = ragged.first().is_none_or(|dims| {
+        footprint(before, dims) > MAX_ELEMENTS
+            || run(
+                before,
+                dims,
+                HashMap::new(),
+                &RunOptions {
+                    seed: 1,
+                    threads: 1,
+                },
+            )
+            .is_ok()
+    });
+    let bindings = if fits {
+        ragged
+    } else {
+        dim_bindings(before, &ALIGNED)
+    };
+    let mut runs = 0;
+    for dims in bindings {
+        if footprint(before, &dims) > MAX_ELEMENTS {
+            return 0;
+        }
+        for seed in [1u64, 2, 3] {
+            let opts = RunOptions { seed, threads: 1 };
+            let want = match run(before, &dims, HashMap::new(), &opts) {
+                Ok(w) => w,
+                Err(e) => panic!("{name}: the input does not run: {e}"),
+            };
+            let got = run(after, &dims, HashMap::new(), &opts)
+                .unwrap_or_else(|e| panic!("{name}: the output does not run: {e}"));
+            assert_eq!(want.len(), got.len(), "{name}");
+            for (param, w) in &want {
+                assert!(
+                    got.get(param) == Some(w),
+                    "{name}: `{param}` differs (dims {dims:?}, seed {seed})"
+                );
+            }
+            runs += 1;
+        }
+    }
+    runs
+}
+
+/// Elements of all parameters with `dims` bound.
+fn footprint(func: &PrimFunc, dims: &HashMap<String, i64>) -> usize {
+    let bindings: Vec<(String, i64)> = dims.iter().map(|(k, v)| (k.clone(), *v)).collect();
+    let Ok(f) = tlc_ir::specialize::specialize(func, &bindings) else {
+        return usize::MAX;
+    };
+    f.params
+        .iter()
+        .map(|p| {
+            p.shape
+                .iter()
+                .map(|d| tlc_ir::verifier::const_int(d).map_or(usize::MAX, |v| v.max(0) as usize))
+                .fold(1usize, usize::saturating_mul)
+        })
+        .fold(0usize, usize::saturating_add)
+}

@@ -18,6 +18,7 @@ type Outputs = HashMap<String, Tensor>;
 fn dims_for(stem: &str) -> Vec<(&'static str, i64)> {
     match stem {
         "elementwise_add" => vec![("N", 1000)],
+        "index_math" => vec![("M", 40)],
         "scale_cast" | "transpose" => vec![("M", 100), ("N", 70)],
         "gemm_bf16_transposed" => vec![("M", 100), ("N", 90), ("K", 70)],
         // The seed kernel loads B with an unmasked T.Parallel loop: valid for divisible shapes only.
@@ -106,6 +107,48 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
             for i in 0..c.len() {
                 assert_eq!(c[i], (1.5f32 + a[i] as f32) as f64, "{stem}: C[{i}]");
             }
+        }
+        "index_math" => {
+            // Every index expression reduces to the plain (row, column): B = 2 * A.
+            let (a, b) = (o["A"].to_f64(), o["B"].to_f64());
+            for i in 0..b.len() {
+                assert_eq!(b[i], (a[i] as f32 * 2.0) as f64, "{stem}: B[{i}]");
+            }
+        }
+        "swizzle_panels" => {
+            // Rasterization permutes blocks, never results: bx, by stay the logical indices.
+            let (a, b, c) = (&o["A"], &o["B"], &o["C"]);
+            for i in 0..28 {
+                for j in 0..20 {
+                    let want =
+                        (a.to_f64()[i * 20 + j] as f32 + ((j / 4) * 10 + i / 4) as f32) as f64;
+                    assert_eq!(b.to_f64()[i * 20 + j], want, "{stem}: B[{i}, {j}]");
+                }
+            }
+            for r in 0..20 {
+                for col in 0..24 {
+                    let want = ((col / 4) * 100 + (r / 4) * 10 + r % 4 + col % 4) as f64;
+                    assert_eq!(c.to_f64()[r * 24 + col], want, "{stem}: C[{r}, {col}]");
+                }
+            }
+        }
+        "unroll_nest" => {
+            let a = o["A"].to_f64();
+            let mut want = initial("B");
+            for bx in 0..2 {
+                let mut acc = [0f32; 4];
+                for r in 1..3 {
+                    let scale = r as f32 * 0.5;
+                    for (c, slot) in acc.iter_mut().enumerate().take(r) {
+                        let row = bx * 4 + r + c;
+                        *slot += a[row * 16 + r * 4 + c] as f32 * scale;
+                    }
+                }
+                for (t, v) in acc.iter().enumerate() {
+                    want[(bx * 4 + t) * 16] = *v as f64;
+                }
+            }
+            assert_eq!(o["B"].to_f64(), want, "{stem}: B");
         }
         "copy_regions" => check_copy_regions(o, initial),
         "control_flow" => check_control_flow(o, initial),

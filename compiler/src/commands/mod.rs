@@ -2,6 +2,6 @@
 
 pub mod check;
 pub mod fmt;
-pub mod run;
 pub mod opt;
 pub mod passes;
+pub mod run;

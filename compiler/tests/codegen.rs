@@ -138,7 +138,7 @@ fn thread_vectorized() {
     let (ptx, man) = check("thread_vectorized", &corpus("thread_vectorized"));
     assert_eq!(man.shared_bytes, DimExpr::int(49152));
     assert!(ptx.contains(".extern .shared .align 16 .b8 smem[];"));
-    assert!(ptx.contains("bar.sync 0;"));
+    assert!(ptx.contains("bar.sync \t0;"));
     assert!(ptx.contains("cvt.f32.f16"));
 }
 

@@ -535,6 +535,13 @@ impl Cg {
     }
 
     fn load(&mut self, buffer: &str, indices: &[Expr], span: tlc_ir::Span) -> Option<Operand> {
+        if let Some((_, _, regs)) = self
+            .vec_loads
+            .iter()
+            .find(|(b, i, _)| b == buffer && i.as_slice() == indices)
+        {
+            return regs.get(self.lane).map(|r| (*r).into());
+        }
         let dtype = self.bufs.get(buffer).map(|b| b.dtype);
         let place = self.address(buffer, indices, span)?;
         let ty = self.ty(dtype?, span)?;

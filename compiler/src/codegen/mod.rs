@@ -21,11 +21,13 @@
 //!   lowered with a branch (only the taken side runs); otherwise with `selp` / predicate ops.
 //! - Supported dtypes: int32, uint32, int64, float32, float16, bfloat16, bool (registers only).
 //!   float → int casts are `cvt.rzi.sat` from f32; int → f16/bf16 goes through f32.
-//! - `T.vectorized` loops are unrolled into scalar accesses (correct for any alignment).
+//! - `T.vectorized` loops become `.v2`/`.v4` accesses where `vector.rs` proves them aligned
+//!   and contiguous; otherwise they are unrolled into scalar accesses.
 
 mod expr;
 mod manifest;
 mod stmt;
+mod vector;
 
 use crate::ptx::{check_manifest, KernelBuilder, Module, Reg, SpecialReg, Type};
 use std::collections::HashMap;
@@ -89,6 +91,8 @@ pub fn emit(func: &PrimFunc, target: Target) -> Result<(Module, Manifest), Vec<D
         errors: Vec::new(),
         smem: None,
         threads: manifest.block.clone(),
+        vec_loads: Vec::new(),
+        lane: 0,
     };
     for (p, decl) in tensor_params.iter().zip(&func.params) {
         let base = cg.b.global_ptr(p);
@@ -169,6 +173,10 @@ struct Cg {
     /// `mov.u32 %r, smem` (the arena's shared address), made on first use.
     smem: Option<Reg>,
     threads: Vec<u32>,
+    /// Inside a vectorized loop: the lanes of each vector-loaded `buffer[indices]`.
+    vec_loads: Vec<(String, Vec<tlc_ir::Expr>, Vec<Reg>)>,
+    /// The lane being computed inside a vectorized loop.
+    lane: usize,
 }
 
 /// The PTX register type of a dtype, or `None` for dtypes codegen does not handle.

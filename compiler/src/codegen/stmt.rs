@@ -136,6 +136,9 @@ impl Cg {
                     );
                     return;
                 }
+                if f.kind == ForKind::Vectorized && a == 0 && self.try_vectorize(f, z) {
+                    return;
+                }
                 for i in a..z {
                     self.vars.insert(f.var.name.clone(), Bind::Const(i));
                     self.body(&f.body);

@@ -140,6 +140,8 @@ fn thread_vectorized() {
     assert!(ptx.contains(".extern .shared .align 16 .b8 smem[];"));
     assert!(ptx.contains("bar.sync \t0;"));
     assert!(ptx.contains("cvt.f32.f16"));
+    assert!(ptx.contains("ld.global.v4.b32") && ptx.contains("st.shared.v4.f32"));
+    assert!(ptx.contains("ld.shared.v4.f32") && ptx.contains("st.global.v4.f32"));
 }
 
 #[test]
@@ -278,7 +280,10 @@ def vector_copy(
 #[test]
 fn vectorized_copy() {
     let (ptx, _) = check("vector_copy", VECTOR_COPY);
-    assert!(ptx.contains("ld.global"));
+    // 8 f16 = 16 bytes: one v4 of packed pairs each way.
+    assert!(ptx.contains("ld.global.v4.b32") && ptx.contains("st.global.v4.b32"));
+    // The unrolled loop into the local array reads scalars (X[tx // 2, v]).
+    assert!(ptx.contains("ld.global.b16"));
 }
 
 #[test]
@@ -295,7 +300,7 @@ def tile(A: T.Tensor((128,), "float32")):
         errs[0].message.contains("run lower-tile-ops first"),
         "{errs:?}"
     );
-    assert_eq!(&tile[errs[0].span.start as usize..][..3], "for");
+    assert_eq!(&tile[errs[0].span.start..][..3], "for");
 
     let two = r#"
 @T.prim_func
@@ -325,7 +330,7 @@ def local(A: T.Tensor((128,), "float32")):
 "#;
     let errs = errors(local);
     assert!(errs[0].message.contains("not a constant"), "{errs:?}");
-    assert_eq!(&local[errs[0].span.start as usize..][..1], "k");
+    assert_eq!(&local[errs[0].span.start..][..1], "k");
 
     let unroll = r#"
 N = T.symbolic("N")

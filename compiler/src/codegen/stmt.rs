@@ -34,7 +34,7 @@ impl Cg {
             StmtKind::Barrier => self.b.bar_sync(),
             StmtKind::Let { var, dtype, value } => {
                 if dtype.is_none_or(|d| d == DType::Int32) {
-                    if let Some(c) = self.const_eval(value) {
+                    if let Some(c) = self.const_eval(value).filter(|c| i32::try_from(*c).is_ok()) {
                         self.vars.insert(var.name.clone(), Bind::Const(c));
                         return;
                     }

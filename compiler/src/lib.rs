@@ -1,6 +1,7 @@
 //! `tlc`: the command-line driver of the compiler and the rendering of its diagnostics.
 
 pub mod cli;
+pub mod codegen;
 pub mod commands;
 pub mod diagnostics;
 pub mod frontend;

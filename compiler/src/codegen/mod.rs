@@ -1,0 +1,295 @@
+//! Code generation: a verified thread-level `PrimFunc` → a PTX `Module` and its launch
+//! `Manifest` (`docs/manifest.md`).
+//!
+//! Conventions of the generated kernel:
+//! - Parameters: one `.u64` per tensor parameter in declaration order, then one `.u32` per
+//!   symbolic dim (int32), in declaration order (`KernelBuilder::params_from_manifest`).
+//!   Tensor pointers are loaded once and `cvta.to.global`'d; dims are loaded once into `%r`.
+//! - Registers (virtual, never reused; ptxas allocates): int32 / uint32 values and shared
+//!   addresses in `%r`, int64 values and global addresses in `%rd`, float32 in `%f`,
+//!   float16 / bfloat16 in `%h` (arithmetic on them is done in f32 and rounded back with
+//!   `cvt.rn`, as the interpreter does), bool in `%p`.
+//! - Block variables are `%ctaid.x/y/z`, the thread-binding variables `%tid.x/y/z`; lets and
+//!   serial-loop variables are registers; `T.unroll` / `T.vectorized` loops are unrolled with
+//!   their variable bound to a constant.
+//! - Global accesses: element offset computed in 64 bits (`cvt.s64.s32` of each index, row-major
+//!   flattening), times the element size, added to the global base. Shared accesses: 32-bit
+//!   address `smem + arena offset + flat * size` in the one `.extern .shared` arena.
+//! - `T.alloc_local` arrays live in registers: every index must be a constant once unrolled
+//!   loop variables are substituted (otherwise a spanned error).
+//! - `T.if_then_else`, `and`, `or` whose deferred side reads global or shared memory are
+//!   lowered with a branch (only the taken side runs); otherwise with `selp` / predicate ops.
+//! - Supported dtypes: int32, uint32, int64, float32, float16, bfloat16, bool (registers only).
+//!   float → int casts are `cvt.rzi.sat` from f32; int → f16/bf16 goes through f32.
+//! - `T.vectorized` loops become `.v2`/`.v4` accesses where `vector.rs` proves them aligned
+//!   and contiguous; otherwise they are unrolled into scalar accesses.
+
+mod expr;
+mod manifest;
+mod stmt;
+mod vector;
+
+use crate::ptx::{check_manifest, KernelBuilder, Module, Reg, SpecialReg, Type};
+use std::collections::HashMap;
+use tlc_ir::{DType, Diagnostic, PrimFunc, Scope, Span, StmtKind};
+use tlc_runtime::manifest::{Manifest, Target};
+
+/// Compiles `func` (thread level, verified) for `target`.
+pub fn emit(func: &PrimFunc, target: Target) -> Result<(Module, Manifest), Vec<Diagnostic>> {
+    let kernels: Vec<_> = func
+        .body
+        .iter()
+        .filter_map(|s| match &s.kind {
+            StmtKind::Kernel(k) => Some((k, s.span)),
+            _ => None,
+        })
+        .collect();
+    let mut errors = Vec::new();
+    for s in &func.body {
+        if !matches!(s.kind, StmtKind::Kernel(_)) {
+            errors.push(Diagnostic::error(
+                s.span,
+                "codegen needs the function body to be one `T.Kernel` (no statements outside it)",
+            ));
+        }
+    }
+    let (kernel, kspan) = match kernels.as_slice() {
+        [one] => *one,
+        [] => {
+            errors.push(Diagnostic::error(
+                func.span,
+                "the function has no `T.Kernel`",
+            ));
+            return Err(errors);
+        }
+        [_, second, ..] => {
+            errors.push(Diagnostic::error(
+                second.1,
+                "codegen supports exactly one `T.Kernel` per prim_func",
+            ));
+            return Err(errors);
+        }
+    };
+    let manifest = manifest::build(func, kernel, kspan, target, &mut errors);
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let Some(manifest) = manifest else {
+        return Err(errors);
+    };
+    let mut b = KernelBuilder::new(&func.name.name);
+    let (tensor_params, dim_params) = b.params_from_manifest(&manifest);
+    if let [x, rest @ ..] = manifest.block.as_slice() {
+        let y = rest.first().copied().unwrap_or(1);
+        let z = rest.get(1).copied().unwrap_or(1);
+        b.reqntid([*x, y, z]);
+    }
+    let mut cg = Cg {
+        b,
+        vars: HashMap::new(),
+        bufs: HashMap::new(),
+        errors: Vec::new(),
+        smem: None,
+        threads: manifest.block.clone(),
+        vec_loads: Vec::new(),
+        lane: 0,
+    };
+    for (p, decl) in tensor_params.iter().zip(&func.params) {
+        let base = cg.b.global_ptr(p);
+        cg.bufs.insert(
+            decl.name.name.clone(),
+            Buf {
+                dtype: decl.dtype,
+                shape: decl.shape.clone(),
+                mem: Mem::Global(base),
+            },
+        );
+    }
+    for (p, d) in dim_params.iter().zip(&func.dims) {
+        let r = cg.b.ld_param(p);
+        cg.vars.insert(d.name.clone(), Bind::Reg(r, DType::Int32));
+    }
+    let ctaid = [SpecialReg::CtaidX, SpecialReg::CtaidY, SpecialReg::CtaidZ];
+    for (v, s) in kernel.block_vars.iter().zip(ctaid) {
+        let r = cg.b.special(s);
+        cg.vars.insert(v.name.clone(), Bind::Reg(r, DType::Int32));
+    }
+    for alloc in &kernel.allocs {
+        cg.declare_alloc(alloc, kernel.arena.as_ref(), kspan);
+    }
+    if kernel.allocs.iter().any(|a| a.scope == Scope::Shared) {
+        // The arena's address is taken once at the top so every path sees it.
+        cg.smem_base();
+    }
+    if cg.errors.is_empty() {
+        cg.body(&kernel.body);
+    }
+    if !cg.errors.is_empty() {
+        return Err(cg.errors);
+    }
+    cg.b.ret();
+    let module = Module::new(target).with_kernel(cg.b.finish());
+    if let Err(e) = check_manifest(&module, &manifest) {
+        return Err(vec![Diagnostic::error(
+            func.span,
+            format!("internal error: the kernel disagrees with its manifest: {e}"),
+        )]);
+    }
+    Ok((module, manifest))
+}
+
+/// What a scalar name stands for.
+#[derive(Clone, Copy, Debug)]
+enum Bind {
+    Reg(Reg, DType),
+    /// An unrolled loop variable (or a let of a constant): an int32 constant.
+    Const(i64),
+}
+
+/// Where a buffer's elements live.
+#[derive(Clone, Debug)]
+enum Mem {
+    /// The global base address (`%rd`, cvta'd).
+    Global(Reg),
+    /// Byte offset in the shared arena.
+    Shared(i64),
+    /// One register per element (row-major), zeroed at the kernel's start.
+    Local(Vec<Reg>),
+}
+
+#[derive(Clone, Debug)]
+struct Buf {
+    dtype: DType,
+    shape: Vec<tlc_ir::Expr>,
+    mem: Mem,
+}
+
+/// The codegen state of one kernel.
+struct Cg {
+    b: KernelBuilder,
+    vars: HashMap<String, Bind>,
+    bufs: HashMap<String, Buf>,
+    errors: Vec<Diagnostic>,
+    /// `mov.u32 %r, smem` (the arena's shared address), made on first use.
+    smem: Option<Reg>,
+    threads: Vec<u32>,
+    /// Inside a vectorized loop: the lanes of each vector-loaded `buffer[indices]`.
+    vec_loads: Vec<(String, Vec<tlc_ir::Expr>, Vec<Reg>)>,
+    /// The lane being computed inside a vectorized loop.
+    lane: usize,
+}
+
+/// The PTX register type of a dtype, or `None` for dtypes codegen does not handle.
+fn ptx_type(d: DType) -> Option<Type> {
+    Some(match d {
+        DType::Int32 => Type::S32,
+        DType::UInt32 => Type::U32,
+        DType::Int64 => Type::S64,
+        DType::Float32 => Type::F32,
+        DType::Float16 => Type::F16,
+        DType::BFloat16 => Type::Bf16,
+        DType::Bool => Type::Pred,
+        _ => return None,
+    })
+}
+
+impl Cg {
+    fn err(&mut self, span: Span, msg: impl Into<String>) {
+        self.errors.push(Diagnostic::error(span, msg));
+    }
+
+    fn declare_alloc(
+        &mut self,
+        alloc: &tlc_ir::BufferDecl,
+        arena: Option<&tlc_ir::Arena>,
+        kspan: Span,
+    ) {
+        let name = &alloc.name.name;
+        if ptx_type(alloc.dtype).is_none() || alloc.dtype == DType::Bool {
+            self.err(
+                alloc.span,
+                format!("codegen does not support {} buffers yet", alloc.dtype),
+            );
+            return;
+        }
+        let mem = match alloc.scope {
+            Scope::Shared => {
+                let Some(arena) = arena else {
+                    self.err(
+                        kspan,
+                        format!(
+                            "shared buffer `{name}` has no arena offset: run plan-shared-memory first"
+                        ),
+                    );
+                    return;
+                };
+                let Some(off) = arena.offset(name) else {
+                    self.err(
+                        alloc.span,
+                        format!("shared buffer `{name}` is missing from `T.shared_arena`"),
+                    );
+                    return;
+                };
+                Mem::Shared(off)
+            }
+            Scope::Local => {
+                let mut n: i64 = 1;
+                for d in &alloc.shape {
+                    match d.as_int() {
+                        Some(v) if v >= 0 => n = n.saturating_mul(v),
+                        _ => {
+                            self.err(d.span, "local arrays need constant shapes");
+                            return;
+                        }
+                    }
+                }
+                if n > 1024 {
+                    self.err(
+                        alloc.span,
+                        format!(
+                            "local array `{name}` has {n} elements; registers hold at most 1024"
+                        ),
+                    );
+                    return;
+                }
+                let Some(ty) = ptx_type(alloc.dtype) else {
+                    return;
+                };
+                let regs = (0..n).map(|_| self.zero(ty)).collect();
+                Mem::Local(regs)
+            }
+            Scope::Fragment => {
+                self.err(
+                    alloc.span,
+                    format!("fragment `{name}` remains: run lower-tile-ops first"),
+                );
+                return;
+            }
+            Scope::Global => {
+                self.err(
+                    alloc.span,
+                    "global allocations inside a kernel are not supported",
+                );
+                return;
+            }
+        };
+        self.bufs.insert(
+            name.clone(),
+            Buf {
+                dtype: alloc.dtype,
+                shape: alloc.shape.clone(),
+                mem,
+            },
+        );
+    }
+
+    fn smem_base(&mut self) -> Reg {
+        if let Some(r) = self.smem {
+            return r;
+        }
+        let sym = self.b.dynamic_shared("smem");
+        let r = self.b.mov(Type::U32, crate::ptx::Operand::Symbol(sym));
+        self.smem = Some(r);
+        r
+    }
+}

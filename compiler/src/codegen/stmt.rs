@@ -1,0 +1,216 @@
+//! Statements → PTX control flow: thread binding, serial loops (a register and two
+//! branches), unrolled loops, if/else, lets, stores and barriers.
+
+use super::expr::{mem_type, mov_type, Place};
+use super::{ptx_type, Bind, Cg};
+use crate::ptx::{Cmp, Guard, IntOp, Op, Operand, SpecialReg, Type};
+use tlc_ir::{DType, For, ForKind, Stmt, StmtKind, ThreadTag};
+
+/// Loops unrolled in codegen are limited to this many iterations.
+const MAX_UNROLL: i64 = 1024;
+
+impl Cg {
+    pub(super) fn body(&mut self, body: &[Stmt]) {
+        for s in body {
+            if !self.errors.is_empty() {
+                return;
+            }
+            self.stmt(s);
+        }
+    }
+
+    fn stmt(&mut self, s: &Stmt) {
+        let span = s.span;
+        match &s.kind {
+            StmtKind::Kernel(_) => self.err(span, "nested `T.Kernel` is not supported"),
+            StmtKind::Copy { .. } | StmtKind::Fill { .. } => self.err(
+                span,
+                "tile op at the thread level: run lower-tile-ops first",
+            ),
+            StmtKind::Gemm(_) => self.err(
+                span,
+                "T.gemm remains: run lower-tile-ops first (the tensor-core path is issue 5)",
+            ),
+            StmtKind::Barrier => self.b.bar_sync(),
+            StmtKind::Let { var, dtype, value } => {
+                if dtype.is_none_or(|d| d == DType::Int32) {
+                    if let Some(c) = self.const_eval(value).filter(|c| i32::try_from(*c).is_ok()) {
+                        self.vars.insert(var.name.clone(), Bind::Const(c));
+                        return;
+                    }
+                }
+                let Some(d) = dtype.or_else(|| self.typed(value).map(|t| t.dtype)) else {
+                    return;
+                };
+                let Some(ty) = ptx_type(d) else {
+                    self.err(span, format!("codegen does not support {d} values yet"));
+                    return;
+                };
+                let Some(v) = self.expr_as(value, d) else {
+                    return;
+                };
+                // A fresh register per let: names are unique, and a let in a loop body is
+                // re-evaluated into the same register every iteration.
+                let r = self.b.new_reg(ty);
+                self.b.emit(Op::Mov {
+                    ty: mov_type(ty),
+                    dst: r,
+                    src: v,
+                });
+                self.vars.insert(var.name.clone(), Bind::Reg(r, d));
+            }
+            StmtKind::Store {
+                buffer,
+                indices,
+                value,
+            } => {
+                let Some(d) = self.bufs.get(&buffer.name).map(|b| b.dtype) else {
+                    self.err(buffer.span, format!("undefined buffer `{}`", buffer.name));
+                    return;
+                };
+                let Some(ty) = ptx_type(d) else {
+                    return;
+                };
+                let Some(v) = self.expr_as(value, d) else {
+                    return;
+                };
+                match self.address(&buffer.name, indices, span) {
+                    Some(Place::Reg(r)) => self.b.emit(Op::Mov {
+                        ty: mov_type(ty),
+                        dst: r,
+                        src: v,
+                    }),
+                    Some(Place::Mem(space, addr)) => {
+                        let v = self.in_reg(v, ty);
+                        self.b.st(space, mem_type(ty), addr, vec![v.into()])
+                    }
+                    None => {}
+                }
+            }
+            StmtKind::If {
+                cond,
+                then_body,
+                else_body,
+            } => {
+                let Some(p) = self.expr(cond, DType::Bool) else {
+                    return;
+                };
+                let p = self.in_reg(p, Type::Pred);
+                let else_l = self.b.label("else");
+                let end_l = self.b.label("endif");
+                self.b.bra_if(Guard::unless(p), &else_l);
+                self.body(then_body);
+                if !else_body.is_empty() {
+                    self.b.bra(&end_l);
+                }
+                self.b.place(&else_l);
+                if !else_body.is_empty() {
+                    self.body(else_body);
+                    self.b.place(&end_l);
+                }
+            }
+            StmtKind::For(f) => self.for_loop(f, s),
+        }
+    }
+
+    fn for_loop(&mut self, f: &For, s: &Stmt) {
+        match &f.kind {
+            ForKind::Parallel => self.err(
+                s.span,
+                "T.Parallel loop at the thread level: run lower-tile-ops first",
+            ),
+            ForKind::ThreadBinding(tag) => self.thread_binding(f, *tag, s),
+            ForKind::Unroll | ForKind::Vectorized => {
+                let (Some(a), Some(z)) = (self.const_eval(&f.start), self.const_eval(&f.stop))
+                else {
+                    self.err(
+                        f.stop.span,
+                        "T.unroll / T.vectorized loops need constant bounds",
+                    );
+                    return;
+                };
+                if z - a > MAX_UNROLL {
+                    self.err(
+                        f.stop.span,
+                        format!("loop of {} iterations is too long to unroll", z - a),
+                    );
+                    return;
+                }
+                if f.kind == ForKind::Vectorized && a == 0 && self.try_vectorize(f, z) {
+                    return;
+                }
+                for i in a..z {
+                    self.vars.insert(f.var.name.clone(), Bind::Const(i));
+                    self.body(&f.body);
+                }
+            }
+            ForKind::Serial | ForKind::Pipelined { .. } => self.serial(f),
+        }
+    }
+
+    fn thread_binding(&mut self, f: &For, tag: ThreadTag, s: &Stmt) {
+        let (special, axis) = match tag {
+            ThreadTag::ThreadX => (SpecialReg::TidX, 0),
+            ThreadTag::ThreadY => (SpecialReg::TidY, 1),
+            ThreadTag::ThreadZ => (SpecialReg::TidZ, 2),
+            _ => {
+                self.err(
+                    s.span,
+                    "loops bound to blockIdx are not supported: use T.Kernel's grid",
+                );
+                return;
+            }
+        };
+        let threads = i64::from(self.threads.get(axis).copied().unwrap_or(1));
+        let start = self.const_eval(&f.start);
+        let stop = self.const_eval(&f.stop);
+        if start != Some(0) || stop != Some(threads) {
+            self.err(
+                f.stop.span,
+                format!(
+                    "the thread-binding loop must run over exactly the kernel's {threads} threads on {}",
+                    tag.name()
+                ),
+            );
+            return;
+        }
+        let r = self.b.special(special);
+        self.vars
+            .insert(f.var.name.clone(), Bind::Reg(r, DType::Int32));
+        self.body(&f.body);
+    }
+
+    /// `i = start; head: if !(i < stop) goto end; body; i += 1; goto head; end:`.
+    fn serial(&mut self, f: &For) {
+        let Some(start) = self.expr_as(&f.start, DType::Int32) else {
+            return;
+        };
+        let Some(stop) = self.expr_as(&f.stop, DType::Int32) else {
+            return;
+        };
+        let stop = self.in_reg(stop, Type::S32);
+        let i = self.b.new_reg(Type::S32);
+        self.b.emit(Op::Mov {
+            ty: Type::S32,
+            dst: i,
+            src: start,
+        });
+        self.vars
+            .insert(f.var.name.clone(), Bind::Reg(i, DType::Int32));
+        let head = self.b.label("loop");
+        let end = self.b.label("loop_end");
+        self.b.place(&head);
+        let p = self.b.setp(Cmp::Ge, Type::S32, i, stop);
+        self.b.bra_if(Guard::when(p), &end);
+        self.body(&f.body);
+        self.b.emit(Op::Int {
+            op: IntOp::Add,
+            ty: Type::S32,
+            dst: i,
+            a: i.into(),
+            b: Operand::Imm(1),
+        });
+        self.b.bra(&head);
+        self.b.place(&end);
+    }
+}

@@ -1,0 +1,273 @@
+//! `T.vectorized(V)` loops as vector memory accesses. A loop qualifies when its body is one
+//! store whose value has no select / `and` / `or` (guarded loops stay scalar), every global
+//! or shared access (the store's target and each load) has the innermost index `base + v`
+//! with `base` provably a multiple of V, `v` nowhere else, an innermost extent that is a
+//! constant multiple of V, 2- or 4-byte elements and V·size a multiple of 4 bytes, and no
+//! load reads the stored buffer. Such accesses become `ld`/`st` `.v2`/`.v4` of at most 16
+//! bytes each (f16/bf16 pairs packed into b32 lanes); local arrays and arithmetic are done
+//! lane by lane. Tensor base pointers are assumed 16-byte aligned (the runtime allocates
+//! each tensor separately; cuMemAlloc aligns to 256) and arena offsets are multiples of 16.
+//! Anything else is unrolled into scalar accesses by the caller.
+
+use super::expr::{mem_type, mov_type, Place};
+use super::{ptx_type, Bind, Cg, Mem};
+use crate::ptx::{Op, Operand, Reg, Type, VecWidth};
+use tlc_ir::{BinOp, Expr, ExprKind, For, Span, StmtKind};
+
+/// A vectorizable access: the buffer, its indices with the innermost replaced by `base`.
+struct Access {
+    buffer: String,
+    at_base: Vec<Expr>,
+    bytes: u32,
+}
+
+fn mentions(e: &Expr, v: &str) -> bool {
+    let mut found = false;
+    tlc_ir::visit::for_each_subexpr(e, &mut |s| {
+        if matches!(&s.kind, ExprKind::Var(n) if n == v) {
+            found = true;
+        }
+    });
+    found
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    if b == 0 {
+        a.abs()
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+impl Cg {
+    /// Whether `e` is a multiple of `m` for every value of its variables.
+    fn multiple_of(&self, e: &Expr, m: i64) -> bool {
+        if m <= 1 {
+            return true;
+        }
+        if let Some(c) = self.const_eval(e) {
+            return c % m == 0;
+        }
+        match &e.kind {
+            ExprKind::Binary(BinOp::Add | BinOp::Sub, a, b) => {
+                self.multiple_of(a, m) && self.multiple_of(b, m)
+            }
+            ExprKind::Binary(BinOp::Mul, a, b) => {
+                if let Some(c) = self.const_eval(a) {
+                    return self.multiple_of(b, m / gcd(c, m).max(1));
+                }
+                if let Some(c) = self.const_eval(b) {
+                    return self.multiple_of(a, m / gcd(c, m).max(1));
+                }
+                self.multiple_of(a, m) || self.multiple_of(b, m)
+            }
+            ExprKind::Binary(BinOp::FloorMod, a, b) => {
+                self.const_eval(b).is_some_and(|c| c % m == 0) && self.multiple_of(a, m)
+            }
+            _ => false,
+        }
+    }
+
+    fn vector_access(&self, buffer: &str, indices: &[Expr], v: &str, lanes: i64) -> Option<Access> {
+        let buf = self.bufs.get(buffer)?;
+        match &buf.mem {
+            Mem::Global(_) => {}
+            Mem::Shared(off) if off % 16 == 0 => {}
+            _ => return None,
+        }
+        let bytes = buf.dtype.bytes();
+        if !matches!(bytes, 2 | 4) || (lanes * i64::from(bytes)) % 4 != 0 {
+            return None;
+        }
+        let (last, outer) = indices.split_last()?;
+        if outer.iter().any(|e| mentions(e, v)) {
+            return None;
+        }
+        let base = match &last.kind {
+            ExprKind::Var(n) if n == v => Expr::int(0),
+            ExprKind::Binary(BinOp::Add, a, b) if matches!(&b.kind, ExprKind::Var(n) if n == v) => {
+                (**a).clone()
+            }
+            ExprKind::Binary(BinOp::Add, a, b) if matches!(&a.kind, ExprKind::Var(n) if n == v) => {
+                (**b).clone()
+            }
+            _ => return None,
+        };
+        if mentions(&base, v) || !self.multiple_of(&base, lanes) {
+            return None;
+        }
+        let inner = buf.shape.last()?.as_int()?;
+        if inner % lanes != 0 {
+            return None;
+        }
+        let mut at_base = outer.to_vec();
+        at_base.push(base);
+        Some(Access {
+            buffer: buffer.to_string(),
+            at_base,
+            bytes,
+        })
+    }
+
+    /// The chunks of an access: (indices, elements) of at most 16 bytes each.
+    fn chunks(acc: &Access, lanes: i64) -> Vec<(Vec<Expr>, i64)> {
+        let per = (16 / i64::from(acc.bytes)).min(lanes);
+        (0..lanes / per)
+            .map(|c| {
+                let mut idx = acc.at_base.clone();
+                if let Some(last) = idx.pop() {
+                    idx.push(Expr::binary(
+                        BinOp::Add,
+                        last,
+                        Expr::int(c * per),
+                        Span::DUMMY,
+                    ));
+                }
+                (idx, per)
+            })
+            .collect()
+    }
+
+    /// Emits the loop with vector accesses; `false` (nothing emitted) when it does not qualify.
+    pub(super) fn try_vectorize(&mut self, f: &For, lanes: i64) -> bool {
+        let v = f.var.name.as_str();
+        let [stmt] = f.body.as_slice() else {
+            return false;
+        };
+        let StmtKind::Store {
+            buffer,
+            indices,
+            value,
+        } = &stmt.kind
+        else {
+            return false;
+        };
+        if !matches!(lanes, 2 | 4 | 8 | 16) {
+            return false;
+        }
+        let mut guarded = false;
+        let mut loads = Vec::new();
+        tlc_ir::visit::for_each_subexpr(value, &mut |s| match &s.kind {
+            ExprKind::Select(..) | ExprKind::Binary(BinOp::And | BinOp::Or, ..) => guarded = true,
+            ExprKind::Load { buffer, indices } => loads.push((buffer.clone(), indices.clone())),
+            _ => {}
+        });
+        if guarded || loads.iter().any(|(b, _)| *b == buffer.name) {
+            return false;
+        }
+        let is_local =
+            |cg: &Cg, b: &str| matches!(cg.bufs.get(b).map(|x| &x.mem), Some(Mem::Local(_)));
+        let mut vec_loads = Vec::new();
+        for (b, idx) in &loads {
+            if idx.iter().any(|e| {
+                let mut nested = false;
+                tlc_ir::visit::for_each_subexpr(e, &mut |s| {
+                    nested |= matches!(s.kind, ExprKind::Load { .. })
+                });
+                nested
+            }) {
+                return false;
+            }
+            if is_local(self, b) {
+                continue;
+            }
+            match self.vector_access(b, idx, v, lanes) {
+                Some(a) => vec_loads.push((b.clone(), idx.clone(), a)),
+                None => return false,
+            }
+        }
+        let store_vec = if is_local(self, &buffer.name) {
+            None
+        } else {
+            match self.vector_access(&buffer.name, indices, v, lanes) {
+                Some(a) => Some(a),
+                None => return false,
+            }
+        };
+        // Loads first (all lanes), then the per-lane values, then the store.
+        let mut loaded = Vec::new();
+        for (b, idx, acc) in &vec_loads {
+            let Some(regs) = self.vector_load(acc, lanes) else {
+                return true;
+            };
+            loaded.push((b.clone(), idx.clone(), regs));
+        }
+        let saved = std::mem::replace(&mut self.vec_loads, loaded);
+        let Some(d) = self.bufs.get(&buffer.name).map(|b| b.dtype) else {
+            return true;
+        };
+        let Some(ty) = ptx_type(d) else {
+            return true;
+        };
+        let mut vals = Vec::new();
+        for l in 0..lanes {
+            self.vars.insert(v.to_string(), Bind::Const(l));
+            self.lane = l as usize;
+            let Some(x) = self.expr_as(value, d) else {
+                break;
+            };
+            let x = self.in_reg(x, ty);
+            if store_vec.is_none() {
+                if let Some(Place::Reg(r)) = self.address(&buffer.name, indices, stmt.span) {
+                    self.b.emit(Op::Mov {
+                        ty: mov_type(ty),
+                        dst: r,
+                        src: x.into(),
+                    });
+                }
+            }
+            vals.push(x);
+        }
+        self.vec_loads = saved;
+        if let Some(acc) = store_vec {
+            if vals.len() as i64 == lanes {
+                self.vector_store(&acc, ty, &vals, lanes, stmt.span);
+            }
+        }
+        true
+    }
+
+    fn vector_load(&mut self, acc: &Access, lanes: i64) -> Option<Vec<Reg>> {
+        let ty = ptx_type(self.bufs.get(&acc.buffer)?.dtype)?;
+        let mut out = Vec::new();
+        for (idx, per) in Self::chunks(acc, lanes) {
+            let Some(Place::Mem(space, addr)) = self.address(&acc.buffer, &idx, Span::DUMMY) else {
+                return None;
+            };
+            let words = (per * i64::from(acc.bytes) / 4) as usize;
+            let width = VecWidth::from_lanes(words)?;
+            if acc.bytes == 4 {
+                out.extend(self.b.ld_vec(space, mem_type(ty), width, addr));
+            } else {
+                for w in self.b.ld_vec(space, Type::B32, width, addr) {
+                    out.extend(self.b.unpack(Type::B32, Type::B16, 2, w));
+                }
+            }
+        }
+        Some(out)
+    }
+
+    fn vector_store(&mut self, acc: &Access, ty: Type, vals: &[Reg], lanes: i64, span: Span) {
+        let mut rest = vals;
+        for (idx, per) in Self::chunks(acc, lanes) {
+            let Some(Place::Mem(space, addr)) = self.address(&acc.buffer, &idx, span) else {
+                return;
+            };
+            let (chunk, tail) = rest.split_at((per as usize).min(rest.len()));
+            rest = tail;
+            if acc.bytes == 4 {
+                let srcs = chunk.iter().map(|r| Operand::Reg(*r)).collect();
+                self.b.st(space, mem_type(ty), addr, srcs);
+            } else {
+                let srcs = chunk
+                    .chunks(2)
+                    .map(|p| {
+                        let lanes = p.iter().map(|r| Operand::Reg(*r)).collect();
+                        Operand::Reg(self.b.pack(Type::B32, lanes))
+                    })
+                    .collect();
+                self.b.st(space, Type::B32, addr, srcs);
+            }
+        }
+    }
+}

@@ -1,0 +1,347 @@
+//! Codegen: every thread-level case (corpus files and the inline cases below) is compiled
+//! for `sm_80` and `sm_90a`; the PTX (manifest line included) is snapshotted, its parameters
+//! checked against the manifest, and ptxas must assemble it for both targets with `-v`,
+//! without spills. Unsupported inputs give spanned errors, never panics.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use tlc::codegen::emit;
+use tlc::ptx::{check_manifest, print_with_manifest};
+use tlc_ir::{Diagnostic, PrimFunc};
+use tlc_runtime::manifest::{Access, Manifest, Target};
+use tlc_runtime::DimExpr;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+fn ptxas() -> PathBuf {
+    const HOW: &str = "run ./scripts/install-ptxas.sh or set TLC_PTXAS to a ptxas binary";
+    let runs = |p: &Path| {
+        Command::new(p)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if let Some(p) = std::env::var_os("TLC_PTXAS") {
+        let p = PathBuf::from(p);
+        assert!(runs(&p), "TLC_PTXAS={} does not run: {HOW}", p.display());
+        return p;
+    }
+    let local = root().join(".tools/nvcc/nvidia/cuda_nvcc/bin/ptxas");
+    if runs(&local) {
+        return local;
+    }
+    let on_path = PathBuf::from("ptxas");
+    assert!(runs(&on_path), "ptxas was not found: {HOW}");
+    on_path
+}
+
+/// Assembles `ptx` for `arch` and returns ptxas's `-v` log; panics on an error or a spill.
+fn assemble(ptx: &str, name: &str, arch: &str) -> String {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("codegen");
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    let file = dir.join(format!("{name}.{arch}.ptx"));
+    std::fs::write(&file, ptx).expect("write ptx");
+    let out = Command::new(ptxas())
+        .arg(format!("-arch={arch}"))
+        .arg("-v")
+        .arg(&file)
+        .arg("-o")
+        .arg(file.with_extension("cubin"))
+        .output()
+        .expect("run ptxas");
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "{name}: ptxas -arch={arch} rejected {}:\n{log}",
+        file.display()
+    );
+    assert!(
+        log.contains("0 bytes spill stores") && log.contains("0 bytes spill loads"),
+        "{name} spills on {arch}:\n{log}"
+    );
+    log
+}
+
+fn parse(src: &str) -> PrimFunc {
+    let func = match tlc_ir::parse(src) {
+        Ok(f) => f,
+        Err(e) => panic!("parse: {e:?}"),
+    };
+    if let Err(e) = tlc_ir::verifier::verify(&func) {
+        panic!("verify: {e:?}");
+    }
+    func
+}
+
+fn corpus(name: &str) -> String {
+    let path = root().join(format!("tests/cases/valid/{name}.tir"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Compiles `src` for both targets, snapshots the sm_80 text, assembles both; returns the
+/// sm_80 PTX text and manifest.
+fn check(name: &str, src: &str) -> (String, Manifest) {
+    let func = parse(src);
+    let mut texts = Vec::new();
+    let mut manifest = None;
+    for target in [Target::Sm80, Target::Sm90a] {
+        let (module, man) = match emit(&func, target) {
+            Ok(x) => x,
+            Err(e) => panic!("{name}: codegen failed: {e:?}"),
+        };
+        if let Err(e) = check_manifest(&module, &man) {
+            panic!("{name}: {e}");
+        }
+        let text = print_with_manifest(&module, &man);
+        match Manifest::from_ptx(&text) {
+            Ok(read) => assert_eq!(read, man),
+            Err(e) => panic!("{name}: manifest not readable: {e}"),
+        }
+        assemble(&text, name, target.name());
+        texts.push(text);
+        manifest.get_or_insert(man);
+    }
+    let text80 = texts.swap_remove(0);
+    insta::assert_snapshot!(name, text80);
+    (text80, manifest.expect("one target ran"))
+}
+
+fn errors(src: &str) -> Vec<Diagnostic> {
+    match emit(&parse(src), Target::Sm80) {
+        Ok(_) => panic!("codegen accepted an unsupported input"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn thread_level() {
+    let (ptx, man) = check("thread_level", &corpus("thread_level"));
+    assert_eq!(man.grid, vec![DimExpr::int(8)]);
+    assert_eq!(man.block, vec![128]);
+    assert_eq!(man.params[0].access, Access::Read);
+    assert_eq!(man.params[1].access, Access::Write);
+    assert!(ptx.contains("%tid.x") && ptx.contains("%ctaid.x"));
+    assert!(ptx.contains("ld.global.f32") && ptx.contains("st.global.f32"));
+}
+
+#[test]
+fn thread_vectorized() {
+    let (ptx, man) = check("thread_vectorized", &corpus("thread_vectorized"));
+    assert_eq!(man.shared_bytes, DimExpr::int(49152));
+    assert!(ptx.contains(".extern .shared .align 16 .b8 smem[];"));
+    assert!(ptx.contains("bar.sync \t0;"));
+    assert!(ptx.contains("cvt.f32.f16"));
+    assert!(ptx.contains("ld.global.v4.b32") && ptx.contains("st.shared.v4.f32"));
+    assert!(ptx.contains("ld.shared.v4.f32") && ptx.contains("st.global.v4.f32"));
+}
+
+#[test]
+fn transpose_without_arena_is_an_error() {
+    let errs = errors(&corpus("thread_transpose"));
+    assert!(
+        errs.iter()
+            .any(|e| e.message.contains("run plan-shared-memory first")),
+        "{errs:?}"
+    );
+}
+
+const TRANSPOSE_PLANNED: &str = r#"
+@T.prim_func
+def transpose_planned(
+    A: T.Tensor((256, 256), "float32"),
+    B: T.Tensor((256, 256), "float32"),
+):
+    with T.Kernel(4, 4, threads=512) as (bx, by):
+        S = T.alloc_shared((64, 65), "float32")
+        T.shared_arena(bytes=16640, offsets={S: 0})
+        for tx in T.thread_binding(512, thread="threadIdx.x"):
+            for k in T.serial(8):
+                S[(tx + k * 512) // 64, (tx + k * 512) % 64] = A[by * 64 + (tx + k * 512) // 64, bx * 64 + (tx + k * 512) % 64]
+            T.sync_threads()
+            for k in T.serial(8):
+                B[bx * 64 + (tx + k * 512) // 64, by * 64 + (tx + k * 512) % 64] = S[(tx + k * 512) % 64, (tx + k * 512) // 64]
+"#;
+
+#[test]
+fn transpose_planned() {
+    let (ptx, man) = check("transpose_planned", TRANSPOSE_PLANNED);
+    assert_eq!(man.grid, vec![DimExpr::int(4), DimExpr::int(4)]);
+    assert!(ptx.contains("%ctaid.y"));
+    assert!(ptx.contains("ld.shared.f32") && ptx.contains("st.shared.f32"));
+    // `// 64` and `% 64` are a shift and a mask.
+    assert!(ptx.contains("shr.s32") && ptx.contains("and.b32"));
+}
+
+const ELEMENTWISE_TAIL: &str = r#"
+N = T.symbolic("N")
+
+@T.prim_func
+def add_tail(
+    A: T.Tensor((N,), "float32"),
+    B: T.Tensor((N,), "float32"),
+    C: T.Tensor((N,), "float32"),
+):
+    with T.Kernel(T.ceildiv(N, 256), threads=256) as bx:
+        for tx in T.thread_binding(256, thread="threadIdx.x"):
+            if bx * 256 + tx < N:
+                C[bx * 256 + tx] = A[bx * 256 + tx] + B[bx * 256 + tx]
+"#;
+
+#[test]
+fn elementwise_tail_symbolic() {
+    let (ptx, man) = check("add_tail", ELEMENTWISE_TAIL);
+    assert_eq!(man.dims.len(), 1);
+    assert_eq!(
+        man.grid,
+        vec![DimExpr::ceildiv(DimExpr::dim("N"), DimExpr::int(256))]
+    );
+    assert_eq!(man.params[0].shape, vec![DimExpr::dim("N")]);
+    assert!(ptx.contains(".param .u32 add_tail_param_N"));
+    assert!(ptx.contains("setp.lt.s32"));
+}
+
+const FLOOR_MATH: &str = r#"
+@T.prim_func
+def floor_math(
+    A: T.Tensor((256,), "int32"),
+    Q: T.Tensor((256,), "int32"),
+    R: T.Tensor((256,), "int32"),
+    S: T.Tensor((256,), "int32"),
+):
+    with T.Kernel(1, threads=256) as bx:
+        for tx in T.thread_binding(256, thread="threadIdx.x"):
+            x = A[tx] - 128
+            Q[tx] = x // 7 + x // -3 + x // 8
+            R[tx] = x % 7 + x % -3 + x % 8
+            S[tx] = T.ceildiv(x, 5) + T.min(x, 3) * T.max(x, -2)
+"#;
+
+#[test]
+fn floor_div_mod() {
+    let (ptx, _) = check("floor_math", FLOOR_MATH);
+    assert!(ptx.contains("div.s32") && ptx.contains("rem.s32"));
+    assert!(ptx.contains("xor.b32"));
+}
+
+const CONVERSIONS: &str = r#"
+@T.prim_func
+def conversions(
+    H: T.Tensor((128,), "float16"),
+    G: T.Tensor((128,), "bfloat16"),
+    F: T.Tensor((128,), "float32"),
+    I: T.Tensor((128,), "int32"),
+    H2: T.Tensor((128,), "float16"),
+    G2: T.Tensor((128,), "bfloat16"),
+):
+    with T.Kernel(1, threads=128) as bx:
+        for tx in T.thread_binding(128, thread="threadIdx.x"):
+            H2[tx] = H[tx] * 2.0 + T.cast(G[tx], "float16")
+            G2[tx] = T.cast(F[tx], "bfloat16") - G[tx]
+            I[tx] = T.cast(F[tx] * 3.5, "int32") + T.cast(H[tx], "int32")
+            F[tx] = T.if_then_else(tx < 64, T.cast(I[tx], "float32"), F[tx + 1])
+"#;
+
+#[test]
+fn f16_bf16_conversions() {
+    let (ptx, _) = check("conversions", CONVERSIONS);
+    assert!(ptx.contains("cvt.rn.f16.f32") && ptx.contains("cvt.rn.bf16.f32"));
+    assert!(ptx.contains("cvt.f32.bf16"));
+    assert!(ptx.contains("cvt.rzi.sat.s32.f32"));
+    // The select's arms load memory: a branch, not a selp.
+    assert!(ptx.contains("$L__sel_else"));
+}
+
+const VECTOR_COPY: &str = r#"
+@T.prim_func
+def vector_copy(
+    X: T.Tensor((64, 128), "float16"),
+    Y: T.Tensor((64, 128), "float16"),
+):
+    with T.Kernel(1, threads=128) as bx:
+        acc = T.alloc_local((4,), "float16")
+        for tx in T.thread_binding(128, thread="threadIdx.x"):
+            for it in T.serial(8):
+                for v in T.vectorized(8):
+                    Y[(it * 128 + tx) // 16, (it * 128 + tx) % 16 * 8 + v] = X[(it * 128 + tx) // 16, (it * 128 + tx) % 16 * 8 + v]
+            for v in T.unroll(4):
+                acc[v] = X[tx // 2, v]
+            Y[0, tx] = acc[0] + acc[3]
+"#;
+
+#[test]
+fn vectorized_copy() {
+    let (ptx, _) = check("vector_copy", VECTOR_COPY);
+    // 8 f16 = 16 bytes: one v4 of packed pairs each way.
+    assert!(ptx.contains("ld.global.v4.b32") && ptx.contains("st.global.v4.b32"));
+    // The unrolled loop into the local array reads scalars (X[tx // 2, v]).
+    assert!(ptx.contains("ld.global.b16"));
+}
+
+#[test]
+fn errors_are_spanned() {
+    let tile = r#"
+@T.prim_func
+def tile(A: T.Tensor((128,), "float32")):
+    with T.Kernel(1, threads=128) as bx:
+        for i in T.Parallel(128):
+            A[i] = 0.0
+"#;
+    let errs = errors(tile);
+    assert!(
+        errs[0].message.contains("run lower-tile-ops first"),
+        "{errs:?}"
+    );
+    assert_eq!(&tile[errs[0].span.start..][..3], "for");
+
+    let two = r#"
+@T.prim_func
+def two(A: T.Tensor((128,), "float32")):
+    with T.Kernel(1, threads=128) as bx:
+        for tx in T.thread_binding(128, thread="threadIdx.x"):
+            A[tx] = 0.0
+    with T.Kernel(1, threads=128) as by:
+        for tx2 in T.thread_binding(128, thread="threadIdx.x"):
+            A[tx2] = 1.0
+"#;
+    let errs = errors(two);
+    assert!(
+        errs[0].message.contains("exactly one `T.Kernel`"),
+        "{errs:?}"
+    );
+
+    let local = r#"
+@T.prim_func
+def local(A: T.Tensor((128,), "float32")):
+    with T.Kernel(1, threads=128) as bx:
+        acc = T.alloc_local((4,), "float32")
+        for tx in T.thread_binding(128, thread="threadIdx.x"):
+            for k in T.serial(4):
+                acc[k] = 1.0
+            A[tx] = acc[0]
+"#;
+    let errs = errors(local);
+    assert!(errs[0].message.contains("not a constant"), "{errs:?}");
+    assert_eq!(&local[errs[0].span.start..][..1], "k");
+
+    let unroll = r#"
+N = T.symbolic("N")
+
+@T.prim_func
+def unroll(A: T.Tensor((N,), "float32")):
+    with T.Kernel(1, threads=128) as bx:
+        for tx in T.thread_binding(128, thread="threadIdx.x"):
+            for k in T.unroll(N):
+                A[k] = 1.0
+"#;
+    let errs = errors(unroll);
+    assert!(errs[0].message.contains("constant bounds"), "{errs:?}");
+}

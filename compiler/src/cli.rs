@@ -1,6 +1,6 @@
 //! The command line, as clap types. See `docs/cli.md` for the user guide.
 
-use clap::{Args, Parser, Subcommand};
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
@@ -35,13 +35,41 @@ pub enum Command {
         #[arg(short = 'D', value_name = "NAME=VALUE")]
         define: Vec<String>,
     },
-    /// Run the kernel: `--interp` on the CPU with the reference interpreter.
+    /// Compile the kernel to PTX (with its launch manifest on the first line).
+    Compile {
+        /// The kernel source (`.tir`).
+        file: PathBuf,
+        /// Where to write the PTX (or the IR with `--emit=tir`); `-` for stdout.
+        #[arg(short = 'o', value_name = "OUT.ptx")]
+        output: PathBuf,
+        /// The GPU target.
+        #[arg(long, value_name = "sm_80|sm_90a", default_value = "sm_80")]
+        target: String,
+        /// Bind a symbolic dimension to a constant, e.g. `-D M=4096` (repeatable).
+        #[arg(short = 'D', value_name = "NAME=VALUE")]
+        define: Vec<String>,
+        /// What to write: PTX, or the IR after the pipeline.
+        #[arg(long, value_enum, default_value_t = Emit::Ptx)]
+        emit: Emit,
+        #[command(flatten)]
+        instrument: InstrumentFlags,
+    },
+    /// Run the kernel: `--interp` on the CPU with the reference interpreter, or `--device` on
+    /// the GPU, compared with the interpreter.
+    #[command(group(ArgGroup::new("mode").required(true).args(["interp", "device"])))]
     Run {
         /// The kernel source (`.tir`).
         file: PathBuf,
-        /// Run in the reference interpreter (required: `--device` arrives with the PTX back end).
-        #[arg(long, required = true)]
+        /// Run in the reference interpreter.
+        #[arg(long)]
         interp: bool,
+        /// Compile, run on GPU 0 and compare every parameter with the interpreter.
+        #[arg(long)]
+        device: bool,
+        /// With `--device`: the target to compile for (default: sm_90a on a compute
+        /// capability 9.0 GPU, else sm_80).
+        #[arg(long, value_name = "sm_80|sm_90a", conflicts_with = "interp")]
+        target: Option<String>,
         /// Seed of the random data for parameters not given with `--input`.
         #[arg(long, default_value_t = 0)]
         seed: u64,
@@ -73,6 +101,16 @@ pub enum Command {
     Passes,
 }
 
+/// What `tlc compile` writes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum Emit {
+    /// PTX text with the launch manifest line.
+    #[default]
+    Ptx,
+    /// The IR text after the pipeline.
+    Tir,
+}
+
 /// The pass-pipeline instrumentation flags, shared by `tlc opt` and `tlc compile`.
 #[derive(Debug, Default, Args)]
 pub struct InstrumentFlags {
@@ -88,7 +126,8 @@ pub struct InstrumentFlags {
     /// Print the IR after a pass only when the pass changed it.
     #[arg(long)]
     pub print_ir_after_change: bool,
-    /// Write every stage to DIR: `00-input.tir`, `01-<pass>.tir`, …
+    /// Write every stage to DIR: `00-input.tir`, `01-<pass>.tir`, … (`tlc compile`: then
+    /// `NN-ptx.ptx`)
     #[arg(long, value_name = "DIR")]
     pub dump_dir: Option<PathBuf>,
     /// Stop after pass P.

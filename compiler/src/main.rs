@@ -46,20 +46,48 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
         Command::Check { file, define } => {
             commands::check::run(&file, &define).map(|()| String::new())
         }
+        Command::Compile {
+            file,
+            output,
+            target,
+            define,
+            emit,
+            instrument,
+        } => commands::compile::run(&commands::compile::CompileArgs {
+            file: &file,
+            output: &output,
+            target: commands::compile::parse_target(&target)?,
+            defines: &define,
+            emit,
+            instrument: &instrument,
+        }),
         Command::Run {
             file,
             interp: _,
+            device,
+            target,
             seed,
             inputs,
             save_dir,
             define,
-        } => commands::run::run(&commands::run::RunArgs {
-            file: &file,
-            defines: &define,
-            inputs: &inputs,
-            seed,
-            save_dir: save_dir.as_deref(),
-        }),
+        } => {
+            let args = commands::run::RunArgs {
+                file: &file,
+                defines: &define,
+                inputs: &inputs,
+                seed,
+                save_dir: save_dir.as_deref(),
+            };
+            if device {
+                let target = target
+                    .as_deref()
+                    .map(commands::compile::parse_target)
+                    .transpose()?;
+                commands::run_device::run(&args, target)
+            } else {
+                commands::run::run(&args)
+            }
+        }
         Command::Opt {
             file,
             define,

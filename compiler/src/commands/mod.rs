@@ -1,7 +1,9 @@
 //! One module per subcommand.
 
 pub mod check;
+pub mod compile;
 pub mod fmt;
 pub mod opt;
 pub mod passes;
 pub mod run;
+pub mod run_device;

@@ -69,7 +69,10 @@ pub fn run(args: &RunArgs) -> Result<String, UserError> {
 }
 
 /// Parses `NAME=path.npy` and reads each file with the parameter's dtype.
-fn load_inputs(func: &PrimFunc, specs: &[String]) -> Result<HashMap<String, Tensor>, UserError> {
+pub(crate) fn load_inputs(
+    func: &PrimFunc,
+    specs: &[String],
+) -> Result<HashMap<String, Tensor>, UserError> {
     let mut inputs = HashMap::new();
     for spec in specs {
         let (name, path) = spec
@@ -98,7 +101,7 @@ fn load_inputs(func: &PrimFunc, specs: &[String]) -> Result<HashMap<String, Tens
     Ok(inputs)
 }
 
-fn save(path: &Path, tensor: &Tensor) -> Result<(), UserError> {
+pub(crate) fn save(path: &Path, tensor: &Tensor) -> Result<(), UserError> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)
             .map_err(|e| UserError::plain(format!("cannot create {}: {e}", dir.display())))?;

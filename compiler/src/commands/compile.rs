@@ -1,0 +1,258 @@
+//! `tlc compile FILE -o OUT.ptx`: source → verified IR → the target's default pass pipeline
+//! → PTX with the launch manifest on its first line (`docs/manifest.md`).
+//!
+//! The same road serves `tlc run --device` (which compiles in memory) and the compile-latency
+//! benchmark (`compiler/benches/compile_latency.rs`): [`compile_func`] is the one
+//! implementation, [`source_to_ptx`] its instrumentation-free front.
+
+use crate::cli::{Emit, InstrumentFlags};
+use crate::codegen;
+use crate::diagnostics::SourceFile;
+use crate::frontend::{self, UserError};
+use crate::ptx::print_with_manifest;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use tlc_ir::PrimFunc;
+use tlc_passes::manager::{timing_table, PassTiming};
+use tlc_passes::{default_pipeline, Instrumentation, PassManager, PipelineError, Target};
+use tlc_runtime::manifest::{Manifest, Target as ManifestTarget};
+
+/// What `tlc compile` was asked to do.
+pub struct CompileArgs<'a> {
+    pub file: &'a Path,
+    /// `-` writes to stdout.
+    pub output: &'a Path,
+    pub target: Target,
+    pub defines: &'a [String],
+    pub emit: Emit,
+    pub instrument: &'a InstrumentFlags,
+}
+
+/// The result of a compile: PTX with its manifest, or IR text (`--emit=tir`, or a pipeline
+/// stopped by `--stop-after`).
+#[derive(Debug)]
+pub enum Compiled {
+    Ptx { text: String, manifest: Manifest },
+    Tir { text: String },
+}
+
+impl Compiled {
+    pub fn text(&self) -> &str {
+        match self {
+            Compiled::Ptx { text, .. } | Compiled::Tir { text } => text,
+        }
+    }
+}
+
+/// Parses a `--target` value.
+pub fn parse_target(text: &str) -> Result<Target, UserError> {
+    Target::parse(text).ok_or_else(|| {
+        UserError::plain(format!(
+            "`--target {text}`: unknown target (known targets: sm_80, sm_90a)"
+        ))
+    })
+}
+
+/// The manifest's spelling of a pipeline target.
+pub fn manifest_target(target: Target) -> ManifestTarget {
+    match target {
+        Target::Sm80 => ManifestTarget::Sm80,
+        Target::Sm90a => ManifestTarget::Sm90a,
+    }
+}
+
+/// Runs `tlc compile`; returns what goes to stdout (the output itself for `-o -`).
+pub fn run(args: &CompileArgs) -> Result<String, UserError> {
+    let opts = args.instrument.options();
+    // Flag errors (an unknown pass, `--stop-after` outside the pipeline) come before any
+    // work on the file, as in `tlc opt`.
+    PassManager::new(default_pipeline(args.target), opts.clone()).map_err(UserError::plain)?;
+    let (file, func) = frontend::load(args.file, args.defines)?;
+    let mut stderr = std::io::stderr().lock();
+    let compiled = compile_func(&file, func, args.target, &opts, args.emit, &mut stderr)?;
+    if args.output == Path::new("-") {
+        return Ok(compiled.text().to_string());
+    }
+    std::fs::write(args.output, compiled.text())
+        .map_err(|e| UserError::plain(format!("cannot write {}: {e}", args.output.display())))?;
+    Ok(String::new())
+}
+
+/// Source text → PTX text with the default pipeline and no instrumentation (the verifier
+/// still runs after every pass, as in `tlc compile`). What the compile-latency benchmark
+/// times.
+pub fn source_to_ptx(name: &str, text: &str, target: Target) -> Result<String, UserError> {
+    let file = SourceFile::new(name, text);
+    let func = frontend::parse(&file)?;
+    frontend::verify(&file, &func)?;
+    let compiled = compile_func(
+        &file,
+        func,
+        target,
+        &Instrumentation::default(),
+        Emit::Ptx,
+        &mut std::io::sink(),
+    )?;
+    Ok(compiled.text().to_string())
+}
+
+/// A verified function → the target's pipeline → codegen → text. IR prints and the timing
+/// table go to `log`; dumps to `opts.dump_dir` (the PTX as the last numbered stage).
+pub fn compile_func(
+    file: &SourceFile,
+    func: PrimFunc,
+    target: Target,
+    opts: &Instrumentation,
+    emit: Emit,
+    log: &mut dyn Write,
+) -> Result<Compiled, UserError> {
+    let pipeline = default_pipeline(target);
+    let stages = pipeline.len();
+    let manager = PassManager::new(pipeline, opts.clone()).map_err(UserError::plain)?;
+    // The manager writes its timing table last; hold it back to add our own rows.
+    let mut capture = TimingCapture { log, table: None };
+    let func = manager
+        .run(func, &mut capture)
+        .map_err(|e| pipeline_error(file, e))?;
+    let table = capture.table;
+
+    let mut rows: Vec<PassTiming> = Vec::new();
+    let compiled = if emit == Emit::Tir || opts.stop_after.is_some() {
+        let start = Instant::now();
+        let text = tlc_ir::printer::print_func(&func);
+        rows.push(timing("print-tir", start.elapsed()));
+        Compiled::Tir { text }
+    } else {
+        let start = Instant::now();
+        let emitted = codegen::emit(&func, manifest_target(target));
+        rows.push(timing("codegen", start.elapsed()));
+        let (module, manifest) = emitted.map_err(|diags| {
+            UserError(format!(
+                "error: code generation for {} failed\n{}",
+                target.name(),
+                file.render_all(&diags)
+            ))
+        })?;
+        let start = Instant::now();
+        let text = print_with_manifest(&module, &manifest);
+        rows.push(timing("print-ptx", start.elapsed()));
+        if let Some(dir) = &opts.dump_dir {
+            let path = dir.join(format!("{:02}-ptx.ptx", stages + 1));
+            write_dump(&path, &text)?;
+        }
+        Compiled::Ptx { text, manifest }
+    };
+    if opts.time_passes {
+        let _ = log.write_all(extend_table(table.as_deref(), &rows).as_bytes());
+    }
+    Ok(compiled)
+}
+
+/// A pipeline failure as the user sees it: a pass's own diagnostics point into the source.
+pub fn pipeline_error(file: &SourceFile, e: PipelineError) -> UserError {
+    match e {
+        PipelineError::PassFailed { pass, diagnostics } => UserError(format!(
+            "error: pass `{pass}` failed\n{}",
+            file.render_all(&diagnostics)
+        )),
+        e => UserError::plain(e),
+    }
+}
+
+fn timing(pass: &'static str, elapsed: Duration) -> PassTiming {
+    PassTiming { pass, elapsed }
+}
+
+fn write_dump(path: &PathBuf, text: &str) -> Result<(), UserError> {
+    std::fs::write(path, text)
+        .map_err(|e| UserError::plain(format!("cannot write {}: {e}", path.display())))
+}
+
+/// The manager's timing table with `rows` (code generation, printing) inserted before its
+/// `total` line and the total raised by them. Without a table from the manager (its format
+/// changed), the rows get a table of their own rather than a wrong total.
+fn extend_table(manager_table: Option<&str>, rows: &[PassTiming]) -> String {
+    let own = || timing_table(rows, None);
+    let Some(table) = manager_table else {
+        return own();
+    };
+    let mut lines: Vec<&str> = table.lines().collect();
+    let total = lines
+        .pop()
+        .filter(|l| l.trim_end().ends_with("  total"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|ms| ms.parse::<f64>().ok());
+    let Some(total) = total else {
+        return format!("{table}{}", own());
+    };
+    let mut out: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let mut sum = total;
+    for row in rows {
+        let ms = row.elapsed.as_secs_f64() * 1e3;
+        sum += ms;
+        out.push_str(&format!("{ms:>10.3}  {}\n", row.pass));
+    }
+    out.push_str(&format!("{sum:>10.3}  total\n"));
+    out
+}
+
+/// Forwards the pass manager's log, except its timing table (one write that starts with the
+/// table's title), which it keeps.
+struct TimingCapture<'a> {
+    log: &'a mut dyn Write,
+    table: Option<String>,
+}
+
+const TABLE_TITLE: &str = "# pass timing (milliseconds)\n";
+
+impl Write for TimingCapture<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if buf.starts_with(TABLE_TITLE.as_bytes()) {
+            self.table = Some(String::from_utf8_lossy(buf).into_owned());
+            return Ok(buf.len());
+        }
+        self.log.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.log.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codegen_rows_join_the_manager_table() {
+        let table = "# pass timing (milliseconds)\n     1.000  simplify\n     0.500  (verify-each)\n     1.500  total\n";
+        let rows = [
+            timing("codegen", Duration::from_millis(2)),
+            timing("print-ptx", Duration::from_millis(1)),
+        ];
+        let out = extend_table(Some(table), &rows);
+        assert_eq!(
+            out,
+            "# pass timing (milliseconds)\n     1.000  simplify\n     0.500  (verify-each)\n     2.000  codegen\n     1.000  print-ptx\n     4.500  total\n"
+        );
+        // No manager table: the rows alone, with their own total.
+        let alone = extend_table(None, &rows);
+        assert!(alone.ends_with("     3.000  total\n"), "{alone}");
+    }
+
+    #[test]
+    fn the_capture_keeps_only_the_table() {
+        let mut log: Vec<u8> = Vec::new();
+        let mut capture = TimingCapture {
+            log: &mut log,
+            table: None,
+        };
+        capture
+            .write_all(b"# -----// IR after simplify //----- #\n")
+            .unwrap();
+        capture.write_all(TABLE_TITLE.as_bytes()).unwrap();
+        assert_eq!(capture.table.as_deref(), Some(TABLE_TITLE));
+        assert_eq!(log, b"# -----// IR after simplify //----- #\n");
+    }
+}

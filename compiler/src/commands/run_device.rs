@@ -1,0 +1,367 @@
+//! `tlc run FILE --device`: compiles the kernel in memory, runs it on GPU 0 through
+//! `tlc-runtime`, runs the reference interpreter on the same inputs, and compares every
+//! parameter (max abs and max rel error; exit 1 outside the tolerance of `docs/cli.md`).
+//!
+//! Inputs are built exactly as `--interp` builds them: `--input NAME=X.npy`, else the seeded
+//! random data of `tlc_ir::interp::random_tensor` — outputs included, so that a kernel that
+//! leaves an element unwritten is caught (the GPU keeps the random value, the interpreter
+//! too, and both must agree).
+
+use crate::cli::Emit;
+use crate::commands::compile::{compile_func, manifest_target};
+use crate::commands::run::{load_inputs, save, RunArgs};
+use crate::frontend::{self, UserError};
+use half::{bf16, f16};
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use tlc_ir::interp::{self, fp8, RunOptions, Scalar, Tensor, TensorData};
+use tlc_ir::DType;
+use tlc_passes::{Instrumentation, Target};
+use tlc_runtime::{DeviceTensor, Gpu};
+
+/// `|gpu − interp| ≤ atol + rtol · |interp|`, per dtype (`docs/cli.md` explains the values).
+/// `None`: the values must be identical.
+pub fn tolerance(dtype: DType) -> Option<(f64, f64)> {
+    match dtype {
+        DType::Float64 => Some((1e-12, 1e-12)),
+        DType::Float32 => Some((1e-5, 1e-5)),
+        DType::Float16 => Some((1e-3, 1e-3)),
+        DType::BFloat16 => Some((1e-2, 1e-2)),
+        // One unit in the last place of the format (3 and 2 mantissa bits).
+        DType::Float8E4M3 => Some((0.125, 0.125)),
+        DType::Float8E5M2 => Some((0.25, 0.25)),
+        _ => None,
+    }
+}
+
+/// How one parameter compares.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comparison {
+    pub max_abs: f64,
+    /// Over the elements whose reference is non-zero (0 when there is none).
+    pub max_rel: f64,
+    /// Elements outside the tolerance (NaN against a number counts).
+    pub mismatches: usize,
+    /// The first of them: flat index, GPU value, reference value.
+    pub first: Option<(usize, f64, f64)>,
+}
+
+/// Compares `gpu` with `reference` element by element under `tolerance(dtype)`. NaN equals
+/// NaN; infinities must match exactly.
+pub fn compare(dtype: DType, gpu: &[f64], reference: &[f64]) -> Comparison {
+    let tol = tolerance(dtype);
+    let mut c = Comparison {
+        max_abs: 0.0,
+        max_rel: 0.0,
+        mismatches: 0,
+        first: None,
+    };
+    for (i, (&g, &r)) in gpu.iter().zip(reference).enumerate() {
+        let same = g == r || (g.is_nan() && r.is_nan());
+        let diff = if same { 0.0 } else { (g - r).abs() };
+        let ok = same
+            || match tol {
+                Some((atol, rtol)) => diff <= atol + rtol * r.abs(),
+                None => false,
+            };
+        // A NaN difference is a mismatch (counted below), not a magnitude.
+        if !diff.is_nan() {
+            c.max_abs = c.max_abs.max(diff);
+            if r != 0.0 {
+                c.max_rel = c.max_rel.max(diff / r.abs());
+            }
+        }
+        if !ok {
+            c.mismatches += 1;
+            c.first.get_or_insert((i, g, r));
+        }
+    }
+    if gpu.len() != reference.len() {
+        c.mismatches += gpu.len().abs_diff(reference.len());
+    }
+    c
+}
+
+/// Runs `tlc run --device`. The report goes to stdout; outside the tolerance it is printed
+/// and the command fails.
+pub fn run(args: &RunArgs, target: Option<Target>) -> Result<String, UserError> {
+    let (file, func) = frontend::load(args.file, args.defines)?;
+    let given = load_inputs(&func, args.inputs)?;
+
+    let gpu = Gpu::new(0).map_err(|e| {
+        UserError::plain(format!(
+            "`--device` needs a GPU: {e}\n(use `--interp` to run the kernel on the CPU)"
+        ))
+    })?;
+    let target = target.unwrap_or(if gpu.capability() == (9, 0) {
+        Target::Sm90a
+    } else {
+        Target::Sm80
+    });
+    let compiled = compile_func(
+        &file,
+        func.clone(),
+        target,
+        &Instrumentation::default(),
+        Emit::Ptx,
+        &mut std::io::sink(),
+    )?;
+    let kernel = gpu
+        .load(compiled.text())
+        .map_err(|e| UserError::plain(format!("cannot load the kernel on the GPU: {e}")))?;
+
+    // The interpreter first: it resolves the dims and so every parameter's shape.
+    let opts = RunOptions {
+        seed: args.seed,
+        threads: 0,
+    };
+    let reference = interp::run(&func, &HashMap::new(), given.clone(), &opts)
+        .map_err(|d| UserError(file.render(&d)))?;
+    let mut initial: HashMap<String, Tensor> = HashMap::new();
+    for param in &func.params {
+        let name = &param.name.name;
+        let tensor = match given.get(name) {
+            Some(t) => t.clone(),
+            None => {
+                let shape = reference.get(name).map(|t| t.shape().to_vec());
+                let shape = shape.ok_or_else(|| {
+                    UserError::plain(format!("the interpreter returned no `{name}`"))
+                })?;
+                interp::random_tensor(name, param.dtype, &shape, args.seed)
+                    .map_err(|e| UserError::plain(format!("`{name}`: {e}")))?
+            }
+        };
+        initial.insert(name.clone(), tensor);
+    }
+
+    // Upload in the manifest's parameter order, launch, download.
+    let manifest = kernel.manifest().clone();
+    let runtime_error = |what: &str| {
+        let what = what.to_string();
+        move |e: tlc_runtime::RuntimeError| UserError::plain(format!("{what}: {e}"))
+    };
+    let mut device: Vec<(String, DeviceTensor)> = Vec::new();
+    for p in &manifest.params {
+        let tensor = initial.get(&p.name).ok_or_else(|| {
+            UserError::plain(format!(
+                "the kernel's manifest names `{}`, which is not a parameter",
+                p.name
+            ))
+        })?;
+        let bytes = to_bytes(tensor);
+        let t = DeviceTensor::from_bytes(&gpu, tensor.dtype(), tensor.shape(), &bytes)
+            .map_err(runtime_error(&format!("cannot upload `{}`", p.name)))?;
+        device.push((p.name.clone(), t));
+    }
+    let refs: Vec<&DeviceTensor> = device.iter().map(|(_, t)| t).collect();
+    let plan = kernel.plan(&refs).map_err(runtime_error("cannot launch"))?;
+    kernel
+        .launch(&refs)
+        .map_err(runtime_error("launch failed"))?;
+    gpu.synchronize()
+        .map_err(runtime_error("the kernel failed on the GPU"))?;
+    let mut results: HashMap<String, Tensor> = HashMap::new();
+    for (name, t) in &device {
+        let bytes = t
+            .to_bytes()
+            .map_err(runtime_error(&format!("cannot download `{name}`")))?;
+        let tensor = from_bytes(t.dtype(), t.shape(), &bytes)
+            .map_err(|e| UserError::plain(format!("`{name}`: {e}")))?;
+        results.insert(name.clone(), tensor);
+    }
+
+    let mut report = String::new();
+    let (major, minor) = gpu.capability();
+    let _ = writeln!(
+        report,
+        "ran `{}` on {} (sm_{major}{minor}) as {}: grid {:?}, block {:?}, {} B dynamic shared",
+        manifest.entry,
+        gpu.name(),
+        manifest_target(target),
+        plan.grid,
+        plan.block,
+        plan.shared_bytes
+    );
+    let mut failed: Vec<String> = Vec::new();
+    for param in &func.params {
+        let name = &param.name.name;
+        let (Some(gpu_t), Some(ref_t)) = (
+            results.get(name).or_else(|| initial.get(name)),
+            reference.get(name),
+        ) else {
+            continue;
+        };
+        let mut c = compare(param.dtype, &gpu_t.to_f64(), &ref_t.to_f64());
+        // int64 values beyond 2^53 are not exact as f64: integers compare as stored too.
+        if tolerance(param.dtype).is_none() && c.mismatches == 0 && gpu_t.data() != ref_t.data() {
+            c.mismatches = 1;
+        }
+        let tol = match tolerance(param.dtype) {
+            Some((atol, rtol)) => format!("tolerance {atol:e} + {rtol:e}·|ref|"),
+            None => "must be exact".to_string(),
+        };
+        let verdict = if c.mismatches == 0 {
+            "ok".to_string()
+        } else {
+            failed.push(name.clone());
+            let mut v = format!("MISMATCH at {} of {} elements", c.mismatches, ref_t.len());
+            if let Some((i, g, r)) = c.first {
+                let _ = write!(v, ", first at flat index {i}: gpu {g}, interpreter {r}");
+            }
+            v
+        };
+        let _ = writeln!(
+            report,
+            "  {name}: {}; max abs err {:.3e}, max rel err {:.3e} ({tol}): {verdict}",
+            ref_t.describe(),
+            c.max_abs,
+            c.max_rel
+        );
+        if let Some(dir) = args.save_dir {
+            let path = dir.join(format!("{name}.npy"));
+            save(&path, gpu_t)?;
+            let _ = writeln!(report, "    saved the GPU's {}", path.display());
+        }
+    }
+    if failed.is_empty() {
+        let _ = writeln!(report, "every parameter matches the interpreter");
+        return Ok(report);
+    }
+    let _ = std::io::stdout().lock().write_all(report.as_bytes());
+    Err(UserError::plain(format!(
+        "the GPU's results differ from the interpreter's beyond the tolerance in: {}",
+        failed.join(", ")
+    )))
+}
+
+/// The device encoding of a tensor: little-endian elements of its dtype, row-major (bfloat16
+/// and fp8 as their bits, bool as one byte).
+pub fn to_bytes(t: &Tensor) -> Vec<u8> {
+    let dtype = t.dtype();
+    let mut out = Vec::with_capacity(t.len() * dtype.bytes() as usize);
+    match t.data() {
+        TensorData::Float(v) => {
+            for &x in v {
+                match dtype {
+                    DType::Float16 => out.extend(f16::from_f64(x).to_le_bytes()),
+                    DType::BFloat16 => out.extend(bf16::from_f64(x).to_le_bytes()),
+                    DType::Float64 => out.extend(x.to_le_bytes()),
+                    DType::Float8E4M3 => out.push(fp8::encode(fp8::E4M3, x)),
+                    DType::Float8E5M2 => out.push(fp8::encode(fp8::E5M2, x)),
+                    _ => out.extend((x as f32).to_le_bytes()),
+                }
+            }
+        }
+        // Stored integers are inside their dtype's range, so the truncating casts are exact.
+        TensorData::Int(v) => {
+            for &x in v {
+                match dtype {
+                    DType::Int8 | DType::UInt8 => out.push(x as u8),
+                    DType::Int64 => out.extend(x.to_le_bytes()),
+                    _ => out.extend((x as u32).to_le_bytes()),
+                }
+            }
+        }
+        TensorData::Bool(v) => out.extend(v.iter().map(|&b| u8::from(b))),
+    }
+    out
+}
+
+/// The inverse of [`to_bytes`]. A bool byte other than 0 reads as true.
+pub fn from_bytes(dtype: DType, shape: &[usize], bytes: &[u8]) -> Result<Tensor, String> {
+    let width = dtype.bytes() as usize;
+    let chunks = bytes.chunks_exact(width);
+    let le = |c: &[u8]| -> u64 {
+        c.iter()
+            .rev()
+            .fold(0u64, |acc, &b| (acc << 8) | u64::from(b))
+    };
+    let values: Vec<Scalar> = chunks
+        .map(|c| {
+            let bits = le(c);
+            match dtype {
+                DType::Float16 => Scalar::Float(f16::from_bits(bits as u16).to_f64()),
+                DType::BFloat16 => Scalar::Float(bf16::from_bits(bits as u16).to_f64()),
+                DType::Float32 => Scalar::Float(f64::from(f32::from_bits(bits as u32))),
+                DType::Float64 => Scalar::Float(f64::from_bits(bits)),
+                DType::Float8E4M3 => Scalar::Float(fp8::decode(fp8::E4M3, bits as u8)),
+                DType::Float8E5M2 => Scalar::Float(fp8::decode(fp8::E5M2, bits as u8)),
+                DType::Int8 => Scalar::Int(i64::from(bits as u8 as i8)),
+                DType::Int32 => Scalar::Int(i64::from(bits as u32 as i32)),
+                DType::Int64 => Scalar::Int(bits as i64),
+                DType::UInt8 | DType::UInt32 => Scalar::Int(bits as i64),
+                DType::Bool => Scalar::Bool(bits != 0),
+            }
+        })
+        .collect();
+    Tensor::from_scalars(dtype, shape, values)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_round_trip_every_dtype() {
+        let dtypes = [
+            DType::Float16,
+            DType::BFloat16,
+            DType::Float32,
+            DType::Float64,
+            DType::Float8E4M3,
+            DType::Float8E5M2,
+            DType::Int8,
+            DType::Int32,
+            DType::Int64,
+            DType::UInt8,
+            DType::UInt32,
+            DType::Bool,
+        ];
+        for dtype in dtypes {
+            let t = interp::random_tensor("X", dtype, &[3, 5], 11).unwrap();
+            let bytes = to_bytes(&t);
+            assert_eq!(bytes.len(), 15 * dtype.bytes() as usize, "{dtype}");
+            assert_eq!(from_bytes(dtype, &[3, 5], &bytes).unwrap(), t, "{dtype}");
+        }
+        // Known encodings: f16 1.0 is 0x3c00, bf16 1.0 is 0x3f80, int32 -2 is fffffffe.
+        let one = Tensor::from_f64(DType::Float16, &[1], &[1.0]).unwrap();
+        assert_eq!(to_bytes(&one), [0x00, 0x3c]);
+        let one = Tensor::from_f64(DType::BFloat16, &[1], &[1.0]).unwrap();
+        assert_eq!(to_bytes(&one), [0x80, 0x3f]);
+        let m2 = Tensor::from_i64(DType::Int32, &[1], &[-2]).unwrap();
+        assert_eq!(to_bytes(&m2), [0xfe, 0xff, 0xff, 0xff]);
+        assert!(from_bytes(DType::Int32, &[2], &[0; 4]).is_err());
+    }
+
+    #[test]
+    fn tolerance_per_dtype() {
+        let c = compare(DType::Float32, &[1.0, 2.0 + 1e-5], &[1.0, 2.0]);
+        assert_eq!(c.mismatches, 0);
+        assert!((c.max_abs - 1e-5).abs() < 1e-9 && (c.max_rel - 5e-6).abs() < 1e-9);
+        let c = compare(DType::Float32, &[0.0, 2.1], &[0.0, 2.0]);
+        assert_eq!(c.mismatches, 1);
+        assert_eq!(c.first.map(|f| f.0), Some(1));
+        // f16: one unit in the last place passes; bf16 likewise at its own precision.
+        assert_eq!(
+            compare(DType::Float16, &[1.0 + 1.0 / 1024.0], &[1.0]).mismatches,
+            0
+        );
+        assert_eq!(compare(DType::Float16, &[1.01], &[1.0]).mismatches, 1);
+        assert_eq!(compare(DType::BFloat16, &[1.0078125], &[1.0]).mismatches, 0);
+        // Integers are exact.
+        assert_eq!(compare(DType::Int32, &[3.0], &[4.0]).mismatches, 1);
+        assert_eq!(compare(DType::Int32, &[4.0], &[4.0]).mismatches, 0);
+        // NaN matches NaN only.
+        assert_eq!(
+            compare(DType::Float32, &[f64::NAN], &[f64::NAN]).mismatches,
+            0
+        );
+        assert_eq!(compare(DType::Float32, &[f64::NAN], &[1.0]).mismatches, 1);
+        assert_eq!(compare(DType::Float32, &[1.0], &[f64::NAN]).mismatches, 1);
+        assert_eq!(
+            compare(DType::Float32, &[f64::INFINITY], &[f64::INFINITY]).mismatches,
+            0
+        );
+    }
+}

@@ -1,0 +1,439 @@
+//! `tlc compile` and `tlc run --device` through the binary, as users run them: every example
+//! compiles for both targets, ptxas assembles the output, the manifest reads back, the dumps
+//! and `--emit=tir` are valid input, and errors are rendered with exit code 1.
+//!
+//! ptxas is found as in `ptxas.rs` (`TLC_PTXAS`, `.tools/`, `PATH`); when it is nowhere the
+//! tests that need it fail and say how to install it.
+
+mod common;
+
+use common::{root, text, tlc};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use tlc_passes::{default_pipeline, Target};
+use tlc_runtime::manifest::Manifest;
+
+const TARGETS: [Target; 2] = [Target::Sm80, Target::Sm90a];
+
+/// A fresh scratch folder for one test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("compile")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create scratch dir");
+    dir
+}
+
+/// The examples, split into those that must compile and those that use `T.gemm` (whose
+/// lowering arrives with the tensor-core path).
+fn examples() -> (Vec<String>, Vec<String>) {
+    let mut ok = Vec::new();
+    let mut gemm = Vec::new();
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(root().join("examples"))
+        .expect("examples/")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "tir"))
+        .collect();
+    paths.sort();
+    for p in paths {
+        let rel = format!(
+            "examples/{}",
+            p.file_name().unwrap_or_default().to_string_lossy()
+        );
+        let src = std::fs::read_to_string(&p).expect("read example");
+        if src.contains("T.gemm") {
+            gemm.push(rel);
+        } else {
+            ok.push(rel);
+        }
+    }
+    assert!(ok.len() >= 3, "the SIMT examples are missing: {ok:?}");
+    (ok, gemm)
+}
+
+fn stem(example: &str) -> String {
+    Path::new(example)
+        .file_stem()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn pass_names(target: Target) -> Vec<&'static str> {
+    default_pipeline(target).iter().map(|p| p.name()).collect()
+}
+
+fn runs(ptxas: &Path) -> bool {
+    Command::new(ptxas)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn ptxas() -> PathBuf {
+    const HOW: &str = "run ./scripts/install-ptxas.sh (it installs ptxas into .tools/) or set \
+                       TLC_PTXAS to a ptxas binary";
+    if let Some(p) = std::env::var_os("TLC_PTXAS") {
+        let p = PathBuf::from(p);
+        assert!(runs(&p), "TLC_PTXAS={} does not run: {HOW}", p.display());
+        return p;
+    }
+    let local = root().join(".tools/nvcc/nvidia/cuda_nvcc/bin/ptxas");
+    if runs(&local) {
+        return local;
+    }
+    let on_path = PathBuf::from("ptxas");
+    assert!(runs(&on_path), "ptxas was not found: {HOW}");
+    on_path
+}
+
+fn assemble(ptx: &Path, arch: &str) {
+    let out = Command::new(ptxas())
+        .arg(format!("-arch={arch}"))
+        .arg(ptx)
+        .arg("-o")
+        .arg(ptx.with_extension(format!("{arch}.cubin")))
+        .output()
+        .expect("run ptxas");
+    assert!(
+        out.status.success(),
+        "ptxas -arch={arch} rejected {}:\n{}{}",
+        ptx.display(),
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn every_example_compiles_for_both_targets_and_ptxas_accepts_it() {
+    let (ok, _) = examples();
+    let dir = scratch("examples");
+    for example in &ok {
+        for target in TARGETS {
+            let out_path = dir.join(format!("{}.{}.ptx", stem(example), target.name()));
+            let out = tlc(&[
+                "compile",
+                example,
+                "-o",
+                out_path.to_str().unwrap_or_default(),
+                "--target",
+                target.name(),
+            ]);
+            assert!(
+                out.status.success(),
+                "tlc compile {example} --target {}:\n{}",
+                target.name(),
+                text(&out.stderr)
+            );
+            assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+            let ptx = std::fs::read_to_string(&out_path).expect("the output file");
+            assert!(ptx.starts_with("// tlc-manifest: {"), "{ptx}");
+            assert!(
+                ptx.contains(&format!("\n.target {}\n", target.name())),
+                "{ptx}"
+            );
+            let manifest = Manifest::from_ptx(&ptx).expect("the manifest reads back");
+            manifest.validate().expect("the manifest is valid");
+            assert_eq!(manifest.target.name(), target.name());
+            assert!(
+                ptx.contains(&format!(".entry {}(", manifest.entry)),
+                "{ptx}"
+            );
+            assemble(&out_path, target.name());
+        }
+    }
+}
+
+#[test]
+fn output_to_stdout_is_the_same_as_to_a_file() {
+    let dir = scratch("stdout");
+    let file = dir.join("add.ptx");
+    let to_file = tlc(&[
+        "compile",
+        "examples/elementwise_add.tir",
+        "-o",
+        file.to_str().unwrap_or_default(),
+    ]);
+    assert!(to_file.status.success(), "{}", text(&to_file.stderr));
+    let to_stdout = tlc(&["compile", "examples/elementwise_add.tir", "-o", "-"]);
+    assert!(to_stdout.status.success(), "{}", text(&to_stdout.stderr));
+    assert_eq!(
+        text(&to_stdout.stdout),
+        std::fs::read_to_string(&file).unwrap_or_default()
+    );
+    // `-D` binds a dim: it disappears from the manifest.
+    let bound = tlc(&[
+        "compile",
+        "examples/elementwise_add.tir",
+        "-o",
+        "-",
+        "-D",
+        "N=1000",
+    ]);
+    assert!(bound.status.success(), "{}", text(&bound.stderr));
+    let manifest = Manifest::from_ptx(&text(&bound.stdout)).expect("manifest");
+    assert!(manifest.dims.iter().all(|d| d.name != "N"), "{manifest:?}");
+}
+
+#[test]
+fn dump_dir_holds_every_stage_then_the_ptx() {
+    let example = "examples/transpose.tir";
+    let dir = scratch("dump");
+    let dumps = dir.join("stages");
+    let out_path = dir.join("transpose.ptx");
+    let out = tlc(&[
+        "compile",
+        example,
+        "-o",
+        out_path.to_str().unwrap_or_default(),
+        "--dump-dir",
+        dumps.to_str().unwrap_or_default(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let passes = pass_names(Target::Sm80);
+    let mut expected = vec!["00-input.tir".to_string()];
+    for (i, p) in passes.iter().enumerate() {
+        expected.push(format!("{:02}-{p}.tir", i + 1));
+    }
+    expected.push(format!("{:02}-ptx.ptx", passes.len() + 1));
+    let mut found: Vec<String> = std::fs::read_dir(&dumps)
+        .expect("the dump dir")
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect();
+    found.sort();
+    assert_eq!(found, expected);
+    // Every IR stage is valid input, and the last dump is the output file.
+    for name in &expected[..expected.len() - 1] {
+        let path = dumps.join(name);
+        let check = tlc(&["check", path.to_str().unwrap_or_default()]);
+        assert!(check.status.success(), "{name}: {}", text(&check.stderr));
+    }
+    assert_eq!(
+        std::fs::read_to_string(dumps.join(&expected[expected.len() - 1])).unwrap_or_default(),
+        std::fs::read_to_string(&out_path).unwrap_or_default()
+    );
+}
+
+#[test]
+fn emit_tir_writes_the_final_ir_and_stop_after_stops_there() {
+    let example = "examples/scale_cast.tir";
+    let dir = scratch("emit");
+    let dumps = dir.join("stages");
+    let out = tlc(&[
+        "compile",
+        example,
+        "-o",
+        "-",
+        "--emit=tir",
+        "--dump-dir",
+        dumps.to_str().unwrap_or_default(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let ir = text(&out.stdout);
+    let passes = pass_names(Target::Sm80);
+    let last = dumps.join(format!(
+        "{:02}-{}.tir",
+        passes.len(),
+        passes.last().unwrap_or(&"")
+    ));
+    assert_eq!(ir, std::fs::read_to_string(&last).unwrap_or_default());
+    // No PTX is written for --emit=tir.
+    assert!(!dumps
+        .join(format!("{:02}-ptx.ptx", passes.len() + 1))
+        .exists());
+    let path = dir.join("final.tir");
+    std::fs::write(&path, &ir).expect("write");
+    let check = tlc(&["check", path.to_str().unwrap_or_default()]);
+    assert!(check.status.success(), "{}", text(&check.stderr));
+
+    // --stop-after=<first pass>: the IR after it, even without --emit=tir.
+    let first = passes.first().copied().unwrap_or("");
+    let stopped = tlc(&[
+        "compile",
+        example,
+        "-o",
+        "-",
+        &format!("--stop-after={first}"),
+    ]);
+    assert!(stopped.status.success(), "{}", text(&stopped.stderr));
+    let opt = tlc(&["opt", example, &format!("--passes={first}")]);
+    assert!(opt.status.success(), "{}", text(&opt.stderr));
+    assert_eq!(text(&stopped.stdout), text(&opt.stdout));
+}
+
+#[test]
+fn time_passes_lists_every_pass_codegen_and_printing() {
+    let out = tlc(&[
+        "compile",
+        "examples/elementwise_add.tir",
+        "-o",
+        "-",
+        "--time-passes",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let log = text(&out.stderr);
+    let rows: Vec<&str> = log
+        .lines()
+        .skip_while(|l| !l.starts_with("# pass timing"))
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .collect();
+    let mut expected: Vec<&str> = pass_names(Target::Sm80);
+    expected.extend(["(verify-each)", "codegen", "print-ptx", "total"]);
+    assert_eq!(rows, expected, "{log}");
+    // The total is the sum of the rows (to the printed precision).
+    let numbers: Vec<f64> = log
+        .lines()
+        .skip_while(|l| !l.starts_with("# pass timing"))
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+        .collect();
+    let (total, parts) = numbers.split_last().expect("rows");
+    let sum: f64 = parts.iter().sum();
+    assert!((sum - total).abs() < 0.01, "{log}");
+}
+
+#[test]
+fn a_gemm_kernel_is_a_clear_error_from_the_pipeline() {
+    let (_, gemm) = examples();
+    assert!(!gemm.is_empty(), "an example with T.gemm is expected");
+    for example in &gemm {
+        let out = tlc(&["compile", example, "-o", "-"]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        let err = text(&out.stderr);
+        assert!(out.stdout.is_empty());
+        // `FILE:LINE:COL: error: ...` at the gemm, saying where its lowering comes from.
+        let header = format!("{example}:");
+        let at = err
+            .lines()
+            .find(|l| l.starts_with(&header))
+            .unwrap_or_else(|| panic!("no located error:\n{err}"));
+        assert!(at.contains(": error: "), "{err}");
+        assert!(err.contains("T.gemm"), "{err}");
+        assert!(err.contains("^"), "{err}");
+    }
+}
+
+#[test]
+fn bad_flags_and_files_are_errors_with_exit_1() {
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &[
+                "compile",
+                "examples/transpose.tir",
+                "-o",
+                "-",
+                "--target",
+                "sm_70",
+            ],
+            "unknown target",
+        ),
+        (
+            &[
+                "compile",
+                "examples/transpose.tir",
+                "-o",
+                "-",
+                "--stop-after=simplfy",
+            ],
+            "did you mean `simplify`",
+        ),
+        (
+            &[
+                "compile",
+                "examples/transpose.tir",
+                "-o",
+                "-",
+                "--print-ir-after=nope",
+            ],
+            "unknown pass `nope`",
+        ),
+        (
+            &["compile", "examples/missing.tir", "-o", "-"],
+            "cannot read file",
+        ),
+        (
+            &["compile", "examples/transpose.tir", "-o", "-", "-D", "Q=4"],
+            "Q",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = tlc(args);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        let err = text(&out.stderr);
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    // A broken kernel: the verifier's located error, nothing written.
+    let dir = scratch("bad");
+    let bad = dir.join("bad.tir");
+    std::fs::write(
+        &bad,
+        "@T.prim_func\ndef f(A: T.Tensor((4,), \"float32\")):\n    with T.Kernel(1, threads=32) as bx:\n        A[0] = y\n",
+    )
+    .expect("write");
+    let out_path = dir.join("bad.ptx");
+    let out = tlc(&[
+        "compile",
+        bad.to_str().unwrap_or_default(),
+        "-o",
+        out_path.to_str().unwrap_or_default(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("bad.tir:4:16: error:"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!out_path.exists());
+}
+
+#[test]
+fn run_needs_exactly_one_of_interp_and_device() {
+    let both = tlc(&["run", "examples/transpose.tir", "--interp", "--device"]);
+    assert_eq!(both.status.code(), Some(2), "{}", text(&both.stderr));
+    let neither = tlc(&["run", "examples/transpose.tir"]);
+    assert_eq!(neither.status.code(), Some(2), "{}", text(&neither.stderr));
+    let target_without_device = tlc(&[
+        "run",
+        "examples/transpose.tir",
+        "--interp",
+        "--target",
+        "sm_80",
+    ]);
+    assert_eq!(target_without_device.status.code(), Some(2));
+}
+
+/// Without a driver: a clear error. On a GPU machine: the ragged elementwise add runs and
+/// matches the interpreter.
+#[test]
+fn run_device_runs_on_the_gpu_or_says_there_is_none() {
+    let dir = scratch("device");
+    let out = tlc(&[
+        "run",
+        "examples/elementwise_add.tir",
+        "--device",
+        "-D",
+        "N=1000",
+        "--save-dir",
+        dir.to_str().unwrap_or_default(),
+    ]);
+    if tlc_runtime::driver_available() && tlc_runtime::Gpu::count() > 0 {
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let report = text(&out.stdout);
+        assert!(report.contains("C: float32 (1000,)"), "{report}");
+        assert!(report.contains("every parameter matches"), "{report}");
+        assert!(dir.join("C.npy").exists());
+    } else {
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        let err = text(&out.stderr);
+        assert!(err.contains("`--device` needs a GPU"), "{err}");
+        assert!(err.contains("--interp"), "{err}");
+    }
+}

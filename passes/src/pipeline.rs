@@ -2,8 +2,10 @@
 //! each target.
 
 use crate::pass::Pass;
+use crate::plan_shared_memory::PlanSharedMemory;
 use crate::rasterize::Rasterize;
 use crate::simplify::Simplify;
+use crate::thread_binding::ThreadBinding;
 use crate::unroll::Unroll;
 use std::fmt;
 
@@ -13,10 +15,19 @@ pub type Pipeline = Vec<&'static dyn Pass>;
 static SIMPLIFY: Simplify = Simplify;
 static RASTERIZE: Rasterize = Rasterize;
 static UNROLL: Unroll = Unroll;
+static THREAD_BINDING: ThreadBinding = ThreadBinding;
+static PLAN_SHARED_MEMORY: PlanSharedMemory = PlanSharedMemory;
 
 /// Every pass, in the order of the sm_80 pipeline (design.md, "Passes").
 pub fn registry() -> &'static [&'static dyn Pass] {
-    static ALL: [&dyn Pass; 3] = [&RASTERIZE, &UNROLL, &SIMPLIFY];
+    // TODO(lower-tile-ops): it goes first, before `&RASTERIZE`.
+    static ALL: [&dyn Pass; 5] = [
+        &RASTERIZE,
+        &THREAD_BINDING,
+        &PLAN_SHARED_MEMORY,
+        &UNROLL,
+        &SIMPLIFY,
+    ];
     &ALL
 }
 
@@ -104,7 +115,14 @@ impl Target {
 pub fn default_pipeline(target: Target) -> Pipeline {
     match target {
         // sm_90a swaps TMA / wgmma lowering in later; the generic passes are the same.
-        Target::Sm80 | Target::Sm90a => vec![&RASTERIZE, &UNROLL, &SIMPLIFY],
+        // TODO(lower-tile-ops): it goes first, before `&RASTERIZE`.
+        Target::Sm80 | Target::Sm90a => vec![
+            &RASTERIZE,
+            &THREAD_BINDING,
+            &PLAN_SHARED_MEMORY,
+            &UNROLL,
+            &SIMPLIFY,
+        ],
     }
 }
 
@@ -126,9 +144,9 @@ mod tests {
         );
         let err = parse_pipeline("zzzzzzzzzz").err().unwrap();
         assert_eq!(err.suggestion, None);
-        assert!(err
-            .to_string()
-            .contains("known passes: rasterize, unroll, simplify"));
+        assert!(err.to_string().contains(
+            "known passes: rasterize, thread-binding, plan-shared-memory, unroll, simplify"
+        ));
         assert_eq!(resolve("raster").map(|p| p.name()).ok(), None);
         assert_eq!(
             resolve("raster").err().unwrap().suggestion,

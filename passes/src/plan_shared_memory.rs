@@ -1,0 +1,221 @@
+//! `plan-shared-memory`: places every shared allocation of a kernel in the block's one
+//! dynamic shared-memory arena (`Kernel.arena`).
+//!
+//! - Offsets are multiples of 16 bytes (`Arena::ALIGN`), 128 for a buffer with a
+//!   `T.annotate_layout` swizzle (its XOR pattern repeats every 8 rows of 16-byte chunks).
+//! - Live ranges are intervals over the kernel's top-level statements, in order: the
+//!   statements of the kernel body, or of its one `threadIdx` loop once `thread-binding` has
+//!   merged the regions. A use anywhere inside a statement (a loop, an `if`) counts for the
+//!   whole statement, so a loop keeps its buffers live for all its iterations.
+//! - Buffers are placed first-fit in order of first use; one may reuse the bytes of a buffer
+//!   whose live range ended before its own starts. Inside a thread loop that reuse needs a
+//!   barrier between the last use of the old buffer and the first use of the new one (other
+//!   threads may still read the old bytes): when there is none at the top level between them,
+//!   one is inserted before the new buffer's first use.
+//! - `bytes` is the high-water mark; over `Arena::MAX_BYTES` is an error on the kernel.
+//!
+//! Kernels without shared allocations are left alone.
+
+use crate::pass::Pass;
+use crate::thread_binding::Access;
+use std::collections::BTreeSet;
+use tlc_ir::verifier::const_int;
+use tlc_ir::{
+    Arena, BufferDecl, Diagnostic, ForKind, Kernel, Layout, PrimFunc, Scope, Span, Stmt, StmtKind,
+    ThreadTag,
+};
+
+pub struct PlanSharedMemory;
+
+impl Pass for PlanSharedMemory {
+    fn name(&self) -> &'static str {
+        "plan-shared-memory"
+    }
+
+    fn description(&self) -> &'static str {
+        "shared allocations -> offsets in one dynamic arena (aligned, reusing dead buffers' bytes)"
+    }
+
+    fn run(&self, mut func: PrimFunc) -> Result<PrimFunc, Vec<Diagnostic>> {
+        let mut errors = Vec::new();
+        for stmt in &mut func.body {
+            let span = stmt.span;
+            if let StmtKind::Kernel(k) = &mut stmt.kind {
+                plan_kernel(k, span, &mut errors);
+            }
+        }
+        if errors.is_empty() {
+            Ok(func)
+        } else {
+            Err(errors)
+        }
+    }
+}
+
+/// One shared buffer being placed.
+struct Slot {
+    name: String,
+    size: i64,
+    align: i64,
+    /// First and last top-level statement using it; `None` when unused.
+    live: Option<(usize, usize)>,
+    offset: i64,
+}
+
+fn byte_size(buf: &BufferDecl) -> Option<i64> {
+    buf.shape
+        .iter()
+        .try_fold(i64::from(buf.dtype.bytes()), |acc, d| {
+            acc.checked_mul(const_int(d)?)
+        })
+}
+
+/// Whether `body` is one thread loop (the merged form): its body is then the top level.
+fn is_merged(body: &[Stmt]) -> bool {
+    matches!(body, [s] if matches!(&s.kind,
+        StmtKind::For(f) if matches!(f.kind, ForKind::ThreadBinding(ThreadTag::ThreadX
+            | ThreadTag::ThreadY | ThreadTag::ThreadZ))))
+}
+
+fn plan_kernel(k: &mut Kernel, span: Span, errors: &mut Vec<Diagnostic>) {
+    let shared: Vec<BufferDecl> = k
+        .allocs
+        .iter()
+        .filter(|a| a.scope == Scope::Shared)
+        .cloned()
+        .collect();
+    if shared.is_empty() {
+        return;
+    }
+    let swizzled: BTreeSet<String> = k
+        .layouts
+        .iter()
+        .filter(|l| l.layout == Layout::Swizzled)
+        .map(|l| l.buffer.name.clone())
+        .collect();
+    // The top-level statements: the body of the kernel's one thread loop, else the body.
+    let merged = is_merged(&k.body);
+    let top: &mut Vec<Stmt> = if merged {
+        match k.body.first_mut().map(|s| &mut s.kind) {
+            Some(StmtKind::For(f)) => &mut f.body,
+            _ => return,
+        }
+    } else {
+        &mut k.body
+    };
+    let uses: Vec<Access> = top
+        .iter()
+        .map(|s| Access::of_body(std::slice::from_ref(s)))
+        .collect();
+    let mut slots = Vec::new();
+    for buf in &shared {
+        let name = buf.name.name.clone();
+        let Some(size) = byte_size(buf) else {
+            errors.push(Diagnostic::error(
+                buf.span,
+                format!(
+                    "shared buffer `{name}` needs a constant shape to be placed in shared memory"
+                ),
+            ));
+            continue;
+        };
+        let used: Vec<usize> = uses
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.reads.contains(&name) || a.writes.contains(&name))
+            .map(|(i, _)| i)
+            .collect();
+        let live = used.first().copied().zip(used.last().copied());
+        let align = if swizzled.contains(&name) {
+            128
+        } else {
+            Arena::ALIGN
+        };
+        slots.push(Slot {
+            name,
+            size,
+            align,
+            live,
+            offset: 0,
+        });
+    }
+    if !errors.is_empty() {
+        return;
+    }
+    // Place in order of first use (unused buffers last; stable: declaration order on ties).
+    let mut order: Vec<usize> = (0..slots.len()).collect();
+    order.sort_by_key(|&i| slots[i].live.map_or(usize::MAX, |(first, _)| first));
+    let mut placed: Vec<usize> = Vec::new();
+    let mut barriers_before: BTreeSet<usize> = BTreeSet::new();
+    for &i in &order {
+        let me = &slots[i];
+        let live_together = |o: &Slot| match (me.live, o.live) {
+            (Some((a0, a1)), Some((b0, b1))) => a0 <= b1 && b0 <= a1,
+            _ => false,
+        };
+        let busy: Vec<(i64, i64)> = placed
+            .iter()
+            .map(|&j| &slots[j])
+            .filter(|o| live_together(o))
+            .map(|o| (o.offset, o.offset + o.size))
+            .collect();
+        let mut candidates: Vec<i64> = std::iter::once(0)
+            .chain(busy.iter().map(|&(_, end)| end))
+            .map(|o| round_up(o, me.align))
+            .collect();
+        candidates.sort_unstable();
+        let offset = candidates
+            .into_iter()
+            .find(|&o| busy.iter().all(|&(s, e)| o + me.size <= s || e <= o))
+            .unwrap_or(0);
+        // Reused bytes: the old buffer's readers must be done before the new one's writers.
+        if let (true, Some((first, _))) = (merged, me.live) {
+            for &j in &placed {
+                let o = &slots[j];
+                let overlap = offset < o.offset + o.size && o.offset < offset + me.size;
+                if let (true, Some((_, last))) = (overlap, o.live) {
+                    let synced = top.get(last + 1..first).is_some_and(|between| {
+                        between.iter().any(|s| matches!(s.kind, StmtKind::Barrier))
+                    });
+                    if !synced && last < first {
+                        barriers_before.insert(first);
+                    }
+                }
+            }
+        }
+        slots[i].offset = offset;
+        placed.push(i);
+    }
+    for &at in barriers_before.iter().rev() {
+        let bspan = top.get(at).map_or(span, |s| s.span);
+        top.insert(at, Stmt::new(StmtKind::Barrier, bspan));
+    }
+    let bytes = slots.iter().map(|s| s.offset + s.size).max().unwrap_or(0);
+    if bytes > Arena::MAX_BYTES {
+        let mut d = Diagnostic::error(
+            span,
+            format!(
+                "this kernel needs {bytes} bytes of shared memory, more than the {} a block may have",
+                Arena::MAX_BYTES
+            ),
+        );
+        for s in &slots {
+            d = d.with_note(format!(
+                "`{}`: {} bytes at offset {}",
+                s.name, s.size, s.offset
+            ));
+        }
+        errors.push(d);
+        return;
+    }
+    let offsets = shared
+        .iter()
+        .zip(&slots)
+        .map(|(b, s)| (b.name.clone(), s.offset))
+        .collect();
+    k.arena = Some(Arena { bytes, offsets });
+}
+
+fn round_up(x: i64, align: i64) -> i64 {
+    (x + align - 1) / align * align
+}

@@ -1,0 +1,146 @@
+//! `plan-shared-memory`: the arena of the SIMT cases (with byte reuse), meaning preserved on
+//! the corpus (the interpreter places shared buffers at the planned offsets, so a wrong reuse
+//! corrupts data or races), alignment and the size limit.
+
+mod common;
+mod simt;
+
+use common::{assert_same_meaning, corpus};
+use simt::{check_reference, simt, CASES};
+use std::collections::HashMap;
+use tlc_ir::interp::{run, RunOptions};
+use tlc_ir::printer::print_func;
+use tlc_ir::{Arena, PrimFunc, StmtKind};
+use tlc_passes::plan_shared_memory::PlanSharedMemory;
+use tlc_passes::thread_binding::ThreadBinding;
+use tlc_passes::Pass;
+
+fn planned(func: PrimFunc) -> PrimFunc {
+    let out = PlanSharedMemory.run(func).expect("plan-shared-memory");
+    tlc_ir::verifier::verify(&out).expect("planned IR verifies");
+    out
+}
+
+fn bound_and_planned(func: PrimFunc) -> PrimFunc {
+    planned(ThreadBinding.run(func).expect("thread-binding"))
+}
+
+fn arena(func: &PrimFunc) -> Option<Arena> {
+    func.body.iter().find_map(|s| match &s.kind {
+        StmtKind::Kernel(k) => k.arena.clone(),
+        _ => None,
+    })
+}
+
+#[test]
+fn snapshot_two_buffers_share_bytes() {
+    // S2 takes S1's bytes once B is written; the barrier before S2's first store keeps it
+    // from overwriting S1 while other threads still read it.
+    let out = bound_and_planned(simt("simt_two_buffers"));
+    let a = arena(&out).unwrap();
+    assert_eq!(
+        (a.bytes, a.offset("S1"), a.offset("S2")),
+        (256, Some(0), Some(0))
+    );
+    insta::assert_snapshot!(print_func(&out));
+}
+
+#[test]
+fn snapshot_simt_pipelined() {
+    insta::assert_snapshot!(print_func(&bound_and_planned(simt("simt_pipelined"))));
+}
+
+#[test]
+fn keeps_meaning_on_the_corpus() {
+    let mut compared = 0;
+    for (name, func) in corpus() {
+        // Alone (tile-level kernels keep their form) and after thread-binding.
+        let out = planned(func.clone());
+        compared += assert_same_meaning(&name, &func, &out);
+        let out = bound_and_planned(func.clone());
+        compared += assert_same_meaning(&name, &func, &out);
+        if let Some(a) = arena(&out) {
+            assert!(
+                a.offsets.iter().all(|(_, o)| o % Arena::ALIGN == 0),
+                "{name}"
+            );
+            assert_eq!(planned(out.clone()), out, "{name}: not idempotent");
+        }
+    }
+    assert!(compared >= 120, "only {compared} runs compared");
+}
+
+#[test]
+fn the_simt_cases_match_their_references() {
+    for stem in CASES {
+        let out = bound_and_planned(simt(stem));
+        assert!(arena(&out).is_some(), "{stem}");
+        check_reference(stem, &out);
+    }
+}
+
+#[test]
+fn the_reuse_barrier_is_needed() {
+    // Without the barrier the plan inserted, S2's stores overwrite S1 while it is read.
+    let out = bound_and_planned(simt("simt_two_buffers"));
+    let mut text = print_func(&out);
+    let third = text
+        .match_indices("T.sync_threads()")
+        .nth(1)
+        .map(|(i, _)| i)
+        .unwrap();
+    text.replace_range(third..third + "T.sync_threads()\n            ".len(), "");
+    let racy = tlc_ir::parse(&text).unwrap();
+    let err = run(
+        &racy,
+        &HashMap::new(),
+        HashMap::new(),
+        &RunOptions {
+            seed: 1,
+            threads: 1,
+        },
+    )
+    .err()
+    .map(|e| e.to_string())
+    .unwrap_or_default();
+    assert!(err.contains("data race on shared memory"), "{err}\n{text}");
+}
+
+fn kernel(allocs: &str, body: &str) -> PrimFunc {
+    tlc_ir::parse(&kernel_src(allocs, body)).unwrap()
+}
+
+fn kernel_src(allocs: &str, body: &str) -> String {
+    format!("@T.prim_func\ndef f(A: T.Tensor((64,), \"float32\")):\n    with T.Kernel(1, threads=64) as bx:\n{allocs}        for tx in T.thread_binding(64, thread=\"threadIdx.x\"):\n{body}")
+}
+
+#[test]
+fn swizzled_buffers_are_128_byte_aligned_and_live_buffers_do_not_overlap() {
+    let func = kernel(
+        "        P = T.alloc_shared((5,), \"float16\")\n        S = T.alloc_shared((8, 64), \"float16\")\n        T.annotate_layout({S: T.make_swizzled_layout(S)})\n",
+        "            P[tx % 5] = T.cast(A[tx], \"float16\")\n            S[tx // 8, tx % 8] = P[0]\n",
+    );
+    let a = arena(&planned(func)).unwrap();
+    assert_eq!(a.offsets.len(), 2);
+    assert_eq!(a.offset("P"), Some(0));
+    assert_eq!(a.offset("S"), Some(128));
+    assert_eq!(a.bytes, 128 + 8 * 64 * 2);
+}
+
+#[test]
+fn too_much_shared_memory_is_an_error_on_the_kernel() {
+    let src = kernel_src(
+        "        S = T.alloc_shared((60000,), \"float32\")\n",
+        "            S[tx] = A[tx]\n",
+    );
+    let func = tlc_ir::parse(&src).unwrap();
+    let errs = PlanSharedMemory.run(func).unwrap_err();
+    assert_eq!(errs.len(), 1);
+    assert!(
+        errs[0].message.contains("240000 bytes"),
+        "{}",
+        errs[0].message
+    );
+    assert!(errs[0].message.contains("232448"), "{}", errs[0].message);
+    assert_eq!(Some(errs[0].span.start), src.find("with T.Kernel"));
+}

@@ -1,0 +1,173 @@
+//! `thread-binding`: snapshots of the SIMT-region cases, meaning preserved with no race on
+//! the whole corpus, the race a missing barrier causes, and the errors.
+
+mod common;
+mod simt;
+
+use common::{assert_same_meaning, corpus};
+use simt::{check_reference, simt, CASES};
+use std::collections::HashMap;
+use tlc_ir::interp::{run, RunOptions};
+use tlc_ir::printer::print_func;
+use tlc_ir::visit::for_each_stmt;
+use tlc_ir::{ForKind, PrimFunc, StmtKind};
+use tlc_passes::thread_binding::{bind_threads, ThreadBinding};
+use tlc_passes::Pass;
+
+fn bound(func: PrimFunc) -> PrimFunc {
+    let out = ThreadBinding.run(func).expect("thread-binding");
+    tlc_ir::verifier::verify(&out).expect("bound IR verifies");
+    out
+}
+
+fn count(func: &PrimFunc, pred: &dyn Fn(&StmtKind) -> bool) -> usize {
+    let mut n = 0;
+    for_each_stmt(&func.body, &mut |s| n += usize::from(pred(&s.kind)));
+    n
+}
+
+fn thread_loops(func: &PrimFunc) -> usize {
+    count(
+        func,
+        &|k| matches!(k, StmtKind::For(f) if matches!(f.kind, ForKind::ThreadBinding(_))),
+    )
+}
+
+fn barriers(func: &PrimFunc) -> usize {
+    count(func, &|k| matches!(k, StmtKind::Barrier))
+}
+
+#[test]
+fn snapshot_simt_transpose() {
+    insta::assert_snapshot!(print_func(&bound(simt("simt_transpose"))));
+}
+
+#[test]
+fn snapshot_simt_pipelined() {
+    // The narrow load region is guarded; the barrier after it orders xs for the compute
+    // region, the one at the end of the loop body keeps the next load off xs until every
+    // thread has read it.
+    let out = bound(simt("simt_pipelined"));
+    assert_eq!(barriers(&out), 2);
+    insta::assert_snapshot!(print_func(&out));
+}
+
+#[test]
+fn snapshot_simt_two_buffers() {
+    insta::assert_snapshot!(print_func(&bound(simt("simt_two_buffers"))));
+}
+
+#[test]
+fn snapshot_simt_uniform_if() {
+    insta::assert_snapshot!(print_func(&bound(simt("simt_uniform_if"))));
+}
+
+#[test]
+fn keeps_meaning_without_races_and_merges_every_region() {
+    let mut compared = 0;
+    let mut merged = 0;
+    for (name, func) in corpus() {
+        let out = bound(func.clone());
+        if thread_loops(&func) > 0 {
+            // One loop per kernel (all cases have one kernel), around the whole body.
+            assert_eq!(thread_loops(&out), 1, "{name}");
+            merged += 1;
+        } else {
+            assert_eq!(out, func, "{name}: a kernel without regions changed");
+        }
+        // A second run finds one region covering the body: nothing changes.
+        assert_eq!(bound(out.clone()), out, "{name}: not idempotent");
+        // The interpreter's race check runs on every output.
+        compared += assert_same_meaning(&name, &func, &out);
+    }
+    assert!(merged >= 3, "only {merged} cases had regions");
+    assert!(compared >= 60, "only {compared} runs compared");
+}
+
+fn run_err(func: &PrimFunc) -> Option<String> {
+    run(
+        func,
+        &simt::dims(func),
+        HashMap::new(),
+        &RunOptions {
+            seed: 1,
+            threads: 1,
+        },
+    )
+    .err()
+    .map(|e| e.to_string())
+}
+
+#[test]
+fn the_simt_cases_match_their_references_without_races() {
+    for stem in CASES {
+        let out = bound(simt(stem));
+        assert_eq!(thread_loops(&out), 1, "{stem}");
+        check_reference(stem, &out);
+    }
+}
+
+#[test]
+fn without_barriers_the_interpreter_reports_races() {
+    for stem in [
+        "simt_transpose",
+        "simt_pipelined",
+        "simt_two_buffers",
+        "simt_uniform_if",
+    ] {
+        let func = simt(stem);
+        let unsynced = bind_threads(func.clone(), false).expect("binds");
+        assert_eq!(barriers(&unsynced), 0);
+        let err = run_err(&unsynced).unwrap_or_else(|| panic!("{stem}: no race reported"));
+        assert!(err.contains("data race on shared memory"), "{stem}: {err}");
+        assert_eq!(run_err(&bound(func)), None, "{stem}: the pass output races");
+    }
+}
+
+const HEAD: &str = "@T.prim_func\ndef f(A: T.Tensor((64,), \"float32\")):\n    with T.Kernel(1, threads=64) as bx:\n        S = T.alloc_shared((64,), \"float32\")\n        L = T.alloc_local((1,), \"float32\")\n";
+
+fn errors(body: &str) -> Vec<String> {
+    let func = tlc_ir::parse(&format!("{HEAD}{body}")).expect("parses");
+    ThreadBinding
+        .run(func)
+        .err()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|d| d.message)
+        .collect()
+}
+
+#[test]
+fn regions_under_thread_dependent_code_and_leftover_tile_ops_are_errors() {
+    let e = errors("        if L[0] > 0.0:\n            for tx in T.thread_binding(64, thread=\"threadIdx.x\"):\n                S[tx] = A[tx]\n");
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(e[0].contains("depends on the thread"), "{e:?}");
+    let e = errors("        for tx in T.thread_binding(64, thread=\"threadIdx.x\"):\n            S[tx] = A[tx]\n        T.copy(S, A)\n");
+    assert!(e[0].contains("run lower-tile-ops"), "{e:?}");
+    let e = errors("        for tx in T.thread_binding(64, thread=\"threadIdx.x\"):\n            S[tx] = A[tx]\n        for i in T.Parallel(64):\n            A[i] = S[i]\n");
+    assert!(e[0].contains("run lower-tile-ops"), "{e:?}");
+}
+
+#[test]
+fn block_level_stores_are_done_by_thread_zero() {
+    let src = format!("{HEAD}        for tx in T.thread_binding(64, thread=\"threadIdx.x\"):\n            S[tx] = A[tx]\n        S[0] = 1.0\n        for tx_1 in T.thread_binding(64, thread=\"threadIdx.x\"):\n            A[tx_1] = S[63 - tx_1]\n");
+    let func = tlc_ir::parse(&src).unwrap();
+    let out = bound(func.clone());
+    let text = print_func(&out);
+    assert!(
+        text.contains("if tx == 0:\n                S[0] = 1.0"),
+        "{text}"
+    );
+    assert_eq!(barriers(&out), 2, "{text}");
+    let o = run(
+        &out,
+        &simt::dims(&out),
+        HashMap::new(),
+        &RunOptions {
+            seed: 1,
+            threads: 1,
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(o["A"].to_f64()[63], 1.0);
+}

@@ -13,6 +13,10 @@
 //!   globals) are the block's.
 //! - `T.sync_threads()` needs every thread of the block active: reaching it in divergent code
 //!   is an error. It starts a new race epoch in shared memory (`shared.rs`).
+//! - The end of a thread loop entered from block level acts as a barrier too: all threads
+//!   finished it before anything after it runs. Consecutive thread loops (the SIMT regions
+//!   that `lower-tile-ops` emits) are therefore ordered like regions separated by
+//!   `T.sync_threads()`.
 //!
 //! Per-thread state is kept here and swapped into the block's `Frame` while one thread runs
 //! one statement, so every op and expression is evaluated by the same code as at the tile
@@ -115,6 +119,12 @@ impl Frame<'_> {
         }
         .exec_one(stmt, &all);
         self.threads = Some(st);
+        // A thread loop entered from block level runs every thread to completion before the
+        // next statement, so its end orders memory like a barrier: a later loop reading what
+        // this one wrote is not a race (the SIMT regions of `lower-tile-ops` rely on this).
+        if let Some(shared) = &mut self.mem.shared {
+            shared.barrier();
+        }
         result
     }
 }

@@ -1,6 +1,7 @@
 //! The registry of passes, pipeline text (`simplify,rasterize`) and the default pipeline of
 //! each target.
 
+use crate::lower_tile_ops::LowerTileOps;
 use crate::pass::Pass;
 use crate::rasterize::Rasterize;
 use crate::simplify::Simplify;
@@ -10,13 +11,14 @@ use std::fmt;
 /// An ordered list of passes.
 pub type Pipeline = Vec<&'static dyn Pass>;
 
+static LOWER_TILE_OPS: LowerTileOps = LowerTileOps;
 static SIMPLIFY: Simplify = Simplify;
 static RASTERIZE: Rasterize = Rasterize;
 static UNROLL: Unroll = Unroll;
 
 /// Every pass, in the order of the sm_80 pipeline (design.md, "Passes").
 pub fn registry() -> &'static [&'static dyn Pass] {
-    static ALL: [&dyn Pass; 3] = [&RASTERIZE, &UNROLL, &SIMPLIFY];
+    static ALL: [&dyn Pass; 4] = [&LOWER_TILE_OPS, &RASTERIZE, &UNROLL, &SIMPLIFY];
     &ALL
 }
 
@@ -104,7 +106,7 @@ impl Target {
 pub fn default_pipeline(target: Target) -> Pipeline {
     match target {
         // sm_90a swaps TMA / wgmma lowering in later; the generic passes are the same.
-        Target::Sm80 | Target::Sm90a => vec![&RASTERIZE, &UNROLL, &SIMPLIFY],
+        Target::Sm80 | Target::Sm90a => vec![&LOWER_TILE_OPS, &RASTERIZE, &UNROLL, &SIMPLIFY],
     }
 }
 
@@ -128,7 +130,7 @@ mod tests {
         assert_eq!(err.suggestion, None);
         assert!(err
             .to_string()
-            .contains("known passes: rasterize, unroll, simplify"));
+            .contains("known passes: lower-tile-ops, rasterize, unroll, simplify"));
         assert_eq!(resolve("raster").map(|p| p.name()).ok(), None);
         assert_eq!(
             resolve("raster").err().unwrap().suggestion,

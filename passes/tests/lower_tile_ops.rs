@@ -68,11 +68,18 @@ fn assert_thread_level(name: &str, func: &PrimFunc) {
         StmtKind::Copy { .. } | StmtKind::Fill { .. } | StmtKind::Gemm(_) => {
             panic!("{name}: a tile op is left")
         }
-        StmtKind::For(f) if f.kind == ForKind::Parallel => panic!("{name}: a parallel loop is left"),
+        StmtKind::For(f) if f.kind == ForKind::Parallel => {
+            panic!("{name}: a parallel loop is left")
+        }
         _ => {}
     });
     for b in func.buffers() {
-        assert_ne!(b.scope, Scope::Fragment, "{name}: fragment `{}` left", b.name.name);
+        assert_ne!(
+            b.scope,
+            Scope::Fragment,
+            "{name}: fragment `{}` left",
+            b.name.name
+        );
     }
 }
 
@@ -181,20 +188,35 @@ fn ragged_element_counts_get_a_guard() {
 #[test]
 fn unsupported_inputs_are_clear_errors() {
     let errs = LowerTileOps.run(case("gemm_seed000")).unwrap_err();
-    assert!(errs[0].message.contains("T.gemm lowering arrives with the tensor-core path (issue 5)"));
+    assert!(errs[0]
+        .message
+        .contains("T.gemm lowering arrives with the tensor-core path (issue 5)"));
     let errs = LowerTileOps.run(case("layouts_and_fill")).unwrap_err();
     assert!(errs[0].message.contains("multi-dimensional thread blocks"));
     // A parallel loop over half a fragment.
-    let src = FRAGMENT.replace("for i, j in T.Parallel(16, 48)", "for i, j in T.Parallel(8, 48)");
+    let src = FRAGMENT.replace(
+        "for i, j in T.Parallel(16, 48)",
+        "for i, j in T.Parallel(8, 48)",
+    );
     let errs = LowerTileOps.run(parse(&src)).unwrap_err();
-    assert!(errs[0].message.contains("part of fragment `C_local`"), "{}", errs[0].message);
+    assert!(
+        errs[0].message.contains("part of fragment `C_local`"),
+        "{}",
+        errs[0].message
+    );
     // A fragment read by a scalar statement.
     let src = FRAGMENT.replace(
         "        T.copy(C_local, C[bx * 16, 0])\n",
         "        C[0, 0] = C_local[0, 0]\n",
     );
     let errs = LowerTileOps.run(parse(&src)).unwrap_err();
-    assert!(errs[0].message.contains("fragment `C_local` is used outside"), "{}", errs[0].message);
+    assert!(
+        errs[0]
+            .message
+            .contains("fragment `C_local` is used outside"),
+        "{}",
+        errs[0].message
+    );
 }
 
 #[test]

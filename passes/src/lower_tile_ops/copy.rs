@@ -21,8 +21,7 @@ pub(crate) fn lower(
     ctx: &Ctx,
     names: &mut NameSet,
 ) -> Result<Stmt, Vec<Diagnostic>> {
-    let (Some(sb), Some(db)) = (ctx.buffer(&src.buffer.name), ctx.buffer(&dst.buffer.name))
-    else {
+    let (Some(sb), Some(db)) = (ctx.buffer(&src.buffer.name), ctx.buffer(&dst.buffer.name)) else {
         return Err(vec![Diagnostic::error(span, "T.copy of an unknown buffer")]);
     };
     let src_dims = kept_dims(src);
@@ -63,7 +62,7 @@ pub(crate) fn lower(
         && [(src, sb, &src_dims), (dst, db, &dst_dims)]
             .iter()
             .all(|(r, b, dims)| {
-                dims.last() == Some(&(r.ranges.len() - 1))
+                dims.last().copied() == r.ranges.len().checked_sub(1)
                     && r.ranges.last().is_some_and(|l| multiple_of(&l.start, v))
                     && rows_aligned(b, v)
             });

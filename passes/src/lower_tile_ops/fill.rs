@@ -36,7 +36,10 @@ pub(crate) fn lower(
         })
         && rows_aligned(db, v);
     let vec = if vectorize { v } else { 1 };
-    let converted = Expr::new(ExprKind::Cast(db.dtype, Box::new(value.clone())), value.span);
+    let converted = Expr::new(
+        ExprKind::Cast(db.dtype, Box::new(value.clone())),
+        value.span,
+    );
     Ok(build(&extents, ctx.threads, vec, span, names, |m| {
         let indices = if fragment {
             vec![m.slot.clone()]

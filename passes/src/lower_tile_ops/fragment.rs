@@ -54,7 +54,10 @@ impl Fragments {
 
     /// Rewrites the fragment allocations into per-thread local arrays.
     pub fn relocate(&self, allocs: &mut [BufferDecl], threads: i64) {
-        for b in allocs.iter_mut().filter(|b| self.names.contains(&b.name.name)) {
+        for b in allocs
+            .iter_mut()
+            .filter(|b| self.names.contains(&b.name.name))
+        {
             let numel: i64 = shape(b).map_or(0, |s| s.iter().product());
             let slots = (numel + threads - 1) / threads;
             b.scope = Scope::Local;

@@ -7,14 +7,14 @@
 //! in order over its whole shape; it is then accessed at its slot.
 
 use super::fragment::{mismatch, shape};
-use super::region::build;
+use super::region::{bin, build};
 use super::vectorize::{mentions, multiple_of, rows_aligned, unit_offset, width};
 use super::Ctx;
 use crate::names::NameSet;
 use std::collections::HashMap;
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::{for_each_stmt, for_each_subexpr, map_body_exprs, stmt_exprs};
-use tlc_ir::{Diagnostic, Expr, ExprKind, For, ForKind, Span, Stmt, StmtKind};
+use tlc_ir::{BinOp, Diagnostic, Expr, ExprKind, For, ForKind, Span, Stmt, StmtKind};
 
 pub(crate) fn lower(
     outer: &For,
@@ -24,6 +24,7 @@ pub(crate) fn lower(
 ) -> Result<Stmt, Vec<Diagnostic>> {
     // The directly nested parallel loops.
     let mut vars = vec![outer.var.name.clone()];
+    let mut starts = vec![outer.start.clone()];
     let mut extents = vec![extent(outer)];
     let mut body = &outer.body;
     while let [Stmt {
@@ -35,12 +36,14 @@ pub(crate) fn lower(
             break;
         }
         vars.push(inner.var.name.clone());
+        starts.push(inner.start.clone());
         extents.push(extent(inner));
         body = &inner.body;
     }
     let mut body = body.clone();
     let mut errors = Vec::new();
-    for_each_stmt(&body, &mut |s| match &s.kind {
+    for_each_stmt(&body, &mut |s| {
+        match &s.kind {
         StmtKind::For(f) if f.kind == ForKind::Parallel => errors.push(Diagnostic::error(
             s.span,
             "a T.Parallel loop nested below other statements of a T.Parallel body is not lowered yet",
@@ -49,6 +52,7 @@ pub(crate) fn lower(
             errors.push(Diagnostic::error(s.span, "a tile op inside a T.Parallel loop"))
         }
         _ => {}
+    }
     });
     let accesses = accesses(&body);
     let mut touches_fragment = false;
@@ -81,10 +85,16 @@ pub(crate) fn lower(
     Ok(build(&extents, ctx.threads, vec, span, names, |m| {
         let slot = m.slot.clone();
         rewrite_fragment_stores(&mut body, &|n| fragments.contains(n), &slot);
-        let subst: HashMap<&str, &Expr> = vars
+        // Parallel loops start at 0 (docs/ir.md); a start is added all the same.
+        let subst: HashMap<&str, Expr> = vars
             .iter()
             .map(String::as_str)
-            .zip(m.indices.iter())
+            .zip(
+                starts
+                    .iter()
+                    .zip(&m.indices)
+                    .map(|(s, i)| bin(BinOp::Add, s.clone(), i.clone())),
+            )
             .collect();
         map_body_exprs(&mut body, &mut |e| match &e.kind {
             ExprKind::Load { buffer, .. } if fragments.contains(buffer) => Expr::new(
@@ -95,7 +105,7 @@ pub(crate) fn lower(
                 e.span,
             ),
             ExprKind::Var(n) => match subst.get(n.as_str()) {
-                Some(value) => (*value).clone(),
+                Some(value) => value.clone(),
                 None => e,
             },
             _ => e,
@@ -107,7 +117,7 @@ pub(crate) fn lower(
 fn extent(f: &For) -> Expr {
     match const_int(&f.start) {
         Some(0) => f.stop.clone(),
-        _ => super::region::bin(tlc_ir::BinOp::Sub, f.stop.clone(), f.start.clone()),
+        _ => bin(BinOp::Sub, f.stop.clone(), f.start.clone()),
     }
 }
 
@@ -162,7 +172,9 @@ fn vector_width(
     };
     if touches_fragment
         || accesses.is_empty()
-        || !body.iter().all(|s| matches!(s.kind, StmtKind::Store { .. }))
+        || !body
+            .iter()
+            .all(|s| matches!(s.kind, StmtKind::Store { .. }))
     {
         return 1;
     }

@@ -155,4 +155,3 @@ pub(crate) fn for_loop(var: &str, stop: Expr, kind: ForKind, body: Vec<Stmt>, sp
         span,
     )
 }
-

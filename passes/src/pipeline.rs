@@ -1,6 +1,7 @@
 //! The registry of passes, pipeline text (`simplify,rasterize`) and the default pipeline of
 //! each target.
 
+use crate::lower_tile_ops::LowerTileOps;
 use crate::pass::Pass;
 use crate::plan_shared_memory::PlanSharedMemory;
 use crate::rasterize::Rasterize;
@@ -12,6 +13,7 @@ use std::fmt;
 /// An ordered list of passes.
 pub type Pipeline = Vec<&'static dyn Pass>;
 
+static LOWER_TILE_OPS: LowerTileOps = LowerTileOps;
 static SIMPLIFY: Simplify = Simplify;
 static RASTERIZE: Rasterize = Rasterize;
 static UNROLL: Unroll = Unroll;
@@ -20,8 +22,8 @@ static PLAN_SHARED_MEMORY: PlanSharedMemory = PlanSharedMemory;
 
 /// Every pass, in the order of the sm_80 pipeline (design.md, "Passes").
 pub fn registry() -> &'static [&'static dyn Pass] {
-    // TODO(lower-tile-ops): it goes first, before `&RASTERIZE`.
-    static ALL: [&dyn Pass; 5] = [
+    static ALL: [&dyn Pass; 6] = [
+        &LOWER_TILE_OPS,
         &RASTERIZE,
         &THREAD_BINDING,
         &PLAN_SHARED_MEMORY,
@@ -115,8 +117,8 @@ impl Target {
 pub fn default_pipeline(target: Target) -> Pipeline {
     match target {
         // sm_90a swaps TMA / wgmma lowering in later; the generic passes are the same.
-        // TODO(lower-tile-ops): it goes first, before `&RASTERIZE`.
         Target::Sm80 | Target::Sm90a => vec![
+            &LOWER_TILE_OPS,
             &RASTERIZE,
             &THREAD_BINDING,
             &PLAN_SHARED_MEMORY,
@@ -145,7 +147,7 @@ mod tests {
         let err = parse_pipeline("zzzzzzzzzz").err().unwrap();
         assert_eq!(err.suggestion, None);
         assert!(err.to_string().contains(
-            "known passes: rasterize, thread-binding, plan-shared-memory, unroll, simplify"
+            "known passes: lower-tile-ops, rasterize, thread-binding, plan-shared-memory, unroll, simplify"
         ));
         assert_eq!(resolve("raster").map(|p| p.name()).ok(), None);
         assert_eq!(

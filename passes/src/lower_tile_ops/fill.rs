@@ -1,0 +1,62 @@
+//! `T.fill(dst, value)` / `T.clear(dst)` → one region over the region's extents storing
+//! `T.cast(value, dtype)` into each element. A fill's region lies inside its buffer (a
+//! run-time rule of the op), so there are no bounds guards. Vectors as for copies.
+
+use super::fragment::{is_whole, mismatch};
+use super::region::{bin, build, with_span};
+use super::vectorize::{multiple_of, rows_aligned, width};
+use super::Ctx;
+use crate::names::NameSet;
+use tlc_ir::verifier::const_int;
+use tlc_ir::{BinOp, Diagnostic, Expr, ExprKind, Ident, Region, Span, Stmt, StmtKind};
+
+pub(crate) fn lower(
+    dst: &Region,
+    value: &Expr,
+    span: Span,
+    ctx: &Ctx,
+    names: &mut NameSet,
+) -> Result<Stmt, Vec<Diagnostic>> {
+    let Some(db) = ctx.buffer(&dst.buffer.name) else {
+        return Err(vec![Diagnostic::error(span, "T.fill of an unknown buffer")]);
+    };
+    let fragment = ctx.fragments.contains(&db.name.name);
+    if fragment && !is_whole(dst, db) {
+        return Err(vec![mismatch(&db.name.name, span)]);
+    }
+    let mut extents: Vec<Expr> = dst.ranges.iter().map(|r| r.extent.clone()).collect();
+    if extents.is_empty() {
+        extents.push(Expr::int(1));
+    }
+    let v = width(db.dtype.bytes());
+    let vectorize = !fragment
+        && v > 1
+        && dst.ranges.last().is_some_and(|l| {
+            const_int(&l.extent).is_some_and(|e| e % v == 0) && multiple_of(&l.start, v)
+        })
+        && rows_aligned(db, v);
+    let vec = if vectorize { v } else { 1 };
+    let converted = Expr::new(
+        ExprKind::Cast(db.dtype, Box::new(value.clone())),
+        value.span,
+    );
+    Ok(build(&extents, ctx.threads, vec, span, names, |m| {
+        let indices = if fragment {
+            vec![m.slot.clone()]
+        } else {
+            dst.ranges
+                .iter()
+                .zip(&m.indices)
+                .map(|(r, i)| with_span(bin(BinOp::Add, r.start.clone(), i.clone()), dst.span))
+                .collect()
+        };
+        vec![Stmt::new(
+            StmtKind::Store {
+                buffer: Ident::new(db.name.name.clone(), dst.span),
+                indices,
+                value: converted,
+            },
+            span,
+        )]
+    }))
+}

@@ -1,0 +1,122 @@
+//! Fragments (`T.alloc_fragment`) become per-thread local arrays: the element with flat
+//! (row-major) index `f` lives in thread `f % T` at slot `f / T`, so the allocation becomes
+//! `T.alloc_local((ceil(numel / T),), dtype)`. A region touching a fragment iterates the
+//! fragment's whole flat index space with `f = it * T + tx` and no vectors, so the slot of
+//! the element it touches is `it`. Any other use of a fragment is an error.
+
+use tlc_ir::verifier::const_int;
+use tlc_ir::visit::{for_each_subexpr, stmt_exprs};
+use tlc_ir::{BufferDecl, Diagnostic, Expr, ExprKind, Region, Scope, Stmt, StmtKind};
+
+/// The fragments of one kernel.
+#[derive(Default)]
+pub(crate) struct Fragments {
+    names: Vec<String>,
+}
+
+impl Fragments {
+    pub fn of(allocs: &[BufferDecl]) -> Fragments {
+        Fragments {
+            names: allocs
+                .iter()
+                .filter(|b| b.scope == Scope::Fragment)
+                .map(|b| b.name.name.clone())
+                .collect(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.names.iter().any(|n| n == name)
+    }
+
+    /// Fragments must have constant shapes (their per-thread size is fixed).
+    pub fn check_shapes(&self, allocs: &[BufferDecl]) -> Result<(), Vec<Diagnostic>> {
+        let errors: Vec<Diagnostic> = allocs
+            .iter()
+            .filter(|b| self.contains(&b.name.name) && shape(b).is_none())
+            .map(|b| {
+                Diagnostic::error(
+                    b.span,
+                    format!("fragment `{}` needs a constant shape", b.name.name),
+                )
+            })
+            .collect();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// Rewrites the fragment allocations into per-thread local arrays.
+    pub fn relocate(&self, allocs: &mut [BufferDecl], threads: i64) {
+        for b in allocs
+            .iter_mut()
+            .filter(|b| self.names.contains(&b.name.name))
+        {
+            let numel: i64 = shape(b).map_or(0, |s| s.iter().product());
+            let slots = (numel + threads - 1) / threads;
+            b.scope = Scope::Local;
+            b.shape = vec![Expr::new(ExprKind::Int(slots.max(1)), b.span)];
+        }
+    }
+
+    /// Reports a fragment read or written by a statement that is not lowered to a region.
+    pub fn check_scalar_use(&self, stmt: &Stmt, errors: &mut Vec<Diagnostic>) {
+        let mut used: Option<String> = None;
+        if let StmtKind::Store { buffer, .. } = &stmt.kind {
+            if self.contains(&buffer.name) {
+                used = Some(buffer.name.clone());
+            }
+        }
+        for e in stmt_exprs(stmt) {
+            for_each_subexpr(e, &mut |x| {
+                if let ExprKind::Load { buffer, .. } = &x.kind {
+                    if self.contains(buffer) && used.is_none() {
+                        used = Some(buffer.clone());
+                    }
+                }
+            });
+        }
+        if let Some(name) = used {
+            errors.push(
+                Diagnostic::error(
+                    stmt.span,
+                    format!("fragment `{name}` is used outside a tile op or T.Parallel loop"),
+                )
+                .with_note("a fragment is distributed over the threads; only T.copy, T.fill and T.Parallel loops over its whole shape can touch it"),
+            );
+        }
+    }
+}
+
+/// The constant shape of a buffer.
+pub(crate) fn shape(b: &BufferDecl) -> Option<Vec<i64>> {
+    b.shape.iter().map(const_int).collect()
+}
+
+/// Whether `r` is the whole of buffer `b` (every start 0, every extent the shape).
+pub(crate) fn is_whole(r: &Region, b: &BufferDecl) -> bool {
+    r.ranges.len() == b.shape.len()
+        && r.ranges.iter().zip(&b.shape).all(|(range, dim)| {
+            const_int(&range.start) == Some(0)
+                && const_int(&range.extent).is_some()
+                && const_int(&range.extent) == const_int(dim)
+        })
+}
+
+/// The error for a region whose element space is not a fragment's whole flat index space.
+pub(crate) fn mismatch(name: &str, span: tlc_ir::Span) -> Diagnostic {
+    Diagnostic::error(
+        span,
+        format!("this op covers part of fragment `{name}`, which is not lowered yet"),
+    )
+    .with_note(
+        "a fragment's element f lives in thread f % threads, so every op touching it must \
+         cover its whole shape, element for element",
+    )
+}

@@ -1,0 +1,191 @@
+//! `lower-tile-ops`: every `T.copy`, `T.fill` / `T.clear` and every nest of `T.Parallel`
+//! loops of a kernel becomes one SIMT region — a `T.thread_binding` loop over the block's
+//! threads in which each thread does its share of the op's elements (see
+//! `/work/notes/wave2-simt.md` and docs/passes.md). Fragments become per-thread local
+//! arrays. Scalar statements stay where they are.
+//!
+//! Files: `region.rs` (the thread mapping every region shares), `copy.rs`, `fill.rs`,
+//! `parallel.rs` (the three ops), `fragment.rs` (fragment → local array), `vectorize.rs`
+//! (when a region gets a `T.vectorized` loop).
+
+mod copy;
+mod fill;
+mod fragment;
+mod parallel;
+mod region;
+mod vectorize;
+
+use crate::names::NameSet;
+use crate::pass::Pass;
+use fragment::Fragments;
+use tlc_ir::verifier::const_int;
+use tlc_ir::visit::{child_bodies_mut, for_each_stmt};
+use tlc_ir::{BufferDecl, Diagnostic, ForKind, Kernel, PrimFunc, Span, Stmt, StmtKind};
+
+pub struct LowerTileOps;
+
+impl Pass for LowerTileOps {
+    fn name(&self) -> &'static str {
+        "lower-tile-ops"
+    }
+
+    fn description(&self) -> &'static str {
+        "T.copy / T.fill / T.Parallel nests -> one SIMT thread-binding region each; fragments -> per-thread arrays"
+    }
+
+    fn run(&self, mut func: PrimFunc) -> Result<PrimFunc, Vec<Diagnostic>> {
+        let mut names = NameSet::of(&func);
+        let params = func.params.clone();
+        let mut errors = Vec::new();
+        lower_kernels(&mut func.body, &params, &mut names, &mut errors);
+        if errors.is_empty() {
+            Ok(func)
+        } else {
+            Err(errors)
+        }
+    }
+}
+
+/// What the op lowerings need to know about the kernel they are in.
+pub(crate) struct Ctx<'a> {
+    /// Threads per block (a flat count).
+    pub threads: i64,
+    /// Parameters and the kernel's allocations (fragments still as declared).
+    pub buffers: Vec<&'a BufferDecl>,
+    pub fragments: &'a Fragments,
+}
+
+impl Ctx<'_> {
+    pub fn buffer(&self, name: &str) -> Option<&BufferDecl> {
+        self.buffers.iter().copied().find(|b| b.name.name == name)
+    }
+}
+
+fn lower_kernels(
+    body: &mut [Stmt],
+    params: &[BufferDecl],
+    names: &mut NameSet,
+    errors: &mut Vec<Diagnostic>,
+) {
+    for stmt in body {
+        let span = stmt.span;
+        if let StmtKind::Kernel(k) = &mut stmt.kind {
+            lower_kernel(k, span, params, names, errors);
+        } else {
+            for child in child_bodies_mut(stmt) {
+                lower_kernels(child, params, names, errors);
+            }
+        }
+    }
+}
+
+fn has_tile_level_work(body: &[Stmt]) -> bool {
+    let mut found = false;
+    for_each_stmt(body, &mut |s| match &s.kind {
+        StmtKind::Copy { .. } | StmtKind::Fill { .. } | StmtKind::Gemm(_) => found = true,
+        StmtKind::For(f) if f.kind == ForKind::Parallel => found = true,
+        _ => {}
+    });
+    found
+}
+
+fn is_thread_level(body: &[Stmt]) -> bool {
+    let mut found = false;
+    for_each_stmt(body, &mut |s| {
+        if matches!(&s.kind, StmtKind::For(f) if matches!(f.kind, ForKind::ThreadBinding(_))) {
+            found = true;
+        }
+    });
+    found
+}
+
+fn lower_kernel(
+    k: &mut Kernel,
+    span: Span,
+    params: &[BufferDecl],
+    names: &mut NameSet,
+    errors: &mut Vec<Diagnostic>,
+) {
+    // A kernel already written at the thread level has nothing to lower.
+    if is_thread_level(&k.body) {
+        return;
+    }
+    let fragments = Fragments::of(&k.allocs);
+    if !has_tile_level_work(&k.body) && fragments.is_empty() {
+        return;
+    }
+    let threads = match k.threads.as_slice() {
+        [t] => match const_int(t) {
+            Some(t) if t > 0 => t,
+            _ => {
+                errors.push(Diagnostic::error(
+                    t.span,
+                    "the thread count must be a positive constant",
+                ));
+                return;
+            }
+        },
+        _ => {
+            errors.push(
+                Diagnostic::error(span, "multi-dimensional thread blocks are not lowered yet")
+                    .with_note("write `threads=N` with one flat count"),
+            );
+            return;
+        }
+    };
+    let before = errors.len();
+    if let Err(mut e) = fragments.check_shapes(&k.allocs) {
+        errors.append(&mut e);
+        return;
+    }
+    let body = std::mem::take(&mut k.body);
+    let new_body = {
+        let ctx = Ctx {
+            threads,
+            buffers: params.iter().chain(k.allocs.iter()).collect(),
+            fragments: &fragments,
+        };
+        lower_body(body, &ctx, names, errors)
+    };
+    k.body = new_body;
+    if errors.len() == before {
+        fragments.relocate(&mut k.allocs, threads);
+    }
+}
+
+/// Lowers the ops of one statement list; everything else stays, recursively.
+fn lower_body(
+    body: Vec<Stmt>,
+    ctx: &Ctx,
+    names: &mut NameSet,
+    errors: &mut Vec<Diagnostic>,
+) -> Vec<Stmt> {
+    let mut out = Vec::with_capacity(body.len());
+    for mut stmt in body {
+        let span = stmt.span;
+        let lowered = match &stmt.kind {
+            StmtKind::Copy { src, dst } => Some(copy::lower(src, dst, span, ctx, names)),
+            StmtKind::Fill { dst, value } => Some(fill::lower(dst, value, span, ctx, names)),
+            StmtKind::For(f) if f.kind == ForKind::Parallel => {
+                Some(parallel::lower(f, span, ctx, names))
+            }
+            StmtKind::Gemm(_) => Some(Err(vec![Diagnostic::error(
+                span,
+                "T.gemm lowering arrives with the tensor-core path (issue 5)",
+            )])),
+            _ => None,
+        };
+        match lowered {
+            Some(Ok(region)) => out.push(region),
+            Some(Err(mut e)) => errors.append(&mut e),
+            None => {
+                ctx.fragments.check_scalar_use(&stmt, errors);
+                for child in child_bodies_mut(&mut stmt) {
+                    *child = lower_body(std::mem::take(child), ctx, names, errors);
+                }
+                out.push(stmt);
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,204 @@
+//! A nest of directly nested `T.Parallel` loops → one region over the nest's iteration
+//! space; the body moves inside it with the loop variables replaced by their indices
+//! (`i` → `(it * 128 + tx) // 64`, …; `simplify` tidies them). Vectors: 16 bytes of the
+//! widest dtype the body accesses, when the body is only stores and every access's
+//! innermost index is `<multiple of V> + j` (`j` the innermost loop variable, mentioned by
+//! no other index). A fragment may only be accessed as `F[i, j]` with the nest's variables
+//! in order over its whole shape; it is then accessed at its slot.
+
+use super::fragment::{mismatch, shape};
+use super::region::{bin, build};
+use super::vectorize::{mentions, multiple_of, rows_aligned, unit_offset, width};
+use super::Ctx;
+use crate::names::NameSet;
+use std::collections::HashMap;
+use tlc_ir::verifier::const_int;
+use tlc_ir::visit::{for_each_stmt, for_each_subexpr, map_body_exprs, stmt_exprs};
+use tlc_ir::{BinOp, Diagnostic, Expr, ExprKind, For, ForKind, Span, Stmt, StmtKind};
+
+pub(crate) fn lower(
+    outer: &For,
+    span: Span,
+    ctx: &Ctx,
+    names: &mut NameSet,
+) -> Result<Stmt, Vec<Diagnostic>> {
+    // The directly nested parallel loops.
+    let mut vars = vec![outer.var.name.clone()];
+    let mut starts = vec![outer.start.clone()];
+    let mut extents = vec![extent(outer)];
+    let mut body = &outer.body;
+    while let [Stmt {
+        kind: StmtKind::For(inner),
+        ..
+    }] = body.as_slice()
+    {
+        if inner.kind != ForKind::Parallel {
+            break;
+        }
+        vars.push(inner.var.name.clone());
+        starts.push(inner.start.clone());
+        extents.push(extent(inner));
+        body = &inner.body;
+    }
+    let mut body = body.clone();
+    let mut errors = Vec::new();
+    for_each_stmt(&body, &mut |s| {
+        match &s.kind {
+        StmtKind::For(f) if f.kind == ForKind::Parallel => errors.push(Diagnostic::error(
+            s.span,
+            "a T.Parallel loop nested below other statements of a T.Parallel body is not lowered yet",
+        )),
+        StmtKind::Copy { .. } | StmtKind::Fill { .. } | StmtKind::Gemm(_) => {
+            errors.push(Diagnostic::error(s.span, "a tile op inside a T.Parallel loop"))
+        }
+        _ => {}
+    }
+    });
+    let accesses = accesses(&body);
+    let mut touches_fragment = false;
+    for (name, indices) in &accesses {
+        if !ctx.fragments.contains(name) {
+            continue;
+        }
+        touches_fragment = true;
+        let shape_ok = ctx
+            .buffer(name)
+            .and_then(shape)
+            .is_some_and(|s| s.iter().map(|&n| Some(n)).eq(extents.iter().map(const_int)));
+        let identity = indices.len() == vars.len()
+            && indices
+                .iter()
+                .zip(&vars)
+                .all(|(i, v)| matches!(&i.kind, ExprKind::Var(n) if n == v));
+        if !(shape_ok && identity) {
+            errors.push(mismatch(name, span));
+        }
+    }
+    errors.dedup_by(|a, b| a.message == b.message);
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let vec = vector_width(&body, &accesses, &vars, &extents, ctx, touches_fragment);
+
+    // Fragments first (their indices are still the loop variables), then the variables.
+    let fragments = ctx.fragments;
+    Ok(build(&extents, ctx.threads, vec, span, names, |m| {
+        let slot = m.slot.clone();
+        rewrite_fragment_stores(&mut body, &|n| fragments.contains(n), &slot);
+        // Parallel loops start at 0 (docs/ir.md); a start is added all the same.
+        let subst: HashMap<&str, Expr> = vars
+            .iter()
+            .map(String::as_str)
+            .zip(
+                starts
+                    .iter()
+                    .zip(&m.indices)
+                    .map(|(s, i)| bin(BinOp::Add, s.clone(), i.clone())),
+            )
+            .collect();
+        map_body_exprs(&mut body, &mut |e| match &e.kind {
+            ExprKind::Load { buffer, .. } if fragments.contains(buffer) => Expr::new(
+                ExprKind::Load {
+                    buffer: buffer.clone(),
+                    indices: vec![slot.clone()],
+                },
+                e.span,
+            ),
+            ExprKind::Var(n) => match subst.get(n.as_str()) {
+                Some(value) => value.clone(),
+                None => e,
+            },
+            _ => e,
+        });
+        body
+    }))
+}
+
+fn extent(f: &For) -> Expr {
+    match const_int(&f.start) {
+        Some(0) => f.stop.clone(),
+        _ => bin(BinOp::Sub, f.stop.clone(), f.start.clone()),
+    }
+}
+
+/// Every buffer access of `body` (stores and loads): buffer name and indices.
+fn accesses(body: &[Stmt]) -> Vec<(String, Vec<Expr>)> {
+    let mut out = Vec::new();
+    for_each_stmt(body, &mut |s| {
+        if let StmtKind::Store {
+            buffer, indices, ..
+        } = &s.kind
+        {
+            out.push((buffer.name.clone(), indices.clone()));
+        }
+        for e in stmt_exprs(s) {
+            for_each_subexpr(e, &mut |x| {
+                if let ExprKind::Load { buffer, indices } = &x.kind {
+                    out.push((buffer.clone(), indices.clone()));
+                }
+            });
+        }
+    });
+    out
+}
+
+fn rewrite_fragment_stores(body: &mut [Stmt], is_fragment: &dyn Fn(&str) -> bool, slot: &Expr) {
+    for s in body {
+        if let StmtKind::Store {
+            buffer, indices, ..
+        } = &mut s.kind
+        {
+            if is_fragment(&buffer.name) {
+                *indices = vec![slot.clone()];
+            }
+        }
+        for child in tlc_ir::visit::child_bodies_mut(s) {
+            rewrite_fragment_stores(child, is_fragment, slot);
+        }
+    }
+}
+
+/// The vector width of the region (1: no vectors); see the module summary.
+fn vector_width(
+    body: &[Stmt],
+    accesses: &[(String, Vec<Expr>)],
+    vars: &[String],
+    extents: &[Expr],
+    ctx: &Ctx,
+    touches_fragment: bool,
+) -> i64 {
+    let (Some(j), Some(inner)) = (vars.last(), extents.last().and_then(const_int)) else {
+        return 1;
+    };
+    if touches_fragment
+        || accesses.is_empty()
+        || !body
+            .iter()
+            .all(|s| matches!(s.kind, StmtKind::Store { .. }))
+    {
+        return 1;
+    }
+    let mut v = i64::MAX;
+    for (name, _) in accesses {
+        match ctx.buffer(name) {
+            Some(b) => v = v.min(width(b.dtype.bytes())),
+            None => return 1,
+        }
+    }
+    if v <= 1 || inner % v != 0 {
+        return 1;
+    }
+    let ok = accesses.iter().all(|(name, indices)| {
+        let Some((last, rest)) = indices.split_last() else {
+            return false;
+        };
+        ctx.buffer(name).is_some_and(|b| rows_aligned(b, v))
+            && rest.iter().all(|i| !mentions(i, j))
+            && unit_offset(last, j).is_some_and(|off| multiple_of(&off, v))
+    });
+    if ok {
+        v
+    } else {
+        1
+    }
+}

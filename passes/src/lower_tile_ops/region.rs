@@ -1,0 +1,157 @@
+//! The thread mapping every SIMT region shares. An op's element space (extents
+//! `e0 … ek`, row-major, flat size `E`) is split into vectors of `V` elements along the
+//! innermost dimension (`V = 1`: no vectors); vector number `f = it * T + tx` is done by
+//! thread `tx` in iteration `it` of a serial loop of `ceil(E / (T * V))` trips, under
+//! `if f < E / V:` when `T * V` does not divide `E`. Each element-space index is `f`
+//! decomposed row-major (`f // (e1 … ek) % e0 …`), the innermost one times `V` plus the
+//! vector lane `v`.
+
+use crate::names::NameSet;
+use tlc_ir::verifier::const_int;
+use tlc_ir::{BinOp, Expr, For, ForKind, Span, Stmt, StmtKind, ThreadTag};
+
+/// The per-element view of a region handed to the op that fills its body.
+pub(crate) struct Mapping {
+    /// One index per element-space dimension.
+    pub indices: Vec<Expr>,
+    /// The serial iteration variable `it` (the fragment slot when `V = 1`).
+    pub slot: Expr,
+}
+
+/// `a op b`, folding literals and dropping `+ 0` and `* 1` so generated indices stay readable.
+pub(crate) fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
+    match (op, a.as_int(), b.as_int()) {
+        (BinOp::Add, Some(0), _) | (BinOp::Mul, Some(1), _) => b,
+        (BinOp::Add, _, Some(0)) | (BinOp::Mul, _, Some(1)) | (BinOp::FloorDiv, _, Some(1)) => a,
+        _ => Expr::binary(op, a, b, Span::DUMMY),
+    }
+}
+
+pub(crate) fn with_span(mut e: Expr, span: Span) -> Expr {
+    e.span = span;
+    e
+}
+
+/// `a and b`, dropping `true` operands.
+pub(crate) fn and(a: Option<Expr>, b: Expr) -> Expr {
+    match a {
+        Some(a) => bin(BinOp::And, a, b),
+        None => b,
+    }
+}
+
+/// Builds the region for element space `extents` with `threads` threads and vector width
+/// `vec` (the caller has checked that `vec` divides the innermost extent), with the body
+/// `body(mapping)` run for each element (each vector lane).
+pub(crate) fn build(
+    extents: &[Expr],
+    threads: i64,
+    vec: i64,
+    span: Span,
+    names: &mut NameSet,
+    body: impl FnOnce(&Mapping) -> Vec<Stmt>,
+) -> Stmt {
+    let tx = names.fresh("tx");
+    let it = names.fresh("it");
+    let lane = (vec > 1).then(|| names.fresh("v"));
+    let flat = bin(
+        BinOp::Add,
+        bin(BinOp::Mul, Expr::var(&it), Expr::int(threads)),
+        Expr::var(&tx),
+    );
+    // The space counted in vectors: the innermost extent divided by `vec`.
+    let mut space: Vec<Expr> = extents.to_vec();
+    if let Some(last) = space.last_mut() {
+        if vec > 1 {
+            *last = bin(BinOp::FloorDiv, last.clone(), Expr::int(vec));
+        }
+    }
+    let total = space
+        .iter()
+        .cloned()
+        .reduce(|a, b| bin(BinOp::Mul, a, b))
+        .unwrap_or_else(|| Expr::int(1));
+    let mut indices = decompose(&flat, &space);
+    if let (Some(last), Some(lane)) = (indices.last_mut(), &lane) {
+        *last = bin(
+            BinOp::Add,
+            bin(BinOp::Mul, last.clone(), Expr::int(vec)),
+            Expr::var(lane),
+        );
+    }
+    let mapping = Mapping {
+        indices,
+        slot: Expr::var(&it),
+    };
+    let mut inner = body(&mapping);
+    if let Some(lane) = lane {
+        inner = vec![for_loop(
+            &lane,
+            Expr::int(vec),
+            ForKind::Vectorized,
+            inner,
+            span,
+        )];
+    }
+    let divisible = const_int(&total).is_some_and(|e| e % threads == 0);
+    if !divisible {
+        inner = vec![Stmt::new(
+            StmtKind::If {
+                cond: bin(BinOp::Lt, flat, total.clone()),
+                then_body: inner,
+                else_body: Vec::new(),
+            },
+            span,
+        )];
+    }
+    let trips = bin(BinOp::CeilDiv, total, Expr::int(threads));
+    let serial = for_loop(&it, trips, ForKind::Serial, inner, span);
+    for_loop(
+        &tx,
+        Expr::int(threads),
+        ForKind::ThreadBinding(ThreadTag::ThreadX),
+        vec![serial],
+        span,
+    )
+}
+
+/// `flat` decomposed row-major over `extents`; an extent of 1 gives the index 0.
+fn decompose(flat: &Expr, extents: &[Expr]) -> Vec<Expr> {
+    let mut out = Vec::with_capacity(extents.len());
+    let mut stride: Option<Expr> = None;
+    for (d, extent) in extents.iter().enumerate().rev() {
+        let index = if const_int(extent) == Some(1) {
+            Expr::int(0)
+        } else {
+            let q = match &stride {
+                Some(s) => bin(BinOp::FloorDiv, flat.clone(), s.clone()),
+                None => flat.clone(),
+            };
+            if d == 0 {
+                q
+            } else {
+                bin(BinOp::FloorMod, q, extent.clone())
+            }
+        };
+        out.push(index);
+        stride = Some(match stride {
+            Some(s) => bin(BinOp::Mul, extent.clone(), s),
+            None => extent.clone(),
+        });
+    }
+    out.reverse();
+    out
+}
+
+pub(crate) fn for_loop(var: &str, stop: Expr, kind: ForKind, body: Vec<Stmt>, span: Span) -> Stmt {
+    Stmt::new(
+        StmtKind::For(For {
+            var: tlc_ir::Ident::new(var, span),
+            start: Expr::int(0),
+            stop,
+            kind,
+            body,
+        }),
+        span,
+    )
+}

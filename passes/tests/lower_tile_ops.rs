@@ -1,0 +1,228 @@
+//! `lower-tile-ops`: snapshots of the SIMT regions, meaning preserved under the lockstep
+//! interpreter (random inputs, ragged symbolic dims), vectorized loops where the rule
+//! allows them, and the errors for what is not lowered.
+
+mod common;
+
+use common::{assert_same_meaning, case, corpus};
+use tlc_ir::printer::print_func;
+use tlc_ir::visit::for_each_stmt;
+use tlc_ir::{ForKind, PrimFunc, Scope, StmtKind};
+use tlc_passes::lower_tile_ops::LowerTileOps;
+use tlc_passes::Pass;
+
+fn lowered(func: PrimFunc) -> PrimFunc {
+    let out = LowerTileOps.run(func).expect("lower-tile-ops");
+    tlc_ir::verifier::verify(&out).expect("lowered IR verifies");
+    out
+}
+
+/// The output with a `T.sync_threads()` closing every region: the pass's contract is that
+/// consecutive regions are separated as if by a barrier (thread-binding inserts the real
+/// ones), and the lockstep interpreter checks shared-memory races across regions.
+fn with_region_barriers(mut func: PrimFunc) -> PrimFunc {
+    fn walk(body: &mut [tlc_ir::Stmt]) {
+        for s in body {
+            if let StmtKind::For(f) = &mut s.kind {
+                if matches!(f.kind, ForKind::ThreadBinding(_)) {
+                    f.body.push(tlc_ir::Stmt::new(StmtKind::Barrier, s.span));
+                    continue;
+                }
+            }
+            for child in tlc_ir::visit::child_bodies_mut(s) {
+                walk(child);
+            }
+        }
+    }
+    walk(&mut func.body);
+    func
+}
+
+/// `assert_same_meaning` of the input and the output with its region barriers.
+fn same_meaning(name: &str, before: &PrimFunc, after: &PrimFunc) -> usize {
+    assert_same_meaning(name, before, &with_region_barriers(after.clone()))
+}
+
+fn parse(src: &str) -> PrimFunc {
+    let func = tlc_ir::parse(src).expect("parse");
+    tlc_ir::verifier::verify(&func).expect("verify");
+    func
+}
+
+/// The extents of the vectorized loops, in order.
+fn vector_loops(func: &PrimFunc) -> Vec<i64> {
+    let mut out = Vec::new();
+    for_each_stmt(&func.body, &mut |s| {
+        if let StmtKind::For(f) = &s.kind {
+            if f.kind == ForKind::Vectorized {
+                out.push(f.stop.as_int().unwrap_or(-1));
+            }
+        }
+    });
+    out
+}
+
+/// No tile op and no parallel loop is left; every remaining op sits in a region.
+fn assert_thread_level(name: &str, func: &PrimFunc) {
+    for_each_stmt(&func.body, &mut |s| match &s.kind {
+        StmtKind::Copy { .. } | StmtKind::Fill { .. } | StmtKind::Gemm(_) => {
+            panic!("{name}: a tile op is left")
+        }
+        StmtKind::For(f) if f.kind == ForKind::Parallel => {
+            panic!("{name}: a parallel loop is left")
+        }
+        _ => {}
+    });
+    for b in func.buffers() {
+        assert_ne!(
+            b.scope,
+            Scope::Fragment,
+            "{name}: fragment `{}` left",
+            b.name.name
+        );
+    }
+}
+
+fn specialized(func: &PrimFunc, dims: &[(&str, i64)]) -> PrimFunc {
+    let bindings: Vec<(String, i64)> = dims.iter().map(|(n, v)| (n.to_string(), *v)).collect();
+    tlc_ir::specialize::specialize(func, &bindings).expect("specialize")
+}
+
+#[test]
+fn snapshot_elementwise_add() {
+    insta::assert_snapshot!(print_func(&lowered(case("elementwise_add"))));
+}
+
+#[test]
+fn snapshot_scale_cast() {
+    insta::assert_snapshot!(print_func(&lowered(case("scale_cast"))));
+}
+
+#[test]
+fn snapshot_transpose() {
+    insta::assert_snapshot!(print_func(&lowered(case("transpose"))));
+}
+
+#[test]
+fn snapshot_copy_regions() {
+    insta::assert_snapshot!(print_func(&lowered(case("copy_regions"))));
+}
+
+#[test]
+fn snapshot_index_math() {
+    insta::assert_snapshot!(print_func(&lowered(case("index_math"))));
+}
+
+const FRAGMENT: &str = "M = T.symbolic(\"M\")\n\n@T.prim_func\ndef frag(\n    A: T.Tensor((M, 48), \"float16\"),\n    C: T.Tensor((M, 48), \"float32\"),\n):\n    with T.Kernel(T.ceildiv(M, 16), threads=96) as bx:\n        A_shared = T.alloc_shared((16, 48), \"float16\")\n        C_local = T.alloc_fragment((16, 48), \"float32\")\n        T.fill(C_local, 1.5)\n        T.copy(A[bx * 16, 0], A_shared)\n        for i, j in T.Parallel(16, 48):\n            C_local[i, j] = C_local[i, j] + T.cast(A_shared[i, j], \"float32\")\n        T.copy(C_local, C[bx * 16, 0])\n";
+
+#[test]
+fn snapshot_fragment() {
+    let func = parse(FRAGMENT);
+    let out = lowered(func.clone());
+    same_meaning("fragment", &func, &out);
+    insta::assert_snapshot!(print_func(&out));
+}
+
+#[test]
+fn lowering_keeps_meaning_on_the_corpus() {
+    let mut compared = 0;
+    let mut lowered_cases = 0;
+    for (name, func) in corpus() {
+        match LowerTileOps.run(func.clone()) {
+            Ok(out) => {
+                tlc_ir::verifier::verify(&out)
+                    .unwrap_or_else(|d| panic!("{name}: lowered IR does not verify: {d:?}"));
+                assert_thread_level(&name, &out);
+                compared += same_meaning(&name, &func, &out);
+                lowered_cases += 1;
+            }
+            Err(errors) => {
+                // Only gemm kernels and 2-D thread blocks are refused.
+                let msg = &errors[0].message;
+                assert!(
+                    msg.contains("T.gemm lowering arrives") || msg.contains("multi-dimensional"),
+                    "{name}: {msg}"
+                );
+            }
+        }
+    }
+    assert!(lowered_cases >= 10, "only {lowered_cases} cases lowered");
+    assert!(compared >= 50, "only {compared} runs compared");
+}
+
+#[test]
+fn vectors_need_constant_aligned_rows() {
+    // Symbolic N: the global rows of scale_cast are not known multiples of the vector
+    // width, so only the shared-to-shared parallel loop is vectorized (4 x f32 wide).
+    assert_eq!(vector_loops(&lowered(case("scale_cast"))), [4]);
+    // With N = 128 every access is aligned: the f32 load copy (4), the parallel loop (4,
+    // its widest dtype is f32) and the f16 store copy (8).
+    let func = specialized(&case("scale_cast"), &[("M", 100), ("N", 128)]);
+    let out = lowered(func.clone());
+    assert_eq!(vector_loops(&out), [4, 4, 8]);
+    same_meaning("scale_cast N=128", &func, &out);
+    // N = 130: rows are not multiples of 4 elements; nothing touching X or Y vectorizes.
+    let func = specialized(&case("scale_cast"), &[("M", 100), ("N", 130)]);
+    let out = lowered(func.clone());
+    assert_eq!(vector_loops(&out), [4]);
+    same_meaning("scale_cast N=130", &func, &out);
+    // float16 tiles: 8-wide copies; the transposing loop reads `tile[j, i]`: no vectors.
+    let func = specialized(&case("transpose"), &[("M", 64), ("N", 96)]);
+    let out = lowered(func.clone());
+    assert_eq!(vector_loops(&out), [8, 8]);
+    same_meaning("transpose", &func, &out);
+}
+
+#[test]
+fn ragged_element_counts_get_a_guard() {
+    // 1001 elements over 128 threads: 8 trips and `if it * 128 + tx < 1001`, no vectors (rows of 1001).
+    let src = "@T.prim_func\ndef f(A: T.Tensor((1001,), \"float32\")):\n    with T.Kernel(1, threads=128) as bx:\n        for i in T.Parallel(1001):\n            A[i] = A[i] * 2.0\n";
+    let func = parse(src);
+    let out = lowered(func.clone());
+    let text = print_func(&out);
+    assert!(text.contains("for it in T.serial(8):"), "{text}");
+    assert!(text.contains("if it * 128 + tx < 1001:"), "{text}");
+    same_meaning("ragged", &func, &out);
+}
+
+#[test]
+fn unsupported_inputs_are_clear_errors() {
+    let errs = LowerTileOps.run(case("gemm_seed000")).unwrap_err();
+    assert!(errs[0]
+        .message
+        .contains("T.gemm lowering arrives with the tensor-core path (issue 5)"));
+    let errs = LowerTileOps.run(case("layouts_and_fill")).unwrap_err();
+    assert!(errs[0].message.contains("multi-dimensional thread blocks"));
+    // A parallel loop over half a fragment.
+    let src = FRAGMENT.replace(
+        "for i, j in T.Parallel(16, 48)",
+        "for i, j in T.Parallel(8, 48)",
+    );
+    let errs = LowerTileOps.run(parse(&src)).unwrap_err();
+    assert!(
+        errs[0].message.contains("part of fragment `C_local`"),
+        "{}",
+        errs[0].message
+    );
+    // A fragment read by a scalar statement.
+    let src = FRAGMENT.replace(
+        "        T.copy(C_local, C[bx * 16, 0])\n",
+        "        C[0, 0] = C_local[0, 0]\n",
+    );
+    let errs = LowerTileOps.run(parse(&src)).unwrap_err();
+    assert!(
+        errs[0]
+            .message
+            .contains("fragment `C_local` is used outside"),
+        "{}",
+        errs[0].message
+    );
+}
+
+#[test]
+fn thread_level_kernels_are_left_alone() {
+    for stem in ["thread_level", "thread_transpose", "thread_vectorized"] {
+        let func = case(stem);
+        assert_eq!(lowered(func.clone()), func, "{stem}");
+    }
+}

@@ -128,11 +128,8 @@ pub fn compile_func(
         let emitted = codegen::emit(&func, manifest_target(target));
         rows.push(timing("codegen", start.elapsed()));
         let (module, manifest) = emitted.map_err(|diags| {
-            UserError(format!(
-                "error: code generation for {} failed\n{}",
-                target.name(),
-                file.render_all(&diags)
-            ))
+            let note = format!("reported by code generation for {}", target.name());
+            UserError(file.render_all(&with_note(diags, &note)))
         })?;
         let start = Instant::now();
         let text = print_with_manifest(&module, &manifest);
@@ -149,15 +146,20 @@ pub fn compile_func(
     Ok(compiled)
 }
 
-/// A pipeline failure as the user sees it: a pass's own diagnostics point into the source.
+/// A pipeline failure as the user sees it: a pass's own diagnostics point into the source
+/// (located first, as every tlc error), each noting the pass that reported it.
 pub fn pipeline_error(file: &SourceFile, e: PipelineError) -> UserError {
     match e {
-        PipelineError::PassFailed { pass, diagnostics } => UserError(format!(
-            "error: pass `{pass}` failed\n{}",
-            file.render_all(&diagnostics)
-        )),
+        PipelineError::PassFailed { pass, diagnostics } => {
+            let note = format!("reported by pass `{pass}`");
+            UserError(file.render_all(&with_note(diagnostics, &note)))
+        }
         e => UserError::plain(e),
     }
+}
+
+fn with_note(diags: Vec<tlc_ir::Diagnostic>, note: &str) -> Vec<tlc_ir::Diagnostic> {
+    diags.into_iter().map(|d| d.with_note(note)).collect()
 }
 
 fn timing(pass: &'static str, elapsed: Duration) -> PassTiming {

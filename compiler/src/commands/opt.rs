@@ -5,7 +5,7 @@
 use crate::cli::InstrumentFlags;
 use crate::frontend::{self, UserError};
 use std::path::Path;
-use tlc_passes::{parse_pipeline, PassManager, PipelineError};
+use tlc_passes::{parse_pipeline, PassManager};
 
 pub fn run(
     path: &Path,
@@ -20,11 +20,6 @@ pub fn run(
     let mut stderr = std::io::stderr().lock();
     match manager.run(func, &mut stderr) {
         Ok(func) => Ok(tlc_ir::printer::print_func(&func)),
-        // The pass's diagnostics point into the user's source.
-        Err(PipelineError::PassFailed { pass, diagnostics }) => Err(UserError(format!(
-            "error: pass `{pass}` failed\n{}",
-            file.render_all(&diagnostics)
-        ))),
-        Err(e) => Err(UserError::plain(e)),
+        Err(e) => Err(super::compile::pipeline_error(&file, e)),
     }
 }

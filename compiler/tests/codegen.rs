@@ -3,42 +3,16 @@
 //! checked against the manifest, and ptxas must assemble it for both targets with `-v`,
 //! without spills. Unsupported inputs give spanned errors, never panics.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::{ptxas, root};
+use std::path::Path;
 use std::process::Command;
 use tlc::codegen::emit;
 use tlc::ptx::{check_manifest, print_with_manifest};
 use tlc_ir::{Diagnostic, PrimFunc};
 use tlc_runtime::manifest::{Access, Manifest, Target};
 use tlc_runtime::DimExpr;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default()
-}
-
-fn ptxas() -> PathBuf {
-    const HOW: &str = "run ./scripts/install-ptxas.sh or set TLC_PTXAS to a ptxas binary";
-    let runs = |p: &Path| {
-        Command::new(p)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    if let Some(p) = std::env::var_os("TLC_PTXAS") {
-        let p = PathBuf::from(p);
-        assert!(runs(&p), "TLC_PTXAS={} does not run: {HOW}", p.display());
-        return p;
-    }
-    let local = root().join(".tools/nvcc/nvidia/cuda_nvcc/bin/ptxas");
-    if runs(&local) {
-        return local;
-    }
-    let on_path = PathBuf::from("ptxas");
-    assert!(runs(&on_path), "ptxas was not found: {HOW}");
-    on_path
-}
 
 /// Assembles `ptx` for `arch` and returns ptxas's `-v` log; panics on an error or a spill.
 fn assemble(ptx: &str, name: &str, arch: &str) -> String {

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{root, text, tlc};
+use common::{ptxas, root, text, tlc};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use tlc_passes::{default_pipeline, Target};
@@ -62,30 +62,6 @@ fn stem(example: &str) -> String {
 
 fn pass_names(target: Target) -> Vec<&'static str> {
     default_pipeline(target).iter().map(|p| p.name()).collect()
-}
-
-fn runs(ptxas: &Path) -> bool {
-    Command::new(ptxas)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-fn ptxas() -> PathBuf {
-    const HOW: &str = "run ./scripts/install-ptxas.sh (it installs ptxas into .tools/) or set \
-                       TLC_PTXAS to a ptxas binary";
-    if let Some(p) = std::env::var_os("TLC_PTXAS") {
-        let p = PathBuf::from(p);
-        assert!(runs(&p), "TLC_PTXAS={} does not run: {HOW}", p.display());
-        return p;
-    }
-    let local = root().join(".tools/nvcc/nvidia/cuda_nvcc/bin/ptxas");
-    if runs(&local) {
-        return local;
-    }
-    let on_path = PathBuf::from("ptxas");
-    assert!(runs(&on_path), "ptxas was not found: {HOW}");
-    on_path
 }
 
 fn assemble(ptx: &Path, arch: &str) {

@@ -1,26 +1,8 @@
 //! `tlc opt` and `tlc passes` as users run them.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default()
-}
-
-fn tlc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tlc"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("run tlc")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use common::{text, tlc};
 
 #[test]
 fn passes_lists_every_pass_with_a_description() {

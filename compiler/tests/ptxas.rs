@@ -6,44 +6,15 @@
 //! it), then `PATH`. When it is nowhere the tests FAIL and say how to install it: a missing
 //! assembler must never turn into silently skipped checks.
 
+mod common;
 mod ptx_cases;
 
+use common::ptxas;
 use ptx_cases::{Case, CASES};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use tlc::ptx::*;
 use tlc_runtime::manifest::Manifest;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default()
-}
-
-fn runs(ptxas: &Path) -> bool {
-    Command::new(ptxas)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-fn ptxas() -> PathBuf {
-    const HOW: &str = "run ./scripts/install-ptxas.sh (it installs ptxas into .tools/) or set \
-                       TLC_PTXAS to a ptxas binary";
-    if let Some(p) = std::env::var_os("TLC_PTXAS") {
-        let p = PathBuf::from(p);
-        assert!(runs(&p), "TLC_PTXAS={} does not run: {HOW}", p.display());
-        return p;
-    }
-    let local = root().join(".tools/nvcc/nvidia/cuda_nvcc/bin/ptxas");
-    if runs(&local) {
-        return local;
-    }
-    let on_path = PathBuf::from("ptxas");
-    assert!(runs(&on_path), "ptxas was not found: {HOW}");
-    on_path
-}
 
 /// What `ptxas -v` reports for one entry.
 #[derive(Debug)]

@@ -1,4 +1,6 @@
-//! Helpers shared by the binary's integration tests.
+//! Helpers shared by the compiler's integration tests. Each test file uses a different
+//! subset, hence the `dead_code` allowance.
+#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -23,4 +25,30 @@ pub fn tlc(args: &[&str]) -> Output {
 /// Lossy text of an output stream.
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn runs(ptxas: &Path) -> bool {
+    Command::new(ptxas)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// The ptxas the tests assemble with: `$TLC_PTXAS`, else `.tools/` (scripts/install-ptxas.sh),
+/// else `PATH`. Missing ptxas fails the test, never skips it.
+pub fn ptxas() -> PathBuf {
+    const HOW: &str = "run ./scripts/install-ptxas.sh (it installs ptxas into .tools/) or set \
+                       TLC_PTXAS to a ptxas binary";
+    if let Some(p) = std::env::var_os("TLC_PTXAS") {
+        let p = PathBuf::from(p);
+        assert!(runs(&p), "TLC_PTXAS={} does not run: {HOW}", p.display());
+        return p;
+    }
+    let local = root().join(".tools/nvcc/nvidia/cuda_nvcc/bin/ptxas");
+    if runs(&local) {
+        return local;
+    }
+    let on_path = PathBuf::from("ptxas");
+    assert!(runs(&on_path), "ptxas was not found: {HOW}");
+    on_path
 }

@@ -304,21 +304,7 @@ mod tests {
 
     #[test]
     fn bytes_round_trip_every_dtype() {
-        let dtypes = [
-            DType::Float16,
-            DType::BFloat16,
-            DType::Float32,
-            DType::Float64,
-            DType::Float8E4M3,
-            DType::Float8E5M2,
-            DType::Int8,
-            DType::Int32,
-            DType::Int64,
-            DType::UInt8,
-            DType::UInt32,
-            DType::Bool,
-        ];
-        for dtype in dtypes {
+        for dtype in DType::ALL {
             let t = interp::random_tensor("X", dtype, &[3, 5], 11).unwrap();
             let bytes = to_bytes(&t);
             assert_eq!(bytes.len(), 15 * dtype.bytes() as usize, "{dtype}");

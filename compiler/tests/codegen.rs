@@ -5,9 +5,8 @@
 
 mod common;
 
-use common::{ptxas, root};
+use common::{ptxas_log, root};
 use std::path::Path;
-use std::process::Command;
 use tlc::codegen::emit;
 use tlc::ptx::{check_manifest, print_with_manifest};
 use tlc_ir::{Diagnostic, PrimFunc};
@@ -20,24 +19,7 @@ fn assemble(ptx: &str, name: &str, arch: &str) -> String {
     std::fs::create_dir_all(&dir).expect("tmp dir");
     let file = dir.join(format!("{name}.{arch}.ptx"));
     std::fs::write(&file, ptx).expect("write ptx");
-    let out = Command::new(ptxas())
-        .arg(format!("-arch={arch}"))
-        .arg("-v")
-        .arg(&file)
-        .arg("-o")
-        .arg(file.with_extension("cubin"))
-        .output()
-        .expect("run ptxas");
-    let log = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.status.success(),
-        "{name}: ptxas -arch={arch} rejected {}:\n{log}",
-        file.display()
-    );
+    let log = ptxas_log(&file, arch).unwrap_or_else(|e| panic!("{name}: {e}"));
     assert!(
         log.contains("0 bytes spill stores") && log.contains("0 bytes spill loads"),
         "{name} spills on {arch}:\n{log}"

@@ -7,9 +7,8 @@
 
 mod common;
 
-use common::{ptxas, root, text, tlc};
+use common::{ptxas_log, root, text, tlc};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use tlc_passes::{default_pipeline, Target};
 use tlc_runtime::manifest::Manifest;
 
@@ -65,20 +64,9 @@ fn pass_names(target: Target) -> Vec<&'static str> {
 }
 
 fn assemble(ptx: &Path, arch: &str) {
-    let out = Command::new(ptxas())
-        .arg(format!("-arch={arch}"))
-        .arg(ptx)
-        .arg("-o")
-        .arg(ptx.with_extension(format!("{arch}.cubin")))
-        .output()
-        .expect("run ptxas");
-    assert!(
-        out.status.success(),
-        "ptxas -arch={arch} rejected {}:\n{}{}",
-        ptx.display(),
-        text(&out.stdout),
-        text(&out.stderr)
-    );
+    if let Err(e) = ptxas_log(ptx, arch) {
+        panic!("{e}");
+    }
 }
 
 #[test]

@@ -9,10 +9,9 @@
 mod common;
 mod ptx_cases;
 
-use common::ptxas;
+use common::ptxas_log;
 use ptx_cases::{Case, CASES};
 use std::path::Path;
-use std::process::Command;
 use tlc::ptx::*;
 use tlc_runtime::manifest::Manifest;
 
@@ -36,22 +35,7 @@ fn assemble(ptx: &str, name: &str, arch: &str) -> Result<Report, String> {
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let file = dir.join(format!("{name}.{arch}.ptx"));
     std::fs::write(&file, ptx).map_err(|e| format!("{}: {e}", file.display()))?;
-    let out = Command::new(ptxas())
-        .arg(format!("-arch={arch}"))
-        .arg("-v")
-        .arg(&file)
-        .arg("-o")
-        .arg(file.with_extension("cubin"))
-        .output()
-        .map_err(|e| format!("running ptxas: {e}"))?;
-    let log = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    if !out.status.success() {
-        return Err(format!("ptxas -arch={arch} {}:\n{log}", file.display()));
-    }
+    let log = ptxas_log(&file, arch)?;
     let field = |suffix: &str| {
         number_before(&log, suffix)
             .ok_or_else(|| format!("no `{suffix}` in ptxas -v output:\n{log}"))

@@ -52,3 +52,25 @@ pub fn ptxas() -> PathBuf {
     assert!(runs(&on_path), "ptxas was not found: {HOW}");
     on_path
 }
+
+/// Runs `ptxas -arch=ARCH -v` on the PTX file `file` and returns its whole log (stdout then
+/// stderr); `Err` carries the log when ptxas rejects the file.
+pub fn ptxas_log(file: &Path, arch: &str) -> Result<String, String> {
+    let out = Command::new(ptxas())
+        .arg(format!("-arch={arch}"))
+        .arg("-v")
+        .arg(file)
+        .arg("-o")
+        .arg(file.with_extension(format!("{arch}.cubin")))
+        .output()
+        .map_err(|e| format!("running ptxas: {e}"))?;
+    let log = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    if out.status.success() {
+        Ok(log)
+    } else {
+        Err(format!(
+            "ptxas -arch={arch} rejected {}:\n{log}",
+            file.display()
+        ))
+    }
+}

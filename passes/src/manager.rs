@@ -140,6 +140,20 @@ impl PassManager {
     /// Runs the pipeline on `func` (which should verify). IR prints and the timing table go
     /// to `log` (the CLI passes stderr); a failed write to `log` is ignored.
     pub fn run(&self, func: PrimFunc, log: &mut dyn Write) -> Result<PrimFunc, PipelineError> {
+        let (func, timings) = self.run_timed(func, log)?;
+        if self.opts.time_passes {
+            let _ = log.write_all(timings.table().as_bytes());
+        }
+        Ok(func)
+    }
+
+    /// Like [`PassManager::run`], but hands the timings back instead of printing them, so a
+    /// driver that does more work after the pipeline (code generation) can report one table.
+    pub fn run_timed(
+        &self,
+        func: PrimFunc,
+        log: &mut dyn Write,
+    ) -> Result<(PrimFunc, Timings), PipelineError> {
         let opts = &self.opts;
         if let Some(dir) = &opts.dump_dir {
             std::fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
@@ -196,12 +210,11 @@ impl PassManager {
                 break;
             }
         }
-        if opts.time_passes {
-            let _ = log.write_all(
-                timing_table(&timings, opts.verify_each.then_some(verify_time)).as_bytes(),
-            );
-        }
-        Ok(func)
+        let timings = Timings {
+            passes: timings,
+            verify: opts.verify_each.then_some(verify_time),
+        };
+        Ok((func, timings))
     }
 
     /// Dumps the IR around a pass that broke it and builds the error.
@@ -238,6 +251,20 @@ fn banner(log: &mut dyn Write, when: &str, pass: &str, text: &str) {
     let _ = writeln!(log, "# -----// IR {when} {pass} //----- #");
     let _ = log.write_all(text.as_bytes());
     let _ = writeln!(log);
+}
+
+/// Where a pipeline run spent its time: each pass, then the verifier (when verify-each ran).
+#[derive(Clone, Debug, Default)]
+pub struct Timings {
+    pub passes: Vec<PassTiming>,
+    pub verify: Option<Duration>,
+}
+
+impl Timings {
+    /// The `--time-passes` report.
+    pub fn table(&self) -> String {
+        timing_table(&self.passes, self.verify)
+    }
 }
 
 /// The `--time-passes` report.

@@ -14,7 +14,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tlc_ir::PrimFunc;
-use tlc_passes::manager::{timing_table, PassTiming};
+use tlc_passes::manager::PassTiming;
 use tlc_passes::{default_pipeline, Instrumentation, PassManager, PipelineError, Target};
 use tlc_runtime::manifest::{Manifest, Target as ManifestTarget};
 
@@ -110,14 +110,10 @@ pub fn compile_func(
     let pipeline = default_pipeline(target);
     let stages = pipeline.len();
     let manager = PassManager::new(pipeline, opts.clone()).map_err(UserError::plain)?;
-    // The manager writes its timing table last; hold it back to add our own rows.
-    let mut capture = TimingCapture { log, table: None };
-    let func = manager
-        .run(func, &mut capture)
+    let (func, mut timings) = manager
+        .run_timed(func, log)
         .map_err(|e| pipeline_error(file, e))?;
-    let table = capture.table;
-
-    let mut rows: Vec<PassTiming> = Vec::new();
+    let rows = &mut timings.passes;
     let compiled = if emit == Emit::Tir || opts.stop_after.is_some() {
         let start = Instant::now();
         let text = tlc_ir::printer::print_func(&func);
@@ -141,7 +137,7 @@ pub fn compile_func(
         Compiled::Ptx { text, manifest }
     };
     if opts.time_passes {
-        let _ = log.write_all(extend_table(table.as_deref(), &rows).as_bytes());
+        let _ = log.write_all(timings.table().as_bytes());
     }
     Ok(compiled)
 }
@@ -169,92 +165,4 @@ fn timing(pass: &'static str, elapsed: Duration) -> PassTiming {
 fn write_dump(path: &PathBuf, text: &str) -> Result<(), UserError> {
     std::fs::write(path, text)
         .map_err(|e| UserError::plain(format!("cannot write {}: {e}", path.display())))
-}
-
-/// The manager's timing table with `rows` (code generation, printing) inserted before its
-/// `total` line and the total raised by them. Without a table from the manager (its format
-/// changed), the rows get a table of their own rather than a wrong total.
-fn extend_table(manager_table: Option<&str>, rows: &[PassTiming]) -> String {
-    let own = || timing_table(rows, None);
-    let Some(table) = manager_table else {
-        return own();
-    };
-    let mut lines: Vec<&str> = table.lines().collect();
-    let total = lines
-        .pop()
-        .filter(|l| l.trim_end().ends_with("  total"))
-        .and_then(|l| l.split_whitespace().next())
-        .and_then(|ms| ms.parse::<f64>().ok());
-    let Some(total) = total else {
-        return format!("{table}{}", own());
-    };
-    let mut out: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    let mut sum = total;
-    for row in rows {
-        let ms = row.elapsed.as_secs_f64() * 1e3;
-        sum += ms;
-        out.push_str(&format!("{ms:>10.3}  {}\n", row.pass));
-    }
-    out.push_str(&format!("{sum:>10.3}  total\n"));
-    out
-}
-
-/// Forwards the pass manager's log, except its timing table (one write that starts with the
-/// table's title), which it keeps.
-struct TimingCapture<'a> {
-    log: &'a mut dyn Write,
-    table: Option<String>,
-}
-
-const TABLE_TITLE: &str = "# pass timing (milliseconds)\n";
-
-impl Write for TimingCapture<'_> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if buf.starts_with(TABLE_TITLE.as_bytes()) {
-            self.table = Some(String::from_utf8_lossy(buf).into_owned());
-            return Ok(buf.len());
-        }
-        self.log.write(buf)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.log.flush()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn codegen_rows_join_the_manager_table() {
-        let table = "# pass timing (milliseconds)\n     1.000  simplify\n     0.500  (verify-each)\n     1.500  total\n";
-        let rows = [
-            timing("codegen", Duration::from_millis(2)),
-            timing("print-ptx", Duration::from_millis(1)),
-        ];
-        let out = extend_table(Some(table), &rows);
-        assert_eq!(
-            out,
-            "# pass timing (milliseconds)\n     1.000  simplify\n     0.500  (verify-each)\n     2.000  codegen\n     1.000  print-ptx\n     4.500  total\n"
-        );
-        // No manager table: the rows alone, with their own total.
-        let alone = extend_table(None, &rows);
-        assert!(alone.ends_with("     3.000  total\n"), "{alone}");
-    }
-
-    #[test]
-    fn the_capture_keeps_only_the_table() {
-        let mut log: Vec<u8> = Vec::new();
-        let mut capture = TimingCapture {
-            log: &mut log,
-            table: None,
-        };
-        capture
-            .write_all(b"# -----// IR after simplify //----- #\n")
-            .unwrap();
-        capture.write_all(TABLE_TITLE.as_bytes()).unwrap();
-        assert_eq!(capture.table.as_deref(), Some(TABLE_TITLE));
-        assert_eq!(log, b"# -----// IR after simplify //----- #\n");
-    }
 }

@@ -95,7 +95,8 @@ fn walk(body: &mut [Stmt], scope: &mut Vec<String>, state: &mut State) {
             | StmtKind::Copy { .. }
             | StmtKind::Gemm(_)
             | StmtKind::Fill { .. }
-            | StmtKind::Barrier => {}
+            | StmtKind::Barrier
+            | StmtKind::Intrinsic(_) => {}
         }
     }
     scope.truncate(depth);

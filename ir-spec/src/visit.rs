@@ -1,7 +1,7 @@
 //! Generic walks over the IR, so that passes, the verifier and the interpreter do not each
 //! re-implement the recursion.
 
-use crate::ir::{Expr, ExprKind, Region, Stmt, StmtKind};
+use crate::ir::{Expr, ExprKind, Intrinsic, Region, Stmt, StmtKind};
 
 /// The statement lists nested directly inside `stmt`.
 pub fn child_bodies(stmt: &Stmt) -> Vec<&Vec<Stmt>> {
@@ -87,6 +87,14 @@ pub fn stmt_exprs(stmt: &Stmt) -> Vec<&Expr> {
             out.push(value);
         }
         StmtKind::Barrier => {}
+        StmtKind::Intrinsic(i) => {
+            for op in i.operands() {
+                out.extend(op.indices.iter());
+            }
+            if let Intrinsic::CpAsync { pred: Some(p), .. } = i {
+                out.push(p);
+            }
+        }
     }
     out
 }
@@ -185,6 +193,14 @@ pub fn map_body_exprs(body: &mut [Stmt], f: &mut dyn FnMut(Expr) -> Expr) {
                 *value = map_expr(value, f);
             }
             StmtKind::Barrier => {}
+            StmtKind::Intrinsic(i) => {
+                for op in i.operands_mut() {
+                    all(&mut op.indices, f);
+                }
+                if let Intrinsic::CpAsync { pred: Some(p), .. } = i {
+                    *p = map_expr(p, f);
+                }
+            }
         }
         for child in child_bodies_mut(stmt) {
             map_body_exprs(child, f);

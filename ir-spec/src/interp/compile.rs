@@ -314,6 +314,13 @@ impl Compiler {
                     thread_axis,
                 }
             }
+            StmtKind::Intrinsic(_) => {
+                // PLACEHOLDER(issue 5): intrinsic semantics arrive with the interpreter work.
+                return Err(Diagnostic::error(
+                    span,
+                    "the interpreter does not run target intrinsics yet",
+                ));
+            }
             StmtKind::Barrier => {
                 if !self.bound_axes.contains(&true) {
                     return Err(Diagnostic::error(

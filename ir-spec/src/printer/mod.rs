@@ -151,10 +151,67 @@ impl Printer<'_> {
                 self.out.push(')');
             }
             StmtKind::Barrier => self.out.push_str("T.sync_threads()"),
+            StmtKind::Intrinsic(i) => self.intrinsic(i)?,
             // Handled above.
             StmtKind::Kernel(_) | StmtKind::For(_) | StmtKind::If { .. } => {}
         }
         self.out.push('\n');
+        Ok(())
+    }
+
+    /// `T.cp_async(S[i, j], A[k, l], 16)`, `T.ldmatrix(F[0], S[r, c], num=4, trans=False)`, …
+    fn intrinsic(&mut self, i: &crate::ir::Intrinsic) -> fmt::Result {
+        use crate::ir::Intrinsic;
+        match i {
+            Intrinsic::CpAsync {
+                dst,
+                src,
+                bytes,
+                pred,
+            } => {
+                self.out.push_str("T.cp_async(");
+                self.elem_ref(dst)?;
+                self.out.push_str(", ");
+                self.elem_ref(src)?;
+                write!(self.out, ", {bytes}")?;
+                if let Some(p) = pred {
+                    self.out.push_str(", ");
+                    write_expr(&mut self.out, p)?;
+                }
+                self.out.push(')');
+            }
+            Intrinsic::CommitGroup => self.out.push_str("T.cp_async_commit()"),
+            Intrinsic::WaitGroup(n) => write!(self.out, "T.cp_async_wait({n})")?,
+            Intrinsic::Ldmatrix {
+                dst,
+                src,
+                num,
+                trans,
+            } => {
+                self.out.push_str("T.ldmatrix(");
+                self.elem_ref(dst)?;
+                self.out.push_str(", ");
+                self.elem_ref(src)?;
+                let trans = if *trans { "True" } else { "False" };
+                write!(self.out, ", num={num}, trans={trans})")?;
+            }
+            Intrinsic::Mma { acc, a, b } => {
+                self.out.push_str("T.mma_sync(");
+                self.elem_ref(acc)?;
+                self.out.push_str(", ");
+                self.elem_ref(a)?;
+                self.out.push_str(", ");
+                self.elem_ref(b)?;
+                self.out.push(')');
+            }
+        }
+        Ok(())
+    }
+
+    fn elem_ref(&mut self, r: &crate::ir::ElemRef) -> fmt::Result {
+        write!(self.out, "{}[", r.buffer.name)?;
+        write_list(&mut self.out, &r.indices)?;
+        self.out.push(']');
         Ok(())
     }
 
@@ -243,6 +300,17 @@ impl Printer<'_> {
                 let name = &ann.buffer.name;
                 match ann.layout {
                     Layout::Swizzled => write!(self.out, "{name}: T.make_swizzled_layout({name})")?,
+                    Layout::Swizzle { bytes } => write!(
+                        self.out,
+                        "{name}: T.make_swizzled_layout({name}, bytes={bytes})"
+                    )?,
+                    Layout::Padded { pad } => {
+                        write!(self.out, "{name}: T.make_padded_layout({name}, pad={pad})")?
+                    }
+                    Layout::MmaAccumulator { warps_m, warps_n } => write!(
+                        self.out,
+                        "{name}: T.mma_accumulator_layout({name}, warps_m={warps_m}, warps_n={warps_n})"
+                    )?,
                 }
             }
             self.out.push_str("})\n");

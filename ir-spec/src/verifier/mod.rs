@@ -253,6 +253,8 @@ impl<'f> Checker<'f> {
             StmtKind::Gemm(g) => self.gemm(g, stmt.span),
             StmtKind::Fill { dst, value } => self.fill(dst, value, stmt.span),
             StmtKind::Barrier => self.barrier(stmt.span),
+            // PLACEHOLDER(issue 5): full intrinsic rules arrive with the interpreter work.
+            StmtKind::Intrinsic(_) => self.barrier(stmt.span),
         }
     }
 

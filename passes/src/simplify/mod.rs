@@ -149,6 +149,16 @@ impl Simplifier<'_> {
                 *value = self.expr(value);
             }
             StmtKind::Barrier => {}
+            StmtKind::Intrinsic(i) => {
+                if let tlc_ir::Intrinsic::CpAsync { pred: Some(p), .. } = i {
+                    *p = self.expr(p);
+                }
+                for op in i.operands_mut() {
+                    for e in op.indices.iter_mut() {
+                        *e = self.expr(e);
+                    }
+                }
+            }
             StmtKind::Copy { src, dst } => {
                 self.region(src);
                 self.region(dst);

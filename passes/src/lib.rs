@@ -1,8 +1,9 @@
 //! `tlc-passes`: the pass manager (`manager.rs`: registry, pipeline text, instrumentation,
-//! verify-each) and the passes, one file (or folder) each: `lower-tile-ops`, `rasterize`,
+//! verify-each) and the passes, one file (or folder) each: `layout-inference`, `lower-tile-ops`, `rasterize`,
 //! `thread-binding`, `plan-shared-memory`, `unroll`, `simplify`. See `docs/passes.md`.
 
 pub mod instrument;
+pub mod layout_inference;
 pub mod lower_tile_ops;
 pub mod manager;
 pub mod names;

@@ -1,6 +1,7 @@
 //! The registry of passes, pipeline text (`simplify,rasterize`) and the default pipeline of
 //! each target.
 
+use crate::layout_inference::LayoutInference;
 use crate::lower_tile_ops::LowerTileOps;
 use crate::pass::Pass;
 use crate::plan_shared_memory::PlanSharedMemory;
@@ -13,6 +14,7 @@ use std::fmt;
 /// An ordered list of passes.
 pub type Pipeline = Vec<&'static dyn Pass>;
 
+static LAYOUT_INFERENCE: LayoutInference = LayoutInference;
 static LOWER_TILE_OPS: LowerTileOps = LowerTileOps;
 static SIMPLIFY: Simplify = Simplify;
 static RASTERIZE: Rasterize = Rasterize;
@@ -22,7 +24,8 @@ static PLAN_SHARED_MEMORY: PlanSharedMemory = PlanSharedMemory;
 
 /// Every pass, in the order of the sm_80 pipeline (design.md, "Passes").
 pub fn registry() -> &'static [&'static dyn Pass] {
-    static ALL: [&dyn Pass; 6] = [
+    static ALL: [&dyn Pass; 7] = [
+        &LAYOUT_INFERENCE,
         &LOWER_TILE_OPS,
         &RASTERIZE,
         &THREAD_BINDING,
@@ -118,6 +121,7 @@ pub fn default_pipeline(target: Target) -> Pipeline {
     match target {
         // sm_90a swaps TMA / wgmma lowering in later; the generic passes are the same.
         Target::Sm80 | Target::Sm90a => vec![
+            &LAYOUT_INFERENCE,
             &LOWER_TILE_OPS,
             &RASTERIZE,
             &THREAD_BINDING,

@@ -77,6 +77,17 @@ const MAX_ELEMENTS: usize = 1 << 20;
 /// bindings) and requires identical outputs. Returns how many runs were compared (0 when
 /// the case is too large to interpret).
 pub fn assert_same_meaning(name: &str, before: &PrimFunc, after: &PrimFunc) -> usize {
+    check_meaning(name, before, after, None)
+}
+
+/// As [`assert_same_meaning`], but float outputs may differ by `tol * (|x| + 1)`: for
+/// lowerings that legitimately reorder float sums (a gemm's K loop split into mma.sync
+/// steps of 16 adds each step's sum to the accumulator).
+pub fn assert_close_meaning(name: &str, before: &PrimFunc, after: &PrimFunc, tol: f64) -> usize {
+    check_meaning(name, before, after, Some(tol))
+}
+
+fn check_meaning(name: &str, before: &PrimFunc, after: &PrimFunc, tol: Option<f64>) -> usize {
     let ragged = dim_bindings(before, &RAGGED);
     let fits = ragged.first().is_none_or(|dims| {
         footprint(before, dims) > MAX_ELEMENTS
@@ -111,8 +122,19 @@ pub fn assert_same_meaning(name: &str, before: &PrimFunc, after: &PrimFunc) -> u
                 .unwrap_or_else(|e| panic!("{name}: the output does not run: {e}"));
             assert_eq!(want.len(), got.len(), "{name}");
             for (param, w) in &want {
+                let g = got.get(param);
+                let same = match (tol, g) {
+                    (Some(tol), Some(g)) => {
+                        g.shape() == w.shape()
+                            && w.to_f64()
+                                .iter()
+                                .zip(g.to_f64())
+                                .all(|(x, y)| (x - y).abs() <= tol * (x.abs() + 1.0))
+                    }
+                    _ => g == Some(w),
+                };
                 assert!(
-                    got.get(param) == Some(w),
+                    same,
                     "{name}: `{param}` differs (dims {dims:?}, seed {seed})"
                 );
             }

@@ -456,24 +456,8 @@ impl Cg {
         let size = i64::from(buf.dtype.bytes());
         match &buf.mem {
             Mem::Local(regs) => {
-                let mut flat: i64 = 0;
-                for (i, d) in indices.iter().zip(&buf.shape) {
-                    let (Some(iv), Some(dv)) = (self.const_eval(i), d.as_int()) else {
-                        self.err(i.span, format!(
-                            "index of local array `{buffer}` is not a constant: unroll the loop (T.unroll) first"
-                        ));
-                        return None;
-                    };
-                    if iv < 0 || iv >= dv {
-                        self.err(
-                            i.span,
-                            format!("index {iv} is out of bounds of `{buffer}` (extent {dv})"),
-                        );
-                        return None;
-                    }
-                    flat = flat * dv + iv;
-                }
-                regs.get(flat as usize).copied().map(Place::Reg)
+                let flat = self.local_flat(buffer, indices, &buf.shape)?;
+                regs.get(flat).copied().map(Place::Reg)
             }
             Mem::Shared(off) => {
                 let flat = self.flat_index(indices, &buf.shape, Type::S32)?;
@@ -497,6 +481,37 @@ impl Cg {
                 Some(Place::Mem(Space::Global, Address::reg(a)))
             }
         }
+    }
+
+    /// The row-major position of a local array element: every index must be a constant in
+    /// bounds (a spanned error otherwise).
+    pub(super) fn local_flat(
+        &mut self,
+        buffer: &str,
+        indices: &[Expr],
+        shape: &[Expr],
+    ) -> Option<usize> {
+        let mut flat: i64 = 0;
+        for (i, d) in indices.iter().zip(shape) {
+            let (Some(iv), Some(dv)) = (self.const_eval(i), d.as_int()) else {
+                self.err(
+                    i.span,
+                    format!(
+                        "index of local array `{buffer}` is not a constant: unroll the loop (T.unroll) first"
+                    ),
+                );
+                return None;
+            };
+            if iv < 0 || iv >= dv {
+                self.err(
+                    i.span,
+                    format!("index {iv} is out of bounds of `{buffer}` (extent {dv})"),
+                );
+                return None;
+            }
+            flat = flat * dv + iv;
+        }
+        usize::try_from(flat).ok()
     }
 
     /// Row-major flattening of `indices` over `shape` in `ty` (s32 or s64).

@@ -21,10 +21,15 @@
 //!   lowered with a branch (only the taken side runs); otherwise with `selp` / predicate ops.
 //! - Supported dtypes: int32, uint32, int64, float32, float16, bfloat16, bool (registers only).
 //!   float → int casts are `cvt.rzi.sat` from f32; int → f16/bf16 goes through f32.
+//! - Intrinsics (`intrinsics.rs`): `T.cp_async` → `cp.async.{cg|ca}.shared.global` (src-size
+//!   0 under a false predicate), commit / wait groups, `T.ldmatrix` → `ldmatrix.sync` split
+//!   into the local f16/bf16 registers, `T.mma_sync` → `mma.sync.m16n8k16` on packed pairs,
+//!   accumulating in place into the f32 local registers.
 //! - `T.vectorized` loops become `.v2`/`.v4` accesses where `vector.rs` proves them aligned
 //!   and contiguous; otherwise they are unrolled into scalar accesses.
 
 mod expr;
+mod intrinsics;
 mod manifest;
 mod stmt;
 mod vector;

@@ -1,5 +1,6 @@
 //! Statements → PTX control flow: thread binding, serial loops (a register and two
-//! branches), unrolled loops, if/else, lets, stores and barriers.
+//! branches), unrolled loops, if/else, lets, stores, barriers and (in `intrinsics.rs`) the
+//! target intrinsics.
 
 use super::expr::{mem_type, mov_type, Place};
 use super::{ptx_type, Bind, Cg};
@@ -32,8 +33,7 @@ impl Cg {
                 "T.gemm remains: run lower-tile-ops first (the tensor-core path is issue 5)",
             ),
             StmtKind::Barrier => self.b.bar_sync(),
-            // PLACEHOLDER(issue 5): PTX for the intrinsics arrives with the codegen work.
-            StmtKind::Intrinsic(_) => self.err(span, "codegen does not emit intrinsics yet"),
+            StmtKind::Intrinsic(i) => self.intrinsic(i, span),
             StmtKind::Let { var, dtype, value } => {
                 if dtype.is_none_or(|d| d == DType::Int32) {
                     if let Some(c) = self.const_eval(value).filter(|c| i32::try_from(*c).is_ok()) {

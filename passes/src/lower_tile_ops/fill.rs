@@ -40,7 +40,7 @@ pub(crate) fn lower(
         ExprKind::Cast(db.dtype, Box::new(value.clone())),
         value.span,
     );
-    Ok(build(&extents, ctx.threads, vec, span, names, |m| {
+    Ok(build(&extents, ctx.threads, vec, fragment, span, names, |m| {
         let indices = if fragment {
             vec![m.slot.clone()]
         } else {

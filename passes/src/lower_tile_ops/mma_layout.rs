@@ -87,7 +87,7 @@ impl MmaLayout {
 
 /// The region over the whole fragment: `body` sees the fragment indices `[i, j]` of the
 /// element and its slot. `vectorize` makes the pair loop `T.vectorized(2)` (the caller has
-/// checked that the other side of the op can take 2-element vectors), else `T.serial(2)`.
+/// checked that the other side of the op can take 2-element vectors), else `T.unroll(2)`.
 pub(crate) fn build(
     layout: &MmaLayout,
     vectorize: bool,
@@ -148,13 +148,14 @@ pub(crate) fn build(
     let kind = if vectorize {
         ForKind::Vectorized
     } else {
-        ForKind::Serial
+        ForKind::Unroll
     };
     let pair = for_loop(&v, Expr::int(2), kind, inner, span);
+    // Register arrays take constant indices only: the slot loop unrolls.
     let serial = for_loop(
         &it,
         Expr::int(layout.slots() / 2),
-        ForKind::Serial,
+        ForKind::Unroll,
         vec![pair],
         span,
     );

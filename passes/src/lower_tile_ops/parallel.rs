@@ -126,7 +126,15 @@ pub(crate) fn lower(
     };
     Ok(match mma {
         Some(layout) => super::mma_layout::build(&layout, false, span, names, lower_body),
-        None => build(&extents, ctx.threads, vec, span, names, lower_body),
+        None => build(
+            &extents,
+            ctx.threads,
+            vec,
+            touches_fragment,
+            span,
+            names,
+            lower_body,
+        ),
     })
 }
 

@@ -151,7 +151,7 @@ mod tests {
         let err = parse_pipeline("zzzzzzzzzz").err().unwrap();
         assert_eq!(err.suggestion, None);
         assert!(err.to_string().contains(
-            "known passes: lower-tile-ops, rasterize, thread-binding, plan-shared-memory, unroll, simplify"
+            "known passes: layout-inference, lower-tile-ops, rasterize, thread-binding, plan-shared-memory, unroll, simplify"
         ));
         assert_eq!(resolve("raster").map(|p| p.name()).ok(), None);
         assert_eq!(

@@ -149,7 +149,15 @@ pub(crate) fn lower(
                 && rows_aligned(other.1, 2);
             mma_layout::build(&layout, pairs, span, names, body)
         }
-        None => build(&extents, ctx.threads, vec, touches_fragment, span, names, body),
+        None => build(
+            &extents,
+            ctx.threads,
+            vec,
+            touches_fragment,
+            span,
+            names,
+            body,
+        ),
     })
 }
 

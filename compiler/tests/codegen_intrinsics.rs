@@ -196,8 +196,12 @@ fn small_copies_use_ca() {
     assert_eq!(copies.len(), 2, "{ptx}");
     assert!(copies[0].contains(", 8, %r"), "{}", copies[0]);
     assert!(copies[1].contains(", 4, %r"), "{}", copies[1]);
-    assert!(ptx.contains("selp.u32 \t%r") && ptx.contains(", 8, 0, %p"), "{ptx}");
-    // `F[tx] > 0 and ...` reads memory on the left only: no branch needed for the right.
+    assert!(
+        ptx.contains("selp.u32 \t%r") && ptx.contains(", 8, 0, %p"),
+        "{ptx}"
+    );
+    // `F[tx] > 0 and ...` reads memory on the left only: no short-circuit branch.
+    assert!(!ptx.contains("$L__sc_end"), "{ptx}");
     assert!(ptx.contains("cp.async.wait_group \t1;") && ptx.contains("cp.async.wait_group \t0;"));
 }
 

@@ -119,6 +119,14 @@ impl Access {
                 self.add_region_read(&g.c);
                 self.writes.insert(g.c.buffer.name.clone());
             }
+            StmtKind::Intrinsic(i) => {
+                for r in i.reads() {
+                    self.reads.insert(r.buffer.name.clone());
+                }
+                if let Some(w) = i.writes() {
+                    self.writes.insert(w.buffer.name.clone());
+                }
+            }
             _ => {}
         }
     }

@@ -232,11 +232,14 @@ impl Cg {
             addr,
         });
         for (w, pair) in words.into_iter().zip(regs.chunks_exact(2)) {
+            self.forget_packed(pair[0]);
+            self.forget_packed(pair[1]);
             self.b.emit(Op::Unpack {
                 ty: Type::B32,
                 dsts: pair.to_vec(),
                 src: w,
             });
+            self.packed.insert((pair[0], pair[1]), w);
         }
     }
 
@@ -288,13 +291,24 @@ impl Cg {
     }
 
     /// 16-bit registers packed two by two into b32 registers (the first of a pair low).
+    /// A pair an ldmatrix loaded is used as the word it arrived in.
     fn pack_pairs(&mut self, halves: &[Reg]) -> Vec<Reg> {
         halves
             .chunks_exact(2)
-            .map(|p| {
-                let lanes = p.iter().map(|&r| r.into()).collect();
-                self.b.pack(Type::B32, lanes)
+            .map(|p| match self.packed.get(&(p[0], p[1])) {
+                Some(&w) => w,
+                None => {
+                    let lanes = p.iter().map(|&r| r.into()).collect();
+                    self.b.pack(Type::B32, lanes)
+                }
             })
             .collect()
+    }
+
+    /// `r` is written: no packed word holds its value any more.
+    pub(super) fn forget_packed(&mut self, r: Reg) {
+        if !self.packed.is_empty() {
+            self.packed.retain(|&(lo, hi), _| lo != r && hi != r);
+        }
     }
 }

@@ -98,6 +98,7 @@ pub fn emit(func: &PrimFunc, target: Target) -> Result<(Module, Manifest), Vec<D
         threads: manifest.block.clone(),
         vec_loads: Vec::new(),
         lane: 0,
+        packed: HashMap::new(),
     };
     for (p, decl) in tensor_params.iter().zip(&func.params) {
         let base = cg.b.global_ptr(p);
@@ -182,6 +183,11 @@ struct Cg {
     vec_loads: Vec<(String, Vec<tlc_ir::Expr>, Vec<Reg>)>,
     /// The lane being computed inside a vectorized loop.
     lane: usize,
+    /// 16-bit local elements `(lo, hi)` whose packed b32 word an ldmatrix left in a
+    /// register: mma_sync uses the word instead of re-packing, so the halves die and a
+    /// fragment costs one register per pair. Forgotten when either element is written
+    /// and at every branch or loop boundary (the word is only known on straight-line code).
+    packed: HashMap<(Reg, Reg), Reg>,
 }
 
 /// The PTX register type of a dtype, or `None` for dtypes codegen does not handle.

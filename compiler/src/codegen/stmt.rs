@@ -16,7 +16,14 @@ impl Cg {
             if !self.errors.is_empty() {
                 return;
             }
+            let branches = Self::branches(s);
+            if branches {
+                self.packed.clear();
+            }
             self.stmt(s);
+            if branches {
+                self.packed.clear();
+            }
         }
     }
 
@@ -77,11 +84,14 @@ impl Cg {
                     return;
                 };
                 match self.address(&buffer.name, indices, span) {
-                    Some(Place::Reg(r)) => self.b.emit(Op::Mov {
-                        ty: mov_type(ty),
-                        dst: r,
-                        src: v,
-                    }),
+                    Some(Place::Reg(r)) => {
+                        self.forget_packed(r);
+                        self.b.emit(Op::Mov {
+                            ty: mov_type(ty),
+                            dst: r,
+                            src: v,
+                        })
+                    }
                     Some(Place::Mem(space, addr)) => {
                         let v = self.in_reg(v, ty);
                         self.b.st(space, mem_type(ty), addr, vec![v.into()])
@@ -112,6 +122,16 @@ impl Cg {
                 }
             }
             StmtKind::For(f) => self.for_loop(f, s),
+        }
+    }
+
+    /// Statements that branch: packed words known before them are not known inside or
+    /// after them.
+    fn branches(s: &Stmt) -> bool {
+        match &s.kind {
+            StmtKind::If { .. } => true,
+            StmtKind::For(f) => matches!(f.kind, ForKind::Serial | ForKind::Pipelined { .. }),
+            _ => false,
         }
     }
 

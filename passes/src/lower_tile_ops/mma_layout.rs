@@ -10,7 +10,7 @@
 //! `MT * NT * 2` pairs, lane `v` over the two adjacent columns of a pair, which is what
 //! makes the epilogue's packed (half2) stores possible.
 
-use super::region::{bin, for_loop, Mapping};
+use super::region::{bin, for_loop, lane_last, Mapping};
 use crate::names::NameSet;
 use tlc_ir::{BinOp, Expr, ForKind, Span, Stmt, ThreadTag};
 
@@ -144,7 +144,8 @@ pub(crate) fn build(
             Expr::var(&v),
         ),
     };
-    let inner = body(&mapping);
+    let mut inner = body(&mapping);
+    lane_last(&mut inner, &v);
     let kind = if vectorize {
         ForKind::Vectorized
     } else {

@@ -59,9 +59,10 @@ pub const BOUND: [&str; 5] = [
     "thread-binding",
 ];
 
-/// A pipelined copy-and-accumulate kernel with constant sizes: `C[m, 64] = A[m, k] @ B[k, 64]`
-/// in blocks of 32 rows, K tiles of 32 (so `ceil(k / 32)` iterations), `num_stages` stages.
-/// `k` a multiple of 8 keeps the copies vectorizable.
+/// A pipelined copy-and-accumulate kernel with constant sizes: blocks of 32 rows of
+/// `A[m, k]`, K tiles of 32 (so `ceil(k / 32)` iterations) of A and of `B[k, 64]` copied to
+/// shared memory and summed elementwise into `C[m, 64]` (every element of both tiles is
+/// read), with `num_stages` stages. `k` a multiple of 8 keeps the copies vectorizable.
 pub fn copy_kernel(m: i64, k: i64, num_stages: i64) -> PrimFunc {
     parse(&format!(
         r#"@T.prim_func
@@ -79,8 +80,7 @@ def pipe_copy(
             T.copy(A[bx * 32, ko * 32], A_shared)
             T.copy(B[ko * 32, 0], B_shared)
             for i, j in T.Parallel(32, 64):
-                for kk in T.serial(32):
-                    C_local[i, j] = C_local[i, j] + T.cast(A_shared[i, kk], "float32") * T.cast(B_shared[kk, j], "float32")
+                C_local[i, j] = C_local[i, j] + T.cast(A_shared[i, j % 32], "float32") * T.cast(B_shared[i, j], "float32")
         T.copy(C_local, C[bx * 32, 0])
 "#
     ))

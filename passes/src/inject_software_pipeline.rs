@@ -3,31 +3,35 @@
 //! copies, see `pipeline-planning`) run `S - 1` iterations ahead (`S = num_stages`):
 //!
 //! ```python
-//! # prologue, unrolled: s = 0 .. S-2
-//! if start + s < stop:                     # left out when provably true (constant bounds)
-//!     <stage-0 statements with ko = start + s>
-//! T.cp_async_commit()
+//! for s in T.unroll(S - 1):                # prologue
+//!     if s + start < stop:                 # left out when the trip count is a constant >= S - 1
+//!         <stage-0 statements with ko = s + start, into stage s (start = 0) or (s + start) % S>
+//!     T.cp_async_commit()
 //! for ko in T.serial(start, stop):
 //!     T.cp_async_wait(S - 2)
 //!     if ko + (S - 1) < stop:
-//!         <stage-0 statements with ko = ko + S - 1>
+//!         <stage-0 statements with ko = ko + S - 1, into stage (ko + S - 1) % S>
 //!     T.cp_async_commit()
-//!     <last-stage statements>
+//!     <last-stage statements, reading stage ko % S>
 //! ```
 //!
-//! - Every shared buffer a stage-0 statement writes gets a leading dimension of `S`
-//!   (its allocation shape changes): inside the loop every access of it gets the first
-//!   index `ko % S` before the substitution (so the look-ahead writes `(ko + S - 1) % S` and
-//!   the prologue `s`), after the loop `(stop - 1) % S` (the copy the last iteration read).
-//!   A region (`T.copy`, `T.gemm`, `T.fill`) gets a leading range of extent 1:
-//!   `A_shared[ko % 3, 0:128, 0:32]`.
+//! - Every shared buffer a stage-0 statement writes gets a leading dimension of `S` (its
+//!   allocation shape changes). Accesses get the stage as first index: `A_shared[ko % 3, i, j]`;
+//!   a region (`T.copy`, `T.gemm`, `T.fill`) a leading range of extent 1
+//!   (`A_shared[(ko + 2) % 3:(ko + 2) % 3 + 1, 0:128, 0:32]`). The statements after the loop
+//!   (in the same statement list) read stage `(stop - 1) % S`, the one the last iteration
+//!   used; a stage-0 buffer may not be used anywhere else outside the loop.
+//! - The prologue is a `T.unroll` loop rather than unrolled here: with a small constant trip
+//!   count a substituted region could lie statically outside its buffer, which the verifier
+//!   rejects (at run time it is masked); `unroll` expands it at the thread level.
 //! - Statements keep their `order` within their stage. Lets whose value reads no memory are
-//!   evaluated wherever they are needed (copied into the look-ahead with its `ko`). Every
-//!   let and loop variable bound inside a copy gets a fresh name.
+//!   evaluated wherever they are needed (copied into the prologue and the look-ahead with
+//!   their `ko`). Every let and loop variable bound inside a copy gets a fresh name.
 //! - The commit / wait pairs are no-ops until `inject-cp-async` makes the copies
 //!   asynchronous; with them, `T.cp_async_wait(S - 2)` at the top of iteration `ko` has
 //!   retired the groups of iterations `0 .. ko` (`S - 1` prologue groups and one per
-//!   iteration, empty ones included), so the data `ko` reads has landed.
+//!   iteration, empty ones included), so the data `ko` reads has landed. Correct for any
+//!   trip count, 0, 1 and fewer than `S - 1` included.
 //! - `num_stages = 1`, or a loop with no stage-0 or no later-stage statement, becomes a
 //!   plain `T.serial` loop (no commit / wait).
 //! - Loops without `order` / `stage` are planned first (as `pipeline-planning` does); the

@@ -8,12 +8,25 @@
 //! - Scalar code between regions (lets, serial / pipelined loops, `if`s) is replicated per
 //!   thread: it only reads block-uniform values, so every thread computes the same. A
 //!   block-level store is done by thread 0 alone (`if tx == 0:`), so it does not race.
-//! - Barriers (conservative, by buffer): before a region (or a scalar statement reading memory)
-//!   that reads a shared or global buffer written since the last barrier, or writes one read or
-//!   written since then; and at the end of a loop body when the body's accesses at its end
-//!   conflict with those its next iteration makes before its first barrier. Local and fragment
-//!   buffers are per thread (the same thread owns the same elements in every region): no
-//!   barrier for them.
+//! - Barriers: before a region (or a scalar statement reading memory) that reads a shared or
+//!   global buffer written since the last barrier, or writes one read or written since
+//!   then. Accesses are compared by buffer and *stage key*: the first index when it is the
+//!   same for every thread (no thread index, no variable bound inside the region, no load);
+//!   keys differing by a nonzero constant, or `e1 % m` / `e2 % m` with `e1 - e2` a constant
+//!   not a multiple of `m`, are disjoint (`S[(ko + 2) % 3, ..]` and `S[ko % 3, ..]`). Local and
+//!   fragment buffers are per thread (the same thread owns the same elements in every
+//!   region): no barrier for them.
+//! - `T.cp_async` writes its destination when issued (for ordering after earlier uses) and
+//!   again at every later `T.cp_async_wait` (where it may land, so readers in other threads
+//!   need a barrier after the wait); `T.ldmatrix` reads its source. Their keys count when
+//!   the operand's run cannot leave its first-index slice.
+//! - Loops: the body is walked from the state before the loop joined with the state one
+//!   iteration leaves the next (keys shifted `ko -> ko - 1`; after two rounds keys over `ko`
+//!   stand for all earlier iterations), until stable, so barriers land where a later
+//!   iteration needs them; a barrier at the end of the body instead is used when that needs
+//!   no more barriers per iteration. A branch of an `if` that would start with a barrier
+//!   gets it before the `if`. A software-pipelined loop gets one barrier per iteration,
+//!   after its wait.
 //! - Barriers only land at block-uniform points: an `if` or loop around a region must not
 //!   depend on the thread (an error otherwise).
 //! - A kernel with no region is left alone.
@@ -448,8 +461,14 @@ impl Cx<'_> {
         if !self.tracked.contains_key(buffer) {
             return None;
         }
+        // A key must be one value for every thread, fixed while the accesses it separates
+        // happen: no thread-dependent or region-local variable, no load.
         let key = key
-            .filter(|k| !mentions_any(k, local) && !self.thread_dependent(k))
+            .filter(|k| {
+                let mut loads = false;
+                for_each_subexpr(k, &mut |x| loads |= matches!(x.kind, ExprKind::Load { .. }));
+                !loads && !mentions_any(k, local) && !self.thread_dependent(k)
+            })
             .cloned();
         Some(Touch {
             buffer: buffer.to_string(),

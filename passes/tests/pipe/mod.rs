@@ -24,19 +24,24 @@ pub fn parse(src: &str) -> PrimFunc {
     func
 }
 
-/// Runs the passes named in `chain` (registry names), verifying after each.
+/// Runs the passes named in `chain` (registry names), verifying after each and checking
+/// that the printed IR parses back to the same IR.
 pub fn run_passes(mut func: PrimFunc, chain: &[&str]) -> PrimFunc {
     for name in chain {
         let pass = tlc_passes::pipeline::lookup(name).unwrap_or_else(|| panic!("no pass {name}"));
         func = pass
             .run(func)
             .unwrap_or_else(|e| panic!("{name} failed: {e:?}"));
+        let text = tlc_ir::printer::print_func(&func);
         if let Err(e) = tlc_ir::verifier::verify(&func) {
-            panic!(
-                "{name} produced invalid IR: {e:?}\n{}",
-                tlc_ir::printer::print_func(&func)
-            );
+            panic!("{name} produced invalid IR: {e:?}\n{text}");
         }
+        // The printed IR is valid input for the next stage.
+        let again = tlc_ir::parse(&text).unwrap_or_else(|e| panic!("{name}: {e:?}\n{text}"));
+        assert!(
+            again == func,
+            "{name}: the print does not parse back to the IR\n{text}"
+        );
     }
     func
 }

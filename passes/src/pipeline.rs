@@ -1,9 +1,12 @@
 //! The registry of passes, pipeline text (`simplify,rasterize`) and the default pipeline of
 //! each target.
 
+use crate::inject_cp_async::InjectCpAsync;
+use crate::inject_software_pipeline::InjectSoftwarePipeline;
 use crate::layout_inference::LayoutInference;
 use crate::lower_tile_ops::LowerTileOps;
 use crate::pass::Pass;
+use crate::pipeline_planning::PipelinePlanning;
 use crate::plan_shared_memory::PlanSharedMemory;
 use crate::rasterize::Rasterize;
 use crate::simplify::Simplify;
@@ -15,7 +18,10 @@ use std::fmt;
 pub type Pipeline = Vec<&'static dyn Pass>;
 
 static LAYOUT_INFERENCE: LayoutInference = LayoutInference;
+static PIPELINE_PLANNING: PipelinePlanning = PipelinePlanning;
+static INJECT_SOFTWARE_PIPELINE: InjectSoftwarePipeline = InjectSoftwarePipeline;
 static LOWER_TILE_OPS: LowerTileOps = LowerTileOps;
+static INJECT_CP_ASYNC: InjectCpAsync = InjectCpAsync;
 static SIMPLIFY: Simplify = Simplify;
 static RASTERIZE: Rasterize = Rasterize;
 static UNROLL: Unroll = Unroll;
@@ -24,9 +30,12 @@ static PLAN_SHARED_MEMORY: PlanSharedMemory = PlanSharedMemory;
 
 /// Every pass, in the order of the sm_80 pipeline (design.md, "Passes").
 pub fn registry() -> &'static [&'static dyn Pass] {
-    static ALL: [&dyn Pass; 7] = [
+    static ALL: [&dyn Pass; 10] = [
         &LAYOUT_INFERENCE,
+        &PIPELINE_PLANNING,
+        &INJECT_SOFTWARE_PIPELINE,
         &LOWER_TILE_OPS,
+        &INJECT_CP_ASYNC,
         &RASTERIZE,
         &THREAD_BINDING,
         &PLAN_SHARED_MEMORY,
@@ -151,7 +160,7 @@ mod tests {
         let err = parse_pipeline("zzzzzzzzzz").err().unwrap();
         assert_eq!(err.suggestion, None);
         assert!(err.to_string().contains(
-            "known passes: layout-inference, lower-tile-ops, rasterize, thread-binding, plan-shared-memory, unroll, simplify"
+            "known passes: layout-inference, pipeline-planning, inject-software-pipeline, lower-tile-ops, inject-cp-async, rasterize, thread-binding, plan-shared-memory, unroll, simplify"
         ));
         assert_eq!(resolve("raster").map(|p| p.name()).ok(), None);
         assert_eq!(

@@ -83,7 +83,7 @@ fn every_example_compiles_for_both_targets_and_ptxas_accepts_it() {
                 target.name(),
                 text(&out.stderr)
             );
-                assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+            assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
             let ptx = std::fs::read_to_string(&out_path).expect("the output file");
             assert!(ptx.starts_with("// tlc-manifest: {"), "{ptx}");
             assert!(

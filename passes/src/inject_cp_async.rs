@@ -404,6 +404,9 @@ fn multiple_of(e: &Expr, k: i64) -> bool {
         ExprKind::Unary(UnOp::Neg, a) => multiple_of(a, k),
         ExprKind::Binary(BinOp::Add | BinOp::Sub, a, b) => multiple_of(a, k) && multiple_of(b, k),
         ExprKind::Binary(BinOp::Mul, a, b) => multiple_of(a, k) || multiple_of(b, k),
+        // `a % m = a - m * (a // m)`: a multiple when `a` and `m` are (swizzled columns
+        // spell `c * 8 % 8`).
+        ExprKind::Binary(BinOp::FloorMod, a, m) => multiple_of(a, k) && multiple_of(m, k),
         _ => false,
     }
 }

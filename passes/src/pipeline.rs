@@ -131,7 +131,10 @@ pub fn default_pipeline(target: Target) -> Pipeline {
         // sm_90a swaps TMA / wgmma lowering in later; the generic passes are the same.
         Target::Sm80 | Target::Sm90a => vec![
             &LAYOUT_INFERENCE,
+            &PIPELINE_PLANNING,
+            &INJECT_SOFTWARE_PIPELINE,
             &LOWER_TILE_OPS,
+            &INJECT_CP_ASYNC,
             &RASTERIZE,
             &THREAD_BINDING,
             &PLAN_SHARED_MEMORY,

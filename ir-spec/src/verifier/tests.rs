@@ -579,14 +579,40 @@ fn gemm_shapes_with_transposes() {
 }
 
 #[test]
-fn gemm_operands_have_rank_two() {
+fn gemm_operands_are_matrices() {
+    // A whole 3-d buffer is not a matrix ...
     let f = gemm_kernel(
         shared("a", &[2, 64, 32], F16),
         shared("b", &[32, 16], F16),
         frag("c", &[64, 16], F32),
         |_| {},
     );
-    one(&f, "gemm operand A (`a`) must have rank 2, found rank 3");
+    one(
+        &f,
+        "gemm operand A (`a`) must be a matrix (rank 2, leading dimensions of extent 1), found rank 3",
+    );
+}
+
+#[test]
+fn gemm_operand_may_be_one_pipeline_stage() {
+    // ... but one stage of it is (what inject-software-pipeline writes).
+    let src = r#"
+@T.prim_func
+def f(C: T.Tensor((64, 16), "float32")):
+    with T.Kernel(1, threads=128) as bx:
+        a = T.alloc_shared((2, 64, 32), "float16")
+        b = T.alloc_shared((32, 16), "float16")
+        c = T.alloc_fragment((64, 16), "float32")
+        T.clear(a)
+        T.clear(b)
+        T.gemm(a[1, 0:64, 0:32], b, c, clear_accum=True)
+        T.copy(c, C)
+"#;
+    let f = match crate::parse::parse(src) {
+        Ok(f) => f,
+        Err(d) => panic!("parse failed: {d:#?}"),
+    };
+    ok(&f);
 }
 
 #[test]

@@ -16,6 +16,7 @@ fn passes_lists_every_pass_with_a_description() {
     assert_eq!(
         names,
         [
+            "layout-inference",
             "pipeline-planning",
             "inject-software-pipeline",
             "lower-tile-ops",

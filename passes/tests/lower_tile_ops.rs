@@ -186,7 +186,7 @@ fn ragged_element_counts_get_a_guard() {
     let func = parse(src);
     let out = lowered(func.clone());
     let text = print_func(&out);
-    assert!(text.contains("for it in T.serial(8):"), "{text}");
+    assert!(text.contains("for it in T.unroll(8):"), "{text}");
     assert!(text.contains("if it * 128 + tx < 1001:"), "{text}");
     same_meaning("ragged", &func, &out);
 }

@@ -31,6 +31,8 @@
 mod expr;
 mod intrinsics;
 mod manifest;
+mod memo;
+mod offset;
 mod stmt;
 mod vector;
 
@@ -99,6 +101,8 @@ pub fn emit(func: &PrimFunc, target: Target) -> Result<(Module, Manifest), Vec<D
         vec_loads: Vec::new(),
         lane: 0,
         packed: HashMap::new(),
+        memo: HashMap::new(),
+        memo_log: Vec::new(),
     };
     for (p, decl) in tensor_params.iter().zip(&func.params) {
         let base = cg.b.global_ptr(p);
@@ -188,6 +192,10 @@ struct Cg {
     /// fragment costs one register per pair. Forgotten when either element is written
     /// and at every branch or loop boundary (the word is only known on straight-line code).
     packed: HashMap<(Reg, Reg), Reg>,
+    /// Index math already in a register (`memo.rs`): key -> register.
+    memo: HashMap<String, Reg>,
+    /// The keys of `memo` in insertion order, so a scope can drop what it added.
+    memo_log: Vec<String>,
 }
 
 /// The PTX register type of a dtype, or `None` for dtypes codegen does not handle.

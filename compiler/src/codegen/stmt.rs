@@ -11,7 +11,12 @@ use tlc_ir::{DType, For, ForKind, Stmt, StmtKind, ThreadTag};
 const MAX_UNROLL: i64 = 1024;
 
 impl Cg {
+    /// A statement list, in a value-numbering scope of its own (`memo.rs`).
     pub(super) fn body(&mut self, body: &[Stmt]) {
+        self.scoped(|cg| cg.body_stmts(body));
+    }
+
+    fn body_stmts(&mut self, body: &[Stmt]) {
         for s in body {
             if !self.errors.is_empty() {
                 return;

@@ -111,7 +111,10 @@ pub(crate) fn build(
         )];
     }
     let trips = bin(BinOp::CeilDiv, total, Expr::int(threads));
-    let kind = if registers && const_int(&trips).is_some() {
+    // Register slots must be unrolled (constant indices); short copy loops are unrolled
+    // too, as a kernel engineer would write them: no loop counter, and the addresses of
+    // consecutive trips differ by constants the assembler folds.
+    let kind = if const_int(&trips).is_some_and(|t| registers || t <= MAX_UNROLLED_TRIPS) {
         ForKind::Unroll
     } else {
         ForKind::Serial
@@ -125,6 +128,9 @@ pub(crate) fn build(
         span,
     )
 }
+
+/// The longest copy loop (trips per thread) that is unrolled.
+const MAX_UNROLLED_TRIPS: i64 = 8;
 
 /// `flat` decomposed row-major over `extents`; an extent of 1 gives the index 0.
 fn decompose(flat: &Expr, extents: &[Expr]) -> Vec<Expr> {

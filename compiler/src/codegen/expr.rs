@@ -717,7 +717,7 @@ pub(super) fn mem_type(ty: Type) -> Type {
 /// fits 32 bits and errs by less than `c <= 2^l` (Granlund & Montgomery, 1994). `None`
 /// for `c < 3` or powers of two (a shift does those) and divisors past 2^31.
 pub(super) fn magic_u31(c: i64) -> Option<(i64, i64)> {
-    if c < 3 || c > 1 << 31 || (c & (c - 1)) == 0 {
+    if !(3..=1 << 31).contains(&c) || (c & (c - 1)) == 0 {
         return None;
     }
     let c = c as u64;

@@ -39,12 +39,13 @@ impl Cg {
                 };
                 (v, c)
             }
-            ExprKind::Unary(UnOp::Neg, a) => match self.split_const(a) {
-                (v, c) => match c.checked_neg() {
+            ExprKind::Unary(UnOp::Neg, a) => {
+                let (v, c) = self.split_const(a);
+                match c.checked_neg() {
                     Some(c) => (v.map(|v| node(ExprKind::Unary(UnOp::Neg, Box::new(v)))), c),
                     None => whole,
-                },
-            },
+                }
+            }
             ExprKind::Binary(BinOp::Mul, a, b) => {
                 let (x, k) = match (self.const_eval(a), self.const_eval(b)) {
                     (_, Some(k)) => (a, k),

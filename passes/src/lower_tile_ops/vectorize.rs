@@ -82,43 +82,6 @@ pub(crate) fn non_negative(e: &Expr) -> bool {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse_expr(text: &str) -> Expr {
-        let src = format!(
-            "@T.prim_func\ndef f(A: T.Tensor((8,), \"int32\")):\n    with T.Kernel(4, threads=1) as bx:\n        for i in T.serial(4):\n            A[0] = {text}\n"
-        );
-        let func = tlc_ir::parse(&src).unwrap();
-        let mut out = None;
-        tlc_ir::visit::for_each_stmt(&func.body, &mut |s| {
-            if let tlc_ir::StmtKind::Store { value, .. } = &s.kind {
-                out = Some(value.clone());
-            }
-        });
-        out.unwrap()
-    }
-
-    #[test]
-    fn multiples_and_offsets() {
-        assert!(multiple_of(&parse_expr("bx * 64 + 32"), 4));
-        assert!(!multiple_of(&parse_expr("bx * 64 + 2"), 4));
-        assert!(!multiple_of(&parse_expr("bx + 4"), 4));
-        assert_eq!(
-            unit_offset(&parse_expr("bx * 64 + i"), "i").map(|e| e.to_string()),
-            Some("bx * 64".to_string())
-        );
-        assert_eq!(unit_offset(&parse_expr("i * 2"), "i"), None);
-        assert_eq!(unit_offset(&parse_expr("i + i"), "i"), None);
-        assert!(non_negative(&parse_expr("bx * 64 + i")));
-        assert!(!non_negative(&parse_expr("bx - 1")));
-        assert_eq!(width(4), 4);
-        assert_eq!(width(2), 8);
-        assert_eq!(width(1), 16);
-    }
-}
-
 /// Known value ranges of variables (inclusive): block indices and enclosing loop variables.
 pub(crate) type Bounds = std::collections::HashMap<String, (i64, i64)>;
 
@@ -157,5 +120,42 @@ pub(crate) fn range_of(e: &Expr, bounds: &Bounds) -> Option<(i64, i64)> {
             }
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_expr(text: &str) -> Expr {
+        let src = format!(
+            "@T.prim_func\ndef f(A: T.Tensor((8,), \"int32\")):\n    with T.Kernel(4, threads=1) as bx:\n        for i in T.serial(4):\n            A[0] = {text}\n"
+        );
+        let func = tlc_ir::parse(&src).unwrap();
+        let mut out = None;
+        tlc_ir::visit::for_each_stmt(&func.body, &mut |s| {
+            if let tlc_ir::StmtKind::Store { value, .. } = &s.kind {
+                out = Some(value.clone());
+            }
+        });
+        out.unwrap()
+    }
+
+    #[test]
+    fn multiples_and_offsets() {
+        assert!(multiple_of(&parse_expr("bx * 64 + 32"), 4));
+        assert!(!multiple_of(&parse_expr("bx * 64 + 2"), 4));
+        assert!(!multiple_of(&parse_expr("bx + 4"), 4));
+        assert_eq!(
+            unit_offset(&parse_expr("bx * 64 + i"), "i").map(|e| e.to_string()),
+            Some("bx * 64".to_string())
+        );
+        assert_eq!(unit_offset(&parse_expr("i * 2"), "i"), None);
+        assert_eq!(unit_offset(&parse_expr("i + i"), "i"), None);
+        assert!(non_negative(&parse_expr("bx * 64 + i")));
+        assert!(!non_negative(&parse_expr("bx - 1")));
+        assert_eq!(width(4), 4);
+        assert_eq!(width(2), 8);
+        assert_eq!(width(1), 16);
     }
 }

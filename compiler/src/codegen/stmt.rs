@@ -42,7 +42,7 @@ impl Cg {
             ),
             StmtKind::Gemm(_) => self.err(
                 span,
-                "T.gemm remains: run lower-tile-ops first (the tensor-core path is issue 5)",
+                "T.gemm remains: run layout-inference and lower-tile-ops first",
             ),
             StmtKind::Barrier => self.b.bar_sync(),
             StmtKind::Intrinsic(i) => self.intrinsic(i, span),

@@ -38,7 +38,7 @@
 //!   plan is checked either way. Stages strictly between 0 and `S - 1`, nested pipelined
 //!   loops, and a shared buffer written in stage 0 of two loops are errors.
 
-use crate::names::NameSet;
+use crate::names::{rename_binders, NameSet};
 use crate::pass::Pass;
 use crate::pipeline_planning::{
     contains_pipelined, count_sites, for_each_kernel, KernelFacts, LoopGraph,
@@ -443,37 +443,4 @@ fn instantiate(body: &[Stmt], var: &str, value: &Expr, names: &mut NameSet) -> V
         _ => e,
     });
     copy
-}
-
-fn rename_binders(body: &mut [Stmt], names: &mut NameSet, renames: &mut HashMap<String, String>) {
-    for stmt in body {
-        match &mut stmt.kind {
-            StmtKind::Let { var, .. } => {
-                let fresh = names.fresh(base(&var.name));
-                renames.insert(std::mem::replace(&mut var.name, fresh.clone()), fresh);
-            }
-            StmtKind::For(f) => {
-                let fresh = names.fresh(base(&f.var.name));
-                renames.insert(std::mem::replace(&mut f.var.name, fresh.clone()), fresh);
-            }
-            _ => {}
-        }
-        for child in child_bodies_mut(stmt) {
-            rename_binders(child, names, renames);
-        }
-    }
-}
-
-/// `x` for `x_12`, so copies of copies are `x_1`, `x_2`, … rather than `x_1_1`.
-fn base(name: &str) -> &str {
-    match name.rsplit_once('_') {
-        Some((stem, digits))
-            if !stem.is_empty()
-                && !digits.is_empty()
-                && digits.bytes().all(|b| b.is_ascii_digit()) =>
-        {
-            stem
-        }
-        _ => name,
-    }
 }

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{assert_close_meaning, case, load, root};
+use common::{assert_close_meaning, case, load, root, with_region_barriers};
 use tlc_ir::printer::print_func;
 use tlc_ir::visit::for_each_stmt;
 use tlc_ir::{Intrinsic, Layout, PrimFunc, StmtKind};
@@ -45,25 +45,6 @@ fn gemm_cases() -> Vec<(String, PrimFunc)> {
         out.push((s.to_string(), local_case(s)));
     }
     out
-}
-
-/// The output with a `T.sync_threads()` closing every region, as thread-binding would.
-fn with_region_barriers(mut func: PrimFunc) -> PrimFunc {
-    fn walk(body: &mut [tlc_ir::Stmt]) {
-        for s in body {
-            if let StmtKind::For(f) = &mut s.kind {
-                if matches!(f.kind, tlc_ir::ForKind::ThreadBinding(_)) {
-                    f.body.push(tlc_ir::Stmt::new(StmtKind::Barrier, s.span));
-                    continue;
-                }
-            }
-            for child in tlc_ir::visit::child_bodies_mut(s) {
-                walk(child);
-            }
-        }
-    }
-    walk(&mut func.body);
-    func
 }
 
 fn intrinsic_counts(func: &PrimFunc) -> (usize, usize) {

@@ -8,34 +8,13 @@
 
 mod common;
 
-use common::{assert_close_meaning, assert_same_meaning, case, load, root};
+use common::{assert_close_meaning, assert_same_meaning, case, load, root, with_region_barriers};
 use tlc_ir::printer::print_func;
-use tlc_ir::{ForKind, PrimFunc, Stmt, StmtKind};
+use tlc_ir::PrimFunc;
 use tlc_passes::{default_pipeline, Target};
 
 fn local_case(stem: &str) -> PrimFunc {
     load(&root().join(format!("passes/tests/cases/{stem}.tir")))
-}
-
-/// Between `lower-tile-ops` and `thread-binding`, consecutive SIMT regions are separated
-/// as if by a barrier (thread-binding inserts the real ones); the interpreter's race check
-/// needs them spelled out.
-fn with_region_barriers(mut func: PrimFunc) -> PrimFunc {
-    fn walk(body: &mut [Stmt]) {
-        for s in body {
-            if let StmtKind::For(f) = &mut s.kind {
-                if matches!(f.kind, ForKind::ThreadBinding(_)) {
-                    f.body.push(Stmt::new(StmtKind::Barrier, s.span));
-                    continue;
-                }
-            }
-            for child in tlc_ir::visit::child_bodies_mut(s) {
-                walk(child);
-            }
-        }
-    }
-    walk(&mut func.body);
-    func
 }
 
 /// Every stage of the default sm_80 pipeline: (pass name, its output).

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{assert_close_meaning, assert_same_meaning, case, corpus};
+use common::{assert_close_meaning, assert_same_meaning, case, corpus, with_region_barriers};
 use tlc_ir::printer::print_func;
 use tlc_ir::visit::for_each_stmt;
 use tlc_ir::{ForKind, PrimFunc, Scope, StmtKind};
@@ -16,27 +16,6 @@ fn lowered(func: PrimFunc) -> PrimFunc {
     let out = LowerTileOps.run(func).expect("lower-tile-ops");
     tlc_ir::verifier::verify(&out).expect("lowered IR verifies");
     out
-}
-
-/// The output with a `T.sync_threads()` closing every region: the pass's contract is that
-/// consecutive regions are separated as if by a barrier (thread-binding inserts the real
-/// ones), and the lockstep interpreter checks shared-memory races across regions.
-fn with_region_barriers(mut func: PrimFunc) -> PrimFunc {
-    fn walk(body: &mut [tlc_ir::Stmt]) {
-        for s in body {
-            if let StmtKind::For(f) = &mut s.kind {
-                if matches!(f.kind, ForKind::ThreadBinding(_)) {
-                    f.body.push(tlc_ir::Stmt::new(StmtKind::Barrier, s.span));
-                    continue;
-                }
-            }
-            for child in tlc_ir::visit::child_bodies_mut(s) {
-                walk(child);
-            }
-        }
-    }
-    walk(&mut func.body);
-    func
 }
 
 /// `assert_same_meaning` of the input and the output with its region barriers.

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use tlc_ir::interp::{run, RunOptions};
-use tlc_ir::PrimFunc;
+use tlc_ir::{ForKind, PrimFunc, Stmt, StmtKind};
 
 pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -159,4 +159,26 @@ fn footprint(func: &PrimFunc, dims: &HashMap<String, i64>) -> usize {
                 .fold(1usize, usize::saturating_mul)
         })
         .fold(0usize, usize::saturating_add)
+}
+
+/// `func` with a `T.sync_threads()` closing every thread-binding region: between
+/// `lower-tile-ops` and `thread-binding`, consecutive regions are separated as if by a
+/// barrier (thread-binding inserts the real ones), and the lockstep interpreter checks
+/// shared-memory races across regions.
+pub fn with_region_barriers(mut func: PrimFunc) -> PrimFunc {
+    fn walk(body: &mut [Stmt]) {
+        for s in body {
+            if let StmtKind::For(f) = &mut s.kind {
+                if matches!(f.kind, ForKind::ThreadBinding(_)) {
+                    f.body.push(Stmt::new(StmtKind::Barrier, s.span));
+                    continue;
+                }
+            }
+            for child in tlc_ir::visit::child_bodies_mut(s) {
+                walk(child);
+            }
+        }
+    }
+    walk(&mut func.body);
+    func
 }

@@ -99,6 +99,51 @@ pub enum Command {
     },
     /// List the passes with their descriptions.
     Passes,
+    /// Benchmark a GEMM kernel against cuBLAS on GPU 0: check its result, time both, print
+    /// TFLOP/s and the ratio.
+    Bench {
+        /// The kernel source (`.tir`): a GEMM with parameters A (M, K) float16, B (K, N)
+        /// float16, C (M, N) float16 or float32.
+        file: PathBuf,
+        /// Bind a symbolic dimension to a constant, e.g. `-D M=4096` (repeatable).
+        #[arg(short = 'D', value_name = "NAME=VALUE")]
+        define: Vec<String>,
+        /// The reference to compare with and time against.
+        #[arg(long = "vs", value_enum, default_value_t = Baseline::Cublas)]
+        baseline: Baseline,
+        /// Shapes to run, `M,N,K;M,N,K;...`, bound to the kernel's symbolic dims (default:
+        /// the kernel's own constant shape).
+        #[arg(long, value_name = "M,N,K;...")]
+        sweep: Option<String>,
+        /// Compile each shape with its sizes as constants (as `-D` would) instead of binding
+        /// them at launch.
+        #[arg(long)]
+        specialize: bool,
+        /// Untimed runs before the timed ones.
+        #[arg(long, value_name = "N", default_value_t = 10)]
+        warmup: usize,
+        /// Timed runs; the median is reported.
+        #[arg(long, value_name = "N", default_value_t = 50)]
+        iters: usize,
+        /// The target to compile for (default: sm_90a on a compute capability 9.0 GPU, else
+        /// sm_80).
+        #[arg(long, value_name = "sm_80|sm_90a")]
+        target: Option<String>,
+        /// Print CSV (a header, then one line per shape) instead of a table.
+        #[arg(long)]
+        csv: bool,
+        /// Seed of the random inputs.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
+}
+
+/// What `tlc bench` compares with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum Baseline {
+    /// cuBLAS `cublasGemmEx`, float16 inputs, float32 accumulation.
+    #[default]
+    Cublas,
 }
 
 /// What `tlc compile` writes.

@@ -95,5 +95,30 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
             instrument,
         } => commands::opt::run(&file, &define, &passes, &instrument),
         Command::Passes => Ok(commands::passes::run()),
+        Command::Bench {
+            file,
+            define,
+            baseline: _,
+            sweep,
+            specialize,
+            warmup,
+            iters,
+            target,
+            csv,
+            seed,
+        } => commands::bench::run(&commands::bench::BenchArgs {
+            file: &file,
+            defines: &define,
+            sweep: sweep.as_deref(),
+            warmup,
+            iters,
+            target: target
+                .as_deref()
+                .map(commands::compile::parse_target)
+                .transpose()?,
+            csv,
+            specialize,
+            seed,
+        }),
     }
 }

@@ -16,7 +16,11 @@ fn passes_lists_every_pass_with_a_description() {
     assert_eq!(
         names,
         [
+            "layout-inference",
+            "pipeline-planning",
+            "inject-software-pipeline",
             "lower-tile-ops",
+            "inject-cp-async",
             "rasterize",
             "thread-binding",
             "plan-shared-memory",

@@ -1,8 +1,9 @@
 //! One test per accepted construct: what it parses to, and which spellings are equal.
 
 use tlc_ir::{
-    parse, BinOp, DType, Expr, ExprKind, ForKind, Kernel, Layout, PrimFunc, RasterOrder, Region,
-    Scope, Span, Stmt, StmtKind, ThreadTag, UnOp, WarpPolicy,
+    parse, printer::print_func, BinOp, DType, ElemRef, Expr, ExprKind, ForKind, Intrinsic, Kernel,
+    Layout, PrimFunc, RasterOrder, Region, Scope, Span, Stmt, StmtKind, ThreadTag, UnOp,
+    WarpPolicy,
 };
 
 fn ok(src: &str) -> PrimFunc {
@@ -646,4 +647,154 @@ fn thread_level_spelling_errors() {
         err("T.shared_arena(16)"),
         "`T.shared_arena` is missing its argument `offsets`"
     );
+}
+
+/// The intrinsics of a thread loop's body (written at 4 more spaces).
+fn intrinsics(src: &str) -> Vec<Intrinsic> {
+    let mut text = String::from("for tx in T.thread_binding(128, thread=\"threadIdx.x\"):\n");
+    for line in src.lines() {
+        text.push_str("    ");
+        text.push_str(line);
+        text.push('\n');
+    }
+    let b = body(&format!(
+        "S = T.alloc_shared((64, 64), \"float16\")\nF = T.alloc_local((8,), \"float16\")\nacc = T.alloc_local((4,), \"float32\")\n{text}"
+    ));
+    let [Stmt {
+        kind: StmtKind::For(tx),
+        ..
+    }] = b.as_slice()
+    else {
+        panic!("{b:?}")
+    };
+    tx.body
+        .iter()
+        .map(|s| match &s.kind {
+            StmtKind::Intrinsic(i) => i.clone(),
+            other => panic!("not an intrinsic: {other:?}"),
+        })
+        .collect()
+}
+
+fn eref(buffer: &str, indices: Vec<Expr>) -> ElemRef {
+    ElemRef {
+        buffer: tlc_ir::Ident::new(buffer, d()),
+        indices,
+    }
+}
+
+#[test]
+fn intrinsic_statements() {
+    let got = intrinsics(
+        "T.cp_async(S[tx, 0], A[tx, 8], 16)\nT.cp_async(S[tx, 8], A[tx, 0], 8, tx < 64)\nT.cp_async_commit()\nT.cp_async_wait(1)\nT.ldmatrix(F[0], S[tx % 32, 0], num=4, trans=False)\nT.ldmatrix(F[4], S[tx % 16, 8], num=2, trans=True)\nT.mma_sync(acc[0], F[0], F[4])",
+    );
+    let tx = || Expr::var("tx");
+    let expected = vec![
+        Intrinsic::CpAsync {
+            dst: eref("S", vec![tx(), Expr::int(0)]),
+            src: eref("A", vec![tx(), Expr::int(8)]),
+            bytes: 16,
+            pred: None,
+        },
+        Intrinsic::CpAsync {
+            dst: eref("S", vec![tx(), Expr::int(8)]),
+            src: eref("A", vec![tx(), Expr::int(0)]),
+            bytes: 8,
+            pred: Some(bin(BinOp::Lt, tx(), Expr::int(64))),
+        },
+        Intrinsic::CommitGroup,
+        Intrinsic::WaitGroup(1),
+        Intrinsic::Ldmatrix {
+            dst: eref("F", vec![Expr::int(0)]),
+            src: eref(
+                "S",
+                vec![bin(BinOp::FloorMod, tx(), Expr::int(32)), Expr::int(0)],
+            ),
+            num: 4,
+            trans: false,
+        },
+        Intrinsic::Ldmatrix {
+            dst: eref("F", vec![Expr::int(4)]),
+            src: eref(
+                "S",
+                vec![bin(BinOp::FloorMod, tx(), Expr::int(16)), Expr::int(8)],
+            ),
+            num: 2,
+            trans: true,
+        },
+        Intrinsic::Mma {
+            acc: eref("acc", vec![Expr::int(0)]),
+            a: eref("F", vec![Expr::int(0)]),
+            b: eref("F", vec![Expr::int(4)]),
+        },
+    ];
+    assert_eq!(got, expected);
+    // Keyword arguments and the defaults of `T.ldmatrix` (num=4, trans=False) name the same IR.
+    assert_eq!(
+        intrinsics("T.ldmatrix(F[0], S[tx % 32, 0])\nT.cp_async(dst=S[tx, 0], src=A[tx, 8], bytes=16)\nT.cp_async_wait(n=0)"),
+        intrinsics("T.ldmatrix(F[0], S[tx % 32, 0], num=4, trans=False)\nT.cp_async(S[tx, 0], A[tx, 8], 16)\nT.cp_async_wait(0)"),
+    );
+    // Constant arguments fold.
+    assert_eq!(
+        intrinsics("T.cp_async(S[tx, 0], A[tx, 8], 8 * 2)\nT.cp_async_wait(3 - 1)"),
+        intrinsics("T.cp_async(S[tx, 0], A[tx, 8], 16)\nT.cp_async_wait(2)"),
+    );
+    // At the tile level too, commit / wait are statements.
+    let b = body("T.cp_async_commit()\nT.cp_async_wait(0)");
+    assert!(matches!(
+        b.as_slice(),
+        [
+            Stmt {
+                kind: StmtKind::Intrinsic(Intrinsic::CommitGroup),
+                ..
+            },
+            Stmt {
+                kind: StmtKind::Intrinsic(Intrinsic::WaitGroup(0)),
+                ..
+            }
+        ]
+    ));
+}
+
+#[test]
+fn resolved_layouts() {
+    let f = ok(&wrap(
+        "S = T.alloc_shared((32, 64), \"float16\")\nP = T.alloc_shared((32, 32), \"float16\")\nR = T.alloc_fragment((64, 64), \"float32\")\nT.annotate_layout({S: T.make_swizzled_layout(S, bytes=64), P: T.make_padded_layout(P, pad=8), R: T.mma_accumulator_layout(R, warps_m=2, warps_n=2)})",
+    ));
+    let layouts: Vec<(&str, Layout)> = kernel(&f)
+        .layouts
+        .iter()
+        .map(|a| (a.buffer.name.as_str(), a.layout))
+        .collect();
+    assert_eq!(
+        layouts,
+        [
+            ("S", Layout::Swizzle { bytes: 64 }),
+            ("P", Layout::Padded { pad: 8 }),
+            (
+                "R",
+                Layout::MmaAccumulator {
+                    warps_m: 2,
+                    warps_n: 2
+                }
+            ),
+        ]
+    );
+    // Keyword spelling of the buffer, and the print, give the same IR.
+    same(
+        "S = T.alloc_shared((32, 64), \"float16\")\nT.annotate_layout({S: T.make_swizzled_layout(buffer=S, bytes=128)})",
+        "S = T.alloc_shared((32, 64), \"float16\")\nT.annotate_layout({S: T.make_swizzled_layout(S, bytes=128)})",
+    );
+    assert_eq!(ok(&print_func(&f)), f);
+}
+
+#[test]
+fn intrinsic_kernel_round_trips_through_the_printer() {
+    let src = wrap(
+        "S = T.alloc_shared((2, 64, 64), \"float16\")\nF = T.alloc_local((8,), \"float16\")\nacc = T.alloc_local((4,), \"float32\")\nT.annotate_layout({S: T.make_swizzled_layout(S, bytes=128)})\nfor tx in T.thread_binding(128, thread=\"threadIdx.x\"):\n    for ko in T.serial(2):\n        T.cp_async(S[ko, tx // 2, tx % 2 * 8], A[tx // 2, (tx % 2 + ko) * 8], 16, ko * 64 + tx < 100)\n        T.cp_async_commit()\n    T.cp_async_wait(0)\n    T.sync_threads()\n    T.ldmatrix(F[0], S[1, tx % 32, 0], num=4, trans=True)\n    T.mma_sync(acc[0], F[0], F[4])",
+    );
+    let f = ok(&src);
+    let printed = print_func(&f);
+    assert_eq!(ok(&printed), f, "{printed}");
+    assert_eq!(print_func(&ok(&printed)), printed);
 }

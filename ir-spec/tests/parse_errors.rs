@@ -391,3 +391,168 @@ fn structure_errors() {
         "must be named \"M\"",
     );
 }
+
+/// Malformed intrinsics and layouts: located errors, never a panic.
+#[test]
+fn intrinsic_errors() {
+    let thread = |body: &str| {
+        kernel(&format!(
+            "S = T.alloc_shared((64, 64), \"float16\")\nF = T.alloc_local((8,), \"float16\")\nfor tx in T.thread_binding(128, thread=\"threadIdx.x\"):\n    {body}"
+        ))
+    };
+    let at = |body: &str, needle: &str, text: &str| {
+        let src = thread(body);
+        let d = has(&src, needle);
+        assert_eq!(src.get(d.span.start..d.span.end), Some(text), "{d:?}");
+        d
+    };
+    at(
+        "T.cp_async(S[tx, 0], A[tx, 0])",
+        "`T.cp_async` is missing its argument `bytes`",
+        "T.cp_async(S[tx, 0], A[tx, 0])",
+    );
+    at(
+        "T.cp_async(S[tx, 0], A[tx, 0], tx)",
+        "the byte count of `T.cp_async` must be a constant integer",
+        "tx",
+    );
+    let d = at(
+        "T.cp_async(S, A[tx, 0], 16)",
+        "an operand of `T.cp_async` is an element reference `buf[i, j]`",
+        "S",
+    );
+    assert_eq!(
+        d.notes[0].message,
+        "write `S[0]` (one index per dimension) for its start"
+    );
+    at(
+        "T.cp_async(S[tx, 0:8], A[tx, 0], 16)",
+        "an operand of `T.cp_async` names one element; slices are not allowed",
+        "0:8",
+    );
+    at(
+        "T.cp_async(S[tx, 0] + 1, A[tx, 0], 16)",
+        "an operand of `T.cp_async` is an element reference",
+        "S[tx, 0] + 1",
+    );
+    at(
+        "T.cp_async(T.foo[0], A[tx, 0], 16)",
+        "expected a buffer name",
+        "T.foo",
+    );
+    at(
+        "T.cp_async(S[tx, 0], A[tx, 0], 16, tx < 4, 1)",
+        "`T.cp_async` takes at most 4 positional arguments",
+        "1",
+    );
+    at(
+        "T.cp_async_commit(0)",
+        "`T.cp_async_commit` takes at most 0 positional arguments",
+        "0",
+    );
+    at(
+        "T.cp_async_wait()",
+        "`T.cp_async_wait` is missing its argument `n`",
+        "T.cp_async_wait()",
+    );
+    at(
+        "T.cp_async_wait(tx)",
+        "the group count of `T.cp_async_wait` must be a constant integer",
+        "tx",
+    );
+    at(
+        "T.ldmatrix(F[0], S[tx, 0], num=4, trans=tx)",
+        "`trans` of `T.ldmatrix` must be `True` or `False`",
+        "tx",
+    );
+    at(
+        "T.ldmatrix(F[0], S[tx, 0], num=n, trans=False)",
+        "`num` of `T.ldmatrix` must be a constant integer",
+        "n",
+    );
+    let d = at(
+        "T.ldmatrix(F[0], S[tx, 0], nums=4)",
+        "unknown keyword argument `nums` for `T.ldmatrix`",
+        "nums",
+    );
+    assert_eq!(d.notes[0].message, "did you mean `num`?");
+    at(
+        "T.mma_sync(F[0], F[0])",
+        "`T.mma_sync` is missing its argument `b`",
+        "T.mma_sync(F[0], F[0])",
+    );
+    at(
+        "x = T.mma_sync(F[0], F[0], F[4])",
+        "`T.mma_sync` is not a scalar expression",
+        "T.mma_sync(F[0], F[0], F[4])",
+    );
+    let d = at(
+        "T.ldmatrx(F[0], S[tx, 0])",
+        "unknown TileLang construct `T.ldmatrx`",
+        "T.ldmatrx",
+    );
+    assert_eq!(d.notes[0].message, "did you mean `T.ldmatrix`?");
+    let d = at(
+        "T.cp_asyncc(F[0], S[tx, 0], 16)",
+        "unknown TileLang construct",
+        "T.cp_asyncc",
+    );
+    assert_eq!(d.notes[0].message, "did you mean `T.cp_async`?");
+}
+
+#[test]
+fn layout_errors() {
+    let ann = |layout: &str| {
+        kernel(&format!(
+            "S = T.alloc_shared((64, 64), \"float16\")\nT.annotate_layout({{S: {layout}}})"
+        ))
+    };
+    let at = |layout: &str, needle: &str, text: &str| {
+        let src = ann(layout);
+        let d = has(&src, needle);
+        assert_eq!(src.get(d.span.start..d.span.end), Some(text), "{d:?}");
+        d
+    };
+    let d = at(
+        "T.make_tiled_layout(S)",
+        "unsupported layout",
+        "T.make_tiled_layout(S)",
+    );
+    assert!(
+        d.notes[0]
+            .message
+            .contains("T.make_padded_layout(S, pad=P)"),
+        "{d:?}"
+    );
+    at("42", "unsupported layout", "42");
+    at(
+        "T.make_swizzled_layout(S, bytes=b)",
+        "the swizzle width `bytes` must be a constant integer",
+        "b",
+    );
+    at(
+        "T.make_swizzled_layout(S, byts=64)",
+        "unknown keyword argument `byts` for `T.make_swizzled_layout`",
+        "byts",
+    );
+    at(
+        "T.make_padded_layout(S)",
+        "`T.make_padded_layout` is missing its argument `pad`",
+        "T.make_padded_layout(S)",
+    );
+    at(
+        "T.make_padded_layout(A, pad=8)",
+        "the layout of `S` must be made from `S` itself",
+        "A",
+    );
+    at(
+        "T.mma_accumulator_layout(S, warps_m=2)",
+        "`T.mma_accumulator_layout` is missing its argument `warps_n`",
+        "T.mma_accumulator_layout(S, warps_m=2)",
+    );
+    at(
+        "T.mma_accumulator_layout(S, warps_m=2, warps_n=1.5)",
+        "`warps_n` must be a constant integer",
+        "1.5",
+    );
+}

@@ -1,13 +1,18 @@
 //! `tlc-passes`: the pass manager (`manager.rs`: registry, pipeline text, instrumentation,
-//! verify-each) and the passes, one file (or folder) each: `lower-tile-ops`, `rasterize`,
+//! verify-each) and the passes, one file (or folder) each: `layout-inference`,
+//! `pipeline-planning`, `inject-software-pipeline`, `lower-tile-ops`, `inject-cp-async`, `rasterize`,
 //! `thread-binding`, `plan-shared-memory`, `unroll`, `simplify`. See `docs/passes.md`.
 
+pub mod inject_cp_async;
+pub mod inject_software_pipeline;
 pub mod instrument;
+pub mod layout_inference;
 pub mod lower_tile_ops;
 pub mod manager;
 pub mod names;
 pub mod pass;
 pub mod pipeline;
+pub mod pipeline_planning;
 pub mod plan_shared_memory;
 pub mod rasterize;
 pub mod simplify;

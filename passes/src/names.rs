@@ -2,9 +2,9 @@
 //! a name no binder, use or buffer of the function has: `base`, else `base_1`, `base_2`, …
 //! (the style of `tlc_ir::uniquify`).
 
-use std::collections::HashSet;
-use tlc_ir::visit::{for_each_stmt, for_each_subexpr, stmt_exprs};
-use tlc_ir::{ExprKind, PrimFunc, StmtKind};
+use std::collections::{HashMap, HashSet};
+use tlc_ir::visit::{child_bodies_mut, for_each_stmt, for_each_subexpr, stmt_exprs};
+use tlc_ir::{ExprKind, PrimFunc, Stmt, StmtKind};
 
 /// The names taken in one function, and a source of new ones.
 #[derive(Clone, Debug, Default)]
@@ -54,6 +54,45 @@ impl NameSet {
         };
         self.taken.insert(name.clone());
         name
+    }
+}
+
+/// Gives every let and loop variable bound in `body` a fresh name, recording old → new
+/// (for passes that copy a body: `unroll`, `inject-software-pipeline`).
+pub(crate) fn rename_binders(
+    body: &mut [Stmt],
+    names: &mut NameSet,
+    renames: &mut HashMap<String, String>,
+) {
+    for stmt in body {
+        match &mut stmt.kind {
+            StmtKind::Let { var, .. } => {
+                let fresh = names.fresh(base(&var.name));
+                renames.insert(std::mem::replace(&mut var.name, fresh.clone()), fresh);
+            }
+            StmtKind::For(f) => {
+                let fresh = names.fresh(base(&f.var.name));
+                renames.insert(std::mem::replace(&mut f.var.name, fresh.clone()), fresh);
+            }
+            _ => {}
+        }
+        for child in child_bodies_mut(stmt) {
+            rename_binders(child, names, renames);
+        }
+    }
+}
+
+/// `x` for `x_12`, so copies of copies are `x_1`, `x_2`, … rather than `x_1_1`.
+fn base(name: &str) -> &str {
+    match name.rsplit_once('_') {
+        Some((stem, digits))
+            if !stem.is_empty()
+                && !digits.is_empty()
+                && digits.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            stem
+        }
+        _ => name,
     }
 }
 

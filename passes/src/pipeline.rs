@@ -1,8 +1,12 @@
 //! The registry of passes, pipeline text (`simplify,rasterize`) and the default pipeline of
 //! each target.
 
+use crate::inject_cp_async::InjectCpAsync;
+use crate::inject_software_pipeline::InjectSoftwarePipeline;
+use crate::layout_inference::LayoutInference;
 use crate::lower_tile_ops::LowerTileOps;
 use crate::pass::Pass;
+use crate::pipeline_planning::PipelinePlanning;
 use crate::plan_shared_memory::PlanSharedMemory;
 use crate::rasterize::Rasterize;
 use crate::simplify::Simplify;
@@ -13,7 +17,11 @@ use std::fmt;
 /// An ordered list of passes.
 pub type Pipeline = Vec<&'static dyn Pass>;
 
+static LAYOUT_INFERENCE: LayoutInference = LayoutInference;
+static PIPELINE_PLANNING: PipelinePlanning = PipelinePlanning;
+static INJECT_SOFTWARE_PIPELINE: InjectSoftwarePipeline = InjectSoftwarePipeline;
 static LOWER_TILE_OPS: LowerTileOps = LowerTileOps;
+static INJECT_CP_ASYNC: InjectCpAsync = InjectCpAsync;
 static SIMPLIFY: Simplify = Simplify;
 static RASTERIZE: Rasterize = Rasterize;
 static UNROLL: Unroll = Unroll;
@@ -22,8 +30,12 @@ static PLAN_SHARED_MEMORY: PlanSharedMemory = PlanSharedMemory;
 
 /// Every pass, in the order of the sm_80 pipeline (design.md, "Passes").
 pub fn registry() -> &'static [&'static dyn Pass] {
-    static ALL: [&dyn Pass; 6] = [
+    static ALL: [&dyn Pass; 10] = [
+        &LAYOUT_INFERENCE,
+        &PIPELINE_PLANNING,
+        &INJECT_SOFTWARE_PIPELINE,
         &LOWER_TILE_OPS,
+        &INJECT_CP_ASYNC,
         &RASTERIZE,
         &THREAD_BINDING,
         &PLAN_SHARED_MEMORY,
@@ -118,7 +130,11 @@ pub fn default_pipeline(target: Target) -> Pipeline {
     match target {
         // sm_90a swaps TMA / wgmma lowering in later; the generic passes are the same.
         Target::Sm80 | Target::Sm90a => vec![
+            &LAYOUT_INFERENCE,
+            &PIPELINE_PLANNING,
+            &INJECT_SOFTWARE_PIPELINE,
             &LOWER_TILE_OPS,
+            &INJECT_CP_ASYNC,
             &RASTERIZE,
             &THREAD_BINDING,
             &PLAN_SHARED_MEMORY,
@@ -147,7 +163,7 @@ mod tests {
         let err = parse_pipeline("zzzzzzzzzz").err().unwrap();
         assert_eq!(err.suggestion, None);
         assert!(err.to_string().contains(
-            "known passes: lower-tile-ops, rasterize, thread-binding, plan-shared-memory, unroll, simplify"
+            "known passes: layout-inference, pipeline-planning, inject-software-pipeline, lower-tile-ops, inject-cp-async, rasterize, thread-binding, plan-shared-memory, unroll, simplify"
         ));
         assert_eq!(resolve("raster").map(|p| p.name()).ok(), None);
         assert_eq!(

@@ -90,7 +90,7 @@ fn plan_kernel(k: &mut Kernel, span: Span, errors: &mut Vec<Diagnostic>) {
     let swizzled: BTreeSet<String> = k
         .layouts
         .iter()
-        .filter(|l| l.layout == Layout::Swizzled)
+        .filter(|l| matches!(l.layout, Layout::Swizzled | Layout::Swizzle { .. }))
         .map(|l| l.buffer.name.clone())
         .collect();
     // The top-level statements: the body of the kernel's one thread loop, else the body.

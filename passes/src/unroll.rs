@@ -5,7 +5,7 @@
 //! handled after the substitution, so an inner `T.unroll(i)` whose bound was the outer
 //! variable unrolls too. A `T.unroll` loop whose bounds are not constant is left alone.
 
-use crate::names::NameSet;
+use crate::names::{rename_binders, NameSet};
 use crate::pass::Pass;
 use std::collections::HashMap;
 use tlc_ir::verifier::const_int;
@@ -98,38 +98,4 @@ fn instantiate(body: &[Stmt], var: &str, value: i64, names: &mut NameSet) -> Vec
         _ => e,
     });
     copy
-}
-
-/// Gives every let and loop variable bound in `body` a fresh name, recording old → new.
-fn rename_binders(body: &mut [Stmt], names: &mut NameSet, renames: &mut HashMap<String, String>) {
-    for stmt in body {
-        match &mut stmt.kind {
-            StmtKind::Let { var, .. } => {
-                let fresh = names.fresh(base(&var.name));
-                renames.insert(std::mem::replace(&mut var.name, fresh.clone()), fresh);
-            }
-            StmtKind::For(f) => {
-                let fresh = names.fresh(base(&f.var.name));
-                renames.insert(std::mem::replace(&mut f.var.name, fresh.clone()), fresh);
-            }
-            _ => {}
-        }
-        for child in child_bodies_mut(stmt) {
-            rename_binders(child, names, renames);
-        }
-    }
-}
-
-/// `x` for `x_12`, so copies of copies are `x_1`, `x_2`, … rather than `x_1_1`.
-fn base(name: &str) -> &str {
-    match name.rsplit_once('_') {
-        Some((stem, digits))
-            if !stem.is_empty()
-                && !digits.is_empty()
-                && digits.bytes().all(|b| b.is_ascii_digit()) =>
-        {
-            stem
-        }
-        _ => name,
-    }
 }

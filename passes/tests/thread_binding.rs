@@ -171,3 +171,109 @@ fn block_level_stores_are_done_by_thread_zero() {
     .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(o["A"].to_f64()[63], 1.0);
 }
+
+mod pipe;
+
+/// The body of the (only) loop over `var`.
+fn loop_body<'a>(func: &'a PrimFunc, var: &str) -> &'a [tlc_ir::Stmt] {
+    let mut out = None;
+    for_each_stmt(&func.body, &mut |s| {
+        if let StmtKind::For(f) = &s.kind {
+            if f.var.name == var {
+                out = Some(f.body.as_slice());
+            }
+        }
+    });
+    out.unwrap_or_else(|| panic!("no loop over {var}"))
+}
+
+#[test]
+fn snapshot_pipelined_cp_async() {
+    // The software-pipelined loop: exactly one barrier per iteration, right after the wait
+    // (it lands this iteration's tiles for every thread, and keeps the look-ahead copy off
+    // the stage the previous iteration read), none in the prologue.
+    let func = pipe::copy_kernel(64, 256, 3);
+    let out = pipe::run_passes(func.clone(), &pipe::BOUND);
+    let body = loop_body(&out, "ko");
+    let kinds: Vec<&StmtKind> = body.iter().map(|s| &s.kind).collect();
+    assert!(matches!(
+        kinds[0],
+        StmtKind::Intrinsic(tlc_ir::Intrinsic::WaitGroup(1))
+    ));
+    assert_eq!(kinds[1], &StmtKind::Barrier);
+    assert!(matches!(kinds[2], StmtKind::If { .. }));
+    let barriers_in_body = body
+        .iter()
+        .map(|s| {
+            let mut n = 0;
+            for_each_stmt(std::slice::from_ref(s), &mut |x| {
+                n += usize::from(x.kind == StmtKind::Barrier)
+            });
+            n
+        })
+        .sum::<usize>();
+    assert_eq!(barriers_in_body, 1);
+    assert_eq!(barriers(&out), 1, "{}", print_func(&out));
+    pipe::assert_same("pipelined", &func, &out, &[pipe::dims(&[])]);
+    insta::assert_snapshot!(print_func(&out));
+}
+
+#[test]
+fn pipelined_synchronous_copies_get_one_barrier_per_iteration() {
+    // Symbolic sizes: the copies stay synchronous stores, still one barrier per iteration.
+    let func = pipe::case("pipe_simt_gemm");
+    let out = pipe::run_passes(func.clone(), &pipe::BOUND);
+    let body = loop_body(&out, "ko");
+    assert_eq!(body[1].kind, StmtKind::Barrier, "{}", print_func(&out));
+    assert_eq!(barriers(&out), 1, "{}", print_func(&out));
+    let bindings: Vec<_> = [(37, 70, 20), (33, 20, 45), (40, 33, 130)]
+        .iter()
+        .map(|&(m, n, k)| pipe::dims(&[("M", m), ("N", n), ("K", k)]))
+        .collect();
+    pipe::assert_same("pipe_simt_gemm", &func, &out, &bindings);
+}
+
+#[test]
+fn stage_keys_separate_buffers_of_a_manual_double_buffer() {
+    // S[ko % 2] is written while S[(ko + 1) % 2] is read: one barrier per iteration (before
+    // the write, ordering it after the previous iteration's read of the same half) —
+    // without stage keys every access of S would conflict and need two.
+    let src = r#"@T.prim_func
+def f(
+    A: T.Tensor((8, 64), "float32"),
+    B: T.Tensor((8, 64), "float32"),
+):
+    with T.Kernel(1, threads=64) as bx:
+        S = T.alloc_shared((2, 64), "float32")
+        for tx in T.thread_binding(64, thread="threadIdx.x"):
+            S[0, tx] = A[0, tx]
+        for ko in T.serial(1, 8):
+            for tx_1 in T.thread_binding(64, thread="threadIdx.x"):
+                S[ko % 2, tx_1] = A[ko, tx_1]
+            for tx_2 in T.thread_binding(64, thread="threadIdx.x"):
+                B[ko - 1, tx_2] = S[(ko + 1) % 2, 63 - tx_2]
+        for tx_3 in T.thread_binding(64, thread="threadIdx.x"):
+            B[7, tx_3] = S[1, 63 - tx_3]
+"#;
+    let func = tlc_ir::parse(src).unwrap();
+    let out = bound(func);
+    let body = loop_body(&out, "ko");
+    let inner = body.iter().filter(|s| s.kind == StmtKind::Barrier).count();
+    assert_eq!(inner, 1, "{}", print_func(&out));
+    let o = run(
+        &out,
+        &HashMap::new(),
+        HashMap::new(),
+        &RunOptions {
+            seed: 1,
+            threads: 1,
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", print_func(&out)));
+    let (a, b) = (o["A"].to_f64(), o["B"].to_f64());
+    for r in 0..8 {
+        for t in 0..64 {
+            assert_eq!(b[r * 64 + t], a[r * 64 + 63 - t], "B[{r}, {t}]");
+        }
+    }
+}

@@ -130,7 +130,8 @@ impl Kernel {
     }
 
     /// Times the kernel: `warmup` untimed launches, then `iters` launches each between a
-    /// pair of CUDA events. Returns the milliseconds of each timed launch.
+    /// pair of CUDA events (enqueued back to back, see `timing.rs`). Returns the milliseconds
+    /// of each timed launch.
     pub fn time(&self, args: &[&DeviceTensor], warmup: usize, iters: usize) -> Result<Vec<f32>> {
         let plan = self.plan(args)?;
         time_ms(self.gpu(), warmup, iters, || {

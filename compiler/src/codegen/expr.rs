@@ -150,7 +150,17 @@ impl Cg {
                 Some(self.b.unary(PUn::Neg, ty, v).into())
             }
             ExprKind::Select(c, a, b) => self.select(c, a, b, d, span),
-            ExprKind::Binary(op, a, b) => self.binary(*op, a, b, d, span),
+            ExprKind::Binary(op, a, b) => {
+                let key = self.memo_key(e, d);
+                if let Some(r) = key.as_deref().and_then(|k| self.memo_get(k)) {
+                    return Some(r.into());
+                }
+                let v = self.binary(*op, a, b, d, span)?;
+                if let (Some(key), Operand::Reg(r)) = (key, &v) {
+                    self.memo_put(key, *r);
+                }
+                Some(v)
+            }
         }
     }
 
@@ -175,7 +185,8 @@ impl Cg {
         let out = self.b.new_reg(ty);
         let (else_l, end_l) = (self.b.label("sel_else"), self.b.label("sel_end"));
         self.b.bra_if(Guard::unless(p), &else_l);
-        let x = self.expr_as(a, d)?;
+        // Each arm runs on one path only: what it computes is not reused after it.
+        let x = self.scoped(|cg| cg.expr_as(a, d))?;
         self.b.emit(Op::Mov {
             ty: mov_type(ty),
             dst: out,
@@ -183,7 +194,7 @@ impl Cg {
         });
         self.b.bra(&end_l);
         self.b.place(&else_l);
-        let y = self.expr_as(b, d)?;
+        let y = self.scoped(|cg| cg.expr_as(b, d))?;
         self.b.emit(Op::Mov {
             ty: mov_type(ty),
             dst: out,
@@ -219,7 +230,7 @@ impl Cg {
                     Guard::when(out)
                 };
                 self.b.bra_if(skip, &end_l);
-                let y = self.expr(b, DType::Bool)?;
+                let y = self.scoped(|cg| cg.expr(b, DType::Bool))?;
                 self.b.emit(Op::Mov {
                     ty: Type::Pred,
                     dst: out,
@@ -361,6 +372,11 @@ impl Cg {
     /// Floor division / modulo from C's truncating ones: when the remainder is non-zero and
     /// its sign differs from the divisor's, q -= 1 and r += b.
     fn floor_divmod(&mut self, div: bool, ty: Type, x: Reg, y: Operand) -> Reg {
+        if let Operand::Imm(c) = y {
+            if c > 0 {
+                return self.floor_divmod_by(div, ty, x, c);
+            }
+        }
         let y = self.in_reg(y, ty);
         let q = self.b.int(IntOp::Div, ty, x, y);
         let r = self.b.int(IntOp::Rem, ty, x, y);
@@ -379,6 +395,40 @@ impl Cg {
             self.b.int(IntOp::Sub, ty, q, one)
         } else {
             let adj = self.b.selp(ty, y, Operand::Imm(0), p);
+            self.b.int(IntOp::Add, ty, r, adj)
+        }
+    }
+
+    /// Floor division / modulo by a positive constant `c`, kept an immediate so ptxas
+    /// turns it into a multiply-high: the remainder is negative exactly when the floor
+    /// result needs the fix-up (q -= 1, r += c).
+    fn floor_divmod_by(&mut self, div: bool, ty: Type, x: Reg, c: i64) -> Reg {
+        if ty == Type::S32 {
+            if let Some((m, shift)) = magic_u31(c) {
+                // floor(x / c) = s ^ ((x ^ s) / c) with s = x >> 31 (all ones when x < 0):
+                // for x < 0, floor(x / c) = -floor(~x / c) - 1 = ~floor(~x / c), and
+                // ~x = x ^ s lies in [0, 2^31), where the multiply-high is exact.
+                let s = self.b.int(IntOp::Shr, Type::S32, x, Operand::Imm(31));
+                let y = self.b.int(IntOp::Xor, Type::B32, x, Operand::Reg(s));
+                let hi = self
+                    .b
+                    .int(IntOp::Mul(MulMode::Hi), Type::U32, y, Operand::Imm(m));
+                let uq = self.b.int(IntOp::Shr, Type::U32, hi, Operand::Imm(shift));
+                let q = self.b.int(IntOp::Xor, Type::B32, uq, Operand::Reg(s));
+                if div {
+                    return q;
+                }
+                return self.b.mad(MulMode::Lo, Type::S32, q, Operand::Imm(-c), x);
+            }
+        }
+        let r = self.b.int(IntOp::Rem, ty, x, Operand::Imm(c));
+        let neg = self.b.setp(Cmp::Lt, ty, r, Operand::Imm(0));
+        if div {
+            let q = self.b.int(IntOp::Div, ty, x, Operand::Imm(c));
+            let one = self.b.selp(ty, Operand::Imm(1), Operand::Imm(0), neg);
+            self.b.int(IntOp::Sub, ty, q, one)
+        } else {
+            let adj = self.b.selp(ty, Operand::Imm(c), Operand::Imm(0), neg);
             self.b.int(IntOp::Add, ty, r, adj)
         }
     }
@@ -456,67 +506,129 @@ impl Cg {
         let size = i64::from(buf.dtype.bytes());
         match &buf.mem {
             Mem::Local(regs) => {
-                let mut flat: i64 = 0;
-                for (i, d) in indices.iter().zip(&buf.shape) {
-                    let (Some(iv), Some(dv)) = (self.const_eval(i), d.as_int()) else {
-                        self.err(i.span, format!(
-                            "index of local array `{buffer}` is not a constant: unroll the loop (T.unroll) first"
-                        ));
-                        return None;
-                    };
-                    if iv < 0 || iv >= dv {
-                        self.err(
-                            i.span,
-                            format!("index {iv} is out of bounds of `{buffer}` (extent {dv})"),
-                        );
-                        return None;
-                    }
-                    flat = flat * dv + iv;
-                }
-                regs.get(flat as usize).copied().map(Place::Reg)
+                let flat = self.local_flat(buffer, indices, &buf.shape)?;
+                regs.get(flat).copied().map(Place::Reg)
             }
             Mem::Shared(off) => {
-                let flat = self.flat_index(indices, &buf.shape, Type::S32)?;
+                let (flat, konst) = self.flat_index(indices, &buf.shape, Type::S32)?;
                 let base = self.smem.unwrap_or(flat);
-                let a = self
-                    .b
-                    .mad(MulMode::Lo, Type::S32, flat, Operand::Imm(size), base);
+                let a = self.scaled_base(Type::S32, flat, size, base);
                 Some(Place::Mem(
                     Space::Shared,
                     Address {
                         base: AddrBase::Reg(a),
-                        offset: *off,
+                        offset: off.checked_add(konst.checked_mul(size)?)?,
                     },
                 ))
             }
             Mem::Global(base) => {
-                let flat = self.flat_index(indices, &buf.shape, Type::S64)?;
-                let a = self
-                    .b
-                    .mad(MulMode::Lo, Type::S64, flat, Operand::Imm(size), *base);
-                Some(Place::Mem(Space::Global, Address::reg(a)))
+                let (flat, konst) = self.flat_index(indices, &buf.shape, Type::S64)?;
+                let a = self.scaled_base(Type::S64, flat, size, *base);
+                Some(Place::Mem(
+                    Space::Global,
+                    Address {
+                        base: AddrBase::Reg(a),
+                        offset: konst.checked_mul(size)?,
+                    },
+                ))
             }
         }
     }
 
-    /// Row-major flattening of `indices` over `shape` in `ty` (s32 or s64).
-    fn flat_index(&mut self, indices: &[Expr], shape: &[Expr], ty: Type) -> Option<Reg> {
-        let mut acc: Option<Reg> = None;
+    /// `base + flat * size`, computed once per (flat, size, base) on a path (`memo.rs`).
+    fn scaled_base(&mut self, ty: Type, flat: Reg, size: i64, base: Reg) -> Reg {
+        let key = format!("addr:{ty:?}:{flat}*{size}+{base}");
+        if let Some(r) = self.memo_get(&key) {
+            return r;
+        }
+        let a = self.b.mad(MulMode::Lo, ty, flat, Operand::Imm(size), base);
+        self.memo_put(key, a);
+        a
+    }
+
+    /// The row-major position of a local array element: every index must be a constant in
+    /// bounds (a spanned error otherwise).
+    pub(super) fn local_flat(
+        &mut self,
+        buffer: &str,
+        indices: &[Expr],
+        shape: &[Expr],
+    ) -> Option<usize> {
+        let mut flat: i64 = 0;
         for (i, d) in indices.iter().zip(shape) {
-            let iv = self.index(i, ty)?;
-            acc = Some(match acc {
-                None => self.in_reg(iv, ty),
+            let (Some(iv), Some(dv)) = (self.const_eval(i), d.as_int()) else {
+                self.err(
+                    i.span,
+                    format!(
+                        "index of local array `{buffer}` is not a constant: unroll the loop (T.unroll) first"
+                    ),
+                );
+                return None;
+            };
+            if iv < 0 || iv >= dv {
+                self.err(
+                    i.span,
+                    format!("index {iv} is out of bounds of `{buffer}` (extent {dv})"),
+                );
+                return None;
+            }
+            flat = flat * dv + iv;
+        }
+        usize::try_from(flat).ok()
+    }
+
+    /// Row-major flattening of `indices` over `shape` in `ty` (s32 or s64): a register and
+    /// a constant number of elements to add to it. The constant parts of indices whose
+    /// strides are constants are split off (`offset.rs`), so accesses that differ by
+    /// constants share the register.
+    fn flat_index(&mut self, indices: &[Expr], shape: &[Expr], ty: Type) -> Option<(Reg, i64)> {
+        // strides[k]: the product of the extents after k, when they are all constants.
+        let mut strides = vec![None; shape.len()];
+        let mut stride = Some(1i64);
+        for k in (0..shape.len()).rev() {
+            strides[k] = stride;
+            stride = stride.and_then(|s| s.checked_mul(self.const_eval(&shape[k])?));
+        }
+        let mut acc: Option<Reg> = None;
+        let mut konst = 0i64;
+        for ((i, d), stride) in indices.iter().zip(shape).zip(strides) {
+            let split = stride.and_then(|st| {
+                let (var, c) = self.split_const(i);
+                Some((var, konst.checked_add(c.checked_mul(st)?)?))
+            });
+            let var = match split {
+                Some((var, k)) => {
+                    konst = k;
+                    var
+                }
+                None => Some(i.clone()),
+            };
+            let iv = match &var {
+                Some(v) => self.index(v, ty)?,
+                None => Operand::Imm(0),
+            };
+            acc = match acc {
+                None if iv == Operand::Imm(0) => None,
+                None => Some(self.in_reg(iv, ty)),
                 Some(a) => {
                     let dv = self.index(d, ty)?;
-                    let iv = self.in_reg(iv, ty);
-                    self.b.mad(MulMode::Lo, ty, a, dv, iv)
+                    let key = format!("mad:{ty:?}:{a}*{dv:?}+{iv:?}");
+                    Some(match self.memo_get(&key) {
+                        Some(r) => r,
+                        None => {
+                            let r = self.b.mad(MulMode::Lo, ty, a, dv, iv);
+                            self.memo_put(key, r);
+                            r
+                        }
+                    })
                 }
-            });
+            };
         }
-        match acc {
-            Some(a) => Some(a),
-            None => Some(self.b.mov(ty, Operand::Imm(0))),
-        }
+        let flat = match acc {
+            Some(a) => a,
+            None => self.b.mov(ty, Operand::Imm(0)),
+        };
+        Some((flat, konst))
     }
 
     /// An integer index (or extent) as an operand of type `ty` (s32, or s64 widened).
@@ -525,13 +637,25 @@ impl Cg {
             return Some(Operand::Imm(v));
         }
         let t = self.typed(e)?;
-        let v = self.expr(e, t.dtype)?;
         let want = if ty == Type::S64 {
             DType::Int64
         } else {
             DType::Int32
         };
-        Some(self.convert(v, t.dtype, want).into())
+        // The widened value is value-numbered too (an index is widened once per path).
+        let key = (t.dtype != want)
+            .then(|| self.memo_key(e, t.dtype))
+            .flatten()
+            .map(|k| format!("{want}<-{k}"));
+        if let Some(r) = key.as_deref().and_then(|k| self.memo_get(k)) {
+            return Some(r.into());
+        }
+        let v = self.expr(e, t.dtype)?;
+        let r = self.convert(v, t.dtype, want);
+        if let Some(k) = key {
+            self.memo_put(k, r);
+        }
+        Some(r.into())
     }
 
     fn load(&mut self, buffer: &str, indices: &[Expr], span: tlc_ir::Span) -> Option<Operand> {
@@ -586,4 +710,86 @@ fn sel_type(ty: Type) -> Type {
 /// The type of a memory access of an element of `ty`.
 pub(super) fn mem_type(ty: Type) -> Type {
     mov_type(ty)
+}
+
+/// `(m, shift)` with `n / c = mulhi(n, m) >> shift` for every `0 <= n < 2^31` (unsigned
+/// multiply-high of 32-bit words): `m = ceil(2^(31 + l) / c)`, `l = ceil(log2 c)`, which
+/// fits 32 bits and errs by less than `c <= 2^l` (Granlund & Montgomery, 1994). `None`
+/// for `c < 3` or powers of two (a shift does those) and divisors past 2^31.
+pub(super) fn magic_u31(c: i64) -> Option<(i64, i64)> {
+    if !(3..=1 << 31).contains(&c) || (c & (c - 1)) == 0 {
+        return None;
+    }
+    let c = c as u64;
+    let l = 64 - u64::from((c - 1).leading_zeros());
+    let m = (1u64 << (31 + l)).div_ceil(c);
+    if m >= 1 << 32 {
+        return None;
+    }
+    Some((m as i64, l as i64 - 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::magic_u31;
+
+    /// The emitted sequence, step for step, in Rust.
+    fn floor_div(x: i32, m: i64, shift: i64) -> i32 {
+        let s = x >> 31;
+        let y = (x ^ s) as u32;
+        let hi = ((u64::from(y) * m as u64) >> 32) as u32;
+        ((hi >> shift) as i32) ^ s
+    }
+
+    #[test]
+    fn magic_division_is_floor_division() {
+        let edges = [0, 1, 2, 3, 5, 7, 100, 1 << 20, i32::MAX - 1, i32::MAX];
+        for c in [
+            3i64,
+            5,
+            6,
+            7,
+            9,
+            10,
+            12,
+            25,
+            100,
+            160,
+            320,
+            641,
+            1000,
+            4095,
+            65_537,
+            1 << 30 | 1,
+        ] {
+            let (m, shift) = magic_u31(c).expect("a magic number");
+            let mut xs: Vec<i32> = edges
+                .iter()
+                .flat_map(|&e| [e, -e, e.wrapping_neg() - 1])
+                .collect();
+            xs.push(i32::MIN);
+            for k in -40i64..40 {
+                for d in -2..=2 {
+                    if let Ok(x) = i32::try_from(k * c + d) {
+                        xs.push(x);
+                    }
+                }
+            }
+            let mut seed = 0x9e37_79b9_u32;
+            for _ in 0..2000 {
+                seed ^= seed << 13;
+                seed ^= seed >> 17;
+                seed ^= seed << 5;
+                xs.push(seed as i32);
+            }
+            for x in xs {
+                let want = i64::from(x).div_euclid(c) as i32;
+                assert_eq!(floor_div(x, m, shift), want, "{x} // {c}");
+                let r = i64::from(x) - i64::from(floor_div(x, m, shift)) * c;
+                assert!((0..c).contains(&r), "{x} % {c} = {r}");
+            }
+        }
+        assert_eq!(magic_u31(8), None);
+        assert_eq!(magic_u31(2), None);
+    }
 }

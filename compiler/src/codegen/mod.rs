@@ -21,11 +21,18 @@
 //!   lowered with a branch (only the taken side runs); otherwise with `selp` / predicate ops.
 //! - Supported dtypes: int32, uint32, int64, float32, float16, bfloat16, bool (registers only).
 //!   float → int casts are `cvt.rzi.sat` from f32; int → f16/bf16 goes through f32.
+//! - Intrinsics (`intrinsics.rs`): `T.cp_async` → `cp.async.{cg|ca}.shared.global` (src-size
+//!   0 under a false predicate), commit / wait groups, `T.ldmatrix` → `ldmatrix.sync` split
+//!   into the local f16/bf16 registers, `T.mma_sync` → `mma.sync.m16n8k16` on packed pairs,
+//!   accumulating in place into the f32 local registers.
 //! - `T.vectorized` loops become `.v2`/`.v4` accesses where `vector.rs` proves them aligned
 //!   and contiguous; otherwise they are unrolled into scalar accesses.
 
 mod expr;
+mod intrinsics;
 mod manifest;
+mod memo;
+mod offset;
 mod stmt;
 mod vector;
 
@@ -93,6 +100,9 @@ pub fn emit(func: &PrimFunc, target: Target) -> Result<(Module, Manifest), Vec<D
         threads: manifest.block.clone(),
         vec_loads: Vec::new(),
         lane: 0,
+        packed: HashMap::new(),
+        memo: HashMap::new(),
+        memo_log: Vec::new(),
     };
     for (p, decl) in tensor_params.iter().zip(&func.params) {
         let base = cg.b.global_ptr(p);
@@ -177,6 +187,15 @@ struct Cg {
     vec_loads: Vec<(String, Vec<tlc_ir::Expr>, Vec<Reg>)>,
     /// The lane being computed inside a vectorized loop.
     lane: usize,
+    /// 16-bit local elements `(lo, hi)` whose packed b32 word an ldmatrix left in a
+    /// register: mma_sync uses the word instead of re-packing, so the halves die and a
+    /// fragment costs one register per pair. Forgotten when either element is written
+    /// and at every branch or loop boundary (the word is only known on straight-line code).
+    packed: HashMap<(Reg, Reg), Reg>,
+    /// Index math already in a register (`memo.rs`): key -> register.
+    memo: HashMap<String, Reg>,
+    /// The keys of `memo` in insertion order, so a scope can drop what it added.
+    memo_log: Vec<String>,
 }
 
 /// The PTX register type of a dtype, or `None` for dtypes codegen does not handle.

@@ -1,5 +1,6 @@
 //! Statements → PTX control flow: thread binding, serial loops (a register and two
-//! branches), unrolled loops, if/else, lets, stores and barriers.
+//! branches), unrolled loops, if/else, lets, stores, barriers and (in `intrinsics.rs`) the
+//! target intrinsics.
 
 use super::expr::{mem_type, mov_type, Place};
 use super::{ptx_type, Bind, Cg};
@@ -10,12 +11,24 @@ use tlc_ir::{DType, For, ForKind, Stmt, StmtKind, ThreadTag};
 const MAX_UNROLL: i64 = 1024;
 
 impl Cg {
+    /// A statement list, in a value-numbering scope of its own (`memo.rs`).
     pub(super) fn body(&mut self, body: &[Stmt]) {
+        self.scoped(|cg| cg.body_stmts(body));
+    }
+
+    fn body_stmts(&mut self, body: &[Stmt]) {
         for s in body {
             if !self.errors.is_empty() {
                 return;
             }
+            let branches = Self::branches(s);
+            if branches {
+                self.packed.clear();
+            }
             self.stmt(s);
+            if branches {
+                self.packed.clear();
+            }
         }
     }
 
@@ -29,11 +42,10 @@ impl Cg {
             ),
             StmtKind::Gemm(_) => self.err(
                 span,
-                "T.gemm remains: run lower-tile-ops first (the tensor-core path is issue 5)",
+                "T.gemm remains: run layout-inference and lower-tile-ops first",
             ),
             StmtKind::Barrier => self.b.bar_sync(),
-            // PLACEHOLDER(issue 5): PTX for the intrinsics arrives with the codegen work.
-            StmtKind::Intrinsic(_) => self.err(span, "codegen does not emit intrinsics yet"),
+            StmtKind::Intrinsic(i) => self.intrinsic(i, span),
             StmtKind::Let { var, dtype, value } => {
                 if dtype.is_none_or(|d| d == DType::Int32) {
                     if let Some(c) = self.const_eval(value).filter(|c| i32::try_from(*c).is_ok()) {
@@ -77,11 +89,14 @@ impl Cg {
                     return;
                 };
                 match self.address(&buffer.name, indices, span) {
-                    Some(Place::Reg(r)) => self.b.emit(Op::Mov {
-                        ty: mov_type(ty),
-                        dst: r,
-                        src: v,
-                    }),
+                    Some(Place::Reg(r)) => {
+                        self.forget_packed(r);
+                        self.b.emit(Op::Mov {
+                            ty: mov_type(ty),
+                            dst: r,
+                            src: v,
+                        })
+                    }
                     Some(Place::Mem(space, addr)) => {
                         let v = self.in_reg(v, ty);
                         self.b.st(space, mem_type(ty), addr, vec![v.into()])
@@ -112,6 +127,16 @@ impl Cg {
                 }
             }
             StmtKind::For(f) => self.for_loop(f, s),
+        }
+    }
+
+    /// Statements that branch: packed words known before them are not known inside or
+    /// after them.
+    fn branches(s: &Stmt) -> bool {
+        match &s.kind {
+            StmtKind::If { .. } => true,
+            StmtKind::For(f) => matches!(f.kind, ForKind::Serial | ForKind::Pipelined { .. }),
+            _ => false,
         }
     }
 

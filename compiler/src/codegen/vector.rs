@@ -209,6 +209,7 @@ impl Cg {
             let x = self.in_reg(x, ty);
             if store_vec.is_none() {
                 if let Some(Place::Reg(r)) = self.address(&buffer.name, indices, stmt.span) {
+                    self.forget_packed(r);
                     self.b.emit(Op::Mov {
                         ty: mov_type(ty),
                         dst: r,

@@ -8,8 +8,8 @@ use crate::diagnostic::Diagnostic;
 use crate::dtype::DType;
 use crate::interp::scalar::{convert, Scalar};
 use crate::ir::{
-    BinOp, BufferDecl, Expr, ExprKind, ForKind, Gemm, Kernel, PrimFunc, Region, Scope, Stmt,
-    StmtKind, ThreadTag, UnOp,
+    BinOp, BufferDecl, ElemRef, Expr, ExprKind, ForKind, Gemm, Intrinsic, Kernel, PrimFunc, Region,
+    Scope, Stmt, StmtKind, ThreadTag, UnOp,
 };
 use crate::span::Span;
 use crate::types::{self, Typed};
@@ -62,6 +62,37 @@ pub(crate) struct CRegion {
     pub span: Span,
 }
 
+/// An intrinsic operand `buf[i, j]`: where a run of consecutive elements starts.
+#[derive(Clone, Debug)]
+pub(crate) struct CRef {
+    pub buf: BufRef,
+    pub indices: Vec<CExpr>,
+}
+
+/// A thread-level intrinsic (`ops/intrinsics.rs` gives their meaning).
+#[derive(Clone, Debug)]
+pub(crate) enum CIntrinsic {
+    CpAsync {
+        dst: CRef,
+        src: CRef,
+        bytes: usize,
+        pred: Option<CExpr>,
+    },
+    Commit,
+    Wait(usize),
+    Ldmatrix {
+        dst: CRef,
+        src: CRef,
+        num: usize,
+        trans: bool,
+    },
+    Mma {
+        acc: CRef,
+        a: CRef,
+        b: CRef,
+    },
+}
+
 #[derive(Clone, Debug)]
 pub(crate) struct CStmt {
     pub kind: CStmtKind,
@@ -108,6 +139,7 @@ pub(crate) enum CStmtKind {
         /// Already converted to the buffer's dtype.
         value: CExpr,
     },
+    Intrinsic(Box<CIntrinsic>),
 }
 
 #[derive(Clone, Debug)]
@@ -188,6 +220,7 @@ pub(crate) fn compile(func: &PrimFunc) -> Result<CFunc, Diagnostic> {
 struct BufInfo {
     name: String,
     dtype: DType,
+    scope: Scope,
     rank: usize,
     /// A local or fragment buffer of a thread-level kernel: one copy per thread.
     per_thread: bool,
@@ -198,6 +231,7 @@ impl BufInfo {
         BufInfo {
             name: decl.name.name.clone(),
             dtype: decl.dtype,
+            scope: decl.scope,
             rank: decl.shape.len(),
             per_thread: false,
         }
@@ -314,13 +348,7 @@ impl Compiler {
                     thread_axis,
                 }
             }
-            StmtKind::Intrinsic(_) => {
-                // PLACEHOLDER(issue 5): intrinsic semantics arrive with the interpreter work.
-                return Err(Diagnostic::error(
-                    span,
-                    "the interpreter does not run target intrinsics yet",
-                ));
-            }
+            StmtKind::Intrinsic(i) => CStmtKind::Intrinsic(Box::new(self.intrinsic(i, span)?)),
             StmtKind::Barrier => {
                 if !self.bound_axes.contains(&true) {
                     return Err(Diagnostic::error(
@@ -482,6 +510,141 @@ impl Compiler {
             arena,
             body: body?,
         })
+    }
+
+    /// An intrinsic, with the checks the interpreter relies on (the verifier's I1–I6 where
+    /// they matter for running it).
+    fn intrinsic(&mut self, i: &Intrinsic, span: Span) -> R<CIntrinsic> {
+        let in_threads = self.bound_axes.contains(&true);
+        let name = match i {
+            Intrinsic::CpAsync { .. } => "T.cp_async",
+            Intrinsic::Ldmatrix { .. } => "T.ldmatrix",
+            Intrinsic::Mma { .. } => "T.mma_sync",
+            Intrinsic::CommitGroup | Intrinsic::WaitGroup(_) => "",
+        };
+        if !name.is_empty() && !in_threads {
+            return Err(Diagnostic::error(
+                span,
+                format!("`{name}` outside a thread-binding loop"),
+            ));
+        }
+        Ok(match i {
+            Intrinsic::CpAsync {
+                dst,
+                src,
+                bytes,
+                pred,
+            } => {
+                let (dst, dd) = self.elem_ref(dst, span, &[Scope::Shared], name)?;
+                let (src, sd) = self.elem_ref(src, span, &[Scope::Global], name)?;
+                let size = dd.bytes() as i64;
+                if dd != sd || ![4, 8, 16].contains(bytes) || bytes % size != 0 {
+                    return Err(Diagnostic::error(
+                        span,
+                        format!(
+                            "`T.cp_async` of {bytes} bytes from {sd} to {dd}: it copies 4, 8 or \
+                             16 bytes of whole elements between buffers of one dtype"
+                        ),
+                    ));
+                }
+                let pred = match pred {
+                    Some(p) => Some(self.bool_expr(p)?),
+                    None => None,
+                };
+                CIntrinsic::CpAsync {
+                    dst,
+                    src,
+                    bytes: *bytes as usize,
+                    pred,
+                }
+            }
+            Intrinsic::CommitGroup => CIntrinsic::Commit,
+            Intrinsic::WaitGroup(n) => CIntrinsic::Wait(usize::try_from(*n).map_err(|_| {
+                Diagnostic::error(span, format!("`T.cp_async_wait({n})` needs n ≥ 0"))
+            })?),
+            Intrinsic::Ldmatrix {
+                dst,
+                src,
+                num,
+                trans,
+            } => {
+                let (dst, dd) = self.elem_ref(dst, span, &[Scope::Local, Scope::Fragment], name)?;
+                let (src, sd) = self.elem_ref(src, span, &[Scope::Shared], name)?;
+                if dd != sd || dd.bits() != 16 || ![1, 2, 4].contains(num) {
+                    return Err(Diagnostic::error(
+                        span,
+                        format!(
+                            "`T.ldmatrix` of {num} matrices from {sd} to {dd}: it loads 1, 2 or \
+                             4 matrices of 16-bit elements into a buffer of the same dtype"
+                        ),
+                    ));
+                }
+                CIntrinsic::Ldmatrix {
+                    dst,
+                    src,
+                    num: *num as usize,
+                    trans: *trans,
+                }
+            }
+            Intrinsic::Mma { acc, a, b } => {
+                let regs = [Scope::Local, Scope::Fragment];
+                let (acc, cd) = self.elem_ref(acc, span, &regs, name)?;
+                let (a, ad) = self.elem_ref(a, span, &regs, name)?;
+                let (b, bd) = self.elem_ref(b, span, &regs, name)?;
+                let input = matches!(ad, DType::Float16 | DType::BFloat16);
+                if cd != DType::Float32 || !input || ad != bd {
+                    return Err(Diagnostic::error(
+                        span,
+                        format!(
+                            "`T.mma_sync` of {ad} x {bd} into {cd}: it multiplies float16 or \
+                             bfloat16 (both the same) into float32"
+                        ),
+                    ));
+                }
+                CIntrinsic::Mma { acc, a, b }
+            }
+        })
+    }
+
+    /// An intrinsic operand: a buffer of one of `scopes` (per thread when local), indexed
+    /// once per dimension with integers. Returns it with its dtype.
+    fn elem_ref(
+        &mut self,
+        r: &ElemRef,
+        at: Span,
+        scopes: &[Scope],
+        what: &str,
+    ) -> R<(CRef, DType)> {
+        let span = if r.buffer.span.is_dummy() {
+            at
+        } else {
+            r.buffer.span
+        };
+        let (buf, dtype, rank) = self.buffer(&r.buffer.name, span)?;
+        let info = match buf {
+            BufRef::Global(i) => self.globals.get(i),
+            BufRef::Local(i) => self.locals.get(i),
+        };
+        let scope = info.map_or(Scope::Global, |b| b.scope);
+        if !scopes.contains(&scope) {
+            return Err(Diagnostic::error(
+                span,
+                format!(
+                    "`{}` is a {} buffer, which `{what}` cannot take here",
+                    r.buffer.name,
+                    scope.name()
+                ),
+            ));
+        }
+        if r.indices.len() != rank {
+            return Err(rank_error(&r.buffer.name, rank, r.indices.len(), span));
+        }
+        let indices = r
+            .indices
+            .iter()
+            .map(|e| self.int_expr(e))
+            .collect::<R<_>>()?;
+        Ok((CRef { buf, indices }, dtype))
     }
 
     fn gemm(&mut self, g: &Gemm, at: Span) -> R<CGemm> {

@@ -4,6 +4,7 @@ use crate::interp::compile::{BufRef, CExpr, CKind};
 use crate::interp::lockstep::ThreadState;
 use crate::interp::memory::Memory;
 use crate::interp::scalar::{arith, compare, convert, neg, ArithError, Scalar};
+use crate::interp::shared::pending_message;
 use crate::span::Span;
 
 /// A run-time error inside a block; the launcher adds the block index and turns it into a
@@ -48,7 +49,7 @@ impl Frame<'_> {
                 let flat = self.flat_index(*buf, indices, e.span)?;
                 match self.mem.read(*buf, flat) {
                     Some(v) => v,
-                    None => return fault(e.span, self.unwritten(*buf, indices)),
+                    None => return fault(e.span, self.unwritten(*buf, flat, indices)),
                 }
             }
             CKind::Neg(a) => neg(e.dtype, self.eval(a)?),
@@ -123,12 +124,12 @@ impl Frame<'_> {
         format!("[{}]", parts.join(", "))
     }
 
-    fn unwritten(&self, buf: BufRef, indices: &[CExpr]) -> String {
+    fn unwritten(&self, buf: BufRef, flat: usize, indices: &[CExpr]) -> String {
         let b = self.mem.buffer(buf);
-        format!(
-            "`{}{}` is read but was never written",
-            b.name,
-            self.index_text(indices)
-        )
+        let what = format!("`{}{}`", b.name, self.index_text(indices));
+        match self.mem.pending_of(buf, flat) {
+            Some(issuer) => pending_message("reads", &what, self.mem.thread, issuer),
+            None => format!("{what} is read but was never written"),
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! Statement execution inside a block, and the launch of a kernel's grid.
 
 use crate::diagnostic::Diagnostic;
-use crate::interp::compile::{CAlloc, CKernel, CStmt, CStmtKind};
+use crate::interp::compile::{CAlloc, CIntrinsic, CKernel, CStmt, CStmtKind};
 use crate::interp::eval::{fault, Fault, Frame, Res};
 use crate::interp::lockstep::ThreadState;
 use crate::interp::memory::{Buffer, Memory, Overlay};
@@ -76,6 +76,7 @@ impl Frame<'_> {
             CStmtKind::Copy { src, dst } => ops::copy::copy(self, src, dst, stmt.span)?,
             CStmtKind::Gemm(g) => ops::gemm::gemm(self, g, stmt.span)?,
             CStmtKind::Fill { dst, value } => ops::fill::fill(self, dst, value)?,
+            CStmtKind::Intrinsic(i) => self.block_intrinsic(i, stmt.span)?,
             // The compiler rejects nested kernels, and barriers outside thread loops (which
             // `lockstep.rs` runs).
             CStmtKind::Kernel(_) => return fault(stmt.span, "`T.Kernel` inside a kernel"),
@@ -86,7 +87,47 @@ impl Frame<'_> {
                 )
             }
         }
+        // Block-level accesses are not race-tracked, but one to shared memory a cp.async has
+        // not landed yet is reported the same way.
+        if self.mem.thread.is_none() {
+            if let Some(message) = self.mem.take_race() {
+                return fault(stmt.span, message);
+            }
+        }
         Ok(())
+    }
+
+    /// An intrinsic outside any thread loop: commit / wait are no-ops at the tile level and
+    /// act for every thread in the block-level code of a thread-level kernel (what a wait
+    /// lands there is visible to all threads). The compiler keeps the others in thread
+    /// loops.
+    fn block_intrinsic(&mut self, i: &CIntrinsic, span: Span) -> Res<()> {
+        let Some(st) = self.threads.as_mut() else {
+            return match i {
+                CIntrinsic::Commit | CIntrinsic::Wait(_) => Ok(()),
+                _ => fault(
+                    span,
+                    "a thread-level intrinsic outside a thread-binding loop",
+                ),
+            };
+        };
+        match i {
+            CIntrinsic::Commit => {
+                st.asyncs.iter_mut().for_each(|g| g.commit());
+                Ok(())
+            }
+            CIntrinsic::Wait(n) => {
+                let landing: Vec<_> = st.asyncs.iter_mut().flat_map(|g| g.retire(*n)).collect();
+                for c in &landing {
+                    self.cp_async_land(c);
+                }
+                Ok(())
+            }
+            _ => fault(
+                span,
+                "a thread-level intrinsic outside a thread-binding loop",
+            ),
+        }
     }
 }
 

@@ -13,6 +13,9 @@
 //!   globals) are the block's.
 //! - `T.sync_threads()` needs every thread of the block active: reaching it in divergent code
 //!   is an error. It starts a new race epoch in shared memory (`shared.rs`).
+//! - `T.cp_async` issues per thread into the thread's open group; commit / wait act on the
+//!   thread's groups (`ops/intrinsics.rs`). `T.ldmatrix` and `T.mma_sync` run once per warp
+//!   (linear thread index / 32), which must have all 32 lanes active.
 //! - The end of a thread loop entered from block level acts as a barrier too: all threads
 //!   finished it before anything after it runs. Consecutive thread loops (the SIMT regions
 //!   that `lower-tile-ops` emits) are therefore ordered like regions separated by
@@ -22,9 +25,10 @@
 //! one statement, so every op and expression is evaluated by the same code as at the tile
 //! level.
 
-use crate::interp::compile::{CExpr, CStmt, CStmtKind};
+use crate::interp::compile::{CExpr, CIntrinsic, CStmt, CStmtKind};
 use crate::interp::eval::{fault, Frame, Res};
 use crate::interp::memory::Buffer;
+use crate::interp::ops::intrinsics::{mma_m16n8k16, partial_warp, AsyncGroups};
 use crate::interp::scalar::Scalar;
 use crate::interp::tensor::MAX_ELEMENTS;
 use crate::span::Span;
@@ -42,6 +46,8 @@ pub(crate) struct ThreadState {
     slots: Vec<usize>,
     /// `private[t][k]`: thread `t`'s copy of the buffer in slot `slots[k]`.
     private: Vec<Vec<Buffer>>,
+    /// Each thread's `T.cp_async` groups (`ops/intrinsics.rs`).
+    pub asyncs: Vec<AsyncGroups>,
 }
 
 impl ThreadState {
@@ -76,6 +82,7 @@ impl ThreadState {
             vars: vec![Vec::new(); n],
             slots,
             private: vec![fresh; n],
+            asyncs: vec![AsyncGroups::default(); n],
         })
     }
 
@@ -195,12 +202,120 @@ impl Lockstep<'_, '_> {
                 }
                 Ok(())
             }
+            CStmtKind::Intrinsic(i) => self.intrinsic(i, stmt.span, active),
             _ => {
                 for &t in active {
                     self.on_thread(t, stmt.span, |f| f.exec_one(stmt))?;
                 }
                 Ok(())
             }
+        }
+    }
+
+    /// A thread-level intrinsic for the active threads.
+    fn intrinsic(&mut self, i: &CIntrinsic, span: Span, active: &[usize]) -> Res<()> {
+        match i {
+            CIntrinsic::CpAsync {
+                dst,
+                src,
+                bytes,
+                pred,
+            } => {
+                for &t in active {
+                    let copy = self.on_thread(t, span, |f| {
+                        f.cp_async_issue((dst, src), *bytes, pred.as_ref(), span)
+                    })?;
+                    if let (Some(copy), Some(groups)) = (copy, self.st.asyncs.get_mut(t)) {
+                        groups.issue(copy);
+                    }
+                }
+                Ok(())
+            }
+            CIntrinsic::Commit => {
+                for &t in active {
+                    if let Some(groups) = self.st.asyncs.get_mut(t) {
+                        groups.commit();
+                    }
+                }
+                Ok(())
+            }
+            CIntrinsic::Wait(n) => {
+                for &t in active {
+                    let landing = match self.st.asyncs.get_mut(t) {
+                        Some(groups) => groups.retire(*n),
+                        None => continue,
+                    };
+                    if landing.is_empty() {
+                        continue;
+                    }
+                    self.on_thread(t, span, |f| {
+                        for c in &landing {
+                            f.cp_async_land(c);
+                        }
+                        Ok(())
+                    })?;
+                }
+                Ok(())
+            }
+            CIntrinsic::Ldmatrix { .. } | CIntrinsic::Mma { .. } => {
+                let op = if matches!(i, CIntrinsic::Mma { .. }) {
+                    "T.mma_sync"
+                } else {
+                    "T.ldmatrix"
+                };
+                let mut rest = active;
+                while let Some(&first) = rest.first() {
+                    let warp = first / 32;
+                    let lanes = rest.iter().take_while(|&&t| t / 32 == warp).count();
+                    let in_block = self.st.n.saturating_sub(warp * 32).min(32);
+                    if lanes != 32 {
+                        return fault(span, partial_warp(op, warp, lanes, in_block));
+                    }
+                    self.warp(i, warp * 32, span)?;
+                    rest = rest.get(lanes..).unwrap_or(&[]);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// `T.ldmatrix` / `T.mma_sync` for the warp of threads `base..base + 32`.
+    fn warp(&mut self, i: &CIntrinsic, base: usize, span: Span) -> Res<()> {
+        match i {
+            CIntrinsic::Ldmatrix {
+                dst,
+                src,
+                num,
+                trans,
+            } => {
+                let mut rows = Vec::with_capacity(8 * num);
+                for lane in 0..8 * num {
+                    rows.push(self.on_thread(base + lane, span, |f| f.ldmatrix_row(src, span))?);
+                }
+                for lane in 0..32 {
+                    self.on_thread(base + lane, span, |f| {
+                        f.ldmatrix_store(dst, &rows, (lane, *num, *trans), span)
+                    })?;
+                }
+                Ok(())
+            }
+            CIntrinsic::Mma { acc, a, b } => {
+                let mut lanes = Vec::with_capacity(32);
+                for lane in 0..32 {
+                    lanes.push(
+                        self.on_thread(base + lane, span, |f| f.mma_operands((acc, a, b), span))?,
+                    );
+                }
+                let d = mma_m16n8k16(&lanes);
+                for (lane, (l, d)) in lanes.iter().zip(d).enumerate() {
+                    self.on_thread(base + lane, span, |f| {
+                        f.mma_store(acc, l.acc_flat, d);
+                        Ok(())
+                    })?;
+                }
+                Ok(())
+            }
+            _ => Ok(()),
         }
     }
 

@@ -125,7 +125,20 @@ impl<'g> Memory<'g> {
         }
     }
 
-    /// Element `flat` (in bounds) of `b`; `None` if it was never written.
+    /// The thread whose `T.cp_async` has not yet landed a byte of element `flat` of shared
+    /// buffer `b`, if any.
+    pub fn pending_of(&self, b: BufRef, flat: usize) -> Option<u32> {
+        let BufRef::Local(i) = b else {
+            return None;
+        };
+        let buf = self.locals.get(i)?;
+        let (offset, arena) = (buf.arena_offset?, self.shared.as_ref()?);
+        let size = buf.dtype.bytes() as usize;
+        arena.pending(offset + flat * size, size)
+    }
+
+    /// Element `flat` (in bounds) of `b`; `None` if it was never written (or, in shared
+    /// memory, a `T.cp_async` has not landed it yet: see `pending_of`).
     #[inline]
     pub fn read(&self, b: BufRef, flat: usize) -> Option<Scalar> {
         match b {

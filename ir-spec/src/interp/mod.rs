@@ -44,8 +44,10 @@
 //! `T.sync_threads()` reached by every thread or an error. Shared memory is then one byte
 //! array (`shared.rs`, also used for any kernel with a `T.shared_arena`), with per-byte
 //! "never written" tracking and a data-race check between barriers. docs/ir.md
-//! ("Thread-level execution") is the full statement. Warp collectives (ldmatrix, mma.sync,
-//! shuffles) are future work.
+//! ("Thread-level execution") is the full statement. The target intrinsics —
+//! `T.cp_async` with its commit / wait groups and pending bytes, the warp collectives
+//! `T.ldmatrix` and `T.mma_sync` — are in `ops/intrinsics.rs` (docs/ir.md, "Thread-level
+//! intrinsics").
 
 mod compile;
 mod dims;

@@ -8,6 +8,9 @@
 //! thread may not be written by another. Accesses made outside a thread (block-level code)
 //! are not tracked. The first race is kept and reported by the executor at the statement
 //! that made it.
+//!
+//! Bytes a `T.cp_async` will write are *pending* from its issue until it lands
+//! (`ops/intrinsics.rs`): reading or writing one is an error, reported like a race.
 
 use crate::dtype::DType;
 use crate::interp::fp8;
@@ -29,6 +32,10 @@ pub(crate) struct SharedArena {
     /// Starts at 1 so that a zero cell means "never".
     epoch: u64,
     race: RefCell<Option<String>>,
+    /// Per byte: `thread + 1` of the `T.cp_async` that will write it, or 0.
+    pending: Vec<u32>,
+    /// How many bytes are pending (so that the common case checks nothing).
+    n_pending: usize,
 }
 
 impl SharedArena {
@@ -40,6 +47,85 @@ impl SharedArena {
             reader: (0..len).map(|_| Cell::new(0)).collect(),
             epoch: 1,
             race: RefCell::new(None),
+            pending: vec![0; len],
+            n_pending: 0,
+        }
+    }
+
+    /// The thread whose `T.cp_async` will write one of bytes `offset..offset + len`, if one
+    /// is pending.
+    pub fn pending(&self, offset: usize, len: usize) -> Option<u32> {
+        if self.n_pending == 0 {
+            return None;
+        }
+        let end = offset.checked_add(len)?;
+        self.pending
+            .get(offset..end)?
+            .iter()
+            .find(|&&p| p != 0)
+            .map(|&p| p - 1)
+    }
+
+    /// A `T.cp_async` of `thread` to bytes `offset..offset + len` (inside the arena) is
+    /// issued: it counts as a write by `thread` now for the race check (so a read by another
+    /// thread since the last barrier is a race), and the bytes are pending until it lands.
+    pub fn start_async(
+        &mut self,
+        offset: usize,
+        len: usize,
+        thread: u32,
+        what: &dyn Fn() -> String,
+    ) {
+        let Some(end) = offset.checked_add(len).filter(|&e| e <= self.bytes.len()) else {
+            return;
+        };
+        if let Some(other) = self.pending(offset, len) {
+            self.report(pending_message("writes", &what(), Some(thread), other));
+            return;
+        }
+        self.track_write(offset, end, thread, what);
+        if let Some(p) = self.pending.get_mut(offset..end) {
+            p.fill(thread + 1);
+        }
+        self.n_pending += len;
+    }
+
+    /// A `T.cp_async` lands: its bytes are no longer pending and are written with `data`, as
+    /// a write by `thread` at this moment; `None` (block-level code) makes them visible to
+    /// every thread (no race tracking, as for any block-level access).
+    pub fn land(
+        &mut self,
+        offset: usize,
+        data: &[u8],
+        thread: Option<u32>,
+        what: &dyn Fn() -> String,
+    ) {
+        let Some(end) = offset
+            .checked_add(data.len())
+            .filter(|&e| e <= self.bytes.len())
+        else {
+            return;
+        };
+        if let Some(p) = self.pending.get_mut(offset..end) {
+            let was = p.iter().filter(|&&x| x != 0).count();
+            p.fill(0);
+            self.n_pending = self.n_pending.saturating_sub(was);
+        }
+        match thread {
+            Some(t) => self.track_write(offset, end, t, what),
+            None => {
+                for b in offset..end {
+                    if let Some(w) = self.writer.get(b) {
+                        w.set(0);
+                    }
+                }
+            }
+        }
+        if let Some(dst) = self.bytes.get_mut(offset..end) {
+            dst.copy_from_slice(data);
+        }
+        if let Some(w) = self.written.get_mut(offset..end) {
+            w.fill(true);
         }
     }
 
@@ -75,6 +161,9 @@ impl SharedArena {
         if !self.written.get(range.clone())?.iter().all(|&w| w) {
             return None;
         }
+        if self.pending(offset, range.len()).is_some() {
+            return None;
+        }
         if let Some(t) = thread {
             let me = u64::from(t) + 1;
             let now = self.epoch << 32;
@@ -103,7 +192,8 @@ impl SharedArena {
         Some(decode(dtype, raw))
     }
 
-    /// Writes `value` (already of `dtype`) at byte `offset` (inside the arena).
+    /// Writes `value` (already of `dtype`) at byte `offset` (inside the arena). A write to a
+    /// byte a `T.cp_async` has not landed yet is reported, and not done.
     pub fn write(
         &mut self,
         offset: usize,
@@ -116,38 +206,12 @@ impl SharedArena {
         let Some(end) = offset.checked_add(n).filter(|&e| e <= self.bytes.len()) else {
             return;
         };
+        if let Some(other) = self.pending(offset, n) {
+            self.report(pending_message("writes", &what(), thread, other));
+            return;
+        }
         if let Some(t) = thread {
-            let me = u64::from(t) + 1;
-            let now = self.epoch << 32;
-            for b in offset..end {
-                let (Some(w), Some(r)) = (self.writer.get(b), self.reader.get(b)) else {
-                    continue;
-                };
-                let (last_w, last_r) = (w.get(), r.get());
-                if (last_w & !MANY) == now && (last_w & MANY) != me {
-                    self.report(format!(
-                        "data race on shared memory: this thread writes {}, which thread {} also \
-                         wrote with no `T.sync_threads()` in between",
-                        what(),
-                        (last_w & MANY) - 1
-                    ));
-                    break;
-                }
-                if (last_r & !MANY) == now && (last_r & MANY) != me {
-                    let who = if (last_r & MANY) == MANY {
-                        "other threads".to_string()
-                    } else {
-                        format!("thread {}", (last_r & MANY) - 1)
-                    };
-                    self.report(format!(
-                        "data race on shared memory: this thread writes {}, which {who} read \
-                         with no `T.sync_threads()` in between",
-                        what()
-                    ));
-                    break;
-                }
-                w.set(now | me);
-            }
+            self.track_write(offset, end, t, what);
         }
         let encoded = encode(dtype, value);
         if let (Some(dst), Some(src)) = (self.bytes.get_mut(offset..end), encoded.get(..n)) {
@@ -157,6 +221,57 @@ impl SharedArena {
             w.fill(true);
         }
     }
+
+    /// The race check of a write of bytes `offset..end` by `thread`, which becomes their
+    /// last writer.
+    fn track_write(&self, offset: usize, end: usize, thread: u32, what: &dyn Fn() -> String) {
+        let me = u64::from(thread) + 1;
+        let now = self.epoch << 32;
+        for b in offset..end {
+            let (Some(w), Some(r)) = (self.writer.get(b), self.reader.get(b)) else {
+                continue;
+            };
+            let (last_w, last_r) = (w.get(), r.get());
+            if (last_w & !MANY) == now && (last_w & MANY) != me {
+                self.report(format!(
+                    "data race on shared memory: this thread writes {}, which thread {} also \
+                     wrote with no `T.sync_threads()` in between",
+                    what(),
+                    (last_w & MANY) - 1
+                ));
+                break;
+            }
+            if (last_r & !MANY) == now && (last_r & MANY) != me {
+                let who = if (last_r & MANY) == MANY {
+                    "other threads".to_string()
+                } else {
+                    format!("thread {}", (last_r & MANY) - 1)
+                };
+                self.report(format!(
+                    "data race on shared memory: this thread writes {}, which {who} read \
+                     with no `T.sync_threads()` in between",
+                    what()
+                ));
+                break;
+            }
+            w.set(now | me);
+        }
+    }
+}
+
+/// "this thread reads `S[3]`, shared memory that a cp.async of thread 5 has not landed yet;
+/// …": an access (`verb` "reads" / "writes") of a pending byte. `thread` is the accessing
+/// thread (`None`: block-level code), `issuer` the thread of the cp.async.
+pub(crate) fn pending_message(verb: &str, what: &str, thread: Option<u32>, issuer: u32) -> String {
+    let who = if thread.is_some() {
+        "this thread"
+    } else {
+        "block-level code"
+    };
+    format!(
+        "{who} {verb} {what}, shared memory that a cp.async of thread {issuer} has not landed \
+         yet; missing `T.cp_async_wait`"
+    )
 }
 
 /// `value` (exactly representable in `dtype`) as `dtype.bytes()` little-endian bytes, in the
@@ -260,5 +375,51 @@ mod tests {
         a.write(0, DType::Int8, Scalar::Int(2), Some(4), &what);
         let race = a.take_race().unwrap_or_default();
         assert!(race.contains("which thread 3 read"), "{race}");
+    }
+
+    #[test]
+    fn pending_bytes_block_access_until_they_land() {
+        let mut a = SharedArena::new(32);
+        let what = || "`S[4]`".to_string();
+        a.start_async(16, 8, 2, &what);
+        assert_eq!(a.pending(16, 8), Some(2));
+        assert_eq!(a.pending(0, 16), None);
+        assert_eq!(a.pending(20, 2), Some(2));
+        // Reads of pending bytes fail; writes are reported and not done.
+        assert_eq!(a.read(16, DType::Int8, Some(2), &what), None);
+        a.write(18, DType::Int8, Scalar::Int(9), Some(2), &what);
+        let m = a.take_race().unwrap_or_default();
+        assert!(
+            m.starts_with("this thread writes `S[4]`, shared memory that a cp.async of thread 2"),
+            "{m}"
+        );
+        // Landing by thread 2: it reads at once; another thread needs a barrier.
+        a.land(16, &[1, 2, 3, 4, 5, 6, 7, 8], Some(2), &what);
+        assert_eq!(a.pending(16, 8), None);
+        assert_eq!(
+            a.read(17, DType::Int8, Some(2), &what),
+            Some(Scalar::Int(2))
+        );
+        assert!(a.take_race().is_none());
+        assert_eq!(
+            a.read(18, DType::Int8, Some(5), &what),
+            Some(Scalar::Int(3))
+        );
+        assert!(a
+            .take_race()
+            .unwrap_or_default()
+            .contains("which thread 2 wrote"));
+        a.barrier();
+        assert_eq!(
+            a.read(18, DType::Int8, Some(5), &what),
+            Some(Scalar::Int(3))
+        );
+        assert!(a.take_race().is_none());
+        // Issuing onto bytes another thread read in this epoch is a race (write after read).
+        a.start_async(16, 4, 1, &what);
+        assert!(a
+            .take_race()
+            .unwrap_or_default()
+            .contains("which thread 5 read"));
     }
 }

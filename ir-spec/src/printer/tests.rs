@@ -467,3 +467,174 @@ fn empty_arena_prints_an_empty_dict() {
         "@T.prim_func\ndef f():\n    with T.Kernel(1, threads=32) as bx:\n        T.shared_arena(bytes=0, offsets={})\n"
     );
 }
+
+fn elem(buffer: &str, indices: Vec<Expr>) -> ElemRef {
+    ElemRef {
+        buffer: id(buffer),
+        indices,
+    }
+}
+
+fn intrinsic(i: Intrinsic) -> Stmt {
+    stmt(StmtKind::Intrinsic(i))
+}
+
+/// A thread-level kernel with every intrinsic and every layout: one warp of cp.async
+/// copies (predicated and not), the commit / wait pair, ldmatrix (plain and transposed) and
+/// an mma.
+pub(crate) fn intrinsics_kernel() -> PrimFunc {
+    let allocs = vec![
+        decl("A_shared", &[2, 16, 16], DType::Float16, Scope::Shared),
+        decl("B_shared", &[16, 8], DType::Float16, Scope::Shared),
+        decl("A_frag", &[8], DType::Float16, Scope::Local),
+        decl("B_frag", &[4], DType::Float16, Scope::Local),
+        decl("C_frag", &[16, 8], DType::Float32, Scope::Fragment),
+        decl("acc", &[4], DType::Float32, Scope::Local),
+    ];
+    let mut k = kernel(&[1], &["bx"], &[32], allocs);
+    k.layouts = vec![
+        LayoutAnnotation {
+            buffer: id("A_shared"),
+            layout: Layout::Swizzle { bytes: 32 },
+            span: Span::DUMMY,
+        },
+        LayoutAnnotation {
+            buffer: id("B_shared"),
+            layout: Layout::Padded { pad: 8 },
+            span: Span::DUMMY,
+        },
+        LayoutAnnotation {
+            buffer: id("C_frag"),
+            layout: Layout::MmaAccumulator {
+                warps_m: 1,
+                warps_n: 1,
+            },
+            span: Span::DUMMY,
+        },
+    ];
+    let tx = || var("tx");
+    let div = |a: Expr, b: i64| bin(BinOp::FloorDiv, a, int(b));
+    let rem = |a: Expr, b: i64| bin(BinOp::FloorMod, a, int(b));
+    let lane_row = || add(rem(tx(), 8), mul(rem(div(tx(), 16), 2), int(8)));
+    let lane_col = || mul(rem(div(tx(), 8), 2), int(8));
+    k.body = vec![loop_(
+        "tx",
+        ForKind::ThreadBinding(ThreadTag::ThreadX),
+        0,
+        int(32),
+        vec![
+            serial(
+                "s",
+                2,
+                vec![
+                    intrinsic(Intrinsic::CpAsync {
+                        dst: elem(
+                            "A_shared",
+                            vec![var("s"), div(tx(), 2), mul(rem(tx(), 2), int(8))],
+                        ),
+                        src: elem("A", vec![div(tx(), 2), mul(rem(tx(), 2), int(8))]),
+                        bytes: 16,
+                        pred: None,
+                    }),
+                    intrinsic(Intrinsic::CommitGroup),
+                ],
+            ),
+            intrinsic(Intrinsic::CpAsync {
+                dst: elem("B_shared", vec![div(tx(), 2), mul(rem(tx(), 2), int(4))]),
+                src: elem("B", vec![div(tx(), 2), mul(rem(tx(), 2), int(4))]),
+                bytes: 8,
+                pred: Some(bin(BinOp::Lt, tx(), int(32))),
+            }),
+            intrinsic(Intrinsic::CommitGroup),
+            intrinsic(Intrinsic::WaitGroup(0)),
+            stmt(StmtKind::Barrier),
+            intrinsic(Intrinsic::Ldmatrix {
+                dst: elem("A_frag", vec![int(0)]),
+                src: elem("A_shared", vec![int(1), lane_row(), lane_col()]),
+                num: 4,
+                trans: false,
+            }),
+            intrinsic(Intrinsic::Ldmatrix {
+                dst: elem("B_frag", vec![int(0)]),
+                src: elem("B_shared", vec![rem(tx(), 16), int(0)]),
+                num: 2,
+                trans: true,
+            }),
+            intrinsic(Intrinsic::Mma {
+                acc: elem("acc", vec![int(0)]),
+                a: elem("A_frag", vec![int(0)]),
+                b: elem("B_frag", vec![int(0)]),
+            }),
+        ],
+    )];
+    func(
+        "intrinsics",
+        vec![
+            param("A", &[16, 16], DType::Float16),
+            param("B", &[16, 8], DType::Float16),
+        ],
+        vec![stmt(StmtKind::Kernel(k))],
+    )
+}
+
+#[test]
+fn intrinsics_and_layouts_print_and_round_trip() {
+    let f = intrinsics_kernel();
+    let text = print_func(&f);
+    for line in [
+        "T.annotate_layout({A_shared: T.make_swizzled_layout(A_shared, bytes=32), B_shared: T.make_padded_layout(B_shared, pad=8), C_frag: T.mma_accumulator_layout(C_frag, warps_m=1, warps_n=1)})",
+        "T.cp_async(A_shared[s, tx // 2, tx % 2 * 8], A[tx // 2, tx % 2 * 8], 16)",
+        "T.cp_async(B_shared[tx // 2, tx % 2 * 4], B[tx // 2, tx % 2 * 4], 8, tx < 32)",
+        "T.cp_async_commit()",
+        "T.cp_async_wait(0)",
+        "T.ldmatrix(A_frag[0], A_shared[1, tx % 8 + tx // 16 % 2 * 8, tx // 8 % 2 * 8], num=4, trans=False)",
+        "T.ldmatrix(B_frag[0], B_shared[tx % 16, 0], num=2, trans=True)",
+        "T.mma_sync(acc[0], A_frag[0], B_frag[0])",
+    ] {
+        assert!(text.contains(line), "missing {line:?} in\n{text}");
+    }
+    match crate::parse::parse(&text) {
+        Ok(back) => assert_eq!(back, f, "{text}"),
+        Err(d) => panic!("{d:#?}\n{text}"),
+    }
+    if let Err(d) = crate::verifier::verify(&f) {
+        panic!("{d:#?}\n{text}");
+    }
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn every_layout_round_trips() {
+    for layout in [
+        Layout::Swizzled,
+        Layout::Swizzle { bytes: 128 },
+        Layout::Swizzle { bytes: 64 },
+        Layout::Padded { pad: 4 },
+        Layout::MmaAccumulator {
+            warps_m: 2,
+            warps_n: 4,
+        },
+    ] {
+        let scope = match layout {
+            Layout::MmaAccumulator { .. } => Scope::Fragment,
+            _ => Scope::Shared,
+        };
+        let mut k = kernel(
+            &[1],
+            &["bx"],
+            &[256],
+            vec![decl("X", &[64, 64], DType::Float16, scope)],
+        );
+        k.layouts = vec![LayoutAnnotation {
+            buffer: id("X"),
+            layout,
+            span: Span::DUMMY,
+        }];
+        let f = single_kernel(k);
+        let text = print_func(&f);
+        match crate::parse::parse(&text) {
+            Ok(back) => assert_eq!(back, f, "{text}"),
+            Err(d) => panic!("{d:#?}\n{text}"),
+        }
+    }
+}

@@ -693,6 +693,11 @@ impl Lowerer {
             }
             "T.sync_threads" => self.barrier(span, args, false),
             "T.tvm_storage_sync" => self.barrier(span, args, true),
+            "T.cp_async" => self.cp_async(span, args),
+            "T.cp_async_commit" => self.cp_async_commit(span, args),
+            "T.cp_async_wait" => self.cp_async_wait(span, args),
+            "T.ldmatrix" => self.ldmatrix(span, args),
+            "T.mma_sync" => self.mma_sync(span, args),
             "T.attr" => {
                 self.attr(span, args);
                 None

@@ -9,8 +9,8 @@
 
 use crate::diagnostic::Diagnostic;
 use crate::ir::{
-    Arena, Expr, ExprKind, Ident, Kernel, Layout, LayoutAnnotation, RasterOrder, Scope, Stmt,
-    StmtKind, Swizzle, ThreadTag,
+    Arena, Expr, ExprKind, Ident, Kernel, LayoutAnnotation, RasterOrder, Scope, Stmt, StmtKind,
+    Swizzle, ThreadTag,
 };
 use crate::span::Span;
 use crate::syntax::ast;
@@ -703,7 +703,8 @@ impl Lowerer {
         kernel.arena_span = Some(span);
     }
 
-    /// `T.annotate_layout({A_shared: T.make_swizzled_layout(A_shared)})`.
+    /// `T.annotate_layout({A_shared: T.make_swizzled_layout(A_shared), …})`; the layouts
+    /// are lowered by `Lowerer::layout` (`lower_intrinsic.rs`).
     pub fn annotate_layout(&mut self, span: Span, args: &[ast::Arg]) {
         let Some(a) = self.bind("T.annotate_layout", span, args, &["layout_map"], 1) else {
             return;
@@ -712,7 +713,7 @@ impl Lowerer {
         let ast::ExprKind::Dict(entries) = &map.kind else {
             self.error(Diagnostic::error(
                 map.span,
-                "expected a dict `{buffer: T.make_swizzled_layout(buffer)}`",
+                "expected a dict `{buffer: T.make_swizzled_layout(buffer), ...}`",
             ));
             return;
         };
@@ -722,41 +723,12 @@ impl Lowerer {
                 self.error(Diagnostic::error(k.span, "expected a buffer name"));
                 continue;
             };
-            let layout_arg = match &v.kind {
-                ast::ExprKind::Call(f, largs)
-                    if matches!(
-                        f.dotted().as_deref(),
-                        Some(
-                            "T.make_swizzled_layout"
-                                | "make_swizzled_layout"
-                                | "tilelang.layout.make_swizzled_layout"
-                        )
-                    ) =>
-                {
-                    match largs.as_slice() {
-                        [ast::Arg { name: None, value }] => Some(value),
-                        _ => None,
-                    }
-                }
-                _ => None,
-            };
-            let Some(arg) = layout_arg else {
-                self.error(
-                    Diagnostic::error(v.span, "unsupported layout")
-                        .with_note(format!("expected `T.make_swizzled_layout({buf})`")),
-                );
+            let Some(layout) = self.layout(buf, v) else {
                 continue;
             };
-            if !matches!(&arg.kind, ast::ExprKind::Name(n) if n == buf) {
-                self.error(Diagnostic::error(
-                    arg.span,
-                    format!("the layout of `{buf}` must be made from `{buf}` itself"),
-                ));
-                continue;
-            }
             annotations.push(LayoutAnnotation {
                 buffer: Ident::new(buf.clone(), k.span),
-                layout: Layout::Swizzled,
+                layout,
                 span: k.span.to(v.span),
             });
         }

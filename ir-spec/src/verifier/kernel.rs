@@ -97,24 +97,7 @@ impl<'f> Checker<'f> {
         }
         self.stmt_span = span;
         for ann in &k.layouts {
-            let at = if ann.buffer.span.is_dummy() {
-                ann.span
-            } else {
-                ann.buffer.span
-            };
-            if let Some(decl) = self.resolve_buffer(&ann.buffer.name, at) {
-                if decl.scope != Scope::Shared {
-                    self.error(
-                        at,
-                        format!(
-                            "layout annotation on `{}`, a {} buffer; only shared buffers take a \
-                             swizzled layout",
-                            ann.buffer.name,
-                            decl.scope.name()
-                        ),
-                    );
-                }
-            }
+            self.layout_annotation(ann);
         }
         if let Some(arena) = &k.arena {
             self.arena(k, arena, span);

@@ -3,10 +3,12 @@
 //!
 //! `scope` tracks names, `exprs` checks expressions (names, ranks, constant indices, typing
 //! through `crate::types`), `kernel` checks kernels and loops, `ops` checks regions and the
-//! tile ops, `consts` folds constant integers.
+//! tile ops, `intrinsics` the thread-level intrinsics and layout annotations, `consts` folds
+//! constant integers.
 
 mod consts;
 mod exprs;
+mod intrinsics;
 mod kernel;
 mod ops;
 mod scope;
@@ -253,8 +255,7 @@ impl<'f> Checker<'f> {
             StmtKind::Gemm(g) => self.gemm(g, stmt.span),
             StmtKind::Fill { dst, value } => self.fill(dst, value, stmt.span),
             StmtKind::Barrier => self.barrier(stmt.span),
-            // PLACEHOLDER(issue 5): full intrinsic rules arrive with the interpreter work.
-            StmtKind::Intrinsic(_) => self.barrier(stmt.span),
+            StmtKind::Intrinsic(i) => self.intrinsic(i, stmt.span),
         }
     }
 

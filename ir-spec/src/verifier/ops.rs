@@ -162,13 +162,17 @@ impl<'f> Checker<'f> {
                 continue;
             };
             let at = self.at(region.span);
-            if region.ranges.len() != 2 {
+            // A pipeline stage `A_shared[ko % 3, 0:128, 0:32]` is a matrix too: the operand
+            // is the last two dimensions, any leading ones must have the constant extent 1.
+            let rank = region.ranges.len();
+            let lead = &region.ranges[..rank.saturating_sub(2)];
+            if rank < 2 || lead.iter().any(|r| const_int(&r.extent) != Some(1)) {
                 self.error(
                     at,
                     format!(
-                        "gemm operand {role} (`{}`) must have rank 2, found rank {}",
+                        "gemm operand {role} (`{}`) must be a matrix (rank 2, leading \
+                         dimensions of extent 1), found rank {rank}",
                         decl.name.name,
-                        region.ranges.len()
                     ),
                 );
                 ranks_ok = false;
@@ -262,7 +266,11 @@ impl<'f> Checker<'f> {
     /// M, N and K agree between A (MxK, or KxM with transpose_A), B (KxN, or NxK with
     /// transpose_B) and C (MxN), wherever both sides are constants.
     fn gemm_shapes(&mut self, g: &Gemm, span: Span) {
-        let ext = |r: &Region, i: usize| r.ranges.get(i).and_then(|x| const_int(&x.extent));
+        // Dimension `i` of the operand's matrix: the last two dimensions of its region.
+        let ext = |r: &Region, i: usize| {
+            let lead = r.ranges.len().saturating_sub(2);
+            r.ranges.get(lead + i).and_then(|x| const_int(&x.extent))
+        };
         let (am, ak) = if g.trans_a { (1, 0) } else { (0, 1) };
         let (bk, bn) = if g.trans_b { (1, 0) } else { (0, 1) };
         let checks = [

@@ -579,14 +579,40 @@ fn gemm_shapes_with_transposes() {
 }
 
 #[test]
-fn gemm_operands_have_rank_two() {
+fn gemm_operands_are_matrices() {
+    // A whole 3-d buffer is not a matrix ...
     let f = gemm_kernel(
         shared("a", &[2, 64, 32], F16),
         shared("b", &[32, 16], F16),
         frag("c", &[64, 16], F32),
         |_| {},
     );
-    one(&f, "gemm operand A (`a`) must have rank 2, found rank 3");
+    one(
+        &f,
+        "gemm operand A (`a`) must be a matrix (rank 2, leading dimensions of extent 1), found rank 3",
+    );
+}
+
+#[test]
+fn gemm_operand_may_be_one_pipeline_stage() {
+    // ... but one stage of it is (what inject-software-pipeline writes).
+    let src = r#"
+@T.prim_func
+def f(C: T.Tensor((64, 16), "float32")):
+    with T.Kernel(1, threads=128) as bx:
+        a = T.alloc_shared((2, 64, 32), "float16")
+        b = T.alloc_shared((32, 16), "float16")
+        c = T.alloc_fragment((64, 16), "float32")
+        T.clear(a)
+        T.clear(b)
+        T.gemm(a[1, 0:64, 0:32], b, c, clear_accum=True)
+        T.copy(c, C)
+"#;
+    let f = match crate::parse::parse(src) {
+        Ok(f) => f,
+        Err(d) => panic!("parse failed: {d:#?}"),
+    };
+    ok(&f);
 }
 
 #[test]
@@ -1109,4 +1135,347 @@ fn dummy_spans_fall_back_to_the_statement() {
     kernel_of(&mut f).body[0].span = Span::new(7, 19);
     let d = one(&f, "cannot find value `q`");
     assert_eq!((d.span.start, d.span.end), (7, 19));
+}
+
+// ---- intrinsics (I1–I6) and layouts (K7, K8) ----
+
+/// A kernel with global `G` (64x64 f16), `G32` (64x64 f32), shared `S` (64x64 f16), `S32`
+/// (16x16 f32), locals `F` (8 f16), `Fb` (8 bf16), `Acc` (4 f32), `Acc16` (4 f16), fragment
+/// `R` (16x8 f32); `tile` is written at the kernel's top level, `thread` inside its
+/// `threadIdx.x` loop of 32 threads.
+fn intrinsic_src(tile: &str, thread: &str) -> String {
+    let mut s = String::from(
+        "@T.prim_func\ndef f(G: T.Tensor((64, 64), \"float16\"), G32: T.Tensor((64, 64), \"float32\")):\n    with T.Kernel(1, threads=32) as bx:\n        S = T.alloc_shared((64, 64), \"float16\")\n        S32 = T.alloc_shared((16, 16), \"float32\")\n        F = T.alloc_local((8,), \"float16\")\n        Fb = T.alloc_local((8,), \"bfloat16\")\n        Acc = T.alloc_local((4,), \"float32\")\n        Acc16 = T.alloc_local((4,), \"float16\")\n        R = T.alloc_fragment((16, 8), \"float32\")\n",
+    );
+    for line in tile.lines() {
+        s.push_str("        ");
+        s.push_str(line);
+        s.push('\n');
+    }
+    s.push_str("        for tx in T.thread_binding(32, thread=\"threadIdx.x\"):\n");
+    for line in thread.lines() {
+        s.push_str("            ");
+        s.push_str(line);
+        s.push('\n');
+    }
+    s.push_str("            pass\n");
+    s
+}
+
+/// The verifier's messages for the kernel of `intrinsic_src`, each with the text its span
+/// covers.
+fn intrinsic_errors(tile: &str, thread: &str) -> Vec<(String, String)> {
+    let src = intrinsic_src(tile, thread);
+    let f = match crate::parse::parse(&src) {
+        Ok(f) => f,
+        Err(d) => panic!("parse failed: {d:#?}\n{src}"),
+    };
+    errors(&f)
+        .into_iter()
+        .map(|d| {
+            let text = src.get(d.span.start..d.span.end).unwrap_or("<bad span>");
+            (d.message, text.to_string())
+        })
+        .collect()
+}
+
+#[track_caller]
+fn one_intrinsic_error(tile: &str, thread: &str, needle: &str, at: &str) {
+    let errs = intrinsic_errors(tile, thread);
+    assert_eq!(
+        errs.len(),
+        1,
+        "expected one error containing {needle:?}: {errs:#?}"
+    );
+    assert!(
+        errs[0].0.contains(needle),
+        "expected {needle:?} in {:?}",
+        errs[0].0
+    );
+    assert_eq!(errs[0].1, at, "span of {:?}", errs[0].0);
+}
+
+#[test]
+fn valid_intrinsics_verify() {
+    let errs = intrinsic_errors(
+        "T.cp_async_commit()\nT.cp_async_wait(0)",
+        "T.cp_async(S[tx, 0], G[tx, 8], 16)\nT.cp_async(S[tx, 8], G[tx, 8], 4, tx < 16)\nT.cp_async(S32[tx // 2, tx % 2 * 8], G32[tx, 0], 8)\nT.cp_async_commit()\nT.cp_async_wait(1)\nT.sync_threads()\nT.ldmatrix(F[0], S[tx, 0], num=4, trans=False)\nT.ldmatrix(F[4], S[tx % 16, 8], num=2, trans=True)\nT.ldmatrix(F[6], S[tx % 8, 16], num=1, trans=False)\nT.mma_sync(Acc[0], F[0], F[4])",
+    );
+    assert!(errs.is_empty(), "{errs:#?}");
+    let errs = intrinsic_errors("", "T.mma_sync(Acc[0], Fb[0], Fb[4])");
+    assert!(errs.is_empty(), "{errs:#?}");
+}
+
+#[test]
+fn intrinsics_need_their_level() {
+    // Thread-level instructions need the thread loop.
+    one_intrinsic_error(
+        "T.cp_async(S[0, 0], G[0, 0], 16)",
+        "",
+        "`T.cp_async` outside a thread-binding loop",
+        "T.cp_async(S[0, 0], G[0, 0], 16)",
+    );
+    one_intrinsic_error(
+        "T.ldmatrix(F[0], S[0, 0], num=4, trans=False)",
+        "",
+        "`T.ldmatrix` outside a thread-binding loop",
+        "T.ldmatrix(F[0], S[0, 0], num=4, trans=False)",
+    );
+    one_intrinsic_error(
+        "T.mma_sync(Acc[0], F[0], F[4])",
+        "",
+        "`T.mma_sync` outside a thread-binding loop",
+        "T.mma_sync(Acc[0], F[0], F[4])",
+    );
+    // Not inside a vectorized loop (one instruction).
+    one_intrinsic_error(
+        "",
+        "for v in T.vectorized(2):\n    T.cp_async_commit()",
+        "`T.cp_async_commit` inside a vectorized loop",
+        "T.cp_async_commit()",
+    );
+    // Outside any kernel.
+    let mut f = func(
+        "f",
+        Vec::new(),
+        vec![stmt(StmtKind::Intrinsic(Intrinsic::WaitGroup(0)))],
+    );
+    f.body[0].span = Span::new(3, 9);
+    let d = one(&f, "`T.cp_async_wait` must be inside a `T.Kernel`");
+    assert_eq!((d.span.start, d.span.end), (3, 9));
+}
+
+#[test]
+fn cp_async_rules() {
+    one_intrinsic_error(
+        "",
+        "T.cp_async(S[tx, 0], G[tx, 0], 12)",
+        "`T.cp_async` copies 4, 8 or 16 bytes, found 12",
+        "T.cp_async(S[tx, 0], G[tx, 0], 12)",
+    );
+    one_intrinsic_error(
+        "",
+        "T.cp_async(F[0], G[tx, 0], 16)",
+        "the destination of `T.cp_async` must be a shared buffer, but `F` is a local buffer",
+        "F",
+    );
+    one_intrinsic_error(
+        "",
+        "T.cp_async(S[tx, 0], S[tx, 8], 16)",
+        "the source of `T.cp_async` must be a global buffer, but `S` is a shared buffer",
+        "S",
+    );
+    one_intrinsic_error(
+        "",
+        "T.cp_async(S[tx, 0], G32[tx, 0], 16)",
+        "`T.cp_async` copies bytes between buffers of one dtype: `S` is float16, `G32` is float32",
+        "T.cp_async(S[tx, 0], G32[tx, 0], 16)",
+    );
+    one_intrinsic_error(
+        "",
+        "T.cp_async(S[tx, 0], G[tx, 0], 16, tx)",
+        "the predicate of `T.cp_async` must be bool, found int32",
+        "tx",
+    );
+    // Past the end of the buffer, with constant indices.
+    one_intrinsic_error(
+        "",
+        "T.cp_async(S[63, 60], G[0, 0], 16)",
+        "covers 8 elements from `S[63, 60]` (element 4092), past the end of `S` (4096 elements)",
+        "S",
+    );
+    // Rank and integer indices.
+    one_intrinsic_error(
+        "",
+        "T.cp_async(S[tx], G[tx, 0], 16)",
+        "buffer `S` has rank 2 but is indexed with 1 index",
+        "S",
+    );
+    one_intrinsic_error(
+        "",
+        "T.cp_async(S[tx, 0.5], G[tx, 0], 16)",
+        "buffer index must be an integer, found float32",
+        "0.5",
+    );
+    one_intrinsic_error(
+        "",
+        "T.cp_async(S[tx, 0], Nope[tx, 0], 16)",
+        "cannot find buffer `Nope` in this scope",
+        "Nope",
+    );
+}
+
+#[test]
+fn cp_async_bytes_hold_whole_elements() {
+    // 4 bytes of float32 is one element: fine; a bool copy of 4 bytes is 4 elements.
+    let errs = intrinsic_errors("", "T.cp_async(S32[0, tx], G32[0, tx], 4)");
+    assert!(errs.is_empty(), "{errs:#?}");
+    // The IR can hold any element size; 8-byte float64 in 4 bytes is not whole.
+    let mut f = crate::parse::parse(&intrinsic_src("", "T.cp_async(S32[0, tx], G32[0, tx], 4)"))
+        .unwrap_or_else(|d| panic!("{d:#?}"));
+    for b in f.params.iter_mut().filter(|b| b.name.name == "G32") {
+        b.dtype = DType::Float64;
+    }
+    kernel_of(&mut f)
+        .allocs
+        .iter_mut()
+        .filter(|b| b.name.name == "S32")
+        .for_each(|b| b.dtype = DType::Float64);
+    one(
+        &f,
+        "`T.cp_async` of 4 bytes is not a whole number of float64 elements (8 bytes each)",
+    );
+}
+
+#[test]
+fn ldmatrix_rules() {
+    one_intrinsic_error(
+        "",
+        "T.ldmatrix(F[0], S[tx, 0], num=3, trans=False)",
+        "`T.ldmatrix` loads 1, 2 or 4 matrices (`num`), found 3",
+        "T.ldmatrix(F[0], S[tx, 0], num=3, trans=False)",
+    );
+    one_intrinsic_error(
+        "",
+        "T.ldmatrix(S[0, 0], S[tx, 0], num=4, trans=False)",
+        "the destination of `T.ldmatrix` must be a local buffer, but `S` is a shared buffer",
+        "S",
+    );
+    one_intrinsic_error(
+        "",
+        "T.ldmatrix(F[0], G[tx, 0], num=4, trans=False)",
+        "the source of `T.ldmatrix` must be a shared buffer, but `G` is a global buffer",
+        "G",
+    );
+    one_intrinsic_error(
+        "",
+        "T.ldmatrix(Acc[0], S32[tx % 16, 0], num=2, trans=False)",
+        "`T.ldmatrix` moves 16-bit elements: both buffers must be float16 or both bfloat16; `Acc` is float32, `S32` is float32",
+        "T.ldmatrix(Acc[0], S32[tx % 16, 0], num=2, trans=False)",
+    );
+    one_intrinsic_error(
+        "",
+        "T.ldmatrix(Fb[0], S[tx, 0], num=4, trans=False)",
+        "`Fb` is bfloat16, `S` is float16",
+        "T.ldmatrix(Fb[0], S[tx, 0], num=4, trans=False)",
+    );
+    // x4 needs 8 destination elements.
+    one_intrinsic_error(
+        "",
+        "T.ldmatrix(F[4], S[tx, 0], num=4, trans=False)",
+        "covers 8 elements from `F[4]` (element 4), past the end of `F` (8 elements)",
+        "F",
+    );
+}
+
+#[test]
+fn mma_sync_rules() {
+    one_intrinsic_error(
+        "",
+        "T.mma_sync(Acc16[0], F[0], F[4])",
+        "the accumulator of `T.mma_sync` must be float32; `Acc16` is float16",
+        "Acc16",
+    );
+    one_intrinsic_error(
+        "",
+        "T.mma_sync(Acc[0], F[0], Fb[4])",
+        "`T.mma_sync` multiplies float16 by float16 or bfloat16 by bfloat16; `F` is float16, `Fb` is bfloat16",
+        "T.mma_sync(Acc[0], F[0], Fb[4])",
+    );
+    one_intrinsic_error(
+        "",
+        "T.mma_sync(R[0, 0], F[0], F[4])",
+        "the accumulator of `T.mma_sync` must be a local buffer, but `R` is a fragment buffer",
+        "R",
+    );
+    one_intrinsic_error(
+        "",
+        "T.mma_sync(Acc[0], S[0, 0], F[4])",
+        "the A operand of `T.mma_sync` must be a local buffer, but `S` is a shared buffer",
+        "S",
+    );
+    one_intrinsic_error(
+        "",
+        "T.mma_sync(Acc[0], F[4], F[4])",
+        "covers 8 elements from `F[4]`",
+        "F",
+    );
+}
+
+#[test]
+fn commit_and_wait_rules() {
+    // Both levels are fine.
+    let errs = intrinsic_errors(
+        "T.cp_async_commit()\nT.cp_async_wait(2)",
+        "T.cp_async_commit()\nT.cp_async_wait(0)",
+    );
+    assert!(errs.is_empty(), "{errs:#?}");
+    one_intrinsic_error(
+        "T.cp_async_wait(-1)",
+        "",
+        "`T.cp_async_wait(-1)`: the group count must be ≥ 0",
+        "T.cp_async_wait(-1)",
+    );
+}
+
+#[test]
+fn all_intrinsic_errors_are_collected() {
+    let errs = intrinsic_errors(
+        "",
+        "T.cp_async(F[0], G[tx, 0], 3)\nT.ldmatrix(F[0], S[tx, 0], num=8, trans=False)\nT.mma_sync(Acc16[0], F[0], F[4])",
+    );
+    let msgs: Vec<&str> = errs.iter().map(|(m, _)| m.as_str()).collect();
+    assert_eq!(msgs.len(), 4, "{msgs:#?}");
+    assert!(msgs[0].contains("found 3"));
+    assert!(msgs[1].contains("must be a shared buffer"));
+    assert!(msgs[2].contains("found 8"));
+    assert!(msgs[3].contains("must be float32"));
+}
+
+#[test]
+fn layout_rules() {
+    let errs = |anns: &str| intrinsic_errors(&format!("T.annotate_layout({{{anns}}})"), "");
+    assert!(errs("S: T.make_swizzled_layout(S, bytes=128), S32: T.make_padded_layout(S32, pad=4), R: T.mma_accumulator_layout(R, warps_m=1, warps_n=1)").is_empty());
+    let check = |anns: &str, needle: &str, at: &str| {
+        let e = errs(anns);
+        assert_eq!(e.len(), 1, "{e:#?}");
+        assert!(
+            e[0].0.contains(needle),
+            "expected {needle:?} in {:?}",
+            e[0].0
+        );
+        assert_eq!(e[0].1, at);
+    };
+    check(
+        "S: T.make_swizzled_layout(S, bytes=16)",
+        "the swizzle of `S` is 32, 64 or 128 bytes wide, found 16",
+        "S",
+    );
+    check(
+        "F: T.make_swizzled_layout(F, bytes=64)",
+        "layout annotation on `F`, a local buffer; only shared buffers take a swizzled layout",
+        "F",
+    );
+    check(
+        "S: T.make_padded_layout(S, pad=0)",
+        "the padding of `S` must be positive, found 0",
+        "S",
+    );
+    check(
+        "R: T.make_padded_layout(R, pad=8)",
+        "only shared buffers take a padded layout",
+        "R",
+    );
+    check(
+        "S: T.mma_accumulator_layout(S, warps_m=2, warps_n=2)",
+        "`T.mma_accumulator_layout` on `S`, a shared buffer; it lays out fragments",
+        "S",
+    );
+    check(
+        "R: T.mma_accumulator_layout(R, warps_m=0, warps_n=2)",
+        "the warp grid of `R` must be positive, found warps_m=0, warps_n=2",
+        "R",
+    );
+    // After lower-tile-ops relocates a fragment to a local array, its annotation stays valid.
+    assert!(errs("Acc: T.mma_accumulator_layout(Acc, warps_m=1, warps_n=1)").is_empty());
 }

@@ -7,8 +7,9 @@
 //! (`vectorize.rs`); never for fragments.
 
 use super::fragment::{is_whole, mismatch};
+use super::mma_layout;
 use super::region::{and, bin, build, with_span, Mapping};
-use super::vectorize::{multiple_of, non_negative, rows_aligned, width};
+use super::vectorize::{multiple_of, non_negative, range_of, rows_aligned, width, Bounds};
 use super::Ctx;
 use crate::names::NameSet;
 use tlc_ir::verifier::const_int;
@@ -69,9 +70,23 @@ pub(crate) fn lower(
     let vec = if vectorize { v } else { 1 };
     let src_frag = ctx.fragments.contains(&sb.name.name);
     let dst_frag = ctx.fragments.contains(&db.name.name);
-    Ok(build(&extents, ctx.threads, vec, span, names, |m| {
-        let (src_idx, read_guard) = access(src, sb, &src_dims, m, src_frag);
-        let (dst_idx, write_guard) = access(dst, db, &dst_dims, m, dst_frag);
+    let mma = match (
+        ctx.fragments.mma(&sb.name.name),
+        ctx.fragments.mma(&db.name.name),
+    ) {
+        (Some(a), Some(b)) if a != b => {
+            return Err(vec![Diagnostic::error(
+                span,
+                "T.copy between fragments with different mma layouts is not lowered yet",
+            )])
+        }
+        (Some(l), _) | (None, Some(l)) => Some(l),
+        (None, None) => None,
+    };
+    let bounds = ctx.bounds.borrow().clone();
+    let body = |m: &Mapping| {
+        let (src_idx, read_guard) = access(src, sb, &src_dims, m, src_frag, &bounds);
+        let (dst_idx, write_guard) = access(dst, db, &dst_dims, m, dst_frag, &bounds);
         let load = Expr::new(
             ExprKind::Load {
                 buffer: sb.name.name.clone(),
@@ -112,7 +127,52 @@ pub(crate) fn lower(
             )],
             None => vec![store],
         }
-    }))
+    };
+    Ok(match mma {
+        Some(layout) => {
+            // Pairs of adjacent columns become 2-element vectors when the other side is a
+            // plain in-bounds, aligned access whose innermost index follows the fragment's.
+            let other = if src_frag {
+                (dst, db, &dst_dims)
+            } else {
+                (src, sb, &src_dims)
+            };
+            let pairs = !(src_frag && dst_frag)
+                && provably_inside(other.0, other.1, &bounds)
+                && other.2.last().copied() == other.0.ranges.len().checked_sub(1)
+                && other.2.len() == 2
+                && other
+                    .0
+                    .ranges
+                    .last()
+                    .is_some_and(|l| multiple_of(&l.start, 2))
+                && rows_aligned(other.1, 2);
+            mma_layout::build(&layout, pairs, span, names, body)
+        }
+        None => build(
+            &extents,
+            ctx.threads,
+            vec,
+            touches_fragment,
+            span,
+            names,
+            body,
+        ),
+    })
+}
+
+/// Whether every element of `r` provably lies inside `b` (constant bounds).
+fn provably_inside(r: &Region, b: &BufferDecl, bounds: &Bounds) -> bool {
+    r.ranges.iter().zip(&b.shape).all(|(range, dim)| {
+        match (
+            range_of(&range.start, bounds),
+            const_int(&range.extent),
+            const_int(dim),
+        ) {
+            (Some((lo, hi)), Some(e), Some(n)) => lo >= 0 && hi + e <= n,
+            _ => false,
+        }
+    }) && r.ranges.len() == b.shape.len()
 }
 
 /// The dimensions of `r` whose extent is not the literal 1, in order.
@@ -133,6 +193,7 @@ fn access(
     kept: &[usize],
     m: &Mapping,
     fragment: bool,
+    bounds: &Bounds,
 ) -> (Vec<Expr>, Option<Expr>) {
     if fragment {
         return (vec![m.slot.clone()], None);
@@ -149,11 +210,11 @@ fn access(
         };
         let dim = b.shape.get(d).cloned().unwrap_or_else(|| Expr::int(0));
         let inside = match (
-            const_int(&range.start),
+            range_of(&range.start, bounds),
             const_int(&range.extent),
             const_int(&dim),
         ) {
-            (Some(s), Some(e), Some(n)) => s >= 0 && s + e <= n,
+            (Some((lo, hi)), Some(e), Some(n)) => lo >= 0 && hi + e <= n,
             _ => false,
         };
         if !inside {

@@ -40,23 +40,31 @@ pub(crate) fn lower(
         ExprKind::Cast(db.dtype, Box::new(value.clone())),
         value.span,
     );
-    Ok(build(&extents, ctx.threads, vec, span, names, |m| {
-        let indices = if fragment {
-            vec![m.slot.clone()]
-        } else {
-            dst.ranges
-                .iter()
-                .zip(&m.indices)
-                .map(|(r, i)| with_span(bin(BinOp::Add, r.start.clone(), i.clone()), dst.span))
-                .collect()
-        };
-        vec![Stmt::new(
-            StmtKind::Store {
-                buffer: Ident::new(db.name.name.clone(), dst.span),
-                indices,
-                value: converted,
-            },
-            span,
-        )]
-    }))
+    Ok(build(
+        &extents,
+        ctx.threads,
+        vec,
+        fragment,
+        span,
+        names,
+        |m| {
+            let indices = if fragment {
+                vec![m.slot.clone()]
+            } else {
+                dst.ranges
+                    .iter()
+                    .zip(&m.indices)
+                    .map(|(r, i)| with_span(bin(BinOp::Add, r.start.clone(), i.clone()), dst.span))
+                    .collect()
+            };
+            vec![Stmt::new(
+                StmtKind::Store {
+                    buffer: Ident::new(db.name.name.clone(), dst.span),
+                    indices,
+                    value: converted,
+                },
+                span,
+            )]
+        },
+    ))
 }

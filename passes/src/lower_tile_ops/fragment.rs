@@ -2,27 +2,78 @@
 //! (row-major) index `f` lives in thread `f % T` at slot `f / T`, so the allocation becomes
 //! `T.alloc_local((ceil(numel / T),), dtype)`. A region touching a fragment iterates the
 //! fragment's whole flat index space with `f = it * T + tx` and no vectors, so the slot of
-//! the element it touches is `it`. Any other use of a fragment is an error.
+//! the element it touches is `it`. A fragment annotated with
+//! `T.mma_accumulator_layout` is laid out as `mma_layout.rs` says instead. Any other use of
+//! a fragment is an error.
 
+use super::mma_layout::MmaLayout;
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::{for_each_subexpr, stmt_exprs};
-use tlc_ir::{BufferDecl, Diagnostic, Expr, ExprKind, Region, Scope, Stmt, StmtKind};
+use tlc_ir::{
+    BufferDecl, Diagnostic, Expr, ExprKind, Layout, LayoutAnnotation, Region, Scope, Stmt, StmtKind,
+};
 
 /// The fragments of one kernel.
 #[derive(Default)]
 pub(crate) struct Fragments {
     names: Vec<String>,
+    /// Fragments with the mma accumulator layout.
+    mma: Vec<(String, MmaLayout)>,
 }
 
 impl Fragments {
-    pub fn of(allocs: &[BufferDecl]) -> Fragments {
-        Fragments {
-            names: allocs
-                .iter()
-                .filter(|b| b.scope == Scope::Fragment)
-                .map(|b| b.name.name.clone())
-                .collect(),
-        }
+    pub fn of(allocs: &[BufferDecl], layouts: &[LayoutAnnotation]) -> Fragments {
+        let names: Vec<String> = allocs
+            .iter()
+            .filter(|b| b.scope == Scope::Fragment)
+            .map(|b| b.name.name.clone())
+            .collect();
+        let mma = layouts
+            .iter()
+            .filter_map(|ann| match ann.layout {
+                Layout::MmaAccumulator { warps_m, warps_n } => {
+                    let b = allocs.iter().find(|b| b.name.name == ann.buffer.name)?;
+                    let s = shape(b)?;
+                    let [m, n] = s.as_slice() else {
+                        return None;
+                    };
+                    Some((
+                        ann.buffer.name.clone(),
+                        MmaLayout {
+                            m: *m,
+                            n: *n,
+                            warps_m,
+                            warps_n,
+                        },
+                    ))
+                }
+                _ => None,
+            })
+            .collect();
+        Fragments { names, mma }
+    }
+
+    /// The accumulator layout of fragment `name`, if it has one.
+    pub fn mma(&self, name: &str) -> Option<MmaLayout> {
+        self.mma.iter().find(|(n, _)| n == name).map(|&(_, l)| l)
+    }
+
+    /// Checks each accumulator layout against the block's thread count.
+    pub fn check_layouts(&self, threads: i64, allocs: &[BufferDecl]) -> Vec<Diagnostic> {
+        self.mma
+            .iter()
+            .filter_map(|(name, l)| {
+                let msg = l.check(threads).err()?;
+                let span = allocs
+                    .iter()
+                    .find(|b| &b.name.name == name)
+                    .map_or(tlc_ir::Span::DUMMY, |b| b.span);
+                Some(Diagnostic::error(
+                    span,
+                    format!("the mma accumulator layout of `{name}` does not fit: {msg}"),
+                ))
+            })
+            .collect()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -59,7 +110,10 @@ impl Fragments {
             .filter(|b| self.names.contains(&b.name.name))
         {
             let numel: i64 = shape(b).map_or(0, |s| s.iter().product());
-            let slots = (numel + threads - 1) / threads;
+            let slots = match self.mma(&b.name.name) {
+                Some(l) => l.slots(),
+                None => (numel + threads - 1) / threads,
+            };
             b.scope = Scope::Local;
             b.shape = vec![Expr::new(ExprKind::Int(slots.max(1)), b.span)];
         }

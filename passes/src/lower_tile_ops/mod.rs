@@ -11,8 +11,11 @@
 mod copy;
 mod fill;
 mod fragment;
+mod gemm;
+mod mma_layout;
 mod parallel;
 mod region;
+mod swizzle;
 mod vectorize;
 
 use crate::names::NameSet;
@@ -20,7 +23,7 @@ use crate::pass::Pass;
 use fragment::Fragments;
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::{child_bodies_mut, for_each_stmt};
-use tlc_ir::{BufferDecl, Diagnostic, ForKind, Kernel, PrimFunc, Span, Stmt, StmtKind};
+use tlc_ir::{BufferDecl, Diagnostic, ForKind, Kernel, Layout, PrimFunc, Span, Stmt, StmtKind};
 
 pub struct LowerTileOps;
 
@@ -53,6 +56,10 @@ pub(crate) struct Ctx<'a> {
     /// Parameters and the kernel's allocations (fragments still as declared).
     pub buffers: Vec<&'a BufferDecl>,
     pub fragments: &'a Fragments,
+    /// Value ranges of the block indices and of the loops around the op being lowered.
+    pub bounds: std::cell::RefCell<vectorize::Bounds>,
+    /// Register arrays the lowering adds to the kernel (gemm operand fragments).
+    pub new_allocs: std::cell::RefCell<Vec<BufferDecl>>,
 }
 
 impl Ctx<'_> {
@@ -110,7 +117,7 @@ fn lower_kernel(
     if is_thread_level(&k.body) {
         return;
     }
-    let fragments = Fragments::of(&k.allocs);
+    let fragments = Fragments::of(&k.allocs, &k.layouts);
     if !has_tile_level_work(&k.body) && fragments.is_empty() {
         return;
     }
@@ -138,19 +145,43 @@ fn lower_kernel(
         errors.append(&mut e);
         return;
     }
+    let mut bad_layouts = fragments.check_layouts(threads, &k.allocs);
+    if !bad_layouts.is_empty() {
+        errors.append(&mut bad_layouts);
+        return;
+    }
     let body = std::mem::take(&mut k.body);
     let new_body = {
         let ctx = Ctx {
             threads,
             buffers: params.iter().chain(k.allocs.iter()).collect(),
             fragments: &fragments,
+            new_allocs: std::cell::RefCell::new(Vec::new()),
+            bounds: std::cell::RefCell::new(
+                k.block_vars
+                    .iter()
+                    .zip(&k.grid)
+                    .filter_map(|(v, g)| Some((v.name.clone(), (0, const_int(g)? - 1))))
+                    .collect(),
+            ),
         };
-        lower_body(body, &ctx, names, errors)
+        let body = lower_body(body, &ctx, names, errors);
+        let new_allocs = ctx.new_allocs.into_inner();
+        (body, new_allocs)
     };
-    k.body = new_body;
+    let (mut new_body, new_allocs) = new_body;
+    k.allocs.extend(new_allocs);
     if errors.len() == before {
         fragments.relocate(&mut k.allocs, threads);
+        swizzle::apply(&mut new_body, &k.allocs, &k.layouts);
+        swizzle::pad_allocations(&mut k.allocs, &k.layouts);
+        // Consumed: the accumulators are register arrays now and padded rows are in the
+        // shapes. Swizzles stay, saying that the accesses are already physical (and
+        // plan-shared-memory aligns those buffers for them).
+        k.layouts
+            .retain(|l| matches!(l.layout, Layout::Swizzle { .. } | Layout::Swizzled));
     }
+    k.body = new_body;
 }
 
 /// Lowers the ops of one statement list; everything else stays, recursively.
@@ -169,10 +200,7 @@ fn lower_body(
             StmtKind::For(f) if f.kind == ForKind::Parallel => {
                 Some(parallel::lower(f, span, ctx, names))
             }
-            StmtKind::Gemm(_) => Some(Err(vec![Diagnostic::error(
-                span,
-                "T.gemm lowering arrives with the tensor-core path (issue 5)",
-            )])),
+            StmtKind::Gemm(g) => Some(gemm::lower(g, span, ctx, names)),
             _ => None,
         };
         match lowered {
@@ -180,8 +208,29 @@ fn lower_body(
             Some(Err(mut e)) => errors.append(&mut e),
             None => {
                 ctx.fragments.check_scalar_use(&stmt, errors);
+                // A loop's variable is bounded inside its body when its limits are known.
+                let bound = match &stmt.kind {
+                    StmtKind::For(f) => {
+                        let b = ctx.bounds.borrow();
+                        let lo = vectorize::range_of(&f.start, &b).map(|r| r.0);
+                        let hi = vectorize::range_of(&f.stop, &b).map(|r| r.1);
+                        match (lo, hi) {
+                            (Some(lo), Some(hi)) if hi > lo => {
+                                Some((f.var.name.clone(), (lo, hi - 1)))
+                            }
+                            _ => None,
+                        }
+                    }
+                    _ => None,
+                };
+                if let Some((v, r)) = &bound {
+                    ctx.bounds.borrow_mut().insert(v.clone(), *r);
+                }
                 for child in child_bodies_mut(&mut stmt) {
                     *child = lower_body(std::mem::take(child), ctx, names, errors);
+                }
+                if let Some((v, _)) = bound {
+                    ctx.bounds.borrow_mut().remove(&v);
                 }
                 out.push(stmt);
             }

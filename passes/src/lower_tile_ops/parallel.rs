@@ -82,7 +82,19 @@ pub(crate) fn lower(
 
     // Fragments first (their indices are still the loop variables), then the variables.
     let fragments = ctx.fragments;
-    Ok(build(&extents, ctx.threads, vec, span, names, |m| {
+    let mut layouts: Vec<_> = accesses
+        .iter()
+        .filter_map(|(name, _)| fragments.mma(name))
+        .collect();
+    layouts.dedup();
+    if layouts.len() > 1 {
+        return Err(vec![Diagnostic::error(
+            span,
+            "a T.Parallel loop over fragments with different mma layouts is not lowered yet",
+        )]);
+    }
+    let mma = layouts.first().copied();
+    let lower_body = |m: &super::region::Mapping| {
         let slot = m.slot.clone();
         rewrite_fragment_stores(&mut body, &|n| fragments.contains(n), &slot);
         // Parallel loops start at 0 (docs/ir.md); a start is added all the same.
@@ -111,7 +123,19 @@ pub(crate) fn lower(
             _ => e,
         });
         body
-    }))
+    };
+    Ok(match mma {
+        Some(layout) => super::mma_layout::build(&layout, false, span, names, lower_body),
+        None => build(
+            &extents,
+            ctx.threads,
+            vec,
+            touches_fragment,
+            span,
+            names,
+            lower_body,
+        ),
+    })
 }
 
 fn extent(f: &For) -> Expr {

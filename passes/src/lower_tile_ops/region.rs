@@ -42,11 +42,14 @@ pub(crate) fn and(a: Option<Expr>, b: Expr) -> Expr {
 
 /// Builds the region for element space `extents` with `threads` threads and vector width
 /// `vec` (the caller has checked that `vec` divides the innermost extent), with the body
-/// `body(mapping)` run for each element (each vector lane).
+/// `body(mapping)` run for each element (each vector lane). `registers`: the region
+/// indexes a per-thread register array by the slot, so its `it` loop is `T.unroll`
+/// (register arrays take constant indices only).
 pub(crate) fn build(
     extents: &[Expr],
     threads: i64,
     vec: i64,
+    registers: bool,
     span: Span,
     names: &mut NameSet,
     body: impl FnOnce(&Mapping) -> Vec<Stmt>,
@@ -84,6 +87,9 @@ pub(crate) fn build(
         slot: Expr::var(&it),
     };
     let mut inner = body(&mapping);
+    if let Some(lane) = &lane {
+        lane_last(&mut inner, lane);
+    }
     if let Some(lane) = lane {
         inner = vec![for_loop(
             &lane,
@@ -105,7 +111,15 @@ pub(crate) fn build(
         )];
     }
     let trips = bin(BinOp::CeilDiv, total, Expr::int(threads));
-    let serial = for_loop(&it, trips, ForKind::Serial, inner, span);
+    // Register slots must be unrolled (constant indices); short copy loops are unrolled
+    // too, as a kernel engineer would write them: no loop counter, and the addresses of
+    // consecutive trips differ by constants the assembler folds.
+    let kind = if const_int(&trips).is_some_and(|t| registers || t <= MAX_UNROLLED_TRIPS) {
+        ForKind::Unroll
+    } else {
+        ForKind::Serial
+    };
+    let serial = for_loop(&it, trips, kind, inner, span);
     for_loop(
         &tx,
         Expr::int(threads),
@@ -114,6 +128,9 @@ pub(crate) fn build(
         span,
     )
 }
+
+/// The longest copy loop (trips per thread) that is unrolled.
+const MAX_UNROLLED_TRIPS: i64 = 8;
 
 /// `flat` decomposed row-major over `extents`; an extent of 1 gives the index 0.
 fn decompose(flat: &Expr, extents: &[Expr]) -> Vec<Expr> {
@@ -154,4 +171,19 @@ pub(crate) fn for_loop(var: &str, stop: Expr, kind: ForKind, body: Vec<Stmt>, sp
         }),
         span,
     )
+}
+
+/// Rewrites `a + (b + lane)` to `(a + b) + lane` everywhere in `body`, so every vector
+/// access's index ends in `+ lane` (the form the back end turns into one vector access).
+pub(crate) fn lane_last(body: &mut [Stmt], lane: &str) {
+    let is_lane = |e: &Expr| matches!(&e.kind, tlc_ir::ExprKind::Var(n) if n == lane);
+    tlc_ir::visit::map_body_exprs(body, &mut |e| match e.kind {
+        tlc_ir::ExprKind::Binary(BinOp::Add, a, b) => match b.kind {
+            tlc_ir::ExprKind::Binary(BinOp::Add, x, y) if is_lane(&y) => {
+                bin(BinOp::Add, bin(BinOp::Add, *a, *x), *y)
+            }
+            kind => Expr::binary(BinOp::Add, *a, Expr::new(kind, b.span), e.span),
+        },
+        kind => Expr::new(kind, e.span),
+    });
 }

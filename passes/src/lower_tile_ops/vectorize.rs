@@ -82,6 +82,47 @@ pub(crate) fn non_negative(e: &Expr) -> bool {
     }
 }
 
+/// Known value ranges of variables (inclusive): block indices and enclosing loop variables.
+pub(crate) type Bounds = std::collections::HashMap<String, (i64, i64)>;
+
+/// An inclusive range containing every value of `e`, when one follows from `bounds` and
+/// the literals (`+`, `-`, `*`, floor division and modulo by positive constants).
+pub(crate) fn range_of(e: &Expr, bounds: &Bounds) -> Option<(i64, i64)> {
+    match &e.kind {
+        ExprKind::Int(v) => Some((*v, *v)),
+        ExprKind::Var(n) => bounds.get(n).copied(),
+        ExprKind::Binary(op, a, b) => {
+            let (al, ah) = range_of(a, bounds)?;
+            let (bl, bh) = range_of(b, bounds)?;
+            match op {
+                BinOp::Add => Some((al.checked_add(bl)?, ah.checked_add(bh)?)),
+                BinOp::Sub => Some((al.checked_sub(bh)?, ah.checked_sub(bl)?)),
+                BinOp::Mul => {
+                    let c = [
+                        al.checked_mul(bl)?,
+                        al.checked_mul(bh)?,
+                        ah.checked_mul(bl)?,
+                        ah.checked_mul(bh)?,
+                    ];
+                    Some((*c.iter().min()?, *c.iter().max()?))
+                }
+                BinOp::FloorDiv if bl == bh && bl > 0 => {
+                    Some((tlc_ir::floor_div(al, bl)?, tlc_ir::floor_div(ah, bl)?))
+                }
+                BinOp::FloorMod if bl == bh && bl > 0 => {
+                    if al >= 0 && ah < bl {
+                        Some((al, ah))
+                    } else {
+                        Some((0, bl - 1))
+                    }
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

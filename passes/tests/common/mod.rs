@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use tlc_ir::interp::{run, RunOptions};
-use tlc_ir::PrimFunc;
+use tlc_ir::{ForKind, PrimFunc, Stmt, StmtKind};
 
 pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -77,6 +77,17 @@ const MAX_ELEMENTS: usize = 1 << 20;
 /// bindings) and requires identical outputs. Returns how many runs were compared (0 when
 /// the case is too large to interpret).
 pub fn assert_same_meaning(name: &str, before: &PrimFunc, after: &PrimFunc) -> usize {
+    check_meaning(name, before, after, None)
+}
+
+/// As [`assert_same_meaning`], but float outputs may differ by `tol * (|x| + 1)`: for
+/// lowerings that legitimately reorder float sums (a gemm's K loop split into mma.sync
+/// steps of 16 adds each step's sum to the accumulator).
+pub fn assert_close_meaning(name: &str, before: &PrimFunc, after: &PrimFunc, tol: f64) -> usize {
+    check_meaning(name, before, after, Some(tol))
+}
+
+fn check_meaning(name: &str, before: &PrimFunc, after: &PrimFunc, tol: Option<f64>) -> usize {
     let ragged = dim_bindings(before, &RAGGED);
     let fits = ragged.first().is_none_or(|dims| {
         footprint(before, dims) > MAX_ELEMENTS
@@ -111,8 +122,19 @@ pub fn assert_same_meaning(name: &str, before: &PrimFunc, after: &PrimFunc) -> u
                 .unwrap_or_else(|e| panic!("{name}: the output does not run: {e}"));
             assert_eq!(want.len(), got.len(), "{name}");
             for (param, w) in &want {
+                let g = got.get(param);
+                let same = match (tol, g) {
+                    (Some(tol), Some(g)) => {
+                        g.shape() == w.shape()
+                            && w.to_f64()
+                                .iter()
+                                .zip(g.to_f64())
+                                .all(|(x, y)| (x - y).abs() <= tol * (x.abs() + 1.0))
+                    }
+                    _ => g == Some(w),
+                };
                 assert!(
-                    got.get(param) == Some(w),
+                    same,
                     "{name}: `{param}` differs (dims {dims:?}, seed {seed})"
                 );
             }
@@ -137,4 +159,26 @@ fn footprint(func: &PrimFunc, dims: &HashMap<String, i64>) -> usize {
                 .fold(1usize, usize::saturating_mul)
         })
         .fold(0usize, usize::saturating_add)
+}
+
+/// `func` with a `T.sync_threads()` closing every thread-binding region: between
+/// `lower-tile-ops` and `thread-binding`, consecutive regions are separated as if by a
+/// barrier (thread-binding inserts the real ones), and the lockstep interpreter checks
+/// shared-memory races across regions.
+pub fn with_region_barriers(mut func: PrimFunc) -> PrimFunc {
+    fn walk(body: &mut [Stmt]) {
+        for s in body {
+            if let StmtKind::For(f) = &mut s.kind {
+                if matches!(f.kind, ForKind::ThreadBinding(_)) {
+                    f.body.push(Stmt::new(StmtKind::Barrier, s.span));
+                    continue;
+                }
+            }
+            for child in tlc_ir::visit::child_bodies_mut(s) {
+                walk(child);
+            }
+        }
+    }
+    walk(&mut func.body);
+    func
 }

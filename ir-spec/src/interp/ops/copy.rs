@@ -38,7 +38,9 @@ pub(crate) fn copy(frame: &mut Frame, src: &CRegion, dst: &CRegion, span: Span) 
             let value = match from.flat() {
                 Some(f) => match frame.mem.read(s.buf, f) {
                     Some(v) => convert(v, dst_dtype),
-                    None => return fault(span, frame.unwritten_at(s.buf, &from.coords, "T.copy")),
+                    None => {
+                        return fault(span, frame.unwritten_at(s.buf, f, &from.coords, "T.copy"))
+                    }
                 },
                 None => zero,
             };

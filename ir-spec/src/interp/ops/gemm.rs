@@ -100,14 +100,15 @@ fn gather(frame: &Frame, r: &Rect, rows: usize, cols: usize, trans: bool) -> Res
     for i in 0..rows {
         for j in 0..cols {
             let (sr, sc) = if trans { (j, i) } else { (i, j) };
-            match frame.mem.read(r.buf, base + sr * rs + sc * cs) {
+            let flat = base + sr * rs + sc * cs;
+            match frame.mem.read(r.buf, flat) {
                 Some(v) => out.push(v),
                 None => {
                     let mut coords = r.starts.clone();
                     let rank = coords.len();
                     coords[rank - 2] += sr as i64;
                     coords[rank - 1] += sc as i64;
-                    return fault(r.span, frame.unwritten_at(r.buf, &coords, "T.gemm"));
+                    return fault(r.span, frame.unwritten_at(r.buf, flat, &coords, "T.gemm"));
                 }
             }
         }

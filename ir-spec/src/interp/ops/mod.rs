@@ -1,13 +1,17 @@
 //! Tile ops: each op's semantics lives in its own file (`copy.rs`, `gemm.rs`, `fill.rs`);
-//! this module holds what they share — regions evaluated to numbers, and walking them.
+//! this module holds what they share — regions evaluated to numbers, and walking them. The
+//! thread-level intrinsics (`T.cp_async`, `T.ldmatrix`, `T.mma_sync`, …) are in
+//! `intrinsics.rs`.
 
 pub(crate) mod copy;
 pub(crate) mod fill;
 pub(crate) mod gemm;
+pub(crate) mod intrinsics;
 
 use crate::interp::compile::{BufRef, CRegion};
 use crate::interp::eval::{fault, Frame, Res};
 use crate::interp::memory::Buffer;
+use crate::interp::shared::pending_message;
 use crate::interp::tensor::fmt_shape;
 use crate::span::Span;
 
@@ -100,14 +104,18 @@ impl Frame<'_> {
         })
     }
 
-    /// The message for an element of a region that was never written.
-    pub fn unwritten_at(&self, buf: BufRef, coords: &[i64], op: &str) -> String {
+    /// The message for an element (`flat`, at `coords`) of a region that cannot be read:
+    /// never written, or shared memory a `T.cp_async` has not landed yet.
+    pub fn unwritten_at(&self, buf: BufRef, flat: usize, coords: &[i64], op: &str) -> String {
         let parts: Vec<String> = coords.iter().map(|c| c.to_string()).collect();
-        format!(
-            "{op} reads `{}[{}]`, which was never written",
-            self.mem.buffer(buf).name,
-            parts.join(", ")
-        )
+        let what = format!("`{}[{}]`", self.mem.buffer(buf).name, parts.join(", "));
+        match self.mem.pending_of(buf, flat) {
+            Some(issuer) => format!(
+                "{op}: {}",
+                pending_message("reads", &what, self.mem.thread, issuer)
+            ),
+            None => format!("{op} reads {what}, which was never written"),
+        }
     }
 }
 

@@ -1,0 +1,314 @@
+//! The thread-level target intrinsics (`docs/ir.md`) → PTX:
+//!
+//! - `T.cp_async(S[..], G[..], bytes[, pred])` → `cp.async.{cg|ca}.shared.global [s], [g],
+//!   bytes{, src_size}`: `.cg` (L2 only) for 16 bytes, `.ca` for 4 and 8 (`.cg` allows 16
+//!   only). With a predicate, `src_size = pred ? bytes : 0` (`selp`): a false predicate reads
+//!   nothing and zero-fills the destination, so the source address may be out of bounds.
+//! - `T.cp_async_commit()` → `cp.async.commit_group`, `T.cp_async_wait(n)` →
+//!   `cp.async.wait_group n`.
+//! - `T.ldmatrix(F[i], S[r, c], num, trans)` → `ldmatrix.sync.aligned.m8n8.xNUM{.trans}
+//!   .shared.b16` into `num` fresh b32 registers, each then split (`mov.b32 {lo, hi}`) into
+//!   the local elements `F[i + 2m]` (low half) and `F[i + 2m + 1]` (high half).
+//! - `T.mma_sync(C[i], A[j], B[k])` → the f16 / bf16 elements of `A[j..j+8]` and `B[k..k+4]`
+//!   packed in pairs (`mov.b32 r, {lo, hi}`, the lower index in the low half), then
+//!   `mma.sync.aligned.m16n8k16.row.col.f32.{f16|bf16}.{f16|bf16}.f32` with `d = c =` the
+//!   four f32 registers of `C[i..i+4]` (accumulation in place).
+//!
+//! Local-array operands must have constant indices once unrolled loop variables are
+//! substituted (the registers are fixed at compile time), as for every local access.
+
+use super::expr::Place;
+use super::{Cg, Mem};
+use crate::ptx::{CacheOp, LdmatrixNum, MmaShape, Op, Operand, Reg, Space, Type};
+use tlc_ir::{DType, ElemRef, Expr, ExprKind, Intrinsic, Span};
+
+impl Cg {
+    pub(super) fn intrinsic(&mut self, i: &Intrinsic, span: Span) {
+        match i {
+            Intrinsic::CpAsync {
+                dst,
+                src,
+                bytes,
+                pred,
+            } => self.cp_async(dst, src, *bytes, pred.as_ref(), span),
+            Intrinsic::CommitGroup => self.b.emit(Op::CpAsyncCommit),
+            Intrinsic::WaitGroup(n) => match u32::try_from(*n) {
+                Ok(pending) => self.b.emit(Op::CpAsyncWait { pending }),
+                Err(_) => self.err(
+                    span,
+                    format!("T.cp_async_wait({n}): the group count must lie in 0..=4294967295"),
+                ),
+            },
+            Intrinsic::Ldmatrix {
+                dst,
+                src,
+                num,
+                trans,
+            } => self.ldmatrix(dst, src, *num, *trans, span),
+            Intrinsic::Mma { acc, a, b } => self.mma(acc, a, b),
+        }
+    }
+
+    /// The dtype and memory of the buffer an intrinsic operand names (an error if unknown or
+    /// of the wrong rank).
+    fn operand_buf(&mut self, r: &ElemRef) -> Option<(DType, Mem)> {
+        let name = &r.buffer.name;
+        let Some(buf) = self.bufs.get(name) else {
+            self.err(r.buffer.span, format!("undefined buffer `{name}`"));
+            return None;
+        };
+        let (dtype, mem, rank) = (buf.dtype, buf.mem.clone(), buf.shape.len());
+        if r.indices.len() != rank {
+            self.err(
+                r.buffer.span,
+                format!(
+                    "`{name}` has {rank} dims but is indexed with {}",
+                    r.indices.len()
+                ),
+            );
+            return None;
+        }
+        Some((dtype, mem))
+    }
+
+    /// The `count` consecutive registers of a local array from `r` on.
+    fn local_run(&mut self, r: &ElemRef, count: usize, what: &str) -> Option<(DType, Vec<Reg>)> {
+        let (dtype, mem) = self.operand_buf(r)?;
+        let name = &r.buffer.name;
+        let Mem::Local(regs) = mem else {
+            self.err(
+                r.buffer.span,
+                format!("{what} must be a local array (`T.alloc_local`); `{name}` is not"),
+            );
+            return None;
+        };
+        let shape = self.bufs.get(name).map(|b| b.shape.clone())?;
+        let start = self.local_flat(name, &r.indices, &shape)?;
+        match regs.get(start..start.saturating_add(count)) {
+            Some(run) => Some((dtype, run.to_vec())),
+            None => {
+                self.err(
+                    r.buffer.span,
+                    format!(
+                        "{what} needs {count} elements of `{name}` from position {start}, but \
+                         `{name}` has {} elements",
+                        regs.len()
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    /// The address of a shared or global operand, checking its memory.
+    fn mem_operand(&mut self, r: &ElemRef, want: Space, what: &str) -> Option<(DType, Place)> {
+        let (dtype, mem) = self.operand_buf(r)?;
+        let name = &r.buffer.name;
+        let ok = matches!(
+            (&mem, want),
+            (Mem::Shared(_), Space::Shared) | (Mem::Global(_), Space::Global)
+        );
+        if !ok {
+            let scope = if want == Space::Shared {
+                "shared memory (`T.alloc_shared`)"
+            } else {
+                "global memory (a tensor parameter)"
+            };
+            self.err(
+                r.buffer.span,
+                format!("{what} must be in {scope}; `{name}` is not"),
+            );
+            return None;
+        }
+        let place = self.address(name, &r.indices, r.buffer.span)?;
+        Some((dtype, place))
+    }
+
+    fn cp_async(
+        &mut self,
+        dst: &ElemRef,
+        src: &ElemRef,
+        bytes: i64,
+        pred: Option<&Expr>,
+        span: Span,
+    ) {
+        let size = match bytes {
+            4 | 8 | 16 => bytes as u32,
+            _ => {
+                self.err(
+                    span,
+                    format!("T.cp_async copies 4, 8 or 16 bytes, not {bytes}"),
+                );
+                return;
+            }
+        };
+        // The predicate first: a predicate that reads memory lowers to a branch.
+        let guard = match pred {
+            None => None,
+            Some(e) if matches!(e.kind, ExprKind::Bool(true)) => None,
+            Some(e) => {
+                let Some(p) = self.expr(e, DType::Bool) else {
+                    return;
+                };
+                Some(self.in_reg(p, Type::Pred))
+            }
+        };
+        let Some((dt, Place::Mem(_, daddr))) =
+            self.mem_operand(dst, Space::Shared, "the destination of T.cp_async")
+        else {
+            return;
+        };
+        let Some((st, Place::Mem(_, saddr))) =
+            self.mem_operand(src, Space::Global, "the source of T.cp_async")
+        else {
+            return;
+        };
+        for (r, d) in [(dst, dt), (src, st)] {
+            if i64::from(d.bytes()) > bytes || bytes % i64::from(d.bytes()) != 0 {
+                self.err(
+                    r.buffer.span,
+                    format!(
+                        "T.cp_async of {bytes} bytes cannot copy whole {d} elements of `{}`",
+                        r.buffer.name
+                    ),
+                );
+                return;
+            }
+        }
+        let src_size = guard.map(|p| {
+            self.b
+                .selp(Type::U32, Operand::Imm(bytes), Operand::Imm(0), p)
+                .into()
+        });
+        let cache = if size == 16 { CacheOp::Cg } else { CacheOp::Ca };
+        self.b.emit(Op::CpAsync {
+            cache,
+            dst: daddr,
+            src: saddr,
+            size,
+            src_size,
+        });
+    }
+
+    fn ldmatrix(&mut self, dst: &ElemRef, src: &ElemRef, num: i64, trans: bool, span: Span) {
+        let lnum = match num {
+            1 => LdmatrixNum::X1,
+            2 => LdmatrixNum::X2,
+            4 => LdmatrixNum::X4,
+            _ => {
+                self.err(
+                    span,
+                    format!("T.ldmatrix loads 1, 2 or 4 matrices, not num={num}"),
+                );
+                return;
+            }
+        };
+        let n = lnum.regs();
+        let Some((dt, regs)) = self.local_run(dst, 2 * n, "the destination of T.ldmatrix") else {
+            return;
+        };
+        let Some((st, Place::Mem(_, addr))) =
+            self.mem_operand(src, Space::Shared, "the source of T.ldmatrix")
+        else {
+            return;
+        };
+        for (r, d) in [(dst, dt), (src, st)] {
+            if !matches!(d, DType::Float16 | DType::BFloat16) {
+                self.err(
+                    r.buffer.span,
+                    format!(
+                        "T.ldmatrix moves 16-bit elements (float16, bfloat16); `{}` is {d}",
+                        r.buffer.name
+                    ),
+                );
+                return;
+            }
+        }
+        let words: Vec<Reg> = (0..n).map(|_| self.b.new_reg(Type::B32)).collect();
+        self.b.emit(Op::Ldmatrix {
+            num: lnum,
+            trans,
+            dsts: words.clone(),
+            addr,
+        });
+        for (w, pair) in words.into_iter().zip(regs.chunks_exact(2)) {
+            self.forget_packed(pair[0]);
+            self.forget_packed(pair[1]);
+            self.b.emit(Op::Unpack {
+                ty: Type::B32,
+                dsts: pair.to_vec(),
+                src: w,
+            });
+            self.packed.insert((pair[0], pair[1]), w);
+        }
+    }
+
+    fn mma(&mut self, acc: &ElemRef, a: &ElemRef, b: &ElemRef) {
+        let Some((ct, c)) = self.local_run(acc, 4, "the accumulator of T.mma_sync") else {
+            return;
+        };
+        let Some((at, a_regs)) = self.local_run(a, 8, "the A operand of T.mma_sync") else {
+            return;
+        };
+        let Some((bt, b_regs)) = self.local_run(b, 4, "the B operand of T.mma_sync") else {
+            return;
+        };
+        if ct != DType::Float32 {
+            self.err(
+                acc.buffer.span,
+                format!(
+                    "the accumulator of T.mma_sync must be float32; `{}` is {ct}",
+                    acc.buffer.name
+                ),
+            );
+            return;
+        }
+        let ab_ty = match (at, bt) {
+            (DType::Float16, DType::Float16) => Type::F16,
+            (DType::BFloat16, DType::BFloat16) => Type::Bf16,
+            _ => {
+                self.err(
+                    a.buffer.span,
+                    format!(
+                        "T.mma_sync needs A and B both float16 or both bfloat16; `{}` is {at}, \
+                         `{}` is {bt}",
+                        a.buffer.name, b.buffer.name
+                    ),
+                );
+                return;
+            }
+        };
+        let a_words = self.pack_pairs(&a_regs);
+        let b_words = self.pack_pairs(&b_regs);
+        self.b.emit(Op::Mma {
+            shape: MmaShape::M16n8k16,
+            ab_ty,
+            d: c.clone(),
+            a: a_words,
+            b: b_words,
+            c,
+        });
+    }
+
+    /// 16-bit registers packed two by two into b32 registers (the first of a pair low).
+    /// A pair an ldmatrix loaded is used as the word it arrived in.
+    fn pack_pairs(&mut self, halves: &[Reg]) -> Vec<Reg> {
+        halves
+            .chunks_exact(2)
+            .map(|p| match self.packed.get(&(p[0], p[1])) {
+                Some(&w) => w,
+                None => {
+                    let lanes = p.iter().map(|&r| r.into()).collect();
+                    self.b.pack(Type::B32, lanes)
+                }
+            })
+            .collect()
+    }
+
+    /// `r` is written: no packed word holds its value any more.
+    pub(super) fn forget_packed(&mut self, r: Reg) {
+        if !self.packed.is_empty() {
+            self.packed.retain(|&(lo, hi), _| lo != r && hi != r);
+        }
+    }
+}

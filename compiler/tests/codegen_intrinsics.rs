@@ -1,0 +1,229 @@
+//! Codegen of the thread-level intrinsics (`T.cp_async`, commit / wait groups, `T.ldmatrix`,
+//! `T.mma_sync`): hand-written thread-level kernels compiled for `sm_80` and `sm_90a`, checked
+//! against their manifests and assembled by ptxas for both targets with `-v`, without spills;
+//! the PTX must hold the instructions, and the small one-warp case is snapshotted.
+
+mod common;
+
+use common::{ptxas_log, root};
+use std::path::Path;
+use tlc::codegen::emit;
+use tlc::ptx::{check_manifest, print_with_manifest};
+use tlc_ir::{Diagnostic, PrimFunc};
+use tlc_runtime::manifest::{Manifest, Target};
+
+fn parse(src: &str) -> PrimFunc {
+    let func = match tlc_ir::parse(src) {
+        Ok(f) => f,
+        Err(e) => panic!("parse: {e:?}"),
+    };
+    if let Err(e) = tlc_ir::verifier::verify(&func) {
+        panic!("verify: {e:?}");
+    }
+    func
+}
+
+/// Assembles `ptx` for `arch`; panics on an error, a spill or more than 255 registers.
+fn assemble(ptx: &str, name: &str, arch: &str) -> String {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("codegen_intrinsics");
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    let file = dir.join(format!("{name}.{arch}.ptx"));
+    std::fs::write(&file, ptx).expect("write ptx");
+    let log = ptxas_log(&file, arch).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert!(
+        log.contains("0 bytes spill stores") && log.contains("0 bytes spill loads"),
+        "{name} spills on {arch}:\n{log}"
+    );
+    let registers = log
+        .split(" registers")
+        .next()
+        .and_then(|s| s.split_whitespace().last())
+        .and_then(|n| n.parse::<u32>().ok());
+    assert!(
+        registers.is_some_and(|r| r <= 255),
+        "{name} on {arch}:\n{log}"
+    );
+    log
+}
+
+/// Compiles `src` for both targets, assembles both; returns the sm_80 text and manifest.
+fn compile(name: &str, src: &str) -> (String, Manifest) {
+    let func = parse(src);
+    let mut out = None;
+    for target in [Target::Sm80, Target::Sm90a] {
+        let (module, man) = match emit(&func, target) {
+            Ok(x) => x,
+            Err(e) => panic!("{name}: codegen failed: {e:?}"),
+        };
+        if let Err(e) = check_manifest(&module, &man) {
+            panic!("{name}: {e}");
+        }
+        let text = print_with_manifest(&module, &man);
+        match Manifest::from_ptx(&text) {
+            Ok(read) => assert_eq!(read, man),
+            Err(e) => panic!("{name}: manifest not readable: {e}"),
+        }
+        assemble(&text, name, target.name());
+        out.get_or_insert((text, man));
+    }
+    out.expect("two targets ran")
+}
+
+fn errors(src: &str) -> Vec<Diagnostic> {
+    match emit(&parse(src), Target::Sm80) {
+        Ok(_) => panic!("codegen accepted an unsupported input"),
+        Err(e) => e,
+    }
+}
+
+/// One warp, one m16n8k16 tile: A and B land in shared memory by cp.async (B by half the
+/// lanes), ldmatrix.x4 for A, ldmatrix.x2.trans for the K-major B, one mma, C stored.
+const MMA_TILE: &str = r#"
+@T.prim_func
+def mma_tile(
+    A: T.Tensor((16, 16), "DT"),
+    B: T.Tensor((16, 8), "DT"),
+    C: T.Tensor((16, 8), "float32"),
+):
+    with T.Kernel(1, threads=32) as bx:
+        A_s = T.alloc_shared((16, 16), "DT")
+        B_s = T.alloc_shared((16, 8), "DT")
+        A_f = T.alloc_local((8,), "DT")
+        B_f = T.alloc_local((4,), "DT")
+        C_f = T.alloc_local((4,), "float32")
+        T.shared_arena(bytes=768, offsets={A_s: 0, B_s: 512})
+        for tx in T.thread_binding(32, thread="threadIdx.x"):
+            T.cp_async(A_s[tx // 2, tx % 2 * 8], A[tx // 2, tx % 2 * 8], 16)
+            if tx < 16:
+                T.cp_async(B_s[tx, 0], B[tx, 0], 16)
+            T.cp_async_commit()
+            T.cp_async_wait(0)
+            T.sync_threads()
+            T.ldmatrix(A_f[0], A_s[tx % 16, tx // 16 * 8], num=4, trans=False)
+            T.ldmatrix(B_f[0], B_s[tx % 16, 0], num=2, trans=True)
+            for i in T.unroll(4):
+                C_f[i] = 0.0
+            T.mma_sync(C_f[0], A_f[0], B_f[0])
+            for v in T.unroll(2):
+                C[tx // 4, tx % 4 * 2 + v] = C_f[v]
+                C[tx // 4 + 8, tx % 4 * 2 + v] = C_f[2 + v]
+"#;
+
+#[test]
+fn mma_tile_f16() {
+    let (ptx, man) = compile("mma_tile_f16", &MMA_TILE.replace("DT", "float16"));
+    insta::assert_snapshot!("mma_tile_f16", ptx);
+    assert_eq!(man.shared_bytes, tlc_runtime::DimExpr::int(768));
+    assert!(ptx.contains("cp.async.cg.shared.global"), "{ptx}");
+    assert!(ptx.contains("cp.async.commit_group;") && ptx.contains("cp.async.wait_group \t0;"));
+    assert!(ptx.contains("ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
+    assert!(ptx.contains("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16"));
+    assert!(ptx.contains("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"));
+    // No predicate: the plain form, without a source size.
+    assert!(!ptx.contains("selp"), "{ptx}");
+    // The mma accumulates in place: d and c are the same four registers.
+    let mma = ptx
+        .lines()
+        .find(|l| l.contains("mma.sync"))
+        .unwrap_or_default();
+    let groups: Vec<&str> = mma.split(['{', '}']).collect();
+    assert_eq!(groups.get(1), groups.get(7), "{mma}");
+}
+
+#[test]
+fn mma_tile_bf16() {
+    let (ptx, _) = compile("mma_tile_bf16", &MMA_TILE.replace("DT", "bfloat16"));
+    assert!(ptx.contains("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"));
+    assert!(ptx.contains("ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
+    assert!(!ptx.contains(".f16.f16"));
+}
+
+/// The 2-stage cp.async ring of a 64x64x32 tensor-core GEMM (4 warps, zero-fill past the
+/// ragged edges), the kernel `tlc bench` runs on a GPU.
+#[test]
+fn gemm_pipeline() {
+    let path = root().join("compiler/tests/bench/gemm_mma.tir");
+    let src = std::fs::read_to_string(&path).expect("gemm_mma.tir");
+    let (ptx, man) = compile("gemm_mma", &src);
+    assert_eq!(man.block, vec![128]);
+    assert_eq!(man.dims.len(), 3);
+    // Each stage's copies are predicated: src-size 16 or 0.
+    assert!(ptx.contains("selp.u32"), "{ptx}");
+    let count = |s: &str| ptx.matches(s).count();
+    // 4 copies in the prologue and 4 in the loop (both unrolled twice).
+    assert_eq!(count("cp.async.cg.shared.global"), 8);
+    assert_eq!(count("cp.async.commit_group"), 2);
+    assert_eq!(count("cp.async.wait_group \t1;"), 1);
+    // Per k16 step: 2 ldmatrix for A, 2 (.trans) for B, 8 mma; the step is unrolled twice.
+    assert_eq!(count("ldmatrix.sync.aligned.m8n8.x4.shared.b16"), 4);
+    assert_eq!(count("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"), 4);
+    assert_eq!(count("mma.sync.aligned.m16n8k16"), 16);
+    assert_eq!(count("bar.sync"), 2);
+}
+
+/// 4- and 8-byte copies use `.ca`; a predicate that reads memory is evaluated under a
+/// branch, and the zero-fill form reads nothing when it is false.
+const SMALL_COPIES: &str = r#"
+N = T.symbolic("N")
+
+@T.prim_func
+def small_copies(
+    X: T.Tensor((N,), "float32"),
+    Y: T.Tensor((N,), "float32"),
+    F: T.Tensor((256,), "int32"),
+):
+    with T.Kernel(T.ceildiv(N, 256), threads=128) as bx:
+        S = T.alloc_shared((256,), "float32")
+        T.shared_arena(bytes=1024, offsets={S: 0})
+        for tx in T.thread_binding(128, thread="threadIdx.x"):
+            T.cp_async(S[tx * 2], X[bx * 256 + tx * 2], 8, bx * 256 + tx * 2 < N)
+            T.cp_async_commit()
+            T.cp_async(S[tx], X[bx * 256 + tx], 4, F[tx] > 0 and bx * 256 + tx < N)
+            T.cp_async_commit()
+            T.cp_async_wait(1)
+            T.cp_async_wait(0)
+            T.sync_threads()
+            if bx * 256 + tx < N:
+                Y[bx * 256 + tx] = S[255 - tx]
+"#;
+
+#[test]
+fn small_copies_use_ca() {
+    let (ptx, _) = compile("small_copies", SMALL_COPIES);
+    assert!(ptx.contains("cp.async.ca.shared.global"), "{ptx}");
+    assert!(!ptx.contains("cp.async.cg"), "{ptx}");
+    let copies: Vec<&str> = ptx.lines().filter(|l| l.contains("cp.async.ca")).collect();
+    assert_eq!(copies.len(), 2, "{ptx}");
+    assert!(copies[0].contains(", 8, %r"), "{}", copies[0]);
+    assert!(copies[1].contains(", 4, %r"), "{}", copies[1]);
+    assert!(
+        ptx.contains("selp.u32 \t%r") && ptx.contains(", 8, 0, %p"),
+        "{ptx}"
+    );
+    // `F[tx] > 0 and ...` reads memory on the left only: no short-circuit branch.
+    assert!(!ptx.contains("$L__sc_end"), "{ptx}");
+    assert!(ptx.contains("cp.async.wait_group \t1;") && ptx.contains("cp.async.wait_group \t0;"));
+}
+
+#[test]
+fn non_constant_fragment_index_is_a_spanned_error() {
+    let src = r#"
+@T.prim_func
+def bad(A: T.Tensor((16, 16), "float16"), C: T.Tensor((32, 4), "float32")):
+    with T.Kernel(1, threads=32) as bx:
+        A_s = T.alloc_shared((16, 16), "float16")
+        A_f = T.alloc_local((16,), "float16")
+        C_f = T.alloc_local((4,), "float32")
+        T.shared_arena(bytes=512, offsets={A_s: 0})
+        for tx in T.thread_binding(32, thread="threadIdx.x"):
+            for k in T.serial(2):
+                T.ldmatrix(A_f[k * 8], A_s[tx % 16, tx // 16 * 8], num=4, trans=False)
+            for i in T.unroll(4):
+                C_f[i] = 0.0
+            T.mma_sync(C_f[0], A_f[0], A_f[8])
+            C[tx, 0] = C_f[0]
+"#;
+    let errs = errors(src);
+    assert!(errs[0].message.contains("not a constant"), "{errs:?}");
+    assert_eq!(&src[errs[0].span.start..][..5], "k * 8");
+}

@@ -1,0 +1,130 @@
+//! Every tensor-core gemm case compiles through the default pipeline for sm_80 and sm_90a,
+//! holds `mma.sync`, `ldmatrix` and (when its K loop is `T.Pipelined`) `cp.async`, and passes ptxas with no spills and at
+//! most 255 registers (the ptxas gate; the numbers ptxas reports are printed so a
+//! `--nocapture` run shows them).
+
+mod common;
+
+use common::{ptxas_log, root, text, tlc};
+
+/// (file, `-D` bindings, whether its copies can be `cp.async`): the seed kernel as written
+/// (4096 x 2048 x 1024), its symbolic twin bound to a tile-aligned shape and left symbolic,
+/// the other gemm cases and the bench/ configs. `cp.async` needs a pipelined K loop and
+/// rows that keep 16 / 8 / 4-byte alignment: `gemm_ragged_tn` at 4095 x 4097 x 1023 has rows
+/// of odd length (synchronous masked loads), at 4000 x 4040 x 1000 its K tail is a
+/// zero-filling `cp.async`.
+const CASES: &[(&str, &[&str], bool)] = &[
+    ("examples/gemm_seed000.tir", &[], true),
+    (
+        "tests/cases/valid/seed000_dims.tir",
+        &["M=4096", "N=4096", "K=4096"],
+        true,
+    ),
+    ("tests/cases/valid/seed000_dims.tir", &[], false),
+    (
+        "tests/cases/valid/gemm_bf16_transposed.tir",
+        &["M=1000", "N=1000", "K=1000"],
+        true,
+    ),
+    (
+        "passes/tests/cases/gemm_ragged_tn.tir",
+        &["M=4095", "N=4097", "K=1023"],
+        false,
+    ),
+    (
+        "passes/tests/cases/gemm_ragged_tn.tir",
+        &["M=4000", "N=4040", "K=1000"],
+        true,
+    ),
+    (
+        "passes/tests/cases/gemm_fullcol_epilogue.tir",
+        &["M=512", "N=512", "K=512"],
+        false,
+    ),
+    (
+        "bench/gemm_128x256x32_t256_s3.tir",
+        &["M=8192", "N=8192", "K=8192"],
+        true,
+    ),
+    (
+        "bench/gemm_128x128x64_t128_s3.tir",
+        &["M=8192", "N=8192", "K=8192"],
+        true,
+    ),
+];
+
+/// `(registers, spill store bytes, spill load bytes)` from a `ptxas -v` log.
+fn usage(log: &str) -> (u32, u32, u32) {
+    let num_before = |line: &str, word: &str| -> Option<u32> {
+        let at = line.find(word)?;
+        line[..at].split_whitespace().last()?.parse().ok()
+    };
+    let mut regs = 0;
+    let (mut st, mut ld) = (0, 0);
+    for line in log.lines() {
+        if let Some(r) = num_before(line, "registers") {
+            regs = regs.max(r);
+        }
+        if let Some(s) = num_before(line, "bytes spill stores") {
+            st = st.max(s);
+        }
+        if let Some(l) = num_before(line, "bytes spill loads") {
+            ld = ld.max(l);
+        }
+    }
+    (regs, st, ld)
+}
+
+#[test]
+fn usage_reads_the_ptxas_log() {
+    let log = "ptxas info    : Function properties for k\n    8 bytes stack frame, 12 bytes spill stores, 4 bytes spill loads\nptxas info    : Used 254 registers, used 1 barriers";
+    assert_eq!(usage(log), (254, 12, 4));
+}
+
+#[test]
+fn every_gemm_case_uses_tensor_cores_without_spills() {
+    let dir = std::env::temp_dir().join(format!("tlc-gemm-compile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    for (i, (file, dims, cp_async)) in CASES.iter().enumerate() {
+        assert!(root().join(file).exists(), "{file}");
+        for target in ["sm_80", "sm_90a"] {
+            let out_path = dir.join(format!("case{i}.{target}.ptx"));
+            let mut args = vec![
+                "compile",
+                file,
+                "-o",
+                out_path.to_str().unwrap_or_default(),
+                "--target",
+                target,
+            ];
+            for d in *dims {
+                args.push("-D");
+                args.push(d);
+            }
+            let out = tlc(&args);
+            assert!(
+                out.status.success(),
+                "tlc {}:\n{}",
+                args.join(" "),
+                text(&out.stderr)
+            );
+            let ptx = std::fs::read_to_string(&out_path).expect("the PTX");
+            let mut needles = vec!["mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned"];
+            if *cp_async {
+                needles.extend(["cp.async.cg.shared.global", "cp.async.wait_group"]);
+            }
+            for needle in needles {
+                assert!(
+                    ptx.contains(needle),
+                    "{file} {dims:?} {target}: no {needle}"
+                );
+            }
+            let log = ptxas_log(&out_path, target).unwrap_or_else(|e| panic!("{e}"));
+            let (regs, st, ld) = usage(&log);
+            eprintln!("{file} {dims:?} {target}: {regs} registers, spills {st}/{ld} bytes");
+            assert!(regs > 0 && regs <= 255, "{file} {target}: {log}");
+            assert_eq!((st, ld), (0, 0), "{file} {dims:?} {target} spills:\n{log}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

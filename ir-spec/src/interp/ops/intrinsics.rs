@@ -1,0 +1,370 @@
+//! The thread-level intrinsics (docs/ir.md, "Thread-level intrinsics"):
+//!
+//! - `T.cp_async(dst, src, bytes[, pred])`, per thread: at issue the source bytes are read
+//!   (bounds-checked; none when `pred` is false: the data is zeros), both byte addresses must
+//!   be multiples of `bytes`, and the destination bytes become *pending* in the block's
+//!   shared arena (`shared.rs`): any access to them is an error until the copy lands. The
+//!   copy joins the thread's open group.
+//! - `T.cp_async_commit()` moves the open group to the thread's queue; `T.cp_async_wait(n)`
+//!   lands the oldest committed groups until at most `n` remain (uncommitted copies stay in
+//!   flight, as in PTX). Landing writes the bytes as a write by the issuing thread at that
+//!   moment, so another thread needs a barrier before reading them. At the tile level both
+//!   are no-ops; written at block level in a thread-level kernel they act for every thread,
+//!   and what a block-level wait lands is visible to all threads. Copies still in flight
+//!   when the block ends would land then, which nothing can observe: nothing is done.
+//! - `T.ldmatrix` and `T.mma_sync` are warp collectives (`lockstep.rs` calls them once per
+//!   warp, with all 32 lanes active): every lane's operand addresses are evaluated in that
+//!   lane's registers, then the data moves between lanes in the PTX ISA's layouts.
+//!   `ldmatrix` reads its rows as shared reads of the lane that supplied the row address
+//!   (race check, pending bytes, 16-byte alignment); `mma_sync` computes
+//!   `D[i][j] = (Σ_k A[i][k] · B[k][j]) + C[i][j]` in f32: inputs converted exactly, every
+//!   product and partial sum rounded to f32, k = 0 … 15 in order from 0, `C` added last.
+
+use crate::interp::compile::{BufRef, CExpr, CRef};
+use crate::interp::eval::{fault, Frame, Res};
+use crate::interp::scalar::Scalar;
+use crate::interp::shared::encode;
+use crate::span::Span;
+use std::collections::VecDeque;
+
+/// The widest cp.async.
+const MAX_BYTES: usize = 16;
+
+/// One `T.cp_async` in flight: the bytes it will write at `offset` of the arena, and the
+/// element it starts at (for messages).
+#[derive(Clone, Debug)]
+pub(crate) struct AsyncCopy {
+    offset: usize,
+    data: [u8; MAX_BYTES],
+    len: usize,
+    buf: BufRef,
+    flat: usize,
+}
+
+/// One thread's cp.async groups.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct AsyncGroups {
+    open: Vec<AsyncCopy>,
+    committed: VecDeque<Vec<AsyncCopy>>,
+}
+
+impl AsyncGroups {
+    /// `cp.async.commit_group`.
+    pub fn commit(&mut self) {
+        let group = std::mem::take(&mut self.open);
+        self.committed.push_back(group);
+    }
+
+    /// `cp.async.wait_group n`: the copies of the oldest committed groups beyond `n`, in
+    /// issue order, which land now.
+    pub fn retire(&mut self, n: usize) -> Vec<AsyncCopy> {
+        let mut out = Vec::new();
+        while self.committed.len() > n {
+            if let Some(group) = self.committed.pop_front() {
+                out.extend(group);
+            }
+        }
+        out
+    }
+
+    pub fn issue(&mut self, copy: AsyncCopy) {
+        self.open.push(copy);
+    }
+}
+
+/// The coordinates of element `flat` of a row-major `shape`.
+fn coords_of(shape: &[usize], flat: usize) -> Vec<i64> {
+    let mut out = vec![0i64; shape.len()];
+    let mut rest = flat;
+    for (slot, &n) in out.iter_mut().zip(shape).rev() {
+        *slot = rest.checked_rem(n).unwrap_or(0) as i64;
+        rest = rest.checked_div(n).unwrap_or(0);
+    }
+    out
+}
+
+impl Frame<'_> {
+    /// Where operand `r` starts, checking that it and the `count - 1` elements after it lie
+    /// inside its buffer.
+    fn run_start(&self, r: &CRef, count: usize, span: Span, op: &str) -> Res<usize> {
+        let flat = self.flat_index(r.buf, &r.indices, span)?;
+        let b = self.mem.buffer(r.buf);
+        let len: usize = b.shape.iter().product();
+        if flat.saturating_add(count) > len {
+            return fault(
+                span,
+                format!(
+                    "{op}: the {count} elements from {} run past the end of `{}` with shape {}",
+                    b.element_text(flat),
+                    b.name,
+                    b.shape_text()
+                ),
+            );
+        }
+        Ok(flat)
+    }
+
+    /// Element `flat` of `buf`, or the fault of a never-written or pending element.
+    fn read_elem(&self, buf: BufRef, flat: usize, span: Span, op: &str) -> Res<Scalar> {
+        match self.mem.read(buf, flat) {
+            Some(v) => Ok(v),
+            None => {
+                let coords = coords_of(&self.mem.buffer(buf).shape, flat);
+                fault(span, self.unwritten_at(buf, flat, &coords, op))
+            }
+        }
+    }
+
+    /// The byte address of element `flat` of a shared buffer in the arena (globals: from
+    /// their start, which is aligned).
+    fn byte_address(&self, buf: BufRef, flat: usize) -> usize {
+        let b = self.mem.buffer(buf);
+        b.arena_offset.unwrap_or(0) + flat * b.dtype.bytes() as usize
+    }
+
+    /// Issues `T.cp_async` for the running thread (`self.mem.thread`); `None` when it copies
+    /// nothing (there is no thread).
+    pub(crate) fn cp_async_issue(
+        &mut self,
+        (dst, src): (&CRef, &CRef),
+        bytes: usize,
+        pred: Option<&CExpr>,
+        span: Span,
+    ) -> Res<Option<AsyncCopy>> {
+        const OP: &str = "`T.cp_async`";
+        let Some(thread) = self.mem.thread else {
+            return fault(span, "`T.cp_async` outside a thread-binding loop");
+        };
+        let on = match pred {
+            Some(p) => self.eval(p)?.as_bool(),
+            None => true,
+        };
+        let dtype = self.mem.buffer(dst.buf).dtype;
+        let size = dtype.bytes() as usize;
+        let count = bytes / size.max(1);
+        let dflat = self.run_start(dst, count, span, OP)?;
+        let daddr = self.byte_address(dst.buf, dflat);
+        if !daddr.is_multiple_of(bytes) {
+            return fault(
+                span,
+                format!(
+                    "{OP} of {bytes} bytes to {} at shared address {daddr}, which is not a \
+                     multiple of {bytes}",
+                    self.mem.buffer(dst.buf).element_text(dflat)
+                ),
+            );
+        }
+        let mut data = [0u8; MAX_BYTES];
+        if on {
+            let sflat = self.run_start(src, count, span, OP)?;
+            let saddr = self.byte_address(src.buf, sflat);
+            if !saddr.is_multiple_of(bytes) {
+                return fault(
+                    span,
+                    format!(
+                        "{OP} of {bytes} bytes from {} at byte {saddr} of `{}`, which is not a \
+                         multiple of {bytes}",
+                        self.mem.buffer(src.buf).element_text(sflat),
+                        self.mem.buffer(src.buf).name
+                    ),
+                );
+            }
+            for k in 0..count {
+                let v = self.read_elem(src.buf, sflat + k, span, OP)?;
+                let enc = encode(dtype, v);
+                if let (Some(out), Some(b)) =
+                    (data.get_mut(k * size..(k + 1) * size), enc.get(..size))
+                {
+                    out.copy_from_slice(b);
+                }
+            }
+        }
+        let Some(shared) = &mut self.mem.shared else {
+            return fault(span, "`T.cp_async` into a buffer outside shared memory");
+        };
+        let b = self.mem.locals.get(match dst.buf {
+            BufRef::Local(i) => i,
+            BufRef::Global(_) => usize::MAX,
+        });
+        let what = || b.map_or_else(String::new, |b| b.element_text(dflat));
+        shared.start_async(daddr, bytes, thread, &what);
+        Ok(Some(AsyncCopy {
+            offset: daddr,
+            data,
+            len: bytes,
+            buf: dst.buf,
+            flat: dflat,
+        }))
+    }
+
+    /// A cp.async lands, as a write by `self.mem.thread` (`None`: visible to all threads).
+    pub(crate) fn cp_async_land(&mut self, c: &AsyncCopy) {
+        let thread = self.mem.thread;
+        let b = match c.buf {
+            BufRef::Local(i) => self.mem.locals.get(i),
+            BufRef::Global(_) => None,
+        };
+        let what = || b.map_or_else(String::new, |b| b.element_text(c.flat));
+        if let (Some(shared), Some(data)) = (&mut self.mem.shared, c.data.get(..c.len)) {
+            shared.land(c.offset, data, thread, &what);
+        }
+    }
+
+    /// One lane's `T.ldmatrix` row: the 8 elements at its `src` (a shared read by this
+    /// lane).
+    pub(crate) fn ldmatrix_row(&self, src: &CRef, span: Span) -> Res<[Scalar; 8]> {
+        const OP: &str = "`T.ldmatrix`";
+        let flat = self.run_start(src, 8, span, OP)?;
+        let addr = self.byte_address(src.buf, flat);
+        if !addr.is_multiple_of(16) {
+            return fault(
+                span,
+                format!(
+                    "{OP} row at {} (shared address {addr}) is not 16-byte aligned",
+                    self.mem.buffer(src.buf).element_text(flat)
+                ),
+            );
+        }
+        let mut row = [Scalar::Float(0.0); 8];
+        for (k, slot) in row.iter_mut().enumerate() {
+            *slot = self.read_elem(src.buf, flat + k, span, OP)?;
+        }
+        Ok(row)
+    }
+
+    /// One lane's `T.ldmatrix` result: lane `lane` takes 2 elements of each of the `num`
+    /// matrices (`rows[8 * m + r]` is row `r` of matrix `m`) into its `dst`.
+    pub(crate) fn ldmatrix_store(
+        &mut self,
+        dst: &CRef,
+        rows: &[[Scalar; 8]],
+        (lane, num, trans): (usize, usize, bool),
+        span: Span,
+    ) -> Res<()> {
+        let flat = self.run_start(dst, 2 * num, span, "`T.ldmatrix`")?;
+        let (g, c) = (lane / 4, lane % 4);
+        for m in 0..num {
+            for e in 0..2 {
+                let (r, col) = if trans {
+                    (2 * c + e, g)
+                } else {
+                    (g, 2 * c + e)
+                };
+                let v = rows
+                    .get(8 * m + r)
+                    .and_then(|row| row.get(col))
+                    .copied()
+                    .unwrap_or(Scalar::Float(0.0));
+                self.mem.write(dst.buf, flat + 2 * m + e, v);
+            }
+        }
+        Ok(())
+    }
+
+    /// One lane's `T.mma_sync` operands, as f32: `a[0..8]`, `b[0..4]`, `acc[0..4]`, and
+    /// where `acc` starts.
+    pub(crate) fn mma_operands(
+        &self,
+        (acc, a, b): (&CRef, &CRef, &CRef),
+        span: Span,
+    ) -> Res<MmaLane> {
+        const OP: &str = "`T.mma_sync`";
+        let af = self.run_start(a, 8, span, OP)?;
+        let bf = self.run_start(b, 4, span, OP)?;
+        let cf = self.run_start(acc, 4, span, OP)?;
+        let mut lane = MmaLane {
+            a: [0.0; 8],
+            b: [0.0; 4],
+            c: [0.0; 4],
+            acc_flat: cf,
+        };
+        // f16 / bf16 / f32 values convert to f32 exactly.
+        for (k, slot) in lane.a.iter_mut().enumerate() {
+            *slot = self.read_elem(a.buf, af + k, span, OP)?.as_f64() as f32;
+        }
+        for (k, slot) in lane.b.iter_mut().enumerate() {
+            *slot = self.read_elem(b.buf, bf + k, span, OP)?.as_f64() as f32;
+        }
+        for (k, slot) in lane.c.iter_mut().enumerate() {
+            *slot = self.read_elem(acc.buf, cf + k, span, OP)?.as_f64() as f32;
+        }
+        Ok(lane)
+    }
+
+    /// Writes one lane's 4 accumulators.
+    pub(crate) fn mma_store(&mut self, acc: &CRef, flat: usize, d: [f32; 4]) {
+        for (k, v) in d.into_iter().enumerate() {
+            self.mem
+                .write(acc.buf, flat + k, Scalar::Float(f64::from(v)));
+        }
+    }
+}
+
+/// One lane's part of an mma: its fragments of A, B and C, and where its `acc` starts.
+pub(crate) struct MmaLane {
+    a: [f32; 8],
+    b: [f32; 4],
+    c: [f32; 4],
+    pub acc_flat: usize,
+}
+
+/// `mma.sync.aligned.m16n8k16.row.col` on the 32 lanes' fragments (PTX ISA layouts; lane
+/// `l`, `g = l / 4`, `c = l % 4`): returns each lane's `d0..d3`.
+pub(crate) fn mma_m16n8k16(lanes: &[MmaLane]) -> Vec<[f32; 4]> {
+    let mut a = [[0f32; 16]; 16];
+    let mut b = [[0f32; 8]; 16];
+    let mut c = [[0f32; 8]; 16];
+    for (l, lane) in lanes.iter().enumerate().take(32) {
+        let (g, q) = (l / 4, l % 4);
+        for (k, &v) in lane.a.iter().enumerate() {
+            // a0,a1: (g, 2q+e); a2,a3: (g+8, 2q+e); a4,a5: (g, 2q+8+e); a6,a7: (g+8, 2q+8+e).
+            let row = g + 8 * ((k / 2) % 2);
+            let col = 2 * q + k % 2 + 8 * (k / 4);
+            a[row][col] = v;
+        }
+        for (k, &v) in lane.b.iter().enumerate() {
+            // b0,b1: (2q+e, g); b2,b3: (2q+8+e, g).
+            b[2 * q + k % 2 + 8 * (k / 2)][g] = v;
+        }
+        for (k, &v) in lane.c.iter().enumerate() {
+            // c0,c1: (g, 2q+e); c2,c3: (g+8, 2q+e).
+            c[g + 8 * (k / 2)][2 * q + k % 2] = v;
+        }
+    }
+    let mut d = [[0f32; 8]; 16];
+    for i in 0..16 {
+        for j in 0..8 {
+            let mut sum = 0f32;
+            for (k, row) in b.iter().enumerate() {
+                sum += a[i][k] * row[j];
+            }
+            d[i][j] = sum + c[i][j];
+        }
+    }
+    (0..lanes.len().min(32))
+        .map(|l| {
+            let (g, q) = (l / 4, l % 4);
+            [
+                d[g][2 * q],
+                d[g][2 * q + 1],
+                d[g + 8][2 * q],
+                d[g + 8][2 * q + 1],
+            ]
+        })
+        .collect()
+}
+
+/// The message for a warp collective run by a warp with lanes missing.
+pub(crate) fn partial_warp(op: &str, warp: usize, active: usize, in_block: usize) -> String {
+    if in_block < 32 {
+        format!(
+            "`{op}` is a warp collective, but warp {warp} has only {in_block} threads (the block \
+             size is not a multiple of 32)"
+        )
+    } else {
+        format!(
+            "`{op}` is a warp collective: {active} of the 32 lanes of warp {warp} execute it; \
+             every lane must"
+        )
+    }
+}

@@ -1,0 +1,487 @@
+//! `inject-cp-async` (thread level, after `lower-tile-ops`, before `thread-binding`): global
+//! → shared copies that a `T.cp_async_commit()` closes become asynchronous `T.cp_async`s.
+//!
+//! A copy is the vector loop `lower-tile-ops` writes for one element run,
+//!
+//! ```python
+//! for v in T.vectorized(8):
+//!     S[s, r, c + v] = G[i, j + v]                                        # or
+//!     S[s, r, c + v] = T.if_then_else(cond, G[i, j + v], T.cast(0, "float16"))
+//! ```
+//!
+//! (`S` shared, `G` global, the same dtype), which becomes
+//! `T.cp_async(S[s, r, c], G[i, j], 16)` / `T.cp_async(S[s, r, c], G[i, j], 16, cond)`
+//! (predicate false: zero-fill, no read): one copy of the whole vector, which must be 16, 8
+//! or 4 bytes; a plain 4-byte store (no vector loop) becomes a 4-byte copy.
+//! Conditions:
+//!
+//! - the innermost indices are `offset + v` with offsets provably multiples of the vector
+//!   width, and both buffers' innermost dimensions constant multiples of it (so every
+//!   copy is aligned to its size);
+//! - `cond` is the same for every element of the vector: parts not mentioning `v`, and
+//!   bounds `offset + v < N` / `0 <= offset + v` with the offset and `N` multiples of the
+//!   vector width (then `v = 0` decides for all);
+//! - a write guard inside the vector loop (`if (ko + 2) % 3 < 3:`) must be provably true
+//!   (`e % m` lies in `[0, m)`): a false predicate writes zeros, a false guard nothing;
+//! - the statement holding it (a region, or a loop / `if` / region made only of such
+//!   copies) is followed in its statement list — or, at the end of an `if` branch or a
+//!   region, in the enclosing list — by a top-level `T.cp_async_commit()` before any other
+//!   access of the destination buffer. The commit closes the group; the
+//!   `T.cp_async_wait` that lands it is `inject-software-pipeline`'s (the interpreter reports
+//!   any read of bytes not landed yet).
+//!
+//! Everything else is left as it is (synchronous stores are always correct).
+
+use crate::inject_software_pipeline::fold;
+use crate::pass::Pass;
+use crate::pipeline_planning::{count_sites, for_each_kernel};
+use std::collections::{BTreeSet, HashMap};
+use tlc_ir::affine::constant_difference;
+use tlc_ir::verifier::const_int;
+use tlc_ir::visit::{child_bodies_mut, for_each_stmt, for_each_subexpr, map_expr};
+use tlc_ir::{
+    BinOp, BufferDecl, Diagnostic, ElemRef, Expr, ExprKind, For, ForKind, Ident, Intrinsic,
+    PrimFunc, Scope, Stmt, StmtKind, UnOp,
+};
+
+pub struct InjectCpAsync;
+
+impl Pass for InjectCpAsync {
+    fn name(&self) -> &'static str {
+        "inject-cp-async"
+    }
+
+    fn description(&self) -> &'static str {
+        "global->shared vector copies closed by T.cp_async_commit() -> T.cp_async (16/8/4 bytes, predicated zero-fill)"
+    }
+
+    fn run(&self, mut func: PrimFunc) -> Result<PrimFunc, Vec<Diagnostic>> {
+        let params = func.params.clone();
+        for_each_kernel(&mut func.body, &mut |k| {
+            let decls: HashMap<String, BufferDecl> = params
+                .iter()
+                .chain(k.allocs.iter())
+                .map(|b| (b.name.name.clone(), b.clone()))
+                .collect();
+            let cx = Cx {
+                decls,
+                ranges: HashMap::new(),
+            };
+            convert_list(&mut k.body, &|_| false, &cx);
+        });
+        Ok(func)
+    }
+}
+
+#[derive(Clone)]
+struct Cx {
+    decls: HashMap<String, BufferDecl>,
+    /// The values of the enclosing loop variables with constant bounds.
+    ranges: HashMap<String, (i64, i64)>,
+}
+
+impl Cx {
+    /// `self` inside loop `f`.
+    fn inside(&self, f: &For) -> Cx {
+        let mut cx = self.clone();
+        if let (Some(a), Some(b)) = (const_int(&f.start), const_int(&f.stop)) {
+            if a < b {
+                cx.ranges.insert(f.var.name.clone(), (a, b - 1));
+            }
+        }
+        cx
+    }
+}
+
+/// Converts the copies of `list` that a commit closes; `tail(b)`: whether what follows the
+/// list reaches a commit before accessing buffer `b`.
+fn convert_list(list: &mut [Stmt], tail: &dyn Fn(&str) -> bool, cx: &Cx) {
+    for i in 0..list.len() {
+        let (head, rest) = list.split_at_mut(i + 1);
+        let stmt = &mut head[i];
+        let rest: &[Stmt] = rest;
+        let after = |b: &str| scan(rest, b).unwrap_or_else(|| tail(b));
+        if let Some(dsts) = copy_only(stmt, cx) {
+            if !dsts.is_empty() && dsts.iter().all(|b| after(b)) {
+                convert(stmt, cx);
+                continue;
+            }
+        }
+        match &mut stmt.kind {
+            StmtKind::For(f) if matches!(f.kind, ForKind::ThreadBinding(_)) => {
+                let inner = cx.inside(f);
+                convert_list(&mut f.body, &after, &inner)
+            }
+            StmtKind::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                convert_list(then_body, &after, cx);
+                convert_list(else_body, &after, cx);
+            }
+            StmtKind::For(f) => {
+                let inner = cx.inside(f);
+                convert_list(&mut f.body, &|_| false, &inner);
+            }
+            _ => {
+                for child in child_bodies_mut(stmt) {
+                    convert_list(child, &|_| false, cx);
+                }
+            }
+        }
+    }
+}
+
+fn is_commit(s: &Stmt) -> bool {
+    matches!(s.kind, StmtKind::Intrinsic(Intrinsic::CommitGroup))
+}
+
+/// `Some(true)`: `rest` commits before accessing `b`; `Some(false)`: it accesses `b` first
+/// (or commits only on some paths); `None`: neither.
+fn scan(rest: &[Stmt], b: &str) -> Option<bool> {
+    for s in rest {
+        if is_commit(s) {
+            return Some(true);
+        }
+        let one = std::slice::from_ref(s);
+        let mut nested_commit = false;
+        for_each_stmt(one, &mut |x| nested_commit |= is_commit(x));
+        if nested_commit || count_sites(one).contains_key(b) {
+            return Some(false);
+        }
+    }
+    None
+}
+
+fn mentions(e: &Expr, var: &str) -> bool {
+    let mut found = false;
+    for_each_subexpr(e, &mut |x| {
+        found |= matches!(&x.kind, ExprKind::Var(n) if n == var)
+    });
+    found
+}
+
+fn has_load(e: &Expr) -> bool {
+    let mut found = false;
+    for_each_subexpr(e, &mut |x| found |= matches!(x.kind, ExprKind::Load { .. }));
+    found
+}
+
+/// When `stmt` consists only of convertible copies (and lets, loops and `if`s around them
+/// that read no memory), the buffers they write.
+fn copy_only(stmt: &Stmt, cx: &Cx) -> Option<BTreeSet<String>> {
+    match &stmt.kind {
+        StmtKind::For(f) if f.kind == ForKind::Vectorized => {
+            plan_vector(f, cx).map(|(dst, _)| BTreeSet::from([dst]))
+        }
+        StmtKind::Store { .. } => plan_scalar(stmt, cx).map(|(dst, _)| BTreeSet::from([dst])),
+        StmtKind::For(f)
+            if matches!(
+                f.kind,
+                ForKind::ThreadBinding(_) | ForKind::Serial | ForKind::Unroll
+            ) && !has_load(&f.start)
+                && !has_load(&f.stop) =>
+        {
+            all_copy_only(&f.body, &cx.inside(f))
+        }
+        StmtKind::If {
+            cond,
+            then_body,
+            else_body,
+        } if !has_load(cond) => {
+            let mut out = all_copy_only(then_body, cx)?;
+            out.extend(all_copy_only(else_body, cx)?);
+            Some(out)
+        }
+        StmtKind::Let { value, .. } if !has_load(value) => Some(BTreeSet::new()),
+        _ => None,
+    }
+}
+
+fn all_copy_only(body: &[Stmt], cx: &Cx) -> Option<BTreeSet<String>> {
+    let mut out = BTreeSet::new();
+    for s in body {
+        out.extend(copy_only(s, cx)?);
+    }
+    Some(out)
+}
+
+/// Replaces the copies inside `stmt` (all convertible: `copy_only` said so).
+fn convert(stmt: &mut Stmt, cx: &Cx) {
+    let replacement = match &stmt.kind {
+        StmtKind::For(f) if f.kind == ForKind::Vectorized => plan_vector(f, cx).map(|(_, s)| s),
+        StmtKind::Store { .. } => plan_scalar(stmt, cx).map(|(_, s)| s),
+        _ => None,
+    };
+    if let Some(cp) = replacement {
+        *stmt = cp;
+        return;
+    }
+    let inner = match &stmt.kind {
+        StmtKind::For(f) => cx.inside(f),
+        _ => cx.clone(),
+    };
+    for child in child_bodies_mut(stmt) {
+        for s in child.iter_mut() {
+            convert(s, &inner);
+        }
+    }
+}
+
+/// The parts of a copy store: destination, source load, predicate.
+struct CopyStore<'a> {
+    dst: &'a Ident,
+    dst_idx: &'a [Expr],
+    src: &'a str,
+    src_idx: &'a [Expr],
+    pred: Option<&'a Expr>,
+    span: tlc_ir::Span,
+}
+
+/// `S[..] = G[..]` or `S[..] = T.if_then_else(cond, G[..], 0)`, `S` shared, `G` global,
+/// the same dtype.
+fn copy_store<'a>(stmt: &'a Stmt, cx: &Cx) -> Option<CopyStore<'a>> {
+    let StmtKind::Store {
+        buffer,
+        indices,
+        value,
+    } = &stmt.kind
+    else {
+        return None;
+    };
+    let (load, pred) = match &value.kind {
+        ExprKind::Select(c, a, z) if is_zero(z) => (&**a, Some(&**c)),
+        _ => (value, None),
+    };
+    let ExprKind::Load {
+        buffer: src,
+        indices: src_idx,
+    } = &load.kind
+    else {
+        return None;
+    };
+    let (d, s) = (cx.decls.get(&buffer.name)?, cx.decls.get(src)?);
+    if d.scope != Scope::Shared || s.scope != Scope::Global || d.dtype != s.dtype {
+        return None;
+    }
+    if pred.is_some_and(has_load) || src_idx.iter().chain(indices).any(has_load) {
+        return None;
+    }
+    Some(CopyStore {
+        dst: buffer,
+        dst_idx: indices,
+        src,
+        src_idx,
+        pred,
+        span: stmt.span,
+    })
+}
+
+fn is_zero(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Int(0) => true,
+        ExprKind::Float(f) => *f == 0.0,
+        ExprKind::Cast(_, a) => is_zero(a),
+        _ => false,
+    }
+}
+
+/// A plain 4-byte copy store (no vector loop): one 4-byte `T.cp_async`.
+fn plan_scalar(stmt: &Stmt, cx: &Cx) -> Option<(String, Stmt)> {
+    let c = copy_store(stmt, cx)?;
+    let bytes = i64::from(cx.decls.get(&c.dst.name)?.dtype.bytes());
+    if bytes != 4 {
+        return None;
+    }
+    let cp = Intrinsic::CpAsync {
+        dst: ElemRef {
+            buffer: c.dst.clone(),
+            indices: c.dst_idx.to_vec(),
+        },
+        src: ElemRef {
+            buffer: Ident::new(c.src, c.span),
+            indices: c.src_idx.to_vec(),
+        },
+        bytes,
+        pred: c.pred.cloned(),
+    };
+    Some((
+        c.dst.name.clone(),
+        Stmt::new(StmtKind::Intrinsic(cp), c.span),
+    ))
+}
+
+/// A `T.vectorized` copy loop: its `T.cp_async`s.
+fn plan_vector(f: &For, cx: &Cx) -> Option<(String, Stmt)> {
+    let lanes = const_int(&f.stop).filter(|_| const_int(&f.start) == Some(0))?;
+    let v = f.var.name.as_str();
+    let store = match f.body.as_slice() {
+        [s @ Stmt {
+            kind: StmtKind::Store { .. },
+            ..
+        }] => s,
+        [Stmt {
+            kind:
+                StmtKind::If {
+                    cond,
+                    then_body,
+                    else_body,
+                },
+            ..
+        }] if else_body.is_empty() && then_body.len() == 1 && provably_true(cond, &cx.ranges) => {
+            &then_body[0]
+        }
+        _ => return None,
+    };
+    let c = copy_store(store, cx)?;
+    let (d, s) = (cx.decls.get(&c.dst.name)?, cx.decls.get(c.src)?);
+    let size = i64::from(d.dtype.bytes());
+    let bytes = lanes * size;
+    if ![4, 8, 16].contains(&bytes) {
+        return None;
+    }
+    // Every index but the innermost is free of `v`; the innermost is `offset + v` with the
+    // offset a multiple of the copy's elements, and rows keep that alignment.
+    for (idx, decl) in [(c.dst_idx, d), (c.src_idx, s)] {
+        let (last, outer) = idx.split_last()?;
+        if outer.iter().any(|e| mentions(e, v)) {
+            return None;
+        }
+        let off = unit_offset(last, v)?;
+        let row = decl.shape.last().and_then(const_int)?;
+        if row % lanes != 0 || !multiple_of(&off, lanes) {
+            return None;
+        }
+    }
+    // The predicate must be the same for every lane.
+    let pred = match c.pred {
+        Some(p) => Some(lane_uniform(p, v, lanes)?),
+        None => None,
+    };
+    let at = |e: &Expr| subst(e, v, 0);
+    let cp = Intrinsic::CpAsync {
+        dst: ElemRef {
+            buffer: c.dst.clone(),
+            indices: c.dst_idx.iter().map(at).collect(),
+        },
+        src: ElemRef {
+            buffer: Ident::new(c.src, c.span),
+            indices: c.src_idx.iter().map(at).collect(),
+        },
+        bytes,
+        pred,
+    };
+    Some((
+        c.dst.name.clone(),
+        Stmt::new(StmtKind::Intrinsic(cp), f.body[0].span),
+    ))
+}
+
+/// `e` with `var = value` (literal arithmetic folds).
+fn subst(e: &Expr, var: &str, value: i64) -> Expr {
+    map_expr(e, &mut |x| match &x.kind {
+        ExprKind::Var(n) if n == var => Expr::new(ExprKind::Int(value), x.span),
+        ExprKind::Binary(op, a, b) => fold(*op, (**a).clone(), (**b).clone(), x.span),
+        _ => x,
+    })
+}
+
+/// For `index = offset + var` (affine, coefficient 1), `offset` (`var = 0`).
+fn unit_offset(index: &Expr, var: &str) -> Option<Expr> {
+    let at0 = subst(index, var, 0);
+    let at1 = subst(index, var, 1);
+    (constant_difference(&at1, &at0) == Some(1)).then_some(at0)
+}
+
+/// Whether `e` is a multiple of `k` for every value of its variables.
+fn multiple_of(e: &Expr, k: i64) -> bool {
+    if k <= 1 {
+        return true;
+    }
+    match &e.kind {
+        ExprKind::Int(v) => v % k == 0,
+        ExprKind::Unary(UnOp::Neg, a) => multiple_of(a, k),
+        ExprKind::Binary(BinOp::Add | BinOp::Sub, a, b) => multiple_of(a, k) && multiple_of(b, k),
+        ExprKind::Binary(BinOp::Mul, a, b) => multiple_of(a, k) || multiple_of(b, k),
+        // `a % m = a - m * (a // m)`: a multiple when `a` and `m` are (swizzled columns
+        // spell `c * 8 % 8`).
+        ExprKind::Binary(BinOp::FloorMod, a, m) => multiple_of(a, k) && multiple_of(m, k),
+        _ => false,
+    }
+}
+
+/// `cond` with `var = 0`, when that gives every lane `0 .. lanes` the same value: each
+/// conjunct either does not mention `var`, or bounds `offset + var` below by 0 or above by
+/// a multiple of `lanes`, with `offset` a multiple of `lanes`.
+fn lane_uniform(cond: &Expr, var: &str, lanes: i64) -> Option<Expr> {
+    let mut conjuncts = Vec::new();
+    split_and(cond, &mut conjuncts);
+    for c in conjuncts {
+        if !mentions(c, var) {
+            continue;
+        }
+        let aligned = |x: &Expr| unit_offset(x, var).is_some_and(|o| multiple_of(&o, lanes));
+        let bound = |n: &Expr| !mentions(n, var) && multiple_of(n, lanes);
+        let ok = match &c.kind {
+            ExprKind::Binary(BinOp::Lt, x, n) | ExprKind::Binary(BinOp::Gt, n, x) => {
+                aligned(x) && bound(n)
+            }
+            ExprKind::Binary(BinOp::Le, z, x) | ExprKind::Binary(BinOp::Ge, x, z) => {
+                z.as_int() == Some(0) && aligned(x)
+            }
+            _ => false,
+        };
+        if !ok {
+            return None;
+        }
+    }
+    Some(subst(cond, var, 0))
+}
+
+fn split_and<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+    match &e.kind {
+        ExprKind::Binary(BinOp::And, a, b) => {
+            split_and(a, out);
+            split_and(b, out);
+        }
+        _ => out.push(e),
+    }
+}
+
+/// Whether every conjunct of `cond` holds for all values: comparisons of expressions with
+/// known ranges (literals, loop variables with constant bounds, `e % m` in `[0, m)`,
+/// sums).
+fn provably_true(cond: &Expr, ranges: &HashMap<String, (i64, i64)>) -> bool {
+    let mut conjuncts = Vec::new();
+    split_and(cond, &mut conjuncts);
+    conjuncts.into_iter().all(|c| match &c.kind {
+        ExprKind::Bool(b) => *b,
+        ExprKind::Binary(op, a, b) => match (range(a, ranges), range(b, ranges)) {
+            (Some((_, ahi)), Some((blo, _))) if *op == BinOp::Lt => ahi < blo,
+            (Some((_, ahi)), Some((blo, _))) if *op == BinOp::Le => ahi <= blo,
+            (Some((alo, _)), Some((_, bhi))) if *op == BinOp::Gt => alo > bhi,
+            (Some((alo, _)), Some((_, bhi))) if *op == BinOp::Ge => alo >= bhi,
+            _ => false,
+        },
+        _ => false,
+    })
+}
+
+/// The values `e` can take, when bounded: literals, loop variables, `e % m` (`m > 0`),
+/// sums.
+fn range(e: &Expr, ranges: &HashMap<String, (i64, i64)>) -> Option<(i64, i64)> {
+    match &e.kind {
+        ExprKind::Int(v) => Some((*v, *v)),
+        ExprKind::Var(n) => ranges.get(n).copied(),
+        ExprKind::Binary(BinOp::FloorMod, _, m) => {
+            let m = m.as_int().filter(|m| *m > 0)?;
+            Some((0, m - 1))
+        }
+        ExprKind::Binary(BinOp::Add, a, b) => {
+            let (a, b) = (range(a, ranges)?, range(b, ranges)?);
+            Some((a.0.checked_add(b.0)?, a.1.checked_add(b.1)?))
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,446 @@
+//! `inject-software-pipeline` (tile level, before `lower-tile-ops`): every `T.Pipelined`
+//! loop becomes a prologue and a serial loop whose stage-0 statements (the global → shared
+//! copies, see `pipeline-planning`) run `S - 1` iterations ahead (`S = num_stages`):
+//!
+//! ```python
+//! for s in T.unroll(S - 1):                # prologue
+//!     if s + start < stop:                 # left out when the trip count is a constant >= S - 1
+//!         <stage-0 statements with ko = s + start, into stage s (start = 0) or (s + start) % S>
+//!     T.cp_async_commit()
+//! for ko in T.serial(start, stop):
+//!     T.cp_async_wait(S - 2)
+//!     if ko + (S - 1) < stop:
+//!         <stage-0 statements with ko = ko + S - 1, into stage (ko + S - 1) % S>
+//!     T.cp_async_commit()
+//!     <last-stage statements, reading stage ko % S>
+//! ```
+//!
+//! - Every shared buffer a stage-0 statement writes gets a leading dimension of `S` (its
+//!   allocation shape changes). Accesses get the stage as first index: `A_shared[ko % 3, i, j]`;
+//!   a region (`T.copy`, `T.gemm`, `T.fill`) a leading range of extent 1
+//!   (`A_shared[(ko + 2) % 3:(ko + 2) % 3 + 1, 0:128, 0:32]`). The statements after the loop
+//!   (in the same statement list) read stage `(stop - 1) % S`, the one the last iteration
+//!   used; a stage-0 buffer may not be used anywhere else outside the loop.
+//! - The prologue is a `T.unroll` loop rather than unrolled here: with a small constant trip
+//!   count a substituted region could lie statically outside its buffer, which the verifier
+//!   rejects (at run time it is masked); `unroll` expands it at the thread level.
+//! - Statements keep their `order` within their stage. Lets whose value reads no memory are
+//!   evaluated wherever they are needed (copied into the prologue and the look-ahead with
+//!   their `ko`). Every let and loop variable bound inside a copy gets a fresh name.
+//! - The commit / wait pairs are no-ops until `inject-cp-async` makes the copies
+//!   asynchronous; with them, `T.cp_async_wait(S - 2)` at the top of iteration `ko` has
+//!   retired the groups of iterations `0 .. ko` (`S - 1` prologue groups and one per
+//!   iteration, empty ones included), so the data `ko` reads has landed. Correct for any
+//!   trip count, 0, 1 and fewer than `S - 1` included.
+//! - `num_stages = 1`, or a loop with no stage-0 or no later-stage statement, becomes a
+//!   plain `T.serial` loop (no commit / wait).
+//! - Loops without `order` / `stage` are planned first (as `pipeline-planning` does); the
+//!   plan is checked either way. Stages strictly between 0 and `S - 1`, nested pipelined
+//!   loops, and a shared buffer written in stage 0 of two loops are errors.
+
+use crate::names::{rename_binders, NameSet};
+use crate::pass::Pass;
+use crate::pipeline_planning::{
+    contains_pipelined, count_sites, for_each_kernel, KernelFacts, LoopGraph,
+};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use tlc_ir::verifier::const_int;
+use tlc_ir::visit::{child_bodies_mut, map_body_exprs};
+use tlc_ir::{
+    BinOp, Diagnostic, Expr, ExprKind, For, ForKind, Ident, Intrinsic, PrimFunc, Range, Span, Stmt,
+    StmtKind,
+};
+
+pub struct InjectSoftwarePipeline;
+
+impl Pass for InjectSoftwarePipeline {
+    fn name(&self) -> &'static str {
+        "inject-software-pipeline"
+    }
+
+    fn description(&self) -> &'static str {
+        "T.Pipelined loops -> prologue + loop with stage-0 copies num_stages-1 iterations ahead into per-stage shared buffers, cp.async commit/wait"
+    }
+
+    fn run(&self, mut func: PrimFunc) -> Result<PrimFunc, Vec<Diagnostic>> {
+        let mut names = NameSet::of(&func);
+        let mut errors = Vec::new();
+        let params = func.params.clone();
+        for_each_kernel(&mut func.body, &mut |k| {
+            let facts = KernelFacts::of(k, &params);
+            let mut versioned: HashMap<String, i64> = HashMap::new();
+            let mut cx = Cx {
+                facts: &facts,
+                names: &mut names,
+                versioned: &mut versioned,
+                errors: &mut errors,
+            };
+            inject_list(&mut k.body, &mut cx);
+            for alloc in &mut k.allocs {
+                if let Some(&s) = versioned.get(&alloc.name.name) {
+                    alloc.shape.insert(0, Expr::int(s));
+                }
+            }
+        });
+        if errors.is_empty() {
+            Ok(func)
+        } else {
+            Err(errors)
+        }
+    }
+}
+
+struct Cx<'a> {
+    facts: &'a KernelFacts,
+    names: &'a mut NameSet,
+    /// Buffers given a stage dimension so far, with their number of stages.
+    versioned: &'a mut HashMap<String, i64>,
+    errors: &'a mut Vec<Diagnostic>,
+}
+
+fn inject_list(list: &mut Vec<Stmt>, cx: &mut Cx) {
+    let mut i = 0;
+    while i < list.len() {
+        let pipelined = matches!(&list[i].kind,
+            StmtKind::For(f) if matches!(f.kind, ForKind::Pipelined { .. }));
+        if !pipelined {
+            for child in child_bodies_mut(&mut list[i]) {
+                inject_list(child, cx);
+            }
+            i += 1;
+            continue;
+        }
+        let from_here = count_sites(&list[i..]);
+        let span = list[i].span;
+        let StmtKind::For(f) = &list[i].kind else {
+            unreachable!("checked above")
+        };
+        match pipeline_loop(f, span, &from_here, cx) {
+            Ok(Injected {
+                stmts,
+                buffers,
+                after,
+            }) => {
+                add_stage_index(&mut list[i + 1..], &buffers, &after);
+                let n = stmts.len();
+                list.splice(i..=i, stmts);
+                i += n;
+            }
+            Err(mut e) => {
+                cx.errors.append(&mut e);
+                i += 1;
+            }
+        }
+    }
+}
+
+/// The statements replacing one pipelined loop.
+struct Injected {
+    stmts: Vec<Stmt>,
+    /// The buffers given a stage dimension.
+    buffers: HashSet<String>,
+    /// Their stage index after the loop.
+    after: Expr,
+}
+
+fn intrinsic(i: Intrinsic, span: Span) -> Stmt {
+    Stmt::new(StmtKind::Intrinsic(i), span)
+}
+
+fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
+    fold(op, a, b, Span::DUMMY)
+}
+
+/// `a op b`, folding literals and dropping `+ 0`, `- 0`, `* 1` (so substituted copies stay
+/// readable).
+pub(crate) fn fold(op: BinOp, a: Expr, b: Expr, span: Span) -> Expr {
+    match (op, a.as_int(), b.as_int()) {
+        (BinOp::Add | BinOp::Sub, _, Some(0)) | (BinOp::Mul, _, Some(1)) => a,
+        (BinOp::Add, Some(0), _) | (BinOp::Mul, Some(1), _) => b,
+        _ => Expr::binary(op, a, b, span),
+    }
+}
+
+fn serial(mut f: For, span: Span) -> Stmt {
+    f.kind = ForKind::Serial;
+    Stmt::new(StmtKind::For(f), span)
+}
+
+fn pipeline_loop(
+    f: &For,
+    span: Span,
+    from_here: &HashMap<String, usize>,
+    cx: &mut Cx,
+) -> Result<Injected, Vec<Diagnostic>> {
+    let ForKind::Pipelined {
+        num_stages,
+        order,
+        stage,
+    } = &f.kind
+    else {
+        unreachable!("called on pipelined loops")
+    };
+    let s_count = *num_stages;
+    if contains_pipelined(&f.body) {
+        return Err(vec![Diagnostic::error(
+            span,
+            "nested T.Pipelined loops are not supported: make the inner one T.serial",
+        )]);
+    }
+    let graph = LoopGraph::build(&f.body, cx.facts, from_here);
+    let (order, stage) = if order.is_empty() && stage.is_empty() {
+        graph.plan(s_count)
+    } else {
+        (order.clone(), stage.clone())
+    };
+    let errors = graph.validate(f, span, s_count, &order, &stage);
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let last = s_count - 1;
+    let keep = |f: &For| Injected {
+        stmts: vec![serial(f.clone(), span)],
+        buffers: HashSet::new(),
+        after: Expr::int(0),
+    };
+    if s_count <= 1 {
+        return Ok(keep(f));
+    }
+    let n = f.body.len();
+    let mut early = Vec::new();
+    let mut late = Vec::new();
+    for (x, &st) in stage.iter().enumerate() {
+        if graph.stmts[x].pure_let {
+            continue;
+        }
+        match st {
+            0 => early.push(x),
+            s if s == last => late.push(x),
+            s => {
+                return Err(vec![Diagnostic::error(
+                    f.body[x].span,
+                    format!(
+                        "stage {s} is between 0 and num_stages - 1 = {last}: inject-software-pipeline only runs stage-0 statements ahead"
+                    ),
+                )
+                .with_note("give this statement stage 0 or the last stage")]);
+            }
+        }
+    }
+    if early.is_empty() || late.is_empty() {
+        return Ok(keep(f));
+    }
+    let buffers: BTreeSet<String> = early
+        .iter()
+        .flat_map(|&x| graph.stmts[x].access.writes.iter().cloned())
+        .collect();
+    let mut errors = Vec::new();
+    for b in &buffers {
+        if cx.versioned.contains_key(b) {
+            errors.push(Diagnostic::error(
+                span,
+                format!("shared buffer `{b}` is written in stage 0 of two pipelined loops"),
+            ));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    for b in &buffers {
+        cx.versioned.insert(b.clone(), s_count);
+    }
+    let buffers: HashSet<String> = buffers.into_iter().collect();
+    let ko = f.var.name.clone();
+    let body = &f.body;
+    let stage_of = |e: Expr| bin(BinOp::FloorMod, e, Expr::int(s_count));
+
+    // The statements of each stage, by `order`, after the pure lets they need.
+    let by_order = |mut xs: Vec<usize>| {
+        xs.sort_by_key(|&x| order[x]);
+        xs
+    };
+    let group = |members: &[usize], all_lets: bool| -> Vec<Stmt> {
+        let mut needed: HashSet<String> = HashSet::new();
+        for &m in members {
+            needed.extend(graph.stmts[m].uses.iter().cloned());
+        }
+        let mut lets = Vec::new();
+        for x in (0..n).rev() {
+            let st = &graph.stmts[x];
+            if !st.pure_let {
+                continue;
+            }
+            let used = st.defines.as_ref().is_some_and(|v| needed.contains(v));
+            if used || all_lets {
+                needed.extend(st.uses.iter().cloned());
+                lets.push(x);
+            }
+        }
+        lets.reverse();
+        lets.iter()
+            .chain(members)
+            .map(|&x| body[x].clone())
+            .collect()
+    };
+    let early_group = group(&by_order(early), false);
+    // Unused pure lets stay with the last stage.
+    let mut late_group = group(&by_order(late), true);
+    add_stage_index(&mut late_group, &buffers, &stage_of(Expr::var(&ko)));
+
+    // The prologue: a `T.unroll` loop (constant regions could be out of their buffer when
+    // the trip count is small, which the verifier rejects; `unroll` expands it at the
+    // thread level).
+    let s = cx.names.fresh("s");
+    let value = bin(BinOp::Add, Expr::var(&s), f.start.clone());
+    let mut copy = instantiate(&early_group, &ko, &value, cx.names);
+    let index = if f.start.as_int() == Some(0) {
+        Expr::var(&s)
+    } else {
+        stage_of(value.clone())
+    };
+    add_stage_index(&mut copy, &buffers, &index);
+    let trips = match (const_int(&f.start), const_int(&f.stop)) {
+        (Some(a), Some(b)) => Some(b - a),
+        _ => None,
+    };
+    let mut prologue = if trips.is_some_and(|n| n >= last) {
+        copy
+    } else {
+        vec![Stmt::new(
+            StmtKind::If {
+                cond: bin(BinOp::Lt, value, f.stop.clone()),
+                then_body: copy,
+                else_body: Vec::new(),
+            },
+            span,
+        )]
+    };
+    prologue.push(intrinsic(Intrinsic::CommitGroup, span));
+    let mut stmts = vec![Stmt::new(
+        StmtKind::For(For {
+            var: Ident::new(s, span),
+            start: Expr::int(0),
+            stop: Expr::int(last),
+            kind: ForKind::Unroll,
+            body: prologue,
+        }),
+        span,
+    )];
+    let ahead = bin(BinOp::Add, Expr::var(&ko), Expr::int(last));
+    let mut look_ahead = instantiate(&early_group, &ko, &ahead, cx.names);
+    add_stage_index(&mut look_ahead, &buffers, &stage_of(ahead.clone()));
+    let mut loop_body = vec![intrinsic(Intrinsic::WaitGroup(s_count - 2), span)];
+    loop_body.push(Stmt::new(
+        StmtKind::If {
+            cond: bin(BinOp::Lt, ahead, f.stop.clone()),
+            then_body: look_ahead,
+            else_body: Vec::new(),
+        },
+        span,
+    ));
+    loop_body.push(intrinsic(Intrinsic::CommitGroup, span));
+    loop_body.extend(late_group);
+    stmts.push(Stmt::new(
+        StmtKind::For(For {
+            var: f.var.clone(),
+            start: f.start.clone(),
+            stop: f.stop.clone(),
+            kind: ForKind::Serial,
+            body: loop_body,
+        }),
+        span,
+    ));
+    let after = bin(
+        BinOp::FloorMod,
+        bin(BinOp::Sub, f.stop.clone(), Expr::int(1)),
+        Expr::int(s_count),
+    );
+    Ok(Injected {
+        stmts,
+        buffers,
+        after,
+    })
+}
+
+/// Gives every access of `buffers` in `body` the leading index `index` (a region: a leading
+/// range `index` of extent 1).
+fn add_stage_index(body: &mut [Stmt], buffers: &HashSet<String>, index: &Expr) {
+    if buffers.is_empty() {
+        return;
+    }
+    map_body_exprs(body, &mut |e| match e.kind {
+        ExprKind::Load {
+            buffer,
+            mut indices,
+        } if buffers.contains(&buffer) => {
+            indices.insert(0, index.clone());
+            Expr::new(ExprKind::Load { buffer, indices }, e.span)
+        }
+        kind => Expr::new(kind, e.span),
+    });
+    add_stage_index_stmts(body, buffers, index);
+}
+
+fn add_stage_index_stmts(body: &mut [Stmt], buffers: &HashSet<String>, index: &Expr) {
+    let region = |r: &mut tlc_ir::Region| {
+        if buffers.contains(&r.buffer.name) {
+            r.ranges.insert(
+                0,
+                Range {
+                    start: index.clone(),
+                    extent: Expr::int(1),
+                },
+            );
+        }
+    };
+    for stmt in body.iter_mut() {
+        match &mut stmt.kind {
+            StmtKind::Store {
+                buffer, indices, ..
+            } if buffers.contains(&buffer.name) => indices.insert(0, index.clone()),
+            StmtKind::Copy { src, dst } => {
+                region(src);
+                region(dst);
+            }
+            StmtKind::Fill { dst, .. } => region(dst),
+            StmtKind::Gemm(g) => {
+                region(&mut g.a);
+                region(&mut g.b);
+                region(&mut g.c);
+            }
+            StmtKind::Intrinsic(i) => {
+                for op in i.operands_mut() {
+                    if buffers.contains(&op.buffer.name) {
+                        op.indices.insert(0, index.clone());
+                    }
+                }
+            }
+            _ => {}
+        }
+        for child in child_bodies_mut(stmt) {
+            add_stage_index_stmts(child, buffers, index);
+        }
+    }
+}
+
+/// A copy of `body` with `var` replaced by `value` (literal arithmetic folds) and fresh names
+/// for the variables it binds.
+fn instantiate(body: &[Stmt], var: &str, value: &Expr, names: &mut NameSet) -> Vec<Stmt> {
+    let mut copy = body.to_vec();
+    let mut renames: HashMap<String, String> = HashMap::new();
+    rename_binders(&mut copy, names, &mut renames);
+    map_body_exprs(&mut copy, &mut |e| match &e.kind {
+        ExprKind::Var(n) if n == var => {
+            let mut v = value.clone();
+            v.span = e.span;
+            v
+        }
+        ExprKind::Var(n) => match renames.get(n) {
+            Some(fresh) => Expr::new(ExprKind::Var(fresh.clone()), e.span),
+            None => e,
+        },
+        ExprKind::Binary(op, a, b) => fold(*op, (**a).clone(), (**b).clone(), e.span),
+        _ => e,
+    });
+    copy
+}

@@ -1,0 +1,381 @@
+//! `layout-inference`: chooses the layouts `lower-tile-ops` lays buffers out by, and
+//! records them as `T.annotate_layout` entries of the kernel (so they print and can be
+//! edited).
+//!
+//! Levels, as in TileLang: **strict** — what the user annotated is kept (an automatic
+//! `T.make_swizzled_layout(X)` is resolved to a width); **gemm** — each `T.gemm` gives its
+//! float32 accumulator fragment the mma.sync accumulator layout over the warp partition of
+//! its policy, and its shared operands an XOR swizzle chosen by the row width (128, 64 or
+//! 32 bytes; rows of 16 bytes get 16 bytes of padding; anything else has no layout that
+//! fits and is an error naming the buffer); **propagate** — the buffer/op graph (petgraph)
+//! is walked breadth-first from every fragment with a layout: a fragment of the same shape
+//! reached through a `T.copy` or a `T.Parallel` nest gets the same layout. Other fragments
+//! keep the default (flat) layout.
+//!
+//! Warp partition (`T.GemmWarpPolicy`), for `W = threads / 32` warps and an `M x N` tile:
+//! the candidates are `WM x WN = W` with `M % (16 WM) == 0` and `N % (16 WN) == 0`;
+//! `Square` takes the one whose warp tile is closest to square (`|M/WM - N/WN|` smallest,
+//! then the larger `WM`), `FullRow` needs `WM = W`, `FullCol` needs `WN = W`. 128 x 128 with
+//! 4 warps gives 2 x 2 warps of 64 x 64.
+
+use crate::pass::Pass;
+use petgraph::graph::{NodeIndex, UnGraph};
+use petgraph::visit::Bfs;
+use std::collections::HashMap;
+use tlc_ir::verifier::const_int;
+use tlc_ir::visit::{child_bodies_mut, for_each_stmt, for_each_subexpr, stmt_exprs};
+use tlc_ir::{
+    BufferDecl, DType, Diagnostic, ForKind, Gemm, Ident, Kernel, Layout, LayoutAnnotation,
+    PrimFunc, Scope, Span, Stmt, StmtKind, WarpPolicy,
+};
+
+pub struct LayoutInference;
+
+impl Pass for LayoutInference {
+    fn name(&self) -> &'static str {
+        "layout-inference"
+    }
+
+    fn description(&self) -> &'static str {
+        "layouts for gemm fragments (mma accumulator) and shared operands (XOR swizzle), propagated through copies"
+    }
+
+    fn run(&self, mut func: PrimFunc) -> Result<PrimFunc, Vec<Diagnostic>> {
+        let mut errors = Vec::new();
+        for stmt in &mut func.body {
+            let span = stmt.span;
+            if let StmtKind::Kernel(k) = &mut stmt.kind {
+                infer(k, span, &mut errors);
+            } else {
+                for child in child_bodies_mut(stmt) {
+                    for s in child.iter_mut() {
+                        if let StmtKind::Kernel(k) = &mut s.kind {
+                            infer(k, span, &mut errors);
+                        }
+                    }
+                }
+            }
+        }
+        if errors.is_empty() {
+            Ok(func)
+        } else {
+            Err(errors)
+        }
+    }
+}
+
+/// The layouts of one kernel while they are being inferred.
+struct Layouts<'a> {
+    allocs: &'a [BufferDecl],
+    chosen: Vec<LayoutAnnotation>,
+    errors: &'a mut Vec<Diagnostic>,
+}
+
+impl Layouts<'_> {
+    fn get(&self, name: &str) -> Option<Layout> {
+        self.chosen
+            .iter()
+            .find(|a| a.buffer.name == name)
+            .map(|a| a.layout)
+    }
+
+    /// Records `layout` for `name`, or reports a conflict with the one it has.
+    fn set(&mut self, name: &str, layout: Layout, span: Span, why: &str) -> bool {
+        match self.get(name) {
+            Some(old) if old == layout => true,
+            Some(old) => {
+                self.errors.push(
+                    Diagnostic::error(
+                        span,
+                        format!(
+                            "conflicting layouts for `{name}`: {why} needs {}",
+                            describe(layout)
+                        ),
+                    )
+                    .with_note(format!("`{name}` already has {}", describe(old))),
+                );
+                false
+            }
+            None => {
+                let decl_span = self
+                    .allocs
+                    .iter()
+                    .find(|b| b.name.name == name)
+                    .map_or(span, |b| b.name.span);
+                self.chosen.push(LayoutAnnotation {
+                    buffer: Ident::new(name, decl_span),
+                    layout,
+                    span: decl_span,
+                });
+                true
+            }
+        }
+    }
+}
+
+fn describe(l: Layout) -> String {
+    match l {
+        Layout::Swizzled => "an automatic swizzle".into(),
+        Layout::Swizzle { bytes } => format!("a {bytes}-byte swizzle"),
+        Layout::Padded { pad } => format!("{pad} elements of row padding"),
+        Layout::MmaAccumulator { warps_m, warps_n } => {
+            format!("the mma accumulator layout over {warps_m} x {warps_n} warps")
+        }
+    }
+}
+
+/// The shared layout for rows of `buf`: an XOR swizzle by row width, else padding.
+fn shared_layout(buf: &BufferDecl) -> Result<Layout, String> {
+    let size = i64::from(buf.dtype.bytes());
+    let row = buf.shape.last().and_then(const_int).map(|n| n * size);
+    match row {
+        _ if buf.shape.len() < 2 => Err("it is not a matrix".into()),
+        Some(r) if r > 0 && r % 128 == 0 => Ok(Layout::Swizzle { bytes: 128 }),
+        Some(r) if r > 0 && r % 64 == 0 => Ok(Layout::Swizzle { bytes: 64 }),
+        Some(r) if r > 0 && r % 32 == 0 => Ok(Layout::Swizzle { bytes: 32 }),
+        Some(r) if r > 0 && r % 16 == 0 => Ok(Layout::Padded { pad: 16 / size }),
+        Some(r) => Err(format!(
+            "its rows are {r} bytes; ldmatrix needs rows of a multiple of 16 bytes"
+        )),
+        None => Err("its row length is not a constant".into()),
+    }
+}
+
+/// The warp grid of a gemm with an `m x n` accumulator (see the module summary).
+pub fn warp_partition(policy: WarpPolicy, warps: i64, m: i64, n: i64) -> Option<(i64, i64)> {
+    let fits = |wm: i64| {
+        let wn = warps / wm;
+        wm * wn == warps && m % (16 * wm) == 0 && n % (16 * wn) == 0
+    };
+    match policy {
+        WarpPolicy::FullRow => fits(warps).then_some((warps, 1)),
+        WarpPolicy::FullCol => fits(1).then_some((1, warps)),
+        WarpPolicy::Square => (1..=warps)
+            .filter(|&wm| fits(wm))
+            .min_by_key(|&wm| ((m / wm - n / (warps / wm)).abs(), -wm))
+            .map(|wm| (wm, warps / wm)),
+    }
+}
+
+fn infer(k: &mut Kernel, span: Span, errors: &mut Vec<Diagnostic>) {
+    let threads = match k.threads.as_slice() {
+        [t] => const_int(t),
+        _ => None,
+    };
+    let mut gemms: Vec<(Gemm, Span)> = Vec::new();
+    for_each_stmt(&k.body, &mut |s| {
+        if let StmtKind::Gemm(g) = &s.kind {
+            gemms.push((g.clone(), s.span));
+        }
+    });
+    let allocs = k.allocs.clone();
+    let mut layouts = Layouts {
+        allocs: &allocs,
+        chosen: Vec::new(),
+        errors,
+    };
+    // Strict: the user's annotations, automatic swizzles resolved.
+    for ann in &k.layouts {
+        let layout = match (ann.layout, allocs.iter().find(|b| b.name == ann.buffer)) {
+            (Layout::Swizzled, Some(b)) => match shared_layout(b) {
+                Ok(l @ Layout::Swizzle { .. }) => l,
+                _ => {
+                    layouts.errors.push(Diagnostic::error(
+                        ann.span,
+                        format!(
+                            "no XOR swizzle fits `{}`: its rows must be a multiple of 32 bytes",
+                            ann.buffer.name
+                        ),
+                    ));
+                    continue;
+                }
+            },
+            (l, _) => l,
+        };
+        layouts.set(&ann.buffer.name, layout, ann.span, "the annotation");
+    }
+    // Gemm: accumulator and shared operands.
+    for (g, gspan) in &gemms {
+        let Some(c) = allocs.iter().find(|b| b.name.name == g.c.buffer.name) else {
+            continue;
+        };
+        if c.scope != Scope::Fragment || c.dtype != DType::Float32 {
+            layouts.errors.push(Diagnostic::error(
+                g.c.span,
+                format!(
+                    "the T.gemm accumulator `{}` must be a float32 T.alloc_fragment (it is {} {})",
+                    c.name.name,
+                    c.scope.name(),
+                    c.dtype
+                ),
+            ));
+            continue;
+        }
+        let shape: Option<Vec<i64>> = c.shape.iter().map(const_int).collect();
+        let (Some([m, n]), Some(t)) = (shape.as_deref(), threads) else {
+            layouts.errors.push(Diagnostic::error(
+                g.c.span,
+                format!("the T.gemm accumulator `{}` needs a constant 2-D shape and a constant thread count", c.name.name),
+            ));
+            continue;
+        };
+        if t % 32 != 0 {
+            layouts.errors.push(Diagnostic::error(
+                *gspan,
+                format!("T.gemm needs whole warps; the block has {t} threads"),
+            ));
+            continue;
+        }
+        match warp_partition(g.policy, t / 32, *m, *n) {
+            Some((warps_m, warps_n)) => {
+                layouts.set(
+                    &c.name.name,
+                    Layout::MmaAccumulator { warps_m, warps_n },
+                    *gspan,
+                    "this T.gemm",
+                );
+            }
+            None => layouts.errors.push(
+                Diagnostic::error(
+                    g.c.span,
+                    format!(
+                        "no layout fits accumulator `{}`: {} warps ({} policy) cannot split a {m} x {n} tile into warp tiles of multiples of 16 x 16",
+                        c.name.name,
+                        t / 32,
+                        g.policy.name()
+                    ),
+                )
+                .with_note("change the block tile, the thread count or the warp policy"),
+            ),
+        }
+        for r in [&g.a, &g.b] {
+            let Some(b) = allocs.iter().find(|b| b.name.name == r.buffer.name) else {
+                continue;
+            };
+            if b.scope != Scope::Shared || layouts.get(&b.name.name).is_some() {
+                continue;
+            }
+            match shared_layout(b) {
+                Ok(l) => {
+                    layouts.set(&b.name.name, l, *gspan, "this T.gemm");
+                }
+                Err(why) => layouts.errors.push(
+                    Diagnostic::error(
+                        r.span,
+                        format!(
+                            "no shared layout fits gemm operand `{}`: {why}",
+                            b.name.name
+                        ),
+                    )
+                    .with_note(format!("`{}` is declared here", b.name.name))
+                    .with_note("give it a row length of a multiple of 16 bytes (8 float16)"),
+                ),
+            }
+        }
+    }
+    propagate(&k.body, &allocs, &mut layouts, span);
+    k.layouts = layouts.chosen;
+}
+
+/// Walks the buffer/op graph from every fragment with a layout (see the module summary).
+fn propagate(body: &[Stmt], allocs: &[BufferDecl], layouts: &mut Layouts, span: Span) {
+    let fragments: Vec<&BufferDecl> = allocs
+        .iter()
+        .filter(|b| b.scope == Scope::Fragment)
+        .collect();
+    if fragments.is_empty() {
+        return;
+    }
+    let mut graph: UnGraph<Option<&str>, ()> = UnGraph::new_undirected();
+    let nodes: HashMap<&str, NodeIndex> = fragments
+        .iter()
+        .map(|b| {
+            (
+                b.name.name.as_str(),
+                graph.add_node(Some(b.name.name.as_str())),
+            )
+        })
+        .collect();
+    // One op node per copy / parallel nest, joined to the fragments it touches.
+    let mut ops: Vec<Vec<String>> = Vec::new();
+    collect_ops(body, &mut ops);
+    for touched in &ops {
+        let op = graph.add_node(None);
+        for name in touched {
+            if let Some(&n) = nodes.get(name.as_str()) {
+                graph.update_edge(op, n, ());
+            }
+        }
+    }
+    let shape = |name: &str| -> Option<Vec<i64>> {
+        allocs
+            .iter()
+            .find(|b| b.name.name == name)
+            .and_then(|b| b.shape.iter().map(const_int).collect())
+    };
+    let seeds: Vec<(String, Layout)> = fragments
+        .iter()
+        .filter_map(|b| Some((b.name.name.clone(), layouts.get(&b.name.name)?)))
+        .collect();
+    for (seed, layout) in seeds {
+        let Some(&start) = nodes.get(seed.as_str()) else {
+            continue;
+        };
+        let seed_shape = shape(&seed);
+        let mut bfs = Bfs::new(&graph, start);
+        while let Some(n) = bfs.next(&graph) {
+            let Some(name) = graph[n] else {
+                continue;
+            };
+            if name != seed && layouts.get(name).is_none() && shape(name) == seed_shape {
+                layouts.set(name, layout, span, "propagation");
+            }
+        }
+    }
+}
+
+/// The fragments each copy and each outermost parallel nest of `body` touch.
+fn collect_ops(body: &[Stmt], out: &mut Vec<Vec<String>>) {
+    for s in body {
+        match &s.kind {
+            StmtKind::Copy { src, dst } => {
+                out.push(vec![src.buffer.name.clone(), dst.buffer.name.clone()]);
+            }
+            StmtKind::For(f) if f.kind == ForKind::Parallel => {
+                let mut touched = Vec::new();
+                for_each_stmt(std::slice::from_ref(s), &mut |x| {
+                    if let StmtKind::Store { buffer, .. } = &x.kind {
+                        touched.push(buffer.name.clone());
+                    }
+                    for e in stmt_exprs(x) {
+                        for_each_subexpr(e, &mut |y| {
+                            if let tlc_ir::ExprKind::Load { buffer, .. } = &y.kind {
+                                touched.push(buffer.clone());
+                            }
+                        });
+                    }
+                });
+                out.push(touched);
+            }
+            _ => {
+                let mut children = Vec::new();
+                match &s.kind {
+                    StmtKind::For(f) => children.push(&f.body),
+                    StmtKind::If {
+                        then_body,
+                        else_body,
+                        ..
+                    } => {
+                        children.push(then_body);
+                        children.push(else_body);
+                    }
+                    StmtKind::Kernel(k) => children.push(&k.body),
+                    _ => {}
+                }
+                for c in children {
+                    collect_ops(c, out);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,370 @@
+//! `T.gemm(A, B, C)` → one region of `ldmatrix.x4` + `mma.sync.m16n8k16` over the warp
+//! partition of C's accumulator layout (`mma_layout.rs`).
+//!
+//! A and B come from shared memory (the innermost two dimensions of their regions are the
+//! matrix; leading dimensions, such as a pipeline stage, have extent 1). For each step of
+//! 16 along K, each warp loads its `MT` A tiles (16 x 16, one `ldmatrix.x4` each; `.trans`
+//! when A is stored K x M) and its `NT` B tiles (16 x 8, two per `ldmatrix.x4`; `.trans`
+//! when B is stored K x N, the usual case) into two register arrays, then issues
+//! `MT * NT` mma's. `clear_accum=True` zeroes C first.
+//!
+//! Address of lane `l` (`mi = l / 8` the matrix it addresses, `r = l % 8` the row):
+//! - A (M x K): row `l % 16`, column `8 * (l / 16)` of the 16 x 16 tile;
+//!   A stored K x M: row (k) `8 * (mi / 2) + r`, column (m) `8 * (mi % 2)`.
+//! - B stored K x N: row (k) `l % 16`, column (n) `8 * (l / 16)` of two n-tiles;
+//!   B stored N x K: row (n) `8 * (mi / 2) + r`, column (k) `8 * (mi % 2)`.
+
+use super::mma_layout::MmaLayout;
+use super::region::{bin, for_loop};
+use super::Ctx;
+use crate::names::NameSet;
+use tlc_ir::verifier::const_int;
+use tlc_ir::{
+    BinOp, BufferDecl, DType, Diagnostic, ElemRef, Expr, ForKind, Gemm, Ident, Intrinsic, Region,
+    Scope, Span, Stmt, StmtKind, ThreadTag,
+};
+
+/// One shared operand: its buffer, the fixed leading indices, and the corner of the matrix.
+struct Operand<'a> {
+    buf: &'a BufferDecl,
+    lead: Vec<Expr>,
+    row0: Expr,
+    col0: Expr,
+    /// Extents of the matrix (rows, columns) as stored.
+    rows: i64,
+    cols: i64,
+}
+
+fn operand<'a>(
+    r: &Region,
+    what: &str,
+    span: Span,
+    ctx: &'a Ctx,
+) -> Result<Operand<'a>, Diagnostic> {
+    let buf = ctx
+        .buffer(&r.buffer.name)
+        .ok_or_else(|| Diagnostic::error(r.span, format!("unknown buffer `{}`", r.buffer.name)))?;
+    if buf.scope != Scope::Shared {
+        return Err(Diagnostic::error(
+            r.span,
+            format!(
+                "T.gemm operand {what} (`{}`) is in {} memory; only shared-memory operands are lowered so far",
+                buf.name.name,
+                buf.scope.name()
+            ),
+        )
+        .with_note("copy it to a T.alloc_shared buffer first"));
+    }
+    if !matches!(buf.dtype, DType::Float16 | DType::BFloat16) {
+        return Err(Diagnostic::error(
+            r.span,
+            format!(
+                "T.gemm operand {what} is {}; the mma.sync path takes float16 or bfloat16",
+                buf.dtype
+            ),
+        ));
+    }
+    let n = r.ranges.len();
+    if n < 2 {
+        return Err(Diagnostic::error(
+            r.span,
+            format!("T.gemm operand {what} must be a matrix"),
+        ));
+    }
+    let mut lead = Vec::new();
+    for range in &r.ranges[..n - 2] {
+        if const_int(&range.extent) != Some(1) {
+            return Err(Diagnostic::error(
+                r.span,
+                format!("T.gemm operand {what}: dimensions before the last two must have extent 1"),
+            ));
+        }
+        lead.push(range.start.clone());
+    }
+    let (Some(rows), Some(cols)) = (
+        const_int(&r.ranges[n - 2].extent),
+        const_int(&r.ranges[n - 1].extent),
+    ) else {
+        return Err(Diagnostic::error(
+            span,
+            format!("T.gemm operand {what} needs a constant tile shape"),
+        ));
+    };
+    Ok(Operand {
+        buf,
+        lead,
+        row0: r.ranges[n - 2].start.clone(),
+        col0: r.ranges[n - 1].start.clone(),
+        rows,
+        cols,
+    })
+}
+
+fn add(terms: Vec<Expr>) -> Expr {
+    terms
+        .into_iter()
+        .reduce(|a, b| bin(BinOp::Add, a, b))
+        .unwrap_or_else(|| Expr::int(0))
+}
+
+fn mul(a: Expr, k: i64) -> Expr {
+    bin(BinOp::Mul, a, Expr::int(k))
+}
+
+fn div(a: Expr, k: i64) -> Expr {
+    bin(BinOp::FloorDiv, a, Expr::int(k))
+}
+
+fn rem(a: Expr, k: i64) -> Expr {
+    bin(BinOp::FloorMod, a, Expr::int(k))
+}
+
+fn elem(buf: &str, indices: Vec<Expr>, span: Span) -> ElemRef {
+    ElemRef {
+        buffer: Ident::new(buf, span),
+        indices,
+    }
+}
+
+fn intrinsic(i: Intrinsic, span: Span) -> Stmt {
+    Stmt::new(StmtKind::Intrinsic(i), span)
+}
+
+pub(crate) fn lower(
+    g: &Gemm,
+    span: Span,
+    ctx: &Ctx,
+    names: &mut NameSet,
+) -> Result<Stmt, Vec<Diagnostic>> {
+    let a = operand(&g.a, "A", span, ctx).map_err(|e| vec![e])?;
+    let b = operand(&g.b, "B", span, ctx).map_err(|e| vec![e])?;
+    let cbuf = ctx
+        .buffer(&g.c.buffer.name)
+        .ok_or_else(|| vec![Diagnostic::error(g.c.span, "unknown accumulator buffer")])?;
+    let Some(layout) = ctx.fragments.mma(&cbuf.name.name) else {
+        return Err(vec![Diagnostic::error(
+            g.c.span,
+            format!(
+                "the accumulator `{}` has no mma layout: T.gemm needs a float32 fragment, and layout-inference must run before lower-tile-ops",
+                cbuf.name.name
+            ),
+        )]);
+    };
+    if cbuf.dtype != DType::Float32 {
+        return Err(vec![Diagnostic::error(
+            g.c.span,
+            format!("the accumulator `{}` must be float32", cbuf.name.name),
+        )]);
+    }
+    if a.buf.dtype != b.buf.dtype {
+        return Err(vec![Diagnostic::error(
+            span,
+            format!(
+                "T.gemm operands differ in dtype ({} and {})",
+                a.buf.dtype, b.buf.dtype
+            ),
+        )]);
+    }
+    let (am, ak) = if g.trans_a {
+        (a.cols, a.rows)
+    } else {
+        (a.rows, a.cols)
+    };
+    let (bk, bn) = if g.trans_b {
+        (b.cols, b.rows)
+    } else {
+        (b.rows, b.cols)
+    };
+    if am != layout.m || bn != layout.n || ak != bk {
+        return Err(vec![Diagnostic::error(
+            span,
+            format!(
+                "T.gemm shapes do not agree: A is {am} x {ak}, B is {bk} x {bn}, C is {} x {}",
+                layout.m, layout.n
+            ),
+        )]);
+    }
+    if ak % 16 != 0 {
+        return Err(vec![Diagnostic::error(
+            span,
+            format!("T.gemm: K = {ak} is not a multiple of 16 (the mma.sync k-step)"),
+        )]);
+    }
+    Ok(emit(
+        g,
+        &a,
+        &b,
+        &cbuf.name.name,
+        &layout,
+        ak,
+        span,
+        ctx,
+        names,
+    ))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn emit(
+    g: &Gemm,
+    a: &Operand,
+    b: &Operand,
+    c: &str,
+    layout: &MmaLayout,
+    k: i64,
+    span: Span,
+    ctx: &Ctx,
+    names: &mut NameSet,
+) -> Stmt {
+    let (tiles_m, tiles_n) = (layout.tiles_m(), layout.tiles_n());
+    let a_frag = names.fresh(&format!("{}_frag", a.buf.name.name));
+    let b_frag = names.fresh(&format!("{}_frag", b.buf.name.name));
+    {
+        let mut allocs = ctx.new_allocs.borrow_mut();
+        for (name, dtype, len) in [
+            (&a_frag, a.buf.dtype, tiles_m * 8),
+            (&b_frag, b.buf.dtype, tiles_n * 4),
+        ] {
+            allocs.push(BufferDecl {
+                name: Ident::new(name.clone(), span),
+                dtype,
+                shape: vec![Expr::int(len)],
+                scope: Scope::Local,
+                span,
+            });
+        }
+    }
+    let tx = names.fresh("tx");
+    let kk = names.fresh("kk");
+    let mt = names.fresh("mt");
+    let np = names.fresh("np");
+    let mt2 = names.fresh("mt");
+    let nt = names.fresh("nt");
+    let txe = Expr::var(&tx);
+    let lane = rem(txe.clone(), 32);
+    let (wm, wn) = layout.warp_coords(&txe);
+    let m_base = add(vec![mul(wm, layout.warp_m()), mul(Expr::var(&mt), 16)]);
+    let n_base = add(vec![mul(wn, layout.warp_n()), mul(Expr::var(&np), 16)]);
+    let k_base = mul(Expr::var(&kk), 16);
+    // Offsets inside a 16 x 16 block: "row l % 16, column 8 * (l / 16)" or its transpose.
+    let straight = (rem(lane.clone(), 16), mul(div(lane.clone(), 16), 8));
+    let transposed = (
+        add(vec![mul(div(lane.clone(), 16), 8), rem(lane.clone(), 8)]),
+        mul(rem(div(lane, 8), 2), 8),
+    );
+    let (a_row, a_col) = if g.trans_a {
+        (
+            add(vec![k_base.clone(), transposed.0.clone()]),
+            add(vec![m_base.clone(), transposed.1.clone()]),
+        )
+    } else {
+        (
+            add(vec![m_base, straight.0.clone()]),
+            add(vec![k_base.clone(), straight.1.clone()]),
+        )
+    };
+    let (b_row, b_col) = if g.trans_b {
+        (
+            add(vec![n_base, transposed.0]),
+            add(vec![k_base, transposed.1]),
+        )
+    } else {
+        (add(vec![k_base, straight.0]), add(vec![n_base, straight.1]))
+    };
+    let at = |op: &Operand, row: Expr, col: Expr| {
+        let mut idx = op.lead.clone();
+        idx.push(bin(BinOp::Add, op.row0.clone(), row));
+        idx.push(bin(BinOp::Add, op.col0.clone(), col));
+        elem(&op.buf.name.name, idx, span)
+    };
+    let load_a = intrinsic(
+        Intrinsic::Ldmatrix {
+            dst: elem(&a_frag, vec![mul(Expr::var(&mt), 8)], span),
+            src: at(a, a_row, a_col),
+            num: 4,
+            trans: g.trans_a,
+        },
+        span,
+    );
+    let load_b = intrinsic(
+        Intrinsic::Ldmatrix {
+            dst: elem(&b_frag, vec![mul(Expr::var(&np), 8)], span),
+            src: at(b, b_row, b_col),
+            num: 4,
+            trans: !g.trans_b,
+        },
+        span,
+    );
+    let mma = intrinsic(
+        Intrinsic::Mma {
+            acc: elem(
+                c,
+                vec![mul(
+                    add(vec![mul(Expr::var(&mt2), tiles_n), Expr::var(&nt)]),
+                    4,
+                )],
+                span,
+            ),
+            a: elem(&a_frag, vec![mul(Expr::var(&mt2), 8)], span),
+            b: elem(&b_frag, vec![mul(Expr::var(&nt), 4)], span),
+        },
+        span,
+    );
+    let step = vec![
+        for_loop(&mt, Expr::int(tiles_m), ForKind::Unroll, vec![load_a], span),
+        for_loop(
+            &np,
+            Expr::int(tiles_n / 2),
+            ForKind::Unroll,
+            vec![load_b],
+            span,
+        ),
+        for_loop(
+            &mt2,
+            Expr::int(tiles_m),
+            ForKind::Unroll,
+            vec![for_loop(
+                &nt,
+                Expr::int(tiles_n),
+                ForKind::Unroll,
+                vec![mma],
+                span,
+            )],
+            span,
+        ),
+    ];
+    let mut body = Vec::new();
+    if g.clear_accum {
+        let s = names.fresh("s");
+        body.push(for_loop(
+            &s,
+            Expr::int(layout.slots()),
+            ForKind::Unroll,
+            vec![Stmt::new(
+                StmtKind::Store {
+                    buffer: Ident::new(c, span),
+                    indices: vec![Expr::var(&s)],
+                    value: Expr::new(
+                        tlc_ir::ExprKind::Cast(DType::Float32, Box::new(Expr::int(0))),
+                        span,
+                    ),
+                },
+                span,
+            )],
+            span,
+        ));
+    }
+    body.push(for_loop(
+        &kk,
+        Expr::int(k / 16),
+        ForKind::Unroll,
+        step,
+        span,
+    ));
+    for_loop(
+        &tx,
+        Expr::int(ctx.threads),
+        ForKind::ThreadBinding(ThreadTag::ThreadX),
+        body,
+        span,
+    )
+}

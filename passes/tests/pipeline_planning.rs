@@ -1,0 +1,214 @@
+//! `pipeline-planning`: snapshots of planned loops, the plan of each kind of statement
+//! (copies in stage 0, what they may not run ahead of), user plans checked with located
+//! errors, and meaning kept (the interpreter runs a pipelined loop as a serial one).
+
+mod common;
+mod pipe;
+
+use common::{assert_same_meaning, corpus};
+use pipe::{case, parse};
+use tlc_ir::printer::print_func;
+use tlc_ir::visit::for_each_stmt;
+use tlc_ir::{ForKind, PrimFunc, StmtKind};
+use tlc_passes::pipeline_planning::PipelinePlanning;
+use tlc_passes::Pass;
+
+fn planned(func: PrimFunc) -> PrimFunc {
+    let out = PipelinePlanning.run(func).expect("pipeline-planning");
+    tlc_ir::verifier::verify(&out).expect("planned IR verifies");
+    out
+}
+
+/// (order, stage) of every pipelined loop.
+fn plans(func: &PrimFunc) -> Vec<(Vec<i64>, Vec<i64>)> {
+    let mut out = Vec::new();
+    for_each_stmt(&func.body, &mut |s| {
+        if let StmtKind::For(f) = &s.kind {
+            if let ForKind::Pipelined { order, stage, .. } = &f.kind {
+                out.push((order.clone(), stage.clone()));
+            }
+        }
+    });
+    out
+}
+
+fn errors(func: PrimFunc) -> Vec<String> {
+    PipelinePlanning
+        .run(func)
+        .err()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|d| {
+            let notes: Vec<String> = d.notes.iter().map(|n| n.message.clone()).collect();
+            format!("{} | {}", d.message, notes.join(" | "))
+        })
+        .collect()
+}
+
+#[test]
+fn snapshot_gemm_seed000() {
+    let out = planned(common::case("gemm_seed000"));
+    assert_eq!(plans(&out), [(vec![0, 1, 2], vec![0, 0, 2])]);
+    insta::assert_snapshot!(print_func(&out));
+}
+
+#[test]
+fn snapshot_pipe_simt_gemm() {
+    let out = planned(case("pipe_simt_gemm"));
+    assert_eq!(plans(&out), [(vec![0, 1, 2], vec![0, 0, 2])]);
+    insta::assert_snapshot!(print_func(&out));
+}
+
+#[test]
+fn planning_keeps_meaning_and_is_idempotent() {
+    let mut compared = 0;
+    for (name, func) in corpus() {
+        let out = planned(func.clone());
+        assert_eq!(planned(out.clone()), out, "{name}: not idempotent");
+        compared += assert_same_meaning(&name, &func, &out);
+    }
+    assert!(compared >= 60, "only {compared} runs compared");
+}
+
+/// A kernel whose pipelined loop body is `body` (8 spaces of indent), over buffers
+/// A (global), G (global, written), S, S2 (shared), F (fragment).
+fn kernel(body: &str, before: &str) -> PrimFunc {
+    parse(&format!(
+        r#"@T.prim_func
+def f(
+    A: T.Tensor((64, 256), "float32"),
+    G: T.Tensor((64, 32), "float32"),
+):
+    with T.Kernel(1, threads=64) as bx:
+        S = T.alloc_shared((64, 32), "float32")
+        S2 = T.alloc_shared((64, 32), "float32")
+        F = T.alloc_fragment((64, 32), "float32")
+        T.clear(F)
+{before}        for ko in T.Pipelined(8, num_stages=3):
+{body}        T.copy(F, G)
+"#
+    ))
+}
+
+#[test]
+fn copies_go_to_stage_zero_and_order_puts_them_first() {
+    // The copy comes after the (independent) accumulation of another buffer: stage 0 and
+    // first in the order; the let it needs is pure, so it goes with it.
+    let f = kernel(
+        "            for i, j in T.Parallel(64, 32):\n                F[i, j] = F[i, j] + S2[i, j]\n            kb = ko * 32\n            T.copy(A[0, kb], S)\n            for i, j in T.Parallel(64, 32):\n                F[i, j] = F[i, j] + S[i, j]\n",
+        "",
+    );
+    assert_eq!(plans(&planned(f)), [(vec![2, 0, 1, 3], vec![2, 0, 0, 2])]);
+}
+
+#[test]
+fn what_a_copy_may_not_run_ahead_of_keeps_it_in_the_last_stage() {
+    let late = |body: &str, before: &str| {
+        let out = planned(kernel(body, before));
+        plans(&out)[0].1.clone()
+    };
+    let use_s = "            for i, j in T.Parallel(64, 32):\n                F[i, j] = F[i, j] + S[i, j]\n";
+    // Reads a global buffer the loop writes.
+    assert_eq!(
+        late(
+            &format!("            T.copy(G, S)\n{use_s}            T.copy(F, G)\n"),
+            ""
+        ),
+        [2, 2, 2]
+    );
+    // Overwrites S after a same-iteration read of it.
+    assert_eq!(
+        late(
+            &format!("{use_s}            T.copy(A[0, ko * 32], S)\n"),
+            ""
+        ),
+        [2, 2]
+    );
+    // S is used before the loop.
+    assert_eq!(
+        late(
+            &format!("            T.copy(A[0, ko * 32], S)\n{use_s}"),
+            "        T.clear(S)\n"
+        ),
+        [2, 2]
+    );
+    // Needs a let that reads memory (a later-stage statement).
+    assert_eq!(
+        late(
+            &format!("            kb = T.cast(A[0, 0], \"int32\")\n            T.copy(A[0, kb], S)\n{use_s}"),
+            ""
+        ),
+        [2, 2, 2]
+    );
+    // A parallel nest that also reads shared memory is not a global -> shared copy.
+    assert_eq!(
+        late(
+            &format!("            for i, j in T.Parallel(64, 32):\n                S[i, j] = A[i, ko * 32 + j] + S2[i, j]\n{use_s}"),
+            ""
+        ),
+        [2, 2]
+    );
+    // ... and one that writes a fragment neither.
+    assert_eq!(late("            T.copy(A[0, ko * 32], F)\n", ""), [2]);
+}
+
+#[test]
+fn a_user_plan_is_kept_when_valid() {
+    let src = "            T.copy(A[0, ko * 32], S)\n            for i, j in T.Parallel(64, 32):\n                F[i, j] = F[i, j] + S[i, j]\n";
+    let f = kernel(src, "");
+    let mut text = print_func(&f);
+    text = text.replace("num_stages=3)", "num_stages=3, order=[0, 1], stage=[0, 1])");
+    let user = parse(&text);
+    assert_eq!(planned(user.clone()), user);
+}
+
+fn with_plan(body: &str, plan: &str) -> PrimFunc {
+    let text = print_func(&kernel(body, ""));
+    parse(&text.replace("num_stages=3)", &format!("num_stages=3, {plan})")))
+}
+
+#[test]
+fn invalid_user_plans_are_located_errors() {
+    let body = "            T.copy(A[0, ko * 32], S)\n            for i, j in T.Parallel(64, 32):\n                F[i, j] = F[i, j] + S[i, j]\n";
+    let e = errors(with_plan(body, "order=[0], stage=[0]"));
+    assert!(
+        e[0].contains("`order` has 1 and `stage` 1 entries, but the body has 2 statements"),
+        "{e:?}"
+    );
+    let e = errors(with_plan(body, "order=[0, 1], stage=[0, 3]"));
+    assert!(e[0].contains("stage 3 is outside 0..3"), "{e:?}");
+    let e = errors(with_plan(body, "order=[1, 1], stage=[0, 2]"));
+    assert!(
+        e[0].contains("`order` must list each position 0..1 exactly once"),
+        "{e:?}"
+    );
+    let e = errors(with_plan(body, "order=[0, 1], stage=[2, 0]"));
+    assert_eq!(e.len(), 3, "{e:?}");
+    assert!(e[0].contains("this stage-0 statement depends on a stage-2 statement of the same iteration: it reads `S`, which the other writes"), "{e:?}");
+    // ... and the stage-0 accumulation writes a fragment, and reads `S`, written in stage 2.
+    assert!(
+        e[1].contains("may only write shared memory, but this one writes `F` (fragment)"),
+        "{e:?}"
+    );
+    assert!(
+        e[2].contains("accesses `S`, which a later-stage statement writes"),
+        "{e:?}"
+    );
+    let e = errors(with_plan(body, "order=[1, 0], stage=[0, 0]"));
+    assert!(
+        e[0].contains("`order` runs this statement before one it depends on"),
+        "{e:?}"
+    );
+    // A stage-0 copy reading a buffer a later stage writes.
+    let body2 = "            T.copy(G, S)\n            T.copy(S, G)\n";
+    let e = errors(with_plan(body2, "order=[0, 1], stage=[0, 2]"));
+    assert!(
+        e[0].contains("accesses `G`, which a later-stage statement writes"),
+        "{e:?}"
+    );
+    // The error points at the statement.
+    let func = with_plan(body, "order=[0, 1], stage=[2, 0]");
+    let d = PipelinePlanning.run(func).err().unwrap();
+    assert!(!d[0].span.is_dummy());
+    assert_eq!(d[0].notes.iter().filter(|n| n.span.is_some()).count(), 1);
+}

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Runs every example and test case on the GPU with `tlc run --device`, which compares the
+# device's outputs with the reference interpreter's (docs/cli.md). CI has no GPU: run this
+# on a machine with one after any change to generated code, and record the result.
+#
+#   scripts/gpu-check.sh [TLC_BINARY]      (default: target/release/tlc)
+#
+# Symbolic kernels get small bindings: some ragged, some tile-aligned (kernels that do not
+# mask their edges), some of each copy path (cp.async where rows are 16-byte aligned,
+# synchronous masked loads where they are not). Each runs for sm_90a and for sm_80.
+set -u
+cd "$(dirname "$0")/.."
+TLC=${1:-target/release/tlc}
+fail=0
+run() {
+    local file=$1
+    shift
+    local out
+    for target in sm_90a sm_80; do
+        if out=$("$TLC" run "$file" --device --target $target --seed 1 "$@" 2>&1); then
+            echo "ok    $target $file $*"
+        else
+            echo "FAIL  $target $file $*"
+            echo "$out" | sed 's/^/      /' | tail -20
+            fail=1
+        fi
+    done
+}
+# Valid kernels that codegen rejects with a clear error (known limits, docs/ARCHITECTURE.md): local
+# arrays indexed by a serial loop, and two T.Kernels in one prim_func.
+unsupported="control_flow.tir unroll_nest.tir swizzle_panels.tir"
+for f in tests/cases/valid/*.tir passes/tests/cases/simt_*.tir examples/gemm_seed000.tir; do
+    case " $unsupported " in *" $(basename "$f") "*) continue ;; esac
+    grep -q 'T.symbolic' "$f" || run "$f"
+done
+run examples/elementwise_add.tir -D N=1000
+run examples/scale_cast.tir -D M=100 -D N=130
+run examples/transpose.tir -D M=100 -D N=130
+run tests/cases/valid/index_math.tir -D M=77
+run passes/tests/cases/simt_uniform_if.tir -D N=1000
+run tests/cases/valid/seed000_dims.tir -D M=256 -D N=256 -D K=128
+run tests/cases/valid/seed000_dims.tir -D M=384 -D N=256 -D K=96
+run tests/cases/valid/gemm_bf16_transposed.tir -D M=200 -D N=136 -D K=72
+run tests/cases/valid/gemm_bf16_transposed.tir -D M=129 -D N=67 -D K=45
+run passes/tests/cases/gemm_ragged_tn.tir -D M=130 -D N=70 -D K=50
+run passes/tests/cases/gemm_ragged_tn.tir -D M=136 -D N=72 -D K=40
+run passes/tests/cases/gemm_ragged_tn.tir -D M=64 -D N=64 -D K=32
+run passes/tests/cases/gemm_fullcol_epilogue.tir -D M=96 -D N=128 -D K=48
+run passes/tests/cases/pipe_simt_gemm.tir -D M=100 -D N=70 -D K=50
+run bench/gemm_128x256x32_t256_s3.tir -D M=256 -D N=512 -D K=128
+run bench/gemm_128x128x64_t128_s3.tir -D M=256 -D N=256 -D K=256
+exit $fail

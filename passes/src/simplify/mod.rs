@@ -9,6 +9,11 @@
 //! (fewest operators, then fewest divisions) replaces the original only when it has fewer
 //! operators. Float arithmetic is never rewritten. Index arithmetic is assumed not to
 //! overflow int32.
+//!
+//! Unrolled bodies repeat the same trees many times (the seed GEMM: 356 trees, 216
+//! distinct), so each run's outcome is memoized by the term with its opaque parts as
+//! `$k` symbols together with the interval of every symbol: the e-graph's answer is a
+//! function of exactly those, so a hit gives the very term a fresh run would.
 
 mod convert;
 pub mod interval;
@@ -20,7 +25,9 @@ use convert::{op_count, to_ir, Term};
 use egg::{Extractor, Runner, Symbol};
 use interval::Interval;
 use lang::{Bounds, OpCost};
+use std::cell::RefCell;
 use std::collections::HashMap;
+use std::fmt::Write;
 use std::time::Duration;
 use tlc_ir::verifier::{verify, FuncInfo};
 use tlc_ir::visit::{expr_children, for_each_stmt, for_each_subexpr, stmt_exprs};
@@ -67,6 +74,7 @@ pub fn simplify_func(mut func: PrimFunc) -> Result<PrimFunc, Vec<Diagnostic>> {
         info: &info,
         rules: &rules,
         env: HashMap::new(),
+        memo: RefCell::new(HashMap::new()),
     };
     for dim in &func.dims {
         s.env.insert(dim.name.clone(), Interval::new(1, i64::MAX));
@@ -85,6 +93,19 @@ struct Simplifier<'a> {
     rules: &'a [lang::Rewrite],
     /// Intervals of the int32 variables in scope (names are unique, so no scoping needed).
     env: HashMap<String, Interval>,
+    /// E-graph outcomes by `memo_key`: the cheapest term, or `None` when it was not smaller.
+    memo: RefCell<HashMap<String, Option<egg::RecExpr<lang::Index>>>>,
+}
+
+/// The memo key of a run: the term, then every symbol's interval in symbol order.
+fn memo_key(term: &egg::RecExpr<lang::Index>, bounds: &Bounds) -> String {
+    let mut key = term.to_string();
+    let mut symbols: Vec<_> = bounds.symbols.iter().collect();
+    symbols.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+    for (s, r) in symbols {
+        let _ = write!(key, " {s}:{}:{}", r.lo, r.hi);
+    }
+    key
 }
 
 impl Simplifier<'_> {
@@ -251,21 +272,20 @@ impl Simplifier<'_> {
             };
             bounds.symbols.insert(Symbol::from(format!("${k}")), r);
         }
-        let before = op_count(&term.expr);
-        let runner = Runner::<lang::Index, Bounds>::new(bounds)
-            .with_node_limit(LIMITS.nodes)
-            .with_iter_limit(LIMITS.iterations)
-            .with_time_limit(LIMITS.time)
-            .with_expr(&term.expr)
-            .run(self.rules);
-        let Some(&root) = runner.roots.first() else {
-            return e.clone();
+        let key = memo_key(&term.expr, &bounds);
+        let cached = self.memo.borrow().get(&key).cloned();
+        let outcome = match cached {
+            Some(outcome) => outcome,
+            None => {
+                let outcome = self.run_egraph(&term.expr, bounds);
+                self.memo.borrow_mut().insert(key, outcome.clone());
+                outcome
+            }
         };
-        let (_, best) = Extractor::new(&runner.egraph, OpCost).find_best(root);
-        if op_count(&best) >= before {
+        let Some(best) = outcome else {
             // Not smaller: keep the original tree (and spans), opaque parts simplified.
             return self.keep(e);
-        }
+        };
         match to_ir(&best, &term.atoms) {
             Some(mut out) => {
                 out.span = e.span;
@@ -273,6 +293,24 @@ impl Simplifier<'_> {
             }
             None => e.clone(),
         }
+    }
+
+    /// The cheapest term equal to `expr` under `bounds`, if it has fewer operators.
+    fn run_egraph(
+        &self,
+        expr: &egg::RecExpr<lang::Index>,
+        bounds: Bounds,
+    ) -> Option<egg::RecExpr<lang::Index>> {
+        let before = op_count(expr);
+        let runner = Runner::<lang::Index, Bounds>::new(bounds)
+            .with_node_limit(LIMITS.nodes)
+            .with_iter_limit(LIMITS.iterations)
+            .with_time_limit(LIMITS.time)
+            .with_expr(expr)
+            .run(self.rules);
+        let &root = runner.roots.first()?;
+        let (_, best) = Extractor::new(&runner.egraph, OpCost).find_best(root);
+        (op_count(&best) < before).then_some(best)
     }
 
     /// `e` as it is, except that its opaque parts (as `Term::add` sees them) are simplified.

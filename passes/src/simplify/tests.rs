@@ -70,3 +70,17 @@ fn opaque_parts_survive_and_float_math_is_untouched() {
     let text = print_func(&out);
     assert!(text.contains("A[I[i]] = A[i] * 1.0 + 0.0"), "{text}");
 }
+
+/// The memo: a tree of the same shape over other opaque parts (`I[i]`, `I[j]`: both `$0`)
+/// reuses the answer with its own parts; other variables (other bounds) get their own run.
+#[test]
+fn memoized_trees_keep_their_own_atoms_and_bounds() {
+    let src = "@T.prim_func\ndef f(A: T.Tensor((64,), \"int32\"), I: T.Tensor((64,), \"int32\")):\n    with T.Kernel(1, threads=32) as bx:\n        for i in T.serial(8):\n            for j in T.serial(16):\n                A[(I[i] * 8 + i) // 8] = 1\n                A[(I[j] * 8 + i) // 8] = 2\n                A[(I[i] * 8 + j) // 8] = 3\n                A[(I[j] * 8 + i) // 8] = 4\n";
+    let out = simplify_func(tlc_ir::parse(src).unwrap()).unwrap();
+    let text = print_func(&out);
+    // i < 8 drops out of the division; j < 16 leaves j // 8.
+    assert!(text.contains("A[I[i]] = 1"), "{text}");
+    assert!(text.contains("A[I[j]] = 2"), "{text}");
+    assert!(text.contains("A[I[i] + j // 8] = 3"), "{text}");
+    assert!(text.contains("A[I[j]] = 4"), "{text}");
+}

@@ -111,9 +111,13 @@ pub(crate) fn build(
         )];
     }
     let trips = bin(BinOp::CeilDiv, total, Expr::int(threads));
-    // Register slots must be unrolled (constant indices); short copy loops are unrolled
-    // too, as a kernel engineer would write them: no loop counter, and the addresses of
-    // consecutive trips differ by constants the assembler folds.
+    // Register slots must be unrolled (constant indices). Copy loops of up to
+    // `MAX_UNROLLED_TRIPS` are unrolled too, as a kernel engineer would write them: no loop
+    // counter, addresses of consecutive trips differ by constants the assembler folds, and
+    // above all every trip's load is in flight at once. A rolled loop of synchronous
+    // element copies (the fallback for rows that are not 4-byte aligned) waits out one
+    // global-memory latency per trip: 32 of them per operand and K step made the ragged
+    // seed config 7-9x slower than cuBLAS at odd shapes (docs/perf.md).
     let kind = if const_int(&trips).is_some_and(|t| registers || t <= MAX_UNROLLED_TRIPS) {
         ForKind::Unroll
     } else {
@@ -129,8 +133,9 @@ pub(crate) fn build(
     )
 }
 
-/// The longest copy loop (trips per thread) that is unrolled.
-const MAX_UNROLLED_TRIPS: i64 = 8;
+/// The longest copy loop (trips per thread) that is unrolled: a 128 x 32 float16 tile over
+/// 128 threads, element by element (32 loads in flight, one register each).
+const MAX_UNROLLED_TRIPS: i64 = 32;
 
 /// `flat` decomposed row-major over `extents`; an extent of 1 gives the index 0.
 fn decompose(flat: &Expr, extents: &[Expr]) -> Vec<Expr> {

@@ -51,6 +51,18 @@ const CASES: &[(&str, &[&str], bool)] = &[
         &["M=8192", "N=8192", "K=8192"],
         true,
     ),
+    // The ragged bench config at an odd shape: 32-trip element copies, unrolled, with all
+    // their loads in flight (the most registers of any case).
+    (
+        "bench/gemm_128x128x32_t128_s3_masked.tir",
+        &["M=4095", "N=4097", "K=1023"],
+        false,
+    ),
+    (
+        "bench/gemm_128x128x32_t128_s4.tir",
+        &["M=8192", "N=8192", "K=8192"],
+        true,
+    ),
 ];
 
 /// `(registers, spill store bytes, spill load bytes)` from a `ptxas -v` log.

@@ -216,6 +216,46 @@ fn f16_bf16_conversions() {
     assert!(ptx.contains("$L__sel_else"));
 }
 
+const MASKED_COPY: &str = r#"
+M = T.symbolic("M")
+
+@T.prim_func
+def masked_copy(
+    X: T.Tensor((M, 64), "float16"),
+    Y: T.Tensor((M, 64), "float16"),
+):
+    with T.Kernel(T.ceildiv(M, 16), threads=64) as bx:
+        for tx in T.thread_binding(64, thread="threadIdx.x"):
+            Y[bx * 16 + tx // 16, tx % 16 * 4] = T.if_then_else(bx * 16 + tx // 16 < M, X[bx * 16 + tx // 16, tx % 16 * 4], T.cast(0, "float16"))
+            Y[bx * 16 + 4 + tx // 16, tx % 16 * 4] = T.if_then_else(bx * 16 + 4 + tx // 16 < M, X[bx * 16 + 4 + tx // 16, tx % 16 * 4], T.cast(0, "float16"))
+            Y[bx * 16 + 8 + tx // 16, tx % 16 * 4] = T.if_then_else(bx * 16 + 8 + tx // 16 < M, X[bx * 16 + 8 + tx // 16, tx % 16 * 4], T.cast(0, "float16"))
+"#;
+
+#[test]
+fn masked_loads_share_one_address() {
+    let (ptx, _) = check("masked_copy", MASKED_COPY);
+    // Each load stays behind its guard (a branch)...
+    assert_eq!(ptx.matches("$L__sel_else").count() / 2, 3, "{ptx}");
+    // ...but the address math runs before the guards, once: the three rows differ by
+    // immediate offsets (4 rows of 64 halves = 512 bytes) from one register.
+    let loads: Vec<&str> = ptx
+        .lines()
+        .filter(|l| l.contains("ld.global.b16"))
+        .collect();
+    assert_eq!(loads.len(), 3, "{ptx}");
+    let base = |l: &str| {
+        l.split('[')
+            .nth(1)
+            .and_then(|r| r.split(['+', ']']).next())
+            .map(str::to_string)
+    };
+    assert!(loads.iter().all(|l| base(l) == base(loads[0])), "{loads:?}");
+    assert!(
+        loads[1].contains("+512]") && loads[2].contains("+1024]"),
+        "{loads:?}"
+    );
+}
+
 const VECTOR_COPY: &str = r#"
 @T.prim_func
 def vector_copy(

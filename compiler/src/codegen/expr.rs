@@ -181,7 +181,12 @@ impl Cg {
             let y = self.expr_as(b, d)?;
             return Some(self.b.selp(sel_type(ty), x, y, p).into());
         }
-        // Only the taken arm runs: the other may read out of bounds.
+        // Only the taken arm runs: the other may read out of bounds. The arms' address math
+        // is pure, so it is computed here, before the branch: the loads stay guarded, and
+        // the addresses are value-numbered across arms and across neighbouring selects
+        // (a masked copy's elements share one row address plus immediate offsets).
+        self.hoist_addresses(a);
+        self.hoist_addresses(b);
         let out = self.b.new_reg(ty);
         let (else_l, end_l) = (self.b.label("sel_else"), self.b.label("sel_end"));
         self.b.bra_if(Guard::unless(p), &else_l);
@@ -485,6 +490,41 @@ impl Cg {
                     }
                 }
             }
+        }
+    }
+
+    /// Computes, in the current scope, the address of every global or shared load in `e`
+    /// whose indices read no memory (what a later `address` of the same element reuses).
+    /// Integer index math has no faults, so running it ahead of a guard is safe.
+    pub(super) fn hoist_addresses(&mut self, e: &Expr) {
+        let mut loads = Vec::new();
+        tlc_ir::visit::for_each_subexpr(e, &mut |sub| {
+            if let ExprKind::Load { buffer, indices } = &sub.kind {
+                loads.push((buffer.clone(), indices.clone(), sub.span));
+            }
+        });
+        for (buffer, indices, span) in loads {
+            self.hoist_address(&buffer, &indices, span);
+        }
+    }
+
+    /// `hoist_addresses` for one element: a global or shared `buffer[indices]` whose indices
+    /// read no memory (and that no vector access of this loop already covers). Only
+    /// buffers of constant strides: their elements that differ by constants share one
+    /// register (`flat_index`), which is the point; with a symbolic stride every row has
+    /// its own address, and computing it early only lengthens its life.
+    pub(super) fn hoist_address(&mut self, buffer: &str, indices: &[Expr], span: tlc_ir::Span) {
+        let in_memory = self.bufs.get(buffer).is_some_and(|b| {
+            b.shape.len() == indices.len()
+                && !matches!(b.mem, Mem::Local(_))
+                && b.shape.iter().skip(1).all(|d| self.const_eval(d).is_some())
+        });
+        let vector = self
+            .vec_loads
+            .iter()
+            .any(|(b, i, _)| b == buffer && i.as_slice() == indices);
+        if in_memory && !vector && !indices.iter().any(|i| reads_memory(self, i)) {
+            let _ = self.address(buffer, indices, span);
         }
     }
 

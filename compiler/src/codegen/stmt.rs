@@ -113,6 +113,8 @@ impl Cg {
                     return;
                 };
                 let p = self.in_reg(p, Type::Pred);
+                self.hoist_guarded_addresses(then_body);
+                self.hoist_guarded_addresses(else_body);
                 let else_l = self.b.label("else");
                 let end_l = self.b.label("endif");
                 self.b.bra_if(Guard::unless(p), &else_l);
@@ -127,6 +129,29 @@ impl Cg {
                 }
             }
             StmtKind::For(f) => self.for_loop(f, s),
+        }
+    }
+
+    /// The addresses of an `if` arm made only of stores (a masked store, an epilogue's
+    /// guarded element), computed before the branch as `select` does for its arms: pure
+    /// index math, shared by neighbouring guarded elements. Arms with lets or loops are
+    /// left alone (their indices may name variables bound inside them).
+    fn hoist_guarded_addresses(&mut self, body: &[Stmt]) {
+        let stores: Vec<_> = body
+            .iter()
+            .map(|s| match &s.kind {
+                StmtKind::Store {
+                    buffer,
+                    indices,
+                    value,
+                } => Some((buffer, indices, value)),
+                _ => None,
+            })
+            .collect::<Option<_>>()
+            .unwrap_or_default();
+        for (buffer, indices, value) in stores {
+            self.hoist_address(&buffer.name, indices, buffer.span);
+            self.hoist_addresses(value);
         }
     }
 

@@ -19,6 +19,9 @@
 //!   loop variables are substituted (otherwise a spanned error).
 //! - `T.if_then_else`, `and`, `or` whose deferred side reads global or shared memory are
 //!   lowered with a branch (only the taken side runs); otherwise with `selp` / predicate ops.
+//!   The addresses behind a `T.if_then_else` branch, and those of an `if` arm made only of
+//!   stores, are computed before the branch (constant-stride buffers), so neighbouring
+//!   masked elements share one address register plus immediate offsets.
 //! - Supported dtypes: int32, uint32, int64, float32, float16, bfloat16, bool (registers only).
 //!   float → int casts are `cvt.rzi.sat` from f32; int → f16/bf16 goes through f32.
 //! - Intrinsics (`intrinsics.rs`): `T.cp_async` → `cp.async.{cg|ca}.shared.global` (src-size

@@ -524,7 +524,11 @@ impl Cg {
             .iter()
             .any(|(b, i, _)| b == buffer && i.as_slice() == indices);
         if in_memory && !vector && !indices.iter().any(|i| reads_memory(self, i)) {
+            // An optimization never reports: the guarded access itself reports whatever
+            // is wrong with this address, once.
+            let reported = self.errors.len();
             let _ = self.address(buffer, indices, span);
+            self.errors.truncate(reported);
         }
     }
 

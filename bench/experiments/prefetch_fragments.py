@@ -44,6 +44,8 @@ def main(src_path, out_path):
     assert wait.startswith("T.cp_async_wait(") and sync == "T.sync_threads()", "unexpected loop head"
     kk_i = next(i for i in range(ko_i, len(src)) if "for kk in T.unroll(" in src[i])
     kk_count = int(re.search(r"T.unroll\((\d+)\)", src[kk_i]).group(1))
+    # The next iteration's first step reads set 0, which the last step fills: KK even.
+    assert kk_count % 2 == 0, f"K tile of {16 * kk_count}: the rotation needs an even number of K16 steps"
     body = indent_of(src[kk_i])
     copy = src[ko_i + 3 : kk_i]
     end = kk_i + 1

@@ -256,6 +256,42 @@ fn masked_loads_share_one_address() {
     );
 }
 
+const STALE_INDEX: &str = r#"
+@T.prim_func
+def stale_index(
+    A: T.Tensor((64,), "float32"),
+    I: T.Tensor((64,), "int32"),
+    B: T.Tensor((64,), "float32"),
+):
+    with T.Kernel(1, threads=32) as bx:
+        S = T.alloc_shared((64,), "float32")
+        L = T.alloc_local((1,), "int32")
+        T.shared_arena(bytes=256, offsets={S: 0})
+        for tx in T.thread_binding(32, thread="threadIdx.x"):
+            S[tx] = A[tx]
+            S[tx + 32] = A[tx + 32]
+            T.sync_threads()
+            L[0] = I[tx] % 64
+            B[tx] = S[L[0]]
+            L[0] = I[tx + 32] % 64
+            B[tx + 32] = S[L[0]]
+"#;
+
+/// A local element used as an index is rewritten between two loads: the second address
+/// must be computed from the new value, not reused from the first (value numbering keys
+/// name registers, and a local element's register changes on a store).
+#[test]
+fn rewritten_local_index_gets_a_new_address() {
+    let (ptx, _) = check("stale_index", STALE_INDEX);
+    let addrs: Vec<&str> = ptx
+        .lines()
+        .filter(|l| l.contains("ld.shared.f32"))
+        .filter_map(|l| l.split('[').nth(1))
+        .collect();
+    assert_eq!(addrs.len(), 2, "{ptx}");
+    assert_ne!(addrs[0], addrs[1], "{ptx}");
+}
+
 const VECTOR_COPY: &str = r#"
 @T.prim_func
 def vector_copy(

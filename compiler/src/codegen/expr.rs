@@ -22,6 +22,15 @@ pub(super) fn reads_memory(cg: &Cg, e: &Expr) -> bool {
     found
 }
 
+/// Whether `e` loads from any buffer, local arrays included.
+fn has_load(e: &Expr) -> bool {
+    let mut found = false;
+    tlc_ir::visit::for_each_subexpr(e, &mut |sub| {
+        found |= matches!(sub.kind, ExprKind::Load { .. });
+    });
+    found
+}
+
 impl Cg {
     pub(super) fn typed(&mut self, e: &Expr) -> Option<Typed> {
         let vars = &self.vars;
@@ -494,7 +503,7 @@ impl Cg {
     }
 
     /// Computes, in the current scope, the address of every global or shared load in `e`
-    /// whose indices read no memory (what a later `address` of the same element reuses).
+    /// whose indices load nothing (what a later `address` of the same element reuses).
     /// Integer index math has no faults, so running it ahead of a guard is safe.
     pub(super) fn hoist_addresses(&mut self, e: &Expr) {
         let mut loads = Vec::new();
@@ -509,7 +518,7 @@ impl Cg {
     }
 
     /// `hoist_addresses` for one element: a global or shared `buffer[indices]` whose indices
-    /// read no memory (and that no vector access of this loop already covers). Only
+    /// load nothing (and that no vector access of this loop already covers). Only
     /// buffers of constant strides: their elements that differ by constants share one
     /// register (`flat_index`), which is the point; with a symbolic stride every row has
     /// its own address, and computing it early only lengthens its life.
@@ -523,7 +532,9 @@ impl Cg {
             .vec_loads
             .iter()
             .any(|(b, i, _)| b == buffer && i.as_slice() == indices);
-        if in_memory && !vector && !indices.iter().any(|i| reads_memory(self, i)) {
+        // No load at all in the indices, local arrays included: such an address is not
+        // worth computing ahead, and a local element may be rewritten inside the arm.
+        if in_memory && !vector && !indices.iter().any(has_load) {
             // An optimization never reports: the guarded access itself reports whatever
             // is wrong with this address, once.
             let reported = self.errors.len();
@@ -695,7 +706,12 @@ impl Cg {
             return Some(r.into());
         }
         let v = self.expr(e, t.dtype)?;
-        let r = self.convert(v, t.dtype, want);
+        let mut r = self.convert(v, t.dtype, want);
+        if has_load(e) {
+            // An index read from a local array may be that element's own register, which a
+            // later store rewrites: address keys (`mad:`, `addr:`) must name a copy.
+            r = self.b.mov(ty, r);
+        }
         if let Some(k) = key {
             self.memo_put(k, r);
         }

@@ -8,7 +8,7 @@
 
 use crate::names::NameSet;
 use tlc_ir::verifier::const_int;
-use tlc_ir::{BinOp, Expr, For, ForKind, Span, Stmt, StmtKind, ThreadTag};
+use tlc_ir::{BinOp, Expr, ExprKind, For, ForKind, Span, Stmt, StmtKind, ThreadTag};
 
 /// The per-element view of a region handed to the op that fills its body.
 pub(crate) struct Mapping {
@@ -111,14 +111,21 @@ pub(crate) fn build(
         )];
     }
     let trips = bin(BinOp::CeilDiv, total, Expr::int(threads));
-    // Register slots must be unrolled (constant indices). Copy loops of up to
-    // `MAX_UNROLLED_TRIPS` are unrolled too, as a kernel engineer would write them: no loop
-    // counter, addresses of consecutive trips differ by constants the assembler folds, and
-    // above all every trip's load is in flight at once. A rolled loop of synchronous
+    // Register slots must be unrolled (constant indices). Short loops are unrolled too, as
+    // a kernel engineer would write them: no loop counter, and addresses of consecutive
+    // trips differ by constants the assembler folds. Copies (one store of a loaded value,
+    // by `T.copy` or a `T.Parallel` written as one) go up to `MAX_UNROLLED_COPY_TRIPS`: above
+    // all, every trip's load is then in flight at once. A rolled loop of synchronous
     // element copies (the fallback for rows that are not 4-byte aligned) waits out one
     // global-memory latency per trip: 32 of them per operand and K step made the ragged
-    // seed config 7-9x slower than cuBLAS at odd shapes (docs/perf.md).
-    let kind = if const_int(&trips).is_some_and(|t| registers || t <= MAX_UNROLLED_TRIPS) {
+    // seed config 7-9x slower than cuBLAS at odd shapes (docs/perf.md). Other bodies keep
+    // the short limit, so an arbitrary parallel body does not grow 32-fold.
+    let limit = if is_copy(&inner) {
+        MAX_UNROLLED_COPY_TRIPS
+    } else {
+        MAX_UNROLLED_TRIPS
+    };
+    let kind = if const_int(&trips).is_some_and(|t| registers || t <= limit) {
         ForKind::Unroll
     } else {
         ForKind::Serial
@@ -133,9 +140,37 @@ pub(crate) fn build(
     )
 }
 
+/// The longest trip loop that is unrolled.
+const MAX_UNROLLED_TRIPS: i64 = 8;
+
 /// The longest copy loop (trips per thread) that is unrolled: a 128 x 32 float16 tile over
-/// 128 threads, element by element (32 loads in flight, one register each).
-const MAX_UNROLLED_TRIPS: i64 = 32;
+/// 128 threads, element by element (32 loads in flight, one register each). 64 (a K tile
+/// of 64) spills next to a 128 x 128 accumulator.
+const MAX_UNROLLED_COPY_TRIPS: i64 = 32;
+
+/// Whether a region's per-element body is a copy: one store whose value reads a buffer,
+/// possibly under a bounds guard or in a vector-lane loop.
+fn is_copy(body: &[Stmt]) -> bool {
+    match body {
+        [s] => match &s.kind {
+            StmtKind::Store { value, .. } => {
+                let mut loads = false;
+                tlc_ir::visit::for_each_subexpr(value, &mut |e| {
+                    loads |= matches!(e.kind, ExprKind::Load { .. });
+                });
+                loads
+            }
+            StmtKind::If {
+                then_body,
+                else_body,
+                ..
+            } => else_body.is_empty() && is_copy(then_body),
+            StmtKind::For(f) => is_copy(&f.body),
+            _ => false,
+        },
+        _ => false,
+    }
+}
 
 /// `flat` decomposed row-major over `extents`; an extent of 1 gives the index 0.
 fn decompose(flat: &Expr, extents: &[Expr]) -> Vec<Expr> {

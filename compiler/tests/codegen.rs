@@ -163,6 +163,11 @@ fn elementwise_tail_symbolic() {
     assert_eq!(man.params[0].shape, vec![DimExpr::dim("N")]);
     assert!(ptx.contains(".param .u32 add_tail_param_N"));
     assert!(ptx.contains("setp.lt.s32"));
+    // The guarded statement's addresses (two loads, one store) are computed before the
+    // guard; inside it only the memory accesses remain.
+    let (before, inside) = ptx.split_once("bra").unwrap_or_default();
+    assert_eq!(before.matches("mad.lo.s64").count(), 3, "{ptx}");
+    assert_eq!(inside.matches("mad.lo.s64").count(), 0, "{ptx}");
 }
 
 const FLOOR_MATH: &str = r#"

@@ -8,6 +8,7 @@
 #       configs  the other bench/ configs on the seed sweep and 8192^3
 #       ragged   the masked seed config at ragged shapes
 #       swizzle  the seed kernel with no L2 rasterization and panel_size 0 / 10 / 20
+#       small    the small-tile config at the shapes with few output tiles
 # Each writes OUT_DIR/PART-*.csv (and the table to stdout).
 set -eu
 cd "$(dirname "$0")/.."
@@ -31,7 +32,7 @@ for part in "$@"; do
         ;;
     configs)
         for f in bench/gemm_*.tir; do
-            case $f in *masked*) continue ;; esac
+            case $f in *masked* | *64x64x64*) continue ;; esac
             bench "configs-$(basename "$f" .tir)" "$f" "$SWEEP;8192,8192,8192" --iters 20
         done
         ;;
@@ -48,6 +49,9 @@ for part in "$@"; do
         for v in none p0 p10 p20; do
             bench "swizzle-$v" "$tmp/$v.tir" "$SWEEP;8192,8192,8192" --iters 20
         done
+        ;;
+    small)
+        bench small bench/gemm_64x64x64_t128_s4.tir "1024,1024,14336;4096,2048,1024"
         ;;
     *)
         echo "unknown part $part" >&2

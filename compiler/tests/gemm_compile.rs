@@ -63,6 +63,11 @@ const CASES: &[(&str, &[&str], bool)] = &[
         &["M=8192", "N=8192", "K=8192"],
         true,
     ),
+    (
+        "bench/gemm_64x64x64_t128_s4.tir",
+        &["M=1024", "N=1024", "K=14336"],
+        true,
+    ),
 ];
 
 /// `(registers, spill store bytes, spill load bytes)` from a `ptxas -v` log.

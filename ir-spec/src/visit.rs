@@ -118,6 +118,15 @@ pub fn for_each_subexpr<'a>(expr: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
     }
 }
 
+/// Whether `expr` loads from any buffer (local arrays included).
+pub fn has_load(expr: &Expr) -> bool {
+    let mut found = false;
+    for_each_subexpr(expr, &mut |x| {
+        found |= matches!(x.kind, ExprKind::Load { .. })
+    });
+    found
+}
+
 /// Rebuilds `expr` bottom-up: `f` sees each node after its children were rewritten.
 pub fn map_expr(expr: &Expr, f: &mut dyn FnMut(Expr) -> Expr) -> Expr {
     let kind = match &expr.kind {

@@ -38,7 +38,7 @@ use crate::pipeline_planning::{count_sites, for_each_kernel};
 use std::collections::{BTreeSet, HashMap};
 use tlc_ir::affine::constant_difference;
 use tlc_ir::verifier::const_int;
-use tlc_ir::visit::{child_bodies_mut, for_each_stmt, for_each_subexpr, map_expr};
+use tlc_ir::visit::{child_bodies_mut, for_each_stmt, for_each_subexpr, has_load, map_expr};
 use tlc_ir::{
     BinOp, BufferDecl, Diagnostic, ElemRef, Expr, ExprKind, For, ForKind, Ident, Intrinsic,
     PrimFunc, Scope, Stmt, StmtKind, UnOp,
@@ -159,12 +159,6 @@ fn mentions(e: &Expr, var: &str) -> bool {
     for_each_subexpr(e, &mut |x| {
         found |= matches!(&x.kind, ExprKind::Var(n) if n == var)
     });
-    found
-}
-
-fn has_load(e: &Expr) -> bool {
-    let mut found = false;
-    for_each_subexpr(e, &mut |x| found |= matches!(x.kind, ExprKind::Load { .. }));
     found
 }
 

@@ -7,6 +7,7 @@ use crate::ptx::{
     Operand, Reg, Space, Type, UnOp as PUn,
 };
 use tlc_ir::types::{infer, unify, Typed};
+use tlc_ir::visit::has_load;
 use tlc_ir::{BinOp, DType, Expr, ExprKind, UnOp};
 
 /// Whether `e` reads global or shared memory (such reads must not run speculatively).
@@ -18,15 +19,6 @@ pub(super) fn reads_memory(cg: &Cg, e: &Expr) -> bool {
                 found = true;
             }
         }
-    });
-    found
-}
-
-/// Whether `e` loads from any buffer, local arrays included.
-fn has_load(e: &Expr) -> bool {
-    let mut found = false;
-    tlc_ir::visit::for_each_subexpr(e, &mut |sub| {
-        found |= matches!(sub.kind, ExprKind::Load { .. });
     });
     found
 }

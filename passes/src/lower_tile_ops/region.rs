@@ -8,7 +8,8 @@
 
 use crate::names::NameSet;
 use tlc_ir::verifier::const_int;
-use tlc_ir::{BinOp, Expr, ExprKind, For, ForKind, Span, Stmt, StmtKind, ThreadTag};
+use tlc_ir::visit::has_load;
+use tlc_ir::{BinOp, Expr, For, ForKind, Span, Stmt, StmtKind, ThreadTag};
 
 /// The per-element view of a region handed to the op that fills its body.
 pub(crate) struct Mapping {
@@ -153,13 +154,7 @@ const MAX_UNROLLED_COPY_TRIPS: i64 = 32;
 fn is_copy(body: &[Stmt]) -> bool {
     match body {
         [s] => match &s.kind {
-            StmtKind::Store { value, .. } => {
-                let mut loads = false;
-                tlc_ir::visit::for_each_subexpr(value, &mut |e| {
-                    loads |= matches!(e.kind, ExprKind::Load { .. });
-                });
-                loads
-            }
+            StmtKind::Store { value, .. } => has_load(value),
             StmtKind::If {
                 then_body,
                 else_body,

@@ -12,8 +12,9 @@
 //!
 //! Unrolled bodies repeat the same trees many times (the seed GEMM: 356 trees, 216
 //! distinct), so each run's outcome is memoized by the term with its opaque parts as
-//! `$k` symbols together with the interval of every symbol: the e-graph's answer is a
-//! function of exactly those, so a hit gives the very term a fresh run would.
+//! `$k` symbols together with the interval of every symbol: the e-graph sees exactly
+//! those, so a hit gives a term a fresh run would give (the same one, unless the run's time
+//! limit is what stops it).
 
 mod convert;
 pub mod interval;

@@ -94,11 +94,19 @@ pub enum Command {
         /// The passes to run, in order, e.g. `--passes=rasterize,simplify` (see `tlc passes`).
         #[arg(long, value_name = "P1,P2,...", default_value = "")]
         passes: String,
+        /// The GPU target the passes compile for (its limits and capabilities).
+        #[arg(long, value_name = "sm_80|sm_90a", default_value = "sm_80")]
+        target: String,
         #[command(flatten)]
         instrument: InstrumentFlags,
     },
-    /// List the passes with their descriptions.
-    Passes,
+    /// List the passes with their descriptions; with `--target`, that target's default
+    /// pipeline in order.
+    Passes {
+        /// Print the default pipeline of this target (what `tlc compile --target` runs).
+        #[arg(long, value_name = "sm_80|sm_90a")]
+        target: Option<String>,
+    },
     /// Benchmark a GEMM kernel against cuBLAS on GPU 0: check its result, time both, print
     /// TFLOP/s and the ratio.
     Bench {

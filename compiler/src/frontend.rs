@@ -4,6 +4,7 @@
 use crate::diagnostics::SourceFile;
 use std::path::Path;
 use tlc_ir::specialize::{parse_define, specialize};
+use tlc_ir::verifier::FuncInfo;
 use tlc_ir::{Diagnostic, PrimFunc, Span};
 
 /// A user error, already rendered for the terminal.
@@ -39,13 +40,17 @@ pub fn parse(file: &SourceFile) -> Result<PrimFunc, UserError> {
     tlc_ir::parse::parse(&file.text).map_err(|diags| UserError(file.render_all(&diags)))
 }
 
-/// Parses, specializes with `defines` (`NAME=VALUE` texts) and verifies.
-pub fn load(path: &Path, defines: &[String]) -> Result<(SourceFile, PrimFunc), UserError> {
+/// Parses, specializes with `defines` (`NAME=VALUE` texts) and verifies; the verifier's
+/// facts come back with the function.
+pub fn load(
+    path: &Path,
+    defines: &[String],
+) -> Result<(SourceFile, PrimFunc, FuncInfo), UserError> {
     let file = read_source(path)?;
     let func = parse(&file)?;
     let func = bind(&file, &func, defines)?;
-    verify(&file, &func)?;
-    Ok((file, func))
+    let info = verify(&file, &func)?;
+    Ok((file, func, info))
 }
 
 /// Applies `-D NAME=VALUE` bindings.
@@ -62,6 +67,6 @@ pub fn bind(file: &SourceFile, func: &PrimFunc, defines: &[String]) -> Result<Pr
 }
 
 /// Runs the verifier, rendering all its errors.
-pub fn verify(file: &SourceFile, func: &PrimFunc) -> Result<tlc_ir::verifier::FuncInfo, UserError> {
+pub fn verify(file: &SourceFile, func: &PrimFunc) -> Result<FuncInfo, UserError> {
     tlc_ir::verifier::verify(func).map_err(|diags| UserError(file.render_all(&diags)))
 }

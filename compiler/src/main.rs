@@ -92,9 +92,22 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
             file,
             define,
             passes,
+            target,
             instrument,
-        } => commands::opt::run(&file, &define, &passes, &instrument),
-        Command::Passes => Ok(commands::passes::run()),
+        } => commands::opt::run(
+            &file,
+            &define,
+            &passes,
+            commands::compile::parse_target(&target)?,
+            &instrument,
+        ),
+        Command::Passes { target } => {
+            let target = target
+                .as_deref()
+                .map(commands::compile::parse_target)
+                .transpose()?;
+            Ok(commands::passes::run(target))
+        }
         Command::Bench {
             file,
             define,

@@ -10,8 +10,8 @@ use std::path::Path;
 use tlc::codegen::emit;
 use tlc::ptx::{check_manifest, print_with_manifest};
 use tlc_ir::{Diagnostic, PrimFunc};
-use tlc_runtime::manifest::{Access, Manifest, Target};
 use tlc_runtime::DimExpr;
+use tlc_runtime::{Access, Manifest, Target};
 
 /// Assembles `ptx` for `arch` and returns ptxas's `-v` log; panics on an error or a spill.
 fn assemble(ptx: &str, name: &str, arch: &str) -> String {

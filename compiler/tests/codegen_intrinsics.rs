@@ -10,7 +10,7 @@ use std::path::Path;
 use tlc::codegen::emit;
 use tlc::ptx::{check_manifest, print_with_manifest};
 use tlc_ir::{Diagnostic, PrimFunc};
-use tlc_runtime::manifest::{Manifest, Target};
+use tlc_runtime::{Manifest, Target};
 
 fn parse(src: &str) -> PrimFunc {
     let func = match tlc_ir::parse(src) {

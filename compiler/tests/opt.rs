@@ -32,6 +32,31 @@ fn passes_lists_every_pass_with_a_description() {
 }
 
 #[test]
+fn passes_with_a_target_prints_its_default_pipeline() {
+    for target in tlc_ir::Target::ALL {
+        let out = tlc(&["passes", "--target", target.name()]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let names: Vec<String> = text(&out.stdout)
+            .lines()
+            .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
+            .collect();
+        let want: Vec<&str> = tlc_passes::default_pipeline(target)
+            .iter()
+            .map(|p| p.name())
+            .collect();
+        assert_eq!(names, want, "{target}");
+        assert_eq!(names.first().map(String::as_str), Some("layout-inference"));
+        assert_eq!(names.last().map(String::as_str), Some("simplify"));
+    }
+    let out = tlc(&["passes", "--target", "sm_75"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        "error: `--target sm_75`: unknown target (known targets: sm_80, sm_90a)\n"
+    );
+}
+
+#[test]
 fn opt_prints_the_ir_after_the_passes_and_the_output_is_valid_input() {
     let out = tlc(&[
         "opt",

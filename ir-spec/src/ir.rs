@@ -249,7 +249,8 @@ pub struct Kernel {
 }
 
 /// The block's dynamic shared memory: `bytes` bytes, each shared allocation at a byte offset.
-/// Allocations whose lifetimes do not overlap may share bytes.
+/// Allocations whose lifetimes do not overlap may share bytes. The most a block may have is
+/// its target's (`Target::max_shared_bytes`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Arena {
     pub bytes: i64,
@@ -258,8 +259,6 @@ pub struct Arena {
 }
 
 impl Arena {
-    /// The most dynamic shared memory one block may use: sm_90's opt-in maximum (227 KiB).
-    pub const MAX_BYTES: i64 = 232_448;
     /// Every offset is a multiple of this (the widest vector access, 16 bytes).
     pub const ALIGN: i64 = 16;
 

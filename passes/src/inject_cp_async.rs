@@ -32,6 +32,7 @@
 //!
 //! Everything else is left as it is (synchronous stores are always correct).
 
+use crate::context::PassContext;
 use crate::inject_software_pipeline::fold;
 use crate::pass::Pass;
 use crate::pipeline_planning::{count_sites, for_each_kernel};
@@ -55,7 +56,7 @@ impl Pass for InjectCpAsync {
         "global->shared vector copies closed by T.cp_async_commit() -> T.cp_async (16/8/4 bytes, predicated zero-fill)"
     }
 
-    fn run(&self, mut func: PrimFunc) -> Result<PrimFunc, Vec<Diagnostic>> {
+    fn run(&self, mut func: PrimFunc, _cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
         let params = func.params.clone();
         for_each_kernel(&mut func.body, &mut |k| {
             let decls: HashMap<String, BufferDecl> = params

@@ -38,6 +38,7 @@
 //!   plan is checked either way. Stages strictly between 0 and `S - 1`, nested pipelined
 //!   loops, and a shared buffer written in stage 0 of two loops are errors.
 
+use crate::context::PassContext;
 use crate::names::{rename_binders, NameSet};
 use crate::pass::Pass;
 use crate::pipeline_planning::{
@@ -62,7 +63,7 @@ impl Pass for InjectSoftwarePipeline {
         "T.Pipelined loops -> prologue + loop with stage-0 copies num_stages-1 iterations ahead into per-stage shared buffers, cp.async commit/wait"
     }
 
-    fn run(&self, mut func: PrimFunc) -> Result<PrimFunc, Vec<Diagnostic>> {
+    fn run(&self, mut func: PrimFunc, _cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
         let mut names = NameSet::of(&func);
         let mut errors = Vec::new();
         let params = func.params.clone();

@@ -18,6 +18,7 @@
 //! then the larger `WM`), `FullRow` needs `WM = W`, `FullCol` needs `WN = W`. 128 x 128 with
 //! 4 warps gives 2 x 2 warps of 64 x 64.
 
+use crate::context::PassContext;
 use crate::pass::Pass;
 use petgraph::graph::{NodeIndex, UnGraph};
 use petgraph::visit::Bfs;
@@ -40,7 +41,7 @@ impl Pass for LayoutInference {
         "layouts for gemm fragments (mma accumulator) and shared operands (XOR swizzle), propagated through copies"
     }
 
-    fn run(&self, mut func: PrimFunc) -> Result<PrimFunc, Vec<Diagnostic>> {
+    fn run(&self, mut func: PrimFunc, _cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
         let mut errors = Vec::new();
         for stmt in &mut func.body {
             let span = stmt.span;

@@ -3,6 +3,7 @@
 //! `pipeline-planning`, `inject-software-pipeline`, `lower-tile-ops`, `inject-cp-async`, `rasterize`,
 //! `thread-binding`, `plan-shared-memory`, `unroll`, `simplify`. See `docs/passes.md`.
 
+pub mod context;
 pub mod inject_cp_async;
 pub mod inject_software_pipeline;
 pub mod instrument;
@@ -19,7 +20,9 @@ pub mod simplify;
 pub mod thread_binding;
 pub mod unroll;
 
+pub use context::PassContext;
 pub use instrument::Instrumentation;
 pub use manager::{PassManager, PipelineError};
 pub use pass::Pass;
-pub use pipeline::{default_pipeline, parse_pipeline, registry, Pipeline, Target};
+pub use pipeline::{default_pipeline, parse_pipeline, registry, Pipeline};
+pub use tlc_ir::Target;

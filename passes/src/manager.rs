@@ -1,9 +1,11 @@
 //! The pass manager: runs a pipeline over a `PrimFunc` with the instrumentation of
 //! `Instrumentation` — IR printing before/after passes, numbered dumps, `stop-after`, a
-//! timing table — and, unless turned off, the verifier after every pass. A pass that breaks
-//! the IR is named in the error, with the verifier's complaints and the paths of the IR it
-//! was given and the IR it produced.
+//! timing table — and, unless turned off, the verifier after every pass (with the limits of
+//! the context's target). A pass that breaks the IR is named in the error, with the
+//! verifier's complaints and the paths of the IR it was given and the IR it produced. The
+//! verifier's facts (`FuncInfo`) are handed to the next pass through the `PassContext`.
 
+use crate::context::PassContext;
 use crate::instrument::Instrumentation;
 use crate::pipeline::{resolve, Pipeline, UnknownPass};
 use std::fmt;
@@ -11,7 +13,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tlc_ir::printer::print_func;
-use tlc_ir::verifier::verify;
+use tlc_ir::verifier::{verify_with, Requirements};
 use tlc_ir::{Diagnostic, PrimFunc};
 
 /// Why a pipeline did not finish.
@@ -137,10 +139,16 @@ impl PassManager {
         &self.pipeline
     }
 
-    /// Runs the pipeline on `func` (which should verify). IR prints and the timing table go
-    /// to `log` (the CLI passes stderr); a failed write to `log` is ignored.
-    pub fn run(&self, func: PrimFunc, log: &mut dyn Write) -> Result<PrimFunc, PipelineError> {
-        let (func, timings) = self.run_timed(func, log)?;
+    /// Runs the pipeline on `func` (which should verify) in context `cx`, which holds the
+    /// facts of the result afterwards. IR prints and the timing table go to `log` (the CLI
+    /// passes stderr); a failed write to `log` is ignored.
+    pub fn run(
+        &self,
+        func: PrimFunc,
+        cx: &mut PassContext,
+        log: &mut dyn Write,
+    ) -> Result<PrimFunc, PipelineError> {
+        let (func, timings) = self.run_timed(func, cx, log)?;
         if self.opts.time_passes {
             let _ = log.write_all(timings.table().as_bytes());
         }
@@ -152,8 +160,12 @@ impl PassManager {
     pub fn run_timed(
         &self,
         func: PrimFunc,
+        cx: &mut PassContext,
         log: &mut dyn Write,
     ) -> Result<(PrimFunc, Timings), PipelineError> {
+        let requirements = Requirements {
+            target: Some(cx.target()),
+        };
         let opts = &self.opts;
         if let Some(dir) = &opts.dump_dir {
             std::fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
@@ -176,7 +188,7 @@ impl PassManager {
             // Kept only to dump it if the pass breaks the IR.
             let input = opts.verify_each.then(|| func.clone());
             let start = Instant::now();
-            let result = pass.run(func);
+            let result = pass.run(func, cx);
             timings.push(PassTiming {
                 pass: name,
                 elapsed: start.elapsed(),
@@ -187,11 +199,16 @@ impl PassManager {
             })?;
             if let Some(input) = input {
                 let start = Instant::now();
-                let verdict = verify(&func);
+                let verdict = verify_with(&func, &requirements);
                 verify_time += start.elapsed();
-                if let Err(diagnostics) = verdict {
-                    return Err(self.broke_ir(stage, name, &input, &func, diagnostics));
+                match verdict {
+                    Ok(info) => cx.set_info(Some(info)),
+                    Err(diagnostics) => {
+                        return Err(self.broke_ir(stage, name, &input, &func, diagnostics))
+                    }
                 }
+            } else if !pass.preserves_declarations() {
+                cx.set_info(None);
             }
             let printed =
                 (opts.print_after(name) || opts.print_ir_after_change || opts.dump_dir.is_some())

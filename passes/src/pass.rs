@@ -1,5 +1,6 @@
 //! The `Pass` trait: one named, described transformation of a `PrimFunc`.
 
+use crate::context::PassContext;
 use tlc_ir::{Diagnostic, PrimFunc};
 
 /// A transformation of the IR. A pass takes the function by value and returns the new one,
@@ -11,7 +12,13 @@ pub trait Pass: Sync {
     fn name(&self) -> &'static str;
     /// One line for `tlc passes`.
     fn description(&self) -> &'static str;
-    fn run(&self, func: PrimFunc) -> Result<PrimFunc, Vec<Diagnostic>>;
+    /// Whether the pass leaves every declaration of the function — buffers (their shapes
+    /// included), dims, and the variables every binder introduces — as it found them, so
+    /// facts cached in the context stay true. Passes that only rewrite expressions say yes.
+    fn preserves_declarations(&self) -> bool {
+        false
+    }
+    fn run(&self, func: PrimFunc, cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>>;
 }
 
 impl std::fmt::Debug for dyn Pass {

@@ -13,6 +13,7 @@ use crate::simplify::Simplify;
 use crate::thread_binding::ThreadBinding;
 use crate::unroll::Unroll;
 use std::fmt;
+use tlc_ir::Target;
 
 /// An ordered list of passes.
 pub type Pipeline = Vec<&'static dyn Pass>;
@@ -98,30 +99,6 @@ pub fn parse_pipeline(text: &str) -> Result<Pipeline, UnknownPass> {
         .filter(|s| !s.is_empty())
         .map(resolve)
         .collect()
-}
-
-/// A compilation target.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Target {
-    Sm80,
-    Sm90a,
-}
-
-impl Target {
-    pub fn name(self) -> &'static str {
-        match self {
-            Target::Sm80 => "sm_80",
-            Target::Sm90a => "sm_90a",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Target> {
-        match text {
-            "sm_80" => Some(Target::Sm80),
-            "sm_90a" => Some(Target::Sm90a),
-            _ => None,
-        }
-    }
 }
 
 /// The passes `tlc compile` runs for `target`, in design.md's order. Only the passes that

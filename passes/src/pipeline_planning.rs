@@ -23,6 +23,7 @@
 //! stage, and the stage-0 statements must satisfy the conditions above; violations are
 //! errors located at the statement.
 
+use crate::context::PassContext;
 use crate::pass::Pass;
 use crate::thread_binding::Access;
 use petgraph::graph::{DiGraph, NodeIndex};
@@ -46,7 +47,7 @@ impl Pass for PipelinePlanning {
         "T.Pipelined loops: stage 0 for global->shared copies, the last stage for the rest, order from the body's dependency graph"
     }
 
-    fn run(&self, mut func: PrimFunc) -> Result<PrimFunc, Vec<Diagnostic>> {
+    fn run(&self, mut func: PrimFunc, _cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
         let mut errors = Vec::new();
         let params = func.params.clone();
         for_each_kernel(&mut func.body, &mut |k| {

@@ -12,17 +12,19 @@
 //!   barrier between the last use of the old buffer and the first use of the new one (other
 //!   threads may still read the old bytes): when there is none at the top level between them,
 //!   one is inserted before the new buffer's first use.
-//! - `bytes` is the high-water mark; over `Arena::MAX_BYTES` is an error on the kernel.
+//! - `bytes` is the high-water mark; over the target's `max_shared_bytes` (sm_80: 163 KiB,
+//!   sm_90a: 227 KiB) is an error on the kernel.
 //!
 //! Kernels without shared allocations are left alone.
 
+use crate::context::PassContext;
 use crate::pass::Pass;
 use crate::thread_binding::Access;
 use std::collections::BTreeSet;
 use tlc_ir::verifier::const_int;
 use tlc_ir::{
     Arena, BufferDecl, Diagnostic, ForKind, Kernel, Layout, PrimFunc, Scope, Span, Stmt, StmtKind,
-    ThreadTag,
+    Target, ThreadTag,
 };
 
 pub struct PlanSharedMemory;
@@ -36,12 +38,12 @@ impl Pass for PlanSharedMemory {
         "shared allocations -> offsets in one dynamic arena (aligned, reusing dead buffers' bytes)"
     }
 
-    fn run(&self, mut func: PrimFunc) -> Result<PrimFunc, Vec<Diagnostic>> {
+    fn run(&self, mut func: PrimFunc, cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
         let mut errors = Vec::new();
         for stmt in &mut func.body {
             let span = stmt.span;
             if let StmtKind::Kernel(k) = &mut stmt.kind {
-                plan_kernel(k, span, &mut errors);
+                plan_kernel(k, span, cx.target(), &mut errors);
             }
         }
         if errors.is_empty() {
@@ -77,7 +79,7 @@ fn is_merged(body: &[Stmt]) -> bool {
             | ThreadTag::ThreadY | ThreadTag::ThreadZ))))
 }
 
-fn plan_kernel(k: &mut Kernel, span: Span, errors: &mut Vec<Diagnostic>) {
+fn plan_kernel(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diagnostic>) {
     let shared: Vec<BufferDecl> = k
         .allocs
         .iter()
@@ -191,12 +193,12 @@ fn plan_kernel(k: &mut Kernel, span: Span, errors: &mut Vec<Diagnostic>) {
         top.insert(at, Stmt::new(StmtKind::Barrier, bspan));
     }
     let bytes = slots.iter().map(|s| s.offset + s.size).max().unwrap_or(0);
-    if bytes > Arena::MAX_BYTES {
+    let max = target.max_shared_bytes();
+    if bytes > max {
         let mut d = Diagnostic::error(
             span,
             format!(
-                "this kernel needs {bytes} bytes of shared memory, more than the {} a block may have",
-                Arena::MAX_BYTES
+                "this kernel needs {bytes} bytes of shared memory, more than the {max} a block may have on {target}"
             ),
         );
         for s in &slots {

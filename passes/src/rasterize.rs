@@ -22,6 +22,7 @@
 //! results never change. `P = 0` or a 1-D grid (where the mapping is the identity) only
 //! drops the swizzle; `bz` is never remapped.
 
+use crate::context::PassContext;
 use crate::names::NameSet;
 use crate::pass::Pass;
 use tlc_ir::verifier::const_int;
@@ -41,7 +42,7 @@ impl Pass for Rasterize {
         "T.use_swizzle(panel_size=P) -> block indices remapped panel by panel (L2 rasterization)"
     }
 
-    fn run(&self, mut func: PrimFunc) -> Result<PrimFunc, Vec<Diagnostic>> {
+    fn run(&self, mut func: PrimFunc, _cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
         let mut names = NameSet::of(&func);
         let mut errors = Vec::new();
         for stmt in &mut func.body {

@@ -31,6 +31,7 @@
 //!   depend on the thread (an error otherwise).
 //! - A kernel with no region is left alone.
 
+use crate::context::PassContext;
 use crate::pass::Pass;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use tlc_ir::affine::constant_difference;
@@ -52,7 +53,7 @@ impl Pass for ThreadBinding {
         "SIMT regions -> one threadIdx.x loop over the kernel body, with T.sync_threads() where regions share memory"
     }
 
-    fn run(&self, func: PrimFunc) -> Result<PrimFunc, Vec<Diagnostic>> {
+    fn run(&self, func: PrimFunc, _cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
         bind_threads(func, true)
     }
 }

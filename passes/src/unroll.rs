@@ -5,6 +5,7 @@
 //! handled after the substitution, so an inner `T.unroll(i)` whose bound was the outer
 //! variable unrolls too. A `T.unroll` loop whose bounds are not constant is left alone.
 
+use crate::context::PassContext;
 use crate::names::{rename_binders, NameSet};
 use crate::pass::Pass;
 use std::collections::HashMap;
@@ -27,7 +28,7 @@ impl Pass for Unroll {
         "T.unroll loops with constant bounds -> one renamed copy of the body per iteration"
     }
 
-    fn run(&self, mut func: PrimFunc) -> Result<PrimFunc, Vec<Diagnostic>> {
+    fn run(&self, mut func: PrimFunc, _cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
         let mut names = NameSet::of(&func);
         let mut errors = Vec::new();
         func.body = unroll_body(std::mem::take(&mut func.body), &mut names, &mut errors);

@@ -14,13 +14,17 @@ use tlc_passes::lower_tile_ops::LowerTileOps;
 use tlc_passes::Pass;
 
 fn infer(func: PrimFunc) -> PrimFunc {
-    let out = LayoutInference.run(func).expect("layout-inference");
+    let out = LayoutInference
+        .run(func, &common::cx())
+        .expect("layout-inference");
     tlc_ir::verifier::verify(&out).expect("inferred IR verifies");
     out
 }
 
 fn lowered(func: PrimFunc) -> PrimFunc {
-    let out = LowerTileOps.run(infer(func)).expect("lower-tile-ops");
+    let out = LowerTileOps
+        .run(infer(func), &common::cx())
+        .expect("lower-tile-ops");
     tlc_ir::verifier::verify(&out).expect("lowered IR verifies");
     out
 }
@@ -138,7 +142,7 @@ fn layout_errors_name_the_buffer() {
     // The baseline infers fine.
     infer(parse(&src("32", "16", "float32")));
     let err = |s: String| {
-        let errs = LayoutInference.run(parse(&s)).unwrap_err();
+        let errs = LayoutInference.run(parse(&s), &common::cx()).unwrap_err();
         errs.iter()
             .map(|e| e.message.clone())
             .collect::<Vec<_>>()
@@ -169,7 +173,7 @@ fn a_conflicting_annotation_is_an_error() {
             "        T.clear(C_local)\n",
             "        T.annotate_layout({C_local: T.mma_accumulator_layout(C_local, warps_m=4, warps_n=1)})\n        T.clear(C_local)\n",
         );
-    let errs = LayoutInference.run(parse(&src)).unwrap_err();
+    let errs = LayoutInference.run(parse(&src), &common::cx()).unwrap_err();
     assert!(
         errs[0]
             .message

@@ -23,7 +23,7 @@ fn stages(func: &PrimFunc) -> Vec<(&'static str, PrimFunc)> {
     let mut cur = func.clone();
     for pass in default_pipeline(Target::Sm80) {
         cur = pass
-            .run(cur)
+            .run(cur, &common::cx())
             .unwrap_or_else(|e| panic!("{}: {e:#?}", pass.name()));
         if let Err(e) = tlc_ir::verifier::verify(&cur) {
             panic!("after {}: {e:#?}\n{}", pass.name(), print_func(&cur));

@@ -182,7 +182,7 @@ fn loops_with_nothing_to_overlap_become_serial() {
 
 fn errors(func: PrimFunc) -> Vec<String> {
     InjectSoftwarePipeline
-        .run(func)
+        .run(func, &common::cx())
         .err()
         .unwrap_or_default()
         .into_iter()

@@ -13,7 +13,9 @@ use tlc_passes::lower_tile_ops::LowerTileOps;
 use tlc_passes::Pass;
 
 fn lowered(func: PrimFunc) -> PrimFunc {
-    let out = LowerTileOps.run(func).expect("lower-tile-ops");
+    let out = LowerTileOps
+        .run(func, &common::cx())
+        .expect("lower-tile-ops");
     tlc_ir::verifier::verify(&out).expect("lowered IR verifies");
     out
 }
@@ -109,9 +111,11 @@ fn lowering_keeps_meaning_on_the_corpus() {
     let mut lowered_cases = 0;
     for (name, func) in corpus() {
         // Gemm kernels need their layouts first (tests/gemm.rs checks them in detail).
-        let input = LayoutInference.run(func.clone()).expect("layout-inference");
+        let input = LayoutInference
+            .run(func.clone(), &common::cx())
+            .expect("layout-inference");
         let has_gemm = input != func;
-        match LowerTileOps.run(input) {
+        match LowerTileOps.run(input, &common::cx()) {
             Ok(out) => {
                 tlc_ir::verifier::verify(&out)
                     .unwrap_or_else(|d| panic!("{name}: lowered IR does not verify: {d:?}"));
@@ -172,20 +176,24 @@ fn ragged_element_counts_get_a_guard() {
 
 #[test]
 fn unsupported_inputs_are_clear_errors() {
-    let errs = LowerTileOps.run(case("gemm_seed000")).unwrap_err();
+    let errs = LowerTileOps
+        .run(case("gemm_seed000"), &common::cx())
+        .unwrap_err();
     assert!(
         errs[0].message.contains("layout-inference must run before"),
         "{}",
         errs[0].message
     );
-    let errs = LowerTileOps.run(case("layouts_and_fill")).unwrap_err();
+    let errs = LowerTileOps
+        .run(case("layouts_and_fill"), &common::cx())
+        .unwrap_err();
     assert!(errs[0].message.contains("multi-dimensional thread blocks"));
     // A parallel loop over half a fragment.
     let src = FRAGMENT.replace(
         "for i, j in T.Parallel(16, 48)",
         "for i, j in T.Parallel(8, 48)",
     );
-    let errs = LowerTileOps.run(parse(&src)).unwrap_err();
+    let errs = LowerTileOps.run(parse(&src), &common::cx()).unwrap_err();
     assert!(
         errs[0].message.contains("part of fragment `C_local`"),
         "{}",
@@ -196,7 +204,7 @@ fn unsupported_inputs_are_clear_errors() {
         "        T.copy(C_local, C[bx * 16, 0])\n",
         "        C[0, 0] = C_local[0, 0]\n",
     );
-    let errs = LowerTileOps.run(parse(&src)).unwrap_err();
+    let errs = LowerTileOps.run(parse(&src), &common::cx()).unwrap_err();
     assert!(
         errs[0]
             .message

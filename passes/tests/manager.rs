@@ -6,7 +6,8 @@ use common::case;
 use tlc_ir::printer::print_func;
 use tlc_ir::{Diagnostic, Ident, PrimFunc, Span, Stmt, StmtKind};
 use tlc_passes::{
-    default_pipeline, parse_pipeline, Instrumentation, Pass, PassManager, PipelineError, Target,
+    default_pipeline, parse_pipeline, Instrumentation, Pass, PassContext, PassManager,
+    PipelineError, Target,
 };
 
 fn temp_dir(tag: &str) -> std::path::PathBuf {
@@ -22,7 +23,7 @@ fn run(
 ) -> (Result<PrimFunc, PipelineError>, String) {
     let pm = PassManager::new(parse_pipeline(pipeline).unwrap(), opts).unwrap();
     let mut log = Vec::new();
-    let out = pm.run(func, &mut log);
+    let out = pm.run(func, &mut common::cx(), &mut log);
     (out, String::from_utf8(log).unwrap())
 }
 
@@ -30,7 +31,11 @@ fn run(
 fn default_pipeline_snapshot() {
     let pm = PassManager::new(default_pipeline(Target::Sm80), Instrumentation::default()).unwrap();
     let out = pm
-        .run(case("swizzle_panels"), &mut std::io::sink())
+        .run(
+            case("swizzle_panels"),
+            &mut common::cx(),
+            &mut std::io::sink(),
+        )
         .unwrap();
     insta::assert_snapshot!(print_func(&out));
 }
@@ -170,7 +175,7 @@ impl Pass for Breaker {
     fn description(&self) -> &'static str {
         "test pass that redefines a block variable"
     }
-    fn run(&self, mut func: PrimFunc) -> Result<PrimFunc, Vec<Diagnostic>> {
+    fn run(&self, mut func: PrimFunc, _cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
         for s in &mut func.body {
             if let StmtKind::Kernel(k) = &mut s.kind {
                 let name = k.block_vars[0].name.clone();
@@ -206,7 +211,9 @@ fn verify_each_names_the_pass_and_dumps_its_input_and_output() {
     pipeline.push(&BREAKER);
     let pm = PassManager::new(pipeline.clone(), opts).unwrap();
     let mut log = Vec::new();
-    let err = pm.run(case("unroll_nest"), &mut log).unwrap_err();
+    let err = pm
+        .run(case("unroll_nest"), &mut common::cx(), &mut log)
+        .unwrap_err();
     let log = String::from_utf8(log).unwrap();
     assert!(
         log.contains("# -----// IR before breaker //----- #"),
@@ -240,5 +247,7 @@ fn verify_each_names_the_pass_and_dumps_its_input_and_output() {
         ..Instrumentation::default()
     };
     let pm = PassManager::new(pipeline, opts).unwrap();
-    assert!(pm.run(case("unroll_nest"), &mut std::io::sink()).is_ok());
+    assert!(pm
+        .run(case("unroll_nest"), &mut common::cx(), &mut std::io::sink())
+        .is_ok());
 }

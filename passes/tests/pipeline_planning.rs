@@ -14,7 +14,9 @@ use tlc_passes::pipeline_planning::PipelinePlanning;
 use tlc_passes::Pass;
 
 fn planned(func: PrimFunc) -> PrimFunc {
-    let out = PipelinePlanning.run(func).expect("pipeline-planning");
+    let out = PipelinePlanning
+        .run(func, &common::cx())
+        .expect("pipeline-planning");
     tlc_ir::verifier::verify(&out).expect("planned IR verifies");
     out
 }
@@ -34,7 +36,7 @@ fn plans(func: &PrimFunc) -> Vec<(Vec<i64>, Vec<i64>)> {
 
 fn errors(func: PrimFunc) -> Vec<String> {
     PipelinePlanning
-        .run(func)
+        .run(func, &common::cx())
         .err()
         .unwrap_or_default()
         .into_iter()
@@ -208,7 +210,7 @@ fn invalid_user_plans_are_located_errors() {
     );
     // The error points at the statement.
     let func = with_plan(body, "order=[0, 1], stage=[2, 0]");
-    let d = PipelinePlanning.run(func).err().unwrap();
+    let d = PipelinePlanning.run(func, &common::cx()).err().unwrap();
     assert!(!d[0].span.is_dummy());
     assert_eq!(d[0].notes.iter().filter(|n| n.span.is_some()).count(), 1);
 }

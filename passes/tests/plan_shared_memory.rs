@@ -10,19 +10,25 @@ use simt::{check_reference, simt, CASES};
 use std::collections::HashMap;
 use tlc_ir::interp::{run, RunOptions};
 use tlc_ir::printer::print_func;
-use tlc_ir::{Arena, PrimFunc, StmtKind};
+use tlc_ir::{Arena, PrimFunc, StmtKind, Target};
 use tlc_passes::plan_shared_memory::PlanSharedMemory;
 use tlc_passes::thread_binding::ThreadBinding;
-use tlc_passes::Pass;
+use tlc_passes::{Pass, PassContext};
 
 fn planned(func: PrimFunc) -> PrimFunc {
-    let out = PlanSharedMemory.run(func).expect("plan-shared-memory");
+    let out = PlanSharedMemory
+        .run(func, &common::cx())
+        .expect("plan-shared-memory");
     tlc_ir::verifier::verify(&out).expect("planned IR verifies");
     out
 }
 
 fn bound_and_planned(func: PrimFunc) -> PrimFunc {
-    planned(ThreadBinding.run(func).expect("thread-binding"))
+    planned(
+        ThreadBinding
+            .run(func, &common::cx())
+            .expect("thread-binding"),
+    )
 }
 
 fn arena(func: &PrimFunc) -> Option<Arena> {
@@ -134,7 +140,8 @@ fn too_much_shared_memory_is_an_error_on_the_kernel() {
         "            S[tx] = A[tx]\n",
     );
     let func = tlc_ir::parse(&src).unwrap();
-    let errs = PlanSharedMemory.run(func).unwrap_err();
+    let sm90a = PassContext::new(Target::Sm90a);
+    let errs = PlanSharedMemory.run(func, &sm90a).unwrap_err();
     assert_eq!(errs.len(), 1);
     assert!(
         errs[0].message.contains("240000 bytes"),
@@ -143,4 +150,34 @@ fn too_much_shared_memory_is_an_error_on_the_kernel() {
     );
     assert!(errs[0].message.contains("232448"), "{}", errs[0].message);
     assert_eq!(Some(errs[0].span.start), src.find("with T.Kernel"));
+}
+
+/// The limit is the target's: 200000 bytes fit an H100 block (227 KiB) but not an A100 one
+/// (163 KiB), and the sm_80 error is located at the kernel and names the target.
+#[test]
+fn the_shared_memory_limit_is_the_targets() {
+    let src = kernel_src(
+        "        S = T.alloc_shared((50000,), \"float32\")\n",
+        "            S[tx] = A[tx]\n",
+    );
+    let func = tlc_ir::parse(&src).unwrap();
+    let planned = PlanSharedMemory
+        .run(func.clone(), &PassContext::new(Target::Sm90a))
+        .expect("fits sm_90a");
+    assert!(tlc_ir::verifier::verify(&planned).is_ok());
+    let errs = PlanSharedMemory
+        .run(func, &PassContext::new(Target::Sm80))
+        .unwrap_err();
+    assert_eq!(errs.len(), 1);
+    assert_eq!(
+        errs[0].message,
+        "this kernel needs 200000 bytes of shared memory, more than the 166912 a block may have on sm_80"
+    );
+    assert_eq!(Some(errs[0].span.start), src.find("with T.Kernel"));
+    // The verifier holds an sm_80 pipeline to the same limit.
+    let req = tlc_ir::verifier::Requirements {
+        target: Some(Target::Sm80),
+    };
+    let errs = tlc_ir::verifier::verify_with(&planned, &req).unwrap_err();
+    assert!(errs[0].message.contains("0 to 166912 bytes"), "{errs:?}");
 }

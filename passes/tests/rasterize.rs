@@ -11,7 +11,7 @@ use tlc_passes::rasterize::Rasterize;
 use tlc_passes::Pass;
 
 fn rasterized(func: PrimFunc) -> PrimFunc {
-    let out = Rasterize.run(func).expect("rasterize");
+    let out = Rasterize.run(func, &common::cx()).expect("rasterize");
     tlc_ir::verifier::verify(&out).expect("rasterized IR verifies");
     out
 }

@@ -15,7 +15,9 @@ use tlc_passes::thread_binding::{bind_threads, ThreadBinding};
 use tlc_passes::Pass;
 
 fn bound(func: PrimFunc) -> PrimFunc {
-    let out = ThreadBinding.run(func).expect("thread-binding");
+    let out = ThreadBinding
+        .run(func, &common::cx())
+        .expect("thread-binding");
     tlc_ir::verifier::verify(&out).expect("bound IR verifies");
     out
 }
@@ -129,7 +131,7 @@ const HEAD: &str = "@T.prim_func\ndef f(A: T.Tensor((64,), \"float32\")):\n    w
 fn errors(body: &str) -> Vec<String> {
     let func = tlc_ir::parse(&format!("{HEAD}{body}")).expect("parses");
     ThreadBinding
-        .run(func)
+        .run(func, &common::cx())
         .err()
         .unwrap_or_default()
         .into_iter()

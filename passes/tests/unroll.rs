@@ -10,7 +10,7 @@ use tlc_passes::unroll::Unroll;
 use tlc_passes::Pass;
 
 fn unrolled(func: PrimFunc) -> PrimFunc {
-    let out = Unroll.run(func).expect("unroll");
+    let out = Unroll.run(func, &common::cx()).expect("unroll");
     tlc_ir::verifier::verify(&out).expect("unrolled IR verifies");
     out
 }
@@ -52,7 +52,9 @@ fn non_constant_bounds_stay_and_huge_loops_are_refused() {
     let func = tlc_ir::parse(src).unwrap();
     assert_eq!(unrolled(func.clone()), func);
     let src = "@T.prim_func\ndef f(A: T.Tensor((100000,), \"float32\")):\n    with T.Kernel(1, threads=1) as bx:\n        for i in T.unroll(100000):\n            A[i] = 0.0\n";
-    let errs = Unroll.run(tlc_ir::parse(src).unwrap()).unwrap_err();
+    let errs = Unroll
+        .run(tlc_ir::parse(src).unwrap(), &common::cx())
+        .unwrap_err();
     assert!(
         errs[0].message.contains("100000 statements"),
         "{}",

@@ -36,6 +36,6 @@ pub use driver::{cublas_available, driver_available};
 pub use error::RuntimeError;
 pub use expr::{DimExpr, Op};
 pub use kernel::Kernel;
-pub use manifest::{Access, DimDecl, Dims, Manifest, Param, Target};
+pub use manifest::{Access, DimDecl, Dims, Manifest, Param};
 pub use timing::median;
-pub use tlc_ir::DType;
+pub use tlc_ir::{DType, Target};

@@ -9,7 +9,7 @@ use crate::expr::DimExpr;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use tlc_ir::DType;
+use tlc_ir::{DType, Target};
 
 /// The manifest format version this crate reads and writes.
 pub const MANIFEST_VERSION: u32 = 1;
@@ -19,40 +19,6 @@ pub const HEADER_PREFIX: &str = "// tlc-manifest: ";
 
 /// Dynamic shared memory a kernel may use without opting in (`cuFuncSetAttribute`).
 pub const DEFAULT_SHARED_LIMIT: u32 = 48 * 1024;
-
-/// A GPU target tlc compiles for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Target {
-    #[serde(rename = "sm_80")]
-    Sm80,
-    #[serde(rename = "sm_90a")]
-    Sm90a,
-}
-
-impl Target {
-    pub fn name(self) -> &'static str {
-        match self {
-            Target::Sm80 => "sm_80",
-            Target::Sm90a => "sm_90a",
-        }
-    }
-
-    /// Whether a GPU of compute capability `(major, minor)` runs PTX for this target: `sm_80`
-    /// PTX is JIT-compiled for any later GPU, `sm_90a` (arch-specific features such as wgmma)
-    /// runs on compute capability 9.0 only.
-    pub fn runs_on(self, (major, minor): (i32, i32)) -> bool {
-        match self {
-            Target::Sm80 => major >= 8,
-            Target::Sm90a => (major, minor) == (9, 0),
-        }
-    }
-}
-
-impl fmt::Display for Target {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// How a kernel uses a tensor parameter (`tlc run --device` compares the written ones).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -93,6 +59,7 @@ pub struct Manifest {
     pub version: u32,
     /// The `.entry` name in the PTX.
     pub entry: String,
+    #[serde(with = "target_text")]
     pub target: Target,
     pub params: Vec<Param>,
     pub dims: Vec<DimDecl>,
@@ -393,6 +360,26 @@ fn is_ptx_identifier(s: &str) -> bool {
 }
 
 /// dtypes are written with the IR's spelling (`"float16"`, `"float8_e4m3"`, …).
+mod target_text {
+    use serde::de::Error as _;
+    use serde::{Deserialize, Deserializer, Serializer};
+    use tlc_ir::Target;
+
+    pub fn serialize<S: Serializer>(t: &Target, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(t.name())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Target, D::Error> {
+        let text = String::deserialize(d)?;
+        Target::parse(&text).ok_or_else(|| {
+            D::Error::custom(format!(
+                "unknown target \"{text}\" (expected one of {})",
+                Target::names()
+            ))
+        })
+    }
+}
+
 mod dtype_text {
     use serde::de::Error as _;
     use serde::{Deserialize, Deserializer, Serializer};

@@ -1,10 +1,11 @@
 //! The launch manifest of a kernel: parameters with dtype, symbolic shape and access, dims,
 //! grid (from `T.Kernel`'s extents), block (from `threads`) and the arena's size.
 
+use tlc_ir::Target;
 use tlc_ir::{visit, BinOp, DType, Expr, ExprKind, Kernel, PrimFunc, Span, StmtKind};
 use tlc_ir::{Diagnostic, Stmt};
 use tlc_runtime::expr::{DimExpr, Op};
-use tlc_runtime::manifest::{Access, DimDecl, Manifest, Param, Target, MANIFEST_VERSION};
+use tlc_runtime::manifest::{Access, DimDecl, Manifest, Param, MANIFEST_VERSION};
 
 /// A dim expression of the manifest from an IR expression over literals and symbolic dims.
 pub(super) fn dim_expr(e: &Expr, errors: &mut Vec<Diagnostic>) -> Option<DimExpr> {

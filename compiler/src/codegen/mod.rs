@@ -41,8 +41,9 @@ mod vector;
 
 use crate::ptx::{check_manifest, KernelBuilder, Module, Reg, SpecialReg, Type};
 use std::collections::HashMap;
+use tlc_ir::Target;
 use tlc_ir::{DType, Diagnostic, PrimFunc, Scope, Span, StmtKind};
-use tlc_runtime::manifest::{Manifest, Target};
+use tlc_runtime::manifest::Manifest;
 
 /// Compiles `func` (thread level, verified) for `target`.
 pub fn emit(func: &PrimFunc, target: Target) -> Result<(Module, Manifest), Vec<Diagnostic>> {

@@ -17,7 +17,7 @@
 //! fails the check.
 
 use crate::cli::Emit;
-use crate::commands::compile::{compile_func, manifest_target};
+use crate::commands::compile::{compile_func, device_target};
 use crate::diagnostics::SourceFile;
 use crate::frontend::{self, UserError};
 use half::f16;
@@ -26,7 +26,7 @@ use std::fmt;
 use std::io::Write as _;
 use std::path::Path;
 use tlc_ir::{BufferDecl, DType, Diagnostic, ExprKind, PrimFunc};
-use tlc_passes::{Instrumentation, Target};
+use tlc_passes::{Instrumentation, PassContext, Target};
 use tlc_runtime::cublas::gemm_tflops;
 use tlc_runtime::{Cublas, DeviceTensor, Gpu, Kernel, RuntimeError};
 
@@ -489,7 +489,7 @@ pub fn run(args: &BenchArgs) -> Result<String, UserError> {
         .map(parse_sweep)
         .transpose()
         .map_err(UserError::plain)?;
-    let (file, func) = frontend::load(args.file, args.defines)?;
+    let (file, func, _) = frontend::load(args.file, args.defines)?;
     let params = gemm_params(&file, &func)?;
     let shapes = match sweep {
         Some(s) => s,
@@ -502,17 +502,13 @@ pub fn run(args: &BenchArgs) -> Result<String, UserError> {
     let c_dtype = params[2].dtype;
 
     let gpu = Gpu::new(0).map_err(|e| UserError::plain(format!("`tlc bench` needs a GPU: {e}")))?;
-    let target = args.target.unwrap_or(if gpu.capability() == (9, 0) {
-        Target::Sm90a
-    } else {
-        Target::Sm80
-    });
+    let target = device_target(&gpu, args.target)?;
     let blas = Cublas::new(&gpu).map_err(runtime("cannot start cuBLAS".into()))?;
     let compile = |func: PrimFunc| -> Result<Kernel, UserError> {
         let compiled = compile_func(
             &file,
             func,
-            target,
+            PassContext::new(target),
             &Instrumentation::default(),
             Emit::Ptx,
             &mut std::io::sink(),
@@ -535,7 +531,7 @@ pub fn run(args: &BenchArgs) -> Result<String, UserError> {
             "bench `{}` as {} vs cuBLAS on {} (sm_{major}{minor}): {} warm-up runs, median of \
              {}\nrel err = max|C_tlc - C_cublas| / max|C_cublas|, limit {MAX_REL_ERROR:e}",
             func.name.name,
-            manifest_target(target).name(),
+            target.name(),
             gpu.name(),
             args.warmup,
             args.iters,

@@ -15,8 +15,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tlc_ir::PrimFunc;
 use tlc_passes::manager::PassTiming;
-use tlc_passes::{default_pipeline, Instrumentation, PassManager, PipelineError, Target};
-use tlc_runtime::manifest::{Manifest, Target as ManifestTarget};
+use tlc_passes::{
+    default_pipeline, Instrumentation, PassContext, PassManager, PipelineError, Target,
+};
+use tlc_runtime::manifest::Manifest;
 
 /// What `tlc compile` was asked to do.
 pub struct CompileArgs<'a> {
@@ -49,17 +51,27 @@ impl Compiled {
 pub fn parse_target(text: &str) -> Result<Target, UserError> {
     Target::parse(text).ok_or_else(|| {
         UserError::plain(format!(
-            "`--target {text}`: unknown target (known targets: sm_80, sm_90a)"
+            "`--target {text}`: unknown target (known targets: {})",
+            Target::names()
         ))
     })
 }
 
-/// The manifest's spelling of a pipeline target.
-pub fn manifest_target(target: Target) -> ManifestTarget {
-    match target {
-        Target::Sm80 => ManifestTarget::Sm80,
-        Target::Sm90a => ManifestTarget::Sm90a,
+/// The target to compile for on `gpu`: `given` (`--target`), else the newest target that
+/// runs on its compute capability (`Target::for_capability`). Used by every command that
+/// compiles for the GPU it runs on (`tlc run --device`, `tlc bench`).
+pub fn device_target(gpu: &tlc_runtime::Gpu, given: Option<Target>) -> Result<Target, UserError> {
+    if let Some(t) = given {
+        return Ok(t);
     }
+    let (major, minor) = gpu.capability();
+    Target::for_capability((major, minor)).ok_or_else(|| {
+        UserError::plain(format!(
+            "the GPU ({}) has compute capability {major}.{minor}; tlc targets {} (8.0 or later)",
+            gpu.name(),
+            Target::names()
+        ))
+    })
 }
 
 /// Runs `tlc compile`; returns what goes to stdout (the output itself for `-o -`).
@@ -68,9 +80,10 @@ pub fn run(args: &CompileArgs) -> Result<String, UserError> {
     // Flag errors (an unknown pass, `--stop-after` outside the pipeline) come before any
     // work on the file, as in `tlc opt`.
     PassManager::new(default_pipeline(args.target), opts.clone()).map_err(UserError::plain)?;
-    let (file, func) = frontend::load(args.file, args.defines)?;
+    let (file, func, info) = frontend::load(args.file, args.defines)?;
+    let cx = PassContext::new(args.target).with_info(info);
     let mut stderr = std::io::stderr().lock();
-    let compiled = compile_func(&file, func, args.target, &opts, args.emit, &mut stderr)?;
+    let compiled = compile_func(&file, func, cx, &opts, args.emit, &mut stderr)?;
     if args.output == Path::new("-") {
         return Ok(compiled.text().to_string());
     }
@@ -85,11 +98,11 @@ pub fn run(args: &CompileArgs) -> Result<String, UserError> {
 pub fn source_to_ptx(name: &str, text: &str, target: Target) -> Result<String, UserError> {
     let file = SourceFile::new(name, text);
     let func = frontend::parse(&file)?;
-    frontend::verify(&file, &func)?;
+    let info = frontend::verify(&file, &func)?;
     let compiled = compile_func(
         &file,
         func,
-        target,
+        PassContext::new(target).with_info(info),
         &Instrumentation::default(),
         Emit::Ptx,
         &mut std::io::sink(),
@@ -97,21 +110,23 @@ pub fn source_to_ptx(name: &str, text: &str, target: Target) -> Result<String, U
     Ok(compiled.text().to_string())
 }
 
-/// A verified function → the target's pipeline → codegen → text. IR prints and the timing
-/// table go to `log`; dumps to `opts.dump_dir` (the PTX as the last numbered stage).
+/// A verified function → the default pipeline of the context's target → codegen → text.
+/// IR prints and the timing table go to `log`; dumps to `opts.dump_dir` (the PTX as the last
+/// numbered stage).
 pub fn compile_func(
     file: &SourceFile,
     func: PrimFunc,
-    target: Target,
+    mut cx: PassContext,
     opts: &Instrumentation,
     emit: Emit,
     log: &mut dyn Write,
 ) -> Result<Compiled, UserError> {
+    let target = cx.target();
     let pipeline = default_pipeline(target);
     let stages = pipeline.len();
     let manager = PassManager::new(pipeline, opts.clone()).map_err(UserError::plain)?;
     let (func, mut timings) = manager
-        .run_timed(func, log)
+        .run_timed(func, &mut cx, log)
         .map_err(|e| pipeline_error(file, e))?;
     let rows = &mut timings.passes;
     let compiled = if emit == Emit::Tir || opts.stop_after.is_some() {
@@ -121,7 +136,7 @@ pub fn compile_func(
         Compiled::Tir { text }
     } else {
         let start = Instant::now();
-        let emitted = codegen::emit(&func, manifest_target(target));
+        let emitted = codegen::emit(&func, target);
         rows.push(timing("codegen", start.elapsed()));
         let (module, manifest) = emitted.map_err(|diags| {
             let note = format!("reported by code generation for {}", target.name());

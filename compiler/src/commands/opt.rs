@@ -5,20 +5,23 @@
 use crate::cli::InstrumentFlags;
 use crate::frontend::{self, UserError};
 use std::path::Path;
-use tlc_passes::{parse_pipeline, PassManager};
+use tlc_ir::Target;
+use tlc_passes::{parse_pipeline, PassContext, PassManager};
 
 pub fn run(
     path: &Path,
     defines: &[String],
     passes: &str,
+    target: Target,
     flags: &InstrumentFlags,
 ) -> Result<String, UserError> {
     let pipeline =
         parse_pipeline(passes).map_err(|e| UserError::plain(format!("`--passes`: {e}")))?;
     let manager = PassManager::new(pipeline, flags.options()).map_err(UserError::plain)?;
-    let (file, func) = frontend::load(path, defines)?;
+    let (file, func, info) = frontend::load(path, defines)?;
+    let mut cx = PassContext::new(target).with_info(info);
     let mut stderr = std::io::stderr().lock();
-    match manager.run(func, &mut stderr) {
+    match manager.run(func, &mut cx, &mut stderr) {
         Ok(func) => Ok(tlc_ir::printer::print_func(&func)),
         Err(e) => Err(super::compile::pipeline_error(&file, e)),
     }

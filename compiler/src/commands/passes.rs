@@ -1,7 +1,13 @@
-//! `tlc passes`: every registered pass with its one-line description.
+//! `tlc passes`: every registered pass with its one-line description; `tlc passes --target
+//! T`: the default pipeline of target `T`, in the order `tlc compile --target T` runs it.
 
-pub fn run() -> String {
-    let passes = tlc_passes::registry();
+use tlc_ir::Target;
+
+pub fn run(target: Option<Target>) -> String {
+    let passes = match target {
+        Some(t) => tlc_passes::default_pipeline(t),
+        None => tlc_passes::registry().to_vec(),
+    };
     let width = passes.iter().map(|p| p.name().len()).max().unwrap_or(0);
     passes
         .iter()

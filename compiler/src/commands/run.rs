@@ -24,7 +24,7 @@ pub struct RunArgs<'a> {
 
 /// Runs the kernel and returns the report printed on stdout.
 pub fn run(args: &RunArgs) -> Result<String, UserError> {
-    let (file, func) = frontend::load(args.file, args.defines)?;
+    let (file, func, _) = frontend::load(args.file, args.defines)?;
     let given = load_inputs(&func, args.inputs)?;
     let given_names: Vec<String> = given.keys().cloned().collect();
     let opts = RunOptions {

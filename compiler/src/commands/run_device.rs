@@ -8,7 +8,7 @@
 //! too, and both must agree).
 
 use crate::cli::Emit;
-use crate::commands::compile::{compile_func, manifest_target};
+use crate::commands::compile::{compile_func, device_target};
 use crate::commands::run::{load_inputs, save, RunArgs};
 use crate::frontend::{self, UserError};
 use half::{bf16, f16};
@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use tlc_ir::interp::{self, fp8, RunOptions, Scalar, Tensor, TensorData};
 use tlc_ir::DType;
-use tlc_passes::{Instrumentation, Target};
+use tlc_passes::{Instrumentation, PassContext, Target};
 use tlc_runtime::{DeviceTensor, Gpu};
 
 /// `|gpu − interp| ≤ atol + rtol · |interp|`, per dtype (`docs/cli.md` explains the values).
@@ -86,7 +86,7 @@ pub fn compare(dtype: DType, gpu: &[f64], reference: &[f64]) -> Comparison {
 /// Runs `tlc run --device`. The report goes to stdout; outside the tolerance it is printed
 /// and the command fails.
 pub fn run(args: &RunArgs, target: Option<Target>) -> Result<String, UserError> {
-    let (file, func) = frontend::load(args.file, args.defines)?;
+    let (file, func, info) = frontend::load(args.file, args.defines)?;
     let given = load_inputs(&func, args.inputs)?;
 
     let gpu = Gpu::new(0).map_err(|e| {
@@ -94,15 +94,11 @@ pub fn run(args: &RunArgs, target: Option<Target>) -> Result<String, UserError> 
             "`--device` needs a GPU: {e}\n(use `--interp` to run the kernel on the CPU)"
         ))
     })?;
-    let target = target.unwrap_or(if gpu.capability() == (9, 0) {
-        Target::Sm90a
-    } else {
-        Target::Sm80
-    });
+    let target = device_target(&gpu, target)?;
     let compiled = compile_func(
         &file,
         func.clone(),
-        target,
+        PassContext::new(target).with_info(info),
         &Instrumentation::default(),
         Emit::Ptx,
         &mut std::io::sink(),
@@ -178,7 +174,7 @@ pub fn run(args: &RunArgs, target: Option<Target>) -> Result<String, UserError> 
         "ran `{}` on {} (sm_{major}{minor}) as {}: grid {:?}, block {:?}, {} B dynamic shared",
         manifest.entry,
         gpu.name(),
-        manifest_target(target),
+        target,
         plan.grid,
         plan.block,
         plan.shared_bytes

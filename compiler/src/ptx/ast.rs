@@ -7,7 +7,7 @@
 //! operand order is surprising say so on their variant.
 
 use std::fmt;
-pub use tlc_runtime::manifest::Target;
+pub use tlc_ir::Target;
 
 /// A PTX ISA version, printed as `.version MAJOR.MINOR`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -17,12 +17,11 @@ pub struct PtxVersion {
 }
 
 impl PtxVersion {
-    /// PTX ISA 8.0 (CUDA 12.0): the lowest version that has `sm_90a` (wgmma, setmaxnreg), and
-    /// it covers everything the `sm_80` path emits (cp.async, ldmatrix, mma.sync need 7.0,
-    /// `cvt.f32.bf16` 7.1), so both targets use it: one ISA level to reason about, and any
-    /// CUDA 12.x ptxas or driver accepts it.
-    pub const fn for_target(_target: Target) -> PtxVersion {
-        PtxVersion { major: 8, minor: 0 }
+    /// The target's PTX ISA version (its description's `ptx_isa`: 8.0 for both targets, the
+    /// lowest that has `sm_90a`; any CUDA 12.x ptxas or driver accepts it).
+    pub fn for_target(target: Target) -> PtxVersion {
+        let (major, minor) = target.desc().ptx_isa;
+        PtxVersion { major, minor }
     }
 }
 

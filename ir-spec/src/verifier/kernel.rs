@@ -8,9 +8,7 @@ use crate::diagnostic::Diagnostic;
 use crate::dtype::DType;
 use crate::ir::{Arena, For, ForKind, Kernel, Scope, ThreadTag};
 use crate::span::Span;
-
-/// The most threads a block may have (every target of tlc).
-const MAX_THREADS: i64 = 1024;
+use crate::target::{Target, MAX_THREADS_PER_BLOCK};
 
 /// The element counts a `T.vectorized` loop may have (up to a 16-byte access of 8-bit data).
 const VECTOR_WIDTHS: [i64; 5] = [1, 2, 4, 8, 16];
@@ -157,7 +155,7 @@ impl<'f> Checker<'f> {
             .iter()
             .try_fold(1i64, |acc, &d| acc.checked_mul(d))
             .unwrap_or(i64::MAX);
-        if total > MAX_THREADS {
+        if total > MAX_THREADS_PER_BLOCK {
             let at = k.threads.first().map_or(span, |t| t.span);
             let shown = if total == i64::MAX {
                 "more than 2^63".to_string()
@@ -166,7 +164,9 @@ impl<'f> Checker<'f> {
             };
             self.error(
                 at,
-                format!("a thread block has at most {MAX_THREADS} threads, found {shown}"),
+                format!(
+                    "a thread block has at most {MAX_THREADS_PER_BLOCK} threads, found {shown}"
+                ),
             );
             return None;
         }
@@ -332,18 +332,28 @@ impl<'f> Checker<'f> {
     /// A1–A4: the shared arena places every shared allocation, aligned, inside its bytes,
     /// and fits the hardware.
     fn arena(&mut self, k: &Kernel, arena: &Arena, span: Span) {
-        if arena.bytes < 0 || arena.bytes > Arena::MAX_BYTES {
+        // The target's limit, or the largest of any target's when none is given.
+        let target = self.requirements.target.unwrap_or_else(|| {
+            Target::ALL
+                .into_iter()
+                .max_by_key(|t| t.max_shared_bytes())
+                .unwrap_or(Target::Sm90a)
+        });
+        let max = target.max_shared_bytes();
+        if arena.bytes < 0 || arena.bytes > max {
             self.push(
                 Diagnostic::error(
                     span,
                     format!(
-                        "the shared arena has {} bytes; a block can have 0 to {} bytes of \
+                        "the shared arena has {} bytes; a block can have 0 to {max} bytes of \
                          dynamic shared memory",
                         arena.bytes,
-                        Arena::MAX_BYTES
                     ),
                 )
-                .with_note("232448 bytes (227 KiB) is sm_90's opt-in maximum per block"),
+                .with_note(format!(
+                    "{max} bytes ({} KiB) is {target}'s opt-in maximum per block",
+                    max / 1024
+                )),
             );
         }
         for (i, (name, offset)) in arena.offsets.iter().enumerate() {

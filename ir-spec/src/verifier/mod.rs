@@ -22,6 +22,7 @@ use crate::diagnostic::Diagnostic;
 use crate::dtype::DType;
 use crate::ir::{BufferDecl, Expr, Ident, PrimFunc, Scope, Stmt, StmtKind};
 use crate::span::Span;
+use crate::target::Target;
 use crate::types::{infer, Typed};
 use scope::{all_definitions, Def, DefKind, Env};
 use std::collections::{BTreeMap, HashMap};
@@ -78,10 +79,26 @@ impl FuncInfo {
     }
 }
 
+/// What a verification requires beyond the rules every IR obeys.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Requirements {
+    /// The target whose limits apply (shared memory per block); `None`: the largest limit
+    /// of any target (a function valid for some target).
+    pub target: Option<Target>,
+}
+
 /// Checks `func` against every rule of the IR reference. All errors are returned, in program
 /// order.
 pub fn verify(func: &PrimFunc) -> Result<FuncInfo, Vec<Diagnostic>> {
-    let mut checker = Checker::new(func);
+    verify_with(func, &Requirements::default())
+}
+
+/// [`verify`] with `requirements` (a target's limits).
+pub fn verify_with(
+    func: &PrimFunc,
+    requirements: &Requirements,
+) -> Result<FuncInfo, Vec<Diagnostic>> {
+    let mut checker = Checker::new(func, *requirements);
     checker.function(func);
     if checker.diags.is_empty() {
         Ok(checker.info)
@@ -92,6 +109,7 @@ pub fn verify(func: &PrimFunc) -> Result<FuncInfo, Vec<Diagnostic>> {
 
 /// The state of one verification walk.
 pub(crate) struct Checker<'f> {
+    requirements: Requirements,
     diags: Vec<Diagnostic>,
     /// Every definition of the function, first per name (from a pre-pass).
     all_defs: HashMap<String, Def>,
@@ -110,8 +128,9 @@ pub(crate) struct Checker<'f> {
 }
 
 impl<'f> Checker<'f> {
-    fn new(func: &'f PrimFunc) -> Checker<'f> {
+    fn new(func: &'f PrimFunc, requirements: Requirements) -> Checker<'f> {
         Checker {
+            requirements,
             diags: Vec::new(),
             all_defs: all_definitions(func),
             seen: HashMap::new(),

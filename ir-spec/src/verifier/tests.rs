@@ -1,11 +1,12 @@
 //! One test per verifier rule (each rule of docs/ir.md), plus the seed kernel and `FuncInfo`.
 
-use super::{verify, FuncInfo};
+use super::{verify, verify_with, FuncInfo, Requirements};
 use crate::diagnostic::Diagnostic;
 use crate::dtype::DType;
 use crate::ir::*;
 use crate::printer::testkit::*;
 use crate::span::Span;
+use crate::target::Target;
 
 const F16: DType = DType::Float16;
 const F32: DType = DType::Float32;
@@ -1029,7 +1030,7 @@ fn with_arena(bytes: i64, offsets: &[(&str, i64)]) -> PrimFunc {
 fn arena_rules() {
     // Overlapping buffers are allowed (their lifetimes may be disjoint).
     ok(&with_arena(8192, &[("S", 0), ("R", 0)]));
-    ok(&with_arena(Arena::MAX_BYTES, &[("S", 0), ("R", 8192)]));
+    ok(&with_arena(232_448, &[("S", 0), ("R", 8192)]));
     // A1: exactly one offset per shared allocation, and only for them.
     one(
         &with_arena(8256, &[("S", 0)]),
@@ -1061,11 +1062,24 @@ fn arena_rules() {
         &with_arena(8240, &[("S", 0), ("R", 8192)]),
         "`R` (64 bytes at offset 8192) ends at byte 8256, past the end of the 8240-byte shared arena",
     );
-    // A4: at most sm_90's opt-in maximum.
+    // A4: at most the largest target's opt-in maximum (sm_90a's), or the given target's.
     one(
-        &with_arena(Arena::MAX_BYTES + 16, &[("S", 0), ("R", 8192)]),
+        &with_arena(232_448 + 16, &[("S", 0), ("R", 8192)]),
         "the shared arena has 232464 bytes; a block can have 0 to 232448 bytes",
     );
+    let sm80 = Requirements {
+        target: Some(Target::Sm80),
+    };
+    let big = with_arena(166_912 + 16, &[("S", 0), ("R", 8192)]);
+    assert!(verify(&big).is_ok());
+    let errs = verify_with(&big, &sm80).expect_err("over sm_80's limit");
+    assert_eq!(errs.len(), 1);
+    assert!(
+        errs[0].message.contains("0 to 166912 bytes")
+            && errs[0].notes[0].message.contains("sm_80's opt-in maximum"),
+        "{errs:?}"
+    );
+    assert!(verify_with(&with_arena(166_912, &[("S", 0), ("R", 8192)]), &sm80).is_ok());
     // A symbolic shape has no size to place.
     let mut f = with_arena(8256, &[("S", 0), ("R", 8192)]);
     f.dims = vec![id("N")];

@@ -18,6 +18,7 @@ mod region;
 mod swizzle;
 mod vectorize;
 
+use crate::context::PassContext;
 use crate::names::NameSet;
 use crate::pass::Pass;
 use fragment::Fragments;
@@ -36,7 +37,7 @@ impl Pass for LowerTileOps {
         "T.copy / T.fill / T.Parallel nests -> one SIMT thread-binding region each; fragments -> per-thread arrays"
     }
 
-    fn run(&self, mut func: PrimFunc) -> Result<PrimFunc, Vec<Diagnostic>> {
+    fn run(&self, mut func: PrimFunc, _cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
         let mut names = NameSet::of(&func);
         let params = func.params.clone();
         let mut errors = Vec::new();

@@ -21,6 +21,7 @@ pub mod interval;
 mod lang;
 mod rules;
 
+use crate::context::PassContext;
 use crate::pass::Pass;
 use convert::{op_count, to_ir, Term};
 use egg::{Extractor, Runner, Symbol};
@@ -61,18 +62,28 @@ impl Pass for Simplify {
         "e-graph simplification of integer index expressions (floor semantics, bounds, constants)"
     }
 
-    fn run(&self, func: PrimFunc) -> Result<PrimFunc, Vec<Diagnostic>> {
-        simplify_func(func)
+    fn preserves_declarations(&self) -> bool {
+        true
+    }
+
+    fn run(&self, func: PrimFunc, cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
+        let info = cx.func_info(&func)?.into_owned();
+        Ok(simplify_with(func, &info))
     }
 }
 
 /// Simplifies every integer expression of `func` (which must verify: the simplifier needs
 /// the dtypes of its variables).
-pub fn simplify_func(mut func: PrimFunc) -> Result<PrimFunc, Vec<Diagnostic>> {
+pub fn simplify_func(func: PrimFunc) -> Result<PrimFunc, Vec<Diagnostic>> {
     let info = verify(&func)?;
+    Ok(simplify_with(func, &info))
+}
+
+/// [`simplify_func`] with the facts of `func` already known.
+fn simplify_with(mut func: PrimFunc, info: &FuncInfo) -> PrimFunc {
     let rules = rules();
     let mut s = Simplifier {
-        info: &info,
+        info,
         rules: &rules,
         env: HashMap::new(),
         memo: RefCell::new(HashMap::new()),
@@ -86,7 +97,7 @@ pub fn simplify_func(mut func: PrimFunc) -> Result<PrimFunc, Vec<Diagnostic>> {
         }
     }
     s.body(&mut func.body);
-    Ok(func)
+    func
 }
 
 struct Simplifier<'a> {

@@ -182,3 +182,8 @@ pub fn with_region_barriers(mut func: PrimFunc) -> PrimFunc {
     walk(&mut func.body);
     func
 }
+
+/// The context a pass runs in when a test calls it by hand: sm_80, nothing cached.
+pub fn cx() -> tlc_passes::PassContext {
+    tlc_passes::PassContext::new(tlc_ir::Target::Sm80)
+}

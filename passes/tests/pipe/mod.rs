@@ -30,7 +30,7 @@ pub fn run_passes(mut func: PrimFunc, chain: &[&str]) -> PrimFunc {
     for name in chain {
         let pass = tlc_passes::pipeline::lookup(name).unwrap_or_else(|| panic!("no pass {name}"));
         func = pass
-            .run(func)
+            .run(func, &crate::common::cx())
             .unwrap_or_else(|e| panic!("{name} failed: {e:?}"));
         let text = tlc_ir::printer::print_func(&func);
         if let Err(e) = tlc_ir::verifier::verify(&func) {

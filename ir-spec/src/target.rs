@@ -1,0 +1,212 @@
+//! The GPU targets tlc compiles for. Each has ONE description ([`TargetDesc`]) that holds
+//! every architectural fact the compiler and the runtime use — shared memory a block may
+//! have, registers, the asynchronous-copy and matrix-multiply families the hardware has, the
+//! warpgroup size, the PTX ISA version — and [`Target::for_capability`] is the one mapping
+//! from a device's compute capability to a target.
+//!
+//! Passes ask a target what it *has* (`target.has_mma(MmaFamily::Wgmma)`,
+//! `target.max_shared_bytes()`), never which one it *is*: a new target (sm_100) is a new
+//! variant and a new description here, and the passes that do not care about it stay as
+//! they are. The default pipeline of each target is `tlc_passes::default_pipeline`.
+
+use std::fmt;
+
+/// Threads in a warp, on every target.
+pub const WARP_SIZE: i64 = 32;
+
+/// Threads in a block, at most, on every target.
+pub const MAX_THREADS_PER_BLOCK: i64 = 1024;
+
+/// A compilation target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Target {
+    /// Ampere (A100) and every later GPU through the driver's JIT: `cp.async`, `ldmatrix`,
+    /// `mma.sync`.
+    Sm80,
+    /// Hopper (H100, H200) with the architecture-specific features (`wgmma`, `setmaxnreg`);
+    /// runs on compute capability 9.0 only.
+    Sm90a,
+}
+
+/// An asynchronous global → shared copy mechanism.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AsyncCopy {
+    /// `cp.async` (4, 8 or 16 bytes per thread, commit / wait groups): sm_80 and later.
+    CpAsync,
+    /// `cp.async.bulk.tensor` through a tensor map, completing on an mbarrier (TMA): sm_90.
+    BulkTensor,
+}
+
+/// A tensor-core matrix-multiply family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MmaFamily {
+    /// `mma.sync.aligned.m16n8k16` (warp collective, register operands): sm_80 and later.
+    MmaSync,
+    /// `wgmma.mma_async` (warpgroup collective, shared-memory descriptors): sm_90a only.
+    Wgmma,
+}
+
+/// Everything tlc knows about one target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TargetDesc {
+    /// The name in `--target`, the PTX `.target` line and the manifest: `sm_80`.
+    pub name: &'static str,
+    /// The compute capability the target is built for.
+    pub capability: (i32, i32),
+    /// Architecture-specific (the `a` suffix): runs on exactly `capability`, not later GPUs.
+    pub arch_specific: bool,
+    /// The PTX ISA version of the `.version` line.
+    pub ptx_isa: (u32, u32),
+    /// Dynamic shared memory one block may use (the opt-in maximum, in bytes).
+    pub max_shared_bytes: i64,
+    /// Registers one thread may use.
+    pub max_registers_per_thread: u32,
+    /// Threads in a warpgroup (the unit of `wgmma`), where the target has warpgroup
+    /// collectives.
+    pub warpgroup_size: Option<i64>,
+    pub async_copies: &'static [AsyncCopy],
+    pub mma: &'static [MmaFamily],
+}
+
+static SM80: TargetDesc = TargetDesc {
+    name: "sm_80",
+    capability: (8, 0),
+    arch_specific: false,
+    // PTX 8.0 (CUDA 12.0) is the lowest ISA with sm_90a; it covers everything the sm_80
+    // path emits (cp.async, ldmatrix and mma.sync need 7.0), so both targets print one.
+    ptx_isa: (8, 0),
+    // 163 KiB: an A100's opt-in maximum per block.
+    max_shared_bytes: 166_912,
+    max_registers_per_thread: 255,
+    warpgroup_size: None,
+    async_copies: &[AsyncCopy::CpAsync],
+    mma: &[MmaFamily::MmaSync],
+};
+
+static SM90A: TargetDesc = TargetDesc {
+    name: "sm_90a",
+    capability: (9, 0),
+    arch_specific: true,
+    ptx_isa: (8, 0),
+    // 227 KiB: an H100's opt-in maximum per block.
+    max_shared_bytes: 232_448,
+    max_registers_per_thread: 255,
+    warpgroup_size: Some(128),
+    async_copies: &[AsyncCopy::CpAsync, AsyncCopy::BulkTensor],
+    mma: &[MmaFamily::MmaSync, MmaFamily::Wgmma],
+};
+
+impl Target {
+    /// Every target, oldest first.
+    pub const ALL: [Target; 2] = [Target::Sm80, Target::Sm90a];
+
+    /// The target's description.
+    pub fn desc(self) -> &'static TargetDesc {
+        match self {
+            Target::Sm80 => &SM80,
+            Target::Sm90a => &SM90A,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        self.desc().name
+    }
+
+    /// The target called `text` (`sm_80`, `sm_90a`).
+    pub fn parse(text: &str) -> Option<Target> {
+        Target::ALL.into_iter().find(|t| t.name() == text)
+    }
+
+    /// `sm_80, sm_90a`: for "known targets" notes.
+    pub fn names() -> String {
+        let names: Vec<&str> = Target::ALL.iter().map(|t| t.name()).collect();
+        names.join(", ")
+    }
+
+    /// The target to compile for on a device of compute capability `(major, minor)`: the
+    /// newest one that runs there (sm_90a on 9.0, sm_80 on every other 8.x and later GPU);
+    /// `None` for GPUs older than every target.
+    pub fn for_capability(capability: (i32, i32)) -> Option<Target> {
+        Target::ALL
+            .into_iter()
+            .rev()
+            .find(|t| t.runs_on(capability))
+    }
+
+    /// Whether a GPU of compute capability `(major, minor)` runs PTX for this target: PTX for
+    /// a plain target is JIT-compiled for any later GPU; an architecture-specific one runs
+    /// on its own capability only.
+    pub fn runs_on(self, capability: (i32, i32)) -> bool {
+        let d = self.desc();
+        if d.arch_specific {
+            capability == d.capability
+        } else {
+            capability >= d.capability
+        }
+    }
+
+    /// Dynamic shared memory one block may use, in bytes.
+    pub fn max_shared_bytes(self) -> i64 {
+        self.desc().max_shared_bytes
+    }
+
+    pub fn max_registers_per_thread(self) -> u32 {
+        self.desc().max_registers_per_thread
+    }
+
+    pub fn warpgroup_size(self) -> Option<i64> {
+        self.desc().warpgroup_size
+    }
+
+    pub fn has_async_copy(self, kind: AsyncCopy) -> bool {
+        self.desc().async_copies.contains(&kind)
+    }
+
+    pub fn has_mma(self, family: MmaFamily) -> bool {
+        self.desc().mma.contains(&family)
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_back() {
+        for t in Target::ALL {
+            assert_eq!(Target::parse(t.name()), Some(t));
+            assert_eq!(t.to_string(), t.name());
+        }
+        assert_eq!(Target::parse("sm_90"), None);
+        assert_eq!(Target::names(), "sm_80, sm_90a");
+    }
+
+    #[test]
+    fn capability_picks_the_newest_target_that_runs() {
+        assert_eq!(Target::for_capability((9, 0)), Some(Target::Sm90a));
+        assert_eq!(Target::for_capability((8, 0)), Some(Target::Sm80));
+        assert_eq!(Target::for_capability((8, 9)), Some(Target::Sm80));
+        assert_eq!(Target::for_capability((10, 0)), Some(Target::Sm80));
+        assert_eq!(Target::for_capability((7, 5)), None);
+        assert!(Target::Sm80.runs_on((9, 0)));
+        assert!(!Target::Sm90a.runs_on((10, 0)));
+        assert!(!Target::Sm90a.runs_on((8, 0)));
+    }
+
+    #[test]
+    fn descriptions_hold_the_limits() {
+        assert_eq!(Target::Sm80.max_shared_bytes(), 163 * 1024);
+        assert_eq!(Target::Sm90a.max_shared_bytes(), 227 * 1024);
+        assert!(Target::Sm90a.has_mma(MmaFamily::Wgmma));
+        assert!(!Target::Sm80.has_mma(MmaFamily::Wgmma));
+        assert!(Target::Sm80.has_async_copy(AsyncCopy::CpAsync));
+        assert!(!Target::Sm80.has_async_copy(AsyncCopy::BulkTensor));
+        assert_eq!(Target::Sm90a.warpgroup_size(), Some(128));
+    }
+}

@@ -11,6 +11,7 @@
 //! `ForKind::ThreadBinding` loops.
 
 use crate::dtype::DType;
+pub use crate::intrinsic::{ElemRef, Intrinsic};
 use crate::span::Span;
 
 /// A name with the place it was written.
@@ -129,97 +130,9 @@ pub enum StmtKind {
     /// `T.sync_threads()` (thread level): `bar.sync 0`. Every thread of the block waits until
     /// all have arrived; shared-memory writes before it are visible to every thread after it.
     Barrier,
-    /// A target intrinsic of the thread level (`T.cp_async`, `T.ldmatrix`, `T.mma_sync`, …).
+    /// A target intrinsic of the thread level (`T.cp_async`, `T.ldmatrix`, `T.mma_sync`, …;
+    /// `intrinsic.rs` describes each).
     Intrinsic(Intrinsic),
-}
-
-/// Where a multi-element intrinsic operand starts: `buf[i, j]`. The operand covers
-/// consecutive elements of the buffer's row-major storage from there.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ElemRef {
-    pub buffer: Ident,
-    pub indices: Vec<Expr>,
-}
-
-/// Thread-level target intrinsics (sm_80). Exact semantics: docs/ir.md, `interp/`.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Intrinsic {
-    /// `T.cp_async(dst, src, bytes)` / `T.cp_async(dst, src, bytes, pred)`: an asynchronous
-    /// copy of `bytes` (4, 8 or 16) bytes from global `src` to shared `dst`, both aligned to
-    /// `bytes`. When `pred` is false nothing is read and `dst` is filled with zeros (PTX's
-    /// src-size 0 form). The copy lands when a later `T.cp_async_wait` of this thread retires
-    /// its group; reading or writing `dst` before that is an error.
-    CpAsync {
-        dst: ElemRef,
-        src: ElemRef,
-        bytes: i64,
-        pred: Option<Expr>,
-    },
-    /// `T.cp_async_commit()`: closes this thread's open group of `cp_async`s.
-    CommitGroup,
-    /// `T.cp_async_wait(n)`: waits until at most `n` of this thread's committed groups are
-    /// still in flight.
-    WaitGroup(i64),
-    /// `T.ldmatrix(dst, src, num=4, trans=False)` (warp collective): loads `num` (1, 2 or 4)
-    /// 8x8 matrices of 16-bit elements from shared memory. Lane `t` (for `t < 8 * num`)
-    /// supplies the address `src` of row `t % 8` of matrix `t / 8`; every lane receives
-    /// `2 * num` elements into `dst[..]` (2 per matrix: row `lane / 4`, columns
-    /// `2 * (lane % 4)` and `+1`, or the transpose with `trans=True`).
-    Ldmatrix {
-        dst: ElemRef,
-        src: ElemRef,
-        num: i64,
-        trans: bool,
-    },
-    /// `T.mma_sync(acc, a, b)` (warp collective): `mma.sync.aligned.m16n8k16.row.col`,
-    /// `acc[0..4] += A(a[0..8]) @ B(b[0..4])` with the PTX ISA's fragment layouts; `a`, `b`
-    /// are float16 or bfloat16 (both the same), `acc` float32.
-    Mma {
-        acc: ElemRef,
-        a: ElemRef,
-        b: ElemRef,
-    },
-}
-
-impl Intrinsic {
-    /// The element references the intrinsic names, in printing order.
-    pub fn operands(&self) -> Vec<&ElemRef> {
-        match self {
-            Intrinsic::CpAsync { dst, src, .. } | Intrinsic::Ldmatrix { dst, src, .. } => {
-                vec![dst, src]
-            }
-            Intrinsic::Mma { acc, a, b } => vec![acc, a, b],
-            Intrinsic::CommitGroup | Intrinsic::WaitGroup(_) => Vec::new(),
-        }
-    }
-
-    pub fn operands_mut(&mut self) -> Vec<&mut ElemRef> {
-        match self {
-            Intrinsic::CpAsync { dst, src, .. } | Intrinsic::Ldmatrix { dst, src, .. } => {
-                vec![dst, src]
-            }
-            Intrinsic::Mma { acc, a, b } => vec![acc, a, b],
-            Intrinsic::CommitGroup | Intrinsic::WaitGroup(_) => Vec::new(),
-        }
-    }
-
-    /// The buffer the intrinsic writes and the buffers it reads (`Mma` reads and writes
-    /// `acc`).
-    pub fn writes(&self) -> Option<&ElemRef> {
-        match self {
-            Intrinsic::CpAsync { dst, .. } | Intrinsic::Ldmatrix { dst, .. } => Some(dst),
-            Intrinsic::Mma { acc, .. } => Some(acc),
-            Intrinsic::CommitGroup | Intrinsic::WaitGroup(_) => None,
-        }
-    }
-
-    pub fn reads(&self) -> Vec<&ElemRef> {
-        match self {
-            Intrinsic::CpAsync { src, .. } | Intrinsic::Ldmatrix { src, .. } => vec![src],
-            Intrinsic::Mma { acc, a, b } => vec![acc, a, b],
-            Intrinsic::CommitGroup | Intrinsic::WaitGroup(_) => Vec::new(),
-        }
-    }
 }
 
 /// `with T.Kernel(grid..., threads=...) as block_vars:`.

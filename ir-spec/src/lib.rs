@@ -6,6 +6,7 @@ pub mod affine;
 pub mod diagnostic;
 pub mod dtype;
 pub mod interp;
+pub mod intrinsic;
 pub mod ir;
 pub mod parse;
 pub mod printer;

@@ -14,6 +14,9 @@ use std::fmt;
 /// Threads in a warp, on every target.
 pub const WARP_SIZE: i64 = 32;
 
+/// Threads in a warpgroup (the unit of `wgmma`), on every target that has warpgroups.
+pub const WARPGROUP_SIZE: i64 = 128;
+
 /// Threads in a block, at most, on every target.
 pub const MAX_THREADS_PER_BLOCK: i64 = 1024;
 
@@ -91,7 +94,7 @@ static SM90A: TargetDesc = TargetDesc {
     // 227 KiB: an H100's opt-in maximum per block.
     max_shared_bytes: 232_448,
     max_registers_per_thread: 255,
-    warpgroup_size: Some(128),
+    warpgroup_size: Some(WARPGROUP_SIZE),
     async_copies: &[AsyncCopy::CpAsync, AsyncCopy::BulkTensor],
     mma: &[MmaFamily::MmaSync, MmaFamily::Wgmma],
 };

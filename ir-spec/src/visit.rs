@@ -1,7 +1,7 @@
 //! Generic walks over the IR, so that passes, the verifier and the interpreter do not each
 //! re-implement the recursion.
 
-use crate::ir::{Expr, ExprKind, Intrinsic, Region, Stmt, StmtKind};
+use crate::ir::{Expr, ExprKind, Region, Stmt, StmtKind};
 
 /// The statement lists nested directly inside `stmt`.
 pub fn child_bodies(stmt: &Stmt) -> Vec<&Vec<Stmt>> {
@@ -87,14 +87,7 @@ pub fn stmt_exprs(stmt: &Stmt) -> Vec<&Expr> {
             out.push(value);
         }
         StmtKind::Barrier => {}
-        StmtKind::Intrinsic(i) => {
-            for op in i.operands() {
-                out.extend(op.indices.iter());
-            }
-            if let Intrinsic::CpAsync { pred: Some(p), .. } = i {
-                out.push(p);
-            }
-        }
+        StmtKind::Intrinsic(i) => out.extend(i.exprs()),
     }
     out
 }
@@ -203,11 +196,8 @@ pub fn map_body_exprs(body: &mut [Stmt], f: &mut dyn FnMut(Expr) -> Expr) {
             }
             StmtKind::Barrier => {}
             StmtKind::Intrinsic(i) => {
-                for op in i.operands_mut() {
-                    all(&mut op.indices, f);
-                }
-                if let Intrinsic::CpAsync { pred: Some(p), .. } = i {
-                    *p = map_expr(p, f);
+                for e in i.exprs_mut() {
+                    *e = map_expr(e, f);
                 }
             }
         }

@@ -462,12 +462,12 @@ fn intrinsic_errors() {
     );
     at(
         "T.ldmatrix(F[0], S[tx, 0], num=4, trans=tx)",
-        "`trans` of `T.ldmatrix` must be `True` or `False`",
+        "the transpose flag of `T.ldmatrix` must be `True` or `False`",
         "tx",
     );
     at(
         "T.ldmatrix(F[0], S[tx, 0], num=n, trans=False)",
-        "`num` of `T.ldmatrix` must be a constant integer",
+        "the matrix count of `T.ldmatrix` must be a constant integer",
         "n",
     );
     let d = at(

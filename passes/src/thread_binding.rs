@@ -35,6 +35,7 @@ use crate::context::PassContext;
 use crate::pass::Pass;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use tlc_ir::affine::constant_difference;
+use tlc_ir::intrinsic::Effect;
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::{for_each_stmt, for_each_subexpr, map_body_exprs, map_expr, stmt_exprs};
 use tlc_ir::{
@@ -124,11 +125,14 @@ impl Access {
                 self.writes.insert(g.c.buffer.name.clone());
             }
             StmtKind::Intrinsic(i) => {
-                for r in i.reads() {
-                    self.reads.insert(r.buffer.name.clone());
-                }
-                if let Some(w) = i.writes() {
-                    self.writes.insert(w.buffer.name.clone());
+                for a in i.accesses() {
+                    let name = &a.operand.buffer.name;
+                    if a.effect.reads() {
+                        self.reads.insert(name.clone());
+                    }
+                    if a.effect.writes() {
+                        self.writes.insert(name.clone());
+                    }
                 }
             }
             _ => {}
@@ -534,34 +538,28 @@ impl Cx<'_> {
                     }
                     write(&mut acc, &g.c.buffer.name, None);
                 }
-                StmtKind::Intrinsic(Intrinsic::CpAsync {
-                    dst, src, bytes, ..
-                }) => {
-                    if let Some(t) = self.touch(&src.buffer.name, None, local) {
-                        push_new(&mut acc.reads, t);
-                    }
-                    let count = self
-                        .tracked
-                        .get(&dst.buffer.name)
-                        .map_or(0, |t| bytes / t.bytes.max(1));
-                    let key = self.run_key(dst, count);
-                    write(&mut acc, &dst.buffer.name, key);
-                    write(&mut in_flight, &dst.buffer.name, key);
-                }
-                StmtKind::Intrinsic(Intrinsic::Ldmatrix { dst, src, .. }) => {
-                    if let Some(t) = self.touch(&src.buffer.name, self.run_key(src, 8), local) {
-                        push_new(&mut acc.reads, t);
-                    }
-                    write(&mut acc, &dst.buffer.name, None);
-                }
+                // Each operand with its effect; an asynchronous write is also in flight
+                // until a wait lands it.
                 StmtKind::Intrinsic(i) => {
-                    for r in i.reads() {
-                        if let Some(t) = self.touch(&r.buffer.name, None, local) {
-                            push_new(&mut acc.reads, t);
+                    for a in i.accesses() {
+                        let name = &a.operand.buffer.name;
+                        let count = self
+                            .tracked
+                            .get(name)
+                            .and_then(|t| i.count(a.param, t.bytes))
+                            .unwrap_or(0);
+                        let key = self.run_key(a.operand, count);
+                        if a.effect.reads() {
+                            if let Some(t) = self.touch(name, key, local) {
+                                push_new(&mut acc.reads, t);
+                            }
                         }
-                    }
-                    if let Some(w) = i.writes() {
-                        write(&mut acc, &w.buffer.name, None);
+                        if a.effect.writes() {
+                            write(&mut acc, name, key);
+                        }
+                        if a.effect == Effect::AsyncWrite {
+                            write(&mut in_flight, name, key);
+                        }
                     }
                 }
                 _ => {}

@@ -7,6 +7,7 @@
 use crate::diagnostic::Diagnostic;
 use crate::dtype::DType;
 use crate::interp::scalar::{convert, Scalar};
+use crate::intrinsic;
 use crate::ir::{
     BinOp, BufferDecl, ElemRef, Expr, ExprKind, ForKind, Gemm, Intrinsic, Kernel, PrimFunc, Region,
     Scope, Stmt, StmtKind, ThreadTag, UnOp,
@@ -69,9 +70,17 @@ pub(crate) struct CRef {
     pub indices: Vec<CExpr>,
 }
 
-/// A thread-level intrinsic (`ops/intrinsics.rs` gives their meaning).
+/// A thread-level intrinsic: its definition (who runs it together, whether it may run at
+/// block level) and its call (`ops/intrinsics.rs` gives their meaning).
 #[derive(Clone, Debug)]
-pub(crate) enum CIntrinsic {
+pub(crate) struct CIntrinsic {
+    pub def: &'static intrinsic::IntrinsicDef,
+    pub call: CCall,
+}
+
+/// The compiled arguments of an intrinsic call.
+#[derive(Clone, Debug)]
+pub(crate) enum CCall {
     CpAsync {
         dst: CRef,
         src: CRef,
@@ -512,130 +521,76 @@ impl Compiler {
         })
     }
 
-    /// An intrinsic, with the checks the interpreter relies on (the verifier's I1–I6 where
-    /// they matter for running it).
+    /// An intrinsic, with the rules the interpreter relies on: where it may run (I1) and
+    /// its definition's operand rules (`intrinsic::check`, as the verifier applies them).
     fn intrinsic(&mut self, i: &Intrinsic, span: Span) -> R<CIntrinsic> {
-        let in_threads = self.bound_axes.contains(&true);
-        let name = match i {
-            Intrinsic::CpAsync { .. } => "T.cp_async",
-            Intrinsic::Ldmatrix { .. } => "T.ldmatrix",
-            Intrinsic::Mma { .. } => "T.mma_sync",
-            Intrinsic::CommitGroup | Intrinsic::WaitGroup(_) => "",
-        };
-        if !name.is_empty() && !in_threads {
+        let def = i.def();
+        if !def.block_level && !self.bound_axes.contains(&true) {
             return Err(Diagnostic::error(
                 span,
-                format!("`{name}` outside a thread-binding loop"),
+                format!("`{}` outside a thread-binding loop", def.name),
             ));
         }
-        Ok(match i {
+        let lookup = |name: &str| {
+            self.locals
+                .iter()
+                .chain(&self.globals)
+                .find(|b| b.name == name)
+                .map(|b| intrinsic::BufFacts {
+                    name: &b.name,
+                    scope: b.scope,
+                    dtype: b.dtype,
+                })
+        };
+        if let Some(v) = intrinsic::check(i, &lookup).into_iter().next() {
+            let at = match v.at {
+                Some(r) if !r.buffer.span.is_dummy() => r.buffer.span,
+                _ => span,
+            };
+            return Err(Diagnostic::error(at, v.message));
+        }
+        let call = match i {
             Intrinsic::CpAsync {
                 dst,
                 src,
                 bytes,
                 pred,
-            } => {
-                let (dst, dd) = self.elem_ref(dst, span, &[Scope::Shared], name)?;
-                let (src, sd) = self.elem_ref(src, span, &[Scope::Global], name)?;
-                let size = dd.bytes() as i64;
-                if dd != sd || ![4, 8, 16].contains(bytes) || bytes % size != 0 {
-                    return Err(Diagnostic::error(
-                        span,
-                        format!(
-                            "`T.cp_async` of {bytes} bytes from {sd} to {dd}: it copies 4, 8 or \
-                             16 bytes of whole elements between buffers of one dtype"
-                        ),
-                    ));
-                }
-                let pred = match pred {
-                    Some(p) => Some(self.bool_expr(p)?),
-                    None => None,
-                };
-                CIntrinsic::CpAsync {
-                    dst,
-                    src,
-                    bytes: *bytes as usize,
-                    pred,
-                }
-            }
-            Intrinsic::CommitGroup => CIntrinsic::Commit,
-            Intrinsic::WaitGroup(n) => CIntrinsic::Wait(usize::try_from(*n).map_err(|_| {
-                Diagnostic::error(span, format!("`T.cp_async_wait({n})` needs n ≥ 0"))
-            })?),
+            } => CCall::CpAsync {
+                dst: self.elem_ref(dst, span)?,
+                src: self.elem_ref(src, span)?,
+                bytes: usize::try_from(*bytes).unwrap_or(0),
+                pred: pred.as_ref().map(|p| self.bool_expr(p)).transpose()?,
+            },
+            Intrinsic::CommitGroup => CCall::Commit,
+            Intrinsic::WaitGroup(n) => CCall::Wait(usize::try_from(*n).unwrap_or(0)),
             Intrinsic::Ldmatrix {
                 dst,
                 src,
                 num,
                 trans,
-            } => {
-                let (dst, dd) = self.elem_ref(dst, span, &[Scope::Local, Scope::Fragment], name)?;
-                let (src, sd) = self.elem_ref(src, span, &[Scope::Shared], name)?;
-                if dd != sd || dd.bits() != 16 || ![1, 2, 4].contains(num) {
-                    return Err(Diagnostic::error(
-                        span,
-                        format!(
-                            "`T.ldmatrix` of {num} matrices from {sd} to {dd}: it loads 1, 2 or \
-                             4 matrices of 16-bit elements into a buffer of the same dtype"
-                        ),
-                    ));
-                }
-                CIntrinsic::Ldmatrix {
-                    dst,
-                    src,
-                    num: *num as usize,
-                    trans: *trans,
-                }
-            }
-            Intrinsic::Mma { acc, a, b } => {
-                let regs = [Scope::Local, Scope::Fragment];
-                let (acc, cd) = self.elem_ref(acc, span, &regs, name)?;
-                let (a, ad) = self.elem_ref(a, span, &regs, name)?;
-                let (b, bd) = self.elem_ref(b, span, &regs, name)?;
-                let input = matches!(ad, DType::Float16 | DType::BFloat16);
-                if cd != DType::Float32 || !input || ad != bd {
-                    return Err(Diagnostic::error(
-                        span,
-                        format!(
-                            "`T.mma_sync` of {ad} x {bd} into {cd}: it multiplies float16 or \
-                             bfloat16 (both the same) into float32"
-                        ),
-                    ));
-                }
-                CIntrinsic::Mma { acc, a, b }
-            }
-        })
+            } => CCall::Ldmatrix {
+                dst: self.elem_ref(dst, span)?,
+                src: self.elem_ref(src, span)?,
+                num: usize::try_from(*num).unwrap_or(0),
+                trans: *trans,
+            },
+            Intrinsic::Mma { acc, a, b } => CCall::Mma {
+                acc: self.elem_ref(acc, span)?,
+                a: self.elem_ref(a, span)?,
+                b: self.elem_ref(b, span)?,
+            },
+        };
+        Ok(CIntrinsic { def, call })
     }
 
-    /// An intrinsic operand: a buffer of one of `scopes` (per thread when local), indexed
-    /// once per dimension with integers. Returns it with its dtype.
-    fn elem_ref(
-        &mut self,
-        r: &ElemRef,
-        at: Span,
-        scopes: &[Scope],
-        what: &str,
-    ) -> R<(CRef, DType)> {
+    /// An intrinsic operand: a buffer indexed once per dimension with integers.
+    fn elem_ref(&mut self, r: &ElemRef, at: Span) -> R<CRef> {
         let span = if r.buffer.span.is_dummy() {
             at
         } else {
             r.buffer.span
         };
-        let (buf, dtype, rank) = self.buffer(&r.buffer.name, span)?;
-        let info = match buf {
-            BufRef::Global(i) => self.globals.get(i),
-            BufRef::Local(i) => self.locals.get(i),
-        };
-        let scope = info.map_or(Scope::Global, |b| b.scope);
-        if !scopes.contains(&scope) {
-            return Err(Diagnostic::error(
-                span,
-                format!(
-                    "`{}` is a {} buffer, which `{what}` cannot take here",
-                    r.buffer.name,
-                    scope.name()
-                ),
-            ));
-        }
+        let (buf, _, rank) = self.buffer(&r.buffer.name, span)?;
         if r.indices.len() != rank {
             return Err(rank_error(&r.buffer.name, rank, r.indices.len(), span));
         }
@@ -644,7 +599,7 @@ impl Compiler {
             .iter()
             .map(|e| self.int_expr(e))
             .collect::<R<_>>()?;
-        Ok((CRef { buf, indices }, dtype))
+        Ok(CRef { buf, indices })
     }
 
     fn gemm(&mut self, g: &Gemm, at: Span) -> R<CGemm> {

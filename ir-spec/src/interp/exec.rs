@@ -1,7 +1,7 @@
 //! Statement execution inside a block, and the launch of a kernel's grid.
 
 use crate::diagnostic::Diagnostic;
-use crate::interp::compile::{CAlloc, CIntrinsic, CKernel, CStmt, CStmtKind};
+use crate::interp::compile::{CAlloc, CCall, CIntrinsic, CKernel, CStmt, CStmtKind};
 use crate::interp::eval::{fault, Fault, Frame, Res};
 use crate::interp::lockstep::ThreadState;
 use crate::interp::memory::{Buffer, Memory, Overlay};
@@ -97,26 +97,26 @@ impl Frame<'_> {
         Ok(())
     }
 
-    /// An intrinsic outside any thread loop: commit / wait are no-ops at the tile level and
-    /// act for every thread in the block-level code of a thread-level kernel (what a wait
-    /// lands there is visible to all threads). The compiler keeps the others in thread
-    /// loops.
+    /// An intrinsic outside any thread loop: the block-level ones (commit / wait) are
+    /// no-ops at the tile level and act for every thread in the block-level code of a
+    /// thread-level kernel (what a wait lands there is visible to all threads). The compiler
+    /// keeps the others in thread loops.
     fn block_intrinsic(&mut self, i: &CIntrinsic, span: Span) -> Res<()> {
+        if !i.def.block_level {
+            return fault(
+                span,
+                "a thread-level intrinsic outside a thread-binding loop",
+            );
+        }
         let Some(st) = self.threads.as_mut() else {
-            return match i {
-                CIntrinsic::Commit | CIntrinsic::Wait(_) => Ok(()),
-                _ => fault(
-                    span,
-                    "a thread-level intrinsic outside a thread-binding loop",
-                ),
-            };
+            return Ok(());
         };
-        match i {
-            CIntrinsic::Commit => {
+        match &i.call {
+            CCall::Commit => {
                 st.asyncs.iter_mut().for_each(|g| g.commit());
                 Ok(())
             }
-            CIntrinsic::Wait(n) => {
+            CCall::Wait(n) => {
                 let landing: Vec<_> = st.asyncs.iter_mut().flat_map(|g| g.retire(*n)).collect();
                 for c in &landing {
                     self.cp_async_land(c);
@@ -125,7 +125,10 @@ impl Frame<'_> {
             }
             _ => fault(
                 span,
-                "a thread-level intrinsic outside a thread-binding loop",
+                format!(
+                    "internal error: `{}` has no block-level meaning",
+                    i.def.name
+                ),
             ),
         }
     }

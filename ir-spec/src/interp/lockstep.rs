@@ -25,13 +25,15 @@
 //! one statement, so every op and expression is evaluated by the same code as at the tile
 //! level.
 
-use crate::interp::compile::{CExpr, CIntrinsic, CStmt, CStmtKind};
+use crate::interp::compile::{CCall, CExpr, CIntrinsic, CStmt, CStmtKind};
 use crate::interp::eval::{fault, Frame, Res};
 use crate::interp::memory::Buffer;
-use crate::interp::ops::intrinsics::{mma_m16n8k16, partial_warp, AsyncGroups};
+use crate::interp::ops::intrinsics::{mma_m16n8k16, partial_group, AsyncGroups};
 use crate::interp::scalar::Scalar;
 use crate::interp::tensor::MAX_ELEMENTS;
+use crate::intrinsic::Collective;
 use crate::span::Span;
+use crate::target::{WARPGROUP_SIZE, WARP_SIZE};
 
 /// The threads of one block: their registers (scalar slots and private buffers).
 pub(crate) struct ThreadState {
@@ -212,77 +214,87 @@ impl Lockstep<'_, '_> {
         }
     }
 
-    /// A thread-level intrinsic for the active threads.
+    /// A thread-level intrinsic for the active threads: per thread, or per group of
+    /// threads that run it together (a warp, a warpgroup: every one of them must be active).
     fn intrinsic(&mut self, i: &CIntrinsic, span: Span, active: &[usize]) -> Res<()> {
-        match i {
-            CIntrinsic::CpAsync {
+        let width = match i.def.collective {
+            Collective::Thread => {
+                for &t in active {
+                    self.thread_intrinsic(i, t, span)?;
+                }
+                return Ok(());
+            }
+            Collective::Warp => WARP_SIZE,
+            Collective::Warpgroup => WARPGROUP_SIZE,
+        };
+        let width = usize::try_from(width).unwrap_or(1).max(1);
+        let mut rest = active;
+        while let Some(&first) = rest.first() {
+            let group = first / width;
+            let lanes = rest.iter().take_while(|&&t| t / width == group).count();
+            let in_block = self.st.n.saturating_sub(group * width).min(width);
+            if lanes != width {
+                return fault(span, partial_group(i.def, group, lanes, in_block, width));
+            }
+            self.collective(i, group * width, span)?;
+            rest = rest.get(lanes..).unwrap_or(&[]);
+        }
+        Ok(())
+    }
+
+    /// A per-thread intrinsic for thread `t`.
+    fn thread_intrinsic(&mut self, i: &CIntrinsic, t: usize, span: Span) -> Res<()> {
+        match &i.call {
+            CCall::CpAsync {
                 dst,
                 src,
                 bytes,
                 pred,
             } => {
-                for &t in active {
-                    let copy = self.on_thread(t, span, |f| {
-                        f.cp_async_issue((dst, src), *bytes, pred.as_ref(), span)
-                    })?;
-                    if let (Some(copy), Some(groups)) = (copy, self.st.asyncs.get_mut(t)) {
-                        groups.issue(copy);
-                    }
+                let copy = self.on_thread(t, span, |f| {
+                    f.cp_async_issue((dst, src), *bytes, pred.as_ref(), span)
+                })?;
+                if let (Some(copy), Some(groups)) = (copy, self.st.asyncs.get_mut(t)) {
+                    groups.issue(copy);
                 }
                 Ok(())
             }
-            CIntrinsic::Commit => {
-                for &t in active {
-                    if let Some(groups) = self.st.asyncs.get_mut(t) {
-                        groups.commit();
-                    }
+            CCall::Commit => {
+                if let Some(groups) = self.st.asyncs.get_mut(t) {
+                    groups.commit();
                 }
                 Ok(())
             }
-            CIntrinsic::Wait(n) => {
-                for &t in active {
-                    let landing = match self.st.asyncs.get_mut(t) {
-                        Some(groups) => groups.retire(*n),
-                        None => continue,
-                    };
-                    if landing.is_empty() {
-                        continue;
-                    }
-                    self.on_thread(t, span, |f| {
-                        for c in &landing {
-                            f.cp_async_land(c);
-                        }
-                        Ok(())
-                    })?;
-                }
-                Ok(())
-            }
-            CIntrinsic::Ldmatrix { .. } | CIntrinsic::Mma { .. } => {
-                let op = if matches!(i, CIntrinsic::Mma { .. }) {
-                    "T.mma_sync"
-                } else {
-                    "T.ldmatrix"
+            CCall::Wait(n) => {
+                let landing = match self.st.asyncs.get_mut(t) {
+                    Some(groups) => groups.retire(*n),
+                    None => return Ok(()),
                 };
-                let mut rest = active;
-                while let Some(&first) = rest.first() {
-                    let warp = first / 32;
-                    let lanes = rest.iter().take_while(|&&t| t / 32 == warp).count();
-                    let in_block = self.st.n.saturating_sub(warp * 32).min(32);
-                    if lanes != 32 {
-                        return fault(span, partial_warp(op, warp, lanes, in_block));
-                    }
-                    self.warp(i, warp * 32, span)?;
-                    rest = rest.get(lanes..).unwrap_or(&[]);
+                if landing.is_empty() {
+                    return Ok(());
                 }
-                Ok(())
+                self.on_thread(t, span, |f| {
+                    for c in &landing {
+                        f.cp_async_land(c);
+                    }
+                    Ok(())
+                })
             }
+            _ => fault(
+                span,
+                format!(
+                    "internal error: `{}` is not a per-thread intrinsic",
+                    i.def.name
+                ),
+            ),
         }
     }
 
-    /// `T.ldmatrix` / `T.mma_sync` for the warp of threads `base..base + 32`.
-    fn warp(&mut self, i: &CIntrinsic, base: usize, span: Span) -> Res<()> {
-        match i {
-            CIntrinsic::Ldmatrix {
+    /// A warp collective (`T.ldmatrix`, `T.mma_sync`) for the warp of threads
+    /// `base..base + 32`.
+    fn collective(&mut self, i: &CIntrinsic, base: usize, span: Span) -> Res<()> {
+        match &i.call {
+            CCall::Ldmatrix {
                 dst,
                 src,
                 num,
@@ -299,7 +311,7 @@ impl Lockstep<'_, '_> {
                 }
                 Ok(())
             }
-            CIntrinsic::Mma { acc, a, b } => {
+            CCall::Mma { acc, a, b } => {
                 let mut lanes = Vec::with_capacity(32);
                 for lane in 0..32 {
                     lanes.push(
@@ -315,7 +327,10 @@ impl Lockstep<'_, '_> {
                 }
                 Ok(())
             }
-            _ => Ok(()),
+            _ => fault(
+                span,
+                format!("internal error: `{}` is not a collective", i.def.name),
+            ),
         }
     }
 

@@ -159,52 +159,34 @@ impl Printer<'_> {
         Ok(())
     }
 
-    /// `T.cp_async(S[i, j], A[k, l], 16)`, `T.ldmatrix(F[0], S[r, c], num=4, trans=False)`, …
+    /// `T.cp_async(S[i, j], A[k, l], 16)`, `T.ldmatrix(F[0], S[r, c], num=4, trans=False)`, …:
+    /// the definition's name and every argument given, in parameter order, keyword
+    /// parameters as `name=value` (a left-out predicate is not written).
     fn intrinsic(&mut self, i: &crate::ir::Intrinsic) -> fmt::Result {
-        use crate::ir::Intrinsic;
-        match i {
-            Intrinsic::CpAsync {
-                dst,
-                src,
-                bytes,
-                pred,
-            } => {
-                self.out.push_str("T.cp_async(");
-                self.elem_ref(dst)?;
-                self.out.push_str(", ");
-                self.elem_ref(src)?;
-                write!(self.out, ", {bytes}")?;
-                if let Some(p) = pred {
-                    self.out.push_str(", ");
-                    write_expr(&mut self.out, p)?;
-                }
-                self.out.push(')');
+        use crate::intrinsic::Arg;
+        let def = i.def();
+        write!(self.out, "{}(", def.name)?;
+        let mut first = true;
+        for (param, arg) in def.params.iter().zip(i.args()) {
+            if arg == Arg::Pred(None) {
+                continue;
             }
-            Intrinsic::CommitGroup => self.out.push_str("T.cp_async_commit()"),
-            Intrinsic::WaitGroup(n) => write!(self.out, "T.cp_async_wait({n})")?,
-            Intrinsic::Ldmatrix {
-                dst,
-                src,
-                num,
-                trans,
-            } => {
-                self.out.push_str("T.ldmatrix(");
-                self.elem_ref(dst)?;
+            if !first {
                 self.out.push_str(", ");
-                self.elem_ref(src)?;
-                let trans = if *trans { "True" } else { "False" };
-                write!(self.out, ", num={num}, trans={trans})")?;
             }
-            Intrinsic::Mma { acc, a, b } => {
-                self.out.push_str("T.mma_sync(");
-                self.elem_ref(acc)?;
-                self.out.push_str(", ");
-                self.elem_ref(a)?;
-                self.out.push_str(", ");
-                self.elem_ref(b)?;
-                self.out.push(')');
+            first = false;
+            if param.keyword {
+                write!(self.out, "{}=", param.name)?;
+            }
+            match arg {
+                Arg::Ref(r) => self.elem_ref(r)?,
+                Arg::Int(v) => write!(self.out, "{v}")?,
+                Arg::Bool(b) => self.out.push_str(if b { "True" } else { "False" }),
+                Arg::Pred(Some(p)) => write_expr(&mut self.out, p)?,
+                Arg::Pred(None) => {}
             }
         }
+        self.out.push(')');
         Ok(())
     }
 

@@ -655,8 +655,7 @@ impl Lowerer {
                 self.block_into(&refs, out);
             }
             n if n.starts_with("T.")
-                && !crate::syntax::lower_expr::KNOWN_T_NAMES
-                    .contains(&n.get(2..).unwrap_or("")) =>
+                && !crate::syntax::lower_expr::is_known_t_name(n.get(2..).unwrap_or("")) =>
             {
                 self.error(unknown_construct(n, item.span))
             }
@@ -693,11 +692,7 @@ impl Lowerer {
             }
             "T.sync_threads" => self.barrier(span, args, false),
             "T.tvm_storage_sync" => self.barrier(span, args, true),
-            "T.cp_async" => self.cp_async(span, args),
-            "T.cp_async_commit" => self.cp_async_commit(span, args),
-            "T.cp_async_wait" => self.cp_async_wait(span, args),
-            "T.ldmatrix" => self.ldmatrix(span, args),
-            "T.mma_sync" => self.mma_sync(span, args),
+            n if crate::intrinsic::lookup(n).is_some() => self.intrinsic(n, span, args),
             "T.attr" => {
                 self.attr(span, args);
                 None
@@ -709,8 +704,7 @@ impl Lowerer {
             // Informational in TVMScript.
             "T.reads" | "T.writes" => None,
             n if n.starts_with("T.") => {
-                let known =
-                    crate::syntax::lower_expr::KNOWN_T_NAMES.contains(&n.get(2..).unwrap_or(""));
+                let known = crate::syntax::lower_expr::is_known_t_name(n.get(2..).unwrap_or(""));
                 if known {
                     self.fail(Diagnostic::error(
                         span,

@@ -8,8 +8,20 @@ use crate::span::Span;
 use crate::syntax::ast::{self, BinaryOp, BoolOp, CmpOp, UnaryOp};
 use crate::syntax::lower::Lowerer;
 
+/// Whether the front end understands `T.{rest}`: a construct of `KNOWN_T_NAMES` or an
+/// intrinsic of `crate::intrinsic`.
+pub fn is_known_t_name(rest: &str) -> bool {
+    KNOWN_T_NAMES.contains(&rest) || crate::intrinsic::lookup(&format!("T.{rest}")).is_some()
+}
+
 /// Every `T.*` name the front end understands (for "did you mean" notes).
-pub const KNOWN_T_NAMES: &[&str] = &[
+pub fn known_t_names() -> Vec<&'static str> {
+    let intrinsics = crate::intrinsic::all().map(|d| d.name.trim_start_matches("T."));
+    KNOWN_T_NAMES.iter().copied().chain(intrinsics).collect()
+}
+
+/// The `T.*` names of the front end's constructs, other than the intrinsics.
+const KNOWN_T_NAMES: &[&str] = &[
     "prim_func",
     "symbolic",
     "Tensor",
@@ -42,11 +54,6 @@ pub const KNOWN_T_NAMES: &[&str] = &[
     "make_swizzled_layout",
     "make_padded_layout",
     "mma_accumulator_layout",
-    "cp_async",
-    "cp_async_commit",
-    "cp_async_wait",
-    "ldmatrix",
-    "mma_sync",
     "ceildiv",
     "floordiv",
     "floormod",
@@ -120,7 +127,7 @@ pub fn suggest<'c>(name: &str, candidates: &[&'c str]) -> Option<&'c str> {
 pub fn unknown_construct(dotted: &str, span: Span) -> Diagnostic {
     let mut d = Diagnostic::error(span, format!("unknown TileLang construct `{dotted}`"));
     if let Some(rest) = dotted.strip_prefix("T.") {
-        if let Some(s) = suggest(rest, KNOWN_T_NAMES) {
+        if let Some(s) = suggest(rest, &known_t_names()) {
             d = d.with_note(format!("did you mean `T.{s}`?"));
         }
     }
@@ -154,7 +161,7 @@ fn compare_op(op: CmpOp) -> BinOp {
 #[inline(never)]
 fn call_error(name: &str, func_span: Span, span: Span) -> Diagnostic {
     match name.strip_prefix("T.") {
-        Some(rest) if KNOWN_T_NAMES.contains(&rest) => {
+        Some(rest) if is_known_t_name(rest) => {
             Diagnostic::error(span, format!("`{name}` is not a scalar expression"))
         }
         Some(_) => unknown_construct(name, func_span),
@@ -327,7 +334,7 @@ impl Lowerer {
                         ),
                     ),
                     None if dotted.starts_with("T.")
-                        && !KNOWN_T_NAMES.contains(&dotted.get(2..).unwrap_or("")) =>
+                        && !is_known_t_name(dotted.get(2..).unwrap_or("")) =>
                     {
                         unknown_construct(&dotted, span)
                     }
@@ -546,10 +553,13 @@ mod tests {
 
     #[test]
     fn suggestions() {
-        assert_eq!(suggest("Pipelind", KNOWN_T_NAMES), Some("Pipelined"));
-        assert_eq!(suggest("alloc_shard", KNOWN_T_NAMES), Some("alloc_shared"));
-        assert_eq!(suggest("pipelined", KNOWN_T_NAMES), Some("Pipelined"));
-        assert_eq!(suggest("zzzzzz", KNOWN_T_NAMES), None);
+        assert_eq!(suggest("Pipelind", &known_t_names()), Some("Pipelined"));
+        assert_eq!(
+            suggest("alloc_shard", &known_t_names()),
+            Some("alloc_shared")
+        );
+        assert_eq!(suggest("pipelined", &known_t_names()), Some("Pipelined"));
+        assert_eq!(suggest("zzzzzz", &known_t_names()), None);
         assert_eq!(edit_distance("kitten", "sitting"), 3);
     }
 }

@@ -1,5 +1,5 @@
-//! Lowering of the thread-level target intrinsics (`T.cp_async`, `T.cp_async_commit`,
-//! `T.cp_async_wait`, `T.ldmatrix`, `T.mma_sync`) and of the layouts of
+//! Lowering of the thread-level target intrinsics (every call named in
+//! `crate::intrinsic`, bound to its definition's parameters) and of the layouts of
 //! `T.annotate_layout` (`T.make_swizzled_layout`, `T.make_padded_layout`,
 //! `T.mma_accumulator_layout`).
 //!
@@ -8,88 +8,52 @@
 //! the verifier's rules.
 
 use crate::diagnostic::Diagnostic;
+use crate::intrinsic::{self, ArgValue, ParamKind};
 use crate::ir::{ElemRef, Ident, Intrinsic, Layout, Stmt, StmtKind};
 use crate::span::Span;
 use crate::syntax::ast;
 use crate::syntax::lower::Lowerer;
 
 impl Lowerer {
-    /// `T.cp_async(dst, src, bytes[, pred])`.
-    pub fn cp_async(&mut self, span: Span, args: &[ast::Arg]) -> Option<Stmt> {
-        let a = self.bind(
-            "T.cp_async",
-            span,
-            args,
-            &["dst", "src", "bytes", "pred"],
-            3,
-        )?;
-        let dst = self.elem_ref(a[0]?, "T.cp_async");
-        let src = self.elem_ref(a[1]?, "T.cp_async");
-        let bytes = self.const_int(a[2]?, "the byte count of `T.cp_async`");
-        let pred = match a[3] {
-            Some(p) => Some(self.expr(p)?),
-            None => None,
-        };
-        let intrinsic = Intrinsic::CpAsync {
-            dst: dst?,
-            src: src?,
-            bytes: bytes?,
-            pred,
-        };
-        Some(Stmt::new(StmtKind::Intrinsic(intrinsic), span))
-    }
-
-    /// `T.cp_async_commit()`.
-    pub fn cp_async_commit(&mut self, span: Span, args: &[ast::Arg]) -> Option<Stmt> {
-        self.bind("T.cp_async_commit", span, args, &[], 0)?;
-        Some(Stmt::new(StmtKind::Intrinsic(Intrinsic::CommitGroup), span))
-    }
-
-    /// `T.cp_async_wait(n)`.
-    pub fn cp_async_wait(&mut self, span: Span, args: &[ast::Arg]) -> Option<Stmt> {
-        let a = self.bind("T.cp_async_wait", span, args, &["n"], 1)?;
-        let n = self.const_int(a[0]?, "the group count of `T.cp_async_wait`")?;
-        Some(Stmt::new(
-            StmtKind::Intrinsic(Intrinsic::WaitGroup(n)),
-            span,
-        ))
-    }
-
-    /// `T.ldmatrix(dst, src, num=4, trans=False)` (`num` and `trans` default to 4 and
-    /// `False`; the printer always writes both).
-    pub fn ldmatrix(&mut self, span: Span, args: &[ast::Arg]) -> Option<Stmt> {
-        let a = self.bind("T.ldmatrix", span, args, &["dst", "src", "num", "trans"], 2)?;
-        let dst = self.elem_ref(a[0]?, "T.ldmatrix");
-        let src = self.elem_ref(a[1]?, "T.ldmatrix");
-        let num = match a[2] {
-            Some(n) => self.const_int(n, "`num` of `T.ldmatrix`"),
-            None => Some(4),
-        };
-        let trans = match a[3] {
-            Some(t) => self.const_bool(t, "`trans` of `T.ldmatrix`"),
-            None => Some(false),
-        };
-        let intrinsic = Intrinsic::Ldmatrix {
-            dst: dst?,
-            src: src?,
-            num: num?,
-            trans: trans?,
-        };
-        Some(Stmt::new(StmtKind::Intrinsic(intrinsic), span))
-    }
-
-    /// `T.mma_sync(acc, a, b)`.
-    pub fn mma_sync(&mut self, span: Span, args: &[ast::Arg]) -> Option<Stmt> {
-        let a = self.bind("T.mma_sync", span, args, &["acc", "a", "b"], 3)?;
-        let acc = self.elem_ref(a[0]?, "T.mma_sync");
-        let x = self.elem_ref(a[1]?, "T.mma_sync");
-        let y = self.elem_ref(a[2]?, "T.mma_sync");
-        let intrinsic = Intrinsic::Mma {
-            acc: acc?,
-            a: x?,
-            b: y?,
-        };
-        Some(Stmt::new(StmtKind::Intrinsic(intrinsic), span))
+    /// A call of the intrinsic written `name`: each argument bound to its parameter by
+    /// position or keyword, left-out parameters at their defaults.
+    pub fn intrinsic(&mut self, name: &str, span: Span, args: &[ast::Arg]) -> Option<Stmt> {
+        let def = intrinsic::lookup(name)?;
+        let names: Vec<&str> = def.params.iter().map(|p| p.name).collect();
+        let bound = self.bind(def.name, span, args, &names, def.required())?;
+        let mut values = Vec::with_capacity(def.params.len());
+        let mut ok = true;
+        for (param, arg) in def.params.iter().zip(bound) {
+            let what = format!("the {} of `{}`", param.role, def.name);
+            let value = match (param.kind, arg) {
+                (ParamKind::Ref(_), Some(e)) => self.elem_ref(e, def.name).map(ArgValue::Ref),
+                (ParamKind::Int { .. }, Some(e)) => self.const_int(e, &what).map(ArgValue::Int),
+                (ParamKind::Int { default, .. }, None) => default.map(ArgValue::Int),
+                (ParamKind::Bool { .. }, Some(e)) => self.const_bool(e, &what).map(ArgValue::Bool),
+                (ParamKind::Bool { default }, None) => default.map(ArgValue::Bool),
+                (ParamKind::Pred, Some(e)) => self.expr(e).map(|p| ArgValue::Pred(Some(p))),
+                (ParamKind::Pred, None) => Some(ArgValue::Pred(None)),
+                // `bind` has reported a missing required argument.
+                (ParamKind::Ref(_), None) => None,
+            };
+            match value {
+                Some(v) => values.push(v),
+                None => ok = false,
+            }
+        }
+        if !ok {
+            return None;
+        }
+        match Intrinsic::from_args(def, values) {
+            Some(call) => Some(Stmt::new(StmtKind::Intrinsic(call), span)),
+            None => self.fail(Diagnostic::error(
+                span,
+                format!(
+                    "internal error: the arguments of `{}` do not fit its definition",
+                    def.name
+                ),
+            )),
+        }
     }
 
     /// An intrinsic operand `buf[i, j]`: where a run of consecutive elements starts.

@@ -75,8 +75,9 @@ impl Lowerer {
                     "T.region" => Some(Operand::Full(self.tvm_region(e.span, args)?)),
                     "T.tvm_access_ptr" => Some(Operand::Full(self.access_ptr(e.span, args)?)),
                     n if n.starts_with("T.")
-                        && !crate::syntax::lower_expr::KNOWN_T_NAMES
-                            .contains(&n.get(2..).unwrap_or("")) =>
+                        && !crate::syntax::lower_expr::is_known_t_name(
+                            n.get(2..).unwrap_or(""),
+                        ) =>
                     {
                         self.fail(unknown_construct(n, func.span))
                     }

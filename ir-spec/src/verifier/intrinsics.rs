@@ -1,58 +1,64 @@
-//! Intrinsic rules (I1–I6 of docs/ir.md): where each thread-level intrinsic may appear, its
-//! operands (buffer, rank, integer indices, scopes, dtypes, extent inside the buffer) and its
-//! constant arguments; and the layout rules K7–K8 of `T.annotate_layout`.
+//! Intrinsic rules (I1–I3 of docs/ir.md), derived from each intrinsic's definition
+//! (`crate::intrinsic`): where it may appear, its operands (buffer, rank, integer indices,
+//! the run of elements inside the buffer) and the definition's own rules
+//! (`intrinsic::check`: constants, scopes, dtypes); and the layout rules K7–K8 of
+//! `T.annotate_layout`.
 
 use super::consts::const_int;
 use super::Checker;
 use crate::diagnostic::Diagnostic;
-use crate::dtype::DType;
+use crate::intrinsic::{self, Arg, ParamKind};
 use crate::ir::{BufferDecl, ElemRef, Expr, Intrinsic, Layout, LayoutAnnotation, Scope};
 use crate::span::Span;
 
-/// The byte counts one `cp.async` may copy.
-pub const CP_ASYNC_BYTES: [i64; 3] = [4, 8, 16];
-/// The matrix counts of `ldmatrix` (`.x1`, `.x2`, `.x4`).
-pub const LDMATRIX_NUMS: [i64; 3] = [1, 2, 4];
 /// The widths of `T.make_swizzled_layout(buf, bytes=B)`.
 pub const SWIZZLE_BYTES: [i64; 3] = [32, 64, 128];
 
 impl<'f> Checker<'f> {
-    pub(super) fn intrinsic(&mut self, i: &Intrinsic, span: Span) {
-        let name = intrinsic_name(i);
-        self.intrinsic_place(i, name, span);
-        match i {
-            Intrinsic::CpAsync {
-                dst,
-                src,
-                bytes,
-                pred,
-            } => self.cp_async(dst, src, *bytes, pred.as_ref(), span),
-            Intrinsic::CommitGroup => {}
-            Intrinsic::WaitGroup(n) => {
-                if *n < 0 {
-                    self.error(
-                        span,
-                        format!("`T.cp_async_wait({n})`: the group count must be ≥ 0"),
-                    );
+    pub(super) fn intrinsic(&mut self, i: &'f Intrinsic, span: Span) {
+        let def = i.def();
+        self.intrinsic_place(def.name, def.block_level, span);
+        // I2: operands that are well-formed, then the definition's rules on those (a
+        // malformed operand has been reported; its scope and dtype are not checked).
+        let mut malformed: Vec<&str> = Vec::new();
+        for (param, arg) in def.params.iter().zip(i.args()) {
+            match (param.kind, arg) {
+                (ParamKind::Ref(_), Arg::Ref(r)) => {
+                    let count = self
+                        .env
+                        .buffer(&r.buffer.name)
+                        .and_then(|d| i.count(param, i64::from(d.dtype.bytes())))
+                        .unwrap_or(1);
+                    let what = format!("the {} of `{}`", param.role, def.name);
+                    if self.elem_ref(r, count, &what).is_none() {
+                        malformed.push(&r.buffer.name);
+                    }
                 }
+                (ParamKind::Pred, Arg::Pred(Some(p))) => {
+                    self.expect_bool(p, &format!("the predicate of `{}`", def.name));
+                }
+                _ => {}
             }
-            Intrinsic::Ldmatrix {
-                dst,
-                src,
-                num,
-                trans: _,
-            } => self.ldmatrix(dst, src, *num, span),
-            Intrinsic::Mma { acc, a, b } => self.mma(acc, a, b, span),
+        }
+        let env = &self.env;
+        let violations = intrinsic::check(i, &|name| {
+            env.buffer(name)
+                .filter(|_| !malformed.contains(&name))
+                .map(intrinsic::BufFacts::from)
+        });
+        for v in violations {
+            let at = v.at.map_or(span, |r| self.at(r.buffer.span));
+            self.error(at, v.message);
         }
     }
 
-    /// I1: every intrinsic is inside a kernel and not inside a vectorized loop; all but
-    /// commit / wait (which are no-ops at the tile level) are inside a thread-binding loop.
-    fn intrinsic_place(&mut self, i: &Intrinsic, name: &str, span: Span) {
-        let tile_level_ok = matches!(i, Intrinsic::CommitGroup | Intrinsic::WaitGroup(_));
+    /// I1: every intrinsic is inside a kernel and not inside a vectorized loop; all but the
+    /// block-level ones (commit / wait, no-ops at the tile level) are inside a thread-binding
+    /// loop.
+    fn intrinsic_place(&mut self, name: &str, block_level: bool, span: Span) {
         if self.kernel.is_none() {
             self.error(span, format!("`{name}` must be inside a `T.Kernel`"));
-        } else if !tile_level_ok && self.thread_loop.is_none() {
+        } else if !block_level && self.thread_loop.is_none() {
             self.push(
                 Diagnostic::error(
                     self.at(span),
@@ -103,168 +109,6 @@ impl<'f> Checker<'f> {
             }
         }
         Some(decl)
-    }
-
-    /// An operand's scope must be `scope`.
-    fn expect_scope(&mut self, decl: &BufferDecl, scope: Scope, what: &str, at: Span) -> bool {
-        if decl.scope == scope {
-            return true;
-        }
-        self.error(
-            at,
-            format!(
-                "{what} must be a {} buffer, but `{}` is a {} buffer",
-                scope.name(),
-                decl.name.name,
-                decl.scope.name()
-            ),
-        );
-        false
-    }
-
-    /// I3.
-    fn cp_async(
-        &mut self,
-        dst: &ElemRef,
-        src: &ElemRef,
-        bytes: i64,
-        pred: Option<&Expr>,
-        span: Span,
-    ) {
-        let bytes_ok = CP_ASYNC_BYTES.contains(&bytes);
-        if !bytes_ok {
-            self.error(
-                span,
-                format!("`T.cp_async` copies 4, 8 or 16 bytes, found {bytes}"),
-            );
-        }
-        if let Some(p) = pred {
-            self.expect_bool(p, "the predicate of `T.cp_async`");
-        }
-        // The element count needs the dtype; check the operands with it once known.
-        let count = |d: Option<&BufferDecl>| {
-            d.map(|d| i64::from(d.dtype.bytes()))
-                .filter(|&e| bytes_ok && e > 0 && bytes % e == 0)
-                .map_or(1, |e| bytes / e)
-        };
-        let dst_decl = self.env.buffer(&dst.buffer.name);
-        let src_decl = self.env.buffer(&src.buffer.name);
-        let d = self.elem_ref(dst, count(dst_decl), "the `T.cp_async` destination");
-        let s = self.elem_ref(src, count(src_decl), "the `T.cp_async` source");
-        if let Some(d) = d {
-            let at = self.at(dst.buffer.span);
-            self.expect_scope(d, Scope::Shared, "the destination of `T.cp_async`", at);
-        }
-        if let Some(s) = s {
-            let at = self.at(src.buffer.span);
-            self.expect_scope(s, Scope::Global, "the source of `T.cp_async`", at);
-        }
-        let (Some(d), Some(s)) = (d, s) else {
-            return;
-        };
-        if d.dtype != s.dtype {
-            self.error(
-                span,
-                format!(
-                    "`T.cp_async` copies bytes between buffers of one dtype: `{}` is {}, `{}` is \
-                     {}",
-                    d.name.name, d.dtype, s.name.name, s.dtype
-                ),
-            );
-        } else if bytes_ok && bytes % i64::from(d.dtype.bytes()) != 0 {
-            self.error(
-                span,
-                format!(
-                    "`T.cp_async` of {bytes} bytes is not a whole number of {} elements ({} \
-                     bytes each)",
-                    d.dtype,
-                    d.dtype.bytes()
-                ),
-            );
-        }
-    }
-
-    /// I4.
-    fn ldmatrix(&mut self, dst: &ElemRef, src: &ElemRef, num: i64, span: Span) {
-        let num_ok = LDMATRIX_NUMS.contains(&num);
-        if !num_ok {
-            self.error(
-                span,
-                format!("`T.ldmatrix` loads 1, 2 or 4 matrices (`num`), found {num}"),
-            );
-        }
-        let per_lane = if num_ok { 2 * num } else { 2 };
-        let d = self.elem_ref(dst, per_lane, "the `T.ldmatrix` destination");
-        // Each lane's source address is one 8-element (16-byte) row.
-        let s = self.elem_ref(src, 8, "the `T.ldmatrix` source row");
-        if let Some(d) = d {
-            let at = self.at(dst.buffer.span);
-            self.expect_scope(d, Scope::Local, "the destination of `T.ldmatrix`", at);
-        }
-        if let Some(s) = s {
-            let at = self.at(src.buffer.span);
-            self.expect_scope(s, Scope::Shared, "the source of `T.ldmatrix`", at);
-        }
-        let (Some(d), Some(s)) = (d, s) else {
-            return;
-        };
-        let sixteen = |t: DType| matches!(t, DType::Float16 | DType::BFloat16);
-        if !sixteen(d.dtype) || !sixteen(s.dtype) || d.dtype != s.dtype {
-            self.error(
-                span,
-                format!(
-                    "`T.ldmatrix` moves 16-bit elements: both buffers must be float16 or both \
-                     bfloat16; `{}` is {}, `{}` is {}",
-                    d.name.name, d.dtype, s.name.name, s.dtype
-                ),
-            );
-        }
-    }
-
-    /// I5.
-    fn mma(&mut self, acc: &ElemRef, a: &ElemRef, b: &ElemRef, span: Span) {
-        let c = self.elem_ref(acc, 4, "the `T.mma_sync` accumulator");
-        let x = self.elem_ref(a, 8, "the `T.mma_sync` A operand");
-        let y = self.elem_ref(b, 4, "the `T.mma_sync` B operand");
-        for (decl, r, role) in [
-            (c, acc, "accumulator"),
-            (x, a, "A operand"),
-            (y, b, "B operand"),
-        ] {
-            if let Some(decl) = decl {
-                let at = self.at(r.buffer.span);
-                self.expect_scope(
-                    decl,
-                    Scope::Local,
-                    &format!("the {role} of `T.mma_sync`"),
-                    at,
-                );
-            }
-        }
-        if let Some(c) = c {
-            if c.dtype != DType::Float32 {
-                self.error(
-                    self.at(acc.buffer.span),
-                    format!(
-                        "the accumulator of `T.mma_sync` must be float32; `{}` is {}",
-                        c.name.name, c.dtype
-                    ),
-                );
-            }
-        }
-        if let (Some(x), Some(y)) = (x, y) {
-            let input = |t: DType| matches!(t, DType::Float16 | DType::BFloat16);
-            if !input(x.dtype) || x.dtype != y.dtype {
-                self.error(
-                    span,
-                    format!(
-                        "`T.mma_sync` multiplies float16 by float16 or bfloat16 by bfloat16; \
-                         `{}` is {}, `{}` is {}",
-                        x.name.name, x.dtype, y.name.name, y.dtype
-                    ),
-                );
-            }
-        }
     }
 
     /// K7, K8: a layout annotation names a buffer in scope of the right scope, with valid
@@ -329,17 +173,6 @@ impl<'f> Checker<'f> {
                 ),
             _ => {}
         }
-    }
-}
-
-/// `T.cp_async`, … as written.
-pub(super) fn intrinsic_name(i: &Intrinsic) -> &'static str {
-    match i {
-        Intrinsic::CpAsync { .. } => "T.cp_async",
-        Intrinsic::CommitGroup => "T.cp_async_commit",
-        Intrinsic::WaitGroup(_) => "T.cp_async_wait",
-        Intrinsic::Ldmatrix { .. } => "T.ldmatrix",
-        Intrinsic::Mma { .. } => "T.mma_sync",
     }
 }
 

@@ -1264,7 +1264,7 @@ fn cp_async_rules() {
     one_intrinsic_error(
         "",
         "T.cp_async(S[tx, 0], G[tx, 0], 12)",
-        "`T.cp_async` copies 4, 8 or 16 bytes, found 12",
+        "the byte count of `T.cp_async` (`bytes`) must be 4, 8 or 16, found 12",
         "T.cp_async(S[tx, 0], G[tx, 0], 12)",
     );
     one_intrinsic_error(
@@ -1282,8 +1282,8 @@ fn cp_async_rules() {
     one_intrinsic_error(
         "",
         "T.cp_async(S[tx, 0], G32[tx, 0], 16)",
-        "`T.cp_async` copies bytes between buffers of one dtype: `S` is float16, `G32` is float32",
-        "T.cp_async(S[tx, 0], G32[tx, 0], 16)",
+        "the destination and the source of `T.cp_async` must have one dtype: `S` is float16, `G32` is float32",
+        "S",
     );
     one_intrinsic_error(
         "",
@@ -1346,7 +1346,7 @@ fn ldmatrix_rules() {
     one_intrinsic_error(
         "",
         "T.ldmatrix(F[0], S[tx, 0], num=3, trans=False)",
-        "`T.ldmatrix` loads 1, 2 or 4 matrices (`num`), found 3",
+        "the matrix count of `T.ldmatrix` (`num`) must be 1, 2 or 4, found 3",
         "T.ldmatrix(F[0], S[tx, 0], num=3, trans=False)",
     );
     one_intrinsic_error(
@@ -1361,17 +1361,31 @@ fn ldmatrix_rules() {
         "the source of `T.ldmatrix` must be a shared buffer, but `G` is a global buffer",
         "G",
     );
-    one_intrinsic_error(
+    // 16-bit elements only, each operand reported at its buffer.
+    let errs = intrinsic_errors(
         "",
         "T.ldmatrix(Acc[0], S32[tx % 16, 0], num=2, trans=False)",
-        "`T.ldmatrix` moves 16-bit elements: both buffers must be float16 or both bfloat16; `Acc` is float32, `S32` is float32",
-        "T.ldmatrix(Acc[0], S32[tx % 16, 0], num=2, trans=False)",
+    );
+    assert_eq!(
+        errs,
+        [
+            (
+                "the destination of `T.ldmatrix` must be float16 or bfloat16; `Acc` is float32"
+                    .to_string(),
+                "Acc".to_string()
+            ),
+            (
+                "the source of `T.ldmatrix` must be float16 or bfloat16; `S32` is float32"
+                    .to_string(),
+                "S32".to_string()
+            )
+        ]
     );
     one_intrinsic_error(
         "",
         "T.ldmatrix(Fb[0], S[tx, 0], num=4, trans=False)",
-        "`Fb` is bfloat16, `S` is float16",
-        "T.ldmatrix(Fb[0], S[tx, 0], num=4, trans=False)",
+        "the destination and the source of `T.ldmatrix` must have one dtype: `Fb` is bfloat16, `S` is float16",
+        "Fb",
     );
     // x4 needs 8 destination elements.
     one_intrinsic_error(
@@ -1393,8 +1407,8 @@ fn mma_sync_rules() {
     one_intrinsic_error(
         "",
         "T.mma_sync(Acc[0], F[0], Fb[4])",
-        "`T.mma_sync` multiplies float16 by float16 or bfloat16 by bfloat16; `F` is float16, `Fb` is bfloat16",
-        "T.mma_sync(Acc[0], F[0], Fb[4])",
+        "the A operand and the B operand of `T.mma_sync` must have one dtype: `F` is float16, `Fb` is bfloat16",
+        "F",
     );
     one_intrinsic_error(
         "",
@@ -1427,7 +1441,7 @@ fn commit_and_wait_rules() {
     one_intrinsic_error(
         "T.cp_async_wait(-1)",
         "",
-        "`T.cp_async_wait(-1)`: the group count must be ≥ 0",
+        "the group count of `T.cp_async_wait` (`n`) must be ≥ 0, found -1",
         "T.cp_async_wait(-1)",
     );
 }

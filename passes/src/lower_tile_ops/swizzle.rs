@@ -172,13 +172,10 @@ fn walk(body: &mut [Stmt], table: &[(String, Swz)], lanes: &mut HashSet<String>)
                 }
             }
             StmtKind::Intrinsic(i) => {
-                if let tlc_ir::Intrinsic::CpAsync { pred: Some(p), .. } = i {
-                    *p = rewrite_expr(p, table, lanes);
+                for e in i.exprs_mut() {
+                    *e = rewrite_expr(e, table, lanes);
                 }
                 for op in i.operands_mut() {
-                    for e in op.indices.iter_mut() {
-                        *e = rewrite_expr(e, table, lanes);
-                    }
                     if let Some(s) = lookup(table, &op.buffer.name) {
                         physical(s, &mut op.indices, lanes);
                     }

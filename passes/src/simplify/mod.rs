@@ -183,13 +183,8 @@ impl Simplifier<'_> {
             }
             StmtKind::Barrier => {}
             StmtKind::Intrinsic(i) => {
-                if let tlc_ir::Intrinsic::CpAsync { pred: Some(p), .. } = i {
-                    *p = self.expr(p);
-                }
-                for op in i.operands_mut() {
-                    for e in op.indices.iter_mut() {
-                        *e = self.expr(e);
-                    }
+                for e in i.exprs_mut() {
+                    *e = self.expr(e);
                 }
             }
             StmtKind::Copy { src, dst } => {

@@ -24,6 +24,7 @@ use crate::interp::compile::{BufRef, CExpr, CRef};
 use crate::interp::eval::{fault, Frame, Res};
 use crate::interp::scalar::Scalar;
 use crate::interp::shared::encode;
+use crate::intrinsic::{Collective, IntrinsicDef};
 use crate::span::Span;
 use std::collections::VecDeque;
 
@@ -354,17 +355,28 @@ pub(crate) fn mma_m16n8k16(lanes: &[MmaLane]) -> Vec<[f32; 4]> {
         .collect()
 }
 
-/// The message for a warp collective run by a warp with lanes missing.
-pub(crate) fn partial_warp(op: &str, warp: usize, active: usize, in_block: usize) -> String {
-    if in_block < 32 {
+/// The message for a collective (`width` threads: a warp, a warpgroup) run by group
+/// `group` with threads missing.
+pub(crate) fn partial_group(
+    def: &IntrinsicDef,
+    group: usize,
+    active: usize,
+    in_block: usize,
+    width: usize,
+) -> String {
+    let (op, unit, members, member) = match def.collective {
+        Collective::Warpgroup => (def.name, "warpgroup", "threads", "thread"),
+        _ => (def.name, "warp", "lanes", "lane"),
+    };
+    if in_block < width {
         format!(
-            "`{op}` is a warp collective, but warp {warp} has only {in_block} threads (the block \
-             size is not a multiple of 32)"
+            "`{op}` is a {unit} collective, but {unit} {group} has only {in_block} threads (the \
+             block size is not a multiple of {width})"
         )
     } else {
         format!(
-            "`{op}` is a warp collective: {active} of the 32 lanes of warp {warp} execute it; \
-             every lane must"
+            "`{op}` is a {unit} collective: {active} of the {width} {members} of {unit} {group} \
+             execute it; every {member} must"
         )
     }
 }

@@ -3,6 +3,7 @@
 //! gives every op its meaning.
 
 pub mod affine;
+pub mod build;
 pub mod diagnostic;
 pub mod dtype;
 pub mod interp;

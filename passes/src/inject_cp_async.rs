@@ -32,17 +32,20 @@
 //!
 //! Everything else is left as it is (synchronous stores are always correct).
 
+use crate::analysis::access::count_sites;
+use crate::analysis::int::{
+    conjuncts, mentions, multiple_of, provably_true, substitute, unit_offset, Env, Ranges,
+};
+use crate::analysis::interval::Interval;
+use crate::analysis::kernels::for_each_kernel;
 use crate::context::PassContext;
-use crate::inject_software_pipeline::fold;
 use crate::pass::Pass;
-use crate::pipeline_planning::{count_sites, for_each_kernel};
 use std::collections::{BTreeSet, HashMap};
-use tlc_ir::affine::constant_difference;
 use tlc_ir::verifier::const_int;
-use tlc_ir::visit::{child_bodies_mut, for_each_stmt, for_each_subexpr, has_load, map_expr};
+use tlc_ir::visit::{child_bodies_mut, for_each_stmt, has_load};
 use tlc_ir::{
     BinOp, BufferDecl, Diagnostic, ElemRef, Expr, ExprKind, For, ForKind, Ident, Intrinsic,
-    PrimFunc, Scope, Stmt, StmtKind, UnOp,
+    PrimFunc, Scope, Stmt, StmtKind,
 };
 
 pub struct InjectCpAsync;
@@ -58,7 +61,7 @@ impl Pass for InjectCpAsync {
 
     fn run(&self, mut func: PrimFunc, _cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
         let params = func.params.clone();
-        for_each_kernel(&mut func.body, &mut |k| {
+        for_each_kernel(&mut func.body, &mut |k, _| {
             let decls: HashMap<String, BufferDecl> = params
                 .iter()
                 .chain(k.allocs.iter())
@@ -66,7 +69,7 @@ impl Pass for InjectCpAsync {
                 .collect();
             let cx = Cx {
                 decls,
-                ranges: HashMap::new(),
+                ranges: Ranges::new(),
             };
             convert_list(&mut k.body, &|_| false, &cx);
         });
@@ -78,7 +81,7 @@ impl Pass for InjectCpAsync {
 struct Cx {
     decls: HashMap<String, BufferDecl>,
     /// The values of the enclosing loop variables with constant bounds.
-    ranges: HashMap<String, (i64, i64)>,
+    ranges: Ranges,
 }
 
 impl Cx {
@@ -87,7 +90,8 @@ impl Cx {
         let mut cx = self.clone();
         if let (Some(a), Some(b)) = (const_int(&f.start), const_int(&f.stop)) {
             if a < b {
-                cx.ranges.insert(f.var.name.clone(), (a, b - 1));
+                cx.ranges
+                    .insert(f.var.name.clone(), Interval::new(a, b - 1));
             }
         }
         cx
@@ -153,14 +157,6 @@ fn scan(rest: &[Stmt], b: &str) -> Option<bool> {
         }
     }
     None
-}
-
-fn mentions(e: &Expr, var: &str) -> bool {
-    let mut found = false;
-    for_each_subexpr(e, &mut |x| {
-        found |= matches!(&x.kind, ExprKind::Var(n) if n == var)
-    });
-    found
 }
 
 /// When `stmt` consists only of convertible copies (and lets, loops and `if`s around them
@@ -345,16 +341,16 @@ fn plan_vector(f: &For, cx: &Cx) -> Option<(String, Stmt)> {
         }
         let off = unit_offset(last, v)?;
         let row = decl.shape.last().and_then(const_int)?;
-        if row % lanes != 0 || !multiple_of(&off, lanes) {
+        if row % lanes != 0 || !multiple_of(&off, lanes, &cx.ranges) {
             return None;
         }
     }
     // The predicate must be the same for every lane.
     let pred = match c.pred {
-        Some(p) => Some(lane_uniform(p, v, lanes)?),
+        Some(p) => Some(lane_uniform(p, v, lanes, &cx.ranges)?),
         None => None,
     };
-    let at = |e: &Expr| subst(e, v, 0);
+    let at = |e: &Expr| substitute(e, v, &Expr::int(0));
     let cp = Intrinsic::CpAsync {
         dst: ElemRef {
             buffer: c.dst.clone(),
@@ -373,51 +369,16 @@ fn plan_vector(f: &For, cx: &Cx) -> Option<(String, Stmt)> {
     ))
 }
 
-/// `e` with `var = value` (literal arithmetic folds).
-fn subst(e: &Expr, var: &str, value: i64) -> Expr {
-    map_expr(e, &mut |x| match &x.kind {
-        ExprKind::Var(n) if n == var => Expr::new(ExprKind::Int(value), x.span),
-        ExprKind::Binary(op, a, b) => fold(*op, (**a).clone(), (**b).clone(), x.span),
-        _ => x,
-    })
-}
-
-/// For `index = offset + var` (affine, coefficient 1), `offset` (`var = 0`).
-fn unit_offset(index: &Expr, var: &str) -> Option<Expr> {
-    let at0 = subst(index, var, 0);
-    let at1 = subst(index, var, 1);
-    (constant_difference(&at1, &at0) == Some(1)).then_some(at0)
-}
-
-/// Whether `e` is a multiple of `k` for every value of its variables.
-fn multiple_of(e: &Expr, k: i64) -> bool {
-    if k <= 1 {
-        return true;
-    }
-    match &e.kind {
-        ExprKind::Int(v) => v % k == 0,
-        ExprKind::Unary(UnOp::Neg, a) => multiple_of(a, k),
-        ExprKind::Binary(BinOp::Add | BinOp::Sub, a, b) => multiple_of(a, k) && multiple_of(b, k),
-        ExprKind::Binary(BinOp::Mul, a, b) => multiple_of(a, k) || multiple_of(b, k),
-        // `a % m = a - m * (a // m)`: a multiple when `a` and `m` are (swizzled columns
-        // spell `c * 8 % 8`).
-        ExprKind::Binary(BinOp::FloorMod, a, m) => multiple_of(a, k) && multiple_of(m, k),
-        _ => false,
-    }
-}
-
 /// `cond` with `var = 0`, when that gives every lane `0 .. lanes` the same value: each
 /// conjunct either does not mention `var`, or bounds `offset + var` below by 0 or above by
 /// a multiple of `lanes`, with `offset` a multiple of `lanes`.
-fn lane_uniform(cond: &Expr, var: &str, lanes: i64) -> Option<Expr> {
-    let mut conjuncts = Vec::new();
-    split_and(cond, &mut conjuncts);
-    for c in conjuncts {
+fn lane_uniform(cond: &Expr, var: &str, lanes: i64, env: &dyn Env) -> Option<Expr> {
+    for c in conjuncts(cond) {
         if !mentions(c, var) {
             continue;
         }
-        let aligned = |x: &Expr| unit_offset(x, var).is_some_and(|o| multiple_of(&o, lanes));
-        let bound = |n: &Expr| !mentions(n, var) && multiple_of(n, lanes);
+        let aligned = |x: &Expr| unit_offset(x, var).is_some_and(|o| multiple_of(&o, lanes, env));
+        let bound = |n: &Expr| !mentions(n, var) && multiple_of(n, lanes, env);
         let ok = match &c.kind {
             ExprKind::Binary(BinOp::Lt, x, n) | ExprKind::Binary(BinOp::Gt, n, x) => {
                 aligned(x) && bound(n)
@@ -431,52 +392,5 @@ fn lane_uniform(cond: &Expr, var: &str, lanes: i64) -> Option<Expr> {
             return None;
         }
     }
-    Some(subst(cond, var, 0))
-}
-
-fn split_and<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
-    match &e.kind {
-        ExprKind::Binary(BinOp::And, a, b) => {
-            split_and(a, out);
-            split_and(b, out);
-        }
-        _ => out.push(e),
-    }
-}
-
-/// Whether every conjunct of `cond` holds for all values: comparisons of expressions with
-/// known ranges (literals, loop variables with constant bounds, `e % m` in `[0, m)`,
-/// sums).
-fn provably_true(cond: &Expr, ranges: &HashMap<String, (i64, i64)>) -> bool {
-    let mut conjuncts = Vec::new();
-    split_and(cond, &mut conjuncts);
-    conjuncts.into_iter().all(|c| match &c.kind {
-        ExprKind::Bool(b) => *b,
-        ExprKind::Binary(op, a, b) => match (range(a, ranges), range(b, ranges)) {
-            (Some((_, ahi)), Some((blo, _))) if *op == BinOp::Lt => ahi < blo,
-            (Some((_, ahi)), Some((blo, _))) if *op == BinOp::Le => ahi <= blo,
-            (Some((alo, _)), Some((_, bhi))) if *op == BinOp::Gt => alo > bhi,
-            (Some((alo, _)), Some((_, bhi))) if *op == BinOp::Ge => alo >= bhi,
-            _ => false,
-        },
-        _ => false,
-    })
-}
-
-/// The values `e` can take, when bounded: literals, loop variables, `e % m` (`m > 0`),
-/// sums.
-fn range(e: &Expr, ranges: &HashMap<String, (i64, i64)>) -> Option<(i64, i64)> {
-    match &e.kind {
-        ExprKind::Int(v) => Some((*v, *v)),
-        ExprKind::Var(n) => ranges.get(n).copied(),
-        ExprKind::Binary(BinOp::FloorMod, _, m) => {
-            let m = m.as_int().filter(|m| *m > 0)?;
-            Some((0, m - 1))
-        }
-        ExprKind::Binary(BinOp::Add, a, b) => {
-            let (a, b) = (range(a, ranges)?, range(b, ranges)?);
-            Some((a.0.checked_add(b.0)?, a.1.checked_add(b.1)?))
-        }
-        _ => None,
-    }
+    Some(substitute(cond, var, &Expr::int(0)))
 }

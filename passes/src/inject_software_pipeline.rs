@@ -38,12 +38,12 @@
 //!   plan is checked either way. Stages strictly between 0 and `S - 1`, nested pipelined
 //!   loops, and a shared buffer written in stage 0 of two loops are errors.
 
+use crate::analysis::access::count_sites;
+use crate::analysis::kernels::{contains_pipelined, for_each_kernel};
+use crate::analysis::schedule::{KernelFacts, LoopGraph};
 use crate::context::PassContext;
 use crate::names::{rename_binders, NameSet};
 use crate::pass::Pass;
-use crate::pipeline_planning::{
-    contains_pipelined, count_sites, for_each_kernel, KernelFacts, LoopGraph,
-};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::{child_bodies_mut, map_body_exprs};
@@ -67,7 +67,7 @@ impl Pass for InjectSoftwarePipeline {
         let mut names = NameSet::of(&func);
         let mut errors = Vec::new();
         let params = func.params.clone();
-        for_each_kernel(&mut func.body, &mut |k| {
+        for_each_kernel(&mut func.body, &mut |k, _| {
             let facts = KernelFacts::of(k, &params);
             let mut versioned: HashMap<String, i64> = HashMap::new();
             let mut cx = Cx {
@@ -144,22 +144,8 @@ struct Injected {
     after: Expr,
 }
 
-fn intrinsic(i: Intrinsic, span: Span) -> Stmt {
-    Stmt::new(StmtKind::Intrinsic(i), span)
-}
-
 fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
-    fold(op, a, b, Span::DUMMY)
-}
-
-/// `a op b`, folding literals and dropping `+ 0`, `- 0`, `* 1` (so substituted copies stay
-/// readable).
-pub(crate) fn fold(op: BinOp, a: Expr, b: Expr, span: Span) -> Expr {
-    match (op, a.as_int(), b.as_int()) {
-        (BinOp::Add | BinOp::Sub, _, Some(0)) | (BinOp::Mul, _, Some(1)) => a,
-        (BinOp::Add, Some(0), _) | (BinOp::Mul, Some(1), _) => b,
-        _ => Expr::binary(op, a, b, span),
-    }
+    tlc_ir::build::bin(op, a, b)
 }
 
 fn serial(mut f: For, span: Span) -> Stmt {
@@ -316,7 +302,7 @@ fn pipeline_loop(
             span,
         )]
     };
-    prologue.push(intrinsic(Intrinsic::CommitGroup, span));
+    prologue.push(tlc_ir::build::intrinsic(Intrinsic::CommitGroup, span));
     let mut stmts = vec![Stmt::new(
         StmtKind::For(For {
             var: Ident::new(s, span),
@@ -330,7 +316,10 @@ fn pipeline_loop(
     let ahead = bin(BinOp::Add, Expr::var(&ko), Expr::int(last));
     let mut look_ahead = instantiate(&early_group, &ko, &ahead, cx.names);
     add_stage_index(&mut look_ahead, &buffers, &stage_of(ahead.clone()));
-    let mut loop_body = vec![intrinsic(Intrinsic::WaitGroup(s_count - 2), span)];
+    let mut loop_body = vec![tlc_ir::build::intrinsic(
+        Intrinsic::WaitGroup(s_count - 2),
+        span,
+    )];
     loop_body.push(Stmt::new(
         StmtKind::If {
             cond: bin(BinOp::Lt, ahead, f.stop.clone()),
@@ -339,7 +328,7 @@ fn pipeline_loop(
         },
         span,
     ));
-    loop_body.push(intrinsic(Intrinsic::CommitGroup, span));
+    loop_body.push(tlc_ir::build::intrinsic(Intrinsic::CommitGroup, span));
     loop_body.extend(late_group);
     stmts.push(Stmt::new(
         StmtKind::For(For {
@@ -440,7 +429,9 @@ fn instantiate(body: &[Stmt], var: &str, value: &Expr, names: &mut NameSet) -> V
             Some(fresh) => Expr::new(ExprKind::Var(fresh.clone()), e.span),
             None => e,
         },
-        ExprKind::Binary(op, a, b) => fold(*op, (**a).clone(), (**b).clone(), e.span),
+        ExprKind::Binary(op, a, b) => {
+            tlc_ir::build::bin_at(*op, (**a).clone(), (**b).clone(), e.span)
+        }
         _ => e,
     });
     copy

@@ -18,13 +18,15 @@
 //! then the larger `WM`), `FullRow` needs `WM = W`, `FullCol` needs `WN = W`. 128 x 128 with
 //! 4 warps gives 2 x 2 warps of 64 x 64.
 
+use crate::analysis::access::element_accesses;
+use crate::analysis::kernels::for_each_kernel;
 use crate::context::PassContext;
 use crate::pass::Pass;
 use petgraph::graph::{NodeIndex, UnGraph};
 use petgraph::visit::Bfs;
 use std::collections::HashMap;
 use tlc_ir::verifier::const_int;
-use tlc_ir::visit::{child_bodies_mut, for_each_stmt, for_each_subexpr, stmt_exprs};
+use tlc_ir::visit::{child_bodies, for_each_stmt};
 use tlc_ir::{
     BufferDecl, DType, Diagnostic, ForKind, Gemm, Ident, Kernel, Layout, LayoutAnnotation,
     PrimFunc, Scope, Span, Stmt, StmtKind, WarpPolicy,
@@ -43,20 +45,7 @@ impl Pass for LayoutInference {
 
     fn run(&self, mut func: PrimFunc, _cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
         let mut errors = Vec::new();
-        for stmt in &mut func.body {
-            let span = stmt.span;
-            if let StmtKind::Kernel(k) = &mut stmt.kind {
-                infer(k, span, &mut errors);
-            } else {
-                for child in child_bodies_mut(stmt) {
-                    for s in child.iter_mut() {
-                        if let StmtKind::Kernel(k) = &mut s.kind {
-                            infer(k, span, &mut errors);
-                        }
-                    }
-                }
-            }
-        }
+        for_each_kernel(&mut func.body, &mut |k, span| infer(k, span, &mut errors));
         if errors.is_empty() {
             Ok(func)
         } else {
@@ -343,37 +332,11 @@ fn collect_ops(body: &[Stmt], out: &mut Vec<Vec<String>>) {
                 out.push(vec![src.buffer.name.clone(), dst.buffer.name.clone()]);
             }
             StmtKind::For(f) if f.kind == ForKind::Parallel => {
-                let mut touched = Vec::new();
-                for_each_stmt(std::slice::from_ref(s), &mut |x| {
-                    if let StmtKind::Store { buffer, .. } = &x.kind {
-                        touched.push(buffer.name.clone());
-                    }
-                    for e in stmt_exprs(x) {
-                        for_each_subexpr(e, &mut |y| {
-                            if let tlc_ir::ExprKind::Load { buffer, .. } = &y.kind {
-                                touched.push(buffer.clone());
-                            }
-                        });
-                    }
-                });
-                out.push(touched);
+                let touched = element_accesses(std::slice::from_ref(s));
+                out.push(touched.into_iter().map(|(b, _)| b).collect());
             }
             _ => {
-                let mut children = Vec::new();
-                match &s.kind {
-                    StmtKind::For(f) => children.push(&f.body),
-                    StmtKind::If {
-                        then_body,
-                        else_body,
-                        ..
-                    } => {
-                        children.push(then_body);
-                        children.push(else_body);
-                    }
-                    StmtKind::Kernel(k) => children.push(&k.body),
-                    _ => {}
-                }
-                for c in children {
+                for c in child_bodies(s) {
                     collect_ops(c, out);
                 }
             }

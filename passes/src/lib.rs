@@ -3,6 +3,7 @@
 //! `pipeline-planning`, `inject-software-pipeline`, `lower-tile-ops`, `inject-cp-async`, `rasterize`,
 //! `thread-binding`, `plan-shared-memory`, `unroll`, `simplify`. See `docs/passes.md`.
 
+pub mod analysis;
 pub mod context;
 pub mod inject_cp_async;
 pub mod inject_software_pipeline;

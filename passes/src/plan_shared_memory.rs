@@ -17,14 +17,14 @@
 //!
 //! Kernels without shared allocations are left alone.
 
+use crate::analysis::access::Access;
+use crate::analysis::kernels::{for_each_kernel, is_merged};
 use crate::context::PassContext;
 use crate::pass::Pass;
-use crate::thread_binding::Access;
 use std::collections::BTreeSet;
 use tlc_ir::verifier::const_int;
 use tlc_ir::{
-    Arena, BufferDecl, Diagnostic, ForKind, Kernel, Layout, PrimFunc, Scope, Span, Stmt, StmtKind,
-    Target, ThreadTag,
+    Arena, BufferDecl, Diagnostic, Kernel, Layout, PrimFunc, Scope, Span, Stmt, StmtKind, Target,
 };
 
 pub struct PlanSharedMemory;
@@ -40,12 +40,9 @@ impl Pass for PlanSharedMemory {
 
     fn run(&self, mut func: PrimFunc, cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
         let mut errors = Vec::new();
-        for stmt in &mut func.body {
-            let span = stmt.span;
-            if let StmtKind::Kernel(k) = &mut stmt.kind {
-                plan_kernel(k, span, cx.target(), &mut errors);
-            }
-        }
+        for_each_kernel(&mut func.body, &mut |k, span| {
+            plan_kernel(k, span, cx.target(), &mut errors)
+        });
         if errors.is_empty() {
             Ok(func)
         } else {
@@ -70,13 +67,6 @@ fn byte_size(buf: &BufferDecl) -> Option<i64> {
         .try_fold(i64::from(buf.dtype.bytes()), |acc, d| {
             acc.checked_mul(const_int(d)?)
         })
-}
-
-/// Whether `body` is one thread loop (the merged form): its body is then the top level.
-fn is_merged(body: &[Stmt]) -> bool {
-    matches!(body, [s] if matches!(&s.kind,
-        StmtKind::For(f) if matches!(f.kind, ForKind::ThreadBinding(ThreadTag::ThreadX
-            | ThreadTag::ThreadY | ThreadTag::ThreadZ))))
 }
 
 fn plan_kernel(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diagnostic>) {

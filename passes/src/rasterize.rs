@@ -22,6 +22,7 @@
 //! results never change. `P = 0` or a 1-D grid (where the mapping is the identity) only
 //! drops the swizzle; `bz` is never remapped.
 
+use crate::analysis::kernels::for_each_kernel;
 use crate::context::PassContext;
 use crate::names::NameSet;
 use crate::pass::Pass;
@@ -45,13 +46,11 @@ impl Pass for Rasterize {
     fn run(&self, mut func: PrimFunc, _cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
         let mut names = NameSet::of(&func);
         let mut errors = Vec::new();
-        for stmt in &mut func.body {
-            if let StmtKind::Kernel(k) = &mut stmt.kind {
-                if let Err(e) = rasterize_kernel(k, &mut names) {
-                    errors.push(e);
-                }
+        for_each_kernel(&mut func.body, &mut |k, _| {
+            if let Err(e) = rasterize_kernel(k, &mut names) {
+                errors.push(e);
             }
-        }
+        });
         if errors.is_empty() {
             Ok(func)
         } else {

@@ -31,16 +31,18 @@
 //!   depend on the thread (an error otherwise).
 //! - A kernel with no region is left alone.
 
+use crate::analysis::int::mentions_any;
+use crate::analysis::kernels::{contains_thread_region, for_each_kernel, is_thread_region};
+use crate::analysis::sync::{push_new, State, Touch, Touches};
 use crate::context::PassContext;
 use crate::pass::Pass;
-use std::collections::{BTreeSet, HashMap, HashSet};
-use tlc_ir::affine::constant_difference;
+use std::collections::{HashMap, HashSet};
 use tlc_ir::intrinsic::Effect;
 use tlc_ir::verifier::const_int;
-use tlc_ir::visit::{for_each_stmt, for_each_subexpr, map_body_exprs, map_expr, stmt_exprs};
+use tlc_ir::visit::{for_each_stmt, for_each_subexpr, map_body_exprs, stmt_exprs};
 use tlc_ir::{
     BinOp, BufferDecl, Diagnostic, ElemRef, Expr, ExprKind, For, ForKind, Intrinsic, Kernel,
-    PrimFunc, Region, Scope, Span, Stmt, StmtKind, ThreadTag,
+    PrimFunc, Scope, Span, Stmt, StmtKind, ThreadTag,
 };
 
 pub struct ThreadBinding;
@@ -67,305 +69,14 @@ pub fn bind_threads(
 ) -> Result<PrimFunc, Vec<Diagnostic>> {
     let mut errors = Vec::new();
     let params = func.params.clone();
-    for stmt in &mut func.body {
-        let span = stmt.span;
-        if let StmtKind::Kernel(k) = &mut stmt.kind {
-            bind_kernel(k, span, &params, insert_barriers, &mut errors);
-        }
-    }
+    for_each_kernel(&mut func.body, &mut |k, span| {
+        bind_kernel(k, span, &params, insert_barriers, &mut errors)
+    });
     if errors.is_empty() {
         Ok(func)
     } else {
         Err(errors)
     }
-}
-
-/// The buffers some code reads and writes, by name (nested statements included; intrinsics
-/// count: `T.cp_async` writes its destination and reads its source, `T.ldmatrix` reads its
-/// source, `T.mma_sync` reads and writes its accumulator).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct Access {
-    pub reads: BTreeSet<String>,
-    pub writes: BTreeSet<String>,
-}
-
-impl Access {
-    fn add_expr(&mut self, e: &Expr) {
-        for_each_subexpr(e, &mut |s| {
-            if let ExprKind::Load { buffer, .. } = &s.kind {
-                self.reads.insert(buffer.clone());
-            }
-        });
-    }
-
-    fn add_region_read(&mut self, r: &Region) {
-        self.reads.insert(r.buffer.name.clone());
-    }
-
-    /// The accesses `stmt` makes itself (nested statements excluded).
-    fn add_stmt(&mut self, stmt: &Stmt) {
-        for e in stmt_exprs(stmt) {
-            self.add_expr(e);
-        }
-        match &stmt.kind {
-            StmtKind::Store { buffer, .. } => {
-                self.writes.insert(buffer.name.clone());
-            }
-            StmtKind::Copy { src, dst } => {
-                self.add_region_read(src);
-                self.writes.insert(dst.buffer.name.clone());
-            }
-            StmtKind::Fill { dst, .. } => {
-                self.writes.insert(dst.buffer.name.clone());
-            }
-            StmtKind::Gemm(g) => {
-                self.add_region_read(&g.a);
-                self.add_region_read(&g.b);
-                self.add_region_read(&g.c);
-                self.writes.insert(g.c.buffer.name.clone());
-            }
-            StmtKind::Intrinsic(i) => {
-                for a in i.accesses() {
-                    let name = &a.operand.buffer.name;
-                    if a.effect.reads() {
-                        self.reads.insert(name.clone());
-                    }
-                    if a.effect.writes() {
-                        self.writes.insert(name.clone());
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// Every access of `body`, nested statements included.
-    pub fn of_body(body: &[Stmt]) -> Access {
-        let mut acc = Access::default();
-        for_each_stmt(body, &mut |s| acc.add_stmt(s));
-        acc
-    }
-}
-
-/// One access of a tracked buffer: the buffer, and its *stage key* — the first index, when
-/// it is the same for every thread (`None`: anywhere in the buffer). Accesses whose keys
-/// differ by a nonzero constant, or are `e1 % m` and `e2 % m` with `e1 - e2` a constant
-/// that is not a multiple of `m`, touch different elements. A *family* over loop variable
-/// `v` stands for the key in every earlier iteration too (`key` with `v -> v - j`, `j ≥ 0`):
-/// what a loop without barriers leaves pending from all its past iterations.
-#[derive(Clone, Debug, PartialEq)]
-struct Touch {
-    buffer: String,
-    key: Option<Expr>,
-    family: Option<String>,
-}
-
-impl Touch {
-    fn overlaps(&self, other: &Touch) -> bool {
-        if self.buffer != other.buffer {
-            return false;
-        }
-        let (Some(a), Some(b)) = (&self.key, &other.key) else {
-            return true;
-        };
-        match (&self.family, &other.family) {
-            (None, None) => !disjoint_keys(a, b),
-            (Some(v), None) => family_meets(a, v, b),
-            (None, Some(v)) => family_meets(b, v, a),
-            (Some(_), Some(_)) => true,
-        }
-    }
-
-    /// Whether every element `other` may touch is one `self` touches.
-    fn covers(&self, other: &Touch) -> bool {
-        if self.buffer != other.buffer {
-            return false;
-        }
-        let Some(a) = &self.key else { return true };
-        let Some(b) = &other.key else { return false };
-        match (&self.family, &other.family) {
-            (None, None) => a == b,
-            (Some(v), None) => member(a, v, b) == Some(true),
-            (Some(v), Some(w)) => v == w && member(a, v, b) == Some(true),
-            (None, Some(_)) => false,
-        }
-    }
-}
-
-fn disjoint_keys(a: &Expr, b: &Expr) -> bool {
-    if let Some(d) = constant_difference(a, b) {
-        return d != 0;
-    }
-    match (modulo(a), modulo(b)) {
-        (Some((x, m)), Some((y, m2))) if m == m2 => {
-            constant_difference(x, y).is_some_and(|d| d.rem_euclid(m) != 0)
-        }
-        _ => false,
-    }
-}
-
-/// `(x, m)` for `x % m` with a constant `m > 0`.
-fn modulo(e: &Expr) -> Option<(&Expr, i64)> {
-    match &e.kind {
-        ExprKind::Binary(BinOp::FloorMod, x, m) => m.as_int().filter(|m| *m > 0).map(|m| (&**x, m)),
-        _ => None,
-    }
-}
-
-fn substitute(e: &Expr, var: &str, by: i64) -> Expr {
-    map_expr(e, &mut |x| match &x.kind {
-        ExprKind::Var(n) if n == var => Expr::binary(BinOp::Add, x.clone(), Expr::int(by), x.span),
-        _ => x,
-    })
-}
-
-/// The constant `c` with `e(var + 1) - e(var) = c`, when there is one and it is not 0.
-fn step(e: &Expr, var: &str) -> Option<i64> {
-    constant_difference(&substitute(e, var, 1), e).filter(|c| *c != 0)
-}
-
-fn gcd(a: i64, b: i64) -> i64 {
-    if b == 0 {
-        a.abs()
-    } else {
-        gcd(b, a % b)
-    }
-}
-
-/// Whether the family `base` over `v` takes the value of the point key `key` for some
-/// iteration `j ≥ 0` back, when that can be decided: `base - key = d` and the step `c` of
-/// `base` give `d - c·j = 0`; for `x % m` against `y % m`, `d - c·j ≡ 0 (mod m)`.
-fn member(base: &Expr, v: &str, key: &Expr) -> Option<bool> {
-    if let (Some(c), Some(d)) = (step(base, v), constant_difference(base, key)) {
-        return Some(d % c == 0 && d / c >= 0);
-    }
-    match (modulo(base), modulo(key)) {
-        (Some((x, m)), Some((y, m2))) if m == m2 => {
-            let (c, d) = (step(x, v)?, constant_difference(x, y)?);
-            Some(d.rem_euclid(gcd(c, m)) == 0)
-        }
-        _ => None,
-    }
-}
-
-/// Whether the family `base` over `v` may meet the point key `key`.
-fn family_meets(base: &Expr, v: &str, key: &Expr) -> bool {
-    member(base, v, key).unwrap_or(true)
-}
-
-/// Tracked accesses (shared buffers and parameters) since some point.
-#[derive(Clone, Debug, Default, PartialEq)]
-struct Touches {
-    reads: Vec<Touch>,
-    writes: Vec<Touch>,
-}
-
-/// Adds `t` unless something in `list` covers it; whether it was added.
-fn push_new(list: &mut Vec<Touch>, t: Touch) -> bool {
-    if list.iter().any(|x| x.covers(&t)) {
-        false
-    } else {
-        list.retain(|x| !t.covers(x));
-        list.push(t);
-        true
-    }
-}
-
-impl Touches {
-    fn is_empty(&self) -> bool {
-        self.reads.is_empty() && self.writes.is_empty()
-    }
-
-    /// Whether `next` may touch what `self` wrote, or write what `self` read.
-    fn conflicts(&self, next: &Touches) -> bool {
-        self.writes
-            .iter()
-            .any(|w| next.reads.iter().chain(&next.writes).any(|x| w.overlaps(x)))
-            || self
-                .reads
-                .iter()
-                .any(|r| next.writes.iter().any(|x| r.overlaps(x)))
-    }
-
-    /// Adds `other`; whether anything was new.
-    fn union(&mut self, other: &Touches) -> bool {
-        let mut changed = false;
-        for t in &other.reads {
-            changed |= push_new(&mut self.reads, t.clone());
-        }
-        for t in &other.writes {
-            changed |= push_new(&mut self.writes, t.clone());
-        }
-        changed
-    }
-
-    /// Rewrites every touch with `f`.
-    fn map(&mut self, f: &dyn Fn(Touch) -> Touch) {
-        for list in [&mut self.reads, &mut self.writes] {
-            for t in std::mem::take(list) {
-                push_new(list, f(t));
-            }
-        }
-    }
-
-    /// Forgets the keys that mention one of `vars` (their values are not known here).
-    fn widen(&mut self, vars: &HashSet<String>) {
-        if vars.is_empty() {
-            return;
-        }
-        self.map(&|t| match &t.key {
-            Some(k) if mentions_any(k, vars) => Touch {
-                key: None,
-                family: None,
-                ..t
-            },
-            _ => t,
-        });
-    }
-
-    /// The accesses of one iteration of a loop over `var` seen from the next one:
-    /// `var -> var - 1` in the keys.
-    fn shift(&mut self, var: &str) {
-        self.map(&|t| Touch {
-            key: t.key.as_ref().map(|k| substitute(k, var, -1)),
-            ..t
-        });
-    }
-
-    /// Keys over `var` stand for all earlier iterations too (so the carried state of a loop
-    /// without barriers stays finite); keys that do not step by a constant are forgotten.
-    fn generalize(&mut self, var: &str) {
-        let only = HashSet::from([var.to_string()]);
-        self.map(&|t| match &t.key {
-            Some(k) if t.family.is_none() && mentions_any(k, &only) => {
-                let steps = step(k, var).is_some()
-                    || modulo(k).is_some_and(|(x, _)| step(x, var).is_some());
-                if steps {
-                    Touch {
-                        family: Some(var.to_string()),
-                        ..t
-                    }
-                } else {
-                    Touch {
-                        key: None,
-                        family: None,
-                        ..t
-                    }
-                }
-            }
-            _ => t,
-        });
-    }
-}
-
-fn mentions_any(e: &Expr, vars: &HashSet<String>) -> bool {
-    let mut found = false;
-    for_each_subexpr(e, &mut |x| {
-        if let ExprKind::Var(n) = &x.kind {
-            found |= vars.contains(n);
-        }
-    });
-    found
 }
 
 /// The variables `body` binds (lets and loop variables, nested ones included).
@@ -381,50 +92,6 @@ fn bound_vars(body: &[Stmt]) -> HashSet<String> {
         _ => {}
     });
     out
-}
-
-/// The walk's state at a program point: the accesses since the last barrier, and the
-/// destinations of `T.cp_async`s that may still be in flight (a `T.cp_async_wait` may land
-/// any of them: a write at that moment).
-#[derive(Clone, Debug, Default, PartialEq)]
-struct State {
-    pending: Touches,
-    in_flight: Touches,
-}
-
-impl State {
-    fn union(&mut self, other: &State) -> bool {
-        let a = self.pending.union(&other.pending);
-        let b = self.in_flight.union(&other.in_flight);
-        a || b
-    }
-
-    fn widen(&mut self, vars: &HashSet<String>) {
-        self.pending.widen(vars);
-        self.in_flight.widen(vars);
-    }
-
-    fn shift(&mut self, var: &str) {
-        self.pending.shift(var);
-        self.in_flight.shift(var);
-    }
-
-    fn generalize(&mut self, var: &str) {
-        self.pending.generalize(var);
-        self.in_flight.generalize(var);
-    }
-}
-
-/// A SIMT region: a `threadIdx.*` binding loop met in scalar code.
-fn is_region(stmt: &Stmt) -> bool {
-    matches!(&stmt.kind, StmtKind::For(f) if matches!(f.kind,
-        ForKind::ThreadBinding(ThreadTag::ThreadX | ThreadTag::ThreadY | ThreadTag::ThreadZ)))
-}
-
-fn contains_region(body: &[Stmt]) -> bool {
-    let mut found = false;
-    for_each_stmt(body, &mut |s| found |= is_region(s));
-    found
 }
 
 /// A buffer whose accesses barriers order: its shape and element size.
@@ -604,7 +271,7 @@ impl Cx<'_> {
 
     /// Regions under a thread-dependent condition could not be synchronized.
     fn require_uniform(&mut self, e: &Expr, what: &str, body: &[Stmt]) {
-        if contains_region(body) && self.thread_dependent(e) {
+        if contains_thread_region(body) && self.thread_dependent(e) {
             self.errors.push(
                 Diagnostic::error(
                     e.span,
@@ -623,7 +290,7 @@ fn bind_kernel(
     insert_barriers: bool,
     errors: &mut Vec<Diagnostic>,
 ) {
-    if !contains_region(&k.body) {
+    if !contains_thread_region(&k.body) {
         return;
     }
     let threads: Vec<Option<i64>> = k.threads.iter().map(const_int).collect();
@@ -645,7 +312,7 @@ fn bind_kernel(
     let mut first = None;
     for_each_stmt(&k.body, &mut |s| {
         if let (None, StmtKind::For(f)) = (&first, &s.kind) {
-            if is_region(s) {
+            if is_thread_region(s) {
                 first = Some(f.var.clone());
             }
         }

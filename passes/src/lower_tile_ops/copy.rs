@@ -8,10 +8,12 @@
 
 use super::fragment::{is_whole, mismatch};
 use super::mma_layout;
-use super::region::{and, bin, build, with_span, Mapping};
-use super::vectorize::{multiple_of, non_negative, range_of, rows_aligned, width, Bounds};
+use super::region::{and, build, with_span, Mapping};
+use super::vectorize::{rows_aligned, width};
 use super::Ctx;
+use crate::analysis::int::{interval, multiple_of, non_negative, Ranges};
 use crate::names::NameSet;
+use tlc_ir::build::bin;
 use tlc_ir::verifier::const_int;
 use tlc_ir::{BinOp, BufferDecl, Diagnostic, Expr, ExprKind, Ident, Region, Span, Stmt, StmtKind};
 
@@ -53,6 +55,7 @@ pub(crate) fn lower(
     if !errors.is_empty() {
         return Err(errors);
     }
+    let bounds = ctx.bounds.borrow().clone();
     let v = width(db.dtype.bytes());
     let vectorize = !touches_fragment
         && v > 1
@@ -64,7 +67,9 @@ pub(crate) fn lower(
             .iter()
             .all(|(r, b, dims)| {
                 dims.last().copied() == r.ranges.len().checked_sub(1)
-                    && r.ranges.last().is_some_and(|l| multiple_of(&l.start, v))
+                    && r.ranges
+                        .last()
+                        .is_some_and(|l| multiple_of(&l.start, v, &bounds))
                     && rows_aligned(b, v)
             });
     let vec = if vectorize { v } else { 1 };
@@ -83,7 +88,6 @@ pub(crate) fn lower(
         (Some(l), _) | (None, Some(l)) => Some(l),
         (None, None) => None,
     };
-    let bounds = ctx.bounds.borrow().clone();
     let body = |m: &Mapping| {
         let (src_idx, read_guard) = access(src, sb, &src_dims, m, src_frag, &bounds);
         let (dst_idx, write_guard) = access(dst, db, &dst_dims, m, dst_frag, &bounds);
@@ -145,7 +149,7 @@ pub(crate) fn lower(
                     .0
                     .ranges
                     .last()
-                    .is_some_and(|l| multiple_of(&l.start, 2))
+                    .is_some_and(|l| multiple_of(&l.start, 2, &bounds))
                 && rows_aligned(other.1, 2);
             mma_layout::build(&layout, pairs, span, names, body)
         }
@@ -162,17 +166,22 @@ pub(crate) fn lower(
 }
 
 /// Whether every element of `r` provably lies inside `b` (constant bounds).
-fn provably_inside(r: &Region, b: &BufferDecl, bounds: &Bounds) -> bool {
-    r.ranges.iter().zip(&b.shape).all(|(range, dim)| {
-        match (
-            range_of(&range.start, bounds),
-            const_int(&range.extent),
-            const_int(dim),
-        ) {
-            (Some((lo, hi)), Some(e), Some(n)) => lo >= 0 && hi + e <= n,
-            _ => false,
-        }
-    }) && r.ranges.len() == b.shape.len()
+fn provably_inside(r: &Region, b: &BufferDecl, bounds: &Ranges) -> bool {
+    r.ranges.len() == b.shape.len()
+        && r.ranges
+            .iter()
+            .zip(&b.shape)
+            .all(|(range, dim)| range_inside(range, dim, bounds))
+}
+
+/// Whether `start .. start + extent` provably lies inside `0 .. dim` (constant extent and
+/// dimension, the start's interval from `bounds`).
+fn range_inside(range: &tlc_ir::Range, dim: &Expr, bounds: &Ranges) -> bool {
+    let start = interval(&range.start, bounds);
+    match (const_int(&range.extent), const_int(dim)) {
+        (Some(e), Some(n)) => start.lo >= 0 && start.hi.saturating_add(e) <= n,
+        _ => false,
+    }
 }
 
 /// The dimensions of `r` whose extent is not the literal 1, in order.
@@ -193,7 +202,7 @@ fn access(
     kept: &[usize],
     m: &Mapping,
     fragment: bool,
-    bounds: &Bounds,
+    bounds: &Ranges,
 ) -> (Vec<Expr>, Option<Expr>) {
     if fragment {
         return (vec![m.slot.clone()], None);
@@ -209,16 +218,9 @@ fn access(
             None => range.start.clone(),
         };
         let dim = b.shape.get(d).cloned().unwrap_or_else(|| Expr::int(0));
-        let inside = match (
-            range_of(&range.start, bounds),
-            const_int(&range.extent),
-            const_int(&dim),
-        ) {
-            (Some((lo, hi)), Some(e), Some(n)) => lo >= 0 && hi + e <= n,
-            _ => false,
-        };
+        let inside = range_inside(range, &dim, bounds);
         if !inside {
-            if !non_negative(&range.start) {
+            if !non_negative(&range.start, bounds) {
                 guard = Some(and(guard, bin(BinOp::Le, Expr::int(0), index.clone())));
             }
             guard = Some(and(guard, bin(BinOp::Lt, index.clone(), dim)));

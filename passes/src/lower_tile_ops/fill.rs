@@ -3,10 +3,12 @@
 //! run-time rule of the op), so there are no bounds guards. Vectors as for copies.
 
 use super::fragment::{is_whole, mismatch};
-use super::region::{bin, build, with_span};
-use super::vectorize::{multiple_of, rows_aligned, width};
+use super::region::{build, with_span};
+use super::vectorize::{rows_aligned, width};
 use super::Ctx;
+use crate::analysis::int::multiple_of;
 use crate::names::NameSet;
+use tlc_ir::build::bin;
 use tlc_ir::verifier::const_int;
 use tlc_ir::{BinOp, Diagnostic, Expr, ExprKind, Ident, Region, Span, Stmt, StmtKind};
 
@@ -32,7 +34,8 @@ pub(crate) fn lower(
     let vectorize = !fragment
         && v > 1
         && dst.ranges.last().is_some_and(|l| {
-            const_int(&l.extent).is_some_and(|e| e % v == 0) && multiple_of(&l.start, v)
+            const_int(&l.extent).is_some_and(|e| e % v == 0)
+                && multiple_of(&l.start, v, &*ctx.bounds.borrow())
         })
         && rows_aligned(db, v);
     let vec = if vectorize { v } else { 1 };

@@ -15,13 +15,13 @@
 //!   B stored N x K: row (n) `8 * (mi / 2) + r`, column (k) `8 * (mi % 2)`.
 
 use super::mma_layout::MmaLayout;
-use super::region::{bin, for_loop};
 use super::Ctx;
 use crate::names::NameSet;
+use tlc_ir::build::{bin, elem, for_loop, intrinsic};
 use tlc_ir::verifier::const_int;
 use tlc_ir::{
-    BinOp, BufferDecl, DType, Diagnostic, ElemRef, Expr, ForKind, Gemm, Ident, Intrinsic, Region,
-    Scope, Span, Stmt, StmtKind, ThreadTag,
+    BinOp, BufferDecl, DType, Diagnostic, Expr, ForKind, Gemm, Ident, Intrinsic, Region, Scope,
+    Span, Stmt, StmtKind, ThreadTag,
 };
 
 /// One shared operand: its buffer, the fixed leading indices, and the corner of the matrix.
@@ -117,17 +117,6 @@ fn div(a: Expr, k: i64) -> Expr {
 
 fn rem(a: Expr, k: i64) -> Expr {
     bin(BinOp::FloorMod, a, Expr::int(k))
-}
-
-fn elem(buf: &str, indices: Vec<Expr>, span: Span) -> ElemRef {
-    ElemRef {
-        buffer: Ident::new(buf, span),
-        indices,
-    }
-}
-
-fn intrinsic(i: Intrinsic, span: Span) -> Stmt {
-    Stmt::new(StmtKind::Intrinsic(i), span)
 }
 
 pub(crate) fn lower(

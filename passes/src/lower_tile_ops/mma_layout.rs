@@ -10,8 +10,9 @@
 //! `MT * NT * 2` pairs, lane `v` over the two adjacent columns of a pair, which is what
 //! makes the epilogue's packed (half2) stores possible.
 
-use super::region::{bin, for_loop, lane_last, Mapping};
+use super::region::{lane_last, Mapping};
 use crate::names::NameSet;
+use tlc_ir::build::{bin, for_loop};
 use tlc_ir::{BinOp, Expr, ForKind, Span, Stmt, ThreadTag};
 
 /// The accumulator layout of one fragment.

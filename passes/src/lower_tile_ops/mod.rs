@@ -18,12 +18,14 @@ mod region;
 mod swizzle;
 mod vectorize;
 
+use crate::analysis::int::{self, Ranges};
+use crate::analysis::kernels::{contains_binding_loop, contains_tile_ops, for_each_kernel};
 use crate::context::PassContext;
 use crate::names::NameSet;
 use crate::pass::Pass;
 use fragment::Fragments;
 use tlc_ir::verifier::const_int;
-use tlc_ir::visit::{child_bodies_mut, for_each_stmt};
+use tlc_ir::visit::child_bodies_mut;
 use tlc_ir::{BufferDecl, Diagnostic, ForKind, Kernel, Layout, PrimFunc, Span, Stmt, StmtKind};
 
 pub struct LowerTileOps;
@@ -40,8 +42,11 @@ impl Pass for LowerTileOps {
     fn run(&self, mut func: PrimFunc, _cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
         let mut names = NameSet::of(&func);
         let params = func.params.clone();
+        let dims = int::dim_ranges(&func);
         let mut errors = Vec::new();
-        lower_kernels(&mut func.body, &params, &mut names, &mut errors);
+        for_each_kernel(&mut func.body, &mut |k, span| {
+            lower_kernel(k, span, &params, &dims, &mut names, &mut errors)
+        });
         if errors.is_empty() {
             Ok(func)
         } else {
@@ -57,8 +62,9 @@ pub(crate) struct Ctx<'a> {
     /// Parameters and the kernel's allocations (fragments still as declared).
     pub buffers: Vec<&'a BufferDecl>,
     pub fragments: &'a Fragments,
-    /// Value ranges of the block indices and of the loops around the op being lowered.
-    pub bounds: std::cell::RefCell<vectorize::Bounds>,
+    /// Value ranges of the dims, the block indices and the loops around the op being
+    /// lowered.
+    pub bounds: std::cell::RefCell<Ranges>,
     /// Register arrays the lowering adds to the kernel (gemm operand fragments).
     pub new_allocs: std::cell::RefCell<Vec<BufferDecl>>,
 }
@@ -69,57 +75,20 @@ impl Ctx<'_> {
     }
 }
 
-fn lower_kernels(
-    body: &mut [Stmt],
-    params: &[BufferDecl],
-    names: &mut NameSet,
-    errors: &mut Vec<Diagnostic>,
-) {
-    for stmt in body {
-        let span = stmt.span;
-        if let StmtKind::Kernel(k) = &mut stmt.kind {
-            lower_kernel(k, span, params, names, errors);
-        } else {
-            for child in child_bodies_mut(stmt) {
-                lower_kernels(child, params, names, errors);
-            }
-        }
-    }
-}
-
-fn has_tile_level_work(body: &[Stmt]) -> bool {
-    let mut found = false;
-    for_each_stmt(body, &mut |s| match &s.kind {
-        StmtKind::Copy { .. } | StmtKind::Fill { .. } | StmtKind::Gemm(_) => found = true,
-        StmtKind::For(f) if f.kind == ForKind::Parallel => found = true,
-        _ => {}
-    });
-    found
-}
-
-fn is_thread_level(body: &[Stmt]) -> bool {
-    let mut found = false;
-    for_each_stmt(body, &mut |s| {
-        if matches!(&s.kind, StmtKind::For(f) if matches!(f.kind, ForKind::ThreadBinding(_))) {
-            found = true;
-        }
-    });
-    found
-}
-
 fn lower_kernel(
     k: &mut Kernel,
     span: Span,
     params: &[BufferDecl],
+    dims: &Ranges,
     names: &mut NameSet,
     errors: &mut Vec<Diagnostic>,
 ) {
     // A kernel already written at the thread level has nothing to lower.
-    if is_thread_level(&k.body) {
+    if contains_binding_loop(&k.body) {
         return;
     }
     let fragments = Fragments::of(&k.allocs, &k.layouts);
-    if !has_tile_level_work(&k.body) && fragments.is_empty() {
+    if !contains_tile_ops(&k.body) && fragments.is_empty() {
         return;
     }
     let threads = match k.threads.as_slice() {
@@ -158,13 +127,11 @@ fn lower_kernel(
             buffers: params.iter().chain(k.allocs.iter()).collect(),
             fragments: &fragments,
             new_allocs: std::cell::RefCell::new(Vec::new()),
-            bounds: std::cell::RefCell::new(
-                k.block_vars
-                    .iter()
-                    .zip(&k.grid)
-                    .filter_map(|(v, g)| Some((v.name.clone(), (0, const_int(g)? - 1))))
-                    .collect(),
-            ),
+            bounds: std::cell::RefCell::new({
+                let mut ranges = dims.clone();
+                int::enter_kernel(&mut ranges, k);
+                ranges
+            }),
         };
         let body = lower_body(body, &ctx, names, errors);
         let new_allocs = ctx.new_allocs.into_inner();
@@ -209,28 +176,18 @@ fn lower_body(
             Some(Err(mut e)) => errors.append(&mut e),
             None => {
                 ctx.fragments.check_scalar_use(&stmt, errors);
-                // A loop's variable is bounded inside its body when its limits are known.
+                // A loop's variable is bounded inside its body.
                 let bound = match &stmt.kind {
                     StmtKind::For(f) => {
-                        let b = ctx.bounds.borrow();
-                        let lo = vectorize::range_of(&f.start, &b).map(|r| r.0);
-                        let hi = vectorize::range_of(&f.stop, &b).map(|r| r.1);
-                        match (lo, hi) {
-                            (Some(lo), Some(hi)) if hi > lo => {
-                                Some((f.var.name.clone(), (lo, hi - 1)))
-                            }
-                            _ => None,
-                        }
+                        int::enter_loop(&mut ctx.bounds.borrow_mut(), f);
+                        Some(f.var.name.clone())
                     }
                     _ => None,
                 };
-                if let Some((v, r)) = &bound {
-                    ctx.bounds.borrow_mut().insert(v.clone(), *r);
-                }
                 for child in child_bodies_mut(&mut stmt) {
                     *child = lower_body(std::mem::take(child), ctx, names, errors);
                 }
-                if let Some((v, _)) = bound {
+                if let Some(v) = bound {
                     ctx.bounds.borrow_mut().remove(&v);
                 }
                 out.push(stmt);

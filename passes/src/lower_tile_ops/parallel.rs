@@ -7,13 +7,16 @@
 //! in order over its whole shape; it is then accessed at its slot.
 
 use super::fragment::{mismatch, shape};
-use super::region::{bin, build};
-use super::vectorize::{mentions, multiple_of, rows_aligned, unit_offset, width};
+use super::region::build;
+use super::vectorize::{rows_aligned, width};
 use super::Ctx;
+use crate::analysis::access::element_accesses;
+use crate::analysis::int::{mentions, multiple_of, unit_offset};
 use crate::names::NameSet;
 use std::collections::HashMap;
+use tlc_ir::build::bin;
 use tlc_ir::verifier::const_int;
-use tlc_ir::visit::{for_each_stmt, for_each_subexpr, map_body_exprs, stmt_exprs};
+use tlc_ir::visit::{for_each_stmt, map_body_exprs};
 use tlc_ir::{BinOp, Diagnostic, Expr, ExprKind, For, ForKind, Span, Stmt, StmtKind};
 
 pub(crate) fn lower(
@@ -54,7 +57,7 @@ pub(crate) fn lower(
         _ => {}
     }
     });
-    let accesses = accesses(&body);
+    let accesses = element_accesses(&body);
     let mut touches_fragment = false;
     for (name, indices) in &accesses {
         if !ctx.fragments.contains(name) {
@@ -145,27 +148,6 @@ fn extent(f: &For) -> Expr {
     }
 }
 
-/// Every buffer access of `body` (stores and loads): buffer name and indices.
-fn accesses(body: &[Stmt]) -> Vec<(String, Vec<Expr>)> {
-    let mut out = Vec::new();
-    for_each_stmt(body, &mut |s| {
-        if let StmtKind::Store {
-            buffer, indices, ..
-        } = &s.kind
-        {
-            out.push((buffer.name.clone(), indices.clone()));
-        }
-        for e in stmt_exprs(s) {
-            for_each_subexpr(e, &mut |x| {
-                if let ExprKind::Load { buffer, indices } = &x.kind {
-                    out.push((buffer.clone(), indices.clone()));
-                }
-            });
-        }
-    });
-    out
-}
-
 fn rewrite_fragment_stores(body: &mut [Stmt], is_fragment: &dyn Fn(&str) -> bool, slot: &Expr) {
     for s in body {
         if let StmtKind::Store {
@@ -218,7 +200,7 @@ fn vector_width(
         };
         ctx.buffer(name).is_some_and(|b| rows_aligned(b, v))
             && rest.iter().all(|i| !mentions(i, j))
-            && unit_offset(last, j).is_some_and(|off| multiple_of(&off, v))
+            && unit_offset(last, j).is_some_and(|off| multiple_of(&off, v, &*ctx.bounds.borrow()))
     });
     if ok {
         v

@@ -7,9 +7,10 @@
 //! vector lane `v`.
 
 use crate::names::NameSet;
+use tlc_ir::build::{bin, for_loop};
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::has_load;
-use tlc_ir::{BinOp, Expr, For, ForKind, Span, Stmt, StmtKind, ThreadTag};
+use tlc_ir::{BinOp, Expr, ForKind, Span, Stmt, StmtKind, ThreadTag};
 
 /// The per-element view of a region handed to the op that fills its body.
 pub(crate) struct Mapping {
@@ -17,15 +18,6 @@ pub(crate) struct Mapping {
     pub indices: Vec<Expr>,
     /// The serial iteration variable `it` (the fragment slot when `V = 1`).
     pub slot: Expr,
-}
-
-/// `a op b`, folding literals and dropping `+ 0` and `* 1` so generated indices stay readable.
-pub(crate) fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
-    match (op, a.as_int(), b.as_int()) {
-        (BinOp::Add, Some(0), _) | (BinOp::Mul, Some(1), _) => b,
-        (BinOp::Add, _, Some(0)) | (BinOp::Mul, _, Some(1)) | (BinOp::FloorDiv, _, Some(1)) => a,
-        _ => Expr::binary(op, a, b, Span::DUMMY),
-    }
 }
 
 pub(crate) fn with_span(mut e: Expr, span: Span) -> Expr {
@@ -193,19 +185,6 @@ fn decompose(flat: &Expr, extents: &[Expr]) -> Vec<Expr> {
     }
     out.reverse();
     out
-}
-
-pub(crate) fn for_loop(var: &str, stop: Expr, kind: ForKind, body: Vec<Stmt>, span: Span) -> Stmt {
-    Stmt::new(
-        StmtKind::For(For {
-            var: tlc_ir::Ident::new(var, span),
-            start: Expr::int(0),
-            stop,
-            kind,
-            body,
-        }),
-        span,
-    )
 }
 
 /// Rewrites `a + (b + lane)` to `(a + b) + lane` everywhere in `body`, so every vector

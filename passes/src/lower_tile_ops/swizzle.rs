@@ -12,8 +12,8 @@
 //! vector width, which never exceeds a chunk) keeps its lanes adjacent: it becomes
 //! `swizzle(r, base) + v`.
 
-use super::region::bin;
 use std::collections::HashSet;
+use tlc_ir::build::bin;
 use tlc_ir::visit::{child_bodies_mut, map_expr};
 use tlc_ir::{
     BinOp, BufferDecl, Expr, ExprKind, ForKind, Layout, LayoutAnnotation, Stmt, StmtKind,

@@ -1,10 +1,10 @@
 //! The e-graph language of integer index expressions, its analysis (constant folding and
 //! intervals) and the extraction cost.
 
-use super::interval::Interval;
+use crate::analysis::interval::Interval;
 use egg::{define_language, merge_option, Analysis, CostFunction, DidMerge, Id, Language, Symbol};
 use std::collections::HashMap;
-use tlc_ir::{fold_int, BinOp};
+use tlc_ir::BinOp;
 
 define_language! {
     /// Integer expressions with the IR's semantics: `//` and `%` floor, `ceildiv` rounds up.
@@ -47,23 +47,12 @@ pub struct Bounds {
     pub symbols: HashMap<Symbol, Interval>,
 }
 
-/// The exact value of `op` on two constants, when it is defined and an int32.
-fn fold(op: BinOp, a: Option<i64>, b: Option<i64>) -> Option<i64> {
-    fold_int(op, a?, b?).filter(|v| i32::try_from(*v).is_ok())
-}
-
 impl Analysis<Index> for Bounds {
     type Data = Option<Facts>;
 
     fn make(egraph: &mut EGraph, enode: &Index, _id: Id) -> Self::Data {
         let r = |i: &Id| egraph[*i].data.map_or(Interval::FULL, |f: Facts| f.range);
-        let binary = |op: BinOp, a: &Id, b: &Id, f: fn(Interval, Interval) -> Interval| {
-            let (ra, rb) = (r(a), r(b));
-            match fold(op, ra.constant(), rb.constant()) {
-                Some(v) => Interval::point(v),
-                None => f(ra, rb),
-            }
-        };
+        let binary = |op: BinOp, a: &Id, b: &Id| Interval::binary(op, r(a), r(b));
         let range = match enode {
             Index::Num(v) => Interval::point(*v),
             Index::Symbol(s) => egraph
@@ -72,21 +61,15 @@ impl Analysis<Index> for Bounds {
                 .get(s)
                 .copied()
                 .unwrap_or(Interval::FULL),
-            Index::Add([a, b]) => binary(BinOp::Add, a, b, Interval::plus),
-            Index::Sub([a, b]) => binary(BinOp::Sub, a, b, Interval::minus),
-            Index::Mul([a, b]) => binary(BinOp::Mul, a, b, Interval::times),
-            Index::Div([a, b]) => binary(BinOp::FloorDiv, a, b, Interval::floor_div),
-            Index::Mod([a, b]) => binary(BinOp::FloorMod, a, b, Interval::floor_mod),
-            Index::CeilDiv([a, b]) => binary(BinOp::CeilDiv, a, b, Interval::ceil_div),
-            Index::Min([a, b]) => binary(BinOp::Min, a, b, Interval::min),
-            Index::Max([a, b]) => binary(BinOp::Max, a, b, Interval::max),
-            Index::Neg(a) => match r(a)
-                .constant()
-                .and_then(|v| fold(BinOp::Sub, Some(0), Some(v)))
-            {
-                Some(v) => Interval::point(v),
-                None => r(a).negated(),
-            },
+            Index::Add([a, b]) => binary(BinOp::Add, a, b),
+            Index::Sub([a, b]) => binary(BinOp::Sub, a, b),
+            Index::Mul([a, b]) => binary(BinOp::Mul, a, b),
+            Index::Div([a, b]) => binary(BinOp::FloorDiv, a, b),
+            Index::Mod([a, b]) => binary(BinOp::FloorMod, a, b),
+            Index::CeilDiv([a, b]) => binary(BinOp::CeilDiv, a, b),
+            Index::Min([a, b]) => binary(BinOp::Min, a, b),
+            Index::Max([a, b]) => binary(BinOp::Max, a, b),
+            Index::Neg(a) => Interval::negate(r(a)),
         };
         Some(Facts { range })
     }

@@ -17,15 +17,15 @@
 //! limit is what stops it).
 
 mod convert;
-pub mod interval;
 mod lang;
 mod rules;
 
+use crate::analysis::int;
+use crate::analysis::interval::Interval;
 use crate::context::PassContext;
 use crate::pass::Pass;
 use convert::{op_count, to_ir, Term};
 use egg::{Extractor, Runner, Symbol};
-use interval::Interval;
 use lang::{Bounds, OpCost};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -33,7 +33,7 @@ use std::fmt::Write;
 use std::time::Duration;
 use tlc_ir::verifier::{verify, FuncInfo};
 use tlc_ir::visit::{expr_children, for_each_stmt, for_each_subexpr, stmt_exprs};
-use tlc_ir::{BinOp, DType, Diagnostic, Expr, ExprKind, PrimFunc, Region, Stmt, StmtKind, UnOp};
+use tlc_ir::{DType, Diagnostic, Expr, ExprKind, PrimFunc, Region, Stmt, StmtKind, UnOp};
 
 pub use rules::rules;
 
@@ -85,12 +85,10 @@ fn simplify_with(mut func: PrimFunc, info: &FuncInfo) -> PrimFunc {
     let mut s = Simplifier {
         info,
         rules: &rules,
-        env: HashMap::new(),
+        env: int::Ranges::new(),
         memo: RefCell::new(HashMap::new()),
     };
-    for dim in &func.dims {
-        s.env.insert(dim.name.clone(), Interval::new(1, i64::MAX));
-    }
+    s.env = int::dim_ranges(&func);
     for param in &mut func.params {
         for d in &mut param.shape {
             *d = s.expr(d);
@@ -104,7 +102,7 @@ struct Simplifier<'a> {
     info: &'a FuncInfo,
     rules: &'a [lang::Rewrite],
     /// Intervals of the int32 variables in scope (names are unique, so no scoping needed).
-    env: HashMap<String, Interval>,
+    env: int::Ranges,
     /// E-graph outcomes by `memo_key`: the cheapest term, or `None` when it was not smaller.
     memo: RefCell<HashMap<String, Option<egg::RecExpr<lang::Index>>>>,
 }
@@ -133,10 +131,7 @@ impl Simplifier<'_> {
                 for g in &mut k.grid {
                     *g = self.expr(g);
                 }
-                for (v, g) in k.block_vars.iter().zip(&k.grid) {
-                    let hi = self.interval(g).hi;
-                    self.env.insert(v.name.clone(), Interval::new(0, hi - 1));
-                }
+                int::enter_kernel(&mut self.env, k);
                 for t in &mut k.threads {
                     *t = self.expr(t);
                 }
@@ -153,9 +148,7 @@ impl Simplifier<'_> {
             StmtKind::For(f) => {
                 f.start = self.expr(&f.start);
                 f.stop = self.expr(&f.stop);
-                let (lo, hi) = (self.interval(&f.start).lo, self.interval(&f.stop).hi - 1);
-                self.env
-                    .insert(f.var.name.clone(), Interval::new(lo, hi.max(lo)));
+                int::enter_loop(&mut self.env, f);
                 self.body(&mut f.body);
             }
             StmtKind::If {
@@ -337,32 +330,7 @@ impl Simplifier<'_> {
 
     /// What the intervals say about `e` (an int32 expression).
     fn interval(&self, e: &Expr) -> Interval {
-        let r = |x: &Expr| self.interval(x);
-        match &e.kind {
-            ExprKind::Int(v) => Interval::point(*v),
-            ExprKind::Var(n) => self.env.get(n).copied().unwrap_or(Interval::FULL),
-            ExprKind::Unary(UnOp::Neg, a) => r(a).negated(),
-            ExprKind::Binary(op, a, b) => {
-                let (x, y) = (r(a), r(b));
-                if let (Some(p), Some(q)) = (x.constant(), y.constant()) {
-                    if let Some(v) = tlc_ir::fold_int(*op, p, q) {
-                        return Interval::point(v);
-                    }
-                }
-                match op {
-                    BinOp::Add => x.plus(y),
-                    BinOp::Sub => x.minus(y),
-                    BinOp::Mul => x.times(y),
-                    BinOp::FloorDiv => x.floor_div(y),
-                    BinOp::FloorMod => x.floor_mod(y),
-                    BinOp::CeilDiv => x.ceil_div(y),
-                    BinOp::Min => x.min(y),
-                    BinOp::Max => x.max(y),
-                    _ => Interval::FULL,
-                }
-            }
-            _ => Interval::FULL,
-        }
+        int::interval(e, &self.env)
     }
 }
 

@@ -1,9 +1,10 @@
-//! Integer intervals: what the simplifier knows about the value of an int32 expression.
+//! Integer intervals: what is known about the value of an int32 expression, for the
+//! simplifier's e-graph analysis, the integer facts of `analysis::int` and code generation.
 //! Bounds are inclusive and kept inside the int32 range, which stands for "unbounded" at its
-//! ends. The simplifier assumes index arithmetic does not overflow int32 (as TVM's `arith`
-//! does), so clamping a bound to that range is sound.
+//! ends. Index arithmetic is int32 and assumed not to overflow (as TVM's `arith` does), so
+//! clamping a bound to that range is sound.
 
-use tlc_ir::{floor_div, floor_mod};
+use tlc_ir::{floor_div, floor_mod, BinOp};
 
 /// `lo ≤ x ≤ hi`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,6 +128,36 @@ impl Interval {
 
     pub fn max(self, b: Interval) -> Interval {
         Interval::new(self.lo.max(b.lo), self.hi.max(b.hi))
+    }
+
+    /// `a op b` for an arithmetic operator: the exact value when both are constants and the
+    /// result is a defined int32, else the operator's interval rule (`FULL` for operators
+    /// without one).
+    pub fn binary(op: BinOp, a: Interval, b: Interval) -> Interval {
+        if let (Some(x), Some(y)) = (a.constant(), b.constant()) {
+            if let Some(v) = tlc_ir::fold_int(op, x, y).filter(|v| i32::try_from(*v).is_ok()) {
+                return Interval::point(v);
+            }
+        }
+        match op {
+            BinOp::Add => a.plus(b),
+            BinOp::Sub => a.minus(b),
+            BinOp::Mul => a.times(b),
+            BinOp::FloorDiv => a.floor_div(b),
+            BinOp::FloorMod => a.floor_mod(b),
+            BinOp::CeilDiv => a.ceil_div(b),
+            BinOp::Min => a.min(b),
+            BinOp::Max => a.max(b),
+            _ => Interval::FULL,
+        }
+    }
+
+    /// `-a`: the exact value of a constant, else the negated interval.
+    pub fn negate(a: Interval) -> Interval {
+        match a.constant().and_then(|v| 0i64.checked_sub(v)) {
+            Some(v) if i32::try_from(v).is_ok() => Interval::point(v),
+            _ => a.negated(),
+        }
     }
 }
 

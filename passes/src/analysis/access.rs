@@ -1,0 +1,134 @@
+//! Which buffers code reads and writes: by name for whole statements (`Access`, the
+//! dependence graph of `pipeline-planning`, live ranges of `plan-shared-memory`), the number
+//! of places each buffer is used (`count_sites`), and every element access with its indices
+//! (`element_accesses`). Intrinsics count through their definitions' effects
+//! (`tlc_ir::intrinsic`): `T.cp_async` writes its destination and reads its source, …
+
+use std::collections::{BTreeSet, HashMap};
+use tlc_ir::visit::{for_each_stmt, for_each_subexpr, stmt_exprs};
+use tlc_ir::{Expr, ExprKind, Region, Stmt, StmtKind};
+
+/// The buffers some code reads and writes, by name (nested statements included; intrinsics
+/// count: `T.cp_async` writes its destination and reads its source, `T.ldmatrix` reads its
+/// source, `T.mma_sync` reads and writes its accumulator).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Access {
+    pub reads: BTreeSet<String>,
+    pub writes: BTreeSet<String>,
+}
+
+impl Access {
+    fn add_expr(&mut self, e: &Expr) {
+        for_each_subexpr(e, &mut |s| {
+            if let ExprKind::Load { buffer, .. } = &s.kind {
+                self.reads.insert(buffer.clone());
+            }
+        });
+    }
+
+    fn add_region_read(&mut self, r: &Region) {
+        self.reads.insert(r.buffer.name.clone());
+    }
+
+    /// The accesses `stmt` makes itself (nested statements excluded).
+    pub fn add_stmt(&mut self, stmt: &Stmt) {
+        for e in stmt_exprs(stmt) {
+            self.add_expr(e);
+        }
+        match &stmt.kind {
+            StmtKind::Store { buffer, .. } => {
+                self.writes.insert(buffer.name.clone());
+            }
+            StmtKind::Copy { src, dst } => {
+                self.add_region_read(src);
+                self.writes.insert(dst.buffer.name.clone());
+            }
+            StmtKind::Fill { dst, .. } => {
+                self.writes.insert(dst.buffer.name.clone());
+            }
+            StmtKind::Gemm(g) => {
+                self.add_region_read(&g.a);
+                self.add_region_read(&g.b);
+                self.add_region_read(&g.c);
+                self.writes.insert(g.c.buffer.name.clone());
+            }
+            StmtKind::Intrinsic(i) => {
+                for a in i.accesses() {
+                    let name = &a.operand.buffer.name;
+                    if a.effect.reads() {
+                        self.reads.insert(name.clone());
+                    }
+                    if a.effect.writes() {
+                        self.writes.insert(name.clone());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Every access of `body`, nested statements included.
+    pub fn of_body(body: &[Stmt]) -> Access {
+        let mut acc = Access::default();
+        for_each_stmt(body, &mut |s| acc.add_stmt(s));
+        acc
+    }
+}
+
+/// Per buffer, the number of places in `body` that access it (loads, stores, regions,
+/// intrinsic operands).
+pub fn count_sites(body: &[Stmt]) -> HashMap<String, usize> {
+    let mut sites: HashMap<String, usize> = HashMap::new();
+    let mut add = |b: &str| *sites.entry(b.to_string()).or_insert(0) += 1;
+    for_each_stmt(body, &mut |s| {
+        for e in stmt_exprs(s) {
+            for_each_subexpr(e, &mut |x| {
+                if let ExprKind::Load { buffer, .. } = &x.kind {
+                    add(buffer);
+                }
+            });
+        }
+        match &s.kind {
+            StmtKind::Store { buffer, .. } => add(&buffer.name),
+            StmtKind::Copy { src, dst } => {
+                add(&src.buffer.name);
+                add(&dst.buffer.name);
+            }
+            StmtKind::Fill { dst, .. } => add(&dst.buffer.name),
+            StmtKind::Gemm(g) => {
+                for r in [&g.a, &g.b, &g.c] {
+                    add(&r.buffer.name);
+                }
+            }
+            StmtKind::Intrinsic(i) => {
+                for op in i.operands() {
+                    add(&op.buffer.name);
+                }
+            }
+            _ => {}
+        }
+    });
+    sites
+}
+
+/// Every element access of `body` (stores, then the loads of each statement, in order):
+/// buffer name and indices.
+pub fn element_accesses(body: &[Stmt]) -> Vec<(String, Vec<Expr>)> {
+    let mut out = Vec::new();
+    for_each_stmt(body, &mut |s| {
+        if let StmtKind::Store {
+            buffer, indices, ..
+        } = &s.kind
+        {
+            out.push((buffer.name.clone(), indices.clone()));
+        }
+        for e in stmt_exprs(s) {
+            for_each_subexpr(e, &mut |x| {
+                if let ExprKind::Load { buffer, indices } = &x.kind {
+                    out.push((buffer.clone(), indices.clone()));
+                }
+            });
+        }
+    });
+    out
+}

@@ -1,0 +1,296 @@
+//! Integer facts about index expressions: the values an expression may take (its
+//! [`Interval`] under what is known of its variables), whether it is a multiple of a
+//! constant for every value of its variables, whether it mentions a variable, and the
+//! offset of an index `offset + lane`. **One definition of each**, used by the passes and by
+//! code generation: when `lower-tile-ops` or `inject-cp-async` decides that an access is
+//! aligned and contiguous, codegen's vector check proves the same thing with the same rule.
+//!
+//! What is known about variables is an [`Env`]: a map from names to intervals
+//! ([`Ranges`]), or codegen's own bindings (unrolled loop variables are constants).
+
+use super::interval::Interval;
+use std::collections::HashMap;
+use tlc_ir::affine::constant_difference;
+use tlc_ir::visit::{for_each_subexpr, map_expr};
+use tlc_ir::{BinOp, Expr, ExprKind, For, Kernel, PrimFunc, UnOp};
+
+/// What is known about the integer variables in scope.
+pub trait Env {
+    /// The values variable `name` may take; `None`: nothing is known.
+    fn range(&self, name: &str) -> Option<Interval>;
+}
+
+/// Known ranges by variable name (names are unique in a function, so no scoping is
+/// needed; a walk adds a loop's variable on entry).
+pub type Ranges = HashMap<String, Interval>;
+
+impl Env for Ranges {
+    fn range(&self, name: &str) -> Option<Interval> {
+        self.get(name).copied()
+    }
+}
+
+/// The ranges of a function's symbolic dims: every one is at least 1.
+pub fn dim_ranges(func: &PrimFunc) -> Ranges {
+    func.dims
+        .iter()
+        .map(|d| (d.name.clone(), Interval::new(1, i64::MAX)))
+        .collect()
+}
+
+/// Adds what entering kernel `k` tells: each block variable lies in `[0, grid)`.
+pub fn enter_kernel(ranges: &mut Ranges, k: &Kernel) {
+    for (v, g) in k.block_vars.iter().zip(&k.grid) {
+        let hi = interval(g, ranges).hi;
+        ranges.insert(v.name.clone(), Interval::new(0, hi - 1));
+    }
+}
+
+/// Adds what entering loop `f` tells: its variable lies in `[start, stop)` (at least its
+/// start, for a loop that may run no iteration).
+pub fn enter_loop(ranges: &mut Ranges, f: &For) {
+    let lo = interval(&f.start, ranges).lo;
+    let hi = interval(&f.stop, ranges).hi - 1;
+    ranges.insert(f.var.name.clone(), Interval::new(lo, hi.max(lo)));
+}
+
+/// Nothing is known about any variable.
+pub struct Unknown;
+
+impl Env for Unknown {
+    fn range(&self, _: &str) -> Option<Interval> {
+        None
+    }
+}
+
+/// The values `e` (an int32 expression) may take.
+pub fn interval(e: &Expr, env: &dyn Env) -> Interval {
+    match &e.kind {
+        ExprKind::Int(v) => Interval::point(*v),
+        ExprKind::Var(n) => env.range(n).unwrap_or(Interval::FULL),
+        ExprKind::Unary(UnOp::Neg, a) => Interval::negate(interval(a, env)),
+        ExprKind::Binary(op, a, b) => Interval::binary(*op, interval(a, env), interval(b, env)),
+        _ => Interval::FULL,
+    }
+}
+
+/// The value of `e` when it is a constant under `env`.
+pub fn constant(e: &Expr, env: &dyn Env) -> Option<i64> {
+    interval(e, env).constant()
+}
+
+/// The greatest common divisor (non-negative).
+pub fn gcd(a: i64, b: i64) -> i64 {
+    if b == 0 {
+        a.abs()
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// Whether `e` is a multiple of `k` for every value of its variables: a constant that is;
+/// sums and differences of multiples; a product whose constant factor `c` leaves the other
+/// factor to be a multiple of `k / gcd(c, k)`, or one of whose factors is a multiple;
+/// `a % m` with `a` and `m` multiples (`a % m = a - m · (a // m)`: swizzled columns spell
+/// `c * 8 % 8`).
+pub fn multiple_of(e: &Expr, k: i64, env: &dyn Env) -> bool {
+    if k <= 1 {
+        return true;
+    }
+    if let Some(c) = constant(e, env) {
+        return c % k == 0;
+    }
+    match &e.kind {
+        ExprKind::Unary(UnOp::Neg, a) => multiple_of(a, k, env),
+        ExprKind::Binary(BinOp::Add | BinOp::Sub, a, b) => {
+            multiple_of(a, k, env) && multiple_of(b, k, env)
+        }
+        ExprKind::Binary(BinOp::Mul, a, b) => {
+            if let Some(c) = constant(a, env) {
+                return multiple_of(b, k / gcd(c, k).max(1), env);
+            }
+            if let Some(c) = constant(b, env) {
+                return multiple_of(a, k / gcd(c, k).max(1), env);
+            }
+            multiple_of(a, k, env) || multiple_of(b, k, env)
+        }
+        ExprKind::Binary(BinOp::FloorMod, a, m) => {
+            constant(m, env).is_some_and(|c| c % k == 0) && multiple_of(a, k, env)
+        }
+        _ => false,
+    }
+}
+
+/// Whether `e` mentions variable `var`.
+pub fn mentions(e: &Expr, var: &str) -> bool {
+    let mut found = false;
+    for_each_subexpr(e, &mut |x| {
+        found |= matches!(&x.kind, ExprKind::Var(n) if n == var)
+    });
+    found
+}
+
+/// Whether `e` mentions any variable of `vars`.
+pub fn mentions_any(e: &Expr, vars: &std::collections::HashSet<String>) -> bool {
+    let mut found = false;
+    for_each_subexpr(e, &mut |x| {
+        if let ExprKind::Var(n) = &x.kind {
+            found |= vars.contains(n);
+        }
+    });
+    found
+}
+
+/// `e` with variable `var` replaced by `value`, literal arithmetic folded (`Expr::binary`).
+pub fn substitute(e: &Expr, var: &str, value: &Expr) -> Expr {
+    map_expr(e, &mut |x| match &x.kind {
+        ExprKind::Var(n) if n == var => {
+            let mut v = value.clone();
+            v.span = x.span;
+            v
+        }
+        ExprKind::Binary(op, a, b) => {
+            tlc_ir::build::bin_at(*op, (**a).clone(), (**b).clone(), x.span)
+        }
+        _ => x,
+    })
+}
+
+/// For an index that steps by exactly 1 with `var` — `offset + var`, `var + offset`, `var`,
+/// or any affine form with coefficient 1 — its offset (`var = 0`), free of `var`. The
+/// syntactic forms give the offset as written.
+pub fn unit_offset(index: &Expr, var: &str) -> Option<Expr> {
+    let is_var = |e: &Expr| matches!(&e.kind, ExprKind::Var(n) if n == var);
+    match &index.kind {
+        _ if is_var(index) => return Some(Expr::int(0)),
+        ExprKind::Binary(BinOp::Add, a, b) if is_var(b) && !mentions(a, var) => {
+            return Some((**a).clone())
+        }
+        ExprKind::Binary(BinOp::Add, a, b) if is_var(a) && !mentions(b, var) => {
+            return Some((**b).clone())
+        }
+        _ => {}
+    }
+    let at0 = substitute(index, var, &Expr::int(0));
+    let at1 = substitute(index, var, &Expr::int(1));
+    (constant_difference(&at1, &at0) == Some(1) && !mentions(&at0, var)).then_some(at0)
+}
+
+/// Whether `e` is never negative.
+pub fn non_negative(e: &Expr, env: &dyn Env) -> bool {
+    interval(e, env).lo >= 0
+}
+
+/// The conjuncts of `a and b and …`.
+pub fn conjuncts(e: &Expr) -> Vec<&Expr> {
+    let mut out = Vec::new();
+    fn walk<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+        match &e.kind {
+            ExprKind::Binary(BinOp::And, a, b) => {
+                walk(a, out);
+                walk(b, out);
+            }
+            _ => out.push(e),
+        }
+    }
+    walk(e, &mut out);
+    out
+}
+
+/// Whether every conjunct of `cond` holds for all values of its variables: `True`, and
+/// comparisons whose sides' intervals decide them.
+pub fn provably_true(cond: &Expr, env: &dyn Env) -> bool {
+    conjuncts(cond).into_iter().all(|c| match &c.kind {
+        ExprKind::Bool(b) => *b,
+        ExprKind::Binary(op, a, b) => {
+            let (x, y) = (interval(a, env), interval(b, env));
+            match op {
+                BinOp::Lt => x.hi < y.lo,
+                BinOp::Le => x.hi <= y.lo,
+                BinOp::Gt => x.lo > y.hi,
+                BinOp::Ge => x.lo >= y.hi,
+                _ => false,
+            }
+        }
+        _ => false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_expr(text: &str) -> Expr {
+        let src = format!(
+            "@T.prim_func\ndef f(A: T.Tensor((8,), \"int32\")):\n    with T.Kernel(4, threads=1) as bx:\n        for i in T.serial(4):\n            A[0] = {text}\n"
+        );
+        let func = tlc_ir::parse(&src).unwrap_or_else(|d| panic!("{d:?}"));
+        let mut out = None;
+        tlc_ir::visit::for_each_stmt(&func.body, &mut |s| {
+            if let tlc_ir::StmtKind::Store { value, .. } = &s.kind {
+                out = Some(value.clone());
+            }
+        });
+        out.unwrap_or_else(|| Expr::int(0))
+    }
+
+    fn ranges(pairs: &[(&str, i64, i64)]) -> Ranges {
+        pairs
+            .iter()
+            .map(|&(n, lo, hi)| (n.to_string(), Interval::new(lo, hi)))
+            .collect()
+    }
+
+    #[test]
+    fn multiples() {
+        let none = Unknown;
+        assert!(multiple_of(&parse_expr("bx * 64 + 32"), 4, &none));
+        assert!(!multiple_of(&parse_expr("bx * 64 + 2"), 4, &none));
+        assert!(!multiple_of(&parse_expr("bx + 4"), 4, &none));
+        // A constant factor leaves the rest to supply what it lacks.
+        assert!(multiple_of(&parse_expr("bx * 4 * 2"), 8, &none));
+        assert!(!multiple_of(&parse_expr("bx * 2 * 2"), 8, &none));
+        assert!(multiple_of(&parse_expr("bx * 8 % 8"), 8, &none));
+        assert!(multiple_of(&parse_expr("-(bx * 16)"), 16, &none));
+        // A variable known to be a constant.
+        let env = ranges(&[("i", 3, 3)]);
+        assert!(multiple_of(&parse_expr("i * 4 + 4"), 16, &env));
+        assert!(!multiple_of(&parse_expr("i * 4"), 8, &env));
+    }
+
+    #[test]
+    fn offsets() {
+        let off = |e: &str| unit_offset(&parse_expr(e), "i").map(|e| e.to_string());
+        assert_eq!(off("bx * 64 + i"), Some("bx * 64".to_string()));
+        assert_eq!(off("i + bx"), Some("bx".to_string()));
+        assert_eq!(off("i"), Some("0".to_string()));
+        assert_eq!(off("bx * 64 + i + 8"), Some("bx * 64 + 8".to_string()));
+        assert_eq!(off("i * 2"), None);
+        assert_eq!(off("i + i"), None);
+        assert_eq!(off("i // 2"), None);
+        assert!(mentions(&parse_expr("bx + i"), "i"));
+        assert!(!mentions(&parse_expr("bx + 1"), "i"));
+    }
+
+    #[test]
+    fn intervals_and_truth() {
+        let env = ranges(&[("i", 0, 3), ("bx", 0, 3)]);
+        assert_eq!(
+            interval(&parse_expr("i * 128 + bx"), &env),
+            Interval::new(0, 387)
+        );
+        assert_eq!(
+            interval(&parse_expr("(i + 2) % 3"), &env),
+            Interval::new(0, 2)
+        );
+        assert!(provably_true(&parse_expr("(i + 2) % 3 < 3"), &env));
+        assert!(provably_true(&parse_expr("i < 4 and 0 <= bx"), &env));
+        assert!(!provably_true(&parse_expr("i < 3"), &env));
+        assert!(!provably_true(&parse_expr("i < 3"), &Unknown));
+        assert_eq!(constant(&parse_expr("i * 0 + 5"), &env), Some(5));
+        assert_eq!(
+            conjuncts(&parse_expr("i < 1 and bx < 2 and i > 0")).len(),
+            3
+        );
+    }
+}

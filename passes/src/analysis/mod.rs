@@ -1,0 +1,19 @@
+//! The analysis floor: facts about the IR that passes (and code generation) ask for, each
+//! computed in one place. **Analyses never change the IR, and passes import analyses, never
+//! other passes**: the floors are `tlc_ir` → `analysis` → passes → codegen.
+//!
+//! - `kernels` — every kernel (one `for_each_kernel`) and the shape of a body (SIMT regions,
+//!   the merged thread loop, pipelined loops, tile ops);
+//! - `access` — which buffers statements read and write, use counts, element accesses;
+//! - `interval`, `int` — integer facts: intervals, `multiple_of`, `unit_offset`, `mentions`,
+//!   `provably_true`, under what is known of the variables (`int::Env`);
+//! - `sync` — the barrier dataflow of thread-level code (accesses since the last barrier,
+//!   asynchronous copies in flight);
+//! - `schedule` — the dependency graph and stage plan of a `T.Pipelined` loop.
+
+pub mod access;
+pub mod int;
+pub mod interval;
+pub mod kernels;
+pub mod schedule;
+pub mod sync;

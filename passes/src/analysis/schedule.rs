@@ -1,0 +1,477 @@
+//! The schedule of a `T.Pipelined` loop: the dependency graph of its body (petgraph; an
+//! edge `i → j` when statement `j` reads what `i` writes, writes what `i` reads or writes, or
+//! uses a variable `i` binds), the stage and order `pipeline-planning` assigns (global →
+//! shared copies in stage 0, everything else in the last stage, a topological order), and
+//! the check of a given plan. `pipeline-planning` writes the plan into the IR;
+//! `inject-software-pipeline` plans loops that have none and checks the plan either way.
+//! docs/passes.md states the rules.
+
+use super::access::{count_sites, Access};
+use petgraph::graph::{DiGraph, NodeIndex};
+use petgraph::visit::EdgeRef;
+use petgraph::Direction;
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
+use tlc_ir::visit::{for_each_stmt, for_each_subexpr, stmt_exprs};
+use tlc_ir::{BufferDecl, Diagnostic, ExprKind, For, ForKind, Kernel, Scope, Span, Stmt, StmtKind};
+
+/// Facts about the kernel a pipelined loop is in.
+pub struct KernelFacts {
+    /// The global buffers (parameters).
+    pub globals: HashSet<String>,
+    /// Buffer declarations by name: parameters and the kernel's allocations.
+    pub decls: HashMap<String, BufferDecl>,
+    /// How many access sites each buffer has in the whole kernel.
+    pub sites: HashMap<String, usize>,
+}
+
+impl KernelFacts {
+    pub fn of(k: &Kernel, params: &[BufferDecl]) -> KernelFacts {
+        KernelFacts {
+            globals: params.iter().map(|p| p.name.name.clone()).collect(),
+            decls: params
+                .iter()
+                .chain(k.allocs.iter())
+                .map(|b| (b.name.name.clone(), b.clone()))
+                .collect(),
+            sites: count_sites(&k.body),
+        }
+    }
+
+    pub fn is_shared(&self, b: &str) -> bool {
+        self.decls.get(b).is_some_and(|d| d.scope == Scope::Shared)
+    }
+
+    pub fn scope_name(&self, b: &str) -> &'static str {
+        self.decls.get(b).map_or("unknown", |d| d.scope.name())
+    }
+}
+
+/// What one statement of a pipelined body touches.
+#[derive(Clone, Debug, Default)]
+pub struct StmtDeps {
+    /// Buffers read and written (nested statements included).
+    pub access: Access,
+    /// The variable a let binds.
+    pub defines: Option<String>,
+    /// Scalar variables the statement uses.
+    pub uses: BTreeSet<String>,
+    /// A let whose value reads no memory and uses only outer variables and pure lets.
+    pub pure_let: bool,
+    /// A global → shared copy (a stage-0 candidate).
+    pub copy: bool,
+    /// Shared buffers it writes that something outside the loop (other than the statements
+    /// after it in the same list) also accesses.
+    pub used_outside: Vec<String>,
+}
+
+/// Why statement `j` depends on statement `i`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Dep {
+    Raw(String),
+    War(String),
+    Waw(String),
+    Scalar(String),
+}
+
+impl std::fmt::Display for Dep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Dep::Raw(b) => write!(f, "it reads `{b}`, which the other writes"),
+            Dep::War(b) => write!(f, "it writes `{b}`, which the other reads"),
+            Dep::Waw(b) => write!(f, "both write `{b}`"),
+            Dep::Scalar(v) => write!(f, "it uses `{v}`, which the other binds"),
+        }
+    }
+}
+
+/// The dependency graph of a pipelined loop's body: node `i` is statement `i`; an edge
+/// `i → j` (`i < j`) is a dependency within one iteration.
+pub struct LoopGraph<'a> {
+    pub body: &'a [Stmt],
+    pub stmts: Vec<StmtDeps>,
+    pub graph: DiGraph<usize, Dep>,
+    facts: &'a KernelFacts,
+}
+
+impl<'a> LoopGraph<'a> {
+    /// `from_here`: the access sites of the loop and the statements after it in its list.
+    pub fn build(
+        body: &'a [Stmt],
+        facts: &'a KernelFacts,
+        from_here: &HashMap<String, usize>,
+    ) -> LoopGraph<'a> {
+        let defined: HashSet<String> = body
+            .iter()
+            .filter_map(|s| match &s.kind {
+                StmtKind::Let { var, .. } => Some(var.name.clone()),
+                _ => None,
+            })
+            .collect();
+        let mut pure: HashSet<String> = HashSet::new();
+        let mut stmts = Vec::with_capacity(body.len());
+        for s in body {
+            let access = Access::of_body(std::slice::from_ref(s));
+            let mut uses = BTreeSet::new();
+            for_each_stmt(std::slice::from_ref(s), &mut |x| {
+                for e in stmt_exprs(x) {
+                    for_each_subexpr(e, &mut |e| {
+                        if let ExprKind::Var(v) = &e.kind {
+                            uses.insert(v.clone());
+                        }
+                    });
+                }
+            });
+            let (defines, pure_let) = match &s.kind {
+                StmtKind::Let { var, .. } => {
+                    let p = access.reads.is_empty()
+                        && uses
+                            .iter()
+                            .all(|u| !defined.contains(u) || pure.contains(u));
+                    if p {
+                        pure.insert(var.name.clone());
+                    }
+                    (Some(var.name.clone()), p)
+                }
+                _ => (None, false),
+            };
+            let used_outside = access
+                .writes
+                .iter()
+                .filter(|b| {
+                    facts.is_shared(b)
+                        && facts.sites.get(*b).copied().unwrap_or(0)
+                            > from_here.get(*b).copied().unwrap_or(0)
+                })
+                .cloned()
+                .collect();
+            stmts.push(StmtDeps {
+                copy: is_global_to_shared_copy(s, facts),
+                access,
+                defines,
+                uses,
+                pure_let,
+                used_outside,
+            });
+        }
+        let mut graph = DiGraph::new();
+        let nodes: Vec<NodeIndex> = (0..body.len()).map(|i| graph.add_node(i)).collect();
+        for j in 0..stmts.len() {
+            for i in 0..j {
+                if let Some(dep) = dependency(&stmts[i], &stmts[j]) {
+                    graph.add_edge(nodes[i], nodes[j], dep);
+                }
+            }
+        }
+        LoopGraph {
+            body,
+            stmts,
+            graph,
+            facts,
+        }
+    }
+
+    fn node(&self, i: usize) -> NodeIndex {
+        NodeIndex::new(i)
+    }
+
+    /// The same-iteration predecessors of statement `j`, with the reason.
+    fn preds(&self, j: usize) -> Vec<(usize, &Dep)> {
+        self.graph
+            .edges_directed(self.node(j), Direction::Incoming)
+            .map(|e| (e.source().index(), e.weight()))
+            .collect()
+    }
+
+    /// The stages and order the pass assigns (see the module docs).
+    pub fn plan(&self, num_stages: i64) -> (Vec<i64>, Vec<i64>) {
+        let n = self.stmts.len();
+        let last = (num_stages - 1).max(0);
+        let mut early: Vec<bool> = self.stmts.iter().map(|s| s.copy).collect();
+        loop {
+            let mut changed = false;
+            for x in 0..n {
+                if early[x] && !self.can_run_early(x, &early) {
+                    early[x] = false;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        // Pure lets: stage 0 when a stage-0 statement needs them (directly or through other
+        // pure lets).
+        for x in (0..n).rev() {
+            if let (true, Some(v)) = (self.stmts[x].pure_let, &self.stmts[x].defines) {
+                early[x] = (x + 1..n).any(|y| early[y] && self.stmts[y].uses.contains(v));
+            }
+        }
+        let stage: Vec<i64> = early.iter().map(|&e| if e { 0 } else { last }).collect();
+        (self.topological_order(&stage), stage)
+    }
+
+    /// Whether stage-0 candidate `x` may run ahead, given the current candidates `early`.
+    fn can_run_early(&self, x: usize, early: &[bool]) -> bool {
+        let sx = &self.stmts[x];
+        let late = |y: usize| !early[y] && !self.stmts[y].pure_let;
+        sx.used_outside.is_empty()
+            && self.preds(x).iter().all(|&(y, _)| !late(y))
+            && (0..self.stmts.len()).filter(|&y| late(y)).all(|y| {
+                let sy = &self.stmts[y];
+                sy.access
+                    .writes
+                    .iter()
+                    .all(|b| !sx.access.reads.contains(b) && !sx.access.writes.contains(b))
+            })
+            && sx.uses.iter().all(|u| {
+                self.stmts
+                    .iter()
+                    .all(|s| s.defines.as_deref() != Some(u.as_str()) || s.pure_let)
+            })
+    }
+
+    /// Kahn's algorithm, taking the lowest (stage, body index) of the ready statements.
+    fn topological_order(&self, stage: &[i64]) -> Vec<i64> {
+        let n = self.stmts.len();
+        let mut indegree: Vec<usize> = (0..n)
+            .map(|j| {
+                self.graph
+                    .neighbors_directed(self.node(j), Direction::Incoming)
+                    .count()
+            })
+            .collect();
+        let mut ready: BinaryHeap<Reverse<(i64, usize)>> = (0..n)
+            .filter(|&j| indegree[j] == 0)
+            .map(|j| Reverse((stage[j], j)))
+            .collect();
+        let mut order = vec![0i64; n];
+        let mut pos = 0i64;
+        while let Some(Reverse((_, j))) = ready.pop() {
+            order[j] = pos;
+            pos += 1;
+            for k in self
+                .graph
+                .neighbors_directed(self.node(j), Direction::Outgoing)
+            {
+                let k = k.index();
+                indegree[k] -= 1;
+                if indegree[k] == 0 {
+                    ready.push(Reverse((stage[k], k)));
+                }
+            }
+        }
+        order
+    }
+
+    /// Checks a loop's `order` / `stage` (user-given or planned).
+    pub fn validate(
+        &self,
+        f: &For,
+        span: Span,
+        num_stages: i64,
+        order: &[i64],
+        stage: &[i64],
+    ) -> Vec<Diagnostic> {
+        let n = self.body.len();
+        let name = &f.var.name;
+        let mut errors = Vec::new();
+        if order.len() != n || stage.len() != n {
+            errors.push(
+                Diagnostic::error(
+                    span,
+                    format!(
+                        "pipelined loop `{name}`: `order` has {} and `stage` {} entries, but the body has {n} statements",
+                        order.len(),
+                        stage.len()
+                    ),
+                )
+                .with_note("give one entry per statement of the loop body, in body order"),
+            );
+            return errors;
+        }
+        if let Some(&bad) = stage.iter().find(|&&s| s < 0 || s >= num_stages) {
+            errors.push(Diagnostic::error(
+                span,
+                format!(
+                    "pipelined loop `{name}`: stage {bad} is outside 0..{num_stages} (num_stages={num_stages})"
+                ),
+            ));
+        }
+        let mut seen = vec![false; n];
+        for &o in order {
+            match usize::try_from(o).ok().filter(|&o| o < n) {
+                Some(o) if !seen[o] => seen[o] = true,
+                _ => {
+                    errors.push(
+                        Diagnostic::error(
+                            span,
+                            format!(
+                                "pipelined loop `{name}`: `order` must list each position 0..{} exactly once",
+                                n.saturating_sub(1)
+                            ),
+                        )
+                        .with_note(format!("found {order:?}")),
+                    );
+                    break;
+                }
+            }
+        }
+        if !errors.is_empty() {
+            return errors;
+        }
+        for e in self.graph.edge_references() {
+            let (i, j) = (e.source().index(), e.target().index());
+            if self.stmts[i].pure_let {
+                // Pure lets are evaluated wherever they are needed.
+                continue;
+            }
+            if stage[i] > stage[j] {
+                errors.push(
+                    Diagnostic::error(
+                        self.body[j].span,
+                        format!(
+                            "this stage-{} statement depends on a stage-{} statement of the same iteration: {}",
+                            stage[j],
+                            stage[i],
+                            e.weight()
+                        ),
+                    )
+                    .with_note_at(self.body[i].span, "the statement it depends on")
+                    .with_note("a statement may not run in an earlier stage than what it depends on"),
+                );
+            } else if stage[i] == stage[j] && order[i] > order[j] {
+                errors.push(
+                    Diagnostic::error(
+                        self.body[j].span,
+                        format!(
+                            "`order` runs this statement before one it depends on: {}",
+                            e.weight()
+                        ),
+                    )
+                    .with_note_at(self.body[i].span, "the statement it depends on"),
+                );
+            }
+        }
+        let last = num_stages - 1;
+        if last > 0 {
+            for x in 0..n {
+                if stage[x] != 0 || self.stmts[x].pure_let {
+                    continue;
+                }
+                errors.extend(self.check_early(x, stage));
+            }
+        }
+        errors
+    }
+
+    /// The conditions for stage-0 statement `x` to run `num_stages - 1` iterations ahead.
+    fn check_early(&self, x: usize, stage: &[i64]) -> Vec<Diagnostic> {
+        let sx = &self.stmts[x];
+        let span = self.body[x].span;
+        let mut errors = Vec::new();
+        let late: Vec<usize> = (0..self.stmts.len())
+            .filter(|&y| stage[y] > 0 && !self.stmts[y].pure_let)
+            .collect();
+        for b in &sx.access.writes {
+            if !self.facts.is_shared(b) {
+                errors.push(
+                    Diagnostic::error(
+                        span,
+                        format!(
+                            "a stage-0 statement may only write shared memory, but this one writes `{b}` ({})",
+                            self.facts.scope_name(b)
+                        ),
+                    )
+                    .with_note("stage-0 statements run num_stages - 1 iterations ahead; only shared buffers get one copy per stage"),
+                );
+            } else if sx.used_outside.contains(b) {
+                errors.push(
+                    Diagnostic::error(
+                        span,
+                        format!(
+                            "shared buffer `{b}`, written in stage 0, is also used outside the pipelined loop (other than after it)"
+                        ),
+                    )
+                    .with_note("a stage-0 buffer gets one copy per stage; only the statements after the loop can follow that"),
+                );
+            }
+        }
+        for &y in &late {
+            let sy = &self.stmts[y];
+            if let Some(b) = sy
+                .access
+                .writes
+                .iter()
+                .find(|b| sx.access.reads.contains(*b) || sx.access.writes.contains(*b))
+            {
+                errors.push(
+                    Diagnostic::error(
+                        span,
+                        format!(
+                            "this stage-0 statement accesses `{b}`, which a later-stage statement writes"
+                        ),
+                    )
+                    .with_note_at(self.body[y].span, "the later-stage statement")
+                    .with_note("stage-0 statements run num_stages - 1 iterations ahead of it"),
+                );
+            }
+        }
+        errors
+    }
+}
+
+/// The first dependency of `j` on `i` (`i` before `j`).
+fn dependency(i: &StmtDeps, j: &StmtDeps) -> Option<Dep> {
+    if let Some(v) = &i.defines {
+        if j.uses.contains(v) {
+            return Some(Dep::Scalar(v.clone()));
+        }
+    }
+    let (a, b) = (&i.access, &j.access);
+    if let Some(x) = a.writes.iter().find(|x| b.reads.contains(*x)) {
+        return Some(Dep::Raw(x.clone()));
+    }
+    if let Some(x) = a.reads.iter().find(|x| b.writes.contains(*x)) {
+        return Some(Dep::War(x.clone()));
+    }
+    a.writes
+        .iter()
+        .find(|x| b.writes.contains(*x))
+        .map(|x| Dep::Waw(x.clone()))
+}
+
+/// `T.copy(global, shared)`, or a `T.Parallel` nest that only stores into shared buffers and
+/// only loads from global ones.
+fn is_global_to_shared_copy(s: &Stmt, facts: &KernelFacts) -> bool {
+    match &s.kind {
+        StmtKind::Copy { src, dst } => {
+            facts.globals.contains(&src.buffer.name) && facts.is_shared(&dst.buffer.name)
+        }
+        StmtKind::For(f) if f.kind == ForKind::Parallel => {
+            let mut ok = true;
+            let mut stores = 0;
+            let mut loads = 0;
+            for_each_stmt(std::slice::from_ref(s), &mut |x| {
+                match &x.kind {
+                    StmtKind::Store { buffer, .. } => {
+                        stores += 1;
+                        ok &= facts.is_shared(&buffer.name);
+                    }
+                    StmtKind::For(_) | StmtKind::If { .. } | StmtKind::Let { .. } => {}
+                    _ => ok = false,
+                }
+                for e in stmt_exprs(x) {
+                    for_each_subexpr(e, &mut |e| {
+                        if let ExprKind::Load { buffer, .. } = &e.kind {
+                            loads += 1;
+                            ok &= facts.globals.contains(buffer);
+                        }
+                    });
+                }
+            });
+            ok && stores > 0 && loads > 0
+        }
+        _ => false,
+    }
+}

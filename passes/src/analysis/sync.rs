@@ -1,0 +1,246 @@
+//! The synchronization dataflow of a thread-level kernel: which shared and global elements
+//! the code since the last barrier (and the asynchronous copies still in flight) may have
+//! touched, so `thread-binding` can place `T.sync_threads()` exactly where a later access
+//! conflicts. Accesses are compared by buffer and *stage key* (see [`Touch`]); loops are
+//! handled by shifting keys one iteration back and generalizing them to families.
+
+use super::int::{gcd, mentions_any};
+use std::collections::HashSet;
+use tlc_ir::affine::constant_difference;
+use tlc_ir::visit::map_expr;
+use tlc_ir::{BinOp, Expr, ExprKind};
+
+/// One access of a tracked buffer: the buffer, and its *stage key* — the first index, when
+/// it is the same for every thread (`None`: anywhere in the buffer). Accesses whose keys
+/// differ by a nonzero constant, or are `e1 % m` and `e2 % m` with `e1 - e2` a constant
+/// that is not a multiple of `m`, touch different elements. A *family* over loop variable
+/// `v` stands for the key in every earlier iteration too (`key` with `v -> v - j`, `j ≥ 0`):
+/// what a loop without barriers leaves pending from all its past iterations.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Touch {
+    pub buffer: String,
+    pub key: Option<Expr>,
+    pub family: Option<String>,
+}
+
+impl Touch {
+    pub fn overlaps(&self, other: &Touch) -> bool {
+        if self.buffer != other.buffer {
+            return false;
+        }
+        let (Some(a), Some(b)) = (&self.key, &other.key) else {
+            return true;
+        };
+        match (&self.family, &other.family) {
+            (None, None) => !disjoint_keys(a, b),
+            (Some(v), None) => family_meets(a, v, b),
+            (None, Some(v)) => family_meets(b, v, a),
+            (Some(_), Some(_)) => true,
+        }
+    }
+
+    /// Whether every element `other` may touch is one `self` touches.
+    pub fn covers(&self, other: &Touch) -> bool {
+        if self.buffer != other.buffer {
+            return false;
+        }
+        let Some(a) = &self.key else { return true };
+        let Some(b) = &other.key else { return false };
+        match (&self.family, &other.family) {
+            (None, None) => a == b,
+            (Some(v), None) => member(a, v, b) == Some(true),
+            (Some(v), Some(w)) => v == w && member(a, v, b) == Some(true),
+            (None, Some(_)) => false,
+        }
+    }
+}
+
+fn disjoint_keys(a: &Expr, b: &Expr) -> bool {
+    if let Some(d) = constant_difference(a, b) {
+        return d != 0;
+    }
+    match (modulo(a), modulo(b)) {
+        (Some((x, m)), Some((y, m2))) if m == m2 => {
+            constant_difference(x, y).is_some_and(|d| d.rem_euclid(m) != 0)
+        }
+        _ => false,
+    }
+}
+
+/// `(x, m)` for `x % m` with a constant `m > 0`.
+fn modulo(e: &Expr) -> Option<(&Expr, i64)> {
+    match &e.kind {
+        ExprKind::Binary(BinOp::FloorMod, x, m) => m.as_int().filter(|m| *m > 0).map(|m| (&**x, m)),
+        _ => None,
+    }
+}
+
+fn shifted(e: &Expr, var: &str, by: i64) -> Expr {
+    map_expr(e, &mut |x| match &x.kind {
+        ExprKind::Var(n) if n == var => Expr::binary(BinOp::Add, x.clone(), Expr::int(by), x.span),
+        _ => x,
+    })
+}
+
+/// The constant `c` with `e(var + 1) - e(var) = c`, when there is one and it is not 0.
+fn step(e: &Expr, var: &str) -> Option<i64> {
+    constant_difference(&shifted(e, var, 1), e).filter(|c| *c != 0)
+}
+
+/// Whether the family `base` over `v` takes the value of the point key `key` for some
+/// iteration `j ≥ 0` back, when that can be decided: `base - key = d` and the step `c` of
+/// `base` give `d - c·j = 0`; for `x % m` against `y % m`, `d - c·j ≡ 0 (mod m)`.
+fn member(base: &Expr, v: &str, key: &Expr) -> Option<bool> {
+    if let (Some(c), Some(d)) = (step(base, v), constant_difference(base, key)) {
+        return Some(d % c == 0 && d / c >= 0);
+    }
+    match (modulo(base), modulo(key)) {
+        (Some((x, m)), Some((y, m2))) if m == m2 => {
+            let (c, d) = (step(x, v)?, constant_difference(x, y)?);
+            Some(d.rem_euclid(gcd(c, m)) == 0)
+        }
+        _ => None,
+    }
+}
+
+/// Whether the family `base` over `v` may meet the point key `key`.
+fn family_meets(base: &Expr, v: &str, key: &Expr) -> bool {
+    member(base, v, key).unwrap_or(true)
+}
+
+/// Tracked accesses (shared buffers and parameters) since some point.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Touches {
+    pub reads: Vec<Touch>,
+    pub writes: Vec<Touch>,
+}
+
+/// Adds `t` unless something in `list` covers it; whether it was added.
+pub fn push_new(list: &mut Vec<Touch>, t: Touch) -> bool {
+    if list.iter().any(|x| x.covers(&t)) {
+        false
+    } else {
+        list.retain(|x| !t.covers(x));
+        list.push(t);
+        true
+    }
+}
+
+impl Touches {
+    pub fn is_empty(&self) -> bool {
+        self.reads.is_empty() && self.writes.is_empty()
+    }
+
+    /// Whether `next` may touch what `self` wrote, or write what `self` read.
+    pub fn conflicts(&self, next: &Touches) -> bool {
+        self.writes
+            .iter()
+            .any(|w| next.reads.iter().chain(&next.writes).any(|x| w.overlaps(x)))
+            || self
+                .reads
+                .iter()
+                .any(|r| next.writes.iter().any(|x| r.overlaps(x)))
+    }
+
+    /// Adds `other`; whether anything was new.
+    pub fn union(&mut self, other: &Touches) -> bool {
+        let mut changed = false;
+        for t in &other.reads {
+            changed |= push_new(&mut self.reads, t.clone());
+        }
+        for t in &other.writes {
+            changed |= push_new(&mut self.writes, t.clone());
+        }
+        changed
+    }
+
+    /// Rewrites every touch with `f`.
+    pub fn map(&mut self, f: &dyn Fn(Touch) -> Touch) {
+        for list in [&mut self.reads, &mut self.writes] {
+            for t in std::mem::take(list) {
+                push_new(list, f(t));
+            }
+        }
+    }
+
+    /// Forgets the keys that mention one of `vars` (their values are not known here).
+    pub fn widen(&mut self, vars: &HashSet<String>) {
+        if vars.is_empty() {
+            return;
+        }
+        self.map(&|t| match &t.key {
+            Some(k) if mentions_any(k, vars) => Touch {
+                key: None,
+                family: None,
+                ..t
+            },
+            _ => t,
+        });
+    }
+
+    /// The accesses of one iteration of a loop over `var` seen from the next one:
+    /// `var -> var - 1` in the keys.
+    pub fn shift(&mut self, var: &str) {
+        self.map(&|t| Touch {
+            key: t.key.as_ref().map(|k| shifted(k, var, -1)),
+            ..t
+        });
+    }
+
+    /// Keys over `var` stand for all earlier iterations too (so the carried state of a loop
+    /// without barriers stays finite); keys that do not step by a constant are forgotten.
+    pub fn generalize(&mut self, var: &str) {
+        let only = HashSet::from([var.to_string()]);
+        self.map(&|t| match &t.key {
+            Some(k) if t.family.is_none() && mentions_any(k, &only) => {
+                let steps = step(k, var).is_some()
+                    || modulo(k).is_some_and(|(x, _)| step(x, var).is_some());
+                if steps {
+                    Touch {
+                        family: Some(var.to_string()),
+                        ..t
+                    }
+                } else {
+                    Touch {
+                        key: None,
+                        family: None,
+                        ..t
+                    }
+                }
+            }
+            _ => t,
+        });
+    }
+}
+
+/// The walk's state at a program point: the accesses since the last barrier, and the
+/// destinations of `T.cp_async`s that may still be in flight (a `T.cp_async_wait` may land
+/// any of them: a write at that moment).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct State {
+    pub pending: Touches,
+    pub in_flight: Touches,
+}
+
+impl State {
+    pub fn union(&mut self, other: &State) -> bool {
+        let a = self.pending.union(&other.pending);
+        let b = self.in_flight.union(&other.in_flight);
+        a || b
+    }
+
+    pub fn widen(&mut self, vars: &HashSet<String>) {
+        self.pending.widen(vars);
+        self.in_flight.widen(vars);
+    }
+
+    pub fn shift(&mut self, var: &str) {
+        self.pending.shift(var);
+        self.in_flight.shift(var);
+    }
+
+    pub fn generalize(&mut self, var: &str) {
+        self.pending.generalize(var);
+        self.in_flight.generalize(var);
+    }
+}

@@ -1,7 +1,8 @@
 //! `T.vectorized(V)` loops as vector memory accesses. A loop qualifies when its body is one
 //! store whose value has no select / `and` / `or` (guarded loops stay scalar), every global
 //! or shared access (the store's target and each load) has the innermost index `base + v`
-//! with `base` provably a multiple of V, `v` nowhere else, an innermost extent that is a
+//! with `base` provably a multiple of V (`analysis::int`: the rule `lower-tile-ops` and
+//! `inject-cp-async` vectorize by), `v` nowhere else, an innermost extent that is a
 //! constant multiple of V, 2- or 4-byte elements and V·size a multiple of 4 bytes, and no
 //! load reads the stored buffer. Such accesses become `ld`/`st` `.v2`/`.v4` of at most 16
 //! bytes each (f16/bf16 pairs packed into b32 lanes); local arrays and arithmetic are done
@@ -13,6 +14,8 @@ use super::expr::{mem_type, mov_type, Place};
 use super::{ptx_type, Bind, Cg, Mem};
 use crate::ptx::{Op, Operand, Reg, Type, VecWidth};
 use tlc_ir::{BinOp, Expr, ExprKind, For, Span, StmtKind};
+use tlc_passes::analysis::int::{mentions, multiple_of, unit_offset, Env};
+use tlc_passes::analysis::interval::Interval;
 
 /// A vectorizable access: the buffer, its indices with the innermost replaced by `base`.
 struct Access {
@@ -21,53 +24,18 @@ struct Access {
     bytes: u32,
 }
 
-fn mentions(e: &Expr, v: &str) -> bool {
-    let mut found = false;
-    tlc_ir::visit::for_each_subexpr(e, &mut |s| {
-        if matches!(&s.kind, ExprKind::Var(n) if n == v) {
-            found = true;
+/// What codegen knows of a variable: unrolled loop variables (and lets of constants) are
+/// constants, for the one `multiple_of` of the analysis floor.
+impl Env for Cg {
+    fn range(&self, name: &str) -> Option<Interval> {
+        match self.vars.get(name) {
+            Some(Bind::Const(v)) => Some(Interval::point(*v)),
+            _ => None,
         }
-    });
-    found
-}
-
-fn gcd(a: i64, b: i64) -> i64 {
-    if b == 0 {
-        a.abs()
-    } else {
-        gcd(b, a % b)
     }
 }
 
 impl Cg {
-    /// Whether `e` is a multiple of `m` for every value of its variables.
-    fn multiple_of(&self, e: &Expr, m: i64) -> bool {
-        if m <= 1 {
-            return true;
-        }
-        if let Some(c) = self.const_eval(e) {
-            return c % m == 0;
-        }
-        match &e.kind {
-            ExprKind::Binary(BinOp::Add | BinOp::Sub, a, b) => {
-                self.multiple_of(a, m) && self.multiple_of(b, m)
-            }
-            ExprKind::Binary(BinOp::Mul, a, b) => {
-                if let Some(c) = self.const_eval(a) {
-                    return self.multiple_of(b, m / gcd(c, m).max(1));
-                }
-                if let Some(c) = self.const_eval(b) {
-                    return self.multiple_of(a, m / gcd(c, m).max(1));
-                }
-                self.multiple_of(a, m) || self.multiple_of(b, m)
-            }
-            ExprKind::Binary(BinOp::FloorMod, a, b) => {
-                self.const_eval(b).is_some_and(|c| c % m == 0) && self.multiple_of(a, m)
-            }
-            _ => false,
-        }
-    }
-
     fn vector_access(&self, buffer: &str, indices: &[Expr], v: &str, lanes: i64) -> Option<Access> {
         let buf = self.bufs.get(buffer)?;
         match &buf.mem {
@@ -83,17 +51,8 @@ impl Cg {
         if outer.iter().any(|e| mentions(e, v)) {
             return None;
         }
-        let base = match &last.kind {
-            ExprKind::Var(n) if n == v => Expr::int(0),
-            ExprKind::Binary(BinOp::Add, a, b) if matches!(&b.kind, ExprKind::Var(n) if n == v) => {
-                (**a).clone()
-            }
-            ExprKind::Binary(BinOp::Add, a, b) if matches!(&a.kind, ExprKind::Var(n) if n == v) => {
-                (**b).clone()
-            }
-            _ => return None,
-        };
-        if mentions(&base, v) || !self.multiple_of(&base, lanes) {
+        let base = unit_offset(last, v)?;
+        if !multiple_of(&base, lanes, self) {
             return None;
         }
         let inner = buf.shape.last()?.as_int()?;

@@ -20,13 +20,15 @@ impl Interval {
     /// Any int32.
     pub const FULL: Interval = Interval { lo: MIN, hi: MAX };
 
-    /// `[lo, hi]` clamped to int32 (an empty range becomes `FULL`: nothing is known).
+    /// `[lo, hi]` clamped to int32. An empty range, or one wholly outside int32 (a value
+    /// no int32 holds: clamping it would invent a constant), is `FULL`: nothing is known.
     pub fn new(lo: i64, hi: i64) -> Interval {
-        let (lo, hi) = (lo.clamp(MIN, MAX), hi.clamp(MIN, MAX));
-        if lo > hi {
-            Interval::FULL
-        } else {
-            Interval { lo, hi }
+        if lo > hi || lo > MAX || hi < MIN {
+            return Interval::FULL;
+        }
+        Interval {
+            lo: lo.clamp(MIN, MAX),
+            hi: hi.clamp(MIN, MAX),
         }
     }
 
@@ -217,6 +219,14 @@ mod tests {
         assert_eq!(
             Interval::new(0, 127).floor_div(Interval::point(32)),
             Interval::new(0, 3)
+        );
+        // A value no int32 holds is not a constant.
+        assert_eq!(Interval::point(1 << 40), Interval::FULL);
+        let big = Interval::point(i64::from(i32::MAX));
+        assert_eq!(big.plus(big).constant(), None);
+        assert_eq!(
+            Interval::binary(tlc_ir::BinOp::Mul, big, big).constant(),
+            None
         );
     }
 }

@@ -151,3 +151,24 @@ fn opt_reports_source_errors_like_check() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).starts_with("tests/cases/malformed/bad_dtype.tir:"));
 }
+
+#[test]
+fn passes_out_of_order_are_located_errors_naming_the_missing_pass() {
+    let out = tlc(&[
+        "opt",
+        "tests/cases/valid/copy_regions.tir",
+        "--passes=layout-inference,thread-binding",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.starts_with("tests/cases/valid/copy_regions.tir:12:9: error: a tile op remains"),
+        "{err}"
+    );
+    assert!(err.contains("run lower-tile-ops first"), "{err}");
+    assert!(
+        err.contains("note: pass `thread-binding` needs thread-level IR"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+}

@@ -4,6 +4,8 @@
 //! the context's target). A pass that breaks the IR is named in the error, with the
 //! verifier's complaints and the paths of the IR it was given and the IR it produced. The
 //! verifier's facts (`FuncInfo`) are handed to the next pass through the `PassContext`.
+//! Before a pass runs, its input is checked at the level the pass requires
+//! (`Pass::requires`): pipeline order is enforced here and nowhere else.
 
 use crate::context::PassContext;
 use crate::instrument::Instrumentation;
@@ -13,7 +15,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tlc_ir::printer::print_func;
-use tlc_ir::verifier::{verify_with, Requirements};
+use tlc_ir::verifier::{check_level, verify_with, Level, Requirements};
 use tlc_ir::{Diagnostic, PrimFunc};
 
 /// Why a pipeline did not finish.
@@ -26,6 +28,12 @@ pub enum PipelineError {
     },
     /// `--stop-after` names a pass that the pipeline does not run.
     NotInPipeline { pass: String, pipeline: Vec<String> },
+    /// A pass was given IR below the level it requires (an earlier pass is missing).
+    NotAtLevel {
+        pass: &'static str,
+        level: Level,
+        diagnostics: Vec<Diagnostic>,
+    },
     /// A pass reported errors about its input.
     PassFailed {
         pass: &'static str,
@@ -57,6 +65,17 @@ impl fmt::Display for PipelineError {
                     pipeline.join(", ")
                 }
             ),
+            PipelineError::NotAtLevel {
+                pass,
+                level,
+                diagnostics,
+            } => {
+                write!(f, "pass `{pass}` needs {level} IR")?;
+                for d in diagnostics {
+                    write!(f, "\n  {}", d.message)?;
+                }
+                Ok(())
+            }
             PipelineError::PassFailed { pass, diagnostics } => {
                 write!(f, "pass `{pass}` failed")?;
                 for d in diagnostics {
@@ -165,6 +184,7 @@ impl PassManager {
     ) -> Result<(PrimFunc, Timings), PipelineError> {
         let requirements = Requirements {
             target: Some(cx.target()),
+            level: Level::Tile,
         };
         let opts = &self.opts;
         if let Some(dir) = &opts.dump_dir {
@@ -184,6 +204,15 @@ impl PassManager {
             }
             if opts.print_ir_after_change && text.is_none() {
                 text = Some(print_func(&func));
+            }
+            let level = pass.requires();
+            let unready = check_level(&func, level);
+            if !unready.is_empty() {
+                return Err(PipelineError::NotAtLevel {
+                    pass: name,
+                    level,
+                    diagnostics: unready,
+                });
             }
             // Kept only to dump it if the pass breaks the IR.
             let input = opts.verify_each.then(|| func.clone());

@@ -1,6 +1,7 @@
 //! The `Pass` trait: one named, described transformation of a `PrimFunc`.
 
 use crate::context::PassContext;
+use tlc_ir::verifier::Level;
 use tlc_ir::{Diagnostic, PrimFunc};
 
 /// A transformation of the IR. A pass takes the function by value and returns the new one,
@@ -17,6 +18,11 @@ pub trait Pass: Sync {
     /// facts cached in the context stay true. Passes that only rewrite expressions say yes.
     fn preserves_declarations(&self) -> bool {
         false
+    }
+    /// How far its input must be lowered. The pass manager checks it before running the
+    /// pass (`tlc_ir::verifier::check_level`), so a pass never re-checks pipeline order.
+    fn requires(&self) -> Level {
+        Level::Tile
     }
     fn run(&self, func: PrimFunc, cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>>;
 }

@@ -38,7 +38,8 @@ use crate::context::PassContext;
 use crate::pass::Pass;
 use std::collections::{HashMap, HashSet};
 use tlc_ir::intrinsic::Effect;
-use tlc_ir::verifier::const_int;
+use tlc_ir::verifier::level::violation;
+use tlc_ir::verifier::{const_int, Level};
 use tlc_ir::visit::{for_each_stmt, for_each_subexpr, map_body_exprs, stmt_exprs};
 use tlc_ir::{
     BinOp, BufferDecl, Diagnostic, ElemRef, Expr, ExprKind, For, ForKind, Intrinsic, Kernel,
@@ -54,6 +55,10 @@ impl Pass for ThreadBinding {
 
     fn description(&self) -> &'static str {
         "SIMT regions -> one threadIdx.x loop over the kernel body, with T.sync_threads() where regions share memory"
+    }
+
+    fn requires(&self) -> Level {
+        Level::Thread
     }
 
     fn run(&self, func: PrimFunc, _cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
@@ -377,10 +382,11 @@ fn walk(body: Vec<Stmt>, state: &mut State, cx: &mut Cx) -> Vec<Stmt> {
             StmtKind::For(f) if matches!(f.kind, ForKind::ThreadBinding(_)) => {
                 region(f, span, state, cx, &mut out);
             }
-            StmtKind::For(f) if f.kind == ForKind::Parallel => cx.errors.push(Diagnostic::error(
-                span,
-                "a T.Parallel loop is left between SIMT regions: run lower-tile-ops before thread-binding",
-            )),
+            StmtKind::For(f) if f.kind == ForKind::Parallel => {
+                // Unreachable through the pass manager, which checks `requires()`.
+                let stmt = Stmt::new(StmtKind::For(f), span);
+                cx.errors.extend(violation(&stmt, Level::Thread));
+            }
             StmtKind::For(f) => serial_loop(f, span, state, cx, &mut out),
             StmtKind::If {
                 cond,
@@ -449,11 +455,10 @@ fn walk(body: Vec<Stmt>, state: &mut State, cx: &mut Cx) -> Vec<Stmt> {
                     span,
                 ));
             }
-            StmtKind::Copy { .. } | StmtKind::Fill { .. } | StmtKind::Gemm(_) => {
-                cx.errors.push(Diagnostic::error(
-                    span,
-                    "a tile op is left between SIMT regions: run lower-tile-ops before thread-binding",
-                ))
+            kind @ (StmtKind::Copy { .. } | StmtKind::Fill { .. } | StmtKind::Gemm(_)) => {
+                // Unreachable through the pass manager, which checks `requires()`.
+                cx.errors
+                    .extend(violation(&Stmt::new(kind, span), Level::Thread));
             }
             StmtKind::Intrinsic(Intrinsic::WaitGroup(n)) => {
                 // The copies it lands are writes at this point (no barrier needed before:

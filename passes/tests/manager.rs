@@ -41,6 +41,50 @@ fn default_pipeline_snapshot() {
 }
 
 #[test]
+fn a_pass_given_ir_below_its_level_is_stopped_before_it_runs() {
+    // lower-tile-ops needs gemm accumulators laid out; thread-binding needs thread level.
+    for (pipeline, level, wanted) in [
+        (
+            "lower-tile-ops",
+            "laid-out tile-level",
+            "run layout-inference first",
+        ),
+        (
+            "layout-inference,thread-binding",
+            "thread-level",
+            "run lower-tile-ops first",
+        ),
+    ] {
+        let (out, _) = run(pipeline, Instrumentation::default(), case("gemm_seed000"));
+        let err = out.expect_err(pipeline);
+        let shown = err.to_string();
+        match err {
+            PipelineError::NotAtLevel {
+                level: l,
+                diagnostics,
+                ..
+            } => {
+                assert_eq!(l.name(), level);
+                assert!(!diagnostics.is_empty());
+                assert!(
+                    diagnostics.iter().all(|d| !d.span.is_dummy()),
+                    "{diagnostics:?}"
+                );
+                assert!(diagnostics[0].message.contains(wanted), "{shown}");
+            }
+            other => panic!("{pipeline}: {other}"),
+        }
+    }
+    // In order, the same function passes every check.
+    let (out, _) = run(
+        "layout-inference,lower-tile-ops,thread-binding",
+        Instrumentation::default(),
+        case("gemm_seed000"),
+    );
+    assert!(out.is_ok());
+}
+
+#[test]
 fn dump_dir_writes_one_numbered_file_per_stage() {
     let dir = temp_dir("dump");
     let opts = Instrumentation {

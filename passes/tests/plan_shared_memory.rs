@@ -177,6 +177,7 @@ fn the_shared_memory_limit_is_the_targets() {
     // The verifier holds an sm_80 pipeline to the same limit.
     let req = tlc_ir::verifier::Requirements {
         target: Some(Target::Sm80),
+        ..Default::default()
     };
     let errs = tlc_ir::verifier::verify_with(&planned, &req).unwrap_err();
     assert!(errs[0].message.contains("0 to 166912 bytes"), "{errs:?}");

@@ -16,9 +16,14 @@
 //!
 //! Local-array operands must have constant indices once unrolled loop variables are
 //! substituted (the registers are fixed at compile time), as for every local access.
+//!
+//! The operand rules (scopes, dtypes, element counts, allowed constants) are the verifier's,
+//! from the one table in `tlc_ir::intrinsic`; codegen takes verified IR and does not check
+//! them again. What remains here is what only code generation knows (register runs,
+//! addresses).
 
 use super::expr::Place;
-use super::{Cg, Mem};
+use super::{ptx_type, Cg, Mem};
 use crate::ptx::{CacheOp, LdmatrixNum, MmaShape, Op, Operand, Reg, Space, Type};
 use tlc_ir::{DType, ElemRef, Expr, ExprKind, Intrinsic, Span};
 
@@ -132,15 +137,10 @@ impl Cg {
         pred: Option<&Expr>,
         span: Span,
     ) {
-        let size = match bytes {
-            4 | 8 | 16 => bytes as u32,
-            _ => {
-                self.err(
-                    span,
-                    format!("T.cp_async copies 4, 8 or 16 bytes, not {bytes}"),
-                );
-                return;
-            }
+        // The verifier allows 4, 8 or 16 bytes of whole elements (`tlc_ir::intrinsic`).
+        let Ok(size) = u32::try_from(bytes) else {
+            self.err(span, format!("T.cp_async of {bytes} bytes"));
+            return;
         };
         // The predicate first: a predicate that reads memory lowers to a branch.
         let guard = match pred {
@@ -153,28 +153,16 @@ impl Cg {
                 Some(self.in_reg(p, Type::Pred))
             }
         };
-        let Some((dt, Place::Mem(_, daddr))) =
+        let Some((_, Place::Mem(_, daddr))) =
             self.mem_operand(dst, Space::Shared, "the destination of T.cp_async")
         else {
             return;
         };
-        let Some((st, Place::Mem(_, saddr))) =
+        let Some((_, Place::Mem(_, saddr))) =
             self.mem_operand(src, Space::Global, "the source of T.cp_async")
         else {
             return;
         };
-        for (r, d) in [(dst, dt), (src, st)] {
-            if i64::from(d.bytes()) > bytes || bytes % i64::from(d.bytes()) != 0 {
-                self.err(
-                    r.buffer.span,
-                    format!(
-                        "T.cp_async of {bytes} bytes cannot copy whole {d} elements of `{}`",
-                        r.buffer.name
-                    ),
-                );
-                return;
-            }
-        }
         let src_size = guard.map(|p| {
             self.b
                 .selp(Type::U32, Operand::Imm(bytes), Operand::Imm(0), p)
@@ -191,39 +179,20 @@ impl Cg {
     }
 
     fn ldmatrix(&mut self, dst: &ElemRef, src: &ElemRef, num: i64, trans: bool, span: Span) {
-        let lnum = match num {
-            1 => LdmatrixNum::X1,
-            2 => LdmatrixNum::X2,
-            4 => LdmatrixNum::X4,
-            _ => {
-                self.err(
-                    span,
-                    format!("T.ldmatrix loads 1, 2 or 4 matrices, not num={num}"),
-                );
-                return;
-            }
-        };
-        let n = lnum.regs();
-        let Some((dt, regs)) = self.local_run(dst, 2 * n, "the destination of T.ldmatrix") else {
+        // The verifier allows num = 1, 2 or 4 and 16-bit elements (`tlc_ir::intrinsic`).
+        let Some(lnum) = LdmatrixNum::of(num) else {
+            self.err(span, format!("T.ldmatrix of {num} matrices"));
             return;
         };
-        let Some((st, Place::Mem(_, addr))) =
+        let n = lnum.regs();
+        let Some((_, regs)) = self.local_run(dst, 2 * n, "the destination of T.ldmatrix") else {
+            return;
+        };
+        let Some((_, Place::Mem(_, addr))) =
             self.mem_operand(src, Space::Shared, "the source of T.ldmatrix")
         else {
             return;
         };
-        for (r, d) in [(dst, dt), (src, st)] {
-            if !matches!(d, DType::Float16 | DType::BFloat16) {
-                self.err(
-                    r.buffer.span,
-                    format!(
-                        "T.ldmatrix moves 16-bit elements (float16, bfloat16); `{}` is {d}",
-                        r.buffer.name
-                    ),
-                );
-                return;
-            }
-        }
         let words: Vec<Reg> = (0..n).map(|_| self.b.new_reg(Type::B32)).collect();
         self.b.emit(Op::Ldmatrix {
             num: lnum,
@@ -244,39 +213,20 @@ impl Cg {
     }
 
     fn mma(&mut self, acc: &ElemRef, a: &ElemRef, b: &ElemRef) {
-        let Some((ct, c)) = self.local_run(acc, 4, "the accumulator of T.mma_sync") else {
+        // The verifier holds the dtypes (f32 accumulator, A and B both f16 or both bf16):
+        // the multiplicand type is A's.
+        let Some((_, c)) = self.local_run(acc, 4, "the accumulator of T.mma_sync") else {
             return;
         };
         let Some((at, a_regs)) = self.local_run(a, 8, "the A operand of T.mma_sync") else {
             return;
         };
-        let Some((bt, b_regs)) = self.local_run(b, 4, "the B operand of T.mma_sync") else {
+        let Some((_, b_regs)) = self.local_run(b, 4, "the B operand of T.mma_sync") else {
             return;
         };
-        if ct != DType::Float32 {
-            self.err(
-                acc.buffer.span,
-                format!(
-                    "the accumulator of T.mma_sync must be float32; `{}` is {ct}",
-                    acc.buffer.name
-                ),
-            );
+        let Some(ab_ty) = ptx_type(at) else {
+            self.err(a.buffer.span, format!("T.mma_sync of {at} elements"));
             return;
-        }
-        let ab_ty = match (at, bt) {
-            (DType::Float16, DType::Float16) => Type::F16,
-            (DType::BFloat16, DType::BFloat16) => Type::Bf16,
-            _ => {
-                self.err(
-                    a.buffer.span,
-                    format!(
-                        "T.mma_sync needs A and B both float16 or both bfloat16; `{}` is {at}, \
-                         `{}` is {bt}",
-                        a.buffer.name, b.buffer.name
-                    ),
-                );
-                return;
-            }
         };
         let a_words = self.pack_pairs(&a_regs);
         let b_words = self.pack_pairs(&b_regs);

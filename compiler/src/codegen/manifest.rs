@@ -121,10 +121,11 @@ pub(super) fn build(
         .any(|a| a.scope == tlc_ir::Scope::Shared);
     let shared_bytes = match &kernel.arena {
         Some(a) => a.bytes,
+        // `emit` checked the level (planned shared memory).
         None if has_shared => {
             errors.push(Diagnostic::error(
                 kspan,
-                "the kernel's shared memory is not planned: run plan-shared-memory first",
+                "the kernel's shared memory has no arena",
             ));
             0
         }

@@ -41,12 +41,18 @@ mod vector;
 
 use crate::ptx::{check_manifest, KernelBuilder, Module, Reg, SpecialReg, Type};
 use std::collections::HashMap;
+use tlc_ir::verifier::{check_level, Level};
 use tlc_ir::Target;
 use tlc_ir::{DType, Diagnostic, PrimFunc, Scope, Span, StmtKind};
 use tlc_runtime::manifest::Manifest;
 
-/// Compiles `func` (thread level, verified) for `target`.
+/// Compiles `func` (verified) for `target`. `func` must be at the planned thread level
+/// (checked first, with the verifier's one wording of what is missing).
 pub fn emit(func: &PrimFunc, target: Target) -> Result<(Module, Manifest), Vec<Diagnostic>> {
+    let unready = check_level(func, Level::Planned);
+    if !unready.is_empty() {
+        return Err(unready);
+    }
     let kernels: Vec<_> = func
         .body
         .iter()
@@ -237,13 +243,9 @@ impl Cg {
         }
         let mem = match alloc.scope {
             Scope::Shared => {
+                // `emit` checked the level: a kernel with shared buffers has an arena.
                 let Some(arena) = arena else {
-                    self.err(
-                        kspan,
-                        format!(
-                            "shared buffer `{name}` has no arena offset: run plan-shared-memory first"
-                        ),
-                    );
+                    self.err(kspan, format!("shared buffer `{name}` has no arena"));
                     return;
                 };
                 let Some(off) = arena.offset(name) else {
@@ -282,10 +284,8 @@ impl Cg {
                 Mem::Local(regs)
             }
             Scope::Fragment => {
-                self.err(
-                    alloc.span,
-                    format!("fragment `{name}` remains: run lower-tile-ops first"),
-                );
+                // `emit` checked the level: there are no fragments.
+                self.err(alloc.span, format!("fragment `{name}` at the thread level"));
                 return;
             }
             Scope::Global => {

@@ -36,14 +36,10 @@ impl Cg {
         let span = s.span;
         match &s.kind {
             StmtKind::Kernel(_) => self.err(span, "nested `T.Kernel` is not supported"),
-            StmtKind::Copy { .. } | StmtKind::Fill { .. } => self.err(
-                span,
-                "tile op at the thread level: run lower-tile-ops first",
-            ),
-            StmtKind::Gemm(_) => self.err(
-                span,
-                "T.gemm remains: run layout-inference and lower-tile-ops first",
-            ),
+            // `emit` checked the level: these are not reached.
+            StmtKind::Copy { .. } | StmtKind::Fill { .. } | StmtKind::Gemm(_) => {
+                self.err(span, "tile op at the thread level")
+            }
             StmtKind::Barrier => self.b.bar_sync(),
             StmtKind::Intrinsic(i) => self.intrinsic(i, span),
             StmtKind::Let { var, dtype, value } => {
@@ -167,10 +163,8 @@ impl Cg {
 
     fn for_loop(&mut self, f: &For, s: &Stmt) {
         match &f.kind {
-            ForKind::Parallel => self.err(
-                s.span,
-                "T.Parallel loop at the thread level: run lower-tile-ops first",
-            ),
+            // `emit` checked the level: not reached.
+            ForKind::Parallel => self.err(s.span, "T.Parallel loop at the thread level"),
             ForKind::ThreadBinding(tag) => self.thread_binding(f, *tag, s),
             ForKind::Unroll | ForKind::Vectorized => {
                 let (Some(a), Some(z)) = (self.const_eval(&f.start), self.const_eval(&f.stop))

@@ -165,6 +165,14 @@ pub fn pipeline_error(file: &SourceFile, e: PipelineError) -> UserError {
             let note = format!("reported by pass `{pass}`");
             UserError(file.render_all(&with_note(diagnostics, &note)))
         }
+        PipelineError::NotAtLevel {
+            pass,
+            level,
+            diagnostics,
+        } => {
+            let note = format!("pass `{pass}` needs {level} IR");
+            UserError(file.render_all(&with_note(diagnostics, &note)))
+        }
         e => UserError::plain(e),
     }
 }

@@ -691,6 +691,16 @@ pub enum LdmatrixNum {
 }
 
 impl LdmatrixNum {
+    /// The form loading `num` matrices (1, 2 or 4).
+    pub fn of(num: i64) -> Option<LdmatrixNum> {
+        match num {
+            1 => Some(LdmatrixNum::X1),
+            2 => Some(LdmatrixNum::X2),
+            4 => Some(LdmatrixNum::X4),
+            _ => None,
+        }
+    }
+
     pub fn regs(self) -> usize {
         match self {
             LdmatrixNum::X1 => 1,

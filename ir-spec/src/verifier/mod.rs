@@ -4,12 +4,14 @@
 //! `scope` tracks names, `exprs` checks expressions (names, ranks, constant indices, typing
 //! through `crate::types`), `kernel` checks kernels and loops, `ops` checks regions and the
 //! tile ops, `intrinsics` the thread-level intrinsics and layout annotations, `consts` folds
-//! constant integers.
+//! constant integers. `level` checks what a stage may assume beyond the rules (thread level,
+//! planned shared memory): the one place pipeline order is enforced.
 
 mod consts;
 mod exprs;
 mod intrinsics;
 mod kernel;
+pub mod level;
 mod ops;
 mod scope;
 
@@ -17,6 +19,7 @@ mod scope;
 mod tests;
 
 pub use consts::const_int;
+pub use level::{check_level, Level};
 
 use crate::diagnostic::Diagnostic;
 use crate::dtype::DType;
@@ -85,6 +88,8 @@ pub struct Requirements {
     /// The target whose limits apply (shared memory per block); `None`: the largest limit
     /// of any target (a function valid for some target).
     pub target: Option<Target>,
+    /// How far the function must be lowered ([`Level::Tile`]: no more than the rules).
+    pub level: Level,
 }
 
 /// Checks `func` against every rule of the IR reference. All errors are returned, in program
@@ -93,13 +98,14 @@ pub fn verify(func: &PrimFunc) -> Result<FuncInfo, Vec<Diagnostic>> {
     verify_with(func, &Requirements::default())
 }
 
-/// [`verify`] with `requirements` (a target's limits).
+/// [`verify`] with `requirements` (a target's limits, a level).
 pub fn verify_with(
     func: &PrimFunc,
     requirements: &Requirements,
 ) -> Result<FuncInfo, Vec<Diagnostic>> {
     let mut checker = Checker::new(func, *requirements);
     checker.function(func);
+    checker.diags.extend(check_level(func, requirements.level));
     if checker.diags.is_empty() {
         Ok(checker.info)
     } else {

@@ -1069,6 +1069,7 @@ fn arena_rules() {
     );
     let sm80 = Requirements {
         target: Some(Target::Sm80),
+        ..Default::default()
     };
     let big = with_arena(166_912 + 16, &[("S", 0), ("R", 8192)]);
     assert!(verify(&big).is_ok());

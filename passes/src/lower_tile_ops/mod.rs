@@ -24,7 +24,7 @@ use crate::context::PassContext;
 use crate::names::NameSet;
 use crate::pass::Pass;
 use fragment::Fragments;
-use tlc_ir::verifier::const_int;
+use tlc_ir::verifier::{const_int, Level};
 use tlc_ir::visit::child_bodies_mut;
 use tlc_ir::{BufferDecl, Diagnostic, ForKind, Kernel, Layout, PrimFunc, Span, Stmt, StmtKind};
 
@@ -37,6 +37,10 @@ impl Pass for LowerTileOps {
 
     fn description(&self) -> &'static str {
         "T.copy / T.fill / T.Parallel nests -> one SIMT thread-binding region each; fragments -> per-thread arrays"
+    }
+
+    fn requires(&self) -> Level {
+        Level::LaidOut
     }
 
     fn run(&self, mut func: PrimFunc, _cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {

@@ -29,7 +29,8 @@ static UNROLL: Unroll = Unroll;
 static THREAD_BINDING: ThreadBinding = ThreadBinding;
 static PLAN_SHARED_MEMORY: PlanSharedMemory = PlanSharedMemory;
 
-/// Every pass, in the order of the sm_80 pipeline (design.md, "Passes").
+/// Every pass, in the order of the default pipeline: tile-level scheduling first
+/// (layouts, pipelining), then the lowering to threads, then thread-level clean-up.
 pub fn registry() -> &'static [&'static dyn Pass] {
     static ALL: [&dyn Pass; 10] = [
         &LAYOUT_INFERENCE,
@@ -101,8 +102,9 @@ pub fn parse_pipeline(text: &str) -> Result<Pipeline, UnknownPass> {
         .collect()
 }
 
-/// The passes `tlc compile` runs for `target`, in design.md's order. Only the passes that
-/// exist so far: the lowering passes join as they land.
+/// The passes `tlc compile` runs for `target`, in order: layouts before the pipelining that
+/// copies buffers, pipelining before the lowering that turns copies into threads' code,
+/// thread binding before the shared-memory plan that needs the merged thread loop.
 pub fn default_pipeline(target: Target) -> Pipeline {
     match target {
         // sm_90a swaps TMA / wgmma lowering in later; the generic passes are the same.

@@ -1,7 +1,7 @@
 //! `lower-tile-ops`: every `T.copy`, `T.fill` / `T.clear` and every nest of `T.Parallel`
 //! loops of a kernel becomes one SIMT region — a `T.thread_binding` loop over the block's
-//! threads in which each thread does its share of the op's elements (see
-//! `/work/notes/wave2-simt.md` and docs/passes.md). Fragments become per-thread local
+//! threads in which each thread does its share of the op's elements (docs/passes.md,
+//! "lower-tile-ops"). Fragments become per-thread local
 //! arrays. Scalar statements stay where they are.
 //!
 //! Files: `region.rs` (the thread mapping every region shares), `copy.rs`, `fill.rs`,

@@ -373,3 +373,41 @@ fn run_device_runs_on_the_gpu_or_says_there_is_none() {
         assert!(err.contains("--interp"), "{err}");
     }
 }
+
+/// Past 2^31 elements, index math is 64-bit where it must be and nowhere else: the flat
+/// index of a 3·10^9-element vector and its bound compare are `.s64` (no `.s32` compare with
+/// an immediate that does not fit), and a 50000 × 50000 transpose — every subscript fits
+/// int32 — flattens its subscripts into a 64-bit address. Both assemble (and carry no
+/// immediate outside its type: `ptxas_log` checks).
+#[test]
+fn indices_past_two_to_the_31_are_computed_in_64_bits() {
+    let dir = scratch("index64");
+    for (example, defines, wide) in [
+        (
+            "examples/elementwise_add.tir",
+            &["N=3000000000"][..],
+            "setp.lt.s64",
+        ),
+        (
+            "examples/transpose.tir",
+            &["M=50000", "N=50000"][..],
+            "mad.lo.s64",
+        ),
+    ] {
+        let out_path = dir.join(format!("{}.ptx", stem(example)));
+        let mut args = vec!["compile", example, "-o", out_path.to_str().unwrap_or("")];
+        for d in defines {
+            args.extend(["-D", d]);
+        }
+        let out = tlc(&args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let ptx = std::fs::read_to_string(&out_path).unwrap_or_default();
+        assert!(ptx.contains(wide), "{example}: no `{wide}`\n{ptx}");
+        assert!(
+            !ptx.lines()
+                .any(|l| l.contains("setp") && l.contains(".s32") && l.contains("000000")),
+            "{example}: a 32-bit compare with a large bound\n{ptx}"
+        );
+        assemble(&out_path, "sm_80");
+    }
+}

@@ -25,7 +25,8 @@ fn passes_lists_every_pass_with_a_description() {
             "thread-binding",
             "plan-shared-memory",
             "unroll",
-            "simplify"
+            "simplify",
+            "widen-indices"
         ]
     );
     assert!(listing.lines().all(|l| l.split_whitespace().count() > 3));
@@ -46,7 +47,7 @@ fn passes_with_a_target_prints_its_default_pipeline() {
             .collect();
         assert_eq!(names, want, "{target}");
         assert_eq!(names.first().map(String::as_str), Some("layout-inference"));
-        assert_eq!(names.last().map(String::as_str), Some("simplify"));
+        assert_eq!(names.last().map(String::as_str), Some("widen-indices"));
     }
     let out = tlc(&["passes", "--target", "sm_75"]);
     assert_eq!(out.status.code(), Some(1));

@@ -12,9 +12,13 @@
 //!
 //! after the new output was reviewed (a blessed file is a changed compiler, like a snapshot).
 //! To add a compile, add a line with any hash and bless.
+//!
+//! The same run reads every PTX for immediates that do not fit their instruction's type
+//! (`common::immediates`): ptxas accepts them and truncates, so no compile may print one.
 
 mod common;
 
+use common::immediates::overflowing_immediates;
 use common::{root, tlc};
 use std::fmt::Write;
 use std::sync::Mutex;
@@ -62,8 +66,9 @@ impl Entry {
         s
     }
 
-    /// The hash of what this compile prints now.
-    fn run(&self) -> String {
+    /// The hash of what this compile prints now, and the immediates of its PTX that do not
+    /// fit their type (none, ever).
+    fn run(&self) -> (String, Vec<String>) {
         let mut args = vec![
             "compile",
             self.file.as_str(),
@@ -77,12 +82,35 @@ impl Entry {
         }
         let out = tlc(&args);
         let mut printed = out.stdout;
-        if !out.status.success() {
+        let mut bad = Vec::new();
+        if out.status.success() {
+            bad = overflowing_immediates(&String::from_utf8_lossy(&printed));
+        } else {
             printed = format!("exit {:?}\n", out.status.code()).into_bytes();
             printed.extend(out.stderr);
         }
-        format!("{:016x}", fnv1a(&printed))
+        (format!("{:016x}", fnv1a(&printed)), bad)
     }
+}
+
+/// The immediate scan must be able to fail, on exactly what ptxas lets through.
+#[test]
+fn the_scan_finds_what_ptxas_accepts() {
+    let ptx = "\tsetp.lt.s32 \t%p1, %r4, 3000000000;\n\
+                   \tsetp.lt.s64 \t%p1, %rd4, 3000000000;\n\
+                   \t@!%p1 add.u32 \t%r1, %r2, -1;\n\
+                   \tmov.b32 \t%r1, 0xffffffff;\n\
+                   \tld.global.f32 \t%f1, [%rd12+4294967296];\n\
+                   \tld.global.f32 \t%f1, [%rd12+1024];\n\
+                   \tcvt.s64.s32 \t%rd1, 2147483648;\n\
+                   \tshl.b64 \t%rd1, %rd2, 3;\n\
+                   \tmov.f32 \t%f1, 0f3F800000;\n";
+    let bad = overflowing_immediates(ptx);
+    assert_eq!(bad.len(), 4, "{bad:#?}");
+    assert!(bad[0].starts_with("line 1: immediate 3000000000 does not fit .s32"));
+    assert!(bad[1].starts_with("line 3: immediate -1 does not fit .u32"));
+    assert!(bad[2].starts_with("line 5: address offset 4294967296"));
+    assert!(bad[3].starts_with("line 7: immediate 2147483648 does not fit .s32"));
 }
 
 #[test]
@@ -116,6 +144,7 @@ fn every_pinned_compile_prints_the_same() {
     // Two workers: the compiles are independent and CI has two cores.
     let next = Mutex::new(0usize);
     let results: Mutex<Vec<(usize, String)>> = Mutex::new(Vec::new());
+    let overflows: Mutex<Vec<String>> = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..2 {
             s.spawn(|| loop {
@@ -128,7 +157,11 @@ fn every_pinned_compile_prints_the_same() {
                 let Some((line, entry)) = entries.get(k) else {
                     break;
                 };
-                let hash = entry.run();
+                let (hash, bad) = entry.run();
+                overflows.lock().unwrap_or_else(|p| p.into_inner()).extend(
+                    bad.into_iter()
+                        .map(|b| format!("{}: {b}", entry.line(&hash))),
+                );
                 results
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
@@ -137,6 +170,12 @@ fn every_pinned_compile_prints_the_same() {
         }
     });
     let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
+    let overflows = overflows.into_inner().unwrap_or_else(|p| p.into_inner());
+    assert!(
+        overflows.is_empty(),
+        "immediates that do not fit their type:\n{}",
+        overflows.join("\n")
+    );
     let now = |line: usize| -> &str {
         results
             .iter()

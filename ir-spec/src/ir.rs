@@ -30,13 +30,85 @@ impl Ident {
     }
 }
 
+/// A symbolic dimension: `M = T.symbolic("M")` (int32) or `M = T.symbolic("M", "int64")`.
+/// Its value is known only at launch time, and lies in `1..=dim.max()` — the range the
+/// kernel's index math is compiled for (`widen-indices` proves 32-bit math safe, or widens
+/// it, for exactly that range). The interpreter and the runtime refuse a bound value outside
+/// it with an error, so a kernel never runs on sizes it was not compiled for.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dim {
+    pub name: String,
+    pub span: Span,
+    /// `Int32` or `Int64`: the dim's type in expressions and as a kernel parameter.
+    pub dtype: DType,
+}
+
+/// The largest value of an int32 symbolic dim: 2^30, so that index math near a dim
+/// (`ko * 32 + k < K`, `ceildiv(N, 128) * 128`) stays inside int32 and 32-bit.
+pub const MAX_DIM: i64 = 1 << 30;
+
+/// The largest value of an int64 symbolic dim: 2^40 (a tensor dimension past it cannot fit
+/// any GPU's memory), so that int64 index math over such dims never overflows int64.
+pub const MAX_DIM_INT64: i64 = 1 << 40;
+
+impl Dim {
+    pub fn new(name: impl Into<String>, span: Span, dtype: DType) -> Dim {
+        Dim {
+            name: name.into(),
+            span,
+            dtype,
+        }
+    }
+
+    /// An int32 dim.
+    pub fn int32(name: impl Into<String>, span: Span) -> Dim {
+        Dim::new(name, span, DType::Int32)
+    }
+
+    pub fn ident(&self) -> Ident {
+        Ident::new(self.name.clone(), self.span)
+    }
+
+    /// The largest value the dim may take.
+    pub fn max(&self) -> i64 {
+        dim_max(self.dtype)
+    }
+}
+
+/// The largest value a symbolic dim of `dtype` may take.
+pub fn dim_max(dtype: DType) -> i64 {
+    if dtype == DType::Int64 {
+        MAX_DIM_INT64
+    } else {
+        MAX_DIM
+    }
+}
+
+/// Why `value` cannot be bound to the symbolic dim `name` of `dtype` (`None` when it can),
+/// to follow "`name` = value is": the one wording of the range rule, used by the
+/// interpreter and the runtime.
+pub fn dim_range_error(name: &str, dtype: DType, value: i64) -> Option<String> {
+    let max = dim_max(dtype);
+    if (0..=max).contains(&value) {
+        return None;
+    }
+    let fix = if dtype == DType::Int64 || value < 0 {
+        format!("specialize it with `-D {name}=VALUE`")
+    } else {
+        format!("declare it `T.symbolic(\"{name}\", \"int64\")` (up to {MAX_DIM_INT64}) or specialize it with `-D {name}={value}`")
+    };
+    Some(format!(
+        "outside 0..={max}, the range of an {dtype} symbolic dim (the kernel's index math is compiled for that range): {fix}"
+    ))
+}
+
 /// One kernel: `@T.prim_func def name(params): body`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PrimFunc {
     pub name: Ident,
-    /// Symbolic dimensions (`M = T.symbolic("M")` before the function): int32 values known
-    /// only at launch time, usable in buffer shapes and expressions.
-    pub dims: Vec<Ident>,
+    /// Symbolic dimensions (`M = T.symbolic("M")` before the function), usable in buffer
+    /// shapes and expressions.
+    pub dims: Vec<Dim>,
     /// Buffer parameters, all in `Scope::Global`.
     pub params: Vec<BufferDecl>,
     pub body: Vec<Stmt>,

@@ -75,7 +75,7 @@ mod tests {
         )];
         PrimFunc {
             name: Ident::new("f", Span::DUMMY),
-            dims: vec![Ident::new("M", Span::DUMMY)],
+            dims: vec![crate::Dim::int32("M", Span::DUMMY)],
             params: vec![BufferDecl {
                 name: Ident::new("A", Span::DUMMY),
                 dtype: DType::Float32,

@@ -59,6 +59,11 @@ pub fn unify(a: Typed, b: Typed) -> Result<Typed, String> {
         if lit.dtype.is_float() && other.dtype.is_int() {
             return pick(DType::Float32);
         }
+        // An integer literal too wide for int32 (typed int64) keeps its value: it does not
+        // narrow to the other side's int32 (`i < 3000000000` compares in int64).
+        if lit.dtype == DType::Int64 && other.dtype == DType::Int32 {
+            return pick(DType::Int64);
+        }
         return pick(other.dtype);
     }
     match (a.dtype.is_int(), b.dtype.is_int()) {

@@ -356,12 +356,21 @@ fn huge_shapes_and_grids_are_errors_not_aborts() {
         ..GemmCfg::seed(40, 50, 60)
     };
     let f = gemm_kernel(&cfg);
+    let d = err(&f, &[("M", 1 << 30), ("N", 1 << 20), ("K", 64)], vec![]);
+    assert_eq!(d.message, "`A` is too large to interpret");
+    // An int32 dim past its range is refused with the fix, not run on wrapped indices.
     let d = err(
         &f,
         &[("M", i32::MAX as i64), ("N", 1 << 20), ("K", 64)],
         vec![],
     );
-    assert_eq!(d.message, "`A` is too large to interpret");
+    assert!(
+        d.message.starts_with(
+            "dimension `M` = 2147483647 (as given) is outside 0..=1073741824, the range of an int32 symbolic dim"
+        ),
+        "{}",
+        d.message
+    );
     let grid = func(
         "grid",
         &["M"],

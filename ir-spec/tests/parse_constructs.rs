@@ -95,6 +95,18 @@ fn symbolic_dims_and_params() {
     assert!(k.body.is_empty());
 }
 
+/// An int64 dim: its dtype is kept, typed into expressions, and printed back.
+#[test]
+fn int64_symbolic_dims_round_trip() {
+    let src = "M = T.symbolic(\"M\")\nN = T.symbolic(\"N\", \"int64\")\n\n@T.prim_func\ndef g(\n    A: T.Tensor((M, N), \"float32\"),\n):\n    with T.Kernel(T.ceildiv(N, 128), threads=128) as bx:\n        for i in T.Parallel(128):\n            if bx * 128 + i < N:\n                A[0, bx * 128 + i] = 0.0\n";
+    let f = ok(src);
+    let dtypes: Vec<DType> = f.dims.iter().map(|d| d.dtype).collect();
+    assert_eq!(dtypes, [DType::Int32, DType::Int64]);
+    let info = tlc_ir::verifier::verify(&f).expect("verifies");
+    assert_eq!(info.vars.get("N"), Some(&DType::Int64));
+    assert_eq!(tlc_ir::printer::print_func(&f), src);
+}
+
 #[test]
 fn function_without_params() {
     let f = ok("@T.prim_func\ndef g():\n    with T.Kernel(1) as bx:\n        pass\n");

@@ -390,6 +390,9 @@ fn structure_errors() {
         "M = T.symbolic(\"N\")\n@T.prim_func\ndef f():\n    pass\n",
         "must be named \"M\"",
     );
+    let src = "M = T.symbolic(\"M\", \"float32\")\n@T.prim_func\ndef f():\n    pass\n";
+    let d = has(src, "symbolic dimensions are int32 or int64");
+    assert_eq!(src.get(d.span.start..d.span.end), Some("\"float32\""));
 }
 
 /// Malformed intrinsics and layouts: located errors, never a panic.

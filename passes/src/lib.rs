@@ -20,6 +20,7 @@ pub mod rasterize;
 pub mod simplify;
 pub mod thread_binding;
 pub mod unroll;
+pub mod widen_indices;
 
 pub use context::PassContext;
 pub use instrument::Instrumentation;

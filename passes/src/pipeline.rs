@@ -12,6 +12,7 @@ use crate::rasterize::Rasterize;
 use crate::simplify::Simplify;
 use crate::thread_binding::ThreadBinding;
 use crate::unroll::Unroll;
+use crate::widen_indices::WidenIndices;
 use std::fmt;
 use tlc_ir::Target;
 
@@ -28,11 +29,12 @@ static RASTERIZE: Rasterize = Rasterize;
 static UNROLL: Unroll = Unroll;
 static THREAD_BINDING: ThreadBinding = ThreadBinding;
 static PLAN_SHARED_MEMORY: PlanSharedMemory = PlanSharedMemory;
+static WIDEN_INDICES: WidenIndices = WidenIndices;
 
 /// Every pass, in the order of the default pipeline: tile-level scheduling first
 /// (layouts, pipelining), then the lowering to threads, then thread-level clean-up.
 pub fn registry() -> &'static [&'static dyn Pass] {
-    static ALL: [&dyn Pass; 10] = [
+    static ALL: [&dyn Pass; 11] = [
         &LAYOUT_INFERENCE,
         &PIPELINE_PLANNING,
         &INJECT_SOFTWARE_PIPELINE,
@@ -43,6 +45,7 @@ pub fn registry() -> &'static [&'static dyn Pass] {
         &PLAN_SHARED_MEMORY,
         &UNROLL,
         &SIMPLIFY,
+        &WIDEN_INDICES,
     ];
     &ALL
 }
@@ -104,7 +107,8 @@ pub fn parse_pipeline(text: &str) -> Result<Pipeline, UnknownPass> {
 
 /// The passes `tlc compile` runs for `target`, in order: layouts before the pipelining that
 /// copies buffers, pipelining before the lowering that turns copies into threads' code,
-/// thread binding before the shared-memory plan that needs the merged thread loop.
+/// thread binding before the shared-memory plan that needs the merged thread loop, index
+/// widths last (after the simplifier, which then never meets the int64 casts).
 pub fn default_pipeline(target: Target) -> Pipeline {
     match target {
         // sm_90a swaps TMA / wgmma lowering in later; the generic passes are the same.
@@ -119,6 +123,7 @@ pub fn default_pipeline(target: Target) -> Pipeline {
             &PLAN_SHARED_MEMORY,
             &UNROLL,
             &SIMPLIFY,
+            &WIDEN_INDICES,
         ],
     }
 }
@@ -142,7 +147,7 @@ mod tests {
         let err = parse_pipeline("zzzzzzzzzz").err().unwrap();
         assert_eq!(err.suggestion, None);
         assert!(err.to_string().contains(
-            "known passes: layout-inference, pipeline-planning, inject-software-pipeline, lower-tile-ops, inject-cp-async, rasterize, thread-binding, plan-shared-memory, unroll, simplify"
+            "known passes: layout-inference, pipeline-planning, inject-software-pipeline, lower-tile-ops, inject-cp-async, rasterize, thread-binding, plan-shared-memory, unroll, simplify, widen-indices"
         ));
         assert_eq!(resolve("raster").map(|p| p.name()).ok(), None);
         assert_eq!(

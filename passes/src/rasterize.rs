@@ -18,7 +18,15 @@
 //! TileLang writes the stride as `panel + 1 < ceildiv(gx·gy, P·gx) ? P : (gx·gy - panel·P·gx)
 //! / gx`, which is the same number (`ceildiv(gx·gy, P·gx) = ceildiv(gy, P)`), so the last,
 //! partial panel walks its remaining rows column by column. Column order swaps the roles of
-//! x and y. Every block of the grid plays exactly one block (tested for many grids), so
+//! x and y.
+//!
+//! With a symbolic grid, three identities are written out: `panel_stride = T.max(1, …)`,
+//! `step = T.min(panel_offset // panel_stride, gx - 1)` and `by_raster = T.min(…, gy - 1)`.
+//! They never change a value (the stride is at least 1 and the remapped block lies in the
+//! grid), but interval analysis cannot relate `panel` to `gy` on its own: without them the
+//! remapped indices look unbounded and `widen-indices` would compute every index that uses
+//! them in 64 bits. With a constant grid the intervals are already tight and the identities
+//! are left out (no instruction spent). Every block of the grid plays exactly one block (tested for many grids), so
 //! results never change. `P = 0` or a 1-D grid (where the mapping is the identity) only
 //! drops the swizzle; `bz` is never remapped.
 
@@ -89,6 +97,22 @@ fn rasterize_kernel(k: &mut Kernel, names: &mut NameSet) -> Result<(), Diagnosti
     let n_major = names.fresh(&format!("{major}_raster"));
     let n_minor = names.fresh(&format!("{minor}_raster"));
     let panel_blocks = mul(p.clone(), g_major.clone());
+    // The identities a symbolic grid needs (module doc).
+    let symbolic = const_int(g_major).is_none() || const_int(g_minor).is_none();
+    let at_least_one = |e: Expr| {
+        if symbolic {
+            bin(BinOp::Max, Expr::int(1), e)
+        } else {
+            e
+        }
+    };
+    let below = |e: Expr, g: &Expr| {
+        if symbolic {
+            bin(BinOp::Min, e, sub(g.clone(), Expr::int(1)))
+        } else {
+            e
+        }
+    };
     let lets = [
         (
             &n_panel,
@@ -97,14 +121,17 @@ fn rasterize_kernel(k: &mut Kernel, names: &mut NameSet) -> Result<(), Diagnosti
         (&n_offset, bin(BinOp::FloorMod, linear, panel_blocks)),
         (
             &n_stride,
-            bin(
+            at_least_one(bin(
                 BinOp::Min,
                 p.clone(),
                 sub(g_minor.clone(), mul(var(&n_panel), p.clone())),
-            ),
+            )),
         ),
         (&n_major, {
-            let step = bin(BinOp::FloorDiv, var(&n_offset), var(&n_stride));
+            let step = below(
+                bin(BinOp::FloorDiv, var(&n_offset), var(&n_stride)),
+                g_major,
+            );
             let odd = bin(
                 BinOp::Eq,
                 bin(BinOp::FloorMod, var(&n_panel), Expr::int(2)),
@@ -118,9 +145,12 @@ fn rasterize_kernel(k: &mut Kernel, names: &mut NameSet) -> Result<(), Diagnosti
         }),
         (
             &n_minor,
-            add(
-                bin(BinOp::FloorMod, var(&n_offset), var(&n_stride)),
-                mul(var(&n_panel), p),
+            below(
+                add(
+                    bin(BinOp::FloorMod, var(&n_offset), var(&n_stride)),
+                    mul(var(&n_panel), p),
+                ),
+                g_minor,
             ),
         ),
     ];

@@ -300,13 +300,10 @@ impl Manifest {
                     d.name
                 )));
             };
-            if d.dtype == DType::Int32 && value > i64::from(i32::MAX) {
+            if let Some(why) = tlc_ir::dim_range_error(&d.name, d.dtype, value) {
                 return Err(RuntimeError::ArgShape {
                     param: from.to_string(),
-                    message: format!(
-                        "sets {} = {value}, which does not fit the kernel's int32 dim",
-                        d.name
-                    ),
+                    message: format!("sets {} = {value}, {why}", d.name),
                 });
             }
             dims.push((d.name.clone(), value));

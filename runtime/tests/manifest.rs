@@ -261,7 +261,13 @@ fn int32_dims_must_fit() {
     let err = m.bind_dims(&[&[n], &[n], &[n]]).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "parameter `A` sets N = 2147483648, which does not fit the kernel's int32 dim"
+        "parameter `A` sets N = 2147483648, outside 0..=1073741824, the range of an int32 symbolic dim (the kernel's index math is compiled for that range): declare it `T.symbolic(\"N\", \"int64\")` (up to 1099511627776) or specialize it with `-D N=2147483648`"
+    );
+    // The largest int32 dim binds.
+    let max = 1usize << 30;
+    assert_eq!(
+        m.bind_dims(&[&[max], &[max], &[max]]).unwrap().get("N"),
+        Some(1 << 30)
     );
     let mut m64 = m.clone();
     m64.dims[0].dtype = DType::Int64;

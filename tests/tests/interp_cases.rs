@@ -17,7 +17,7 @@ type Outputs = HashMap<String, Tensor>;
 /// Symbolic dims for cases that have them: small and ragged.
 fn dims_for(stem: &str) -> Vec<(&'static str, i64)> {
     match stem {
-        "elementwise_add" => vec![("N", 1000)],
+        "elementwise_add" | "elementwise_int64_dim" => vec![("N", 1000)],
         "index_math" => vec![("M", 40)],
         "scale_cast" | "transpose" => vec![("M", 100), ("N", 70)],
         "gemm_bf16_transposed" => vec![("M", 100), ("N", 90), ("K", 70)],
@@ -68,7 +68,7 @@ fn every_case_matches_its_reference() {
 
 fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
     match stem {
-        "elementwise_add" => {
+        "elementwise_add" | "elementwise_int64_dim" => {
             let (a, b, c) = (o["A"].to_f64(), o["B"].to_f64(), o["C"].to_f64());
             for i in 0..c.len() {
                 assert_eq!(c[i], (a[i] as f32 + b[i] as f32) as f64, "{stem}: C[{i}]");

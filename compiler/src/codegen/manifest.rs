@@ -98,7 +98,7 @@ pub(super) fn build(
         .iter()
         .map(|d| DimDecl {
             name: d.name.clone(),
-            dtype: DType::Int32,
+            dtype: d.dtype,
         })
         .collect();
     let grid: Option<Vec<DimExpr>> = kernel.grid.iter().map(|e| dim_expr(e, errors)).collect();

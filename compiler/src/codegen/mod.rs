@@ -127,7 +127,7 @@ pub fn emit(func: &PrimFunc, target: Target) -> Result<(Module, Manifest), Vec<D
     }
     for (p, d) in dim_params.iter().zip(&func.dims) {
         let r = cg.b.ld_param(p);
-        cg.vars.insert(d.name.clone(), Bind::Reg(r, DType::Int32));
+        cg.vars.insert(d.name.clone(), Bind::Reg(r, d.dtype));
     }
     let ctaid = [SpecialReg::CtaidX, SpecialReg::CtaidY, SpecialReg::CtaidZ];
     for (v, s) in kernel.block_vars.iter().zip(ctaid) {

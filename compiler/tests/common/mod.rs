@@ -2,6 +2,8 @@
 //! subset, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
+pub mod immediates;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -54,8 +56,19 @@ pub fn ptxas() -> PathBuf {
 }
 
 /// Runs `ptxas -arch=ARCH -v` on the PTX file `file` and returns its whole log (stdout then
-/// stderr); `Err` carries the log when ptxas rejects the file.
+/// stderr); `Err` carries the log when ptxas rejects the file — or when an instruction of
+/// the file carries an immediate its type does not hold, which ptxas accepts silently
+/// (`immediates`): every test that assembles emitted PTX checks both.
 pub fn ptxas_log(file: &Path, arch: &str) -> Result<String, String> {
+    let ptx = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let bad = immediates::overflowing_immediates(&ptx);
+    if !bad.is_empty() {
+        return Err(format!(
+            "{}: immediates that do not fit their type:\n{}",
+            file.display(),
+            bad.join("\n")
+        ));
+    }
     let out = Command::new(ptxas())
         .arg(format!("-arch={arch}"))
         .arg("-v")

@@ -140,13 +140,11 @@ pub(crate) fn resolve(
                 ),
             ));
         };
-        if !(0..=i64::from(i32::MAX)).contains(v) {
+        let dim = &func.dims[i];
+        if let Some(why) = crate::ir::dim_range_error(&dim.name, dim.dtype, *v) {
             return Err(Diagnostic::error(
-                func.dims[i].span,
-                format!(
-                    "dimension `{}` = {v} ({from}) is not a valid int32 size",
-                    dim_names[i]
-                ),
+                dim.span,
+                format!("dimension `{}` = {v} ({from}) is {why}", dim.name),
             ));
         }
         dims.push(*v);

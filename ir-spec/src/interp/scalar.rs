@@ -87,6 +87,18 @@ pub fn wrap_int(to: DType, v: i64) -> i64 {
     }
 }
 
+/// The result of int arithmetic in `d`: int32 (the index type) is exact — it wraps only
+/// when converted (a cast from another dtype, a store) — every other integer dtype wraps to
+/// its width. `widen-indices` and code generation compute int32 in 64 bits wherever the
+/// value may leave int32, so the GPU agrees.
+fn exact_or_wrap(d: DType, v: i64) -> i64 {
+    if d == DType::Int32 {
+        v
+    } else {
+        wrap_int(d, v)
+    }
+}
+
 /// Float → integer: truncate toward zero, saturate, NaN → 0 (Rust `as` semantics).
 fn float_to_int(to: DType, x: f64) -> i64 {
     match to {
@@ -144,7 +156,7 @@ pub fn arith(op: BinOp, d: DType, a: Scalar, b: Scalar) -> Result<Scalar, ArithE
             BinOp::Max => x.max(y),
             _ => 0,
         };
-        return Ok(Scalar::Int(wrap_int(d, r)));
+        return Ok(Scalar::Int(exact_or_wrap(d, r)));
     }
     let (x, y) = (a.as_f64(), b.as_f64());
     if d == DType::Float64 {
@@ -177,7 +189,7 @@ fn float_op<F: num_like::Float>(op: BinOp, x: F, y: F) -> F {
 /// `-a` in dtype `d`.
 pub fn neg(d: DType, a: Scalar) -> Scalar {
     match a {
-        Scalar::Int(v) => Scalar::Int(wrap_int(d, v.wrapping_neg())),
+        Scalar::Int(v) => Scalar::Int(exact_or_wrap(d, v.wrapping_neg())),
         Scalar::Float(x) => Scalar::Float(-x),
         Scalar::Bool(b) => Scalar::Bool(b),
     }
@@ -285,9 +297,18 @@ mod tests {
         assert_eq!(arith(BinOp::FloorMod, d, i(-7), i(2)), Ok(i(1)));
         assert_eq!(arith(BinOp::CeilDiv, d, i(7), i(2)), Ok(i(4)));
         assert_eq!(arith(BinOp::CeilDiv, d, i(-7), i(2)), Ok(i(-3)));
+        // int32 arithmetic is exact (it wraps only when converted); other widths wrap.
         assert_eq!(
             arith(BinOp::Add, d, i(i32::MAX as i64), i(1)),
-            Ok(i(i32::MIN as i64))
+            Ok(i(i64::from(i32::MAX) + 1))
+        );
+        assert_eq!(
+            arith(BinOp::Add, DType::Int8, i(i8::MAX as i64), i(1)),
+            Ok(i(i8::MIN as i64))
+        );
+        assert_eq!(
+            convert(i(i64::from(i32::MAX) + 1), DType::Int32),
+            i(i32::MIN as i64)
         );
         assert_eq!(
             arith(BinOp::FloorMod, d, i(5), i(0)),

@@ -12,6 +12,7 @@ pub(crate) mod testkit;
 #[cfg(test)]
 mod tests;
 
+use crate::dtype::DType;
 use crate::ir::{
     BufferDecl, For, ForKind, Gemm, Kernel, Layout, PrimFunc, RasterOrder, Scope, Stmt, StmtKind,
     WarpPolicy,
@@ -50,7 +51,15 @@ impl Printer<'_> {
 
     fn func(&mut self, func: &PrimFunc) -> fmt::Result {
         for dim in &func.dims {
-            writeln!(self.out, "{0} = T.symbolic(\"{0}\")", dim.name)?;
+            if dim.dtype == DType::Int32 {
+                writeln!(self.out, "{0} = T.symbolic(\"{0}\")", dim.name)?;
+            } else {
+                writeln!(
+                    self.out,
+                    "{0} = T.symbolic(\"{0}\", \"{1}\")",
+                    dim.name, dim.dtype
+                )?;
+            }
         }
         if !func.dims.is_empty() {
             self.out.push('\n');

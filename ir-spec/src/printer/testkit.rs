@@ -8,6 +8,11 @@ pub fn id(name: &str) -> Ident {
     Ident::new(name, Span::DUMMY)
 }
 
+/// An int32 symbolic dim.
+pub fn dim(name: &str) -> Dim {
+    Dim::int32(name, Span::DUMMY)
+}
+
 pub fn id_at(name: &str, start: usize) -> Ident {
     Ident::new(name, Span::new(start, start + name.len()))
 }

@@ -78,7 +78,7 @@ fn symbolic_dims_and_one_dimensional_shapes() {
             Vec::new(),
         )))],
     );
-    f.dims = vec![id("N"), id("M")];
+    f.dims = vec![dim("N"), dim("M")];
     assert_eq!(
         print_func(&f),
         "N = T.symbolic(\"N\")\nM = T.symbolic(\"M\")\n\n@T.prim_func\ndef vec(\n    X: T.Tensor((N,), \"bfloat16\"),\n):\n    with T.Kernel(1, threads=1) as b:\n        pass\n"
@@ -310,7 +310,7 @@ fn control_flow() -> PrimFunc {
         vec![param("X", &[16], DType::Int8)],
         vec![stmt(StmtKind::Kernel(k))],
     );
-    f.dims = vec![id("N")];
+    f.dims = vec![dim("N")];
     f
 }
 
@@ -323,7 +323,7 @@ fn control_flow_snapshot() {
 fn seed_snapshot_with_symbolic_shapes() {
     // The seed with M, N, K symbolic, ragged grid expressions and a guarded epilogue.
     let mut f = seed();
-    f.dims = vec![id("M"), id("N"), id("K")];
+    f.dims = vec![dim("M"), dim("N"), dim("K")];
     f.params[0].shape = vec![var("M"), var("K")];
     f.params[1].shape = vec![var("K"), var("N")];
     f.params[2].shape = vec![var("M"), var("N")];

@@ -9,7 +9,7 @@
 
 use crate::diagnostic::Diagnostic;
 use crate::dtype::DType;
-use crate::ir::{BinOp, BufferDecl, Expr, ExprKind, Ident, PrimFunc, Scope, Stmt, StmtKind};
+use crate::ir::{BinOp, BufferDecl, Dim, Expr, ExprKind, Ident, PrimFunc, Scope, Stmt, StmtKind};
 use crate::span::Span;
 use crate::syntax::ast;
 use crate::syntax::lower_expr::unknown_construct;
@@ -104,7 +104,7 @@ impl Lowerer {
     }
 
     /// `M = T.symbolic("M")` at module level.
-    fn symbolic_dim(&mut self, target: &ast::Expr, value: &ast::Expr) -> Option<Ident> {
+    fn symbolic_dim(&mut self, target: &ast::Expr, value: &ast::Expr) -> Option<Dim> {
         let ast::ExprKind::Call(func, args) = &value.kind else {
             return self.fail(module_level_error(value.span));
         };
@@ -113,9 +113,15 @@ impl Lowerer {
         }
         let a = self.bind("T.symbolic", value.span, args, &["name", "dtype"], 1)?;
         let name = self.string(a[0]?, "the name of a symbolic dimension")?;
+        let mut dtype = DType::Int32;
         if let Some(dt) = a[1] {
-            if self.dtype(dt)? != DType::Int32 {
-                return self.fail(Diagnostic::error(dt.span, "symbolic dimensions are int32"));
+            dtype = self.dtype(dt)?;
+            if !matches!(dtype, DType::Int32 | DType::Int64) {
+                return self.fail(
+                    Diagnostic::error(dt.span, "symbolic dimensions are int32 or int64").with_note(
+                        "`T.symbolic(\"N\", \"int64\")` holds sizes up to 2^40; int32 up to 2^30",
+                    ),
+                );
             }
         }
         let ast::ExprKind::Name(var) = &target.kind else {
@@ -127,10 +133,10 @@ impl Lowerer {
                 format!("symbolic dimension `{var}` must be named \"{var}\", not \"{name}\""),
             ));
         }
-        Some(Ident::new(var.clone(), target.span))
+        Some(Dim::new(var.clone(), target.span, dtype))
     }
 
-    fn func(&mut self, f: &ast::FuncDef, dims: Vec<Ident>, span: Span) -> Option<PrimFunc> {
+    fn func(&mut self, f: &ast::FuncDef, dims: Vec<Dim>, span: Span) -> Option<PrimFunc> {
         self.decorators(f);
         if let Some(r) = &f.returns {
             self.error(Diagnostic::error(r.span, "a prim_func returns nothing"));

@@ -225,7 +225,7 @@ impl<'f> Checker<'f> {
     fn function(&mut self, func: &'f PrimFunc) {
         self.env.push();
         for dim in &func.dims {
-            self.define_var(dim, DefKind::Dim, Some(DType::Int32));
+            self.define_var(&dim.ident(), DefKind::Dim, Some(dim.dtype));
             self.info.dims.push(dim.name.clone());
         }
         for param in &func.params {

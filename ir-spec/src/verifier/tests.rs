@@ -132,7 +132,7 @@ fn symbolic_shapes_and_global_to_global_copies_are_valid() {
         ],
         Vec::new(),
     );
-    f.dims = vec![id("N")];
+    f.dims = vec![dim("N")];
     let mut k = kernel(&[1], &["bx"], &[32, 4], Vec::new());
     k.body = vec![copy(
         region("X", vec![(var("bx"), int(64)), (int(0), int(64))]),
@@ -216,7 +216,7 @@ fn every_kind_of_definition_takes_part_in_redefinition() {
             vec![let_("i", None, int(1))],
         )],
     );
-    f.dims = vec![id("bx")];
+    f.dims = vec![dim("bx")];
     f.params.push(param("C", &[1], F16));
     let errs = errors(&f);
     let names: Vec<&str> = errs
@@ -1083,7 +1083,7 @@ fn arena_rules() {
     assert!(verify_with(&with_arena(166_912, &[("S", 0), ("R", 8192)]), &sm80).is_ok());
     // A symbolic shape has no size to place.
     let mut f = with_arena(8256, &[("S", 0), ("R", 8192)]);
-    f.dims = vec![id("N")];
+    f.dims = vec![dim("N")];
     kernel_of(&mut f).allocs[1].shape = vec![var("N")];
     one(&f, "`R` has a shape that is not constant");
 }

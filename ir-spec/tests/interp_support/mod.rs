@@ -222,7 +222,10 @@ pub fn fill(dst: Region, value: Expr) -> Stmt {
 pub fn func(name: &str, dims: &[&str], params: Vec<BufferDecl>, body: Vec<Stmt>) -> PrimFunc {
     PrimFunc {
         name: id(name),
-        dims: dims.iter().map(|d| id(d)).collect(),
+        dims: dims
+            .iter()
+            .map(|d| tlc_ir::Dim::int32(*d, Span::DUMMY))
+            .collect(),
         params,
         body,
         span: Span::DUMMY,

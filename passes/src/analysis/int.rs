@@ -12,7 +12,7 @@ use super::interval::Interval;
 use std::collections::HashMap;
 use tlc_ir::affine::constant_difference;
 use tlc_ir::visit::{for_each_subexpr, map_expr};
-use tlc_ir::{BinOp, Expr, ExprKind, For, Kernel, PrimFunc, UnOp};
+use tlc_ir::{BinOp, DType, Expr, ExprKind, For, Kernel, PrimFunc, UnOp};
 
 /// What is known about the integer variables in scope.
 pub trait Env {
@@ -30,11 +30,12 @@ impl Env for Ranges {
     }
 }
 
-/// The ranges of a function's symbolic dims: every one is at least 1.
+/// The ranges of a function's symbolic dims: every one is at least 1 (a dim of 0 leaves
+/// nothing to run) and at most its `Dim::max` (checked at launch).
 pub fn dim_ranges(func: &PrimFunc) -> Ranges {
     func.dims
         .iter()
-        .map(|d| (d.name.clone(), Interval::new(1, i64::MAX)))
+        .map(|d| (d.name.clone(), Interval::new(1, d.max())))
         .collect()
 }
 
@@ -42,7 +43,7 @@ pub fn dim_ranges(func: &PrimFunc) -> Ranges {
 pub fn enter_kernel(ranges: &mut Ranges, k: &Kernel) {
     for (v, g) in k.block_vars.iter().zip(&k.grid) {
         let hi = interval(g, ranges).hi;
-        ranges.insert(v.name.clone(), Interval::new(0, hi - 1));
+        ranges.insert(v.name.clone(), Interval::new(0, hi.saturating_sub(1)));
     }
 }
 
@@ -50,7 +51,7 @@ pub fn enter_kernel(ranges: &mut Ranges, k: &Kernel) {
 /// start, for a loop that may run no iteration).
 pub fn enter_loop(ranges: &mut Ranges, f: &For) {
     let lo = interval(&f.start, ranges).lo;
-    let hi = interval(&f.stop, ranges).hi - 1;
+    let hi = interval(&f.stop, ranges).hi.saturating_sub(1);
     ranges.insert(f.var.name.clone(), Interval::new(lo, hi.max(lo)));
 }
 
@@ -70,6 +71,18 @@ pub fn interval(e: &Expr, env: &dyn Env) -> Interval {
         ExprKind::Var(n) => env.range(n).unwrap_or(Interval::FULL),
         ExprKind::Unary(UnOp::Neg, a) => Interval::negate(interval(a, env)),
         ExprKind::Binary(op, a, b) => Interval::binary(*op, interval(a, env), interval(b, env)),
+        // Widening keeps the value; narrowing keeps it when it fits (else it may wrap).
+        ExprKind::Cast(DType::Int64, a) => interval(a, env),
+        ExprKind::Cast(DType::Int32, a) => {
+            let r = interval(a, env);
+            if r.fits_i32() {
+                r
+            } else {
+                Interval::INT32
+            }
+        }
+        // Either arm: the hull of both.
+        ExprKind::Select(_, a, b) => interval(a, env).hull(interval(b, env)),
         _ => Interval::FULL,
     }
 }

@@ -1,10 +1,13 @@
-//! Integer intervals: what is known about the value of an int32 expression, for the
-//! simplifier's e-graph analysis, the integer facts of `analysis::int` and code generation.
-//! Bounds are inclusive and kept inside the int32 range, which stands for "unbounded" at its
-//! ends. Index arithmetic is int32 and assumed not to overflow (as TVM's `arith` does), so
-//! clamping a bound to that range is sound.
+//! Integer intervals: what is known about the value of an integer expression, for the
+//! simplifier's e-graph analysis, the integer facts of `analysis::int`, `widen-indices` and
+//! code generation. Bounds are inclusive mathematical integers — the IR's int32 arithmetic is
+//! exact (docs/ir.md, "Integer semantics"), so a bound is never clamped to int32: a sum that
+//! may pass 2^31 says so, and `widen-indices` computes it in 64 bits. `i64::MIN` / `i64::MAX`
+//! stand for -∞ / +∞ (nothing known on that side); the operations compute in i128 with the
+//! infinities far outside i64, so no rule ever turns an unknown end into a false bound
+//! (∞ // 10 is still ∞).
 
-use tlc_ir::{floor_div, floor_mod, BinOp};
+use tlc_ir::BinOp;
 
 /// `lo ≤ x ≤ hi`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -13,32 +16,73 @@ pub struct Interval {
     pub hi: i64,
 }
 
-const MIN: i64 = i32::MIN as i64;
-const MAX: i64 = i32::MAX as i64;
+/// ±∞ inside the i128 computations: so large that dividing it by any i64 leaves it
+/// outside i64 (it narrows back to ∞), and small enough that a sum of two does not wrap.
+const BIG: i128 = 1 << 125;
+
+fn wide(v: i64) -> i128 {
+    match v {
+        i64::MIN => -BIG,
+        i64::MAX => BIG,
+        _ => i128::from(v),
+    }
+}
+
+fn narrow(v: i128) -> i64 {
+    i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX })
+}
+
+fn div_floor(x: i128, y: i128) -> i128 {
+    let q = x / y;
+    if (x % y != 0) && ((x < 0) != (y < 0)) {
+        q - 1
+    } else {
+        q
+    }
+}
+
+fn div_ceil(x: i128, y: i128) -> i128 {
+    -div_floor(-x, y)
+}
 
 impl Interval {
-    /// Any int32.
-    pub const FULL: Interval = Interval { lo: MIN, hi: MAX };
+    /// Nothing known.
+    pub const FULL: Interval = Interval {
+        lo: i64::MIN,
+        hi: i64::MAX,
+    };
 
-    /// `[lo, hi]` clamped to int32. An empty range, or one wholly outside int32 (a value
-    /// no int32 holds: clamping it would invent a constant), is `FULL`: nothing is known.
+    /// Every int32 (what an int32 value that may have wrapped holds).
+    pub const INT32: Interval = Interval {
+        lo: i32::MIN as i64,
+        hi: i32::MAX as i64,
+    };
+
+    /// `[lo, hi]`; an empty range is `FULL` (nothing is known).
     pub fn new(lo: i64, hi: i64) -> Interval {
-        if lo > hi || lo > MAX || hi < MIN {
+        if lo > hi {
             return Interval::FULL;
         }
-        Interval {
-            lo: lo.clamp(MIN, MAX),
-            hi: hi.clamp(MIN, MAX),
-        }
+        Interval { lo, hi }
+    }
+
+    fn of(lo: i128, hi: i128) -> Interval {
+        Interval::new(narrow(lo), narrow(hi))
     }
 
     pub fn point(v: i64) -> Interval {
         Interval::new(v, v)
     }
 
-    /// The single value, if the interval has one.
+    /// The single value, if the interval has one that an int32 holds (the simplifier
+    /// folds int32 expressions into literals of their type).
     pub fn constant(self) -> Option<i64> {
-        (self.lo == self.hi).then_some(self.lo)
+        (self.lo == self.hi && self.fits_i32()).then_some(self.lo)
+    }
+
+    /// Whether every value fits int32: an int32 computation of it never leaves int32.
+    pub fn fits_i32(self) -> bool {
+        self.lo >= Interval::INT32.lo && self.hi <= Interval::INT32.hi
     }
 
     /// Both facts at once (for two descriptions of one value); `None` when they contradict.
@@ -47,81 +91,82 @@ impl Interval {
         (lo <= hi).then_some(Interval { lo, hi })
     }
 
-    fn hull(values: [Option<i64>; 4]) -> Interval {
-        let known: Vec<i64> = values.iter().flatten().copied().collect();
-        if known.len() < 4 {
-            return Interval::FULL;
-        }
-        let lo = known.iter().copied().min().unwrap_or(MIN);
-        let hi = known.iter().copied().max().unwrap_or(MAX);
-        Interval::new(lo, hi)
+    /// The smallest interval holding both.
+    pub fn hull(self, other: Interval) -> Interval {
+        Interval::new(self.lo.min(other.lo), self.hi.max(other.hi))
     }
 
-    fn corners(self, b: Interval, f: impl Fn(i64, i64) -> Option<i64>) -> Interval {
-        Interval::hull([
-            f(self.lo, b.lo),
-            f(self.lo, b.hi),
-            f(self.hi, b.lo),
-            f(self.hi, b.hi),
-        ])
+    fn corners(self, b: Interval, f: impl Fn(i128, i128) -> i128) -> Interval {
+        let (al, ah, bl, bh) = (wide(self.lo), wide(self.hi), wide(b.lo), wide(b.hi));
+        let v = [f(al, bl), f(al, bh), f(ah, bl), f(ah, bh)];
+        let lo = v.iter().copied().min().unwrap_or(-BIG);
+        let hi = v.iter().copied().max().unwrap_or(BIG);
+        Interval::of(lo, hi)
     }
 
     pub fn plus(self, b: Interval) -> Interval {
-        Interval::new(self.lo + b.lo, self.hi + b.hi)
+        Interval::of(wide(self.lo) + wide(b.lo), wide(self.hi) + wide(b.hi))
     }
 
     pub fn minus(self, b: Interval) -> Interval {
-        Interval::new(self.lo - b.hi, self.hi - b.lo)
+        Interval::of(wide(self.lo) - wide(b.hi), wide(self.hi) - wide(b.lo))
     }
 
     pub fn negated(self) -> Interval {
-        Interval::new(-self.hi, -self.lo)
+        Interval::of(-wide(self.hi), -wide(self.lo))
     }
 
     pub fn times(self, b: Interval) -> Interval {
-        self.corners(b, |x, y| x.checked_mul(y))
+        self.corners(b, |x, y| x.saturating_mul(y))
     }
 
     /// Floor division; for a divisor that does not contain 0, `x // y` is monotone in each
     /// argument, so the extremes are at the corners.
     pub fn floor_div(self, b: Interval) -> Interval {
         if b.lo <= 0 && b.hi >= 0 {
-            return Interval::FULL;
+            // A divisor that may be 0 (an error, not a value) or of either sign: every
+            // quotient by an integer of magnitude >= 1 has magnitude <= |x|.
+            let m = wide(self.lo).abs().max(wide(self.hi).abs());
+            return Interval::of(-m, m);
         }
-        self.corners(b, floor_div)
+        self.corners(b, div_floor)
     }
 
     pub fn ceil_div(self, b: Interval) -> Interval {
         if b.lo <= 0 {
             return Interval::FULL;
         }
-        self.corners(b, |x, y| tlc_ir::fold_int(tlc_ir::BinOp::CeilDiv, x, y))
+        self.corners(b, div_ceil)
     }
 
     pub fn floor_mod(self, b: Interval) -> Interval {
         if b.lo > 0 {
-            if let Some(c) = b.constant() {
+            if let Some(c) = (b.lo == b.hi && b.hi != i64::MAX).then_some(wide(b.lo)) {
                 // One period: the remainders run from lo % c to hi % c.
-                if floor_div(self.lo, c) == floor_div(self.hi, c) {
-                    if let (Some(lo), Some(hi)) = (floor_mod(self.lo, c), floor_mod(self.hi, c)) {
-                        return Interval::new(lo, hi);
-                    }
+                let (lo, hi) = (wide(self.lo), wide(self.hi));
+                if self.lo != i64::MIN
+                    && self.hi != i64::MAX
+                    && div_floor(lo, c) == div_floor(hi, c)
+                {
+                    return Interval::of(lo - div_floor(lo, c) * c, hi - div_floor(hi, c) * c);
                 }
             }
             if self.lo >= 0 && self.hi < b.lo {
                 return self;
             }
             let hi = if self.lo >= 0 {
-                self.hi.min(b.hi - 1)
+                wide(self.hi).min(wide(b.hi) - 1)
             } else {
-                b.hi - 1
+                wide(b.hi) - 1
             };
-            return Interval::new(0, hi);
+            return Interval::of(0, hi);
         }
         if b.hi < 0 {
-            return Interval::new(b.lo + 1, 0);
+            return Interval::of(wide(b.lo) + 1, 0);
         }
-        Interval::FULL
+        // A divisor of either sign: |x % y| < |y|.
+        let m = wide(b.lo).abs().max(wide(b.hi).abs());
+        Interval::of(-(m - 1), m - 1)
     }
 
     pub fn min(self, b: Interval) -> Interval {
@@ -166,6 +211,7 @@ impl Interval {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tlc_ir::{floor_div, floor_mod};
 
     /// Every interval operation contains every result of its operation on members.
     #[test]
@@ -184,12 +230,15 @@ mod tests {
             fn(Interval, Interval) -> Interval,
             fn(i64, i64) -> Option<i64>,
         );
-        let ops: [Op; 7] = [
+        let ops: [Op; 8] = [
             (Interval::plus, |x, y| Some(x + y)),
             (Interval::minus, |x, y| Some(x - y)),
             (Interval::times, |x, y| Some(x * y)),
             (Interval::floor_div, floor_div),
             (Interval::floor_mod, floor_mod),
+            (Interval::ceil_div, |x, y| {
+                tlc_ir::fold_int(tlc_ir::BinOp::CeilDiv, x, y)
+            }),
             (Interval::min, |x, y| Some(x.min(y))),
             (Interval::max, |x, y| Some(x.max(y))),
         ];
@@ -220,8 +269,15 @@ mod tests {
             Interval::new(0, 127).floor_div(Interval::point(32)),
             Interval::new(0, 3)
         );
-        // A value no int32 holds is not a constant.
-        assert_eq!(Interval::point(1 << 40), Interval::FULL);
+        // A value no int32 holds is not a constant, but it is a bound.
+        assert_eq!(Interval::point(1 << 40).constant(), None);
+        assert!(!Interval::point(1 << 40).fits_i32());
+        // An unknown end stays unknown through division: no false bound.
+        let up = Interval::new(0, i64::MAX);
+        assert_eq!(up.floor_div(Interval::point(10)).hi, i64::MAX);
+        assert_eq!(up.times(Interval::point(0)), Interval::point(0));
+        let huge = Interval::new(0, 1 << 46);
+        assert!(!huge.floor_div(Interval::new(10, 1 << 26)).fits_i32());
         let big = Interval::point(i64::from(i32::MAX));
         assert_eq!(big.plus(big).constant(), None);
         assert_eq!(

@@ -1,0 +1,100 @@
+//! `widen-indices`: meaning preserved on every case, small kernels untouched (the 32-bit
+//! fast path), large ones widened, and the pass is idempotent. Expected outputs on real
+//! cases: `filetests/widen_*.tir`.
+
+mod common;
+
+use common::{assert_same_meaning, corpus};
+use tlc_ir::printer::print_func;
+use tlc_ir::specialize::specialize;
+use tlc_ir::PrimFunc;
+use tlc_passes::widen_indices::WidenIndices;
+use tlc_passes::{default_pipeline, Pass, Target};
+
+/// `func` through the default sm_80 pipeline up to (not including) `widen-indices`; `None`
+/// for a kernel a pass refuses (a known limit: those are tested where they are lifted).
+fn lowered(func: &PrimFunc) -> Option<PrimFunc> {
+    let mut cur = func.clone();
+    for pass in default_pipeline(Target::Sm80) {
+        if pass.name() == "widen-indices" {
+            break;
+        }
+        cur = pass.run(cur, &common::cx()).ok()?;
+    }
+    Some(cur)
+}
+
+fn widened(func: PrimFunc) -> PrimFunc {
+    let out = WidenIndices
+        .run(func, &common::cx())
+        .unwrap_or_else(|e| panic!("widen-indices: {e:#?}"));
+    tlc_ir::verifier::verify(&out)
+        .unwrap_or_else(|e| panic!("widen-indices output: {e:#?}\n{}", print_func(&out)));
+    out
+}
+
+#[test]
+fn every_case_keeps_its_meaning_and_a_second_run_changes_nothing() {
+    let (mut lowered_cases, mut compared) = (0, 0);
+    for (name, func) in corpus() {
+        let Some(low) = lowered(&func) else { continue };
+        lowered_cases += 1;
+        let out = widened(low.clone());
+        compared += assert_same_meaning(&name, &low, &out);
+        assert_eq!(
+            print_func(&widened(out.clone())),
+            print_func(&out),
+            "{name}: not idempotent"
+        );
+    }
+    assert!(lowered_cases >= 10, "only {lowered_cases} cases lowered");
+    assert!(compared >= 30, "only {compared} runs compared");
+}
+
+/// With every dim bound to a small constant, all index math is provably int32: the pass
+/// must leave the kernel exactly as it is (the GEMMs' 32-bit index math does not get
+/// slower).
+#[test]
+fn small_specialized_kernels_are_untouched() {
+    let mut checked = 0;
+    for (name, func) in corpus() {
+        let dims: Vec<(String, i64)> = func.dims.iter().map(|d| (d.name.clone(), 256)).collect();
+        let Ok(small) = specialize(&func, &dims) else {
+            continue;
+        };
+        let Some(low) = lowered(&small) else { continue };
+        assert_eq!(
+            print_func(&widened(low.clone())),
+            print_func(&low),
+            "{name}: widened at small sizes"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 10, "only {checked} cases checked");
+}
+
+/// A flat index past 2^31 must be widened (and the result verify), or the GPU would wrap.
+/// (A 2-D index whose every subscript fits int32 — a 70000 × 70000 transpose — needs no
+/// widening: code generation flattens subscripts into 64-bit addresses, tested in
+/// compiler/tests/compile.rs.)
+#[test]
+fn kernels_past_two_to_the_31_are_widened() {
+    let mut widened_cases = 0;
+    for (name, dims) in [
+        ("elementwise_add", vec![("N", 3_000_000_000i64)]),
+        ("elementwise_add", vec![("N", (1 << 31) + 1)]),
+    ] {
+        let func = common::case(name);
+        let dims: Vec<(String, i64)> = dims.iter().map(|(n, v)| (n.to_string(), *v)).collect();
+        let big = specialize(&func, &dims).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        let low = lowered(&big).unwrap_or_else(|| panic!("{name}: does not lower"));
+        let out = widened(low.clone());
+        assert!(
+            print_func(&out).contains("\"int64\""),
+            "{name}: nothing widened\n{}",
+            print_func(&out)
+        );
+        widened_cases += 1;
+    }
+    assert_eq!(widened_cases, 2);
+}

@@ -83,14 +83,19 @@ impl Cg {
         let (dtype, mem) = self.operand_buf(r)?;
         let name = &r.buffer.name;
         if let Mem::LocalMemory { .. } = mem {
-            self.err(
-                r.buffer.span,
-                format!(
+            let here = r.indices.iter().find(|i| self.const_eval(i).is_none());
+            let msg = match here {
+                Some(_) => format!(
+                    "index of local array `{name}` is not a constant: {what} needs `{name}` in \
+                     registers; unroll the loop (T.unroll) first"
+                ),
+                None => format!(
                     "{what} needs `{name}` in registers, but `{name}` is indexed at run time \
                      elsewhere (so it lives in local memory): index it only with constants \
                      once loops are unrolled (T.unroll)"
                 ),
-            );
+            };
+            self.err(here.map_or(r.buffer.span, |i| i.span), msg);
             return None;
         }
         let Mem::Local(regs) = mem else {

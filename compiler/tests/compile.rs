@@ -411,3 +411,49 @@ fn indices_past_two_to_the_31_are_computed_in_64_bits() {
         assemble(&out_path, "sm_80");
     }
 }
+
+/// The valid cases whose local arrays are indexed at run time (issue 12) compile for both
+/// targets into a `.local` array, ptxas assembles them without spills, and on a GPU machine
+/// `tlc run --device` matches the interpreter (without one, the interpreter runs them).
+#[test]
+fn runtime_indexed_local_arrays_compile_and_match_the_interpreter() {
+    let dir = scratch("local_arrays");
+    for case in ["control_flow", "unroll_nest"] {
+        let file = format!("tests/cases/valid/{case}.tir");
+        for target in TARGETS {
+            let out_path = dir.join(format!("{case}.{}.ptx", target.name()));
+            let out = tlc(&[
+                "compile",
+                &file,
+                "-o",
+                out_path.to_str().unwrap_or_default(),
+                "--target",
+                target.name(),
+            ]);
+            assert!(out.status.success(), "{file}: {}", text(&out.stderr));
+            let ptx = std::fs::read_to_string(&out_path).expect("the output file");
+            assert!(
+                ptx.contains(".local .align 4 .b8 \t__local_acc[16];"),
+                "{ptx}"
+            );
+            assert!(
+                ptx.contains("ld.local.f32") && ptx.contains("st.local.f32"),
+                "{ptx}"
+            );
+            let log = ptxas_log(&out_path, target.name()).unwrap_or_else(|e| panic!("{e}"));
+            assert!(
+                log.contains("0 bytes spill stores") && log.contains("0 bytes spill loads"),
+                "{file} spills on {}:\n{log}",
+                target.name()
+            );
+        }
+        let gpu = tlc_runtime::driver_available() && tlc_runtime::Gpu::count() > 0;
+        let mode = if gpu { "--device" } else { "--interp" };
+        let run = tlc(&["run", &file, mode, "--seed", "1"]);
+        assert!(run.status.success(), "{file} {mode}: {}", text(&run.stderr));
+        if gpu {
+            let report = text(&run.stdout);
+            assert!(report.contains("every parameter matches"), "{report}");
+        }
+    }
+}

@@ -10,12 +10,16 @@ use tlc_ir::types::{infer, unify, Typed};
 use tlc_ir::visit::has_load;
 use tlc_ir::{BinOp, DType, Expr, ExprKind, UnOp};
 
-/// Whether `e` reads global or shared memory (such reads must not run speculatively).
+/// Whether `e` reads global or shared memory (such reads must not run speculatively; local
+/// arrays, in registers or in bounded local memory, never fault).
 pub(super) fn reads_memory(cg: &Cg, e: &Expr) -> bool {
     let mut found = false;
     tlc_ir::visit::for_each_subexpr(e, &mut |sub| {
         if let ExprKind::Load { buffer, .. } = &sub.kind {
-            if !matches!(cg.bufs.get(buffer).map(|b| &b.mem), Some(Mem::Local(_))) {
+            if !matches!(
+                cg.bufs.get(buffer).map(|b| &b.mem),
+                Some(Mem::Local(_) | Mem::LocalMemory { .. })
+            ) {
                 found = true;
             }
         }
@@ -517,7 +521,7 @@ impl Cg {
     pub(super) fn hoist_address(&mut self, buffer: &str, indices: &[Expr], span: tlc_ir::Span) {
         let in_memory = self.bufs.get(buffer).is_some_and(|b| {
             b.shape.len() == indices.len()
-                && !matches!(b.mem, Mem::Local(_))
+                && !matches!(b.mem, Mem::Local(_) | Mem::LocalMemory { .. })
                 && b.shape.iter().skip(1).all(|d| self.const_eval(d).is_some())
         });
         let vector = self
@@ -556,6 +560,7 @@ impl Cg {
                 let flat = self.local_flat(buffer, indices, &buf.shape)?;
                 regs.get(flat).copied().map(Place::Reg)
             }
+            Mem::LocalMemory { .. } => self.local_memory_address(buffer, indices, &buf),
             Mem::Shared(off) => {
                 let (flat, konst) = self.flat_index(indices, &buf.shape, Type::S32)?;
                 let base = self.smem.unwrap_or(flat);
@@ -583,7 +588,7 @@ impl Cg {
     }
 
     /// `base + flat * size`, computed once per (flat, size, base) on a path (`memo.rs`).
-    fn scaled_base(&mut self, ty: Type, flat: Reg, size: i64, base: Reg) -> Reg {
+    pub(super) fn scaled_base(&mut self, ty: Type, flat: Reg, size: i64, base: Reg) -> Reg {
         let key = format!("addr:{ty:?}:{flat}*{size}+{base}");
         if let Some(r) = self.memo_get(&key) {
             return r;
@@ -628,7 +633,12 @@ impl Cg {
     /// a constant number of elements to add to it. The constant parts of indices whose
     /// strides are constants are split off (`offset.rs`), so accesses that differ by
     /// constants share the register.
-    fn flat_index(&mut self, indices: &[Expr], shape: &[Expr], ty: Type) -> Option<(Reg, i64)> {
+    pub(super) fn flat_index(
+        &mut self,
+        indices: &[Expr],
+        shape: &[Expr],
+        ty: Type,
+    ) -> Option<(Reg, i64)> {
         // strides[k]: the product of the extents after k, when they are all constants.
         let mut strides = vec![None; shape.len()];
         let mut stride = Some(1i64);

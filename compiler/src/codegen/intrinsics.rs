@@ -15,7 +15,9 @@
 //!   four f32 registers of `C[i..i+4]` (accumulation in place).
 //!
 //! Local-array operands must have constant indices once unrolled loop variables are
-//! substituted (the registers are fixed at compile time), as for every local access.
+//! substituted (the registers are fixed at compile time), and their arrays must live in
+//! registers: an array indexed at run time anywhere lives in local memory (`local.rs`) and
+//! is refused here with a located error.
 //!
 //! The operand rules (scopes, dtypes, element counts, allowed constants) are the verifier's,
 //! from the one table in `tlc_ir::intrinsic`; codegen takes verified IR and does not check
@@ -80,6 +82,22 @@ impl Cg {
     fn local_run(&mut self, r: &ElemRef, count: usize, what: &str) -> Option<(DType, Vec<Reg>)> {
         let (dtype, mem) = self.operand_buf(r)?;
         let name = &r.buffer.name;
+        if let Mem::LocalMemory { .. } = mem {
+            let here = r.indices.iter().find(|i| self.const_eval(i).is_none());
+            let msg = match here {
+                Some(_) => format!(
+                    "index of local array `{name}` is not a constant: {what} needs `{name}` in \
+                     registers; unroll the loop (T.unroll) first"
+                ),
+                None => format!(
+                    "{what} needs `{name}` in registers, but `{name}` is indexed at run time \
+                     elsewhere (so it lives in local memory): index it only with constants \
+                     once loops are unrolled (T.unroll)"
+                ),
+            };
+            self.err(here.map_or(r.buffer.span, |i| i.span), msg);
+            return None;
+        }
         let Mem::Local(regs) = mem else {
             self.err(
                 r.buffer.span,

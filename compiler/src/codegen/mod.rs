@@ -15,8 +15,9 @@
 //! - Global accesses: element offset computed in 64 bits (`cvt.s64.s32` of each index, row-major
 //!   flattening), times the element size, added to the global base. Shared accesses: 32-bit
 //!   address `smem + arena offset + flat * size` in the one `.extern .shared` arena.
-//! - `T.alloc_local` arrays live in registers: every index must be a constant once unrolled
-//!   loop variables are substituted (otherwise a spanned error).
+//! - `T.alloc_local` arrays live in registers when every index is a constant once unrolled
+//!   loop variables are substituted, and in per-thread local memory otherwise (`local.rs`;
+//!   the analysis `local_arrays` decides per array, once).
 //! - `T.if_then_else`, `and`, `or` whose deferred side reads global or shared memory are
 //!   lowered with a branch (only the taken side runs); otherwise with `selp` / predicate ops.
 //!   The addresses behind a `T.if_then_else` branch, and those of an `if` arm made only of
@@ -33,6 +34,7 @@
 
 mod expr;
 mod intrinsics;
+mod local;
 mod manifest;
 mod memo;
 mod offset;
@@ -44,6 +46,7 @@ use std::collections::HashMap;
 use tlc_ir::verifier::{check_level, Level};
 use tlc_ir::Target;
 use tlc_ir::{DType, Diagnostic, PrimFunc, Scope, Span, StmtKind};
+use tlc_passes::analysis::local_arrays::{local_arrays, LocalArrays};
 use tlc_runtime::manifest::Manifest;
 
 /// Compiles `func` (verified) for `target`. `func` must be at the planned thread level
@@ -113,6 +116,8 @@ pub fn emit(func: &PrimFunc, target: Target) -> Result<(Module, Manifest), Vec<D
         packed: HashMap::new(),
         memo: HashMap::new(),
         memo_log: Vec::new(),
+        locals: local_arrays(func),
+        local_bytes: 0,
     };
     for (p, decl) in tensor_params.iter().zip(&func.params) {
         let base = cg.b.global_ptr(p);
@@ -175,6 +180,9 @@ enum Mem {
     Shared(i64),
     /// One register per element (row-major), zeroed at the kernel's start.
     Local(Vec<Reg>),
+    /// A per-thread `.local` array of `len` elements (`local.rs`): its symbol, and its
+    /// address in a register.
+    LocalMemory { symbol: String, base: Reg, len: i64 },
 }
 
 #[derive(Clone, Debug)]
@@ -206,6 +214,11 @@ struct Cg {
     memo: HashMap<String, Reg>,
     /// The keys of `memo` in insertion order, so a scope can drop what it added.
     memo_log: Vec<String>,
+    /// Which local arrays are indexed at run time, and which of their accesses are in
+    /// bounds (`analysis::local_arrays`).
+    locals: LocalArrays,
+    /// Local memory declared so far, in bytes per thread.
+    local_bytes: i64,
 }
 
 /// The PTX register type of a dtype, or `None` for dtypes codegen does not handle.
@@ -267,6 +280,20 @@ impl Cg {
                             return;
                         }
                     }
+                }
+                if self.locals.runtime_indexed(name) {
+                    let Some(mem) = self.declare_local_memory(alloc, n) else {
+                        return;
+                    };
+                    self.bufs.insert(
+                        name.clone(),
+                        Buf {
+                            dtype: alloc.dtype,
+                            shape: alloc.shape.clone(),
+                            mem,
+                        },
+                    );
+                    return;
                 }
                 if n > 1024 {
                     self.err(

@@ -62,6 +62,8 @@ pub struct Kernel {
     pub params: Vec<Param>,
     /// Shared-memory variables this kernel uses, printed at module scope before it.
     pub shared: Vec<SharedVar>,
+    /// Per-thread `.local` arrays, declared at the top of the body.
+    pub locals: Vec<LocalVar>,
     /// `.reqntid x, y, z`: the exact block shape, which lets ptxas budget registers.
     pub reqntid: Option<[u32; 3]>,
     /// `.maxnreg N`.
@@ -95,6 +97,14 @@ impl SharedVar {
             bytes: None,
         }
     }
+}
+
+/// A per-thread array in local memory: `.local .align A .b8 NAME[BYTES];`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LocalVar {
+    pub name: String,
+    pub align: u32,
+    pub bytes: u32,
 }
 
 /// A line of a kernel body.

@@ -64,6 +64,7 @@ impl KernelBuilder {
                 name: name.to_string(),
                 params: Vec::new(),
                 shared: Vec::new(),
+                locals: Vec::new(),
                 reqntid: None,
                 maxnreg: None,
                 body: Vec::new(),
@@ -108,6 +109,17 @@ impl KernelBuilder {
     /// its symbol (use it as an `Address::symbol` or `Operand::Symbol`).
     pub fn dynamic_shared(&mut self, name: &str) -> String {
         self.kernel.shared.push(SharedVar::dynamic(name));
+        name.to_string()
+    }
+
+    /// Declares the per-thread array `.local .align ALIGN .b8 NAME[BYTES];` and returns its
+    /// symbol (its address is `mov.u32 %r, NAME`, a 32-bit local address).
+    pub fn local_array(&mut self, name: &str, align: u32, bytes: u32) -> String {
+        self.kernel.locals.push(LocalVar {
+            name: name.to_string(),
+            align,
+            bytes,
+        });
         name.to_string()
     }
 

@@ -78,6 +78,14 @@ fn print_kernel(out: &mut String, k: &Kernel) {
             );
         }
     }
+    for l in &k.locals {
+        any = true;
+        let _ = writeln!(
+            out,
+            "\t.local .align {} .b8 \t{}[{}];",
+            l.align, l.name, l.bytes
+        );
+    }
     if any {
         out.push('\n');
     }
@@ -568,7 +576,7 @@ mod tests {
     }
 
     #[test]
-    fn declarations_cover_the_highest_register_and_shared_is_declared_once() {
+    fn declarations_cover_the_highest_register_shared_is_declared_once_and_locals_in_the_body() {
         let mut k = KernelBuilder::new("a");
         k.dynamic_shared("smem");
         let p = k.setp(Cmp::Lt, Type::S32, 1, 2);
@@ -588,6 +596,14 @@ mod tests {
         k.ret();
         let mut b = KernelBuilder::new("b");
         b.dynamic_shared("smem");
+        let acc = b.local_array("__local_acc", 4, 16);
+        let a = b.mov(Type::U32, Operand::Symbol(acc));
+        b.st(
+            Space::Local,
+            Type::F32,
+            Address::reg(a).offset(4),
+            vec![Operand::F32(1.0)],
+        );
         b.ret();
         let m = Module::new(Target::Sm90a)
             .with_kernel(k.finish())
@@ -615,6 +631,11 @@ $L__top_1:
 
 .visible .entry b()
 {
+\t.reg .b32 \t%r<2>;
+\t.local .align 4 .b8 \t__local_acc[16];
+
+\tmov.u32 \t%r1, __local_acc;
+\tst.local.f32 \t[%r1+4], 0f3F800000;
 \tret;
 }
 ";

@@ -9,11 +9,14 @@
 //!   `provably_true`, under what is known of the variables (`int::Env`);
 //! - `sync` — the barrier dataflow of thread-level code (accesses since the last barrier,
 //!   asynchronous copies in flight);
-//! - `schedule` — the dependency graph and stage plan of a `T.Pipelined` loop.
+//! - `schedule` — the dependency graph and stage plan of a `T.Pipelined` loop;
+//! - `local_arrays` — which local arrays are indexed at run time (they live in local
+//!   memory, the others in registers) and which of their accesses are provably in bounds.
 
 pub mod access;
 pub mod int;
 pub mod interval;
 pub mod kernels;
+pub mod local_arrays;
 pub mod schedule;
 pub mod sync;

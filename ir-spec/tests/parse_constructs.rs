@@ -161,11 +161,10 @@ fn fill_and_clear() {
             (Expr::int(0), Expr::int(128))
         ]
     );
-    assert_eq!(
-        *value,
-        Expr::new(ExprKind::Cast(DType::Float32, Box::new(Expr::int(0))), d())
-    );
+    // TVMScript's typed literal of the buffer's dtype is the plain literal.
+    assert_eq!(*value, Expr::int(0));
     same("T.clear(C)", "T.fill(C, 0)");
+    same("T.fill(C, T.float32(1.5))", "T.fill(C, 1.5)");
 }
 
 #[test]
@@ -476,9 +475,11 @@ fn expressions() {
             d()
         )
     );
+    // A typed literal of the literal's own dtype is the literal; another dtype is a cast.
+    assert_eq!(expr("T.int32(5)"), Expr::int(5));
     assert_eq!(
-        expr("T.int32(5)"),
-        Expr::new(ExprKind::Cast(DType::Int32, Box::new(Expr::int(5))), d())
+        expr("T.int64(5)"),
+        Expr::new(ExprKind::Cast(DType::Int64, Box::new(Expr::int(5))), d())
     );
     assert_eq!(expr("T.bool(False)"), Expr::new(ExprKind::Bool(false), d()));
     assert_eq!(

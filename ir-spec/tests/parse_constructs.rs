@@ -544,6 +544,31 @@ fn tvmscript_0_1_15_kernel() {
 }
 
 #[test]
+fn thread_variables_make_per_thread_code() {
+    // TileLang runs a kernel's statements on every thread: a body that uses a thread
+    // variable (and has no tile-level code) is the thread level, one binding loop per axis
+    // used. The three spellings of a thread variable, and the explicit loops, are one IR.
+    let explicit = ok("@T.prim_func\ndef g(A: T.Tensor((128,), \"float32\")):\n    with T.Kernel(2, threads=(32, 2)) as bx:\n        for tx in T.thread_binding(32, thread=\"threadIdx.x\"):\n            for ty in T.thread_binding(2, thread=\"threadIdx.y\"):\n                A[bx * 64 + ty * 32 + tx] = 1.0\n");
+    let tvm_0_1_x = ok("@T.prim_func\ndef g(A: T.Buffer((128,), \"float32\")):\n    bx = T.launch_thread(\"blockIdx.x\", 2)\n    tx = T.launch_thread(\"threadIdx.x\", 32)\n    ty = T.launch_thread(\"threadIdx.y\", 2)\n    tz = T.launch_thread(\"threadIdx.z\", 1)\n    with T.block(\"tilelang_root\"):\n        A[bx * 64 + ty * 32 + tx] = T.float32(1.0)\n");
+    let tvm_0_1_15 = ok("@T.prim_func\ndef g(A_handle: T.handle):\n    A = T.match_buffer(A_handle, (128,), \"float32\", strides=(1,))\n    for bx in T.thread_binding(2, thread=\"blockIdx.x\"):\n        tx: T.int32 = T.launch_thread_idx(0)\n        ty: T.int32 = T.launch_thread_idx(1)\n        tz: T.int32 = T.launch_thread_idx(2)\n        with T.sblock(\"tilelang_root\"):\n            T.sblock_attr({\"tl.launch_threads\": [32, 2, 1]})\n            A[bx * 64 + ty * 32 + tx] = T.float32(1.0)\n");
+    let dsl = ok("@T.prim_func\ndef g(A: T.Tensor((128,), \"float32\")):\n    with T.Kernel(2, threads=(32, 2)) as bx:\n        tx = T.get_thread_binding()\n        ty = T.get_thread_binding(1)\n        A[bx * 64 + ty * 32 + tx] = 1.0\n");
+    assert_eq!(tvm_0_1_x, explicit);
+    assert_eq!(tvm_0_1_15, explicit);
+    assert_eq!(dsl, explicit);
+    // Only the axes used get a loop: `tx` alone is one loop over threadIdx.x.
+    let f = ok("@T.prim_func\ndef g(A: T.Tensor((64,), \"float32\")):\n    with T.Kernel(1, threads=64) as bx:\n        tx = T.get_thread_binding(0)\n        ty = T.get_thread_binding(1)\n        A[tx] = 0.0\n");
+    let k = kernel(&f);
+    assert!(matches!(
+        k.body.as_slice(),
+        [Stmt { kind: StmtKind::For(l), .. }]
+            if l.kind == ForKind::ThreadBinding(ThreadTag::ThreadX)
+                && l.var.name == "tx"
+                && l.stop == Expr::int(64)
+                && matches!(l.body.as_slice(), [Stmt { kind: StmtKind::Store { .. }, .. }])
+    ));
+}
+
+#[test]
 fn thread_binding_outside_kernel_stays_a_loop() {
     // Without a thread launch inside, a blockIdx loop is an ordinary thread-bound loop.
     let f = ok("@T.prim_func\ndef g():\n    for b in T.thread_binding(4, thread=\"blockIdx.x\"):\n        pass\n");

@@ -504,8 +504,8 @@ impl Lowerer {
                             self.alloc(&ident, &callee, value.span, args, span);
                             return None;
                         }
-                        "T.launch_thread_idx" => {
-                            self.thread_var(&ident, value.span, args);
+                        "T.launch_thread_idx" | "T.get_thread_binding" => {
+                            self.thread_var(&ident, &callee, value.span, args);
                             return None;
                         }
                         "T.launch_thread" => {

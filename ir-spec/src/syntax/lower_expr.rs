@@ -64,6 +64,7 @@ const KNOWN_T_NAMES: &[&str] = &[
     "if_then_else",
     "launch_thread",
     "launch_thread_idx",
+    "get_thread_binding",
     "block",
     "sblock",
     "sblock_attr",

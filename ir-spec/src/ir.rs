@@ -426,11 +426,14 @@ pub struct Expr {
     pub span: Span,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+/// IR equality compares float literals by bits, except that every NaN equals every NaN
+/// (see `float_lit_eq`), so a printed NaN or infinity parses back to an equal IR.
+#[derive(Clone, Debug)]
 pub enum ExprKind {
     /// An integer literal (int32 if it fits, else int64).
     Int(i64),
-    /// A float literal (float32).
+    /// A float literal (float32). May be infinite or NaN (printed `float("inf")`,
+    /// `float("-inf")`, `float("nan")`).
     Float(f64),
     Bool(bool),
     /// A scalar variable: loop variable, block variable, let, or symbolic dimension.
@@ -446,6 +449,39 @@ pub enum ExprKind {
     Cast(DType, Box<Expr>),
     /// `T.if_then_else(cond, a, b)`.
     Select(Box<Expr>, Box<Expr>, Box<Expr>),
+}
+
+impl PartialEq for ExprKind {
+    fn eq(&self, other: &ExprKind) -> bool {
+        use ExprKind as K;
+        match (self, other) {
+            (K::Int(a), K::Int(b)) => a == b,
+            (K::Float(a), K::Float(b)) => float_lit_eq(*a, *b),
+            (K::Bool(a), K::Bool(b)) => a == b,
+            (K::Var(a), K::Var(b)) => a == b,
+            (
+                K::Load {
+                    buffer: a,
+                    indices: ai,
+                },
+                K::Load {
+                    buffer: b,
+                    indices: bi,
+                },
+            ) => a == b && ai == bi,
+            (K::Unary(op, a), K::Unary(oq, b)) => op == oq && a == b,
+            (K::Binary(op, a, x), K::Binary(oq, b, y)) => op == oq && a == b && x == y,
+            (K::Cast(d, a), K::Cast(e, b)) => d == e && a == b,
+            (K::Select(c, a, x), K::Select(d, b, y)) => c == d && a == b && x == y,
+            _ => false,
+        }
+    }
+}
+
+/// Equality of two float literals: the same bits (so `0.0 != -0.0`), or both NaN (the text
+/// form has one NaN, `float("nan")`, and no payloads).
+pub fn float_lit_eq(a: f64, b: f64) -> bool {
+    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

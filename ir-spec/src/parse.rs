@@ -7,7 +7,9 @@ use crate::ir::PrimFunc;
 /// it) into the IR. All spellings of one kernel give equal IR.
 pub fn parse(src: &str) -> Result<PrimFunc, Vec<Diagnostic>> {
     let module = crate::syntax::parse_module(src)?;
-    let mut func = crate::syntax::lower::lower_module(&module, src)?;
+    let lowered = crate::syntax::lower::lower_module(&module, src)?;
+    let mut func = lowered.func;
     crate::uniquify::uniquify(&mut func);
+    crate::syntax::literals::normalize(&mut func, lowered.typed_literals);
     Ok(func)
 }

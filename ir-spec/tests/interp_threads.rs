@@ -54,6 +54,15 @@ fn get<'a>(out: &'a HashMap<String, Tensor>, name: &str) -> &'a Tensor {
         .unwrap_or_else(|| panic!("no output `{name}`"))
 }
 
+#[test]
+fn tvmscript_thread_variables_run_per_thread() {
+    // `tx` / `ty` used in a TVMScript kernel body: every thread runs it with its own index.
+    let src = "@T.prim_func\ndef g(A: T.Buffer((128,), \"float32\")):\n    bx = T.launch_thread(\"blockIdx.x\", 2)\n    tx = T.launch_thread(\"threadIdx.x\", 32)\n    ty = T.launch_thread(\"threadIdx.y\", 2)\n    with T.block(\"tilelang_root\"):\n        A[bx * 64 + ty * 32 + tx] = T.Cast(\"float32\", ty * 32 + tx) + T.float32(0.5)\n";
+    let out = outputs(src, 3);
+    let want: Vec<f64> = (0..128).map(|i| f64::from(i % 64) + 0.5).collect();
+    assert_eq!(values(get(&out, "A")), want);
+}
+
 const TILE_TRANSPOSE: &str = r#"@T.prim_func
 def tile_transpose(
     A: T.Tensor((256, 256), "float32"),

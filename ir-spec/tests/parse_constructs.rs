@@ -173,11 +173,10 @@ fn fill_and_clear() {
             (Expr::int(0), Expr::int(128))
         ]
     );
-    assert_eq!(
-        *value,
-        Expr::new(ExprKind::Cast(DType::Float32, Box::new(Expr::int(0))), d())
-    );
+    // TVMScript's typed literal of the buffer's dtype is the plain literal.
+    assert_eq!(*value, Expr::int(0));
     same("T.clear(C)", "T.fill(C, 0)");
+    same("T.fill(C, T.float32(1.5))", "T.fill(C, 1.5)");
 }
 
 #[test]
@@ -488,9 +487,11 @@ fn expressions() {
             d()
         )
     );
+    // A typed literal of the literal's own dtype is the literal; another dtype is a cast.
+    assert_eq!(expr("T.int32(5)"), Expr::int(5));
     assert_eq!(
-        expr("T.int32(5)"),
-        Expr::new(ExprKind::Cast(DType::Int32, Box::new(Expr::int(5))), d())
+        expr("T.int64(5)"),
+        Expr::new(ExprKind::Cast(DType::Int64, Box::new(Expr::int(5))), d())
     );
     assert_eq!(expr("T.bool(False)"), Expr::new(ExprKind::Bool(false), d()));
     assert_eq!(
@@ -552,6 +553,31 @@ fn tvmscript_0_1_15_kernel() {
     let f = ok("# from tvm.script import tirx as T\n\n@T.prim_func\ndef g(A_handle: T.handle):\n    A = T.match_buffer(A_handle, (64, 32), \"float16\", strides=(32, 1))\n    for bx in T.thread_binding(4, thread=\"blockIdx.x\"):\n        tx: T.int32 = T.launch_thread_idx(0)\n        with T.sblock(\"tilelang_root\"):\n            T.sblock_attr({\"tl.launch_threads\": [64, 2, 1]})\n            S = T.sblock_alloc_buffer((16, 32), \"float16\", scope=\"shared\")\n            T.copy(T.region(A[bx * 16, 0], 1, 16, 32), T.region(S[0, 0], 2, 16, 32))\n");
     let g = ok("@T.prim_func\ndef g(A: T.Tensor((64, 32), \"float16\")):\n    with T.Kernel(4, threads=(64, 2)) as bx:\n        S = T.alloc_shared((16, 32), \"float16\")\n        T.copy(A[bx * 16, 0], S)\n");
     assert_eq!(f, g);
+}
+
+#[test]
+fn thread_variables_make_per_thread_code() {
+    // TileLang runs a kernel's statements on every thread: a body that uses a thread
+    // variable (and has no tile-level code) is the thread level, one binding loop per axis
+    // used. The three spellings of a thread variable, and the explicit loops, are one IR.
+    let explicit = ok("@T.prim_func\ndef g(A: T.Tensor((128,), \"float32\")):\n    with T.Kernel(2, threads=(32, 2)) as bx:\n        for tx in T.thread_binding(32, thread=\"threadIdx.x\"):\n            for ty in T.thread_binding(2, thread=\"threadIdx.y\"):\n                A[bx * 64 + ty * 32 + tx] = 1.0\n");
+    let tvm_0_1_x = ok("@T.prim_func\ndef g(A: T.Buffer((128,), \"float32\")):\n    bx = T.launch_thread(\"blockIdx.x\", 2)\n    tx = T.launch_thread(\"threadIdx.x\", 32)\n    ty = T.launch_thread(\"threadIdx.y\", 2)\n    tz = T.launch_thread(\"threadIdx.z\", 1)\n    with T.block(\"tilelang_root\"):\n        A[bx * 64 + ty * 32 + tx] = T.float32(1.0)\n");
+    let tvm_0_1_15 = ok("@T.prim_func\ndef g(A_handle: T.handle):\n    A = T.match_buffer(A_handle, (128,), \"float32\", strides=(1,))\n    for bx in T.thread_binding(2, thread=\"blockIdx.x\"):\n        tx: T.int32 = T.launch_thread_idx(0)\n        ty: T.int32 = T.launch_thread_idx(1)\n        tz: T.int32 = T.launch_thread_idx(2)\n        with T.sblock(\"tilelang_root\"):\n            T.sblock_attr({\"tl.launch_threads\": [32, 2, 1]})\n            A[bx * 64 + ty * 32 + tx] = T.float32(1.0)\n");
+    let dsl = ok("@T.prim_func\ndef g(A: T.Tensor((128,), \"float32\")):\n    with T.Kernel(2, threads=(32, 2)) as bx:\n        tx = T.get_thread_binding()\n        ty = T.get_thread_binding(1)\n        A[bx * 64 + ty * 32 + tx] = 1.0\n");
+    assert_eq!(tvm_0_1_x, explicit);
+    assert_eq!(tvm_0_1_15, explicit);
+    assert_eq!(dsl, explicit);
+    // Only the axes used get a loop: `tx` alone is one loop over threadIdx.x.
+    let f = ok("@T.prim_func\ndef g(A: T.Tensor((64,), \"float32\")):\n    with T.Kernel(1, threads=64) as bx:\n        tx = T.get_thread_binding(0)\n        ty = T.get_thread_binding(1)\n        A[tx] = 0.0\n");
+    let k = kernel(&f);
+    assert!(matches!(
+        k.body.as_slice(),
+        [Stmt { kind: StmtKind::For(l), .. }]
+            if l.kind == ForKind::ThreadBinding(ThreadTag::ThreadX)
+                && l.var.name == "tx"
+                && l.stop == Expr::int(64)
+                && matches!(l.body.as_slice(), [Stmt { kind: StmtKind::Store { .. }, .. }])
+    ));
 }
 
 #[test]

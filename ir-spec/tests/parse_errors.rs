@@ -345,10 +345,49 @@ fn tvmscript_errors() {
         "`T.gemm` size K disagrees with operand A, whose extent is 64",
     );
     assert_eq!(&src[d.span.start..d.span.end], "32");
-    // Thread variables cannot be used.
-    let src = "@T.prim_func\ndef f(A: T.Buffer((64,), \"float32\")):\n    bx = T.launch_thread(\"blockIdx.x\", 1)\n    tx = T.launch_thread(\"threadIdx.x\", 64)\n    A[tx] = 0\n";
-    let d = has(src, "thread variable `tx` cannot be used");
-    assert_eq!(&src[d.span.start..d.span.end], "tx");
+    // A thread variable cannot be used next to tile-level code (which runs on the whole
+    // block): one error per variable, at its first use, naming the tile-level construct and
+    // what to write instead.
+    let src = "@T.prim_func\ndef f(A: T.Buffer((64,), \"float32\")):\n    bx = T.launch_thread(\"blockIdx.x\", 1)\n    tx = T.launch_thread(\"threadIdx.x\", 64)\n    with T.block(\"tilelang_root\"):\n        S = T.alloc_buffer((64,), scope=\"shared.dyn\")\n        T.fill(T.region(S[0], 2, 64), 0)\n        A[tx] = S[tx]\n        A[tx] = 1.0\n";
+    let e = errors(src);
+    assert_eq!(e.len(), 1, "{e:#?}");
+    assert_eq!(
+        e[0].message,
+        "thread variable `tx` cannot be used in a kernel with tile-level code"
+    );
+    assert_eq!(&src[e[0].span.start..e[0].span.end], "tx");
+    assert_eq!(
+        src.find("A[tx] = S[tx]").map(|i| i + 2),
+        Some(e[0].span.start)
+    );
+    assert!(e[0]
+        .notes
+        .iter()
+        .any(|n| n.message.contains("`T.fill` runs on the whole block")));
+    assert!(e[0].notes.iter().any(|n| n
+        .message
+        .contains("`for tx in T.thread_binding(64, thread=\"threadIdx.x\"):`")));
+    let src = kernel(
+        "L = T.alloc_fragment((4,), \"float32\")\ntx = T.get_thread_binding()\nC[tx, 0] = 1.0",
+    );
+    let d = has(&src, "thread variable `tx` cannot be used");
+    assert!(d
+        .notes
+        .iter()
+        .any(|n| n.message.contains("the fragment `L`")));
+    let src = kernel(
+        "for i in T.Parallel(4):\n    C[i, 0] = 0.0\ntx = T.get_thread_binding()\nC[tx, 1] = 1.0",
+    );
+    let d = has(&src, "thread variable `tx` cannot be used");
+    assert!(d
+        .notes
+        .iter()
+        .any(|n| n.message.contains("a `T.Parallel` loop")));
+    let (msg, text) = first(&kernel("tx = T.get_thread_binding(3)"));
+    assert_eq!(msg, "the thread dimension is 0, 1 or 2 (x, y, z), found 3");
+    assert_eq!(text, "3");
+    let (msg, _) = first("@T.prim_func\ndef f():\n    tx = T.get_thread_binding()\n");
+    assert_eq!(msg, "`T.get_thread_binding` outside a kernel");
     // A 0.1.15 kernel must give its thread count.
     has(
         "@T.prim_func\ndef f():\n    for bx in T.thread_binding(4, thread=\"blockIdx.x\"):\n        with T.sblock(\"root\"):\n            pass\n",

@@ -23,7 +23,7 @@ const ATOM: u8 = 8;
 fn precedence(expr: &Expr) -> u8 {
     match &expr.kind {
         ExprKind::Int(v) if *v < 0 => NEG,
-        ExprKind::Float(v) if v.is_sign_negative() => NEG,
+        ExprKind::Float(v) if v.is_sign_negative() && v.is_finite() => NEG,
         ExprKind::Unary(UnOp::Neg, _) => NEG,
         ExprKind::Unary(UnOp::Not, _) => NOT,
         ExprKind::Binary(op, _, _) => match binary_infix(*op) {
@@ -67,11 +67,25 @@ fn binary_call(op: BinOp) -> &'static str {
     }
 }
 
+/// A float literal: Rust's `{:?}` of the f64 (it always has a `.` or an `e`, so it reads
+/// back as a float), or Python's `float("inf")` / `float("-inf")` / `float("nan")` for the
+/// values that have no literal.
+fn write_float(out: &mut dyn Write, v: f64) -> fmt::Result {
+    if v.is_nan() {
+        out.write_str("float(\"nan\")")
+    } else if v.is_infinite() {
+        let sign = if v < 0.0 { "-" } else { "" };
+        write!(out, "float(\"{sign}inf\")")
+    } else {
+        write!(out, "{v:?}")
+    }
+}
+
 /// Writes `expr` in canonical spelling.
 pub(crate) fn write_expr(out: &mut dyn Write, expr: &Expr) -> fmt::Result {
     match &expr.kind {
         ExprKind::Int(v) => write!(out, "{v}"),
-        ExprKind::Float(v) => write!(out, "{v:?}"),
+        ExprKind::Float(v) => write_float(out, *v),
         ExprKind::Bool(true) => out.write_str("True"),
         ExprKind::Bool(false) => out.write_str("False"),
         ExprKind::Var(name) => out.write_str(name),
@@ -265,6 +279,14 @@ mod tests {
         assert_eq!(f(0.125), "0.125");
         assert_eq!(f(1e20), "1e20");
         assert_eq!(f(1.5e-7), "1.5e-7");
+        assert_eq!(f(f64::INFINITY), "float(\"inf\")");
+        assert_eq!(f(f64::NEG_INFINITY), "float(\"-inf\")");
+        assert_eq!(f(f64::NAN), "float(\"nan\")");
+        assert_eq!(f(-f64::NAN), "float(\"nan\")");
+        assert_eq!(f(-0.0), "-0.0");
+        // A non-finite literal is a call, an atom: no parentheses as an operand.
+        let neg_inf = Expr::new(ExprKind::Float(f64::NEG_INFINITY), Span::DUMMY);
+        assert_eq!(p(&bin(BinOp::Sub, v("a"), neg_inf)), "a - float(\"-inf\")");
         assert_eq!(p(&Expr::new(ExprKind::Bool(true), Span::DUMMY)), "True");
         assert_eq!(p(&Expr::new(ExprKind::Bool(false), Span::DUMMY)), "False");
         assert_eq!(p(&Expr::int(9_000_000_000)), "9000000000");

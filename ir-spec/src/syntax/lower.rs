@@ -14,7 +14,7 @@ use crate::span::Span;
 use crate::syntax::ast;
 use crate::syntax::lower_expr::unknown_construct;
 use crate::syntax::lower_kernel::KernelState;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Deepest statement nesting the IR may get (loops, ifs including `elif` chains, kernels).
 pub const MAX_STMT_DEPTH: usize = 120;
@@ -35,10 +35,20 @@ pub struct Lowerer {
     pub kernels: Vec<KernelState>,
     /// Current statement nesting depth.
     pub depth: usize,
+    /// The spans (start, end) of TVMScript typed literals (`T.float32(0.5)`), which
+    /// `syntax::literals` normalizes.
+    pub typed_literals: HashSet<(usize, usize)>,
+}
+
+/// What lowering gives: the function, and the spans (start, end) of its TVMScript typed
+/// literals for `syntax::literals::normalize` (run once names are unique).
+pub struct Lowered {
+    pub func: PrimFunc,
+    pub typed_literals: HashSet<(usize, usize)>,
 }
 
 /// Lowers a parsed module (one `@T.prim_func`, optional symbolic dims and imports).
-pub fn lower_module(module: &[ast::Stmt], src: &str) -> Result<PrimFunc, Vec<Diagnostic>> {
+pub fn lower_module(module: &[ast::Stmt], src: &str) -> Result<Lowered, Vec<Diagnostic>> {
     let mut lw = Lowerer::default();
     let mut dims = Vec::new();
     let mut func: Option<&ast::FuncDef> = None;
@@ -87,7 +97,10 @@ pub fn lower_module(module: &[ast::Stmt], src: &str) -> Result<PrimFunc, Vec<Dia
         .to(module.last().map_or(Span::DUMMY, |s| s.span));
     let result = lw.func(f, dims, span);
     match result {
-        Some(pf) if lw.errors.is_empty() => Ok(pf),
+        Some(func) if lw.errors.is_empty() => Ok(Lowered {
+            func,
+            typed_literals: lw.typed_literals,
+        }),
         _ => Err(lw.errors),
     }
 }
@@ -497,8 +510,8 @@ impl Lowerer {
                             self.alloc(&ident, &callee, value.span, args, span);
                             return None;
                         }
-                        "T.launch_thread_idx" => {
-                            self.thread_var(&ident, value.span, args);
+                        "T.launch_thread_idx" | "T.get_thread_binding" => {
+                            self.thread_var(&ident, &callee, value.span, args);
                             return None;
                         }
                         "T.launch_thread" => {

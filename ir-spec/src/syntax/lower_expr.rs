@@ -64,6 +64,7 @@ const KNOWN_T_NAMES: &[&str] = &[
     "if_then_else",
     "launch_thread",
     "launch_thread_idx",
+    "get_thread_binding",
     "block",
     "sblock",
     "sblock_attr",
@@ -74,6 +75,7 @@ const KNOWN_T_NAMES: &[&str] = &[
     "tvm_access_ptr",
     "type_annotation",
     "tvm_tuple",
+    "infinity",
     "float16",
     "bfloat16",
     "float32",
@@ -397,6 +399,8 @@ impl Lowerer {
             "T.cast" => self.call_cast(&name, span, args, &["value", "dtype"], 1, 0),
             "T.Cast" => self.call_cast(&name, span, args, &["dtype", "value"], 0, 1),
             "T.if_then_else" => self.call_select(&name, span, args),
+            "T.infinity" => self.call_infinity(&name, span, args),
+            "float" => self.call_float(span, args),
             _ => match name.strip_prefix("T.").and_then(DType::parse) {
                 Some(dt) => self.call_typed_literal(dt, &name, span, args),
                 None => self.fail(call_error(&name, func.span, span)),
@@ -447,7 +451,10 @@ impl Lowerer {
         ))
     }
 
-    /// `T.float32(0)` is a cast of the literal; `T.bool(True)` is the literal itself.
+    /// `T.float32(0.5)` (TVMScript's typed literal) is a cast of the literal, marked so that
+    /// `syntax::literals` can turn it into the plain literal where that means the same;
+    /// `T.float32("inf")` / `"-inf"` / `"nan"` are the non-finite ones; `T.bool(True)` is
+    /// the literal itself.
     #[inline(never)]
     fn call_typed_literal(
         &mut self,
@@ -457,13 +464,89 @@ impl Lowerer {
         args: &[ast::Arg],
     ) -> Option<Expr> {
         let a = self.bind(name, span, args, &["value"], 1)?;
-        let x = self.expr(a[0]?)?;
+        let arg = a[0]?;
+        let x = match &arg.kind {
+            ast::ExprKind::Str(text) => {
+                let v = self.special_float(text, arg.span, name)?;
+                self.check_special_dtype(v, dt, name, span)?;
+                Expr::new(ExprKind::Float(v), arg.span)
+            }
+            _ => self.expr(arg)?,
+        };
         if dt == DType::Bool {
             if let ExprKind::Bool(b) = x.kind {
                 return Some(Expr::new(ExprKind::Bool(b), span));
             }
         }
+        if matches!(x.kind, ExprKind::Int(_) | ExprKind::Float(_)) {
+            self.typed_literals.insert((span.start, span.end));
+        }
         Some(Expr::new(ExprKind::Cast(dt, Box::new(x)), span))
+    }
+
+    /// `T.infinity("float32")`: TileLang's typed infinity, the same as `T.float32("inf")`.
+    #[inline(never)]
+    fn call_infinity(&mut self, name: &str, span: Span, args: &[ast::Arg]) -> Option<Expr> {
+        let a = self.bind(name, span, args, &["dtype"], 1)?;
+        let dt = self.dtype(a[0]?)?;
+        self.check_special_dtype(f64::INFINITY, dt, name, span)?;
+        self.typed_literals.insert((span.start, span.end));
+        let inf = Expr::new(ExprKind::Float(f64::INFINITY), span);
+        Some(Expr::new(ExprKind::Cast(dt, Box::new(inf)), span))
+    }
+
+    /// Python's `float("inf")`, `float("-inf")`, `float("nan")`: a plain float literal.
+    #[inline(never)]
+    fn call_float(&mut self, span: Span, args: &[ast::Arg]) -> Option<Expr> {
+        let a = self.bind("float", span, args, &["x"], 1)?;
+        let arg = a[0]?;
+        let ast::ExprKind::Str(text) = &arg.kind else {
+            return self.fail(
+                Diagnostic::error(arg.span, "`float(...)` takes a string here")
+                    .with_note("write `float(\"inf\")`, `float(\"-inf\")` or `float(\"nan\")`; a number needs no `float`"),
+            );
+        };
+        let v = self.special_float(text, arg.span, "float")?;
+        Some(Expr::new(ExprKind::Float(v), span))
+    }
+
+    /// The value of "inf", "-inf", "nan" (and Python's other spellings of them: "+inf",
+    /// "infinity", any case).
+    fn special_float(&mut self, text: &str, span: Span, what: &str) -> Option<f64> {
+        let t = text.trim().to_ascii_lowercase();
+        let (negative, body) = match t.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, t.strip_prefix('+').unwrap_or(&t)),
+        };
+        let v = match body {
+            "inf" | "infinity" => f64::INFINITY,
+            "nan" => return Some(f64::NAN),
+            _ => {
+                return self.fail(
+                    Diagnostic::error(span, format!("`{what}` cannot read the string \"{text}\""))
+                        .with_note("the strings it takes are \"inf\", \"-inf\" and \"nan\""),
+                )
+            }
+        };
+        Some(if negative { -v } else { v })
+    }
+
+    /// A non-finite value needs a float dtype that has it (fp8 E4M3 has no infinity).
+    fn check_special_dtype(&mut self, v: f64, dt: DType, name: &str, span: Span) -> Option<()> {
+        if !dt.is_float() {
+            return self.fail(Diagnostic::error(
+                span,
+                format!("`{name}` needs a float dtype for an infinity or NaN, found {dt}"),
+            ));
+        }
+        if v.is_infinite() && dt == DType::Float8E4M3 {
+            return self.fail(
+                Diagnostic::error(span, "float8_e4m3 has no infinity").with_note(
+                    "its largest finite value is 448; converting an infinity to it saturates",
+                ),
+            );
+        }
+        Some(())
     }
 
     /// A dtype written as a string (`"float16"`) or as `T.float16`.

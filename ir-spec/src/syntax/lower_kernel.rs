@@ -29,9 +29,11 @@ pub struct KernelState {
     pub arena_span: Option<Span>,
     /// The block shape, once known (TVMScript 0.1.15 gives it inside the body).
     pub threads: Option<Vec<Expr>>,
-    /// TVMScript thread variables (`tx = T.launch_thread("threadIdx.x", 128)`), which the
-    /// tile level has no use for; a use of one is an error.
-    pub thread_vars: Vec<Ident>,
+    /// Thread variables (`tx = T.launch_thread("threadIdx.x", 128)` in TVMScript,
+    /// `tx = T.get_thread_binding(0)` in the DSL) with their axis (0: x, 1: y, 2: z). Unused
+    /// ones are dropped; if the body uses some, it becomes per-thread code (see
+    /// `bind_thread_vars`).
+    pub thread_vars: Vec<(Ident, usize)>,
 }
 
 impl Lowerer {
@@ -171,13 +173,13 @@ impl Lowerer {
         let body = self.nested(1, span, body);
         let state = self.kernels.pop().unwrap_or_default();
         let body = body?;
-        self.check_thread_vars(&state.thread_vars, &body);
         let Some(threads) = state.threads else {
             return self.fail(
                 Diagnostic::error(span, "this kernel never says how many threads a block has")
                     .with_note("add `T.sblock_attr({\"tl.launch_threads\": [128, 1, 1]})`"),
             );
         };
+        let body = self.bind_thread_vars(&state.thread_vars, &state.allocs, &threads, body)?;
         Some(Stmt::new(
             StmtKind::Kernel(Kernel {
                 grid,
@@ -193,39 +195,67 @@ impl Lowerer {
         ))
     }
 
-    /// TVMScript's thread variables must not be used: the tile level has no per-thread code.
-    fn check_thread_vars(&mut self, vars: &[Ident], body: &[Stmt]) {
-        if vars.is_empty() {
-            return;
+    /// Thread variables used in a kernel body make it per-thread code, as in TileLang where
+    /// every thread runs the statements of a kernel: the body becomes
+    /// `for tx in T.thread_binding(128, thread="threadIdx.x"):` (one loop per used axis, x
+    /// outermost), the thread level. That needs a body with no tile-level construct (tile
+    /// ops and `T.Parallel` run on the whole block, fragments are spread over it); with one,
+    /// a use of a thread variable is an error that says what to write instead.
+    fn bind_thread_vars(
+        &mut self,
+        vars: &[(Ident, usize)],
+        allocs: &[crate::ir::BufferDecl],
+        threads: &[Expr],
+        body: Vec<Stmt>,
+    ) -> Option<Vec<Stmt>> {
+        let used = thread_var_uses(vars, &body);
+        if used.is_empty() {
+            return Some(body);
         }
-        let mut uses: Vec<(String, Span)> = Vec::new();
-        visit::for_each_stmt(body, &mut |stmt| {
-            for e in visit::stmt_exprs(stmt) {
-                visit::for_each_subexpr(e, &mut |sub| {
-                    if let ExprKind::Var(n) = &sub.kind {
-                        if vars.iter().any(|v| &v.name == n) && !uses.iter().any(|(u, _)| u == n) {
-                            uses.push((n.clone(), sub.span));
-                        }
-                    }
-                });
+        if let Some((what, at)) = tile_construct(allocs, &body) {
+            for (var, axis, use_span) in &used {
+                let tag = thread_tag(*axis).name();
+                let extent = threads.get(*axis).and_then(Expr::as_int).unwrap_or(1);
+                self.error(
+                    Diagnostic::error(
+                        *use_span,
+                        format!(
+                            "thread variable `{}` cannot be used in a kernel with tile-level code",
+                            var.name
+                        ),
+                    )
+                    .with_note_at(
+                        at,
+                        format!("{what} runs on the whole block, not on one thread"),
+                    )
+                    .with_note(format!(
+                        "index tile-level code with `T.Parallel` loop variables, or write the \
+                         per-thread code inside `for {} in T.thread_binding({extent}, \
+                         thread=\"{tag}\"):` with no tile-level code in the kernel",
+                        var.name
+                    )),
+                );
             }
-        });
-        for (name, span) in uses {
-            let launch = vars
-                .iter()
-                .find(|v| v.name == name)
-                .map_or(Span::DUMMY, |v| v.span);
-            self.error(
-                Diagnostic::error(
-                    span,
-                    format!("thread variable `{name}` cannot be used at the tile level"),
-                )
-                .with_note_at(
-                    launch,
-                    "it is launched here; tile-level code is written per block, not per thread",
-                ),
-            );
+            return None;
         }
+        let mut body = body;
+        let mut axes: Vec<&(Ident, usize, Span)> = used.iter().collect();
+        axes.sort_by_key(|u| std::cmp::Reverse(u.1));
+        for (var, axis, _) in axes {
+            let extent = threads.get(*axis).cloned().unwrap_or_else(|| Expr::int(1));
+            let span = var.span;
+            body = vec![Stmt::new(
+                StmtKind::For(crate::ir::For {
+                    var: var.clone(),
+                    start: Expr::new(ExprKind::Int(0), span),
+                    stop: Expr::new(extent.kind, span),
+                    kind: crate::ir::ForKind::ThreadBinding(thread_tag(*axis)),
+                    body,
+                }),
+                span,
+            )];
+        }
+        Some(body)
     }
 
     /// Whether `stmt` is `x = T.launch_thread(...)`.
@@ -315,7 +345,10 @@ impl Lowerer {
         if !ok {
             return None;
         }
-        let thread_vars: Vec<Ident> = threads.into_iter().map(|t| t.1).collect();
+        let thread_vars: Vec<(Ident, usize)> = threads
+            .into_iter()
+            .map(|(tag, var, _)| (var, thread_axis(tag)))
+            .collect();
         let (block_vars, grid): (Vec<Ident>, Vec<Expr>) =
             blocks.into_iter().map(|(_, v, e)| (v, e)).unzip();
         let rest = stmts.get(n..).unwrap_or(&[]);
@@ -412,21 +445,41 @@ impl Lowerer {
         Some(self.kernel(grid, vars, None, span, |lw| lw.block_refs(&body_refs)))
     }
 
-    /// `tx: T.int32 = T.launch_thread_idx(0)`: a thread variable, dropped.
-    pub fn thread_var(&mut self, ident: &ast::Ident, call_span: Span, args: &[ast::Arg]) {
-        let Some(a) = self.bind("T.launch_thread_idx", call_span, args, &["dim"], 1) else {
+    /// `tx: T.int32 = T.launch_thread_idx(0)` (TVMScript 0.1.15) or
+    /// `tx = T.get_thread_binding(0)` (DSL; the axis defaults to 0): a thread variable of the
+    /// open kernel (see `bind_thread_vars`).
+    pub fn thread_var(
+        &mut self,
+        ident: &ast::Ident,
+        callee: &str,
+        call_span: Span,
+        args: &[ast::Arg],
+    ) {
+        let required = usize::from(callee == "T.launch_thread_idx");
+        let Some(a) = self.bind(callee, call_span, args, &["dim"], required) else {
             return;
         };
-        if let Some(dim) = a[0] {
-            let _ = self.const_int(dim, "the thread dimension");
-        }
+        let axis = match a[0] {
+            None => 0,
+            Some(dim) => match self.const_int(dim, "the thread dimension") {
+                Some(d @ 0..=2) => d as usize,
+                Some(d) => {
+                    self.error(Diagnostic::error(
+                        dim.span,
+                        format!("the thread dimension is 0, 1 or 2 (x, y, z), found {d}"),
+                    ));
+                    return;
+                }
+                None => return,
+            },
+        };
         match self.kernels.last_mut() {
             Some(k) => k
                 .thread_vars
-                .push(Ident::new(ident.name.clone(), ident.span)),
+                .push((Ident::new(ident.name.clone(), ident.span), axis)),
             None => self.error(Diagnostic::error(
                 call_span,
-                "`T.launch_thread_idx` outside a kernel",
+                format!("`{callee}` outside a kernel"),
             )),
         }
     }
@@ -803,4 +856,67 @@ fn parse_raster_template(s: &str) -> Option<(RasterOrder, i64)> {
     let (name, tail) = rest.split_once('<')?;
     let panel = tail.strip_suffix('>')?.trim().parse::<i64>().ok()?;
     Some((raster_order(name)?, panel))
+}
+
+/// The axis (0: x, 1: y, 2: z) of a `threadIdx.*` tag.
+fn thread_axis(tag: ThreadTag) -> usize {
+    match tag {
+        ThreadTag::ThreadY => 1,
+        ThreadTag::ThreadZ => 2,
+        _ => 0,
+    }
+}
+
+/// The `threadIdx.*` tag of an axis.
+fn thread_tag(axis: usize) -> ThreadTag {
+    match axis {
+        1 => ThreadTag::ThreadY,
+        2 => ThreadTag::ThreadZ,
+        _ => ThreadTag::ThreadX,
+    }
+}
+
+/// The thread variables `body` uses, each with its axis and first use, in `vars` order.
+fn thread_var_uses(vars: &[(Ident, usize)], body: &[Stmt]) -> Vec<(Ident, usize, Span)> {
+    let mut first: Vec<Option<Span>> = vec![None; vars.len()];
+    visit::for_each_stmt(body, &mut |stmt| {
+        for e in visit::stmt_exprs(stmt) {
+            visit::for_each_subexpr(e, &mut |sub| {
+                if let ExprKind::Var(n) = &sub.kind {
+                    if let Some(i) = vars.iter().position(|(v, _)| &v.name == n) {
+                        if let Some(slot) = first.get_mut(i) {
+                            slot.get_or_insert(sub.span);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    vars.iter()
+        .zip(first)
+        .filter_map(|((v, axis), at)| at.map(|at| (v.clone(), *axis, at)))
+        .collect()
+}
+
+/// The first tile-level construct of a kernel, named, with its span: a fragment, a tile op,
+/// a `T.Parallel` loop.
+fn tile_construct(allocs: &[crate::ir::BufferDecl], body: &[Stmt]) -> Option<(String, Span)> {
+    if let Some(f) = allocs.iter().find(|a| a.scope == Scope::Fragment) {
+        return Some((format!("the fragment `{}`", f.name.name), f.span));
+    }
+    let mut found = None;
+    visit::for_each_stmt(body, &mut |stmt| {
+        if found.is_some() {
+            return;
+        }
+        let what = match &stmt.kind {
+            StmtKind::Copy { .. } => "`T.copy`",
+            StmtKind::Gemm(_) => "`T.gemm`",
+            StmtKind::Fill { .. } => "`T.fill`",
+            StmtKind::For(f) if f.kind == crate::ir::ForKind::Parallel => "a `T.Parallel` loop",
+            _ => return,
+        };
+        found = Some((what.to_string(), stmt.span));
+    });
+    found
 }

@@ -4,6 +4,7 @@
 pub mod ast;
 pub mod indent;
 pub mod lexer;
+pub mod literals;
 pub mod lower;
 pub mod lower_expr;
 pub mod lower_intrinsic;

@@ -179,11 +179,12 @@ impl<'f> Checker<'f> {
             let Some(i) = const_int(index) else {
                 continue;
             };
-            let outside = i < 0 || const_int(dim).is_some_and(|d| i >= d);
+            // A dimension ≤ 0 is reported once, at the declaration; indexing such a buffer
+            // is not a second error.
+            let dim = const_int(dim).filter(|&d| d > 0);
+            let outside = i < 0 || dim.is_some_and(|d| i >= d);
             if outside {
-                let extent = const_int(dim)
-                    .map(|d| format!(" (extent {d})"))
-                    .unwrap_or_default();
+                let extent = dim.map(|d| format!(" (extent {d})")).unwrap_or_default();
                 self.error(
                     if index.span.is_dummy() {
                         span
@@ -220,6 +221,7 @@ impl<'f> Checker<'f> {
                 format!("buffer `{name}` must have at least one dimension"),
             );
         }
+        let mut reported_empty = false;
         for dim in &decl.shape {
             let mut foreign: Vec<&Expr> = Vec::new();
             for_each_subexpr(dim, &mut |e| match &e.kind {
@@ -246,10 +248,20 @@ impl<'f> Checker<'f> {
                 continue;
             }
             if let Some(d) = const_int(dim).filter(|&d| d <= 0) {
-                self.error(
-                    dim.span,
-                    format!("dimension of `{name}` must be positive, found {d}"),
-                );
+                // One error per buffer: the regions and indices that use this shape say
+                // nothing more (see `Checker::empty_dims`).
+                self.empty_dims.push((dim.span.start, dim.span.end));
+                if !reported_empty {
+                    reported_empty = true;
+                    let mut diag = Diagnostic::error(
+                        self.at(dim.span),
+                        format!("dimension of `{name}` must be positive, found {d}"),
+                    );
+                    if d == 0 {
+                        diag = diag.with_note("a buffer cannot be empty");
+                    }
+                    self.push(diag);
+                }
             }
         }
     }

@@ -177,12 +177,13 @@ impl<'f> Checker<'f> {
 }
 
 /// The row-major flat index of a constant reference and the buffer's element count, when
-/// both are constant.
+/// both are constant (and the shape valid: a dimension ≤ 0 is reported once, at the
+/// allocation).
 fn flat_start(decl: &BufferDecl, indices: &[Expr]) -> Option<(i64, i64)> {
     let mut flat: i64 = 0;
     let mut numel: i64 = 1;
     for (index, dim) in indices.iter().zip(&decl.shape) {
-        let d = const_int(dim)?;
+        let d = const_int(dim).filter(|&d| d > 0)?;
         flat = flat.checked_mul(d)?.checked_add(const_int(index)?)?;
         numel = numel.checked_mul(d)?;
     }

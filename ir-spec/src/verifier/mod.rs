@@ -130,6 +130,11 @@ pub(crate) struct Checker<'f> {
     vectorized: Option<Span>,
     /// The span of the statement being checked: the fallback for nodes with no span.
     stmt_span: Span,
+    /// The spans (start, end) of the constant shape entries ≤ 0 already reported (rule B4).
+    /// Lowering copies a shape into the regions it expands (`T.copy(A[0, 0], S)` takes its
+    /// extents from `S`), so a region extent with one of these spans is the same mistake
+    /// and is not reported again.
+    empty_dims: Vec<(usize, usize)>,
     info: FuncInfo,
 }
 
@@ -145,6 +150,7 @@ impl<'f> Checker<'f> {
             thread_loop: None,
             vectorized: None,
             stmt_span: func.span,
+            empty_dims: Vec::new(),
             info: FuncInfo {
                 buffers: BTreeMap::new(),
                 vars: BTreeMap::new(),

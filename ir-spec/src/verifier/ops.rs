@@ -51,13 +51,16 @@ impl<'f> Checker<'f> {
             let dim = const_int(dim);
             let at = |e: &Expr| if e.span.is_dummy() { span } else { e.span };
             if let Some(e) = extent.filter(|&e| e <= 0) {
+                ok = false;
+                if self.is_empty_dim(&range.extent) {
+                    continue;
+                }
                 self.error(
                     at(&range.extent),
                     format!(
                         "region extent must be positive, found {e} (dimension {axis} of `{name}`)"
                     ),
                 );
-                ok = false;
                 continue;
             }
             if let Some(s) = start.filter(|&s| s < 0) {
@@ -70,7 +73,11 @@ impl<'f> Checker<'f> {
                 ok = false;
                 continue;
             }
-            let Some(d) = dim else { continue };
+            // A dimension ≤ 0 was reported at the declaration.
+            let Some(d) = dim.filter(|&d| d > 0) else {
+                ok &= dim.is_none();
+                continue;
+            };
             match (start, extent) {
                 (Some(s), Some(e)) if s.saturating_add(e) > d => {
                     self.error(
@@ -96,6 +103,11 @@ impl<'f> Checker<'f> {
             }
         }
         ok.then_some(decl)
+    }
+
+    /// Whether `e` is a shape entry ≤ 0 already reported at its declaration.
+    fn is_empty_dim(&self, e: &Expr) -> bool {
+        !e.span.is_dummy() && self.empty_dims.contains(&(e.span.start, e.span.end))
     }
 
     pub(super) fn copy(&mut self, src: &Region, dst: &Region, span: Span) {

@@ -396,6 +396,74 @@ fn shapes_are_positive_integers_of_constants_and_dims() {
 }
 
 #[test]
+fn an_empty_allocation_is_one_error_at_its_shape() {
+    // Every use of an empty buffer (whole-buffer regions, which copy its shape; regions and
+    // indices inside it; gemm operands; intrinsic operands) is the same mistake: one error
+    // per allocation, at its first dimension ≤ 0.
+    let src = r#"
+@T.prim_func
+def f(A: T.Tensor((64, 32), "float16"), C: T.Tensor((64, 64), "float32")):
+    with T.Kernel(1, threads=128) as bx:
+        S = T.alloc_shared((0, 32), "float16")
+        Z = T.alloc_shared((0, 0), "float16")
+        F = T.alloc_fragment((64, -2), "float32")
+        L = T.alloc_local((0,), "float32")
+        T.copy(A[0, 0], S)
+        T.copy(A[0:64, 0:32], S)
+        T.copy(S, A[0:64, 0:32])
+        T.clear(Z)
+        T.fill(F[0:64, 0:2], 1.0)
+        T.gemm(S, Z, F)
+        T.copy(F, C)
+        L[0] = 1.0
+        L[3] = L[1] + 2.0
+        for tx in T.thread_binding(128, thread="threadIdx.x"):
+            T.cp_async(Z[0, 0], A[0, 0], 16)
+"#;
+    let f = match crate::parse::parse(src) {
+        Ok(f) => f,
+        Err(d) => panic!("parse failed: {d:#?}"),
+    };
+    let errs = errors(&f);
+    let found: Vec<(&str, &str)> = errs
+        .iter()
+        .map(|d| {
+            (
+                d.message.as_str(),
+                src.get(d.span.start..d.span.end).unwrap_or("<bad span>"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("dimension of `S` must be positive, found 0", "0"),
+            ("dimension of `Z` must be positive, found 0", "0"),
+            ("dimension of `F` must be positive, found -2", "-2"),
+            ("dimension of `L` must be positive, found 0", "0"),
+        ],
+        "{errs:#?}"
+    );
+    assert_eq!(errs[0].span.start, src.find("(0, 32)").map_or(0, |i| i + 1));
+    assert!(errs[0]
+        .notes
+        .iter()
+        .any(|n| n.message == "a buffer cannot be empty"));
+    // A mistake of its own in the same kernel is still reported.
+    let src = src.replace("L[3] = L[1] + 2.0", "L[-1] = 2.0");
+    let f = match crate::parse::parse(&src) {
+        Ok(f) => f,
+        Err(d) => panic!("parse failed: {d:#?}"),
+    };
+    let errs = errors(&f);
+    assert_eq!(errs.len(), 5, "{errs:#?}");
+    assert_eq!(
+        errs[4].message,
+        "index -1 is out of bounds for dimension 0 of `L`"
+    );
+}
+
+#[test]
 fn shapes_cannot_use_loop_variables() {
     let mut k = kernel(
         &[1],

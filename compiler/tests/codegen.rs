@@ -5,38 +5,10 @@
 
 mod common;
 
-use common::{ptxas_log, root};
-use std::path::Path;
-use tlc::codegen::emit;
-use tlc::ptx::{check_manifest, print_with_manifest};
-use tlc_ir::{Diagnostic, PrimFunc};
+use common::emit::{compile_both, errors};
+use common::root;
 use tlc_runtime::DimExpr;
-use tlc_runtime::{Access, Manifest, Target};
-
-/// Assembles `ptx` for `arch` and returns ptxas's `-v` log; panics on an error or a spill.
-fn assemble(ptx: &str, name: &str, arch: &str) -> String {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("codegen");
-    std::fs::create_dir_all(&dir).expect("tmp dir");
-    let file = dir.join(format!("{name}.{arch}.ptx"));
-    std::fs::write(&file, ptx).expect("write ptx");
-    let log = ptxas_log(&file, arch).unwrap_or_else(|e| panic!("{name}: {e}"));
-    assert!(
-        log.contains("0 bytes spill stores") && log.contains("0 bytes spill loads"),
-        "{name} spills on {arch}:\n{log}"
-    );
-    log
-}
-
-fn parse(src: &str) -> PrimFunc {
-    let func = match tlc_ir::parse(src) {
-        Ok(f) => f,
-        Err(e) => panic!("parse: {e:?}"),
-    };
-    if let Err(e) = tlc_ir::verifier::verify(&func) {
-        panic!("verify: {e:?}");
-    }
-    func
-}
+use tlc_runtime::{Access, Manifest};
 
 fn corpus(name: &str) -> String {
     let path = root().join(format!("tests/cases/valid/{name}.tir"));
@@ -46,36 +18,10 @@ fn corpus(name: &str) -> String {
 /// Compiles `src` for both targets, snapshots the sm_80 text, assembles both; returns the
 /// sm_80 PTX text and manifest.
 fn check(name: &str, src: &str) -> (String, Manifest) {
-    let func = parse(src);
-    let mut texts = Vec::new();
-    let mut manifest = None;
-    for target in [Target::Sm80, Target::Sm90a] {
-        let (module, man) = match emit(&func, target) {
-            Ok(x) => x,
-            Err(e) => panic!("{name}: codegen failed: {e:?}"),
-        };
-        if let Err(e) = check_manifest(&module, &man) {
-            panic!("{name}: {e}");
-        }
-        let text = print_with_manifest(&module, &man);
-        match Manifest::from_ptx(&text) {
-            Ok(read) => assert_eq!(read, man),
-            Err(e) => panic!("{name}: manifest not readable: {e}"),
-        }
-        assemble(&text, name, target.name());
-        texts.push(text);
-        manifest.get_or_insert(man);
-    }
+    let (mut texts, manifest) = compile_both("codegen", name, src);
     let text80 = texts.swap_remove(0);
     insta::assert_snapshot!(name, text80);
-    (text80, manifest.expect("one target ran"))
-}
-
-fn errors(src: &str) -> Vec<Diagnostic> {
-    match emit(&parse(src), Target::Sm80) {
-        Ok(_) => panic!("codegen accepted an unsupported input"),
-        Err(e) => e,
-    }
+    (text80, manifest)
 }
 
 #[test]

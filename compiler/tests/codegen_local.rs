@@ -7,75 +7,11 @@
 
 mod common;
 
-use common::ptxas_log;
-use std::path::Path;
-use tlc::codegen::emit;
-use tlc::ptx::{check_manifest, print_with_manifest};
-use tlc_ir::{Diagnostic, PrimFunc};
-use tlc_runtime::{Manifest, Target};
-
-fn parse(src: &str) -> PrimFunc {
-    let func = match tlc_ir::parse(src) {
-        Ok(f) => f,
-        Err(e) => panic!("parse: {e:?}"),
-    };
-    if let Err(e) = tlc_ir::verifier::verify(&func) {
-        panic!("verify: {e:?}");
-    }
-    func
-}
-
-/// Assembles `ptx` for `arch`; panics on an error, a spill or more than 255 registers.
-fn assemble(ptx: &str, name: &str, arch: &str) -> String {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("codegen_local");
-    std::fs::create_dir_all(&dir).expect("tmp dir");
-    let file = dir.join(format!("{name}.{arch}.ptx"));
-    std::fs::write(&file, ptx).expect("write ptx");
-    let log = ptxas_log(&file, arch).unwrap_or_else(|e| panic!("{name}: {e}"));
-    assert!(
-        log.contains("0 bytes spill stores") && log.contains("0 bytes spill loads"),
-        "{name} spills on {arch}:\n{log}"
-    );
-    let registers = log
-        .split(" registers")
-        .next()
-        .and_then(|s| s.split_whitespace().last())
-        .and_then(|n| n.parse::<u32>().ok());
-    assert!(
-        registers.is_some_and(|r| r <= 255),
-        "{name} on {arch}:\n{log}"
-    );
-    log
-}
+use common::emit::{compile_both, errors};
 
 /// Compiles `src` for both targets and assembles both; returns the sm_80 text.
 fn compile(name: &str, src: &str) -> String {
-    let func = parse(src);
-    let mut out = None;
-    for target in [Target::Sm80, Target::Sm90a] {
-        let (module, man) = match emit(&func, target) {
-            Ok(x) => x,
-            Err(e) => panic!("{name}: codegen failed: {e:?}"),
-        };
-        if let Err(e) = check_manifest(&module, &man) {
-            panic!("{name}: {e}");
-        }
-        let text = print_with_manifest(&module, &man);
-        match Manifest::from_ptx(&text) {
-            Ok(read) => assert_eq!(read, man),
-            Err(e) => panic!("{name}: manifest not readable: {e}"),
-        }
-        assemble(&text, name, target.name());
-        out.get_or_insert(text);
-    }
-    out.expect("two targets ran")
-}
-
-fn errors(src: &str) -> Vec<Diagnostic> {
-    match emit(&parse(src), Target::Sm80) {
-        Ok(_) => panic!("codegen accepted an unsupported input"),
-        Err(e) => e,
-    }
+    compile_both("codegen_local", name, src).0.swap_remove(0)
 }
 
 /// The lines of `ptx` holding `needle`.

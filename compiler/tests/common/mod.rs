@@ -2,6 +2,7 @@
 //! subset, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
+pub mod emit;
 pub mod immediates;
 
 use std::path::{Path, PathBuf};

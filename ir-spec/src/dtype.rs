@@ -97,6 +97,18 @@ impl DType {
         )
     }
 
+    /// Whether integer `v` is a value of this integer dtype (false for non-integer dtypes).
+    pub fn holds_int(self, v: i64) -> bool {
+        match self {
+            DType::Int8 => i8::try_from(v).is_ok(),
+            DType::Int32 => i32::try_from(v).is_ok(),
+            DType::Int64 => true,
+            DType::UInt8 => u8::try_from(v).is_ok(),
+            DType::UInt32 => u32::try_from(v).is_ok(),
+            _ => false,
+        }
+    }
+
     pub fn is_bool(self) -> bool {
         self == DType::Bool
     }

@@ -285,17 +285,8 @@ impl Cg {
                     let Some(mem) = self.declare_local_memory(alloc, n) else {
                         return;
                     };
-                    self.bufs.insert(
-                        name.clone(),
-                        Buf {
-                            dtype: alloc.dtype,
-                            shape: alloc.shape.clone(),
-                            mem,
-                        },
-                    );
-                    return;
-                }
-                if n > 1024 {
+                    mem
+                } else if n > 1024 {
                     self.err(
                         alloc.span,
                         format!(
@@ -303,12 +294,12 @@ impl Cg {
                         ),
                     );
                     return;
+                } else {
+                    let Some(ty) = ptx_type(alloc.dtype) else {
+                        return;
+                    };
+                    Mem::Local((0..n).map(|_| self.zero(ty)).collect())
                 }
-                let Some(ty) = ptx_type(alloc.dtype) else {
-                    return;
-                };
-                let regs = (0..n).map(|_| self.zero(ty)).collect();
-                Mem::Local(regs)
             }
             Scope::Fragment => {
                 // `emit` checked the level: there are no fragments.

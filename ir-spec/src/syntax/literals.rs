@@ -271,7 +271,7 @@ fn negated(e: &Expr, marks: &HashSet<(usize, usize)>) -> Option<ExprKind> {
 fn adopts(lit: &Expr, dt: DType) -> bool {
     match lit.kind {
         ExprKind::Float(_) => dt.is_float(),
-        ExprKind::Int(v) => dt.is_float() || (dt.is_int() && int_fits(v, dt)),
+        ExprKind::Int(v) => dt.is_float() || dt.holds_int(v),
         _ => false,
     }
 }
@@ -282,17 +282,6 @@ fn own_dtype(lit: &Expr) -> Option<DType> {
         ExprKind::Float(_) => Some(DType::Float32),
         ExprKind::Int(v) => Some(int_literal_dtype(v)),
         _ => None,
-    }
-}
-
-fn int_fits(v: i64, dt: DType) -> bool {
-    match dt {
-        DType::Int8 => i8::try_from(v).is_ok(),
-        DType::Int32 => i32::try_from(v).is_ok(),
-        DType::Int64 => true,
-        DType::UInt8 => u8::try_from(v).is_ok(),
-        DType::UInt32 => u32::try_from(v).is_ok(),
-        _ => false,
     }
 }
 

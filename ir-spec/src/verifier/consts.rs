@@ -1,6 +1,5 @@
 //! Compile-time integer values of expressions.
 
-use crate::dtype::DType;
 use crate::ir::{fold_int, Expr, ExprKind, UnOp};
 
 /// The value of `e` when it is an integer constant after folding: literals, unary minus,
@@ -14,21 +13,9 @@ pub fn const_int(e: &Expr) -> Option<i64> {
         ExprKind::Binary(op, a, b) => fold_int(*op, const_int(a)?, const_int(b)?),
         ExprKind::Cast(dtype, a) => {
             let v = const_int(a)?;
-            fits(*dtype, v).then_some(v)
+            dtype.holds_int(v).then_some(v)
         }
         _ => None,
-    }
-}
-
-/// True when integer `v` is representable in `dtype` (an integer dtype).
-fn fits(dtype: DType, v: i64) -> bool {
-    match dtype {
-        DType::Int8 => i8::try_from(v).is_ok(),
-        DType::Int32 => i32::try_from(v).is_ok(),
-        DType::Int64 => true,
-        DType::UInt8 => u8::try_from(v).is_ok(),
-        DType::UInt32 => u32::try_from(v).is_ok(),
-        _ => false,
     }
 }
 

@@ -7,6 +7,7 @@ pub mod build;
 pub mod diagnostic;
 pub mod dtype;
 pub mod interp;
+pub mod interval;
 pub mod intrinsic;
 pub mod ir;
 pub mod parse;

@@ -244,8 +244,8 @@ fn typed_literals_are_the_dsl_literals() {
         ),
         ("Y[i] = 1", "Y[i] = T.float32(1)", "float32", "float32"),
         (
-            "Y[i] = X[3] + X[i - 1]",
-            "Y[i] = X[T.int32(3)] + X[i - T.int32(1)]",
+            "Y[i] = X[3] + X[63 - i]",
+            "Y[i] = X[T.int32(3)] + X[T.int32(63) - i]",
             "int8",
             "int8",
         ),

@@ -36,11 +36,11 @@ use crate::analysis::access::count_sites;
 use crate::analysis::int::{
     conjuncts, mentions, multiple_of, provably_true, substitute, unit_offset, Env, Ranges,
 };
-use crate::analysis::interval::Interval;
 use crate::analysis::kernels::for_each_kernel;
 use crate::context::PassContext;
 use crate::pass::Pass;
 use std::collections::{BTreeSet, HashMap};
+use tlc_ir::interval::Interval;
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::{child_bodies_mut, for_each_stmt, has_load};
 use tlc_ir::{

@@ -56,8 +56,26 @@ fn non_constant_bounds_stay_and_huge_loops_are_refused() {
         .run(tlc_ir::parse(src).unwrap(), &common::cx())
         .unwrap_err();
     assert!(
-        errs[0].message.contains("100000 statements"),
+        errs[0].message.contains("more than 65536 statements"),
         "{}",
         errs[0].message
     );
+}
+
+#[test]
+fn nested_unrolls_share_one_budget() {
+    // Each loop alone is small; together ~500 000 copies (a mutant of unroll_nest that used
+    // to make the compile run for minutes). Counted before any copy: one error, at the
+    // outer loop.
+    let src = "@T.prim_func\ndef f(A: T.Tensor((1000,), \"float32\")):\n    with T.Kernel(1, threads=1) as bx:\n        for r in T.unroll(1, 1000):\n            for c in T.unroll(r):\n                A[c] = 1.0\n";
+    let errs = Unroll
+        .run(tlc_ir::parse(src).unwrap(), &common::cx())
+        .unwrap_err();
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    assert_eq!(
+        errs[0].message,
+        "unrolling this loop (with the unrolled loops inside it) would make more than 65536 \
+         statements (limit 65536 in all)"
+    );
+    assert_eq!(&src[errs[0].span.start..][..9], "for r in ");
 }

@@ -13,9 +13,9 @@
 use super::expr::{mem_type, mov_type, Place};
 use super::{ptx_type, Bind, Cg, Mem};
 use crate::ptx::{Op, Operand, Reg, Type, VecWidth};
+use tlc_ir::interval::Interval;
 use tlc_ir::{BinOp, Expr, ExprKind, For, Span, StmtKind};
 use tlc_passes::analysis::int::{mentions, multiple_of, unit_offset, Env};
-use tlc_passes::analysis::interval::Interval;
 
 /// A vectorizable access: the buffer, its indices with the innermost replaced by `base`.
 struct Access {

@@ -110,6 +110,56 @@ pub fn source_to_ptx(name: &str, text: &str, target: Target) -> Result<String, U
     Ok(compiled.text().to_string())
 }
 
+/// What the whole road does with one source text: the oracle of the pipeline fuzz target
+/// (`fuzz/fuzz_targets/compile.rs`) and of the mutation test over the examples and cases
+/// (`compiler/tests/pipeline_mutations.rs`). **What `check` accepts, `compile` compiles or
+/// refuses with located errors**: a pass whose output fails the verifier, or an error with
+/// no source location, is a compiler bug.
+#[derive(Debug)]
+pub enum Verdict {
+    /// `tlc check` refuses it (parse or verifier errors): not the pipeline's business.
+    Invalid,
+    Compiled,
+    /// Refused by a pass or by code generation, every error at a source location.
+    Refused(Vec<tlc_ir::Diagnostic>),
+    /// What should never happen, described.
+    CompilerBug(String),
+}
+
+/// Runs `text` through parse, verify, the default pipeline of `target` (verifying after
+/// every pass) and code generation; see [`Verdict`].
+pub fn verdict(text: &str, target: Target) -> Verdict {
+    let Ok(func) = tlc_ir::parse(text) else {
+        return Verdict::Invalid;
+    };
+    let Ok(info) = tlc_ir::verifier::verify(&func) else {
+        return Verdict::Invalid;
+    };
+    let refused = |diags: Vec<tlc_ir::Diagnostic>, by: &str| match diags
+        .iter()
+        .find(|d| d.span.is_dummy())
+    {
+        Some(d) => Verdict::CompilerBug(format!("{by}: an error with no location: {}", d.message)),
+        None => Verdict::Refused(diags),
+    };
+    let manager = match PassManager::new(default_pipeline(target), Instrumentation::default()) {
+        Ok(m) => m,
+        Err(e) => return Verdict::CompilerBug(e.to_string()),
+    };
+    let mut cx = PassContext::new(target).with_info(info);
+    let func = match manager.run(func, &mut cx, &mut std::io::sink()) {
+        Ok(f) => f,
+        Err(PipelineError::PassFailed { pass, diagnostics }) => {
+            return refused(diagnostics, &format!("pass `{pass}`"))
+        }
+        Err(e) => return Verdict::CompilerBug(e.to_string()),
+    };
+    match codegen::emit(&func, target) {
+        Ok(_) => Verdict::Compiled,
+        Err(diags) => refused(diags, "code generation"),
+    }
+}
+
 /// A verified function → the default pipeline of the context's target → codegen → text.
 /// IR prints and the timing table go to `log`; dumps to `opts.dump_dir` (the PTX as the last
 /// numbered stage).

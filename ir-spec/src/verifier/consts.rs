@@ -7,12 +7,18 @@ use crate::ir::{fold_int, Expr, ExprKind, UnOp};
 /// `T.ceildiv`, and casts to an integer type that hold the value. `None` for anything that
 /// depends on a variable or a buffer, and for undefined results (division by zero, overflow).
 pub fn const_int(e: &Expr) -> Option<i64> {
+    eval_int(e, &|_| None)
+}
+
+/// [`const_int`] with values for some variables (`vars` answers `None` for the others).
+pub fn eval_int(e: &Expr, vars: &dyn Fn(&str) -> Option<i64>) -> Option<i64> {
     match &e.kind {
         ExprKind::Int(v) => Some(*v),
-        ExprKind::Unary(UnOp::Neg, a) => const_int(a)?.checked_neg(),
-        ExprKind::Binary(op, a, b) => fold_int(*op, const_int(a)?, const_int(b)?),
+        ExprKind::Var(name) => vars(name),
+        ExprKind::Unary(UnOp::Neg, a) => eval_int(a, vars)?.checked_neg(),
+        ExprKind::Binary(op, a, b) => fold_int(*op, eval_int(a, vars)?, eval_int(b, vars)?),
         ExprKind::Cast(dtype, a) => {
-            let v = const_int(a)?;
+            let v = eval_int(a, vars)?;
             dtype.holds_int(v).then_some(v)
         }
         _ => None,

@@ -160,8 +160,15 @@ impl<'f> Checker<'f> {
         }
     }
 
-    /// Rank of an index list, and constant indices inside the buffer.
-    pub(super) fn check_indices(&mut self, decl: &BufferDecl, indices: &[Expr], span: Span) {
+    /// Rank of an index list. (Whether the indices are inside the buffer is the bounds
+    /// rule, `bounds.rs`, for loads and stores; [`Self::check_constant_indices`] for the
+    /// operands of intrinsics.)
+    pub(super) fn check_indices(
+        &mut self,
+        decl: &BufferDecl,
+        indices: &[Expr],
+        span: Span,
+    ) -> bool {
         let name = &decl.name.name;
         if indices.len() != decl.shape.len() {
             self.error(
@@ -173,8 +180,19 @@ impl<'f> Checker<'f> {
                     plural(indices.len(), "index", "indices")
                 ),
             );
-            return;
+            return false;
         }
+        true
+    }
+
+    /// Constant indices of an intrinsic's operand inside the buffer.
+    pub(super) fn check_constant_indices(
+        &mut self,
+        decl: &BufferDecl,
+        indices: &[Expr],
+        span: Span,
+    ) {
+        let name = &decl.name.name;
         for (axis, (index, dim)) in indices.iter().zip(&decl.shape).enumerate() {
             let Some(i) = const_int(index) else {
                 continue;

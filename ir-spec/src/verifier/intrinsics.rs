@@ -90,7 +90,9 @@ impl<'f> Checker<'f> {
         }
         let decl = decl?;
         let before = self.diags.len();
-        self.check_indices(decl, &r.indices, at);
+        if self.check_indices(decl, &r.indices, at) {
+            self.check_constant_indices(decl, &r.indices, at);
+        }
         if !ok || self.diags.len() > before {
             return None;
         }

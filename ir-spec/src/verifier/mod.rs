@@ -4,9 +4,10 @@
 //! `scope` tracks names, `exprs` checks expressions (names, ranks, constant indices, typing
 //! through `crate::types`), `kernel` checks kernels and loops, `ops` checks regions and the
 //! tile ops, `intrinsics` the thread-level intrinsics and layout annotations, `consts` folds
-//! constant integers. `level` checks what a stage may assume beyond the rules (thread level,
+//! constant integers, `bounds` finds accesses provably outside their buffers. `level` checks what a stage may assume beyond the rules (thread level,
 //! planned shared memory): the one place pipeline order is enforced.
 
+mod bounds;
 mod consts;
 mod exprs;
 mod intrinsics;
@@ -18,7 +19,7 @@ mod scope;
 #[cfg(test)]
 mod tests;
 
-pub use consts::const_int;
+pub use consts::{const_int, eval_int};
 pub use level::{check_level, Level};
 
 use crate::diagnostic::Diagnostic;
@@ -105,6 +106,7 @@ pub fn verify_with(
 ) -> Result<FuncInfo, Vec<Diagnostic>> {
     let mut checker = Checker::new(func, *requirements);
     checker.function(func);
+    checker.diags.extend(bounds::check(func));
     checker.diags.extend(check_level(func, requirements.level));
     if checker.diags.is_empty() {
         Ok(checker.info)

@@ -8,27 +8,11 @@
 //! What is known about variables is an [`Env`]: a map from names to intervals
 //! ([`Ranges`]), or codegen's own bindings (unrolled loop variables are constants).
 
-use super::interval::Interval;
-use std::collections::HashMap;
 use tlc_ir::affine::constant_difference;
+use tlc_ir::interval::Interval;
+pub use tlc_ir::interval::{decide, interval, Env, Ranges, Unknown};
 use tlc_ir::visit::{for_each_subexpr, map_expr};
-use tlc_ir::{BinOp, DType, Expr, ExprKind, For, Kernel, PrimFunc, UnOp};
-
-/// What is known about the integer variables in scope.
-pub trait Env {
-    /// The values variable `name` may take; `None`: nothing is known.
-    fn range(&self, name: &str) -> Option<Interval>;
-}
-
-/// Known ranges by variable name (names are unique in a function, so no scoping is
-/// needed; a walk adds a loop's variable on entry).
-pub type Ranges = HashMap<String, Interval>;
-
-impl Env for Ranges {
-    fn range(&self, name: &str) -> Option<Interval> {
-        self.get(name).copied()
-    }
-}
+use tlc_ir::{BinOp, Expr, ExprKind, For, Kernel, PrimFunc, UnOp};
 
 /// The ranges of a function's symbolic dims: every one is at least 1 (a dim of 0 leaves
 /// nothing to run) and at most its `Dim::max` (checked at launch).
@@ -53,38 +37,6 @@ pub fn enter_loop(ranges: &mut Ranges, f: &For) {
     let lo = interval(&f.start, ranges).lo;
     let hi = interval(&f.stop, ranges).hi.saturating_sub(1);
     ranges.insert(f.var.name.clone(), Interval::new(lo, hi.max(lo)));
-}
-
-/// Nothing is known about any variable.
-pub struct Unknown;
-
-impl Env for Unknown {
-    fn range(&self, _: &str) -> Option<Interval> {
-        None
-    }
-}
-
-/// The values `e` (an int32 expression) may take.
-pub fn interval(e: &Expr, env: &dyn Env) -> Interval {
-    match &e.kind {
-        ExprKind::Int(v) => Interval::point(*v),
-        ExprKind::Var(n) => env.range(n).unwrap_or(Interval::FULL),
-        ExprKind::Unary(UnOp::Neg, a) => Interval::negate(interval(a, env)),
-        ExprKind::Binary(op, a, b) => Interval::binary(*op, interval(a, env), interval(b, env)),
-        // Widening keeps the value; narrowing keeps it when it fits (else it may wrap).
-        ExprKind::Cast(DType::Int64, a) => interval(a, env),
-        ExprKind::Cast(DType::Int32, a) => {
-            let r = interval(a, env);
-            if r.fits_i32() {
-                r
-            } else {
-                Interval::INT32
-            }
-        }
-        // Either arm: the hull of both.
-        ExprKind::Select(_, a, b) => interval(a, env).hull(interval(b, env)),
-        _ => Interval::FULL,
-    }
 }
 
 /// The value of `e` when it is a constant under `env`.
@@ -210,23 +162,9 @@ pub fn conjuncts(e: &Expr) -> Vec<&Expr> {
     out
 }
 
-/// Whether every conjunct of `cond` holds for all values of its variables: `True`, and
-/// comparisons whose sides' intervals decide them.
+/// Whether `cond` holds for all values of its variables (`tlc_ir::interval::decide`).
 pub fn provably_true(cond: &Expr, env: &dyn Env) -> bool {
-    conjuncts(cond).into_iter().all(|c| match &c.kind {
-        ExprKind::Bool(b) => *b,
-        ExprKind::Binary(op, a, b) => {
-            let (x, y) = (interval(a, env), interval(b, env));
-            match op {
-                BinOp::Lt => x.hi < y.lo,
-                BinOp::Le => x.hi <= y.lo,
-                BinOp::Gt => x.lo > y.hi,
-                BinOp::Ge => x.lo >= y.hi,
-                _ => false,
-            }
-        }
-        _ => false,
-    })
+    decide(cond, env) == Some(true)
 }
 
 #[cfg(test)]

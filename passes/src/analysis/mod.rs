@@ -5,7 +5,7 @@
 //! - `kernels` — every kernel (one `for_each_kernel`) and the shape of a body (SIMT regions,
 //!   the merged thread loop, pipelined loops, tile ops);
 //! - `access` — which buffers statements read and write, use counts, element accesses;
-//! - `interval`, `int` — integer facts: intervals, `multiple_of`, `unit_offset`, `mentions`,
+//! - `int` — integer facts (over `tlc_ir::interval`): intervals, `multiple_of`, `unit_offset`, `mentions`,
 //!   `provably_true`, under what is known of the variables (`int::Env`);
 //! - `sync` — the barrier dataflow of thread-level code (accesses since the last barrier,
 //!   asynchronous copies in flight);
@@ -15,7 +15,6 @@
 
 pub mod access;
 pub mod int;
-pub mod interval;
 pub mod kernels;
 pub mod local_arrays;
 pub mod schedule;

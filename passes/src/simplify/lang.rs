@@ -1,9 +1,9 @@
 //! The e-graph language of integer index expressions, its analysis (constant folding and
 //! intervals) and the extraction cost.
 
-use crate::analysis::interval::Interval;
 use egg::{define_language, merge_option, Analysis, CostFunction, DidMerge, Id, Language, Symbol};
 use std::collections::HashMap;
+use tlc_ir::interval::Interval;
 use tlc_ir::BinOp;
 
 define_language! {

@@ -22,7 +22,6 @@ mod lang;
 mod rules;
 
 use crate::analysis::int;
-use crate::analysis::interval::Interval;
 use crate::context::PassContext;
 use crate::pass::Pass;
 use convert::{op_count, to_ir, Term};
@@ -32,6 +31,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt::Write;
 use std::time::Duration;
+use tlc_ir::interval::Interval;
 use tlc_ir::verifier::{verify, FuncInfo};
 use tlc_ir::visit::{expr_children, for_each_stmt, for_each_subexpr, stmt_exprs};
 use tlc_ir::{DType, Diagnostic, Expr, ExprKind, PrimFunc, Region, Stmt, StmtKind, UnOp};

@@ -19,7 +19,7 @@ fn constant(egraph: &EGraph, subst: &Subst, v: Var) -> Option<i64> {
         .and_then(|id| egraph[*id].data.and_then(|f| f.constant()))
 }
 
-fn range(egraph: &EGraph, subst: &Subst, v: Var) -> Option<crate::analysis::interval::Interval> {
+fn range(egraph: &EGraph, subst: &Subst, v: Var) -> Option<tlc_ir::interval::Interval> {
     subst
         .get(v)
         .and_then(|id| egraph[*id].data.map(|f| f.range))

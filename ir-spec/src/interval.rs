@@ -1,13 +1,15 @@
 //! Integer intervals: what is known about the value of an integer expression, for the
-//! simplifier's e-graph analysis, the integer facts of `analysis::int`, `widen-indices` and
-//! code generation. Bounds are inclusive mathematical integers — the IR's int32 arithmetic is
+//! verifier's bounds rule (`verifier::bounds`), the simplifier's e-graph analysis, the
+//! integer facts of the passes' `analysis::int`, `widen-indices` and code generation. Bounds are inclusive mathematical integers — the IR's int32 arithmetic is
 //! exact (docs/ir.md, "Integer semantics"), so a bound is never clamped to int32: a sum that
 //! may pass 2^31 says so, and `widen-indices` computes it in 64 bits. `i64::MIN` / `i64::MAX`
 //! stand for -∞ / +∞ (nothing known on that side); the operations compute in i128 with the
 //! infinities far outside i64, so no rule ever turns an unknown end into a false bound
 //! (∞ // 10 is still ∞).
 
-use tlc_ir::BinOp;
+use crate::dtype::DType;
+use crate::ir::{BinOp, Expr, ExprKind, UnOp};
+use std::collections::HashMap;
 
 /// `lo ≤ x ≤ hi`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -182,7 +184,7 @@ impl Interval {
     /// without one).
     pub fn binary(op: BinOp, a: Interval, b: Interval) -> Interval {
         if let (Some(x), Some(y)) = (a.constant(), b.constant()) {
-            if let Some(v) = tlc_ir::fold_int(op, x, y).filter(|v| i32::try_from(*v).is_ok()) {
+            if let Some(v) = crate::fold_int(op, x, y).filter(|v| i32::try_from(*v).is_ok()) {
                 return Interval::point(v);
             }
         }
@@ -208,10 +210,110 @@ impl Interval {
     }
 }
 
+/// What is known about the integer variables in scope.
+pub trait Env {
+    /// The values variable `name` may take; `None`: nothing is known.
+    fn range(&self, name: &str) -> Option<Interval>;
+}
+
+/// Known ranges by variable name (names are unique in a function, so no scoping is
+/// needed; a walk adds a loop's variable on entry).
+pub type Ranges = HashMap<String, Interval>;
+
+impl Env for Ranges {
+    fn range(&self, name: &str) -> Option<Interval> {
+        self.get(name).copied()
+    }
+}
+
+/// Nothing is known about any variable.
+pub struct Unknown;
+
+impl Env for Unknown {
+    fn range(&self, _: &str) -> Option<Interval> {
+        None
+    }
+}
+
+/// The values `e` (an integer expression) may take.
+pub fn interval(e: &Expr, env: &dyn Env) -> Interval {
+    match &e.kind {
+        ExprKind::Int(v) => Interval::point(*v),
+        ExprKind::Var(n) => env.range(n).unwrap_or(Interval::FULL),
+        ExprKind::Unary(UnOp::Neg, a) => Interval::negate(interval(a, env)),
+        ExprKind::Binary(op, a, b) => Interval::binary(*op, interval(a, env), interval(b, env)),
+        // Widening keeps the value; narrowing keeps it when it fits (else it may wrap).
+        ExprKind::Cast(DType::Int64, a) => interval(a, env),
+        ExprKind::Cast(DType::Int32, a) => {
+            let r = interval(a, env);
+            if r.fits_i32() {
+                r
+            } else {
+                Interval::INT32
+            }
+        }
+        // Either arm: the hull of both.
+        ExprKind::Select(_, a, b) => interval(a, env).hull(interval(b, env)),
+        _ => Interval::FULL,
+    }
+}
+
+/// Whether condition `cond` holds for every value of its variables (`Some(true)`), for none
+/// (`Some(false)`), or may go either way (`None`): boolean literals, `not`, `and`, `or`,
+/// and integer comparisons whose sides' intervals decide them.
+pub fn decide(cond: &Expr, env: &dyn Env) -> Option<bool> {
+    match &cond.kind {
+        ExprKind::Bool(b) => Some(*b),
+        ExprKind::Unary(UnOp::Not, a) => decide(a, env).map(|b| !b),
+        ExprKind::Binary(BinOp::And, a, b) => match (decide(a, env), decide(b, env)) {
+            (Some(false), _) | (_, Some(false)) => Some(false),
+            (Some(true), Some(true)) => Some(true),
+            _ => None,
+        },
+        ExprKind::Binary(BinOp::Or, a, b) => match (decide(a, env), decide(b, env)) {
+            (Some(true), _) | (_, Some(true)) => Some(true),
+            (Some(false), Some(false)) => Some(false),
+            _ => None,
+        },
+        ExprKind::Binary(op, a, b) => {
+            let (x, y) = (interval(a, env), interval(b, env));
+            // Unknown ends are ±∞: they never decide a comparison.
+            let known = |v: i64| v != i64::MIN && v != i64::MAX;
+            let lt = |p: Interval, q: Interval| known(p.hi) && known(q.lo) && p.hi < q.lo;
+            let le = |p: Interval, q: Interval| known(p.hi) && known(q.lo) && p.hi <= q.lo;
+            let yes_no = |yes: bool, no: bool| {
+                if yes {
+                    Some(true)
+                } else if no {
+                    Some(false)
+                } else {
+                    None
+                }
+            };
+            match op {
+                BinOp::Lt => yes_no(lt(x, y), le(y, x)),
+                BinOp::Le => yes_no(le(x, y), lt(y, x)),
+                BinOp::Gt => yes_no(lt(y, x), le(x, y)),
+                BinOp::Ge => yes_no(le(y, x), lt(x, y)),
+                BinOp::Eq => {
+                    let same = x.lo == x.hi && x == y && known(x.lo);
+                    yes_no(same, lt(x, y) || lt(y, x))
+                }
+                BinOp::Ne => {
+                    let same = x.lo == x.hi && x == y && known(x.lo);
+                    yes_no(lt(x, y) || lt(y, x), same)
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tlc_ir::{floor_div, floor_mod};
+    use crate::{floor_div, floor_mod};
 
     /// Every interval operation contains every result of its operation on members.
     #[test]
@@ -237,7 +339,7 @@ mod tests {
             (Interval::floor_div, floor_div),
             (Interval::floor_mod, floor_mod),
             (Interval::ceil_div, |x, y| {
-                tlc_ir::fold_int(tlc_ir::BinOp::CeilDiv, x, y)
+                crate::fold_int(crate::ir::BinOp::CeilDiv, x, y)
             }),
             (Interval::min, |x, y| Some(x.min(y))),
             (Interval::max, |x, y| Some(x.max(y))),
@@ -281,7 +383,7 @@ mod tests {
         let big = Interval::point(i64::from(i32::MAX));
         assert_eq!(big.plus(big).constant(), None);
         assert_eq!(
-            Interval::binary(tlc_ir::BinOp::Mul, big, big).constant(),
+            Interval::binary(crate::ir::BinOp::Mul, big, big).constant(),
             None
         );
     }

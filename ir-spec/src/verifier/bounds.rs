@@ -1,0 +1,565 @@
+//! The bounds rule (B7 in `docs/ir.md`): an element access — `B[i, j]` read or written —
+//! whose index is provably outside its buffer is an error at the index. Two rules, each true
+//! of every run of the kernel, so neither refuses a kernel that could run correctly:
+//!
+//! - **always outside**: the index's interval (under the ranges of the loop, block and
+//!   thread variables, the symbolic dims and the lets around it) lies entirely below 0 or
+//!   at or past the largest extent the dimension can have. `B[ko * 32 + 2147483648, j]`.
+//! - **reaches outside**: the access runs on every run of its kernel (no undecided `if`,
+//!   `T.if_then_else` arm or right operand of `and` / `or` around it, and every enclosing
+//!   loop provably iterates), the extent is a constant, and the extremes of the index are
+//!   values it really takes: it is affine in block and loop variables whose range ends its
+//!   coefficients pick are constants (`ko` of `T.Pipelined(T.ceildiv(K, 32))` is 0 on every
+//!   run), or the variables it depends on — through lets and the bounds of inner loops
+//!   (`for c in T.unroll(r)`) — have few enough combinations to evaluate every one. Then an
+//!   extreme outside the dimension is an out-of-bounds access some block makes on every run.
+//!
+//! Code that never runs (an `if` the ranges decide, a loop with no iteration) is skipped:
+//! passes that unroll and fold leave such code behind, and it accesses nothing.
+//!
+//! Why in the verifier, at every level: a pass that substitutes a loop's values (`unroll`,
+//! the pipeline's prologue) turns such an index into a constant. Checking the same rule on
+//! the source makes it the user's located error at `tlc check`, never a pass "producing
+//! invalid IR" later; after every pass it checks that no pass introduced such an access.
+
+use super::consts::eval_int;
+use crate::diagnostic::Diagnostic;
+use crate::interval::{decide, interval, Interval, Ranges};
+use crate::ir::{BinOp, BufferDecl, Expr, ExprKind, PrimFunc, Stmt, StmtKind};
+use crate::span::Span;
+use crate::visit::{expr_children, stmt_exprs};
+use std::collections::HashMap;
+
+/// Variable combinations the "reaches outside" rule evaluates one by one at most, for an
+/// index that is not affine (`(i * i) % 7`).
+const MAX_COMBINATIONS: i128 = 1 << 16;
+
+/// Every access of `func` that is provably out of bounds, in program order.
+pub(super) fn check(func: &PrimFunc) -> Vec<Diagnostic> {
+    let mut w = Walk {
+        buffers: func
+            .params
+            .iter()
+            .map(|p| (p.name.name.as_str(), p))
+            .collect(),
+        ranges: func
+            .dims
+            .iter()
+            .map(|d| (d.name.clone(), Interval::new(1, d.max())))
+            .collect(),
+        scope: Vec::new(),
+        diags: Vec::new(),
+    };
+    w.body(&func.body, true);
+    w.diags
+}
+
+struct Walk<'f> {
+    buffers: HashMap<&'f str, &'f BufferDecl>,
+    /// What is known of every integer variable in scope.
+    ranges: Ranges,
+    /// The block and loop variables and lets around the point of the walk, outermost
+    /// first: what the "reaches outside" rule evaluates.
+    scope: Vec<Binding<'f>>,
+    diags: Vec<Diagnostic>,
+}
+
+/// A variable in scope and how it gets its values.
+struct Binding<'f> {
+    var: &'f str,
+    def: Def<'f>,
+}
+
+enum Def<'f> {
+    /// A block variable: every value in `0..grid`.
+    Block {
+        grid: Interval,
+    },
+    /// A loop variable: every value in `start..stop`. `iterates`: the range is provably
+    /// never empty.
+    Loop {
+        start: &'f Expr,
+        stop: &'f Expr,
+        iterates: bool,
+    },
+    Let {
+        value: &'f Expr,
+    },
+}
+
+impl<'f> Walk<'f> {
+    /// `reached`: the statements run on every run of the kernel, for every value of the
+    /// variables in scope.
+    fn body(&mut self, body: &'f [Stmt], reached: bool) {
+        let depth = self.scope.len();
+        for s in body {
+            self.stmt(s, reached);
+        }
+        self.scope.truncate(depth);
+    }
+
+    fn stmt(&mut self, s: &'f Stmt, reached: bool) {
+        match &s.kind {
+            StmtKind::Kernel(k) => {
+                for e in stmt_exprs(s) {
+                    self.expr(e, reached);
+                }
+                let depth = self.scope.len();
+                for (v, g) in k.block_vars.iter().zip(&k.grid) {
+                    let grid = interval(g, &self.ranges);
+                    self.ranges.insert(
+                        v.name.clone(),
+                        Interval::new(0, grid.hi.saturating_sub(1).max(0)),
+                    );
+                    self.scope.push(Binding {
+                        var: &v.name,
+                        def: Def::Block { grid },
+                    });
+                }
+                self.buffers
+                    .extend(k.allocs.iter().map(|a| (a.name.name.as_str(), a)));
+                self.body(&k.body, reached);
+                self.scope.truncate(depth);
+            }
+            StmtKind::For(f) => {
+                self.expr(&f.start, reached);
+                self.expr(&f.stop, reached);
+                let (start, stop) = (
+                    interval(&f.start, &self.ranges),
+                    interval(&f.stop, &self.ranges),
+                );
+                if known(stop.hi) && known(start.lo) && stop.hi <= start.lo {
+                    return; // no iteration
+                }
+                let hi = stop.hi.saturating_sub(1).max(start.lo);
+                self.ranges
+                    .insert(f.var.name.clone(), Interval::new(start.lo, hi));
+                let iterates = known(stop.lo) && known(start.hi) && stop.lo > start.hi;
+                let depth = self.scope.len();
+                self.scope.push(Binding {
+                    var: &f.var.name,
+                    def: Def::Loop {
+                        start: &f.start,
+                        stop: &f.stop,
+                        iterates,
+                    },
+                });
+                // A loop that may not iterate leaves its body reached only through the
+                // enumeration, which runs the loop's real range.
+                let enumerable = self.enumerable(&f.start) && self.enumerable(&f.stop);
+                self.body(&f.body, reached && (iterates || enumerable));
+                self.scope.truncate(depth);
+            }
+            StmtKind::If {
+                cond,
+                then_body,
+                else_body,
+            } => {
+                self.expr(cond, reached);
+                match decide(cond, &self.ranges) {
+                    Some(true) => self.body(then_body, reached),
+                    Some(false) => self.body(else_body, reached),
+                    None => {
+                        self.body(then_body, false);
+                        self.body(else_body, false);
+                    }
+                }
+            }
+            StmtKind::Let { var, value, .. } => {
+                self.expr(value, reached);
+                let r = interval(value, &self.ranges);
+                self.ranges.insert(var.name.clone(), r);
+                self.scope.push(Binding {
+                    var: &var.name,
+                    def: Def::Let { value },
+                });
+            }
+            StmtKind::Store {
+                buffer,
+                indices,
+                value,
+            } => {
+                for e in indices {
+                    self.expr(e, reached);
+                }
+                self.expr(value, reached);
+                let at = if buffer.span.is_dummy() {
+                    s.span
+                } else {
+                    buffer.span
+                };
+                self.access(&buffer.name, indices, at, reached);
+            }
+            _ => {
+                for e in stmt_exprs(s) {
+                    self.expr(e, reached);
+                }
+            }
+        }
+    }
+
+    /// Whether every variable of `e` is bound in scope (so enumeration can evaluate it).
+    fn enumerable(&self, e: &Expr) -> bool {
+        let mut vars = Vec::new();
+        collect_vars(e, &mut vars);
+        vars.iter().all(|v| self.scope.iter().any(|b| b.var == v))
+    }
+
+    /// The loads inside `e`.
+    fn expr(&mut self, e: &Expr, reached: bool) {
+        match &e.kind {
+            ExprKind::Load { buffer, indices } => {
+                for i in indices {
+                    self.expr(i, reached);
+                }
+                self.access(buffer, indices, e.span, reached);
+            }
+            // Only the arm the condition picks is evaluated.
+            ExprKind::Select(c, a, b) => {
+                self.expr(c, reached);
+                match decide(c, &self.ranges) {
+                    Some(true) => self.expr(a, reached),
+                    Some(false) => self.expr(b, reached),
+                    None => {
+                        self.expr(a, false);
+                        self.expr(b, false);
+                    }
+                }
+            }
+            // The right operand of `and` / `or` may not be evaluated.
+            ExprKind::Binary(BinOp::And | BinOp::Or, a, b) => {
+                self.expr(a, reached);
+                self.expr(b, false);
+            }
+            _ => {
+                for c in expr_children(e) {
+                    self.expr(c, reached);
+                }
+            }
+        }
+    }
+
+    fn access(&mut self, buffer: &str, indices: &[Expr], span: Span, reached: bool) {
+        let Some(decl) = self.buffers.get(buffer).copied() else {
+            return; // reported by the name rules
+        };
+        for (axis, (index, dim)) in indices.iter().zip(&decl.shape).enumerate() {
+            let at = if index.span.is_dummy() {
+                span
+            } else {
+                index.span
+            };
+            if let Some(d) = self.outside(index, dim, reached) {
+                let extent = match eval_int(dim, &|_| None).filter(|&d| d > 0) {
+                    Some(d) => format!(" (extent {d})"),
+                    None => String::new(),
+                };
+                let name = &decl.name.name;
+                let message = match eval_int(index, &|_| None) {
+                    Some(i) => format!(
+                        "index {i} is out of bounds for dimension {axis} of `{name}`{extent}"
+                    ),
+                    None => format!(
+                        "index `{index}` is out of bounds for dimension {axis} of `{name}`{extent}: {}",
+                        d.why
+                    ),
+                };
+                let mut diag = Diagnostic::error(at, message);
+                if let Some(note) = d.note {
+                    diag = diag.with_note(note);
+                }
+                self.diags.push(diag);
+            }
+        }
+    }
+
+    /// Why `index` is provably outside `0..dim`, if it is.
+    fn outside(&self, index: &Expr, dim: &Expr, reached: bool) -> Option<Outside> {
+        let i = interval(index, &self.ranges);
+        // A dimension ≤ 0 is reported at the declaration; only negative indices here.
+        let extent = eval_int(dim, &|_| None);
+        let largest = match extent {
+            Some(d) if d <= 0 => None,
+            Some(d) => Some(d),
+            None => Some(interval(dim, &self.ranges).hi).filter(|&h| known(h)),
+        };
+        if known(i.hi) && i.hi < 0 {
+            return Some(Outside::always(format!("its largest value is {}", i.hi)));
+        }
+        if let Some(l) = largest {
+            if known(i.lo) && i.lo >= l {
+                return Some(Outside::always(format!("its smallest value is {}", i.lo)));
+            }
+        }
+        if !reached {
+            return None;
+        }
+        // Below 0 needs no extent; past the end, a constant one.
+        let below = || {
+            (i.lo < 0)
+                .then(|| self.extreme(index, false))
+                .flatten()
+                .filter(|(v, _)| *v < 0)
+        };
+        let past = || {
+            let d = extent.filter(|&d| d > 0 && i.hi >= d)?;
+            self.extreme(index, true).filter(|(v, _)| *v >= d)
+        };
+        let (value, at) = below().or_else(past)?;
+        let when = at
+            .iter()
+            .map(|(v, x)| format!("{v} = {x}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        Some(Outside {
+            why: format!("it is {value} when {when}"),
+            note: Some(
+                "this access runs on every run of the kernel, for every value of these \
+                 variables; guard it with an `if` if only some of them are in bounds"
+                    .into(),
+            ),
+        })
+    }
+
+    /// The largest (`high`) or smallest value `index` really takes where it is, with the
+    /// variable values that give it — when that is known exactly (see the module summary).
+    fn extreme(&self, index: &Expr, high: bool) -> Option<Extreme> {
+        self.corner(index, high)
+            .or_else(|| self.enumerate(index, high))
+    }
+
+    /// The affine case: `c0 + Σ cᵢ·vᵢ` over block and loop variables, inside loops that all
+    /// iterate, takes its extreme at the end of each `vᵢ`'s range that its coefficient picks
+    /// — exactly, when that end is a constant (`ko` in `T.Pipelined(T.ceildiv(K, 32))`
+    /// starts at 0 on every run, although its last value depends on K).
+    fn corner(&self, index: &Expr, high: bool) -> Option<Extreme> {
+        let all_iterate = self.scope.iter().all(|b| match b.def {
+            Def::Loop { iterates, .. } => iterates,
+            _ => true,
+        });
+        if !all_iterate {
+            return None;
+        }
+        let form = affine(index)?;
+        let mut value = i128::from(form.constant);
+        let mut at = Vec::new();
+        for (v, c) in &form.terms {
+            let b = self.scope.iter().rev().find(|b| b.var == v)?;
+            let (lo, hi) = match &b.def {
+                Def::Block { grid } => (
+                    Some(0),
+                    (grid.lo == grid.hi && known(grid.lo)).then(|| grid.lo - 1),
+                ),
+                Def::Loop { start, stop, .. } => (
+                    eval_int(start, &|_| None),
+                    eval_int(stop, &|_| None).map(|s| s - 1),
+                ),
+                Def::Let { .. } => return None,
+            };
+            let x = if (*c > 0) == high { hi? } else { lo? };
+            value += i128::from(*c) * i128::from(x);
+            at.push((v.clone(), x));
+        }
+        Some((i64::try_from(value).ok()?, at))
+    }
+
+    /// Any other index: every combination of the variables it depends on (through lets and
+    /// loop bounds, and every enclosing loop that may not iterate) is evaluated, in scope
+    /// order, at most [`MAX_COMBINATIONS`].
+    fn enumerate(&self, index: &Expr, high: bool) -> Option<Extreme> {
+        // The bindings that matter, closed under what their definitions mention.
+        let mut needed = vec![false; self.scope.len()];
+        let mut todo: Vec<String> = Vec::new();
+        collect_vars(index, &mut todo);
+        for (k, b) in self.scope.iter().enumerate() {
+            if let Def::Loop {
+                iterates: false, ..
+            } = b.def
+            {
+                needed[k] = true;
+                todo.push(b.var.to_string());
+            }
+        }
+        while let Some(v) = todo.pop() {
+            let k = self.scope.iter().rposition(|b| b.var == v)?;
+            needed[k] = true;
+            let mut deps = Vec::new();
+            match &self.scope[k].def {
+                Def::Block { .. } => {}
+                Def::Loop { start, stop, .. } => {
+                    collect_vars(start, &mut deps);
+                    collect_vars(stop, &mut deps);
+                }
+                Def::Let { value } => collect_vars(value, &mut deps),
+            }
+            for d in deps {
+                let j = self.scope[..k].iter().rposition(|b| b.var == d)?;
+                if !needed[j] {
+                    todo.push(d);
+                }
+            }
+        }
+        let order: Vec<&Binding> = self
+            .scope
+            .iter()
+            .zip(&needed)
+            .filter_map(|(b, n)| n.then_some(b))
+            .collect();
+        let mut e = Enumeration {
+            index,
+            high,
+            values: Vec::new(),
+            best: None,
+            budget: MAX_COMBINATIONS,
+        };
+        e.run(&order)?;
+        let (value, values) = e.best?;
+        let at = order
+            .iter()
+            .zip(values)
+            .filter(|(b, _)| !matches!(b.def, Def::Let { .. }))
+            .map(|(b, x)| (b.var.to_string(), x))
+            .collect();
+        Some((value, at))
+    }
+}
+
+/// A walk over every combination of some bindings' values.
+struct Enumeration<'a> {
+    index: &'a Expr,
+    high: bool,
+    /// The values of the bindings entered so far.
+    values: Vec<(&'a str, i64)>,
+    /// The extreme so far and the values that gave it.
+    best: Option<(i64, Vec<i64>)>,
+    budget: i128,
+}
+
+impl<'a> Enumeration<'a> {
+    /// `None` when some value cannot be computed or the budget runs out.
+    fn run(&mut self, rest: &[&'a Binding<'a>]) -> Option<()> {
+        let eval = |values: &[(&str, i64)], e: &Expr| {
+            eval_int(e, &|name| {
+                values
+                    .iter()
+                    .rev()
+                    .find(|(v, _)| *v == name)
+                    .map(|(_, x)| *x)
+            })
+        };
+        // Every value entered counts, so empty inner ranges cannot make it run long.
+        self.budget -= 1;
+        if self.budget < 0 {
+            return None;
+        }
+        let Some((b, rest)) = rest.split_first() else {
+            let v = eval(&self.values, self.index)?;
+            let better = match &self.best {
+                None => true,
+                Some((best, _)) => (v > *best) == self.high && v != *best,
+            };
+            if better {
+                self.best = Some((v, self.values.iter().map(|(_, x)| *x).collect()));
+            }
+            return Some(());
+        };
+        let (lo, hi) = match &b.def {
+            Def::Block { grid } if grid.lo == grid.hi && known(grid.lo) => (0, grid.lo - 1),
+            Def::Block { .. } => return None,
+            Def::Loop { start, stop, .. } => {
+                (eval(&self.values, start)?, eval(&self.values, stop)? - 1)
+            }
+            Def::Let { value } => {
+                let x = eval(&self.values, value)?;
+                (x, x)
+            }
+        };
+        for x in lo..=hi {
+            self.values.push((b.var, x));
+            let done = self.run(rest);
+            self.values.pop();
+            done?;
+        }
+        Some(())
+    }
+}
+
+/// One extreme of an index: its value and the variable values that give it.
+type Extreme = (i64, Vec<(String, i64)>);
+
+struct Outside {
+    why: String,
+    note: Option<String>,
+}
+
+impl Outside {
+    fn always(why: String) -> Outside {
+        Outside { why, note: None }
+    }
+}
+
+/// Whether an interval end is a number (not ±∞).
+fn known(v: i64) -> bool {
+    v != i64::MIN && v != i64::MAX
+}
+
+fn collect_vars(e: &Expr, out: &mut Vec<String>) {
+    if let ExprKind::Var(v) = &e.kind {
+        if !out.contains(v) {
+            out.push(v.clone());
+        }
+    }
+    for c in expr_children(e) {
+        collect_vars(c, out);
+    }
+}
+
+/// `constant + Σ coefficient · variable`.
+struct Affine {
+    constant: i64,
+    terms: Vec<(String, i64)>,
+}
+
+/// The affine form of `e` over its variables, if it has one.
+fn affine(e: &Expr) -> Option<Affine> {
+    fn add(into: &mut Affine, from: Affine, k: i64) -> Option<()> {
+        into.constant = into.constant.checked_add(from.constant.checked_mul(k)?)?;
+        for (v, c) in from.terms {
+            let c = c.checked_mul(k)?;
+            match into.terms.iter_mut().find(|(w, _)| *w == v) {
+                Some((_, slot)) => *slot = slot.checked_add(c)?,
+                None => into.terms.push((v, c)),
+            }
+        }
+        into.terms.retain(|(_, c)| *c != 0);
+        Some(())
+    }
+    let mut out = Affine {
+        constant: 0,
+        terms: Vec::new(),
+    };
+    match &e.kind {
+        ExprKind::Int(v) => out.constant = *v,
+        ExprKind::Var(v) => out.terms.push((v.clone(), 1)),
+        ExprKind::Unary(crate::ir::UnOp::Neg, a) => add(&mut out, affine(a)?, -1)?,
+        ExprKind::Binary(BinOp::Add, a, b) => {
+            add(&mut out, affine(a)?, 1)?;
+            add(&mut out, affine(b)?, 1)?;
+        }
+        ExprKind::Binary(BinOp::Sub, a, b) => {
+            add(&mut out, affine(a)?, 1)?;
+            add(&mut out, affine(b)?, -1)?;
+        }
+        ExprKind::Binary(BinOp::Mul, a, b) => {
+            match (eval_int(a, &|_| None), eval_int(b, &|_| None)) {
+                (Some(k), _) => add(&mut out, affine(b)?, k)?,
+                (_, Some(k)) => add(&mut out, affine(a)?, k)?,
+                _ => return None,
+            }
+        }
+        // Widening keeps the value.
+        ExprKind::Cast(crate::dtype::DType::Int64, a) => return affine(a),
+        _ => return None,
+    }
+    Some(out)
+}

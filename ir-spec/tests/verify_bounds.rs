@@ -1,0 +1,126 @@
+//! The verifier's bounds rule (`verifier/bounds.rs`, rule B7 of docs/ir.md): accesses
+//! provably outside their buffer are errors at the index; accesses that may be in bounds on
+//! some run, or that never run, are not.
+
+use tlc_ir::verifier::verify;
+use tlc_ir::{parse, Diagnostic};
+
+/// A kernel with `A: (64,)`, `B: (1024, 256)`, `C: (N,)`, a 4-block grid and 64-trip
+/// parallel loop `i`, whose loop body is `body`.
+fn kernel(body: &str) -> String {
+    let mut s = String::from(
+        "N = T.symbolic(\"N\")\n\n@T.prim_func\ndef f(A: T.Tensor((64,), \"float32\"), \
+         B: T.Tensor((1024, 256), \"float32\"), C: T.Tensor((N,), \"float32\")):\n    \
+         with T.Kernel(4, threads=64) as bx:\n        for i in T.Parallel(64):\n",
+    );
+    for line in body.lines() {
+        s.push_str("            ");
+        s.push_str(line);
+        s.push('\n');
+    }
+    s
+}
+
+fn errors(body: &str) -> (String, Vec<Diagnostic>) {
+    let src = kernel(body);
+    let f = parse(&src).unwrap_or_else(|d| panic!("does not parse: {d:#?}\n{src}"));
+    let errs = verify(&f).err().unwrap_or_default();
+    (src, errs)
+}
+
+/// `body` verifies.
+fn accepted(body: &str) {
+    let (src, errs) = errors(body);
+    assert!(errs.is_empty(), "{errs:#?}\n{src}");
+}
+
+/// `body` gives one error, `message`, whose span starts at `at` (a piece of the body).
+fn refused(body: &str, message: &str, at: &str) {
+    let (src, errs) = errors(body);
+    assert_eq!(errs.len(), 1, "{errs:#?}\n{src}");
+    assert_eq!(errs[0].message, message, "{src}");
+    let start = src
+        .find(at)
+        .unwrap_or_else(|| panic!("`{at}` not in the source"));
+    assert_eq!(errs[0].span.start, start, "{src}");
+}
+
+#[test]
+fn an_index_entirely_outside_is_an_error_wherever_it_is() {
+    refused(
+        "B[bx * 32 + 2147483648, i] = 1.0",
+        "index `bx * 32 + 2147483648` is out of bounds for dimension 0 of `B` (extent 1024): its smallest value is 2147483648",
+        "bx * 32 + 2147483648",
+    );
+    refused(
+        "A[i] = A[i - 100]",
+        "index `i - 100` is out of bounds for dimension 0 of `A` (extent 64): its largest value is -37",
+        "i - 100",
+    );
+    // Under a condition the ranges cannot decide, still never in bounds.
+    refused(
+        "if A[i] > 0.0:\n    A[i + 64] = 1.0",
+        "index `i + 64` is out of bounds for dimension 0 of `A` (extent 64): its smallest value is 64",
+        "i + 64",
+    );
+    refused(
+        "A[-1] = 0.0",
+        "index -1 is out of bounds for dimension 0 of `A` (extent 64)",
+        "-1",
+    );
+}
+
+#[test]
+fn an_index_that_reaches_outside_on_every_run_is_an_error() {
+    refused(
+        "A[i * 2] = 0.0",
+        "index `i * 2` is out of bounds for dimension 0 of `A` (extent 64): it is 126 when i = 63",
+        "i * 2",
+    );
+    refused(
+        "B[bx * 400 + i, 0] = 0.0",
+        "index `bx * 400 + i` is out of bounds for dimension 0 of `B` (extent 1024): it is 1263 when bx = 3, i = 63",
+        "bx * 400 + i",
+    );
+    // Not affine: every value of `i` is evaluated.
+    refused(
+        "A[i] = B[(i * 3) % 64, 300 % 256] + A[(i * 3) % 64 - 14]",
+        "index `i * 3 % 64 - 14` is out of bounds for dimension 0 of `A` (extent 64): it is -14 when i = 0",
+        "(i * 3) % 64 - 14",
+    );
+}
+
+#[test]
+fn accesses_that_may_be_in_bounds_or_never_run_are_not_errors() {
+    // Guarded by a condition on the index.
+    accepted("if i * 2 < 64:\n    A[i * 2] = 0.0");
+    // Only the arm the condition picks is evaluated.
+    accepted("A[i] = T.if_then_else(i < 32, A[i * 2], 0.0)");
+    // A branch the ranges rule out.
+    accepted("if bx > 5:\n    A[2000] = 0.0");
+    // A symbolic extent: in bounds for large enough N.
+    accepted("C[i + 5] = 0.0");
+    // A loop over a symbolic count: the index is not known to reach its extreme.
+    accepted("for k in T.serial(N):\n    A[k * 1000] = 0.0");
+    // `(i * 3) % 64` takes every value 0..63: in bounds.
+    accepted("A[(i * 3) % 64] = 0.0");
+}
+
+#[test]
+fn extremes_through_lets_inner_loop_bounds_and_symbolic_trip_counts() {
+    // An inner loop bounded by the outer variable, and a let: every (r, c) is evaluated.
+    refused(
+        "for r in T.unroll(1, 6):\n    for c in T.unroll(r):\n        row = r + c\n        A[i] = B[0, row * 60]",
+        "index `row * 60` is out of bounds for dimension 1 of `B` (extent 256): it is 540 when r = 5, c = 4",
+        "row * 60",
+    );
+    accepted(
+        "for r in T.unroll(1, 6):\n    for c in T.unroll(r):\n        row = r + c\n        A[i] = B[0, row * 28]",
+    );
+    // A loop over a symbolic count still starts at 0 on every run.
+    refused(
+        "for ko in T.serial(N):\n    A[i] = B[ko - 32 + i, 0]",
+        "index `ko - 32 + i` is out of bounds for dimension 0 of `B` (extent 1024): it is -32 when ko = 0, i = 0",
+        "ko - 32 + i",
+    );
+}

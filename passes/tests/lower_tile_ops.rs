@@ -128,11 +128,7 @@ fn lowering_keeps_meaning_on_the_corpus() {
                 };
                 lowered_cases += 1;
             }
-            Err(errors) => {
-                // Only 2-D thread blocks are refused.
-                let msg = &errors[0].message;
-                assert!(msg.contains("multi-dimensional"), "{name}: {msg}");
-            }
+            Err(errors) => panic!("{name}: {errors:?}"),
         }
     }
     assert!(lowered_cases >= 10, "only {lowered_cases} cases lowered");
@@ -186,10 +182,6 @@ fn unsupported_inputs_are_clear_errors() {
         "{}",
         errs[0].message
     );
-    let errs = LowerTileOps
-        .run(case("layouts_and_fill"), &common::cx())
-        .unwrap_err();
-    assert!(errs[0].message.contains("multi-dimensional thread blocks"));
     // A parallel loop over half a fragment.
     let src = FRAGMENT.replace(
         "for i, j in T.Parallel(16, 48)",

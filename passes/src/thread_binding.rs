@@ -325,31 +325,23 @@ fn bind_kernel(
                     Some(nest) => (
                         nest.index.clone(),
                         nest.axes.iter().map(|a| a.name.clone()).collect(),
+                        s.span,
                     ),
-                    None => (f.var.clone(), Vec::new()),
+                    None => (f.var.clone(), Vec::new(), s.span),
                 });
             }
         }
     });
-    let Some((var, axes)) = first else { return };
+    let Some((var, axes, first_span)) = first else {
+        return;
+    };
     if !block.is_flat() && axes.is_empty() {
         // Not a thread nest of the block: a multi-dimensional kernel written at the thread
         // level. Already one binding loop around everything: nothing to merge.
         if k.body.len() == 1 {
             return;
         }
-        errors.push(
-            Diagnostic::error(
-                span,
-                "thread-binding merges the SIMT regions of a multi-dimensional block only \
-                 when each is a thread nest over the whole block",
-            )
-            .with_note(
-                "a region of a multi-dimensional block binds threadIdx.x, .y (and .z) over \
-                 their whole extents, then defines the linear thread index \
-                 `t = tx + ty * X + ...` as its first statement",
-            ),
-        );
+        errors.push(not_a_nest(first_span, &block));
         return;
     }
     let tracked: HashMap<String, Tracked> = params
@@ -637,13 +629,7 @@ fn region(f: For, span: Span, state: &mut State, cx: &mut Cx, out: &mut Vec<Stmt
 /// renamed to the kernel's.
 fn nest_region(f: For, span: Span, state: &mut State, cx: &mut Cx, out: &mut Vec<Stmt>) {
     let Some(nest) = cx.block.open(&f) else {
-        cx.errors.push(Diagnostic::error(
-            span,
-            format!(
-                "this SIMT region is not a thread nest over the block's {:?} threads",
-                cx.block.dims()
-            ),
-        ));
+        cx.errors.push(not_a_nest(span, cx.block));
         return;
     };
     let mut renames = HashMap::new();
@@ -655,6 +641,22 @@ fn nest_region(f: For, span: Span, state: &mut State, cx: &mut Cx, out: &mut Vec
     let body = nest.body.to_vec();
     let body = enter_region(body, &index, &renames, span, state, cx, out);
     out.extend(body);
+}
+
+/// What a region of a multi-dimensional block must be, to be merged.
+fn not_a_nest(span: Span, block: &Block) -> Diagnostic {
+    Diagnostic::error(
+        span,
+        format!(
+            "this SIMT region is not a thread nest over the block's {} threads",
+            block.shape_text()
+        ),
+    )
+    .with_note(
+        "a region of a multi-dimensional block binds threadIdx.x, .y (and .z) over their whole \
+         extents, outermost first, and starts by defining the linear thread index \
+         `t = tx + ty * X (+ tz * X * Y)`; thread-binding merges such regions only",
+    )
 }
 
 /// The body of a region over thread variable `var` ready to join the merged loop: a

@@ -97,6 +97,17 @@ impl Block {
         self.dims.iter().fold(1i64, |a, &d| a.saturating_mul(d))
     }
 
+    /// The shape as written: `(32, 4)`, or `128` for a 1-D block.
+    pub fn shape_text(&self) -> String {
+        match self.dims.as_slice() {
+            [t] => t.to_string(),
+            dims => {
+                let d: Vec<String> = dims.iter().map(i64::to_string).collect();
+                format!("({})", d.join(", "))
+            }
+        }
+    }
+
     /// One dimension: regions are plain `threadIdx.x` loops.
     pub fn is_flat(&self) -> bool {
         self.dims.len() == 1

@@ -29,6 +29,11 @@
 //!   after its wait.
 //! - Barriers only land at block-uniform points: an `if` or loop around a region must not
 //!   depend on the thread (an error otherwise).
+//! - Multi-dimensional blocks: regions are thread nests defining the linear index `t`
+//!   (`analysis::block`); they merge into ONE nest (the first region's names) whose body
+//!   starts with that let, and `t` plays the part of `tx` above (`if t == 0:`). A region
+//!   that is not such a nest is an error; a kernel written by hand as one binding nest is
+//!   left alone.
 //! - A kernel with no region is left alone.
 
 use crate::analysis::block::Block;

@@ -4,6 +4,10 @@
 //! "lower-tile-ops"). Fragments become per-thread local
 //! arrays. Scalar statements stay where they are.
 //!
+//! Everything is written for the block's thread count `T` and one thread variable: a
+//! 1-D block's `threadIdx.x`, or the linear index of a multi-dimensional block, whose
+//! regions are thread nests (`analysis::block`; `region::thread_region` builds both).
+//!
 //! Files: `region.rs` (the thread mapping every region shares), `copy.rs`, `fill.rs`,
 //! `parallel.rs` (the three ops), `fragment.rs` (fragment → local array), `vectorize.rs`
 //! (when a region gets a `T.vectorized` loop).

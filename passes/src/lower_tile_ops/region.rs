@@ -1,7 +1,8 @@
 //! The thread mapping every SIMT region shares. An op's element space (extents
 //! `e0 … ek`, row-major, flat size `E`) is split into vectors of `V` elements along the
 //! innermost dimension (`V = 1`: no vectors); vector number `f = it * T + tx` is done by
-//! thread `tx` in iteration `it` of a serial loop of `ceil(E / (T * V))` trips, under
+//! thread `tx` (the linear thread index of a multi-dimensional block, see
+//! `analysis::block`) in iteration `it` of a serial loop of `ceil(E / (T * V))` trips, under
 //! `if f < E / V:` when `T * V` does not divide `E`. Each element-space index is `f`
 //! decomposed row-major (`f // (e1 … ek) % e0 …`), the innermost one times `V` plus the
 //! vector lane `v`.

@@ -20,6 +20,9 @@ pub const WARPGROUP_SIZE: i64 = 128;
 /// Threads in a block, at most, on every target.
 pub const MAX_THREADS_PER_BLOCK: i64 = 1024;
 
+/// Threads along each block dimension (`threadIdx.x`, `.y`, `.z`), at most, on every target.
+pub const MAX_BLOCK_DIMS: [i64; 3] = [1024, 1024, 64];
+
 /// A compilation target.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Target {

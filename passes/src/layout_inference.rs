@@ -12,13 +12,15 @@
 //! reached through a `T.copy` or a `T.Parallel` nest gets the same layout. Other fragments
 //! keep the default (flat) layout.
 //!
-//! Warp partition (`T.GemmWarpPolicy`), for `W = threads / 32` warps and an `M x N` tile:
+//! Warp partition (`T.GemmWarpPolicy`), for `W = threads / 32` warps (`threads` the block's
+//! thread count, `X * Y * Z` for `threads=(X, Y, Z)`) and an `M x N` tile:
 //! the candidates are `WM x WN = W` with `M % (16 WM) == 0` and `N % (16 WN) == 0`;
 //! `Square` takes the one whose warp tile is closest to square (`|M/WM - N/WN|` smallest,
 //! then the larger `WM`), `FullRow` needs `WM = W`, `FullCol` needs `WN = W`. 128 x 128 with
 //! 4 warps gives 2 x 2 warps of 64 x 64.
 
 use crate::analysis::access::element_accesses;
+use crate::analysis::block::Block;
 use crate::analysis::kernels::for_each_kernel;
 use crate::context::PassContext;
 use crate::pass::Pass;
@@ -148,10 +150,9 @@ pub fn warp_partition(policy: WarpPolicy, warps: i64, m: i64, n: i64) -> Option<
 }
 
 fn infer(k: &mut Kernel, span: Span, errors: &mut Vec<Diagnostic>) {
-    let threads = match k.threads.as_slice() {
-        [t] => const_int(t),
-        _ => None,
-    };
+    // The linear thread count: warps are formed from consecutive linear thread ids
+    // whatever the block's shape (analysis/block.rs).
+    let threads = Block::of(k, span).ok().map(|b| b.threads());
     let mut gemms: Vec<(Gemm, Span)> = Vec::new();
     for_each_stmt(&k.body, &mut |s| {
         if let StmtKind::Gemm(g) = &s.kind {

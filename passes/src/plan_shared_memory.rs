@@ -18,7 +18,7 @@
 //! Kernels without shared allocations are left alone.
 
 use crate::analysis::access::Access;
-use crate::analysis::kernels::{for_each_kernel, is_merged};
+use crate::analysis::kernels::{for_each_kernel, is_merged, merged_top_mut};
 use crate::context::PassContext;
 use crate::pass::Pass;
 use std::collections::BTreeSet;
@@ -85,12 +85,14 @@ fn plan_kernel(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diag
         .filter(|l| matches!(l.layout, Layout::Swizzled | Layout::Swizzle { .. }))
         .map(|l| l.buffer.name.clone())
         .collect();
-    // The top-level statements: the body of the kernel's one thread loop, else the body.
+    // The top-level statements: the body of the kernel's one thread loop (nest), else the
+    // body.
     let merged = is_merged(&k.body);
+    let depth = k.threads.len();
     let top: &mut Vec<Stmt> = if merged {
-        match k.body.first_mut().map(|s| &mut s.kind) {
-            Some(StmtKind::For(f)) => &mut f.body,
-            _ => return,
+        match merged_top_mut(&mut k.body, depth) {
+            Some(top) => top,
+            None => return,
         }
     } else {
         &mut k.body

@@ -29,8 +29,14 @@
 //!   after its wait.
 //! - Barriers only land at block-uniform points: an `if` or loop around a region must not
 //!   depend on the thread (an error otherwise).
+//! - Multi-dimensional blocks: regions are thread nests defining the linear index `t`
+//!   (`analysis::block`); they merge into ONE nest (the first region's names) whose body
+//!   starts with that let, and `t` plays the part of `tx` above (`if t == 0:`). A region
+//!   that is not such a nest is an error; a kernel written by hand as one binding nest is
+//!   left alone.
 //! - A kernel with no region is left alone.
 
+use crate::analysis::block::Block;
 use crate::analysis::int::mentions_any;
 use crate::analysis::kernels::{contains_thread_region, for_each_kernel, is_thread_region};
 use crate::analysis::sync::{push_new, State, Touch, Touches};
@@ -106,9 +112,15 @@ struct Tracked {
 }
 
 struct Cx<'a> {
-    /// The kernel's thread variable and thread count.
+    /// The kernel's thread variable (`threadIdx.x`, or the linear index of a
+    /// multi-dimensional block) and thread count.
     tx: String,
     threads: i64,
+    /// The block's shape.
+    block: &'a Block,
+    /// The axis variables of the merged thread nest (multi-dimensional blocks; a region's
+    /// own axis variables are renamed to these).
+    axes: &'a [String],
     /// Buffers whose accesses need ordering (shared allocations and parameters), with their
     /// shapes.
     tracked: &'a HashMap<String, Tracked>,
@@ -126,6 +138,8 @@ impl Cx<'_> {
         Cx {
             tx: self.tx.clone(),
             threads: self.threads,
+            block: self.block,
+            axes: self.axes,
             tracked: self.tracked,
             private: self.private,
             divergent: self.divergent.clone(),
@@ -267,7 +281,9 @@ impl Cx<'_> {
     fn thread_dependent(&self, e: &Expr) -> bool {
         let mut dep = false;
         for_each_subexpr(e, &mut |s| match &s.kind {
-            ExprKind::Var(v) => dep |= v == &self.tx || self.divergent.contains(v),
+            ExprKind::Var(v) => {
+                dep |= v == &self.tx || self.axes.contains(v) || self.divergent.contains(v)
+            }
             ExprKind::Load { buffer, .. } => dep |= self.private.contains(buffer),
             _ => {}
         });
@@ -298,32 +314,41 @@ fn bind_kernel(
     if !contains_thread_region(&k.body) {
         return;
     }
-    let threads: Vec<Option<i64>> = k.threads.iter().map(const_int).collect();
-    let t = match threads.as_slice() {
-        [Some(t)] => *t,
-        _ => {
-            // Already one binding loop around everything (e.g. a 2-D thread-level kernel
-            // written by hand): nothing to merge.
-            if k.body.len() == 1 {
-                return;
-            }
-            errors.push(Diagnostic::error(
-                span,
-                "thread-binding merges the SIMT regions of 1-D blocks only",
-            ));
+    let block = match Block::of(k, span) {
+        Ok(b) => b,
+        Err(mut e) => {
+            errors.append(&mut e);
             return;
         }
     };
+    // The merged loop (nest) takes the first region's names, which are unique already.
     let mut first = None;
     for_each_stmt(&k.body, &mut |s| {
         if let (None, StmtKind::For(f)) = (&first, &s.kind) {
             if is_thread_region(s) {
-                first = Some(f.var.clone());
+                first = Some(match block.open(f) {
+                    Some(nest) => (
+                        nest.index.clone(),
+                        nest.axes.iter().map(|a| a.name.clone()).collect(),
+                        s.span,
+                    ),
+                    None => (f.var.clone(), Vec::new(), s.span),
+                });
             }
         }
     });
-    // The first region's name is unique already: it names the merged loop.
-    let Some(var) = first else { return };
+    let Some((var, axes, first_span)) = first else {
+        return;
+    };
+    if !block.is_flat() && axes.is_empty() {
+        // Not a thread nest of the block: a multi-dimensional kernel written at the thread
+        // level. Already one binding loop around everything: nothing to merge.
+        if k.body.len() == 1 {
+            return;
+        }
+        errors.push(not_a_nest(first_span, &block));
+        return;
+    }
     let tracked: HashMap<String, Tracked> = params
         .iter()
         .chain(k.allocs.iter().filter(|a| a.scope == Scope::Shared))
@@ -345,7 +370,9 @@ fn bind_kernel(
         .collect();
     let mut cx = Cx {
         tx: var.name.clone(),
-        threads: t,
+        threads: block.threads(),
+        block: &block,
+        axes: &axes,
         tracked: &tracked,
         private: &private,
         divergent: HashSet::new(),
@@ -354,16 +381,13 @@ fn bind_kernel(
     };
     let body = walk(std::mem::take(&mut k.body), &mut State::default(), &mut cx);
     errors.append(&mut cx.errors);
-    k.body = vec![Stmt::new(
-        StmtKind::For(For {
-            var,
-            start: Expr::int(0),
-            stop: Expr::int(t),
-            kind: ForKind::ThreadBinding(ThreadTag::ThreadX),
-            body,
-        }),
-        span,
-    )];
+    k.body = vec![block.region(&var.name, &axes, body, span)];
+    // The merged loop keeps the first region's spelling of its variable.
+    if let Some(StmtKind::For(f)) = k.body.first_mut().map(|s| &mut s.kind) {
+        if block.is_flat() {
+            f.var = var;
+        }
+    }
 }
 
 /// Trial walks of a loop body before the carried keys become families (so the fixpoint
@@ -565,7 +589,10 @@ fn barriers_in(f: &For, entry: &State, carried: &State, cx: &Cx) -> usize {
 
 /// Appends region `f`'s body, renamed to the kernel's thread variable, after a barrier when
 /// needed.
-fn region(mut f: For, span: Span, state: &mut State, cx: &mut Cx, out: &mut Vec<Stmt>) {
+fn region(f: For, span: Span, state: &mut State, cx: &mut Cx, out: &mut Vec<Stmt>) {
+    if !cx.block.is_flat() {
+        return nest_region(f, span, state, cx, out);
+    }
     let (Some(start), Some(stop)) = (const_int(&f.start), const_int(&f.stop)) else {
         cx.errors.push(Diagnostic::error(
             span,
@@ -584,11 +611,77 @@ fn region(mut f: For, span: Span, state: &mut State, cx: &mut Cx, out: &mut Vec<
         ));
         return;
     }
-    let mut local = bound_vars(&f.body);
-    local.insert(f.var.name.clone());
-    let (mut acc, in_flight) = cx.touches(&f.body, &local);
+    let mut renames = HashMap::new();
+    renames.insert(f.var.name.clone(), (cx.tx.clone(), start));
+    let body = enter_region(f.body, &f.var.name, &renames, span, state, cx, out);
+    if extent < cx.threads {
+        let cond = Expr::binary(BinOp::Lt, Expr::var(cx.tx.clone()), Expr::int(extent), span);
+        out.push(Stmt::new(
+            StmtKind::If {
+                cond,
+                then_body: body,
+                else_body: Vec::new(),
+            },
+            span,
+        ));
+    } else {
+        out.extend(body);
+    }
+}
+
+/// A region of a multi-dimensional block: a thread nest over the whole block (anything
+/// else is an error). Its body joins the merged nest, its linear index and axis variables
+/// renamed to the kernel's.
+fn nest_region(f: For, span: Span, state: &mut State, cx: &mut Cx, out: &mut Vec<Stmt>) {
+    let Some(nest) = cx.block.open(&f) else {
+        cx.errors.push(not_a_nest(span, cx.block));
+        return;
+    };
+    let mut renames = HashMap::new();
+    renames.insert(nest.index.name.clone(), (cx.tx.clone(), 0));
+    for (a, to) in nest.axes.iter().zip(cx.axes) {
+        renames.insert(a.name.clone(), (to.clone(), 0));
+    }
+    let index = nest.index.name.clone();
+    let body = nest.body.to_vec();
+    let body = enter_region(body, &index, &renames, span, state, cx, out);
+    out.extend(body);
+}
+
+/// What a region of a multi-dimensional block must be, to be merged.
+fn not_a_nest(span: Span, block: &Block) -> Diagnostic {
+    Diagnostic::error(
+        span,
+        format!(
+            "this SIMT region is not a thread nest over the block's {} threads",
+            block.shape_text()
+        ),
+    )
+    .with_note(
+        "a region of a multi-dimensional block binds threadIdx.x, .y (and .z) over their whole \
+         extents, outermost first, and starts by defining the linear thread index \
+         `t = tx + ty * X (+ tz * X * Y)`; thread-binding merges such regions only",
+    )
+}
+
+/// The body of a region over thread variable `var` ready to join the merged loop: a
+/// barrier before it when its accesses conflict with what is pending, its thread variables
+/// renamed (`renames`: old name to the kernel's, plus the region's start).
+fn enter_region(
+    mut body: Vec<Stmt>,
+    var: &str,
+    renames: &HashMap<String, (String, i64)>,
+    span: Span,
+    state: &mut State,
+    cx: &mut Cx,
+    out: &mut Vec<Stmt>,
+) -> Vec<Stmt> {
+    let mut local = bound_vars(&body);
+    local.insert(var.to_string());
+    local.extend(renames.keys().cloned());
+    let (mut acc, in_flight) = cx.touches(&body, &local);
     let mut waits = false;
-    for_each_stmt(&f.body, &mut |s| {
+    for_each_stmt(&body, &mut |s| {
         waits |= matches!(s.kind, StmtKind::Intrinsic(Intrinsic::WaitGroup(_)))
     });
     if waits {
@@ -596,30 +689,19 @@ fn region(mut f: For, span: Span, state: &mut State, cx: &mut Cx, out: &mut Vec<
     }
     cx.order(state, &acc, span, out);
     state.in_flight.union(&in_flight);
-    let old = f.var.name.clone();
-    let tx = cx.tx.clone();
-    map_body_exprs(&mut f.body, &mut |e| match &e.kind {
-        ExprKind::Var(n) if *n == old => {
-            let v = Expr::new(ExprKind::Var(tx.clone()), e.span);
-            if start == 0 {
-                v
-            } else {
-                Expr::binary(BinOp::Add, v, Expr::int(start), e.span)
+    map_body_exprs(&mut body, &mut |e| match &e.kind {
+        ExprKind::Var(n) => match renames.get(n) {
+            Some((to, start)) => {
+                let v = Expr::new(ExprKind::Var(to.clone()), e.span);
+                if *start == 0 {
+                    v
+                } else {
+                    Expr::binary(BinOp::Add, v, Expr::int(*start), e.span)
+                }
             }
-        }
+            None => e,
+        },
         _ => e,
     });
-    if extent < cx.threads {
-        let cond = Expr::binary(BinOp::Lt, Expr::var(tx), Expr::int(extent), span);
-        out.push(Stmt::new(
-            StmtKind::If {
-                cond,
-                then_body: f.body,
-                else_body: Vec::new(),
-            },
-            span,
-        ));
-    } else {
-        out.extend(f.body);
-    }
+    body
 }

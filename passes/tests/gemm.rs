@@ -41,10 +41,11 @@ fn local_case(stem: &str) -> PrimFunc {
 
 /// Every gemm kernel the tests know, with its name.
 fn gemm_cases() -> Vec<(String, PrimFunc)> {
-    let mut out: Vec<(String, PrimFunc)> = ["seed000_dims", "gemm_bf16_transposed"]
-        .iter()
-        .map(|s| (s.to_string(), case(s)))
-        .collect();
+    let mut out: Vec<(String, PrimFunc)> =
+        ["seed000_dims", "gemm_bf16_transposed", "gemm_threads_2d"]
+            .iter()
+            .map(|s| (s.to_string(), case(s)))
+            .collect();
     for s in ["gemm_ragged_tn", "gemm_fullcol_epilogue"] {
         out.push((s.to_string(), local_case(s)));
     }

@@ -17,6 +17,16 @@ fn local_case(stem: &str) -> PrimFunc {
     load(&root().join(format!("passes/tests/cases/{stem}.tir")))
 }
 
+/// `func` with its `threads=(32, 4)` block reshaped to `block` (the same 128 threads).
+fn with_block(func: &PrimFunc, block: &str) -> PrimFunc {
+    let text = print_func(func);
+    assert!(text.contains("threads=(32, 4)"), "{text}");
+    let func = tlc_ir::parse(&text.replace("threads=(32, 4)", &format!("threads={block}")))
+        .expect("parses");
+    tlc_ir::verifier::verify(&func).expect("verifies");
+    func
+}
+
 /// Every stage of the default sm_80 pipeline: (pass name, its output).
 fn stages(func: &PrimFunc) -> Vec<(&'static str, PrimFunc)> {
     let mut out = Vec::new();
@@ -51,6 +61,16 @@ fn every_pass_keeps_the_meaning_of_every_gemm_case() {
         (
             "gemm_128x128x32_t128_s3_masked",
             load(&root().join("bench/gemm_128x128x32_t128_s3_masked.tir")),
+        ),
+        // Two- and three-dimensional blocks: regions are thread nests over the linear index.
+        ("gemm_threads_2d", case("gemm_threads_2d")),
+        (
+            "gemm_threads_16x8",
+            with_block(&case("gemm_threads_2d"), "(16, 8)"),
+        ),
+        (
+            "gemm_threads_32x2x2",
+            with_block(&case("gemm_threads_2d"), "(32, 2, 2)"),
         ),
     ];
     for (name, func) in cases {

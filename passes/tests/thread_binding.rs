@@ -279,3 +279,73 @@ def f(
         }
     }
 }
+
+const HEAD_2D: &str = "@T.prim_func\ndef f(A: T.Tensor((128,), \"float32\")):\n    with T.Kernel(1, threads=(32, 4)) as bx:\n        S = T.alloc_shared((128,), \"float32\")\n";
+
+/// A thread nest of the (32, 4) block over `t` (named `tx`, `ty`, `t` plus `suffix`).
+fn nest_2d(suffix: &str, body: &str) -> String {
+    format!(
+        "        for tx{suffix} in T.thread_binding(32, thread=\"threadIdx.x\"):\n            for ty{suffix} in T.thread_binding(4, thread=\"threadIdx.y\"):\n                t{suffix} = tx{suffix} + ty{suffix} * 32\n                {}\n",
+        body.replace("@", &format!("t{suffix}"))
+    )
+}
+
+#[test]
+fn nests_of_a_2d_block_merge_and_keep_their_meaning() {
+    // A scalar let between the regions is replicated per thread (in the nest); the block
+    // level store goes to the thread with linear index 0.
+    let src = format!(
+        "{HEAD_2D}{}        k = bx * 2\n        S[k] = 3.0\n{}",
+        nest_2d("", "S[@] = A[@]"),
+        nest_2d("_1", "A[@] = S[(@ + 1) % 128] + S[k]"),
+    );
+    let func = tlc_ir::parse(&src).expect("parses");
+    tlc_ir::verifier::verify(&func).expect("verifies");
+    let out = bound(func.clone());
+    let text = print_func(&out);
+    assert_eq!(thread_loops(&out), 2, "{text}");
+    assert!(text.contains("            for ty in T.thread_binding(4, thread=\"threadIdx.y\"):\n                t = tx + ty * 32\n"), "{text}");
+    assert!(
+        text.contains("if t == 0:\n                    S[k] = 3.0"),
+        "{text}"
+    );
+    assert!(!text.contains("t_1"), "{text}");
+    assert_eq!(barriers(&out), 2, "{text}");
+    assert!(assert_same_meaning("nests_2d", &func, &out) > 0);
+    // Without the barriers the interpreter sees the race the pass prevents.
+    let unsynced = bind_threads(func, false).expect("binds");
+    let err = run_err(&unsynced).expect("a race");
+    assert!(err.contains("data race on shared memory"), "{err}");
+    // Idempotent: the merged nest is one region.
+    assert_eq!(bound(out.clone()), out);
+}
+
+#[test]
+fn regions_of_a_2d_block_that_are_not_thread_nests_are_errors() {
+    let errors_2d = |src: String| -> Vec<tlc_ir::Diagnostic> {
+        let func = tlc_ir::parse(&src).expect("parses");
+        ThreadBinding
+            .run(func, &common::cx())
+            .err()
+            .unwrap_or_default()
+    };
+    // A threadIdx.x loop alone (no y loop, no linear index) next to other code.
+    let flat = "        for tx in T.thread_binding(32, thread=\"threadIdx.x\"):\n            S[tx] = A[tx]\n        S[0] = 1.0\n";
+    let e = errors_2d(format!("{HEAD_2D}{flat}"));
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(
+        e[0].message
+            .contains("this SIMT region is not a thread nest over the block's (32, 4) threads"),
+        "{e:?}"
+    );
+    assert!(!e[0].span.is_dummy());
+    // A second region whose let is not the linear index.
+    let wrong = nest_2d("_1", "S[@] = A[@]").replace("tx_1 + ty_1 * 32", "ty_1 + tx_1 * 4");
+    let e = errors_2d(format!("{HEAD_2D}{}{wrong}", nest_2d("", "S[@] = A[@]")));
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(e[0].message.contains("not a thread nest"), "{e:?}");
+    // A kernel written by hand as one nest (no linear index) is left as it is.
+    let hand = "        for tx in T.thread_binding(32, thread=\"threadIdx.x\"):\n            for ty in T.thread_binding(4, thread=\"threadIdx.y\"):\n                S[ty * 32 + tx] = A[ty * 32 + tx]\n";
+    let func = tlc_ir::parse(&format!("{HEAD_2D}{hand}")).expect("parses");
+    assert_eq!(bound(func.clone()), func);
+}

@@ -4,7 +4,7 @@
 //!
 //! Tolerances: exact where the kernel's arithmetic is exact in its dtype (f32 adds of f16
 //! values, copies, integer math); gemm within `2^-23·K·Σ|a·b| + u·|ref| + 2^-24` where `u` is
-//! the output dtype's unit roundoff (2^-11 float16, 2^-8 bfloat16) — f32 accumulation error
+//! the output dtype's unit roundoff (2^-11 float16, 2^-8 bfloat16, 2^-24 float32) — f32 accumulation error
 //! plus one rounding to the output type.
 
 use half::{bf16, f16};
@@ -156,6 +156,7 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
             check_gemm(stem, o, false, Round::F16);
         }
         "gemm_bf16_transposed" => check_gemm(stem, o, true, Round::Bf16),
+        "gemm_threads_2d" => check_gemm(stem, o, false, Round::F32),
         other => panic!("no reference for case `{other}`: add one to tests/tests/interp_cases.rs"),
     }
 }
@@ -164,6 +165,7 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
 enum Round {
     F16,
     Bf16,
+    F32,
 }
 
 /// C = A @ B (or A @ B^T), checked on every element when small, else on a fixed sample.
@@ -182,6 +184,7 @@ fn check_gemm(stem: &str, o: &Outputs, b_transposed: bool, round: Round) {
     let u = match round {
         Round::F16 => 2f64.powi(-11),
         Round::Bf16 => 2f64.powi(-8),
+        Round::F32 => 2f64.powi(-24),
     };
     let positions: Vec<(usize, usize)> = if m * n <= 40_000 {
         (0..m).flat_map(|i| (0..n).map(move |j| (i, j))).collect()
@@ -210,6 +213,7 @@ fn check_gemm(stem: &str, o: &Outputs, b_transposed: bool, round: Round) {
     let rounded = match round {
         Round::F16 => f16::from_f64(first).to_f64(),
         Round::Bf16 => bf16::from_f64(first).to_f64(),
+        Round::F32 => f64::from(first as f32),
     };
     assert_eq!(first, rounded, "{stem}: C is not rounded to its dtype");
 }

@@ -8,7 +8,7 @@ use crate::diagnostic::Diagnostic;
 use crate::dtype::DType;
 use crate::ir::{Arena, For, ForKind, Kernel, Scope, StmtKind, ThreadTag};
 use crate::span::Span;
-use crate::target::{Target, MAX_THREADS_PER_BLOCK};
+use crate::target::{Target, MAX_BLOCK_DIMS, MAX_THREADS_PER_BLOCK};
 use crate::visit::for_each_stmt;
 
 /// The element counts a `T.vectorized` loop may have (up to a 16-byte access of 8-bit data).
@@ -171,6 +171,21 @@ impl<'f> Checker<'f> {
                 ),
             );
             return None;
+        }
+        // Within the total, only `z` (at most 64) can exceed its own limit.
+        for ((t, &v), (max, axis)) in k
+            .threads
+            .iter()
+            .zip(&dims)
+            .zip(MAX_BLOCK_DIMS.into_iter().zip(["x", "y", "z"]))
+        {
+            if v > max {
+                self.error(
+                    t.span,
+                    format!("a thread block has at most {max} threads along {axis}, found {v}"),
+                );
+                return None;
+            }
         }
         Some(dims)
     }

@@ -878,6 +878,10 @@ fn thread_counts() {
         &with_threads(Vec::new()),
         "a thread block has 1 to 3 dimensions, found 0",
     );
+    one(
+        &with_threads(vec![int(1), int(8), int(128)]),
+        "a thread block has at most 64 threads along z, found 128",
+    );
     let info = ok(&with_threads(vec![int(32), int(4), int(8)]));
     assert_eq!(info.kernels[0].num_threads, 1024);
 }

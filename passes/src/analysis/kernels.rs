@@ -63,6 +63,34 @@ pub fn is_merged(body: &[Stmt]) -> bool {
     matches!(body, [s] if is_thread_region(s))
 }
 
+/// The top-level statements of a merged kernel body: the body of its thread loop, or of
+/// the innermost loop of its thread nest (up to `depth` binding loops, one per block
+/// dimension; the nest's let of the linear index comes first). `None` when `body` is not
+/// merged.
+pub fn merged_top_mut(body: &mut Vec<Stmt>, depth: usize) -> Option<&mut Vec<Stmt>> {
+    // How many loops to enter, found first (a mutable walk cannot stop halfway).
+    let mut levels = 0;
+    let mut at: &[Stmt] = body;
+    while levels < depth && is_merged(at) {
+        let Some(StmtKind::For(f)) = at.first().map(|s| &s.kind) else {
+            break;
+        };
+        at = &f.body;
+        levels += 1;
+    }
+    if levels == 0 {
+        return None;
+    }
+    let mut top = Some(body);
+    for _ in 0..levels {
+        top = top.and_then(|b| match b.first_mut().map(|s| &mut s.kind) {
+            Some(StmtKind::For(f)) => Some(&mut f.body),
+            _ => None,
+        });
+    }
+    top
+}
+
 /// Whether `body` holds a tile op or a `T.Parallel` loop (work for `lower-tile-ops`).
 pub fn contains_tile_ops(body: &[Stmt]) -> bool {
     let mut found = false;

@@ -4,6 +4,8 @@
 //!
 //! - `kernels` — every kernel (one `for_each_kernel`) and the shape of a body (SIMT regions,
 //!   the merged thread loop, pipelined loops, tile ops);
+//! - `block` — a kernel's thread block (shape, thread count) and the thread nest that
+//!   regions of a multi-dimensional block are written as (the linear thread index);
 //! - `access` — which buffers statements read and write, use counts, element accesses;
 //! - `int` — integer facts (over `tlc_ir::interval`): intervals, `multiple_of`, `unit_offset`, `mentions`,
 //!   `provably_true`, under what is known of the variables (`int::Env`);
@@ -14,6 +16,7 @@
 //!   memory, the others in registers) and which of their accesses are provably in bounds.
 
 pub mod access;
+pub mod block;
 pub mod int;
 pub mod kernels;
 pub mod local_arrays;

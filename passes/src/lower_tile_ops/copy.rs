@@ -151,11 +151,11 @@ pub(crate) fn lower(
                     .last()
                     .is_some_and(|l| multiple_of(&l.start, 2, &bounds))
                 && rows_aligned(other.1, 2);
-            mma_layout::build(&layout, pairs, span, names, body)
+            mma_layout::build(&layout, &ctx.block, pairs, span, names, body)
         }
         None => build(
             &extents,
-            ctx.threads,
+            &ctx.block,
             vec,
             touches_fragment,
             span,

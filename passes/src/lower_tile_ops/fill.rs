@@ -45,7 +45,7 @@ pub(crate) fn lower(
     );
     Ok(build(
         &extents,
-        ctx.threads,
+        &ctx.block,
         vec,
         fragment,
         span,

@@ -15,13 +15,14 @@
 //!   B stored N x K: row (n) `8 * (mi / 2) + r`, column (k) `8 * (mi % 2)`.
 
 use super::mma_layout::MmaLayout;
+use super::region::thread_region;
 use super::Ctx;
 use crate::names::NameSet;
 use tlc_ir::build::{bin, elem, for_loop, intrinsic};
 use tlc_ir::verifier::const_int;
 use tlc_ir::{
     BinOp, BufferDecl, DType, Diagnostic, Expr, ForKind, Gemm, Ident, Intrinsic, Region, Scope,
-    Span, Stmt, StmtKind, ThreadTag,
+    Span, Stmt, StmtKind,
 };
 
 /// One shared operand: its buffer, the fixed leading indices, and the corner of the matrix.
@@ -215,7 +216,7 @@ fn emit(
             });
         }
     }
-    let tx = names.fresh("tx");
+    let tx = names.fresh(ctx.block.index_base());
     let kk = names.fresh("kk");
     let mt = names.fresh("mt");
     let np = names.fresh("np");
@@ -342,11 +343,5 @@ fn emit(
         step,
         span,
     ));
-    for_loop(
-        &tx,
-        Expr::int(ctx.threads),
-        ForKind::ThreadBinding(ThreadTag::ThreadX),
-        body,
-        span,
-    )
+    thread_region(&ctx.block, &tx, body, span, names)
 }

@@ -10,10 +10,11 @@
 //! `MT * NT * 2` pairs, lane `v` over the two adjacent columns of a pair, which is what
 //! makes the epilogue's packed (half2) stores possible.
 
-use super::region::{lane_last, Mapping};
+use super::region::{lane_last, thread_region, Mapping};
+use crate::analysis::block::Block;
 use crate::names::NameSet;
 use tlc_ir::build::{bin, for_loop};
-use tlc_ir::{BinOp, Expr, ForKind, Span, Stmt, ThreadTag};
+use tlc_ir::{BinOp, Expr, ForKind, Span, Stmt};
 
 /// The accumulator layout of one fragment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,14 +90,16 @@ impl MmaLayout {
 /// The region over the whole fragment: `body` sees the fragment indices `[i, j]` of the
 /// element and its slot. `vectorize` makes the pair loop `T.vectorized(2)` (the caller has
 /// checked that the other side of the op can take 2-element vectors), else `T.unroll(2)`.
+/// `block` is the kernel's (its thread count is the layout's, `check` made sure).
 pub(crate) fn build(
     layout: &MmaLayout,
+    block: &Block,
     vectorize: bool,
     span: Span,
     names: &mut NameSet,
     body: impl FnOnce(&Mapping) -> Vec<Stmt>,
 ) -> Stmt {
-    let tx = names.fresh("tx");
+    let tx = names.fresh(block.index_base());
     let it = names.fresh("it");
     let v = names.fresh("v");
     let txe = Expr::var(&tx);
@@ -161,11 +164,5 @@ pub(crate) fn build(
         vec![pair],
         span,
     );
-    for_loop(
-        &tx,
-        Expr::int(layout.threads()),
-        ForKind::ThreadBinding(ThreadTag::ThreadX),
-        vec![serial],
-        span,
-    )
+    thread_region(block, &tx, vec![serial], span, names)
 }

@@ -4,6 +4,10 @@
 //! "lower-tile-ops"). Fragments become per-thread local
 //! arrays. Scalar statements stay where they are.
 //!
+//! Everything is written for the block's thread count `T` and one thread variable: a
+//! 1-D block's `threadIdx.x`, or the linear index of a multi-dimensional block, whose
+//! regions are thread nests (`analysis::block`; `region::thread_region` builds both).
+//!
 //! Files: `region.rs` (the thread mapping every region shares), `copy.rs`, `fill.rs`,
 //! `parallel.rs` (the three ops), `fragment.rs` (fragment → local array), `vectorize.rs`
 //! (when a region gets a `T.vectorized` loop).
@@ -18,13 +22,14 @@ mod region;
 mod swizzle;
 mod vectorize;
 
+use crate::analysis::block::Block;
 use crate::analysis::int::{self, Ranges};
 use crate::analysis::kernels::{contains_binding_loop, contains_tile_ops, for_each_kernel};
 use crate::context::PassContext;
 use crate::names::NameSet;
 use crate::pass::Pass;
 use fragment::Fragments;
-use tlc_ir::verifier::{const_int, Level};
+use tlc_ir::verifier::Level;
 use tlc_ir::visit::child_bodies_mut;
 use tlc_ir::{BufferDecl, Diagnostic, ForKind, Kernel, Layout, PrimFunc, Span, Stmt, StmtKind};
 
@@ -61,8 +66,8 @@ impl Pass for LowerTileOps {
 
 /// What the op lowerings need to know about the kernel they are in.
 pub(crate) struct Ctx<'a> {
-    /// Threads per block (a flat count).
-    pub threads: i64,
+    /// The block's shape; regions map onto its linear thread index (`analysis::block`).
+    pub block: Block,
     /// Parameters and the kernel's allocations (fragments still as declared).
     pub buffers: Vec<&'a BufferDecl>,
     pub fragments: &'a Fragments,
@@ -95,25 +100,14 @@ fn lower_kernel(
     if !contains_tile_ops(&k.body) && fragments.is_empty() {
         return;
     }
-    let threads = match k.threads.as_slice() {
-        [t] => match const_int(t) {
-            Some(t) if t > 0 => t,
-            _ => {
-                errors.push(Diagnostic::error(
-                    t.span,
-                    "the thread count must be a positive constant",
-                ));
-                return;
-            }
-        },
-        _ => {
-            errors.push(
-                Diagnostic::error(span, "multi-dimensional thread blocks are not lowered yet")
-                    .with_note("write `threads=N` with one flat count"),
-            );
+    let block = match Block::of(k, span) {
+        Ok(b) => b,
+        Err(mut e) => {
+            errors.append(&mut e);
             return;
         }
     };
+    let threads = block.threads();
     let before = errors.len();
     if let Err(mut e) = fragments.check_shapes(&k.allocs) {
         errors.append(&mut e);
@@ -127,7 +121,7 @@ fn lower_kernel(
     let body = std::mem::take(&mut k.body);
     let new_body = {
         let ctx = Ctx {
-            threads,
+            block,
             buffers: params.iter().chain(k.allocs.iter()).collect(),
             fragments: &fragments,
             new_allocs: std::cell::RefCell::new(Vec::new()),

@@ -128,10 +128,12 @@ pub(crate) fn lower(
         body
     };
     Ok(match mma {
-        Some(layout) => super::mma_layout::build(&layout, false, span, names, lower_body),
+        Some(layout) => {
+            super::mma_layout::build(&layout, &ctx.block, false, span, names, lower_body)
+        }
         None => build(
             &extents,
-            ctx.threads,
+            &ctx.block,
             vec,
             touches_fragment,
             span,

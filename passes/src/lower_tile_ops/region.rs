@@ -1,16 +1,18 @@
 //! The thread mapping every SIMT region shares. An op's element space (extents
 //! `e0 … ek`, row-major, flat size `E`) is split into vectors of `V` elements along the
 //! innermost dimension (`V = 1`: no vectors); vector number `f = it * T + tx` is done by
-//! thread `tx` in iteration `it` of a serial loop of `ceil(E / (T * V))` trips, under
+//! thread `tx` (the linear thread index of a multi-dimensional block, see
+//! `analysis::block`) in iteration `it` of a serial loop of `ceil(E / (T * V))` trips, under
 //! `if f < E / V:` when `T * V` does not divide `E`. Each element-space index is `f`
 //! decomposed row-major (`f // (e1 … ek) % e0 …`), the innermost one times `V` plus the
 //! vector lane `v`.
 
+use crate::analysis::block::{Block, AXIS_NAMES};
 use crate::names::NameSet;
 use tlc_ir::build::{bin, for_loop};
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::has_load;
-use tlc_ir::{BinOp, Expr, ForKind, Span, Stmt, StmtKind, ThreadTag};
+use tlc_ir::{BinOp, Expr, ForKind, Span, Stmt, StmtKind};
 
 /// The per-element view of a region handed to the op that fills its body.
 pub(crate) struct Mapping {
@@ -40,14 +42,15 @@ pub(crate) fn and(a: Option<Expr>, b: Expr) -> Expr {
 /// (register arrays take constant indices only).
 pub(crate) fn build(
     extents: &[Expr],
-    threads: i64,
+    block: &Block,
     vec: i64,
     registers: bool,
     span: Span,
     names: &mut NameSet,
     body: impl FnOnce(&Mapping) -> Vec<Stmt>,
 ) -> Stmt {
-    let tx = names.fresh("tx");
+    let threads = block.threads();
+    let tx = names.fresh(block.index_base());
     let it = names.fresh("it");
     let lane = (vec > 1).then(|| names.fresh("v"));
     let flat = bin(
@@ -124,13 +127,29 @@ pub(crate) fn build(
         ForKind::Serial
     };
     let serial = for_loop(&it, trips, kind, inner, span);
-    for_loop(
-        &tx,
-        Expr::int(threads),
-        ForKind::ThreadBinding(ThreadTag::ThreadX),
-        vec![serial],
-        span,
-    )
+    thread_region(block, &tx, vec![serial], span, names)
+}
+
+/// The region of `block` running `body` on every thread, over thread variable `index`
+/// (from `names.fresh(block.index_base())`): a `threadIdx.x` loop, or the thread nest of a
+/// multi-dimensional block (fresh axis variables `tx`, `ty`, `tz`).
+pub(crate) fn thread_region(
+    block: &Block,
+    index: &str,
+    body: Vec<Stmt>,
+    span: Span,
+    names: &mut NameSet,
+) -> Stmt {
+    let axes: Vec<String> = if block.is_flat() {
+        Vec::new()
+    } else {
+        AXIS_NAMES
+            .iter()
+            .take(block.dims().len())
+            .map(|a| names.fresh(a))
+            .collect()
+    };
+    block.region(index, &axes, body, span)
 }
 
 /// The longest trip loop that is unrolled.

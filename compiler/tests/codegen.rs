@@ -285,21 +285,23 @@ def tile(A: T.Tensor((128,), "float32")):
     );
     assert_eq!(&tile[errs[0].span.start..][..3], "for");
 
-    let two = r#"
+    // Two kernels compile (codegen_kernels.rs); a loop around a kernel would run on the host.
+    let looped = r#"
 @T.prim_func
-def two(A: T.Tensor((128,), "float32")):
-    with T.Kernel(1, threads=128) as bx:
-        for tx in T.thread_binding(128, thread="threadIdx.x"):
-            A[tx] = 0.0
-    with T.Kernel(1, threads=128) as by:
-        for tx2 in T.thread_binding(128, thread="threadIdx.x"):
-            A[tx2] = 1.0
+def looped(A: T.Tensor((128,), "float32")):
+    for r in T.serial(2):
+        with T.Kernel(1, threads=128) as bx:
+            for tx in T.thread_binding(128, thread="threadIdx.x"):
+                A[tx] = 1.0
 "#;
-    let errs = errors(two);
+    let errs = errors(looped);
     assert!(
-        errs[0].message.contains("exactly one `T.Kernel`"),
+        errs[0]
+            .message
+            .contains("only `T.Kernel` blocks run on the GPU"),
         "{errs:?}"
     );
+    assert_eq!(&looped[errs[0].span.start..][..3], "for");
 
     let local = r#"
 @T.prim_func

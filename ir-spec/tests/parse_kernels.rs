@@ -148,3 +148,28 @@ fn real_redefinitions_are_still_errors() {
         );
     }
 }
+
+/// Merging two kernels (deleting the second's `with T.Kernel` line, as the mutation test
+/// does) leaves one kernel allocating `S` twice with different shapes: invalid, but it must
+/// still print to text that parses back to the same IR, though printing moves both
+/// allocations above the first use.
+#[test]
+fn a_name_allocated_twice_in_one_kernel_prints_unambiguously() {
+    let src = r#"@T.prim_func
+def f(
+    A: T.Tensor((64,), "float32"),
+    B: T.Tensor((64,), "float32"),
+):
+    with T.Kernel(1, threads=32) as bx:
+        S = T.alloc_shared((32,), "float32")
+        T.copy(A[0], S)
+        B[0] = S[0]
+        S = T.alloc_shared((64,), "float32")
+        T.copy(B, S)
+"#;
+    let f = parse(src).unwrap_or_else(|d| panic!("does not parse: {d:#?}"));
+    assert!(tlc_ir::verifier::verify(&f).is_err());
+    let printed = print_func(&f);
+    let again = parse(&printed).unwrap_or_else(|d| panic!("{printed}\n{d:#?}"));
+    assert_eq!(again, f, "{printed}");
+}

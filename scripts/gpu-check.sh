@@ -26,11 +26,7 @@ run() {
         fi
     done
 }
-# Valid kernels that the compiler rejects with a clear error (known limits, docs/ARCHITECTURE.md):
-# two T.Kernels in one prim_func.
-unsupported="swizzle_panels.tir"
 for f in tests/cases/valid/*.tir passes/tests/cases/simt_*.tir examples/gemm_seed000.tir; do
-    case " $unsupported " in *" $(basename "$f") "*) continue ;; esac
     grep -q 'T.symbolic' "$f" || run "$f"
 done
 run examples/elementwise_add.tir -D N=1000

@@ -40,12 +40,25 @@ def compile_kernel(path, defines):
     manifest = json.loads(first.split("tlc-manifest:", 1)[1])
     module = ctypes.c_void_p()
     check(cuda.cuModuleLoadData(ctypes.byref(module), ctypes.c_char_p(ptx + b"\0")), "load")
-    func = ctypes.c_void_p()
-    check(
-        cuda.cuModuleGetFunction(ctypes.byref(func), module, manifest["entry"].encode()),
-        "function",
-    )
-    return func, manifest
+    funcs = []
+    for k in kernels(manifest):
+        func = ctypes.c_void_p()
+        check(
+            cuda.cuModuleGetFunction(ctypes.byref(func), module, k["entry"].encode()),
+            "function",
+        )
+        funcs.append(func)
+    return funcs, manifest
+
+
+def kernels(manifest):
+    """The entries with their launch fields, in launch order (docs/manifest.md): version 1
+    has one at the top level, version 2 a `kernels` list."""
+    if manifest["version"] == 1:
+        return [manifest]
+    if manifest["version"] == 2:
+        return manifest["kernels"]
+    raise RuntimeError(f"manifest version {manifest['version']} is not supported")
 
 
 def evaluate(e, dims):
@@ -60,7 +73,7 @@ def evaluate(e, dims):
     return {"add": a[0] + a[1], "sub": a[0] - a[1], "mul": a[0] * a[1]}[op]
 
 
-def launch(func, manifest, tensors, dims):
+def launch(funcs, manifest, tensors, dims):
     values = [ctypes.c_uint64(t.data_ptr()) for t in tensors]
     for d in manifest["dims"]:
         ty = ctypes.c_int64 if d["dtype"] == "int64" else ctypes.c_int32
@@ -68,16 +81,18 @@ def launch(func, manifest, tensors, dims):
     params = (ctypes.c_void_p * len(values))(
         *[ctypes.cast(ctypes.byref(v), ctypes.c_void_p) for v in values]
     )
-    grid = [evaluate(g, dims) for g in manifest["grid"]] + [1, 1]
-    block = manifest["block"] + [1, 1]
-    smem = evaluate(manifest["shared_bytes"], dims)
-    check(
-        cuda.cuLaunchKernel(
-            func, grid[0], grid[1], grid[2], block[0], block[1], block[2],
-            smem, None, params, None,
-        ),
-        "launch",
-    )
+    # Every entry in order on the default stream, each seeing what the previous wrote.
+    for func, k in zip(funcs, kernels(manifest)):
+        grid = [evaluate(g, dims) for g in k["grid"]] + [1, 1]
+        block = k["block"] + [1, 1]
+        smem = evaluate(k["shared_bytes"], dims)
+        check(
+            cuda.cuLaunchKernel(
+                func, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                smem, None, params, None,
+            ),
+            "launch",
+        )
 
 
 def timed(fn, reps=5):
@@ -111,12 +126,12 @@ def fingerprint(t):
 
 
 def elementwise(path, defines, n, dims):
-    func, m = compile_kernel(path, defines)
+    funcs, m = compile_kernel(path, defines)
     a = torch.rand(n, device="cuda")
     b = torch.rand(n, device="cuda")
     c = torch.full((n,), float("nan"), device="cuda")
     fa, fb = fingerprint(a), fingerprint(b)
-    ms = timed(lambda: launch(func, m, [a, b, c], dims))
+    ms = timed(lambda: launch(funcs, m, [a, b, c], dims))
     ok = torch.equal(c, torch.add(a, b)) and fingerprint(a) == fa and fingerprint(b) == fb
     ref_ms = timed(lambda: c.copy_(a))
     del a, b, c
@@ -125,11 +140,11 @@ def elementwise(path, defines, n, dims):
 
 
 def transpose(rows, cols):
-    func, m = compile_kernel("examples/transpose.tir", [f"M={rows}", f"N={cols}"])
+    funcs, m = compile_kernel("examples/transpose.tir", [f"M={rows}", f"N={cols}"])
     a = torch.rand(rows, cols, device="cuda").half()
     b = torch.full((cols, rows), float("nan"), device="cuda").half()
     fa = fingerprint(a)
-    ms = timed(lambda: launch(func, m, [a, b], {}))
+    ms = timed(lambda: launch(funcs, m, [a, b], {}))
     ok = torch.equal(b, a.t()) and fingerprint(a) == fa
     ref_ms = timed(lambda: b.copy_(a.t()))
     del a, b

@@ -27,8 +27,8 @@ fn check(name: &str, src: &str) -> (String, Manifest) {
 #[test]
 fn thread_level() {
     let (ptx, man) = check("thread_level", &corpus("thread_level"));
-    assert_eq!(man.grid, vec![DimExpr::int(8)]);
-    assert_eq!(man.block, vec![128]);
+    assert_eq!(man.kernels[0].grid, vec![DimExpr::int(8)]);
+    assert_eq!(man.kernels[0].block, vec![128]);
     assert_eq!(man.params[0].access, Access::Read);
     assert_eq!(man.params[1].access, Access::Write);
     assert!(ptx.contains("%tid.x") && ptx.contains("%ctaid.x"));
@@ -38,7 +38,7 @@ fn thread_level() {
 #[test]
 fn thread_vectorized() {
     let (ptx, man) = check("thread_vectorized", &corpus("thread_vectorized"));
-    assert_eq!(man.shared_bytes, DimExpr::int(49152));
+    assert_eq!(man.kernels[0].shared_bytes, DimExpr::int(49152));
     assert!(ptx.contains(".extern .shared .align 16 .b8 smem[];"));
     assert!(ptx.contains("bar.sync \t0;"));
     assert!(ptx.contains("cvt.f32.f16"));
@@ -76,7 +76,7 @@ def transpose_planned(
 #[test]
 fn transpose_planned() {
     let (ptx, man) = check("transpose_planned", TRANSPOSE_PLANNED);
-    assert_eq!(man.grid, vec![DimExpr::int(4), DimExpr::int(4)]);
+    assert_eq!(man.kernels[0].grid, vec![DimExpr::int(4), DimExpr::int(4)]);
     assert!(ptx.contains("%ctaid.y"));
     assert!(ptx.contains("ld.shared.f32") && ptx.contains("st.shared.f32"));
     // `// 64` and `% 64` are a shift and a mask.
@@ -103,7 +103,7 @@ fn elementwise_tail_symbolic() {
     let (ptx, man) = check("add_tail", ELEMENTWISE_TAIL);
     assert_eq!(man.dims.len(), 1);
     assert_eq!(
-        man.grid,
+        man.kernels[0].grid,
         vec![DimExpr::ceildiv(DimExpr::dim("N"), DimExpr::int(256))]
     );
     assert_eq!(man.params[0].shape, vec![DimExpr::dim("N")]);
@@ -285,21 +285,23 @@ def tile(A: T.Tensor((128,), "float32")):
     );
     assert_eq!(&tile[errs[0].span.start..][..3], "for");
 
-    let two = r#"
+    // Two kernels compile (codegen_kernels.rs); a loop around a kernel would run on the host.
+    let looped = r#"
 @T.prim_func
-def two(A: T.Tensor((128,), "float32")):
-    with T.Kernel(1, threads=128) as bx:
-        for tx in T.thread_binding(128, thread="threadIdx.x"):
-            A[tx] = 0.0
-    with T.Kernel(1, threads=128) as by:
-        for tx2 in T.thread_binding(128, thread="threadIdx.x"):
-            A[tx2] = 1.0
+def looped(A: T.Tensor((128,), "float32")):
+    for r in T.serial(2):
+        with T.Kernel(1, threads=128) as bx:
+            for tx in T.thread_binding(128, thread="threadIdx.x"):
+                A[tx] = 1.0
 "#;
-    let errs = errors(two);
+    let errs = errors(looped);
     assert!(
-        errs[0].message.contains("exactly one `T.Kernel`"),
+        errs[0]
+            .message
+            .contains("only `T.Kernel` blocks run on the GPU"),
         "{errs:?}"
     );
+    assert_eq!(&looped[errs[0].span.start..][..3], "for");
 
     let local = r#"
 @T.prim_func

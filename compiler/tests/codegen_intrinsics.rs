@@ -52,7 +52,7 @@ def mma_tile(
 fn mma_tile_f16() {
     let (ptx, man) = compile("mma_tile_f16", &MMA_TILE.replace("DT", "float16"));
     insta::assert_snapshot!("mma_tile_f16", ptx);
-    assert_eq!(man.shared_bytes, tlc_runtime::DimExpr::int(768));
+    assert_eq!(man.kernels[0].shared_bytes, tlc_runtime::DimExpr::int(768));
     assert!(ptx.contains("cp.async.cg.shared.global"), "{ptx}");
     assert!(ptx.contains("cp.async.commit_group;") && ptx.contains("cp.async.wait_group \t0;"));
     assert!(ptx.contains("ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
@@ -84,7 +84,7 @@ fn gemm_pipeline() {
     let path = root().join("compiler/tests/bench/gemm_mma.tir");
     let src = std::fs::read_to_string(&path).expect("gemm_mma.tir");
     let (ptx, man) = compile("gemm_mma", &src);
-    assert_eq!(man.block, vec![128]);
+    assert_eq!(man.kernels[0].block, vec![128]);
     assert_eq!(man.dims.len(), 3);
     // Each stage's copies are predicated: src-size 16 or 0.
     assert!(ptx.contains("selp.u32"), "{ptx}");

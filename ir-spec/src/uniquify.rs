@@ -1,14 +1,17 @@
 //! Gives every scalar binder a name of its own, so that "names are identities" holds for
 //! kernels that reuse a loop variable in sibling loops — `for i, j in T.Parallel(..)` twice in
-//! one kernel is everyday TileLang.
+//! one kernel is everyday TileLang — and every kernel's buffers names of their own, so that
+//! two kernels of one function may both allocate an `A_shared`.
 //!
 //! A loop variable, block variable or let whose name was bound *earlier* by a binder whose
 //! scope has ended is renamed to a fresh `name_N`, together with its uses. A binder whose name
-//! is still in scope is left alone: that is shadowing, which the verifier reports. Buffers are
-//! not renamed.
+//! is still in scope is left alone: that is shadowing, which the verifier reports. Likewise a
+//! kernel's allocation whose name an earlier kernel allocated (that kernel has ended) is
+//! renamed with every reference to it in its kernel; one that repeats a parameter's name or
+//! another allocation of its own kernel is left for the verifier to report.
 
-use crate::ir::{Expr, ExprKind, PrimFunc, Stmt, StmtKind};
-use crate::visit::{for_each_stmt, for_each_subexpr, map_body_exprs, stmt_exprs};
+use crate::ir::{Expr, ExprKind, Kernel, PrimFunc, Stmt, StmtKind};
+use crate::visit::{child_bodies_mut, for_each_stmt, for_each_subexpr, map_body_exprs, stmt_exprs};
 use std::collections::HashSet;
 
 /// Renames reused scalar binders of `func` in place (see the module comment).
@@ -16,6 +19,7 @@ pub fn uniquify(func: &mut PrimFunc) {
     let mut state = State {
         taken: all_names(func),
         bound: HashSet::new(),
+        allocated: HashSet::new(),
     };
     for dim in &func.dims {
         state.bound.insert(dim.name.clone());
@@ -29,6 +33,8 @@ struct State {
     taken: HashSet<String>,
     /// Every scalar name bound so far in program order.
     bound: HashSet<String>,
+    /// Every buffer name allocated by the kernels walked so far.
+    allocated: HashSet<String>,
 }
 
 impl State {
@@ -39,13 +45,34 @@ impl State {
         if !reused {
             return None;
         }
+        let fresh = self.fresh(name);
+        self.bound.insert(fresh.clone());
+        Some(fresh)
+    }
+
+    /// `name_N` with the smallest N no name of the function has, now taken.
+    fn fresh(&mut self, name: &str) -> String {
         let fresh = (1..)
             .map(|n| format!("{name}_{n}"))
             .find(|candidate| !self.taken.contains(candidate))
             .unwrap_or_else(|| format!("{name}_"));
         self.taken.insert(fresh.clone());
-        self.bound.insert(fresh.clone());
-        Some(fresh)
+        fresh
+    }
+
+    /// Renames the allocations of `k` that an earlier kernel also allocated.
+    fn own_buffers(&mut self, k: &mut Kernel) {
+        let names: Vec<String> = k.allocs.iter().map(|a| a.name.name.clone()).collect();
+        for name in &names {
+            let repeated_here = names.iter().filter(|n| *n == name).count() > 1;
+            if self.allocated.contains(name) && !repeated_here {
+                let fresh = self.fresh(name);
+                rename_buffer(k, name, &fresh);
+                self.allocated.insert(fresh);
+            } else {
+                self.allocated.insert(name.clone());
+            }
+        }
     }
 }
 
@@ -72,6 +99,7 @@ fn walk(body: &mut [Stmt], scope: &mut Vec<String>, state: &mut State) {
                 scope.pop();
             }
             StmtKind::Kernel(k) => {
+                state.own_buffers(k);
                 let before = scope.len();
                 for var in &mut k.block_vars {
                     if let Some(fresh) = state.bind(&var.name, scope) {
@@ -107,6 +135,74 @@ fn rename_uses(body: &mut [Stmt], from: &str, to: &str) {
         ExprKind::Var(name) if name == from => Expr::new(ExprKind::Var(to.to_string()), e.span),
         _ => e,
     });
+}
+
+/// Renames buffer `from` to `to` in kernel `k`: its allocation, layout annotation and arena
+/// offset, and every store, load, region and intrinsic operand of its body.
+fn rename_buffer(k: &mut Kernel, from: &str, to: &str) {
+    let fix = |name: &mut String| {
+        if name == from {
+            *name = to.to_string();
+        }
+    };
+    for a in &mut k.allocs {
+        fix(&mut a.name.name);
+    }
+    for l in &mut k.layouts {
+        fix(&mut l.buffer.name);
+    }
+    if let Some(arena) = &mut k.arena {
+        for (name, _) in &mut arena.offsets {
+            fix(&mut name.name);
+        }
+    }
+    rename_buffer_uses(&mut k.body, from, to);
+}
+
+fn rename_buffer_uses(body: &mut [Stmt], from: &str, to: &str) {
+    map_body_exprs(body, &mut |e: Expr| match e.kind {
+        ExprKind::Load { buffer, indices } if buffer == from => Expr::new(
+            ExprKind::Load {
+                buffer: to.to_string(),
+                indices,
+            },
+            e.span,
+        ),
+        kind => Expr::new(kind, e.span),
+    });
+    rename_buffer_refs(body, from, to);
+}
+
+/// The buffer names statements hold outside expressions.
+fn rename_buffer_refs(body: &mut [Stmt], from: &str, to: &str) {
+    for stmt in body {
+        let mut names: Vec<&mut String> = Vec::new();
+        match &mut stmt.kind {
+            StmtKind::Store { buffer, .. } => names.push(&mut buffer.name),
+            StmtKind::Copy { src, dst } => {
+                names.push(&mut src.buffer.name);
+                names.push(&mut dst.buffer.name);
+            }
+            StmtKind::Gemm(g) => {
+                names.push(&mut g.a.buffer.name);
+                names.push(&mut g.b.buffer.name);
+                names.push(&mut g.c.buffer.name);
+            }
+            StmtKind::Fill { dst, .. } => names.push(&mut dst.buffer.name),
+            StmtKind::Intrinsic(i) => {
+                names.extend(i.operands_mut().into_iter().map(|r| &mut r.buffer.name));
+            }
+            _ => {}
+        }
+        for name in names {
+            if name == from {
+                *name = to.to_string();
+            }
+        }
+        for child in child_bodies_mut(stmt) {
+            rename_buffer_refs(child, from, to);
+        }
+    }
 }
 
 fn all_names(func: &PrimFunc) -> HashSet<String> {

@@ -380,3 +380,33 @@ def f(B: T.Tensor((128,), "int32")):
         assert_eq!(b.get(t), Some(want), "B[{t}]");
     }
 }
+
+/// Two thread-level kernels: the second reads, mirrored across blocks, what the first wrote.
+const TWO_KERNELS: &str = r#"@T.prim_func
+def two_kernels(
+    A: T.Tensor((128,), "float32"),
+    B: T.Tensor((128,), "float32"),
+    C: T.Tensor((128,), "float32"),
+):
+    with T.Kernel(2, threads=64) as bx:
+        for tx in T.thread_binding(64, thread="threadIdx.x"):
+            B[bx * 64 + tx] = A[bx * 64 + tx] * 2.0
+    with T.Kernel(4, threads=32) as bx:
+        for tx in T.thread_binding(32, thread="threadIdx.x"):
+            C[bx * 32 + tx] = B[127 - bx * 32 - tx] + 1.0
+"#;
+
+#[test]
+fn kernels_run_in_program_order() {
+    for threads in [1, 4] {
+        let out = run_with(&func(TWO_KERNELS), 5, threads)
+            .unwrap_or_else(|d| panic!("run failed: {d:#?}"));
+        let a = values(get(&out, "A"));
+        let want_b: Vec<f64> = a.iter().map(|x| (*x as f32 * 2.0) as f64).collect();
+        assert_eq!(values(get(&out, "B")), want_b);
+        let want_c: Vec<f64> = (0..128)
+            .map(|i| (want_b[127 - i] as f32 + 1.0) as f64)
+            .collect();
+        assert_eq!(values(get(&out, "C")), want_c, "{threads} host threads");
+    }
+}

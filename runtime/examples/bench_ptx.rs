@@ -68,7 +68,7 @@ fn run() -> Result<(), String> {
     let copy_gbs = 2.0 * largest.num_bytes() as f64 / (f64::from(copy_ms) * 1e-3) / 1e9;
     println!(
         "{}: {} on {}: median {ms:.4} ms, {gbs:.0} GB/s; d2d copy {copy_gbs:.0} GB/s; ratio {:.2}",
-        kernel.manifest().entry,
+        kernel.manifest().entries(),
         path,
         gpu.name(),
         gbs / copy_gbs

@@ -142,7 +142,8 @@ fn vadd_correct(
         wrong == 0 && c.len() == n,
         &format!(
             "n = {n}, grid {:?} block {:?}: {wrong} of {n} elements differ from the CPU",
-            plan.grid, plan.block
+            plan.kernels.first().map(|k| k.grid),
+            plan.kernels.first().map(|k| k.block)
         ),
     );
     Ok(())

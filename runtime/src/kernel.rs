@@ -1,7 +1,9 @@
-//! `Kernel`: a loaded tlc kernel (module + function + manifest). Loading reads the manifest,
-//! JIT-loads the PTX from memory with the driver's error log, and raises the dynamic shared
-//! memory limit when the kernel needs more than 48 KB. Launching checks every argument
-//! against the manifest first, then passes the tensors' pointers followed by the bound dims.
+//! `Kernel`: a loaded tlc kernel file (module + one function per manifest entry + manifest).
+//! Loading reads the manifest, JIT-loads the PTX from memory with the driver's error log,
+//! looks up every entry and raises each one's dynamic shared memory limit when it needs more
+//! than 48 KB. Launching checks every argument against the manifest first, then launches the
+//! entries in order on the GPU's stream (so each sees what the previous one wrote), passing
+//! each the tensors' pointers followed by the bound dims.
 
 use crate::buffer::DeviceTensor;
 use crate::check::{check_args, plan, LaunchPlan};
@@ -36,15 +38,21 @@ impl Drop for Module {
     }
 }
 
-/// A tlc kernel loaded on a GPU.
+/// One entry of the module.
+#[derive(Debug)]
+struct Function {
+    raw: sys::CUfunction,
+    /// The dynamic shared memory limit currently set on `raw`.
+    shared_limit: AtomicU32,
+}
+
+/// A tlc kernel file loaded on a GPU: its entries (one per `T.Kernel` of the source).
 #[derive(Debug)]
 pub struct Kernel {
-    // `func` is only valid while `module` lives; both die together with the Kernel.
-    func: sys::CUfunction,
+    // The functions are only valid while `module` lives; all die together with the Kernel.
+    funcs: Vec<Function>,
     module: Module,
     manifest: Manifest,
-    /// The dynamic shared memory limit currently set on `func`.
-    shared_limit: AtomicU32,
 }
 
 // SAFETY: CUfunction handles may be used from any thread whose current context owns them;
@@ -71,29 +79,37 @@ impl Kernel {
             });
         }
         let module = load_module(gpu, ptx)?;
-        let entry = CString::new(manifest.entry.as_str())
-            .map_err(|_| RuntimeError::BadManifest("entry contains a NUL byte".into()))?;
-        // SAFETY: `module.raw` is a live module.
-        let func = match unsafe { result::module::get_function(module.raw, entry) } {
-            Ok(f) => f,
-            Err(e) if e.0 == CUresult::CUDA_ERROR_NOT_FOUND => {
-                return Err(RuntimeError::EntryNotFound {
-                    entry: manifest.entry.clone(),
-                })
-            }
-            Err(e) => return Err(driver_err("cuModuleGetFunction")(e)),
-        };
+        let mut funcs = Vec::with_capacity(manifest.kernels.len());
+        for k in &manifest.kernels {
+            let entry = CString::new(k.entry.as_str())
+                .map_err(|_| RuntimeError::BadManifest("entry contains a NUL byte".into()))?;
+            // SAFETY: `module.raw` is a live module.
+            let raw = match unsafe { result::module::get_function(module.raw, entry) } {
+                Ok(f) => f,
+                Err(e) if e.0 == CUresult::CUDA_ERROR_NOT_FOUND => {
+                    return Err(RuntimeError::EntryNotFound {
+                        entry: k.entry.clone(),
+                    })
+                }
+                Err(e) => return Err(driver_err("cuModuleGetFunction")(e)),
+            };
+            funcs.push(Function {
+                raw,
+                shared_limit: AtomicU32::new(DEFAULT_SHARED_LIMIT),
+            });
+        }
         let kernel = Kernel {
-            func,
+            funcs,
             module,
             manifest,
-            shared_limit: AtomicU32::new(DEFAULT_SHARED_LIMIT),
         };
         // A constant shared size is known now: set the limit at load time, as promised.
         // (A negative or dim-dependent size is left to `plan` at launch.)
-        let constant = Dims::default().eval(&kernel.manifest.shared_bytes);
-        if let Some(bytes) = constant.ok().and_then(|b| u32::try_from(b).ok()) {
-            kernel.ensure_shared_limit(bytes)?;
+        for (i, k) in kernel.manifest.kernels.iter().enumerate() {
+            let constant = Dims::default().eval(&k.shared_bytes);
+            if let Some(bytes) = constant.ok().and_then(|b| u32::try_from(b).ok()) {
+                kernel.ensure_shared_limit(i, bytes)?;
+            }
         }
         Ok(kernel)
     }
@@ -121,17 +137,19 @@ impl Kernel {
         check_args(&self.manifest, &described)
     }
 
-    /// Launches on the GPU's default stream, asynchronously: results are visible to the
-    /// next download (which waits), and errors inside the kernel surface there or at
-    /// `Gpu::synchronize`. Every argument is checked first. Outputs are written in place.
+    /// Launches every entry, in order, on the GPU's default stream, asynchronously: results
+    /// are visible to the next download (which waits), and errors inside a kernel surface
+    /// there or at `Gpu::synchronize`. Every argument is checked first. Outputs are written
+    /// in place.
     pub fn launch(&self, args: &[&DeviceTensor]) -> Result<()> {
         let plan = self.plan(args)?;
         self.launch_planned(&plan, args)
     }
 
     /// Times the kernel: `warmup` untimed launches, then `iters` launches each between a
-    /// pair of CUDA events (enqueued back to back, see `timing.rs`). Returns the milliseconds
-    /// of each timed launch.
+    /// pair of CUDA events (enqueued back to back, see `timing.rs`). A launch is every entry
+    /// in order, so a multi-kernel file is timed as a whole. Returns the milliseconds of each
+    /// timed launch.
     pub fn time(&self, args: &[&DeviceTensor], warmup: usize, iters: usize) -> Result<Vec<f32>> {
         let plan = self.plan(args)?;
         time_ms(self.gpu(), warmup, iters, || {
@@ -140,10 +158,6 @@ impl Kernel {
     }
 
     fn launch_planned(&self, plan: &LaunchPlan, args: &[&DeviceTensor]) -> Result<()> {
-        if plan.is_empty() {
-            return Ok(());
-        }
-        self.ensure_shared_limit(plan.shared_bytes)?;
         let mut slots: Vec<Slot> = args.iter().map(|a| Slot::Ptr(a.device_ptr())).collect();
         for (decl, (_, value)) in self.manifest.dims.iter().zip(plan.dims.iter()) {
             slots.push(match decl.dtype {
@@ -160,36 +174,52 @@ impl Kernel {
                 Slot::I64(v) => v as *mut i64 as *mut c_void,
             })
             .collect();
-        let [gx, gy, gz] = plan.grid;
-        let [bx, by, bz] = plan.block;
-        self.gpu().bind()?;
-        // SAFETY: the argument count, dtypes and shapes match the manifest, which describes
-        // the entry's parameter list (tensor pointers, then dims); `slots` outlives the call,
-        // which copies the values.
-        unsafe {
-            result::launch_kernel(
-                self.func,
-                (gx, gy, gz),
-                (bx, by, bz),
-                plan.shared_bytes,
-                self.gpu().stream().cu_stream(),
-                &mut params,
-            )
+        // Every entry's shared memory is settled before the first launch, so a refused one
+        // does not leave the outputs half written.
+        for (i, k) in plan.kernels.iter().enumerate() {
+            if !k.is_empty() {
+                self.ensure_shared_limit(i, k.shared_bytes)?;
+            }
         }
-        .map_err(|e| RuntimeError::Driver {
-            call: "cuLaunchKernel",
-            code: error_name(&e),
-            message: format!(
-                "launching `{}` with grid {:?}, block {:?}, {} bytes of shared memory",
-                self.manifest.entry, plan.grid, plan.block, plan.shared_bytes
-            ),
-        })
+        for (func, k) in self.funcs.iter().zip(&plan.kernels) {
+            if k.is_empty() {
+                continue;
+            }
+            let [gx, gy, gz] = k.grid;
+            let [bx, by, bz] = k.block;
+            self.gpu().bind()?;
+            // SAFETY: the argument count, dtypes and shapes match the manifest, which
+            // describes every entry's parameter list (tensor pointers, then dims); `slots`
+            // outlives the call, which copies the values.
+            unsafe {
+                result::launch_kernel(
+                    func.raw,
+                    (gx, gy, gz),
+                    (bx, by, bz),
+                    k.shared_bytes,
+                    self.gpu().stream().cu_stream(),
+                    &mut params,
+                )
+            }
+            .map_err(|e| RuntimeError::Driver {
+                call: "cuLaunchKernel",
+                code: error_name(&e),
+                message: format!(
+                    "launching `{}` with grid {:?}, block {:?}, {} bytes of shared memory",
+                    k.entry, k.grid, k.block, k.shared_bytes
+                ),
+            })?;
+        }
+        Ok(())
     }
 
-    /// Raises `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` when `bytes` exceeds the
-    /// limit set so far (48 KB by default).
-    fn ensure_shared_limit(&self, bytes: u32) -> Result<()> {
-        if bytes <= self.shared_limit.load(Ordering::Relaxed) {
+    /// Raises entry `i`'s `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` when `bytes`
+    /// exceeds the limit set so far (48 KB by default): the attribute is per function.
+    fn ensure_shared_limit(&self, i: usize, bytes: u32) -> Result<()> {
+        let (Some(func), Some(k)) = (self.funcs.get(i), self.manifest.kernels.get(i)) else {
+            return Err(RuntimeError::BadManifest(format!("no kernel {i}")));
+        };
+        if bytes <= func.shared_limit.load(Ordering::Relaxed) {
             return Ok(());
         }
         let max = self.gpu().max_shared_optin();
@@ -197,22 +227,22 @@ impl Kernel {
             return Err(RuntimeError::LaunchConfig(format!(
                 "kernel `{}` needs {bytes} bytes of dynamic shared memory; {} allows at most \
                  {max} per block",
-                self.manifest.entry,
+                k.entry,
                 self.gpu().name()
             )));
         }
         self.gpu().bind()?;
         let value = i32::try_from(bytes).unwrap_or(i32::MAX);
-        // SAFETY: `func` belongs to the live module.
+        // SAFETY: `func.raw` belongs to the live module.
         unsafe {
             result::function::set_function_attribute(
-                self.func,
+                func.raw,
                 CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                 value,
             )
         }
         .map_err(driver_err("cuFuncSetAttribute"))?;
-        self.shared_limit.store(bytes, Ordering::Relaxed);
+        func.shared_limit.store(bytes, Ordering::Relaxed);
         Ok(())
     }
 

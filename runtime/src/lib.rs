@@ -29,13 +29,13 @@ pub mod manifest;
 pub mod timing;
 
 pub use buffer::{DeviceTensor, Element};
-pub use check::{check_args, LaunchPlan};
+pub use check::{check_args, KernelPlan, LaunchPlan};
 pub use cublas::{cublas_gemm_f16, Cublas};
 pub use device::Gpu;
 pub use driver::{cublas_available, driver_available};
 pub use error::RuntimeError;
 pub use expr::{DimExpr, Op};
 pub use kernel::Kernel;
-pub use manifest::{Access, DimDecl, Dims, Manifest, Param};
+pub use manifest::{Access, DimDecl, Dims, Launch, Manifest, Param};
 pub use timing::median;
 pub use tlc_ir::{DType, Target};

@@ -1,8 +1,11 @@
 //! The launch manifest: what the runtime needs to launch a tlc kernel without its source
-//! (entry, target, parameters with dtype and symbolic shape, grid / block / dynamic shared
-//! memory as dim expressions). It travels as ONE comment line at the top of the `.ptx`
-//! (`// tlc-manifest: {json}`), so a single file is the whole kernel: it cannot be separated
-//! from its description or paired with a stale sidecar. The format is in `docs/manifest.md`.
+//! (target, parameters with dtype and symbolic shape, and per `.entry` — one per `T.Kernel`,
+//! launched in order — grid / block / dynamic shared memory as dim expressions). It travels
+//! as ONE comment line at the top of the `.ptx` (`// tlc-manifest: {json}`), so a single file
+//! is the whole kernel: it cannot be separated from its description or paired with a stale
+//! sidecar. The format is in `docs/manifest.md`; its two JSON shapes are in `wire.rs`.
+
+mod wire;
 
 use crate::error::{Result, RuntimeError};
 use crate::expr::DimExpr;
@@ -11,8 +14,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use tlc_ir::{DType, Target};
 
-/// The manifest format version this crate reads and writes.
-pub const MANIFEST_VERSION: u32 = 1;
+/// The newest manifest format version this crate reads and writes: version 1 describes one
+/// entry (`entry`, `grid`, `block`, `shared_bytes` at the top level), version 2 a `kernels`
+/// list. A one-kernel manifest is still written as version 1 (`Manifest::version`), so
+/// existing single-kernel files and their readers are unchanged, while a reader that only
+/// knows version 1 refuses a multi-kernel file instead of launching its first kernel alone.
+pub const MANIFEST_VERSION: u32 = 2;
 
 /// The prefix of the manifest line.
 pub const HEADER_PREFIX: &str = "// tlc-manifest: ";
@@ -52,23 +59,31 @@ pub struct DimDecl {
     pub dtype: DType,
 }
 
-/// The launch manifest of one kernel.
+/// One `.entry` of the module and how to launch it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Manifest {
-    pub version: u32,
+pub struct Launch {
     /// The `.entry` name in the PTX.
     pub entry: String,
-    #[serde(with = "target_text")]
-    pub target: Target,
-    pub params: Vec<Param>,
-    pub dims: Vec<DimDecl>,
     /// 1 to 3 expressions: x, y, z.
     pub grid: Vec<DimExpr>,
     /// 1 to 3 constants: x, y, z.
     pub block: Vec<u32>,
     /// Dynamic shared memory in bytes.
     pub shared_bytes: DimExpr,
+}
+
+/// The launch manifest of a compiled prim_func: its parameters and dims, shared by every
+/// entry, and its kernels in launch order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "wire::Wire", into = "wire::Wire")]
+pub struct Manifest {
+    pub target: Target,
+    pub params: Vec<Param>,
+    pub dims: Vec<DimDecl>,
+    /// At least one. Launched in this order on one stream, each a full grid, so kernel
+    /// `i + 1` sees everything kernel `i` wrote. Every entry takes the same parameter list.
+    pub kernels: Vec<Launch>,
 }
 
 /// Values of the symbolic dims, in the manifest's declaration order.
@@ -116,6 +131,21 @@ impl fmt::Display for Dims {
 }
 
 impl Manifest {
+    /// The format version this manifest is written with: 1 for one kernel, 2 for several.
+    pub fn version(&self) -> u32 {
+        if self.kernels.len() == 1 {
+            1
+        } else {
+            MANIFEST_VERSION
+        }
+    }
+
+    /// The entry names, for messages: `f`, or `f_k0, f_k1`.
+    pub fn entries(&self) -> String {
+        let names: Vec<&str> = self.kernels.iter().map(|k| k.entry.as_str()).collect();
+        names.join(", ")
+    }
+
     /// The single header line (with its newline) that starts the PTX file.
     pub fn to_ptx_header(&self) -> String {
         // Serializing plain structs, strings and integers cannot fail, and serde_json escapes
@@ -163,18 +193,22 @@ impl Manifest {
         Ok(m)
     }
 
-    /// Checks what JSON parsing alone cannot: a supported version, unique names, declared
-    /// and bindable dims, 1–3 grid and block dims, a block of at most 1024 threads.
+    /// Checks what JSON parsing alone cannot: at least one kernel, unique names, declared
+    /// and bindable dims, 1–3 grid and block dims, a block of at most 1024 threads. An error
+    /// about one of several kernels names it.
     pub fn validate(&self) -> Result<()> {
         let bad = |msg: String| Err(RuntimeError::BadManifest(msg));
-        if self.version != MANIFEST_VERSION {
-            return bad(format!(
-                "version {} is not supported (this runtime reads version {MANIFEST_VERSION})",
-                self.version
-            ));
+        if self.kernels.is_empty() {
+            return bad("`kernels` is empty; a manifest describes at least one kernel".into());
         }
-        if !is_ptx_identifier(&self.entry) {
-            return bad(format!("entry `{}` is not a PTX identifier", self.entry));
+        let mut entries = BTreeSet::new();
+        for k in &self.kernels {
+            if !is_ptx_identifier(&k.entry) {
+                return bad(format!("entry `{}` is not a PTX identifier", k.entry));
+            }
+            if !entries.insert(k.entry.as_str()) {
+                return bad(format!("entry `{}` is repeated", k.entry));
+            }
         }
         let mut names = BTreeSet::new();
         for p in &self.params {
@@ -195,16 +229,24 @@ impl Manifest {
             }
         }
         // Every expression may only mention declared dims.
+        let several = self.kernels.len() > 1;
         let mut exprs: Vec<(String, &DimExpr)> = Vec::new();
         for p in &self.params {
             for (i, e) in p.shape.iter().enumerate() {
                 exprs.push((format!("shape of `{}` (dim {i})", p.name), e));
             }
         }
-        for (i, e) in self.grid.iter().enumerate() {
-            exprs.push((format!("grid.{}", axis(i)), e));
+        for k in &self.kernels {
+            let of = if several {
+                format!(" of `{}`", k.entry)
+            } else {
+                String::new()
+            };
+            for (i, e) in k.grid.iter().enumerate() {
+                exprs.push((format!("grid.{}{of}", axis(i)), e));
+            }
+            exprs.push((format!("shared_bytes{of}"), &k.shared_bytes));
         }
-        exprs.push(("shared_bytes".to_string(), &self.shared_bytes));
         for (place, e) in exprs {
             let mut used = BTreeSet::new();
             e.dims(&mut used);
@@ -228,27 +270,16 @@ impl Manifest {
                 ));
             }
         }
-        if !(1..=3).contains(&self.grid.len()) {
-            return bad(format!(
-                "grid has {} entries; 1 to 3 expected",
-                self.grid.len()
-            ));
+        for k in &self.kernels {
+            if let Err(msg) = k.check_shape() {
+                return bad(if several {
+                    format!("kernel `{}`: {msg}", k.entry)
+                } else {
+                    msg
+                });
+            }
         }
-        if !(1..=3).contains(&self.block.len()) {
-            return bad(format!(
-                "block has {} entries; 1 to 3 expected",
-                self.block.len()
-            ));
-        }
-        let threads = self
-            .block
-            .iter()
-            .try_fold(1u64, |acc, &b| (b > 0).then(|| acc * u64::from(b)));
-        match threads {
-            Some(t) if t <= 1024 => Ok(()),
-            Some(t) => bad(format!("block has {t} threads; at most 1024 are allowed")),
-            None => bad("block has a zero entry".into()),
-        }
+        Ok(())
     }
 
     /// Infers the symbolic dims from the shapes of the given arguments (one per parameter, in
@@ -256,7 +287,7 @@ impl Manifest {
     pub fn bind_dims(&self, shapes: &[&[usize]]) -> Result<Dims> {
         if shapes.len() != self.params.len() {
             return Err(RuntimeError::ArgCount {
-                entry: self.entry.clone(),
+                entry: self.entries(),
                 expected: self.params.len(),
                 found: shapes.len(),
             });
@@ -330,6 +361,33 @@ impl Manifest {
             }
         }
         Ok(dims)
+    }
+}
+
+impl Launch {
+    /// 1–3 grid and block entries, and a block of 1 to 1024 threads.
+    fn check_shape(&self) -> std::result::Result<(), String> {
+        if !(1..=3).contains(&self.grid.len()) {
+            return Err(format!(
+                "grid has {} entries; 1 to 3 expected",
+                self.grid.len()
+            ));
+        }
+        if !(1..=3).contains(&self.block.len()) {
+            return Err(format!(
+                "block has {} entries; 1 to 3 expected",
+                self.block.len()
+            ));
+        }
+        let threads = self
+            .block
+            .iter()
+            .try_fold(1u64, |acc, &b| (b > 0).then(|| acc * u64::from(b)));
+        match threads {
+            Some(t) if t <= 1024 => Ok(()),
+            Some(t) => Err(format!("block has {t} threads; at most 1024 are allowed")),
+            None => Err("block has a zero entry".into()),
+        }
     }
 }
 

@@ -15,11 +15,11 @@ fn good_arguments_give_the_launch_plan() {
     let n = [1_000_003usize];
     let f = DType::Float32;
     let p = check_args(&vadd(), &[(f, &n), (f, &n), (f, &n)]).unwrap();
-    assert_eq!(p.grid, [3907, 1, 1]);
-    assert_eq!(p.block, [256, 1, 1]);
-    assert_eq!(p.shared_bytes, 0);
+    assert_eq!(p.kernels[0].grid, [3907, 1, 1]);
+    assert_eq!(p.kernels[0].block, [256, 1, 1]);
+    assert_eq!(p.kernels[0].shared_bytes, 0);
     assert_eq!(p.dims.get("N"), Some(1_000_003));
-    assert!(!p.is_empty());
+    assert!(!p.kernels[0].is_empty());
 }
 
 #[test]
@@ -61,44 +61,45 @@ fn argument_count_dtype_and_shape_errors_name_the_parameter() {
 fn an_empty_problem_plans_an_empty_grid() {
     let f = DType::Float32;
     let p = check_args(&vadd(), &[(f, &[0]), (f, &[0]), (f, &[0])]).unwrap();
-    assert_eq!(p.grid, [0, 1, 1]);
-    assert!(p.is_empty());
+    assert_eq!(p.kernels[0].grid, [0, 1, 1]);
+    assert!(p.kernels[0].is_empty());
 }
 
 #[test]
 fn grid_and_shared_memory_out_of_range_are_errors() {
     let mut m = vadd();
-    m.grid = vec![DimExpr::int(1), DimExpr::dim("N")];
+    m.kernels[0].grid = vec![DimExpr::int(1), DimExpr::dim("N")];
     let err = plan(&m, Dims::from_pairs([("N", 70_000)])).unwrap_err();
     assert_eq!(
         err.to_string(),
         "invalid launch configuration: grid.y = N is 70000 with N = 70000; it must lie in 0..=65535"
     );
-    m.grid = vec![DimExpr::op(Op::Sub, DimExpr::dim("N"), DimExpr::int(10))];
+    m.kernels[0].grid = vec![DimExpr::op(Op::Sub, DimExpr::dim("N"), DimExpr::int(10))];
     let err = plan(&m, Dims::from_pairs([("N", 3)])).unwrap_err();
     assert!(
         err.to_string().contains("grid.x = sub(N, 10) is -7"),
         "{err}"
     );
-    m.grid = vec![DimExpr::dim("N")];
+    m.kernels[0].grid = vec![DimExpr::dim("N")];
     assert_eq!(
         plan(&m, Dims::from_pairs([("N", MAX_GRID[0])]))
             .unwrap()
+            .kernels[0]
             .grid[0],
         i32::MAX as u32
     );
-    m.shared_bytes = DimExpr::op(Op::Mul, DimExpr::dim("N"), DimExpr::int(-4));
+    m.kernels[0].shared_bytes = DimExpr::op(Op::Mul, DimExpr::dim("N"), DimExpr::int(-4));
     let err = plan(&m, Dims::from_pairs([("N", 3)])).unwrap_err();
     assert!(
         err.to_string().contains("shared_bytes = mul(N, -4) is -12"),
         "{err}"
     );
-    m.shared_bytes = DimExpr::op(Op::Mul, DimExpr::dim("N"), DimExpr::int(4));
+    m.kernels[0].shared_bytes = DimExpr::op(Op::Mul, DimExpr::dim("N"), DimExpr::int(4));
     assert_eq!(
-        plan(&m, Dims::from_pairs([("N", 3)])).unwrap().shared_bytes,
+        plan(&m, Dims::from_pairs([("N", 3)])).unwrap().kernels[0].shared_bytes,
         12
     );
-    m.grid = vec![DimExpr::int(1)];
+    m.kernels[0].grid = vec![DimExpr::int(1)];
     let err = plan(&m, Dims::from_pairs([("N", i64::MAX)])).unwrap_err();
     assert!(matches!(err, RuntimeError::Eval(_)), "{err}");
 }
@@ -106,11 +107,11 @@ fn grid_and_shared_memory_out_of_range_are_errors() {
 #[test]
 fn multi_axis_blocks_fill_with_ones() {
     let mut m = vadd();
-    m.block = vec![32, 4];
-    m.grid = vec![DimExpr::int(2), DimExpr::int(3), DimExpr::int(4)];
+    m.kernels[0].block = vec![32, 4];
+    m.kernels[0].grid = vec![DimExpr::int(2), DimExpr::int(3), DimExpr::int(4)];
     let p = plan(&m, Dims::from_pairs([("N", 1)])).unwrap();
-    assert_eq!(p.block, [32, 4, 1]);
-    assert_eq!(p.grid, [2, 3, 4]);
+    assert_eq!(p.kernels[0].block, [32, 4, 1]);
+    assert_eq!(p.kernels[0].grid, [2, 3, 4]);
 }
 
 #[test]

@@ -1,6 +1,9 @@
-//! The launch manifest: PTX header round trip, validation errors, dim binding and conflicts.
+//! The launch manifest: PTX header round trip (one kernel as version 1, several as version
+//! 2), validation errors, dim binding and conflicts.
 
-use tlc_runtime::{Access, DType, DimDecl, DimExpr, Manifest, Op, Param, RuntimeError, Target};
+use tlc_runtime::{
+    Access, DType, DimDecl, DimExpr, Launch, Manifest, Op, Param, RuntimeError, Target,
+};
 
 const VADD: &str = include_str!("../examples/vadd.ptx");
 
@@ -17,8 +20,6 @@ fn param(name: &str, dtype: DType, shape: Vec<DimExpr>, access: Access) -> Param
 fn gemm() -> Manifest {
     let (m, n, k) = (DimExpr::dim("M"), DimExpr::dim("N"), DimExpr::dim("K"));
     Manifest {
-        version: 1,
-        entry: "gemm_kernel".into(),
         target: Target::Sm90a,
         params: vec![
             param(
@@ -47,12 +48,15 @@ fn gemm() -> Manifest {
                 dtype: DType::Int32,
             })
             .collect(),
-        grid: vec![
-            DimExpr::ceildiv(n, DimExpr::int(128)),
-            DimExpr::ceildiv(m, DimExpr::int(128)),
-        ],
-        block: vec![128],
-        shared_bytes: DimExpr::int(98304),
+        kernels: vec![Launch {
+            entry: "gemm_kernel".into(),
+            grid: vec![
+                DimExpr::ceildiv(n, DimExpr::int(128)),
+                DimExpr::ceildiv(m, DimExpr::int(128)),
+            ],
+            block: vec![128],
+            shared_bytes: DimExpr::int(98304),
+        }],
     }
 }
 
@@ -77,12 +81,12 @@ fn header_round_trips_through_ptx() {
 #[test]
 fn vadd_example_manifest_is_canonical() {
     let m = Manifest::from_ptx(VADD).unwrap();
-    assert_eq!(m.entry, "vadd");
+    assert_eq!(m.kernels[0].entry, "vadd");
     assert_eq!(m.target, Target::Sm80);
     assert_eq!(m.params.len(), 3);
     assert_eq!(m.params[2].access, Access::Write);
     assert_eq!(
-        m.grid,
+        m.kernels[0].grid,
         vec![DimExpr::ceildiv(DimExpr::dim("N"), DimExpr::int(256))]
     );
     // The hand-written line is exactly what the writer would print.
@@ -141,9 +145,14 @@ fn validation_rejects_inconsistent_manifests() {
         // The same error comes back through the PTX reader.
         assert!(Manifest::from_ptx(&m.to_ptx_header()).is_err());
     };
-    check(&|m| m.version = 2, "version 2 is not supported");
-    check(&|m| m.entry = "9lives".into(), "not a PTX identifier");
-    check(&|m| m.entry = String::new(), "not a PTX identifier");
+    check(
+        &|m| m.kernels[0].entry = "9lives".into(),
+        "not a PTX identifier",
+    );
+    check(
+        &|m| m.kernels[0].entry = String::new(),
+        "not a PTX identifier",
+    );
     check(
         &|m| m.params[1].name = "A".into(),
         "`A` is empty or repeated",
@@ -153,9 +162,12 @@ fn validation_rejects_inconsistent_manifests() {
         &|m| m.dims[0].dtype = DType::Float32,
         "dims are int32 or int64",
     );
-    check(&|m| m.grid[0] = DimExpr::dim("Q"), "grid.x uses dim `Q`");
     check(
-        &|m| m.shared_bytes = DimExpr::dim("S"),
+        &|m| m.kernels[0].grid[0] = DimExpr::dim("Q"),
+        "grid.x uses dim `Q`",
+    );
+    check(
+        &|m| m.kernels[0].shared_bytes = DimExpr::dim("S"),
         "shared_bytes uses dim `S`",
     );
     check(
@@ -169,11 +181,20 @@ fn validation_rejects_inconsistent_manifests() {
         },
         "dim `K` is not the size of any parameter dimension",
     );
-    check(&|m| m.grid = vec![], "grid has 0 entries");
-    check(&|m| m.grid = vec![DimExpr::int(1); 4], "grid has 4 entries");
-    check(&|m| m.block = vec![], "block has 0 entries");
-    check(&|m| m.block = vec![32, 32, 2], "block has 2048 threads");
-    check(&|m| m.block = vec![32, 0], "block has a zero entry");
+    check(&|m| m.kernels[0].grid = vec![], "grid has 0 entries");
+    check(
+        &|m| m.kernels[0].grid = vec![DimExpr::int(1); 4],
+        "grid has 4 entries",
+    );
+    check(&|m| m.kernels[0].block = vec![], "block has 0 entries");
+    check(
+        &|m| m.kernels[0].block = vec![32, 32, 2],
+        "block has 2048 threads",
+    );
+    check(
+        &|m| m.kernels[0].block = vec![32, 0],
+        "block has a zero entry",
+    );
 }
 
 #[test]
@@ -239,7 +260,7 @@ fn derived_and_constant_dims_are_checked_after_binding() {
     // Re-point M: C's dim 0 now binds K, so M must come from somewhere; drop it.
     m.dims.retain(|d| d.name != "M");
     m.params[0].shape[0] = DimExpr::dim("K");
-    m.grid = vec![DimExpr::dim("N")];
+    m.kernels[0].grid = vec![DimExpr::dim("N")];
     m.validate().unwrap();
     assert!(m.bind_dims(&[&[8, 64], &[8, 21], &[8, 10]]).is_ok());
     let err = m.bind_dims(&[&[8, 64], &[8, 20], &[8, 10]]).unwrap_err();

@@ -132,6 +132,20 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
                 }
             }
         }
+        "two_kernels_chain" => {
+            // The second kernel reads B as the first wrote it (B's random initial values
+            // would show in C if the kernels ran out of order).
+            let (a, b, c) = (o["A"].to_f64(), o["B"].to_f64(), o["C"].to_f64());
+            assert_ne!(initial("B"), b, "{stem}: B was not written");
+            for i in 0..128 {
+                for j in 0..256 {
+                    let want = (a[i * 256 + j] as f32 * 2.0 + 1.0) as f64;
+                    assert_eq!(b[i * 256 + j], want, "{stem}: B[{i}, {j}]");
+                    let want = (want as f32 + 1.0) as f64;
+                    assert_eq!(c[j * 128 + i], want, "{stem}: C[{j}, {i}]");
+                }
+            }
+        }
         "unroll_nest" => {
             let a = o["A"].to_f64();
             let mut want = initial("B");

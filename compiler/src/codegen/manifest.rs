@@ -1,11 +1,12 @@
-//! The launch manifest of a kernel: parameters with dtype, symbolic shape and access, dims,
-//! grid (from `T.Kernel`'s extents), block (from `threads`) and the arena's size.
+//! The launch manifest of a prim_func: parameters with dtype, symbolic shape and access (over
+//! all its kernels), dims, and per `T.Kernel` its entry name (`entry_name`), grid (from the
+//! kernel's extents), block (from `threads`) and its arena's size.
 
 use tlc_ir::Target;
 use tlc_ir::{visit, BinOp, DType, Expr, ExprKind, Kernel, PrimFunc, Span, StmtKind};
 use tlc_ir::{Diagnostic, Stmt};
 use tlc_runtime::expr::{DimExpr, Op};
-use tlc_runtime::manifest::{Access, DimDecl, Manifest, Param, MANIFEST_VERSION};
+use tlc_runtime::manifest::{Access, DimDecl, Launch, Manifest, Param};
 
 /// A dim expression of the manifest from an IR expression over literals and symbolic dims.
 pub(super) fn dim_expr(e: &Expr, errors: &mut Vec<Diagnostic>) -> Option<DimExpr> {
@@ -61,15 +62,28 @@ fn accesses(body: &[Stmt], read: &mut Vec<String>, written: &mut Vec<String>) {
     });
 }
 
+/// The `.entry` name of kernel `index` of `count` in function `func`: the function's own
+/// name when it has one kernel (so single-kernel PTX is unchanged), `<func>_k<index>`
+/// (from 0, in program order) when it has several.
+pub(super) fn entry_name(func: &str, index: usize, count: usize) -> String {
+    if count == 1 {
+        func.to_string()
+    } else {
+        format!("{func}_k{index}")
+    }
+}
+
+/// The manifest of `func` whose top-level kernels are `kernels` (in program order).
 pub(super) fn build(
     func: &PrimFunc,
-    kernel: &Kernel,
-    kspan: Span,
+    kernels: &[(&Kernel, Span)],
     target: Target,
     errors: &mut Vec<Diagnostic>,
 ) -> Option<Manifest> {
     let (mut read, mut written) = (Vec::new(), Vec::new());
-    accesses(&kernel.body, &mut read, &mut written);
+    for (kernel, _) in kernels {
+        accesses(&kernel.body, &mut read, &mut written);
+    }
     let mut params = Vec::new();
     for p in &func.params {
         if super::ptx_type(p.dtype).is_none() || p.dtype == DType::Bool {
@@ -101,6 +115,34 @@ pub(super) fn build(
             dtype: d.dtype,
         })
         .collect();
+    let mut launches = Vec::new();
+    for (i, (kernel, kspan)) in kernels.iter().enumerate() {
+        let entry = entry_name(&func.name.name, i, kernels.len());
+        launches.push(launch(entry, kernel, *kspan, errors));
+    }
+    let m = Manifest {
+        target,
+        params,
+        dims,
+        kernels: launches.into_iter().collect::<Option<Vec<_>>>()?,
+    };
+    if let Err(e) = m.validate() {
+        errors.push(Diagnostic::error(
+            func.span,
+            format!("bad launch manifest: {e}"),
+        ));
+        return None;
+    }
+    Some(m)
+}
+
+/// How to launch one kernel: grid, block, dynamic shared memory.
+fn launch(
+    entry: String,
+    kernel: &Kernel,
+    kspan: Span,
+    errors: &mut Vec<Diagnostic>,
+) -> Option<Launch> {
     let grid: Option<Vec<DimExpr>> = kernel.grid.iter().map(|e| dim_expr(e, errors)).collect();
     let mut block = Vec::new();
     for t in &kernel.threads {
@@ -131,22 +173,10 @@ pub(super) fn build(
         }
         None => 0,
     };
-    let m = Manifest {
-        version: MANIFEST_VERSION,
-        entry: func.name.name.clone(),
-        target,
-        params,
-        dims,
+    Some(Launch {
+        entry,
         grid: grid?,
         block,
         shared_bytes: DimExpr::int(shared_bytes),
-    };
-    if let Err(e) = m.validate() {
-        errors.push(Diagnostic::error(
-            func.span,
-            format!("bad launch manifest: {e}"),
-        ));
-        return None;
-    }
-    Some(m)
+    })
 }

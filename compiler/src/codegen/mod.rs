@@ -2,8 +2,13 @@
 //! `Manifest` (`docs/manifest.md`).
 //!
 //! Conventions of the generated kernel:
+//! - Entries: one `.visible .entry` per top-level `T.Kernel`, in program order, named after
+//!   the function when there is one and `<func>_k0`, `<func>_k1`, … when there are several
+//!   (`manifest::entry_name`); the runtime launches them in that order on one stream.
+//!   Statements outside the kernels are refused (nothing runs on the host).
 //! - Parameters: one `.u64` per tensor parameter in declaration order, then one `.u32` per
-//!   symbolic dim (int32), in declaration order (`KernelBuilder::params_from_manifest`).
+//!   symbolic dim (int32), in declaration order (`KernelBuilder::params_from_manifest`); every
+//!   entry of a multi-kernel function takes the whole list, used or not.
 //!   Tensor pointers are loaded once and `cvta.to.global`'d; dims are loaded once into `%r`.
 //! - Registers (virtual, never reused; ptxas allocates): int32 / uint32 values and shared
 //!   addresses in `%r`, int64 values and global addresses in `%rd`, float32 in `%f`,
@@ -41,65 +46,82 @@ mod offset;
 mod stmt;
 mod vector;
 
-use crate::ptx::{check_manifest, KernelBuilder, Module, Reg, SpecialReg, Type};
+use crate::ptx::{self, check_manifest, KernelBuilder, Module, Reg, SpecialReg, Type};
 use std::collections::HashMap;
 use tlc_ir::verifier::{check_level, Level};
 use tlc_ir::Target;
-use tlc_ir::{DType, Diagnostic, PrimFunc, Scope, Span, StmtKind};
+use tlc_ir::{DType, Diagnostic, Kernel, PrimFunc, Scope, Span, StmtKind};
 use tlc_passes::analysis::local_arrays::{local_arrays, LocalArrays};
-use tlc_runtime::manifest::Manifest;
+use tlc_runtime::manifest::{Launch, Manifest};
 
 /// Compiles `func` (verified) for `target`. `func` must be at the planned thread level
-/// (checked first, with the verifier's one wording of what is missing).
+/// (checked first, with the verifier's one wording of what is missing). Each top-level
+/// `T.Kernel` becomes one `.entry` (named by `manifest::entry_name`), all with the same
+/// parameter list, launched in program order (`docs/manifest.md`).
 pub fn emit(func: &PrimFunc, target: Target) -> Result<(Module, Manifest), Vec<Diagnostic>> {
     let unready = check_level(func, Level::Planned);
     if !unready.is_empty() {
         return Err(unready);
     }
-    let kernels: Vec<_> = func
-        .body
-        .iter()
-        .filter_map(|s| match &s.kind {
-            StmtKind::Kernel(k) => Some((k, s.span)),
-            _ => None,
-        })
-        .collect();
+    let mut kernels = Vec::new();
     let mut errors = Vec::new();
     for s in &func.body {
-        if !matches!(s.kind, StmtKind::Kernel(_)) {
-            errors.push(Diagnostic::error(
+        match &s.kind {
+            StmtKind::Kernel(k) => kernels.push((k, s.span)),
+            // The host side of a prim_func is only its kernels, launched in order: anything
+            // else (a let, a loop around kernels) would have to run on the CPU.
+            _ => errors.push(Diagnostic::error(
                 s.span,
-                "codegen needs the function body to be one `T.Kernel` (no statements outside it)",
-            ));
+                "only `T.Kernel` blocks run on the GPU, and this statement is outside every \
+                 one: move it into the kernels that need it",
+            )),
         }
     }
-    let (kernel, kspan) = match kernels.as_slice() {
-        [one] => *one,
-        [] => {
-            errors.push(Diagnostic::error(
-                func.span,
-                "the function has no `T.Kernel`",
-            ));
-            return Err(errors);
-        }
-        [_, second, ..] => {
-            errors.push(Diagnostic::error(
-                second.1,
-                "codegen supports exactly one `T.Kernel` per prim_func",
-            ));
-            return Err(errors);
-        }
-    };
-    let manifest = manifest::build(func, kernel, kspan, target, &mut errors);
+    if kernels.is_empty() {
+        errors.push(Diagnostic::error(
+            func.span,
+            "the function has no `T.Kernel`",
+        ));
+        return Err(errors);
+    }
+    let manifest = manifest::build(func, &kernels, target, &mut errors);
     if !errors.is_empty() {
         return Err(errors);
     }
     let Some(manifest) = manifest else {
         return Err(errors);
     };
-    let mut b = KernelBuilder::new(&func.name.name);
-    let (tensor_params, dim_params) = b.params_from_manifest(&manifest);
-    if let [x, rest @ ..] = manifest.block.as_slice() {
+    let mut module = Module::new(target);
+    for ((kernel, kspan), launch) in kernels.iter().zip(&manifest.kernels) {
+        match emit_kernel(func, kernel, *kspan, launch, &manifest) {
+            Ok(k) => module.kernels.push(k),
+            Err(e) => errors.extend(e),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    if let Err(e) = check_manifest(&module, &manifest) {
+        return Err(vec![Diagnostic::error(
+            func.span,
+            format!("internal error: the kernel disagrees with its manifest: {e}"),
+        )]);
+    }
+    Ok((module, manifest))
+}
+
+/// One `T.Kernel` as the entry `launch.entry`: every tensor and dim parameter of `manifest`
+/// (loaded up front, whether or not this kernel uses them), then the body.
+fn emit_kernel(
+    func: &PrimFunc,
+    kernel: &Kernel,
+    kspan: Span,
+    launch: &Launch,
+    manifest: &Manifest,
+) -> Result<ptx::Kernel, Vec<Diagnostic>> {
+    let mut b = KernelBuilder::new(&launch.entry);
+    let (tensor_params, dim_params) = b.params_from_manifest(manifest);
+    if let [x, rest @ ..] = launch.block.as_slice() {
         let y = rest.first().copied().unwrap_or(1);
         let z = rest.get(1).copied().unwrap_or(1);
         b.reqntid([*x, y, z]);
@@ -110,7 +132,7 @@ pub fn emit(func: &PrimFunc, target: Target) -> Result<(Module, Manifest), Vec<D
         bufs: HashMap::new(),
         errors: Vec::new(),
         smem: None,
-        threads: manifest.block.clone(),
+        threads: launch.block.clone(),
         vec_loads: Vec::new(),
         lane: 0,
         packed: HashMap::new(),
@@ -153,14 +175,7 @@ pub fn emit(func: &PrimFunc, target: Target) -> Result<(Module, Manifest), Vec<D
         return Err(cg.errors);
     }
     cg.b.ret();
-    let module = Module::new(target).with_kernel(cg.b.finish());
-    if let Err(e) = check_manifest(&module, &manifest) {
-        return Err(vec![Diagnostic::error(
-            func.span,
-            format!("internal error: the kernel disagrees with its manifest: {e}"),
-        )]);
-    }
-    Ok((module, manifest))
+    Ok(cg.b.finish())
 }
 
 /// What a scalar name stands for.

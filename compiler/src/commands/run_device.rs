@@ -18,6 +18,7 @@ use std::io::Write as _;
 use tlc_ir::interp::{self, fp8, RunOptions, Scalar, Tensor, TensorData};
 use tlc_ir::DType;
 use tlc_passes::{Instrumentation, PassContext, Target};
+use tlc_runtime::check::{KernelPlan, LaunchPlan};
 use tlc_runtime::{DeviceTensor, Gpu};
 
 /// `|gpu − interp| ≤ atol + rtol · |interp|`, per dtype (`docs/cli.md` explains the values).
@@ -169,16 +170,24 @@ pub fn run(args: &RunArgs, target: Option<Target>) -> Result<String, UserError> 
 
     let mut report = String::new();
     let (major, minor) = gpu.capability();
-    let _ = writeln!(
+    let _ = write!(
         report,
-        "ran `{}` on {} (sm_{major}{minor}) as {}: grid {:?}, block {:?}, {} B dynamic shared",
-        manifest.entry,
+        "ran {} on {} (sm_{major}{minor}) as {}",
+        ran_what(&plan),
         gpu.name(),
         target,
-        plan.grid,
-        plan.block,
-        plan.shared_bytes
     );
+    match plan.kernels.as_slice() {
+        [one] => {
+            let _ = writeln!(report, ": {}", launch_config(one));
+        }
+        several => {
+            let _ = writeln!(report, ", in order:");
+            for k in several {
+                let _ = writeln!(report, "  `{}`: {}", k.entry, launch_config(k));
+            }
+        }
+    }
     let mut failed: Vec<String> = Vec::new();
     for param in &func.params {
         let name = &param.name.name;
@@ -229,6 +238,26 @@ pub fn run(args: &RunArgs, target: Option<Target>) -> Result<String, UserError> 
         "the GPU's results differ from the interpreter's beyond the tolerance in: {}",
         failed.join(", ")
     )))
+}
+
+/// `` `f` `` for one kernel, `` 2 kernels `f_k0`, `f_k1` `` for several.
+fn ran_what(plan: &LaunchPlan) -> String {
+    let names: Vec<String> = plan
+        .kernels
+        .iter()
+        .map(|k| format!("`{}`", k.entry))
+        .collect();
+    match names.as_slice() {
+        [one] => one.clone(),
+        all => format!("{} kernels {}", all.len(), all.join(", ")),
+    }
+}
+
+fn launch_config(k: &KernelPlan) -> String {
+    format!(
+        "grid {:?}, block {:?}, {} B dynamic shared",
+        k.grid, k.block, k.shared_bytes
+    )
 }
 
 /// The device encoding of a tensor: little-endian elements of its dtype, row-major (bfloat16

@@ -1,15 +1,16 @@
-//! Checks that a kernel's PTX parameter list is the one its launch manifest promises
+//! Checks that every kernel's PTX parameter list is the one its launch manifest promises
 //! (`docs/manifest.md`): a `.u64` per tensor in order, then a scalar per dim in order —
-//! `.u32`/`.s32` for an int32 dim, `.u64`/`.s64` for an int64 one — and that entry names and
-//! targets agree. A mismatch is a compiler bug that would otherwise surface as a kernel
+//! `.u32`/`.s32` for an int32 dim, `.u64`/`.s64` for an int64 one — and that the module's
+//! entries are the manifest's, in its order, and targets agree. A mismatch is a compiler bug that would otherwise surface as a kernel
 //! reading garbage arguments at launch, so codegen checks before it writes the file.
 
-use super::ast::{Module, Type};
+use super::ast::{Kernel, Module, Type};
 use tlc_ir::DType;
 use tlc_runtime::manifest::Manifest;
 
-/// `Ok` when `module` holds the manifest's entry for the manifest's target with the
-/// prescribed parameter list; otherwise a message naming the first difference.
+/// `Ok` when `module` holds exactly the manifest's entries, in order, for the manifest's
+/// target, each with the prescribed parameter list; otherwise a message naming the first
+/// difference.
 pub fn check_manifest(module: &Module, manifest: &Manifest) -> Result<(), String> {
     if module.target != manifest.target {
         return Err(format!(
@@ -17,9 +18,15 @@ pub fn check_manifest(module: &Module, manifest: &Manifest) -> Result<(), String
             module.target, manifest.target
         ));
     }
-    let Some(kernel) = module.kernels.iter().find(|k| k.name == manifest.entry) else {
-        return Err(format!("the module has no entry `{}`", manifest.entry));
-    };
+    let names: Vec<&str> = module.kernels.iter().map(|k| k.name.as_str()).collect();
+    let entries: Vec<&str> = manifest.kernels.iter().map(|k| k.entry.as_str()).collect();
+    if names != entries {
+        return Err(format!(
+            "the module's entries are [{}] but the manifest lists [{}]",
+            names.join(", "),
+            entries.join(", ")
+        ));
+    }
     let expected: Vec<(String, &[Type])> = manifest
         .params
         .iter()
@@ -32,6 +39,18 @@ pub fn check_manifest(module: &Module, manifest: &Manifest) -> Result<(), String
             (format!("dim `{}`", d.name), tys)
         }))
         .collect();
+    for kernel in &module.kernels {
+        check_params(kernel, manifest, &expected)?;
+    }
+    Ok(())
+}
+
+/// One entry's parameter list against the manifest's (`expected`: what each slot may be).
+fn check_params(
+    kernel: &Kernel,
+    manifest: &Manifest,
+    expected: &[(String, &[Type])],
+) -> Result<(), String> {
     if kernel.params.len() != expected.len() {
         return Err(format!(
             "entry `{}` has {} parameters but the manifest needs {} ({} tensors + {} dims)",
@@ -42,7 +61,7 @@ pub fn check_manifest(module: &Module, manifest: &Manifest) -> Result<(), String
             manifest.dims.len()
         ));
     }
-    for (i, (p, (what, tys))) in kernel.params.iter().zip(&expected).enumerate() {
+    for (i, (p, (what, tys))) in kernel.params.iter().zip(expected).enumerate() {
         if !tys.contains(&p.ty) {
             return Err(format!(
                 "parameter {i} (`{}`) is {} but the manifest's {what} needs {}",

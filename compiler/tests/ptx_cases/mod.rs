@@ -89,7 +89,7 @@ pub fn vadd_f32_tail(target: Target) -> (Manifest, Module) {
             "grid":[{"op":"ceildiv","args":[{"dim":"N"},{"int":256}]}],"block":[256],
             "shared_bytes":{"int":0}}"#,
     );
-    let mut k = KernelBuilder::new(&m.entry);
+    let mut k = KernelBuilder::new(&m.kernels[0].entry);
     let (t, d) = k.params_from_manifest(&m);
     k.reqntid([256, 1, 1]);
     let a = k.global_ptr(&t[0]);
@@ -123,7 +123,7 @@ pub fn saxpy_grid_stride(target: Target) -> (Manifest, Module) {
             "dims":[{"name":"N","dtype":"int32"}],
             "grid":[{"int":132}],"block":[128],"shared_bytes":{"int":0}}"#,
     );
-    let mut k = KernelBuilder::new(&m.entry);
+    let mut k = KernelBuilder::new(&m.kernels[0].entry);
     let (t, d) = k.params_from_manifest(&m);
     let x = k.global_ptr(&t[0]);
     let y = k.global_ptr(&t[1]);
@@ -170,7 +170,7 @@ pub fn transpose_smem(target: Target) -> (Manifest, Module) {
                     {"op":"ceildiv","args":[{"dim":"M"},{"int":32}]}],
             "block":[32,8],"shared_bytes":{"int":4224}}"#,
     );
-    let mut k = KernelBuilder::new(&m.entry);
+    let mut k = KernelBuilder::new(&m.kernels[0].entry);
     let (t, d) = k.params_from_manifest(&m);
     k.reqntid([32, 8, 1]);
     let smem = k.dynamic_shared("smem");
@@ -277,7 +277,7 @@ pub fn scale_v4(target: Target) -> (Manifest, Module) {
             "grid":[{"op":"ceildiv","args":[{"dim":"N"},{"int":128}]}],"block":[128],
             "shared_bytes":{"int":0}}"#,
     );
-    let mut k = KernelBuilder::new(&m.entry);
+    let mut k = KernelBuilder::new(&m.kernels[0].entry);
     let (t, d) = k.params_from_manifest(&m);
     let x = k.global_ptr(&t[0]);
     let y = k.global_ptr(&t[1]);
@@ -317,7 +317,7 @@ pub fn cast_f16_bf16(target: Target) -> (Manifest, Module) {
             "grid":[{"op":"ceildiv","args":[{"dim":"N"},{"int":128}]}],"block":[128],
             "shared_bytes":{"int":0}}"#,
     );
-    let mut k = KernelBuilder::new(&m.entry);
+    let mut k = KernelBuilder::new(&m.kernels[0].entry);
     let (t, d) = k.params_from_manifest(&m);
     let ptrs: Vec<Reg> = t.iter().map(|p| k.global_ptr(p)).collect();
     let n = k.ld_param(&d[0]);
@@ -393,7 +393,7 @@ pub fn index64(target: Target) -> (Manifest, Module) {
             "dims":[{"name":"M","dtype":"int64"},{"name":"K","dtype":"int64"}],
             "grid":[{"dim":"M"}],"block":[256],"shared_bytes":{"int":0}}"#,
     );
-    let mut k = KernelBuilder::new(&m.entry);
+    let mut k = KernelBuilder::new(&m.kernels[0].entry);
     let (t, d) = k.params_from_manifest(&m);
     let x = k.global_ptr(&t[0]);
     let y = k.global_ptr(&t[1]);
@@ -446,7 +446,7 @@ pub fn mma_ldmatrix_cp_async(target: Target) -> (Manifest, Module) {
             "dims":[{"name":"M","dtype":"int32"}],
             "grid":[{"int":1}],"block":[32],"shared_bytes":{"int":768}}"#,
     );
-    let mut k = KernelBuilder::new(&m.entry);
+    let mut k = KernelBuilder::new(&m.kernels[0].entry);
     let (t, d) = k.params_from_manifest(&m);
     k.reqntid([32, 1, 1]);
     let smem = k.dynamic_shared("smem");

@@ -19,14 +19,24 @@ use crate::ir::{
 };
 use expr::{write_expr, write_list};
 use region::{copy_forms, write_plain_region, write_region, Decls};
+use std::collections::HashMap;
 use std::fmt::{self, Write};
 
 /// The canonical text of `func`, ending with a newline.
 pub fn print_func(func: &PrimFunc) -> String {
+    // A (non-verified) name declared twice is ambiguous: the parser resolves a whole-buffer
+    // operand against the declaration in scope where it is written, which printing can
+    // change (allocations print at the top of their kernel). Such a name has no entry here,
+    // so its regions print with explicit ranges, which mean the same under either one.
+    let mut count: HashMap<&str, usize> = HashMap::new();
+    for decl in func.buffers() {
+        *count.entry(decl.name.name.as_str()).or_insert(0) += 1;
+    }
     let mut decls: Decls<'_> = Decls::new();
     for decl in func.buffers() {
-        // On a (non-verified) duplicate name the first declaration wins, as in the verifier.
-        decls.entry(decl.name.name.as_str()).or_insert(decl);
+        if count.get(decl.name.name.as_str()) == Some(&1) {
+            decls.insert(decl.name.name.as_str(), decl);
+        }
     }
     let mut printer = Printer {
         out: String::new(),

@@ -1,0 +1,175 @@
+//! Several `T.Kernel`s in one function: each kernel's buffers get names of their own (the
+//! parser renames an allocation an earlier kernel also made, with every reference to it),
+//! so "names are identities" holds and the verifier accepts kernels written independently.
+//! What is still a redefinition stays an error.
+
+use tlc_ir::visit::{for_each_stmt, for_each_subexpr, stmt_exprs};
+use tlc_ir::{parse, printer::print_func, ExprKind, Kernel, PrimFunc, StmtKind};
+
+fn ok(src: &str) -> PrimFunc {
+    let f = parse(src).unwrap_or_else(|d| panic!("does not parse: {d:#?}\n{src}"));
+    if let Err(d) = tlc_ir::verifier::verify(&f) {
+        panic!("does not verify: {d:#?}\n{src}");
+    }
+    f
+}
+
+fn kernels(f: &PrimFunc) -> Vec<&Kernel> {
+    f.body
+        .iter()
+        .filter_map(|s| match &s.kind {
+            StmtKind::Kernel(k) => Some(k),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every buffer name a kernel's body mentions: stores, loads, regions, intrinsic operands.
+fn mentioned(k: &Kernel) -> Vec<String> {
+    let mut out = Vec::new();
+    for_each_stmt(&k.body, &mut |s| {
+        match &s.kind {
+            StmtKind::Store { buffer, .. } => out.push(buffer.name.clone()),
+            StmtKind::Copy { src, dst } => {
+                out.push(src.buffer.name.clone());
+                out.push(dst.buffer.name.clone());
+            }
+            StmtKind::Fill { dst, .. } => out.push(dst.buffer.name.clone()),
+            StmtKind::Intrinsic(i) => {
+                out.extend(i.operands().iter().map(|r| r.buffer.name.clone()));
+            }
+            _ => {}
+        }
+        for e in stmt_exprs(s) {
+            for_each_subexpr(e, &mut |e| {
+                if let ExprKind::Load { buffer, .. } = &e.kind {
+                    out.push(buffer.clone());
+                }
+            });
+        }
+    });
+    out.sort();
+    out.dedup();
+    out
+}
+
+const TILE: &str = r#"@T.prim_func
+def f(
+    A: T.Tensor((64, 64), "float16"),
+    B: T.Tensor((64, 64), "float16"),
+):
+    with T.Kernel(2, threads=128) as bx:
+        S = T.alloc_shared((32, 64), "float16")
+        T.annotate_layout({S: T.make_swizzled_layout(S)})
+        T.copy(A[bx * 32, 0], S)
+        for i, j in T.Parallel(32, 64):
+            B[bx * 32 + i, j] = S[i, j]
+    with T.Kernel(2, threads=128) as bx:
+        S = T.alloc_shared((32, 64), "float16")
+        T.annotate_layout({S: T.make_swizzled_layout(S)})
+        T.fill(S, 0)
+        T.copy(B[bx * 32, 0], S)
+        for i, j in T.Parallel(32, 64):
+            A[bx * 32 + i, j] = S[i, 63 - j]
+"#;
+
+#[test]
+fn a_buffer_name_repeated_in_a_later_kernel_is_renamed_there() {
+    let f = ok(TILE);
+    let ks = kernels(&f);
+    assert_eq!(ks.len(), 2);
+    assert_eq!(ks[0].allocs[0].name.name, "S");
+    assert_eq!(ks[0].layouts[0].buffer.name, "S");
+    assert_eq!(mentioned(ks[0]), ["A", "B", "S"]);
+    assert_eq!(ks[1].allocs[0].name.name, "S_1");
+    assert_eq!(ks[1].layouts[0].buffer.name, "S_1");
+    assert_eq!(mentioned(ks[1]), ["A", "B", "S_1"]);
+    // The renamed function prints and parses back to itself.
+    let printed = print_func(&f);
+    assert!(printed.contains("S_1 = T.alloc_shared((32, 64), \"float16\")"));
+    assert_eq!(ok(&printed), f);
+}
+
+const THREAD: &str = r#"@T.prim_func
+def g(
+    A: T.Tensor((32, 8), "float32"),
+    O: T.Tensor((32, 8), "float32"),
+):
+    with T.Kernel(1, threads=32) as bx:
+        S = T.alloc_shared((32, 8), "float32")
+        T.shared_arena(bytes=1024, offsets={S: 0})
+        for tx in T.thread_binding(32, thread="threadIdx.x"):
+            T.cp_async(S[tx, 0], A[tx, 0], 16)
+            T.cp_async(S[tx, 4], A[tx, 4], 16)
+            T.cp_async_commit()
+            T.cp_async_wait(0)
+            for j in T.serial(8):
+                O[tx, j] = S[tx, j]
+    with T.Kernel(1, threads=32) as bx:
+        S = T.alloc_shared((32, 8), "float32")
+        T.shared_arena(bytes=1024, offsets={S: 0})
+        for tx in T.thread_binding(32, thread="threadIdx.x"):
+            T.cp_async(S[tx, 0], O[tx, 0], 16)
+            T.cp_async(S[tx, 4], O[tx, 4], 16)
+            T.cp_async_commit()
+            T.cp_async_wait(0)
+            T.sync_threads()
+            for j in T.serial(8):
+                A[tx, j] = S[31 - tx, j]
+"#;
+
+#[test]
+fn arena_offsets_and_intrinsic_operands_follow_the_rename() {
+    let f = ok(THREAD);
+    let ks = kernels(&f);
+    let arena = ks[1].arena.as_ref().map(|a| a.offsets[0].0.name.clone());
+    assert_eq!(arena.as_deref(), Some("S_1"));
+    assert_eq!(mentioned(ks[1]), ["A", "O", "S_1"]);
+    assert_eq!(mentioned(ks[0]), ["A", "O", "S"]);
+    assert_eq!(ok(&print_func(&f)), f);
+}
+
+#[test]
+fn real_redefinitions_are_still_errors() {
+    let twice_in_one_kernel = TILE.replacen(
+        "        T.fill(S, 0)\n",
+        "        S = T.alloc_shared((8,), \"float16\")\n",
+        1,
+    );
+    let shadows_a_parameter = TILE.replace("S", "A");
+    for src in [twice_in_one_kernel, shadows_a_parameter] {
+        let f = parse(&src).unwrap_or_else(|d| panic!("does not parse: {d:#?}"));
+        let errors = tlc_ir::verifier::verify(&f).expect_err("a redefinition");
+        assert!(
+            errors
+                .iter()
+                .any(|d| d.message.contains("is defined more than once")),
+            "{errors:#?}"
+        );
+    }
+}
+
+/// Merging two kernels (deleting the second's `with T.Kernel` line, as the mutation test
+/// does) leaves one kernel allocating `S` twice with different shapes: invalid, but it must
+/// still print to text that parses back to the same IR, though printing moves both
+/// allocations above the first use.
+#[test]
+fn a_name_allocated_twice_in_one_kernel_prints_unambiguously() {
+    let src = r#"@T.prim_func
+def f(
+    A: T.Tensor((64,), "float32"),
+    B: T.Tensor((64,), "float32"),
+):
+    with T.Kernel(1, threads=32) as bx:
+        S = T.alloc_shared((32,), "float32")
+        T.copy(A[0], S)
+        B[0] = S[0]
+        S = T.alloc_shared((64,), "float32")
+        T.copy(B, S)
+"#;
+    let f = parse(src).unwrap_or_else(|d| panic!("does not parse: {d:#?}"));
+    assert!(tlc_ir::verifier::verify(&f).is_err());
+    let printed = print_func(&f);
+    let again = parse(&printed).unwrap_or_else(|d| panic!("{printed}\n{d:#?}"));
+    assert_eq!(again, f, "{printed}");
+}

@@ -1,0 +1,109 @@
+//! The manifest's JSON shapes, by version. Version 1 (one kernel) keeps `entry`, `grid`,
+//! `block` and `shared_bytes` at the top level; version 2 (several kernels) moves them into
+//! a `kernels` list. `Manifest` is written through `Wire` so a one-kernel manifest prints
+//! exactly the version 1 line it always did, field for field, and is read back through it so
+//! each version accepts only its own fields.
+
+use super::{target_text, DimDecl, Launch, Manifest, Param, MANIFEST_VERSION};
+use crate::expr::DimExpr;
+use serde::{Deserialize, Serialize};
+use tlc_ir::Target;
+
+/// Every field either version has, in the order version 1 always printed them.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Wire {
+    version: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    entry: Option<String>,
+    #[serde(with = "target_text")]
+    target: Target,
+    params: Vec<Param>,
+    dims: Vec<DimDecl>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    grid: Option<Vec<DimExpr>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    block: Option<Vec<u32>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    shared_bytes: Option<DimExpr>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    kernels: Option<Vec<Launch>>,
+}
+
+impl From<Manifest> for Wire {
+    fn from(m: Manifest) -> Wire {
+        let version = m.version();
+        let mut wire = Wire {
+            version,
+            entry: None,
+            target: m.target,
+            params: m.params,
+            dims: m.dims,
+            grid: None,
+            block: None,
+            shared_bytes: None,
+            kernels: None,
+        };
+        match <[Launch; 1]>::try_from(m.kernels) {
+            Ok([one]) => {
+                wire.entry = Some(one.entry);
+                wire.grid = Some(one.grid);
+                wire.block = Some(one.block);
+                wire.shared_bytes = Some(one.shared_bytes);
+            }
+            Err(several) => wire.kernels = Some(several),
+        }
+        wire
+    }
+}
+
+impl TryFrom<Wire> for Manifest {
+    type Error = String;
+
+    fn try_from(w: Wire) -> Result<Manifest, String> {
+        let top_level = [
+            ("entry", w.entry.is_some()),
+            ("grid", w.grid.is_some()),
+            ("block", w.block.is_some()),
+            ("shared_bytes", w.shared_bytes.is_some()),
+        ];
+        let kernels = match w.version {
+            1 => {
+                if w.kernels.is_some() {
+                    return Err(
+                        "a version 1 manifest has no `kernels` list (that is version 2)".into(),
+                    );
+                }
+                let missing = |field: &str| format!("missing field `{field}` (version 1)");
+                vec![Launch {
+                    entry: w.entry.ok_or_else(|| missing("entry"))?,
+                    grid: w.grid.ok_or_else(|| missing("grid"))?,
+                    block: w.block.ok_or_else(|| missing("block"))?,
+                    shared_bytes: w.shared_bytes.ok_or_else(|| missing("shared_bytes"))?,
+                }]
+            }
+            2 => {
+                if let Some((field, _)) = top_level.iter().find(|(_, present)| *present) {
+                    return Err(format!(
+                        "a version 2 manifest has `{field}` inside each entry of `kernels`, \
+                         not at the top level"
+                    ));
+                }
+                w.kernels
+                    .ok_or_else(|| "missing field `kernels` (version 2)".to_string())?
+            }
+            v => {
+                return Err(format!(
+                    "version {v} is not supported (this runtime reads versions 1 to \
+                     {MANIFEST_VERSION})"
+                ))
+            }
+        };
+        Ok(Manifest {
+            target: w.target,
+            params: w.params,
+            dims: w.dims,
+            kernels,
+        })
+    }
+}

@@ -1,0 +1,220 @@
+//! Multi-kernel manifests (version 2, a `kernels` list): round trip through the PTX header,
+//! each version accepting only its own shape, per-kernel validation and launch planning.
+
+use tlc_runtime::check::plan;
+use tlc_runtime::{
+    check_args, Access, DType, DimDecl, DimExpr, Dims, Launch, Manifest, Param, RuntimeError,
+    Target,
+};
+
+const VADD: &str = include_str!("../examples/vadd.ptx");
+
+fn launch(entry: &str, grid: DimExpr, block: u32, shared: i64) -> Launch {
+    Launch {
+        entry: entry.into(),
+        grid: vec![grid],
+        block: vec![block],
+        shared_bytes: DimExpr::int(shared),
+    }
+}
+
+/// `B = A * 2` then `C = B + 1`, over N elements: the second kernel reads the first's output.
+fn chain() -> Manifest {
+    let n = DimExpr::dim("N");
+    let tensor = |name: &str, access| Param {
+        name: name.into(),
+        dtype: DType::Float32,
+        shape: vec![n.clone()],
+        access,
+    };
+    Manifest {
+        target: Target::Sm80,
+        params: vec![
+            tensor("A", Access::Read),
+            tensor("B", Access::ReadWrite),
+            tensor("C", Access::Write),
+        ],
+        dims: vec![DimDecl {
+            name: "N".into(),
+            dtype: DType::Int32,
+        }],
+        kernels: vec![
+            launch(
+                "chain_k0",
+                DimExpr::ceildiv(n.clone(), DimExpr::int(128)),
+                128,
+                0,
+            ),
+            launch("chain_k1", DimExpr::ceildiv(n, DimExpr::int(64)), 64, 65536),
+        ],
+    }
+}
+
+fn bad_manifest(json: &str) -> String {
+    match Manifest::from_json(json) {
+        Err(RuntimeError::BadManifest(msg)) => msg,
+        other => panic!("expected BadManifest for {json}, got {other:?}"),
+    }
+}
+
+#[test]
+fn several_kernels_round_trip_as_version_2() {
+    let m = chain();
+    assert_eq!(m.version(), 2);
+    let header = m.to_ptx_header();
+    assert!(
+        header.starts_with("// tlc-manifest: {\"version\":2,\"target\":\"sm_80\",\"params\":"),
+        "{header}"
+    );
+    assert!(
+        header.contains(
+            "\"kernels\":[{\"entry\":\"chain_k0\",\"grid\":[{\"op\":\"ceildiv\",\"args\":\
+             [{\"dim\":\"N\"},{\"int\":128}]}],\"block\":[128],\"shared_bytes\":{\"int\":0}},\
+             {\"entry\":\"chain_k1\","
+        ),
+        "{header}"
+    );
+    // No top-level launch fields: they live in each kernel.
+    for field in [
+        "\"entry\":\"chain",
+        "\"grid\"",
+        "\"block\"",
+        "\"shared_bytes\"",
+    ] {
+        let before_kernels = header.split("\"kernels\"").next().unwrap_or_default();
+        assert!(!before_kernels.contains(field), "{field} in {header}");
+    }
+    assert_eq!(header.lines().count(), 1);
+    let ptx = m.prepend_to(".version 8.0\n.target sm_80\n.address_size 64\n");
+    assert_eq!(Manifest::from_ptx(&ptx).unwrap(), m);
+    assert_eq!(m.entries(), "chain_k0, chain_k1");
+}
+
+#[test]
+fn one_kernel_is_still_written_as_version_1() {
+    let vadd = Manifest::from_ptx(VADD).unwrap();
+    assert_eq!(vadd.version(), 1);
+    assert_eq!(vadd.kernels.len(), 1);
+    // A one-entry `kernels` list is a valid version 2 manifest and means the same kernel.
+    let as_v2 = format!(
+        "{{\"version\":2,\"target\":\"sm_80\",\"params\":{},\"dims\":{},\"kernels\":[{}]}}",
+        serde_json::to_string(&vadd.params).unwrap(),
+        serde_json::to_string(&vadd.dims).unwrap(),
+        serde_json::to_string(&vadd.kernels[0]).unwrap(),
+    );
+    assert_eq!(Manifest::from_json(&as_v2).unwrap(), vadd);
+}
+
+#[test]
+fn each_version_accepts_only_its_own_shape() {
+    let v2 = serde_json::to_string(&chain()).unwrap();
+    let v1 = serde_json::to_string(&Manifest::from_ptx(VADD).unwrap()).unwrap();
+
+    let msg = bad_manifest(&v2.replace("\"version\":2", "\"version\":1"));
+    assert!(
+        msg.contains("no `kernels` list (that is version 2)"),
+        "{msg}"
+    );
+    let msg = bad_manifest(&v1.replace("\"version\":1", "\"version\":2"));
+    assert!(
+        msg.contains("has `entry` inside each entry of `kernels`, not at the top level"),
+        "{msg}"
+    );
+    let msg = bad_manifest(&v2.replace("\"dims\":", "\"shared_bytes\":{\"int\":0},\"dims\":"));
+    assert!(msg.contains("`shared_bytes` inside each entry"), "{msg}");
+    let no_kernels = v2
+        .split(",\"kernels\"")
+        .next()
+        .unwrap_or_default()
+        .to_string()
+        + "}";
+    let msg = bad_manifest(&no_kernels);
+    assert!(msg.contains("missing field `kernels` (version 2)"), "{msg}");
+    let msg = bad_manifest(&v1.replace(",\"grid\":", ",\"grids\":"));
+    assert!(msg.contains("grids"), "{msg}");
+    let msg = bad_manifest(&v2.replace("\"version\":2", "\"version\":3"));
+    assert!(
+        msg.contains("version 3 is not supported (this runtime reads versions 1 to 2)"),
+        "{msg}"
+    );
+    let msg = bad_manifest(&v2.replace("\"block\":[64]", "\"threads\":[64]"));
+    assert!(msg.contains("threads"), "{msg}");
+    // The reader of a whole PTX file reports the same.
+    let ptx = format!("// tlc-manifest: {}\n.version 8.0\n", no_kernels);
+    assert!(matches!(
+        Manifest::from_ptx(&ptx),
+        Err(RuntimeError::BadManifest(_))
+    ));
+}
+
+#[test]
+fn validation_names_the_offending_kernel() {
+    let check = |edit: &dyn Fn(&mut Manifest), want: &str| {
+        let mut m = chain();
+        edit(&mut m);
+        match m.validate() {
+            Err(RuntimeError::BadManifest(msg)) => assert!(msg.contains(want), "{msg} / {want}"),
+            other => panic!("expected an error containing {want:?}, got {other:?}"),
+        }
+        assert!(Manifest::from_ptx(&m.to_ptx_header()).is_err());
+    };
+    check(&|m| m.kernels.clear(), "`kernels` is empty");
+    check(
+        &|m| m.kernels[1].entry = "chain_k0".into(),
+        "entry `chain_k0` is repeated",
+    );
+    check(
+        &|m| m.kernels[1].entry = "k 1".into(),
+        "entry `k 1` is not a PTX identifier",
+    );
+    check(
+        &|m| m.kernels[1].block = vec![64, 32],
+        "kernel `chain_k1`: block has 2048 threads",
+    );
+    check(
+        &|m| m.kernels[0].grid = vec![],
+        "kernel `chain_k0`: grid has 0 entries",
+    );
+    check(
+        &|m| m.kernels[1].grid[0] = DimExpr::dim("Q"),
+        "grid.x of `chain_k1` uses dim `Q`",
+    );
+    check(
+        &|m| m.kernels[1].shared_bytes = DimExpr::dim("S"),
+        "shared_bytes of `chain_k1` uses dim `S`",
+    );
+}
+
+#[test]
+fn every_kernel_gets_its_own_launch_plan() {
+    let m = chain();
+    let f = DType::Float32;
+    let n: &[usize] = &[1000];
+    let p = check_args(&m, &[(f, n), (f, n), (f, n)]).unwrap();
+    assert_eq!(p.dims.get("N"), Some(1000));
+    assert_eq!(p.kernels.len(), 2);
+    assert_eq!(p.kernels[0].entry, "chain_k0");
+    assert_eq!(p.kernels[0].grid, [8, 1, 1]);
+    assert_eq!(p.kernels[0].block, [128, 1, 1]);
+    assert_eq!(p.kernels[0].shared_bytes, 0);
+    assert_eq!(p.kernels[1].entry, "chain_k1");
+    assert_eq!(p.kernels[1].grid, [16, 1, 1]);
+    assert_eq!(p.kernels[1].block, [64, 1, 1]);
+    assert_eq!(p.kernels[1].shared_bytes, 65536);
+
+    let err = check_args(&m, &[(f, n), (f, n)]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "kernel `chain_k0, chain_k1` takes 3 argument(s) but 2 were given"
+    );
+
+    // A range error names the kernel whose grid is out of range.
+    let mut m = chain();
+    m.kernels[1].grid = vec![DimExpr::int(1), DimExpr::dim("N")];
+    let err = plan(&m, Dims::from_pairs([("N", 70_000)])).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid launch configuration: kernel `chain_k1`: grid.y = N is 70000 with N = 70000; \
+         it must lie in 0..=65535"
+    );
+}

@@ -78,7 +78,8 @@ fn tile_kernels_on_multi_dimensional_blocks_compile_for_both_targets() {
                     .join("x")
             );
             for (ptx, manifest) in compile(&name, &reshaped(&src, block)) {
-                assert_eq!(manifest.block, dims, "{name}");
+                assert_eq!(manifest.kernels.len(), 1, "{name}");
+                assert_eq!(manifest.kernels[0].block, dims, "{name}");
                 for reg in regs {
                     assert!(ptx.contains(reg), "{name}: no {reg}");
                 }

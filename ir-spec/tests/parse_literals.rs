@@ -439,3 +439,10 @@ fn bad_special_floats_are_located_errors() {
         "Y[i] = T.float8_e4m3(\"nan\")",
     ));
 }
+
+#[test]
+fn typed_integer_literals_serve_where_a_constant_is_required() {
+    let typed = ok("@T.prim_func\ndef f(A: T.Tensor((256,), \"float32\")):\n    with T.Kernel(T.int32(2), threads=T.int32(128)) as bx:\n        for i in T.Parallel(T.int32(128)):\n            A[bx * 128 + i] = 1.0\n");
+    let plain = ok("@T.prim_func\ndef f(A: T.Tensor((256,), \"float32\")):\n    with T.Kernel(2, threads=128) as bx:\n        for i in T.Parallel(128):\n            A[bx * 128 + i] = 1.0\n");
+    assert_eq!(typed, plain);
+}

@@ -574,10 +574,11 @@ impl Lowerer {
         self.fail(d)
     }
 
-    /// An integer that must be known at compile time (after folding).
+    /// An integer that must be known at compile time (after folding; TVMScript's typed
+    /// `T.int32(128)` is the constant 128).
     pub fn const_int(&mut self, e: &ast::Expr, what: &str) -> Option<i64> {
         let x = self.expr(e)?;
-        match x.as_int() {
+        match crate::verifier::const_int(&x) {
             Some(v) => Some(v),
             None => self.fail(Diagnostic::error(
                 e.span,

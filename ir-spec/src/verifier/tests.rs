@@ -441,6 +441,11 @@ def f(A: T.Tensor((64, 32), "float16"), C: T.Tensor((64, 64), "float32")):
             ("dimension of `Z` must be positive, found 0", "0"),
             ("dimension of `F` must be positive, found -2", "-2"),
             ("dimension of `L` must be positive, found 0", "0"),
+            // K9, a mistake of its own: the kernel mixes tile ops with a thread loop.
+            (
+                "a tile op in a kernel written at the thread level",
+                "T.copy(A[0, 0], S)"
+            ),
         ],
         "{errs:#?}"
     );
@@ -456,9 +461,9 @@ def f(A: T.Tensor((64, 32), "float16"), C: T.Tensor((64, 64), "float32")):
         Err(d) => panic!("parse failed: {d:#?}"),
     };
     let errs = errors(&f);
-    assert_eq!(errs.len(), 5, "{errs:#?}");
+    assert_eq!(errs.len(), 6, "{errs:#?}");
     assert_eq!(
-        errs[4].message,
+        errs[5].message,
         "index -1 is out of bounds for dimension 0 of `L`"
     );
 }

@@ -112,7 +112,7 @@ pub fn source_to_ptx(name: &str, text: &str, target: Target) -> Result<String, U
 
 /// What the whole road does with one source text: the oracle of the pipeline fuzz target
 /// (`fuzz/fuzz_targets/compile.rs`) and of the mutation test over the examples and cases
-/// (`compiler/tests/pipeline_mutations.rs`). **What `check` accepts, `compile` compiles or
+/// (`tests/tests/pipeline_mutations.rs`). **What `check` accepts, `compile` compiles or
 /// refuses with located errors**: a pass whose output fails the verifier, or an error with
 /// no source location, is a compiler bug.
 #[derive(Debug)]

@@ -5,10 +5,8 @@
 //! - **always outside**: the index's interval (under the ranges of the loop, block and
 //!   thread variables, the symbolic dims and the lets around it) lies entirely below 0 or
 //!   at or past the largest extent the dimension can have. `B[ko * 32 + 2147483648, j]`.
-//! - **reaches outside**: the access runs on every run of its kernel (no undecided `if`,
-//!   `T.if_then_else` arm or right operand of `and` / `or` around it, and every enclosing
-//!   loop provably iterates), the extent is a constant, and the extremes of the index are
-//!   values it really takes: it is affine in block and loop variables whose range ends its
+//! - **reaches outside**: the extent is a constant (or the index goes below 0), and the
+//!   extremes of the index are values it really takes: it is affine in block and loop variables whose range ends its
 //!   coefficients pick are constants (`ko` of `T.Pipelined(T.ceildiv(K, 32))` is 0 on every
 //!   run), or the variables it depends on — through lets and the bounds of inner loops
 //!   (`for c in T.unroll(r)`) — have few enough combinations to evaluate every one. Then an
@@ -275,6 +273,13 @@ impl<'f> Walk<'f> {
 
     /// Why `index` is provably outside `0..dim`, if it is.
     fn outside(&self, index: &Expr, dim: &Expr, reached: bool) -> Option<Outside> {
+        // An access under a condition may never run (`if row < M:` with M = 1): even one
+        // that is outside whenever it runs is then no error. Passes split accesses into
+        // guarded copies (a T.Parallel's per-thread iterations), so flagging those would
+        // also make a pass "produce" an error the source did not have.
+        if !reached {
+            return None;
+        }
         let i = interval(index, &self.ranges);
         // A dimension ≤ 0 is reported at the declaration; only negative indices here.
         let extent = eval_int(dim, &|_| None);
@@ -290,9 +295,6 @@ impl<'f> Walk<'f> {
             if known(i.lo) && i.lo >= l {
                 return Some(Outside::always(format!("its smallest value is {}", i.lo)));
             }
-        }
-        if !reached {
-            return None;
         }
         // Below 0 needs no extent; past the end, a constant one.
         let below = || {

@@ -7,69 +7,24 @@
 //!
 //! `TLC_MUTATIONS=N` runs N mutants instead of the default (100 in CI's debug build, 400
 //! in release), `TLC_MUTATION_SEED=S`
-//! another seed: a long campaign is `TLC_MUTATIONS=20000 cargo test --release -p tlc --test
+//! another seed: a long campaign is `TLC_MUTATIONS=20000 cargo test --release -p tlc-tests --test
 //! pipeline_mutations`. Every failure it finds becomes a case in `tests/cases/`.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::Path;
 use tlc::commands::compile::{verdict, Verdict};
 use tlc_ir::Target;
-
-/// xorshift64*: small and deterministic, so a failure reproduces from its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        if n == 0 {
-            0
-        } else {
-            (self.next() % n as u64) as usize
-        }
-    }
-
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> Option<&'a T> {
-        items.get(self.below(items.len()))
-    }
-}
+use tlc_tests::mutate::{pieces, Rng};
 
 fn corpus() -> Vec<(String, String)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut out = Vec::new();
-    for dir in ["examples", "tests/cases/valid"] {
-        let dir = root.join(dir);
-        let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.extension().is_some_and(|x| x == "tir") {
-                let text = std::fs::read_to_string(&path).expect("read case");
-                out.push((path.display().to_string(), text));
-            }
-        }
-    }
-    out.sort();
+    let out: Vec<(String, String)> = tlc_tests::valid_cases()
+        .iter()
+        .map(|p| {
+            let text =
+                std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            (tlc_tests::relative(p).display().to_string(), text)
+        })
+        .collect();
     assert!(out.len() >= 10, "the corpus is too small: {}", out.len());
-    out
-}
-
-/// Runs of word characters, and single other characters.
-fn pieces(src: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for c in src.chars() {
-        let word = c.is_alphanumeric() || c == '_';
-        match out.last_mut() {
-            Some(last) if word && last.chars().all(|l| l.is_alphanumeric() || l == '_') => {
-                last.push(c)
-            }
-            _ => out.push(c.to_string()),
-        }
-    }
     out
 }
 
@@ -236,4 +191,32 @@ fn mutated_kernels_compile_or_get_located_errors() {
     );
     // The oracle saw real work: mutants that check accepts and the pipeline compiles.
     assert!(compiled > count / 20, "only {compiled} mutants compiled");
+}
+
+/// The mutants that once failed the oracle (`tests/cases/mutants/`) stay fixed.
+#[test]
+fn mutants_that_once_failed_stay_fixed() {
+    let dir = tlc_tests::root().join("tests/cases/mutants");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir)
+        .expect("list tests/cases/mutants")
+        .flatten()
+    {
+        let path = entry.path();
+        if path.extension().is_none_or(|x| x != "tir") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("read mutant");
+        for target in Target::ALL {
+            let v = verdict(&text, target);
+            assert!(
+                !matches!(v, Verdict::CompilerBug(_)),
+                "{} for {}: {v:?}",
+                path.display(),
+                target.name()
+            );
+        }
+        seen += 1;
+    }
+    assert!(seen >= 4, "only {seen} mutants");
 }

@@ -3,51 +3,14 @@
 //! diagnostics with in-bounds spans — never panic.
 
 use tlc_ir::parse;
-
-/// xorshift64*: a small deterministic generator, so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        if n == 0 {
-            0
-        } else {
-            (self.next() % n as u64) as usize
-        }
-    }
-}
+use tlc_tests::mutate::{pieces, Rng};
 
 fn fixtures() -> Vec<String> {
-    let dir = format!("{}/../tests/cases/valid", env!("CARGO_MANIFEST_DIR"));
-    let mut out: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{dir}: {e}"))
-        .filter_map(|e| e.ok())
-        .filter(|e| e.path().extension().is_some_and(|x| x == "tir"))
-        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+    let out: Vec<String> = tlc_tests::valid_cases()
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
         .collect();
-    out.sort();
     assert!(out.len() >= 3);
-    out
-}
-
-/// Splits into tokens-ish pieces: runs of word characters, and single other characters.
-fn pieces(src: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for c in src.chars() {
-        let word = c.is_alphanumeric() || c == '_';
-        match out.last_mut() {
-            Some(last) if word && last.chars().all(|l| l.is_alphanumeric() || l == '_') => {
-                last.push(c)
-            }
-            _ => out.push(c.to_string()),
-        }
-    }
     out
 }
 

@@ -122,3 +122,16 @@ fn extremes_through_lets_inner_loop_bounds_and_symbolic_trip_counts() {
         "ko - 32 + i",
     );
 }
+
+#[test]
+fn a_let_named_like_its_loop_is_one_error_not_a_hang() {
+    // A mutant of unroll_nest: `c = … + c` inside `for c in …` (N2). The bounds rule used to
+    // chase `c` → `c` forever while enumerating.
+    let (src, errs) = errors(
+        "for r in T.unroll(1, 3):\n    for c in T.unroll(r):\n        c = r + c\n        A[c] = 1.0",
+    );
+    assert!(
+        errs.iter().any(|e| e.message.contains("defined more than once")),
+        "{errs:#?}\n{src}"
+    );
+}

@@ -369,21 +369,28 @@ impl<'f> Walk<'f> {
     /// loop bounds, and every enclosing loop that may not iterate) is evaluated, in scope
     /// order, at most [`MAX_COMBINATIONS`].
     fn enumerate(&self, index: &Expr, high: bool) -> Option<Extreme> {
-        // The bindings that matter, closed under what their definitions mention.
+        // The bindings that matter, closed under what their definitions mention. Work by
+        // position: a definition's names are looked up among the bindings before it (a
+        // name defined twice — an N2 error — must not send this round in circles).
         let mut needed = vec![false; self.scope.len()];
-        let mut todo: Vec<String> = Vec::new();
-        collect_vars(index, &mut todo);
+        let mut todo: Vec<usize> = Vec::new();
+        let mut names = Vec::new();
+        collect_vars(index, &mut names);
+        for v in &names {
+            todo.push(self.scope.iter().rposition(|b| b.var == v)?);
+        }
         for (k, b) in self.scope.iter().enumerate() {
             if let Def::Loop {
                 iterates: false, ..
             } = b.def
             {
-                needed[k] = true;
-                todo.push(b.var.to_string());
+                todo.push(k);
             }
         }
-        while let Some(v) = todo.pop() {
-            let k = self.scope.iter().rposition(|b| b.var == v)?;
+        while let Some(k) = todo.pop() {
+            if needed[k] {
+                continue;
+            }
             needed[k] = true;
             let mut deps = Vec::new();
             match &self.scope[k].def {
@@ -395,10 +402,7 @@ impl<'f> Walk<'f> {
                 Def::Let { value } => collect_vars(value, &mut deps),
             }
             for d in deps {
-                let j = self.scope[..k].iter().rposition(|b| b.var == d)?;
-                if !needed[j] {
-                    todo.push(d);
-                }
+                todo.push(self.scope[..k].iter().rposition(|b| b.var == d)?);
             }
         }
         let order: Vec<&Binding> = self

@@ -131,7 +131,8 @@ fn a_let_named_like_its_loop_is_one_error_not_a_hang() {
         "for r in T.unroll(1, 3):\n    for c in T.unroll(r):\n        c = r + c\n        A[c] = 1.0",
     );
     assert!(
-        errs.iter().any(|e| e.message.contains("defined more than once")),
+        errs.iter()
+            .any(|e| e.message.contains("defined more than once")),
         "{errs:#?}\n{src}"
     );
 }

@@ -23,7 +23,7 @@
 use super::consts::eval_int;
 use crate::diagnostic::Diagnostic;
 use crate::interval::{decide, interval, Interval, Ranges};
-use crate::ir::{BinOp, BufferDecl, Expr, ExprKind, PrimFunc, Stmt, StmtKind};
+use crate::ir::{BinOp, BufferDecl, Expr, ExprKind, ForKind, PrimFunc, Stmt, StmtKind};
 use crate::span::Span;
 use crate::visit::{expr_children, stmt_exprs};
 use std::collections::HashMap;
@@ -79,6 +79,8 @@ enum Def<'f> {
         start: &'f Expr,
         stop: &'f Expr,
         iterates: bool,
+        /// A `threadIdx.*` binding loop: one value per thread, never enumerated.
+        thread: bool,
     },
     Let {
         value: &'f Expr,
@@ -140,6 +142,7 @@ impl<'f> Walk<'f> {
                         start: &f.start,
                         stop: &f.stop,
                         iterates,
+                        thread: matches!(f.kind, ForKind::ThreadBinding(_)),
                     },
                 });
                 // A loop that may not iterate leaves its body reached only through the
@@ -404,6 +407,17 @@ impl<'f> Walk<'f> {
             for d in deps {
                 todo.push(self.scope[..k].iter().rposition(|b| b.var == d)?);
             }
+        }
+        // Thread indices appear in every lowered access and make the enumeration cost
+        // what a whole block does, at every pass's verification: not enumerated (the
+        // source's tile-level accesses, where the rule matters, have none).
+        let threaded = self
+            .scope
+            .iter()
+            .zip(&needed)
+            .any(|(b, n)| *n && matches!(b.def, Def::Loop { thread: true, .. }));
+        if threaded {
+            return None;
         }
         let order: Vec<&Binding> = self
             .scope

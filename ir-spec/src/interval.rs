@@ -387,4 +387,80 @@ mod tests {
             None
         );
     }
+
+    /// `decide` is sound: a comparison (or a combination) it decides holds, or fails, for
+    /// every pair of values in the variables' ranges.
+    #[test]
+    fn decide_is_sound_on_small_ranges() {
+        use crate::ir::{BinOp, Expr, ExprKind, UnOp};
+        use crate::span::Span;
+        let ranges = [(-3, -1), (-2, 2), (0, 0), (0, 4), (1, 1), (2, 6), (4, 9)];
+        let ops = [
+            BinOp::Lt,
+            BinOp::Le,
+            BinOp::Gt,
+            BinOp::Ge,
+            BinOp::Eq,
+            BinOp::Ne,
+        ];
+        let truth = |op: BinOp, x: i64, y: i64| match op {
+            BinOp::Lt => x < y,
+            BinOp::Le => x <= y,
+            BinOp::Gt => x > y,
+            BinOp::Ge => x >= y,
+            BinOp::Eq => x == y,
+            _ => x != y,
+        };
+        let cmp = |op| Expr::binary(op, Expr::var("x"), Expr::var("y"), Span::DUMMY);
+        for &(xl, xh) in &ranges {
+            for &(yl, yh) in &ranges {
+                let env: Ranges = [
+                    ("x".to_string(), Interval::new(xl, xh)),
+                    ("y".to_string(), Interval::new(yl, yh)),
+                ]
+                .into_iter()
+                .collect();
+                for &op in &ops {
+                    for &op2 in &ops {
+                        // Each comparison, its negation, and its `and` / `or` with another.
+                        let not =
+                            Expr::new(ExprKind::Unary(UnOp::Not, Box::new(cmp(op))), Span::DUMMY);
+                        let and = Expr::binary(BinOp::And, cmp(op), cmp(op2), Span::DUMMY);
+                        let or = Expr::binary(BinOp::Or, cmp(op), cmp(op2), Span::DUMMY);
+                        type Holds = Box<dyn Fn(i64, i64) -> bool>;
+                        let cases: [(Expr, Holds); 4] = [
+                            (cmp(op), Box::new(move |x, y| truth(op, x, y))),
+                            (not, Box::new(move |x, y| !truth(op, x, y))),
+                            (
+                                and,
+                                Box::new(move |x, y| truth(op, x, y) && truth(op2, x, y)),
+                            ),
+                            (
+                                or,
+                                Box::new(move |x, y| truth(op, x, y) || truth(op2, x, y)),
+                            ),
+                        ];
+                        for (e, holds) in &cases {
+                            if let Some(d) = decide(e, &env) {
+                                for x in xl..=xh {
+                                    for y in yl..=yh {
+                                        assert_eq!(holds(x, y), d, "{e} at x={x}, y={y}, {env:?}");
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // It decides what the ranges decide.
+        let env: Ranges = [
+            ("x".to_string(), Interval::new(0, 4)),
+            ("y".to_string(), Interval::new(5, 9)),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(decide(&cmp(BinOp::Lt), &env), Some(true));
+        assert_eq!(decide(&cmp(BinOp::Eq), &env), Some(false));
+    }
 }

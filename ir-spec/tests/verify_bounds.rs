@@ -96,6 +96,10 @@ fn accesses_that_may_be_in_bounds_or_never_run_are_not_errors() {
     // pass splits accesses into such guarded copies: `if row < M:` with M = 1 runs none).
     accepted("if A[i] > 0.0:\n    A[i + 64] = 1.0");
     accepted("if i < N - 1:\n    A[(i + 1) * 64] = 1.0");
+    // A loop that never iterates (its count is 0 for every block), and a float let whose
+    // rounded value is no exact integer.
+    accepted("for c in T.serial(bx - bx):\n    A[c + 1000] = 0.0");
+    accepted("x: T.float32 = 16777217\nA[T.cast(x, \"int32\") - 16777153] = 0.0");
     // A symbolic extent: in bounds for large enough N.
     accepted("C[i + 5] = 0.0");
     // A loop over a symbolic count: the index is not known to reach its extreme.

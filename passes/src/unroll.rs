@@ -4,6 +4,7 @@
 //! gets a fresh name of its own (`x`, `x_1`, …). Loops nested in an unrolled body are
 //! handled after the substitution, so an inner `T.unroll(i)` whose bound was the outer
 //! variable unrolls too. A `T.unroll` loop whose bounds are not constant is left alone.
+//! The copies of a function are bounded ([`MAX_UNROLLED_STMTS`]), counted before any is made.
 
 use crate::context::PassContext;
 use crate::names::{rename_binders, NameSet};
@@ -71,21 +72,16 @@ fn unroll_body(
                 // Counted before copying anything: the copies (with fresh names) are the
                 // expensive part, so a loop nest over the budget costs nothing to refuse.
                 let mut values = vec![(f.var.name.as_str(), 0)];
-                let size = (start..stop).try_fold(0i64, |acc, v| {
-                    values[0].1 = v;
-                    let n = copies(&f.body, &mut values, *budget - acc)?;
-                    Some(acc + n).filter(|&t| t <= *budget)
-                });
-                let size = match size {
-                    Some(n) => n,
-                    None => stop
-                        .saturating_sub(start)
-                        .saturating_mul(f.body.len() as i64)
-                        .max(*budget + 1),
-                };
-                if size > *budget {
+                let fits = (start..stop)
+                    .try_fold(0i64, |acc, v| {
+                        values[0].1 = v;
+                        let n = copies(&f.body, &mut values, *budget - acc)?;
+                        Some(acc + n).filter(|&t| t <= *budget)
+                    })
+                    .is_some();
+                if !fits {
                     let made = MAX_UNROLLED_STMTS - *budget;
-                    let around = if made > 0 {
+                    let after = if made > 0 {
                         format!(", after the {made} that earlier unrolled loops made")
                     } else {
                         String::new()
@@ -95,9 +91,9 @@ fn unroll_body(
                             stmt.span,
                             format!(
                                 "unrolling this loop (with the unrolled loops inside it) would \
-                                 make more than {} statements{around} (limit \
+                                 make more than {budget} statements{after} (limit \
                                  {MAX_UNROLLED_STMTS} in all)",
-                                size.min(*budget)
+                                budget = *budget
                             ),
                         )
                         .with_note("use `T.serial` for long loops"),
@@ -105,7 +101,8 @@ fn unroll_body(
                     *budget = -1;
                     continue;
                 }
-                // The copies charge the budget themselves, statement by statement.
+                // This loop's copies; the unrolled loops inside them charge theirs when they
+                // unroll (within the count just made).
                 *budget -= f.body.len() as i64 * stop.saturating_sub(start).max(0);
                 for value in start..stop {
                     let copy = instantiate(&f.body, &f.var.name, value, names);

@@ -1,16 +1,20 @@
-//! The bounds rule (B7 in `docs/ir.md`): an element access — `B[i, j]` read or written —
-//! whose index is provably outside its buffer is an error at the index. Two rules, each true
-//! of every run of the kernel, so neither refuses a kernel that could run correctly:
+//! The bounds rule (B2 in `docs/ir.md`): an element access — `B[i, j]` read or written —
+//! that is provably outside its buffer is an error at the index. Both rules below apply only
+//! to accesses that run on every run of their kernel (no undecided `if`, `T.if_then_else`
+//! arm or right operand of `and` / `or` around them: `if row < M:` may never hold), and each
+//! is true of every such run, so neither refuses a kernel that could run correctly:
 //!
-//! - **always outside**: the index's interval (under the ranges of the loop, block and
-//!   thread variables, the symbolic dims and the lets around it) lies entirely below 0 or
-//!   at or past the largest extent the dimension can have. `B[ko * 32 + 2147483648, j]`.
+//! - **always outside**: inside loops that all provably iterate, the index's interval
+//!   (under the ranges of the loop, block and thread variables, the symbolic dims and the
+//!   integer lets around it) lies entirely below 0 or at or past the largest extent the
+//!   dimension can have. `B[ko * 32 + 2147483648, j]`.
 //! - **reaches outside**: the extent is a constant (or the index goes below 0), and the
-//!   extremes of the index are values it really takes: it is affine in block and loop variables whose range ends its
-//!   coefficients pick are constants (`ko` of `T.Pipelined(T.ceildiv(K, 32))` is 0 on every
-//!   run), or the variables it depends on — through lets and the bounds of inner loops
-//!   (`for c in T.unroll(r)`) — have few enough combinations to evaluate every one. Then an
-//!   extreme outside the dimension is an out-of-bounds access some block makes on every run.
+//!   extremes of the index are values it really takes: it is affine in block and loop
+//!   variables whose range ends its coefficients pick are constants (`ko` of
+//!   `T.Pipelined(T.ceildiv(K, 32))` is 0 on every run), or the variables it depends on —
+//!   through integer lets and the bounds of inner loops (`for c in T.unroll(r)`), thread
+//!   indices excepted — have at most 2^16 combinations, each evaluated. Then an extreme
+//!   outside the dimension is an out-of-bounds access some block makes on every run.
 //!
 //! Code that never runs (an `if` the ranges decide, a loop with no iteration) is skipped:
 //! passes that unroll and fold leave such code behind, and it accesses nothing.
@@ -19,6 +23,8 @@
 //! the pipeline's prologue) turns such an index into a constant. Checking the same rule on
 //! the source makes it the user's located error at `tlc check`, never a pass "producing
 //! invalid IR" later; after every pass it checks that no pass introduced such an access.
+//! (Thread indices are not enumerated: every lowered access has one, and enumerating them
+//! at every pass's verification cost the seed kernel's compile 0.9 s.)
 
 use super::consts::eval_int;
 use crate::diagnostic::Diagnostic;
@@ -166,14 +172,18 @@ impl<'f> Walk<'f> {
                     }
                 }
             }
-            StmtKind::Let { var, value, .. } => {
+            StmtKind::Let { var, dtype, value } => {
                 self.expr(value, reached);
-                let r = interval(value, &self.ranges);
-                self.ranges.insert(var.name.clone(), r);
-                self.scope.push(Binding {
-                    var: &var.name,
-                    def: Def::Let { value },
-                });
+                // A float let holds its value rounded: neither its interval nor evaluating
+                // its value as an integer says what it is.
+                if dtype.is_none_or(|d| d.is_int()) {
+                    let r = interval(value, &self.ranges);
+                    self.ranges.insert(var.name.clone(), r);
+                    self.scope.push(Binding {
+                        var: &var.name,
+                        def: Def::Let { value },
+                    });
+                }
             }
             StmtKind::Store {
                 buffer,
@@ -291,12 +301,16 @@ impl<'f> Walk<'f> {
             Some(d) => Some(d),
             None => Some(interval(dim, &self.ranges).hi).filter(|&h| known(h)),
         };
-        if known(i.hi) && i.hi < 0 {
-            return Some(Outside::always(format!("its largest value is {}", i.hi)));
-        }
-        if let Some(l) = largest {
-            if known(i.lo) && i.lo >= l {
-                return Some(Outside::always(format!("its smallest value is {}", i.lo)));
+        // Inside a loop that may not iterate, only the enumeration (which runs loops over
+        // their real ranges) proves anything.
+        if self.all_iterate() {
+            if known(i.hi) && i.hi < 0 {
+                return Some(Outside::always(format!("its largest value is {}", i.hi)));
+            }
+            if let Some(l) = largest {
+                if known(i.lo) && i.lo >= l {
+                    return Some(Outside::always(format!("its smallest value is {}", i.lo)));
+                }
             }
         }
         // Below 0 needs no extent; past the end, a constant one.
@@ -316,13 +330,26 @@ impl<'f> Walk<'f> {
             .map(|(v, x)| format!("{v} = {x}"))
             .collect::<Vec<_>>()
             .join(", ");
+        let why = if when.is_empty() {
+            format!("it is {value}")
+        } else {
+            format!("it is {value} when {when}")
+        };
         Some(Outside {
-            why: format!("it is {value} when {when}"),
+            why,
             note: Some(
                 "this access runs on every run of the kernel, for every value of these \
                  variables; guard it with an `if` if only some of them are in bounds"
                     .into(),
             ),
+        })
+    }
+
+    /// Whether every enclosing loop provably iterates (so what the ranges allow happens).
+    fn all_iterate(&self) -> bool {
+        self.scope.iter().all(|b| match b.def {
+            Def::Loop { iterates, .. } => iterates,
+            _ => true,
         })
     }
 
@@ -338,11 +365,7 @@ impl<'f> Walk<'f> {
     /// — exactly, when that end is a constant (`ko` in `T.Pipelined(T.ceildiv(K, 32))`
     /// starts at 0 on every run, although its last value depends on K).
     fn corner(&self, index: &Expr, high: bool) -> Option<Extreme> {
-        let all_iterate = self.scope.iter().all(|b| match b.def {
-            Def::Loop { iterates, .. } => iterates,
-            _ => true,
-        });
-        if !all_iterate {
+        if !self.all_iterate() {
             return None;
         }
         let form = affine(index)?;

@@ -368,7 +368,7 @@ impl<'f> Walk<'f> {
         if !self.all_iterate() {
             return None;
         }
-        let form = affine(index)?;
+        let form = affine(index, &self.ranges)?;
         let mut value = i128::from(form.constant);
         let mut at = Vec::new();
         for (v, c) in &form.terms {
@@ -564,7 +564,7 @@ struct Affine {
 }
 
 /// The affine form of `e` over its variables, if it has one.
-fn affine(e: &Expr) -> Option<Affine> {
+fn affine(e: &Expr, env: &Ranges) -> Option<Affine> {
     fn add(into: &mut Affine, from: Affine, k: i64) -> Option<()> {
         into.constant = into.constant.checked_add(from.constant.checked_mul(k)?)?;
         for (v, c) in from.terms {
@@ -584,24 +584,38 @@ fn affine(e: &Expr) -> Option<Affine> {
     match &e.kind {
         ExprKind::Int(v) => out.constant = *v,
         ExprKind::Var(v) => out.terms.push((v.clone(), 1)),
-        ExprKind::Unary(crate::ir::UnOp::Neg, a) => add(&mut out, affine(a)?, -1)?,
+        ExprKind::Unary(crate::ir::UnOp::Neg, a) => add(&mut out, affine(a, env)?, -1)?,
         ExprKind::Binary(BinOp::Add, a, b) => {
-            add(&mut out, affine(a)?, 1)?;
-            add(&mut out, affine(b)?, 1)?;
+            add(&mut out, affine(a, env)?, 1)?;
+            add(&mut out, affine(b, env)?, 1)?;
         }
         ExprKind::Binary(BinOp::Sub, a, b) => {
-            add(&mut out, affine(a)?, 1)?;
-            add(&mut out, affine(b)?, -1)?;
+            add(&mut out, affine(a, env)?, 1)?;
+            add(&mut out, affine(b, env)?, -1)?;
         }
         ExprKind::Binary(BinOp::Mul, a, b) => {
             match (eval_int(a, &|_| None), eval_int(b, &|_| None)) {
-                (Some(k), _) => add(&mut out, affine(b)?, k)?,
-                (_, Some(k)) => add(&mut out, affine(a)?, k)?,
+                (Some(k), _) => add(&mut out, affine(b, env)?, k)?,
+                (_, Some(k)) => add(&mut out, affine(a, env)?, k)?,
                 _ => return None,
             }
         }
+        // What the simplifier folds by the ranges is seen through here too, so that a
+        // later pass's simplified index is never more exact than the source's:
+        // `x // 1` is x, and `x % c` is x when 0 ≤ x < c.
+        ExprKind::Binary(BinOp::FloorDiv, a, b) if eval_int(b, &|_| None) == Some(1) => {
+            return affine(a, env)
+        }
+        ExprKind::Binary(BinOp::FloorMod, a, b) => {
+            let c = eval_int(b, &|_| None)?;
+            let r = interval(a, env);
+            if r.lo >= 0 && r.hi < c {
+                return affine(a, env);
+            }
+            return None;
+        }
         // Widening keeps the value.
-        ExprKind::Cast(crate::dtype::DType::Int64, a) => return affine(a),
+        ExprKind::Cast(crate::dtype::DType::Int64, a) => return affine(a, env),
         _ => return None,
     }
     Some(out)

@@ -126,7 +126,16 @@ fn every_gemm_case_uses_tensor_cores_without_spills() {
                 text(&out.stderr)
             );
             let ptx = std::fs::read_to_string(&out_path).expect("the PTX");
-            let mut needles = vec!["mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned"];
+            // sm_90a: every case here fits the wgmma path (whole warpgroups, 64-row tiles).
+            let mut needles = if target == "sm_90a" {
+                vec![
+                    "wgmma.mma_async.sync.aligned",
+                    "wgmma.wait_group.sync.aligned",
+                    "fence.proxy.async.shared::cta",
+                ]
+            } else {
+                vec!["mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned"]
+            };
             if *cp_async {
                 needles.extend(["cp.async.cg.shared.global", "cp.async.wait_group"]);
             }

@@ -294,6 +294,21 @@ pub enum Layout {
     /// accumulator layout over a `WM x WN` grid of warps (warp `w` owns warp tile
     /// `(w % WM, w / WM)`); docs/ir.md gives the element-to-(thread, slot) map.
     MmaAccumulator { warps_m: i64, warps_n: i64 },
+    /// `T.make_wgmma_swizzled_layout(buf, bytes=B)` (B = 128, 64 or 32; shared buffers): the
+    /// canonical layout TMA writes and `wgmma` reads. The innermost two dimensions (`R` rows
+    /// of `C` columns, `W = B / element size` columns per panel) are split into column panels
+    /// of `W`: panel `p` holds columns `p W .. p W + W` of every row, rows `B` bytes apart,
+    /// and within a row the 16-byte chunk `q` is stored at chunk `q ^ ((r % 8) / (128 / B))`.
+    /// Element `(r, c)` is at flat offset `(c / W) R W + r W + chunk' E + c % E` (`E`
+    /// elements per chunk) of its `R x C` slice. With `C = W` it is `Swizzle { bytes }`.
+    WgmmaSwizzle { bytes: i64 },
+    /// `T.wgmma_accumulator_layout(buf, warpgroups_m=GM, warpgroups_n=GN)` (fragments): the
+    /// wgmma m64nNk16 accumulator layout over a `GM x GN` grid of warpgroups (warpgroup `g`
+    /// owns tile `(g % GM, g / GM)`); docs/ir.md gives the element-to-(thread, slot) map.
+    WgmmaAccumulator {
+        warpgroups_m: i64,
+        warpgroups_n: i64,
+    },
 }
 
 /// A loop `for var in KIND(start, stop)`; iterates `var = start, start + 1, …, stop - 1`.

@@ -22,6 +22,7 @@
 use crate::analysis::access::element_accesses;
 use crate::analysis::block::Block;
 use crate::analysis::kernels::for_each_kernel;
+use crate::analysis::wgmma;
 use crate::context::PassContext;
 use crate::pass::Pass;
 use petgraph::graph::{NodeIndex, UnGraph};
@@ -31,7 +32,7 @@ use tlc_ir::verifier::const_int;
 use tlc_ir::visit::{child_bodies, for_each_stmt};
 use tlc_ir::{
     BufferDecl, DType, Diagnostic, ForKind, Gemm, Ident, Kernel, Layout, LayoutAnnotation,
-    PrimFunc, Scope, Span, Stmt, StmtKind, WarpPolicy,
+    PrimFunc, Scope, Span, Stmt, StmtKind, Target, WarpPolicy,
 };
 
 pub struct LayoutInference;
@@ -45,9 +46,12 @@ impl Pass for LayoutInference {
         "layouts for gemm fragments (mma accumulator) and shared operands (XOR swizzle), propagated through copies"
     }
 
-    fn run(&self, mut func: PrimFunc, _cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
+    fn run(&self, mut func: PrimFunc, cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
         let mut errors = Vec::new();
-        for_each_kernel(&mut func.body, &mut |k, span| infer(k, span, &mut errors));
+        let target = cx.target();
+        for_each_kernel(&mut func.body, &mut |k, span| {
+            infer(k, span, target, &mut errors)
+        });
         if errors.is_empty() {
             Ok(func)
         } else {
@@ -110,6 +114,13 @@ fn describe(l: Layout) -> String {
         Layout::Swizzled => "an automatic swizzle".into(),
         Layout::Swizzle { bytes } => format!("a {bytes}-byte swizzle"),
         Layout::Padded { pad } => format!("{pad} elements of row padding"),
+        Layout::WgmmaSwizzle { bytes } => format!("the {bytes}-byte wgmma swizzle"),
+        Layout::WgmmaAccumulator {
+            warpgroups_m,
+            warpgroups_n,
+        } => {
+            format!("the wgmma accumulator layout over {warpgroups_m} x {warpgroups_n} warpgroups")
+        }
         Layout::MmaAccumulator { warps_m, warps_n } => {
             format!("the mma accumulator layout over {warps_m} x {warps_n} warps")
         }
@@ -149,7 +160,7 @@ pub fn warp_partition(policy: WarpPolicy, warps: i64, m: i64, n: i64) -> Option<
     }
 }
 
-fn infer(k: &mut Kernel, span: Span, errors: &mut Vec<Diagnostic>) {
+fn infer(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diagnostic>) {
     // The linear thread count: warps are formed from consecutive linear thread ids
     // whatever the block's shape (analysis/block.rs).
     let threads = Block::of(k, span).ok().map(|b| b.threads());
@@ -210,6 +221,29 @@ fn infer(k: &mut Kernel, span: Span, errors: &mut Vec<Diagnostic>) {
             ));
             continue;
         };
+        // sm_90a: wgmma where the gemm allows (analysis/wgmma.rs), else mma.sync.
+        let find = |name: &str| allocs.iter().find(|b| b.name.name == name).cloned();
+        let chosen = |name: &str| layouts.get(name);
+        if let Ok(plan) = wgmma::plan(g, target, t, (*m, *n), &find, &chosen) {
+            layouts.set(
+                &c.name.name,
+                Layout::WgmmaAccumulator {
+                    warpgroups_m: plan.groups_m,
+                    warpgroups_n: plan.groups_n,
+                },
+                *gspan,
+                "this T.gemm (wgmma)",
+            );
+            for (r, bytes) in [(&g.a, plan.a_bytes), (&g.b, plan.b_bytes)] {
+                layouts.set(
+                    &r.buffer.name,
+                    Layout::WgmmaSwizzle { bytes },
+                    *gspan,
+                    "this T.gemm (wgmma)",
+                );
+            }
+            continue;
+        }
         if t % 32 != 0 {
             layouts.errors.push(Diagnostic::error(
                 *gspan,

@@ -19,6 +19,7 @@
 
 use crate::analysis::access::Access;
 use crate::analysis::kernels::{for_each_kernel, is_merged, merged_top_mut};
+use crate::analysis::wgmma;
 use crate::context::PassContext;
 use crate::pass::Pass;
 use std::collections::BTreeSet;
@@ -79,6 +80,13 @@ fn plan_kernel(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diag
     if shared.is_empty() {
         return;
     }
+    // wgmma / TMA swizzles are computed from the absolute address: 1024-byte aligned.
+    let atoms: BTreeSet<String> = k
+        .layouts
+        .iter()
+        .filter(|l| matches!(l.layout, Layout::WgmmaSwizzle { .. }))
+        .map(|l| l.buffer.name.clone())
+        .collect();
     let swizzled: BTreeSet<String> = k
         .layouts
         .iter()
@@ -120,7 +128,9 @@ fn plan_kernel(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diag
             .map(|(i, _)| i)
             .collect();
         let live = used.first().copied().zip(used.last().copied());
-        let align = if swizzled.contains(&name) {
+        let align = if atoms.contains(&name) {
+            wgmma::ALIGN
+        } else if swizzled.contains(&name) {
             128
         } else {
             Arena::ALIGN

@@ -35,6 +35,9 @@
 //!   that is not such a nest is an error; a kernel written by hand as one binding nest is
 //!   left alone.
 //! - A kernel with no region is left alone.
+//! - A kernel that issues `T.wgmma` gets `T.fence_proxy_async()` before every barrier:
+//!   generic-proxy shared writes must be fenced by their writer before the barrier that
+//!   publishes them to wgmma's async-proxy reads.
 
 use crate::analysis::block::Block;
 use crate::analysis::int::mentions_any;
@@ -43,10 +46,13 @@ use crate::analysis::sync::{push_new, State, Touch, Touches};
 use crate::context::PassContext;
 use crate::pass::Pass;
 use std::collections::{HashMap, HashSet};
+use tlc_ir::build::intrinsic;
 use tlc_ir::intrinsic::Effect;
 use tlc_ir::verifier::level::violation;
 use tlc_ir::verifier::{const_int, Level};
-use tlc_ir::visit::{for_each_stmt, for_each_subexpr, map_body_exprs, stmt_exprs};
+use tlc_ir::visit::{
+    child_bodies_mut, for_each_stmt, for_each_subexpr, map_body_exprs, stmt_exprs,
+};
 use tlc_ir::{
     BinOp, BufferDecl, Diagnostic, ElemRef, Expr, ExprKind, For, ForKind, Intrinsic, Kernel,
     PrimFunc, Scope, Span, Stmt, StmtKind, ThreadTag,
@@ -81,12 +87,49 @@ pub fn bind_threads(
     let mut errors = Vec::new();
     let params = func.params.clone();
     for_each_kernel(&mut func.body, &mut |k, span| {
-        bind_kernel(k, span, &params, insert_barriers, &mut errors)
+        bind_kernel(k, span, &params, insert_barriers, &mut errors);
+        if insert_barriers && has_wgmma(&k.body) {
+            fence_before_barriers(&mut k.body);
+        }
     });
     if errors.is_empty() {
         Ok(func)
     } else {
         Err(errors)
+    }
+}
+
+/// Whether `body` issues a `T.wgmma`.
+fn has_wgmma(body: &[Stmt]) -> bool {
+    let mut found = false;
+    for_each_stmt(body, &mut |s| {
+        found |= matches!(&s.kind, StmtKind::Intrinsic(Intrinsic::Wgmma { .. }));
+    });
+    found
+}
+
+/// `T.fence_proxy_async()` before every barrier: shared memory written through the generic
+/// proxy (stores, `cp.async`) is visible to `wgmma`'s async-proxy reads in other threads
+/// only when the writing thread fences before the barrier that publishes it.
+fn fence_before_barriers(body: &mut Vec<Stmt>) {
+    let mut i = 0;
+    while i < body.len() {
+        if body[i].kind == StmtKind::Barrier {
+            let fenced = i > 0
+                && matches!(
+                    body[i - 1].kind,
+                    StmtKind::Intrinsic(Intrinsic::FenceProxyAsync)
+                );
+            if !fenced {
+                let span = body[i].span;
+                body.insert(i, intrinsic(Intrinsic::FenceProxyAsync, span));
+                i += 1;
+            }
+        }
+        for child in child_bodies_mut(&mut body[i]) {
+            fence_before_barriers(child);
+        }
+        i += 1;
     }
 }
 

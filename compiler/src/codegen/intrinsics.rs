@@ -31,6 +31,9 @@ use tlc_ir::{DType, ElemRef, Expr, ExprKind, Intrinsic, Span};
 
 impl Cg {
     pub(super) fn intrinsic(&mut self, i: &Intrinsic, span: Span) {
+        if self.hopper_intrinsic(i, span) {
+            return;
+        }
         match i {
             Intrinsic::CpAsync {
                 dst,
@@ -53,12 +56,14 @@ impl Cg {
                 trans,
             } => self.ldmatrix(dst, src, *num, *trans, span),
             Intrinsic::Mma { acc, a, b } => self.mma(acc, a, b),
+            // `hopper_intrinsic` took every other one.
+            _ => self.err(span, format!("`{}` has no PTX lowering", i.name())),
         }
     }
 
     /// The dtype and memory of the buffer an intrinsic operand names (an error if unknown or
     /// of the wrong rank).
-    fn operand_buf(&mut self, r: &ElemRef) -> Option<(DType, Mem)> {
+    pub(super) fn operand_buf(&mut self, r: &ElemRef) -> Option<(DType, Mem)> {
         let name = &r.buffer.name;
         let Some(buf) = self.bufs.get(name) else {
             self.err(r.buffer.span, format!("undefined buffer `{name}`"));
@@ -79,7 +84,12 @@ impl Cg {
     }
 
     /// The `count` consecutive registers of a local array from `r` on.
-    fn local_run(&mut self, r: &ElemRef, count: usize, what: &str) -> Option<(DType, Vec<Reg>)> {
+    pub(super) fn local_run(
+        &mut self,
+        r: &ElemRef,
+        count: usize,
+        what: &str,
+    ) -> Option<(DType, Vec<Reg>)> {
         let (dtype, mem) = self.operand_buf(r)?;
         let name = &r.buffer.name;
         if let Mem::LocalMemory { .. } = mem {
@@ -124,7 +134,12 @@ impl Cg {
     }
 
     /// The address of a shared or global operand, checking its memory.
-    fn mem_operand(&mut self, r: &ElemRef, want: Space, what: &str) -> Option<(DType, Place)> {
+    pub(super) fn mem_operand(
+        &mut self,
+        r: &ElemRef,
+        want: Space,
+        what: &str,
+    ) -> Option<(DType, Place)> {
         let (dtype, mem) = self.operand_buf(r)?;
         let name = &r.buffer.name;
         let ok = matches!(

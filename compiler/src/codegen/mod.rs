@@ -38,6 +38,7 @@
 //!   and contiguous; otherwise they are unrolled into scalar accesses.
 
 mod expr;
+mod hopper;
 mod intrinsics;
 mod local;
 mod manifest;
@@ -132,6 +133,15 @@ fn emit_kernel(
         bufs: HashMap::new(),
         errors: Vec::new(),
         smem: None,
+        smem_align: if kernel
+            .layouts
+            .iter()
+            .any(|l| matches!(l.layout, tlc_ir::Layout::WgmmaSwizzle { .. }))
+        {
+            1024
+        } else {
+            16
+        },
         threads: launch.block.clone(),
         vec_loads: Vec::new(),
         lane: 0,
@@ -215,6 +225,9 @@ struct Cg {
     errors: Vec<Diagnostic>,
     /// `mov.u32 %r, smem` (the arena's shared address), made on first use.
     smem: Option<Reg>,
+    /// The arena's alignment: 1024 when a buffer has the wgmma / TMA swizzle, which is
+    /// computed from absolute shared addresses; else 16.
+    smem_align: u32,
     threads: Vec<u32>,
     /// Inside a vectorized loop: the lanes of each vector-loaded `buffer[indices]`.
     vec_loads: Vec<(String, Vec<tlc_ir::Expr>, Vec<Reg>)>,
@@ -343,7 +356,7 @@ impl Cg {
         if let Some(r) = self.smem {
             return r;
         }
-        let sym = self.b.dynamic_shared("smem");
+        let sym = self.b.dynamic_shared("smem", self.smem_align);
         let r = self.b.mov(Type::U32, crate::ptx::Operand::Symbol(sym));
         self.smem = Some(r);
         r

@@ -902,6 +902,30 @@ pub enum Op {
         b: Vec<Reg>,
         c: Vec<Reg>,
     },
+    /// `fence.proxy.async.shared::cta` (sm_90): earlier generic-proxy shared-memory accesses
+    /// of this thread are ordered before later async-proxy ones (wgmma, TMA).
+    FenceProxyAsync,
+    /// `wgmma.fence.sync.aligned`.
+    WgmmaFence,
+    /// `wgmma.commit_group.sync.aligned`.
+    WgmmaCommit,
+    /// `wgmma.wait_group.sync.aligned N`.
+    WgmmaWait { pending: u32 },
+    /// `wgmma.mma_async.sync.aligned.m64nNk16.f32.AB.AB {d}, desc_a, desc_b, scale_d, 1, 1,
+    /// trans_a, trans_b`: `d` the `n / 2` f32 accumulators (read unless `scale_d` is false,
+    /// and written), the descriptors 64-bit registers, `scale_d` a predicate.
+    Wgmma {
+        n: u32,
+        ab_ty: Type,
+        d: Vec<Reg>,
+        desc_a: Reg,
+        desc_b: Reg,
+        scale_d: Reg,
+        trans_a: bool,
+        trans_b: bool,
+    },
+    /// `setmaxnreg.{inc|dec}.sync.aligned.u32 N`.
+    SetMaxNReg { inc: bool, n: u32 },
     /// `ret`.
     Ret,
 }
@@ -926,7 +950,12 @@ impl Inst {
             Op::Unpack { dsts, .. } | Op::Ld { dsts, .. } | Op::Ldmatrix { dsts, .. } => {
                 dsts.clone()
             }
-            Op::Mma { d, .. } => d.clone(),
+            Op::Mma { d, .. } | Op::Wgmma { d, .. } => d.clone(),
+            Op::FenceProxyAsync
+            | Op::WgmmaFence
+            | Op::WgmmaCommit
+            | Op::WgmmaWait { .. }
+            | Op::SetMaxNReg { .. } => Vec::new(),
             Op::St { .. }
             | Op::Bra { .. }
             | Op::BarSync { .. }
@@ -1005,6 +1034,21 @@ impl Inst {
                 regs.extend(b);
                 regs.extend(c);
             }
+            Op::Wgmma {
+                d,
+                desc_a,
+                desc_b,
+                scale_d,
+                ..
+            } => {
+                regs.extend(d);
+                regs.extend([*desc_a, *desc_b, *scale_d]);
+            }
+            Op::FenceProxyAsync
+            | Op::WgmmaFence
+            | Op::WgmmaCommit
+            | Op::WgmmaWait { .. }
+            | Op::SetMaxNReg { .. } => {}
             Op::Bra { .. }
             | Op::BarSync { .. }
             | Op::CpAsyncCommit

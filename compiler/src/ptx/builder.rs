@@ -105,10 +105,12 @@ impl KernelBuilder {
         (tensors, dims)
     }
 
-    /// Declares the dynamic shared arena `.extern .shared .align 16 .b8 NAME[];` and returns
-    /// its symbol (use it as an `Address::symbol` or `Operand::Symbol`).
-    pub fn dynamic_shared(&mut self, name: &str) -> String {
-        self.kernel.shared.push(SharedVar::dynamic(name));
+    /// Declares the dynamic shared arena `.extern .shared .align ALIGN .b8 NAME[];` and
+    /// returns its symbol (use it as an `Address::symbol` or `Operand::Symbol`).
+    pub fn dynamic_shared(&mut self, name: &str, align: u32) -> String {
+        let mut var = SharedVar::dynamic(name);
+        var.align = align;
+        self.kernel.shared.push(var);
         name.to_string()
     }
 

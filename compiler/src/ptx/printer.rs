@@ -490,6 +490,42 @@ fn render(op: &Op) -> (String, Vec<String>) {
                 vec![reg_list(d), reg_list(a), reg_list(b), reg_list(c)],
             )
         }
+        Op::FenceProxyAsync => ("fence.proxy.async.shared::cta".to_string(), Vec::new()),
+        Op::WgmmaFence => ("wgmma.fence.sync.aligned".to_string(), Vec::new()),
+        Op::WgmmaCommit => ("wgmma.commit_group.sync.aligned".to_string(), Vec::new()),
+        Op::WgmmaWait { pending } => (
+            "wgmma.wait_group.sync.aligned".to_string(),
+            vec![pending.to_string()],
+        ),
+        Op::Wgmma {
+            n,
+            ab_ty,
+            d,
+            desc_a,
+            desc_b,
+            scale_d,
+            trans_a,
+            trans_b,
+        } => (
+            format!("wgmma.mma_async.sync.aligned.m64n{n}k16.f32{ab_ty}{ab_ty}"),
+            vec![
+                reg_list(d),
+                desc_a.to_string(),
+                desc_b.to_string(),
+                scale_d.to_string(),
+                "1".to_string(),
+                "1".to_string(),
+                u8::from(*trans_a).to_string(),
+                u8::from(*trans_b).to_string(),
+            ],
+        ),
+        Op::SetMaxNReg { inc, n } => (
+            format!(
+                "setmaxnreg.{}.sync.aligned.u32",
+                if *inc { "inc" } else { "dec" }
+            ),
+            vec![n.to_string()],
+        ),
         Op::Ret => ("ret".to_string(), Vec::new()),
     }
 }
@@ -578,7 +614,7 @@ mod tests {
     #[test]
     fn declarations_cover_the_highest_register_shared_is_declared_once_and_locals_in_the_body() {
         let mut k = KernelBuilder::new("a");
-        k.dynamic_shared("smem");
+        k.dynamic_shared("smem", 16);
         let p = k.setp(Cmp::Lt, Type::S32, 1, 2);
         let r = k.selp(Type::S32, 1, 0, p);
         let x = k.new_reg(Type::S32);
@@ -595,7 +631,7 @@ mod tests {
         k.comment("two\nlines");
         k.ret();
         let mut b = KernelBuilder::new("b");
-        b.dynamic_shared("smem");
+        b.dynamic_shared("smem", 16);
         let acc = b.local_array("__local_acc", 4, 16);
         let a = b.mov(Type::U32, Operand::Symbol(acc));
         b.st(

@@ -56,10 +56,17 @@ pub fn ptxas() -> PathBuf {
     on_path
 }
 
+/// ptxas's warning codes for serialized wgmma (C7510–C7515) and ignored `setmaxnreg`
+/// (C7508).
+pub const HOPPER_WARNINGS: [&str; 7] = [
+    "C7508", "C7510", "C7511", "C7512", "C7513", "C7514", "C7515",
+];
+
 /// Runs `ptxas -arch=ARCH -v` on the PTX file `file` and returns its whole log (stdout then
 /// stderr); `Err` carries the log when ptxas rejects the file — or when an instruction of
 /// the file carries an immediate its type does not hold, which ptxas accepts silently
-/// (`immediates`): every test that assembles emitted PTX checks both.
+/// (`immediates`), or when ptxas serializes wgmma or ignores `setmaxnreg`
+/// (`HOPPER_WARNINGS`): every test that assembles emitted PTX checks all three.
 pub fn ptxas_log(file: &Path, arch: &str) -> Result<String, String> {
     let ptx = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
     let bad = immediates::overflowing_immediates(&ptx);
@@ -79,6 +86,20 @@ pub fn ptxas_log(file: &Path, arch: &str) -> Result<String, String> {
         .output()
         .map_err(|e| format!("running ptxas: {e}"))?;
     let log = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    // The Hopper warnings that cost the most speed while still assembling: wgmma serialized
+    // (C7510–C7515, e.g. an accumulator touched by ordinary code inside the pipeline) and
+    // `setmaxnreg` ignored (C7508).
+    let hopper: Vec<&str> = log
+        .lines()
+        .filter(|l| HOPPER_WARNINGS.iter().any(|code| l.contains(code)))
+        .collect();
+    if !hopper.is_empty() {
+        return Err(format!(
+            "{}: ptxas -arch={arch} serializes wgmma or ignores setmaxnreg:\n{}",
+            file.display(),
+            hopper.join("\n")
+        ));
+    }
     if out.status.success() {
         Ok(log)
     } else {

@@ -173,7 +173,7 @@ pub fn transpose_smem(target: Target) -> (Manifest, Module) {
     let mut k = KernelBuilder::new(&m.kernels[0].entry);
     let (t, d) = k.params_from_manifest(&m);
     k.reqntid([32, 8, 1]);
-    let smem = k.dynamic_shared("smem");
+    let smem = k.dynamic_shared("smem", 16);
     let src = k.global_ptr(&t[0]);
     let dst = k.global_ptr(&t[1]);
     let rows = k.ld_param(&d[0]);
@@ -449,7 +449,7 @@ pub fn mma_ldmatrix_cp_async(target: Target) -> (Manifest, Module) {
     let mut k = KernelBuilder::new(&m.kernels[0].entry);
     let (t, d) = k.params_from_manifest(&m);
     k.reqntid([32, 1, 1]);
-    let smem = k.dynamic_shared("smem");
+    let smem = k.dynamic_shared("smem", 16);
     let a = k.global_ptr(&t[0]);
     let b = k.global_ptr(&t[1]);
     let c = k.global_ptr(&t[2]);

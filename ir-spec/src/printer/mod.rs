@@ -201,8 +201,14 @@ impl Printer<'_> {
                 Arg::Ref(r) => self.elem_ref(r)?,
                 Arg::Int(v) => write!(self.out, "{v}")?,
                 Arg::Bool(b) => self.out.push_str(if b { "True" } else { "False" }),
-                Arg::Pred(Some(p)) => write_expr(&mut self.out, p)?,
+                Arg::Pred(Some(p)) | Arg::Value(p) => write_expr(&mut self.out, p)?,
                 Arg::Pred(None) => {}
+                // `(64,)`: a one-entry tuple keeps its comma, as in Python.
+                Arg::Ints([v]) => write!(self.out, "({v},)")?,
+                Arg::Ints(vs) => {
+                    let items: Vec<String> = vs.iter().map(ToString::to_string).collect();
+                    write!(self.out, "({})", items.join(", "))?;
+                }
             }
         }
         self.out.push(')');
@@ -311,6 +317,17 @@ impl Printer<'_> {
                     Layout::MmaAccumulator { warps_m, warps_n } => write!(
                         self.out,
                         "{name}: T.mma_accumulator_layout({name}, warps_m={warps_m}, warps_n={warps_n})"
+                    )?,
+                    Layout::WgmmaSwizzle { bytes } => write!(
+                        self.out,
+                        "{name}: T.make_wgmma_swizzled_layout({name}, bytes={bytes})"
+                    )?,
+                    Layout::WgmmaAccumulator {
+                        warpgroups_m,
+                        warpgroups_n,
+                    } => write!(
+                        self.out,
+                        "{name}: T.wgmma_accumulator_layout({name}, warpgroups_m={warpgroups_m}, warpgroups_n={warpgroups_n})"
                     )?,
                 }
             }

@@ -106,10 +106,13 @@ fn unlaid_accumulators(k: &Kernel, level: Level) -> Vec<Diagnostic> {
             .allocs
             .iter()
             .any(|a| &a.name.name == name && a.scope == Scope::Fragment);
-        let laid_out = k
-            .layouts
-            .iter()
-            .any(|l| &l.buffer.name == name && matches!(l.layout, Layout::MmaAccumulator { .. }));
+        let laid_out = k.layouts.iter().any(|l| {
+            &l.buffer.name == name
+                && matches!(
+                    l.layout,
+                    Layout::MmaAccumulator { .. } | Layout::WgmmaAccumulator { .. }
+                )
+        });
         if fragment && !laid_out {
             out.push(Diagnostic::error(
                 g.c.span,

@@ -12,6 +12,8 @@
 //! - `sync` — the barrier dataflow of thread-level code (accesses since the last barrier,
 //!   asynchronous copies in flight);
 //! - `schedule` — the dependency graph and stage plan of a `T.Pipelined` loop;
+//! - `wgmma` — when a `T.gemm` runs on wgmma (sm_90a): its warpgroup grid, its operands'
+//!   layouts and shared-memory descriptors;
 //! - `local_arrays` — which local arrays are indexed at run time (they live in local
 //!   memory, the others in registers) and which of their accesses are provably in bounds.
 
@@ -22,3 +24,4 @@ pub mod kernels;
 pub mod local_arrays;
 pub mod schedule;
 pub mod sync;
+pub mod wgmma;

@@ -32,19 +32,26 @@ impl Fragments {
             .iter()
             .filter_map(|ann| match ann.layout {
                 Layout::MmaAccumulator { warps_m, warps_n } => {
-                    let b = allocs.iter().find(|b| b.name.name == ann.buffer.name)?;
-                    let s = shape(b)?;
-                    let [m, n] = s.as_slice() else {
-                        return None;
-                    };
+                    let [m, n] = two_d(allocs, &ann.buffer.name)?;
                     Some((
                         ann.buffer.name.clone(),
                         MmaLayout {
-                            m: *m,
-                            n: *n,
+                            m,
+                            n,
                             warps_m,
                             warps_n,
+                            wgmma: false,
                         },
+                    ))
+                }
+                Layout::WgmmaAccumulator {
+                    warpgroups_m,
+                    warpgroups_n,
+                } => {
+                    let [m, n] = two_d(allocs, &ann.buffer.name)?;
+                    Some((
+                        ann.buffer.name.clone(),
+                        MmaLayout::wgmma(m, n, warpgroups_m, warpgroups_n),
                     ))
                 }
                 _ => None,
@@ -146,6 +153,13 @@ impl Fragments {
             );
         }
     }
+}
+
+/// The constant 2-D shape of the buffer called `name`.
+fn two_d(allocs: &[BufferDecl], name: &str) -> Option<[i64; 2]> {
+    let b = allocs.iter().find(|b| b.name.name == name)?;
+    let s = shape(b)?;
+    <[i64; 2]>::try_from(s.as_slice()).ok()
 }
 
 /// The constant shape of a buffer.

@@ -1,5 +1,7 @@
 //! `T.gemm(A, B, C)` → one region of `ldmatrix.x4` + `mma.sync.m16n8k16` over the warp
-//! partition of C's accumulator layout (`mma_layout.rs`).
+//! partition of C's accumulator layout (`mma_layout.rs`), or — when C has the wgmma
+//! accumulator layout (sm_90a, `analysis/wgmma.rs`) — of `wgmma`s straight from shared
+//! memory (`emit_wgmma`).
 //!
 //! A and B come from shared memory (the innermost two dimensions of their regions are the
 //! matrix; leading dimensions, such as a pipeline stage, have extent 1). For each step of
@@ -17,12 +19,14 @@
 use super::mma_layout::MmaLayout;
 use super::region::thread_region;
 use super::Ctx;
+use crate::analysis::wgmma::{Panels, K_STEP, M_STEP, WARPGROUP};
 use crate::names::NameSet;
 use tlc_ir::build::{bin, elem, for_loop, intrinsic};
 use tlc_ir::verifier::const_int;
+use tlc_ir::wgmma::{Major, SmemOperand};
 use tlc_ir::{
-    BinOp, BufferDecl, DType, Diagnostic, Expr, ForKind, Gemm, Ident, Intrinsic, Region, Scope,
-    Span, Stmt, StmtKind,
+    BinOp, BufferDecl, DType, Diagnostic, Expr, ForKind, Gemm, Ident, Intrinsic, Layout, Region,
+    Scope, Span, Stmt, StmtKind,
 };
 
 /// One shared operand: its buffer, the fixed leading indices, and the corner of the matrix.
@@ -172,6 +176,10 @@ pub(crate) fn lower(
             span,
             format!("T.gemm: K = {ak} is not a multiple of 16 (the mma.sync k-step)"),
         )]);
+    }
+    if layout.wgmma {
+        return emit_wgmma(g, &a, &b, &cbuf.name.name, &layout, ak, span, ctx, names)
+            .map_err(|e| vec![e]);
     }
     Ok(emit(
         g,
@@ -344,4 +352,138 @@ fn emit(
         span,
     ));
     thread_region(&ctx.block, &tx, body, span, names)
+}
+
+/// The descriptor layout of a wgmma operand from its buffer's layout annotation.
+fn wgmma_operand(
+    op: &Operand,
+    k_major: bool,
+    ctx: &Ctx,
+    span: Span,
+) -> Result<SmemOperand, Diagnostic> {
+    let name = &op.buf.name.name;
+    let panels = ctx
+        .layout(name)
+        .and_then(|l| match l {
+            Layout::WgmmaSwizzle { bytes } => Panels::of(op.buf, bytes),
+            _ => None,
+        })
+        .and_then(|p| Some((p, p.operand(k_major)?)));
+    match panels {
+        Some((_, d)) => Ok(d),
+        None => Err(Diagnostic::error(
+            span,
+            format!("the wgmma operand `{name}` is not laid out `T.make_wgmma_swizzled_layout`"),
+        )
+        .with_note("layout-inference chooses it with the accumulator's wgmma layout")),
+    }
+}
+
+/// `T.gemm` on wgmma (sm_90a; the accumulator has the wgmma layout, `mma_layout.rs`): per
+/// k-step of 16 and per 64-row block of the warpgroup's tile, one
+/// `wgmma.m64nN16` whose descriptors start at the atom of that block (row `64 mt`, column
+/// `16 kk` of A; columns `gn N_w`, row `16 kk` of B — always on an 8-row boundary, so the
+/// swizzle leaves the start where it is). A `wgmma_fence` first (the accumulators may have
+/// been written by ordinary code), a commit, and a wait for all groups at the end: the
+/// accumulators are ordinary registers again after the op.
+#[allow(clippy::too_many_arguments)]
+fn emit_wgmma(
+    g: &Gemm,
+    a: &Operand,
+    b: &Operand,
+    c: &str,
+    layout: &MmaLayout,
+    k: i64,
+    span: Span,
+    ctx: &Ctx,
+    names: &mut NameSet,
+) -> Result<Stmt, Diagnostic> {
+    let da = wgmma_operand(a, !g.trans_a, ctx, span)?;
+    let db = wgmma_operand(b, g.trans_b, ctx, span)?;
+    let blocks = layout.tiles_m();
+    let n_w = layout.warp_n();
+    let tx = names.fresh(ctx.block.index_base());
+    let kk = names.fresh("kk");
+    let mt = names.fresh("mt");
+    let txe = Expr::var(&tx);
+    let group = div(txe, WARPGROUP);
+    let gm = layout.warps_m / 4;
+    let m0 = add(vec![
+        mul(rem(group.clone(), gm), layout.m / gm),
+        mul(Expr::var(&mt), M_STEP),
+    ]);
+    let n0 = mul(div(group, gm), n_w);
+    let k0 = mul(Expr::var(&kk), K_STEP);
+    let at = |op: &Operand, row: Expr, col: Expr| {
+        let mut idx = op.lead.clone();
+        idx.push(bin(BinOp::Add, op.row0.clone(), row));
+        idx.push(bin(BinOp::Add, op.col0.clone(), col));
+        elem(&op.buf.name.name, idx, span)
+    };
+    let a_ref = if g.trans_a {
+        at(a, k0.clone(), m0)
+    } else {
+        at(a, m0, k0.clone())
+    };
+    let b_ref = if g.trans_b {
+        at(b, n0, k0)
+    } else {
+        at(b, k0, n0)
+    };
+    let mma = intrinsic(
+        Intrinsic::Wgmma {
+            acc: elem(c, vec![mul(Expr::var(&mt), n_w / 2)], span),
+            a: a_ref,
+            b: b_ref,
+            n: n_w,
+            trans_a: da.major == Major::MN,
+            trans_b: db.major == Major::MN,
+            a_swizzle: da.swizzle.bytes(),
+            a_lbo: da.lbo,
+            a_sbo: da.sbo,
+            b_swizzle: db.swizzle.bytes(),
+            b_lbo: db.lbo,
+            b_sbo: db.sbo,
+            accumulate: None,
+        },
+        span,
+    );
+    let mut body = Vec::new();
+    if g.clear_accum {
+        let s = names.fresh("s");
+        body.push(for_loop(
+            &s,
+            Expr::int(layout.slots()),
+            ForKind::Unroll,
+            vec![Stmt::new(
+                StmtKind::Store {
+                    buffer: Ident::new(c, span),
+                    indices: vec![Expr::var(&s)],
+                    value: Expr::new(
+                        tlc_ir::ExprKind::Cast(DType::Float32, Box::new(Expr::int(0))),
+                        span,
+                    ),
+                },
+                span,
+            )],
+            span,
+        ));
+    }
+    body.push(intrinsic(Intrinsic::WgmmaFence, span));
+    body.push(for_loop(
+        &kk,
+        Expr::int(k / K_STEP),
+        ForKind::Unroll,
+        vec![for_loop(
+            &mt,
+            Expr::int(blocks),
+            ForKind::Unroll,
+            vec![mma],
+            span,
+        )],
+        span,
+    ));
+    body.push(intrinsic(Intrinsic::WgmmaCommit, span));
+    body.push(intrinsic(Intrinsic::WgmmaWait(0), span));
+    Ok(thread_region(&ctx.block, &tx, body, span, names))
 }

@@ -31,7 +31,10 @@ use crate::pass::Pass;
 use fragment::Fragments;
 use tlc_ir::verifier::Level;
 use tlc_ir::visit::child_bodies_mut;
-use tlc_ir::{BufferDecl, Diagnostic, ForKind, Kernel, Layout, PrimFunc, Span, Stmt, StmtKind};
+use tlc_ir::{
+    BufferDecl, Diagnostic, ForKind, Kernel, Layout, LayoutAnnotation, PrimFunc, Span, Stmt,
+    StmtKind,
+};
 
 pub struct LowerTileOps;
 
@@ -71,6 +74,8 @@ pub(crate) struct Ctx<'a> {
     /// Parameters and the kernel's allocations (fragments still as declared).
     pub buffers: Vec<&'a BufferDecl>,
     pub fragments: &'a Fragments,
+    /// The kernel's layout annotations.
+    pub layouts: Vec<LayoutAnnotation>,
     /// Value ranges of the dims, the block indices and the loops around the op being
     /// lowered.
     pub bounds: std::cell::RefCell<Ranges>,
@@ -81,6 +86,14 @@ pub(crate) struct Ctx<'a> {
 impl Ctx<'_> {
     pub fn buffer(&self, name: &str) -> Option<&BufferDecl> {
         self.buffers.iter().copied().find(|b| b.name.name == name)
+    }
+
+    /// The layout annotated on buffer `name`.
+    pub fn layout(&self, name: &str) -> Option<Layout> {
+        self.layouts
+            .iter()
+            .find(|l| l.buffer.name == name)
+            .map(|l| l.layout)
     }
 }
 
@@ -124,6 +137,7 @@ fn lower_kernel(
             block,
             buffers: params.iter().chain(k.allocs.iter()).collect(),
             fragments: &fragments,
+            layouts: k.layouts.clone(),
             new_allocs: std::cell::RefCell::new(Vec::new()),
             bounds: std::cell::RefCell::new({
                 let mut ranges = dims.clone();
@@ -144,8 +158,12 @@ fn lower_kernel(
         // Consumed: the accumulators are register arrays now and padded rows are in the
         // shapes. Swizzles stay, saying that the accesses are already physical (and
         // plan-shared-memory aligns those buffers for them).
-        k.layouts
-            .retain(|l| matches!(l.layout, Layout::Swizzle { .. } | Layout::Swizzled));
+        k.layouts.retain(|l| {
+            matches!(
+                l.layout,
+                Layout::Swizzle { .. } | Layout::Swizzled | Layout::WgmmaSwizzle { .. }
+            )
+        });
     }
     k.body = new_body;
 }

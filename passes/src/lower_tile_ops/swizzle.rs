@@ -8,10 +8,15 @@
 //! chunk. XOR is written with floordiv/floormod (`a ^ b = Σ ((a >> k) + (b >> k)) % 2 << k`)
 //! so the simplifier and the interpreter see ordinary integer arithmetic.
 //!
+//! `T.make_wgmma_swizzled_layout(X, bytes=B)` is the same swizzle inside column panels `B`
+//! bytes wide (`tlc_ir::Layout::WgmmaSwizzle`): with rows wider than `B` the row and the
+//! column both move (`panel_position`); with rows exactly `B` wide it is the swizzle above.
+//!
 //! A vector access `c = base + v` (`v` a `T.vectorized` lane, `base` a multiple of the
 //! vector width, which never exceeds a chunk) keeps its lanes adjacent: it becomes
 //! `swizzle(r, base) + v`.
 
+use crate::analysis::wgmma::Panels;
 use std::collections::HashSet;
 use tlc_ir::build::bin;
 use tlc_ir::visit::{child_bodies_mut, map_expr};
@@ -26,13 +31,15 @@ struct Swz {
     per_chunk: i64,
     /// Chunks per swizzle group (8, 4 or 2).
     group: i64,
+    /// `T.make_wgmma_swizzled_layout` with rows wider than the span: the panels' geometry.
+    panels: Option<Panels>,
 }
 
 fn swizzles(allocs: &[BufferDecl], layouts: &[LayoutAnnotation]) -> Vec<(String, Swz)> {
     layouts
         .iter()
         .filter_map(|ann| {
-            let Layout::Swizzle { bytes } = ann.layout else {
+            let (Layout::Swizzle { bytes } | Layout::WgmmaSwizzle { bytes }) = ann.layout else {
                 return None;
             };
             let b = allocs.iter().find(|b| b.name.name == ann.buffer.name)?;
@@ -40,11 +47,17 @@ fn swizzles(allocs: &[BufferDecl], layouts: &[LayoutAnnotation]) -> Vec<(String,
             if size == 0 || b.shape.len() < 2 {
                 return None;
             }
+            // One panel is exactly the row-width XOR swizzle.
+            let panels = match ann.layout {
+                Layout::WgmmaSwizzle { .. } => Panels::of(b, bytes).filter(|p| p.cols != p.width()),
+                _ => None,
+            };
             Some((
                 ann.buffer.name.clone(),
                 Swz {
                     per_chunk: 16 / size,
                     group: bytes / 16,
+                    panels,
                 },
             ))
         })
@@ -97,6 +110,30 @@ fn column(s: Swz, r: &Expr, c: Expr) -> Expr {
     )
 }
 
+/// The physical `(row, column)` of element `(r, c)` of a panelled buffer: flat offset
+/// `(c / W) R W + r W + column(r, c % W)` of the `R x C` slice (the layout's definition,
+/// `tlc_ir::Layout::WgmmaSwizzle`).
+fn panel_position(s: Swz, p: Panels, r: &Expr, c: Expr) -> (Expr, Expr) {
+    let w = p.width();
+    let flat = bin(
+        BinOp::Add,
+        bin(
+            BinOp::Add,
+            bin(
+                BinOp::Mul,
+                bin(BinOp::FloorDiv, c.clone(), Expr::int(w)),
+                Expr::int(p.rows * w),
+            ),
+            bin(BinOp::Mul, r.clone(), Expr::int(w)),
+        ),
+        column(s, r, bin(BinOp::FloorMod, c, Expr::int(w))),
+    );
+    (
+        bin(BinOp::FloorDiv, flat.clone(), Expr::int(p.cols)),
+        bin(BinOp::FloorMod, flat, Expr::int(p.cols)),
+    )
+}
+
 /// Rewrites the innermost two indices of one access.
 fn physical(s: Swz, indices: &mut [Expr], lanes: &HashSet<String>) {
     let n = indices.len();
@@ -105,16 +142,25 @@ fn physical(s: Swz, indices: &mut [Expr], lanes: &HashSet<String>) {
     }
     let r = indices[n - 2].clone();
     let c = indices[n - 1].clone();
-    indices[n - 1] = match &c.kind {
+    // A vector access keeps its lanes adjacent: `c = base + v` moves as `base` does.
+    let (base, lane) = match &c.kind {
         ExprKind::Binary(BinOp::Add, base, lane) if matches!(&lane.kind, ExprKind::Var(v) if lanes.contains(v)) => {
-            bin(
-                BinOp::Add,
-                column(s, &r, (**base).clone()),
-                (**lane).clone(),
-            )
+            ((**base).clone(), Some((**lane).clone()))
         }
-        _ => column(s, &r, c),
+        _ => (c, None),
     };
+    let with_lane = |e: Expr| match &lane {
+        Some(l) => bin(BinOp::Add, e, l.clone()),
+        None => e,
+    };
+    match s.panels {
+        None => indices[n - 1] = with_lane(column(s, &r, base)),
+        Some(p) => {
+            let (row, col) = panel_position(s, p, &r, base);
+            indices[n - 2] = row;
+            indices[n - 1] = with_lane(col);
+        }
+    }
 }
 
 /// Rewrites every access of a swizzled buffer in `body`.

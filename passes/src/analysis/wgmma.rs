@@ -1,0 +1,288 @@
+//! When a `T.gemm` runs on `wgmma` (sm_90a), and the shapes that follows from: ONE place
+//! for the facts `layout-inference` chooses layouts by and `lower-tile-ops` builds the
+//! instructions and their shared-memory descriptors from.
+//!
+//! A gemm takes the wgmma path when the target has `wgmma`, the block is whole warpgroups
+//! (`threads % 128 == 0`), its operands are float16 / bfloat16 shared tiles that are whole
+//! buffers in their last two dimensions (so every descriptor starts on a layout atom), with
+//! a multiple of 8 rows and rows whose byte length one of the swizzle spans 128 / 64 / 32
+//! divides (the largest is taken), `K` is a multiple of 16, and the warpgroups split the `M x N` accumulator into
+//! tiles of `64 * i x N_w` with `N_w` a multiple of 8 up to 256 (one `m64nN_wk16` per 64
+//! rows per k-step). Everything else keeps the mma.sync path, which takes any gemm the
+//! sm_80 road takes.
+//!
+//! The operands are laid out `T.make_wgmma_swizzled_layout(X, bytes=B)` (`tlc_ir::Layout`):
+//! the canonical layout both TMA (with swizzle `B`) and wgmma read. An operand stored with
+//! K innermost is *K-major* (A as `M x K`, B as `N x K`), else *MN-major* (`trans` in PTX).
+
+use tlc_ir::verifier::const_int;
+use tlc_ir::wgmma::{Major, SmemOperand, Swizzle};
+use tlc_ir::{BufferDecl, DType, Gemm, Layout, Region, Scope, Target, WarpPolicy};
+
+/// Rows of one wgmma (`m64`).
+pub const M_STEP: i64 = 64;
+/// The k-step of one f16 / bf16 wgmma (`k16`).
+pub const K_STEP: i64 = 16;
+/// The widest `N` of one wgmma.
+pub const MAX_N: i64 = 256;
+/// Threads of a warpgroup.
+pub const WARPGROUP: i64 = 128;
+/// Shared-memory alignment of a wgmma-swizzled buffer: the 128-byte swizzle pattern
+/// repeats every 1024 bytes and is computed from the absolute address.
+pub const ALIGN: i64 = 1024;
+
+/// The warpgroup grid `GM x GN` of an `m x n` accumulator over `groups` warpgroups
+/// (policies as in `layout-inference`'s warp partition): `m % (64 GM) == 0`, `n / GN` a
+/// multiple of 8 up to 256.
+pub fn warpgroup_partition(policy: WarpPolicy, groups: i64, m: i64, n: i64) -> Option<(i64, i64)> {
+    let fits = |gm: i64| {
+        let gn = groups / gm;
+        gm * gn == groups
+            && m % (M_STEP * gm) == 0
+            && n % gn == 0
+            && (n / gn) % 8 == 0
+            && n / gn <= MAX_N
+    };
+    match policy {
+        WarpPolicy::FullRow => fits(groups).then_some((groups, 1)),
+        WarpPolicy::FullCol => fits(1).then_some((1, groups)),
+        WarpPolicy::Square => (1..=groups)
+            .filter(|&gm| fits(gm))
+            .min_by_key(|&gm| ((m / gm - n / (groups / gm)).abs(), -gm))
+            .map(|gm| (gm, groups / gm)),
+    }
+}
+
+/// The last two dimensions of a buffer: `(rows, columns)`.
+fn tile(buf: &BufferDecl) -> Option<(i64, i64)> {
+    let n = buf.shape.len();
+    if n < 2 {
+        return None;
+    }
+    Some((const_int(&buf.shape[n - 2])?, const_int(&buf.shape[n - 1])?))
+}
+
+/// The swizzle span (bytes) of the wgmma layout of `buf`: the largest of 128, 64, 32 that
+/// divides its row, when its rows are a multiple of 8.
+pub fn swizzle_bytes(buf: &BufferDecl) -> Option<i64> {
+    let (rows, cols) = tile(buf)?;
+    let row = cols.checked_mul(i64::from(buf.dtype.bytes()))?;
+    if rows <= 0 || rows % 8 != 0 || row <= 0 {
+        return None;
+    }
+    [128, 64, 32].into_iter().find(|b| row % b == 0)
+}
+
+/// A buffer laid out `T.make_wgmma_swizzled_layout(X, bytes)`, seen through its last two
+/// dimensions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Panels {
+    pub rows: i64,
+    pub cols: i64,
+    pub bytes: i64,
+    pub elem_bytes: i64,
+}
+
+impl Panels {
+    pub fn of(buf: &BufferDecl, bytes: i64) -> Option<Panels> {
+        let (rows, cols) = tile(buf)?;
+        let elem_bytes = i64::from(buf.dtype.bytes());
+        (elem_bytes > 0 && bytes % elem_bytes == 0 && (cols * elem_bytes) % bytes == 0).then_some(
+            Panels {
+                rows,
+                cols,
+                bytes,
+                elem_bytes,
+            },
+        )
+    }
+
+    /// Columns per panel.
+    pub fn width(&self) -> i64 {
+        self.bytes / self.elem_bytes
+    }
+
+    /// The descriptor layout of an operand stored in these panels (`k_major`: its
+    /// columns are K). K-major: rows `bytes` apart, groups of 8 rows `8 * bytes` apart
+    /// (SBO), the k-step inside the span (LBO unused: 16, what CUTLASS writes). MN-major:
+    /// the next panel of MN columns is `rows * bytes` away (LBO), groups of 8 k-rows
+    /// `8 * bytes` (SBO).
+    pub fn operand(&self, k_major: bool) -> Option<SmemOperand> {
+        let swizzle = Swizzle::from_bytes(self.bytes)?;
+        Some(if k_major {
+            SmemOperand {
+                major: Major::K,
+                swizzle,
+                lbo: 16,
+                sbo: 8 * self.bytes,
+            }
+        } else {
+            SmemOperand {
+                major: Major::MN,
+                swizzle,
+                lbo: self.rows * self.bytes,
+                sbo: 8 * self.bytes,
+            }
+        })
+    }
+}
+
+/// How one gemm runs on wgmma.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub groups_m: i64,
+    pub groups_n: i64,
+    /// The swizzle spans of A's and B's layouts.
+    pub a_bytes: i64,
+    pub b_bytes: i64,
+}
+
+/// Whether a region covers the last two dimensions of its buffer whole (leading
+/// dimensions of extent 1).
+fn whole_tile(r: &Region, buf: &BufferDecl) -> bool {
+    let n = buf.shape.len();
+    r.ranges.len() == n
+        && n >= 2
+        && r.ranges[..n - 2]
+            .iter()
+            .all(|range| const_int(&range.extent) == Some(1))
+        && r.ranges[n - 2..]
+            .iter()
+            .zip(&buf.shape[n - 2..])
+            .all(|(range, dim)| {
+                const_int(&range.start) == Some(0)
+                    && const_int(&range.extent).is_some()
+                    && const_int(&range.extent) == const_int(dim)
+            })
+}
+
+/// The wgmma plan of `g` (accumulator `m x n`, `threads` threads, `layouts` the layouts
+/// chosen so far), or why it keeps the mma.sync path.
+pub fn plan(
+    g: &Gemm,
+    target: Target,
+    threads: i64,
+    (m, n): (i64, i64),
+    buffer: &dyn Fn(&str) -> Option<BufferDecl>,
+    layout: &dyn Fn(&str) -> Option<Layout>,
+) -> Result<Plan, String> {
+    if !target.has_mma(tlc_ir::target::MmaFamily::Wgmma) {
+        return Err(format!("{target} has no wgmma"));
+    }
+    if threads % WARPGROUP != 0 {
+        return Err(format!("{threads} threads are not whole warpgroups"));
+    }
+    let (Some(a), Some(b)) = (buffer(&g.a.buffer.name), buffer(&g.b.buffer.name)) else {
+        return Err("an operand is not a known buffer".into());
+    };
+    let mut spans = [0i64; 2];
+    for (slot, (r, buf)) in spans.iter_mut().zip([(&g.a, &a), (&g.b, &b)]) {
+        let name = &buf.name.name;
+        if buf.scope != Scope::Shared || !matches!(buf.dtype, DType::Float16 | DType::BFloat16) {
+            return Err(format!("`{name}` is not a float16 / bfloat16 shared tile"));
+        }
+        if !whole_tile(r, buf) {
+            return Err(format!(
+                "the operand region of `{name}` is not its whole tile"
+            ));
+        }
+        let Some(bytes) = swizzle_bytes(buf) else {
+            return Err(format!(
+                "`{name}` has no wgmma layout: rows must be a multiple of 8 and a multiple of 32 bytes long"
+            ));
+        };
+        match layout(name) {
+            None => {}
+            Some(Layout::WgmmaSwizzle { bytes: b }) if b == bytes => {}
+            Some(_) => return Err(format!("`{name}` already has another layout")),
+        }
+        *slot = bytes;
+    }
+    if a.dtype != b.dtype {
+        return Err("A and B have different dtypes".into());
+    }
+    let (Some((ar, ac)), Some((br, bc))) = (tile(&a), tile(&b)) else {
+        return Err("an operand has no constant tile".into());
+    };
+    let (am, ak) = if g.trans_a { (ac, ar) } else { (ar, ac) };
+    let (bk, bn) = if g.trans_b { (bc, br) } else { (br, bc) };
+    if am != m || bn != n || ak != bk || ak % K_STEP != 0 {
+        return Err(format!(
+            "shapes {am} x {ak} · {bk} x {bn} → {m} x {n} do not tile by 64 x N x 16"
+        ));
+    }
+    let Some((groups_m, groups_n)) = warpgroup_partition(g.policy, threads / WARPGROUP, m, n)
+    else {
+        return Err(format!(
+            "{} warpgroups cannot split a {m} x {n} tile into 64-row tiles of at most 256 columns",
+            threads / WARPGROUP
+        ));
+    };
+    // An MN-major operand's descriptors must start on a panel. A's start at multiples of 64
+    // rows, and a panel is at most 64 float16 wide; B's at multiples of N / GN.
+    let b_width = spans[1] / i64::from(b.dtype.bytes());
+    if !g.trans_b && groups_n > 1 && (n / groups_n) % b_width != 0 {
+        return Err("B's warpgroup tiles do not start on a swizzle panel".into());
+    }
+    Ok(Plan {
+        groups_m,
+        groups_n,
+        a_bytes: spans[0],
+        b_bytes: spans[1],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partitions() {
+        assert_eq!(
+            warpgroup_partition(WarpPolicy::Square, 1, 128, 128),
+            Some((1, 1))
+        );
+        // Two warpgroups on 128 x 256: 128 x 128 each (square) rather than 64 x 256.
+        assert_eq!(
+            warpgroup_partition(WarpPolicy::Square, 2, 128, 256),
+            Some((1, 2))
+        );
+        assert_eq!(
+            warpgroup_partition(WarpPolicy::FullRow, 2, 128, 256),
+            Some((2, 1))
+        );
+        assert_eq!(
+            warpgroup_partition(WarpPolicy::FullCol, 2, 64, 256),
+            Some((1, 2))
+        );
+        // 64 rows cannot split over two warpgroups along M.
+        assert_eq!(warpgroup_partition(WarpPolicy::FullRow, 2, 64, 128), None);
+        // 512 columns on one warpgroup exceed one wgmma.
+        assert_eq!(warpgroup_partition(WarpPolicy::Square, 1, 64, 512), None);
+    }
+
+    #[test]
+    fn descriptors_from_panels() {
+        // The seed's B tile: 32 k-rows of 128 float16 n-columns, MN-major, two 64-wide panels.
+        let p = Panels {
+            rows: 32,
+            cols: 128,
+            bytes: 128,
+            elem_bytes: 2,
+        };
+        assert_eq!(p.width(), 64);
+        let b = p.operand(false).unwrap();
+        assert_eq!((b.major, b.lbo, b.sbo), (Major::MN, 4096, 1024));
+        // The seed's A tile: 128 rows of 32 float16 (64-byte rows), K-major.
+        let a = Panels {
+            rows: 128,
+            cols: 32,
+            bytes: 64,
+            elem_bytes: 2,
+        }
+        .operand(true)
+        .unwrap();
+        assert_eq!((a.major, a.sbo), (Major::K, 512));
+        assert_eq!(a.swizzle, Swizzle::from_bytes(64).unwrap());
+    }
+}

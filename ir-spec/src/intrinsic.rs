@@ -21,6 +21,7 @@
 
 use crate::dtype::DType;
 use crate::ir::{BufferDecl, Expr, Ident, Scope};
+use crate::target::{AsyncCopy, MmaFamily, Target};
 
 /// Where a multi-element intrinsic operand starts: `buf[i, j]`. The operand covers
 /// consecutive elements of the buffer's row-major storage from there.
@@ -68,6 +69,67 @@ pub enum Intrinsic {
         a: ElemRef,
         b: ElemRef,
     },
+    /// `T.mbarrier_init(bar, count)`: the mbarrier `bar` (one element of a shared int64
+    /// buffer) starts in phase 0 expecting `count` (1..=1024) arrivals and no transaction
+    /// bytes.
+    MbarrierInit { bar: ElemRef, count: i64 },
+    /// `T.mbarrier_arrive(bar)`: one arrival of this thread on `bar`. When no arrival and no
+    /// transaction byte is pending any more, the phase completes.
+    MbarrierArrive { bar: ElemRef },
+    /// `T.mbarrier_arrive_expect_tx(bar, bytes)`: adds `bytes` (0..2^20) to the pending
+    /// transaction bytes of `bar`, then arrives (PTX `mbarrier.arrive.expect_tx`).
+    MbarrierArriveExpectTx { bar: ElemRef, bytes: i64 },
+    /// `T.mbarrier_wait(bar, parity)`: waits until the phase of `bar` with the parity of
+    /// `parity` (a run-time integer; only its low bit counts) has completed, that is until the
+    /// barrier's current phase has the other parity (PTX `mbarrier.try_wait.parity` in a loop).
+    MbarrierWait { bar: ElemRef, parity: Expr },
+    /// `T.fence_proxy_async()`: `fence.proxy.async.shared::cta`, orders this thread's earlier
+    /// shared-memory writes before later reads by the async proxy (TMA, wgmma).
+    FenceProxyAsync,
+    /// `T.tma_load(dst, src, bar, box=(b0, …), swizzle=0)`: one elected thread copies the box
+    /// of global `src` whose origin is `src`'s indices (outside the buffer: zeros) into shared
+    /// memory from `dst` on, row-major and swizzled (`crate::wgmma::swizzle_address`), and the
+    /// copy completes its bytes on the mbarrier `bar` (`cp.async.bulk.tensor`).
+    TmaLoad {
+        dst: ElemRef,
+        src: ElemRef,
+        bar: ElemRef,
+        box_dims: Vec<i64>,
+        swizzle: i64,
+    },
+    /// `T.wgmma_fence()` (warpgroup collective): `wgmma.fence.sync.aligned`, orders earlier
+    /// register writes of the accumulators before the next `T.wgmma`.
+    WgmmaFence,
+    /// `T.wgmma_commit()` (warpgroup collective): closes the warpgroup's open group of
+    /// `T.wgmma`s (`wgmma.commit_group.sync.aligned`).
+    WgmmaCommit,
+    /// `T.wgmma_wait(n)` (warpgroup collective): waits until at most `n` (0..=7) committed
+    /// groups are pending (`wgmma.wait_group.sync.aligned n`).
+    WgmmaWait(i64),
+    /// `T.wgmma(acc, a, b, n=N, …)` (warpgroup collective):
+    /// `wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16|bf16}.{f16|bf16}`. `a` and `b` give the
+    /// shared start addresses of the descriptors, whose layouts are the constants
+    /// (`crate::wgmma::SmemOperand`); `acc` is each thread's `n / 2` float32 registers;
+    /// `accumulate` false ignores the old accumulator (PTX scale-d 0).
+    Wgmma {
+        acc: ElemRef,
+        a: ElemRef,
+        b: ElemRef,
+        n: i64,
+        trans_a: bool,
+        trans_b: bool,
+        a_swizzle: i64,
+        a_lbo: i64,
+        a_sbo: i64,
+        b_swizzle: i64,
+        b_lbo: i64,
+        b_sbo: i64,
+        accumulate: Option<Expr>,
+    },
+    /// `T.setmaxnreg(n, inc=True)` (warpgroup collective): `setmaxnreg.{inc|dec}.sync.aligned
+    /// .u32 n`, a register-allocation hint (n a multiple of 8 in 24..=256); no effect on
+    /// values.
+    SetMaxNReg { n: i64, inc: bool },
 }
 
 /// Which intrinsic a definition describes.
@@ -78,6 +140,17 @@ pub enum IntrinsicOp {
     WaitGroup,
     Ldmatrix,
     Mma,
+    MbarrierInit,
+    MbarrierArrive,
+    MbarrierArriveExpectTx,
+    MbarrierWait,
+    FenceProxyAsync,
+    TmaLoad,
+    WgmmaFence,
+    WgmmaCommit,
+    WgmmaWait,
+    Wgmma,
+    SetMaxNReg,
 }
 
 /// Who executes an intrinsic together.
@@ -122,6 +195,14 @@ pub enum Count {
     BytesOf(&'static str),
     /// The named integer parameter times a factor.
     Times(&'static str, i64),
+    /// The named integer parameter divided by a factor (which divides every allowed value).
+    Per(&'static str, i64),
+    /// The product of the named integer tuple: a box stored row-major from the operand on.
+    Product(&'static str),
+    /// A box of the named integer tuple's extents whose origin is the operand's indices:
+    /// coordinates, which may lie partly or wholly outside the buffer (TMA reads zeros
+    /// there). Neither the indices nor the box are bounds-checked.
+    Box(&'static str),
 }
 
 /// An element-reference parameter.
@@ -150,15 +231,86 @@ pub enum ParamKind {
     Bool { default: Option<bool> },
     /// A `bool` expression evaluated by each thread; may be left out (always true).
     Pred,
+    /// An integer constant: a multiple of `step` in `min..=max`; `default` when the call may
+    /// leave it out.
+    IntRange {
+        min: i64,
+        max: i64,
+        step: i64,
+        default: Option<i64>,
+    },
+    /// A tuple of integer constants `(a, b, …)`, each in `min..=max`, one per dimension of
+    /// the buffer of the element-reference parameter `rank_of`.
+    IntTuple {
+        min: i64,
+        max: i64,
+        rank_of: &'static str,
+    },
+    /// An `int32` expression evaluated by each thread at run time.
+    Value,
 }
 
 impl ParamKind {
-    /// Whether an integer parameter of this kind may hold `v`.
+    /// Whether an integer parameter of this kind (or an entry of an integer tuple) may hold
+    /// `v`.
     pub fn admits(&self, v: i64) -> bool {
-        match self {
+        match *self {
             ParamKind::Int { allowed: &[], .. } => v >= 0,
             ParamKind::Int { allowed, .. } => allowed.contains(&v),
+            ParamKind::IntRange { min, max, step, .. } => {
+                (min..=max).contains(&v) && step > 0 && (v - min) % step == 0
+            }
+            ParamKind::IntTuple { min, max, .. } => (min..=max).contains(&v),
             _ => false,
+        }
+    }
+
+    /// What [`ParamKind::admits`] admits, for messages: `4, 8 or 16`, `a multiple of 8 in
+    /// 8..=256`.
+    pub fn allowed_text(&self) -> String {
+        match *self {
+            ParamKind::Int { allowed: &[], .. } => "≥ 0".to_string(),
+            ParamKind::Int { allowed, .. } => one_of(allowed),
+            ParamKind::IntRange { min, max, step, .. } if step > 1 => {
+                format!("a multiple of {step} in {min}..={max}")
+            }
+            ParamKind::IntRange { min, max, .. } | ParamKind::IntTuple { min, max, .. } => {
+                format!("in {min}..={max}")
+            }
+            _ => String::new(),
+        }
+    }
+}
+
+/// What a target must have for an intrinsic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Needs {
+    /// Every target has it.
+    Nothing,
+    AsyncCopy(AsyncCopy),
+    Mma(MmaFamily),
+}
+
+impl Needs {
+    /// Whether `target` has what is needed.
+    pub fn met_by(self, target: Target) -> bool {
+        match self {
+            Needs::Nothing => true,
+            Needs::AsyncCopy(k) => target.has_async_copy(k),
+            Needs::Mma(f) => target.has_mma(f),
+        }
+    }
+
+    /// The requirement, for messages: "bulk tensor copies (TMA) and mbarriers".
+    pub fn describe(self) -> &'static str {
+        match self {
+            Needs::Nothing => "nothing",
+            Needs::AsyncCopy(AsyncCopy::CpAsync) => "`cp.async`",
+            Needs::AsyncCopy(AsyncCopy::BulkTensor) => {
+                "bulk tensor copies (TMA) with mbarriers and the async proxy"
+            }
+            Needs::Mma(MmaFamily::MmaSync) => "`mma.sync`",
+            Needs::Mma(MmaFamily::Wgmma) => "warpgroup MMA (`wgmma`)",
         }
     }
 }
@@ -188,6 +340,8 @@ pub struct IntrinsicDef {
     pub block_level: bool,
     /// Parameter pairs whose buffers must have one dtype.
     pub same_dtype: &'static [(&'static str, &'static str)],
+    /// What the target must have (the verifier's target rule I4).
+    pub needs: Needs,
 }
 
 impl IntrinsicDef {
@@ -203,7 +357,9 @@ impl IntrinsicDef {
             .take_while(|p| match p.kind {
                 ParamKind::Ref(_) => true,
                 ParamKind::Int { default, .. } => default.is_none(),
+                ParamKind::IntRange { default, .. } => default.is_none(),
                 ParamKind::Bool { default } => default.is_none(),
+                ParamKind::IntTuple { .. } | ParamKind::Value => true,
                 ParamKind::Pred => false,
             })
             .count()
@@ -218,6 +374,10 @@ pub enum Arg<'a> {
     Bool(bool),
     /// A predicate; `None` when left out.
     Pred(Option<&'a Expr>),
+    /// An integer tuple.
+    Ints(&'a [i64]),
+    /// A run-time value.
+    Value(&'a Expr),
 }
 
 /// One argument of a call, owned: what the parser builds an intrinsic from.
@@ -227,6 +387,8 @@ pub enum ArgValue {
     Int(i64),
     Bool(bool),
     Pred(Option<Expr>),
+    Ints(Vec<i64>),
+    Value(Expr),
 }
 
 const REGISTERS: &[Scope] = &[Scope::Local];
@@ -277,6 +439,7 @@ static CP_ASYNC: IntrinsicDef = IntrinsicDef {
     collective: Collective::Thread,
     block_level: false,
     same_dtype: &[("dst", "src")],
+    needs: Needs::AsyncCopy(AsyncCopy::CpAsync),
 };
 
 static COMMIT_GROUP: IntrinsicDef = IntrinsicDef {
@@ -286,6 +449,7 @@ static COMMIT_GROUP: IntrinsicDef = IntrinsicDef {
     collective: Collective::Thread,
     block_level: true,
     same_dtype: &[],
+    needs: Needs::AsyncCopy(AsyncCopy::CpAsync),
 };
 
 static WAIT_GROUP: IntrinsicDef = IntrinsicDef {
@@ -303,6 +467,7 @@ static WAIT_GROUP: IntrinsicDef = IntrinsicDef {
     collective: Collective::Thread,
     block_level: true,
     same_dtype: &[],
+    needs: Needs::AsyncCopy(AsyncCopy::CpAsync),
 };
 
 static LDMATRIX: IntrinsicDef = IntrinsicDef {
@@ -353,6 +518,7 @@ static LDMATRIX: IntrinsicDef = IntrinsicDef {
     collective: Collective::Warp,
     block_level: false,
     same_dtype: &[("dst", "src")],
+    needs: Needs::Nothing,
 };
 
 static MMA_SYNC: IntrinsicDef = IntrinsicDef {
@@ -396,11 +562,377 @@ static MMA_SYNC: IntrinsicDef = IntrinsicDef {
     collective: Collective::Warp,
     block_level: false,
     same_dtype: &[("a", "b")],
+    needs: Needs::Mma(MmaFamily::MmaSync),
+};
+
+const BARRIER: &[DType] = &[DType::Int64];
+
+/// The mbarrier operand: one element of a shared int64 buffer (an mbarrier is an 8-byte
+/// shared-memory object).
+const fn barrier(effect: Effect) -> Param {
+    Param {
+        name: "bar",
+        role: "mbarrier",
+        kind: ParamKind::Ref(RefParam {
+            scopes: &[Scope::Shared],
+            dtypes: BARRIER,
+            count: Count::Elems(1),
+            effect,
+        }),
+        keyword: false,
+    }
+}
+
+const TMA: Needs = Needs::AsyncCopy(AsyncCopy::BulkTensor);
+const WGMMA: Needs = Needs::Mma(MmaFamily::Wgmma);
+
+static MBARRIER_INIT: IntrinsicDef = IntrinsicDef {
+    op: IntrinsicOp::MbarrierInit,
+    name: "T.mbarrier_init",
+    params: &[
+        barrier(Effect::Write),
+        Param {
+            name: "count",
+            role: "arrival count",
+            kind: ParamKind::IntRange {
+                min: 1,
+                max: 1024,
+                step: 1,
+                default: None,
+            },
+            keyword: false,
+        },
+    ],
+    collective: Collective::Thread,
+    block_level: false,
+    same_dtype: &[],
+    needs: TMA,
+};
+
+static MBARRIER_ARRIVE: IntrinsicDef = IntrinsicDef {
+    op: IntrinsicOp::MbarrierArrive,
+    name: "T.mbarrier_arrive",
+    params: &[barrier(Effect::ReadWrite)],
+    collective: Collective::Thread,
+    block_level: false,
+    same_dtype: &[],
+    needs: TMA,
+};
+
+/// PTX's limit on an mbarrier's transaction count is 2^20 - 1.
+pub const MAX_TX_BYTES: i64 = (1 << 20) - 1;
+
+static MBARRIER_ARRIVE_EXPECT_TX: IntrinsicDef = IntrinsicDef {
+    op: IntrinsicOp::MbarrierArriveExpectTx,
+    name: "T.mbarrier_arrive_expect_tx",
+    params: &[
+        barrier(Effect::ReadWrite),
+        Param {
+            name: "bytes",
+            role: "transaction byte count",
+            kind: ParamKind::IntRange {
+                min: 0,
+                max: MAX_TX_BYTES,
+                step: 1,
+                default: None,
+            },
+            keyword: false,
+        },
+    ],
+    collective: Collective::Thread,
+    block_level: false,
+    same_dtype: &[],
+    needs: TMA,
+};
+
+static MBARRIER_WAIT: IntrinsicDef = IntrinsicDef {
+    op: IntrinsicOp::MbarrierWait,
+    name: "T.mbarrier_wait",
+    params: &[
+        barrier(Effect::Read),
+        Param {
+            name: "parity",
+            role: "phase parity",
+            kind: ParamKind::Value,
+            keyword: false,
+        },
+    ],
+    collective: Collective::Thread,
+    block_level: false,
+    same_dtype: &[],
+    needs: TMA,
+};
+
+static FENCE_PROXY_ASYNC: IntrinsicDef = IntrinsicDef {
+    op: IntrinsicOp::FenceProxyAsync,
+    name: "T.fence_proxy_async",
+    params: &[],
+    collective: Collective::Thread,
+    block_level: true,
+    same_dtype: &[],
+    needs: TMA,
+};
+
+/// The swizzle widths in bytes of TMA and of wgmma descriptors (0: none);
+/// `crate::wgmma::Swizzle` is their meaning.
+const SWIZZLES: &[i64] = &[0, 32, 64, 128];
+
+/// The largest extent of one box dimension of a TMA copy.
+pub const MAX_BOX_DIM: i64 = 256;
+
+static TMA_LOAD: IntrinsicDef = IntrinsicDef {
+    op: IntrinsicOp::TmaLoad,
+    name: "T.tma_load",
+    params: &[
+        Param {
+            name: "dst",
+            role: "destination",
+            kind: ParamKind::Ref(RefParam {
+                scopes: &[Scope::Shared],
+                dtypes: &[],
+                count: Count::Product("box"),
+                effect: Effect::AsyncWrite,
+            }),
+            keyword: false,
+        },
+        Param {
+            name: "src",
+            role: "source",
+            kind: ParamKind::Ref(RefParam {
+                scopes: &[Scope::Global],
+                dtypes: &[],
+                count: Count::Box("box"),
+                effect: Effect::Read,
+            }),
+            keyword: false,
+        },
+        Param {
+            name: "bar",
+            role: "mbarrier",
+            kind: ParamKind::Ref(RefParam {
+                scopes: &[Scope::Shared],
+                dtypes: BARRIER,
+                count: Count::Elems(1),
+                effect: Effect::ReadWrite,
+            }),
+            keyword: false,
+        },
+        Param {
+            name: "box",
+            role: "box",
+            kind: ParamKind::IntTuple {
+                min: 1,
+                max: MAX_BOX_DIM,
+                rank_of: "src",
+            },
+            keyword: true,
+        },
+        Param {
+            name: "swizzle",
+            role: "swizzle",
+            kind: ParamKind::Int {
+                allowed: SWIZZLES,
+                default: Some(0),
+            },
+            keyword: true,
+        },
+    ],
+    collective: Collective::Thread,
+    block_level: false,
+    same_dtype: &[("dst", "src")],
+    needs: TMA,
+};
+
+static WGMMA_FENCE: IntrinsicDef = IntrinsicDef {
+    op: IntrinsicOp::WgmmaFence,
+    name: "T.wgmma_fence",
+    params: &[],
+    collective: Collective::Warpgroup,
+    block_level: false,
+    same_dtype: &[],
+    needs: WGMMA,
+};
+
+static WGMMA_COMMIT: IntrinsicDef = IntrinsicDef {
+    op: IntrinsicOp::WgmmaCommit,
+    name: "T.wgmma_commit",
+    params: &[],
+    collective: Collective::Warpgroup,
+    block_level: false,
+    same_dtype: &[],
+    needs: WGMMA,
+};
+
+static WGMMA_WAIT: IntrinsicDef = IntrinsicDef {
+    op: IntrinsicOp::WgmmaWait,
+    name: "T.wgmma_wait",
+    params: &[Param {
+        name: "n",
+        role: "group count",
+        kind: ParamKind::IntRange {
+            min: 0,
+            max: 7,
+            step: 1,
+            default: None,
+        },
+        keyword: false,
+    }],
+    collective: Collective::Warpgroup,
+    block_level: false,
+    same_dtype: &[],
+    needs: WGMMA,
+};
+
+/// A wgmma descriptor's leading / stride byte offset: 14 bits of 16-byte units.
+const DESC_OFFSET: ParamKind = ParamKind::IntRange {
+    min: 0,
+    max: (1 << 18) - 16,
+    step: 16,
+    default: None,
+};
+
+/// A keyword constant of `T.wgmma`.
+const fn wgmma_const(name: &'static str, role: &'static str, kind: ParamKind) -> Param {
+    Param {
+        name,
+        role,
+        kind,
+        keyword: true,
+    }
+}
+
+const SWIZZLE_PARAM: ParamKind = ParamKind::Int {
+    allowed: SWIZZLES,
+    default: Some(0),
+};
+
+static WGMMA_MMA: IntrinsicDef = IntrinsicDef {
+    op: IntrinsicOp::Wgmma,
+    name: "T.wgmma",
+    params: &[
+        Param {
+            name: "acc",
+            role: "accumulator",
+            kind: ParamKind::Ref(RefParam {
+                scopes: REGISTERS,
+                dtypes: &[DType::Float32],
+                count: Count::Per("n", 2),
+                effect: Effect::ReadWrite,
+            }),
+            keyword: false,
+        },
+        // The operands give the descriptors' start addresses; their layouts are the
+        // constants below (`crate::wgmma::SmemOperand`), so one element is named here.
+        Param {
+            name: "a",
+            role: "A operand",
+            kind: ParamKind::Ref(RefParam {
+                scopes: &[Scope::Shared],
+                dtypes: SIXTEEN_BIT,
+                count: Count::Elems(1),
+                effect: Effect::Read,
+            }),
+            keyword: false,
+        },
+        Param {
+            name: "b",
+            role: "B operand",
+            kind: ParamKind::Ref(RefParam {
+                scopes: &[Scope::Shared],
+                dtypes: SIXTEEN_BIT,
+                count: Count::Elems(1),
+                effect: Effect::Read,
+            }),
+            keyword: false,
+        },
+        wgmma_const(
+            "n",
+            "N extent",
+            ParamKind::IntRange {
+                min: 8,
+                max: 256,
+                step: 8,
+                default: None,
+            },
+        ),
+        wgmma_const(
+            "trans_a",
+            "A major flag",
+            ParamKind::Bool {
+                default: Some(false),
+            },
+        ),
+        wgmma_const(
+            "trans_b",
+            "B major flag",
+            ParamKind::Bool {
+                default: Some(false),
+            },
+        ),
+        wgmma_const("a_swizzle", "A swizzle", SWIZZLE_PARAM),
+        wgmma_const("a_lbo", "A leading byte offset", DESC_OFFSET),
+        wgmma_const("a_sbo", "A stride byte offset", DESC_OFFSET),
+        wgmma_const("b_swizzle", "B swizzle", SWIZZLE_PARAM),
+        wgmma_const("b_lbo", "B leading byte offset", DESC_OFFSET),
+        wgmma_const("b_sbo", "B stride byte offset", DESC_OFFSET),
+        wgmma_const("accumulate", "accumulate predicate", ParamKind::Pred),
+    ],
+    collective: Collective::Warpgroup,
+    block_level: false,
+    same_dtype: &[("a", "b")],
+    needs: WGMMA,
+};
+
+static SETMAXNREG: IntrinsicDef = IntrinsicDef {
+    op: IntrinsicOp::SetMaxNReg,
+    name: "T.setmaxnreg",
+    params: &[
+        Param {
+            name: "n",
+            role: "register count",
+            kind: ParamKind::IntRange {
+                min: 24,
+                max: 256,
+                step: 8,
+                default: None,
+            },
+            keyword: false,
+        },
+        Param {
+            name: "inc",
+            role: "increase flag",
+            kind: ParamKind::Bool {
+                default: Some(true),
+            },
+            keyword: true,
+        },
+    ],
+    collective: Collective::Warpgroup,
+    block_level: false,
+    same_dtype: &[],
+    needs: WGMMA,
 };
 
 /// Every intrinsic's definition.
-pub fn all() -> [&'static IntrinsicDef; 5] {
-    [&CP_ASYNC, &COMMIT_GROUP, &WAIT_GROUP, &LDMATRIX, &MMA_SYNC]
+pub fn all() -> [&'static IntrinsicDef; 16] {
+    [
+        &CP_ASYNC,
+        &COMMIT_GROUP,
+        &WAIT_GROUP,
+        &LDMATRIX,
+        &MMA_SYNC,
+        &MBARRIER_INIT,
+        &MBARRIER_ARRIVE,
+        &MBARRIER_ARRIVE_EXPECT_TX,
+        &MBARRIER_WAIT,
+        &FENCE_PROXY_ASYNC,
+        &TMA_LOAD,
+        &WGMMA_FENCE,
+        &WGMMA_COMMIT,
+        &WGMMA_WAIT,
+        &WGMMA_MMA,
+        &SETMAXNREG,
+    ]
 }
 
 /// The definition of the intrinsic written `name` (`T.cp_async`).
@@ -425,6 +957,17 @@ impl Intrinsic {
             Intrinsic::WaitGroup(_) => &WAIT_GROUP,
             Intrinsic::Ldmatrix { .. } => &LDMATRIX,
             Intrinsic::Mma { .. } => &MMA_SYNC,
+            Intrinsic::MbarrierInit { .. } => &MBARRIER_INIT,
+            Intrinsic::MbarrierArrive { .. } => &MBARRIER_ARRIVE,
+            Intrinsic::MbarrierArriveExpectTx { .. } => &MBARRIER_ARRIVE_EXPECT_TX,
+            Intrinsic::MbarrierWait { .. } => &MBARRIER_WAIT,
+            Intrinsic::FenceProxyAsync => &FENCE_PROXY_ASYNC,
+            Intrinsic::TmaLoad { .. } => &TMA_LOAD,
+            Intrinsic::WgmmaFence => &WGMMA_FENCE,
+            Intrinsic::WgmmaCommit => &WGMMA_COMMIT,
+            Intrinsic::WgmmaWait(_) => &WGMMA_WAIT,
+            Intrinsic::Wgmma { .. } => &WGMMA_MMA,
+            Intrinsic::SetMaxNReg { .. } => &SETMAXNREG,
         }
     }
 
@@ -465,17 +1008,88 @@ impl Intrinsic {
                 Arg::Bool(*trans),
             ],
             Intrinsic::Mma { acc, a, b } => vec![Arg::Ref(acc), Arg::Ref(a), Arg::Ref(b)],
+            Intrinsic::MbarrierInit { bar, count } => vec![Arg::Ref(bar), Arg::Int(*count)],
+            Intrinsic::MbarrierArrive { bar } => vec![Arg::Ref(bar)],
+            Intrinsic::MbarrierArriveExpectTx { bar, bytes } => {
+                vec![Arg::Ref(bar), Arg::Int(*bytes)]
+            }
+            Intrinsic::MbarrierWait { bar, parity } => vec![Arg::Ref(bar), Arg::Value(parity)],
+            Intrinsic::TmaLoad {
+                dst,
+                src,
+                bar,
+                box_dims,
+                swizzle,
+            } => vec![
+                Arg::Ref(dst),
+                Arg::Ref(src),
+                Arg::Ref(bar),
+                Arg::Ints(box_dims),
+                Arg::Int(*swizzle),
+            ],
+            Intrinsic::WgmmaWait(n) => vec![Arg::Int(*n)],
+            Intrinsic::Wgmma {
+                acc,
+                a,
+                b,
+                n,
+                trans_a,
+                trans_b,
+                a_swizzle,
+                a_lbo,
+                a_sbo,
+                b_swizzle,
+                b_lbo,
+                b_sbo,
+                accumulate,
+            } => vec![
+                Arg::Ref(acc),
+                Arg::Ref(a),
+                Arg::Ref(b),
+                Arg::Int(*n),
+                Arg::Bool(*trans_a),
+                Arg::Bool(*trans_b),
+                Arg::Int(*a_swizzle),
+                Arg::Int(*a_lbo),
+                Arg::Int(*a_sbo),
+                Arg::Int(*b_swizzle),
+                Arg::Int(*b_lbo),
+                Arg::Int(*b_sbo),
+                Arg::Pred(accumulate.as_ref()),
+            ],
+            Intrinsic::SetMaxNReg { n, inc } => vec![Arg::Int(*n), Arg::Bool(*inc)],
+            Intrinsic::FenceProxyAsync | Intrinsic::WgmmaFence | Intrinsic::WgmmaCommit => {
+                Vec::new()
+            }
         }
     }
 
-    /// The element references and the predicate, mutably, in parameter order: everything
-    /// of the call that holds expressions.
+    /// The element references and the predicate or run-time value, mutably, in parameter
+    /// order: everything of the call that holds expressions.
     fn parts_mut(&mut self) -> (Vec<&mut ElemRef>, Option<&mut Expr>) {
         match self {
             Intrinsic::CpAsync { dst, src, pred, .. } => (vec![dst, src], pred.as_mut()),
             Intrinsic::Ldmatrix { dst, src, .. } => (vec![dst, src], None),
             Intrinsic::Mma { acc, a, b } => (vec![acc, a, b], None),
-            Intrinsic::CommitGroup | Intrinsic::WaitGroup(_) => (Vec::new(), None),
+            Intrinsic::MbarrierInit { bar, .. }
+            | Intrinsic::MbarrierArrive { bar }
+            | Intrinsic::MbarrierArriveExpectTx { bar, .. } => (vec![bar], None),
+            Intrinsic::MbarrierWait { bar, parity } => (vec![bar], Some(parity)),
+            Intrinsic::TmaLoad { dst, src, bar, .. } => (vec![dst, src, bar], None),
+            Intrinsic::Wgmma {
+                acc,
+                a,
+                b,
+                accumulate,
+                ..
+            } => (vec![acc, a, b], accumulate.as_mut()),
+            Intrinsic::CommitGroup
+            | Intrinsic::WaitGroup(_)
+            | Intrinsic::FenceProxyAsync
+            | Intrinsic::WgmmaFence
+            | Intrinsic::WgmmaCommit
+            | Intrinsic::WgmmaWait(_)
+            | Intrinsic::SetMaxNReg { .. } => (Vec::new(), None),
         }
     }
 
@@ -513,6 +1127,80 @@ impl Intrinsic {
                 (V::Ref(acc), V::Ref(a), V::Ref(b)) => Intrinsic::Mma { acc, a, b },
                 _ => return None,
             },
+            IntrinsicOp::MbarrierInit => match (next()?, next()?) {
+                (V::Ref(bar), V::Int(count)) => Intrinsic::MbarrierInit { bar, count },
+                _ => return None,
+            },
+            IntrinsicOp::MbarrierArrive => match next()? {
+                V::Ref(bar) => Intrinsic::MbarrierArrive { bar },
+                _ => return None,
+            },
+            IntrinsicOp::MbarrierArriveExpectTx => match (next()?, next()?) {
+                (V::Ref(bar), V::Int(bytes)) => Intrinsic::MbarrierArriveExpectTx { bar, bytes },
+                _ => return None,
+            },
+            IntrinsicOp::MbarrierWait => match (next()?, next()?) {
+                (V::Ref(bar), V::Value(parity)) => Intrinsic::MbarrierWait { bar, parity },
+                _ => return None,
+            },
+            IntrinsicOp::FenceProxyAsync => Intrinsic::FenceProxyAsync,
+            IntrinsicOp::TmaLoad => match (next()?, next()?, next()?, next()?, next()?) {
+                (V::Ref(dst), V::Ref(src), V::Ref(bar), V::Ints(box_dims), V::Int(swizzle)) => {
+                    Intrinsic::TmaLoad {
+                        dst,
+                        src,
+                        bar,
+                        box_dims,
+                        swizzle,
+                    }
+                }
+                _ => return None,
+            },
+            IntrinsicOp::WgmmaFence => Intrinsic::WgmmaFence,
+            IntrinsicOp::WgmmaCommit => Intrinsic::WgmmaCommit,
+            IntrinsicOp::WgmmaWait => match next()? {
+                V::Int(n) => Intrinsic::WgmmaWait(n),
+                _ => return None,
+            },
+            IntrinsicOp::Wgmma => {
+                let (V::Ref(acc), V::Ref(a), V::Ref(b)) = (next()?, next()?, next()?) else {
+                    return None;
+                };
+                let (V::Int(n), V::Bool(trans_a), V::Bool(trans_b)) = (next()?, next()?, next()?)
+                else {
+                    return None;
+                };
+                let (V::Int(a_swizzle), V::Int(a_lbo), V::Int(a_sbo)) = (next()?, next()?, next()?)
+                else {
+                    return None;
+                };
+                let (V::Int(b_swizzle), V::Int(b_lbo), V::Int(b_sbo)) = (next()?, next()?, next()?)
+                else {
+                    return None;
+                };
+                let V::Pred(accumulate) = next()? else {
+                    return None;
+                };
+                Intrinsic::Wgmma {
+                    acc,
+                    a,
+                    b,
+                    n,
+                    trans_a,
+                    trans_b,
+                    a_swizzle,
+                    a_lbo,
+                    a_sbo,
+                    b_swizzle,
+                    b_lbo,
+                    b_sbo,
+                    accumulate,
+                }
+            }
+            IntrinsicOp::SetMaxNReg => match (next()?, next()?) {
+                (V::Int(n), V::Bool(inc)) => Intrinsic::SetMaxNReg { n, inc },
+                _ => return None,
+            },
         };
         next().is_none().then_some(call)
     }
@@ -540,13 +1228,14 @@ impl Intrinsic {
         })
     }
 
-    /// Every expression the call holds directly: operand indices, then the predicate.
+    /// Every expression the call holds directly: operand indices, then the predicate or
+    /// run-time value.
     pub fn exprs(&self) -> Vec<&Expr> {
         let mut out: Vec<&Expr> = Vec::new();
         for a in self.args() {
             match a {
                 Arg::Ref(r) => out.extend(r.indices.iter()),
-                Arg::Pred(Some(p)) => out.push(p),
+                Arg::Pred(Some(p)) | Arg::Value(p) => out.push(p),
                 _ => {}
             }
         }
@@ -593,6 +1282,25 @@ impl Intrinsic {
             })
     }
 
+    /// The value of integer-tuple parameter `name`.
+    pub fn ints_arg(&self, name: &str) -> Option<&[i64]> {
+        self.def()
+            .params
+            .iter()
+            .zip(self.args())
+            .find_map(|(p, a)| match a {
+                Arg::Ints(v) if p.name == name => Some(v),
+                _ => None,
+            })
+    }
+
+    /// The integer tuple `name` when every entry is one its definition allows.
+    fn valid_ints_arg(&self, name: &str) -> Option<&[i64]> {
+        let v = self.ints_arg(name)?;
+        let kind = self.def().param(name)?.kind;
+        v.iter().all(|&x| kind.admits(x)).then_some(v)
+    }
+
     /// The value of integer parameter `name` when it is one its definition allows.
     fn valid_int_arg(&self, name: &str) -> Option<i64> {
         let v = self.int_arg(name)?;
@@ -609,6 +1317,14 @@ impl Intrinsic {
         match rule.count {
             Count::Elems(n) => Some(n),
             Count::Times(p, k) => self.valid_int_arg(p)?.checked_mul(k),
+            Count::Per(p, k) => {
+                let v = self.valid_int_arg(p)?;
+                (k > 0 && v % k == 0).then(|| v / k)
+            }
+            Count::Product(p) | Count::Box(p) => self
+                .valid_ints_arg(p)?
+                .iter()
+                .try_fold(1i64, |n, &d| n.checked_mul(d)),
             Count::BytesOf(p) => {
                 let bytes = self.valid_int_arg(p)?;
                 (elem_bytes > 0 && bytes % elem_bytes == 0).then(|| bytes / elem_bytes)
@@ -640,6 +1356,8 @@ pub struct BufFacts<'a> {
     pub name: &'a str,
     pub scope: Scope,
     pub dtype: DType,
+    /// How many dimensions it has.
+    pub rank: usize,
 }
 
 impl<'a> From<&'a BufferDecl> for BufFacts<'a> {
@@ -648,6 +1366,7 @@ impl<'a> From<&'a BufferDecl> for BufFacts<'a> {
             name: &d.name.name,
             scope: d.scope,
             dtype: d.dtype,
+            rank: d.shape.len(),
         }
     }
 }
@@ -672,16 +1391,48 @@ pub fn check<'a, 'b>(
     for (param, arg) in params {
         let what = format!("the {} of `{}`", param.role, def.name);
         match (param.kind, arg) {
-            (ParamKind::Int { allowed, .. }, Arg::Int(v)) if !param.kind.admits(v) => {
-                let want = if allowed.is_empty() {
-                    "≥ 0".to_string()
-                } else {
-                    one_of(allowed)
-                };
+            (ParamKind::Int { .. } | ParamKind::IntRange { .. }, Arg::Int(v))
+                if !param.kind.admits(v) =>
+            {
                 out.push(Violation {
                     at: None,
-                    message: format!("{what} (`{}`) must be {want}, found {v}", param.name),
+                    message: format!(
+                        "{what} (`{}`) must be {}, found {v}",
+                        param.name,
+                        param.kind.allowed_text()
+                    ),
                 });
+            }
+            (ParamKind::IntTuple { rank_of, .. }, Arg::Ints(vs)) => {
+                if let Some(&v) = vs.iter().find(|&&v| !param.kind.admits(v)) {
+                    out.push(Violation {
+                        at: None,
+                        message: format!(
+                            "each entry of {what} (`{}`) must be {}, found {v}",
+                            param.name,
+                            param.kind.allowed_text()
+                        ),
+                    });
+                }
+                let operand = def.params.iter().zip(i.args()).find_map(|(p, a)| match a {
+                    Arg::Ref(r) if p.name == rank_of => Some(r),
+                    _ => None,
+                });
+                if let Some(d) = operand.and_then(|r| buf(&r.buffer.name)) {
+                    if d.rank != vs.len() {
+                        out.push(Violation {
+                            at: operand,
+                            message: format!(
+                                "{what} (`{}`) has {} entries, one per dimension of `{}`, \
+                                 which has {}",
+                                param.name,
+                                vs.len(),
+                                d.name,
+                                d.rank
+                            ),
+                        });
+                    }
+                }
             }
             (ParamKind::Ref(rule), Arg::Ref(r)) => {
                 let Some(d) = buf(&r.buffer.name) else {
@@ -754,7 +1505,54 @@ pub fn check<'a, 'b>(
             }
         }
     }
+    // The box's shape, once its entries and the swizzle are valid (else reported above).
+    if let (Intrinsic::TmaLoad { .. }, Some(box_dims), Some(swizzle)) =
+        (i, i.valid_ints_arg("box"), i.valid_int_arg("swizzle"))
+    {
+        let dst = typed.iter().find(|(p, _, _)| *p == "dst");
+        if let Some((_, r, d)) = dst {
+            if let Err(message) = tma_box_rule(box_dims, swizzle, i64::from(d.dtype.bytes())) {
+                out.push(Violation {
+                    at: Some(r),
+                    message,
+                });
+            }
+        }
+    }
     out
+}
+
+/// The most dimensions a TMA box has (`cp.async.bulk.tensor.1d` … `.5d`).
+pub const MAX_BOX_RANK: usize = 5;
+
+/// The rules of a TMA box on its shape (the entries' range is the parameter's): one to
+/// [`MAX_BOX_RANK`] dimensions; its innermost row (`box[last] × elem_bytes`) a multiple of
+/// 16 bytes and, with a swizzle, at most the swizzle span. One definition for the verifier,
+/// the interpreter and codegen.
+pub fn tma_box_rule(box_dims: &[i64], swizzle: i64, elem_bytes: i64) -> Result<(), String> {
+    let Some(&inner) = box_dims.last() else {
+        return Err("a `T.tma_load` box has at least one dimension".to_string());
+    };
+    if box_dims.len() > MAX_BOX_RANK {
+        return Err(format!(
+            "a `T.tma_load` box has at most {MAX_BOX_RANK} dimensions, found {}",
+            box_dims.len()
+        ));
+    }
+    let row = inner.saturating_mul(elem_bytes);
+    if row % 16 != 0 {
+        return Err(format!(
+            "the innermost box dimension of `T.tma_load` must span a multiple of 16 bytes: \
+             {inner} elements of {elem_bytes} bytes are {row} bytes"
+        ));
+    }
+    if swizzle > 0 && row > swizzle {
+        return Err(format!(
+            "with swizzle={swizzle} the innermost box dimension of `T.tma_load` spans at most \
+             {swizzle} bytes: {inner} elements of {elem_bytes} bytes are {row} bytes"
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -796,6 +1594,46 @@ mod tests {
                 a: r("A"),
                 b: r("B"),
             },
+            Intrinsic::MbarrierInit {
+                bar: r("bar"),
+                count: 128,
+            },
+            Intrinsic::MbarrierArrive { bar: r("bar") },
+            Intrinsic::MbarrierArriveExpectTx {
+                bar: r("bar"),
+                bytes: 8192,
+            },
+            Intrinsic::MbarrierWait {
+                bar: r("bar"),
+                parity: Expr::var("phase"),
+            },
+            Intrinsic::FenceProxyAsync,
+            Intrinsic::TmaLoad {
+                dst: r("S"),
+                src: r("A"),
+                bar: r("bar"),
+                box_dims: vec![64, 64],
+                swizzle: 128,
+            },
+            Intrinsic::WgmmaFence,
+            Intrinsic::WgmmaCommit,
+            Intrinsic::WgmmaWait(1),
+            Intrinsic::Wgmma {
+                acc: r("C"),
+                a: r("SA"),
+                b: r("SB"),
+                n: 128,
+                trans_a: false,
+                trans_b: true,
+                a_swizzle: 128,
+                a_lbo: 0,
+                a_sbo: 1024,
+                b_swizzle: 128,
+                b_lbo: 8192,
+                b_sbo: 1024,
+                accumulate: Some(Expr::var("p")),
+            },
+            Intrinsic::SetMaxNReg { n: 240, inc: true },
         ]
     }
 
@@ -805,6 +1643,8 @@ mod tests {
             Arg::Int(v) => ArgValue::Int(v),
             Arg::Bool(b) => ArgValue::Bool(b),
             Arg::Pred(p) => ArgValue::Pred(p.cloned()),
+            Arg::Ints(v) => ArgValue::Ints(v.to_vec()),
+            Arg::Value(e) => ArgValue::Value(e.clone()),
         }
     }
 
@@ -822,6 +1662,9 @@ mod tests {
                         | (ParamKind::Int { .. }, Arg::Int(_))
                         | (ParamKind::Bool { .. }, Arg::Bool(_))
                         | (ParamKind::Pred, Arg::Pred(_))
+                        | (ParamKind::IntRange { .. }, Arg::Int(_))
+                        | (ParamKind::IntTuple { .. }, Arg::Ints(_))
+                        | (ParamKind::Value, Arg::Value(_))
                 );
                 assert!(fits, "{} {}", def.name, p.name);
             }
@@ -866,5 +1709,141 @@ mod tests {
         assert!(!Effect::AsyncWrite.reads() && Effect::AsyncWrite.writes());
         assert_eq!(cp.pred(), Some(&Expr::var("p")));
         assert_eq!(s[5].exprs().len(), 6);
+        // The Hopper intrinsics.
+        let tma = &s[11];
+        assert_eq!(tma.count(&TMA_LOAD.params[0], 2), Some(4096));
+        assert_eq!(tma.count(&TMA_LOAD.params[1], 2), Some(4096));
+        assert_eq!(tma.ints_arg("box"), Some(&[64, 64][..]));
+        let effects: Vec<Effect> = tma.accesses().iter().map(|a| a.effect).collect();
+        assert_eq!(
+            effects,
+            [Effect::AsyncWrite, Effect::Read, Effect::ReadWrite]
+        );
+        let wgmma = &s[15];
+        assert_eq!(wgmma.count(&WGMMA_MMA.params[0], 4), Some(64));
+        assert_eq!(wgmma.pred(), Some(&Expr::var("p")));
+        assert_eq!(WGMMA_MMA.required(), 4);
+        assert_eq!(TMA_LOAD.required(), 4);
+        // The parity is an expression of the call (visitors see it), not a predicate.
+        let wait = &s[9];
+        assert_eq!(wait.exprs().last(), Some(&&Expr::var("phase")));
+        assert_eq!(wait.pred(), None);
+        assert!(DESC_OFFSET.admits(1024) && !DESC_OFFSET.admits(8) && !DESC_OFFSET.admits(1 << 18));
+        assert_eq!(
+            WGMMA_MMA.params[3].kind.allowed_text(),
+            "a multiple of 8 in 8..=256"
+        );
+        assert!(TMA.met_by(Target::Sm90a) && !TMA.met_by(Target::Sm80));
+        assert!(!WGMMA.met_by(Target::Sm80));
+    }
+
+    fn facts(name: &str, scope: Scope, dtype: DType, rank: usize) -> BufFacts<'_> {
+        BufFacts {
+            name,
+            scope,
+            dtype,
+            rank,
+        }
+    }
+
+    /// The table's rules on the Hopper intrinsics' operands and constants.
+    #[test]
+    fn hopper_operand_rules() {
+        let s = samples();
+        let bufs = |n: &str| -> Option<BufFacts<'static>> {
+            match n {
+                "S" => Some(facts("S", Scope::Shared, DType::Float16, 2)),
+                "SA" => Some(facts("SA", Scope::Shared, DType::Float16, 2)),
+                "SB" => Some(facts("SB", Scope::Shared, DType::Float16, 2)),
+                "A" => Some(facts("A", Scope::Global, DType::Float16, 2)),
+                "bar" => Some(facts("bar", Scope::Shared, DType::Int64, 1)),
+                "C" => Some(facts("C", Scope::Local, DType::Float32, 1)),
+                _ => None,
+            }
+        };
+        // The samples of the new intrinsics (from the first mbarrier on) keep every rule.
+        for i in &s[6..] {
+            assert_eq!(check(i, &bufs), Vec::new(), "{}", i.name());
+        }
+        let messages = |i: &Intrinsic| -> Vec<String> {
+            check(i, &bufs).into_iter().map(|v| v.message).collect()
+        };
+        let tma = |box_dims: Vec<i64>, swizzle: i64| Intrinsic::TmaLoad {
+            dst: r("S"),
+            src: r("A"),
+            bar: r("bar"),
+            box_dims,
+            swizzle,
+        };
+        assert_eq!(
+            messages(&tma(vec![64], 0)),
+            ["the box of `T.tma_load` (`box`) has 1 entries, one per dimension of `A`, which has 2"]
+        );
+        assert_eq!(
+            messages(&tma(vec![64, 0], 0)),
+            ["each entry of the box of `T.tma_load` (`box`) must be in 1..=256, found 0"]
+        );
+        assert_eq!(
+            messages(&tma(vec![64, 4], 0)),
+            [
+                "the innermost box dimension of `T.tma_load` must span a multiple of 16 bytes: \
+              4 elements of 2 bytes are 8 bytes"
+            ]
+        );
+        assert_eq!(
+            messages(&tma(vec![8, 64], 64)),
+            [
+                "with swizzle=64 the innermost box dimension of `T.tma_load` spans at most 64 \
+              bytes: 64 elements of 2 bytes are 128 bytes"
+            ]
+        );
+        assert_eq!(
+            messages(&tma(vec![8, 64], 16)),
+            ["the swizzle of `T.tma_load` (`swizzle`) must be 0, 32, 64 or 128, found 16"]
+        );
+        let bad_bar = Intrinsic::MbarrierArrive { bar: r("S") };
+        assert_eq!(
+            messages(&bad_bar),
+            ["the mbarrier of `T.mbarrier_arrive` must be int64; `S` is float16"]
+        );
+        let init = Intrinsic::MbarrierInit {
+            bar: r("bar"),
+            count: 0,
+        };
+        assert_eq!(
+            messages(&init),
+            ["the arrival count of `T.mbarrier_init` (`count`) must be in 1..=1024, found 0"]
+        );
+        let Intrinsic::Wgmma { .. } = &s[15] else {
+            panic!()
+        };
+        let mut w = s[15].clone();
+        if let Intrinsic::Wgmma { n, a_sbo, acc, .. } = &mut w {
+            *n = 12;
+            *a_sbo = 1000;
+            *acc = r("S");
+        }
+        assert_eq!(
+            messages(&w),
+            [
+                "the N extent of `T.wgmma` (`n`) must be a multiple of 8 in 8..=256, found 12",
+                "the A stride byte offset of `T.wgmma` (`a_sbo`) must be a multiple of 16 in \
+                 0..=262128, found 1000",
+                "the accumulator of `T.wgmma` must be a local buffer, but `S` is a shared buffer",
+                "the accumulator of `T.wgmma` must be float32; `S` is float16"
+            ]
+        );
+        let reg = Intrinsic::SetMaxNReg { n: 20, inc: true };
+        assert_eq!(
+            messages(&reg),
+            [
+                "the register count of `T.setmaxnreg` (`n`) must be a multiple of 8 in 24..=256, \
+              found 20"
+            ]
+        );
+        assert_eq!(
+            messages(&Intrinsic::WgmmaWait(8)),
+            ["the group count of `T.wgmma_wait` (`n`) must be in 0..=7, found 8"]
+        );
     }
 }

@@ -20,6 +20,7 @@ pub mod types;
 pub mod uniquify;
 pub mod verifier;
 pub mod visit;
+pub mod wgmma;
 
 pub use diagnostic::{Diagnostic, Diagnostics, Note};
 pub use dtype::DType;

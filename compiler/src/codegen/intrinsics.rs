@@ -53,6 +53,20 @@ impl Cg {
                 trans,
             } => self.ldmatrix(dst, src, *num, *trans, span),
             Intrinsic::Mma { acc, a, b } => self.mma(acc, a, b),
+            // The Hopper intrinsics (sm_90a): their PTX is not written yet.
+            Intrinsic::MbarrierInit { .. }
+            | Intrinsic::MbarrierArrive { .. }
+            | Intrinsic::MbarrierArriveExpectTx { .. }
+            | Intrinsic::MbarrierWait { .. }
+            | Intrinsic::FenceProxyAsync
+            | Intrinsic::TmaLoad { .. }
+            | Intrinsic::WgmmaFence
+            | Intrinsic::WgmmaCommit
+            | Intrinsic::WgmmaWait(_)
+            | Intrinsic::Wgmma { .. }
+            | Intrinsic::SetMaxNReg { .. } => {
+                self.err(span, format!("`{}` is not lowered to PTX yet", i.name()))
+            }
         }
     }
 

@@ -540,6 +540,7 @@ impl Compiler {
                     name: &b.name,
                     scope: b.scope,
                     dtype: b.dtype,
+                    rank: b.rank,
                 })
         };
         if let Some(v) = intrinsic::check(i, &lookup).into_iter().next() {
@@ -579,6 +580,12 @@ impl Compiler {
                 a: self.elem_ref(a, span)?,
                 b: self.elem_ref(b, span)?,
             },
+            _ => {
+                return Err(Diagnostic::error(
+                    span,
+                    format!("the interpreter does not run `{}` yet", def.name),
+                ))
+            }
         };
         Ok(CIntrinsic { def, call })
     }

@@ -201,8 +201,14 @@ impl Printer<'_> {
                 Arg::Ref(r) => self.elem_ref(r)?,
                 Arg::Int(v) => write!(self.out, "{v}")?,
                 Arg::Bool(b) => self.out.push_str(if b { "True" } else { "False" }),
-                Arg::Pred(Some(p)) => write_expr(&mut self.out, p)?,
+                Arg::Pred(Some(p)) | Arg::Value(p) => write_expr(&mut self.out, p)?,
                 Arg::Pred(None) => {}
+                // `(64,)`: a one-entry tuple keeps its comma, as in Python.
+                Arg::Ints([v]) => write!(self.out, "({v},)")?,
+                Arg::Ints(vs) => {
+                    let items: Vec<String> = vs.iter().map(ToString::to_string).collect();
+                    write!(self.out, "({})", items.join(", "))?;
+                }
             }
         }
         self.out.push(')');

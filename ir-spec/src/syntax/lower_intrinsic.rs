@@ -27,14 +27,31 @@ impl Lowerer {
             let what = format!("the {} of `{}`", param.role, def.name);
             let value = match (param.kind, arg) {
                 (ParamKind::Ref(_), Some(e)) => self.elem_ref(e, def.name).map(ArgValue::Ref),
-                (ParamKind::Int { .. }, Some(e)) => self.const_int(e, &what).map(ArgValue::Int),
-                (ParamKind::Int { default, .. }, None) => default.map(ArgValue::Int),
+                (ParamKind::Int { .. } | ParamKind::IntRange { .. }, Some(e)) => {
+                    self.const_int(e, &what).map(ArgValue::Int)
+                }
+                (ParamKind::Int { default, .. } | ParamKind::IntRange { default, .. }, None) => {
+                    match default {
+                        Some(v) => Some(ArgValue::Int(v)),
+                        None => self.missing(def.name, param.name, span),
+                    }
+                }
+                (ParamKind::IntTuple { .. }, Some(e)) => {
+                    self.const_int_list(e, &what).map(ArgValue::Ints)
+                }
+                (ParamKind::Value, Some(e)) => self.expr(e).map(ArgValue::Value),
                 (ParamKind::Bool { .. }, Some(e)) => self.const_bool(e, &what).map(ArgValue::Bool),
-                (ParamKind::Bool { default }, None) => default.map(ArgValue::Bool),
+                (ParamKind::Bool { default }, None) => match default {
+                    Some(b) => Some(ArgValue::Bool(b)),
+                    None => self.missing(def.name, param.name, span),
+                },
                 (ParamKind::Pred, Some(e)) => self.expr(e).map(|p| ArgValue::Pred(Some(p))),
                 (ParamKind::Pred, None) => Some(ArgValue::Pred(None)),
-                // `bind` has reported a missing required argument.
-                (ParamKind::Ref(_), None) => None,
+                // A parameter after the first optional one may still be required
+                // (`T.wgmma`'s `a_lbo`): `bind` checks only the leading ones.
+                (ParamKind::Ref(_) | ParamKind::IntTuple { .. } | ParamKind::Value, None) => {
+                    self.missing(def.name, param.name, span)
+                }
             };
             match value {
                 Some(v) => values.push(v),
@@ -54,6 +71,14 @@ impl Lowerer {
                 ),
             )),
         }
+    }
+
+    /// Reports that the call of `what` lacks its argument `name` (one without a default).
+    fn missing<T>(&mut self, what: &str, name: &str, span: Span) -> Option<T> {
+        self.fail(Diagnostic::error(
+            span,
+            format!("`{what}` is missing its argument `{name}`"),
+        ))
     }
 
     /// An intrinsic operand `buf[i, j]`: where a run of consecutive elements starts.

@@ -1,15 +1,17 @@
-//! Intrinsic rules (I1–I3 of docs/ir.md), derived from each intrinsic's definition
+//! Intrinsic rules (I1–I7 of docs/ir.md), derived from each intrinsic's definition
 //! (`crate::intrinsic`): where it may appear, its operands (buffer, rank, integer indices,
-//! the run of elements inside the buffer) and the definition's own rules
-//! (`intrinsic::check`: constants, scopes, dtypes); and the layout rules K7–K8 of
-//! `T.annotate_layout`.
+//! the run of elements inside the buffer), the definition's own rules (`intrinsic::check`:
+//! constants, scopes, dtypes, TMA boxes), a TMA destination's alignment (I6) and the
+//! target's instructions (I7); and the layout rules K7–K8 of `T.annotate_layout`.
 
 use super::consts::const_int;
 use super::Checker;
 use crate::diagnostic::Diagnostic;
-use crate::intrinsic::{self, Arg, ParamKind};
+use crate::intrinsic::{self, Arg, Count, Needs, ParamKind};
 use crate::ir::{BufferDecl, ElemRef, Expr, Intrinsic, Layout, LayoutAnnotation, Scope};
 use crate::span::Span;
+use crate::target::Target;
+use crate::wgmma;
 
 /// The widths of `T.make_swizzled_layout(buf, bytes=B)`.
 pub const SWIZZLE_BYTES: [i64; 3] = [32, 64, 128];
@@ -23,22 +25,53 @@ impl<'f> Checker<'f> {
         let mut malformed: Vec<&str> = Vec::new();
         for (param, arg) in def.params.iter().zip(i.args()) {
             match (param.kind, arg) {
-                (ParamKind::Ref(_), Arg::Ref(r)) => {
-                    let count = self
-                        .env
-                        .buffer(&r.buffer.name)
-                        .and_then(|d| i.count(param, i64::from(d.dtype.bytes())))
-                        .unwrap_or(1);
+                (ParamKind::Ref(rule), Arg::Ref(r)) => {
+                    // A TMA source names coordinates, which may lie outside its buffer.
+                    let count = match rule.count {
+                        Count::Box(_) => None,
+                        _ => Some(
+                            self.env
+                                .buffer(&r.buffer.name)
+                                .and_then(|d| i.count(param, i64::from(d.dtype.bytes())))
+                                .unwrap_or(1),
+                        ),
+                    };
                     let what = format!("the {} of `{}`", param.role, def.name);
                     if self.elem_ref(r, count, &what).is_none() {
                         malformed.push(&r.buffer.name);
                     }
                 }
                 (ParamKind::Pred, Arg::Pred(Some(p))) => {
-                    self.expect_bool(p, &format!("the predicate of `{}`", def.name));
+                    self.expect_bool(p, &format!("the {} of `{}`", param.role, def.name));
+                }
+                (ParamKind::Value, Arg::Value(v)) => {
+                    self.expect_int(v, &format!("the {} of `{}`", param.role, def.name));
                 }
                 _ => {}
             }
+        }
+        // I7: the target has the instruction.
+        if let Some(target) = self.requirements.target {
+            if !def.needs.met_by(target) {
+                self.push(
+                    Diagnostic::error(
+                        self.at(span),
+                        format!(
+                            "`{}` needs a target with {}",
+                            def.name,
+                            def.needs.describe()
+                        ),
+                    )
+                    .with_note(format!(
+                        "the target is {}; {} has it",
+                        target.name(),
+                        supporting_targets(def.needs)
+                    )),
+                );
+            }
+        }
+        if let Intrinsic::TmaLoad { dst, swizzle, .. } = i {
+            self.tma_alignment(dst, *swizzle);
         }
         let env = &self.env;
         let violations = intrinsic::check(i, &|name| {
@@ -78,10 +111,39 @@ impl<'f> Checker<'f> {
         }
     }
 
+    /// I6: a TMA destination with a constant index starts at a byte offset of its buffer
+    /// aligned as [`wgmma::Swizzle::tma_alignment`] requires (the buffer's base is aligned
+    /// by the shared-memory plan; the interpreter checks the absolute address).
+    fn tma_alignment(&mut self, dst: &ElemRef, swizzle: i64) {
+        let Some(decl) = self.env.buffer(&dst.buffer.name) else {
+            return;
+        };
+        let Some(sw) = wgmma::Swizzle::from_bytes(swizzle) else {
+            return;
+        };
+        if let Some((start, _)) = flat_start(decl, &dst.indices) {
+            let offset = start.saturating_mul(i64::from(decl.dtype.bytes()));
+            let align = sw.tma_alignment();
+            if offset % align != 0 {
+                let at = self.at(dst.buffer.span);
+                self.error(
+                    at,
+                    format!(
+                        "the destination of `T.tma_load` must start {align}-byte aligned (swizzle \
+                         {swizzle}): `{}` is at byte {offset} of `{}`",
+                        show_ref(dst),
+                        decl.name.name
+                    ),
+                );
+            }
+        }
+    }
+
     /// I2: an operand names a buffer in scope with one integer index per dimension, and its
-    /// `count` elements from there lie inside the buffer when everything is constant.
+    /// `count` elements from there lie inside the buffer when everything is constant
+    /// (`None`: the indices are coordinates, not checked against the buffer).
     /// Returns the buffer when the operand is well-formed.
-    fn elem_ref(&mut self, r: &ElemRef, count: i64, what: &str) -> Option<&'f BufferDecl> {
+    fn elem_ref(&mut self, r: &ElemRef, count: Option<i64>, what: &str) -> Option<&'f BufferDecl> {
         let at = self.at(r.buffer.span);
         let decl = self.resolve_buffer(&r.buffer.name, at);
         let mut ok = true;
@@ -90,12 +152,15 @@ impl<'f> Checker<'f> {
         }
         let decl = decl?;
         let before = self.diags.len();
-        if self.check_indices(decl, &r.indices, at) {
+        if self.check_indices(decl, &r.indices, at) && count.is_some() {
             self.check_constant_indices(decl, &r.indices, at);
         }
         if !ok || self.diags.len() > before {
             return None;
         }
+        let Some(count) = count else {
+            return Some(decl);
+        };
         if let Some((start, numel)) = flat_start(decl, &r.indices) {
             if start.saturating_add(count) > numel {
                 self.error(
@@ -190,6 +255,16 @@ fn flat_start(decl: &BufferDecl, indices: &[Expr]) -> Option<(i64, i64)> {
         numel = numel.checked_mul(d)?;
     }
     Some((flat, numel))
+}
+
+/// The targets that have what `needs` names: `sm_90a`.
+fn supporting_targets(needs: Needs) -> String {
+    let names: Vec<&str> = Target::ALL
+        .iter()
+        .filter(|t| needs.met_by(**t))
+        .map(|t| t.name())
+        .collect();
+    names.join(", ")
 }
 
 fn show_ref(r: &ElemRef) -> String {

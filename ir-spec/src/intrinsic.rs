@@ -1505,13 +1505,13 @@ pub fn check<'a, 'b>(
             }
         }
     }
-    if let Intrinsic::TmaLoad {
-        box_dims, swizzle, ..
-    } = i
+    // The box's shape, once its entries and the swizzle are valid (else reported above).
+    if let (Intrinsic::TmaLoad { .. }, Some(box_dims), Some(swizzle)) =
+        (i, i.valid_ints_arg("box"), i.valid_int_arg("swizzle"))
     {
         let dst = typed.iter().find(|(p, _, _)| *p == "dst");
         if let Some((_, r, d)) = dst {
-            if let Err(message) = tma_box_rule(box_dims, *swizzle, i64::from(d.dtype.bytes())) {
+            if let Err(message) = tma_box_rule(box_dims, swizzle, i64::from(d.dtype.bytes())) {
                 out.push(Violation {
                     at: Some(r),
                     message,
@@ -1594,6 +1594,46 @@ mod tests {
                 a: r("A"),
                 b: r("B"),
             },
+            Intrinsic::MbarrierInit {
+                bar: r("bar"),
+                count: 128,
+            },
+            Intrinsic::MbarrierArrive { bar: r("bar") },
+            Intrinsic::MbarrierArriveExpectTx {
+                bar: r("bar"),
+                bytes: 8192,
+            },
+            Intrinsic::MbarrierWait {
+                bar: r("bar"),
+                parity: Expr::var("phase"),
+            },
+            Intrinsic::FenceProxyAsync,
+            Intrinsic::TmaLoad {
+                dst: r("S"),
+                src: r("A"),
+                bar: r("bar"),
+                box_dims: vec![64, 64],
+                swizzle: 128,
+            },
+            Intrinsic::WgmmaFence,
+            Intrinsic::WgmmaCommit,
+            Intrinsic::WgmmaWait(1),
+            Intrinsic::Wgmma {
+                acc: r("C"),
+                a: r("SA"),
+                b: r("SB"),
+                n: 128,
+                trans_a: false,
+                trans_b: true,
+                a_swizzle: 128,
+                a_lbo: 0,
+                a_sbo: 1024,
+                b_swizzle: 128,
+                b_lbo: 8192,
+                b_sbo: 1024,
+                accumulate: Some(Expr::var("p")),
+            },
+            Intrinsic::SetMaxNReg { n: 240, inc: true },
         ]
     }
 
@@ -1603,6 +1643,8 @@ mod tests {
             Arg::Int(v) => ArgValue::Int(v),
             Arg::Bool(b) => ArgValue::Bool(b),
             Arg::Pred(p) => ArgValue::Pred(p.cloned()),
+            Arg::Ints(v) => ArgValue::Ints(v.to_vec()),
+            Arg::Value(e) => ArgValue::Value(e.clone()),
         }
     }
 
@@ -1620,6 +1662,9 @@ mod tests {
                         | (ParamKind::Int { .. }, Arg::Int(_))
                         | (ParamKind::Bool { .. }, Arg::Bool(_))
                         | (ParamKind::Pred, Arg::Pred(_))
+                        | (ParamKind::IntRange { .. }, Arg::Int(_))
+                        | (ParamKind::IntTuple { .. }, Arg::Ints(_))
+                        | (ParamKind::Value, Arg::Value(_))
                 );
                 assert!(fits, "{} {}", def.name, p.name);
             }
@@ -1664,5 +1709,141 @@ mod tests {
         assert!(!Effect::AsyncWrite.reads() && Effect::AsyncWrite.writes());
         assert_eq!(cp.pred(), Some(&Expr::var("p")));
         assert_eq!(s[5].exprs().len(), 6);
+        // The Hopper intrinsics.
+        let tma = &s[11];
+        assert_eq!(tma.count(&TMA_LOAD.params[0], 2), Some(4096));
+        assert_eq!(tma.count(&TMA_LOAD.params[1], 2), Some(4096));
+        assert_eq!(tma.ints_arg("box"), Some(&[64, 64][..]));
+        let effects: Vec<Effect> = tma.accesses().iter().map(|a| a.effect).collect();
+        assert_eq!(
+            effects,
+            [Effect::AsyncWrite, Effect::Read, Effect::ReadWrite]
+        );
+        let wgmma = &s[15];
+        assert_eq!(wgmma.count(&WGMMA_MMA.params[0], 4), Some(64));
+        assert_eq!(wgmma.pred(), Some(&Expr::var("p")));
+        assert_eq!(WGMMA_MMA.required(), 4);
+        assert_eq!(TMA_LOAD.required(), 4);
+        // The parity is an expression of the call (visitors see it), not a predicate.
+        let wait = &s[9];
+        assert_eq!(wait.exprs().last(), Some(&&Expr::var("phase")));
+        assert_eq!(wait.pred(), None);
+        assert!(DESC_OFFSET.admits(1024) && !DESC_OFFSET.admits(8) && !DESC_OFFSET.admits(1 << 18));
+        assert_eq!(
+            WGMMA_MMA.params[3].kind.allowed_text(),
+            "a multiple of 8 in 8..=256"
+        );
+        assert!(TMA.met_by(Target::Sm90a) && !TMA.met_by(Target::Sm80));
+        assert!(!WGMMA.met_by(Target::Sm80));
+    }
+
+    fn facts(name: &str, scope: Scope, dtype: DType, rank: usize) -> BufFacts<'_> {
+        BufFacts {
+            name,
+            scope,
+            dtype,
+            rank,
+        }
+    }
+
+    /// The table's rules on the Hopper intrinsics' operands and constants.
+    #[test]
+    fn hopper_operand_rules() {
+        let s = samples();
+        let bufs = |n: &str| -> Option<BufFacts<'static>> {
+            match n {
+                "S" => Some(facts("S", Scope::Shared, DType::Float16, 2)),
+                "SA" => Some(facts("SA", Scope::Shared, DType::Float16, 2)),
+                "SB" => Some(facts("SB", Scope::Shared, DType::Float16, 2)),
+                "A" => Some(facts("A", Scope::Global, DType::Float16, 2)),
+                "bar" => Some(facts("bar", Scope::Shared, DType::Int64, 1)),
+                "C" => Some(facts("C", Scope::Local, DType::Float32, 1)),
+                _ => None,
+            }
+        };
+        // The samples of the new intrinsics (from the first mbarrier on) keep every rule.
+        for i in &s[6..] {
+            assert_eq!(check(i, &bufs), Vec::new(), "{}", i.name());
+        }
+        let messages = |i: &Intrinsic| -> Vec<String> {
+            check(i, &bufs).into_iter().map(|v| v.message).collect()
+        };
+        let tma = |box_dims: Vec<i64>, swizzle: i64| Intrinsic::TmaLoad {
+            dst: r("S"),
+            src: r("A"),
+            bar: r("bar"),
+            box_dims,
+            swizzle,
+        };
+        assert_eq!(
+            messages(&tma(vec![64], 0)),
+            ["the box of `T.tma_load` (`box`) has 1 entries, one per dimension of `A`, which has 2"]
+        );
+        assert_eq!(
+            messages(&tma(vec![64, 0], 0)),
+            ["each entry of the box of `T.tma_load` (`box`) must be in 1..=256, found 0"]
+        );
+        assert_eq!(
+            messages(&tma(vec![64, 4], 0)),
+            [
+                "the innermost box dimension of `T.tma_load` must span a multiple of 16 bytes: \
+              4 elements of 2 bytes are 8 bytes"
+            ]
+        );
+        assert_eq!(
+            messages(&tma(vec![8, 64], 64)),
+            [
+                "with swizzle=64 the innermost box dimension of `T.tma_load` spans at most 64 \
+              bytes: 64 elements of 2 bytes are 128 bytes"
+            ]
+        );
+        assert_eq!(
+            messages(&tma(vec![8, 64], 16)),
+            ["the swizzle of `T.tma_load` (`swizzle`) must be 0, 32, 64 or 128, found 16"]
+        );
+        let bad_bar = Intrinsic::MbarrierArrive { bar: r("S") };
+        assert_eq!(
+            messages(&bad_bar),
+            ["the mbarrier of `T.mbarrier_arrive` must be int64; `S` is float16"]
+        );
+        let init = Intrinsic::MbarrierInit {
+            bar: r("bar"),
+            count: 0,
+        };
+        assert_eq!(
+            messages(&init),
+            ["the arrival count of `T.mbarrier_init` (`count`) must be in 1..=1024, found 0"]
+        );
+        let Intrinsic::Wgmma { .. } = &s[15] else {
+            panic!()
+        };
+        let mut w = s[15].clone();
+        if let Intrinsic::Wgmma { n, a_sbo, acc, .. } = &mut w {
+            *n = 12;
+            *a_sbo = 1000;
+            *acc = r("S");
+        }
+        assert_eq!(
+            messages(&w),
+            [
+                "the N extent of `T.wgmma` (`n`) must be a multiple of 8 in 8..=256, found 12",
+                "the A stride byte offset of `T.wgmma` (`a_sbo`) must be a multiple of 16 in \
+                 0..=262128, found 1000",
+                "the accumulator of `T.wgmma` must be a local buffer, but `S` is a shared buffer",
+                "the accumulator of `T.wgmma` must be float32; `S` is float16"
+            ]
+        );
+        let reg = Intrinsic::SetMaxNReg { n: 20, inc: true };
+        assert_eq!(
+            messages(&reg),
+            [
+                "the register count of `T.setmaxnreg` (`n`) must be a multiple of 8 in 24..=256, \
+              found 20"
+            ]
+        );
+        assert_eq!(
+            messages(&Intrinsic::WgmmaWait(8)),
+            ["the group count of `T.wgmma_wait` (`n`) must be in 0..=7, found 8"]
+        );
     }
 }

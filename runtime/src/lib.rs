@@ -36,6 +36,8 @@ pub use driver::{cublas_available, driver_available};
 pub use error::RuntimeError;
 pub use expr::{DimExpr, Op};
 pub use kernel::Kernel;
-pub use manifest::{Access, DimDecl, Dims, Launch, Manifest, Param};
+pub use manifest::{
+    Access, DimDecl, Dims, Launch, Manifest, OobFill, Param, Swizzle, TensorMapDesc,
+};
 pub use timing::median;
 pub use tlc_ir::{DType, Target};

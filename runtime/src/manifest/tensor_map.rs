@@ -157,7 +157,7 @@ fn check_one(params: &[Param], m: &TensorMapDesc) -> Result<(), String> {
     }
     let inner = m.box_dims.last().copied().unwrap_or(1);
     let row_bytes = u64::from(inner) * u64::from(p.dtype.bytes());
-    if row_bytes % TMA_GRANULE != 0 {
+    if !row_bytes.is_multiple_of(TMA_GRANULE) {
         return Err(format!(
             "the inner box row is {inner} {} = {row_bytes} bytes; TMA needs a multiple of \
              {TMA_GRANULE} bytes",

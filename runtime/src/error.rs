@@ -60,6 +60,10 @@ pub enum RuntimeError {
     HostBuffer(String),
     /// Tensors from different GPUs were passed to one launch.
     WrongDevice { param: String },
+    /// A TMA tensor map cannot describe the argument (a row stride or address off the
+    /// 16-byte granule, a dimension out of range), or the driver refused to encode it. The
+    /// message names the requirement and the found value, or the driver's words.
+    TensorMap { param: String, message: String },
     /// `libcublas.so` could not be opened.
     NoCublas,
     /// A cuBLAS call failed, or its operands are unsupported.
@@ -145,6 +149,9 @@ impl fmt::Display for RuntimeError {
                 f,
                 "the argument for parameter `{param}` lives on a different GPU than the kernel"
             ),
+            RuntimeError::TensorMap { param, message } => {
+                write!(f, "parameter `{param}`: {message}")
+            }
             RuntimeError::NoCublas => write!(
                 f,
                 "cuBLAS not found: could not open libcublas.so (put the CUDA toolkit's lib \

@@ -3,7 +3,8 @@
 //! looks up every entry and raises each one's dynamic shared memory limit when it needs more
 //! than 48 KB. Launching checks every argument against the manifest first, then launches the
 //! entries in order on the GPU's stream (so each sees what the previous one wrote), passing
-//! each the tensors' pointers followed by the bound dims.
+//! each the tensors' pointers, the bound dims and the TMA tensor maps (encoded once per
+//! distinct tensor and cached, `tensor_map.rs`).
 
 use crate::buffer::DeviceTensor;
 use crate::check::{check_args, plan, LaunchPlan};
@@ -11,6 +12,7 @@ use crate::device::Gpu;
 use crate::driver::{driver_err, error_name};
 use crate::error::{Result, RuntimeError};
 use crate::manifest::{Dims, Manifest, DEFAULT_SHARED_LIMIT};
+use crate::tensor_map::{encode_tiled, map_args, TensorMap, TensorMapCache};
 use crate::timing::time_ms;
 use cudarc::driver::result;
 use cudarc::driver::sys::{self, CUfunction_attribute, CUjit_option, CUresult};
@@ -53,6 +55,9 @@ pub struct Kernel {
     funcs: Vec<Function>,
     module: Module,
     manifest: Manifest,
+    /// The encoded tensor maps of earlier launches, so relaunching on the same tensors (a
+    /// timing loop) does not call the driver per map.
+    maps: TensorMapCache,
 }
 
 // SAFETY: CUfunction handles may be used from any thread whose current context owns them;
@@ -60,11 +65,13 @@ pub struct Kernel {
 unsafe impl Send for Kernel {}
 unsafe impl Sync for Kernel {}
 
-/// One kernel parameter value; launches pass a pointer to each.
+/// One kernel parameter value; launches pass a pointer to each, and the driver copies as
+/// many bytes as the entry declares (8, 4, 8, or 128 for a tensor map).
 enum Slot {
     Ptr(u64),
     I32(i32),
     I64(i64),
+    Map(TensorMap),
 }
 
 impl Kernel {
@@ -102,6 +109,7 @@ impl Kernel {
             funcs,
             module,
             manifest,
+            maps: TensorMapCache::default(),
         };
         // A constant shared size is known now: set the limit at load time, as promised.
         // (A negative or dim-dependent size is left to `plan` at launch.)
@@ -120,6 +128,29 @@ impl Kernel {
 
     pub fn gpu(&self) -> &Gpu {
         &self.module.gpu
+    }
+
+    /// The kernel's cache of encoded tensor maps (its `encodes()` counts driver encodes).
+    pub fn tensor_map_cache(&self) -> &TensorMapCache {
+        &self.maps
+    }
+
+    /// The tensor maps of a launch over `args` (checked against the manifest), in the
+    /// manifest's order: from the cache, or encoded by the driver.
+    fn tensor_maps(&self, args: &[&DeviceTensor]) -> Result<Vec<TensorMap>> {
+        if self.manifest.tensor_maps.is_empty() {
+            return Ok(Vec::new());
+        }
+        let described: Vec<(&[usize], u64)> =
+            args.iter().map(|a| (a.shape(), a.device_ptr())).collect();
+        let all = map_args(&self.manifest, &described)?;
+        self.gpu().bind()?;
+        self.manifest
+            .tensor_maps
+            .iter()
+            .zip(&all)
+            .map(|(desc, a)| self.maps.get_or_encode(a, |a| encode_tiled(&desc.param, a)))
+            .collect()
     }
 
     /// Checks the arguments against the manifest and computes the launch configuration,
@@ -158,6 +189,11 @@ impl Kernel {
     }
 
     fn launch_planned(&self, plan: &LaunchPlan, args: &[&DeviceTensor]) -> Result<()> {
+        // Nothing runs (every grid has a zero axis, e.g. N = 0): no map is encoded, since a
+        // tensor with an empty dimension has none, and the launch is a no-op as before.
+        if plan.kernels.iter().all(|k| k.is_empty()) {
+            return Ok(());
+        }
         let mut slots: Vec<Slot> = args.iter().map(|a| Slot::Ptr(a.device_ptr())).collect();
         for (decl, (_, value)) in self.manifest.dims.iter().zip(plan.dims.iter()) {
             slots.push(match decl.dtype {
@@ -166,12 +202,16 @@ impl Kernel {
                 _ => Slot::I64(value),
             });
         }
+        // Encoded before the first launch, so a tensor TMA cannot describe is refused before
+        // any kernel writes an output.
+        slots.extend(self.tensor_maps(args)?.into_iter().map(Slot::Map));
         let mut params: Vec<*mut c_void> = slots
             .iter_mut()
             .map(|s| match s {
                 Slot::Ptr(v) => v as *mut u64 as *mut c_void,
                 Slot::I32(v) => v as *mut i32 as *mut c_void,
                 Slot::I64(v) => v as *mut i64 as *mut c_void,
+                Slot::Map(v) => v as *mut TensorMap as *mut c_void,
             })
             .collect();
         // Every entry's shared memory is settled before the first launch, so a refused one
@@ -189,8 +229,8 @@ impl Kernel {
             let [bx, by, bz] = k.block;
             self.gpu().bind()?;
             // SAFETY: the argument count, dtypes and shapes match the manifest, which
-            // describes every entry's parameter list (tensor pointers, then dims); `slots`
-            // outlives the call, which copies the values.
+            // describes every entry's parameter list (tensor pointers, dims, then 128-byte
+            // tensor maps); `slots` outlives the call, which copies the values.
             unsafe {
                 result::launch_kernel(
                     func.raw,

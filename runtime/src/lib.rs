@@ -26,6 +26,7 @@ pub mod error;
 pub mod expr;
 pub mod kernel;
 pub mod manifest;
+pub mod tensor_map;
 pub mod timing;
 
 pub use buffer::{DeviceTensor, Element};
@@ -36,6 +37,9 @@ pub use driver::{cublas_available, driver_available};
 pub use error::RuntimeError;
 pub use expr::{DimExpr, Op};
 pub use kernel::Kernel;
-pub use manifest::{Access, DimDecl, Dims, Launch, Manifest, Param};
+pub use manifest::{
+    Access, DimDecl, Dims, Launch, Manifest, OobFill, Param, Swizzle, TensorMapDesc,
+};
+pub use tensor_map::{encode_args, map_args, EncodeArgs, TensorMap, TensorMapCache};
 pub use timing::median;
 pub use tlc_ir::{DType, Target};

@@ -3,9 +3,15 @@
 //! launched in order — grid / block / dynamic shared memory as dim expressions). It travels
 //! as ONE comment line at the top of the `.ptx` (`// tlc-manifest: {json}`), so a single file
 //! is the whole kernel: it cannot be separated from its description or paired with a stale
-//! sidecar. The format is in `docs/manifest.md`; its two JSON shapes are in `wire.rs`.
+//! sidecar. The format is in `docs/manifest.md`; its JSON shapes are in `wire.rs`, its TMA
+//! tensor maps in `tensor_map.rs`.
 
+mod tensor_map;
 mod wire;
+
+pub use tensor_map::{
+    tma_supports, OobFill, Swizzle, TensorMapDesc, MAX_BOX, MAX_TMA_RANK, TMA_GRANULE,
+};
 
 use crate::error::{Result, RuntimeError};
 use crate::expr::DimExpr;
@@ -16,10 +22,11 @@ use tlc_ir::{DType, Target};
 
 /// The newest manifest format version this crate reads and writes: version 1 describes one
 /// entry (`entry`, `grid`, `block`, `shared_bytes` at the top level), version 2 a `kernels`
-/// list. A one-kernel manifest is still written as version 1 (`Manifest::version`), so
-/// existing single-kernel files and their readers are unchanged, while a reader that only
-/// knows version 1 refuses a multi-kernel file instead of launching its first kernel alone.
-pub const MANIFEST_VERSION: u32 = 2;
+/// list, version 3 a `kernels` list plus `tensor_maps`. Each file is written with the lowest
+/// version that describes it (`Manifest::version`), so existing files and their readers are
+/// unchanged, while an older reader refuses a file it cannot launch correctly (several
+/// kernels, or kernels that take tensor maps) instead of launching it wrong.
+pub const MANIFEST_VERSION: u32 = 3;
 
 /// The prefix of the manifest line.
 pub const HEADER_PREFIX: &str = "// tlc-manifest: ";
@@ -84,6 +91,9 @@ pub struct Manifest {
     /// At least one. Launched in this order on one stream, each a full grid, so kernel
     /// `i + 1` sees everything kernel `i` wrote. Every entry takes the same parameter list.
     pub kernels: Vec<Launch>,
+    /// TMA tensor maps, in kernel parameter order: every entry takes one 128-byte map per
+    /// element after the dims. Empty for kernels without TMA (versions 1 and 2).
+    pub tensor_maps: Vec<TensorMapDesc>,
 }
 
 /// Values of the symbolic dims, in the manifest's declaration order.
@@ -131,12 +141,15 @@ impl fmt::Display for Dims {
 }
 
 impl Manifest {
-    /// The format version this manifest is written with: 1 for one kernel, 2 for several.
+    /// The format version this manifest is written with: 3 with tensor maps, otherwise 1
+    /// for one kernel and 2 for several.
     pub fn version(&self) -> u32 {
-        if self.kernels.len() == 1 {
+        if !self.tensor_maps.is_empty() {
+            3
+        } else if self.kernels.len() == 1 {
             1
         } else {
-            MANIFEST_VERSION
+            2
         }
     }
 
@@ -194,7 +207,8 @@ impl Manifest {
     }
 
     /// Checks what JSON parsing alone cannot: at least one kernel, unique names, declared
-    /// and bindable dims, 1–3 grid and block dims, a block of at most 1024 threads. An error
+    /// and bindable dims, 1–3 grid and block dims, a block of at most 1024 threads, and
+    /// tensor maps that TMA can encode for some argument (see `tensor_map.rs`). An error
     /// about one of several kernels names it.
     pub fn validate(&self) -> Result<()> {
         let bad = |msg: String| Err(RuntimeError::BadManifest(msg));
@@ -279,7 +293,8 @@ impl Manifest {
                 });
             }
         }
-        Ok(())
+        tensor_map::check(self.target, &self.params, &self.tensor_maps)
+            .map_err(RuntimeError::BadManifest)
     }
 
     /// Infers the symbolic dims from the shapes of the given arguments (one per parameter, in

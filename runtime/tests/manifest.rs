@@ -57,6 +57,7 @@ fn gemm() -> Manifest {
             block: vec![128],
             shared_bytes: DimExpr::int(98304),
         }],
+        tensor_maps: Vec::new(),
     }
 }
 

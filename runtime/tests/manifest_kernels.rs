@@ -47,6 +47,7 @@ fn chain() -> Manifest {
             ),
             launch("chain_k1", DimExpr::ceildiv(n, DimExpr::int(64)), 64, 65536),
         ],
+        tensor_maps: Vec::new(),
     }
 }
 
@@ -132,9 +133,15 @@ fn each_version_accepts_only_its_own_shape() {
     assert!(msg.contains("missing field `kernels` (version 2)"), "{msg}");
     let msg = bad_manifest(&v1.replace(",\"grid\":", ",\"grids\":"));
     assert!(msg.contains("grids"), "{msg}");
+    // Version 3 is version 2 plus tensor maps (`manifest_tensor_maps.rs`); 4 is unknown.
     let msg = bad_manifest(&v2.replace("\"version\":2", "\"version\":3"));
     assert!(
-        msg.contains("version 3 is not supported (this runtime reads versions 1 to 2)"),
+        msg.contains("missing field `tensor_maps` (version 3)"),
+        "{msg}"
+    );
+    let msg = bad_manifest(&v2.replace("\"version\":2", "\"version\":4"));
+    assert!(
+        msg.contains("version 4 is not supported (this runtime reads versions 1 to 3)"),
         "{msg}"
     );
     let msg = bad_manifest(&v2.replace("\"block\":[64]", "\"threads\":[64]"));

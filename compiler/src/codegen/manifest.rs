@@ -125,6 +125,7 @@ pub(super) fn build(
         params,
         dims,
         kernels: launches.into_iter().collect::<Option<Vec<_>>>()?,
+        tensor_maps: Vec::new(),
     };
     if let Err(e) = m.validate() {
         errors.push(Diagnostic::error(

@@ -1,10 +1,11 @@
 //! The manifest's JSON shapes, by version. Version 1 (one kernel) keeps `entry`, `grid`,
 //! `block` and `shared_bytes` at the top level; version 2 (several kernels) moves them into
-//! a `kernels` list. `Manifest` is written through `Wire` so a one-kernel manifest prints
-//! exactly the version 1 line it always did, field for field, and is read back through it so
-//! each version accepts only its own fields.
+//! a `kernels` list; version 3 is version 2 plus `tensor_maps` (a `kernels` list even for
+//! one kernel). `Manifest` is written through `Wire` so a manifest without tensor maps prints
+//! exactly the version 1 or 2 line it always did, field for field, and is read back through
+//! it so each version accepts only its own fields.
 
-use super::{target_text, DimDecl, Launch, Manifest, Param, MANIFEST_VERSION};
+use super::{target_text, DimDecl, Launch, Manifest, Param, TensorMapDesc, MANIFEST_VERSION};
 use crate::expr::DimExpr;
 use serde::{Deserialize, Serialize};
 use tlc_ir::Target;
@@ -28,6 +29,9 @@ pub(super) struct Wire {
     shared_bytes: Option<DimExpr>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     kernels: Option<Vec<Launch>>,
+    /// Last, so the fields before it print in the order versions 1 and 2 always had.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tensor_maps: Option<Vec<TensorMapDesc>>,
 }
 
 impl From<Manifest> for Wire {
@@ -43,7 +47,13 @@ impl From<Manifest> for Wire {
             block: None,
             shared_bytes: None,
             kernels: None,
+            tensor_maps: None,
         };
+        if version == 3 {
+            wire.kernels = Some(m.kernels);
+            wire.tensor_maps = Some(m.tensor_maps);
+            return wire;
+        }
         match <[Launch; 1]>::try_from(m.kernels) {
             Ok([one]) => {
                 wire.entry = Some(one.entry);
@@ -82,15 +92,15 @@ impl TryFrom<Wire> for Manifest {
                     shared_bytes: w.shared_bytes.ok_or_else(|| missing("shared_bytes"))?,
                 }]
             }
-            2 => {
+            v @ (2 | 3) => {
                 if let Some((field, _)) = top_level.iter().find(|(_, present)| *present) {
                     return Err(format!(
-                        "a version 2 manifest has `{field}` inside each entry of `kernels`, \
+                        "a version {v} manifest has `{field}` inside each entry of `kernels`, \
                          not at the top level"
                     ));
                 }
                 w.kernels
-                    .ok_or_else(|| "missing field `kernels` (version 2)".to_string())?
+                    .ok_or_else(|| format!("missing field `kernels` (version {v})"))?
             }
             v => {
                 return Err(format!(
@@ -99,11 +109,30 @@ impl TryFrom<Wire> for Manifest {
                 ))
             }
         };
+        let tensor_maps = match (w.version, w.tensor_maps) {
+            (v @ (1 | 2), Some(_)) => {
+                return Err(format!(
+                    "a version {v} manifest has no `tensor_maps` (that is version 3)"
+                ))
+            }
+            (3, None) => return Err("missing field `tensor_maps` (version 3)".into()),
+            // Without maps the file is version 1 or 2; accepting it as 3 would give one
+            // manifest two spellings.
+            (3, Some(maps)) if maps.is_empty() => {
+                return Err(
+                    "a version 3 manifest has at least one entry in `tensor_maps` \
+                            (without tensor maps it is version 1 or 2)"
+                        .into(),
+                )
+            }
+            (_, maps) => maps.unwrap_or_default(),
+        };
         Ok(Manifest {
             target: w.target,
             params: w.params,
             dims: w.dims,
             kernels,
+            tensor_maps,
         })
     }
 }

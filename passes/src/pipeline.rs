@@ -111,7 +111,8 @@ pub fn parse_pipeline(text: &str) -> Result<Pipeline, UnknownPass> {
 /// widths last (after the simplifier, which then never meets the int64 casts).
 pub fn default_pipeline(target: Target) -> Pipeline {
     match target {
-        // sm_90a swaps TMA / wgmma lowering in later; the generic passes are the same.
+        // The same passes: layout-inference and lower-tile-ops take the wgmma path where the
+        // target has it (analysis/wgmma.rs); TMA and warp specialization are later work.
         Target::Sm80 | Target::Sm90a => vec![
             &LAYOUT_INFERENCE,
             &PIPELINE_PLANNING,

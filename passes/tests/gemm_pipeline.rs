@@ -29,11 +29,16 @@ fn with_block(func: &PrimFunc, block: &str) -> PrimFunc {
 
 /// Every stage of the default sm_80 pipeline: (pass name, its output).
 fn stages(func: &PrimFunc) -> Vec<(&'static str, PrimFunc)> {
+    stages_for(func, Target::Sm80)
+}
+
+/// Every stage of the default pipeline of `target`, each verified and round-tripped.
+fn stages_for(func: &PrimFunc, target: Target) -> Vec<(&'static str, PrimFunc)> {
     let mut out = Vec::new();
     let mut cur = func.clone();
-    for pass in default_pipeline(Target::Sm80) {
+    for pass in default_pipeline(target) {
         cur = pass
-            .run(cur, &common::cx())
+            .run(cur, &tlc_passes::PassContext::new(target))
             .unwrap_or_else(|e| panic!("{}: {e:#?}", pass.name()));
         if let Err(e) = tlc_ir::verifier::verify(&cur) {
             panic!("after {}: {e:#?}\n{}", pass.name(), print_func(&cur));
@@ -110,5 +115,25 @@ fn snapshot_every_stage_of_the_seed_kernel() {
     let func = load(&root().join("examples/gemm_seed000.tir"));
     for (i, (pass, out)) in stages(&func).into_iter().enumerate() {
         insta::assert_snapshot!(format!("seed_stage_{:02}_{pass}", i + 1), print_func(&out));
+    }
+}
+
+/// sm_90a: the same source through the wgmma path (layouts, the wgmma region, the proxy
+/// fences before barriers).
+#[test]
+fn snapshot_every_stage_of_the_seed_kernel_for_sm90a() {
+    let func = load(&root().join("examples/gemm_seed000.tir"));
+    let out = stages_for(&func, Target::Sm90a);
+    let laid_out = print_func(&out[0].1);
+    assert!(
+        laid_out.contains("T.wgmma_accumulator_layout(C_local, warpgroups_m=1, warpgroups_n=1)")
+    );
+    assert!(laid_out.contains("T.make_wgmma_swizzled_layout(B_shared, bytes=128)"));
+    assert!(laid_out.contains("T.make_wgmma_swizzled_layout(A_shared, bytes=64)"));
+    for (i, (pass, out)) in out.into_iter().enumerate() {
+        insta::assert_snapshot!(
+            format!("seed_sm90a_stage_{:02}_{pass}", i + 1),
+            print_func(&out)
+        );
     }
 }

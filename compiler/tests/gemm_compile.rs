@@ -126,8 +126,18 @@ fn every_gemm_case_uses_tensor_cores_without_spills() {
                 text(&out.stderr)
             );
             let ptx = std::fs::read_to_string(&out_path).expect("the PTX");
-            // sm_90a: every case here fits the wgmma path (whole warpgroups, 64-row tiles).
-            let mut needles = if target == "sm_90a" {
+            // sm_90a: the cases of whole warpgroups fit the wgmma path (64-row tiles); the
+            // 64-thread one keeps mma.sync.
+            let threads: u32 = ptx
+                .lines()
+                .find_map(|l| l.trim().strip_prefix(".reqntid "))
+                .map(|dims| {
+                    dims.split(',')
+                        .filter_map(|d| d.trim().parse::<u32>().ok())
+                        .product()
+                })
+                .unwrap_or(0);
+            let mut needles = if target == "sm_90a" && threads % 128 == 0 {
                 vec![
                     "wgmma.mma_async.sync.aligned",
                     "wgmma.wait_group.sync.aligned",

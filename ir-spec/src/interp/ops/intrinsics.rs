@@ -87,7 +87,7 @@ fn coords_of(shape: &[usize], flat: usize) -> Vec<i64> {
 impl Frame<'_> {
     /// Where operand `r` starts, checking that it and the `count - 1` elements after it lie
     /// inside its buffer.
-    fn run_start(&self, r: &CRef, count: usize, span: Span, op: &str) -> Res<usize> {
+    pub(crate) fn run_start(&self, r: &CRef, count: usize, span: Span, op: &str) -> Res<usize> {
         let flat = self.flat_index(r.buf, &r.indices, span)?;
         let b = self.mem.buffer(r.buf);
         let len: usize = b.shape.iter().product();
@@ -106,7 +106,7 @@ impl Frame<'_> {
     }
 
     /// Element `flat` of `buf`, or the fault of a never-written or pending element.
-    fn read_elem(&self, buf: BufRef, flat: usize, span: Span, op: &str) -> Res<Scalar> {
+    pub(super) fn read_elem(&self, buf: BufRef, flat: usize, span: Span, op: &str) -> Res<Scalar> {
         match self.mem.read(buf, flat) {
             Some(v) => Ok(v),
             None => {
@@ -118,7 +118,7 @@ impl Frame<'_> {
 
     /// The byte address of element `flat` of a shared buffer in the arena (globals: from
     /// their start, which is aligned).
-    fn byte_address(&self, buf: BufRef, flat: usize) -> usize {
+    pub(super) fn byte_address(&self, buf: BufRef, flat: usize) -> usize {
         let b = self.mem.buffer(buf);
         b.arena_offset.unwrap_or(0) + flat * b.dtype.bytes() as usize
     }

@@ -6,6 +6,7 @@
 pub(crate) mod copy;
 pub(crate) mod fill;
 pub(crate) mod gemm;
+pub(crate) mod hopper;
 pub(crate) mod intrinsics;
 
 use crate::interp::compile::{BufRef, CRegion};

@@ -15,7 +15,9 @@
 //!   is an error. It starts a new race epoch in shared memory (`shared.rs`).
 //! - `T.cp_async` issues per thread into the thread's open group; commit / wait act on the
 //!   thread's groups (`ops/intrinsics.rs`). `T.ldmatrix` and `T.mma_sync` run once per warp
-//!   (linear thread index / 32), which must have all 32 lanes active.
+//!   (linear thread index / 32), which must have all 32 lanes active; the `T.wgmma*` and
+//!   `T.setmaxnreg` collectives once per warpgroup (128 threads, all active), whose wgmma
+//!   groups and register guards (in-flight accumulators, the fence rule) are kept here.
 //! - The end of a thread loop entered from block level acts as a barrier too: all threads
 //!   finished it before anything after it runs. Consecutive thread loops (the SIMT regions
 //!   that `lower-tile-ops` emits) are therefore ordered like regions separated by

@@ -12,6 +12,7 @@
 //!   are no-ops; written at block level in a thread-level kernel they act for every thread,
 //!   and what a block-level wait lands is visible to all threads. Copies still in flight
 //!   when the block ends would land then, which nothing can observe: nothing is done.
+//! - The Hopper intrinsics (mbarriers, TMA, wgmma) are in `hopper.rs`.
 //! - `T.ldmatrix` and `T.mma_sync` are warp collectives (`lockstep.rs` calls them once per
 //!   warp, with all 32 lanes active): every lane's operand addresses are evaluated in that
 //!   lane's registers, then the data moves between lanes in the PTX ISA's layouts.

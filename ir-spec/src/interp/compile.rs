@@ -15,6 +15,7 @@ use crate::ir::{
 use crate::span::Span;
 use crate::types::{self, Typed};
 use crate::verifier::const_int;
+use crate::wgmma::{Major, SmemOperand, Swizzle};
 
 /// A buffer: a function parameter (global) or an allocation of the running kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,6 +101,44 @@ pub(crate) enum CCall {
         a: CRef,
         b: CRef,
     },
+    MbarrierInit {
+        bar: CRef,
+        count: i64,
+    },
+    /// `T.mbarrier_arrive` (`tx` 0) and `T.mbarrier_arrive_expect_tx`.
+    MbarrierArrive {
+        bar: CRef,
+        tx: i64,
+    },
+    MbarrierWait {
+        bar: CRef,
+        parity: CExpr,
+    },
+    FenceProxyAsync,
+    TmaLoad {
+        dst: CRef,
+        src: CRef,
+        bar: CRef,
+        box_dims: Vec<usize>,
+        swizzle: Swizzle,
+    },
+    WgmmaFence,
+    WgmmaCommit,
+    WgmmaWait(usize),
+    Wgmma(Box<CWgmma>),
+    SetMaxNReg,
+}
+
+/// A `T.wgmma`: its operands, N, the two descriptors' layouts and the predicate.
+#[derive(Clone, Debug)]
+pub(crate) struct CWgmma {
+    pub acc: CRef,
+    pub a: CRef,
+    pub b: CRef,
+    pub n: usize,
+    pub a_layout: SmemOperand,
+    pub b_layout: SmemOperand,
+    pub accumulate: Option<CExpr>,
 }
 
 #[derive(Clone, Debug)]
@@ -580,12 +619,75 @@ impl Compiler {
                 a: self.elem_ref(a, span)?,
                 b: self.elem_ref(b, span)?,
             },
-            _ => {
-                return Err(Diagnostic::error(
-                    span,
-                    format!("the interpreter does not run `{}` yet", def.name),
-                ))
+            Intrinsic::MbarrierInit { bar, count } => CCall::MbarrierInit {
+                bar: self.elem_ref(bar, span)?,
+                count: *count,
+            },
+            Intrinsic::MbarrierArrive { bar } => CCall::MbarrierArrive {
+                bar: self.elem_ref(bar, span)?,
+                tx: 0,
+            },
+            Intrinsic::MbarrierArriveExpectTx { bar, bytes } => CCall::MbarrierArrive {
+                bar: self.elem_ref(bar, span)?,
+                tx: *bytes,
+            },
+            Intrinsic::MbarrierWait { bar, parity } => CCall::MbarrierWait {
+                bar: self.elem_ref(bar, span)?,
+                parity: self.int_expr(parity)?,
+            },
+            Intrinsic::FenceProxyAsync => CCall::FenceProxyAsync,
+            Intrinsic::TmaLoad {
+                dst,
+                src,
+                bar,
+                box_dims,
+                swizzle,
+            } => CCall::TmaLoad {
+                dst: self.elem_ref(dst, span)?,
+                src: self.elem_ref(src, span)?,
+                bar: self.elem_ref(bar, span)?,
+                // `check` above admitted every entry (1..=256) and the swizzle.
+                box_dims: box_dims
+                    .iter()
+                    .map(|&d| usize::try_from(d).unwrap_or(1))
+                    .collect(),
+                swizzle: Swizzle::from_bytes(*swizzle).unwrap_or(Swizzle::None),
+            },
+            Intrinsic::WgmmaFence => CCall::WgmmaFence,
+            Intrinsic::WgmmaCommit => CCall::WgmmaCommit,
+            Intrinsic::WgmmaWait(n) => CCall::WgmmaWait(usize::try_from(*n).unwrap_or(0)),
+            Intrinsic::Wgmma {
+                acc,
+                a,
+                b,
+                n,
+                trans_a,
+                trans_b,
+                a_swizzle,
+                a_lbo,
+                a_sbo,
+                b_swizzle,
+                b_lbo,
+                b_sbo,
+                accumulate,
+            } => {
+                let layout = |trans: bool, swizzle: i64, lbo: i64, sbo: i64| SmemOperand {
+                    major: Major::from_trans(trans),
+                    swizzle: Swizzle::from_bytes(swizzle).unwrap_or(Swizzle::None),
+                    lbo,
+                    sbo,
+                };
+                CCall::Wgmma(Box::new(CWgmma {
+                    acc: self.elem_ref(acc, span)?,
+                    a: self.elem_ref(a, span)?,
+                    b: self.elem_ref(b, span)?,
+                    n: usize::try_from(*n).unwrap_or(8),
+                    a_layout: layout(*trans_a, *a_swizzle, *a_lbo, *a_sbo),
+                    b_layout: layout(*trans_b, *b_swizzle, *b_lbo, *b_sbo),
+                    accumulate: accumulate.as_ref().map(|p| self.bool_expr(p)).transpose()?,
+                }))
             }
+            Intrinsic::SetMaxNReg { .. } => CCall::SetMaxNReg,
         };
         Ok(CIntrinsic { def, call })
     }

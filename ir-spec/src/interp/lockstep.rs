@@ -15,7 +15,9 @@
 //!   is an error. It starts a new race epoch in shared memory (`shared.rs`).
 //! - `T.cp_async` issues per thread into the thread's open group; commit / wait act on the
 //!   thread's groups (`ops/intrinsics.rs`). `T.ldmatrix` and `T.mma_sync` run once per warp
-//!   (linear thread index / 32), which must have all 32 lanes active.
+//!   (linear thread index / 32), which must have all 32 lanes active; the `T.wgmma*` and
+//!   `T.setmaxnreg` collectives once per warpgroup (128 threads, all active), whose wgmma
+//!   groups and register guards (in-flight accumulators, the fence rule) are kept here.
 //! - The end of a thread loop entered from block level acts as a barrier too: all threads
 //!   finished it before anything after it runs. Consecutive thread loops (the SIMT regions
 //!   that `lower-tile-ops` emits) are therefore ordered like regions separated by
@@ -25,15 +27,20 @@
 //! one statement, so every op and expression is evaluated by the same code as at the tile
 //! level.
 
-use crate::interp::compile::{CCall, CExpr, CIntrinsic, CStmt, CStmtKind};
+use crate::interp::compile::{BufRef, CCall, CExpr, CIntrinsic, CStmt, CStmtKind, CWgmma};
 use crate::interp::eval::{fault, Frame, Res};
-use crate::interp::memory::Buffer;
+use crate::interp::memory::{Buffer, RegGuard};
+use crate::interp::ops::hopper::WGMMA_M;
 use crate::interp::ops::intrinsics::{mma_m16n8k16, partial_group, AsyncGroups};
 use crate::interp::scalar::Scalar;
 use crate::interp::tensor::MAX_ELEMENTS;
 use crate::intrinsic::Collective;
 use crate::span::Span;
 use crate::target::{WARPGROUP_SIZE, WARP_SIZE};
+use std::collections::{HashMap, HashSet, VecDeque};
+
+/// The threads of a warpgroup.
+const WARPGROUP: usize = WARPGROUP_SIZE as usize;
 
 /// The threads of one block: their registers (scalar slots and private buffers).
 pub(crate) struct ThreadState {
@@ -50,6 +57,20 @@ pub(crate) struct ThreadState {
     private: Vec<Vec<Buffer>>,
     /// Each thread's `T.cp_async` groups (`ops/intrinsics.rs`).
     pub asyncs: Vec<AsyncGroups>,
+    /// Each thread's register guards (`T.wgmma`), swapped into the memory while it runs.
+    regs: Vec<RegGuard>,
+    /// Each warpgroup's `T.wgmma` groups (by warpgroup index).
+    wgmma: Vec<WgmmaGroups>,
+    /// The shared byte addresses each in-flight `T.wgmma` (by id) reads.
+    wgmma_reads: HashMap<u64, Vec<usize>>,
+    next_wgmma: u64,
+}
+
+/// One warpgroup's `T.wgmma`s: the open group and the committed ones, oldest first.
+#[derive(Clone, Debug, Default)]
+struct WgmmaGroups {
+    open: Vec<u64>,
+    committed: VecDeque<Vec<u64>>,
 }
 
 impl ThreadState {
@@ -85,6 +106,10 @@ impl ThreadState {
             slots,
             private: vec![fresh; n],
             asyncs: vec![AsyncGroups::default(); n],
+            regs: vec![RegGuard::default(); n],
+            wgmma: Vec::new(),
+            wgmma_reads: HashMap::new(),
+            next_wgmma: 0,
         })
     }
 
@@ -280,6 +305,26 @@ impl Lockstep<'_, '_> {
                     Ok(())
                 })
             }
+            CCall::MbarrierInit { bar, count } => {
+                self.on_thread(t, span, |f| f.mbarrier_init(bar, *count, span))
+            }
+            CCall::MbarrierArrive { bar, tx } => {
+                self.on_thread(t, span, |f| f.mbarrier_arrive(bar, *tx, span))
+            }
+            CCall::MbarrierWait { bar, parity } => {
+                self.on_thread(t, span, |f| f.mbarrier_wait(bar, parity, span))
+            }
+            CCall::TmaLoad {
+                dst,
+                src,
+                bar,
+                box_dims,
+                swizzle,
+            } => self.on_thread(t, span, |f| {
+                f.tma_load((dst, src, bar), box_dims, *swizzle, span)
+            }),
+            // The interpreter's async proxy sees every write at once.
+            CCall::FenceProxyAsync => Ok(()),
             _ => fault(
                 span,
                 format!(
@@ -327,11 +372,128 @@ impl Lockstep<'_, '_> {
                 }
                 Ok(())
             }
+            CCall::Wgmma(w) => self.wgmma(w, base, span),
+            CCall::WgmmaFence => {
+                for t in base..base + WARPGROUP {
+                    if let Some(r) = self.st.regs.get_mut(t) {
+                        r.dirty = Some(HashSet::new());
+                    }
+                }
+                Ok(())
+            }
+            CCall::WgmmaCommit => {
+                let g = self.wgmma_groups(base);
+                let open = std::mem::take(&mut g.open);
+                g.committed.push_back(open);
+                Ok(())
+            }
+            CCall::WgmmaWait(n) => {
+                let g = self.wgmma_groups(base);
+                let mut retired: Vec<u64> = Vec::new();
+                while g.committed.len() > *n {
+                    retired.extend(g.committed.pop_front().unwrap_or_default());
+                }
+                for t in base..base + WARPGROUP {
+                    if let Some(r) = self.st.regs.get_mut(t) {
+                        r.inflight.retain(|(_, _, id)| !retired.contains(id));
+                    }
+                }
+                for id in retired {
+                    let addrs = self.st.wgmma_reads.remove(&id).unwrap_or_default();
+                    if let Some(arena) = &mut self.frame.mem.shared {
+                        for a in addrs {
+                            arena.hold_reads(a, 2, false);
+                        }
+                    }
+                }
+                Ok(())
+            }
+            // A register-allocation hint: nothing the interpreter models.
+            CCall::SetMaxNReg => Ok(()),
             _ => fault(
                 span,
                 format!("internal error: `{}` is not a collective", i.def.name),
             ),
         }
+    }
+
+    /// The `T.wgmma` groups of the warpgroup starting at thread `base`.
+    fn wgmma_groups(&mut self, base: usize) -> &mut WgmmaGroups {
+        let wg = base / WARPGROUP;
+        if self.st.wgmma.len() <= wg {
+            self.st.wgmma.resize_with(wg + 1, WgmmaGroups::default);
+        }
+        &mut self.st.wgmma[wg]
+    }
+
+    /// `T.wgmma` for the warpgroup of threads `base..base + 128` (`ops/hopper.rs`).
+    fn wgmma(&mut self, w: &CWgmma, base: usize, span: Span) -> Res<()> {
+        let BufRef::Local(slot) = w.acc.buf else {
+            return fault(span, "`T.wgmma`: the accumulator is not a local buffer");
+        };
+        let half = w.n / 2;
+        // PTX: a `wgmma.fence` must order the accumulators' register writes before it.
+        for t in base..base + WARPGROUP {
+            let start =
+                self.on_thread(t, span, |f| f.run_start(&w.acc, half, span, "`T.wgmma`"))?;
+            let regs = self.st.regs.get(t);
+            let missing = match regs.and_then(|r| r.dirty.as_ref()) {
+                None => Some("with no `T.wgmma_fence` of its warpgroup before it".to_string()),
+                Some(d) => (start..start + half)
+                    .find(|&e| d.contains(&(slot, e)))
+                    .map(|e| {
+                        let name = self.frame.mem.locals.get(slot);
+                        let what = name.map_or_else(String::new, |b| b.element_text(e));
+                        format!(
+                        "reading {what}, which this thread wrote after the last `T.wgmma_fence`"
+                    )
+                    }),
+            };
+            if let Some(why) = missing {
+                return fault(
+                    span,
+                    format!(
+                        "`T.wgmma` of thread {} {why}: missing `T.wgmma_fence`",
+                        self.st.name(t)
+                    ),
+                );
+            }
+        }
+        let (a, a_addrs) = self.on_thread(base, span, |f| {
+            f.wgmma_operand(&w.a, &w.a_layout, WGMMA_M, span, "A operand")
+        })?;
+        let (b, b_addrs) = self.on_thread(base, span, |f| {
+            f.wgmma_operand(&w.b, &w.b_layout, w.n, span, "B operand")
+        })?;
+        let id = self.st.next_wgmma;
+        self.st.next_wgmma += 1;
+        for t in base..base + WARPGROUP {
+            // The op's own accesses pass its guards (a chain of wgmmas on one accumulator
+            // needs no wait in between) and are not ordinary writes.
+            let (inflight, dirty) = match self.st.regs.get_mut(t) {
+                Some(r) => (std::mem::take(&mut r.inflight), r.dirty.take()),
+                None => (Vec::new(), None),
+            };
+            let result = self.on_thread(t, span, |f| f.wgmma_thread(w, t - base, (&a, &b), span));
+            if let Some(r) = self.st.regs.get_mut(t) {
+                r.inflight = inflight;
+                r.dirty = dirty;
+                if let Ok(start) = &result {
+                    r.inflight.push((slot, *start..*start + half, id));
+                }
+            }
+            result?;
+        }
+        let mut addrs = a_addrs;
+        addrs.extend(b_addrs);
+        if let Some(arena) = &mut self.frame.mem.shared {
+            for &at in &addrs {
+                arena.hold_reads(at, 2, true);
+            }
+        }
+        self.st.wgmma_reads.insert(id, addrs);
+        self.wgmma_groups(base).open.push(id);
+        Ok(())
     }
 
     /// Runs `f` as thread `t`: its registers are swapped into the frame for the call. A data
@@ -361,6 +523,9 @@ impl Lockstep<'_, '_> {
 
     /// Exchanges thread `t`'s registers with the frame's (its own inverse).
     fn swap(&mut self, t: usize) {
+        if let Some(regs) = self.st.regs.get_mut(t) {
+            std::mem::swap(&mut self.frame.mem.regs, regs);
+        }
         if let Some(vars) = self.st.vars.get_mut(t) {
             std::mem::swap(&mut self.frame.vars, vars);
         }

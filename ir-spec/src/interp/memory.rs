@@ -15,7 +15,9 @@ use crate::interp::compile::BufRef;
 use crate::interp::scalar::Scalar;
 use crate::interp::shared::SharedArena;
 use crate::interp::tensor::{fmt_shape, TensorData};
-use std::collections::HashMap;
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::ops::Range;
 
 /// A buffer while the program runs.
 #[derive(Clone, Debug)]
@@ -97,6 +99,29 @@ pub(crate) struct Memory<'g> {
     pub shared: Option<SharedArena>,
     /// The thread running the current statement (thread level), for race detection.
     pub thread: Option<u32>,
+    /// The running thread's register guards (`T.wgmma`), swapped in with its registers.
+    pub regs: RegGuard,
+    /// The first access that broke a register guard since the last `take_race`.
+    reg_violation: RefCell<Option<String>>,
+}
+
+/// One thread's register guards for `T.wgmma` (`ops/hopper.rs`).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RegGuard {
+    /// Accumulator elements of in-flight `T.wgmma`s: (local slot, flat range, wgmma id).
+    /// Only a `T.wgmma_wait` that retires the op frees them.
+    pub inflight: Vec<(usize, Range<usize>, u64)>,
+    /// Local elements (slot, flat) written by ordinary code since the thread's warpgroup's
+    /// last `T.wgmma_fence`; `None` before its first fence (nothing is tracked then).
+    pub dirty: Option<HashSet<(usize, usize)>>,
+}
+
+impl RegGuard {
+    fn inflight(&self, slot: usize, flat: usize) -> bool {
+        self.inflight
+            .iter()
+            .any(|(s, r, _)| *s == slot && r.contains(&flat))
+    }
 }
 
 impl<'g> Memory<'g> {
@@ -107,12 +132,34 @@ impl<'g> Memory<'g> {
             locals,
             shared: None,
             thread: None,
+            regs: RegGuard::default(),
+            reg_violation: RefCell::new(None),
         }
     }
 
-    /// The first shared-memory data race found since the last call.
+    /// The first shared-memory data race (or broken register guard) found since the last
+    /// call.
     pub fn take_race(&self) -> Option<String> {
-        self.shared.as_ref().and_then(SharedArena::take_race)
+        self.shared
+            .as_ref()
+            .and_then(SharedArena::take_race)
+            .or_else(|| self.reg_violation.borrow_mut().take())
+    }
+
+    /// Records the access of element `flat` of local slot `i` that an in-flight `T.wgmma`
+    /// owns (`verb`: "reads" / "writes").
+    fn reg_guard_broken(&self, i: usize, flat: usize, verb: &str) {
+        let mut v = self.reg_violation.borrow_mut();
+        if v.is_none() {
+            let what = self
+                .locals
+                .get(i)
+                .map_or_else(String::new, |b| b.element_text(flat));
+            *v = Some(format!(
+                "this thread {verb} {what}, an accumulator of an in-flight `T.wgmma` (missing \
+                 `T.wgmma_wait`)"
+            ));
+        }
     }
 
     // Slots come from the compiler, which numbers exactly the buffers this memory holds, so
@@ -157,6 +204,9 @@ impl<'g> Memory<'g> {
                     let at = offset + flat * buf.dtype.bytes() as usize;
                     return arena.read(at, buf.dtype, self.thread, &|| buf.element_text(flat));
                 }
+                if !self.regs.inflight.is_empty() && self.regs.inflight(i, flat) {
+                    self.reg_guard_broken(i, flat, "reads");
+                }
                 match &buf.written {
                     Some(w) if !w.get(flat).copied().unwrap_or(false) => None,
                     _ => buf.data.get(flat),
@@ -173,6 +223,15 @@ impl<'g> Memory<'g> {
                 self.overlays[i].insert(flat, value);
             }
             BufRef::Local(i) => {
+                if !self.regs.inflight.is_empty() && self.regs.inflight(i, flat) {
+                    self.reg_guard_broken(i, flat, "writes");
+                    return;
+                }
+                if let Some(dirty) = &mut self.regs.dirty {
+                    if self.locals[i].arena_offset.is_none() {
+                        dirty.insert((i, flat));
+                    }
+                }
                 let buf = &mut self.locals[i];
                 if let (Some(offset), Some(arena)) = (buf.arena_offset, &mut self.shared) {
                     let at = offset + flat * buf.dtype.bytes() as usize;

@@ -11,11 +11,20 @@
 //!
 //! Bytes a `T.cp_async` will write are *pending* from its issue until it lands
 //! (`ops/intrinsics.rs`): reading or writing one is an error, reported like a race.
+//!
+//! The Hopper state lives here too, because ordinary accesses must be checked against it
+//! (`ops/hopper.rs` gives the semantics): the mbarriers, in a side table keyed by their byte
+//! address (an ordinary load or store of an initialized barrier's bytes is an error); which
+//! completed phase of which barrier each thread has observed (`T.mbarrier_wait`); the bytes
+//! a `T.tma_load` wrote, which a thread may touch only once it has observed the barrier
+//! phase the copy completed in; and the bytes an in-flight `T.wgmma` reads, which nobody
+//! may write before its `T.wgmma_wait`.
 
 use crate::dtype::DType;
 use crate::interp::fp8;
 use crate::interp::scalar::Scalar;
 use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashMap};
 
 /// The low half of a race cell: `thread + 1`, or [`MANY`] readers. The high half: the
 /// barrier epoch of the access.
@@ -36,7 +45,41 @@ pub(crate) struct SharedArena {
     pending: Vec<u32>,
     /// How many bytes are pending (so that the common case checks nothing).
     n_pending: usize,
+    /// The initialized mbarriers, by byte address.
+    barriers: BTreeMap<usize, Mbarrier>,
+    /// Per byte: 1 + the index in `tma_regions` of the `T.tma_load` that wrote it last, or 0.
+    tma_guard: Vec<u32>,
+    /// Each `T.tma_load`: its barrier's address and the phase it completes in.
+    tma_regions: Vec<(usize, u64)>,
+    /// `(thread, barrier)` → how many phases of the barrier the thread has seen complete.
+    observed: HashMap<(u32, usize), u64>,
+    /// Per byte: how many in-flight `T.wgmma`s read it.
+    wgmma_reads: Vec<u16>,
+    n_wgmma_reads: usize,
 }
+
+/// The state of one mbarrier (PTX ISA "mbarrier"): its phase (how many have completed),
+/// the arrivals each phase expects, and what the current phase still waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Mbarrier {
+    pub count: i64,
+    pub phase: u64,
+    pub arrivals: i64,
+    pub tx: i64,
+}
+
+impl Mbarrier {
+    /// Completes the current phase when nothing is pending any more.
+    fn settle(&mut self) {
+        if self.arrivals == 0 && self.tx == 0 {
+            self.phase += 1;
+            self.arrivals = self.count;
+        }
+    }
+}
+
+/// The byte size of an mbarrier.
+pub(crate) const MBARRIER_BYTES: usize = 8;
 
 impl SharedArena {
     pub fn new(len: usize) -> SharedArena {
@@ -49,7 +92,220 @@ impl SharedArena {
             race: RefCell::new(None),
             pending: vec![0; len],
             n_pending: 0,
+            barriers: BTreeMap::new(),
+            tma_guard: vec![0; len],
+            tma_regions: Vec::new(),
+            observed: HashMap::new(),
+            wgmma_reads: vec![0; len],
+            n_wgmma_reads: 0,
         }
+    }
+
+    /// The arena's size in bytes.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// `T.mbarrier_init`: the barrier at `addr` starts phase 0 expecting `count` arrivals.
+    pub fn init_mbarrier(&mut self, addr: usize, count: i64) {
+        self.barriers.insert(
+            addr,
+            Mbarrier {
+                count,
+                phase: 0,
+                arrivals: count,
+                tx: 0,
+            },
+        );
+    }
+
+    /// The barrier at `addr`, if initialized.
+    pub fn mbarrier(&self, addr: usize) -> Option<Mbarrier> {
+        self.barriers.get(&addr).copied()
+    }
+
+    /// An arrival (`arrive`) and / or `tx` transaction bytes expected (> 0) or completed
+    /// (< 0) on the barrier at `addr`; then the phase completes if nothing is pending. The
+    /// error says what went wrong (uninitialized, too many arrivals, a negative tx count).
+    pub fn mbarrier_update(&mut self, addr: usize, arrive: bool, tx: i64) -> Result<(), String> {
+        let Some(b) = self.barriers.get_mut(&addr) else {
+            return Err("is used before `T.mbarrier_init`".to_string());
+        };
+        b.tx += tx;
+        if b.tx < 0 {
+            return Err(format!(
+                "has a negative transaction count ({}) in phase {}: a `T.tma_load` completed \
+                 more bytes than `T.mbarrier_arrive_expect_tx` announced",
+                b.tx, b.phase
+            ));
+        }
+        if arrive {
+            if b.arrivals == 0 {
+                return Err(format!(
+                    "gets more than its {} arrivals in phase {}",
+                    b.count, b.phase
+                ));
+            }
+            b.arrivals -= 1;
+        }
+        b.settle();
+        Ok(())
+    }
+
+    /// Thread `thread` has seen the barrier at `addr` complete `phases` phases.
+    pub fn observe(&mut self, thread: u32, addr: usize, phases: u64) {
+        let seen = self.observed.entry((thread, addr)).or_insert(0);
+        *seen = (*seen).max(phases);
+    }
+
+    /// A `T.tma_load` completing on the barrier at `bar` in phase `phase`: the guard of the
+    /// bytes it writes ([`SharedArena::tma_write`]).
+    pub fn tma_region(&mut self, bar: usize, phase: u64) -> u32 {
+        self.tma_regions.push((bar, phase));
+        u32::try_from(self.tma_regions.len()).unwrap_or(u32::MAX)
+    }
+
+    /// Writes `data` at `offset` (inside the arena) for the TMA copy `region`: by the async
+    /// proxy, so by no thread for the race check; guarded until observed.
+    pub fn tma_write(&mut self, offset: usize, data: &[u8], region: u32) {
+        let Some(end) = offset
+            .checked_add(data.len())
+            .filter(|&e| e <= self.bytes.len())
+        else {
+            return;
+        };
+        if let Some(other) = self.pending(offset, data.len()) {
+            self.report(pending_message(
+                "writes",
+                &format!("shared byte {offset} (by `T.tma_load`)"),
+                None,
+                other,
+            ));
+            return;
+        }
+        for b in offset..end {
+            if let Some(w) = self.writer.get(b) {
+                w.set(0);
+            }
+        }
+        if let Some(dst) = self.bytes.get_mut(offset..end) {
+            dst.copy_from_slice(data);
+        }
+        if let Some(w) = self.written.get_mut(offset..end) {
+            w.fill(true);
+        }
+        if let Some(g) = self.tma_guard.get_mut(offset..end) {
+            g.fill(region);
+        }
+    }
+
+    /// Why `thread` (`None`: block-level code, which sees what has completed) may not yet
+    /// touch bytes `offset..offset + len`: a TMA copy's phase it has not observed, or an
+    /// mbarrier's bytes. `None` when it may.
+    fn hopper_guard(&self, offset: usize, len: usize, thread: Option<u32>) -> Option<String> {
+        let end = offset.checked_add(len)?;
+        if !self.barriers.is_empty() {
+            let lo = offset.saturating_sub(MBARRIER_BYTES - 1);
+            if let Some((&addr, _)) = self.barriers.range(lo..end).next() {
+                return Some(format!(
+                    "the mbarrier at shared byte {addr}, which only the `T.mbarrier_*` \
+                     intrinsics may access"
+                ));
+            }
+        }
+        if self.tma_regions.is_empty() {
+            return None;
+        }
+        for b in offset..end {
+            let g = self.tma_guard.get(b).copied().unwrap_or(0);
+            let Some(&(bar, phase)) = g
+                .checked_sub(1)
+                .and_then(|i| self.tma_regions.get(i as usize))
+            else {
+                continue;
+            };
+            let seen = match thread {
+                Some(t) => self.observed.get(&(t, bar)).copied().unwrap_or(0),
+                None => self.barriers.get(&bar).map_or(0, |m| m.phase),
+            };
+            if seen <= phase {
+                return Some(format!(
+                    "shared byte {b}, which a `T.tma_load` writes; it completes in phase {phase} \
+                     of the mbarrier at shared byte {bar}, which this thread has not observed \
+                     (missing `T.mbarrier_wait`)"
+                ));
+            }
+        }
+        None
+    }
+
+    /// A raw read for the async proxy (`T.wgmma`'s operands) on behalf of `thread`: the
+    /// element of `dtype` at `offset`, or why it cannot be read.
+    pub fn async_read(
+        &self,
+        offset: usize,
+        dtype: DType,
+        thread: Option<u32>,
+    ) -> Result<Scalar, String> {
+        let n = dtype.bytes() as usize;
+        let range = offset..offset.saturating_add(n);
+        let Some(raw) = self.bytes.get(range.clone()) else {
+            return Err(format!(
+                "shared byte {offset} lies outside the {}-byte arena",
+                self.bytes.len()
+            ));
+        };
+        if let Some(other) = self.pending(offset, n) {
+            return Err(format!(
+                "shared byte {offset}, which a cp.async of thread {other} has not landed yet"
+            ));
+        }
+        if let Some(why) = self.hopper_guard(offset, n, thread) {
+            return Err(why);
+        }
+        if !self
+            .written
+            .get(range)
+            .is_some_and(|w| w.iter().all(|&w| w))
+        {
+            return Err(format!("shared byte {offset}, which was never written"));
+        }
+        Ok(decode(dtype, raw))
+    }
+
+    /// Counts (`hold`) or releases the reads of an in-flight `T.wgmma` of bytes
+    /// `offset..offset + len`: writing them meanwhile is an error.
+    pub fn hold_reads(&mut self, offset: usize, len: usize, hold: bool) {
+        let Some(cells) = offset
+            .checked_add(len)
+            .and_then(|end| self.wgmma_reads.get_mut(offset..end))
+        else {
+            return;
+        };
+        for c in cells {
+            if hold {
+                *c = c.saturating_add(1);
+                self.n_wgmma_reads += 1;
+            } else if *c > 0 {
+                *c -= 1;
+                self.n_wgmma_reads = self.n_wgmma_reads.saturating_sub(1);
+            }
+        }
+    }
+
+    /// Why a write of bytes `offset..offset + len` by `thread` is not allowed now (beyond
+    /// races and pending cp.asyncs).
+    fn write_guard(&self, offset: usize, len: usize, thread: Option<u32>) -> Option<String> {
+        if self.n_wgmma_reads > 0 {
+            let end = offset.checked_add(len)?;
+            if self.wgmma_reads.get(offset..end)?.iter().any(|&c| c > 0) {
+                return Some(format!(
+                    "shared byte {offset}, which an in-flight `T.wgmma` reads (missing \
+                     `T.wgmma_wait`)"
+                ));
+            }
+        }
+        self.hopper_guard(offset, len, thread)
     }
 
     /// The thread whose `T.cp_async` will write one of bytes `offset..offset + len`, if one
@@ -164,6 +420,9 @@ impl SharedArena {
         if self.pending(offset, range.len()).is_some() {
             return None;
         }
+        if let Some(why) = self.hopper_guard(offset, range.len(), thread) {
+            self.report(format!("{} reads {}: {why}", who(thread), what()));
+        }
         if let Some(t) = thread {
             let me = u64::from(t) + 1;
             let now = self.epoch << 32;
@@ -208,6 +467,10 @@ impl SharedArena {
         };
         if let Some(other) = self.pending(offset, n) {
             self.report(pending_message("writes", &what(), thread, other));
+            return;
+        }
+        if let Some(why) = self.write_guard(offset, n, thread) {
+            self.report(format!("{} writes {}: {why}", who(thread), what()));
             return;
         }
         if let Some(t) = thread {
@@ -262,12 +525,17 @@ impl SharedArena {
 /// "this thread reads `S[3]`, shared memory that a cp.async of thread 5 has not landed yet;
 /// …": an access (`verb` "reads" / "writes") of a pending byte. `thread` is the accessing
 /// thread (`None`: block-level code), `issuer` the thread of the cp.async.
-pub(crate) fn pending_message(verb: &str, what: &str, thread: Option<u32>, issuer: u32) -> String {
-    let who = if thread.is_some() {
+/// Who accesses: "this thread" or "block-level code".
+fn who(thread: Option<u32>) -> &'static str {
+    if thread.is_some() {
         "this thread"
     } else {
         "block-level code"
-    };
+    }
+}
+
+pub(crate) fn pending_message(verb: &str, what: &str, thread: Option<u32>, issuer: u32) -> String {
+    let who = who(thread);
     format!(
         "{who} {verb} {what}, shared memory that a cp.async of thread {issuer} has not landed \
          yet; missing `T.cp_async_wait`"

@@ -12,6 +12,7 @@
 //!   are no-ops; written at block level in a thread-level kernel they act for every thread,
 //!   and what a block-level wait lands is visible to all threads. Copies still in flight
 //!   when the block ends would land then, which nothing can observe: nothing is done.
+//! - The Hopper intrinsics (mbarriers, TMA, wgmma) are in `hopper.rs`.
 //! - `T.ldmatrix` and `T.mma_sync` are warp collectives (`lockstep.rs` calls them once per
 //!   warp, with all 32 lanes active): every lane's operand addresses are evaluated in that
 //!   lane's registers, then the data moves between lanes in the PTX ISA's layouts.
@@ -87,7 +88,7 @@ fn coords_of(shape: &[usize], flat: usize) -> Vec<i64> {
 impl Frame<'_> {
     /// Where operand `r` starts, checking that it and the `count - 1` elements after it lie
     /// inside its buffer.
-    fn run_start(&self, r: &CRef, count: usize, span: Span, op: &str) -> Res<usize> {
+    pub(crate) fn run_start(&self, r: &CRef, count: usize, span: Span, op: &str) -> Res<usize> {
         let flat = self.flat_index(r.buf, &r.indices, span)?;
         let b = self.mem.buffer(r.buf);
         let len: usize = b.shape.iter().product();
@@ -106,7 +107,7 @@ impl Frame<'_> {
     }
 
     /// Element `flat` of `buf`, or the fault of a never-written or pending element.
-    fn read_elem(&self, buf: BufRef, flat: usize, span: Span, op: &str) -> Res<Scalar> {
+    pub(super) fn read_elem(&self, buf: BufRef, flat: usize, span: Span, op: &str) -> Res<Scalar> {
         match self.mem.read(buf, flat) {
             Some(v) => Ok(v),
             None => {
@@ -118,7 +119,7 @@ impl Frame<'_> {
 
     /// The byte address of element `flat` of a shared buffer in the arena (globals: from
     /// their start, which is aligned).
-    fn byte_address(&self, buf: BufRef, flat: usize) -> usize {
+    pub(super) fn byte_address(&self, buf: BufRef, flat: usize) -> usize {
         let b = self.mem.buffer(buf);
         b.arena_offset.unwrap_or(0) + flat * b.dtype.bytes() as usize
     }

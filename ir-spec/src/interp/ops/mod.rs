@@ -1,11 +1,12 @@
 //! Tile ops: each op's semantics lives in its own file (`copy.rs`, `gemm.rs`, `fill.rs`);
 //! this module holds what they share — regions evaluated to numbers, and walking them. The
 //! thread-level intrinsics (`T.cp_async`, `T.ldmatrix`, `T.mma_sync`, …) are in
-//! `intrinsics.rs`.
+//! `intrinsics.rs`, the Hopper ones (mbarriers, TMA, wgmma) in `hopper.rs`.
 
 pub(crate) mod copy;
 pub(crate) mod fill;
 pub(crate) mod gemm;
+pub(crate) mod hopper;
 pub(crate) mod intrinsics;
 
 use crate::interp::compile::{BufRef, CRegion};

@@ -137,7 +137,7 @@ fn every_gemm_case_uses_tensor_cores_without_spills() {
                         .product()
                 })
                 .unwrap_or(0);
-            let mut needles = if target == "sm_90a" && threads % 128 == 0 {
+            let mut needles = if target == "sm_90a" && threads.is_multiple_of(128) {
                 vec![
                     "wgmma.mma_async.sync.aligned",
                     "wgmma.wait_group.sync.aligned",

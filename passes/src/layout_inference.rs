@@ -20,7 +20,7 @@
 //! 4 warps gives 2 x 2 warps of 64 x 64.
 
 use crate::analysis::access::element_accesses;
-use crate::analysis::block::Block;
+use crate::analysis::block::{unit_grid, Block};
 use crate::analysis::kernels::for_each_kernel;
 use crate::analysis::wgmma;
 use crate::context::PassContext;
@@ -146,18 +146,9 @@ fn shared_layout(buf: &BufferDecl) -> Result<Layout, String> {
 
 /// The warp grid of a gemm with an `m x n` accumulator (see the module summary).
 pub fn warp_partition(policy: WarpPolicy, warps: i64, m: i64, n: i64) -> Option<(i64, i64)> {
-    let fits = |wm: i64| {
-        let wn = warps / wm;
-        wm * wn == warps && m % (16 * wm) == 0 && n % (16 * wn) == 0
-    };
-    match policy {
-        WarpPolicy::FullRow => fits(warps).then_some((warps, 1)),
-        WarpPolicy::FullCol => fits(1).then_some((1, warps)),
-        WarpPolicy::Square => (1..=warps)
-            .filter(|&wm| fits(wm))
-            .min_by_key(|&wm| ((m / wm - n / (warps / wm)).abs(), -wm))
-            .map(|wm| (wm, warps / wm)),
-    }
+    unit_grid(policy, warps, (m, n), |wm, wn| {
+        m % (16 * wm) == 0 && n % (16 * wn) == 0
+    })
 }
 
 fn infer(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diagnostic>) {

@@ -56,9 +56,9 @@ fn stages_for(func: &PrimFunc, target: Target) -> Vec<(&'static str, PrimFunc)> 
     out
 }
 
-#[test]
-fn every_pass_keeps_the_meaning_of_every_gemm_case() {
-    let cases = [
+/// The GEMM cases every pass must keep the meaning of.
+fn gemm_cases() -> Vec<(&'static str, PrimFunc)> {
+    vec![
         ("seed000_dims", case("seed000_dims")),
         ("gemm_bf16_transposed", case("gemm_bf16_transposed")),
         ("gemm_ragged_tn", local_case("gemm_ragged_tn")),
@@ -77,13 +77,30 @@ fn every_pass_keeps_the_meaning_of_every_gemm_case() {
             "gemm_threads_32x2x2",
             with_block(&case("gemm_threads_2d"), "(32, 2, 2)"),
         ),
-    ];
-    for (name, func) in cases {
+    ]
+}
+
+#[test]
+fn every_pass_keeps_the_meaning_of_every_gemm_case() {
+    keeps_meaning(Target::Sm80);
+}
+
+/// sm_90a: the same cases through the wgmma path (those of whole warpgroups) under the
+/// interpreter's wgmma semantics.
+#[test]
+fn every_sm90a_pass_keeps_the_meaning_of_every_gemm_case() {
+    keeps_meaning(Target::Sm90a);
+}
+
+fn keeps_meaning(target: Target) {
+    for (name, func) in gemm_cases() {
         let mut lowered = false;
         let mut bound = false;
         let mut compared = 0;
-        for (pass, out) in stages(&func) {
+        let mut wgmma = false;
+        for (pass, out) in stages_for(&func, target) {
             lowered |= pass == "lower-tile-ops";
+            wgmma |= print_func(&out).contains("T.wgmma(");
             bound |= pass == "thread-binding";
             let what = format!("{name} after {pass}");
             compared += if !lowered {
@@ -95,6 +112,13 @@ fn every_pass_keeps_the_meaning_of_every_gemm_case() {
             };
         }
         assert!(compared >= 60, "{name}: only {compared} runs compared");
+        // Every case of whole warpgroups takes the wgmma path on sm_90a; the 64-thread one
+        // keeps mma.sync, as sm_80 does everywhere.
+        let expected = target == Target::Sm90a && name != "gemm_fullcol_epilogue";
+        assert_eq!(
+            wgmma, expected,
+            "{name} on {target}: wgmma path taken = {wgmma}"
+        );
     }
 }
 

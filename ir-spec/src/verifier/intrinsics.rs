@@ -207,6 +207,24 @@ impl<'f> Checker<'f> {
                                 decl.scope.name()
                             ),
                         );
+                    } else if let (
+                        Layout::Swizzle { bytes } | Layout::WgmmaSwizzle { bytes },
+                        Some(cols),
+                    ) = (ann.layout, decl.shape.last().and_then(const_int))
+                    {
+                        // A swizzle moves 16-byte chunks within a group of `bytes`: a row
+                        // narrower than that (or not a whole number of groups) would send
+                        // chunks past its end, into the next row.
+                        let row = cols.saturating_mul(i64::from(decl.dtype.bytes()));
+                        if SWIZZLE_BYTES.contains(&bytes) && (row <= 0 || row % bytes != 0) {
+                            self.error(
+                                at,
+                                format!(
+                                    "the {bytes}-byte swizzle of `{name}` needs rows of a \
+                                     multiple of {bytes} bytes; its rows are {row} bytes"
+                                ),
+                            );
+                        }
                     }
                 }
                 Layout::MmaAccumulator { .. } | Layout::WgmmaAccumulator { .. } => {

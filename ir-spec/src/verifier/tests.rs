@@ -1584,4 +1584,29 @@ fn layout_rules() {
     );
     // After lower-tile-ops relocates a fragment to a local array, its annotation stays valid.
     assert!(errs("Acc: T.mma_accumulator_layout(Acc, warps_m=1, warps_n=1)").is_empty());
+    // A swizzle wider than the row would move chunks into the next row.
+    check(
+        "S32: T.make_swizzled_layout(S32, bytes=128)",
+        "the 128-byte swizzle of `S32` needs rows of a multiple of 128 bytes; its rows are 64 bytes",
+        "S32",
+    );
+    assert!(errs(
+        "S: T.make_wgmma_swizzled_layout(S, bytes=64), S32: T.make_wgmma_swizzled_layout(S32, bytes=64), R: T.wgmma_accumulator_layout(R, warpgroups_m=1, warpgroups_n=1)"
+    )
+    .is_empty());
+    check(
+        "S32: T.make_wgmma_swizzled_layout(S32, bytes=128)",
+        "the 128-byte swizzle of `S32` needs rows of a multiple of 128 bytes; its rows are 64 bytes",
+        "S32",
+    );
+    check(
+        "S: T.wgmma_accumulator_layout(S, warpgroups_m=1, warpgroups_n=1)",
+        "`T.wgmma_accumulator_layout` on `S`, a shared buffer; it lays out fragments",
+        "S",
+    );
+    check(
+        "R: T.wgmma_accumulator_layout(R, warpgroups_m=1, warpgroups_n=0)",
+        "the warpgroup grid of `R` must be positive, found warpgroups_m=1, warpgroups_n=0",
+        "R",
+    );
 }

@@ -26,7 +26,8 @@
 use tlc_ir::build::{bin, for_loop};
 use tlc_ir::verifier::const_int;
 use tlc_ir::{
-    BinOp, Diagnostic, Expr, ExprKind, For, ForKind, Ident, Kernel, Span, Stmt, StmtKind, ThreadTag,
+    BinOp, Diagnostic, Expr, ExprKind, For, ForKind, Ident, Kernel, Span, Stmt, StmtKind,
+    ThreadTag, WarpPolicy,
 };
 
 /// The hardware index of each block axis, in nesting order.
@@ -235,5 +236,27 @@ impl Block {
         let names: Vec<String> = axes.iter().map(|a| a.name.clone()).collect();
         // Spans compare equal: this compares the structure of the value.
         (*value == self.linear(&names, value.span)).then_some(Nest { axes, index, body })
+    }
+}
+
+/// The grid `UM x UN` of `units` (warps, warpgroups) over an `m x n` tile that a
+/// `T.GemmWarpPolicy` picks among those `fits(um, un)` admits: `FullRow` needs
+/// `UM = units`, `FullCol` `UN = units`, `Square` takes the most square unit tile
+/// (`|m / UM - n / UN|` smallest, then the larger `UM`). One rule for the mma.sync warp
+/// grid and the wgmma warpgroup grid.
+pub fn unit_grid(
+    policy: WarpPolicy,
+    units: i64,
+    (m, n): (i64, i64),
+    fits: impl Fn(i64, i64) -> bool,
+) -> Option<(i64, i64)> {
+    let ok = |um: i64| um > 0 && units % um == 0 && fits(um, units / um);
+    match policy {
+        WarpPolicy::FullRow => ok(units).then_some((units, 1)),
+        WarpPolicy::FullCol => ok(1).then_some((1, units)),
+        WarpPolicy::Square => (1..=units)
+            .filter(|&um| ok(um))
+            .min_by_key(|&um| ((m / um - n / (units / um)).abs(), -um))
+            .map(|um| (um, units / um)),
     }
 }

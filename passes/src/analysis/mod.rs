@@ -5,7 +5,8 @@
 //! - `kernels` — every kernel (one `for_each_kernel`) and the shape of a body (SIMT regions,
 //!   the merged thread loop, pipelined loops, tile ops);
 //! - `block` — a kernel's thread block (shape, thread count) and the thread nest that
-//!   regions of a multi-dimensional block are written as (the linear thread index);
+//!   regions of a multi-dimensional block are written as (the linear thread index), and
+//!   the warp / warpgroup grid a `T.GemmWarpPolicy` picks (`unit_grid`);
 //! - `access` — which buffers statements read and write, use counts, element accesses;
 //! - `int` — integer facts (over `tlc_ir::interval`): intervals, `multiple_of`, `unit_offset`, `mentions`,
 //!   `provably_true`, under what is known of the variables (`int::Env`);

@@ -15,6 +15,7 @@
 //! the canonical layout both TMA (with swizzle `B`) and wgmma read. An operand stored with
 //! K innermost is *K-major* (A as `M x K`, B as `N x K`), else *MN-major* (`trans` in PTX).
 
+use crate::analysis::block::unit_grid;
 use tlc_ir::verifier::const_int;
 use tlc_ir::wgmma::{Major, SmemOperand, Swizzle};
 use tlc_ir::{BufferDecl, DType, Gemm, Layout, Region, Scope, Target, WarpPolicy};
@@ -35,22 +36,9 @@ pub const ALIGN: i64 = 1024;
 /// (policies as in `layout-inference`'s warp partition): `m % (64 GM) == 0`, `n / GN` a
 /// multiple of 8 up to 256.
 pub fn warpgroup_partition(policy: WarpPolicy, groups: i64, m: i64, n: i64) -> Option<(i64, i64)> {
-    let fits = |gm: i64| {
-        let gn = groups / gm;
-        gm * gn == groups
-            && m % (M_STEP * gm) == 0
-            && n % gn == 0
-            && (n / gn) % 8 == 0
-            && n / gn <= MAX_N
-    };
-    match policy {
-        WarpPolicy::FullRow => fits(groups).then_some((groups, 1)),
-        WarpPolicy::FullCol => fits(1).then_some((1, groups)),
-        WarpPolicy::Square => (1..=groups)
-            .filter(|&gm| fits(gm))
-            .min_by_key(|&gm| ((m / gm - n / (groups / gm)).abs(), -gm))
-            .map(|gm| (gm, groups / gm)),
-    }
+    unit_grid(policy, groups, (m, n), |gm, gn| {
+        m % (M_STEP * gm) == 0 && n % gn == 0 && (n / gn) % 8 == 0 && n / gn <= MAX_N
+    })
 }
 
 /// The last two dimensions of a buffer: `(rows, columns)`.

@@ -325,24 +325,7 @@ fn emit(
     ];
     let mut body = Vec::new();
     if g.clear_accum {
-        let s = names.fresh("s");
-        body.push(for_loop(
-            &s,
-            Expr::int(layout.slots()),
-            ForKind::Unroll,
-            vec![Stmt::new(
-                StmtKind::Store {
-                    buffer: Ident::new(c, span),
-                    indices: vec![Expr::var(&s)],
-                    value: Expr::new(
-                        tlc_ir::ExprKind::Cast(DType::Float32, Box::new(Expr::int(0))),
-                        span,
-                    ),
-                },
-                span,
-            )],
-            span,
-        ));
+        body.push(clear(c, layout, span, names));
     }
     body.push(for_loop(
         &kk,
@@ -354,6 +337,28 @@ fn emit(
     thread_region(&ctx.block, &tx, body, span, names)
 }
 
+/// `clear_accum=True`: every accumulator slot of the thread set to zero.
+fn clear(c: &str, layout: &MmaLayout, span: Span, names: &mut NameSet) -> Stmt {
+    let s = names.fresh("s");
+    for_loop(
+        &s,
+        Expr::int(layout.slots()),
+        ForKind::Unroll,
+        vec![Stmt::new(
+            StmtKind::Store {
+                buffer: Ident::new(c, span),
+                indices: vec![Expr::var(&s)],
+                value: Expr::new(
+                    tlc_ir::ExprKind::Cast(DType::Float32, Box::new(Expr::int(0))),
+                    span,
+                ),
+            },
+            span,
+        )],
+        span,
+    )
+}
+
 /// The descriptor layout of a wgmma operand from its buffer's layout annotation.
 fn wgmma_operand(
     op: &Operand,
@@ -362,15 +367,15 @@ fn wgmma_operand(
     span: Span,
 ) -> Result<SmemOperand, Diagnostic> {
     let name = &op.buf.name.name;
-    let panels = ctx
+    let operand = ctx
         .layout(name)
         .and_then(|l| match l {
             Layout::WgmmaSwizzle { bytes } => Panels::of(op.buf, bytes),
             _ => None,
         })
-        .and_then(|p| Some((p, p.operand(k_major)?)));
-    match panels {
-        Some((_, d)) => Ok(d),
+        .and_then(|p| p.operand(k_major));
+    match operand {
+        Some(d) => Ok(d),
         None => Err(Diagnostic::error(
             span,
             format!("the wgmma operand `{name}` is not laid out `T.make_wgmma_swizzled_layout`"),
@@ -450,24 +455,7 @@ fn emit_wgmma(
     );
     let mut body = Vec::new();
     if g.clear_accum {
-        let s = names.fresh("s");
-        body.push(for_loop(
-            &s,
-            Expr::int(layout.slots()),
-            ForKind::Unroll,
-            vec![Stmt::new(
-                StmtKind::Store {
-                    buffer: Ident::new(c, span),
-                    indices: vec![Expr::var(&s)],
-                    value: Expr::new(
-                        tlc_ir::ExprKind::Cast(DType::Float32, Box::new(Expr::int(0))),
-                        span,
-                    ),
-                },
-                span,
-            )],
-            span,
-        ));
+        body.push(clear(c, layout, span, names));
     }
     body.push(intrinsic(Intrinsic::WgmmaFence, span));
     body.push(for_loop(

@@ -22,6 +22,7 @@
 use crate::dtype::DType;
 use crate::ir::{BufferDecl, Expr, Ident, Scope};
 use crate::target::{AsyncCopy, MmaFamily, Target};
+use crate::wgmma::{Major, SmemOperand, Swizzle};
 
 /// Where a multi-element intrinsic operand starts: `buf[i, j]`. The operand covers
 /// consecutive elements of the buffer's row-major storage from there.
@@ -1268,6 +1269,38 @@ impl Intrinsic {
                 _ => None,
             })
             .collect()
+    }
+
+    /// The shared-memory layouts a `T.wgmma`'s constants describe, A's then B's (`None`
+    /// for another intrinsic, or a swizzle the verifier rejects): what the interpreter
+    /// reads the operands by and codegen packs into the descriptors.
+    pub fn wgmma_layouts(&self) -> Option<(SmemOperand, SmemOperand)> {
+        let Intrinsic::Wgmma {
+            trans_a,
+            trans_b,
+            a_swizzle,
+            a_lbo,
+            a_sbo,
+            b_swizzle,
+            b_lbo,
+            b_sbo,
+            ..
+        } = self
+        else {
+            return None;
+        };
+        let layout = |trans: bool, swizzle: i64, lbo: i64, sbo: i64| {
+            Some(SmemOperand {
+                major: Major::from_trans(trans),
+                swizzle: Swizzle::from_bytes(swizzle)?,
+                lbo,
+                sbo,
+            })
+        };
+        Some((
+            layout(*trans_a, *a_swizzle, *a_lbo, *a_sbo)?,
+            layout(*trans_b, *b_swizzle, *b_lbo, *b_sbo)?,
+        ))
     }
 
     /// The value of integer parameter `name`.

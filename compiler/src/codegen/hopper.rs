@@ -16,7 +16,7 @@
 use super::expr::Place;
 use super::Cg;
 use crate::ptx::{AddrBase, Address, Cmp, IntOp, Op, Operand, Reg, Space, Type};
-use tlc_ir::wgmma::{Major, SmemOperand, Swizzle};
+use tlc_ir::wgmma::{Major, SmemOperand};
 use tlc_ir::{DType, ElemRef, Expr, ExprKind, Intrinsic, Span};
 
 impl Cg {
@@ -39,25 +39,12 @@ impl Cg {
                 a,
                 b,
                 n,
-                trans_a,
-                trans_b,
-                a_swizzle,
-                a_lbo,
-                a_sbo,
-                b_swizzle,
-                b_lbo,
-                b_sbo,
                 accumulate,
-            } => {
-                let da = operand_layout(*trans_a, *a_swizzle, *a_lbo, *a_sbo);
-                let db = operand_layout(*trans_b, *b_swizzle, *b_lbo, *b_sbo);
-                match (da, db) {
-                    (Some(da), Some(db)) => {
-                        self.wgmma(acc, (a, da), (b, db), *n, accumulate.as_ref(), span)
-                    }
-                    _ => self.err(span, "T.wgmma: a descriptor constant out of range"),
-                }
-            }
+                ..
+            } => match i.wgmma_layouts() {
+                Some((da, db)) => self.wgmma(acc, (a, da), (b, db), *n, accumulate.as_ref(), span),
+                None => self.err(span, "T.wgmma: a swizzle the verifier rejects"),
+            },
             Intrinsic::MbarrierInit { .. }
             | Intrinsic::MbarrierArrive { .. }
             | Intrinsic::MbarrierArriveExpectTx { .. }
@@ -164,15 +151,4 @@ impl Cg {
         let high = self.b.mov(Type::U32, Operand::Imm(hi as i64));
         self.b.pack(Type::B64, vec![low.into(), high.into()])
     }
-}
-
-/// The descriptor layout of a `T.wgmma` operand from its constants (the verifier has
-/// checked their ranges).
-fn operand_layout(trans: bool, swizzle: i64, lbo: i64, sbo: i64) -> Option<SmemOperand> {
-    Some(SmemOperand {
-        major: if trans { Major::MN } else { Major::K },
-        swizzle: Swizzle::from_bytes(swizzle)?,
-        lbo,
-        sbo,
-    })
 }

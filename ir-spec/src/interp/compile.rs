@@ -15,7 +15,7 @@ use crate::ir::{
 use crate::span::Span;
 use crate::types::{self, Typed};
 use crate::verifier::const_int;
-use crate::wgmma::{Major, SmemOperand, Swizzle};
+use crate::wgmma::{SmemOperand, Swizzle};
 
 /// A buffer: a function parameter (global) or an allocation of the running kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -661,29 +661,22 @@ impl Compiler {
                 a,
                 b,
                 n,
-                trans_a,
-                trans_b,
-                a_swizzle,
-                a_lbo,
-                a_sbo,
-                b_swizzle,
-                b_lbo,
-                b_sbo,
                 accumulate,
+                ..
             } => {
-                let layout = |trans: bool, swizzle: i64, lbo: i64, sbo: i64| SmemOperand {
-                    major: Major::from_trans(trans),
-                    swizzle: Swizzle::from_bytes(swizzle).unwrap_or(Swizzle::None),
-                    lbo,
-                    sbo,
+                let Some((a_layout, b_layout)) = i.wgmma_layouts() else {
+                    return Err(Diagnostic::error(
+                        span,
+                        "`T.wgmma` with a swizzle the verifier rejects",
+                    ));
                 };
                 CCall::Wgmma(Box::new(CWgmma {
                     acc: self.elem_ref(acc, span)?,
                     a: self.elem_ref(a, span)?,
                     b: self.elem_ref(b, span)?,
                     n: usize::try_from(*n).unwrap_or(8),
-                    a_layout: layout(*trans_a, *a_swizzle, *a_lbo, *a_sbo),
-                    b_layout: layout(*trans_b, *b_swizzle, *b_lbo, *b_sbo),
+                    a_layout,
+                    b_layout,
                     accumulate: accumulate.as_ref().map(|p| self.bool_expr(p)).transpose()?,
                 }))
             }

@@ -174,15 +174,33 @@ pub enum Effect {
     /// Written asynchronously: at issue (ordering it after earlier uses of the bytes), and
     /// again when a later wait lands it (what readers must be ordered after).
     AsyncWrite,
+    /// Written by the async proxy (TMA), completing on an mbarrier: at issue (ordering it
+    /// after earlier uses of the bytes); a reader observes the bytes by waiting on that
+    /// mbarrier, which no block barrier replaces or needs to add to.
+    BulkWrite,
+    /// An mbarrier operation after its init (arrive, wait, a TMA's completion): atomic on the
+    /// barrier object and ordered by it, so two of them never need a block barrier between
+    /// them; it reads and updates the object, and must come after the init (a barrier
+    /// placement counts it as a read).
+    Sync,
 }
 
 impl Effect {
     pub fn reads(self) -> bool {
-        matches!(self, Effect::Read | Effect::ReadWrite)
+        matches!(self, Effect::Read | Effect::ReadWrite | Effect::Sync)
     }
 
     pub fn writes(self) -> bool {
         !matches!(self, Effect::Read)
+    }
+
+    /// Reads and writes that block barriers must order (`Sync` operations order
+    /// themselves): `(reads, writes)`.
+    pub fn ordered_by_barriers(self) -> (bool, bool) {
+        match self {
+            Effect::Sync => (true, false),
+            e => (e.reads(), e.writes()),
+        }
     }
 }
 
@@ -613,7 +631,7 @@ static MBARRIER_INIT: IntrinsicDef = IntrinsicDef {
 static MBARRIER_ARRIVE: IntrinsicDef = IntrinsicDef {
     op: IntrinsicOp::MbarrierArrive,
     name: "T.mbarrier_arrive",
-    params: &[barrier(Effect::ReadWrite)],
+    params: &[barrier(Effect::Sync)],
     collective: Collective::Thread,
     block_level: false,
     same_dtype: &[],
@@ -627,7 +645,7 @@ static MBARRIER_ARRIVE_EXPECT_TX: IntrinsicDef = IntrinsicDef {
     op: IntrinsicOp::MbarrierArriveExpectTx,
     name: "T.mbarrier_arrive_expect_tx",
     params: &[
-        barrier(Effect::ReadWrite),
+        barrier(Effect::Sync),
         Param {
             name: "bytes",
             role: "transaction byte count",
@@ -650,7 +668,7 @@ static MBARRIER_WAIT: IntrinsicDef = IntrinsicDef {
     op: IntrinsicOp::MbarrierWait,
     name: "T.mbarrier_wait",
     params: &[
-        barrier(Effect::Read),
+        barrier(Effect::Sync),
         Param {
             name: "parity",
             role: "phase parity",
@@ -692,7 +710,7 @@ static TMA_LOAD: IntrinsicDef = IntrinsicDef {
                 scopes: &[Scope::Shared],
                 dtypes: &[],
                 count: Count::Product("box"),
-                effect: Effect::AsyncWrite,
+                effect: Effect::BulkWrite,
             }),
             keyword: false,
         },
@@ -714,7 +732,7 @@ static TMA_LOAD: IntrinsicDef = IntrinsicDef {
                 scopes: &[Scope::Shared],
                 dtypes: BARRIER,
                 count: Count::Elems(1),
-                effect: Effect::ReadWrite,
+                effect: Effect::Sync,
             }),
             keyword: false,
         },
@@ -1748,10 +1766,7 @@ mod tests {
         assert_eq!(tma.count(&TMA_LOAD.params[1], 2), Some(4096));
         assert_eq!(tma.ints_arg("box"), Some(&[64, 64][..]));
         let effects: Vec<Effect> = tma.accesses().iter().map(|a| a.effect).collect();
-        assert_eq!(
-            effects,
-            [Effect::AsyncWrite, Effect::Read, Effect::ReadWrite]
-        );
+        assert_eq!(effects, [Effect::BulkWrite, Effect::Read, Effect::Sync]);
         let wgmma = &s[15];
         assert_eq!(wgmma.count(&WGMMA_MMA.params[0], 4), Some(64));
         assert_eq!(wgmma.pred(), Some(&Expr::var("p")));

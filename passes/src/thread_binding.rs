@@ -19,7 +19,10 @@
 //! - `T.cp_async` writes its destination when issued (for ordering after earlier uses) and
 //!   again at every later `T.cp_async_wait` (where it may land, so readers in other threads
 //!   need a barrier after the wait); `T.ldmatrix` reads its source. Their keys count when
-//!   the operand's run cannot leave its first-index slice.
+//!   the operand's run cannot leave its first-index slice. A `T.tma_load` writes its
+//!   destination when issued only: readers observe the bytes through its mbarrier's wait.
+//!   mbarrier operations order themselves (`Effect::Sync`): they only count as reads, so
+//!   an `T.mbarrier_init` (a write) gets a barrier before the first use in another thread.
 //! - Loops: the body is walked from the state before the loop joined with the state one
 //!   iteration leaves the next (keys shifted `ko -> ko - 1`; after two rounds keys over `ko`
 //!   stand for all earlier iterations), until stable, so barriers land where a later
@@ -278,12 +281,13 @@ impl Cx<'_> {
                             .and_then(|t| i.count(a.param, t.bytes))
                             .unwrap_or(0);
                         let key = self.run_key(a.operand, count);
-                        if a.effect.reads() {
+                        let (reads, writes) = a.effect.ordered_by_barriers();
+                        if reads {
                             if let Some(t) = self.touch(name, key, local) {
                                 push_new(&mut acc.reads, t);
                             }
                         }
-                        if a.effect.writes() {
+                        if writes {
                             write(&mut acc, name, key);
                         }
                         if a.effect == Effect::AsyncWrite {

@@ -122,6 +122,80 @@ fn keeps_meaning(target: Target) {
     }
 }
 
+/// sm_90a with the dims bound (row strides provably multiples of 16 bytes): the pipelines
+/// run on TMA — ragged M and N, a ragged last K tile (the boxes' zero fill; the seed's own
+/// B copy is unmasked, so its K and N stay whole), fewer K tiles
+/// than stages, both majors of both operands.
+#[test]
+fn every_sm90a_pass_keeps_the_meaning_of_tma_pipelines() {
+    let bound = |func: &PrimFunc, m: i64, n: i64, k: i64| {
+        let dims = [
+            ("M".to_string(), m),
+            ("N".to_string(), n),
+            ("K".to_string(), k),
+        ];
+        tlc_ir::specialize::specialize(func, &dims).expect("specialize")
+    };
+    let cases = [
+        (
+            "seed000_dims 200x256x96",
+            bound(&case("seed000_dims"), 200, 256, 96),
+        ),
+        (
+            "seed000_dims 136x128x32",
+            bound(&case("seed000_dims"), 136, 128, 32),
+        ),
+        (
+            "gemm_bf16_transposed 72x136x40",
+            bound(&case("gemm_bf16_transposed"), 72, 136, 40),
+        ),
+        (
+            "gemm_ragged_tn 136x72x56",
+            bound(&local_case("gemm_ragged_tn"), 136, 72, 56),
+        ),
+        (
+            "gemm_128x128x32_t128_s3_masked 136x200x72",
+            bound(
+                &load(&root().join("bench/gemm_128x128x32_t128_s3_masked.tir")),
+                136,
+                200,
+                72,
+            ),
+        ),
+        ("gemm_threads_2d", case("gemm_threads_2d")),
+        // A loop from 1: the barriers' phases count from the loop's start.
+        ("seed000_dims from ko = 1, 136x128x160", {
+            let text = std::fs::read_to_string(root().join("tests/cases/valid/seed000_dims.tir"))
+                .expect("seed000_dims");
+            let from_one = text.replace(
+                "T.Pipelined(T.ceildiv(K, 32)",
+                "T.Pipelined(1, T.ceildiv(K, 32)",
+            );
+            assert_ne!(text, from_one, "the loop header moved");
+            bound(&tlc_ir::parse(&from_one).expect("parse"), 136, 128, 160)
+        }),
+    ];
+    for (name, func) in cases {
+        let mut lowered = false;
+        let mut bound_threads = false;
+        let mut tma = false;
+        for (pass, out) in stages_for(&func, Target::Sm90a) {
+            lowered |= pass == "lower-tile-ops";
+            bound_threads |= pass == "thread-binding";
+            tma |= print_func(&out).contains("T.tma_load(");
+            let what = format!("{name} after {pass}");
+            if !lowered {
+                assert_same_meaning(&what, &func, &out);
+            } else if !bound_threads {
+                assert_close_meaning(&what, &func, &with_region_barriers(out), 1e-3);
+            } else {
+                assert_close_meaning(&what, &func, &out, 1e-3);
+            }
+        }
+        assert!(tma, "{name}: the TMA path was not taken");
+    }
+}
+
 #[test]
 fn the_seed_kernel_at_256x256x128_keeps_its_meaning_through_the_pipeline() {
     let dims = [

@@ -25,4 +25,5 @@ pub mod kernels;
 pub mod local_arrays;
 pub mod schedule;
 pub mod sync;
+pub mod tma;
 pub mod wgmma;

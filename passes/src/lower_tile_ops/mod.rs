@@ -20,6 +20,7 @@ mod mma_layout;
 mod parallel;
 mod region;
 mod swizzle;
+mod tma;
 mod vectorize;
 
 use crate::analysis::block::Block;
@@ -33,7 +34,7 @@ use tlc_ir::verifier::Level;
 use tlc_ir::visit::child_bodies_mut;
 use tlc_ir::{
     BufferDecl, Diagnostic, ForKind, Kernel, Layout, LayoutAnnotation, PrimFunc, Span, Stmt,
-    StmtKind,
+    StmtKind, Target,
 };
 
 pub struct LowerTileOps;
@@ -51,13 +52,14 @@ impl Pass for LowerTileOps {
         Level::LaidOut
     }
 
-    fn run(&self, mut func: PrimFunc, _cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
+    fn run(&self, mut func: PrimFunc, cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
         let mut names = NameSet::of(&func);
         let params = func.params.clone();
         let dims = int::dim_ranges(&func);
         let mut errors = Vec::new();
+        let target = cx.target();
         for_each_kernel(&mut func.body, &mut |k, span| {
-            lower_kernel(k, span, &params, &dims, &mut names, &mut errors)
+            lower_kernel(k, span, target, &params, &dims, &mut names, &mut errors)
         });
         if errors.is_empty() {
             Ok(func)
@@ -69,6 +71,8 @@ impl Pass for LowerTileOps {
 
 /// What the op lowerings need to know about the kernel they are in.
 pub(crate) struct Ctx<'a> {
+    /// The target: what the copies may run on (TMA on sm_90a).
+    pub target: Target,
     /// The block's shape; regions map onto its linear thread index (`analysis::block`).
     pub block: Block,
     /// Parameters and the kernel's allocations (fragments still as declared).
@@ -100,6 +104,7 @@ impl Ctx<'_> {
 fn lower_kernel(
     k: &mut Kernel,
     span: Span,
+    target: Target,
     params: &[BufferDecl],
     dims: &Ranges,
     names: &mut NameSet,
@@ -134,6 +139,7 @@ fn lower_kernel(
     let body = std::mem::take(&mut k.body);
     let new_body = {
         let ctx = Ctx {
+            target,
             block,
             buffers: params.iter().chain(k.allocs.iter()).collect(),
             fragments: &fragments,
@@ -145,6 +151,9 @@ fn lower_kernel(
                 ranges
             }),
         };
+        // Pipelines on TMA first: the copies it takes become thread code here.
+        let mut fallbacks = Vec::new();
+        let body = tma::rewrite(body, &ctx, names, &mut fallbacks);
         let body = lower_body(body, &ctx, names, errors);
         let new_allocs = ctx.new_allocs.into_inner();
         (body, new_allocs)

@@ -1,0 +1,292 @@
+//! When a global → shared tile copy can run on TMA (`cp.async.bulk.tensor`, sm_90a), and the
+//! boxes it becomes: ONE place for the facts `lower-tile-ops` decides by (and names in its
+//! fallback notes).
+//!
+//! A copy takes TMA when the target has bulk tensor copies; the source is a global tensor of
+//! rank ≤ 5 whose row strides are provably multiples of 16 bytes (TMA's rule; a stride over
+//! a symbolic dim is not provable unless the dim is); the destination is a shared buffer
+//! laid out `T.make_wgmma_swizzled_layout(X, bytes=B)` (the swizzle TMA writes and wgmma
+//! reads), written whole in its last two dimensions (one slice of its leading ones: a
+//! pipeline stage); both have one dtype (a TMA does not convert) and the source region's
+//! non-unit extents are the tile's `rows × cols`, in order. It becomes one box of
+//! `rows × B / sizeof` per column panel of the layout (a box's inner extent is at most the
+//! swizzle span), each written at its panel's start; rows ≤ 256. Out-of-bounds elements
+//! read as zero, as `T.copy` defines them.
+//!
+//! The hand-written copy `for i, j in T.Parallel(R, C): S[s, i, j] = G[a + i, b + j]` is
+//! the same copy ([`parallel_copy`]).
+
+use crate::analysis::int::{mentions, multiple_of, unit_offset, Env};
+use crate::analysis::wgmma::Panels;
+use tlc_ir::intrinsic::MAX_BOX_DIM;
+use tlc_ir::target::AsyncCopy;
+use tlc_ir::verifier::const_int;
+use tlc_ir::{
+    BinOp, BufferDecl, DType, Expr, ExprKind, For, ForKind, Ident, Layout, Range, Region, Scope,
+    Stmt, StmtKind, Target,
+};
+
+/// TMA's rule for the row strides of a global tensor (and its base address).
+pub const STRIDE_ALIGN: i64 = 16;
+/// The most dimensions a tensor map describes.
+pub const MAX_RANK: usize = 5;
+
+/// One `T.tma_load` of a copy.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BoxLoad {
+    /// The destination element where the box starts (logical indices; the layout maps it).
+    pub dst: Vec<Expr>,
+    /// The box's origin in the source tensor.
+    pub origin: Vec<Expr>,
+    /// One extent per source dimension, outermost first.
+    pub box_dims: Vec<i64>,
+    /// The swizzle span in bytes.
+    pub swizzle: i64,
+}
+
+/// A copy on TMA: its loads and the bytes they complete on their mbarrier (zeros included).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TmaCopy {
+    pub loads: Vec<BoxLoad>,
+    pub bytes: i64,
+}
+
+/// The TMA plan of `T.copy(src, dst)` (buffers `sb`, `db`; `layout` is `db`'s), or why it
+/// stays on the thread copy path.
+pub fn plan_copy(
+    src: &Region,
+    dst: &Region,
+    sb: &BufferDecl,
+    db: &BufferDecl,
+    layout: Option<Layout>,
+    target: Target,
+    env: &dyn Env,
+) -> Result<TmaCopy, String> {
+    if !target.has_async_copy(AsyncCopy::BulkTensor) {
+        return Err(format!("{} has no TMA", target.name()));
+    }
+    if sb.scope != Scope::Global || db.scope != Scope::Shared {
+        return Err("not a global → shared copy".into());
+    }
+    if sb.dtype != db.dtype || sb.dtype == DType::Bool {
+        return Err(format!(
+            "it converts {} to {} (TMA moves bytes)",
+            sb.dtype.name(),
+            db.dtype.name()
+        ));
+    }
+    let Some(Layout::WgmmaSwizzle { bytes }) = layout else {
+        return Err(format!(
+            "`{}` has no TMA layout (`T.make_wgmma_swizzled_layout`)",
+            db.name.name
+        ));
+    };
+    let panels = Panels::of(db, bytes)
+        .ok_or_else(|| format!("`{}` does not fit its swizzled layout", db.name.name))?;
+    let n = dst.ranges.len();
+    if n < 2 || n != db.shape.len() {
+        return Err("the destination is not a region of the whole buffer rank".into());
+    }
+    // One slice of the leading dimensions, the last two whole.
+    let leading_unit = dst.ranges[..n - 2]
+        .iter()
+        .all(|r| const_int(&r.extent) == Some(1));
+    let whole_tile = dst.ranges[n - 2..]
+        .iter()
+        .zip([panels.rows, panels.cols])
+        .all(|(r, full)| const_int(&r.start) == Some(0) && const_int(&r.extent) == Some(full));
+    if !leading_unit || !whole_tile {
+        return Err(format!(
+            "the copy does not write whole {} x {} tiles of `{}`",
+            panels.rows, panels.cols, db.name.name
+        ));
+    }
+    let rank = src.ranges.len();
+    if rank > MAX_RANK || rank != sb.shape.len() {
+        return Err(format!(
+            "`{}` has {} dimensions (a tensor map takes at most {MAX_RANK})",
+            sb.name.name,
+            sb.shape.len()
+        ));
+    }
+    let extents: Option<Vec<i64>> = src.ranges.iter().map(|r| const_int(&r.extent)).collect();
+    let Some(extents) = extents else {
+        return Err("the source region's extents are not constants".into());
+    };
+    let kept: Vec<usize> = (0..rank).filter(|&d| extents[d] != 1).collect();
+    let tile = [panels.rows, panels.cols];
+    let (row_dim, col_dim) = match kept.as_slice() {
+        [r, c] if extents[*r] == tile[0] && extents[*c] == tile[1] => (*r, *c),
+        [c] if panels.rows == 1 && extents[*c] == tile[1] => (*c, *c),
+        _ => {
+            return Err(format!(
+                "the source region is not a {} x {} tile",
+                tile[0], tile[1]
+            ))
+        }
+    };
+    if panels.rows > MAX_BOX_DIM {
+        return Err(format!(
+            "{} rows exceed a TMA box ({MAX_BOX_DIM})",
+            panels.rows
+        ));
+    }
+    if let Some(d) = unaligned_stride(sb, env) {
+        return Err(format!(
+            "the stride of dimension {d} of `{}` is not provably a multiple of {STRIDE_ALIGN} bytes",
+            sb.name.name
+        ));
+    }
+    let width = panels.width();
+    let loads = (0..panels.cols / width)
+        .map(|p| {
+            let mut dst_at: Vec<Expr> = dst.ranges.iter().map(|r| r.start.clone()).collect();
+            dst_at[n - 1] = Expr::int(p * width);
+            let mut origin: Vec<Expr> = src.ranges.iter().map(|r| r.start.clone()).collect();
+            origin[col_dim] = add(origin[col_dim].clone(), p * width);
+            let box_dims = (0..rank)
+                .map(|d| match d {
+                    _ if d == col_dim => width,
+                    _ if d == row_dim => panels.rows,
+                    _ => 1,
+                })
+                .collect();
+            BoxLoad {
+                dst: dst_at,
+                origin,
+                box_dims,
+                swizzle: bytes,
+            }
+        })
+        .collect();
+    Ok(TmaCopy {
+        loads,
+        bytes: panels.rows * panels.cols * panels.elem_bytes,
+    })
+}
+
+/// The first dimension (outermost first) of `b` whose stride — the product of the later
+/// extents times the element size — is not provably a multiple of 16 bytes.
+fn unaligned_stride(b: &BufferDecl, env: &dyn Env) -> Option<usize> {
+    let n = b.shape.len();
+    let mut stride = Expr::int(i64::from(b.dtype.bytes()));
+    for d in (0..n.saturating_sub(1)).rev() {
+        stride = Expr::binary(BinOp::Mul, stride, b.shape[d + 1].clone(), b.span);
+        if !multiple_of(&stride, STRIDE_ALIGN, env) {
+            return Some(d);
+        }
+    }
+    None
+}
+
+fn add(e: Expr, k: i64) -> Expr {
+    tlc_ir::build::bin(BinOp::Add, e, Expr::int(k))
+}
+
+/// A nest of `T.Parallel` loops that is a plain tile copy — one store
+/// `dst[.., i, j] = src[..]` of a load of the same dtype, the destination's last indices the
+/// nest's variables in order (every loop from 0), each variable in exactly one source index
+/// as `offset + var`, in the same order — as the regions of the equivalent `T.copy`.
+pub fn parallel_copy(
+    outer: &For,
+    buffers: &dyn Fn(&str) -> Option<DType>,
+) -> Option<(Region, Region)> {
+    let mut vars = Vec::new();
+    let mut extents = Vec::new();
+    // Walk the directly nested parallel loops.
+    let mut f = outer;
+    loop {
+        if f.kind != ForKind::Parallel || const_int(&f.start) != Some(0) {
+            return None;
+        }
+        vars.push(f.var.name.clone());
+        extents.push(f.stop.clone());
+        match f.body.as_slice() {
+            [Stmt {
+                kind: StmtKind::For(inner),
+                ..
+            }] if inner.kind == ForKind::Parallel => f = inner,
+            _ => break,
+        }
+    }
+    let [Stmt {
+        kind:
+            StmtKind::Store {
+                buffer,
+                indices,
+                value,
+            },
+        span,
+    }] = f.body.as_slice()
+    else {
+        return None;
+    };
+    let ExprKind::Load {
+        buffer: src_name,
+        indices: src_indices,
+    } = &value.kind
+    else {
+        return None;
+    };
+    if buffers(&buffer.name)? != buffers(src_name)? {
+        return None;
+    }
+    let k = vars.len();
+    if indices.len() < k {
+        return None;
+    }
+    let (lead, tail) = indices.split_at(indices.len() - k);
+    let is_var = |e: &Expr, v: &str| matches!(&e.kind, ExprKind::Var(n) if n == v);
+    if !tail.iter().zip(&vars).all(|(e, v)| is_var(e, v))
+        || lead.iter().any(|e| vars.iter().any(|v| mentions(e, v)))
+    {
+        return None;
+    }
+    // Each source index: free of the variables, or `offset + var` for the next variable.
+    let mut next = 0;
+    let mut src_ranges = Vec::with_capacity(src_indices.len());
+    for e in src_indices {
+        let uses: Vec<usize> = (0..k).filter(|&i| mentions(e, &vars[i])).collect();
+        match uses.as_slice() {
+            [] => src_ranges.push(Range {
+                start: e.clone(),
+                extent: Expr::int(1),
+            }),
+            [i] if *i == next => {
+                let start = unit_offset(e, &vars[*i])?;
+                src_ranges.push(Range {
+                    start,
+                    extent: extents[*i].clone(),
+                });
+                next += 1;
+            }
+            _ => return None,
+        }
+    }
+    if next != k {
+        return None;
+    }
+    let mut dst_ranges: Vec<Range> = lead
+        .iter()
+        .map(|e| Range {
+            start: e.clone(),
+            extent: Expr::int(1),
+        })
+        .collect();
+    dst_ranges.extend(extents.iter().map(|x| Range {
+        start: Expr::int(0),
+        extent: x.clone(),
+    }));
+    Some((
+        Region {
+            buffer: Ident::new(src_name, *span),
+            ranges: src_ranges,
+            span: *span,
+        },
+        Region {
+            buffer: buffer.clone(),
+            ranges: dst_ranges,
+            span: *span,
+        },
+    ))
+}

@@ -1,0 +1,354 @@
+//! Software-pipelined loops on TMA (sm_90a): when every stage copy of a loop that
+//! `inject-software-pipeline` made can run on TMA (`analysis::tma`), the copies become
+//! `T.tma_load`s issued by one thread and the cp.async commit / wait protocol becomes one
+//! mbarrier per stage:
+//!
+//! ```python
+//! bars = T.alloc_shared((S,), "int64")                 # one mbarrier per stage
+//! for tx in T.thread_binding(128, thread="threadIdx.x"):
+//!     if tx == 0:
+//!         for s in T.unroll(S):
+//!             T.mbarrier_init(bars[s], C)              # C = copies per stage
+//!         T.fence_proxy_async()
+//! for s in T.unroll(S - 1):                            # prologue
+//!     for tx in T.thread_binding(128, thread="threadIdx.x"):
+//!         if tx == 0:                                  # per copy:
+//!             T.mbarrier_arrive_expect_tx(bars[s], BYTES)
+//!             T.tma_load(A_shared[s, 0, 0], A[by * 128, s * 32], bars[s], box=(128, 32), swizzle=64)
+//! for ko in T.serial(start, stop):
+//!     for tx in T.thread_binding(128, thread="threadIdx.x"):
+//!         T.mbarrier_wait(bars[ko % S], (ko - start) // S % 2)
+//!     if ko + (S - 1) < stop:
+//!         <the copies into stage (ko + S - 1) % S, as above>
+//!     <last-stage statements, reading stage ko % S>
+//! ```
+//!
+//! - Why the parity: stage `k % S` is filled for every `k` in `[start, stop)` in order, so
+//!   the fill of iteration `ko` is the `(ko - start) // S`-th of its barrier's phases. Each
+//!   phase is waited before the stage is filled again (the refill of iteration `ko + 1`
+//!   comes after the block barrier that orders the reads of iteration `ko`), so a parity
+//!   names the phase exactly.
+//! - Each copy arrives once with its own byte count (`arrive.expect_tx`), so a phase
+//!   completes when all `C` copies of the stage have arrived and all their bytes landed.
+//! - A loop with any stage copy TMA cannot take (`analysis::tma::plan_copy`'s reason) keeps
+//!   cp.async for all of them.
+
+use super::region::thread_region;
+use super::Ctx;
+use crate::analysis::tma::{parallel_copy, plan_copy, TmaCopy};
+use crate::names::NameSet;
+use tlc_ir::build::{bin, elem, for_loop, intrinsic};
+use tlc_ir::verifier::const_int;
+use tlc_ir::{
+    BinOp, BufferDecl, DType, Expr, For, ForKind, Ident, Intrinsic, Region, Scope, Span, Stmt,
+    StmtKind,
+};
+
+/// Rewrites the pipelined loops of `body` (recursively) whose copies all take TMA; returns
+/// why the others did not, with their spans.
+pub(crate) fn rewrite(
+    body: Vec<Stmt>,
+    ctx: &Ctx,
+    names: &mut NameSet,
+    fallbacks: &mut Vec<(Span, String)>,
+) -> Vec<Stmt> {
+    let mut out: Vec<Stmt> = Vec::with_capacity(body.len());
+    let mut stmts = body.into_iter().peekable();
+    while let Some(mut stmt) = stmts.next() {
+        let stages = stmts.peek().and_then(|next| pipeline_shape(&stmt, next));
+        if let Some(stages) = stages {
+            let span = stmt.span;
+            let next = stmts.next();
+            if let (
+                StmtKind::For(p),
+                Some(Stmt {
+                    kind: StmtKind::For(m),
+                    span: m_span,
+                }),
+            ) = (stmt.kind, next)
+            {
+                match copies_per_stage(&p, &m, stages, ctx) {
+                    Ok(copies) => out.append(&mut on_tma(p, m, stages, copies, span, ctx, names)),
+                    Err(why) => {
+                        fallbacks.push((span, why));
+                        out.push(Stmt::new(StmtKind::For(p), span));
+                        out.push(Stmt::new(StmtKind::For(m), m_span));
+                    }
+                }
+            }
+            continue;
+        }
+        for child in tlc_ir::visit::child_bodies_mut(&mut stmt) {
+            *child = rewrite(std::mem::take(child), ctx, names, fallbacks);
+        }
+        out.push(stmt);
+    }
+    out
+}
+
+/// `S` when `prologue`, `main` are the two loops of a software pipeline of `S` stages:
+/// `for s in T.unroll(S - 1)` ending with a commit, then a serial loop starting with
+/// `T.cp_async_wait(S - 2)`.
+fn pipeline_shape(prologue: &Stmt, main: &Stmt) -> Option<i64> {
+    let (StmtKind::For(p), StmtKind::For(m)) = (&prologue.kind, &main.kind) else {
+        return None;
+    };
+    let ahead = const_int(&p.stop)?;
+    let ok = p.kind == ForKind::Unroll
+        && const_int(&p.start) == Some(0)
+        && ahead >= 1
+        && matches!(
+            p.body.last().map(|s| &s.kind),
+            Some(StmtKind::Intrinsic(Intrinsic::CommitGroup))
+        )
+        && m.kind == ForKind::Serial
+        && matches!(m.body.first().map(|s| &s.kind), Some(StmtKind::Intrinsic(Intrinsic::WaitGroup(n))) if *n == ahead - 1);
+    ok.then_some(ahead + 1)
+}
+
+/// How many copies fill one stage of the pipeline (prologue `p`, loop `m`) when all of
+/// them can take TMA; why not otherwise.
+fn copies_per_stage(p: &For, m: &For, stages: i64, ctx: &Ctx) -> Result<usize, String> {
+    let first = plans_of(&p.body, stages, ctx)?;
+    let ahead = plans_of(&m.body, stages, ctx)?;
+    if first.is_empty() || first.len() != ahead.len() {
+        return Err(format!(
+            "the prologue issues {} copies per stage, the loop {}",
+            first.len(),
+            ahead.len()
+        ));
+    }
+    Ok(first.len())
+}
+
+/// The pipeline (prologue `p`, loop `m`) on TMA, `copies` per stage.
+fn on_tma(
+    mut p: For,
+    mut m: For,
+    stages: i64,
+    copies: usize,
+    span: Span,
+    ctx: &Ctx,
+    names: &mut NameSet,
+) -> Vec<Stmt> {
+    let bars = names.fresh("tma_bars");
+    ctx.new_allocs.borrow_mut().push(BufferDecl {
+        name: Ident::new(&bars, span),
+        dtype: DType::Int64,
+        shape: vec![Expr::int(stages)],
+        scope: Scope::Shared,
+        span,
+    });
+    let b = Barriers {
+        name: &bars,
+        stages,
+    };
+    p.body = lower_copies(std::mem::take(&mut p.body), &b, ctx, names);
+    m.body = lower_copies(std::mem::take(&mut m.body), &b, ctx, names);
+    // The wait of iteration `ko`: the `(ko - start) // S`-th phase of `bars[ko % S]`.
+    let ko = Expr::var(&m.var.name);
+    let fill = bin(BinOp::Sub, ko.clone(), m.start.clone());
+    let parity = bin(
+        BinOp::FloorMod,
+        bin(BinOp::FloorDiv, fill, Expr::int(stages)),
+        Expr::int(2),
+    );
+    let slot = bin(BinOp::FloorMod, ko, Expr::int(stages));
+    let wait = intrinsic(
+        Intrinsic::MbarrierWait {
+            bar: elem(&bars, vec![slot], span),
+            parity,
+        },
+        span,
+    );
+    if let Some(first) = m.body.first_mut() {
+        *first = every_thread(vec![wait], ctx, span, names);
+    }
+    let s = names.fresh("s");
+    let init = intrinsic(
+        Intrinsic::MbarrierInit {
+            bar: elem(&bars, vec![Expr::var(&s)], span),
+            count: copies as i64,
+        },
+        span,
+    );
+    let setup = one_thread(
+        vec![
+            for_loop(&s, Expr::int(stages), ForKind::Unroll, vec![init], span),
+            intrinsic(Intrinsic::FenceProxyAsync, span),
+        ],
+        ctx,
+        span,
+        names,
+    );
+    vec![
+        setup,
+        Stmt::new(StmtKind::For(p), span),
+        Stmt::new(StmtKind::For(m), span),
+    ]
+}
+
+/// The mbarriers of one pipeline.
+struct Barriers<'a> {
+    name: &'a str,
+    stages: i64,
+}
+
+/// The stage copies of a pipeline body (at its top level or under `if`s): their TMA plans
+/// and destination stages, or why one cannot take TMA.
+fn plans_of(body: &[Stmt], stages: i64, ctx: &Ctx) -> Result<Vec<(TmaCopy, Expr)>, String> {
+    let mut found = Vec::new();
+    for s in body {
+        match &s.kind {
+            StmtKind::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                found.extend(plans_of(then_body, stages, ctx)?);
+                found.extend(plans_of(else_body, stages, ctx)?);
+            }
+            _ => {
+                if let Some(plan) = plan_stmt(s, stages, ctx) {
+                    found.push(plan?);
+                }
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// The regions of a copy statement (`T.copy` or a parallel nest written as one).
+fn copy_regions(s: &Stmt, ctx: &Ctx) -> Option<(Region, Region)> {
+    match &s.kind {
+        StmtKind::Copy { src, dst } => Some((src.clone(), dst.clone())),
+        StmtKind::For(f) if f.kind == ForKind::Parallel => {
+            parallel_copy(f, &|name| ctx.buffer(name).map(|b| b.dtype))
+        }
+        _ => None,
+    }
+}
+
+/// The TMA plan of a copy into a stage buffer and its stage; `None` for other statements.
+fn plan_stmt(s: &Stmt, stages: i64, ctx: &Ctx) -> Option<Result<(TmaCopy, Expr), String>> {
+    let (src, dst) = match copy_regions(s, ctx) {
+        Some(r) => r,
+        // A parallel nest that is not a plain copy: TMA cannot do its work.
+        None if matches!(&s.kind, StmtKind::For(f) if f.kind == ForKind::Parallel) => {
+            return Some(Err("a stage statement is not a plain tile copy".into()))
+        }
+        None => return None,
+    };
+    let (Some(sb), Some(db)) = (ctx.buffer(&src.buffer.name), ctx.buffer(&dst.buffer.name)) else {
+        return Some(Err("a copy of an unknown buffer".into()));
+    };
+    let staged = db.shape.first().and_then(const_int) == Some(stages) && db.shape.len() >= 3;
+    let Some(stage) = dst
+        .ranges
+        .first()
+        .filter(|_| staged)
+        .map(|r| r.start.clone())
+    else {
+        return Some(Err(format!(
+            "`{}` is not a stage buffer of this pipeline",
+            db.name.name
+        )));
+    };
+    let bounds = ctx.bounds.borrow();
+    Some(
+        plan_copy(
+            &src,
+            &dst,
+            sb,
+            db,
+            ctx.layout(&db.name.name),
+            ctx.target,
+            &*bounds,
+        )
+        .map(|plan| (plan, stage))
+        .map_err(|why| format!("TMA not used for `{}`: {why}", db.name.name)),
+    )
+}
+
+/// `body` with its stage copies issued on TMA and its commits dropped.
+fn lower_copies(body: Vec<Stmt>, b: &Barriers, ctx: &Ctx, names: &mut NameSet) -> Vec<Stmt> {
+    let mut out = Vec::with_capacity(body.len());
+    for mut s in body {
+        if matches!(s.kind, StmtKind::Intrinsic(Intrinsic::CommitGroup)) {
+            continue;
+        }
+        if let Some(Ok((plan, stage))) = plan_stmt(&s, b.stages, ctx) {
+            let Some((src, dst)) = copy_regions(&s, ctx) else {
+                continue;
+            };
+            out.push(issue(&plan, &stage, &src, &dst, b, ctx, s.span, names));
+            continue;
+        }
+        if let StmtKind::If {
+            then_body,
+            else_body,
+            ..
+        } = &mut s.kind
+        {
+            *then_body = lower_copies(std::mem::take(then_body), b, ctx, names);
+            *else_body = lower_copies(std::mem::take(else_body), b, ctx, names);
+        }
+        out.push(s);
+    }
+    out
+}
+
+/// One thread arrives on the stage's barrier with the copy's bytes and issues its boxes.
+#[allow(clippy::too_many_arguments)]
+fn issue(
+    plan: &TmaCopy,
+    stage: &Expr,
+    src: &Region,
+    dst: &Region,
+    b: &Barriers,
+    ctx: &Ctx,
+    span: Span,
+    names: &mut NameSet,
+) -> Stmt {
+    let bar = || elem(b.name, vec![stage.clone()], span);
+    let mut body = vec![intrinsic(
+        Intrinsic::MbarrierArriveExpectTx {
+            bar: bar(),
+            bytes: plan.bytes,
+        },
+        span,
+    )];
+    for load in &plan.loads {
+        body.push(intrinsic(
+            Intrinsic::TmaLoad {
+                dst: elem(&dst.buffer.name, load.dst.clone(), span),
+                src: elem(&src.buffer.name, load.origin.clone(), span),
+                bar: bar(),
+                box_dims: load.box_dims.clone(),
+                swizzle: load.swizzle,
+            },
+            span,
+        ));
+    }
+    one_thread(body, ctx, span, names)
+}
+
+/// A region in which thread 0 alone runs `body`.
+fn one_thread(body: Vec<Stmt>, ctx: &Ctx, span: Span, names: &mut NameSet) -> Stmt {
+    let tx = names.fresh(ctx.block.index_base());
+    let guarded = Stmt::new(
+        StmtKind::If {
+            cond: bin(BinOp::Eq, Expr::var(&tx), Expr::int(0)),
+            then_body: body,
+            else_body: Vec::new(),
+        },
+        span,
+    );
+    thread_region(&ctx.block, &tx, vec![guarded], span, names)
+}
+
+/// A region in which every thread runs `body`.
+fn every_thread(body: Vec<Stmt>, ctx: &Ctx, span: Span, names: &mut NameSet) -> Stmt {
+    let tx = names.fresh(ctx.block.index_base());
+    thread_region(&ctx.block, &tx, body, span, names)
+}

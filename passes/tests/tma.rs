@@ -1,0 +1,124 @@
+//! When `lower-tile-ops` puts a software pipeline on TMA (sm_90a) and when it does not
+//! (`analysis::tma`): the IR it writes, checked as text. The meaning of the TMA pipelines
+//! through every pass is `gemm_pipeline.rs`'s `every_sm90a_pass_keeps_the_meaning_of_tma_pipelines`.
+
+mod common;
+
+use common::{case, load, root};
+use tlc_ir::printer::print_func;
+use tlc_ir::PrimFunc;
+use tlc_passes::{default_pipeline, PassContext, Target};
+
+/// The IR after `lower-tile-ops` for `target`.
+fn lowered(func: &PrimFunc, target: Target) -> String {
+    let cx = PassContext::new(target);
+    let mut f = func.clone();
+    for pass in default_pipeline(target) {
+        f = pass
+            .run(f, &cx)
+            .unwrap_or_else(|e| panic!("{}: {e:?}", pass.name()));
+        if pass.name() == "lower-tile-ops" {
+            return print_func(&f);
+        }
+    }
+    panic!("no lower-tile-ops in the pipeline")
+}
+
+fn local_case(stem: &str) -> PrimFunc {
+    load(&root().join(format!("passes/tests/cases/{stem}.tir")))
+}
+
+fn bound(func: &PrimFunc, m: i64, n: i64, k: i64) -> PrimFunc {
+    let dims = [
+        ("M".to_string(), m),
+        ("N".to_string(), n),
+        ("K".to_string(), k),
+    ];
+    tlc_ir::specialize::specialize(func, &dims).expect("specialize")
+}
+
+fn count(text: &str, what: &str) -> usize {
+    text.matches(what).count()
+}
+
+#[test]
+fn the_seed_pipeline_runs_on_tma_with_one_barrier_per_stage() {
+    let ir = lowered(
+        &load(&root().join("examples/gemm_seed000.tir")),
+        Target::Sm90a,
+    );
+    // A: one 128 x 32 box (64-byte swizzle); B: two 32 x 64 panels (128-byte swizzle); in
+    // the prologue and in the look-ahead.
+    assert_eq!(count(&ir, "T.tma_load(A_shared"), 2, "{ir}");
+    assert_eq!(count(&ir, "T.tma_load(B_shared"), 4, "{ir}");
+    assert!(ir.contains("box=(128, 32), swizzle=64"), "{ir}");
+    assert!(
+        ir.contains("B_shared[s, 16, 0], B[s * 32, bx * 128 + 64]"),
+        "{ir}"
+    );
+    assert!(
+        ir.contains("tma_bars = T.alloc_shared((3,), \"int64\")"),
+        "{ir}"
+    );
+    // Two copies arrive per stage, each with its own bytes.
+    assert!(ir.contains("T.mbarrier_init(tma_bars[s_1], 2)"), "{ir}");
+    assert_eq!(count(&ir, "T.mbarrier_arrive_expect_tx("), 4, "{ir}");
+    assert_eq!(count(&ir, ", 8192)"), 4, "{ir}");
+    assert!(
+        ir.contains("T.mbarrier_wait(tma_bars[ko % 3], ko // 3 % 2)"),
+        "{ir}"
+    );
+    assert!(
+        !ir.contains("T.cp_async_commit()") && !ir.contains("T.cp_async_wait("),
+        "{ir}"
+    );
+}
+
+#[test]
+fn a_loop_that_does_not_start_at_zero_counts_its_phases_from_its_start() {
+    let src = std::fs::read_to_string(root().join("examples/gemm_seed000.tir")).expect("seed");
+    let shifted = src.replace(
+        "T.Pipelined(T.ceildiv(1024, 32), num_stages=3)",
+        "T.Pipelined(2, T.ceildiv(1024, 32), num_stages=3)",
+    );
+    assert_ne!(src, shifted, "the seed's loop header moved");
+    let func = tlc_ir::parse(&shifted).expect("parse");
+    let ir = lowered(&func, Target::Sm90a);
+    assert!(
+        ir.contains("T.mbarrier_wait(tma_bars[ko % 3], (ko - 2) // 3 % 2)"),
+        "{ir}"
+    );
+}
+
+#[test]
+fn symbolic_strides_keep_the_thread_copies() {
+    // K and N are symbolic: the row strides of A and B are not provably 16-byte multiples.
+    let ir = lowered(&case("seed000_dims"), Target::Sm90a);
+    assert!(!ir.contains("T.tma_load("), "{ir}");
+    assert!(ir.contains("T.cp_async_wait(1)"), "{ir}");
+    // Bound to 16-byte multiples, the same kernel takes TMA.
+    let ir = lowered(&bound(&case("seed000_dims"), 256, 256, 128), Target::Sm90a);
+    assert!(ir.contains("T.tma_load("), "{ir}");
+    // One stride not a multiple of 16 bytes (K = 100: 200-byte rows of A) keeps them all.
+    let ir = lowered(&bound(&case("seed000_dims"), 256, 256, 100), Target::Sm90a);
+    assert!(!ir.contains("T.tma_load("), "{ir}");
+}
+
+#[test]
+fn a_converting_copy_keeps_the_thread_copies() {
+    let ir = lowered(&local_case("tma_converting_copy"), Target::Sm90a);
+    assert!(ir.contains("T.wgmma("), "{ir}");
+    assert!(!ir.contains("T.tma_load("), "{ir}");
+}
+
+#[test]
+fn sm80_has_no_tma() {
+    let ir = lowered(
+        &load(&root().join("examples/gemm_seed000.tir")),
+        Target::Sm80,
+    );
+    assert!(
+        !ir.contains("T.tma_load(") && !ir.contains("T.mbarrier"),
+        "{ir}"
+    );
+}

@@ -112,7 +112,8 @@ pub fn parse_pipeline(text: &str) -> Result<Pipeline, UnknownPass> {
 pub fn default_pipeline(target: Target) -> Pipeline {
     match target {
         // The same passes: layout-inference and lower-tile-ops take the wgmma path where the
-        // target has it (analysis/wgmma.rs); TMA and warp specialization are later work.
+        // target has it (analysis/wgmma.rs), and pipelines on TMA (analysis/tma.rs); warp
+        // specialization is later work.
         Target::Sm80 | Target::Sm90a => vec![
             &LAYOUT_INFERENCE,
             &PIPELINE_PLANNING,

@@ -187,9 +187,7 @@ impl Cg {
                     return;
                 };
                 let v = self.in_reg(v, Type::S32);
-                self.b
-                    .int(IntOp::And, Type::B32, v, Operand::Imm(1))
-                    .into()
+                self.b.int(IntOp::And, Type::B32, v, Operand::Imm(1)).into()
             }
         };
         let top = self.b.label("mbar_wait");

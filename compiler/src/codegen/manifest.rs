@@ -190,7 +190,10 @@ pub(super) fn tensor_map(
         )));
     }
     Some(tensor_map_desc(i).ok_or_else(|| {
-        Diagnostic::error(span, "`T.tma_load` with a box or swizzle the verifier rejects")
+        Diagnostic::error(
+            span,
+            "`T.tma_load` with a box or swizzle the verifier rejects",
+        )
     }))
 }
 

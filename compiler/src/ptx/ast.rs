@@ -951,7 +951,10 @@ pub enum Op {
     /// `mbarrier.arrive.shared::cta.b64 _, [addr]`, or with `expect_tx`
     /// `mbarrier.arrive.expect_tx.shared::cta.b64 _, [addr], tx`: one arrival (after adding
     /// `tx` pending transaction bytes); the returned state is discarded (`_`).
-    MbarrierArrive { addr: Address, expect_tx: Option<u32> },
+    MbarrierArrive {
+        addr: Address,
+        expect_tx: Option<u32>,
+    },
     /// `mbarrier.try_wait.parity.shared::cta.b64 p, [addr], parity`: `p` is true once the
     /// phase of `parity`'s parity has completed (a `.b32` register or immediate; its low bit
     /// counts). It may return false after a time-out, so it runs in a loop.

@@ -40,13 +40,12 @@ pub fn check_manifest(module: &Module, manifest: &Manifest) -> Result<(), String
             };
             (format!("dim `{}`", d.name), Slot::Scalar(tys))
         }))
-        .chain(
-            manifest
-                .tensor_maps
-                .iter()
-                .enumerate()
-                .map(|(i, m)| (format!("tensor map {i} (of `{}`)", m.param), Slot::TensorMap)),
-        )
+        .chain(manifest.tensor_maps.iter().enumerate().map(|(i, m)| {
+            (
+                format!("tensor map {i} (of `{}`)", m.param),
+                Slot::TensorMap,
+            )
+        }))
         .collect();
     for kernel in &module.kernels {
         check_params(kernel, manifest, &expected)?;

@@ -7,7 +7,9 @@
 #
 # Symbolic kernels get small bindings: some ragged, some tile-aligned (kernels that do not
 # mask their edges), some of each copy path (cp.async where rows are 16-byte aligned,
-# synchronous masked loads where they are not). Each runs for sm_90a and for sm_80.
+# synchronous masked loads where they are not). Each runs for sm_90a and for sm_80, except
+# kernels written with sm_90a's own intrinsics (TMA, mbarriers, wgmma: `tma_tile_copy`),
+# which have no sm_80 form and run for sm_90a only.
 set -u
 cd "$(dirname "$0")/.."
 TLC=${1:-target/release/tlc}
@@ -15,8 +17,11 @@ fail=0
 run() {
     local file=$1
     shift
-    local out
-    for target in sm_90a sm_80; do
+    local out targets="sm_90a sm_80"
+    if grep -qE 'T\.(tma_load|mbarrier_|wgmma|setmaxnreg|fence_proxy_async)' "$file"; then
+        targets=sm_90a
+    fi
+    for target in $targets; do
         if out=$("$TLC" run "$file" --device --target $target --seed 1 "$@" 2>&1); then
             echo "ok    $target $file $*"
         else

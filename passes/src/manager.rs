@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tlc_ir::printer::print_func;
 use tlc_ir::verifier::{check_level, verify_with, Level, Requirements};
-use tlc_ir::{Diagnostic, PrimFunc};
+use tlc_ir::{Diagnostic, PrimFunc, Target};
 
 /// Why a pipeline did not finish.
 #[derive(Debug)]
@@ -32,6 +32,12 @@ pub enum PipelineError {
     NotAtLevel {
         pass: &'static str,
         level: Level,
+        diagnostics: Vec<Diagnostic>,
+    },
+    /// The input breaks a rule of the target (an intrinsic the target lacks, such as TMA
+    /// on sm_80): checked before the first pass, so no pass is blamed for it.
+    TargetRules {
+        target: Target,
         diagnostics: Vec<Diagnostic>,
     },
     /// A pass reported errors about its input.
@@ -71,6 +77,16 @@ impl fmt::Display for PipelineError {
                 diagnostics,
             } => {
                 write!(f, "pass `{pass}` needs {level} IR")?;
+                for d in diagnostics {
+                    write!(f, "\n  {}", d.message)?;
+                }
+                Ok(())
+            }
+            PipelineError::TargetRules {
+                target,
+                diagnostics,
+            } => {
+                write!(f, "the input does not compile for {target}")?;
                 for d in diagnostics {
                     write!(f, "\n  {}", d.message)?;
                 }
@@ -186,6 +202,14 @@ impl PassManager {
             target: Some(cx.target()),
             level: Level::Tile,
         };
+        // The input verified without a target (`tlc check`); the target's rules are checked
+        // here, once, so that a pass is never blamed for what its input asked of the target.
+        if let Err(diagnostics) = verify_with(&func, &requirements) {
+            return Err(PipelineError::TargetRules {
+                target: cx.target(),
+                diagnostics,
+            });
+        }
         let opts = &self.opts;
         if let Some(dir) = &opts.dump_dir {
             std::fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;

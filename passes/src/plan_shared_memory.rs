@@ -2,7 +2,9 @@
 //! dynamic shared-memory arena (`Kernel.arena`).
 //!
 //! - Offsets are multiples of 16 bytes (`Arena::ALIGN`), 128 for a buffer with a
-//!   `T.annotate_layout` swizzle (its XOR pattern repeats every 8 rows of 16-byte chunks).
+//!   `T.annotate_layout` swizzle (its XOR pattern repeats every 8 rows of 16-byte chunks),
+//!   1024 for a wgmma operand layout, and for the destination of a `T.tma_load` what TMA
+//!   needs (`Swizzle::tma_alignment`: 128, or 256 / 512 / 1024 with a swizzle).
 //! - Live ranges are intervals over the kernel's top-level statements, in order: the
 //!   statements of the kernel body, or of its one `threadIdx` loop once `thread-binding` has
 //!   merged the regions. A use anywhere inside a statement (a loop, an `if`) counts for the
@@ -22,10 +24,13 @@ use crate::analysis::kernels::{for_each_kernel, is_merged, merged_top_mut};
 use crate::analysis::wgmma;
 use crate::context::PassContext;
 use crate::pass::Pass;
+use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use tlc_ir::verifier::const_int;
+use tlc_ir::wgmma::Swizzle;
 use tlc_ir::{
-    Arena, BufferDecl, Diagnostic, Kernel, Layout, PrimFunc, Scope, Span, Stmt, StmtKind, Target,
+    visit, Arena, BufferDecl, Diagnostic, Intrinsic, Kernel, Layout, PrimFunc, Scope, Span, Stmt,
+    StmtKind, Target,
 };
 
 pub struct PlanSharedMemory;
@@ -93,6 +98,7 @@ fn plan_kernel(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diag
         .filter(|l| matches!(l.layout, Layout::Swizzled | Layout::Swizzle { .. }))
         .map(|l| l.buffer.name.clone())
         .collect();
+    let tma = tma_destinations(&k.body);
     // The top-level statements: the body of the kernel's one thread loop (nest), else the
     // body.
     let merged = is_merged(&k.body);
@@ -128,13 +134,14 @@ fn plan_kernel(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diag
             .map(|(i, _)| i)
             .collect();
         let live = used.first().copied().zip(used.last().copied());
-        let align = if atoms.contains(&name) {
+        let layout_align = if atoms.contains(&name) {
             wgmma::ALIGN
         } else if swizzled.contains(&name) {
             128
         } else {
             Arena::ALIGN
         };
+        let align = layout_align.max(tma.get(&name).copied().unwrap_or(0));
         slots.push(Slot {
             name,
             size,
@@ -218,6 +225,21 @@ fn plan_kernel(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diag
         .map(|(b, s)| (b.name.clone(), s.offset))
         .collect();
     k.arena = Some(Arena { bytes, offsets });
+}
+
+/// The buffers `T.tma_load`s write, each with the largest alignment its loads need (the
+/// box lands at the buffer's offset plus its index, and TMA swizzles absolute addresses).
+fn tma_destinations(body: &[Stmt]) -> BTreeMap<String, i64> {
+    let mut out: BTreeMap<String, i64> = BTreeMap::new();
+    visit::for_each_stmt(body, &mut |s| {
+        if let StmtKind::Intrinsic(Intrinsic::TmaLoad { dst, swizzle, .. }) = &s.kind {
+            // The verifier allows only the four swizzles; the strictest stands for others.
+            let align = Swizzle::from_bytes(*swizzle).map_or(wgmma::ALIGN, Swizzle::tma_alignment);
+            let slot = out.entry(dst.buffer.name.clone()).or_insert(align);
+            *slot = (*slot).max(align);
+        }
+    });
+    out
 }
 
 fn round_up(x: i64, align: i64) -> i64 {

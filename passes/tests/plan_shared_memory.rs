@@ -182,3 +182,54 @@ fn the_shared_memory_limit_is_the_targets() {
     let errs = tlc_ir::verifier::verify_with(&planned, &req).unwrap_err();
     assert!(errs[0].message.contains("0 to 166912 bytes"), "{errs:?}");
 }
+
+/// A `T.tma_load` destination is placed where TMA can write it: 1024-byte aligned for the
+/// 128-byte swizzle, 128 without a swizzle (`Swizzle::tma_alignment`), whatever is placed
+/// first. (The declaration order is the one the interpreter's own packing of the input
+/// aligns, so the meaning check runs both.)
+#[test]
+fn tma_destinations_get_the_alignment_of_their_swizzle() {
+    let src = "@T.prim_func
+def f(A: T.Tensor((64, 64), \"float16\"), B: T.Tensor((64,), \"float16\")):
+    with T.Kernel(1, threads=128) as bx:
+        S = T.alloc_shared((8, 64), \"float16\")
+        P = T.alloc_shared((8, 8), \"float16\")
+        bars = T.alloc_shared((2,), \"int64\")
+        for tx in T.thread_binding(128, thread=\"threadIdx.x\"):
+            if tx == 0:
+                T.mbarrier_init(bars[0], 1)
+                T.mbarrier_init(bars[1], 1)
+                T.mbarrier_arrive_expect_tx(bars[0], 1024)
+                T.tma_load(S[0, 0], A[0, 0], bars[0], box=(8, 64), swizzle=128)
+                T.mbarrier_arrive_expect_tx(bars[1], 128)
+                T.tma_load(P[0, 0], A[8, 0], bars[1], box=(8, 8), swizzle=0)
+            T.mbarrier_wait(bars[0], 0)
+            T.mbarrier_wait(bars[1], 0)
+            B[tx % 64] = S[tx // 64, tx % 64] + P[tx % 8, 0]
+";
+    let func = tlc_ir::parse(src).unwrap();
+    let out = bound_and_planned(func.clone());
+    let a = arena(&out).unwrap();
+    // All three are first used by one statement (the `if`): declaration order, each
+    // rounded up to its alignment.
+    assert_eq!(a.offset("S"), Some(0));
+    assert_eq!(a.offset("P"), Some(1024));
+    assert_eq!(a.offset("bars"), Some(1152));
+    // After a 16-byte buffer, the swizzled box moves to the next 1024.
+    let first = out.clone();
+    let text = print_func(&first).replace(
+        "S = T.alloc_shared((8, 64), \"float16\")\n        P = T.alloc_shared((8, 8), \"float16\")\n        bars = T.alloc_shared((2,), \"int64\")",
+        "bars = T.alloc_shared((2,), \"int64\")\n        P = T.alloc_shared((8, 8), \"float16\")\n        S = T.alloc_shared((8, 64), \"float16\")",
+    );
+    let text = text
+        .lines()
+        .filter(|l| !l.contains("T.shared_arena"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let a = arena(&planned(tlc_ir::parse(&text).unwrap())).unwrap();
+    assert_eq!(
+        (a.offset("bars"), a.offset("P"), a.offset("S")),
+        (Some(0), Some(128), Some(1024))
+    );
+    assert!(assert_same_meaning("tma", &func, &out) > 0);
+}

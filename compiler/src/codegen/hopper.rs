@@ -9,14 +9,26 @@
 //!   interpreter decodes) with the operand's shared address in its low 14 bits —
 //!   `mov.b64 d, {(addr >> 4) | lo, hi}`, where `lo` / `hi` are the constant halves; the
 //!   predicate `p` is the call's `accumulate` (scale-d), true when left out;
-//! - `T.setmaxnreg(n, inc)` → `setmaxnreg.{inc|dec}.sync.aligned.u32 n`.
-//!
-//! mbarriers and TMA are not lowered yet: a located error says so.
+//! - `T.setmaxnreg(n, inc)` → `setmaxnreg.{inc|dec}.sync.aligned.u32 n`;
+//! - `T.mbarrier_init(bar, count)` → `mbarrier.init.shared::cta.b64 [a], count`, where `a` is
+//!   the shared address of the int64 element `bar`;
+//! - `T.mbarrier_arrive(bar)` → `mbarrier.arrive.shared::cta.b64 _, [a]`;
+//! - `T.mbarrier_arrive_expect_tx(bar, n)` → `mbarrier.arrive.expect_tx.shared::cta.b64 _,
+//!   [a], n`;
+//! - `T.mbarrier_wait(bar, parity)` → a loop on `mbarrier.try_wait.parity.shared::cta.b64 p,
+//!   [a], q` (`q` = the parity's low bit, `.b32`) until `p` holds — `try_wait` may give up
+//!   after a time-out, so the loop is the wait;
+//! - `T.tma_load(dst, src, bar, box=…, swizzle=…)` →
+//!   `cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+//!   [dst], [map, {cN-1, …, c0}], [bar]`: `map` the generic address of the kernel's tensor map
+//!   parameter for (`src`'s tensor, box, swizzle) (`manifest::tensor_map`), the coordinates
+//!   `src`'s indices as `.s32` registers, reversed (the IR lists them outermost first, the
+//!   instruction innermost first).
 
 use super::expr::Place;
 use super::Cg;
-use crate::ptx::{AddrBase, Address, Cmp, IntOp, Op, Operand, Reg, Space, Type};
-use tlc_ir::wgmma::{Major, SmemOperand};
+use crate::ptx::{AddrBase, Address, Cmp, Guard, IntOp, Op, Operand, Reg, Space, Type};
+use tlc_ir::wgmma::{Major, SmemOperand, Swizzle};
 use tlc_ir::{DType, ElemRef, Expr, ExprKind, Intrinsic, Span};
 
 impl Cg {
@@ -45,17 +57,46 @@ impl Cg {
                 Some((da, db)) => self.wgmma(acc, (a, da), (b, db), *n, accumulate.as_ref(), span),
                 None => self.err(span, "T.wgmma: a swizzle the verifier rejects"),
             },
-            Intrinsic::MbarrierInit { .. }
-            | Intrinsic::MbarrierArrive { .. }
-            | Intrinsic::MbarrierArriveExpectTx { .. }
-            | Intrinsic::MbarrierWait { .. }
-            | Intrinsic::TmaLoad { .. } => self.err(
-                span,
-                format!(
-                    "`{}` is not lowered to PTX yet (the TMA path of issue 13)",
-                    i.name()
-                ),
-            ),
+            Intrinsic::MbarrierInit { bar, count } => {
+                let Some(addr) = self.mbarrier(bar, "T.mbarrier_init") else {
+                    return true;
+                };
+                match u32::try_from(*count) {
+                    Ok(count) => self.b.emit(Op::MbarrierInit { addr, count }),
+                    Err(_) => self.err(span, format!("T.mbarrier_init with count {count}")),
+                }
+            }
+            Intrinsic::MbarrierArrive { bar } => {
+                if let Some(addr) = self.mbarrier(bar, "T.mbarrier_arrive") {
+                    self.b.emit(Op::MbarrierArrive {
+                        addr,
+                        expect_tx: None,
+                    });
+                }
+            }
+            Intrinsic::MbarrierArriveExpectTx { bar, bytes } => {
+                let Some(addr) = self.mbarrier(bar, "T.mbarrier_arrive_expect_tx") else {
+                    return true;
+                };
+                match u32::try_from(*bytes) {
+                    Ok(tx) => self.b.emit(Op::MbarrierArrive {
+                        addr,
+                        expect_tx: Some(tx),
+                    }),
+                    Err(_) => self.err(
+                        span,
+                        format!("T.mbarrier_arrive_expect_tx of {bytes} bytes"),
+                    ),
+                }
+            }
+            Intrinsic::MbarrierWait { bar, parity } => self.mbarrier_wait(bar, parity),
+            Intrinsic::TmaLoad {
+                dst,
+                src,
+                bar,
+                swizzle,
+                ..
+            } => self.tma_load(i, (dst, src, bar), *swizzle, span),
             _ => return false,
         }
         true
@@ -120,6 +161,104 @@ impl Cg {
             scale_d,
             trans_a: da.major == Major::MN,
             trans_b: db.major == Major::MN,
+        });
+    }
+
+    /// The shared address of the mbarrier `bar` (an int64 element of a shared buffer).
+    fn mbarrier(&mut self, bar: &ElemRef, what: &str) -> Option<Address> {
+        match self.mem_operand(bar, Space::Shared, &format!("the mbarrier of {what}"))? {
+            (_, Place::Mem(_, addr)) => Some(addr),
+            (_, Place::Reg(_)) => None,
+        }
+    }
+
+    /// `T.mbarrier_wait(bar, parity)`: the address and the parity bit before the loop, then
+    /// `L: try_wait p; @!p bra L`.
+    fn mbarrier_wait(&mut self, bar: &ElemRef, parity: &Expr) {
+        let Some(addr) = self.mbarrier(bar, "T.mbarrier_wait") else {
+            return;
+        };
+        // Only the low bit counts: a constant folds, a run-time value is masked (in 32 bits;
+        // a wider integer is truncated first, which keeps its low bit).
+        let parity = match self.const_eval(parity) {
+            Some(v) => Operand::Imm(v & 1),
+            None => {
+                let Some(v) = self.expr_as(parity, DType::Int32) else {
+                    return;
+                };
+                let v = self.in_reg(v, Type::S32);
+                self.b.int(IntOp::And, Type::B32, v, Operand::Imm(1)).into()
+            }
+        };
+        let top = self.b.label("mbar_wait");
+        self.b.place(&top);
+        let done = self.b.new_reg(Type::Pred);
+        self.b.emit(Op::MbarrierTryWait {
+            dst: done,
+            addr,
+            parity,
+        });
+        self.b.bra_if(Guard::unless(done), &top);
+    }
+
+    /// `T.tma_load`: the destination and mbarrier addresses, the box origin as `.s32`
+    /// coordinates innermost first, and the tensor map the kernel's prologue addressed.
+    fn tma_load(
+        &mut self,
+        call: &Intrinsic,
+        (dst, src, bar): (&ElemRef, &ElemRef, &ElemRef),
+        swizzle: i64,
+        span: Span,
+    ) {
+        let Some((_, Place::Mem(_, daddr))) =
+            self.mem_operand(dst, Space::Shared, "the destination of T.tma_load")
+        else {
+            return;
+        };
+        // The arena is aligned for TMA (`arena_alignment`) and plan-shared-memory aligns the
+        // buffer; a hand-planned arena may not, and a constant index is known here.
+        let align = Swizzle::from_bytes(swizzle).map_or(1024, Swizzle::tma_alignment);
+        let constant = dst.indices.iter().all(|e| self.const_eval(e).is_some());
+        if constant && daddr.offset % align != 0 {
+            self.err(
+                dst.buffer.span,
+                format!(
+                    "the destination of this `T.tma_load` lies at shared byte {} of the arena, \
+                     not a multiple of {align} (what TMA needs with swizzle {swizzle}): align \
+                     `{}` in `T.shared_arena`",
+                    daddr.offset, dst.buffer.name
+                ),
+            );
+            return;
+        }
+        let Some(bar_addr) = self.mbarrier(bar, "T.tma_load") else {
+            return;
+        };
+        let tmap = super::manifest::tensor_map_desc(call).and_then(|desc| {
+            self.tensor_maps
+                .iter()
+                .find(|(d, _)| *d == desc)
+                .map(|(_, r)| *r)
+        });
+        let Some(tmap) = tmap else {
+            self.err(
+                span,
+                "internal error: this `T.tma_load` has no tensor map parameter",
+            );
+            return;
+        };
+        let mut coords = Vec::with_capacity(src.indices.len());
+        for index in src.indices.iter().rev() {
+            let Some(v) = self.expr_as(index, DType::Int32) else {
+                return;
+            };
+            coords.push(self.in_reg(v, Type::S32));
+        }
+        self.b.emit(Op::TmaLoad {
+            dst: daddr,
+            tmap,
+            coords,
+            bar: bar_addr,
         });
     }
 

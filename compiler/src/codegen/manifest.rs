@@ -1,12 +1,17 @@
 //! The launch manifest of a prim_func: parameters with dtype, symbolic shape and access (over
-//! all its kernels), dims, and per `T.Kernel` its entry name (`entry_name`), grid (from the
-//! kernel's extents), block (from `threads`) and its arena's size.
+//! all its kernels), dims, per `T.Kernel` its entry name (`entry_name`), grid (from the
+//! kernel's extents), block (from `threads`) and its arena's size, and the TMA tensor maps
+//! its `T.tma_load`s read through (`tensor_map`: one per distinct source parameter, box and
+//! swizzle, in order of first use over the kernels in program order).
 
+use tlc_ir::wgmma::Swizzle as IrSwizzle;
 use tlc_ir::Target;
-use tlc_ir::{visit, BinOp, DType, Expr, ExprKind, Kernel, PrimFunc, Span, StmtKind};
+use tlc_ir::{visit, BinOp, DType, Expr, ExprKind, Intrinsic, Kernel, PrimFunc, Span, StmtKind};
 use tlc_ir::{Diagnostic, Stmt};
 use tlc_runtime::expr::{DimExpr, Op};
-use tlc_runtime::manifest::{Access, DimDecl, Launch, Manifest, Param};
+use tlc_runtime::manifest::{
+    Access, DimDecl, Launch, Manifest, OobFill, Param, Swizzle, TensorMapDesc,
+};
 
 /// A dim expression of the manifest from an IR expression over literals and symbolic dims.
 pub(super) fn dim_expr(e: &Expr, errors: &mut Vec<Diagnostic>) -> Option<DimExpr> {
@@ -46,11 +51,23 @@ pub(super) fn dim_expr(e: &Expr, errors: &mut Vec<Diagnostic>) -> Option<DimExpr
     Some(DimExpr::op(op, a, b))
 }
 
-/// Which buffers the body reads and writes.
+/// Which buffers the body reads and writes (intrinsic operands by their effect: a
+/// `T.tma_load` or `T.cp_async` reads its source).
 fn accesses(body: &[Stmt], read: &mut Vec<String>, written: &mut Vec<String>) {
     visit::for_each_stmt(body, &mut |s| {
         if let StmtKind::Store { buffer, .. } = &s.kind {
             written.push(buffer.name.clone());
+        }
+        if let StmtKind::Intrinsic(i) = &s.kind {
+            for a in i.accesses() {
+                let name = &a.operand.buffer.name;
+                if a.effect.reads() {
+                    read.push(name.clone());
+                }
+                if a.effect.writes() {
+                    written.push(name.clone());
+                }
+            }
         }
         for e in visit::stmt_exprs(s) {
             visit::for_each_subexpr(e, &mut |sub| {
@@ -120,12 +137,25 @@ pub(super) fn build(
         let entry = entry_name(&func.name.name, i, kernels.len());
         launches.push(launch(entry, kernel, *kspan, errors));
     }
+    let mut tensor_maps: Vec<TensorMapDesc> = Vec::new();
+    for (kernel, _) in kernels {
+        visit::for_each_stmt(&kernel.body, &mut |s| {
+            let StmtKind::Intrinsic(i) = &s.kind else {
+                return;
+            };
+            match tensor_map(func, i, s.span) {
+                Some(Ok(desc)) if !tensor_maps.contains(&desc) => tensor_maps.push(desc),
+                Some(Err(e)) => errors.push(e),
+                _ => {}
+            }
+        });
+    }
     let m = Manifest {
         target,
         params,
         dims,
         kernels: launches.into_iter().collect::<Option<Vec<_>>>()?,
-        tensor_maps: Vec::new(),
+        tensor_maps,
     };
     if let Err(e) = m.validate() {
         errors.push(Diagnostic::error(
@@ -135,6 +165,62 @@ pub(super) fn build(
         return None;
     }
     Some(m)
+}
+
+/// The tensor map a `T.tma_load` reads through (`tensor_map_desc`), or `None` for any other
+/// intrinsic. A source that is not a tensor parameter is an error at the source: the
+/// runtime builds tensor maps from kernel arguments.
+pub(super) fn tensor_map(
+    func: &PrimFunc,
+    i: &Intrinsic,
+    span: Span,
+) -> Option<Result<TensorMapDesc, Diagnostic>> {
+    let Intrinsic::TmaLoad { src, .. } = i else {
+        return None;
+    };
+    let name = &src.buffer.name;
+    if !func.params.iter().any(|p| &p.name.name == name) {
+        return Some(Err(Diagnostic::error(
+            src.buffer.span,
+            format!(
+                "`T.tma_load` reads `{name}` through a TMA tensor map, which the runtime builds \
+                 for tensor parameters only; `{name}` is not a parameter of `{}`",
+                func.name.name
+            ),
+        )));
+    }
+    Some(tensor_map_desc(i).ok_or_else(|| {
+        Diagnostic::error(
+            span,
+            "`T.tma_load` with a box or swizzle the verifier rejects",
+        )
+    }))
+}
+
+/// The tensor map of a `T.tma_load`: its source buffer, its box (outermost first) and
+/// swizzle, zeros outside the tensor; `None` for another intrinsic or constants the
+/// verifier rejects (box entries 1..=256, swizzle 0 / 32 / 64 / 128).
+pub(super) fn tensor_map_desc(i: &Intrinsic) -> Option<TensorMapDesc> {
+    let Intrinsic::TmaLoad {
+        src,
+        box_dims,
+        swizzle,
+        ..
+    } = i
+    else {
+        return None;
+    };
+    let box_dims: Option<Vec<u32>> = box_dims.iter().map(|&b| u32::try_from(b).ok()).collect();
+    // The manifest spells a swizzle by its span in bytes, as the IR does.
+    let swizzle = IrSwizzle::from_bytes(*swizzle)
+        .and_then(|s| u32::try_from(s.bytes()).ok())
+        .and_then(|b| Swizzle::try_from(b).ok())?;
+    Some(TensorMapDesc {
+        param: src.buffer.name.clone(),
+        box_dims: box_dims?,
+        swizzle,
+        fill: OobFill::Zero,
+    })
 }
 
 /// How to launch one kernel: grid, block, dynamic shared memory.

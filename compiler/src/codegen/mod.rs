@@ -7,9 +7,13 @@
 //!   (`manifest::entry_name`); the runtime launches them in that order on one stream.
 //!   Statements outside the kernels are refused (nothing runs on the host).
 //! - Parameters: one `.u64` per tensor parameter in declaration order, then one `.u32` per
-//!   symbolic dim (int32), in declaration order (`KernelBuilder::params_from_manifest`); every
-//!   entry of a multi-kernel function takes the whole list, used or not.
-//!   Tensor pointers are loaded once and `cvta.to.global`'d; dims are loaded once into `%r`.
+//!   symbolic dim (int32), in declaration order, then one `.param .align 64 .b8
+//!   <entry>_tmap<i>[128]` per TMA tensor map of the manifest (`manifest::tensor_map`)
+//!   (`KernelBuilder::params_from_manifest`); every entry of a multi-kernel function takes
+//!   the whole list, used or not. Tensor pointers are loaded once and `cvta.to.global`'d;
+//!   dims are loaded once into `%r`; the generic address of each tensor map the kernel uses
+//!   is taken once (`mov` + `cvta.param`). A module with tensor maps is PTX 8.3
+//!   (`PtxVersion::TENSOR_MAPS`).
 //! - Registers (virtual, never reused; ptxas allocates): int32 / uint32 values and shared
 //!   addresses in `%r`, int64 values and global addresses in `%rd`, float32 in `%f`,
 //!   float16 / bfloat16 in `%h` (arithmetic on them is done in f32 and rounded back with
@@ -33,7 +37,8 @@
 //! - Intrinsics (`intrinsics.rs`): `T.cp_async` → `cp.async.{cg|ca}.shared.global` (src-size
 //!   0 under a false predicate), commit / wait groups, `T.ldmatrix` → `ldmatrix.sync` split
 //!   into the local f16/bf16 registers, `T.mma_sync` → `mma.sync.m16n8k16` on packed pairs,
-//!   accumulating in place into the f32 local registers.
+//!   accumulating in place into the f32 local registers. The sm_90a ones (mbarriers, TMA,
+//!   wgmma, fences, setmaxnreg) are `hopper.rs`.
 //! - `T.vectorized` loops become `.v2`/`.v4` accesses where `vector.rs` proves them aligned
 //!   and contiguous; otherwise they are unrolled into scalar accesses.
 
@@ -47,13 +52,14 @@ mod offset;
 mod stmt;
 mod vector;
 
-use crate::ptx::{self, check_manifest, KernelBuilder, Module, Reg, SpecialReg, Type};
+use crate::ptx::{self, check_manifest, KernelBuilder, Module, PtxVersion, Reg, SpecialReg, Type};
 use std::collections::HashMap;
 use tlc_ir::verifier::{check_level, Level};
+use tlc_ir::wgmma::Swizzle;
 use tlc_ir::Target;
-use tlc_ir::{DType, Diagnostic, Kernel, PrimFunc, Scope, Span, StmtKind};
+use tlc_ir::{visit, DType, Diagnostic, Intrinsic, Kernel, PrimFunc, Scope, Span, StmtKind};
 use tlc_passes::analysis::local_arrays::{local_arrays, LocalArrays};
-use tlc_runtime::manifest::{Launch, Manifest};
+use tlc_runtime::manifest::{Launch, Manifest, TensorMapDesc};
 
 /// Compiles `func` (verified) for `target`. `func` must be at the planned thread level
 /// (checked first, with the verifier's one wording of what is missing). Each top-level
@@ -93,6 +99,9 @@ pub fn emit(func: &PrimFunc, target: Target) -> Result<(Module, Manifest), Vec<D
         return Err(errors);
     };
     let mut module = Module::new(target);
+    if !manifest.tensor_maps.is_empty() {
+        module.version = module.version.max(PtxVersion::TENSOR_MAPS);
+    }
     for ((kernel, kspan), launch) in kernels.iter().zip(&manifest.kernels) {
         match emit_kernel(func, kernel, *kspan, launch, &manifest) {
             Ok(k) => module.kernels.push(k),
@@ -133,15 +142,7 @@ fn emit_kernel(
         bufs: HashMap::new(),
         errors: Vec::new(),
         smem: None,
-        smem_align: if kernel
-            .layouts
-            .iter()
-            .any(|l| matches!(l.layout, tlc_ir::Layout::WgmmaSwizzle { .. }))
-        {
-            1024
-        } else {
-            16
-        },
+        smem_align: arena_alignment(kernel),
         threads: launch.block.clone(),
         vec_loads: Vec::new(),
         lane: 0,
@@ -150,6 +151,7 @@ fn emit_kernel(
         memo_log: Vec::new(),
         locals: local_arrays(func),
         local_bytes: 0,
+        tensor_maps: Vec::new(),
     };
     for (p, decl) in tensor_params.iter().zip(&func.params) {
         let base = cg.b.global_ptr(p);
@@ -165,6 +167,14 @@ fn emit_kernel(
     for (p, d) in dim_params.iter().zip(&func.dims) {
         let r = cg.b.ld_param(p);
         cg.vars.insert(d.name.clone(), Bind::Reg(r, d.dtype));
+    }
+    // The generic address of every tensor map this kernel loads through, in manifest order.
+    for (index, desc) in manifest.tensor_maps.iter().enumerate() {
+        if uses_tensor_map(func, kernel, desc) {
+            let symbol = cg.b.tensor_map_symbol(index);
+            let generic = cg.b.param_generic_address(&symbol);
+            cg.tensor_maps.push((desc.clone(), generic));
+        }
     }
     let ctaid = [SpecialReg::CtaidX, SpecialReg::CtaidY, SpecialReg::CtaidZ];
     for (v, s) in kernel.block_vars.iter().zip(ctaid) {
@@ -186,6 +196,38 @@ fn emit_kernel(
     }
     cg.b.ret();
     Ok(cg.b.finish())
+}
+
+/// The dynamic shared arena's alignment: what the kernel's swizzles need, since they act on
+/// absolute shared addresses — 1024 for a wgmma operand layout, `Swizzle::tma_alignment`
+/// for each `T.tma_load` destination — and at least 16.
+fn arena_alignment(kernel: &Kernel) -> u32 {
+    let mut align: i64 = 16;
+    if kernel
+        .layouts
+        .iter()
+        .any(|l| matches!(l.layout, tlc_ir::Layout::WgmmaSwizzle { .. }))
+    {
+        align = 1024;
+    }
+    visit::for_each_stmt(&kernel.body, &mut |s| {
+        if let StmtKind::Intrinsic(Intrinsic::TmaLoad { swizzle, .. }) = &s.kind {
+            let need = Swizzle::from_bytes(*swizzle).map_or(1024, Swizzle::tma_alignment);
+            align = align.max(need);
+        }
+    });
+    u32::try_from(align).unwrap_or(1024)
+}
+
+/// Whether a `T.tma_load` of `kernel` reads through the tensor map `desc`.
+fn uses_tensor_map(func: &PrimFunc, kernel: &Kernel, desc: &TensorMapDesc) -> bool {
+    let mut used = false;
+    visit::for_each_stmt(&kernel.body, &mut |s| {
+        if let StmtKind::Intrinsic(i) = &s.kind {
+            used |= matches!(manifest::tensor_map(func, i, s.span), Some(Ok(d)) if &d == desc);
+        }
+    });
+    used
 }
 
 /// What a scalar name stands for.
@@ -247,6 +289,9 @@ struct Cg {
     locals: LocalArrays,
     /// Local memory declared so far, in bytes per thread.
     local_bytes: i64,
+    /// The tensor maps this kernel loads through, with their generic addresses (`%rd`,
+    /// taken at the kernel's start).
+    tensor_maps: Vec<(TensorMapDesc, Reg)>,
 }
 
 /// The PTX register type of a dtype, or `None` for dtypes codegen does not handle.

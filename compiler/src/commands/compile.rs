@@ -152,6 +152,9 @@ pub fn verdict(text: &str, target: Target) -> Verdict {
         Err(PipelineError::PassFailed { pass, diagnostics }) => {
             return refused(diagnostics, &format!("pass `{pass}`"))
         }
+        Err(PipelineError::TargetRules { diagnostics, .. }) => {
+            return refused(diagnostics, "the target's rules")
+        }
         Err(e) => return Verdict::CompilerBug(e.to_string()),
     };
     match codegen::emit(&func, target) {
@@ -223,6 +226,8 @@ pub fn pipeline_error(file: &SourceFile, e: PipelineError) -> UserError {
             let note = format!("pass `{pass}` needs {level} IR");
             UserError(file.render_all(&with_note(diagnostics, &note)))
         }
+        // Each names the target already.
+        PipelineError::TargetRules { diagnostics, .. } => UserError(file.render_all(&diagnostics)),
         e => UserError::plain(e),
     }
 }

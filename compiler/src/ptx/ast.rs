@@ -25,6 +25,14 @@ impl PtxVersion {
     }
 }
 
+impl PtxVersion {
+    /// The ISA of a module whose kernels take TMA tensor maps: 8.3, the version of the
+    /// hand-written TMA kernel that passed on an H100 (`runtime/examples/tma_copy.ptx`).
+    /// ptxas itself accepts `cvta.param` (the tensor map's generic address) from 7.7, but
+    /// only 8.3 was measured; modules without maps keep their target's version.
+    pub const TENSOR_MAPS: PtxVersion = PtxVersion { major: 8, minor: 3 };
+}
+
 impl fmt::Display for PtxVersion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}.{}", self.major, self.minor)
@@ -71,12 +79,24 @@ pub struct Kernel {
     pub body: Vec<Stmt>,
 }
 
-/// A kernel parameter: `.param .u64 NAME`.
+/// A kernel parameter: `.param .u64 NAME`, or a byte array passed by value,
+/// `.param .align A .b8 NAME[N]` (a TMA tensor map).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Param {
-    /// The full PTX symbol (the builder makes it `<entry>_param_<name>`).
+    /// The full PTX symbol (the builder makes it `<entry>_param_<name>` for scalars,
+    /// `<entry>_tmap<i>` for tensor maps).
     pub symbol: String,
+    /// The scalar's type; `.b8` for a byte array.
     pub ty: Type,
+    /// `Some` for a byte array: its alignment and length.
+    pub bytes: Option<ParamBytes>,
+}
+
+/// The shape of a by-value byte-array parameter: `.align ALIGN .b8 NAME[LEN]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ParamBytes {
+    pub align: u32,
+    pub len: u32,
 }
 
 /// A `.shared` array at module scope: `.extern .shared .align A .b8 NAME[];` for the
@@ -926,6 +946,33 @@ pub enum Op {
     },
     /// `setmaxnreg.{inc|dec}.sync.aligned.u32 N`.
     SetMaxNReg { inc: bool, n: u32 },
+    /// `mbarrier.init.shared::cta.b64 [addr], count` (sm_90 form; `addr` a shared address).
+    MbarrierInit { addr: Address, count: u32 },
+    /// `mbarrier.arrive.shared::cta.b64 _, [addr]`, or with `expect_tx`
+    /// `mbarrier.arrive.expect_tx.shared::cta.b64 _, [addr], tx`: one arrival (after adding
+    /// `tx` pending transaction bytes); the returned state is discarded (`_`).
+    MbarrierArrive {
+        addr: Address,
+        expect_tx: Option<u32>,
+    },
+    /// `mbarrier.try_wait.parity.shared::cta.b64 p, [addr], parity`: `p` is true once the
+    /// phase of `parity`'s parity has completed (a `.b32` register or immediate; its low bit
+    /// counts). It may return false after a time-out, so it runs in a loop.
+    MbarrierTryWait {
+        dst: Reg,
+        addr: Address,
+        parity: Operand,
+    },
+    /// `cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+    /// [dst], [tmap, {c...}], [bar]`: the TMA box at `coords` (`.s32` registers, INNERMOST
+    /// first, N of them) through the tensor map at generic address `tmap` into shared memory
+    /// at `dst`, its bytes completing on the mbarrier at `bar`.
+    TmaLoad {
+        dst: Address,
+        tmap: Reg,
+        coords: Vec<Reg>,
+        bar: Address,
+    },
     /// `ret`.
     Ret,
 }
@@ -951,11 +998,15 @@ impl Inst {
                 dsts.clone()
             }
             Op::Mma { d, .. } | Op::Wgmma { d, .. } => d.clone(),
+            Op::MbarrierTryWait { dst, .. } => vec![*dst],
             Op::FenceProxyAsync
             | Op::WgmmaFence
             | Op::WgmmaCommit
             | Op::WgmmaWait { .. }
-            | Op::SetMaxNReg { .. } => Vec::new(),
+            | Op::SetMaxNReg { .. }
+            | Op::MbarrierInit { .. }
+            | Op::MbarrierArrive { .. }
+            | Op::TmaLoad { .. } => Vec::new(),
             Op::St { .. }
             | Op::Bra { .. }
             | Op::BarSync { .. }
@@ -1043,6 +1094,24 @@ impl Inst {
             } => {
                 regs.extend(d);
                 regs.extend([*desc_a, *desc_b, *scale_d]);
+            }
+            Op::MbarrierInit { addr: a, .. } | Op::MbarrierArrive { addr: a, .. } => addr(a),
+            Op::MbarrierTryWait {
+                addr: a, parity, ..
+            } => {
+                addr(a);
+                op(parity);
+            }
+            Op::TmaLoad {
+                dst,
+                tmap,
+                coords,
+                bar,
+            } => {
+                addr(dst);
+                addr(bar);
+                regs.push(*tmap);
+                regs.extend(coords);
             }
             Op::FenceProxyAsync
             | Op::WgmmaFence

@@ -49,6 +49,13 @@ pub fn wide(ty: Type) -> Type {
     }
 }
 
+/// A tensor map parameter: 128 bytes (`CUtensorMap`), 64-byte aligned (what CUDA's
+/// `__grid_constant__ const CUtensorMap` gives; the runtime's `TensorMap` matches it).
+pub const TENSOR_MAP_PARAM: ParamBytes = ParamBytes {
+    align: 64,
+    len: 128,
+};
+
 /// The PTX parameter type of a dim of the manifest (`int32` → `.u32`, `int64` → `.u64`).
 pub fn dim_param_type(dtype: DType) -> Type {
     match dtype {
@@ -84,13 +91,47 @@ impl KernelBuilder {
         self.kernel.params.push(Param {
             symbol: symbol.clone(),
             ty,
+            bytes: None,
         });
         ParamRef { symbol, ty }
     }
 
+    /// The symbol of tensor map parameter `index`: `<entry>_tmap<index>`.
+    pub fn tensor_map_symbol(&self, index: usize) -> String {
+        format!("{}_tmap{index}", self.kernel.name)
+    }
+
+    /// Declares the tensor map `.param .align 64 .b8 <entry>_tmap<index>[128]` and returns
+    /// its symbol (`param_generic_address` takes its generic address).
+    pub fn tensor_map_param(&mut self, index: usize) -> String {
+        let symbol = self.tensor_map_symbol(index);
+        self.kernel.params.push(Param {
+            symbol: symbol.clone(),
+            ty: Type::B8,
+            bytes: Some(TENSOR_MAP_PARAM),
+        });
+        symbol
+    }
+
+    /// The generic address of a by-value parameter: `mov.u64 d, sym; cvta.param.u64 d, d`.
+    /// TMA needs it for a tensor map (measured on an H100: the bare `.param` address from
+    /// the `mov` alone faults as misaligned).
+    pub fn param_generic_address(&mut self, symbol: &str) -> Reg {
+        let param = self.mov(Type::U64, Operand::Symbol(symbol.to_string()));
+        let dst = self.new_reg(Type::U64);
+        self.emit(Op::Cvta {
+            to_space: false,
+            space: Space::Param,
+            dst,
+            src: param,
+        });
+        dst
+    }
+
     /// Declares the parameters the manifest's launch contract prescribes: one `.u64` per
-    /// tensor, in order, then one scalar per dim (`.u32` for int32, `.u64` for int64).
-    /// Returns (tensor params, dim params).
+    /// tensor, in order, then one scalar per dim (`.u32` for int32, `.u64` for int64), then
+    /// one 128-byte tensor map per entry of `tensor_maps`, in order.
+    /// Returns (tensor params, dim params); map `i` is `tensor_map_symbol(i)`.
     pub fn params_from_manifest(&mut self, m: &Manifest) -> (Vec<ParamRef>, Vec<ParamRef>) {
         let tensors = m
             .params
@@ -102,6 +143,9 @@ impl KernelBuilder {
             .iter()
             .map(|d| self.param(&d.name, dim_param_type(d.dtype)))
             .collect();
+        for i in 0..m.tensor_maps.len() {
+            self.tensor_map_param(i);
+        }
         (tensors, dims)
     }
 

@@ -50,7 +50,18 @@ fn print_kernel(out: &mut String, k: &Kernel) {
     let _ = write!(out, ".visible .entry {}(", k.name);
     for (i, p) in k.params.iter().enumerate() {
         let sep = if i + 1 < k.params.len() { "," } else { "" };
-        let _ = write!(out, "\n\t.param {} {}{sep}", p.ty, p.symbol);
+        match p.bytes {
+            None => {
+                let _ = write!(out, "\n\t.param {} {}{sep}", p.ty, p.symbol);
+            }
+            Some(ParamBytes { align, len }) => {
+                let _ = write!(
+                    out,
+                    "\n\t.param .align {align} .b8 {}[{len}]{sep}",
+                    p.symbol
+                );
+            }
+        }
     }
     if !k.params.is_empty() {
         out.push('\n');
@@ -525,6 +536,41 @@ fn render(op: &Op) -> (String, Vec<String>) {
                 if *inc { "inc" } else { "dec" }
             ),
             vec![n.to_string()],
+        ),
+        Op::MbarrierInit { addr, count } => (
+            "mbarrier.init.shared::cta.b64".to_string(),
+            vec![address(addr), count.to_string()],
+        ),
+        Op::MbarrierArrive { addr, expect_tx } => {
+            let mut args = vec!["_".to_string(), address(addr)];
+            let tx = match expect_tx {
+                Some(bytes) => {
+                    args.push(bytes.to_string());
+                    ".expect_tx"
+                }
+                None => "",
+            };
+            (format!("mbarrier.arrive{tx}.shared::cta.b64"), args)
+        }
+        Op::MbarrierTryWait { dst, addr, parity } => (
+            "mbarrier.try_wait.parity.shared::cta.b64".to_string(),
+            vec![dst.to_string(), address(addr), o(parity)],
+        ),
+        Op::TmaLoad {
+            dst,
+            tmap,
+            coords,
+            bar,
+        } => (
+            format!(
+                "cp.async.bulk.tensor.{}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+                coords.len()
+            ),
+            vec![
+                address(dst),
+                format!("[{tmap}, {}]", reg_list(coords)),
+                address(bar),
+            ],
         ),
         Op::Ret => ("ret".to_string(), Vec::new()),
     }

@@ -295,3 +295,42 @@ fn verify_each_names_the_pass_and_dumps_its_input_and_output() {
         .run(case("unroll_nest"), &mut common::cx(), &mut std::io::sink())
         .is_ok());
 }
+
+#[test]
+fn an_input_the_target_cannot_run_is_refused_before_the_first_pass() {
+    // TMA and mbarriers exist on sm_90a only: for sm_80 the input is at fault, located at
+    // each intrinsic, and no pass is named.
+    let pm = PassManager::new(default_pipeline(Target::Sm80), Instrumentation::default()).unwrap();
+    let err = pm
+        .run(
+            case("tma_tile_copy"),
+            &mut common::cx(),
+            &mut std::io::sink(),
+        )
+        .expect_err("sm_80 has no TMA");
+    let shown = err.to_string();
+    assert!(
+        shown.starts_with("the input does not compile for sm_80"),
+        "{shown}"
+    );
+    match err {
+        PipelineError::TargetRules {
+            target,
+            diagnostics,
+        } => {
+            assert_eq!(target, Target::Sm80);
+            // init, fence, arrive_expect_tx, tma_load, wait.
+            assert_eq!(diagnostics.len(), 5, "{diagnostics:?}");
+            assert!(diagnostics.iter().all(|d| !d.span.is_dummy()));
+            assert!(diagnostics[0]
+                .message
+                .starts_with("`T.mbarrier_init` needs a target with bulk tensor copies (TMA)"));
+        }
+        other => panic!("{other}"),
+    }
+    let pm = PassManager::new(default_pipeline(Target::Sm90a), Instrumentation::default()).unwrap();
+    let mut cx = PassContext::new(Target::Sm90a);
+    assert!(pm
+        .run(case("tma_tile_copy"), &mut cx, &mut std::io::sink())
+        .is_ok());
+}

@@ -230,7 +230,7 @@ pub fn data_type(dtype: DType) -> Option<CUtensorMapDataType> {
     })
 }
 
-/// The driver's swizzle mode.
+/// The driver's swizzle mode (its numbering is `Swizzle::tma_code`; a test holds them equal).
 pub fn swizzle_mode(s: Swizzle) -> CUtensorMapSwizzle {
     match s {
         Swizzle::None => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,

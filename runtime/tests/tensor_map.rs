@@ -308,6 +308,10 @@ fn driver_enums_and_layout() {
         swizzle_mode(Swizzle::B128),
         CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B
     );
+    // The driver's numbering is the IR's TMA code (`tlc_ir::wgmma::Swizzle::tma_code`).
+    for s in [Swizzle::None, Swizzle::B32, Swizzle::B64, Swizzle::B128] {
+        assert_eq!(swizzle_mode(s) as u32, s.tma_code());
+    }
     assert_eq!(
         oob_fill(OobFill::Zero),
         CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE

@@ -93,10 +93,17 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
         "tma_tile_copy" => {
             // A (100, 56) copied into B (128, 64) through 32 x 64 TMA boxes: zeros outside A.
             let (a, b) = (o["A"].to_f64(), o["B"].to_f64());
-            assert_eq!((o["A"].shape(), o["B"].shape()), (&[100, 56][..], &[128, 64][..]));
+            assert_eq!(
+                (o["A"].shape(), o["B"].shape()),
+                (&[100, 56][..], &[128, 64][..])
+            );
             for i in 0..128 {
                 for j in 0..64 {
-                    let want = if i < 100 && j < 56 { a[i * 56 + j] } else { 0.0 };
+                    let want = if i < 100 && j < 56 {
+                        a[i * 56 + j]
+                    } else {
+                        0.0
+                    };
                     assert_eq!(b[i * 64 + j], want, "{stem}: B[{i}, {j}]");
                 }
             }

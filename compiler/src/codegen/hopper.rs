@@ -168,7 +168,14 @@ impl Cg {
     fn mbarrier(&mut self, bar: &ElemRef, what: &str) -> Option<Address> {
         match self.mem_operand(bar, Space::Shared, &format!("the mbarrier of {what}"))? {
             (_, Place::Mem(_, addr)) => Some(addr),
-            (_, Place::Reg(_)) => None,
+            // `mem_operand` checked that the buffer is shared: it has an address.
+            (_, Place::Reg(_)) => {
+                self.err(
+                    bar.buffer.span,
+                    format!("the mbarrier of {what} has no address"),
+                );
+                None
+            }
         }
     }
 

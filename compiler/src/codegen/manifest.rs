@@ -4,7 +4,6 @@
 //! its `T.tma_load`s read through (`tensor_map`: one per distinct source parameter, box and
 //! swizzle, in order of first use over the kernels in program order).
 
-use tlc_ir::wgmma::Swizzle as IrSwizzle;
 use tlc_ir::Target;
 use tlc_ir::{visit, BinOp, DType, Expr, ExprKind, Intrinsic, Kernel, PrimFunc, Span, StmtKind};
 use tlc_ir::{Diagnostic, Stmt};
@@ -211,10 +210,7 @@ pub(super) fn tensor_map_desc(i: &Intrinsic) -> Option<TensorMapDesc> {
         return None;
     };
     let box_dims: Option<Vec<u32>> = box_dims.iter().map(|&b| u32::try_from(b).ok()).collect();
-    // The manifest spells a swizzle by its span in bytes, as the IR does.
-    let swizzle = IrSwizzle::from_bytes(*swizzle)
-        .and_then(|s| u32::try_from(s.bytes()).ok())
-        .and_then(|b| Swizzle::try_from(b).ok())?;
+    let swizzle = Swizzle::from_bytes(*swizzle)?;
     Some(TensorMapDesc {
         param: src.buffer.name.clone(),
         box_dims: box_dims?,

@@ -17,20 +17,18 @@ pub struct PtxVersion {
 }
 
 impl PtxVersion {
+    /// The ISA of a module whose kernels take TMA tensor maps: 8.3, the version of the
+    /// hand-written TMA kernel that passed on an H100 (`runtime/examples/tma_copy.ptx`).
+    /// ptxas itself accepts `cvta.param` (the tensor map's generic address) from 7.7, but
+    /// only 8.3 was measured; modules without maps keep their target's version.
+    pub const TENSOR_MAPS: PtxVersion = PtxVersion { major: 8, minor: 3 };
+
     /// The target's PTX ISA version (its description's `ptx_isa`: 8.0 for both targets, the
     /// lowest that has `sm_90a`; any CUDA 12.x ptxas or driver accepts it).
     pub fn for_target(target: Target) -> PtxVersion {
         let (major, minor) = target.desc().ptx_isa;
         PtxVersion { major, minor }
     }
-}
-
-impl PtxVersion {
-    /// The ISA of a module whose kernels take TMA tensor maps: 8.3, the version of the
-    /// hand-written TMA kernel that passed on an H100 (`runtime/examples/tma_copy.ptx`).
-    /// ptxas itself accepts `cvta.param` (the tensor map's generic address) from 7.7, but
-    /// only 8.3 was measured; modules without maps keep their target's version.
-    pub const TENSOR_MAPS: PtxVersion = PtxVersion { major: 8, minor: 3 };
 }
 
 impl fmt::Display for PtxVersion {

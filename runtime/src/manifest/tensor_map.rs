@@ -21,48 +21,28 @@ pub const MAX_BOX: u32 = 256;
 /// multiples of this, and the global address aligned to it.
 pub const TMA_GRANULE: u64 = 16;
 
-/// How a tensor map swizzles the box in shared memory; written as its span in bytes
-/// (`0`, `32`, `64`, `128`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(try_from = "u32", into = "u32")]
-pub enum Swizzle {
-    None,
-    B32,
-    B64,
-    B128,
-}
+/// How a tensor map swizzles the box in shared memory: the IR's swizzle (`tlc_ir::wgmma`,
+/// the one definition of the modes, their spans and their TMA codes), written in the JSON
+/// as its span in bytes (`0`, `32`, `64`, `128`) like the IR's `swizzle=`.
+pub use tlc_ir::wgmma::Swizzle;
 
-impl Swizzle {
-    /// The swizzle span in bytes; 0 for none.
-    pub fn bytes(self) -> u32 {
-        match self {
-            Swizzle::None => 0,
-            Swizzle::B32 => 32,
-            Swizzle::B64 => 64,
-            Swizzle::B128 => 128,
-        }
+/// The JSON spelling of a [`Swizzle`]: its span in bytes.
+mod swizzle_bytes {
+    use super::Swizzle;
+    use serde::de::Error;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(s: &Swizzle, ser: S) -> Result<S::Ok, S::Error> {
+        ser.serialize_i64(s.bytes())
     }
-}
 
-impl TryFrom<u32> for Swizzle {
-    type Error = String;
-
-    fn try_from(bytes: u32) -> Result<Swizzle, String> {
-        match bytes {
-            0 => Ok(Swizzle::None),
-            32 => Ok(Swizzle::B32),
-            64 => Ok(Swizzle::B64),
-            128 => Ok(Swizzle::B128),
-            other => Err(format!(
-                "swizzle {other} is not one of 0 (none), 32, 64, 128 (bytes)"
-            )),
-        }
-    }
-}
-
-impl From<Swizzle> for u32 {
-    fn from(s: Swizzle) -> u32 {
-        s.bytes()
+    pub fn deserialize<'de, D: Deserializer<'de>>(de: D) -> Result<Swizzle, D::Error> {
+        let bytes = u32::deserialize(de)?;
+        Swizzle::from_bytes(i64::from(bytes)).ok_or_else(|| {
+            D::Error::custom(format!(
+                "swizzle {bytes} is not one of 0 (none), 32, 64, 128 (bytes)"
+            ))
+        })
     }
 }
 
@@ -86,6 +66,7 @@ pub struct TensorMapDesc {
     /// `shape`); each 1..=256.
     #[serde(rename = "box")]
     pub box_dims: Vec<u32>,
+    #[serde(with = "swizzle_bytes")]
     pub swizzle: Swizzle,
     pub fill: OobFill,
 }
@@ -164,7 +145,7 @@ fn check_one(params: &[Param], m: &TensorMapDesc) -> Result<(), String> {
             p.dtype
         ));
     }
-    let span = u64::from(m.swizzle.bytes());
+    let span = m.swizzle.bytes().unsigned_abs();
     if span > 0 && row_bytes > span {
         return Err(format!(
             "the inner box row is {inner} {} = {row_bytes} bytes; a {span}-byte swizzle \

@@ -88,19 +88,22 @@ fn tile_kernels_on_multi_dimensional_blocks_compile_for_both_targets() {
                 let [x, y, z] = xyz;
                 assert!(ptx.contains(&format!(".reqntid {x}, {y}, {z}")), "{name}");
                 if gemm {
-                    // 128 threads on sm_90a: one warpgroup, the wgmma path.
-                    let tensor_cores = if ptx.contains(".target sm_90a") {
+                    // 128 threads on sm_90a: one warpgroup, the wgmma path, its constant
+                    // shapes' loads on TMA.
+                    let needles = if ptx.contains(".target sm_90a") {
                         [
                             "wgmma.mma_async.sync.aligned",
                             "wgmma.wait_group.sync.aligned",
+                            "cp.async.bulk.tensor.2d",
                         ]
                     } else {
-                        ["mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned"]
+                        [
+                            "mma.sync.aligned.m16n8k16",
+                            "ldmatrix.sync.aligned",
+                            "cp.async.cg.shared.global",
+                        ]
                     };
-                    for needle in tensor_cores
-                        .into_iter()
-                        .chain(["cp.async.cg.shared.global"])
-                    {
+                    for needle in needles {
                         assert!(ptx.contains(needle), "{name}: no {needle}");
                     }
                 }

@@ -137,7 +137,8 @@ fn every_gemm_case_uses_tensor_cores_without_spills() {
                         .product()
                 })
                 .unwrap_or(0);
-            let mut needles = if target == "sm_90a" && threads.is_multiple_of(128) {
+            let wgmma = target == "sm_90a" && threads.is_multiple_of(128);
+            let mut needles = if wgmma {
                 vec![
                     "wgmma.mma_async.sync.aligned",
                     "wgmma.wait_group.sync.aligned",
@@ -146,7 +147,14 @@ fn every_gemm_case_uses_tensor_cores_without_spills() {
             } else {
                 vec!["mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned"]
             };
-            if *cp_async {
+            // Asynchronous loads: on the wgmma path (bound dims, 16-byte row strides) TMA
+            // with mbarriers, else cp.async.
+            if *cp_async && wgmma {
+                needles.extend([
+                    "cp.async.bulk.tensor.2d.shared::cluster.global.tile",
+                    "mbarrier.try_wait.parity.shared::cta.b64",
+                ]);
+            } else if *cp_async {
                 needles.extend(["cp.async.cg.shared.global", "cp.async.wait_group"]);
             }
             for needle in needles {

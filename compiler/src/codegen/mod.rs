@@ -69,6 +69,8 @@ pub fn emit(func: &PrimFunc, target: Target) -> Result<(Module, Manifest), Vec<D
     for s in &func.body {
         match &s.kind {
             StmtKind::Kernel(k) => kernels.push((k, s.span)),
+            // A note means nothing; outside a kernel it has nowhere to go in the PTX.
+            StmtKind::Note(_) => {}
             // The host side of a prim_func is only its kernels, launched in order: anything
             // else (a let, a loop around kernels) would have to run on the CPU.
             _ => errors.push(Diagnostic::error(
@@ -150,6 +152,7 @@ fn emit_kernel(
         memo_log: Vec::new(),
         locals: local_arrays(func),
         local_bytes: 0,
+        repeated: false,
     };
     for (p, decl) in tensor_params.iter().zip(&func.params) {
         let base = cg.b.global_ptr(p);
@@ -247,6 +250,9 @@ struct Cg {
     locals: LocalArrays,
     /// Local memory declared so far, in bytes per thread.
     local_bytes: i64,
+    /// Inside the second or a later copy of a loop codegen unrolls: notes are not
+    /// written again.
+    repeated: bool,
 }
 
 /// The PTX register type of a dtype, or `None` for dtypes codegen does not handle.

@@ -155,8 +155,8 @@ fn lex_float(lex: &mut logos::Lexer<Tok>) -> Result<f64, LexErrorKind> {
     }
 }
 
-/// Strips the quotes and resolves the common escapes; unknown escapes keep their backslash,
-/// as in Python.
+/// Strips the quotes and resolves the common escapes (`\n`, `\t`, `\r`, `\\`, `\'`, `\"` and
+/// `\xNN`, two hex digits); unknown escapes keep their backslash, as in Python.
 fn lex_string(lex: &mut logos::Lexer<Tok>) -> String {
     let slice = lex.slice();
     let inner = slice.get(1..slice.len().saturating_sub(1)).unwrap_or("");
@@ -170,6 +170,17 @@ fn lex_string(lex: &mut logos::Lexer<Tok>) -> String {
         match chars.next() {
             Some('n') => out.push('\n'),
             Some('t') => out.push('\t'),
+            Some('r') => out.push('\r'),
+            Some('x') => {
+                let hex: String = chars.clone().take(2).collect();
+                match u8::from_str_radix(&hex, 16) {
+                    Ok(byte) if hex.len() == 2 && hex.chars().all(|h| h.is_ascii_hexdigit()) => {
+                        out.push(char::from(byte));
+                        chars.nth(1);
+                    }
+                    _ => out.push_str("\\x"),
+                }
+            }
             Some('\\') => out.push('\\'),
             Some('\'') => out.push('\''),
             Some('"') => out.push('"'),

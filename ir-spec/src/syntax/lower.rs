@@ -607,6 +607,13 @@ impl Lowerer {
         Some(Stmt::new(StmtKind::Barrier, span))
     }
 
+    /// `T.note("text")`: a compiler remark; its one argument is a string literal.
+    fn note(&mut self, span: Span, args: &[ast::Arg]) -> Option<Stmt> {
+        let a = self.bind("T.note", span, args, &["text"], 1)?;
+        let text = self.string(a[0]?, "the text of `T.note`")?;
+        Some(Stmt::new(StmtKind::Note(text.to_string()), span))
+    }
+
     /// `if` / `elif` / `else`: each `elif` becomes an `If` alone in the else body.
     fn if_chain(
         &mut self,
@@ -711,6 +718,7 @@ impl Lowerer {
             }
             "T.sync_threads" => self.barrier(span, args, false),
             "T.tvm_storage_sync" => self.barrier(span, args, true),
+            "T.note" => self.note(span, args),
             n if crate::intrinsic::lookup(n).is_some() => self.intrinsic(n, span, args),
             "T.attr" => {
                 self.attr(span, args);

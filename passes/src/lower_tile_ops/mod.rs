@@ -30,7 +30,7 @@ use crate::names::NameSet;
 use crate::pass::Pass;
 use fragment::Fragments;
 use tlc_ir::verifier::Level;
-use tlc_ir::visit::child_bodies_mut;
+use tlc_ir::visit::{child_bodies_mut, take_notes};
 use tlc_ir::{
     BufferDecl, Diagnostic, ForKind, Kernel, Layout, LayoutAnnotation, PrimFunc, Span, Stmt,
     StmtKind,
@@ -178,6 +178,12 @@ fn lower_body(
     let mut out = Vec::with_capacity(body.len());
     for mut stmt in body {
         let span = stmt.span;
+        if let StmtKind::For(f) = &mut stmt.kind {
+            if f.kind == ForKind::Parallel {
+                // The notes of a parallel nest are said once, before the region it becomes.
+                out.extend(take_notes(&mut f.body));
+            }
+        }
         let lowered = match &stmt.kind {
             StmtKind::Copy { src, dst } => Some(copy::lower(src, dst, span, ctx, names)),
             StmtKind::Fill { dst, value } => Some(fill::lower(dst, value, span, ctx, names)),

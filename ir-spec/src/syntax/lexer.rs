@@ -359,6 +359,19 @@ mod tests {
     }
 
     #[test]
+    fn string_escapes() {
+        assert_eq!(
+            toks(r#""a\tb\nc\rd\x00\x1B\x7f" "\xZ1 \x4" "\q\\""#),
+            vec![
+                Tok::Str("a\tb\nc\rd\u{0}\u{1b}\u{7f}".into()),
+                // Not two hex digits: the backslash stays, as for unknown escapes.
+                Tok::Str("\\xZ1 \\x4".into()),
+                Tok::Str("\\q\\".into()),
+            ]
+        );
+    }
+
+    #[test]
     fn errors_are_spanned() {
         let (_, e) = lex("x = 123456789012345678901234567890");
         assert_eq!(e.len(), 1);

@@ -24,13 +24,14 @@
 //! - a write guard inside the vector loop (`if (ko + 2) % 3 < 3:`) must be provably true
 //!   (`e % m` lies in `[0, m)`): a false predicate writes zeros, a false guard nothing;
 //! - the statement holding it (a region, or a loop / `if` / region made only of such
-//!   copies) is followed in its statement list — or, at the end of an `if` branch or a
+//!   copies, lets and notes) is followed in its statement list — or, at the end of an `if` branch or a
 //!   region, in the enclosing list — by a top-level `T.cp_async_commit()` before any other
 //!   access of the destination buffer. The commit closes the group; the
 //!   `T.cp_async_wait` that lands it is `inject-software-pipeline`'s (the interpreter reports
 //!   any read of bytes not landed yet).
 //!
-//! Everything else is left as it is (synchronous stores are always correct).
+//! Everything else is left as it is (synchronous stores are always correct). Notes beside
+//! the store of a vector loop do not count; they go before its `T.cp_async`.
 
 use crate::analysis::access::count_sites;
 use crate::analysis::int::{

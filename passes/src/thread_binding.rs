@@ -5,9 +5,10 @@
 //!
 //! - Every region's variable becomes the kernel's one (the first region's name); a region
 //!   narrower than the block runs under `if tx < extent:`.
-//! - Scalar code between regions (lets, serial / pipelined loops, `if`s) is replicated per
-//!   thread: it only reads block-uniform values, so every thread computes the same. A
-//!   block-level store is done by thread 0 alone (`if tx == 0:`), so it does not race.
+//! - Scalar code between regions (lets, serial / pipelined loops, `if`s, notes) is replicated
+//!   per thread: it only reads block-uniform values, so every thread computes the same. A
+//!   block-level store is done by thread 0 alone (`if tx == 0:`), so it does not race. A note
+//!   touches nothing: no guard, no barrier.
 //! - Barriers: before a region (or a scalar statement reading memory) that reads a shared or
 //!   global buffer written since the last barrier, or writes one read or written since
 //!   then. Accesses are compared by buffer and *stage key*: the first index when it is the

@@ -85,7 +85,7 @@ fn check(name: &str, func: &PrimFunc, target: Target) {
         let back = tlc_ir::parse(&text).unwrap_or_else(|e| panic!("{what}: {e:#?}\n{text}"));
         assert_eq!(back, with, "{what}: the print does not parse back equal");
         let found = notes(&with);
-        for (note, _) in &input_notes {
+        for note in input_notes.keys() {
             let n = found.get(note).copied().unwrap_or(0);
             assert!(
                 (1..=2).contains(&n),

@@ -2,7 +2,8 @@
 //! loops of a kernel becomes one SIMT region — a `T.thread_binding` loop over the block's
 //! threads in which each thread does its share of the op's elements (docs/passes.md,
 //! "lower-tile-ops"). Fragments become per-thread local
-//! arrays. Scalar statements stay where they are.
+//! arrays. Scalar statements stay where they are; the notes of a `T.Parallel` nest go before
+//! the region it becomes.
 //!
 //! Everything is written for the block's thread count `T` and one thread variable: a
 //! 1-D block's `threadIdx.x`, or the linear index of a multi-dimensional block, whose

@@ -219,6 +219,64 @@ fn emit_tir_writes_the_final_ir_and_stop_after_stops_there() {
 }
 
 #[test]
+fn notes_survive_every_pass_and_become_ptx_comments() {
+    let case = "tests/cases/valid/notes.tir";
+    let input = std::fs::read_to_string(root().join(case)).expect("read the case");
+    // The notes as the printer writes them (the case is in canonical form).
+    let notes: Vec<&str> = input
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("T.note("))
+        .collect();
+    assert_eq!(notes.len(), 12, "{notes:?}");
+    let dir = scratch("notes");
+    for target in TARGETS {
+        let ptx = dir.join(format!("notes.{}.ptx", target.name()));
+        let out = tlc(&[
+            "compile",
+            case,
+            "-o",
+            ptx.to_str().unwrap_or_default(),
+            "--target",
+            target.name(),
+            "--print-ir-after-all",
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let dumps = text(&out.stderr);
+        let stages: Vec<&str> = dumps.split("# -----// IR after ").skip(1).collect();
+        assert_eq!(stages.len(), pass_names(target).len(), "{dumps}");
+        for stage in &stages {
+            let pass = stage.split(' ').next().unwrap_or_default();
+            for note in &notes {
+                assert!(
+                    stage.contains(note),
+                    "{target}: {note} is gone after {pass}\n{stage}"
+                );
+            }
+        }
+        // In the PTX: comment lines of ASCII (ptxas rejects any other byte), which ptxas
+        // assembles; notes outside the kernels and in a vector access are not written.
+        assemble(&ptx, target.name());
+        let code = std::fs::read_to_string(&ptx).unwrap_or_default();
+        let comments: Vec<&str> = code
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("// note: "))
+            .collect();
+        for want in [
+            "tile level: \\\"quoted\\\", a backslash \\\\, a tab\\tand\\na second line",
+            "A_shared: TMA not used, the row stride of A (K \\u{00d7} 2 bytes) is not provably a multiple of 16 bytes; cp.async instead",
+            "in an unrolled loop",
+            "then",
+            "else, in a serial loop",
+        ] {
+            let n = comments.iter().filter(|c| **c == want).count();
+            assert!((1..=2).contains(&n), "{target}: {want:?} written {n} times in\n{comments:#?}");
+        }
+        assert!(code.is_ascii(), "{target}: the PTX is not ASCII");
+    }
+}
+
+#[test]
 fn time_passes_lists_every_pass_codegen_and_printing() {
     let out = tlc(&[
         "compile",

@@ -1,6 +1,6 @@
 //! Builders for the IR that passes make: expressions with literal arithmetic and identities
 //! folded (so generated indices stay readable: `i * 1 + 0` is `i`), loops, intrinsic
-//! statements and their operands.
+//! statements and their operands, notes.
 
 use crate::intrinsic::{ElemRef, Intrinsic};
 use crate::ir::{BinOp, Expr, For, ForKind, Ident, Stmt, StmtKind};
@@ -38,6 +38,12 @@ pub fn for_loop(var: &str, stop: Expr, kind: ForKind, body: Vec<Stmt>, span: Spa
 /// An intrinsic call as a statement.
 pub fn intrinsic(i: Intrinsic, span: Span) -> Stmt {
     Stmt::new(StmtKind::Intrinsic(i), span)
+}
+
+/// `T.note("text")`: a remark for whoever reads the printed IR (why a pass took a slower
+/// path, say). It has no meaning; any text prints back exactly.
+pub fn note(text: impl Into<String>, span: Span) -> Stmt {
+    Stmt::new(StmtKind::Note(text.into()), span)
 }
 
 /// The operand `buf[indices]`.

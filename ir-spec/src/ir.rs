@@ -202,6 +202,10 @@ pub enum StmtKind {
     /// `T.sync_threads()` (thread level): `bar.sync 0`. Every thread of the block waits until
     /// all have arrived; shared-memory writes before it are visible to every thread after it.
     Barrier,
+    /// `T.note("text")` (both levels): a compiler remark that lives in the printed IR, such
+    /// as why a pass took a slower path. It has no meaning: the interpreter skips it, codegen
+    /// writes it as a PTX comment, and every pass keeps it where it is.
+    Note(String),
     /// A target intrinsic of the thread level (`T.cp_async`, `T.ldmatrix`, `T.mma_sync`, …;
     /// `intrinsic.rs` describes each).
     Intrinsic(Intrinsic),

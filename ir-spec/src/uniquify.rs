@@ -124,6 +124,7 @@ fn walk(body: &mut [Stmt], scope: &mut Vec<String>, state: &mut State) {
             | StmtKind::Gemm(_)
             | StmtKind::Fill { .. }
             | StmtKind::Barrier
+            | StmtKind::Note(_)
             | StmtKind::Intrinsic(_) => {}
         }
     }

@@ -31,6 +31,30 @@ pub fn child_bodies_mut(stmt: &mut Stmt) -> Vec<&mut Vec<Stmt>> {
     }
 }
 
+/// Removes every `T.note` from `body` and the statement lists nested in it, and returns
+/// them in program order. Passes that repeat a statement list (unrolling) keep a note in
+/// the first copy only; passes that replace a loop by other code put its notes before it.
+pub fn take_notes(body: &mut Vec<Stmt>) -> Vec<Stmt> {
+    let mut notes = Vec::new();
+    take_notes_into(body, &mut notes);
+    notes
+}
+
+fn take_notes_into(body: &mut Vec<Stmt>, notes: &mut Vec<Stmt>) {
+    let mut kept = Vec::with_capacity(body.len());
+    for mut stmt in body.drain(..) {
+        if matches!(stmt.kind, StmtKind::Note(_)) {
+            notes.push(stmt);
+            continue;
+        }
+        for child in child_bodies_mut(&mut stmt) {
+            take_notes_into(child, notes);
+        }
+        kept.push(stmt);
+    }
+    *body = kept;
+}
+
 /// Calls `f` on every statement, parents before children.
 pub fn for_each_stmt<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
     for stmt in body {
@@ -43,7 +67,7 @@ pub fn for_each_stmt<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
 
 /// The expressions a statement holds directly (not those of nested statements), including
 /// region bounds, loop bounds, kernel extents and allocation shapes. (A kernel's arena holds
-/// plain integers, no expressions; a barrier holds none.)
+/// plain integers, no expressions; a barrier and a note hold none.)
 pub fn stmt_exprs(stmt: &Stmt) -> Vec<&Expr> {
     fn region<'a>(r: &'a Region, out: &mut Vec<&'a Expr>) {
         for range in &r.ranges {
@@ -86,7 +110,7 @@ pub fn stmt_exprs(stmt: &Stmt) -> Vec<&Expr> {
             region(dst, &mut out);
             out.push(value);
         }
-        StmtKind::Barrier => {}
+        StmtKind::Barrier | StmtKind::Note(_) => {}
         StmtKind::Intrinsic(i) => out.extend(i.exprs()),
     }
     out
@@ -194,7 +218,7 @@ pub fn map_body_exprs(body: &mut [Stmt], f: &mut dyn FnMut(Expr) -> Expr) {
                 region(dst, f);
                 *value = map_expr(value, f);
             }
-            StmtKind::Barrier => {}
+            StmtKind::Barrier | StmtKind::Note(_) => {}
             StmtKind::Intrinsic(i) => {
                 for e in i.exprs_mut() {
                     *e = map_expr(e, f);

@@ -410,3 +410,23 @@ fn kernels_run_in_program_order() {
         assert_eq!(values(get(&out, "C")), want_c, "{threads} host threads");
     }
 }
+
+#[test]
+fn notes_mean_nothing_at_either_level() {
+    // `notes.tir`: a tile-level gemm and a thread-level kernel with notes in every place a
+    // statement may be (outside the kernels, in loops of every kind, in divergent code).
+    let noted = func(&case("notes"));
+    let mut plain = noted.clone();
+    let removed = tlc_ir::visit::take_notes(&mut plain.body);
+    assert_eq!(removed.len(), 12, "{removed:?}");
+    assert!(!tlc_ir::printer::print_func(&plain).contains("T.note("));
+    for seed in [1, 2] {
+        let (a, b) = (
+            run_with(&noted, seed, 0).unwrap_or_else(|d| panic!("{d:#?}")),
+            run_with(&plain, seed, 0).unwrap_or_else(|d| panic!("{d:#?}")),
+        );
+        for name in ["C", "D"] {
+            assert_eq!(values(get(&a, name)), values(get(&b, name)), "{name}");
+        }
+    }
+}

@@ -687,6 +687,63 @@ fn thread_level_spelling_errors() {
     );
 }
 
+#[test]
+fn notes() {
+    let note = |t: &str| Stmt::new(StmtKind::Note(t.into()), d());
+    // Positional or by keyword, either quote, escapes resolved; at any level and outside the
+    // kernel.
+    assert_eq!(
+        body("T.note(\"a \\\"b\\\"\\n\")\nT.note(text='c\\'d')"),
+        vec![note("a \"b\"\n"), note("c'd")]
+    );
+    match body("for tx in T.thread_binding(128, thread=\"threadIdx.x\"):\n    T.sync_threads()\n    T.note(\"thread level\")").as_slice() {
+        [Stmt {
+            kind: StmtKind::For(tx),
+            ..
+        }] => assert_eq!(tx.body[1], note("thread level")),
+        other => panic!("{other:?}"),
+    }
+    let f = ok("@T.prim_func\ndef f():\n    T.note(\"outside\")\n    with T.Kernel(1, threads=32) as bx:\n        T.note(\"inside\")\n");
+    match f.body.as_slice() {
+        [outside, Stmt {
+            kind: StmtKind::Kernel(k),
+            ..
+        }] => {
+            assert_eq!(outside, &note("outside"));
+            assert_eq!(k.body, vec![note("inside")]);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(ok(&print_func(&f)), f);
+    let err = |body: &str| -> String {
+        match parse(&wrap(body)) {
+            Ok(_) => panic!("accepted:\n{body}"),
+            Err(d) => d
+                .iter()
+                .map(|e| e.message.clone())
+                .collect::<Vec<_>>()
+                .join("\n"),
+        }
+    };
+    assert_eq!(
+        err("T.note(1)"),
+        "the text of `T.note` must be a string literal"
+    );
+    assert_eq!(
+        err("T.note(bx)"),
+        "the text of `T.note` must be a string literal"
+    );
+    assert_eq!(err("T.note()"), "`T.note` is missing its argument `text`");
+    assert_eq!(
+        err("T.note(\"a\", \"b\")"),
+        "`T.note` takes at most 1 positional argument"
+    );
+    assert_eq!(
+        err("x = T.note(\"a\")"),
+        "`T.note` is not a scalar expression"
+    );
+}
+
 /// The intrinsics of a thread loop's body (written at 4 more spaces).
 fn intrinsics(src: &str) -> Vec<Intrinsic> {
     let mut text = String::from("for tx in T.thread_binding(128, thread=\"threadIdx.x\"):\n");

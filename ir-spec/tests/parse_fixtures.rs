@@ -142,3 +142,60 @@ fn seed_ir_has_the_expected_structure() {
     let extents: Vec<&ExprKind> = dst.ranges.iter().map(|r| &r.extent.kind).collect();
     assert_eq!(extents, [&ExprKind::Int(128), &ExprKind::Int(128)]);
 }
+
+/// `src` with `T.note(text)` inserted before its first line containing `anchor`, at that
+/// line's indentation.
+fn with_note(src: &str, anchor: &str, text: &str) -> String {
+    let mut out = String::new();
+    let mut done = false;
+    for line in src.lines() {
+        if !done && line.contains(anchor) {
+            let indent = &line[..line.len() - line.trim_start().len()];
+            out.push_str(&format!("{indent}T.note(\"{text}\")\n"));
+            done = true;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    assert!(done, "no line contains {anchor:?}");
+    out
+}
+
+#[test]
+fn notes_are_read_in_all_three_spellings() {
+    let parse_noted = |name: &str| {
+        let mut src = fixture(name);
+        for (anchor, text) in [
+            ("T.copy(", "before the A copy"),
+            ("T.gemm(", "in the pipelined loop \\\"quoted\\\""),
+        ] {
+            src = with_note(&src, anchor, text);
+        }
+        parse(&src).unwrap_or_else(|e| panic!("{name}: {e:?}\n{src}"))
+    };
+    let dsl = parse_noted("seed000_dsl.tir");
+    assert_eq!(dsl, parse_noted("seed000_tvmscript_0_1_x.tir"), "0.1.x");
+    assert_eq!(dsl, parse_noted("seed000_tvmscript_0_1_15.tir"), "0.1.15");
+    let StmtKind::Kernel(k) = &dsl.body[0].kind else {
+        panic!("not a kernel")
+    };
+    let StmtKind::For(lp) = &k.body[1].kind else {
+        panic!("expected the pipelined loop")
+    };
+    let notes: Vec<(usize, &str)> = lp
+        .body
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| match &s.kind {
+            StmtKind::Note(t) => Some((i, t.as_str())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        notes,
+        [
+            (0, "before the A copy"),
+            (3, "in the pipelined loop \"quoted\"")
+        ]
+    );
+}

@@ -24,13 +24,14 @@
 //! - a write guard inside the vector loop (`if (ko + 2) % 3 < 3:`) must be provably true
 //!   (`e % m` lies in `[0, m)`): a false predicate writes zeros, a false guard nothing;
 //! - the statement holding it (a region, or a loop / `if` / region made only of such
-//!   copies) is followed in its statement list — or, at the end of an `if` branch or a
+//!   copies, lets and notes) is followed in its statement list — or, at the end of an `if` branch or a
 //!   region, in the enclosing list — by a top-level `T.cp_async_commit()` before any other
 //!   access of the destination buffer. The commit closes the group; the
 //!   `T.cp_async_wait` that lands it is `inject-software-pipeline`'s (the interpreter reports
 //!   any read of bytes not landed yet).
 //!
-//! Everything else is left as it is (synchronous stores are always correct).
+//! Everything else is left as it is (synchronous stores are always correct). Notes beside
+//! the store of a vector loop do not count; they go before its `T.cp_async`.
 
 use crate::analysis::access::count_sites;
 use crate::analysis::int::{
@@ -42,7 +43,7 @@ use crate::pass::Pass;
 use std::collections::{BTreeSet, HashMap};
 use tlc_ir::interval::Interval;
 use tlc_ir::verifier::const_int;
-use tlc_ir::visit::{child_bodies_mut, for_each_stmt, has_load};
+use tlc_ir::visit::{child_bodies_mut, for_each_stmt, has_load, take_notes};
 use tlc_ir::{
     BinOp, BufferDecl, Diagnostic, ElemRef, Expr, ExprKind, For, ForKind, Ident, Intrinsic,
     PrimFunc, Scope, Stmt, StmtKind,
@@ -100,7 +101,9 @@ impl Cx {
 
 /// Converts the copies of `list` that a commit closes; `tail(b)`: whether what follows the
 /// list reaches a commit before accessing buffer `b`.
-fn convert_list(list: &mut [Stmt], tail: &dyn Fn(&str) -> bool, cx: &Cx) {
+fn convert_list(list: &mut Vec<Stmt>, tail: &dyn Fn(&str) -> bool, cx: &Cx) {
+    // Notes of vector loops that became one copy, to go before it.
+    let mut lifted: Vec<(usize, Vec<Stmt>)> = Vec::new();
     for i in 0..list.len() {
         let (head, rest) = list.split_at_mut(i + 1);
         let stmt = &mut head[i];
@@ -108,7 +111,10 @@ fn convert_list(list: &mut [Stmt], tail: &dyn Fn(&str) -> bool, cx: &Cx) {
         let after = |b: &str| scan(rest, b).unwrap_or_else(|| tail(b));
         if let Some(dsts) = copy_only(stmt, cx) {
             if !dsts.is_empty() && dsts.iter().all(|b| after(b)) {
-                convert(stmt, cx);
+                let notes = convert(stmt, cx);
+                if !notes.is_empty() {
+                    lifted.push((i, notes));
+                }
                 continue;
             }
         }
@@ -135,6 +141,9 @@ fn convert_list(list: &mut [Stmt], tail: &dyn Fn(&str) -> bool, cx: &Cx) {
                 }
             }
         }
+    }
+    for (i, notes) in lifted.into_iter().rev() {
+        list.splice(i..i, notes);
     }
 }
 
@@ -186,6 +195,7 @@ fn copy_only(stmt: &Stmt, cx: &Cx) -> Option<BTreeSet<String>> {
             Some(out)
         }
         StmtKind::Let { value, .. } if !has_load(value) => Some(BTreeSet::new()),
+        StmtKind::Note(_) => Some(BTreeSet::new()),
         _ => None,
     }
 }
@@ -198,26 +208,34 @@ fn all_copy_only(body: &[Stmt], cx: &Cx) -> Option<BTreeSet<String>> {
     Some(out)
 }
 
-/// Replaces the copies inside `stmt` (all convertible: `copy_only` said so).
-fn convert(stmt: &mut Stmt, cx: &Cx) {
+/// Replaces the copies inside `stmt` (all convertible: `copy_only` said so). Returns the
+/// notes of a vector loop `stmt` that became one copy, to go before it.
+fn convert(stmt: &mut Stmt, cx: &Cx) -> Vec<Stmt> {
     let replacement = match &stmt.kind {
         StmtKind::For(f) if f.kind == ForKind::Vectorized => plan_vector(f, cx).map(|(_, s)| s),
         StmtKind::Store { .. } => plan_scalar(stmt, cx).map(|(_, s)| s),
         _ => None,
     };
     if let Some(cp) = replacement {
+        let notes = match &mut stmt.kind {
+            StmtKind::For(f) => take_notes(&mut f.body),
+            _ => Vec::new(),
+        };
         *stmt = cp;
-        return;
+        return notes;
     }
     let inner = match &stmt.kind {
         StmtKind::For(f) => cx.inside(f),
         _ => cx.clone(),
     };
     for child in child_bodies_mut(stmt) {
-        for s in child.iter_mut() {
-            convert(s, &inner);
+        for mut s in std::mem::take(child) {
+            let notes = convert(&mut s, &inner);
+            child.extend(notes);
+            child.push(s);
         }
     }
+    Vec::new()
 }
 
 /// The parts of a copy store: destination, source load, predicate.
@@ -307,7 +325,13 @@ fn plan_scalar(stmt: &Stmt, cx: &Cx) -> Option<(String, Stmt)> {
 fn plan_vector(f: &For, cx: &Cx) -> Option<(String, Stmt)> {
     let lanes = const_int(&f.stop).filter(|_| const_int(&f.start) == Some(0))?;
     let v = f.var.name.as_str();
-    let store = match f.body.as_slice() {
+    // Notes beside the store do not count (`convert` puts them before the copy).
+    let body: Vec<&Stmt> = f
+        .body
+        .iter()
+        .filter(|s| !matches!(s.kind, StmtKind::Note(_)))
+        .collect();
+    let store = match body.as_slice() {
         [s @ Stmt {
             kind: StmtKind::Store { .. },
             ..

@@ -214,7 +214,8 @@ fn pipeline_loop(
             }
         }
     }
-    if early.is_empty() || late.is_empty() {
+    let is_note = |x: &usize| matches!(f.body[*x].kind, StmtKind::Note(_));
+    if early.iter().all(is_note) || late.iter().all(is_note) {
         return Ok(keep(f));
     }
     let buffers: BTreeSet<String> = early

@@ -15,7 +15,9 @@
 //! - a let whose value reads no memory (a *pure* let) takes stage 0 when a stage-0 statement
 //!   needs it (`inject-software-pipeline` evaluates pure lets wherever they are needed);
 //! - **order**: a topological order of the graph, stage-0 statements first where the
-//!   dependencies allow, else in body order (`order[i]` is statement `i`'s position).
+//!   dependencies allow, else in body order (`order[i]` is statement `i`'s position);
+//! - a note (`T.note`) takes the stage of the statement it annotates (the next one that is
+//!   not a note, else the one before it) and its place just before it (after it).
 //!
 //! A user-given `order` / `stage` must have one entry per body statement, stages in
 //! `0..num_stages`, `order` a permutation, no statement in an earlier stage than a statement

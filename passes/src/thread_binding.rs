@@ -5,9 +5,10 @@
 //!
 //! - Every region's variable becomes the kernel's one (the first region's name); a region
 //!   narrower than the block runs under `if tx < extent:`.
-//! - Scalar code between regions (lets, serial / pipelined loops, `if`s) is replicated per
-//!   thread: it only reads block-uniform values, so every thread computes the same. A
-//!   block-level store is done by thread 0 alone (`if tx == 0:`), so it does not race.
+//! - Scalar code between regions (lets, serial / pipelined loops, `if`s, notes) is replicated
+//!   per thread: it only reads block-uniform values, so every thread computes the same. A
+//!   block-level store is done by thread 0 alone (`if tx == 0:`), so it does not race. A note
+//!   touches nothing: no guard, no barrier.
 //! - Barriers: before a region (or a scalar statement reading memory) that reads a shared or
 //!   global buffer written since the last barrier, or writes one read or written since
 //!   then. Accesses are compared by buffer and *stage key*: the first index when it is the
@@ -476,7 +477,11 @@ fn walk(body: Vec<Stmt>, state: &mut State, cx: &mut Cx) -> Vec<Stmt> {
                         let mut trial = state.clone();
                         let mut dry = cx.dry();
                         let walked = walk(body.to_vec(), &mut trial, &mut dry);
-                        matches!(walked.first(), Some(s) if s.kind == StmtKind::Barrier)
+                        // (Notes before it do not count: they are not code.)
+                        let mut code = walked
+                            .iter()
+                            .filter(|s| !matches!(s.kind, StmtKind::Note(_)));
+                        matches!(code.next(), Some(s) if s.kind == StmtKind::Barrier)
                     };
                     if starts_with_barrier(&then_body, state)
                         || starts_with_barrier(&else_body, state)

@@ -4,6 +4,7 @@
 //! gets a fresh name of its own (`x`, `x_1`, …). Loops nested in an unrolled body are
 //! handled after the substitution, so an inner `T.unroll(i)` whose bound was the outer
 //! variable unrolls too. A `T.unroll` loop whose bounds are not constant is left alone.
+//! The notes (`T.note`) of the body are kept in the first copy only.
 //! The copies of a function are bounded ([`MAX_UNROLLED_STMTS`]), counted before any is made.
 
 use crate::context::PassContext;
@@ -11,7 +12,7 @@ use crate::names::{rename_binders, NameSet};
 use crate::pass::Pass;
 use std::collections::HashMap;
 use tlc_ir::verifier::{const_int, eval_int};
-use tlc_ir::visit::{child_bodies_mut, map_body_exprs};
+use tlc_ir::visit::{child_bodies_mut, map_body_exprs, take_notes};
 use tlc_ir::{Diagnostic, Expr, ExprKind, ForKind, PrimFunc, Stmt, StmtKind};
 
 /// The most statement copies the pass may make in one function (trip counts × body
@@ -105,7 +106,11 @@ fn unroll_body(
                 // unroll (within the count just made).
                 *budget -= f.body.len() as i64 * stop.saturating_sub(start).max(0);
                 for value in start..stop {
-                    let copy = instantiate(&f.body, &f.var.name, value, names);
+                    let mut copy = instantiate(&f.body, &f.var.name, value, names);
+                    if value > start {
+                        // A note is said once, in the first copy.
+                        take_notes(&mut copy);
+                    }
                     out.extend(unroll_body(copy, names, budget, errors));
                 }
             }

@@ -123,7 +123,7 @@ impl Widen {
             }
             // Thread level (`requires`): no tile ops.
             StmtKind::Copy { .. } | StmtKind::Fill { .. } | StmtKind::Gemm(_) => {}
-            StmtKind::Barrier => {}
+            StmtKind::Barrier | StmtKind::Note(_) => {}
         }
     }
 

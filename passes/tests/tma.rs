@@ -96,6 +96,10 @@ fn symbolic_strides_keep_the_thread_copies() {
     let ir = lowered(&case("seed000_dims"), Target::Sm90a);
     assert!(!ir.contains("T.tma_load("), "{ir}");
     assert!(ir.contains("T.cp_async_wait(1)"), "{ir}");
+    assert!(
+        ir.contains("T.note(\"TMA not used for `A_shared`: the stride of dimension 0 of `A` is not provably a multiple of 16 bytes; this pipeline keeps cp.async\")"),
+        "{ir}"
+    );
     // Bound to 16-byte multiples, the same kernel takes TMA.
     let ir = lowered(&bound(&case("seed000_dims"), 256, 256, 128), Target::Sm90a);
     assert!(ir.contains("T.tma_load("), "{ir}");
@@ -109,6 +113,10 @@ fn a_converting_copy_keeps_the_thread_copies() {
     let ir = lowered(&local_case("tma_converting_copy"), Target::Sm90a);
     assert!(ir.contains("T.wgmma("), "{ir}");
     assert!(!ir.contains("T.tma_load("), "{ir}");
+    assert!(
+        ir.contains("T.note(\"TMA not used for `A_shared`: it converts float32 to float16 (TMA moves bytes); this pipeline keeps cp.async\")"),
+        "{ir}"
+    );
 }
 
 #[test]

@@ -75,6 +75,8 @@ pub fn emit(func: &PrimFunc, target: Target) -> Result<(Module, Manifest), Vec<D
     for s in &func.body {
         match &s.kind {
             StmtKind::Kernel(k) => kernels.push((k, s.span)),
+            // A note means nothing; outside a kernel it has nowhere to go in the PTX.
+            StmtKind::Note(_) => {}
             // The host side of a prim_func is only its kernels, launched in order: anything
             // else (a let, a loop around kernels) would have to run on the CPU.
             _ => errors.push(Diagnostic::error(
@@ -152,6 +154,7 @@ fn emit_kernel(
         locals: local_arrays(func),
         local_bytes: 0,
         tensor_maps: Vec::new(),
+        repeated: false,
     };
     for (p, decl) in tensor_params.iter().zip(&func.params) {
         let base = cg.b.global_ptr(p);
@@ -292,6 +295,9 @@ struct Cg {
     /// The tensor maps this kernel loads through, with their generic addresses (`%rd`,
     /// taken at the kernel's start).
     tensor_maps: Vec<(TensorMapDesc, Reg)>,
+    /// Inside the second or a later copy of a loop codegen unrolls: notes are not
+    /// written again.
+    repeated: bool,
 }
 
 /// The PTX register type of a dtype, or `None` for dtypes codegen does not handle.

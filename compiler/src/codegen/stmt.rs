@@ -10,6 +10,22 @@ use tlc_ir::{DType, For, ForKind, Stmt, StmtKind, ThreadTag};
 /// Loops unrolled in codegen are limited to this many iterations.
 const MAX_UNROLL: i64 = 1024;
 
+/// `note: text` as one line of ASCII (ptxas rejects any other byte, comments included): the
+/// printer's escapes for quotes, backslashes and control characters, `\u{…}` for the rest.
+fn note_comment(text: &str) -> String {
+    let mut escaped = String::new();
+    tlc_ir::printer::escape_string(&mut escaped, text);
+    let mut line = String::from("note: ");
+    for c in escaped.chars() {
+        if c.is_ascii() {
+            line.push(c);
+        } else {
+            line.push_str(&format!("\\u{{{:04x}}}", u32::from(c)));
+        }
+    }
+    line
+}
+
 impl Cg {
     /// A statement list, in a value-numbering scope of its own (`memo.rs`).
     pub(super) fn body(&mut self, body: &[Stmt]) {
@@ -41,6 +57,9 @@ impl Cg {
                 self.err(span, "tile op at the thread level")
             }
             StmtKind::Barrier => self.b.bar_sync(),
+            // No code: a comment line, once per note (not per unrolled copy).
+            StmtKind::Note(_) if self.repeated => {}
+            StmtKind::Note(text) => self.b.comment(&note_comment(text)),
             StmtKind::Intrinsic(i) => self.intrinsic(i, span),
             StmtKind::Let { var, dtype, value } => {
                 if dtype.is_none_or(|d| d == DType::Int32) {
@@ -185,10 +204,13 @@ impl Cg {
                 if f.kind == ForKind::Vectorized && a == 0 && self.try_vectorize(f, z) {
                     return;
                 }
+                let outer = self.repeated;
                 for i in a..z {
                     self.vars.insert(f.var.name.clone(), Bind::Const(i));
                     self.body(&f.body);
+                    self.repeated = true;
                 }
+                self.repeated = outer;
             }
             ForKind::Serial | ForKind::Pipelined { .. } => self.serial(f),
         }

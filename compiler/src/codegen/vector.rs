@@ -90,7 +90,12 @@ impl Cg {
     /// Emits the loop with vector accesses; `false` (nothing emitted) when it does not qualify.
     pub(super) fn try_vectorize(&mut self, f: &For, lanes: i64) -> bool {
         let v = f.var.name.as_str();
-        let [stmt] = f.body.as_slice() else {
+        // One store; notes beside it mean nothing (a vector access writes no comment).
+        let mut stmts = f
+            .body
+            .iter()
+            .filter(|s| !matches!(s.kind, StmtKind::Note(_)));
+        let (Some(stmt), None) = (stmts.next(), stmts.next()) else {
             return false;
         };
         let StmtKind::Store {

@@ -343,7 +343,12 @@ impl Compiler {
     /// Compiles a statement list; names it binds go out of scope at its end.
     fn body(&mut self, stmts: &[Stmt]) -> R<Vec<CStmt>> {
         let mark = self.vars.len();
-        let out = stmts.iter().map(|s| self.stmt(s)).collect::<R<Vec<_>>>();
+        // A note means nothing: it is not compiled, wherever it is.
+        let out = stmts
+            .iter()
+            .filter(|s| !matches!(s.kind, StmtKind::Note(_)))
+            .map(|s| self.stmt(s))
+            .collect::<R<Vec<_>>>();
         self.vars.truncate(mark);
         out
     }
@@ -405,6 +410,10 @@ impl Compiler {
                     ));
                 }
                 CStmtKind::Barrier
+            }
+            // `body` drops notes before they get here.
+            StmtKind::Note(_) => {
+                return Err(Diagnostic::error(span, "a `T.note` has nothing to run"))
             }
             StmtKind::If {
                 cond,

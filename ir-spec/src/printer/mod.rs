@@ -170,6 +170,11 @@ impl Printer<'_> {
                 self.out.push(')');
             }
             StmtKind::Barrier => self.out.push_str("T.sync_threads()"),
+            StmtKind::Note(text) => {
+                self.out.push_str("T.note(");
+                write_string(&mut self.out, text);
+                self.out.push(')');
+            }
             StmtKind::Intrinsic(i) => self.intrinsic(i)?,
             // Handled above.
             StmtKind::Kernel(_) | StmtKind::For(_) | StmtKind::If { .. } => {}
@@ -465,6 +470,33 @@ impl Printer<'_> {
         }
         self.out.push(')');
         Ok(())
+    }
+}
+
+/// `text` as a double-quoted string literal that the lexer reads back to `text`.
+fn write_string(out: &mut String, text: &str) {
+    out.push('"');
+    escape_string(out, text);
+    out.push('"');
+}
+
+/// Appends `text` with quotes and backslashes escaped, newlines, tabs and carriage returns
+/// as `\n`, `\t`, `\r` and any other control character as `\xNN` (the lexer's escapes);
+/// everything else as it is. The result holds no control character.
+pub fn escape_string(out: &mut String, text: &str) {
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            // Control characters (Unicode's Cc) are all below U+0100: two hex digits.
+            c if c.is_control() => {
+                let _ = write!(out, "\\x{:02x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
     }
 }
 

@@ -205,7 +205,7 @@ fn fill_gemm_and_options() {
     );
 }
 
-/// Every loop kind, `if`/`elif`/`else`, lets, layout annotations and column swizzle.
+/// Every loop kind, `if`/`elif`/`else`, lets, notes, layout annotations and column swizzle.
 fn control_flow() -> PrimFunc {
     let allocs = vec![
         decl("S", &[32, 32], DType::Float16, Scope::Shared),
@@ -232,6 +232,7 @@ fn control_flow() -> PrimFunc {
     };
     let set = |i: Expr, v: Expr| store("acc", vec![i], v);
     k.body = vec![
+        stmt(StmtKind::Note("tile level".into())),
         let_("base", None, mul(var("bx"), int(32))),
         let_("scale", Some(DType::Float32), float(0.5)),
         loop_(
@@ -300,7 +301,11 @@ fn control_flow() -> PrimFunc {
                         ),
                     ),
                     vec![set(int(1), float(2.0))],
-                    vec![set(int(2), float(3.0)), set(int(3), float(4.0))],
+                    vec![
+                        set(int(2), float(3.0)),
+                        stmt(StmtKind::Note("in the last branch".into())),
+                        set(int(3), float(4.0)),
+                    ],
                 )],
             )],
         ),
@@ -384,8 +389,8 @@ fn invalid_ir_still_prints_without_panicking() {
     assert!(text.ends_with("pass\n"));
 }
 
-/// A thread-level kernel: thread binding, vectorized loops, barriers, a shared arena placed
-/// after the layout annotation.
+/// A thread-level kernel: thread binding, vectorized loops, barriers, a note, a shared arena
+/// placed after the layout annotation.
 fn thread_level() -> PrimFunc {
     let allocs = vec![
         decl("A_shared", &[128, 32], DType::Float16, Scope::Shared),
@@ -428,6 +433,7 @@ fn thread_level() -> PrimFunc {
                 )],
             ),
             stmt(StmtKind::Barrier),
+            stmt(StmtKind::Note("thread level: after the barrier".into())),
             loop_(
                 "j",
                 ForKind::Vectorized,
@@ -636,5 +642,50 @@ fn every_layout_round_trips() {
             Ok(back) => assert_eq!(back, f, "{text}"),
             Err(d) => panic!("{d:#?}\n{text}"),
         }
+    }
+}
+
+#[test]
+fn notes_print_escaped_and_parse_back_exactly() {
+    let texts = [
+        "plain",
+        "",
+        "\"quoted\" and 'single'",
+        "a backslash \\ and \\n (not a newline)",
+        "two\nlines\r\n\ttabbed",
+        "control \u{0}\u{1}\u{1b}\u{7f}\u{85} characters",
+        "K × 2 bytes — ≠ 16 → cp.async",
+        "\\x41 is not \\x escaped",
+    ];
+    let mut k = kernel(&[1], &["bx"], &[32], Vec::new());
+    let note = |t: &str| crate::build::note(t, Span::DUMMY);
+    k.body = texts.iter().map(|t| note(t)).collect();
+    let mut f = single_kernel(k);
+    f.body.insert(0, note("outside the kernel"));
+    let text = print_func(&f);
+    assert!(
+        text.contains(r#"T.note("two\nlines\r\n\ttabbed")"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"T.note("control \x00\x01\x1b\x7f\x85 characters")"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"T.note("\"quoted\" and 'single'")"#),
+        "{text}"
+    );
+    assert!(
+        text.contains("    T.note(\"outside the kernel\")\n"),
+        "{text}"
+    );
+    // One line per note: no raw control character reaches the text.
+    assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "{text}");
+    match crate::parse::parse(&text) {
+        Ok(back) => assert_eq!(back, f, "{text}"),
+        Err(d) => panic!("{d:#?}\n{text}"),
+    }
+    if let Err(d) = crate::verifier::verify(&f) {
+        panic!("{d:#?}\n{text}");
     }
 }

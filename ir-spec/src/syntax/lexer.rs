@@ -155,8 +155,8 @@ fn lex_float(lex: &mut logos::Lexer<Tok>) -> Result<f64, LexErrorKind> {
     }
 }
 
-/// Strips the quotes and resolves the common escapes; unknown escapes keep their backslash,
-/// as in Python.
+/// Strips the quotes and resolves the common escapes (`\n`, `\t`, `\r`, `\\`, `\'`, `\"` and
+/// `\xNN`, two hex digits); unknown escapes keep their backslash, as in Python.
 fn lex_string(lex: &mut logos::Lexer<Tok>) -> String {
     let slice = lex.slice();
     let inner = slice.get(1..slice.len().saturating_sub(1)).unwrap_or("");
@@ -170,6 +170,17 @@ fn lex_string(lex: &mut logos::Lexer<Tok>) -> String {
         match chars.next() {
             Some('n') => out.push('\n'),
             Some('t') => out.push('\t'),
+            Some('r') => out.push('\r'),
+            Some('x') => {
+                let hex: String = chars.clone().take(2).collect();
+                match u8::from_str_radix(&hex, 16) {
+                    Ok(byte) if hex.len() == 2 && hex.chars().all(|h| h.is_ascii_hexdigit()) => {
+                        out.push(char::from(byte));
+                        chars.nth(1);
+                    }
+                    _ => out.push_str("\\x"),
+                }
+            }
             Some('\\') => out.push('\\'),
             Some('\'') => out.push('\''),
             Some('"') => out.push('"'),
@@ -344,6 +355,19 @@ mod tests {
         assert_eq!(
             toks("'a\\'b' \"c\" # note\n"),
             vec![Tok::Str("a'b".into()), Tok::Str("c".into()), Tok::Newline]
+        );
+    }
+
+    #[test]
+    fn string_escapes() {
+        assert_eq!(
+            toks(r#""a\tb\nc\rd\x00\x1B\x7f" "\xZ1 \x4" "\q\\""#),
+            vec![
+                Tok::Str("a\tb\nc\rd\u{0}\u{1b}\u{7f}".into()),
+                // Not two hex digits: the backslash stays, as for unknown escapes.
+                Tok::Str("\\xZ1 \\x4".into()),
+                Tok::Str("\\q\\".into()),
+            ]
         );
     }
 

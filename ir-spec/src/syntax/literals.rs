@@ -144,7 +144,7 @@ impl Normalizer {
                 let how = self.converted_to(&dst.buffer.name);
                 self.root(value, how);
             }
-            StmtKind::Barrier => {}
+            StmtKind::Barrier | StmtKind::Note(_) => {}
             StmtKind::Intrinsic(i) => {
                 for e in i.exprs_mut() {
                     self.root(e, Use::AsIs);

@@ -607,6 +607,22 @@ impl Lowerer {
         Some(Stmt::new(StmtKind::Barrier, span))
     }
 
+    /// `T.note("text")`: a compiler remark; its one argument is a string literal (rule M1).
+    fn note(&mut self, span: Span, args: &[ast::Arg]) -> Option<Stmt> {
+        let a = self.bind("T.note", span, args, &["text"], 1)?;
+        let arg = a[0]?;
+        match &arg.kind {
+            ast::ExprKind::Str(text) => Some(Stmt::new(StmtKind::Note(text.clone()), span)),
+            _ => self.fail(
+                Diagnostic::error(arg.span, "the text of `T.note` must be a string literal")
+                    .with_note(
+                        "a note is a fixed remark kept in the printed IR, such as \
+                         `T.note(\"cp.async instead of TMA: unaligned rows\")`; it holds no value",
+                    ),
+            ),
+        }
+    }
+
     /// `if` / `elif` / `else`: each `elif` becomes an `If` alone in the else body.
     fn if_chain(
         &mut self,
@@ -711,6 +727,7 @@ impl Lowerer {
             }
             "T.sync_threads" => self.barrier(span, args, false),
             "T.tvm_storage_sync" => self.barrier(span, args, true),
+            "T.note" => self.note(span, args),
             n if crate::intrinsic::lookup(n).is_some() => self.intrinsic(n, span, args),
             "T.attr" => {
                 self.attr(span, args);

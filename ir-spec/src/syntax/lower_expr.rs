@@ -50,6 +50,7 @@ const KNOWN_T_NAMES: &[&str] = &[
     "shared_arena",
     "sync_threads",
     "tvm_storage_sync",
+    "note",
     "vectorized",
     "make_swizzled_layout",
     "make_padded_layout",

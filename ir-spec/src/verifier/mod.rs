@@ -288,6 +288,9 @@ impl<'f> Checker<'f> {
             StmtKind::Gemm(g) => self.gemm(g, stmt.span),
             StmtKind::Fill { dst, value } => self.fill(dst, value, stmt.span),
             StmtKind::Barrier => self.barrier(stmt.span),
+            // Allowed everywhere, at both levels; its one argument was a string literal (the
+            // front end's rule M1; the IR holds only the text).
+            StmtKind::Note(_) => {}
             StmtKind::Intrinsic(i) => self.intrinsic(i, stmt.span),
         }
     }

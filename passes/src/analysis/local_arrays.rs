@@ -145,7 +145,8 @@ impl Walk {
             StmtKind::Copy { .. }
             | StmtKind::Fill { .. }
             | StmtKind::Gemm(_)
-            | StmtKind::Barrier => {}
+            | StmtKind::Barrier
+            | StmtKind::Note(_) => {}
         }
     }
 

@@ -1,7 +1,8 @@
 //! The schedule of a `T.Pipelined` loop: the dependency graph of its body (petgraph; an
 //! edge `i → j` when statement `j` reads what `i` writes, writes what `i` reads or writes, or
 //! uses a variable `i` binds), the stage and order `pipeline-planning` assigns (global →
-//! shared copies in stage 0, everything else in the last stage, a topological order), and
+//! shared copies in stage 0, everything else in the last stage, a topological order; a
+//! note takes the stage of the statement it annotates and sits beside it), and
 //! the check of a given plan. `pipeline-planning` writes the plan into the IR;
 //! `inject-software-pipeline` plans loops that have none and checks the plan either way.
 //! docs/passes.md states the rules.
@@ -207,8 +208,60 @@ impl<'a> LoopGraph<'a> {
                 early[x] = (x + 1..n).any(|y| early[y] && self.stmts[y].uses.contains(v));
             }
         }
-        let stage: Vec<i64> = early.iter().map(|&e| if e { 0 } else { last }).collect();
-        (self.topological_order(&stage), stage)
+        let mut stage: Vec<i64> = early.iter().map(|&e| if e { 0 } else { last }).collect();
+        // A note goes with the statement it annotates: the next one that is not a note, else
+        // the one before it.
+        let anchors = self.note_anchors();
+        for (x, anchor) in anchors.iter().enumerate() {
+            if let Some(a) = *anchor {
+                stage[x] = stage[a];
+            }
+        }
+        let order = self.topological_order(&stage);
+        (self.notes_beside_anchors(order, &anchors), stage)
+    }
+
+    /// For each statement: `None` for a statement that is not a note, else the statement
+    /// the note annotates (`None` too when the body is only notes).
+    fn note_anchors(&self) -> Vec<Option<usize>> {
+        let n = self.body.len();
+        let is_note = |x: usize| matches!(self.body[x].kind, StmtKind::Note(_));
+        (0..n)
+            .map(|x| {
+                if !is_note(x) {
+                    return None;
+                }
+                (x + 1..n)
+                    .find(|&y| !is_note(y))
+                    .or_else(|| (0..x).rev().find(|&y| !is_note(y)))
+            })
+            .collect()
+    }
+
+    /// `order` with every note moved next to its anchor: just before it when the note was
+    /// before it in the body, just after it otherwise (notes keep their body order).
+    fn notes_beside_anchors(&self, order: Vec<i64>, anchors: &[Option<usize>]) -> Vec<i64> {
+        let n = order.len();
+        let is_note = |x: usize| matches!(self.body[x].kind, StmtKind::Note(_));
+        let mut stmts: Vec<usize> = (0..n).filter(|&x| !is_note(x)).collect();
+        if stmts.is_empty() {
+            return order;
+        }
+        stmts.sort_by_key(|&x| order[x]);
+        let notes_of = |a: usize, before: bool| {
+            (0..n).filter(move |&x| anchors[x] == Some(a) && (x < a) == before)
+        };
+        let mut seq = Vec::with_capacity(n);
+        for a in stmts {
+            seq.extend(notes_of(a, true));
+            seq.push(a);
+            seq.extend(notes_of(a, false));
+        }
+        let mut out = vec![0i64; n];
+        for (pos, &x) in seq.iter().enumerate() {
+            out[x] = pos as i64;
+        }
+        out
     }
 
     /// Whether stage-0 candidate `x` may run ahead, given the current candidates `early`.
@@ -458,7 +511,10 @@ fn is_global_to_shared_copy(s: &Stmt, facts: &KernelFacts) -> bool {
                         stores += 1;
                         ok &= facts.is_shared(&buffer.name);
                     }
-                    StmtKind::For(_) | StmtKind::If { .. } | StmtKind::Let { .. } => {}
+                    StmtKind::For(_)
+                    | StmtKind::If { .. }
+                    | StmtKind::Let { .. }
+                    | StmtKind::Note(_) => {}
                     _ => ok = false,
                 }
                 for e in stmt_exprs(x) {

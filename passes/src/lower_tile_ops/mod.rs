@@ -2,7 +2,8 @@
 //! loops of a kernel becomes one SIMT region — a `T.thread_binding` loop over the block's
 //! threads in which each thread does its share of the op's elements (docs/passes.md,
 //! "lower-tile-ops"). Fragments become per-thread local
-//! arrays. Scalar statements stay where they are.
+//! arrays. Scalar statements stay where they are; the notes of a `T.Parallel` nest go before
+//! the region it becomes.
 //!
 //! Everything is written for the block's thread count `T` and one thread variable: a
 //! 1-D block's `threadIdx.x`, or the linear index of a multi-dimensional block, whose
@@ -31,7 +32,7 @@ use crate::names::NameSet;
 use crate::pass::Pass;
 use fragment::Fragments;
 use tlc_ir::verifier::Level;
-use tlc_ir::visit::child_bodies_mut;
+use tlc_ir::visit::{child_bodies_mut, take_notes};
 use tlc_ir::{
     BufferDecl, Diagnostic, ForKind, Kernel, Layout, LayoutAnnotation, PrimFunc, Span, Stmt,
     StmtKind, Target,
@@ -152,8 +153,7 @@ fn lower_kernel(
             }),
         };
         // Pipelines on TMA first: the copies it takes become thread code here.
-        let mut fallbacks = Vec::new();
-        let body = tma::rewrite(body, &ctx, names, &mut fallbacks);
+        let body = tma::rewrite(body, &ctx, names);
         let body = lower_body(body, &ctx, names, errors);
         let new_allocs = ctx.new_allocs.into_inner();
         (body, new_allocs)
@@ -187,6 +187,12 @@ fn lower_body(
     let mut out = Vec::with_capacity(body.len());
     for mut stmt in body {
         let span = stmt.span;
+        if let StmtKind::For(f) = &mut stmt.kind {
+            if f.kind == ForKind::Parallel {
+                // The notes of a parallel nest are said once, before the region it becomes.
+                out.extend(take_notes(&mut f.body));
+            }
+        }
         let lowered = match &stmt.kind {
             StmtKind::Copy { src, dst } => Some(copy::lower(src, dst, span, ctx, names)),
             StmtKind::Fill { dst, value } => Some(fill::lower(dst, value, span, ctx, names)),

@@ -30,28 +30,28 @@
 //!   names the phase exactly.
 //! - Each copy arrives once with its own byte count (`arrive.expect_tx`), so a phase
 //!   completes when all `C` copies of the stage have arrived and all their bytes landed.
-//! - A loop with any stage copy TMA cannot take (`analysis::tma::plan_copy`'s reason) keeps
-//!   cp.async for all of them.
+//! - A loop with any stage copy TMA cannot take keeps cp.async for all of them, with a
+//!   `T.note` before it giving `analysis::tma::plan_copy`'s reason (targets without TMA get
+//!   no note).
 
 use super::region::thread_region;
 use super::Ctx;
 use crate::analysis::tma::{parallel_copy, plan_copy, TmaCopy};
 use crate::names::NameSet;
-use tlc_ir::build::{bin, elem, for_loop, intrinsic};
+use tlc_ir::build::{bin, elem, for_loop, intrinsic, note};
+use tlc_ir::target::AsyncCopy;
 use tlc_ir::verifier::const_int;
 use tlc_ir::{
     BinOp, BufferDecl, DType, Expr, For, ForKind, Ident, Intrinsic, Region, Scope, Span, Stmt,
     StmtKind,
 };
 
-/// Rewrites the pipelined loops of `body` (recursively) whose copies all take TMA; returns
-/// why the others did not, with their spans.
-pub(crate) fn rewrite(
-    body: Vec<Stmt>,
-    ctx: &Ctx,
-    names: &mut NameSet,
-    fallbacks: &mut Vec<(Span, String)>,
-) -> Vec<Stmt> {
+/// Rewrites the pipelined loops of `body` (recursively) whose copies all take TMA; a
+/// `T.note` before each other one says why it does not.
+pub(crate) fn rewrite(body: Vec<Stmt>, ctx: &Ctx, names: &mut NameSet) -> Vec<Stmt> {
+    if !ctx.target.has_async_copy(AsyncCopy::BulkTensor) {
+        return body;
+    }
     let mut out: Vec<Stmt> = Vec::with_capacity(body.len());
     let mut stmts = body.into_iter().peekable();
     while let Some(mut stmt) = stmts.next() {
@@ -70,7 +70,8 @@ pub(crate) fn rewrite(
                 match copies_per_stage(&p, &m, stages, ctx) {
                     Ok(copies) => out.append(&mut on_tma(p, m, stages, copies, span, ctx, names)),
                     Err(why) => {
-                        fallbacks.push((span, why));
+                        // Said where the user reads the IR (`--print-ir-after`), and in the PTX.
+                        out.push(note(format!("{why}; this pipeline keeps cp.async"), span));
                         out.push(Stmt::new(StmtKind::For(p), span));
                         out.push(Stmt::new(StmtKind::For(m), m_span));
                     }
@@ -79,7 +80,7 @@ pub(crate) fn rewrite(
             continue;
         }
         for child in tlc_ir::visit::child_bodies_mut(&mut stmt) {
-            *child = rewrite(std::mem::take(child), ctx, names, fallbacks);
+            *child = rewrite(std::mem::take(child), ctx, names);
         }
         out.push(stmt);
     }

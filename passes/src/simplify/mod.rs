@@ -178,7 +178,7 @@ impl Simplifier<'_> {
                 }
                 *value = self.expr(value);
             }
-            StmtKind::Barrier => {}
+            StmtKind::Barrier | StmtKind::Note(_) => {}
             StmtKind::Intrinsic(i) => {
                 for e in i.exprs_mut() {
                     *e = self.expr(e);

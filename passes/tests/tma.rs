@@ -130,3 +130,23 @@ fn sm80_has_no_tma() {
         "{ir}"
     );
 }
+
+#[test]
+fn a_hand_written_protocol_with_other_stage_indices_keeps_cp_async() {
+    // The pipeline's own shape, written by hand, but filling stage `(s + 1) % 3` in the
+    // prologue: the barriers' parities would not match, so TMA is not used.
+    let src = std::fs::read_to_string(root().join("passes/tests/cases/tma_hand_pipeline.tir"))
+        .expect("case");
+    let func = tlc_ir::parse(&src).expect("parse");
+    let ir = lowered(&func, Target::Sm90a);
+    assert!(!ir.contains("T.tma_load("), "{ir}");
+    assert!(
+        ir.contains("is not the pipeline's fill order; this pipeline keeps cp.async"),
+        "{ir}"
+    );
+    // The same file with the usual stage index takes TMA.
+    let usual = src.replace("A_shared[(s + 1) % 3:(s + 1) % 3 + 1", "A_shared[s:s + 1");
+    assert_ne!(usual, src);
+    let ir = lowered(&tlc_ir::parse(&usual).expect("parse"), Target::Sm90a);
+    assert!(ir.contains("T.tma_load("), "{ir}");
+}

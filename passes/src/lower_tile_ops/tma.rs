@@ -36,9 +36,11 @@
 
 use super::region::thread_region;
 use super::Ctx;
+use crate::analysis::int::{constant, Ranges};
 use crate::analysis::tma::{parallel_copy, plan_copy, TmaCopy};
 use crate::names::NameSet;
 use tlc_ir::build::{bin, elem, for_loop, intrinsic, note};
+use tlc_ir::interval::Interval;
 use tlc_ir::target::AsyncCopy;
 use tlc_ir::verifier::const_int;
 use tlc_ir::{
@@ -112,6 +114,31 @@ fn pipeline_shape(prologue: &Stmt, main: &Stmt) -> Option<i64> {
 fn copies_per_stage(p: &For, m: &For, stages: i64, ctx: &Ctx) -> Result<usize, String> {
     let first = plans_of(&p.body, stages, ctx)?;
     let ahead = plans_of(&m.body, stages, ctx)?;
+    // The barriers and parities assume fill `k` lands in stage `k % S`: the prologue's
+    // `s` fills `start + s`, the loop's look-ahead `ko + S - 1`. Checked, not assumed (a
+    // hand-written protocol may index its stages otherwise).
+    let start = const_int(&m.start)
+        .ok_or_else(|| "the pipelined loop's start is not a constant".to_string())?;
+    let prologue_fill = |s: i64| start + s;
+    let ahead_fill = |ko: i64| ko + stages - 1;
+    for (plans, var, fill, values) in [
+        (
+            &first,
+            &p.var.name,
+            &prologue_fill as &dyn Fn(i64) -> i64,
+            0..stages - 1,
+        ),
+        (&ahead, &m.var.name, &ahead_fill, start..start + 2 * stages),
+    ] {
+        for (_, stage) in plans.iter() {
+            if !stages_match(stage, var, fill, values.clone(), stages) {
+                return Err(format!(
+                    "stage index `{}` is not the pipeline's fill order",
+                    stage
+                ));
+            }
+        }
+    }
     if first.is_empty() || first.len() != ahead.len() {
         return Err(format!(
             "the prologue issues {} copies per stage, the loop {}",
@@ -187,6 +214,23 @@ fn on_tma(
         Stmt::new(StmtKind::For(p), span),
         Stmt::new(StmtKind::For(m), span),
     ]
+}
+
+/// Whether `stage` (over loop variable `var`) is `fill(v) % stages` for every `v` of
+/// `values` (the prologue's iterations; two periods of the loop's).
+fn stages_match(
+    stage: &Expr,
+    var: &str,
+    fill: &dyn Fn(i64) -> i64,
+    values: std::ops::Range<i64>,
+    stages: i64,
+) -> bool {
+    values.into_iter().all(|v| {
+        let env: Ranges = [(var.to_string(), Interval::point(v))]
+            .into_iter()
+            .collect();
+        constant(stage, &env) == Some(fill(v).rem_euclid(stages))
+    })
 }
 
 /// The mbarriers of one pipeline.

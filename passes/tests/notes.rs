@@ -92,7 +92,15 @@ fn check(name: &str, func: &PrimFunc, target: Target) {
                 "{what}: note {note:?} occurs {n} times\n{text}"
             );
         }
-        assert_eq!(found.len(), input_notes.len(), "{what}: {found:?}");
+        // Besides the input's notes, only the remarks the passes write themselves (which
+        // the run without notes writes too: a pipeline that keeps cp.async on sm_90a).
+        let remarks = notes(&without);
+        for note in found.keys() {
+            assert!(
+                input_notes.contains_key(note) || remarks.contains_key(note),
+                "{what}: a note from nowhere: {note:?}"
+            );
+        }
         assert!(
             stripped(&with) == without,
             "{what}: the notes changed the code\n--- with notes, stripped:\n{}\n--- without notes:\n{}",

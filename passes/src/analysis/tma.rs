@@ -21,6 +21,7 @@ use crate::analysis::wgmma::Panels;
 use tlc_ir::intrinsic::MAX_BOX_DIM;
 use tlc_ir::target::AsyncCopy;
 use tlc_ir::verifier::const_int;
+use tlc_ir::visit::take_notes;
 use tlc_ir::{
     BinOp, BufferDecl, DType, Expr, ExprKind, For, ForKind, Ident, Layout, Range, Region, Scope,
     Stmt, StmtKind, Target,
@@ -186,15 +187,19 @@ fn add(e: Expr, k: i64) -> Expr {
 /// A nest of `T.Parallel` loops that is a plain tile copy — one store
 /// `dst[.., i, j] = src[..]` of a load of the same dtype, the destination's last indices the
 /// nest's variables in order (every loop from 0), each variable in exactly one source index
-/// as `offset + var`, in the same order — as the regions of the equivalent `T.copy`.
+/// as `offset + var`, in the same order — as the regions of the equivalent `T.copy`. Notes
+/// inside the nest do not count.
 pub fn parallel_copy(
     outer: &For,
     buffers: &dyn Fn(&str) -> Option<DType>,
 ) -> Option<(Region, Region)> {
+    // Notes say nothing about the copy (`T.note`).
+    let mut quiet = outer.clone();
+    let _ = take_notes(&mut quiet.body);
     let mut vars = Vec::new();
     let mut extents = Vec::new();
     // Walk the directly nested parallel loops.
-    let mut f = outer;
+    let mut f = &quiet;
     loop {
         if f.kind != ForKind::Parallel || const_int(&f.start) != Some(0) {
             return None;

@@ -43,6 +43,7 @@ use tlc_ir::build::{bin, elem, for_loop, intrinsic, note};
 use tlc_ir::interval::Interval;
 use tlc_ir::target::AsyncCopy;
 use tlc_ir::verifier::const_int;
+use tlc_ir::visit::take_notes;
 use tlc_ir::{
     BinOp, BufferDecl, DType, Expr, For, ForKind, Ident, Intrinsic, Region, Scope, Span, Stmt,
     StmtKind,
@@ -326,6 +327,10 @@ fn lower_copies(body: Vec<Stmt>, b: &Barriers, ctx: &Ctx, names: &mut NameSet) -
             let Some((src, dst)) = copy_regions(&s, ctx) else {
                 continue;
             };
+            // A parallel copy's notes stand before the code it becomes.
+            if let StmtKind::For(f) = &mut s.kind {
+                out.extend(take_notes(&mut f.body));
+            }
             out.push(issue(&plan, &stage, &src, &dst, b, ctx, s.span, names));
             continue;
         }

@@ -183,19 +183,29 @@ impl SharedArena {
             ));
             return;
         }
+        self.forget_writers(offset, end);
+        self.put(offset, end, data);
+        if let Some(g) = self.tma_guard.get_mut(offset..end) {
+            g.fill(region);
+        }
+    }
+
+    /// No thread wrote `offset..end` (an async-proxy or block-level write: no race tracking).
+    fn forget_writers(&mut self, offset: usize, end: usize) {
         for b in offset..end {
             if let Some(w) = self.writer.get(b) {
                 w.set(0);
             }
         }
+    }
+
+    /// Stores `data` at `offset..end` and marks the bytes written.
+    fn put(&mut self, offset: usize, end: usize, data: &[u8]) {
         if let Some(dst) = self.bytes.get_mut(offset..end) {
             dst.copy_from_slice(data);
         }
         if let Some(w) = self.written.get_mut(offset..end) {
             w.fill(true);
-        }
-        if let Some(g) = self.tma_guard.get_mut(offset..end) {
-            g.fill(region);
         }
     }
 
@@ -369,20 +379,9 @@ impl SharedArena {
         }
         match thread {
             Some(t) => self.track_write(offset, end, t, what),
-            None => {
-                for b in offset..end {
-                    if let Some(w) = self.writer.get(b) {
-                        w.set(0);
-                    }
-                }
-            }
+            None => self.forget_writers(offset, end),
         }
-        if let Some(dst) = self.bytes.get_mut(offset..end) {
-            dst.copy_from_slice(data);
-        }
-        if let Some(w) = self.written.get_mut(offset..end) {
-            w.fill(true);
-        }
+        self.put(offset, end, data);
     }
 
     /// A barrier: every access before it happens before every access after it.

@@ -699,6 +699,11 @@ const SWIZZLES: &[i64] = &[0, 32, 64, 128];
 /// The largest extent of one box dimension of a TMA copy.
 pub const MAX_BOX_DIM: i64 = 256;
 
+/// The largest dimension of a tensor `T.tma_load` reads through a tensor map. The driver
+/// takes 2^32, but a box origin is a `.s32` coordinate: every origin up to one box past
+/// the end (`dim + MAX_BOX_DIM`) must stay below 2^31.
+pub const MAX_TMA_DIM: i64 = (1 << 31) - 1 - MAX_BOX_DIM;
+
 static TMA_LOAD: IntrinsicDef = IntrinsicDef {
     op: IntrinsicOp::TmaLoad,
     name: "T.tma_load",

@@ -16,10 +16,12 @@ use cudarc::driver::sys::{
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
+use tlc_ir::intrinsic::MAX_TMA_DIM;
 use tlc_ir::DType;
 
-/// Largest global dimension TMA addresses: 2^32 elements.
-pub const MAX_GLOBAL_DIM: u64 = 1 << 32;
+/// Largest global dimension a tlc tensor map takes (`tlc_ir::intrinsic::MAX_TMA_DIM`: the
+/// box coordinates are 32-bit signed, below the driver's 2^32).
+pub const MAX_GLOBAL_DIM: u64 = MAX_TMA_DIM as u64;
 
 /// Global strides (bytes) must stay below 2^40.
 pub const MAX_GLOBAL_STRIDE: u64 = 1 << 40;
@@ -49,7 +51,7 @@ pub struct EncodeArgs {
     /// The tensor's device address (16-byte aligned).
     pub address: u64,
     pub dtype: DType,
-    /// `globalDim`: the shape reversed, each in 1..=2^32.
+    /// `globalDim`: the shape reversed, each in 1..=MAX_GLOBAL_DIM.
     pub global_dim: Vec<u64>,
     /// `globalStrides`: the byte strides of dimensions 1.. (rank − 1 of them; the innermost
     /// dimension's stride is the element size and is not passed), each a multiple of 16.
@@ -93,7 +95,8 @@ pub fn encode_args(
             Ok(d) if (1..=MAX_GLOBAL_DIM).contains(&d) => global_dim.push(d),
             _ => {
                 return fail(format!(
-                    "TMA needs every dimension in 1..=2^32; dimension {i} is {size}"
+                    "TMA needs every dimension in 1..={MAX_GLOBAL_DIM} (32-bit box \
+                     coordinates); dimension {i} is {size}"
                 ))
             }
         }
@@ -107,7 +110,7 @@ pub fn encode_args(
     // Dimension i's stride is the product of the sizes inside it; the innermost one (the
     // element) is implicit, so the driver takes rank − 1 strides, innermost first.
     // Computed in u128: the loop stops at the first stride of 2^40 bytes or more, so the
-    // product stays below 2^40 · 2^32 · 8 and cannot overflow.
+    // product stays below 2^40 · 2^31 · 8 and cannot overflow.
     let elem = u128::from(dtype.bytes());
     let mut global_strides = Vec::with_capacity(shape.len().saturating_sub(1));
     let mut elems: u128 = 1;

@@ -121,18 +121,22 @@ fn alignment_and_dimension_limits_are_refused() {
     let r = encode_args(&d, DType::Float16, &[0, 128], 0);
     assert_eq!(
         refused(r, "A"),
-        "parameter `A`: TMA needs every dimension in 1..=2^32; dimension 0 is 0"
+        "parameter `A`: TMA needs every dimension in 1..=2147483391 (32-bit box coordinates); \
+         dimension 0 is 0"
     );
-    let r = encode_args(&d, DType::Float16, &[1, (1usize << 32) + 1], 0);
-    assert!(refused(r, "A").contains("dimension 1 is 4294967297"));
-    // 2^32 elements is the largest dimension; its 2^33-byte row is still below 2^40.
-    let r = encode_args(&d, DType::Float16, &[2, 1usize << 32], 0);
-    assert_eq!(r.unwrap().global_strides, vec![1u64 << 33]);
-    // A stride of 2^40 bytes or more is refused: (2, 2^32, 128) float16 planes are 2^40.
+    // A box origin past the end must fit a .s32 coordinate: 2^31 - 257 is the largest
+    // dimension, one more is refused.
+    let r = encode_args(&d, DType::Float16, &[1, 1usize << 31], 0);
+    assert!(refused(r, "A").contains("dimension 1 is 2147483648"));
+    let r = encode_args(&d, DType::Float16, &[1, (1usize << 31) - 256], 0);
+    assert!(refused(r, "A").contains("dimension 1 is 2147483392"));
+    let r = encode_args(&d, DType::Float16, &[(1usize << 31) - 257, 64], 0);
+    assert_eq!(r.unwrap().global_dim, vec![64, (1u64 << 31) - 257]);
+    // A stride of 2^40 bytes or more is refused: (2, 2^30, 512) float16 planes are 2^40.
     let r = encode_args(
         &desc("A", &[1, 64, 64], Swizzle::None),
         DType::Float16,
-        &[2, 1usize << 32, 128],
+        &[2, 1usize << 30, 512],
         0,
     );
     assert_eq!(

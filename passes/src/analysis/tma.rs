@@ -4,7 +4,8 @@
 //!
 //! A copy takes TMA when the target has bulk tensor copies; the source is a global tensor of
 //! rank ≤ 5 whose row strides are provably multiples of 16 bytes (TMA's rule; a stride over
-//! a symbolic dim is not provable unless the dim is); the destination is a shared buffer
+//! a symbolic dim is not provable unless the dim is) and whose dims provably stay within
+//! `MAX_TMA_DIM` (box coordinates are 32-bit); the destination is a shared buffer
 //! laid out `T.make_wgmma_swizzled_layout(X, bytes=B)` (the swizzle TMA writes and wgmma
 //! reads), written whole in its last two dimensions (one slice of its leading ones: a
 //! pipeline stage); both have one dtype (a TMA does not convert) and the source region's
@@ -16,9 +17,9 @@
 //! The hand-written copy `for i, j in T.Parallel(R, C): S[s, i, j] = G[a + i, b + j]` is
 //! the same copy ([`parallel_copy`]).
 
-use crate::analysis::int::{mentions, multiple_of, unit_offset, Env};
+use crate::analysis::int::{interval, mentions, multiple_of, unit_offset, Env};
 use crate::analysis::wgmma::Panels;
-use tlc_ir::intrinsic::MAX_BOX_DIM;
+use tlc_ir::intrinsic::{MAX_BOX_DIM, MAX_TMA_DIM};
 use tlc_ir::target::AsyncCopy;
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::take_notes;
@@ -135,6 +136,12 @@ pub fn plan_copy(
     if let Some(d) = unaligned_stride(sb, env) {
         return Err(format!(
             "the stride of dimension {d} of `{}` is not provably a multiple of {STRIDE_ALIGN} bytes",
+            sb.name.name
+        ));
+    }
+    if let Some(d) = (0..rank).find(|&d| interval(&sb.shape[d], env).hi > MAX_TMA_DIM) {
+        return Err(format!(
+            "dimension {d} of `{}` may exceed {MAX_TMA_DIM} elements (TMA's box coordinates are 32-bit)",
             sb.name.name
         ));
     }

@@ -150,3 +150,17 @@ fn a_hand_written_protocol_with_other_stage_indices_keeps_cp_async() {
     let ir = lowered(&tlc_ir::parse(&usual).expect("parse"), Target::Sm90a);
     assert!(ir.contains("T.tma_load("), "{ir}");
 }
+
+#[test]
+fn a_stage_copy_nested_in_a_loop_keeps_the_whole_pipeline_on_cp_async() {
+    let func = local_case("tma_nested_copy");
+    let ir = lowered(&func, Target::Sm90a);
+    assert!(!ir.contains("T.tma_load("), "{ir}");
+    assert!(ir.contains("T.cp_async_wait(1)"), "{ir}");
+    assert!(
+        ir.contains(
+            "a global → shared copy is nested in another statement; this pipeline keeps cp.async"
+        ),
+        "{ir}"
+    );
+}

@@ -45,8 +45,8 @@ use tlc_ir::target::AsyncCopy;
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::take_notes;
 use tlc_ir::{
-    BinOp, BufferDecl, DType, Expr, For, ForKind, Ident, Intrinsic, Region, Scope, Span, Stmt,
-    StmtKind,
+    BinOp, BufferDecl, DType, Expr, ExprKind, For, ForKind, Ident, Intrinsic, Region, Scope, Span,
+    Stmt, StmtKind,
 };
 
 /// Rewrites the pipelined loops of `body` (recursively) whose copies all take TMA; a
@@ -257,11 +257,48 @@ fn plans_of(body: &[Stmt], stages: i64, ctx: &Ctx) -> Result<Vec<(TmaCopy, Expr)
             _ => {
                 if let Some(plan) = plan_stmt(s, stages, ctx) {
                     found.push(plan?);
+                } else if contains_async_copy(std::slice::from_ref(s), ctx) {
+                    // Its copies would stay cp.async without their commits and waits.
+                    return Err("a global → shared copy is nested in another statement".into());
                 }
             }
         }
     }
     Ok(found)
+}
+
+/// Whether `body` has a statement the cp.async protocol covers: a `T.copy` from global to
+/// shared memory, or a `T.Parallel` nest storing global loads into shared memory.
+fn contains_async_copy(body: &[Stmt], ctx: &Ctx) -> bool {
+    let mut found = false;
+    tlc_ir::visit::for_each_stmt(body, &mut |s| found |= is_async_copy(s, ctx));
+    found
+}
+
+fn is_async_copy(s: &Stmt, ctx: &Ctx) -> bool {
+    let scope = |name: &str| ctx.buffer(name).map(|b| b.scope);
+    match &s.kind {
+        StmtKind::Copy { src, dst } => {
+            scope(&src.buffer.name) == Some(Scope::Global)
+                && scope(&dst.buffer.name) == Some(Scope::Shared)
+        }
+        StmtKind::For(f) if f.kind == ForKind::Parallel => {
+            let mut found = false;
+            tlc_ir::visit::for_each_stmt(&f.body, &mut |s| {
+                if let StmtKind::Store { buffer, value, .. } = &s.kind {
+                    if scope(&buffer.name) == Some(Scope::Shared) {
+                        tlc_ir::visit::for_each_subexpr(value, &mut |x| {
+                            if let ExprKind::Load { buffer, .. } = &x.kind {
+                                found |= scope(buffer) == Some(Scope::Global);
+                            }
+                        });
+                    }
+                }
+            });
+            found
+        }
+        _ => false,
+    }
 }
 
 /// The regions of a copy statement (`T.copy` or a parallel nest written as one).
@@ -277,13 +314,14 @@ fn copy_regions(s: &Stmt, ctx: &Ctx) -> Option<(Region, Region)> {
 
 /// The TMA plan of a copy into a stage buffer and its stage; `None` for other statements.
 fn plan_stmt(s: &Stmt, stages: i64, ctx: &Ctx) -> Option<Result<(TmaCopy, Expr), String>> {
-    let (src, dst) = match copy_regions(s, ctx) {
-        Some(r) => r,
-        // A parallel nest that is not a plain copy: TMA cannot do its work.
-        None if matches!(&s.kind, StmtKind::For(f) if f.kind == ForKind::Parallel) => {
-            return Some(Err("a stage statement is not a plain tile copy".into()))
-        }
-        None => return None,
+    // Other statements (a shared → fragment copy, arithmetic on fragments) are not part of
+    // the asynchronous protocol.
+    if !is_async_copy(s, ctx) {
+        return None;
+    }
+    let Some((src, dst)) = copy_regions(s, ctx) else {
+        // A parallel nest loading global memory that is not a plain copy.
+        return Some(Err("a stage statement is not a plain tile copy".into()));
     };
     let (Some(sb), Some(db)) = (ctx.buffer(&src.buffer.name), ctx.buffer(&dst.buffer.name)) else {
         return Some(Err("a copy of an unknown buffer".into()));

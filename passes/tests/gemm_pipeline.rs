@@ -196,6 +196,50 @@ fn every_sm90a_pass_keeps_the_meaning_of_tma_pipelines() {
     }
 }
 
+/// Two consumer warpgroups (256 user threads) take the warp-specialized pipeline: the
+/// producer warpgroup and the consumers run concurrently in the interpreter, talking only
+/// through the full / empty mbarrier rings.
+#[test]
+fn every_sm90a_pass_keeps_the_meaning_of_warp_specialized_pipelines() {
+    let wide = load(&root().join("bench/gemm_128x256x32_t256_s3.tir"));
+    let bound = |m: i64, n: i64, k: i64| {
+        let dims = [
+            ("M".to_string(), m),
+            ("N".to_string(), n),
+            ("K".to_string(), k),
+        ];
+        tlc_ir::specialize::specialize(&wide, &dims).expect("specialize")
+    };
+    let cases = [
+        ("ragged 200x264x72", bound(200, 264, 72)),
+        ("one k-tile 136x256x32", bound(136, 256, 32)),
+        (
+            "two k-tiles, fewer than the stages, 128x256x40",
+            bound(128, 256, 40),
+        ),
+        ("more k-tiles than stages 128x256x224", bound(128, 256, 224)),
+    ];
+    for (name, func) in cases {
+        let mut lowered = false;
+        let mut bound_threads = false;
+        let mut specialized = false;
+        for (pass, out) in stages_for(&func, Target::Sm90a) {
+            lowered |= pass == "lower-tile-ops";
+            bound_threads |= pass == "thread-binding";
+            specialized |= print_func(&out).contains("T.setmaxnreg(");
+            let what = format!("{name} after {pass}");
+            if !lowered {
+                assert_same_meaning(&what, &func, &out);
+            } else if !bound_threads {
+                assert_close_meaning(&what, &func, &with_region_barriers(out), 1e-3);
+            } else {
+                assert_close_meaning(&what, &func, &out, 1e-3);
+            }
+        }
+        assert!(specialized, "{name}: the pipeline was not warp-specialized");
+    }
+}
+
 #[test]
 fn the_seed_kernel_at_256x256x128_keeps_its_meaning_through_the_pipeline() {
     let dims = [

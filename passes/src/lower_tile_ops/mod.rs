@@ -23,6 +23,7 @@ mod region;
 mod swizzle;
 mod tma;
 mod vectorize;
+mod warp_specialize;
 
 use crate::analysis::block::Block;
 use crate::analysis::int::{self, Ranges};
@@ -86,6 +87,9 @@ pub(crate) struct Ctx<'a> {
     pub bounds: std::cell::RefCell<Ranges>,
     /// Register arrays the lowering adds to the kernel (gemm operand fragments).
     pub new_allocs: std::cell::RefCell<Vec<BufferDecl>>,
+    /// The block's threads with the producer warpgroup a warp-specialized pipeline added
+    /// (`warp_specialize.rs`); every other region keeps running on the user's threads.
+    pub producer_threads: std::cell::Cell<Option<i64>>,
 }
 
 impl Ctx<'_> {
@@ -146,6 +150,7 @@ fn lower_kernel(
             fragments: &fragments,
             layouts: k.layouts.clone(),
             new_allocs: std::cell::RefCell::new(Vec::new()),
+            producer_threads: std::cell::Cell::new(None),
             bounds: std::cell::RefCell::new({
                 let mut ranges = dims.clone();
                 int::enter_kernel(&mut ranges, k);
@@ -156,9 +161,12 @@ fn lower_kernel(
         let body = tma::rewrite(body, &ctx, names);
         let body = lower_body(body, &ctx, names, errors);
         let new_allocs = ctx.new_allocs.into_inner();
-        (body, new_allocs)
+        (body, new_allocs, ctx.producer_threads.get())
     };
-    let (mut new_body, new_allocs) = new_body;
+    let (mut new_body, new_allocs, widened) = new_body;
+    if let Some(n) = widened {
+        k.threads = vec![tlc_ir::Expr::int(n)];
+    }
     k.allocs.extend(new_allocs);
     if errors.len() == before {
         fragments.relocate(&mut k.allocs, threads);
@@ -178,7 +186,7 @@ fn lower_kernel(
 }
 
 /// Lowers the ops of one statement list; everything else stays, recursively.
-fn lower_body(
+pub(crate) fn lower_body(
     body: Vec<Stmt>,
     ctx: &Ctx,
     names: &mut NameSet,
@@ -200,6 +208,12 @@ fn lower_body(
                 Some(parallel::lower(f, span, ctx, names))
             }
             StmtKind::Gemm(g) => Some(gemm::lower(g, span, ctx, names)),
+            // Thread code this pass already made (`tma.rs`): a kernel with the user's own
+            // binding loops is not lowered at all.
+            StmtKind::For(f) if matches!(f.kind, ForKind::ThreadBinding(_)) => {
+                out.push(stmt);
+                continue;
+            }
             _ => None,
         };
         match lowered {

@@ -30,12 +30,16 @@
 //!   names the phase exactly.
 //! - Each copy arrives once with its own byte count (`arrive.expect_tx`), so a phase
 //!   completes when all `C` copies of the stage have arrived and all their bytes landed.
+//! - That is the one-warpgroup form; first the pipeline is tried warp-specialized
+//!   (`warp_specialize.rs`: a producer warpgroup issues the loads, the user's threads only
+//!   compute), and the kernel-body tile ops right around it that touch no shared memory move
+//!   into the consumers' branch. When that does not apply, a `T.note` says why.
 //! - A loop with any stage copy TMA cannot take keeps cp.async for all of them, with a
 //!   `T.note` before it giving `analysis::tma::plan_copy`'s reason (targets without TMA get
 //!   no note).
 
 use super::region::thread_region;
-use super::Ctx;
+use super::{warp_specialize, Ctx};
 use crate::analysis::int::{constant, Ranges};
 use crate::analysis::tma::{parallel_copy, plan_copy, TmaCopy};
 use crate::names::NameSet;
@@ -50,18 +54,24 @@ use tlc_ir::{
 };
 
 /// Rewrites the pipelined loops of `body` (recursively) whose copies all take TMA; a
-/// `T.note` before each other one says why it does not.
+/// `T.note` before each other one says why it does not. `body` is the kernel's.
 pub(crate) fn rewrite(body: Vec<Stmt>, ctx: &Ctx, names: &mut NameSet) -> Vec<Stmt> {
     if !ctx.target.has_async_copy(AsyncCopy::BulkTensor) {
         return body;
     }
+    rewrite_list(body, true, ctx, names)
+}
+
+/// [`rewrite`] of one statement list; `top`: the kernel's body, whose statements around a
+/// warp-specialized pipeline may move into its consumer branch.
+fn rewrite_list(body: Vec<Stmt>, top: bool, ctx: &Ctx, names: &mut NameSet) -> Vec<Stmt> {
     let mut out: Vec<Stmt> = Vec::with_capacity(body.len());
-    let mut stmts = body.into_iter().peekable();
-    while let Some(mut stmt) = stmts.next() {
-        let stages = stmts.peek().and_then(|next| pipeline_shape(&stmt, next));
+    let mut rest: std::collections::VecDeque<Stmt> = body.into();
+    while let Some(mut stmt) = rest.pop_front() {
+        let stages = rest.front().and_then(|next| pipeline_shape(&stmt, next));
         if let Some(stages) = stages {
             let span = stmt.span;
-            let next = stmts.next();
+            let next = rest.pop_front();
             if let (
                 StmtKind::For(p),
                 Some(Stmt {
@@ -71,7 +81,14 @@ pub(crate) fn rewrite(body: Vec<Stmt>, ctx: &Ctx, names: &mut NameSet) -> Vec<St
             ) = (stmt.kind, next)
             {
                 match copies_per_stage(&p, &m, stages, ctx) {
-                    Ok(copies) => out.append(&mut on_tma(p, m, stages, copies, span, ctx, names)),
+                    Ok(copies) => {
+                        let around = top.then_some(Around {
+                            before: &mut out,
+                            after: &mut rest,
+                        });
+                        let mut done = on_tma(p, m, stages, copies, around, span, ctx, names);
+                        out.append(&mut done);
+                    }
                     Err(why) => {
                         // Said where the user reads the IR (`--print-ir-after`), and in the PTX.
                         out.push(note(format!("{why}; this pipeline keeps cp.async"), span));
@@ -83,11 +100,18 @@ pub(crate) fn rewrite(body: Vec<Stmt>, ctx: &Ctx, names: &mut NameSet) -> Vec<St
             continue;
         }
         for child in tlc_ir::visit::child_bodies_mut(&mut stmt) {
-            *child = rewrite(std::mem::take(child), ctx, names);
+            *child = rewrite_list(std::mem::take(child), false, ctx, names);
         }
         out.push(stmt);
     }
     out
+}
+
+/// The kernel-body statements around a pipeline: those already rewritten, and those after
+/// it.
+struct Around<'a> {
+    before: &'a mut Vec<Stmt>,
+    after: &'a mut std::collections::VecDeque<Stmt>,
 }
 
 /// `S` when `prologue`, `main` are the two loops of a software pipeline of `S` stages:
@@ -150,30 +174,46 @@ fn copies_per_stage(p: &For, m: &For, stages: i64, ctx: &Ctx) -> Result<usize, S
     Ok(first.len())
 }
 
-/// The pipeline (prologue `p`, loop `m`) on TMA, `copies` per stage.
+/// The pipeline (prologue `p`, loop `m`) on TMA, `copies` per stage: warp-specialized
+/// (`warp_specialize.rs`) when it can be, else one warpgroup waiting on its own loads.
+#[allow(clippy::too_many_arguments)]
 fn on_tma(
     mut p: For,
     mut m: For,
     stages: i64,
     copies: usize,
+    around: Option<Around>,
     span: Span,
     ctx: &Ctx,
     names: &mut NameSet,
 ) -> Vec<Stmt> {
     let bars = names.fresh("tma_bars");
-    ctx.new_allocs.borrow_mut().push(BufferDecl {
-        name: Ident::new(&bars, span),
-        dtype: DType::Int64,
-        shape: vec![Expr::int(stages)],
-        scope: Scope::Shared,
-        span,
-    });
+    ctx.new_allocs
+        .borrow_mut()
+        .push(barrier_array(&bars, stages, span));
     let b = Barriers {
         name: &bars,
         stages,
     };
-    p.body = lower_copies(std::mem::take(&mut p.body), &b, ctx, names);
-    m.body = lower_copies(std::mem::take(&mut m.body), &b, ctx, names);
+    let mut out = Vec::new();
+    match specialized(&p, &m, &b, copies, around, span, ctx, names) {
+        Ok(stmts) => return stmts,
+        Err(why) => out.push(note(format!("warp specialization not used: {why}"), span)),
+    }
+    p.body = lower_copies(
+        std::mem::take(&mut p.body),
+        &b,
+        Issue::OneThread,
+        ctx,
+        names,
+    );
+    m.body = lower_copies(
+        std::mem::take(&mut m.body),
+        &b,
+        Issue::OneThread,
+        ctx,
+        names,
+    );
     // The wait of iteration `ko`: the `(ko - start) // S`-th phase of `bars[ko % S]`.
     let ko = Expr::var(&m.var.name);
     let fill = bin(BinOp::Sub, ko.clone(), m.start.clone());
@@ -193,28 +233,200 @@ fn on_tma(
     if let Some(first) = m.body.first_mut() {
         *first = every_thread(vec![wait], ctx, span, names);
     }
-    let s = names.fresh("s");
-    let init = intrinsic(
-        Intrinsic::MbarrierInit {
-            bar: elem(&bars, vec![Expr::var(&s)], span),
-            count: copies as i64,
-        },
+    out.extend([
+        init_barriers(&[(&bars, copies as i64)], stages, ctx, span, names),
+        Stmt::new(StmtKind::For(p), span),
+        Stmt::new(StmtKind::For(m), span),
+    ]);
+    out
+}
+
+/// The warp-specialized pipeline: the barriers' setup, then one region over the block and
+/// its producer warpgroup; why not when it cannot be.
+#[allow(clippy::too_many_arguments)]
+fn specialized(
+    p: &For,
+    m: &For,
+    b: &Barriers,
+    copies: usize,
+    around: Option<Around>,
+    span: Span,
+    ctx: &Ctx,
+    names: &mut NameSet,
+) -> Result<Vec<Stmt>, String> {
+    if let Some(why) = warp_specialize::block_refuses(&ctx.block) {
+        return Err(why);
+    }
+    // The loop: its wait first, then fills (copies, maybe under guards) and compute.
+    let mut fills = Vec::new();
+    let mut compute = Vec::new();
+    for s in m.body.iter().skip(1) {
+        if matches!(s.kind, StmtKind::Intrinsic(Intrinsic::CommitGroup)) {
+            continue;
+        }
+        if contains_async_copy(std::slice::from_ref(s), ctx) {
+            if !only_copies(std::slice::from_ref(s), ctx) {
+                return Err("a stage fill is mixed with other statements".into());
+            }
+            fills.push(s.clone());
+        } else {
+            compute.push(s.clone());
+        }
+    }
+    if !only_copies(&p.body, ctx) {
+        return Err("the prologue does more than fill stages".into());
+    }
+    let mut prologue = p.clone();
+    prologue.body = lower_copies(prologue.body, b, Issue::Bare, ctx, names);
+    let fills = lower_copies(fills, b, Issue::Bare, ctx, names);
+    let allocs_before = ctx.new_allocs.borrow().len();
+    let mut lower = |stmts: Vec<Stmt>, names: &mut NameSet| {
+        let mut errors = Vec::new();
+        let out = super::lower_body(stmts, ctx, names, &mut errors);
+        if errors.is_empty() {
+            Ok(out)
+        } else {
+            Err(errors)
+        }
+    };
+    // The consumers' own work around the loop (clearing the accumulator, the epilogue from
+    // registers) moves into their branch, so that it runs with their registers and the
+    // producer never rejoins them.
+    let (mut head, mut tail) = (Vec::new(), Vec::new());
+    let (mut took_before, mut took_after) = (0, 0);
+    if let Some(around) = &around {
+        for s in around.before.iter().rev() {
+            match movable(s, ctx, names, &mut lower) {
+                Some(code) => head.splice(0..0, code).for_each(drop),
+                None => break,
+            }
+            took_before += 1;
+        }
+        for s in around.after.iter() {
+            match movable(s, ctx, names, &mut lower) {
+                Some(code) => tail.extend(code),
+                None => break,
+            }
+            took_after += 1;
+        }
+    }
+    let pipe = warp_specialize::Pipeline {
+        prologue,
+        main: m,
+        fills,
+        compute,
+        head,
+        tail,
+        stages: b.stages,
+        full: b.name,
+    };
+    let built = warp_specialize::build(pipe, ctx, names, span, &mut lower);
+    let (region, empty) = match built {
+        Ok(r) => r,
+        Err(why) => {
+            // The compute is lowered again on the fallback path.
+            ctx.new_allocs.borrow_mut().truncate(allocs_before);
+            return Err(why);
+        }
+    };
+    ctx.new_allocs
+        .borrow_mut()
+        .push(barrier_array(&empty, b.stages, span));
+    let producer = ctx.block.threads() + tlc_ir::target::WARPGROUP_SIZE;
+    ctx.producer_threads.set(Some(producer));
+    let consumer_warps = ctx.block.threads() / 32;
+    if let Some(around) = around {
+        let keep = around.before.len() - took_before;
+        around.before.truncate(keep);
+        around.after.drain(..took_after);
+    }
+    Ok(vec![
+        init_barriers(
+            &[(b.name, copies as i64), (&empty, consumer_warps)],
+            b.stages,
+            ctx,
+            span,
+            names,
+        ),
+        region,
+    ])
+}
+
+/// The thread code of `s` when it is a tile op the consumers can run alone, around their
+/// loop (`warp_specialize::private_code`).
+fn movable(
+    s: &Stmt,
+    ctx: &Ctx,
+    names: &mut NameSet,
+    lower: &mut warp_specialize::Lower,
+) -> Option<Vec<Stmt>> {
+    let op = match &s.kind {
+        StmtKind::Fill { .. } | StmtKind::Copy { .. } => true,
+        StmtKind::For(f) => f.kind == ForKind::Parallel,
+        _ => false,
+    };
+    if !op {
+        return None;
+    }
+    let code = lower(vec![s.clone()], names).ok()?;
+    warp_specialize::private_code(&code, ctx).then_some(code)
+}
+
+/// Whether every statement of `body` is a stage copy or a commit, or an `if` of such.
+fn only_copies(body: &[Stmt], ctx: &Ctx) -> bool {
+    body.iter().all(|s| match &s.kind {
+        StmtKind::Intrinsic(Intrinsic::CommitGroup) => true,
+        StmtKind::If {
+            then_body,
+            else_body,
+            ..
+        } => only_copies(then_body, ctx) && only_copies(else_body, ctx),
+        _ => is_async_copy(s, ctx),
+    })
+}
+
+/// `T.alloc_shared((stages,), "int64")` named `name`: one mbarrier per stage.
+fn barrier_array(name: &str, stages: i64, span: Span) -> BufferDecl {
+    BufferDecl {
+        name: Ident::new(name, span),
+        dtype: DType::Int64,
+        shape: vec![Expr::int(stages)],
+        scope: Scope::Shared,
         span,
-    );
-    let setup = one_thread(
+    }
+}
+
+/// Thread 0 initializes every stage's barrier of each `(array, arrival count)`, then fences
+/// the inits for the async proxy.
+fn init_barriers(
+    arrays: &[(&str, i64)],
+    stages: i64,
+    ctx: &Ctx,
+    span: Span,
+    names: &mut NameSet,
+) -> Stmt {
+    let s = names.fresh("s");
+    let inits = arrays
+        .iter()
+        .map(|&(bars, count)| {
+            intrinsic(
+                Intrinsic::MbarrierInit {
+                    bar: elem(bars, vec![Expr::var(&s)], span),
+                    count,
+                },
+                span,
+            )
+        })
+        .collect();
+    one_thread(
         vec![
-            for_loop(&s, Expr::int(stages), ForKind::Unroll, vec![init], span),
+            for_loop(&s, Expr::int(stages), ForKind::Unroll, inits, span),
             intrinsic(Intrinsic::FenceProxyAsync, span),
         ],
         ctx,
         span,
         names,
-    );
-    vec![
-        setup,
-        Stmt::new(StmtKind::For(p), span),
-        Stmt::new(StmtKind::For(m), span),
-    ]
+    )
 }
 
 /// Whether `stage` (over loop variable `var`) is `fill(v) % stages` for every `v` of
@@ -354,8 +566,23 @@ fn plan_stmt(s: &Stmt, stages: i64, ctx: &Ctx) -> Option<Result<(TmaCopy, Expr),
     )
 }
 
+/// Who issues a copy's TMA loads.
+#[derive(Clone, Copy)]
+enum Issue {
+    /// Thread 0, in a region of its own.
+    OneThread,
+    /// Whoever runs the code (already thread code: the producer's issuing thread).
+    Bare,
+}
+
 /// `body` with its stage copies issued on TMA and its commits dropped.
-fn lower_copies(body: Vec<Stmt>, b: &Barriers, ctx: &Ctx, names: &mut NameSet) -> Vec<Stmt> {
+fn lower_copies(
+    body: Vec<Stmt>,
+    b: &Barriers,
+    by: Issue,
+    ctx: &Ctx,
+    names: &mut NameSet,
+) -> Vec<Stmt> {
     let mut out = Vec::with_capacity(body.len());
     for mut s in body {
         if matches!(s.kind, StmtKind::Intrinsic(Intrinsic::CommitGroup)) {
@@ -369,7 +596,11 @@ fn lower_copies(body: Vec<Stmt>, b: &Barriers, ctx: &Ctx, names: &mut NameSet) -
             if let StmtKind::For(f) = &mut s.kind {
                 out.extend(take_notes(&mut f.body));
             }
-            out.push(issue(&plan, &stage, &src, &dst, b, ctx, s.span, names));
+            let loads = issue(&plan, &stage, &src, &dst, b, s.span);
+            match by {
+                Issue::OneThread => out.push(one_thread(loads, ctx, s.span, names)),
+                Issue::Bare => out.extend(loads),
+            }
             continue;
         }
         if let StmtKind::If {
@@ -378,26 +609,24 @@ fn lower_copies(body: Vec<Stmt>, b: &Barriers, ctx: &Ctx, names: &mut NameSet) -
             ..
         } = &mut s.kind
         {
-            *then_body = lower_copies(std::mem::take(then_body), b, ctx, names);
-            *else_body = lower_copies(std::mem::take(else_body), b, ctx, names);
+            *then_body = lower_copies(std::mem::take(then_body), b, by, ctx, names);
+            *else_body = lower_copies(std::mem::take(else_body), b, by, ctx, names);
         }
         out.push(s);
     }
     out
 }
 
-/// One thread arrives on the stage's barrier with the copy's bytes and issues its boxes.
-#[allow(clippy::too_many_arguments)]
+/// The issuing thread arrives on the stage's barrier with the copy's bytes and issues its
+/// boxes.
 fn issue(
     plan: &TmaCopy,
     stage: &Expr,
     src: &Region,
     dst: &Region,
     b: &Barriers,
-    ctx: &Ctx,
     span: Span,
-    names: &mut NameSet,
-) -> Stmt {
+) -> Vec<Stmt> {
     let bar = || elem(b.name, vec![stage.clone()], span);
     let mut body = vec![intrinsic(
         Intrinsic::MbarrierArriveExpectTx {
@@ -418,7 +647,7 @@ fn issue(
             span,
         ));
     }
-    one_thread(body, ctx, span, names)
+    body
 }
 
 /// A region in which thread 0 alone runs `body`.

@@ -166,20 +166,34 @@ fn footprint(func: &PrimFunc, dims: &HashMap<String, i64>) -> usize {
 /// barrier (thread-binding inserts the real ones), and the lockstep interpreter checks
 /// shared-memory races across regions.
 pub fn with_region_barriers(mut func: PrimFunc) -> PrimFunc {
-    fn walk(body: &mut [Stmt]) {
+    // `threads`: the enclosing kernel's block size. A region over fewer threads (the user's
+    // threads of a block with a producer warpgroup) is not reached by all of them: its end
+    // orders it as the interpreter's region end does, without a barrier.
+    fn walk(body: &mut [Stmt], threads: i64) {
         for s in body {
+            let mut inner = threads;
+            if let StmtKind::Kernel(k) = &s.kind {
+                inner = k
+                    .threads
+                    .iter()
+                    .map(|e| tlc_ir::verifier::const_int(e).unwrap_or(1))
+                    .product();
+            }
             if let StmtKind::For(f) = &mut s.kind {
                 if matches!(f.kind, ForKind::ThreadBinding(_)) {
-                    f.body.push(Stmt::new(StmtKind::Barrier, s.span));
+                    let extent = tlc_ir::verifier::const_int(&f.stop).unwrap_or(threads);
+                    if extent >= threads {
+                        f.body.push(Stmt::new(StmtKind::Barrier, s.span));
+                    }
                     continue;
                 }
             }
             for child in tlc_ir::visit::child_bodies_mut(s) {
-                walk(child);
+                walk(child, inner);
             }
         }
     }
-    walk(&mut func.body);
+    walk(&mut func.body, 0);
     func
 }
 

@@ -15,6 +15,8 @@ pub(crate) struct Fault {
     pub message: String,
     /// The thread it happened in (thread level), as the message names it: `5`, `(5, 1)`.
     pub thread: Option<String>,
+    /// Notes pointing at other places (a deadlock's other waits).
+    pub notes: Vec<(Span, String)>,
 }
 
 /// Boxed so that the `Ok` path stays small.
@@ -25,6 +27,7 @@ pub(crate) fn fault<T>(span: Span, message: impl Into<String>) -> Res<T> {
         span,
         message: message.into(),
         thread: None,
+        notes: Vec::new(),
     }))
 }
 

@@ -410,5 +410,9 @@ pub(crate) fn to_diagnostic(f: Fault, block: Option<&[i64]>) -> Diagnostic {
         (None, Some(b)) => format!("{} (block {b})", f.message),
         (None, None) => f.message,
     };
-    Diagnostic::error(f.span, message)
+    f.notes
+        .into_iter()
+        .fold(Diagnostic::error(f.span, message), |d, (span, note)| {
+            d.with_note_at(span, note)
+        })
 }

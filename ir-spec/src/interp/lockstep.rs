@@ -27,17 +27,19 @@
 //! one statement, so every op and expression is evaluated by the same code as at the tile
 //! level.
 
-use crate::interp::compile::{BufRef, CCall, CExpr, CIntrinsic, CStmt, CStmtKind, CWgmma};
+use crate::interp::compile::{BufRef, CCall, CExpr, CIntrinsic, CRef, CStmt, CWgmma};
 use crate::interp::eval::{fault, Frame, Res};
 use crate::interp::memory::{Buffer, RegGuard};
-use crate::interp::ops::hopper::WGMMA_M;
+use crate::interp::ops::hopper::{PendingWait, WaitPoll, WGMMA_M};
 use crate::interp::ops::intrinsics::{mma_m16n8k16, partial_group, AsyncGroups};
 use crate::interp::scalar::Scalar;
+use crate::interp::shared::Mbarrier;
+use crate::interp::tasks;
 use crate::interp::tensor::MAX_ELEMENTS;
 use crate::intrinsic::Collective;
 use crate::span::Span;
 use crate::target::{WARPGROUP_SIZE, WARP_SIZE};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
 
 /// The threads of a warpgroup.
 const WARPGROUP: usize = WARPGROUP_SIZE as usize;
@@ -61,16 +63,30 @@ pub(crate) struct ThreadState {
     regs: Vec<RegGuard>,
     /// Each warpgroup's `T.wgmma` groups (by warpgroup index).
     wgmma: Vec<WgmmaGroups>,
-    /// The shared byte addresses each in-flight `T.wgmma` (by id) reads.
-    wgmma_reads: HashMap<u64, Vec<usize>>,
-    next_wgmma: u64,
 }
 
-/// One warpgroup's `T.wgmma`s: the open group and the committed ones, oldest first.
+/// One warpgroup's `T.wgmma`s, numbered from 1 in issue order: the open group and the
+/// committed ones, oldest first. The retired ones are therefore always a prefix.
 #[derive(Clone, Debug, Default)]
 struct WgmmaGroups {
     open: Vec<u64>,
     committed: VecDeque<Vec<u64>>,
+    /// How many it has issued.
+    issued: u64,
+}
+
+impl WgmmaGroups {
+    /// Its wgmmas numbered up to this are retired.
+    fn retired(&self) -> u64 {
+        let oldest = self
+            .committed
+            .iter()
+            .flatten()
+            .chain(&self.open)
+            .copied()
+            .min();
+        oldest.map_or(self.issued, |o| o.saturating_sub(1))
+    }
 }
 
 impl ThreadState {
@@ -108,8 +124,6 @@ impl ThreadState {
             asyncs: vec![AsyncGroups::default(); n],
             regs: vec![RegGuard::default(); n],
             wgmma: Vec::new(),
-            wgmma_reads: HashMap::new(),
-            next_wgmma: 0,
         })
     }
 
@@ -138,7 +152,7 @@ impl ThreadState {
 
 impl Frame<'_> {
     /// A `threadIdx.*` loop met in block-level code: every thread of the block starts with the
-    /// block's variables and runs the loop.
+    /// block's variables and runs the loop (`tasks.rs` schedules them).
     pub(crate) fn enter_threads(&mut self, stmt: &CStmt) -> Res<()> {
         let Some(mut st) = self.threads.take() else {
             return fault(stmt.span, "a thread loop outside a thread-level kernel");
@@ -147,11 +161,15 @@ impl Frame<'_> {
             vars.clone_from(&self.vars);
         }
         let all: Vec<usize> = (0..st.n).collect();
-        let result = Lockstep {
-            frame: self,
-            st: &mut st,
-        }
-        .exec_one(stmt, &all);
+        let result = tasks::run(
+            &mut Lockstep {
+                frame: self,
+                st: &mut st,
+                scratch: Vec::new(),
+            },
+            stmt,
+            all,
+        );
         self.threads = Some(st);
         // A thread loop entered from block level runs every thread to completion before the
         // next statement, so its end orders memory like a barrier: a later loop reading what
@@ -163,85 +181,133 @@ impl Frame<'_> {
     }
 }
 
-struct Lockstep<'a, 'g> {
+/// The threads of a block and their registers, with the statement semantics the scheduler
+/// (`tasks.rs`) applies to one task's active threads.
+pub(crate) struct Lockstep<'a, 'g> {
     frame: &'a mut Frame<'g>,
     st: &'a mut ThreadState,
+    /// Reused per statement: conditions of an `if`, barriers of a wait.
+    scratch: Vec<usize>,
+}
+
+/// What an `if` does with the active threads.
+pub(crate) enum Branch {
+    /// Every one takes the then-body.
+    Then,
+    /// Every one takes the else-body.
+    Else,
+    /// They split: (then-threads, else-threads), both non-empty.
+    Split(Vec<usize>, Vec<usize>),
 }
 
 impl Lockstep<'_, '_> {
-    fn exec(&mut self, stmts: &[CStmt], active: &[usize]) -> Res<()> {
-        for stmt in stmts {
-            self.exec_one(stmt, active)?;
+    /// Thread `t`'s name in messages: `5`, or `(5, 1)` for a 2-D block.
+    pub fn thread_name(&self, t: usize) -> String {
+        self.st.name(t)
+    }
+
+    /// The block's mbarrier at `addr`, if initialized.
+    pub fn mbarrier(&self, addr: usize) -> Option<Mbarrier> {
+        self.frame.mem.shared.as_ref()?.mbarrier(addr)
+    }
+
+    /// The barrier at `addr`'s (life, completed phases): a blocked wait may pass once it
+    /// changes.
+    pub fn mbarrier_state(&self, addr: usize) -> Option<(usize, u64)> {
+        self.frame.mem.shared.as_ref()?.mbarrier_state(addr)
+    }
+
+    /// A statement with no control flow of its own (let, store, copy, gemm, fill), run by
+    /// every active thread in thread order.
+    pub fn simple(&mut self, stmt: &CStmt, active: &[usize]) -> Res<()> {
+        for &t in active {
+            self.on_thread(t, stmt.span, |f| f.exec_one(stmt))?;
         }
         Ok(())
     }
 
-    fn exec_one(&mut self, stmt: &CStmt, active: &[usize]) -> Res<()> {
-        match &stmt.kind {
-            CStmtKind::Loop {
-                var,
-                start,
-                stop,
-                body,
-                thread_axis: Some(axis),
-            } => self.thread_loop(*var, *axis, (start, stop), body, stmt.span, active),
-            CStmtKind::Loop {
-                var,
-                start,
-                stop,
-                body,
-                thread_axis: None,
-            } => self.serial_loop(*var, (start, stop), body, stmt.span, active),
-            CStmtKind::If {
-                cond,
-                then_body,
-                else_body,
-            } => {
-                let (mut taken, mut not_taken) = (Vec::new(), Vec::new());
-                for &t in active {
-                    if self.on_thread(t, stmt.span, |f| f.eval(cond))?.as_bool() {
-                        taken.push(t);
-                    } else {
-                        not_taken.push(t);
-                    }
-                }
-                if !taken.is_empty() {
-                    self.exec(then_body, &taken)?;
-                }
-                if !not_taken.is_empty() {
-                    self.exec(else_body, &not_taken)?;
-                }
-                Ok(())
-            }
-            CStmtKind::Barrier => {
-                if active.len() != self.st.n {
-                    return fault(
-                        stmt.span,
-                        format!(
-                            "barrier reached by {} of {} threads",
-                            active.len(),
-                            self.st.n
-                        ),
-                    );
-                }
-                if let Some(shared) = &mut self.frame.mem.shared {
-                    shared.barrier();
-                }
-                Ok(())
-            }
-            CStmtKind::Intrinsic(i) => self.intrinsic(i, stmt.span, active),
-            _ => {
-                for &t in active {
-                    self.on_thread(t, stmt.span, |f| f.exec_one(stmt))?;
-                }
-                Ok(())
+    /// Evaluates an `if`'s condition for the active threads, in thread order.
+    pub fn branch(&mut self, cond: &CExpr, span: Span, active: &[usize]) -> Res<Branch> {
+        self.scratch.clear();
+        for &t in active {
+            if self.on_thread(t, span, |f| f.eval(cond))?.as_bool() {
+                self.scratch.push(t);
             }
         }
+        Ok(match self.scratch.len() {
+            n if n == active.len() => Branch::Then,
+            0 => Branch::Else,
+            _ => {
+                let taken = self.scratch.clone();
+                let not_taken = active
+                    .iter()
+                    .copied()
+                    .filter(|t| taken.binary_search(t).is_err())
+                    .collect();
+                Branch::Split(taken, not_taken)
+            }
+        })
+    }
+
+    /// `T.sync_threads()`: every thread of the block must be active.
+    pub fn barrier(&mut self, span: Span, active: &[usize]) -> Res<()> {
+        if active.len() != self.st.n {
+            return fault(
+                span,
+                format!(
+                    "barrier reached by {} of {} threads",
+                    active.len(),
+                    self.st.n
+                ),
+            );
+        }
+        if let Some(shared) = &mut self.frame.mem.shared {
+            shared.barrier();
+        }
+        Ok(())
+    }
+
+    /// `T.mbarrier_wait` for the active threads: `None` when every one of them may pass
+    /// (each has then observed its barrier), else the first pending wait in thread order and
+    /// the addresses of every barrier some thread waits on (none passes then).
+    pub fn mbarrier_wait(
+        &mut self,
+        (bar, parity): (&CRef, &CExpr),
+        span: Span,
+        active: &[usize],
+    ) -> Res<Option<(PendingWait, Vec<usize>)>> {
+        self.scratch.clear();
+        let mut pending: Option<(PendingWait, Vec<usize>)> = None;
+        for &t in active {
+            match self.on_thread(t, span, |f| f.mbarrier_poll(bar, parity, span))? {
+                WaitPoll::Ready(addr) => self.scratch.push(addr),
+                WaitPoll::Pending(w) => match &mut pending {
+                    None => {
+                        let addrs = vec![w.addr];
+                        pending = Some((w, addrs));
+                    }
+                    Some((_, addrs)) => {
+                        if !addrs.contains(&w.addr) {
+                            addrs.push(w.addr);
+                        }
+                    }
+                },
+            }
+        }
+        if pending.is_some() {
+            return Ok(pending);
+        }
+        if let Some(arena) = &mut self.frame.mem.shared {
+            for (&t, &addr) in active.iter().zip(&self.scratch) {
+                arena.observe(u32::try_from(t).unwrap_or(u32::MAX), addr);
+            }
+        }
+        Ok(None)
     }
 
     /// A thread-level intrinsic for the active threads: per thread, or per group of
     /// threads that run it together (a warp, a warpgroup: every one of them must be active).
-    fn intrinsic(&mut self, i: &CIntrinsic, span: Span, active: &[usize]) -> Res<()> {
+    pub fn intrinsic(&mut self, i: &CIntrinsic, span: Span, active: &[usize]) -> Res<()> {
         let width = match i.def.collective {
             Collective::Thread => {
                 for &t in active {
@@ -310,9 +376,6 @@ impl Lockstep<'_, '_> {
             }
             CCall::MbarrierArrive { bar, tx } => {
                 self.on_thread(t, span, |f| f.mbarrier_arrive(bar, *tx, span))
-            }
-            CCall::MbarrierWait { bar, parity } => {
-                self.on_thread(t, span, |f| f.mbarrier_wait(bar, parity, span))
             }
             CCall::TmaLoad {
                 dst,
@@ -393,18 +456,14 @@ impl Lockstep<'_, '_> {
                 while g.committed.len() > *n {
                     retired.extend(g.committed.pop_front().unwrap_or_default());
                 }
+                let upto = g.retired();
                 for t in base..base + WARPGROUP {
                     if let Some(r) = self.st.regs.get_mut(t) {
                         r.inflight.retain(|(_, _, id)| !retired.contains(id));
                     }
                 }
-                for id in retired {
-                    let addrs = self.st.wgmma_reads.remove(&id).unwrap_or_default();
-                    if let Some(arena) = &mut self.frame.mem.shared {
-                        for a in addrs {
-                            arena.hold_reads(a, 2, false);
-                        }
-                    }
+                if let Some(arena) = &mut self.frame.mem.shared {
+                    arena.wgmma_retired(base / WARPGROUP, upto);
                 }
                 Ok(())
             }
@@ -465,8 +524,7 @@ impl Lockstep<'_, '_> {
         let (b, b_addrs) = self.on_thread(base, span, |f| {
             f.wgmma_operand(&w.b, &w.b_layout, w.n, span, "B operand")
         })?;
-        let id = self.st.next_wgmma;
-        self.st.next_wgmma += 1;
+        let id = self.wgmma_groups(base).issued + 1;
         for t in base..base + WARPGROUP {
             // The op's own accesses pass its guards (a chain of wgmmas on one accumulator
             // needs no wait in between) and are not ordinary writes.
@@ -484,15 +542,13 @@ impl Lockstep<'_, '_> {
             }
             result?;
         }
-        let mut addrs = a_addrs;
-        addrs.extend(b_addrs);
         if let Some(arena) = &mut self.frame.mem.shared {
-            for &at in &addrs {
-                arena.hold_reads(at, 2, true);
-            }
+            arena.wgmma_reads(base / WARPGROUP, id, &a_addrs);
+            arena.wgmma_reads(base / WARPGROUP, id, &b_addrs);
         }
-        self.st.wgmma_reads.insert(id, addrs);
-        self.wgmma_groups(base).open.push(id);
+        let g = self.wgmma_groups(base);
+        g.issued = id;
+        g.open.push(id);
         Ok(())
     }
 
@@ -549,46 +605,39 @@ impl Lockstep<'_, '_> {
         self.on_thread(t, span, |f| Ok((f.eval_int(start)?, f.eval_int(stop)?)))
     }
 
-    /// A serial (unrolled, vectorized, pipelined, parallel) loop: iteration `k` runs for the
-    /// threads that have more than `k` iterations.
-    fn serial_loop(
+    /// A serial (unrolled, vectorized, pipelined, parallel) loop's bounds for the active
+    /// threads: (thread, start, trip count). Iteration `k` runs for the threads that have
+    /// more than `k` iterations (`tasks.rs`).
+    pub fn serial_bounds(
         &mut self,
-        var: usize,
         range: (&CExpr, &CExpr),
-        body: &[CStmt],
         span: Span,
         active: &[usize],
-    ) -> Res<()> {
+    ) -> Res<Vec<(usize, i64, i64)>> {
         let mut threads: Vec<(usize, i64, i64)> = Vec::with_capacity(active.len());
         for &t in active {
             let (start, stop) = self.bounds(t, range, span)?;
             threads.push((t, start, stop.saturating_sub(start)));
         }
-        let mut k = 0i64;
-        loop {
-            threads.retain(|&(_, _, n)| k < n);
-            if threads.is_empty() {
-                return Ok(());
-            }
-            let now: Vec<usize> = threads.iter().map(|&(t, _, _)| t).collect();
-            for &(t, start, _) in &threads {
-                self.set_var(t, var, start + k);
-            }
-            self.exec(body, &now)?;
-            k += 1;
+        Ok(threads)
+    }
+
+    /// Sets loop variable `var` of each of `threads` for iteration `k`.
+    pub fn serial_iteration(&mut self, var: usize, threads: &[(usize, i64, i64)], k: i64) {
+        for &(t, start, _) in threads {
+            self.set_var(t, var, start + k);
         }
     }
 
-    /// A `threadIdx.*` loop: each thread takes the iteration of its own index on `axis`.
-    fn thread_loop(
+    /// A `threadIdx.*` loop: each thread takes the iteration of its own index on `axis`; the
+    /// threads that have one.
+    pub fn thread_loop(
         &mut self,
-        var: usize,
-        axis: usize,
+        (var, axis): (usize, usize),
         range: (&CExpr, &CExpr),
-        body: &[CStmt],
         span: Span,
         active: &[usize],
-    ) -> Res<()> {
+    ) -> Res<Vec<usize>> {
         let dim = self.st.shape.get(axis).copied().unwrap_or(1);
         let mut now = Vec::with_capacity(active.len());
         for &t in active {
@@ -610,9 +659,6 @@ impl Lockstep<'_, '_> {
                 now.push(t);
             }
         }
-        if now.is_empty() {
-            return Ok(());
-        }
-        self.exec(body, &now)
+        Ok(now)
     }
 }

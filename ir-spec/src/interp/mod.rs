@@ -58,9 +58,11 @@ mod lockstep;
 mod memory;
 pub mod npy;
 mod ops;
+mod order;
 pub mod random;
 pub mod scalar;
 mod shared;
+mod tasks;
 pub mod tensor;
 
 pub use npy::{npy_descr, read_npy, read_npy_file, write_npy, write_npy_file};

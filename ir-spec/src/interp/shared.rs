@@ -14,17 +14,25 @@
 //!
 //! The Hopper state lives here too, because ordinary accesses must be checked against it
 //! (`ops/hopper.rs` gives the semantics): the mbarriers, in a side table keyed by their byte
-//! address (an ordinary load or store of an initialized barrier's bytes is an error); which
-//! completed phase of which barrier each thread has observed (`T.mbarrier_wait`); the bytes
-//! a `T.tma_load` wrote, which a thread may touch only once it has observed the barrier
-//! phase the copy completed in; and the bytes an in-flight `T.wgmma` reads, which nobody
-//! may write before its `T.wgmma_wait`.
+//! address (an ordinary load or store of an initialized barrier's bytes is an error); what
+//! each thread knows to have happened through mbarriers and barriers (`order.rs`: which
+//! completed phases it has observed, which `T.wgmma`s it knows retired); the bytes a
+//! `T.tma_load` wrote, which a thread may touch only once it knows the barrier phase the
+//! copy completed in; and the bytes each `T.wgmma` read, which nobody may write before its
+//! `T.wgmma_wait` — and, from another warpgroup, before knowing of that wait.
+//!
+//! A `T.tma_load` writes as the async proxy, by no thread, but it is checked like a write by
+//! its issuing thread: it may not overwrite bytes that another thread read or wrote since the
+//! last barrier (mbarriers do not order ordinary accesses in this model: see docs/ir.md), a
+//! `T.wgmma`'s operand before its retirement is known, or the bytes of an earlier
+//! `T.tma_load` whose phase the issuer does not know complete (two copies in flight).
 
 use crate::dtype::DType;
 use crate::interp::fp8;
+use crate::interp::order::{Order, WgmmaConflict};
 use crate::interp::scalar::Scalar;
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 /// The low half of a race cell: `thread + 1`, or [`MANY`] readers. The high half: the
 /// barrier epoch of the access.
@@ -49,13 +57,10 @@ pub(crate) struct SharedArena {
     barriers: BTreeMap<usize, Mbarrier>,
     /// Per byte: 1 + the index in `tma_regions` of the `T.tma_load` that wrote it last, or 0.
     tma_guard: Vec<u32>,
-    /// Each `T.tma_load`: its barrier's address and the phase it completes in.
+    /// Each `T.tma_load`: its barrier's slot (`order.rs`) and the phase it completes in.
     tma_regions: Vec<(usize, u64)>,
-    /// `(thread, barrier)` → how many phases of the barrier the thread has seen complete.
-    observed: HashMap<(u32, usize), u64>,
-    /// Per byte: how many in-flight `T.wgmma`s read it.
-    wgmma_reads: Vec<u16>,
-    n_wgmma_reads: usize,
+    /// What happens before what through mbarriers and `T.wgmma` retirements.
+    order: Order,
 }
 
 /// The state of one mbarrier (PTX ISA "mbarrier"): its phase (how many have completed),
@@ -66,15 +71,19 @@ pub(crate) struct Mbarrier {
     pub phase: u64,
     pub arrivals: i64,
     pub tx: i64,
+    /// This barrier's life in `order.rs` (each `T.mbarrier_init` starts a new one).
+    pub slot: usize,
 }
 
 impl Mbarrier {
-    /// Completes the current phase when nothing is pending any more.
-    fn settle(&mut self) {
+    /// Completes the current phase when nothing is pending any more; whether it did.
+    fn settle(&mut self) -> bool {
         if self.arrivals == 0 && self.tx == 0 {
             self.phase += 1;
             self.arrivals = self.count;
+            return true;
         }
+        false
     }
 }
 
@@ -95,9 +104,7 @@ impl SharedArena {
             barriers: BTreeMap::new(),
             tma_guard: vec![0; len],
             tma_regions: Vec::new(),
-            observed: HashMap::new(),
-            wgmma_reads: vec![0; len],
-            n_wgmma_reads: 0,
+            order: Order::new(len),
         }
     }
 
@@ -108,6 +115,7 @@ impl SharedArena {
 
     /// `T.mbarrier_init`: the barrier at `addr` starts phase 0 expecting `count` arrivals.
     pub fn init_mbarrier(&mut self, addr: usize, count: i64) {
+        let slot = self.order.new_slot(addr);
         self.barriers.insert(
             addr,
             Mbarrier {
@@ -115,6 +123,7 @@ impl SharedArena {
                 phase: 0,
                 arrivals: count,
                 tx: 0,
+                slot,
             },
         );
     }
@@ -124,10 +133,17 @@ impl SharedArena {
         self.barriers.get(&addr).copied()
     }
 
-    /// An arrival (`arrive`) and / or `tx` transaction bytes expected (> 0) or completed
-    /// (< 0) on the barrier at `addr`; then the phase completes if nothing is pending. The
-    /// error says what went wrong (uninitialized, too many arrivals, a negative tx count).
-    pub fn mbarrier_update(&mut self, addr: usize, arrive: bool, tx: i64) -> Result<(), String> {
+    /// An arrival (`arrive`, by `thread`: it releases what the thread knows) and / or `tx`
+    /// transaction bytes expected (> 0) or completed (< 0) on the barrier at `addr`; then the
+    /// phase completes if nothing is pending. The error says what went wrong (uninitialized,
+    /// too many arrivals, a negative tx count).
+    pub fn mbarrier_update(
+        &mut self,
+        addr: usize,
+        arrive: bool,
+        tx: i64,
+        thread: Option<u32>,
+    ) -> Result<(), String> {
         let Some(b) = self.barriers.get_mut(&addr) else {
             return Err("is used before `T.mbarrier_init`".to_string());
         };
@@ -148,32 +164,48 @@ impl SharedArena {
             }
             b.arrivals -= 1;
         }
-        b.settle();
+        let (slot, phase) = (b.slot, b.phase + 1);
+        if let (true, Some(t)) = (arrive, thread) {
+            self.order.arrive(t, slot);
+        }
+        if b.settle() {
+            self.order.complete(slot, phase);
+        }
         Ok(())
     }
 
-    /// Thread `thread` has seen the barrier at `addr` complete `phases` phases.
-    pub fn observe(&mut self, thread: u32, addr: usize, phases: u64) {
-        let seen = self.observed.entry((thread, addr)).or_insert(0);
-        *seen = (*seen).max(phases);
+    /// How many phases of the barrier at `addr` have completed, and how many times it was
+    /// initialized: a wait blocked on it may pass once this changes.
+    pub fn mbarrier_state(&self, addr: usize) -> Option<(usize, u64)> {
+        self.barriers.get(&addr).map(|m| (m.slot, m.phase))
     }
 
-    /// A `T.tma_load` completing on the barrier at `bar` in phase `phase`: the guard of the
+    /// Thread `thread`'s `T.mbarrier_wait` on the barrier at `addr` returned: it has seen
+    /// every completed phase, and knows what their arrivals knew (`order.rs`).
+    pub fn observe(&mut self, thread: u32, addr: usize) {
+        if let Some(m) = self.barriers.get(&addr) {
+            self.order.observe(thread, m.slot);
+        }
+    }
+
+    /// A `T.tma_load` completing on the barrier of `slot` in phase `phase`: the guard of the
     /// bytes it writes ([`SharedArena::tma_write`]).
-    pub fn tma_region(&mut self, bar: usize, phase: u64) -> u32 {
-        self.tma_regions.push((bar, phase));
+    pub fn tma_region(&mut self, slot: usize, phase: u64) -> u32 {
+        self.tma_regions.push((slot, phase));
         u32::try_from(self.tma_regions.len()).unwrap_or(u32::MAX)
     }
 
-    /// Writes `data` at `offset` (inside the arena) for the TMA copy `region`: by the async
-    /// proxy, so by no thread for the race check; guarded until observed.
-    pub fn tma_write(&mut self, offset: usize, data: &[u8], region: u32) {
+    /// Writes `data` at `offset` (inside the arena) for the TMA copy `region` issued by
+    /// `thread`: by the async proxy, so by no thread for the race check afterwards; guarded
+    /// until observed. Checked as a write by the issuer (module doc).
+    pub fn tma_write(&mut self, offset: usize, data: &[u8], region: u32, thread: Option<u32>) {
         let Some(end) = offset
             .checked_add(data.len())
             .filter(|&e| e <= self.bytes.len())
         else {
             return;
         };
+        let what = || format!("shared byte {offset}");
         if let Some(other) = self.pending(offset, data.len()) {
             self.report(pending_message(
                 "writes",
@@ -182,6 +214,19 @@ impl SharedArena {
                 other,
             ));
             return;
+        }
+        if let Some(why) = self.wgmma_guard(offset, data.len(), thread) {
+            self.report(format!("`T.tma_load` writes {why}"));
+            return;
+        }
+        if let Some(why) = self.tma_overwrite(offset, end, thread) {
+            self.report(why);
+            return;
+        }
+        if let Some(t) = thread {
+            if self.async_write_race(offset, end, t, &what) {
+                return;
+            }
         }
         self.forget_writers(offset, end);
         self.put(offset, end, data);
@@ -226,27 +271,111 @@ impl SharedArena {
         if self.tma_regions.is_empty() {
             return None;
         }
+        let (b, bar, phase) = self.unobserved_tma(offset, end, thread)?;
+        Some(format!(
+            "shared byte {b}, which a `T.tma_load` writes; it completes in phase {phase} \
+             of the mbarrier at shared byte {bar}, which this thread has not observed \
+             (missing `T.mbarrier_wait`)"
+        ))
+    }
+
+    /// The first byte of `offset..end` that a `T.tma_load` wrote in a phase `thread` does
+    /// not know complete: (byte, barrier address, phase).
+    fn unobserved_tma(
+        &self,
+        offset: usize,
+        end: usize,
+        thread: Option<u32>,
+    ) -> Option<(usize, usize, u64)> {
+        if self.tma_regions.is_empty() {
+            return None;
+        }
         for b in offset..end {
             let g = self.tma_guard.get(b).copied().unwrap_or(0);
-            let Some(&(bar, phase)) = g
+            let Some(&(slot, phase)) = g
                 .checked_sub(1)
                 .and_then(|i| self.tma_regions.get(i as usize))
             else {
                 continue;
             };
-            let seen = match thread {
-                Some(t) => self.observed.get(&(t, bar)).copied().unwrap_or(0),
-                None => self.barriers.get(&bar).map_or(0, |m| m.phase),
-            };
-            if seen <= phase {
-                return Some(format!(
-                    "shared byte {b}, which a `T.tma_load` writes; it completes in phase {phase} \
-                     of the mbarrier at shared byte {bar}, which this thread has not observed \
-                     (missing `T.mbarrier_wait`)"
-                ));
+            if self.order.known_phases(thread, slot) <= phase {
+                return Some((b, self.order.slot_addr(slot), phase));
             }
         }
         None
+    }
+
+    /// A `T.tma_load` of `thread` overwriting bytes of an earlier one whose completion the
+    /// issuer does not know: both copies may be in flight at once.
+    fn tma_overwrite(&self, offset: usize, end: usize, thread: Option<u32>) -> Option<String> {
+        let (b, bar, phase) = self.unobserved_tma(offset, end, thread)?;
+        Some(format!(
+            "`T.tma_load` writes shared byte {b}, which an earlier `T.tma_load` writes too; that \
+             one completes in phase {phase} of the mbarrier at shared byte {bar}, which this \
+             thread does not know complete (missing `T.mbarrier_wait` before reusing the \
+             buffer): both copies may be in flight at once"
+        ))
+    }
+
+    /// Why bytes `offset..offset + len` that a `T.wgmma` reads may not be written by
+    /// `thread` now, as "shared byte …, which …".
+    fn wgmma_guard(&self, offset: usize, len: usize, thread: Option<u32>) -> Option<String> {
+        if !self.order.any_wgmma() {
+            return None;
+        }
+        match self.order.wgmma_conflict(offset, len, thread)? {
+            WgmmaConflict::InFlight => Some(format!(
+                "shared byte {offset}, which an in-flight `T.wgmma` reads (missing \
+                 `T.wgmma_wait`)"
+            )),
+            WgmmaConflict::Unordered(g) => Some(format!(
+                "shared byte {offset}, which a `T.wgmma` of warpgroup {g} reads: it may still \
+                 be in flight, as its `T.wgmma_wait` does not happen before this write (no \
+                 `T.sync_threads()`, and no mbarrier arrival made after that wait and waited \
+                 for by this thread)"
+            )),
+        }
+    }
+
+    /// The race check of an async-proxy write (`T.tma_load`) issued by `thread`: another
+    /// thread's read or write of these bytes since the last barrier is a race (mbarriers do
+    /// not order ordinary accesses here). Reports it; whether it did.
+    fn async_write_race(
+        &self,
+        offset: usize,
+        end: usize,
+        thread: u32,
+        what: &dyn Fn() -> String,
+    ) -> bool {
+        let me = u64::from(thread) + 1;
+        let now = self.epoch << 32;
+        for b in offset..end {
+            let (Some(w), Some(r)) = (self.writer.get(b), self.reader.get(b)) else {
+                continue;
+            };
+            let (last_w, last_r) = (w.get(), r.get());
+            let other = if (last_w & !MANY) == now && (last_w & MANY) != me {
+                Some(("wrote", last_w))
+            } else if (last_r & !MANY) == now && (last_r & MANY) != me {
+                Some(("read", last_r))
+            } else {
+                None
+            };
+            if let Some((verb, cell)) = other {
+                let who = if (cell & MANY) == MANY {
+                    "other threads".to_string()
+                } else {
+                    format!("thread {}", (cell & MANY) - 1)
+                };
+                self.report(format!(
+                    "data race on shared memory: a `T.tma_load` of this thread writes {}, which \
+                     {who} {verb} with no `T.sync_threads()` in between",
+                    what()
+                ));
+                return true;
+            }
+        }
+        false
     }
 
     /// A raw read for the async proxy (`T.wgmma`'s operands) on behalf of `thread`: the
@@ -283,39 +412,21 @@ impl SharedArena {
         Ok(decode(dtype, raw))
     }
 
-    /// Counts (`hold`) or releases the reads of an in-flight `T.wgmma` of bytes
-    /// `offset..offset + len`: writing them meanwhile is an error.
-    pub fn hold_reads(&mut self, offset: usize, len: usize, hold: bool) {
-        let Some(cells) = offset
-            .checked_add(len)
-            .and_then(|end| self.wgmma_reads.get_mut(offset..end))
-        else {
-            return;
-        };
-        for c in cells {
-            if hold {
-                *c = c.saturating_add(1);
-                self.n_wgmma_reads += 1;
-            } else if *c > 0 {
-                *c -= 1;
-                self.n_wgmma_reads = self.n_wgmma_reads.saturating_sub(1);
-            }
-        }
+    /// The `T.wgmma` number `seq` of warpgroup `g` read the 2-byte elements at `addrs`.
+    pub fn wgmma_reads(&mut self, g: usize, seq: u64, addrs: &[usize]) {
+        self.order.wgmma_reads(g, seq, addrs);
+    }
+
+    /// Warpgroup `g`'s `T.wgmma`s numbered up to `upto` are retired.
+    pub fn wgmma_retired(&mut self, g: usize, upto: u64) {
+        self.order.wgmma_retired(g, upto);
     }
 
     /// Why a write of bytes `offset..offset + len` by `thread` is not allowed now (beyond
     /// races and pending cp.asyncs).
     fn write_guard(&self, offset: usize, len: usize, thread: Option<u32>) -> Option<String> {
-        if self.n_wgmma_reads > 0 {
-            let end = offset.checked_add(len)?;
-            if self.wgmma_reads.get(offset..end)?.iter().any(|&c| c > 0) {
-                return Some(format!(
-                    "shared byte {offset}, which an in-flight `T.wgmma` reads (missing \
-                     `T.wgmma_wait`)"
-                ));
-            }
-        }
-        self.hopper_guard(offset, len, thread)
+        self.wgmma_guard(offset, len, thread)
+            .or_else(|| self.hopper_guard(offset, len, thread))
     }
 
     /// The thread whose `T.cp_async` will write one of bytes `offset..offset + len`, if one
@@ -387,6 +498,7 @@ impl SharedArena {
     /// A barrier: every access before it happens before every access after it.
     pub fn barrier(&mut self) {
         self.epoch += 1;
+        self.order.barrier();
     }
 
     /// The first data race found since the last call.

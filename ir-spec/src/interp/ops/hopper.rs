@@ -3,11 +3,11 @@
 //! - mbarriers live in the shared arena's side table (`shared.rs`), keyed by the byte address
 //!   of their int64 element. `T.mbarrier_init` sets {phase 0, `count` arrivals pending, no
 //!   transaction bytes}; an arrival and a transaction count reaching zero together complete
-//!   the phase (phase + 1, arrivals reset). `T.mbarrier_wait(bar, parity)` returns when the
+//!   the phase (phase + 1, arrivals reset). `T.mbarrier_wait(bar, parity)` passes when the
 //!   barrier's phase parity differs from `parity` and records that the thread has seen the
-//!   barrier's completed phases; otherwise it is a **deadlock**: in lockstep every active
-//!   thread runs this same wait, and the threads masked off cannot run until it returns, so
-//!   nothing can arrive.
+//!   barrier's completed phases (and acquires what their arrivals knew: `order.rs`);
+//!   otherwise it is pending: the thread's task blocks until the barrier changes, and when
+//!   every task is blocked that is a deadlock (`tasks.rs`).
 //! - `T.tma_load` runs at issue: the box is read from global memory (zeros outside the
 //!   tensor), written row-major into shared memory through `wgmma::swizzle_address`, and its
 //!   bytes complete on the barrier. Those bytes are guarded until the reading thread has seen
@@ -28,6 +28,22 @@ use crate::interp::scalar::Scalar;
 use crate::interp::shared::{encode, SharedArena, MBARRIER_BYTES};
 use crate::span::Span;
 use crate::wgmma::{swizzle_address, SmemOperand, Swizzle};
+
+/// What `T.mbarrier_wait` found for one thread.
+pub(crate) enum WaitPoll {
+    /// The phase has completed: the thread may pass (the barrier's address).
+    Ready(usize),
+    /// It has not.
+    Pending(PendingWait),
+}
+
+/// A wait that cannot pass yet: the barrier's address and name, the parity waited for.
+#[derive(Clone, Debug)]
+pub(crate) struct PendingWait {
+    pub addr: usize,
+    pub name: String,
+    pub parity: i64,
+}
 
 /// The rows of A (M) and the K of one `T.wgmma`.
 pub(crate) const WGMMA_M: usize = 64;
@@ -74,18 +90,28 @@ impl Frame<'_> {
     pub(crate) fn mbarrier_arrive(&mut self, bar: &CRef, tx: i64, span: Span) -> Res<()> {
         const OP: &str = "`T.mbarrier_arrive`";
         let (addr, name) = self.mbarrier_at(bar, span, OP)?;
-        match self.arena(span, OP)?.mbarrier_update(addr, true, tx) {
+        let thread = self.mem.thread;
+        match self
+            .arena(span, OP)?
+            .mbarrier_update(addr, true, tx, thread)
+        {
             Ok(()) => Ok(()),
             Err(why) => fault(span, format!("the mbarrier {name} {why}")),
         }
     }
 
-    /// `T.mbarrier_wait(bar, parity)` for the running thread.
-    pub(crate) fn mbarrier_wait(&mut self, bar: &CRef, parity: &CExpr, span: Span) -> Res<()> {
+    /// `T.mbarrier_wait(bar, parity)` for the running thread: whether the phase it waits for
+    /// has completed. It records nothing: the caller makes the thread observe the barrier
+    /// (`SharedArena::observe`) once every thread of its task may pass.
+    pub(crate) fn mbarrier_poll(
+        &mut self,
+        bar: &CRef,
+        parity: &CExpr,
+        span: Span,
+    ) -> Res<WaitPoll> {
         const OP: &str = "`T.mbarrier_wait`";
         let (addr, name) = self.mbarrier_at(bar, span, OP)?;
         let parity = self.eval(parity)?.as_i64() & 1;
-        let thread = self.mem.thread;
         let arena = self.arena(span, OP)?;
         let Some(m) = arena.mbarrier(addr) else {
             return fault(
@@ -96,21 +122,9 @@ impl Frame<'_> {
         // The phase of parity `parity` that the wait is for has completed when the current
         // phase has the other parity.
         if (m.phase & 1) as i64 != parity {
-            if let Some(t) = thread {
-                arena.observe(t, addr, m.phase);
-            }
-            return Ok(());
+            return Ok(WaitPoll::Ready(addr));
         }
-        fault(
-            span,
-            format!(
-                "deadlock: `T.mbarrier_wait` waits for the phase of parity {parity} of the \
-                 mbarrier {name}, which is in phase {} with {} of its {} arrivals and {} \
-                 transaction bytes pending; in lockstep no other thread can arrive while every \
-                 active thread waits here",
-                m.phase, m.arrivals, m.count, m.tx
-            ),
-        )
+        Ok(WaitPoll::Pending(PendingWait { addr, name, parity }))
     }
 
     /// `T.tma_load(dst, src, bar, box, swizzle)` issued by the running thread.
@@ -182,6 +196,7 @@ impl Frame<'_> {
                 *i = 0;
             }
         }
+        let thread = self.mem.thread;
         let arena = self.arena(span, OP)?;
         let Some(m) = arena.mbarrier(baddr) else {
             return fault(
@@ -189,7 +204,7 @@ impl Frame<'_> {
                 format!("the mbarrier {bname} is used before `T.mbarrier_init`"),
             );
         };
-        let region = arena.tma_region(baddr, m.phase);
+        let region = arena.tma_region(m.slot, m.phase);
         for (k, bytes) in data.iter().enumerate() {
             let at = swizzle_address((daddr + k * esz) as u64, swizzle) as usize;
             if at.saturating_add(esz) > arena.len() {
@@ -201,10 +216,10 @@ impl Frame<'_> {
                     ),
                 );
             }
-            arena.tma_write(at, bytes.get(..esz).unwrap_or(&[]), region);
+            arena.tma_write(at, bytes.get(..esz).unwrap_or(&[]), region, thread);
         }
         let total = i64::try_from(count * esz).unwrap_or(i64::MAX);
-        match arena.mbarrier_update(baddr, false, -total) {
+        match arena.mbarrier_update(baddr, false, -total, None) {
             Ok(()) => Ok(()),
             Err(why) => fault(span, format!("the mbarrier {bname} {why}")),
         }

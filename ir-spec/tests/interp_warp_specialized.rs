@@ -78,7 +78,7 @@ fn wgmma_reference(a: &[f64], b: &[f64], (m, n, k): (usize, usize, usize)) -> Ve
                     };
                     sum += x * y;
                 }
-                acc = sum + acc;
+                acc += sum;
             }
             c.push(half::f16::from_f32(acc).to_f64());
         }

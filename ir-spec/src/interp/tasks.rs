@@ -127,7 +127,7 @@ pub(crate) fn run(lock: &mut Lockstep, stmt: &CStmt, all: Vec<usize>) -> Res<()>
                     return Ok(());
                 };
                 if let Some(State::Joining(children)) = tasks.get_mut(p).map(|t| &mut t.state) {
-                    *children -= 1;
+                    *children = children.saturating_sub(1);
                     if *children == 0 {
                         if let Some(t) = tasks.get_mut(p) {
                             t.state = State::Ready;

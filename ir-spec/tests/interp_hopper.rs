@@ -225,3 +225,22 @@ fn reading_the_accumulator_before_the_wait_is_an_error() {
         "{m}"
     );
 }
+
+#[test]
+fn a_wgmma_reading_another_threads_store_needs_a_barrier() {
+    // Thread 5 overwrites an element of the A tile with an ordinary store; the wgmma (as the
+    // warpgroup's first thread) reads it with no `T.sync_threads()` in between.
+    let store = "if tx == 5:\n    SA[0, 0] = T.float16(1)\n";
+    let m = error(&kernel(LOAD, WAIT, &format!("{store}{MMA}")));
+    assert!(
+        m.contains(
+            "`T.wgmma` reads element (0, 0) of its A operand: shared byte 0, which thread 5 \
+             wrote with no `T.sync_threads()` in between (a data race)"
+        ),
+        "{m}"
+    );
+    let synced = format!("{store}T.sync_threads()\n{MMA}");
+    if let Err(d) = run_kernel(&kernel(LOAD, WAIT, &synced)) {
+        panic!("{d:#?}");
+    }
+}

@@ -1,27 +1,37 @@
-//! The thread level: all threads of a block run a `threadIdx.*` binding loop's body in
-//! LOCKSTEP, with an active mask.
+//! The thread level: the threads of a block run a `threadIdx.*` binding loop's body in
+//! LOCKSTEP, with an active mask; `tasks.rs` schedules them as tasks (sets of threads in
+//! lockstep) so that divergent threads can wait for each other on mbarriers. This file gives
+//! what one statement does for one task's active threads.
 //!
 //! - Each statement runs for every active thread, in thread order (linear index, x fastest),
 //!   before the next statement starts.
 //! - `if` splits the mask: the then-body runs for the threads whose condition holds, then the
-//!   else-body for the others.
+//!   else-body for the others, then they rejoin. While nothing blocks that is the whole
+//!   story; when the then-threads block on an mbarrier, the else-threads run meanwhile as
+//!   another task (`tasks.rs`).
 //! - A loop evaluates its bounds per thread and iterates while any thread still has
 //!   iterations, masking out the threads that are done.
 //! - A nested `threadIdx.*` loop binds its variable to each thread's index on its axis
 //!   (`start + index`); threads whose index is not below its extent sit it out.
 //! - Lets, loop variables and local / fragment buffers are per thread; shared buffers (and
 //!   globals) are the block's.
-//! - `T.sync_threads()` needs every thread of the block active: reaching it in divergent code
-//!   is an error. It starts a new race epoch in shared memory (`shared.rs`).
+//! - `T.sync_threads()` needs every thread of the block active in the running task: reaching
+//!   it in divergent code (or in a task that split off) is an error. It starts a new race
+//!   epoch in shared memory (`shared.rs`).
+//! - `T.mbarrier_wait` passes for the task only when the phase every active thread waits for
+//!   has completed (then each thread observes its barrier); otherwise no thread passes and
+//!   the task blocks (`tasks.rs` runs another one, or reports the deadlock).
 //! - `T.cp_async` issues per thread into the thread's open group; commit / wait act on the
 //!   thread's groups (`ops/intrinsics.rs`). `T.ldmatrix` and `T.mma_sync` run once per warp
-//!   (linear thread index / 32), which must have all 32 lanes active; the `T.wgmma*` and
-//!   `T.setmaxnreg` collectives once per warpgroup (128 threads, all active), whose wgmma
-//!   groups and register guards (in-flight accumulators, the fence rule) are kept here.
+//!   (linear thread index / 32), which must have all 32 lanes active in the task; the
+//!   `T.wgmma*` and `T.setmaxnreg` collectives once per warpgroup (128 threads, all active),
+//!   whose wgmma groups (numbered per warpgroup in issue order, so the retired ones are a
+//!   prefix: `order.rs`) and register guards (in-flight accumulators, the fence rule) are
+//!   kept here.
 //! - The end of a thread loop entered from block level acts as a barrier too: all threads
-//!   finished it before anything after it runs. Consecutive thread loops (the SIMT regions
-//!   that `lower-tile-ops` emits) are therefore ordered like regions separated by
-//!   `T.sync_threads()`.
+//!   finished it (every task joined) before anything after it runs. Consecutive thread loops
+//!   (the SIMT regions that `lower-tile-ops` emits) are therefore ordered like regions
+//!   separated by `T.sync_threads()`.
 //!
 //! Per-thread state is kept here and swapped into the block's `Frame` while one thread runs
 //! one statement, so every op and expression is evaluated by the same code as at the tile
@@ -238,12 +248,17 @@ impl Lockstep<'_, '_> {
             n if n == active.len() => Branch::Then,
             0 => Branch::Else,
             _ => {
+                // Both lists are in thread order: `taken` is a subsequence of `active`.
                 let taken = self.scratch.clone();
-                let not_taken = active
-                    .iter()
-                    .copied()
-                    .filter(|t| taken.binary_search(t).is_err())
-                    .collect();
+                let mut next = taken.iter().peekable();
+                let mut not_taken = Vec::with_capacity(active.len() - taken.len());
+                for &t in active {
+                    if next.peek() == Some(&&t) {
+                        next.next();
+                    } else {
+                        not_taken.push(t);
+                    }
+                }
                 Branch::Split(taken, not_taken)
             }
         })

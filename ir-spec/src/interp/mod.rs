@@ -39,9 +39,11 @@
 //! # Semantics (thread level)
 //!
 //! A kernel whose body has a `T.thread_binding(…, thread="threadIdx.*")` loop runs that
-//! loop's body for all threads of the block in lockstep with active masks (`lockstep.rs`):
-//! per-thread lets, loop variables, local and fragment buffers; shared buffers per block;
-//! `T.sync_threads()` reached by every thread or an error. Shared memory is then one byte
+//! loop's body for all threads of the block in lockstep with active masks (`lockstep.rs`),
+//! as tasks that switch only when one blocks on an mbarrier (`tasks.rs`: warp-specialized
+//! producers and consumers run concurrently; a block whose every task is blocked is a
+//! deadlock error): per-thread lets, loop variables, local and fragment buffers; shared
+//! buffers per block; `T.sync_threads()` reached by every thread or an error. Shared memory is then one byte
 //! array (`shared.rs`, also used for any kernel with a `T.shared_arena`), with per-byte
 //! "never written" tracking and a data-race check between barriers. docs/ir.md
 //! ("Thread-level execution") is the full statement. The target intrinsics —

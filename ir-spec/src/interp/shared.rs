@@ -404,10 +404,26 @@ impl SharedArena {
         }
         if !self
             .written
-            .get(range)
+            .get(range.clone())
             .is_some_and(|w| w.iter().all(|&w| w))
         {
             return Err(format!("shared byte {offset}, which was never written"));
+        }
+        // Another thread's ordinary store since the last barrier is a race: only
+        // `T.sync_threads()` orders ordinary accesses (mbarriers order the async proxy's).
+        if let Some(t) = thread {
+            let me = u64::from(t) + 1;
+            let now = self.epoch << 32;
+            for b in range {
+                let w = self.writer.get(b).map_or(0, Cell::get);
+                if (w & !MANY) == now && (w & MANY) != me {
+                    return Err(format!(
+                        "shared byte {offset}, which thread {} wrote with no \
+                         `T.sync_threads()` in between (a data race)",
+                        (w & MANY) - 1
+                    ));
+                }
+            }
         }
         Ok(decode(dtype, raw))
     }

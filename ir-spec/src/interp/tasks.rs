@@ -106,6 +106,8 @@ pub(crate) fn run(lock: &mut Lockstep, stmt: &CStmt, all: Vec<usize>) -> Res<()>
         state: State::Ready,
     }];
     let mut queue: VecDeque<usize> = VecDeque::new();
+    // The blocked tasks, in task order.
+    let mut blocked_tasks: Vec<usize> = Vec::new();
     let mut cur = 0usize;
     let mut clock = 0u64;
     loop {
@@ -125,7 +127,7 @@ pub(crate) fn run(lock: &mut Lockstep, stmt: &CStmt, all: Vec<usize>) -> Res<()>
                     return Ok(());
                 };
                 if let Some(State::Joining(children)) = tasks.get_mut(p).map(|t| &mut t.state) {
-                    *children -= 1;
+                    *children = children.saturating_sub(1);
                     if *children == 0 {
                         if let Some(t) = tasks.get_mut(p) {
                             t.state = State::Ready;
@@ -149,9 +151,12 @@ pub(crate) fn run(lock: &mut Lockstep, stmt: &CStmt, all: Vec<usize>) -> Res<()>
                     });
                 }
                 clock += 1;
+                if let Err(at) = blocked_tasks.binary_search(&blocked) {
+                    blocked_tasks.insert(at, blocked);
+                }
             }
         }
-        wake(lock, &mut tasks, &mut queue);
+        wake(lock, &mut tasks, &mut blocked_tasks, &mut queue);
         match queue.pop_front() {
             Some(next) => cur = next,
             None => return deadlock(lock, &tasks),
@@ -388,16 +393,26 @@ fn fork<'s>(tasks: &mut Vec<Task<'s>>, cur: usize, queue: &mut VecDeque<usize>) 
 
 /// Makes runnable (queued in task order) every blocked task one of whose barriers has
 /// completed a phase or been initialized again since it blocked.
-fn wake(lock: &Lockstep, tasks: &mut [Task], queue: &mut VecDeque<usize>) {
-    for (i, task) in tasks.iter_mut().enumerate() {
+fn wake(
+    lock: &Lockstep,
+    tasks: &mut [Task],
+    blocked: &mut Vec<usize>,
+    queue: &mut VecDeque<usize>,
+) {
+    blocked.retain(|&i| {
+        let Some(task) = tasks.get_mut(i) else {
+            return false;
+        };
         let State::Blocked(b) = &task.state else {
-            continue;
+            return false;
         };
         if b.on.iter().any(|&(a, was)| lock.mbarrier_state(a) != was) {
             task.state = State::Ready;
             queue.push_back(i);
+            return false;
         }
-    }
+        true
+    });
 }
 
 /// Every unfinished task is blocked: the deadlock error, at the wait of the task blocked

@@ -10,14 +10,20 @@
 //!   every task is blocked that is a deadlock (`tasks.rs`).
 //! - `T.tma_load` runs at issue: the box is read from global memory (zeros outside the
 //!   tensor), written row-major into shared memory through `wgmma::swizzle_address`, and its
-//!   bytes complete on the barrier. Those bytes are guarded until the reading thread has seen
-//!   that phase complete (the arena reports an access before).
+//!   bytes complete on the barrier. Those bytes are guarded until the reading thread knows
+//!   that phase complete (the arena reports an access before). The write itself is checked
+//!   as one by the issuing thread (`shared.rs`): against in-flight or unordered wgmma reads,
+//!   an earlier copy to the same bytes whose phase it does not know complete, and other
+//!   threads' accesses since the last barrier.
 //! - `T.wgmma` computes at issue, once per warpgroup, but its accumulators stay owned by the
 //!   op until a `T.wgmma_wait` retires its group (the thread's `RegGuard` reports other
-//!   accesses), and the shared bytes it read may not be written until then. Its operands are
+//!   accesses), and the shared bytes it read may not be written until then — by another
+//!   warpgroup's thread (or its `T.tma_load`) only once that thread knows of the retirement
+//!   through a barrier or an mbarrier (`order.rs`). Its operands are
 //!   read through the descriptors' layouts (`wgmma::SmemOperand`) at the addresses the
-//!   warpgroup's first thread gives, as the async proxy: no race tracking, but pending,
-//!   unobserved or never-written bytes are errors. An accumulator written by ordinary code
+//!   warpgroup's first thread gives, as the async proxy: pending, unobserved or
+//!   never-written bytes are errors, and so are bytes another thread stored since the last
+//!   barrier (a race: mbarriers do not order ordinary stores in this model). An accumulator written by ordinary code
 //!   since the warpgroup's last `T.wgmma_fence` (or with no fence yet) is an error.
 //! - `T.fence_proxy_async` and `T.setmaxnreg` change nothing the interpreter models: the
 //!   async proxy here sees every write at once, and register allocation is a hint.

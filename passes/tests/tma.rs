@@ -164,3 +164,50 @@ fn a_stage_copy_nested_in_a_loop_keeps_the_whole_pipeline_on_cp_async() {
         "{ir}"
     );
 }
+
+/// Two consumer warpgroups: a producer warpgroup joins the block; the accumulator's clear
+/// and the register epilogue run in the consumers' branch; the loop has no block barrier.
+#[test]
+fn two_warpgroups_get_a_producer_warpgroup() {
+    let wide = load(&root().join("bench/gemm_128x256x32_t256_s3.tir"));
+    let ir = lowered(&bound(&wide, 256, 512, 256), Target::Sm90a);
+    insta::assert_snapshot!("warp_specialized_128x256_lower_tile_ops", ir);
+    assert!(ir.contains("threads=384"), "{ir}");
+    assert!(ir.contains("T.setmaxnreg(40, inc=False)"), "{ir}");
+    assert!(ir.contains("T.setmaxnreg(232, inc=True)"), "{ir}");
+    // Every consumer warp releases the stage: 256 / 32 arrivals.
+    assert!(ir.contains("T.mbarrier_init(tma_empty[s_1], 8)"), "{ir}");
+    assert!(!ir.contains("T.sync_threads()"), "{ir}");
+    let consumers = ir.find("T.setmaxnreg(232").expect("consumer branch");
+    let clear = ir.find("T.cast(0, \"float32\")").expect("the clear");
+    let epilogue = ir.rfind("C[").expect("the epilogue");
+    assert!(consumers < clear && clear < epilogue, "{ir}");
+    // One warpgroup stays on the one-warpgroup pipeline, saying why.
+    let seed = lowered(
+        &load(&root().join("examples/gemm_seed000.tir")),
+        Target::Sm90a,
+    );
+    assert!(
+        seed.contains("warp specialization not used: one consumer warpgroup (128 threads)"),
+        "{seed}"
+    );
+    assert!(!seed.contains("T.setmaxnreg("), "{seed}");
+}
+
+/// A global write right before the pipeline stays outside the consumers' branch (the
+/// producer could be loading that tensor meanwhile); the epilogue after the loop moves in.
+#[test]
+fn a_global_write_before_the_pipeline_stays_before_the_producer() {
+    let text = std::fs::read_to_string(root().join("bench/gemm_128x256x32_t256_s3.tir"))
+        .expect("the config");
+    let with_write = text.replace(
+        "        T.clear(C_local)\n",
+        "        T.clear(C_local)\n        for i, j in T.Parallel(128, 256):\n            C[by * 128 + i, bx * 256 + j] = T.cast(0, \"float16\")\n",
+    );
+    assert_ne!(text, with_write, "the clear moved");
+    let func = bound(&tlc_ir::parse(&with_write).expect("parse"), 256, 512, 256);
+    let ir = lowered(&func, Target::Sm90a);
+    let consumers = ir.find("T.setmaxnreg(232").expect("consumer branch");
+    let zeroing = ir.find("] = T.cast(0, \"float16\")").expect("the write");
+    assert!(zeroing < consumers, "{ir}");
+}

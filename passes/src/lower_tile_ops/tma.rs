@@ -39,7 +39,8 @@
 //!   no note).
 
 use super::region::thread_region;
-use super::{warp_specialize, Ctx};
+use super::warp_specialize::{self, Side};
+use super::Ctx;
 use crate::analysis::int::{constant, Ranges};
 use crate::analysis::tma::{parallel_copy, plan_copy, TmaCopy};
 use crate::names::NameSet;
@@ -296,14 +297,14 @@ fn specialized(
     let (mut took_before, mut took_after) = (0, 0);
     if let Some(around) = &around {
         for s in around.before.iter().rev() {
-            match movable(s, ctx, names, &mut lower) {
+            match movable(s, Side::Before, ctx, names, &mut lower) {
                 Some(code) => head.splice(0..0, code).for_each(drop),
                 None => break,
             }
             took_before += 1;
         }
         for s in around.after.iter() {
-            match movable(s, ctx, names, &mut lower) {
+            match movable(s, Side::After, ctx, names, &mut lower) {
                 Some(code) => tail.extend(code),
                 None => break,
             }
@@ -356,6 +357,7 @@ fn specialized(
 /// loop (`warp_specialize::private_code`).
 fn movable(
     s: &Stmt,
+    side: Side,
     ctx: &Ctx,
     names: &mut NameSet,
     lower: &mut warp_specialize::Lower,
@@ -369,7 +371,7 @@ fn movable(
         return None;
     }
     let code = lower(vec![s.clone()], names).ok()?;
-    warp_specialize::private_code(&code, ctx).then_some(code)
+    warp_specialize::private_code(&code, side, ctx).then_some(code)
 }
 
 /// Whether every statement of `body` is a stage copy or a commit, or an `if` of such.

@@ -367,15 +367,28 @@ fn consumer_only(body: &[Stmt], ctx: &Ctx) -> Result<(), String> {
     Ok(())
 }
 
-/// Whether thread code `body` (a lowered tile op) can move into the consumers' branch: it
-/// never touches shared memory (so no block barrier orders it), issues no intrinsic, and
-/// writes registers or global memory only.
-pub(crate) fn private_code(body: &[Stmt], ctx: &Ctx) -> bool {
-    let shared = |name: &str| ctx.buffer(name).is_none_or(|b| b.scope == Scope::Shared);
+/// Where a tile op moves into the consumers' branch: before or after their loop.
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum Side {
+    Before,
+    After,
+}
+
+/// Whether thread code `body` (a lowered tile op) can move into the consumers' branch on
+/// `side` of their loop: it never touches shared memory (so no block barrier orders it),
+/// issues no intrinsic, and writes registers — or global memory after the loop, when the
+/// producer has finished reading (before it, the producer's loads could race with the
+/// write: a kernel that writes a tensor it then loads through TMA).
+pub(crate) fn private_code(body: &[Stmt], side: Side, ctx: &Ctx) -> bool {
+    let scope = |name: &str| ctx.buffer(name).map(|b| b.scope);
+    let shared = |name: &str| scope(name).is_none_or(|s| s == Scope::Shared);
     let mut ok = true;
     tlc_ir::visit::for_each_stmt(body, &mut |s| {
         match &s.kind {
-            StmtKind::Store { buffer, .. } if shared(&buffer.name) => ok = false,
+            StmtKind::Store { buffer, .. } => {
+                ok &= !shared(&buffer.name)
+                    && (side == Side::After || scope(&buffer.name) != Some(Scope::Global));
+            }
             StmtKind::Barrier | StmtKind::Intrinsic(_) => ok = false,
             _ => {}
         }

@@ -348,34 +348,32 @@ impl SharedArena {
         what: &dyn Fn() -> String,
     ) -> bool {
         let me = u64::from(thread) + 1;
-        let now = self.epoch << 32;
         for b in offset..end {
-            let (Some(w), Some(r)) = (self.writer.get(b), self.reader.get(b)) else {
-                continue;
-            };
-            let (last_w, last_r) = (w.get(), r.get());
-            let other = if (last_w & !MANY) == now && (last_w & MANY) != me {
-                Some(("wrote", last_w))
-            } else if (last_r & !MANY) == now && (last_r & MANY) != me {
-                Some(("read", last_r))
-            } else {
-                None
-            };
-            if let Some((verb, cell)) = other {
-                let who = if (cell & MANY) == MANY {
-                    "other threads".to_string()
-                } else {
-                    format!("thread {}", (cell & MANY) - 1)
-                };
+            if let Some((verb, cell)) = self.other_access(b, me) {
                 self.report(format!(
                     "data race on shared memory: a `T.tma_load` of this thread writes {}, which \
-                     {who} {verb} with no `T.sync_threads()` in between",
-                    what()
+                     {} {verb} with no `T.sync_threads()` in between",
+                    what(),
+                    accessor(cell)
                 ));
                 return true;
             }
         }
         false
+    }
+
+    /// Whether another thread than `me` (`thread + 1`) wrote or read byte `b` since the last
+    /// barrier: "wrote" / "read" and its race cell, the write first.
+    fn other_access(&self, b: usize, me: u64) -> Option<(&'static str, u64)> {
+        let now = self.epoch << 32;
+        let (w, r) = (self.writer.get(b)?.get(), self.reader.get(b)?.get());
+        if (w & !MANY) == now && (w & MANY) != me {
+            Some(("wrote", w))
+        } else if (r & !MANY) == now && (r & MANY) != me {
+            Some(("read", r))
+        } else {
+            None
+        }
     }
 
     /// A raw read for the async proxy (`T.wgmma`'s operands) on behalf of `thread`: the
@@ -618,34 +616,40 @@ impl SharedArena {
         let me = u64::from(thread) + 1;
         let now = self.epoch << 32;
         for b in offset..end {
-            let (Some(w), Some(r)) = (self.writer.get(b), self.reader.get(b)) else {
-                continue;
-            };
-            let (last_w, last_r) = (w.get(), r.get());
-            if (last_w & !MANY) == now && (last_w & MANY) != me {
-                self.report(format!(
-                    "data race on shared memory: this thread writes {}, which thread {} also \
-                     wrote with no `T.sync_threads()` in between",
-                    what(),
-                    (last_w & MANY) - 1
-                ));
-                break;
+            match self.other_access(b, me) {
+                Some(("wrote", cell)) => {
+                    self.report(format!(
+                        "data race on shared memory: this thread writes {}, which {} also \
+                         wrote with no `T.sync_threads()` in between",
+                        what(),
+                        accessor(cell)
+                    ));
+                    break;
+                }
+                Some((_, cell)) => {
+                    self.report(format!(
+                        "data race on shared memory: this thread writes {}, which {} read \
+                         with no `T.sync_threads()` in between",
+                        what(),
+                        accessor(cell)
+                    ));
+                    break;
+                }
+                None => {}
             }
-            if (last_r & !MANY) == now && (last_r & MANY) != me {
-                let who = if (last_r & MANY) == MANY {
-                    "other threads".to_string()
-                } else {
-                    format!("thread {}", (last_r & MANY) - 1)
-                };
-                self.report(format!(
-                    "data race on shared memory: this thread writes {}, which {who} read \
-                     with no `T.sync_threads()` in between",
-                    what()
-                ));
-                break;
+            if let Some(w) = self.writer.get(b) {
+                w.set(now | me);
             }
-            w.set(now | me);
         }
+    }
+}
+
+/// The thread(s) of a race cell: "thread 5", or "other threads" for several readers.
+fn accessor(cell: u64) -> String {
+    if (cell & MANY) == MANY {
+        "other threads".to_string()
+    } else {
+        format!("thread {}", (cell & MANY) - 1)
     }
 }
 

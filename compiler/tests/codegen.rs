@@ -338,3 +338,24 @@ def unroll(A: T.Tensor((N,), "float32")):
     let errs = errors(unroll);
     assert!(errs[0].message.contains("constant bounds"), "{errs:?}");
 }
+
+/// `T.min_blocks_per_sm(B)` becomes `.minnctapersm B` beside `.reqntid`, and ptxas budgets
+/// the registers for it (both targets assemble it; `compile_both`).
+#[test]
+fn min_blocks_per_sm_is_minnctapersm() {
+    let src = corpus("thread_level").replace(
+        "    with T.Kernel(8, threads=128) as bx:\n",
+        "    with T.Kernel(8, threads=128) as bx:\n        T.min_blocks_per_sm(4)\n",
+    );
+    assert!(src.contains("T.min_blocks_per_sm(4)"));
+    let (texts, _) = compile_both("codegen", "min_blocks_per_sm", &src);
+    for ptx in texts {
+        assert!(
+            ptx.contains(".reqntid 128, 1, 1\n.minnctapersm 4\n"),
+            "{ptx}"
+        );
+    }
+    // Without it, no directive.
+    let (texts, _) = compile_both("codegen", "thread_level_plain", &corpus("thread_level"));
+    assert!(texts.iter().all(|p| !p.contains(".minnctapersm")));
+}

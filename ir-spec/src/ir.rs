@@ -226,6 +226,9 @@ pub struct Kernel {
     pub threads: Vec<Expr>,
     /// `T.use_swizzle(panel_size=P, order=...)`.
     pub swizzle: Option<Swizzle>,
+    /// `T.min_blocks_per_sm(B)`: the kernel is compiled so that `B` blocks fit on one SM
+    /// at once (registers budgeted for it, PTX `.minnctapersm`); an integer constant.
+    pub min_blocks_per_sm: Option<Expr>,
     /// `T.annotate_layout({...})`.
     pub layouts: Vec<LayoutAnnotation>,
     /// Shared, fragment and local allocations of the block, in order of declaration.

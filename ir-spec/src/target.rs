@@ -20,6 +20,16 @@ pub const WARPGROUP_SIZE: i64 = 128;
 /// Threads in a block, at most, on every target.
 pub const MAX_THREADS_PER_BLOCK: i64 = 1024;
 
+/// Threads resident on one SM, at most, on every target (the limit `T.min_blocks_per_sm`
+/// is checked against).
+pub const MAX_THREADS_PER_SM: i64 = 2048;
+
+/// 32-bit registers of one SM, on every target.
+pub const REGISTERS_PER_SM: i64 = 65_536;
+
+/// Shared memory the hardware keeps for itself per resident block, on every target.
+pub const RESERVED_SHARED_BYTES_PER_BLOCK: i64 = 1024;
+
 /// Threads along each block dimension (`threadIdx.x`, `.y`, `.z`), at most, on every target.
 pub const MAX_BLOCK_DIMS: [i64; 3] = [1024, 1024, 64];
 
@@ -65,6 +75,9 @@ pub struct TargetDesc {
     pub ptx_isa: (u32, u32),
     /// Dynamic shared memory one block may use (the opt-in maximum, in bytes).
     pub max_shared_bytes: i64,
+    /// Shared memory of one SM, shared by its resident blocks (each also costs
+    /// `RESERVED_SHARED_BYTES_PER_BLOCK`).
+    pub shared_bytes_per_sm: i64,
     /// Registers one thread may use.
     pub max_registers_per_thread: u32,
     /// Threads in a warpgroup (the unit of `wgmma`), where the target has warpgroup
@@ -83,6 +96,8 @@ static SM80: TargetDesc = TargetDesc {
     ptx_isa: (8, 0),
     // 163 KiB: an A100's opt-in maximum per block.
     max_shared_bytes: 166_912,
+    // 164 KiB.
+    shared_bytes_per_sm: 167_936,
     max_registers_per_thread: 255,
     warpgroup_size: None,
     async_copies: &[AsyncCopy::CpAsync],
@@ -96,6 +111,8 @@ static SM90A: TargetDesc = TargetDesc {
     ptx_isa: (8, 0),
     // 227 KiB: an H100's opt-in maximum per block.
     max_shared_bytes: 232_448,
+    // 228 KiB.
+    shared_bytes_per_sm: 233_472,
     max_registers_per_thread: 255,
     warpgroup_size: Some(WARPGROUP_SIZE),
     async_copies: &[AsyncCopy::CpAsync, AsyncCopy::BulkTensor],
@@ -154,6 +171,12 @@ impl Target {
     /// Dynamic shared memory one block may use, in bytes.
     pub fn max_shared_bytes(self) -> i64 {
         self.desc().max_shared_bytes
+    }
+
+    /// How many blocks of `shared_bytes` of dynamic shared memory fit on one SM at once, as
+    /// far as shared memory goes.
+    pub fn blocks_per_sm_by_shared(self, shared_bytes: i64) -> i64 {
+        self.desc().shared_bytes_per_sm / (shared_bytes.max(0) + RESERVED_SHARED_BYTES_PER_BLOCK)
     }
 
     pub fn max_registers_per_thread(self) -> u32 {

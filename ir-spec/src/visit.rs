@@ -83,6 +83,7 @@ pub fn stmt_exprs(stmt: &Stmt) -> Vec<&Expr> {
             if let Some(s) = &k.swizzle {
                 out.push(&s.panel_size);
             }
+            out.extend(k.min_blocks_per_sm.iter());
             for alloc in &k.allocs {
                 out.extend(alloc.shape.iter());
             }

@@ -431,6 +431,14 @@ fn swizzle_and_layouts() {
 }
 
 #[test]
+fn min_blocks_per_sm() {
+    let f = ok(&wrap("T.min_blocks_per_sm(2)"));
+    assert_eq!(kernel(&f).min_blocks_per_sm, Some(Expr::int(2)));
+    same("T.min_blocks_per_sm(2)", "T.min_blocks_per_sm(blocks=2)");
+    assert_eq!(kernel(&ok(&wrap("pass"))).min_blocks_per_sm, None);
+}
+
+#[test]
 fn expressions() {
     let (a, b, c) = (Expr::var("a"), Expr::var("b"), Expr::var("c"));
     assert_eq!(

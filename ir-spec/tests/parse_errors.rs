@@ -294,6 +294,10 @@ fn argument_errors() {
         "unknown rasterization order",
     );
     has(
+        &kernel("T.min_blocks_per_sm(2)\nT.min_blocks_per_sm(3)"),
+        "a kernel gives `T.min_blocks_per_sm` once",
+    );
+    has(
         &kernel("x = T.cast(A[0, 0], \"float17\")"),
         "unknown dtype `float17`",
     );

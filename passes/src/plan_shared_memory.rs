@@ -20,13 +20,13 @@
 //! Kernels without shared allocations are left alone.
 
 use crate::analysis::access::Access;
+use crate::analysis::footprint::byte_size;
 use crate::analysis::kernels::{for_each_kernel, is_merged, merged_top_mut};
 use crate::analysis::wgmma;
 use crate::context::PassContext;
 use crate::pass::Pass;
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
-use tlc_ir::verifier::const_int;
 use tlc_ir::wgmma::Swizzle;
 use tlc_ir::{
     visit, Arena, BufferDecl, Diagnostic, Intrinsic, Kernel, Layout, PrimFunc, Scope, Span, Stmt,
@@ -65,14 +65,6 @@ struct Slot {
     /// First and last top-level statement using it; `None` when unused.
     live: Option<(usize, usize)>,
     offset: i64,
-}
-
-fn byte_size(buf: &BufferDecl) -> Option<i64> {
-    buf.shape
-        .iter()
-        .try_fold(i64::from(buf.dtype.bytes()), |acc, d| {
-            acc.checked_mul(const_int(d)?)
-        })
 }
 
 fn plan_kernel(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diagnostic>) {

@@ -138,6 +138,15 @@ fn emit_kernel(
         let z = rest.get(1).copied().unwrap_or(1);
         b.reqntid([*x, y, z]);
     }
+    // The verifier checked it (K10): a constant in 1..=2048.
+    if let Some(n) = kernel
+        .min_blocks_per_sm
+        .as_ref()
+        .and_then(|e| e.as_int())
+        .and_then(|n| u32::try_from(n).ok())
+    {
+        b.minnctapersm(n);
+    }
     let mut cg = Cg {
         b,
         vars: HashMap::new(),

@@ -74,6 +74,9 @@ pub struct Kernel {
     pub reqntid: Option<[u32; 3]>,
     /// `.maxnreg N`.
     pub maxnreg: Option<u32>,
+    /// `.minnctapersm N`: ptxas budgets registers so that N blocks fit on one SM (with
+    /// `.reqntid`, this fixes the register count at entry, which `setmaxnreg` needs).
+    pub minnctapersm: Option<u32>,
     pub body: Vec<Stmt>,
 }
 

@@ -74,6 +74,7 @@ impl KernelBuilder {
                 locals: Vec::new(),
                 reqntid: None,
                 maxnreg: None,
+                minnctapersm: None,
                 body: Vec::new(),
             },
             next_reg: [1; 6],
@@ -176,6 +177,11 @@ impl KernelBuilder {
 
     pub fn maxnreg(&mut self, n: u32) {
         self.kernel.maxnreg = Some(n);
+    }
+
+    /// `.minnctapersm n`.
+    pub fn minnctapersm(&mut self, n: u32) {
+        self.kernel.minnctapersm = Some(n);
     }
 
     /// A fresh register of the class that holds `ty`.

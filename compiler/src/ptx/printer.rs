@@ -73,6 +73,9 @@ fn print_kernel(out: &mut String, k: &Kernel) {
     if let Some(n) = k.maxnreg {
         let _ = writeln!(out, ".maxnreg {n}");
     }
+    if let Some(n) = k.minnctapersm {
+        let _ = writeln!(out, ".minnctapersm {n}");
+    }
     out.push_str("{\n");
     let counts = register_counts(k);
     let mut any = false;

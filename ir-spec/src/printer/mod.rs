@@ -298,6 +298,13 @@ impl Printer<'_> {
             self.out.push_str(")\n");
             wrote = true;
         }
+        if let Some(b) = &k.min_blocks_per_sm {
+            self.indent(inner);
+            self.out.push_str("T.min_blocks_per_sm(");
+            write_expr(&mut self.out, b)?;
+            self.out.push_str(")\n");
+            wrote = true;
+        }
         for alloc in &k.allocs {
             self.alloc(alloc, inner)?;
             wrote = true;

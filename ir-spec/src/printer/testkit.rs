@@ -155,6 +155,7 @@ pub fn kernel(grid: &[i64], vars: &[&str], threads: &[i64], allocs: Vec<BufferDe
         block_vars: vars.iter().map(|v| id(v)).collect(),
         threads: threads.iter().map(|&t| int(t)).collect(),
         swizzle: None,
+        min_blocks_per_sm: None,
         layouts: Vec::new(),
         allocs,
         arena: None,

@@ -86,6 +86,9 @@ impl Normalizer {
                 if let Some(s) = &mut k.swizzle {
                     self.root(&mut s.panel_size, Use::AsIs);
                 }
+                if let Some(b) = &mut k.min_blocks_per_sm {
+                    self.root(b, Use::AsIs);
+                }
                 for alloc in &mut k.allocs {
                     for e in &mut alloc.shape {
                         self.root(e, Use::AsIs);

@@ -721,6 +721,10 @@ impl Lowerer {
                 self.annotate_layout(span, args);
                 None
             }
+            "T.min_blocks_per_sm" => {
+                self.min_blocks_per_sm(span, args);
+                None
+            }
             "T.shared_arena" => {
                 self.shared_arena(span, args);
                 None

@@ -46,6 +46,7 @@ const KNOWN_T_NAMES: &[&str] = &[
     "unroll",
     "thread_binding",
     "use_swizzle",
+    "min_blocks_per_sm",
     "annotate_layout",
     "shared_arena",
     "sync_threads",

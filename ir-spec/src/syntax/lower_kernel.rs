@@ -23,6 +23,8 @@ use crate::visit;
 pub struct KernelState {
     pub allocs: Vec<crate::ir::BufferDecl>,
     pub swizzle: Option<Swizzle>,
+    /// `T.min_blocks_per_sm(B)`, with the span of its call (for "given twice").
+    pub min_blocks_per_sm: Option<(Expr, Span)>,
     pub layouts: Vec<LayoutAnnotation>,
     /// `T.shared_arena(...)`, with the span of its call (for "given twice").
     pub arena: Option<Arena>,
@@ -186,6 +188,7 @@ impl Lowerer {
                 block_vars,
                 threads,
                 swizzle: state.swizzle,
+                min_blocks_per_sm: state.min_blocks_per_sm.map(|(e, _)| e),
                 layouts: state.layouts,
                 allocs: state.allocs,
                 arena: state.arena,
@@ -574,6 +577,29 @@ impl Lowerer {
         } else {
             k.swizzle = Some(swizzle);
         }
+    }
+
+    /// `T.min_blocks_per_sm(2)`: how many blocks the kernel is compiled to fit on one SM
+    /// (CUDA's `__launch_bounds__(threads, B)`); the verifier checks the value (K10).
+    pub fn min_blocks_per_sm(&mut self, span: Span, args: &[ast::Arg]) {
+        let Some(a) = self.bind("T.min_blocks_per_sm", span, args, &["blocks"], 1) else {
+            return;
+        };
+        let Some(blocks) = a[0].and_then(|b| self.expr(b)) else {
+            return;
+        };
+        let Some(kernel) = self.open_kernel(span, "`T.min_blocks_per_sm`") else {
+            return;
+        };
+        if let Some((_, prev)) = &kernel.min_blocks_per_sm {
+            let prev = *prev;
+            self.error(
+                Diagnostic::error(span, "a kernel gives `T.min_blocks_per_sm` once")
+                    .with_note_at(prev, "it was already given here"),
+            );
+            return;
+        }
+        kernel.min_blocks_per_sm = Some((blocks, span));
     }
 
     /// `T.use_swizzle(panel_size=10, order="row")`.

@@ -6,9 +6,9 @@ use super::scope::DefKind;
 use super::{Checker, KernelInfo};
 use crate::diagnostic::Diagnostic;
 use crate::dtype::DType;
-use crate::ir::{Arena, For, ForKind, Kernel, Scope, StmtKind, ThreadTag};
+use crate::ir::{Arena, Expr, For, ForKind, Kernel, Scope, StmtKind, ThreadTag};
 use crate::span::Span;
-use crate::target::{Target, MAX_BLOCK_DIMS, MAX_THREADS_PER_BLOCK};
+use crate::target::{Target, MAX_BLOCK_DIMS, MAX_THREADS_PER_BLOCK, MAX_THREADS_PER_SM};
 use crate::visit::for_each_stmt;
 
 /// The element counts a `T.vectorized` loop may have (up to a 16-byte access of 8-bit data).
@@ -77,6 +77,10 @@ impl<'f> Checker<'f> {
             }
         }
 
+        if let Some(b) = &k.min_blocks_per_sm {
+            self.min_blocks_per_sm(b, threads.as_deref(), span);
+        }
+
         // The kernel's scope: its allocations (visible in the whole kernel, wherever they
         // were written), then its block variables.
         self.env.push();
@@ -124,6 +128,33 @@ impl<'f> Checker<'f> {
                 arena_bytes: k.arena.as_ref().map(|a| a.bytes),
                 span,
             });
+        }
+    }
+
+    /// K10: `T.min_blocks_per_sm(B)` is an integer constant ≥ 1 whose blocks' threads fit on
+    /// one SM together.
+    fn min_blocks_per_sm(&mut self, b: &Expr, threads: Option<&[i64]>, span: Span) {
+        let at = if b.span.is_dummy() { span } else { b.span };
+        match const_int(b) {
+            Some(v) if v >= 1 => {
+                let per_block: i64 = threads.map_or(1, |t| t.iter().product());
+                if v.checked_mul(per_block)
+                    .is_none_or(|n| n > MAX_THREADS_PER_SM)
+                {
+                    self.error(
+                        at,
+                        format!(
+                            "{v} blocks of {per_block} threads do not fit on one SM \
+                             ({MAX_THREADS_PER_SM} threads at most)"
+                        ),
+                    );
+                }
+            }
+            Some(v) => self.error(at, format!("`T.min_blocks_per_sm` must be ≥ 1, found {v}")),
+            None => self.error(
+                at,
+                format!("`T.min_blocks_per_sm` must be an integer constant, found `{b}`"),
+            ),
         }
     }
 

@@ -109,6 +109,7 @@ pub fn kernel(grid: Vec<Expr>, vars: &[&str], allocs: Vec<BufferDecl>, body: Vec
         block_vars: vars.iter().map(|v| id(v)).collect(),
         threads: vec![int(128)],
         swizzle: None,
+        min_blocks_per_sm: None,
         layouts: Vec::new(),
         allocs,
         arena: None,

@@ -8,6 +8,8 @@
 //!   regions of a multi-dimensional block are written as (the linear thread index), and
 //!   the warp / warpgroup grid a `T.GemmWarpPolicy` picks (`unit_grid`);
 //! - `access` — which buffers statements read and write, use counts, element accesses;
+//! - `footprint` — the bytes a buffer takes, and a bound of a block's shared memory before
+//!   it is planned;
 //! - `int` — integer facts (over `tlc_ir::interval`): intervals, `multiple_of`, `unit_offset`, `mentions`,
 //!   `provably_true`, under what is known of the variables (`int::Env`);
 //! - `sync` — the barrier dataflow of thread-level code (accesses since the last barrier,
@@ -20,6 +22,7 @@
 
 pub mod access;
 pub mod block;
+pub mod footprint;
 pub mod int;
 pub mod kernels;
 pub mod local_arrays;

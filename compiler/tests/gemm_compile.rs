@@ -68,6 +68,12 @@ const CASES: &[(&str, &[&str], bool)] = &[
         &["M=1024", "N=1024", "K=14336"],
         true,
     ),
+    // One consumer warpgroup, 4 stages: one wgmma group in flight at one block per SM.
+    (
+        "bench/gemm_128x128x64_t128_s4.tir",
+        &["M=8192", "N=8192", "K=8192"],
+        true,
+    ),
 ];
 
 /// `(registers, spill store bytes, spill load bytes)` from a `ptxas -v` log.
@@ -157,12 +163,15 @@ fn every_gemm_case_uses_tensor_cores_without_spills() {
             } else if *cp_async {
                 needles.extend(["cp.async.cg.shared.global", "cp.async.wait_group"]);
             }
-            // Two consumer warpgroups or more: warp-specialized, a producer warpgroup added
-            // (ptxas_log refuses the warning of an ignored setmaxnreg).
-            if *cp_async && wgmma && threads >= 3 * 128 {
+            // Every TMA pipeline of these cases is warp-specialized, a producer warpgroup
+            // added and the register budget pinned (ptxas_log refuses the warning of an
+            // ignored setmaxnreg).
+            if *cp_async && wgmma {
+                assert!(threads >= 2 * 128, "{file} {dims:?}: no producer warpgroup");
                 needles.extend([
                     "setmaxnreg.dec.sync.aligned.u32",
                     "setmaxnreg.inc.sync.aligned.u32",
+                    ".minnctapersm ",
                 ]);
             }
             for needle in needles {

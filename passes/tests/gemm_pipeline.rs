@@ -238,6 +238,53 @@ fn every_sm90a_pass_keeps_the_meaning_of_warp_specialized_pipelines() {
     }
 }
 
+/// Four stages: the consumers keep each k-tile's wgmma group in flight and release the
+/// previous stage (`T.wgmma_wait(1)`); two consumer warpgroups, and one alone (a block per
+/// SM: its shared memory fits once). Around the ring: fewer k-tiles than stages, exactly
+/// as many, and more, ragged.
+#[test]
+fn every_sm90a_pass_keeps_the_meaning_of_pipelines_with_a_group_in_flight() {
+    let bound = |file: &str, m: i64, n: i64, k: i64| {
+        let dims = [
+            ("M".to_string(), m),
+            ("N".to_string(), n),
+            ("K".to_string(), k),
+        ];
+        tlc_ir::specialize::specialize(&load(&root().join(file)), &dims).expect("specialize")
+    };
+    let wide = "bench/gemm_128x256x64_t256_s4.tir";
+    let one = "bench/gemm_128x128x64_t128_s4.tir";
+    let cases = [
+        (
+            "two consumers, one k-tile 128x256x64",
+            bound(wide, 128, 256, 64),
+        ),
+        (
+            "two consumers, 4 k-tiles 136x264x256",
+            bound(wide, 136, 264, 256),
+        ),
+        (
+            "two consumers, 6 k-tiles ragged 200x256x328",
+            bound(wide, 200, 256, 328),
+        ),
+        (
+            "one consumer, 3 k-tiles 130x136x136",
+            bound(one, 130, 136, 136),
+        ),
+        (
+            "one consumer, 5 k-tiles 128x128x320",
+            bound(one, 128, 128, 320),
+        ),
+    ];
+    for (name, func) in cases {
+        let printed = sm90a_stages_keep_meaning(name, &func);
+        assert!(
+            printed.iter().any(|ir| ir.contains("T.wgmma_wait(1)")),
+            "{name}: no wgmma group kept in flight"
+        );
+    }
+}
+
 #[test]
 fn the_seed_kernel_at_256x256x128_keeps_its_meaning_through_the_pipeline() {
     let dims = [

@@ -182,16 +182,56 @@ fn two_warpgroups_get_a_producer_warpgroup() {
     let clear = ir.find("T.cast(0, \"float32\")").expect("the clear");
     let epilogue = ir.rfind("C[").expect("the epilogue");
     assert!(consumers < clear && clear < epilogue, "{ir}");
-    // One warpgroup stays on the one-warpgroup pipeline, saying why.
+    assert!(ir.contains("T.min_blocks_per_sm(1)"), "{ir}");
+    // 3 stages: each k-tile's group is waited for before its stage is released.
+    assert!(!ir.contains("T.wgmma_wait(1)"), "{ir}");
+}
+
+/// One consumer warpgroup whose shared memory fits twice on an SM: a producer joins it and
+/// the kernel is compiled for two blocks per SM, the registers split accordingly
+/// (65536 / 2 / 128 = 256 per warpgroup thread, 40 of them the producer's).
+#[test]
+fn one_warpgroup_is_specialized_at_two_blocks_per_sm() {
     let seed = lowered(
         &load(&root().join("examples/gemm_seed000.tir")),
         Target::Sm90a,
     );
+    assert!(seed.contains("threads=256"), "{seed}");
+    assert!(seed.contains("T.min_blocks_per_sm(2)"), "{seed}");
+    assert!(seed.contains("T.setmaxnreg(40, inc=False)"), "{seed}");
+    assert!(seed.contains("T.setmaxnreg(216, inc=True)"), "{seed}");
     assert!(
-        seed.contains("warp specialization not used: one consumer warpgroup (128 threads)"),
+        seed.contains("T.mbarrier_init(tma_empty[s_1], 4)"),
         "{seed}"
     );
-    assert!(!seed.contains("T.setmaxnreg("), "{seed}");
+    assert!(!seed.contains("warp specialization not used"), "{seed}");
+}
+
+/// Four stages: the consumers keep each k-tile's wgmma group in flight (`T.wgmma_wait(1)`)
+/// and release the previous k-tile's stage; the last group retires after the loop, before
+/// the epilogue reads the accumulators.
+#[test]
+fn four_stages_keep_one_wgmma_group_in_flight() {
+    let text = std::fs::read_to_string(root().join("bench/gemm_128x256x32_t256_s3.tir"))
+        .expect("the config")
+        .replace("num_stages=3", "num_stages=4");
+    let func = bound(&tlc_ir::parse(&text).expect("parse"), 256, 512, 256);
+    let ir = lowered(&func, Target::Sm90a);
+    insta::assert_snapshot!("warp_specialized_128x256_s4_lower_tile_ops", ir);
+    let in_flight = ir.find("T.wgmma_wait(1)").expect("one group in flight");
+    let release = ir
+        .find("if ko > 0:")
+        .expect("the previous stage released from the second k-tile on");
+    let drain = ir.find("T.wgmma_wait(0)").expect("the last group retired");
+    let epilogue = ir.rfind("C[").expect("the epilogue");
+    assert!(
+        in_flight < release && release < drain && drain < epilogue,
+        "{ir}"
+    );
+    assert!(
+        ir.contains("T.mbarrier_arrive(tma_empty[(ko - 1) % 4])"),
+        "{ir}"
+    );
 }
 
 /// A global write right before the pipeline stays outside the consumers' branch (the

@@ -88,8 +88,9 @@ pub(crate) struct Ctx<'a> {
     /// Register arrays the lowering adds to the kernel (gemm operand fragments).
     pub new_allocs: std::cell::RefCell<Vec<BufferDecl>>,
     /// The block's threads with the producer warpgroup a warp-specialized pipeline added
-    /// (`warp_specialize.rs`); every other region keeps running on the user's threads.
-    pub producer_threads: std::cell::Cell<Option<i64>>,
+    /// (`warp_specialize.rs`; every other region keeps running on the user's threads), and
+    /// the blocks per SM it was budgeted for.
+    pub producer_threads: std::cell::Cell<Option<(i64, i64)>>,
 }
 
 impl Ctx<'_> {
@@ -164,8 +165,9 @@ fn lower_kernel(
         (body, new_allocs, ctx.producer_threads.get())
     };
     let (mut new_body, new_allocs, widened) = new_body;
-    if let Some(n) = widened {
+    if let Some((n, blocks_per_sm)) = widened {
         k.threads = vec![tlc_ir::Expr::int(n)];
+        k.min_blocks_per_sm = Some(tlc_ir::Expr::int(blocks_per_sm));
     }
     k.allocs.extend(new_allocs);
     if errors.len() == before {

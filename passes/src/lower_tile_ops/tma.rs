@@ -41,6 +41,7 @@
 use super::region::thread_region;
 use super::warp_specialize::{self, Side};
 use super::Ctx;
+use crate::analysis::footprint;
 use crate::analysis::int::{constant, Ranges};
 use crate::analysis::tma::{parallel_copy, plan_copy, TmaCopy};
 use crate::names::NameSet;
@@ -255,9 +256,13 @@ fn specialized(
     ctx: &Ctx,
     names: &mut NameSet,
 ) -> Result<Vec<Stmt>, String> {
-    if let Some(why) = warp_specialize::block_refuses(&ctx.block) {
-        return Err(why);
-    }
+    // The kernel's buffers, those lowering added so far, and the `empty` ring to come.
+    let shared = {
+        let added = ctx.new_allocs.borrow();
+        footprint::shared_upper_bound(ctx.buffers.iter().copied().chain(added.iter()))
+            .map(|s| s + crate::analysis::wgmma::ALIGN)
+    };
+    let roles = warp_specialize::roles(&ctx.block, shared, b.stages, ctx.target)?;
     // The loop: its wait first, then fills (copies, maybe under guards) and compute.
     let mut fills = Vec::new();
     let mut compute = Vec::new();
@@ -321,7 +326,7 @@ fn specialized(
         stages: b.stages,
         full: b.name,
     };
-    let built = warp_specialize::build(pipe, ctx, names, span, &mut lower);
+    let built = warp_specialize::build(pipe, roles, ctx, names, span, &mut lower);
     let (region, empty) = match built {
         Ok(r) => r,
         Err(why) => {
@@ -334,7 +339,8 @@ fn specialized(
         .borrow_mut()
         .push(barrier_array(&empty, b.stages, span));
     let producer = ctx.block.threads() + tlc_ir::target::WARPGROUP_SIZE;
-    ctx.producer_threads.set(Some(producer));
+    ctx.producer_threads
+        .set(Some((producer, roles.blocks_per_sm)));
     let consumer_warps = ctx.block.threads() / 32;
     if let Some(around) = around {
         let keep = around.before.len() - took_before;
@@ -363,6 +369,8 @@ fn movable(
     lower: &mut warp_specialize::Lower,
 ) -> Option<Vec<Stmt>> {
     let op = match &s.kind {
+        // A note moves with the code it stands among (and does nothing).
+        StmtKind::Note(_) => return Some(vec![s.clone()]),
         StmtKind::Fill { .. } | StmtKind::Copy { .. } => true,
         StmtKind::For(f) => f.kind == ForKind::Parallel,
         _ => false,
@@ -377,7 +385,8 @@ fn movable(
 /// Whether every statement of `body` is a stage copy or a commit, or an `if` of such.
 fn only_copies(body: &[Stmt], ctx: &Ctx) -> bool {
     body.iter().all(|s| match &s.kind {
-        StmtKind::Intrinsic(Intrinsic::CommitGroup) => true,
+        // A note says something about the copy it stands before; it does nothing.
+        StmtKind::Intrinsic(Intrinsic::CommitGroup) | StmtKind::Note(_) => true,
         StmtKind::If {
             then_body,
             else_body,

@@ -45,12 +45,12 @@ use super::Ctx;
 use crate::analysis::block::Block;
 use crate::names::NameSet;
 use tlc_ir::build::{bin, elem, intrinsic};
-use tlc_ir::target::WARPGROUP_SIZE;
+use tlc_ir::target::{MAX_THREADS_PER_BLOCK, REGISTERS_PER_SM, WARPGROUP_SIZE};
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::map_body_exprs;
 use tlc_ir::{
     BinOp, Diagnostic, Expr, ExprKind, For, ForKind, Intrinsic, Scope, Span, Stmt, StmtKind,
-    ThreadTag,
+    Target, ThreadTag,
 };
 
 /// The registers a producer warpgroup keeps (CUTLASS's choice: enough for the TMA
@@ -60,17 +60,20 @@ const PRODUCER_REGISTERS: i64 = 40;
 /// The most registers a consumer thread asks for (TileLang's default).
 const CONSUMER_REGISTERS: i64 = 240;
 
-/// Registers of one SM, per thread of a warpgroup: 65536 / 128.
-const SM_REGISTERS_PER_WARPGROUP_THREAD: i64 = 512;
+/// Blocks per SM a warp-specialized kernel with ONE consumer warpgroup is compiled for when
+/// its shared memory fits that often. Measured on an H100 (docs/perf.md, 2026-11-25): with 3
+/// stages (each k-tile's wgmma group waited for before its stage is released) such a kernel
+/// ran the seed GEMM at 0.74x the unspecialized TMA pipeline at one block per SM (that
+/// pipeline runs two to three blocks per SM, whose interleaving hides each block's waits),
+/// and 1.04x at two blocks per SM. With `OVERLAP_MIN_STAGES` stages the consumers keep a
+/// group in flight and one block per SM pays too (1.25x for 128x128x64, 4 stages). Two or
+/// more consumer warpgroups keep the tensor cores busy from one block.
+const ONE_CONSUMER_BLOCKS_PER_SM: i64 = 2;
 
-/// Consumer warpgroups a block needs for warp specialization to pay: measured on an H100
-/// (docs/perf.md, 2026-11-25), one consumer warpgroup plus the producer ran the seed GEMM at
-/// 0.74x the speed of the one-warpgroup TMA pipeline (one block per SM instead of several);
-/// two consumers ran 1.17x faster.
-const MIN_CONSUMER_WARPGROUPS: i64 = 2;
-
-/// The largest block (threads).
-const MAX_BLOCK_THREADS: i64 = 1024;
+/// The fewest stages for which the consumers keep one k-tile's wgmma group in flight
+/// (releasing each stage one k-tile later): the in-flight group holds a stage, so with
+/// fewer stages the producer has too few to fill ahead (measured slower with 3, docs/perf.md).
+const OVERLAP_MIN_STAGES: i64 = 4;
 
 /// The parts of a software pipeline on TMA that warp specialization rebuilds.
 pub(crate) struct Pipeline<'a> {
@@ -94,29 +97,65 @@ pub(crate) struct Pipeline<'a> {
 pub(crate) type Lower<'a> =
     dyn FnMut(Vec<Stmt>, &mut NameSet) -> Result<Vec<Stmt>, Vec<Diagnostic>> + 'a;
 
-/// Why the block cannot take a producer warpgroup; `None` when it can.
-pub(crate) fn block_refuses(block: &Block) -> Option<String> {
+/// How a warp-specialized block uses an SM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Roles {
+    /// The user's warpgroups.
+    pub consumers: i64,
+    /// Blocks the kernel is compiled to fit on one SM (`T.min_blocks_per_sm`).
+    pub blocks_per_sm: i64,
+    /// What each consumer thread raises its registers to (`T.setmaxnreg`), a multiple of 8:
+    /// the SM's registers shared by `blocks_per_sm` blocks, the producer keeping
+    /// `PRODUCER_REGISTERS`.
+    pub consumer_registers: i64,
+}
+
+/// How the block runs with a producer warpgroup, or why it cannot take one. `shared`:
+/// an upper bound of the block's shared memory (`analysis::footprint`), `None` when unknown;
+/// `stages`: the pipeline's.
+pub(crate) fn roles(
+    block: &Block,
+    shared: Option<i64>,
+    stages: i64,
+    target: Target,
+) -> Result<Roles, String> {
     let threads = block.threads();
     if !block.is_flat() {
-        return Some("the block is multi-dimensional".into());
+        return Err("the block is multi-dimensional".into());
     }
     if threads % WARPGROUP_SIZE != 0 {
-        return Some(format!(
+        return Err(format!(
             "{threads} threads are not whole warpgroups of {WARPGROUP_SIZE}"
         ));
     }
-    if threads < MIN_CONSUMER_WARPGROUPS * WARPGROUP_SIZE {
-        return Some(format!(
-            "one consumer warpgroup ({threads} threads) ran slower with a producer warpgroup \
-             than without (docs/perf.md)"
+    if threads + WARPGROUP_SIZE > MAX_THREADS_PER_BLOCK {
+        return Err(format!(
+            "{threads} threads leave no room for a producer warpgroup ({MAX_THREADS_PER_BLOCK} at most)"
         ));
     }
-    if threads + WARPGROUP_SIZE > MAX_BLOCK_THREADS {
-        return Some(format!(
-            "{threads} threads leave no room for a producer warpgroup ({MAX_BLOCK_THREADS} at most)"
+    let consumers = threads / WARPGROUP_SIZE;
+    let fit = shared.map_or(1, |s| target.blocks_per_sm_by_shared(s));
+    let blocks_per_sm = if consumers == 1 && fit >= ONE_CONSUMER_BLOCKS_PER_SM {
+        ONE_CONSUMER_BLOCKS_PER_SM
+    } else {
+        1
+    };
+    if consumers == 1 && blocks_per_sm == 1 && stages < OVERLAP_MIN_STAGES {
+        return Err(format!(
+            "one consumer warpgroup with {stages} stages pays only at \
+             {ONE_CONSUMER_BLOCKS_PER_SM} blocks per SM (docs/perf.md), and {} of shared \
+             memory fit once on an SM",
+            shared.map_or("an unknown amount".to_string(), |s| format!("{s} bytes"))
         ));
     }
-    None
+    let per_thread = REGISTERS_PER_SM / blocks_per_sm / WARPGROUP_SIZE;
+    let consumer_registers =
+        ((per_thread - PRODUCER_REGISTERS) / consumers / 8 * 8).min(CONSUMER_REGISTERS);
+    Ok(Roles {
+        consumers,
+        blocks_per_sm,
+        consumer_registers,
+    })
 }
 
 /// The pipeline as one warp-specialized region over `T + 128` threads, and its `empty`
@@ -124,13 +163,13 @@ pub(crate) fn block_refuses(block: &Block) -> Option<String> {
 /// `lower` lowers tile-level statements (the loop's compute) to thread code.
 pub(crate) fn build(
     pipe: Pipeline,
+    roles: Roles,
     ctx: &Ctx,
     names: &mut NameSet,
     span: Span,
     lower: &mut Lower,
 ) -> Result<(Stmt, String), String> {
     let threads = ctx.block.threads();
-    let consumers = threads / WARPGROUP_SIZE;
     let stages = pipe.stages;
     let m = pipe.main;
     // The compute, lowered inside its loop (so its variable is bounded there).
@@ -174,25 +213,41 @@ pub(crate) fn build(
         },
         span,
     );
-    let release = if_then(
-        bin(
-            BinOp::Eq,
-            bin(BinOp::FloorMod, Expr::var(&tx), Expr::int(32)),
-            Expr::int(0),
-        ),
-        vec![intrinsic(
-            Intrinsic::MbarrierArrive {
-                bar: elem(&empty, vec![slot(ko.clone())], span),
-            },
+    // One arrival per consumer warp on the stage's `empty` barrier.
+    let release_of = |stage: Expr| {
+        if_then(
+            bin(
+                BinOp::Eq,
+                bin(BinOp::FloorMod, Expr::var(&tx), Expr::int(32)),
+                Expr::int(0),
+            ),
+            vec![intrinsic(
+                Intrinsic::MbarrierArrive {
+                    bar: elem(&empty, vec![stage], span),
+                },
+                span,
+            )],
             span,
-        )],
-        span,
-    );
+        )
+    };
     let head = inline_regions(pipe.head, &tx, threads)?;
     let tail = inline_regions(pipe.tail, &tx, threads)?;
+    let mut compute = compute;
+    let overlap = stages >= OVERLAP_MIN_STAGES && keep_group_in_flight(&mut compute);
     let mut consumer_body = vec![full_wait];
     consumer_body.extend(compute);
-    consumer_body.push(release);
+    if overlap {
+        // The wait left this k-tile's group in flight and retired the previous one: the
+        // previous stage is free.
+        let previous = bin(BinOp::Sub, ko.clone(), Expr::int(1));
+        consumer_body.push(if_then(
+            bin(BinOp::Gt, ko.clone(), m.start.clone()),
+            vec![release_of(slot(previous))],
+            span,
+        ));
+    } else {
+        consumer_body.push(release_of(slot(ko.clone())));
+    }
     let consumer_loop = Stmt::new(
         StmtKind::For(For {
             var: m.var.clone(),
@@ -257,9 +312,6 @@ pub(crate) fn build(
         vec![Stmt::new(StmtKind::For(pipe.prologue), span), producer_loop],
         span,
     );
-    let consumer_registers =
-        (((SM_REGISTERS_PER_WARPGROUP_THREAD - PRODUCER_REGISTERS) / consumers) / 8 * 8)
-            .min(CONSUMER_REGISTERS);
     let roles = Stmt::new(
         StmtKind::If {
             cond: bin(BinOp::Ge, Expr::var(&tx), Expr::int(threads)),
@@ -275,7 +327,7 @@ pub(crate) fn build(
             ],
             else_body: vec![intrinsic(
                 Intrinsic::SetMaxNReg {
-                    n: consumer_registers,
+                    n: roles.consumer_registers,
                     inc: true,
                 },
                 span,
@@ -283,6 +335,9 @@ pub(crate) fn build(
             .into_iter()
             .chain(head)
             .chain([consumer_loop])
+            // The last k-tile's group, still in flight, retires before the tail reads
+            // the accumulators.
+            .chain(overlap.then(|| intrinsic(Intrinsic::WgmmaWait(0), span)))
             .chain(tail)
             .collect(),
         },
@@ -291,6 +346,30 @@ pub(crate) fn build(
     let wide = Block::flat(threads + WARPGROUP_SIZE);
     let region = thread_region(&wide, &tx, vec![roles], span, names);
     Ok((region, empty))
+}
+
+/// Turns the final `T.wgmma_wait(0)` of the lowered compute `body` into `T.wgmma_wait(1)`
+/// when that is its only wait (one `T.gemm` per k-tile): the k-tile's group then stays in
+/// flight while the consumers wait for the next stage, and the wait retires the previous
+/// k-tile's group — whose stage the caller releases instead of this one. Whether it did.
+fn keep_group_in_flight(body: &mut [Stmt]) -> bool {
+    let mut waits = 0;
+    tlc_ir::visit::for_each_stmt(body, &mut |s| {
+        waits += usize::from(matches!(
+            s.kind,
+            StmtKind::Intrinsic(Intrinsic::WgmmaWait(_))
+        ));
+    });
+    match body.last_mut() {
+        Some(Stmt {
+            kind: StmtKind::Intrinsic(last @ Intrinsic::WgmmaWait(0)),
+            ..
+        }) if waits == 1 => {
+            *last = Intrinsic::WgmmaWait(1);
+            true
+        }
+        _ => false,
+    }
 }
 
 fn if_then(cond: Expr, body: Vec<Stmt>, span: Span) -> Stmt {
@@ -442,6 +521,11 @@ fn inline_regions(body: Vec<Stmt>, tx: &str, threads: i64) -> Result<Vec<Stmt>, 
                         v.span = e.span;
                         v
                     }
+                    // Literals the replacement left side by side fold, as the parser
+                    // folds them (so the printed IR reads back equal).
+                    ExprKind::Binary(op, a, b) if a.as_int().is_some() && b.as_int().is_some() => {
+                        Expr::binary(*op, (**a).clone(), (**b).clone(), e.span)
+                    }
                     _ => e,
                 });
                 if extent < threads {
@@ -462,4 +546,51 @@ fn inline_regions(body: Vec<Stmt>, tx: &str, threads: i64) -> Result<Vec<Stmt>, 
         out.push(s);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roles_of(threads: i64, shared: Option<i64>, stages: i64) -> Result<Roles, String> {
+        roles(&Block::flat(threads), shared, stages, Target::Sm90a)
+    }
+
+    #[test]
+    fn registers_and_blocks_per_sm_by_consumer_count() {
+        // Two consumers: one block per SM, (512 - 40) / 2 rounded down to a multiple of 8.
+        let two = roles_of(256, Some(73_728), 3).expect("two consumers");
+        assert_eq!((two.consumers, two.blocks_per_sm), (2, 1));
+        assert_eq!(two.consumer_registers, 232);
+        // Three consumers: (512 - 40) / 3 = 157 -> 152.
+        assert_eq!(
+            roles_of(384, Some(0), 3).map(|r| r.consumer_registers),
+            Ok(152)
+        );
+        // One consumer whose shared memory fits twice: two blocks, 256 - 40 registers.
+        let one = roles_of(128, Some(50_176), 3).expect("fits twice");
+        assert_eq!((one.blocks_per_sm, one.consumer_registers), (2, 216));
+        // 113 KiB fits twice (2 x (113 + 1) KiB = 228 KiB), 114 KiB once.
+        assert_eq!(
+            roles_of(128, Some(115_712), 3).map(|r| r.blocks_per_sm),
+            Ok(2)
+        );
+        let once = roles_of(128, Some(116_736), 3).expect_err("3 stages, one block");
+        assert!(once.contains("fit once"), "{once}");
+        // ... unless the consumers keep a group in flight: one block, capped at 240.
+        let deep = roles_of(128, Some(116_736), 4).expect("4 stages");
+        assert_eq!((deep.blocks_per_sm, deep.consumer_registers), (1, 240));
+        // Unknown shared memory counts as fitting once.
+        assert!(roles_of(128, None, 3).is_err());
+    }
+
+    #[test]
+    fn blocks_that_cannot_take_a_producer() {
+        assert!(roles_of(96, Some(0), 3)
+            .expect_err("not whole warpgroups")
+            .contains("warpgroups"));
+        assert!(roles_of(1024, Some(0), 3)
+            .expect_err("no room")
+            .contains("no room"));
+    }
 }

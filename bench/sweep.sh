@@ -6,6 +6,8 @@
 #
 # PART: seed     the seed kernel at 12288^3 ... 20480^3 (step 1024) and the other listed shapes
 #       configs  the other bench/ configs on the seed sweep and 8192^3
+#       best     the fastest sm_90a config (128x256x64, 4 stages) at the seed sweep and the
+#                other listed shapes
 #       ragged   the masked seed config at ragged shapes
 #       swizzle  the seed kernel with no L2 rasterization and panel_size 0 / 10 / 20
 #       small    the small-tile config at the shapes with few output tiles
@@ -35,6 +37,9 @@ for part in "$@"; do
             case $f in *masked* | *64x64x64*) continue ;; esac
             bench "configs-$(basename "$f" .tir)" "$f" "$SWEEP;8192,8192,8192" --iters 20
         done
+        ;;
+    best)
+        bench best bench/gemm_128x256x64_t256_s4.tir "$SWEEP;$OTHER"
         ;;
     ragged)
         bench ragged bench/gemm_128x128x32_t128_s3_masked.tir \

@@ -8,7 +8,9 @@
 
 mod common;
 
-use common::{assert_close_meaning, assert_same_meaning, case, load, root, with_region_barriers};
+use common::{
+    assert_close_meaning, assert_same_meaning, bound_mnk, case, load, root, with_region_barriers,
+};
 use tlc_ir::printer::print_func;
 use tlc_ir::PrimFunc;
 use tlc_passes::{default_pipeline, Target};
@@ -128,14 +130,7 @@ fn keeps_meaning(target: Target) {
 /// than stages, both majors of both operands.
 #[test]
 fn every_sm90a_pass_keeps_the_meaning_of_tma_pipelines() {
-    let bound = |func: &PrimFunc, m: i64, n: i64, k: i64| {
-        let dims = [
-            ("M".to_string(), m),
-            ("N".to_string(), n),
-            ("K".to_string(), k),
-        ];
-        tlc_ir::specialize::specialize(func, &dims).expect("specialize")
-    };
+    let bound = bound_mnk;
     let cases = [
         (
             "seed000_dims 200x256x96",
@@ -212,14 +207,7 @@ fn sm90a_stages_keep_meaning(name: &str, func: &PrimFunc) -> Vec<String> {
 #[test]
 fn every_sm90a_pass_keeps_the_meaning_of_warp_specialized_pipelines() {
     let wide = load(&root().join("bench/gemm_128x256x32_t256_s3.tir"));
-    let bound = |m: i64, n: i64, k: i64| {
-        let dims = [
-            ("M".to_string(), m),
-            ("N".to_string(), n),
-            ("K".to_string(), k),
-        ];
-        tlc_ir::specialize::specialize(&wide, &dims).expect("specialize")
-    };
+    let bound = |m: i64, n: i64, k: i64| bound_mnk(&wide, m, n, k);
     let cases = [
         ("ragged 200x264x72", bound(200, 264, 72)),
         ("one k-tile 136x256x32", bound(136, 256, 32)),
@@ -244,14 +232,7 @@ fn every_sm90a_pass_keeps_the_meaning_of_warp_specialized_pipelines() {
 /// as many, and more, ragged.
 #[test]
 fn every_sm90a_pass_keeps_the_meaning_of_pipelines_with_a_group_in_flight() {
-    let bound = |file: &str, m: i64, n: i64, k: i64| {
-        let dims = [
-            ("M".to_string(), m),
-            ("N".to_string(), n),
-            ("K".to_string(), k),
-        ];
-        tlc_ir::specialize::specialize(&load(&root().join(file)), &dims).expect("specialize")
-    };
+    let bound = |file: &str, m: i64, n: i64, k: i64| bound_mnk(&load(&root().join(file)), m, n, k);
     let wide = "bench/gemm_128x256x64_t256_s4.tir";
     let one = "bench/gemm_128x128x64_t128_s4.tir";
     let cases = [

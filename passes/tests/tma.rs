@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{case, load, root};
+use common::{bound_mnk, case, load, root};
 use tlc_ir::printer::print_func;
 use tlc_ir::PrimFunc;
 use tlc_passes::{default_pipeline, PassContext, Target};
@@ -26,15 +26,6 @@ fn lowered(func: &PrimFunc, target: Target) -> String {
 
 fn local_case(stem: &str) -> PrimFunc {
     load(&root().join(format!("passes/tests/cases/{stem}.tir")))
-}
-
-fn bound(func: &PrimFunc, m: i64, n: i64, k: i64) -> PrimFunc {
-    let dims = [
-        ("M".to_string(), m),
-        ("N".to_string(), n),
-        ("K".to_string(), k),
-    ];
-    tlc_ir::specialize::specialize(func, &dims).expect("specialize")
 }
 
 fn count(text: &str, what: &str) -> usize {
@@ -101,10 +92,16 @@ fn symbolic_strides_keep_the_thread_copies() {
         "{ir}"
     );
     // Bound to 16-byte multiples, the same kernel takes TMA.
-    let ir = lowered(&bound(&case("seed000_dims"), 256, 256, 128), Target::Sm90a);
+    let ir = lowered(
+        &bound_mnk(&case("seed000_dims"), 256, 256, 128),
+        Target::Sm90a,
+    );
     assert!(ir.contains("T.tma_load("), "{ir}");
     // One stride not a multiple of 16 bytes (K = 100: 200-byte rows of A) keeps them all.
-    let ir = lowered(&bound(&case("seed000_dims"), 256, 256, 100), Target::Sm90a);
+    let ir = lowered(
+        &bound_mnk(&case("seed000_dims"), 256, 256, 100),
+        Target::Sm90a,
+    );
     assert!(!ir.contains("T.tma_load("), "{ir}");
 }
 
@@ -170,7 +167,7 @@ fn a_stage_copy_nested_in_a_loop_keeps_the_whole_pipeline_on_cp_async() {
 #[test]
 fn two_warpgroups_get_a_producer_warpgroup() {
     let wide = load(&root().join("bench/gemm_128x256x32_t256_s3.tir"));
-    let ir = lowered(&bound(&wide, 256, 512, 256), Target::Sm90a);
+    let ir = lowered(&bound_mnk(&wide, 256, 512, 256), Target::Sm90a);
     insta::assert_snapshot!("warp_specialized_128x256_lower_tile_ops", ir);
     assert!(ir.contains("threads=384"), "{ir}");
     assert!(ir.contains("T.setmaxnreg(40, inc=False)"), "{ir}");
@@ -215,7 +212,7 @@ fn four_stages_keep_one_wgmma_group_in_flight() {
     let text = std::fs::read_to_string(root().join("bench/gemm_128x256x32_t256_s3.tir"))
         .expect("the config")
         .replace("num_stages=3", "num_stages=4");
-    let func = bound(&tlc_ir::parse(&text).expect("parse"), 256, 512, 256);
+    let func = bound_mnk(&tlc_ir::parse(&text).expect("parse"), 256, 512, 256);
     let ir = lowered(&func, Target::Sm90a);
     insta::assert_snapshot!("warp_specialized_128x256_s4_lower_tile_ops", ir);
     let in_flight = ir.find("T.wgmma_wait(1)").expect("one group in flight");
@@ -245,7 +242,7 @@ fn a_global_write_before_the_pipeline_stays_before_the_producer() {
         "        T.clear(C_local)\n        for i, j in T.Parallel(128, 256):\n            C[by * 128 + i, bx * 256 + j] = T.cast(0, \"float16\")\n",
     );
     assert_ne!(text, with_write, "the clear moved");
-    let func = bound(&tlc_ir::parse(&with_write).expect("parse"), 256, 512, 256);
+    let func = bound_mnk(&tlc_ir::parse(&with_write).expect("parse"), 256, 512, 256);
     let ir = lowered(&func, Target::Sm90a);
     let consumers = ir.find("T.setmaxnreg(232").expect("consumer branch");
     let zeroing = ir.find("] = T.cast(0, \"float16\")").expect("the write");

@@ -36,6 +36,16 @@ pub fn corpus() -> Vec<(String, PrimFunc)> {
     out
 }
 
+/// `func` with its dims `M`, `N`, `K` bound to constants.
+pub fn bound_mnk(func: &PrimFunc, m: i64, n: i64, k: i64) -> PrimFunc {
+    let dims = [
+        ("M".to_string(), m),
+        ("N".to_string(), n),
+        ("K".to_string(), k),
+    ];
+    tlc_ir::specialize::specialize(func, &dims).expect("specialize")
+}
+
 pub fn load(path: &Path) -> PrimFunc {
     let text = std::fs::read_to_string(path).expect("read case");
     let func = tlc_ir::parse(&text).unwrap_or_else(|d| panic!("{}: {d:?}", path.display()));

@@ -349,23 +349,34 @@ pub(crate) fn build(
 }
 
 /// Turns the final `T.wgmma_wait(0)` of the lowered compute `body` into `T.wgmma_wait(1)`
-/// when that is its only wait (one `T.gemm` per k-tile): the k-tile's group then stays in
-/// flight while the consumers wait for the next stage, and the wait retires the previous
-/// k-tile's group — whose stage the caller releases instead of this one. Whether it did.
+/// when the body is one `T.gemm`'s wgmma code and nothing else (notes aside): the k-tile's
+/// group then stays in flight while the consumers wait for the next stage, and the wait
+/// retires the previous k-tile's group — whose stage the caller releases instead of this
+/// one. Anything else in the loop (a clear of the accumulator, fragment arithmetic) could
+/// touch registers a group in flight still writes, so it keeps the wait for all. Whether
+/// it did.
 fn keep_group_in_flight(body: &mut [Stmt]) -> bool {
     let mut waits = 0;
-    tlc_ir::visit::for_each_stmt(body, &mut |s| {
-        waits += usize::from(matches!(
-            s.kind,
-            StmtKind::Intrinsic(Intrinsic::WgmmaWait(_))
-        ));
+    let mut only_wgmma = true;
+    tlc_ir::visit::for_each_stmt(body, &mut |s| match &s.kind {
+        StmtKind::Intrinsic(Intrinsic::WgmmaWait(_)) => waits += 1,
+        StmtKind::Intrinsic(
+            Intrinsic::Wgmma { .. } | Intrinsic::WgmmaFence | Intrinsic::WgmmaCommit,
+        )
+        | StmtKind::Note(_) => {}
+        StmtKind::For(f) if f.kind == ForKind::Unroll => {}
+        _ => only_wgmma = false,
     });
-    match body.last_mut() {
+    let last = body
+        .iter_mut()
+        .rev()
+        .find(|s| !matches!(s.kind, StmtKind::Note(_)));
+    match last {
         Some(Stmt {
-            kind: StmtKind::Intrinsic(last @ Intrinsic::WgmmaWait(0)),
+            kind: StmtKind::Intrinsic(wait @ Intrinsic::WgmmaWait(0)),
             ..
-        }) if waits == 1 => {
-            *last = Intrinsic::WgmmaWait(1);
+        }) if waits == 1 && only_wgmma => {
+            *wait = Intrinsic::WgmmaWait(1);
             true
         }
         _ => false,

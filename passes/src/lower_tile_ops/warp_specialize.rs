@@ -32,13 +32,21 @@
 //!   `T.wgmma_wait(0)`, so a warp arrives after its reads of the stage have retired. Each
 //!   warp arrives (count `T / 32`), so the stage is free only when all consumer warps are
 //!   done with it.
+//! - One group in flight: with `OVERLAP_MIN_STAGES` stages or more, and a compute that is
+//!   the gemm's wgmma code alone, that wait becomes `T.wgmma_wait(1)`: it retires the
+//!   previous k-tile's group, so the arrival releases the previous stage (`(ko - 1) % S`,
+//!   from the second k-tile on; the producer never waits for the last stage's release), and
+//!   a `T.wgmma_wait(0)` after the loop retires the last group before the epilogue.
 //! - When: the compute of the loop, once lowered, issues `T.wgmma` and writes nothing but
 //!   registers (no shared or global stores, no barriers, no other asynchronous copies), so
 //!   the consumers need no block barrier inside the loop; the block is 1-D with a multiple
-//!   of 128 threads, at most 1024 - 128. Otherwise the pipeline stays on the one-warpgroup
+//!   of 128 threads, at most 1024 - 128; one consumer warpgroup also needs two blocks per
+//!   SM or a group in flight (`roles`). Otherwise the pipeline stays on the one-warpgroup
 //!   TMA protocol of `tma.rs`, with a `T.note` saying why.
 //! - Registers: the producer gives its registers away (`setmaxnreg` 40) and the consumers
-//!   take them, within the 64K of an SM at one block per SM (codegen pins the budget).
+//!   take them, within the 64K of an SM shared by the blocks per SM the kernel is compiled
+//!   for (`T.min_blocks_per_sm`, which codegen turns into `.minnctapersm` to pin the
+//!   budget at entry).
 
 use super::region::thread_region;
 use super::Ctx;

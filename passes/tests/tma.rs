@@ -269,3 +269,23 @@ fn other_code_in_the_loop_keeps_the_wait_for_all_groups() {
     assert!(!ir.contains("T.wgmma_wait(1)"), "{ir}");
     assert!(ir.contains("T.mbarrier_arrive(tma_empty[ko % 4])"), "{ir}");
 }
+
+/// A `T.min_blocks_per_sm` the user wrote is kept: asked for one block per SM, the seed's
+/// one consumer warpgroup with 3 stages stays unspecialized, saying why.
+#[test]
+fn the_users_blocks_per_sm_decide() {
+    let text = std::fs::read_to_string(root().join("examples/gemm_seed000.tir"))
+        .expect("the seed")
+        .replace(
+            "T.use_swizzle(panel_size=10)",
+            "T.use_swizzle(panel_size=10)\n        T.min_blocks_per_sm(1)",
+        );
+    assert!(text.contains("T.min_blocks_per_sm(1)"));
+    let ir = lowered(&tlc_ir::parse(&text).expect("parse"), Target::Sm90a);
+    assert!(ir.contains("T.min_blocks_per_sm(1)"), "{ir}");
+    assert!(!ir.contains("T.setmaxnreg("), "{ir}");
+    assert!(
+        ir.contains("warp specialization not used: one consumer warpgroup with 3 stages"),
+        "{ir}"
+    );
+}

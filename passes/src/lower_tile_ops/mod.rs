@@ -75,6 +75,9 @@ impl Pass for LowerTileOps {
 pub(crate) struct Ctx<'a> {
     /// The target: what the copies may run on (TMA on sm_90a).
     pub target: Target,
+    /// `T.min_blocks_per_sm(B)` as the user wrote it: a warp-specialized pipeline budgets
+    /// its registers for `B` blocks per SM instead of choosing.
+    pub min_blocks_per_sm: Option<i64>,
     /// The block's shape; regions map onto its linear thread index (`analysis::block`).
     pub block: Block,
     /// Parameters and the kernel's allocations (fragments still as declared).
@@ -152,6 +155,7 @@ fn lower_kernel(
             layouts: k.layouts.clone(),
             new_allocs: std::cell::RefCell::new(Vec::new()),
             producer_threads: std::cell::Cell::new(None),
+            min_blocks_per_sm: k.min_blocks_per_sm.as_ref().and_then(|e| e.as_int()),
             bounds: std::cell::RefCell::new({
                 let mut ranges = dims.clone();
                 int::enter_kernel(&mut ranges, k);

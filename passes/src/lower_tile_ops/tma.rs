@@ -262,7 +262,13 @@ fn specialized(
         footprint::shared_upper_bound(ctx.buffers.iter().copied().chain(added.iter()))
             .map(|s| s + crate::analysis::wgmma::ALIGN)
     };
-    let roles = warp_specialize::roles(&ctx.block, shared, b.stages, ctx.target)?;
+    let roles = warp_specialize::roles(
+        &ctx.block,
+        shared,
+        b.stages,
+        ctx.min_blocks_per_sm,
+        ctx.target,
+    )?;
     // The loop: its wait first, then fills (copies, maybe under guards) and compute.
     let mut fills = Vec::new();
     let mut compute = Vec::new();

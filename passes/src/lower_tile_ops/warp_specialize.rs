@@ -65,6 +65,9 @@ use tlc_ir::{
 /// coordinates and the loop).
 const PRODUCER_REGISTERS: i64 = 40;
 
+/// The fewest registers `setmaxnreg` takes.
+const MIN_SETMAXNREG: i64 = 24;
+
 /// The most registers a consumer thread asks for (TileLang's default).
 const CONSUMER_REGISTERS: i64 = 240;
 
@@ -120,11 +123,13 @@ pub(crate) struct Roles {
 
 /// How the block runs with a producer warpgroup, or why it cannot take one. `shared`:
 /// an upper bound of the block's shared memory (`analysis::footprint`), `None` when unknown;
-/// `stages`: the pipeline's.
+/// `stages`: the pipeline's; `requested`: the blocks per SM the user asked for
+/// (`T.min_blocks_per_sm`), kept as given.
 pub(crate) fn roles(
     block: &Block,
     shared: Option<i64>,
     stages: i64,
+    requested: Option<i64>,
     target: Target,
 ) -> Result<Roles, String> {
     let threads = block.threads();
@@ -143,10 +148,10 @@ pub(crate) fn roles(
     }
     let consumers = threads / WARPGROUP_SIZE;
     let fit = shared.map_or(1, |s| target.blocks_per_sm_by_shared(s));
-    let blocks_per_sm = if consumers == 1 && fit >= ONE_CONSUMER_BLOCKS_PER_SM {
-        ONE_CONSUMER_BLOCKS_PER_SM
-    } else {
-        1
+    let blocks_per_sm = match requested {
+        Some(b) => b.max(1),
+        None if consumers == 1 && fit >= ONE_CONSUMER_BLOCKS_PER_SM => ONE_CONSUMER_BLOCKS_PER_SM,
+        None => 1,
     };
     if consumers == 1 && blocks_per_sm == 1 && stages < OVERLAP_MIN_STAGES {
         return Err(format!(
@@ -159,6 +164,16 @@ pub(crate) fn roles(
     let per_thread = REGISTERS_PER_SM / blocks_per_sm / WARPGROUP_SIZE;
     let consumer_registers =
         ((per_thread - PRODUCER_REGISTERS) / consumers / 8 * 8).min(CONSUMER_REGISTERS);
+    // Each thread starts with the block's share of the SM; the producer must be able to
+    // lower its count to PRODUCER_REGISTERS, the consumers need at least what `setmaxnreg`
+    // accepts.
+    let at_entry = REGISTERS_PER_SM / blocks_per_sm / (threads + WARPGROUP_SIZE);
+    if at_entry < PRODUCER_REGISTERS || consumer_registers < MIN_SETMAXNREG {
+        return Err(format!(
+            "{blocks_per_sm} blocks per SM leave {at_entry} registers per thread, too few for \
+             a producer warpgroup ({PRODUCER_REGISTERS}) and its consumers"
+        ));
+    }
     Ok(Roles {
         consumers,
         blocks_per_sm,
@@ -572,7 +587,22 @@ mod tests {
     use super::*;
 
     fn roles_of(threads: i64, shared: Option<i64>, stages: i64) -> Result<Roles, String> {
-        roles(&Block::flat(threads), shared, stages, Target::Sm90a)
+        roles(&Block::flat(threads), shared, stages, None, Target::Sm90a)
+    }
+
+    #[test]
+    fn the_users_blocks_per_sm_are_kept() {
+        let block = Block::flat(128);
+        // Asked for one block: 3 stages then do not pay (as when the memory fits once).
+        assert!(roles(&block, Some(50_176), 3, Some(1), Target::Sm90a).is_err());
+        let one = roles(&block, Some(50_176), 4, Some(1), Target::Sm90a).expect("one");
+        assert_eq!((one.blocks_per_sm, one.consumer_registers), (1, 240));
+        // Three: 65536 / 3 / 128 = 170 per warpgroup thread, 130 -> 128 for the consumers.
+        let three = roles(&block, Some(50_176), 3, Some(3), Target::Sm90a).expect("three");
+        assert_eq!((three.blocks_per_sm, three.consumer_registers), (3, 128));
+        // Five blocks of 384 threads: 34 registers each at entry, under the producer's 40.
+        let five = roles(&Block::flat(256), Some(0), 4, Some(5), Target::Sm90a);
+        assert!(five.expect_err("too few").contains("too few"));
     }
 
     #[test]

@@ -185,6 +185,28 @@ fn every_gemm_case_uses_tensor_cores_without_spills() {
             eprintln!("{file} {dims:?} {target}: {regs} registers, spills {st}/{ld} bytes");
             assert!(regs > 0 && regs <= 255, "{file} {target}: {log}");
             assert_eq!((st, ld), (0, 0), "{file} {dims:?} {target} spills:\n{log}");
+            // `setmaxnreg.dec` may only lower the count a thread starts with, `.inc` only
+            // raise it: the count ptxas gave the entry lies between.
+            let counts = |op: &str| -> Vec<u32> {
+                ptx.lines()
+                    .filter_map(|l| l.trim().strip_prefix(op))
+                    .filter_map(|n| n.trim().trim_end_matches(';').parse().ok())
+                    .collect()
+            };
+            let (dec, inc) = (
+                counts("setmaxnreg.dec.sync.aligned.u32"),
+                counts("setmaxnreg.inc.sync.aligned.u32"),
+            );
+            assert!(
+                dec.iter().all(|&d| d <= regs) && inc.iter().all(|&i| i >= regs),
+                "{file} {dims:?} {target}: {regs} registers at entry, dec {dec:?}, inc {inc:?}"
+            );
+            if wgmma && *cp_async {
+                assert!(
+                    !dec.is_empty() && !inc.is_empty(),
+                    "{file} {dims:?}: no setmaxnreg"
+                );
+            }
         }
     }
     let _ = std::fs::remove_dir_all(&dir);

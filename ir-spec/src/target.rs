@@ -176,7 +176,10 @@ impl Target {
     /// How many blocks of `shared_bytes` of dynamic shared memory fit on one SM at once, as
     /// far as shared memory goes.
     pub fn blocks_per_sm_by_shared(self, shared_bytes: i64) -> i64 {
-        self.desc().shared_bytes_per_sm / (shared_bytes.max(0) + RESERVED_SHARED_BYTES_PER_BLOCK)
+        shared_bytes
+            .max(0)
+            .checked_add(RESERVED_SHARED_BYTES_PER_BLOCK)
+            .map_or(0, |per_block| self.desc().shared_bytes_per_sm / per_block)
     }
 
     pub fn max_registers_per_thread(self) -> u32 {

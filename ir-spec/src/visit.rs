@@ -192,6 +192,9 @@ pub fn map_body_exprs(body: &mut [Stmt], f: &mut dyn FnMut(Expr) -> Expr) {
                 if let Some(s) = &mut k.swizzle {
                     s.panel_size = map_expr(&s.panel_size, f);
                 }
+                if let Some(b) = &mut k.min_blocks_per_sm {
+                    *b = map_expr(b, f);
+                }
                 for alloc in &mut k.allocs {
                     all(&mut alloc.shape, f);
                 }

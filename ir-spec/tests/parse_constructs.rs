@@ -436,6 +436,10 @@ fn min_blocks_per_sm() {
     assert_eq!(kernel(&f).min_blocks_per_sm, Some(Expr::int(2)));
     same("T.min_blocks_per_sm(2)", "T.min_blocks_per_sm(blocks=2)");
     assert_eq!(kernel(&ok(&wrap("pass"))).min_blocks_per_sm, None);
+    // A symbolic count takes the value `-D` binds.
+    let text = "B = T.symbolic(\"B\")\n\n@T.prim_func\ndef f(A: T.Tensor((B, 64), \"float16\")):\n    with T.Kernel(1, threads=128) as bx:\n        T.min_blocks_per_sm(B)\n";
+    let bound = tlc_ir::specialize::specialize(&ok(text), &[("B".to_string(), 2)]).expect("bind");
+    assert_eq!(kernel(&bound).min_blocks_per_sm, Some(Expr::int(2)));
 }
 
 #[test]

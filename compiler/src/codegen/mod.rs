@@ -142,7 +142,7 @@ fn emit_kernel(
     if let Some(n) = kernel
         .min_blocks_per_sm
         .as_ref()
-        .and_then(|e| e.as_int())
+        .and_then(tlc_ir::verifier::const_int)
         .and_then(|n| u32::try_from(n).ok())
     {
         b.minnctapersm(n);

@@ -155,7 +155,10 @@ fn lower_kernel(
             layouts: k.layouts.clone(),
             new_allocs: std::cell::RefCell::new(Vec::new()),
             producer_threads: std::cell::Cell::new(None),
-            min_blocks_per_sm: k.min_blocks_per_sm.as_ref().and_then(|e| e.as_int()),
+            min_blocks_per_sm: k
+                .min_blocks_per_sm
+                .as_ref()
+                .and_then(tlc_ir::verifier::const_int),
             bounds: std::cell::RefCell::new({
                 let mut ranges = dims.clone();
                 int::enter_kernel(&mut ranges, k);

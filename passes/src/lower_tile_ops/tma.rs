@@ -260,15 +260,16 @@ fn specialized(
     let shared = {
         let added = ctx.new_allocs.borrow();
         footprint::shared_upper_bound(ctx.buffers.iter().copied().chain(added.iter()))
-            .map(|s| s + crate::analysis::wgmma::ALIGN)
+            .and_then(|s| s.checked_add(crate::analysis::wgmma::ALIGN))
     };
-    let roles = warp_specialize::roles(
-        &ctx.block,
-        shared,
-        b.stages,
-        ctx.min_blocks_per_sm,
-        ctx.target,
-    )?;
+    // One register budget per kernel: a later pipeline of the kernel keeps the blocks per
+    // SM an earlier one was specialized for (its setmaxnreg counts must agree with them).
+    let requested = ctx
+        .producer_threads
+        .get()
+        .map(|(_, blocks)| blocks)
+        .or(ctx.min_blocks_per_sm);
+    let roles = warp_specialize::roles(&ctx.block, shared, b.stages, requested, ctx.target)?;
     // The loop: its wait first, then fills (copies, maybe under guards) and compute.
     let mut fills = Vec::new();
     let mut compute = Vec::new();

@@ -257,6 +257,17 @@ pub(crate) fn build(
     let tail = inline_regions(pipe.tail, &tx, threads)?;
     let mut compute = compute;
     let overlap = stages >= OVERLAP_MIN_STAGES && keep_group_in_flight(&mut compute);
+    if roles.consumers == 1 && roles.blocks_per_sm == 1 && !overlap {
+        return Err(format!(
+            "one consumer warpgroup at one block per SM pays only with a wgmma group in \
+             flight (docs/perf.md), and this loop's compute {}",
+            if stages < OVERLAP_MIN_STAGES {
+                format!("has {stages} stages (fewer than {OVERLAP_MIN_STAGES})")
+            } else {
+                "is more than the gemm's wgmma code".to_string()
+            }
+        ));
+    }
     let mut consumer_body = vec![full_wait];
     consumer_body.extend(compute);
     if overlap {

@@ -142,6 +142,9 @@ impl Simplifier<'_> {
                 if let Some(sw) = &mut k.swizzle {
                     sw.panel_size = self.expr(&sw.panel_size);
                 }
+                if let Some(b) = &mut k.min_blocks_per_sm {
+                    *b = self.expr(b);
+                }
                 for alloc in &mut k.allocs {
                     for d in &mut alloc.shape {
                         *d = self.expr(d);

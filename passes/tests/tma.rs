@@ -32,6 +32,13 @@ fn count(text: &str, what: &str) -> usize {
     text.matches(what).count()
 }
 
+/// The kernel of `file` (relative to the repository) with `from` replaced by `to`, parsed.
+fn edited(file: &str, from: &str, to: &str) -> PrimFunc {
+    let text = std::fs::read_to_string(root().join(file)).expect("the kernel file");
+    assert!(text.contains(from), "{file} has no `{from}`");
+    tlc_ir::parse(&text.replacen(from, to, 1)).expect("parse")
+}
+
 #[test]
 fn the_seed_pipeline_runs_on_tma_with_one_barrier_per_stage() {
     let ir = lowered(
@@ -209,10 +216,12 @@ fn one_warpgroup_is_specialized_at_two_blocks_per_sm() {
 /// the epilogue reads the accumulators.
 #[test]
 fn four_stages_keep_one_wgmma_group_in_flight() {
-    let text = std::fs::read_to_string(root().join("bench/gemm_128x256x32_t256_s3.tir"))
-        .expect("the config")
-        .replace("num_stages=3", "num_stages=4");
-    let func = bound_mnk(&tlc_ir::parse(&text).expect("parse"), 256, 512, 256);
+    let four = edited(
+        "bench/gemm_128x256x32_t256_s3.tir",
+        "num_stages=3",
+        "num_stages=4",
+    );
+    let func = bound_mnk(&four, 256, 512, 256);
     let ir = lowered(&func, Target::Sm90a);
     insta::assert_snapshot!("warp_specialized_128x256_s4_lower_tile_ops", ir);
     let in_flight = ir.find("T.wgmma_wait(1)").expect("one group in flight");
@@ -235,14 +244,12 @@ fn four_stages_keep_one_wgmma_group_in_flight() {
 /// producer could be loading that tensor meanwhile); the epilogue after the loop moves in.
 #[test]
 fn a_global_write_before_the_pipeline_stays_before_the_producer() {
-    let text = std::fs::read_to_string(root().join("bench/gemm_128x256x32_t256_s3.tir"))
-        .expect("the config");
-    let with_write = text.replace(
+    let with_write = edited(
+        "bench/gemm_128x256x32_t256_s3.tir",
         "        T.clear(C_local)\n",
         "        T.clear(C_local)\n        for i, j in T.Parallel(128, 256):\n            C[by * 128 + i, bx * 256 + j] = T.cast(0, \"float16\")\n",
     );
-    assert_ne!(text, with_write, "the clear moved");
-    let func = bound_mnk(&tlc_ir::parse(&with_write).expect("parse"), 256, 512, 256);
+    let func = bound_mnk(&with_write, 256, 512, 256);
     let ir = lowered(&func, Target::Sm90a);
     let consumers = ir.find("T.setmaxnreg(232").expect("consumer branch");
     let zeroing = ir.find("] = T.cast(0, \"float16\")").expect("the write");
@@ -254,17 +261,12 @@ fn a_global_write_before_the_pipeline_stays_before_the_producer() {
 /// group, even with 4 stages.
 #[test]
 fn other_code_in_the_loop_keeps_the_wait_for_all_groups() {
-    let text = std::fs::read_to_string(root().join("bench/gemm_128x256x64_t256_s4.tir"))
-        .expect("the config")
-        .replace(
-            "T.gemm(A_shared, B_shared, C_local)",
-            "T.gemm(A_shared, B_shared, C_local, clear_accum=True)",
-        );
-    assert!(text.contains("clear_accum=True"));
-    let ir = lowered(
-        &bound_mnk(&tlc_ir::parse(&text).expect("parse"), 256, 512, 256),
-        Target::Sm90a,
+    let clearing = edited(
+        "bench/gemm_128x256x64_t256_s4.tir",
+        "T.gemm(A_shared, B_shared, C_local)",
+        "T.gemm(A_shared, B_shared, C_local, clear_accum=True)",
     );
+    let ir = lowered(&bound_mnk(&clearing, 256, 512, 256), Target::Sm90a);
     assert!(ir.contains("T.setmaxnreg(232, inc=True)"), "{ir}");
     assert!(!ir.contains("T.wgmma_wait(1)"), "{ir}");
     assert!(ir.contains("T.mbarrier_arrive(tma_empty[ko % 4])"), "{ir}");
@@ -275,13 +277,12 @@ fn other_code_in_the_loop_keeps_the_wait_for_all_groups() {
 #[test]
 fn the_users_blocks_per_sm_decide() {
     for spelling in ["1", "T.Cast(\"int32\", 1)"] {
-        let text = std::fs::read_to_string(root().join("examples/gemm_seed000.tir"))
-            .expect("the seed")
-            .replace(
-                "T.use_swizzle(panel_size=10)",
-                &format!("T.use_swizzle(panel_size=10)\n        T.min_blocks_per_sm({spelling})"),
-            );
-        let ir = lowered(&tlc_ir::parse(&text).expect("parse"), Target::Sm90a);
+        let asked = edited(
+            "examples/gemm_seed000.tir",
+            "T.use_swizzle(panel_size=10)",
+            &format!("T.use_swizzle(panel_size=10)\n        T.min_blocks_per_sm({spelling})"),
+        );
+        let ir = lowered(&asked, Target::Sm90a);
         assert!(ir.contains("T.min_blocks_per_sm("), "{ir}");
         assert!(!ir.contains("T.min_blocks_per_sm(2)"), "{ir}");
         assert!(!ir.contains("T.setmaxnreg("), "{ir}");
@@ -316,12 +317,11 @@ fn two_pipelines_in_one_kernel_share_the_blocks_per_sm() {
 /// if it fit once), never a panic; the 3-stage pipeline is not specialized.
 #[test]
 fn an_overflowing_shared_bound_is_unknown() {
-    let text = std::fs::read_to_string(root().join("examples/gemm_seed000.tir"))
-        .expect("the seed")
-        .replace(
-            "T.use_swizzle(panel_size=10)",
-            "T.use_swizzle(panel_size=10)\n        X = T.alloc_shared((4611686018427362304,), \"float16\")",
-        );
-    let ir = lowered(&tlc_ir::parse(&text).expect("parse"), Target::Sm90a);
+    let huge = edited(
+        "examples/gemm_seed000.tir",
+        "T.use_swizzle(panel_size=10)",
+        "T.use_swizzle(panel_size=10)\n        X = T.alloc_shared((4611686018427362304,), \"float16\")",
+    );
+    let ir = lowered(&huge, Target::Sm90a);
     assert!(ir.contains("warp specialization not used"), "{ir}");
 }

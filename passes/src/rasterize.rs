@@ -31,14 +31,13 @@
 //! drops the swizzle; `bz` is never remapped.
 
 use crate::analysis::kernels::for_each_kernel;
+use crate::analysis::raster;
 use crate::context::PassContext;
 use crate::names::NameSet;
 use crate::pass::Pass;
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::map_body_exprs;
-use tlc_ir::{
-    BinOp, Diagnostic, Expr, ExprKind, Ident, Kernel, PrimFunc, RasterOrder, Span, Stmt, StmtKind,
-};
+use tlc_ir::{Diagnostic, Expr, ExprKind, Ident, Kernel, PrimFunc, Stmt, StmtKind};
 
 pub struct Rasterize;
 
@@ -83,84 +82,20 @@ fn rasterize_kernel(k: &mut Kernel, names: &mut NameSet) -> Result<(), Diagnosti
         return Ok(());
     }
     let (bx, by) = (k.block_vars[0].name.clone(), k.block_vars[1].name.clone());
-    let (gx, gy) = (k.grid[0].clone(), k.grid[1].clone());
-    // Column order is row order with x and y swapped.
-    let (major, minor, g_major, g_minor) = match swizzle.order {
-        RasterOrder::Row => (&bx, &by, &gx, &gy),
-        RasterOrder::Column => (&by, &bx, &gy, &gx),
-    };
-    let p = Expr::int(panel);
-    let linear = add(var(&bx), mul(var(&by), gx.clone()));
-    let n_panel = names.fresh("panel");
-    let n_offset = names.fresh("panel_offset");
-    let n_stride = names.fresh("panel_stride");
-    let n_major = names.fresh(&format!("{major}_raster"));
-    let n_minor = names.fresh(&format!("{minor}_raster"));
-    let panel_blocks = mul(p.clone(), g_major.clone());
-    // The identities a symbolic grid needs (module doc).
-    let symbolic = const_int(g_major).is_none() || const_int(g_minor).is_none();
-    let at_least_one = |e: Expr| {
-        if symbolic {
-            bin(BinOp::Max, Expr::int(1), e)
-        } else {
-            e
-        }
-    };
-    let below = |e: Expr, g: &Expr| {
-        if symbolic {
-            bin(BinOp::Min, e, sub(g.clone(), Expr::int(1)))
-        } else {
-            e
-        }
-    };
-    let lets = [
-        (
-            &n_panel,
-            bin(BinOp::FloorDiv, linear.clone(), panel_blocks.clone()),
-        ),
-        (&n_offset, bin(BinOp::FloorMod, linear, panel_blocks)),
-        (
-            &n_stride,
-            at_least_one(bin(
-                BinOp::Min,
-                p.clone(),
-                sub(g_minor.clone(), mul(var(&n_panel), p.clone())),
-            )),
-        ),
-        (&n_major, {
-            let step = below(
-                bin(BinOp::FloorDiv, var(&n_offset), var(&n_stride)),
-                g_major,
-            );
-            let odd = bin(
-                BinOp::Eq,
-                bin(BinOp::FloorMod, var(&n_panel), Expr::int(2)),
-                Expr::int(1),
-            );
-            let back = sub(sub(g_major.clone(), Expr::int(1)), step.clone());
-            Expr::new(
-                ExprKind::Select(Box::new(odd), Box::new(back), Box::new(step)),
-                Span::DUMMY,
-            )
-        }),
-        (
-            &n_minor,
-            below(
-                add(
-                    bin(BinOp::FloorMod, var(&n_offset), var(&n_stride)),
-                    mul(var(&n_panel), p),
-                ),
-                g_minor,
-            ),
-        ),
-    ];
-    let (major, minor) = (major.clone(), minor.clone());
+    let r = raster::remap(
+        (&bx, &by),
+        (&k.grid[0], &k.grid[1]),
+        panel,
+        swizzle.order,
+        names,
+    );
     map_body_exprs(&mut k.body, &mut |e| match &e.kind {
-        ExprKind::Var(n) if *n == major => Expr::new(ExprKind::Var(n_major.clone()), e.span),
-        ExprKind::Var(n) if *n == minor => Expr::new(ExprKind::Var(n_minor.clone()), e.span),
+        ExprKind::Var(n) if *n == bx => Expr::new(ExprKind::Var(r.x.clone()), e.span),
+        ExprKind::Var(n) if *n == by => Expr::new(ExprKind::Var(r.y.clone()), e.span),
         _ => e,
     });
-    let mut body: Vec<Stmt> = lets
+    let mut body: Vec<Stmt> = r
+        .lets
         .into_iter()
         .map(|(name, value)| {
             Stmt::new(
@@ -176,24 +111,4 @@ fn rasterize_kernel(k: &mut Kernel, names: &mut NameSet) -> Result<(), Diagnosti
     body.append(&mut k.body);
     k.body = body;
     Ok(())
-}
-
-fn var(name: &str) -> Expr {
-    Expr::var(name)
-}
-
-fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
-    Expr::binary(op, a, b, Span::DUMMY)
-}
-
-fn add(a: Expr, b: Expr) -> Expr {
-    bin(BinOp::Add, a, b)
-}
-
-fn sub(a: Expr, b: Expr) -> Expr {
-    bin(BinOp::Sub, a, b)
-}
-
-fn mul(a: Expr, b: Expr) -> Expr {
-    bin(BinOp::Mul, a, b)
 }

@@ -17,6 +17,7 @@
 //! - `schedule` — the dependency graph and stage plan of a `T.Pipelined` loop;
 //! - `wgmma` — when a `T.gemm` runs on wgmma (sm_90a): its warpgroup grid, its operands'
 //!   layouts and shared-memory descriptors;
+//! - `raster` — the block a block plays under L2 rasterization (`T.use_swizzle`);
 //! - `local_arrays` — which local arrays are indexed at run time (they live in local
 //!   memory, the others in registers) and which of their accesses are provably in bounds.
 
@@ -26,6 +27,7 @@ pub mod footprint;
 pub mod int;
 pub mod kernels;
 pub mod local_arrays;
+pub mod raster;
 pub mod schedule;
 pub mod sync;
 pub mod tma;

@@ -1088,6 +1088,11 @@ impl Intrinsic {
         }
     }
 
+    /// The element references of the call, mutably, in parameter order.
+    pub fn refs_mut(&mut self) -> Vec<&mut ElemRef> {
+        self.parts_mut().0
+    }
+
     /// The element references and the predicate or run-time value, mutably, in parameter
     /// order: everything of the call that holds expressions.
     fn parts_mut(&mut self) -> (Vec<&mut ElemRef>, Option<&mut Expr>) {

@@ -78,6 +78,10 @@ pub struct TargetDesc {
     /// Shared memory of one SM, shared by its resident blocks (each also costs
     /// `RESERVED_SHARED_BYTES_PER_BLOCK`).
     pub shared_bytes_per_sm: i64,
+    /// The SMs of the GPU the target's persistent kernels are sized for (one block per SM
+    /// per `T.min_blocks_per_sm`), unless the compile says otherwise: a GPU with fewer runs
+    /// them correctly, in more waves.
+    pub sm_count: i64,
     /// Registers one thread may use.
     pub max_registers_per_thread: u32,
     /// Threads in a warpgroup (the unit of `wgmma`), where the target has warpgroup
@@ -98,6 +102,8 @@ static SM80: TargetDesc = TargetDesc {
     max_shared_bytes: 166_912,
     // 164 KiB.
     shared_bytes_per_sm: 167_936,
+    // An A100 SXM.
+    sm_count: 108,
     max_registers_per_thread: 255,
     warpgroup_size: None,
     async_copies: &[AsyncCopy::CpAsync],
@@ -113,6 +119,8 @@ static SM90A: TargetDesc = TargetDesc {
     max_shared_bytes: 232_448,
     // 228 KiB.
     shared_bytes_per_sm: 233_472,
+    // An H100 SXM or an H200.
+    sm_count: 132,
     max_registers_per_thread: 255,
     warpgroup_size: Some(WARPGROUP_SIZE),
     async_copies: &[AsyncCopy::CpAsync, AsyncCopy::BulkTensor],

@@ -16,12 +16,29 @@ use tlc_ir::{Diagnostic, PrimFunc, Target};
 pub struct PassContext {
     target: Target,
     info: Option<FuncInfo>,
+    sms: i64,
 }
 
 impl PassContext {
-    /// A context for `target` with nothing cached.
+    /// A context for `target` with nothing cached, sized for the target's usual SM count.
     pub fn new(target: Target) -> PassContext {
-        PassContext { target, info: None }
+        PassContext {
+            target,
+            info: None,
+            sms: target.desc().sm_count,
+        }
+    }
+
+    /// The context for a GPU of `sms` SMs (at least 1): persistent kernels launch that many
+    /// blocks per `T.min_blocks_per_sm`.
+    pub fn with_sms(mut self, sms: i64) -> PassContext {
+        self.sms = sms.max(1);
+        self
+    }
+
+    /// The SMs persistent kernels are sized for.
+    pub fn sms(&self) -> i64 {
+        self.sms
     }
 
     /// The target being compiled for: its limits and capabilities (`tlc_ir::target`).

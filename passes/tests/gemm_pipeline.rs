@@ -13,7 +13,7 @@ use common::{
 };
 use tlc_ir::printer::print_func;
 use tlc_ir::PrimFunc;
-use tlc_passes::{default_pipeline, Target};
+use tlc_passes::{default_pipeline, PassContext, Target};
 
 fn local_case(stem: &str) -> PrimFunc {
     load(&root().join(format!("passes/tests/cases/{stem}.tir")))
@@ -36,11 +36,16 @@ fn stages(func: &PrimFunc) -> Vec<(&'static str, PrimFunc)> {
 
 /// Every stage of the default pipeline of `target`, each verified and round-tripped.
 fn stages_for(func: &PrimFunc, target: Target) -> Vec<(&'static str, PrimFunc)> {
+    stages_in(func, &PassContext::new(target))
+}
+
+/// [`stages_for`] in the context `cx` (its target, its SM count).
+fn stages_in(func: &PrimFunc, cx: &PassContext) -> Vec<(&'static str, PrimFunc)> {
     let mut out = Vec::new();
     let mut cur = func.clone();
-    for pass in default_pipeline(target) {
+    for pass in default_pipeline(cx.target()) {
         cur = pass
-            .run(cur, &tlc_passes::PassContext::new(target))
+            .run(cur, cx)
             .unwrap_or_else(|e| panic!("{}: {e:#?}", pass.name()));
         if let Err(e) = tlc_ir::verifier::verify(&cur) {
             panic!("after {}: {e:#?}\n{}", pass.name(), print_func(&cur));
@@ -182,10 +187,15 @@ fn every_sm90a_pass_keeps_the_meaning_of_tma_pipelines() {
 /// Checks that every pass of the sm_90a pipeline keeps `func`'s meaning under the
 /// interpreter (exact before `lower-tile-ops`, within rounding after); the printed stages.
 fn sm90a_stages_keep_meaning(name: &str, func: &PrimFunc) -> Vec<String> {
+    sm90a_stages_keep_meaning_in(name, func, &PassContext::new(Target::Sm90a))
+}
+
+/// [`sm90a_stages_keep_meaning`] in the context `cx`.
+fn sm90a_stages_keep_meaning_in(name: &str, func: &PrimFunc, cx: &PassContext) -> Vec<String> {
     let mut lowered = false;
     let mut bound_threads = false;
     let mut printed = Vec::new();
-    for (pass, out) in stages_for(func, Target::Sm90a) {
+    for (pass, out) in stages_in(func, cx) {
         lowered |= pass == "lower-tile-ops";
         bound_threads |= pass == "thread-binding";
         printed.push(print_func(&out));
@@ -302,6 +312,64 @@ fn snapshot_every_stage_of_the_seed_kernel_for_sm90a() {
         insta::assert_snapshot!(
             format!("seed_sm90a_stage_{:02}_{pass}", i + 1),
             print_func(&out)
+        );
+    }
+}
+
+/// Persistent blocks (compiled for a GPU of one SM, so that one or two blocks walk every
+/// tile): the rings run on across tiles — stage and parity from the fills of the block's
+/// earlier tiles, every fill waiting for its stage's release — with two consumer warpgroups
+/// and a group in flight, one consumer at one block per SM, and the seed's one consumer at
+/// two blocks per SM (no group in flight); tiles with fewer k-tiles than stages, one
+/// k-tile, ragged edges, the rasterized tile order.
+#[test]
+fn every_sm90a_pass_keeps_the_meaning_of_persistent_pipelines() {
+    let one_sm = PassContext::new(Target::Sm90a).with_sms(1);
+    let at = |file: &str, m: i64, n: i64, k: i64| bound_mnk(&load(&root().join(file)), m, n, k);
+    let wide = "bench/gemm_128x256x64_t256_s4.tir";
+    let one = "bench/gemm_128x128x64_t128_s4.tir";
+    let seed = "tests/cases/valid/seed000_dims.tir";
+    let cases = [
+        (
+            "two consumers, 2 tiles of 4 ragged k-tiles",
+            at(wide, 136, 256, 200),
+            1,
+        ),
+        (
+            "two consumers, 3 tiles of 1 k-tile",
+            at(wide, 384, 256, 64),
+            1,
+        ),
+        (
+            "one consumer, 4 tiles of 3 k-tiles",
+            at(one, 256, 256, 136),
+            1,
+        ),
+        ("seed, 6 tiles on 2 blocks", at(seed, 384, 256, 96), 2),
+        (
+            "A transposed, 9 ragged tiles on 2 blocks",
+            at("passes/tests/cases/gemm_ragged_tn.tir", 136, 136, 72),
+            2,
+        ),
+        (
+            "bf16, B transposed, 2 stages, 6 ragged tiles on 2 blocks",
+            at("tests/cases/valid/gemm_bf16_transposed.tir", 130, 72, 72),
+            2,
+        ),
+    ];
+    for (name, func, blocks) in cases {
+        let printed = sm90a_stages_keep_meaning_in(name, &func, &one_sm);
+        let lowered = printed
+            .iter()
+            .find(|ir| ir.contains("T.setmaxnreg("))
+            .expect(name);
+        assert!(
+            lowered.contains(&format!("with T.Kernel({blocks}, threads=")),
+            "{name}: not persistent\n{lowered}"
+        );
+        assert!(
+            lowered.contains("tile_i"),
+            "{name}: no tile loop\n{lowered}"
         );
     }
 }

@@ -9,13 +9,19 @@ use tlc_ir::printer::print_func;
 use tlc_ir::PrimFunc;
 use tlc_passes::{default_pipeline, PassContext, Target};
 
-/// The IR after `lower-tile-ops` for `target`.
+/// The IR after `lower-tile-ops`, compiled for a GPU with an SM per tile of these tests'
+/// grids, so that each block computes one tile (the persistent form, where blocks walk
+/// several tiles, is `persistent_blocks_walk_the_tiles`).
 fn lowered(func: &PrimFunc, target: Target) -> String {
-    let cx = PassContext::new(target);
+    lowered_in(func, &PassContext::new(target).with_sms(4096))
+}
+
+/// The IR after `lower-tile-ops` in the context `cx`.
+fn lowered_in(func: &PrimFunc, cx: &PassContext) -> String {
     let mut f = func.clone();
-    for pass in default_pipeline(target) {
+    for pass in default_pipeline(cx.target()) {
         f = pass
-            .run(f, &cx)
+            .run(f, cx)
             .unwrap_or_else(|e| panic!("{}: {e:?}", pass.name()));
         if pass.name() == "lower-tile-ops" {
             return print_func(&f);
@@ -324,4 +330,43 @@ fn an_overflowing_shared_bound_is_unknown() {
     );
     let ir = lowered(&huge, Target::Sm90a);
     assert!(ir.contains("warp specialization not used"), "{ir}");
+}
+
+/// On the GPU the target is sized for (132 SMs), the seed's 512 tiles (at two blocks per SM)
+/// are walked by 264 persistent blocks: one tile loop per role, the tiles' indices
+/// rasterized from the tile number, the stage indices and parities counted over the
+/// block's run, every fill after the first ring waiting for its stage's release.
+#[test]
+fn persistent_blocks_walk_the_tiles() {
+    let seed = load(&root().join("examples/gemm_seed000.tir"));
+    let ir = lowered_in(&seed, &PassContext::new(Target::Sm90a));
+    assert!(
+        ir.contains("with T.Kernel(264, threads=256) as bx:"),
+        "{ir}"
+    );
+    assert!(!ir.contains("T.use_swizzle("), "{ir}");
+    assert_eq!(count(&ir, "T.serial((511 - bx) // 264 + 1)"), 2, "{ir}");
+    assert!(ir.contains("tile = bx + tile_i * 264"), "{ir}");
+    assert!(ir.contains("panel = (tile_x + tile_y * 16) // 160"), "{ir}");
+    assert!(
+        ir.contains("T.mbarrier_wait(tma_bars[(ko % 3 + tile_i_1 * 32) % 3], (tile_i_1 * 32 + ko) // 3 % 2)"),
+        "{ir}"
+    );
+    assert!(
+        ir.contains(
+            "T.mbarrier_wait(tma_empty[(tile_i * 32 + s) % 3], (tile_i * 32 + s - 3) // 3 % 2)"
+        ),
+        "{ir}"
+    );
+    // No group in flight (3 stages): each k-tile's stage is released in the loop.
+    assert!(
+        ir.contains("T.mbarrier_arrive(tma_empty[(ko % 3 + tile_i_1 * 32) % 3])"),
+        "{ir}"
+    );
+    // A GPU with an SM per tile: one tile per block, the grid as written.
+    let per_tile = lowered(&seed, Target::Sm90a);
+    assert!(
+        per_tile.contains("with T.Kernel(16, 32, threads=256)"),
+        "{per_tile}"
+    );
 }

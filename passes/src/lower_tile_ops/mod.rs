@@ -19,6 +19,7 @@ mod fragment;
 mod gemm;
 mod mma_layout;
 mod parallel;
+mod persistent;
 mod region;
 mod swizzle;
 mod tma;
@@ -60,8 +61,17 @@ impl Pass for LowerTileOps {
         let dims = int::dim_ranges(&func);
         let mut errors = Vec::new();
         let target = cx.target();
+        let sms = cx.sms();
         for_each_kernel(&mut func.body, &mut |k, span| {
-            lower_kernel(k, span, target, &params, &dims, &mut names, &mut errors)
+            lower_kernel(
+                k,
+                span,
+                (target, sms),
+                &params,
+                &dims,
+                &mut names,
+                &mut errors,
+            )
         });
         if errors.is_empty() {
             Ok(func)
@@ -94,6 +104,14 @@ pub(crate) struct Ctx<'a> {
     /// (`warp_specialize.rs`; every other region keeps running on the user's threads), and
     /// the blocks per SM it was budgeted for.
     pub producer_threads: std::cell::Cell<Option<(i64, i64)>>,
+    /// The kernel's grid, block variables and rasterization, and the SMs it is compiled
+    /// for: what a persistent pipeline (`persistent.rs`) walks.
+    pub grid: Vec<tlc_ir::Expr>,
+    pub block_vars: Vec<tlc_ir::Ident>,
+    pub raster: Option<tlc_ir::Swizzle>,
+    pub sms: i64,
+    /// The blocks a persistent pipeline launches instead of the grid.
+    pub persistent_blocks: std::cell::Cell<Option<i64>>,
 }
 
 impl Ctx<'_> {
@@ -113,7 +131,7 @@ impl Ctx<'_> {
 fn lower_kernel(
     k: &mut Kernel,
     span: Span,
-    target: Target,
+    (target, sms): (Target, i64),
     params: &[BufferDecl],
     dims: &Ranges,
     names: &mut NameSet,
@@ -155,6 +173,11 @@ fn lower_kernel(
             layouts: k.layouts.clone(),
             new_allocs: std::cell::RefCell::new(Vec::new()),
             producer_threads: std::cell::Cell::new(None),
+            grid: k.grid.clone(),
+            block_vars: k.block_vars.clone(),
+            raster: k.swizzle.clone(),
+            sms,
+            persistent_blocks: std::cell::Cell::new(None),
             min_blocks_per_sm: k
                 .min_blocks_per_sm
                 .as_ref()
@@ -169,12 +192,20 @@ fn lower_kernel(
         let body = tma::rewrite(body, &ctx, names);
         let body = lower_body(body, &ctx, names, errors);
         let new_allocs = ctx.new_allocs.into_inner();
-        (body, new_allocs, ctx.producer_threads.get())
+        let persistent = ctx.persistent_blocks.get();
+        (body, new_allocs, ctx.producer_threads.get(), persistent)
     };
-    let (mut new_body, new_allocs, widened) = new_body;
+    let (mut new_body, new_allocs, widened, persistent) = new_body;
     if let Some((n, blocks_per_sm)) = widened {
         k.threads = vec![tlc_ir::Expr::int(n)];
         k.min_blocks_per_sm = Some(tlc_ir::Expr::int(blocks_per_sm));
+    }
+    if let Some(blocks) = persistent {
+        // The tiles' indices are computed in the tile loops (with the rasterization); the
+        // hardware index is the first block variable.
+        k.grid = vec![tlc_ir::Expr::int(blocks)];
+        k.block_vars.truncate(1);
+        k.swizzle = None;
     }
     k.allocs.extend(new_allocs);
     if errors.len() == before {

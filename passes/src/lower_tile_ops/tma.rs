@@ -333,7 +333,24 @@ fn specialized(
         stages: b.stages,
         full: b.name,
     };
-    let built = warp_specialize::build(pipe, roles, ctx, names, span, &mut lower);
+    // Persistent when the pipeline and what the consumers took around it are the whole
+    // kernel (nothing else reads the block indices) and there are more tiles than blocks;
+    // one persistent pipeline per kernel.
+    let whole_kernel = around
+        .as_ref()
+        .is_some_and(|a| took_before == a.before.len() && took_after == a.after.len());
+    let tiles = (whole_kernel && ctx.producer_threads.get().is_none())
+        .then(|| {
+            warp_specialize::Tiles::plan(
+                &ctx.grid,
+                &ctx.block_vars,
+                ctx.raster.as_ref(),
+                ctx.sms,
+                roles.blocks_per_sm,
+            )
+        })
+        .flatten();
+    let built = warp_specialize::build(pipe, roles, tiles.as_ref(), ctx, names, span, &mut lower);
     let (region, empty) = match built {
         Ok(r) => r,
         Err(why) => {
@@ -348,6 +365,7 @@ fn specialized(
     let producer = ctx.block.threads() + tlc_ir::target::WARPGROUP_SIZE;
     ctx.producer_threads
         .set(Some((producer, roles.blocks_per_sm)));
+    ctx.persistent_blocks.set(tiles.map(|t| t.blocks));
     let consumer_warps = ctx.block.threads() / 32;
     if let Some(around) = around {
         let keep = around.before.len() - took_before;

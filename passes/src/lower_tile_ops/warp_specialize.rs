@@ -43,11 +43,15 @@
 //!   of 128 threads, at most 1024 - 128; one consumer warpgroup also needs two blocks per
 //!   SM or a group in flight (`roles`). Otherwise the pipeline stays on the one-warpgroup
 //!   TMA protocol of `tma.rs`, with a `T.note` saying why.
+//! - Persistent: with more tiles than blocks the GPU holds, each role loops over its
+//!   block's tiles and the rings run on across them (`persistent.rs`).
 //! - Registers: the producer gives its registers away (`setmaxnreg` 40) and the consumers
 //!   take them, within the 64K of an SM shared by the blocks per SM the kernel is compiled
 //!   for (`T.min_blocks_per_sm`, which codegen turns into `.minnctapersm` to pin the
 //!   budget at entry).
 
+use super::persistent;
+pub(crate) use super::persistent::Tiles;
 use super::region::thread_region;
 use super::Ctx;
 use crate::analysis::block::Block;
@@ -187,6 +191,7 @@ pub(crate) fn roles(
 pub(crate) fn build(
     pipe: Pipeline,
     roles: Roles,
+    tiles: Option<&Tiles>,
     ctx: &Ctx,
     names: &mut NameSet,
     span: Span,
@@ -223,7 +228,18 @@ pub(crate) fn build(
     let empty = names.fresh("tma_empty");
     let ko = Expr::var(&m.var.name);
     let slot = |e: Expr| bin(BinOp::FloorMod, e, Expr::int(stages));
-    let fill_of = |k: Expr| bin(BinOp::Sub, k, m.start.clone());
+    // Persistent: each role's tile loop variable, and the fills before its current tile.
+    let k_tiles = bin(BinOp::Sub, m.stop.clone(), m.start.clone());
+    let tile_vars = tiles.map(|_| (names.fresh("tile_i"), names.fresh("tile_i")));
+    let base_of = |i: &str| bin(BinOp::Mul, Expr::var(i), k_tiles.clone());
+    let consumer_base = tile_vars.as_ref().map(|(_, c)| base_of(c));
+    let fill_of = |k: Expr| {
+        let rel = bin(BinOp::Sub, k, m.start.clone());
+        match &consumer_base {
+            Some(base) => bin(BinOp::Add, base.clone(), rel),
+            None => rel,
+        }
+    };
     // Consumers: wait for the stage, compute, release it warp by warp.
     let full_wait = intrinsic(
         Intrinsic::MbarrierWait {
@@ -282,6 +298,13 @@ pub(crate) fn build(
     } else {
         consumer_body.push(release_of(slot(ko.clone())));
     }
+    // The buffers indexed by stage: offset by the fills of earlier tiles when persistent.
+    let mut staged = persistent::tma_destinations(&pipe.fills);
+    staged.extend([pipe.full.to_string(), empty.clone()]);
+    if let Some(base) = &consumer_base {
+        // (The full wait's parity already counts from the base.)
+        persistent::offset_stages(&mut consumer_body, &staged, base, stages);
+    }
     let consumer_loop = Stmt::new(
         StmtKind::For(For {
             var: m.var.clone(),
@@ -292,6 +315,26 @@ pub(crate) fn build(
         }),
         span,
     );
+    // After the loop: the last k-tile's group, still in flight, retires before the tail
+    // reads the accumulators; a persistent block also hands its stage back (the next
+    // tile's fills wait for it).
+    let mut after_loop = Vec::new();
+    if overlap {
+        after_loop.push(intrinsic(Intrinsic::WgmmaWait(0), span));
+        if let Some(base) = &consumer_base {
+            let mut last = vec![if_then(
+                bin(BinOp::Gt, m.stop.clone(), m.start.clone()),
+                vec![release_of(slot(bin(
+                    BinOp::Sub,
+                    m.stop.clone(),
+                    Expr::int(1),
+                )))],
+                span,
+            )];
+            persistent::offset_stages(&mut last, &staged, base, stages);
+            after_loop.extend(last);
+        }
+    }
 
     // Producer: the prologue as it is, then the loop's fills after their stage is free.
     let kp = names.fresh(&m.var.name);
@@ -305,6 +348,38 @@ pub(crate) fn build(
         }
         _ => e,
     });
+    let mut prologue = pipe.prologue;
+    if let Some((i, _)) = &tile_vars {
+        // Every fill waits for its stage's release (the first tile's too: the previous
+        // tile's last stages), and indexes stages from the fills before this tile.
+        let base = base_of(i);
+        let first = bin(
+            BinOp::Sub,
+            Expr::var(&prologue.var.name),
+            prologue.start.clone(),
+        );
+        persistent::offset_stages(&mut prologue.body, &staged, &base, stages);
+        prologue.body = persistent::wait_before_fills(
+            std::mem::take(&mut prologue.body),
+            &empty,
+            &bin(BinOp::Add, base.clone(), first),
+            stages,
+            span,
+        );
+        let ahead = bin(
+            BinOp::Sub,
+            bin(BinOp::Add, kpe.clone(), Expr::int(stages - 1)),
+            m.start.clone(),
+        );
+        persistent::offset_stages(&mut fills, &staged, &base, stages);
+        fills = persistent::wait_before_fills(
+            fills,
+            &empty,
+            &bin(BinOp::Add, base, ahead),
+            stages,
+            span,
+        );
+    }
     let refill = bin(BinOp::Add, kpe.clone(), Expr::int(stages - 1));
     let empty_wait = if_then(
         bin(
@@ -329,7 +404,11 @@ pub(crate) fn build(
         )],
         span,
     );
-    let mut producer_loop_body = vec![empty_wait];
+    let mut producer_loop_body = if tiles.is_some() {
+        Vec::new()
+    } else {
+        vec![empty_wait]
+    };
     producer_loop_body.extend(fills);
     let producer_loop = Stmt::new(
         StmtKind::For(For {
@@ -341,9 +420,20 @@ pub(crate) fn build(
         }),
         span,
     );
+    let mut producer = vec![Stmt::new(StmtKind::For(prologue), span), producer_loop];
+    let mut consumer: Vec<Stmt> = head
+        .into_iter()
+        .chain([consumer_loop])
+        .chain(after_loop)
+        .chain(tail)
+        .collect();
+    if let (Some(tiles), Some((ip, ic))) = (tiles, &tile_vars) {
+        producer = vec![tiles.tile_loop(ip, producer, names, span)];
+        consumer = vec![tiles.tile_loop(ic, consumer, names, span)];
+    }
     let issuer = if_then(
         bin(BinOp::Eq, Expr::var(&tx), Expr::int(threads)),
-        vec![Stmt::new(StmtKind::For(pipe.prologue), span), producer_loop],
+        producer,
         span,
     );
     let roles = Stmt::new(
@@ -367,12 +457,7 @@ pub(crate) fn build(
                 span,
             )]
             .into_iter()
-            .chain(head)
-            .chain([consumer_loop])
-            // The last k-tile's group, still in flight, retires before the tail reads
-            // the accumulators.
-            .chain(overlap.then(|| intrinsic(Intrinsic::WgmmaWait(0), span)))
-            .chain(tail)
+            .chain(consumer)
             .collect(),
         },
         span,

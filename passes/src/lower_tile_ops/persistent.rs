@@ -1,0 +1,300 @@
+//! Persistent warp-specialized pipelines (sm_90a): instead of one block per output tile, the
+//! grid is `P = SMs × blocks per SM` blocks and each walks the tiles `b, b + P, b + 2P, …`
+//! (in the `T.use_swizzle` order), its producer and consumers each looping over them. The
+//! two mbarrier rings run on across tiles: fill `f = i·nk + (k - start)` of the block's
+//! `i`-th tile (`nk` k-tiles per tile) goes to stage `f % S`, so the producer fills the next
+//! tile's first stages while the consumers still compute — or store — the last one:
+//!
+//! ```python
+//! for i in T.serial((tiles - 1 - b) // P + 1):     # both roles
+//!     t = b + i * P; bx, by = <tile t, rasterized>
+//!     <the role's code, every stage index E of a stage buffer, `full` or `empty` read as
+//!      (E + i * nk) % S, the parities from f; every fill first waits `empty[f % S]` for
+//!      phase (f - S) // S when f >= S>
+//! ```
+//!
+//! - Why the parities: fill `f` is the `f // S`-th of its stage, as in `warp_specialize.rs`
+//!   with `f` counted over the block's whole run instead of one tile.
+//! - When: warp specialization applies, the pipeline and the code the consumers took around
+//!   it are the whole kernel (nothing else reads the block indices), the grid is constant and
+//!   1-D or 2-D, and there are more tiles than `P` (else every block has one tile anyway).
+//!   With a group in flight the consumers also release the tile's last stage after their
+//!   loop, since the next tile's fills wait for it.
+
+use crate::analysis::raster;
+use crate::names::NameSet;
+use tlc_ir::build::{bin, elem, intrinsic};
+use tlc_ir::verifier::const_int;
+use tlc_ir::visit::map_body_exprs;
+use tlc_ir::{BinOp, Expr, ExprKind, For, ForKind, Ident, Intrinsic, RasterOrder, Span, Stmt};
+use tlc_ir::{StmtKind, Swizzle};
+
+/// The grid a persistent kernel walks.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Tiles {
+    /// The original grid's extents (x, then y when 2-D) and block variables.
+    pub grid: Vec<i64>,
+    pub vars: Vec<String>,
+    /// `T.use_swizzle`: panel size (> 0) and order, for a 2-D grid.
+    pub raster: Option<(i64, RasterOrder)>,
+    /// Blocks launched: `P`.
+    pub blocks: i64,
+}
+
+impl Tiles {
+    /// The persistent grid of a kernel with `grid` / `vars` / `swizzle`, at `per_sm`
+    /// blocks per SM on `sms` SMs; `None` when the grid is not a constant 1-D / 2-D one or
+    /// has no more tiles than blocks.
+    pub fn plan(
+        grid: &[Expr],
+        vars: &[Ident],
+        swizzle: Option<&Swizzle>,
+        sms: i64,
+        per_sm: i64,
+    ) -> Option<Tiles> {
+        let extents: Vec<i64> = grid.iter().map(const_int).collect::<Option<_>>()?;
+        if extents.is_empty() || extents.len() > 2 || vars.len() != extents.len() {
+            return None;
+        }
+        let tiles = extents.iter().try_fold(1i64, |a, &g| a.checked_mul(g))?;
+        let blocks = sms.checked_mul(per_sm)?;
+        if tiles <= blocks || blocks < 1 {
+            return None;
+        }
+        let raster = swizzle
+            .and_then(|s| const_int(&s.panel_size).map(|p| (p, s.order)))
+            .filter(|(p, _)| *p > 0 && extents.len() == 2);
+        Some(Tiles {
+            grid: extents,
+            vars: vars.iter().map(|v| v.name.clone()).collect(),
+            raster,
+            blocks,
+        })
+    }
+
+    fn count(&self) -> i64 {
+        self.grid.iter().product()
+    }
+
+    /// `body` (one role's code for one tile, using the block variables) run for each of the
+    /// block's tiles: `for i in T.serial(n): let t = …; <the tile's indices>; body`. `i`
+    /// names the loop variable; the block's hardware index is the first block variable.
+    pub fn tile_loop(&self, i: &str, mut body: Vec<Stmt>, names: &mut NameSet, span: Span) -> Stmt {
+        let b = Expr::var(&self.vars[0]);
+        let t = names.fresh("tile");
+        let mut lets = vec![(
+            t.clone(),
+            bin(
+                BinOp::Add,
+                b.clone(),
+                bin(BinOp::Mul, Expr::var(i), Expr::int(self.blocks)),
+            ),
+        )];
+        let mut played: Vec<String> = Vec::new();
+        if let [gx, gy] = self.grid[..] {
+            let (x0, y0) = (names.fresh("tile_x"), names.fresh("tile_y"));
+            lets.push((
+                x0.clone(),
+                bin(BinOp::FloorMod, Expr::var(&t), Expr::int(gx)),
+            ));
+            lets.push((
+                y0.clone(),
+                bin(BinOp::FloorDiv, Expr::var(&t), Expr::int(gx)),
+            ));
+            match self.raster {
+                Some((panel, order)) => {
+                    let r = raster::remap(
+                        (&x0, &y0),
+                        (&Expr::int(gx), &Expr::int(gy)),
+                        panel,
+                        order,
+                        names,
+                    );
+                    lets.extend(r.lets);
+                    played = vec![r.x, r.y];
+                }
+                None => played = vec![x0, y0],
+            }
+        } else {
+            played.push(t.clone());
+        }
+        let vars = self.vars.clone();
+        map_body_exprs(&mut body, &mut |e| match &e.kind {
+            ExprKind::Var(n) => match vars.iter().position(|v| v == n) {
+                Some(k) => Expr::new(ExprKind::Var(played[k].clone()), e.span),
+                None => e,
+            },
+            _ => e,
+        });
+        let mut inner: Vec<Stmt> = lets
+            .into_iter()
+            .map(|(name, value)| {
+                Stmt::new(
+                    StmtKind::Let {
+                        var: Ident::new(name, span),
+                        dtype: None,
+                        value,
+                    },
+                    span,
+                )
+            })
+            .collect();
+        inner.append(&mut body);
+        // (tiles - 1 - b) // P + 1 tiles for block b < P <= tiles.
+        let n = bin(
+            BinOp::Add,
+            bin(
+                BinOp::FloorDiv,
+                bin(BinOp::Sub, Expr::int(self.count() - 1), b),
+                Expr::int(self.blocks),
+            ),
+            Expr::int(1),
+        );
+        Stmt::new(
+            StmtKind::For(For {
+                var: Ident::new(i, span),
+                start: Expr::int(0),
+                stop: n,
+                kind: ForKind::Serial,
+                body: inner,
+            }),
+            span,
+        )
+    }
+}
+
+/// Every access of `body` to a buffer of `bufs` (stage buffers, the `full` and `empty`
+/// rings, all with the stage first) reads stage `(E + base) % stages` instead of `E`.
+pub(crate) fn offset_stages(body: &mut [Stmt], bufs: &[String], base: &Expr, stages: i64) {
+    let shift = |first: &mut Expr| {
+        *first = bin(
+            BinOp::FloorMod,
+            bin(BinOp::Add, first.clone(), base.clone()),
+            Expr::int(stages),
+        );
+    };
+    map_body_exprs(body, &mut |mut e| {
+        if let ExprKind::Load { buffer, indices } = &mut e.kind {
+            if bufs.contains(buffer) {
+                if let Some(first) = indices.first_mut() {
+                    shift(first);
+                }
+            }
+        }
+        e
+    });
+    for_each_intrinsic_mut(body, &mut |i| {
+        for r in i.refs_mut() {
+            if bufs.contains(&r.buffer.name) {
+                if let Some(first) = r.indices.first_mut() {
+                    shift(first);
+                }
+            }
+        }
+    });
+}
+
+/// The buffers the TMA loads of `body` write.
+pub(crate) fn tma_destinations(body: &[Stmt]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    tlc_ir::visit::for_each_stmt(body, &mut |s| {
+        if let StmtKind::Intrinsic(Intrinsic::TmaLoad { dst, .. }) = &s.kind {
+            if !out.contains(&dst.buffer.name) {
+                out.push(dst.buffer.name.clone());
+            }
+        }
+    });
+    out
+}
+
+/// Before every `T.mbarrier_arrive_expect_tx` of `body` (a stage's fill, `f = base + rel`
+/// over the block's run), the wait for the stage's release of fill `f - S`:
+/// `if f >= S: T.mbarrier_wait(empty[f % S], (f - S) // S % 2)`.
+pub(crate) fn wait_before_fills(
+    body: Vec<Stmt>,
+    empty: &str,
+    fill: &Expr,
+    stages: i64,
+    span: Span,
+) -> Vec<Stmt> {
+    let mut out = Vec::with_capacity(body.len());
+    for mut s in body {
+        if matches!(
+            s.kind,
+            StmtKind::Intrinsic(Intrinsic::MbarrierArriveExpectTx { .. })
+        ) {
+            let s_ = Expr::int(stages);
+            out.push(Stmt::new(
+                StmtKind::If {
+                    cond: bin(BinOp::Ge, fill.clone(), s_.clone()),
+                    then_body: vec![intrinsic(
+                        Intrinsic::MbarrierWait {
+                            bar: elem(
+                                empty,
+                                vec![bin(BinOp::FloorMod, fill.clone(), s_.clone())],
+                                span,
+                            ),
+                            parity: bin(
+                                BinOp::FloorMod,
+                                bin(
+                                    BinOp::FloorDiv,
+                                    bin(BinOp::Sub, fill.clone(), s_.clone()),
+                                    s_,
+                                ),
+                                Expr::int(2),
+                            ),
+                        },
+                        span,
+                    )],
+                    else_body: Vec::new(),
+                },
+                span,
+            ));
+        }
+        for child in tlc_ir::visit::child_bodies_mut(&mut s) {
+            *child = wait_before_fills(std::mem::take(child), empty, fill, stages, span);
+        }
+        out.push(s);
+    }
+    out
+}
+
+fn for_each_intrinsic_mut(body: &mut [Stmt], f: &mut dyn FnMut(&mut Intrinsic)) {
+    for s in body {
+        if let StmtKind::Intrinsic(i) = &mut s.kind {
+            f(i);
+        }
+        for child in tlc_ir::visit::child_bodies_mut(s) {
+            for_each_intrinsic_mut(child, f);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grid(g: &[i64]) -> (Vec<Expr>, Vec<Ident>) {
+        let vars = ["bx", "by"][..g.len()]
+            .iter()
+            .map(|v| Ident::new(*v, Span::DUMMY))
+            .collect();
+        (g.iter().map(|&x| Expr::int(x)).collect(), vars)
+    }
+
+    #[test]
+    fn persistent_only_with_more_tiles_than_blocks() {
+        let (g, v) = grid(&[16, 32]);
+        let t = Tiles::plan(&g, &v, None, 132, 2).expect("512 tiles on 264 blocks");
+        assert_eq!((t.blocks, t.count()), (264, 512));
+        let (g, v) = grid(&[8, 8]);
+        assert_eq!(Tiles::plan(&g, &v, None, 132, 1), None);
+        let (g, v) = grid(&[1000]);
+        assert_eq!(
+            Tiles::plan(&g, &v, None, 4, 1).map(|t| t.grid),
+            Some(vec![1000])
+        );
+        let symbolic = vec![Expr::var("N")];
+        assert_eq!(Tiles::plan(&symbolic, &v[..1], None, 4, 1), None);
+    }
+}

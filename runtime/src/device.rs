@@ -21,6 +21,7 @@ struct GpuInner {
     name: String,
     capability: (i32, i32),
     max_shared_optin: u32,
+    sm_count: u32,
 }
 
 impl Gpu {
@@ -65,6 +66,9 @@ impl Gpu {
         let optin = ctx
             .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
             .map_err(driver_err("cuDeviceGetAttribute"))?;
+        let sms = ctx
+            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_err(driver_err("cuDeviceGetAttribute"))?;
         Ok(Gpu {
             inner: Arc::new(GpuInner {
                 ctx,
@@ -72,6 +76,7 @@ impl Gpu {
                 name,
                 capability,
                 max_shared_optin: u32::try_from(optin).unwrap_or(0),
+                sm_count: u32::try_from(sms).unwrap_or(0),
             }),
         })
     }
@@ -106,6 +111,11 @@ impl Gpu {
     /// Most dynamic shared memory one block may opt in to, in bytes.
     pub fn max_shared_optin(&self) -> u32 {
         self.inner.max_shared_optin
+    }
+
+    /// Streaming multiprocessors (132 on an H100 SXM).
+    pub fn sm_count(&self) -> u32 {
+        self.inner.sm_count
     }
 
     /// Loads a tlc kernel (PTX with its `// tlc-manifest:` line) from memory.

@@ -17,7 +17,7 @@
 //! fails the check.
 
 use crate::cli::Emit;
-use crate::commands::compile::{compile_func, device_target};
+use crate::commands::compile::{compile_func, device_context, device_target};
 use crate::diagnostics::SourceFile;
 use crate::frontend::{self, UserError};
 use half::f16;
@@ -26,7 +26,7 @@ use std::fmt;
 use std::io::Write as _;
 use std::path::Path;
 use tlc_ir::{BufferDecl, DType, Diagnostic, ExprKind, PrimFunc};
-use tlc_passes::{Instrumentation, PassContext, Target};
+use tlc_passes::{Instrumentation, Target};
 use tlc_runtime::cublas::gemm_tflops;
 use tlc_runtime::{Cublas, DeviceTensor, Gpu, Kernel, RuntimeError};
 
@@ -508,7 +508,7 @@ pub fn run(args: &BenchArgs) -> Result<String, UserError> {
         let compiled = compile_func(
             &file,
             func,
-            PassContext::new(target),
+            device_context(&gpu, target),
             &Instrumentation::default(),
             Emit::Ptx,
             &mut std::io::sink(),

@@ -74,6 +74,16 @@ pub fn device_target(gpu: &tlc_runtime::Gpu, given: Option<Target>) -> Result<Ta
     })
 }
 
+/// The pass context for compiling to run on `gpu`: persistent kernels sized for its SMs
+/// (the target's usual count when the driver does not say).
+pub fn device_context(gpu: &tlc_runtime::Gpu, target: Target) -> PassContext {
+    let cx = PassContext::new(target);
+    match gpu.sm_count() {
+        0 => cx,
+        sms => cx.with_sms(i64::from(sms)),
+    }
+}
+
 /// Runs `tlc compile`; returns what goes to stdout (the output itself for `-o -`).
 pub fn run(args: &CompileArgs) -> Result<String, UserError> {
     let opts = args.instrument.options();

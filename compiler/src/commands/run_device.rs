@@ -8,7 +8,7 @@
 //! too, and both must agree).
 
 use crate::cli::Emit;
-use crate::commands::compile::{compile_func, device_target};
+use crate::commands::compile::{compile_func, device_context, device_target};
 use crate::commands::run::{load_inputs, save, RunArgs};
 use crate::frontend::{self, UserError};
 use half::{bf16, f16};
@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use tlc_ir::interp::{self, fp8, RunOptions, Scalar, Tensor, TensorData};
 use tlc_ir::DType;
-use tlc_passes::{Instrumentation, PassContext, Target};
+use tlc_passes::{Instrumentation, Target};
 use tlc_runtime::check::{KernelPlan, LaunchPlan};
 use tlc_runtime::{DeviceTensor, Gpu};
 
@@ -99,7 +99,7 @@ pub fn run(args: &RunArgs, target: Option<Target>) -> Result<String, UserError> 
     let compiled = compile_func(
         &file,
         func.clone(),
-        PassContext::new(target).with_info(info),
+        device_context(&gpu, target).with_info(info),
         &Instrumentation::default(),
         Emit::Ptx,
         &mut std::io::sink(),

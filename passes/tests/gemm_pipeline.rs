@@ -356,6 +356,11 @@ fn every_sm90a_pass_keeps_the_meaning_of_persistent_pipelines() {
             at("tests/cases/valid/gemm_bf16_transposed.tir", 130, 72, 72),
             2,
         ),
+        (
+            "a k-loop from 1, 4 tiles of 5 k-tiles",
+            at("passes/tests/cases/persistent_start1.tir", 256, 256, 384),
+            1,
+        ),
     ];
     for (name, func, blocks) in cases {
         let printed = sm90a_stages_keep_meaning_in(name, &func, &one_sm);
@@ -372,4 +377,28 @@ fn every_sm90a_pass_keeps_the_meaning_of_persistent_pipelines() {
             "{name}: no tile loop\n{lowered}"
         );
     }
+}
+
+/// A k-loop whose trip count depends on the tile (triangular): the fills before a tile are
+/// not `tile_i * nk`, so the kernel keeps one tile per block — and its meaning — even on a
+/// GPU of one SM.
+#[test]
+fn a_tile_dependent_k_loop_stays_one_tile_per_block() {
+    let one_sm = PassContext::new(Target::Sm90a).with_sms(1);
+    let tri = bound_mnk(
+        &load(&root().join("passes/tests/cases/persistent_triangular.tir")),
+        512,
+        256,
+        512,
+    );
+    let printed = sm90a_stages_keep_meaning_in("triangular", &tri, &one_sm);
+    let lowered = printed
+        .iter()
+        .find(|ir| ir.contains("T.setmaxnreg("))
+        .expect("warp-specialized");
+    assert!(
+        lowered.contains("with T.Kernel(2, 4, threads=256)"),
+        "{lowered}"
+    );
+    assert!(!lowered.contains("tile_i"), "{lowered}");
 }

@@ -354,7 +354,7 @@ fn persistent_blocks_walk_the_tiles() {
     );
     assert!(
         ir.contains(
-            "T.mbarrier_wait(tma_empty[(tile_i * 32 + s) % 3], (tile_i * 32 + s - 3) // 3 % 2)"
+            "T.mbarrier_wait(tma_empty[(s + tile_i * 32) % 3], (tile_i * 32 + s - 3) // 3 % 2)"
         ),
         "{ir}"
     );

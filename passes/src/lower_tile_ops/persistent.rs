@@ -2,22 +2,24 @@
 //! grid is `P = SMs × blocks per SM` blocks and each walks the tiles `b, b + P, b + 2P, …`
 //! (in the `T.use_swizzle` order), its producer and consumers each looping over them. The
 //! two mbarrier rings run on across tiles: fill `f = i·nk + (k - start)` of the block's
-//! `i`-th tile (`nk` k-tiles per tile) goes to stage `f % S`, so the producer fills the next
-//! tile's first stages while the consumers still compute — or store — the last one:
+//! `i`-th tile (`nk` k-tiles per tile) goes to stage `(f + start) % S` (k-tile `k`'s stage
+//! index `E = k % S` becomes `(E + i·nk) % S`), so the producer fills the next tile's first
+//! stages while the consumers still compute — or store — the last one:
 //!
 //! ```python
 //! for i in T.serial((tiles - 1 - b) // P + 1):     # both roles
 //!     t = b + i * P; bx, by = <tile t, rasterized>
 //!     <the role's code, every stage index E of a stage buffer, `full` or `empty` read as
-//!      (E + i * nk) % S, the parities from f; every fill first waits `empty[f % S]` for
-//!      phase (f - S) // S when f >= S>
+//!      (E + i * nk) % S, the parities f // S % 2; every fill first waits its stage's
+//!      `empty` for phase (f - S) // S when f >= S>
 //! ```
 //!
 //! - Why the parities: fill `f` is the `f // S`-th of its stage, as in `warp_specialize.rs`
 //!   with `f` counted over the block's whole run instead of one tile.
 //! - When: warp specialization applies, the pipeline and the code the consumers took around
-//!   it are the whole kernel (nothing else reads the block indices), the grid is constant and
-//!   1-D or 2-D, and there are more tiles than `P` (else every block has one tile anyway).
+//!   it are the whole kernel (nothing else reads the block indices), the k-loop's bounds do
+//!   not depend on the tile (the same `nk` for every tile), the grid is constant and 1-D or
+//!   2-D, and there are more tiles than `P` (else every block has one tile anyway).
 //!   With a group in flight the consumers also release the tile's last stage after their
 //!   loop, since the next tile's fills wait for it.
 
@@ -49,9 +51,22 @@ impl Tiles {
         grid: &[Expr],
         vars: &[Ident],
         swizzle: Option<&Swizzle>,
-        sms: i64,
-        per_sm: i64,
+        (sms, per_sm): (i64, i64),
+        loop_bounds: [&Expr; 2],
     ) -> Option<Tiles> {
+        // Every tile must run the same k-loop: the fill count of a tile is `nk` for all.
+        let per_tile = |e: &Expr| {
+            let mut varies = false;
+            tlc_ir::visit::for_each_subexpr(e, &mut |x| match &x.kind {
+                ExprKind::Var(n) => varies |= vars.iter().any(|v| v.name == *n),
+                ExprKind::Load { .. } => varies = true,
+                _ => {}
+            });
+            varies
+        };
+        if loop_bounds.into_iter().any(per_tile) {
+            return None;
+        }
         let extents: Vec<i64> = grid.iter().map(const_int).collect::<Option<_>>()?;
         if extents.is_empty() || extents.len() > 2 || vars.len() != extents.len() {
             return None;
@@ -208,8 +223,9 @@ pub(crate) fn tma_destinations(body: &[Stmt]) -> Vec<String> {
 }
 
 /// Before every `T.mbarrier_arrive_expect_tx` of `body` (a stage's fill, `f = base + rel`
-/// over the block's run), the wait for the stage's release of fill `f - S`:
-/// `if f >= S: T.mbarrier_wait(empty[f % S], (f - S) // S % 2)`.
+/// over the block's run, into the stage its `full` barrier names — stages already offset,
+/// so `(f + start) % S`), the wait for that stage's release of fill `f - S`:
+/// `if f >= S: T.mbarrier_wait(empty[stage], (f - S) // S % 2)`.
 pub(crate) fn wait_before_fills(
     body: Vec<Stmt>,
     empty: &str,
@@ -219,21 +235,20 @@ pub(crate) fn wait_before_fills(
 ) -> Vec<Stmt> {
     let mut out = Vec::with_capacity(body.len());
     for mut s in body {
-        if matches!(
-            s.kind,
-            StmtKind::Intrinsic(Intrinsic::MbarrierArriveExpectTx { .. })
-        ) {
+        if let StmtKind::Intrinsic(Intrinsic::MbarrierArriveExpectTx { bar, .. }) = &s.kind {
+            // The stage this fill writes: the arrive's `full` barrier's index.
+            let stage = bar
+                .indices
+                .first()
+                .cloned()
+                .unwrap_or_else(|| bin(BinOp::FloorMod, fill.clone(), Expr::int(stages)));
             let s_ = Expr::int(stages);
             out.push(Stmt::new(
                 StmtKind::If {
                     cond: bin(BinOp::Ge, fill.clone(), s_.clone()),
                     then_body: vec![intrinsic(
                         Intrinsic::MbarrierWait {
-                            bar: elem(
-                                empty,
-                                vec![bin(BinOp::FloorMod, fill.clone(), s_.clone())],
-                                span,
-                            ),
+                            bar: elem(empty, vec![stage], span),
                             parity: bin(
                                 BinOp::FloorMod,
                                 bin(
@@ -285,16 +300,24 @@ mod tests {
     #[test]
     fn persistent_only_with_more_tiles_than_blocks() {
         let (g, v) = grid(&[16, 32]);
-        let t = Tiles::plan(&g, &v, None, 132, 2).expect("512 tiles on 264 blocks");
+        let (zero, k) = (Expr::int(0), Expr::int(32));
+        let t = Tiles::plan(&g, &v, None, (132, 2), [&zero, &k]).expect("512 tiles, 264 blocks");
         assert_eq!((t.blocks, t.count()), (264, 512));
-        let (g, v) = grid(&[8, 8]);
-        assert_eq!(Tiles::plan(&g, &v, None, 132, 1), None);
-        let (g, v) = grid(&[1000]);
+        // A k-loop whose length depends on the tile (a triangular GEMM) stays per tile.
+        let by_plus_one = bin(BinOp::Add, Expr::var("by"), Expr::int(1));
         assert_eq!(
-            Tiles::plan(&g, &v, None, 4, 1).map(|t| t.grid),
-            Some(vec![1000])
+            Tiles::plan(&g, &v, None, (132, 2), [&zero, &by_plus_one]),
+            None
         );
+        let (g, v) = grid(&[8, 8]);
+        assert_eq!(Tiles::plan(&g, &v, None, (132, 1), [&zero, &k]), None);
+        let (g, v) = grid(&[1000]);
+        let one_d = Tiles::plan(&g, &v, None, (4, 1), [&zero, &k]).map(|t| t.grid);
+        assert_eq!(one_d, Some(vec![1000]));
         let symbolic = vec![Expr::var("N")];
-        assert_eq!(Tiles::plan(&symbolic, &v[..1], None, 4, 1), None);
+        assert_eq!(
+            Tiles::plan(&symbolic, &v[..1], None, (4, 1), [&zero, &k]),
+            None
+        );
     }
 }

@@ -345,8 +345,8 @@ fn specialized(
                 &ctx.grid,
                 &ctx.block_vars,
                 ctx.raster.as_ref(),
-                ctx.sms,
-                roles.blocks_per_sm,
+                (ctx.sms, roles.blocks_per_sm),
+                [&m.start, &m.stop],
             )
         })
         .flatten();

@@ -9,7 +9,8 @@
 mod common;
 
 use common::{
-    assert_close_meaning, assert_same_meaning, bound_mnk, case, load, root, with_region_barriers,
+    assert_close_meaning, assert_same_meaning, bound_mnk, case, load, load_bound, root,
+    with_region_barriers,
 };
 use tlc_ir::printer::print_func;
 use tlc_ir::PrimFunc;
@@ -242,7 +243,7 @@ fn every_sm90a_pass_keeps_the_meaning_of_warp_specialized_pipelines() {
 /// as many, and more, ragged.
 #[test]
 fn every_sm90a_pass_keeps_the_meaning_of_pipelines_with_a_group_in_flight() {
-    let bound = |file: &str, m: i64, n: i64, k: i64| bound_mnk(&load(&root().join(file)), m, n, k);
+    let bound = load_bound;
     let wide = "bench/gemm_128x256x64_t256_s4.tir";
     let one = "bench/gemm_128x128x64_t128_s4.tir";
     let cases = [
@@ -325,7 +326,7 @@ fn snapshot_every_stage_of_the_seed_kernel_for_sm90a() {
 #[test]
 fn every_sm90a_pass_keeps_the_meaning_of_persistent_pipelines() {
     let one_sm = PassContext::new(Target::Sm90a).with_sms(1);
-    let at = |file: &str, m: i64, n: i64, k: i64| bound_mnk(&load(&root().join(file)), m, n, k);
+    let at = load_bound;
     let wide = "bench/gemm_128x256x64_t256_s4.tir";
     let one = "bench/gemm_128x128x64_t128_s4.tir";
     let seed = "tests/cases/valid/seed000_dims.tir";
@@ -385,8 +386,8 @@ fn every_sm90a_pass_keeps_the_meaning_of_persistent_pipelines() {
 #[test]
 fn a_tile_dependent_k_loop_stays_one_tile_per_block() {
     let one_sm = PassContext::new(Target::Sm90a).with_sms(1);
-    let tri = bound_mnk(
-        &load(&root().join("passes/tests/cases/persistent_triangular.tir")),
+    let tri = load_bound(
+        "passes/tests/cases/persistent_triangular.tir",
         512,
         256,
         512,

@@ -46,6 +46,11 @@ pub fn bound_mnk(func: &PrimFunc, m: i64, n: i64, k: i64) -> PrimFunc {
     tlc_ir::specialize::specialize(func, &dims).expect("specialize")
 }
 
+/// The kernel of `file` (relative to the repository) with `M`, `N`, `K` bound.
+pub fn load_bound(file: &str, m: i64, n: i64, k: i64) -> PrimFunc {
+    bound_mnk(&load(&root().join(file)), m, n, k)
+}
+
 pub fn load(path: &Path) -> PrimFunc {
     let text = std::fs::read_to_string(path).expect("read case");
     let func = tlc_ir::parse(&text).unwrap_or_else(|d| panic!("{}: {d:?}", path.display()));

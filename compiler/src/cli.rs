@@ -51,6 +51,11 @@ pub enum Command {
         /// What to write: PTX, or the IR after the pipeline.
         #[arg(long, value_enum, default_value_t = Emit::Ptx)]
         emit: Emit,
+        /// The SMs of the GPU the kernel will run on, which persistent kernels launch one
+        /// block per (per `T.min_blocks_per_sm`); default: the target's usual count (132 for
+        /// sm_90a). A GPU with other counts runs the kernel correctly.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(1..=4096))]
+        sms: Option<i64>,
         #[command(flatten)]
         instrument: InstrumentFlags,
     },

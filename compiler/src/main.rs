@@ -52,6 +52,7 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
             target,
             define,
             emit,
+            sms,
             instrument,
         } => commands::compile::run(&commands::compile::CompileArgs {
             file: &file,
@@ -59,6 +60,7 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
             target: commands::compile::parse_target(&target)?,
             defines: &define,
             emit,
+            sms,
             instrument: &instrument,
         }),
         Command::Run {

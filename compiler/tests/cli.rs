@@ -249,3 +249,41 @@ fn tvmscript_thread_variables_compile_or_say_what_to_write() {
     );
     assert!(stderr.contains("`for tx in T.thread_binding(64, thread=\"threadIdx.x\"):`"));
 }
+
+/// `--sms N` sizes persistent kernels for a GPU of N SMs: the seed (512 tiles at two blocks
+/// per SM) launches 2N blocks, and with an SM per tile keeps its grid.
+#[test]
+fn sms_sizes_persistent_kernels() {
+    let grid = |sms: &str| {
+        let out = tlc(&[
+            "compile",
+            "examples/gemm_seed000.tir",
+            "--target",
+            "sm_90a",
+            "--sms",
+            sms,
+            "-o",
+            "-",
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let ptx = text(&out.stdout);
+        let manifest = ptx.lines().next().unwrap_or_default().to_string();
+        let at = manifest.find("\"grid\":").expect("a grid in the manifest");
+        manifest[at..]
+            .split(']')
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(grid("114"), "\"grid\":[{\"int\":228}");
+    assert_eq!(grid("1000"), "\"grid\":[{\"int\":16},{\"int\":32}");
+    let zero = tlc(&[
+        "compile",
+        "examples/gemm_seed000.tir",
+        "--sms",
+        "0",
+        "-o",
+        "-",
+    ]);
+    assert!(!zero.status.success());
+}

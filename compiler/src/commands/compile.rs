@@ -28,6 +28,8 @@ pub struct CompileArgs<'a> {
     pub target: Target,
     pub defines: &'a [String],
     pub emit: Emit,
+    /// `--sms N`: the SM count persistent kernels are sized for.
+    pub sms: Option<i64>,
     pub instrument: &'a InstrumentFlags,
 }
 
@@ -91,7 +93,10 @@ pub fn run(args: &CompileArgs) -> Result<String, UserError> {
     // work on the file, as in `tlc opt`.
     PassManager::new(default_pipeline(args.target), opts.clone()).map_err(UserError::plain)?;
     let (file, func, info) = frontend::load(args.file, args.defines)?;
-    let cx = PassContext::new(args.target).with_info(info);
+    let mut cx = PassContext::new(args.target).with_info(info);
+    if let Some(sms) = args.sms {
+        cx = cx.with_sms(sms);
+    }
     let mut stderr = std::io::stderr().lock();
     let compiled = compile_func(&file, func, cx, &opts, args.emit, &mut stderr)?;
     if args.output == Path::new("-") {

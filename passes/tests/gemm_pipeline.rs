@@ -402,4 +402,8 @@ fn a_tile_dependent_k_loop_stays_one_tile_per_block() {
         "{lowered}"
     );
     assert!(!lowered.contains("tile_i"), "{lowered}");
+    assert!(
+        lowered.contains("T.note(\"persistent blocks not used: more tiles (8) than blocks (1), but the k-loop's bounds depend on the tile\")"),
+        "{lowered}"
+    );
 }

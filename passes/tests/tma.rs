@@ -363,10 +363,31 @@ fn persistent_blocks_walk_the_tiles() {
         ir.contains("T.mbarrier_arrive(tma_empty[(ko % 3 + tile_i_1 * 32) % 3])"),
         "{ir}"
     );
-    // A GPU with an SM per tile: one tile per block, the grid as written.
+    // A GPU with an SM per tile: one tile per block, the grid as written, no note.
     let per_tile = lowered(&seed, Target::Sm90a);
     assert!(
         per_tile.contains("with T.Kernel(16, 32, threads=256)"),
         "{per_tile}"
+    );
+    assert!(
+        !per_tile.contains("persistent blocks not used"),
+        "{per_tile}"
+    );
+    // A global write before the pipeline keeps one tile per block, saying why.
+    let zeroing = edited(
+        "examples/gemm_seed000.tir",
+        "        T.clear(C_local)\n",
+        "        T.clear(C_local)\n        for i, j in T.Parallel(128, 128):\n            C[by * 128 + i, bx * 128 + j] = T.cast(0, \"float16\")\n",
+    );
+    let kept = lowered_in(&zeroing, &PassContext::new(Target::Sm90a));
+    assert!(
+        kept.contains("with T.Kernel(16, 32, threads=256)"),
+        "{kept}"
+    );
+    assert!(
+        kept.contains(
+            "T.note(\"persistent blocks not used: the kernel does more than this pipeline"
+        ),
+        "{kept}"
     );
 }

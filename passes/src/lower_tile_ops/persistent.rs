@@ -45,15 +45,31 @@ pub(crate) struct Tiles {
 
 impl Tiles {
     /// The persistent grid of a kernel with `grid` / `vars` / `swizzle`, at `per_sm`
-    /// blocks per SM on `sms` SMs; `None` when the grid is not a constant 1-D / 2-D one or
-    /// has no more tiles than blocks.
+    /// blocks per SM on `sms` SMs: `Ok(None)` when the grid is not a constant 1-D / 2-D one
+    /// or has no more tiles than blocks (nothing to gain); `Err(why)` when it has more but
+    /// the k-loop (`loop_bounds`) depends on the tile.
     pub fn plan(
         grid: &[Expr],
         vars: &[Ident],
         swizzle: Option<&Swizzle>,
         (sms, per_sm): (i64, i64),
         loop_bounds: [&Expr; 2],
-    ) -> Option<Tiles> {
+    ) -> Result<Option<Tiles>, String> {
+        let Some(extents) = grid.iter().map(const_int).collect::<Option<Vec<i64>>>() else {
+            return Ok(None);
+        };
+        if extents.is_empty() || extents.len() > 2 || vars.len() != extents.len() {
+            return Ok(None);
+        }
+        let (Some(tiles), Some(blocks)) = (
+            extents.iter().try_fold(1i64, |a, &g| a.checked_mul(g)),
+            sms.checked_mul(per_sm),
+        ) else {
+            return Ok(None);
+        };
+        if tiles <= blocks || blocks < 1 {
+            return Ok(None);
+        }
         // Every tile must run the same k-loop: the fill count of a tile is `nk` for all.
         let per_tile = |e: &Expr| {
             let mut varies = false;
@@ -65,26 +81,20 @@ impl Tiles {
             varies
         };
         if loop_bounds.into_iter().any(per_tile) {
-            return None;
-        }
-        let extents: Vec<i64> = grid.iter().map(const_int).collect::<Option<_>>()?;
-        if extents.is_empty() || extents.len() > 2 || vars.len() != extents.len() {
-            return None;
-        }
-        let tiles = extents.iter().try_fold(1i64, |a, &g| a.checked_mul(g))?;
-        let blocks = sms.checked_mul(per_sm)?;
-        if tiles <= blocks || blocks < 1 {
-            return None;
+            return Err(format!(
+                "more tiles ({tiles}) than blocks ({blocks}), but the k-loop's bounds depend \
+                 on the tile"
+            ));
         }
         let raster = swizzle
             .and_then(|s| const_int(&s.panel_size).map(|p| (p, s.order)))
             .filter(|(p, _)| *p > 0 && extents.len() == 2);
-        Some(Tiles {
+        Ok(Some(Tiles {
             grid: extents,
             vars: vars.iter().map(|v| v.name.clone()).collect(),
             raster,
             blocks,
-        })
+        }))
     }
 
     fn count(&self) -> i64 {
@@ -301,23 +311,26 @@ mod tests {
     fn persistent_only_with_more_tiles_than_blocks() {
         let (g, v) = grid(&[16, 32]);
         let (zero, k) = (Expr::int(0), Expr::int(32));
-        let t = Tiles::plan(&g, &v, None, (132, 2), [&zero, &k]).expect("512 tiles, 264 blocks");
+        let t = Tiles::plan(&g, &v, None, (132, 2), [&zero, &k])
+            .ok()
+            .flatten()
+            .expect("512 tiles, 264 blocks");
         assert_eq!((t.blocks, t.count()), (264, 512));
         // A k-loop whose length depends on the tile (a triangular GEMM) stays per tile.
         let by_plus_one = bin(BinOp::Add, Expr::var("by"), Expr::int(1));
-        assert_eq!(
-            Tiles::plan(&g, &v, None, (132, 2), [&zero, &by_plus_one]),
-            None
-        );
+        let refused = Tiles::plan(&g, &v, None, (132, 2), [&zero, &by_plus_one]);
+        assert!(refused
+            .expect_err("tile-dependent")
+            .contains("depend on the tile"));
         let (g, v) = grid(&[8, 8]);
-        assert_eq!(Tiles::plan(&g, &v, None, (132, 1), [&zero, &k]), None);
+        assert_eq!(Tiles::plan(&g, &v, None, (132, 1), [&zero, &k]), Ok(None));
         let (g, v) = grid(&[1000]);
-        let one_d = Tiles::plan(&g, &v, None, (4, 1), [&zero, &k]).map(|t| t.grid);
-        assert_eq!(one_d, Some(vec![1000]));
+        let one_d = Tiles::plan(&g, &v, None, (4, 1), [&zero, &k]).map(|t| t.map(|t| t.grid));
+        assert_eq!(one_d, Ok(Some(vec![1000])));
         let symbolic = vec![Expr::var("N")];
         assert_eq!(
             Tiles::plan(&symbolic, &v[..1], None, (4, 1), [&zero, &k]),
-            None
+            Ok(None)
         );
     }
 }

@@ -339,17 +339,33 @@ fn specialized(
     let whole_kernel = around
         .as_ref()
         .is_some_and(|a| took_before == a.before.len() && took_after == a.after.len());
-    let tiles = (whole_kernel && ctx.producer_threads.get().is_none())
-        .then(|| {
-            warp_specialize::Tiles::plan(
-                &ctx.grid,
-                &ctx.block_vars,
-                ctx.raster.as_ref(),
-                (ctx.sms, roles.blocks_per_sm),
-                [&m.start, &m.stop],
-            )
-        })
-        .flatten();
+    // Where more tiles than blocks would pay but the form cannot be taken, a note says why.
+    let mut persistent_note = None;
+    let tiles = match warp_specialize::Tiles::plan(
+        &ctx.grid,
+        &ctx.block_vars,
+        ctx.raster.as_ref(),
+        (ctx.sms, roles.blocks_per_sm),
+        [&m.start, &m.stop],
+    ) {
+        Ok(Some(_)) if ctx.producer_threads.get().is_some() => {
+            persistent_note = Some("the kernel's first pipeline is specialized already".into());
+            None
+        }
+        Ok(Some(_)) if !whole_kernel => {
+            persistent_note = Some(
+                "the kernel does more than this pipeline and the code its consumers run \
+                 around it"
+                    .to_string(),
+            );
+            None
+        }
+        Ok(tiles) => tiles,
+        Err(why) => {
+            persistent_note = Some(why);
+            None
+        }
+    };
     let built = warp_specialize::build(pipe, roles, tiles.as_ref(), ctx, names, span, &mut lower);
     let (region, empty) = match built {
         Ok(r) => r,
@@ -372,7 +388,11 @@ fn specialized(
         around.before.truncate(keep);
         around.after.drain(..took_after);
     }
-    Ok(vec![
+    let mut out: Vec<Stmt> = persistent_note
+        .map(|why| note(format!("persistent blocks not used: {why}"), span))
+        .into_iter()
+        .collect();
+    out.extend([
         init_barriers(
             &[(b.name, copies as i64), (&empty, consumer_warps)],
             b.stages,
@@ -381,7 +401,8 @@ fn specialized(
             names,
         ),
         region,
-    ])
+    ]);
+    Ok(out)
 }
 
 /// The thread code of `s` when it is a tile op the consumers can run alone, around their

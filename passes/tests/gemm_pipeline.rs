@@ -358,6 +358,11 @@ fn every_sm90a_pass_keeps_the_meaning_of_persistent_pipelines() {
             2,
         ),
         (
+            "a 1-D grid, 5 ragged tiles on 2 blocks",
+            at("passes/tests/cases/persistent_1d_grid.tir", 520, 128, 64),
+            2,
+        ),
+        (
             "a k-loop from 1, 4 tiles of 5 k-tiles",
             at("passes/tests/cases/persistent_start1.tir", 256, 256, 384),
             1,

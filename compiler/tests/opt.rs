@@ -16,6 +16,8 @@ fn passes_lists_every_pass_with_a_description() {
     assert_eq!(
         names,
         [
+            "lower-reductions",
+            "stage-fragment-reads",
             "layout-inference",
             "pipeline-planning",
             "inject-software-pipeline",
@@ -46,7 +48,7 @@ fn passes_with_a_target_prints_its_default_pipeline() {
             .map(|p| p.name())
             .collect();
         assert_eq!(names, want, "{target}");
-        assert_eq!(names.first().map(String::as_str), Some("layout-inference"));
+        assert_eq!(names.first().map(String::as_str), Some("lower-reductions"));
         assert_eq!(names.last().map(String::as_str), Some("widen-indices"));
     }
     let out = tlc(&["passes", "--target", "sm_75"]);

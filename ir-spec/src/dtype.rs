@@ -4,8 +4,9 @@ use std::fmt;
 use std::str::FromStr;
 
 /// Every element type the IR knows. The text spelling is the TVM one (`"float16"`, …);
-/// `"float"` is accepted as an alias of `float32`, `"float8_e4m3fn"` / `"float8_e5m2fnuz"`-style
-/// torch spellings of the fp8 types are not (they mean other formats).
+/// `"float"` is accepted as an alias of `float32` and `"float8_e4m3fn"` (torch's and
+/// TileLang's name of the same OCP E4M3FN format) of `float8_e4m3`; the `…fnuz` spellings
+/// are not (they name other formats: no negative zero, another bias).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DType {
     Float16,
@@ -58,8 +59,11 @@ impl DType {
 
     /// Parses a dtype spelling, aliases included.
     pub fn parse(text: &str) -> Option<DType> {
-        if text == "float" {
-            return Some(DType::Float32);
+        match text {
+            "float" => return Some(DType::Float32),
+            // torch's / TileLang's name of the same OCP format (finite-only e4m3).
+            "float8_e4m3fn" => return Some(DType::Float8E4M3),
+            _ => {}
         }
         DType::ALL.iter().copied().find(|d| d.name() == text)
     }

@@ -12,6 +12,7 @@
 
 use crate::dtype::DType;
 pub use crate::intrinsic::{ElemRef, Intrinsic};
+pub use crate::math::MathFn;
 use crate::span::Span;
 
 /// A name with the place it was written.
@@ -199,6 +200,8 @@ pub enum StmtKind {
         dst: Region,
         value: Expr,
     },
+    /// `T.reduce_sum(src, dst, dim=1)` and the other reductions (tile level).
+    Reduce(Reduce),
     /// `T.sync_threads()` (thread level): `bar.sync 0`. Every thread of the block waits until
     /// all have arrived; shared-memory writes before it are visible to every thread after it.
     Barrier,
@@ -413,6 +416,80 @@ pub struct Gemm {
     pub clear_accum: bool,
 }
 
+/// `T.reduce_sum(src, dst, dim=D, clear=True)` (and `_max`, `_min`, `_abssum`,
+/// `_absmax`): `dst` (a whole buffer, `src`'s shape without dimension `D`) gets the
+/// reduction of `src` (a whole buffer) along `D`; with `clear=False` it is combined with
+/// what `dst` holds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reduce {
+    pub kind: ReduceKind,
+    pub src: Ident,
+    pub dst: Ident,
+    /// As written: `-1` is the last dimension (`Reduce::axis` normalizes it).
+    pub dim: i64,
+    pub clear: bool,
+}
+
+impl Reduce {
+    /// The reduced dimension of a `rank`-dimensional `src`, if `dim` names one.
+    pub fn axis(&self, rank: usize) -> Option<usize> {
+        let r = i64::try_from(rank).ok()?;
+        let d = if self.dim < 0 { self.dim + r } else { self.dim };
+        usize::try_from(d).ok().filter(|&d| d < rank)
+    }
+}
+
+/// What a reduction computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduceKind {
+    Sum,
+    Max,
+    Min,
+    /// `Σ |x|`.
+    AbsSum,
+    /// `max |x|`.
+    AbsMax,
+}
+
+impl ReduceKind {
+    pub const ALL: [ReduceKind; 5] = [
+        ReduceKind::Sum,
+        ReduceKind::Max,
+        ReduceKind::Min,
+        ReduceKind::AbsSum,
+        ReduceKind::AbsMax,
+    ];
+
+    /// The function name: `T.reduce_sum`, ….
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceKind::Sum => "T.reduce_sum",
+            ReduceKind::Max => "T.reduce_max",
+            ReduceKind::Min => "T.reduce_min",
+            ReduceKind::AbsSum => "T.reduce_abssum",
+            ReduceKind::AbsMax => "T.reduce_absmax",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<ReduceKind> {
+        ReduceKind::ALL.iter().copied().find(|k| k.name() == name)
+    }
+
+    /// Whether each element enters as its absolute value.
+    pub fn takes_abs(self) -> bool {
+        matches!(self, ReduceKind::AbsSum | ReduceKind::AbsMax)
+    }
+
+    /// The operator that folds an element into the running value.
+    pub fn combine(self) -> BinOp {
+        match self {
+            ReduceKind::Sum | ReduceKind::AbsSum => BinOp::Add,
+            ReduceKind::Max | ReduceKind::AbsMax => BinOp::Max,
+            ReduceKind::Min => BinOp::Min,
+        }
+    }
+}
+
 /// How the warps of a block split a gemm tile (`T.GemmWarpPolicy`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum WarpPolicy {
@@ -471,6 +548,8 @@ pub enum ExprKind {
     Cast(DType, Box<Expr>),
     /// `T.if_then_else(cond, a, b)`.
     Select(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// `T.exp(x)`, `T.pow(x, y)`, …: a math function (`math.rs`) of `arity()` arguments.
+    Math(MathFn, Vec<Expr>),
 }
 
 impl PartialEq for ExprKind {
@@ -495,6 +574,7 @@ impl PartialEq for ExprKind {
             (K::Binary(op, a, x), K::Binary(oq, b, y)) => op == oq && a == b && x == y,
             (K::Cast(d, a), K::Cast(e, b)) => d == e && a == b,
             (K::Select(c, a, x), K::Select(d, b, y)) => c == d && a == b && x == y,
+            (K::Math(f, a), K::Math(g, b)) => f == g && a == b,
             _ => false,
         }
     }
@@ -509,7 +589,10 @@ pub fn float_lit_eq(a: f64, b: f64) -> bool {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum UnOp {
     Neg,
+    /// `not x` (bool).
     Not,
+    /// `~x` (integers): bitwise complement.
+    BitNot,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -537,6 +620,16 @@ pub enum BinOp {
     Ne,
     And,
     Or,
+    /// `&`, `|`, `^` (integers and bools).
+    BitAnd,
+    BitOr,
+    BitXor,
+    /// `<<` (integers): the shift count taken modulo nothing — a count outside
+    /// `0..bits` gives 0 (PTX `shl` clamps the count), see docs/ir.md.
+    Shl,
+    /// `>>` (integers): arithmetic for signed dtypes, logical for unsigned ones; a count of
+    /// `bits` or more gives the sign fill (PTX `shr` clamps the count).
+    Shr,
 }
 
 impl BinOp {
@@ -549,6 +642,14 @@ impl BinOp {
 
     pub fn is_logical(self) -> bool {
         matches!(self, BinOp::And | BinOp::Or)
+    }
+
+    /// `& | ^ << >>`: integer operators on the bits.
+    pub fn is_bitwise(self) -> bool {
+        matches!(
+            self,
+            BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr
+        )
     }
 }
 

@@ -10,6 +10,7 @@ pub mod interp;
 pub mod interval;
 pub mod intrinsic;
 pub mod ir;
+pub mod math;
 pub mod parse;
 pub mod printer;
 pub mod span;

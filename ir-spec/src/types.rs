@@ -12,10 +12,14 @@
 //!   (on equal width the signed one); an integer and a float give the float; two floats give
 //!   the wider, and two different 16-bit or 8-bit floats give `float32`.
 //! - Comparisons give `bool`; `and`, `or`, `not` and conditions take `bool`.
-//! - `bool` never takes part in arithmetic.
+//! - `bool` never takes part in arithmetic; `& | ^` on two bools are logical.
+//! - `& | ^ << >> ~` take integers (unified as for arithmetic); `<<` / `>>` give the left
+//!   operand's dtype (the count is converted to it), unless the left is a literal.
+//! - A math function (`math.rs`) gives its argument's dtype (`T.pow`: the unified one), and
+//!   takes only the dtypes `MathFn::takes` allows.
 
 use crate::dtype::DType;
-use crate::ir::{BinOp, Expr, ExprKind, UnOp};
+use crate::ir::{BinOp, Expr, ExprKind, MathFn, UnOp};
 
 /// A dtype together with whether it came from a bare literal (and so may adapt).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,6 +121,25 @@ pub fn binary_result(op: BinOp, a: Typed, b: Typed) -> Result<Typed, String> {
             a.dtype, b.dtype
         ));
     }
+    if op.is_bitwise() {
+        if a.dtype.is_bool() && b.dtype.is_bool() && !matches!(op, BinOp::Shl | BinOp::Shr) {
+            return Ok(Typed::strong(DType::Bool));
+        }
+        if !a.dtype.is_int() || !b.dtype.is_int() {
+            return Err(format!(
+                "`{}` takes integers, found {} and {}",
+                bit_op_text(op),
+                a.dtype,
+                b.dtype
+            ));
+        }
+        // A shift has its left operand's dtype (C's rule: `u >> i` stays unsigned); a weak
+        // literal on the left adopts the other side's.
+        if matches!(op, BinOp::Shl | BinOp::Shr) && !a.weak {
+            return Ok(a);
+        }
+        return unify(a, b);
+    }
     let common = unify(a, b)?;
     if op.is_comparison() {
         return Ok(Typed::strong(DType::Bool));
@@ -134,7 +157,43 @@ pub fn unary_result(op: UnOp, a: Typed) -> Result<Typed, String> {
         UnOp::Not => Err(format!("`not` takes a bool, found {}", a.dtype)),
         UnOp::Neg if a.dtype.is_bool() => Err("cannot negate a bool".to_string()),
         UnOp::Neg => Ok(a),
+        UnOp::BitNot if a.dtype.is_int() => Ok(a),
+        UnOp::BitNot => Err(format!("`~` takes an integer, found {}", a.dtype)),
     }
+}
+
+/// The text of a bitwise operator, for messages.
+fn bit_op_text(op: BinOp) -> &'static str {
+    match op {
+        BinOp::BitAnd => "&",
+        BinOp::BitOr => "|",
+        BinOp::BitXor => "^",
+        BinOp::Shl => "<<",
+        _ => ">>",
+    }
+}
+
+/// The result type of math function `f` on arguments of types `args`.
+pub fn math_result(f: MathFn, args: &[Typed]) -> Result<Typed, String> {
+    let t = match args {
+        [x] => *x,
+        [x, y] => unify(*x, *y)?,
+        _ => return Err(format!("T.{} takes {} arguments", f.name(), f.arity())),
+    };
+    if args.len() != f.arity() {
+        return Err(format!("T.{} takes {} arguments", f.name(), f.arity()));
+    }
+    if f.takes(t.dtype) {
+        return Ok(t);
+    }
+    let hint = if t.dtype == DType::Float64 {
+        " (PTX has no float64 form of it; convert to float32 first)"
+    } else if t.dtype.is_int() || t.dtype.is_bool() {
+        " (convert to a float first: `T.cast(x, \"float32\")`)"
+    } else {
+        " (convert to float32 or float16 first)"
+    };
+    Err(format!("T.{} does not take {}{hint}", f.name(), t.dtype))
 }
 
 /// Infers the type of `expr`. `var` gives the dtype of a scalar variable, `buffer` the dtype
@@ -195,6 +254,13 @@ pub fn infer<'e>(
                 return Ok(Typed::strong(DType::Bool));
             }
             unify(ta, tb).map_err(|m| (expr, m))
+        }
+        ExprKind::Math(f, args) => {
+            let mut types = Vec::with_capacity(args.len());
+            for a in args {
+                types.push(sub(a)?);
+            }
+            math_result(*f, &types).map_err(|m| (expr, m))
         }
     }
 }

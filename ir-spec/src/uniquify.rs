@@ -123,6 +123,7 @@ fn walk(body: &mut [Stmt], scope: &mut Vec<String>, state: &mut State) {
             | StmtKind::Copy { .. }
             | StmtKind::Gemm(_)
             | StmtKind::Fill { .. }
+            | StmtKind::Reduce(_)
             | StmtKind::Barrier
             | StmtKind::Note(_)
             | StmtKind::Intrinsic(_) => {}
@@ -190,6 +191,10 @@ fn rename_buffer_refs(body: &mut [Stmt], from: &str, to: &str) {
                 names.push(&mut g.c.buffer.name);
             }
             StmtKind::Fill { dst, .. } => names.push(&mut dst.buffer.name),
+            StmtKind::Reduce(r) => {
+                names.push(&mut r.src.name);
+                names.push(&mut r.dst.name);
+            }
             StmtKind::Intrinsic(i) => {
                 names.extend(i.operands_mut().into_iter().map(|r| &mut r.buffer.name));
             }

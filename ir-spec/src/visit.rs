@@ -111,7 +111,7 @@ pub fn stmt_exprs(stmt: &Stmt) -> Vec<&Expr> {
             region(dst, &mut out);
             out.push(value);
         }
-        StmtKind::Barrier | StmtKind::Note(_) => {}
+        StmtKind::Barrier | StmtKind::Note(_) | StmtKind::Reduce(_) => {}
         StmtKind::Intrinsic(i) => out.extend(i.exprs()),
     }
     out
@@ -125,6 +125,7 @@ pub fn expr_children(expr: &Expr) -> Vec<&Expr> {
         ExprKind::Unary(_, a) | ExprKind::Cast(_, a) => vec![a],
         ExprKind::Binary(_, a, b) => vec![a, b],
         ExprKind::Select(c, a, b) => vec![c, a, b],
+        ExprKind::Math(_, args) => args.iter().collect(),
     }
 }
 
@@ -165,6 +166,9 @@ pub fn map_expr(expr: &Expr, f: &mut dyn FnMut(Expr) -> Expr) -> Expr {
             Box::new(map_expr(a, f)),
             Box::new(map_expr(b, f)),
         ),
+        ExprKind::Math(func, args) => {
+            ExprKind::Math(*func, args.iter().map(|a| map_expr(a, f)).collect())
+        }
     };
     f(Expr::new(kind, expr.span))
 }
@@ -222,7 +226,7 @@ pub fn map_body_exprs(body: &mut [Stmt], f: &mut dyn FnMut(Expr) -> Expr) {
                 region(dst, f);
                 *value = map_expr(value, f);
             }
-            StmtKind::Barrier | StmtKind::Note(_) => {}
+            StmtKind::Barrier | StmtKind::Note(_) | StmtKind::Reduce(_) => {}
             StmtKind::Intrinsic(i) => {
                 for e in i.exprs_mut() {
                     *e = map_expr(e, f);

@@ -4,12 +4,14 @@
 use crate::inject_cp_async::InjectCpAsync;
 use crate::inject_software_pipeline::InjectSoftwarePipeline;
 use crate::layout_inference::LayoutInference;
+use crate::lower_reductions::LowerReductions;
 use crate::lower_tile_ops::LowerTileOps;
 use crate::pass::Pass;
 use crate::pipeline_planning::PipelinePlanning;
 use crate::plan_shared_memory::PlanSharedMemory;
 use crate::rasterize::Rasterize;
 use crate::simplify::Simplify;
+use crate::stage_fragment_reads::StageFragmentReads;
 use crate::thread_binding::ThreadBinding;
 use crate::unroll::Unroll;
 use crate::widen_indices::WidenIndices;
@@ -19,6 +21,8 @@ use tlc_ir::Target;
 /// An ordered list of passes.
 pub type Pipeline = Vec<&'static dyn Pass>;
 
+static LOWER_REDUCTIONS: LowerReductions = LowerReductions;
+static STAGE_FRAGMENT_READS: StageFragmentReads = StageFragmentReads;
 static LAYOUT_INFERENCE: LayoutInference = LayoutInference;
 static PIPELINE_PLANNING: PipelinePlanning = PipelinePlanning;
 static INJECT_SOFTWARE_PIPELINE: InjectSoftwarePipeline = InjectSoftwarePipeline;
@@ -31,10 +35,12 @@ static THREAD_BINDING: ThreadBinding = ThreadBinding;
 static PLAN_SHARED_MEMORY: PlanSharedMemory = PlanSharedMemory;
 static WIDEN_INDICES: WidenIndices = WidenIndices;
 
-/// Every pass, in the order of the default pipeline: tile-level scheduling first
-/// (layouts, pipelining), then the lowering to threads, then thread-level clean-up.
+/// Every pass, in the order of the default pipeline: tile-level rewrites first
+/// (reductions, staged fragment reads), tile-level scheduling (layouts, pipelining), then the lowering to threads, then thread-level clean-up.
 pub fn registry() -> &'static [&'static dyn Pass] {
-    static ALL: [&dyn Pass; 11] = [
+    static ALL: [&dyn Pass; 13] = [
+        &LOWER_REDUCTIONS,
+        &STAGE_FRAGMENT_READS,
         &LAYOUT_INFERENCE,
         &PIPELINE_PLANNING,
         &INJECT_SOFTWARE_PIPELINE,
@@ -115,6 +121,8 @@ pub fn default_pipeline(target: Target) -> Pipeline {
         // target has it (analysis/wgmma.rs), and pipelines on TMA (analysis/tma.rs); warp
         // specialization is later work.
         Target::Sm80 | Target::Sm90a => vec![
+            &LOWER_REDUCTIONS,
+            &STAGE_FRAGMENT_READS,
             &LAYOUT_INFERENCE,
             &PIPELINE_PLANNING,
             &INJECT_SOFTWARE_PIPELINE,
@@ -149,7 +157,7 @@ mod tests {
         let err = parse_pipeline("zzzzzzzzzz").err().unwrap();
         assert_eq!(err.suggestion, None);
         assert!(err.to_string().contains(
-            "known passes: layout-inference, pipeline-planning, inject-software-pipeline, lower-tile-ops, inject-cp-async, rasterize, thread-binding, plan-shared-memory, unroll, simplify, widen-indices"
+            "known passes: lower-reductions, stage-fragment-reads, layout-inference, pipeline-planning, inject-software-pipeline, lower-tile-ops, inject-cp-async, rasterize, thread-binding, plan-shared-memory, unroll, simplify, widen-indices"
         ));
         assert_eq!(resolve("raster").map(|p| p.name()).ok(), None);
         assert_eq!(

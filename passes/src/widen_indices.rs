@@ -122,7 +122,10 @@ impl Widen {
                 }
             }
             // Thread level (`requires`): no tile ops.
-            StmtKind::Copy { .. } | StmtKind::Fill { .. } | StmtKind::Gemm(_) => {}
+            StmtKind::Copy { .. }
+            | StmtKind::Fill { .. }
+            | StmtKind::Gemm(_)
+            | StmtKind::Reduce(_) => {}
             StmtKind::Barrier | StmtKind::Note(_) => {}
         }
     }
@@ -134,8 +137,19 @@ impl Widen {
     }
 
     /// `e` with every int32 arithmetic node that may overflow computed in int64.
+    ///
+    /// Bit operators (`& | ^ << >>`) on int32 read their operands' 32 bits (docs/ir.md): an
+    /// operand that is int32 arithmetic gets an explicit `T.cast(…, "int32")` first, so that
+    /// when it is widened below, the bit operator still sees the wrapped value (and stays
+    /// int32); the cast is dropped again where its operand stayed int32.
     fn expr(&self, e: &Expr) -> Expr {
-        map_expr(e, &mut |node| {
+        let e = self.pin_bit_operands(e);
+        map_expr(&e, &mut |node| {
+            if let ExprKind::Cast(DType::Int32, inner) = &node.kind {
+                if self.dtype(inner) == Some(DType::Int32) {
+                    return (**inner).clone();
+                }
+            }
             // A narrowing over a narrowing (a second run over its own output) is one.
             if let ExprKind::Cast(DType::Int32, inner) = &node.kind {
                 if matches!(inner.kind, ExprKind::Cast(DType::Int32, _)) {
@@ -168,13 +182,45 @@ impl Widen {
         })
     }
 
+    /// Wraps the non-leaf operands of int32 bit operators in `T.cast(…, "int32")`.
+    fn pin_bit_operands(&self, e: &Expr) -> Expr {
+        let pinned = |x: Box<Expr>| -> Box<Expr> {
+            match x.kind {
+                ExprKind::Int(_) | ExprKind::Var(_) | ExprKind::Cast(..) => x,
+                _ => {
+                    let span = x.span;
+                    Box::new(Expr::new(ExprKind::Cast(DType::Int32, x), span))
+                }
+            }
+        };
+        let bit_int32 = |node: &Expr| match &node.kind {
+            ExprKind::Binary(op, _, _) => op.is_bitwise() && self.dtype(node) == Some(DType::Int32),
+            ExprKind::Unary(UnOp::BitNot, _) => self.dtype(node) == Some(DType::Int32),
+            _ => false,
+        };
+        map_expr(e, &mut |node| {
+            if !bit_int32(&node) {
+                return node;
+            }
+            let span = node.span;
+            let kind = match node.kind {
+                ExprKind::Binary(op, a, b) => ExprKind::Binary(op, pinned(a), pinned(b)),
+                ExprKind::Unary(op, a) => ExprKind::Unary(op, pinned(a)),
+                other => other,
+            };
+            Expr::new(kind, span)
+        })
+    }
+
     /// Whether `node` is int64 arithmetic over widened operands whose value provably fits
     /// int32 (`(bx + by * W) % P`: the sum needs 64 bits, the remainder does not): it is
     /// narrowed back, exactly, so the 64-bit math stays local.
     fn narrows(&self, node: &Expr) -> bool {
         let widened = |x: &Expr| matches!(x.kind, ExprKind::Cast(DType::Int64, _));
         let over_widened = match &node.kind {
-            ExprKind::Binary(op, a, b) if !op.is_comparison() && !op.is_logical() => {
+            ExprKind::Binary(op, a, b)
+                if !op.is_comparison() && !op.is_logical() && !op.is_bitwise() =>
+            {
                 widened(a) || widened(b) || self.dtype(a) == Some(DType::Int64)
             }
             _ => false,
@@ -188,8 +234,11 @@ impl Widen {
     /// Whether `node` is int32 arithmetic whose value may leave int32 (its children are
     /// already final: a child that was widened makes `node` int64, not int32).
     fn may_overflow(&self, node: &Expr) -> bool {
+        // Bit operators' results always fit their dtype: never widened.
         let arithmetic = match &node.kind {
-            ExprKind::Binary(op, _, _) => !op.is_comparison() && !op.is_logical(),
+            ExprKind::Binary(op, _, _) => {
+                !op.is_comparison() && !op.is_logical() && !op.is_bitwise()
+            }
             ExprKind::Unary(UnOp::Neg, _) => true,
             _ => false,
         };

@@ -9,7 +9,9 @@ use tlc_ir::printer::print_func;
 use tlc_ir::visit::for_each_stmt;
 use tlc_ir::{ForKind, PrimFunc, Scope, StmtKind};
 use tlc_passes::layout_inference::LayoutInference;
+use tlc_passes::lower_reductions::LowerReductions;
 use tlc_passes::lower_tile_ops::LowerTileOps;
+use tlc_passes::stage_fragment_reads::StageFragmentReads;
 use tlc_passes::Pass;
 
 fn lowered(func: PrimFunc) -> PrimFunc {
@@ -110,18 +112,25 @@ fn lowering_keeps_meaning_on_the_corpus() {
     let mut compared = 0;
     let mut lowered_cases = 0;
     for (name, func) in corpus() {
-        // Gemm kernels need their layouts first (tests/gemm.rs checks them in detail).
-        let input = LayoutInference
+        // Reductions and broadcasts are rewritten into tile ops first (tests/reductions.rs),
+        // gemm kernels need their layouts (tests/gemm.rs checks them in detail).
+        let tiles = LowerReductions
             .run(func.clone(), &common::cx())
+            .and_then(|f| StageFragmentReads.run(f, &common::cx()))
+            .expect("lower-reductions, stage-fragment-reads");
+        let rewritten = tiles != func;
+        let input = LayoutInference
+            .run(tiles.clone(), &common::cx())
             .expect("layout-inference");
-        let has_gemm = input != func;
+        let has_gemm = input != tiles;
         match LowerTileOps.run(input, &common::cx()) {
             Ok(out) => {
                 tlc_ir::verifier::verify(&out)
                     .unwrap_or_else(|d| panic!("{name}: lowered IR does not verify: {d:?}"));
                 assert_thread_level(&name, &out);
-                compared += if has_gemm {
-                    // mma.sync adds each 16-deep partial sum to the accumulator.
+                compared += if has_gemm || rewritten {
+                    // mma.sync adds each 16-deep partial sum to the accumulator; a reduction
+                    // sums in a tree.
                     assert_close_meaning(&name, &func, &with_region_barriers(out), 1e-3)
                 } else {
                     same_meaning(&name, &func, &out)

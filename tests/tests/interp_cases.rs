@@ -17,8 +17,9 @@ type Outputs = HashMap<String, Tensor>;
 /// Symbolic dims for cases that have them: small and ragged.
 fn dims_for(stem: &str) -> Vec<(&'static str, i64)> {
     match stem {
-        "elementwise_add" | "elementwise_int64_dim" => vec![("N", 1000)],
+        "elementwise_add" | "elementwise_int64_dim" | "math_and_bits" => vec![("N", 1000)],
         "index_math" => vec![("M", 40)],
+        "row_softmax" => vec![("M", 37)],
         "scale_cast" | "transpose" => vec![("M", 100), ("N", 70)],
         "gemm_bf16_transposed" => vec![("M", 100), ("N", 90), ("K", 70)],
         // The seed kernel loads B with an unmasked T.Parallel loop: valid for divisible shapes only.
@@ -182,6 +183,8 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
             }
             assert_eq!(o["B"].to_f64(), want, "{stem}: B");
         }
+        "math_and_bits" => check_math_and_bits(o),
+        "row_softmax" => check_row_softmax(o),
         "copy_regions" => check_copy_regions(o, initial),
         "control_flow" => check_control_flow(o, initial),
         "gemm_seed000" | "seed000_dsl" | "seed000_dims" => {
@@ -304,4 +307,54 @@ fn check_control_flow(o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
         }
     }
     assert_eq!(o["B"].to_f64(), want, "control_flow: B");
+}
+
+/// `math_and_bits.tir`: every float operation rounded to float32 (math functions exact,
+/// then rounded once), integer bit operations at 32 bits.
+fn check_math_and_bits(o: &Outputs) {
+    let r = |v: f64| f64::from(v as f32);
+    let (x, k) = (o["X"].to_f64(), o["K"].to_f64());
+    let (y, z, w) = (o["Y"].to_f64(), o["Z"].to_f64(), o["W"].to_f64());
+    for g in 0..y.len() {
+        let xv = x[g];
+        // `T.clamp` is `T.min(T.max(x, lo), hi)`: NaN-ignoring, unlike `f64::clamp`.
+        #[allow(clippy::manual_clamp)]
+        let clamped = xv.max(-1.0).min(1.0);
+        let t = r(clamped * r(std::f64::consts::LOG2_E));
+        let y1 = r(r(r(t.exp2()) + r(xv.abs().sqrt())) - r(1.0 / r(r(xv * xv) + 1.0).sqrt()));
+        let log = r(r(xv.abs() + 1.0).ln());
+        let frac = r(r(r(xv * 4.0).floor()) / 4.0);
+        let y2 = r(y1 + r(r(log * r(xv.tanh())) + frac));
+        assert_eq!(y[g], y2, "math_and_bits: Y[{g}]");
+        let kv = k[g] as i32;
+        let first = (kv.wrapping_shl(3) | ((kv >> 29) & 7)) ^ !(g as i32);
+        let want_z = first ^ (kv >> ((g % 128) as i32 & 31));
+        assert_eq!(z[g] as i32, want_z, "math_and_bits: Z[{g}]");
+        let half = |v: f64| f16::from_f64(v).to_f64();
+        let want_w = half(half(half(y2) * 0.5) * 0.5);
+        assert_eq!(w[g], want_w, "math_and_bits: W[{g}]");
+    }
+}
+
+/// `row_softmax.tir`: the tile-level semantics — reductions fold in index order in float32
+/// (docs/ir.md), every operation rounded to float32, the output to float16.
+fn check_row_softmax(o: &Outputs) {
+    let r = |v: f64| f64::from(v as f32);
+    let (x, y) = (o["X"].to_f64(), o["Y"].to_f64());
+    let (rmax, rsum) = (o["RowMax"].to_f64(), o["RowSum"].to_f64());
+    for row in 0..rmax.len() {
+        let line = &x[row * 96..row * 96 + 96];
+        let m = line.iter().fold(f64::NEG_INFINITY, |a, &v| a.max(v));
+        assert_eq!(rmax[row], m, "row_softmax: RowMax[{row}]");
+        let e: Vec<f64> = line
+            .iter()
+            .map(|&v| r(r(r(v - m) * r(std::f64::consts::LOG2_E)).exp2()))
+            .collect();
+        let s = e.iter().fold(0.0, |a, &v| r(a + v));
+        assert_eq!(rsum[row], s, "row_softmax: RowSum[{row}]");
+        for (j, &ev) in e.iter().enumerate() {
+            let want = f16::from_f64(r(ev / s)).to_f64();
+            assert_eq!(y[row * 96 + j], want, "row_softmax: Y[{row}, {j}]");
+        }
+    }
 }

@@ -68,7 +68,7 @@ impl Cg {
         }
     }
 
-    fn ty(&mut self, d: DType, span: tlc_ir::Span) -> Option<Type> {
+    pub(super) fn ty(&mut self, d: DType, span: tlc_ir::Span) -> Option<Type> {
         match ptx_type(d) {
             Some(t) => Some(t),
             None => {
@@ -154,7 +154,24 @@ impl Cg {
                 let v = self.in_reg(v, ty);
                 Some(self.b.unary(PUn::Neg, ty, v).into())
             }
+            ExprKind::Unary(UnOp::BitNot, a) => {
+                let ty = self.ty(d, span)?;
+                let v = self.expr_as(a, d)?;
+                let v = self.in_reg(v, ty);
+                Some(self.b.unary(PUn::Not, bits(ty), v).into())
+            }
             ExprKind::Select(c, a, b) => self.select(c, a, b, d, span),
+            ExprKind::Math(f, args) => {
+                let key = self.memo_key(e, d);
+                if let Some(r) = key.as_deref().and_then(|k| self.memo_get(k)) {
+                    return Some(r.into());
+                }
+                let v = self.math(*f, args, d, span)?;
+                if let (Some(key), Operand::Reg(r)) = (key, &v) {
+                    self.memo_put(key, *r);
+                }
+                Some(v)
+            }
             ExprKind::Binary(op, a, b) => {
                 let key = self.memo_key(e, d);
                 if let Some(r) = key.as_deref().and_then(|k| self.memo_get(k)) {
@@ -257,8 +274,23 @@ impl Cg {
             };
             return Some(self.b.int(iop, Type::Pred, x, y).into());
         }
+        if op.is_bitwise() && d == DType::Bool {
+            // `& | ^` on two bools: predicate logic (both sides evaluated, as in the
+            // interpreter: no short circuit).
+            let x = self.expr(a, DType::Bool)?;
+            let x = self.in_reg(x, Type::Pred);
+            let y = self.expr(b, DType::Bool)?;
+            let iop = match op {
+                BinOp::BitAnd => IntOp::And,
+                BinOp::BitOr => IntOp::Or,
+                _ => IntOp::Xor,
+            };
+            return Some(self.b.int(iop, Type::Pred, x, y).into());
+        }
         let (ta, tb) = (self.typed(a)?, self.typed(b)?);
         let common = match unify(ta, tb) {
+            // A shift computes in its own (the left operand's) dtype.
+            Ok(_) if matches!(op, BinOp::Shl | BinOp::Shr) => d,
             Ok(t) => t.dtype,
             Err(m) => {
                 self.err(span, m);
@@ -343,6 +375,17 @@ impl Cg {
             BinOp::Div => self.b.int(IntOp::Div, ty, x, y),
             BinOp::Min => self.b.int(IntOp::Min, ty, x, y),
             BinOp::Max => self.b.int(IntOp::Max, ty, x, y),
+            BinOp::BitAnd => self.b.int(IntOp::And, bits(ty), x, y),
+            BinOp::BitOr => self.b.int(IntOp::Or, bits(ty), x, y),
+            BinOp::BitXor => self.b.int(IntOp::Xor, bits(ty), x, y),
+            BinOp::Shl | BinOp::Shr => {
+                let count = self.shift_count(ty, y);
+                if op == BinOp::Shl {
+                    self.b.int(IntOp::Shl, bits(ty), x, count)
+                } else {
+                    self.b.int(IntOp::Shr, ty, x, count)
+                }
+            }
             BinOp::FloorDiv | BinOp::FloorMod if !signed => {
                 let iop = if op == BinOp::FloorDiv {
                     IntOp::Div
@@ -377,6 +420,22 @@ impl Cg {
                 return None;
             }
         })
+    }
+
+    /// A shift count as PTX reads it (`.u32`, counts above the width clamped to it): the
+    /// IR's count is the operand's bits read as unsigned (docs/ir.md), so a 64-bit count
+    /// is clamped to 64 before it is narrowed (a count of 2^32 + 1 must not become 1).
+    fn shift_count(&mut self, ty: Type, y: Operand) -> Operand {
+        if let Operand::Imm(c) = y {
+            let width = i64::from(ty.bytes() * 8);
+            return Operand::Imm(if (0..width).contains(&c) { c } else { width });
+        }
+        if ty.bytes() == 8 {
+            let y = self.in_reg(y, Type::U64);
+            let clamped = self.b.int(IntOp::Min, Type::U64, y, Operand::Imm(64));
+            return self.b.cvt(Type::U32, Type::U64, clamped).into();
+        }
+        y
     }
 
     /// Floor division / modulo from C's truncating ones: when the remainder is non-zero and

@@ -65,6 +65,14 @@ impl Cg {
                 self.write_key(b, out)?;
                 out.push(')');
             }
+            ExprKind::Math(f, args) => {
+                write!(out, "{f:?}(").ok()?;
+                for a in args {
+                    self.write_key(a, out)?;
+                    out.push(',');
+                }
+                out.push(')');
+            }
             ExprKind::Select(c, a, b) => {
                 out.push_str("sel(");
                 self.write_key(c, out)?;

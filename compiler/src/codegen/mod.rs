@@ -47,6 +47,7 @@ mod hopper;
 mod intrinsics;
 mod local;
 mod manifest;
+mod math;
 mod memo;
 mod offset;
 mod stmt;

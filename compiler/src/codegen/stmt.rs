@@ -53,9 +53,10 @@ impl Cg {
         match &s.kind {
             StmtKind::Kernel(_) => self.err(span, "nested `T.Kernel` is not supported"),
             // `emit` checked the level: these are not reached.
-            StmtKind::Copy { .. } | StmtKind::Fill { .. } | StmtKind::Gemm(_) => {
-                self.err(span, "tile op at the thread level")
-            }
+            StmtKind::Copy { .. }
+            | StmtKind::Fill { .. }
+            | StmtKind::Gemm(_)
+            | StmtKind::Reduce(_) => self.err(span, "tile op at the thread level"),
             StmtKind::Barrier => self.b.bar_sync(),
             // No code: a comment line, once per note (not per unrolled copy).
             StmtKind::Note(_) if self.repeated => {}

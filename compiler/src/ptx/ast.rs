@@ -561,8 +561,8 @@ pub enum UnOp {
     Brev,
 }
 
-/// Floating-point special functions (`rcp`, `sqrt`, `rsqrt`, `ex2`, `lg2`); with
-/// `FloatMode::Approx` or a rounding (`rcp.rn.f32`, `sqrt.rn.f32`).
+/// Floating-point special functions (`rcp`, `sqrt`, `rsqrt`, `ex2`, `lg2`, `sin`, `cos`,
+/// `tanh`); with `FloatMode::Approx` or a rounding (`rcp.rn.f32`, `sqrt.rn.f32`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FloatFn {
     Rcp,
@@ -570,6 +570,9 @@ pub enum FloatFn {
     Rsqrt,
     Ex2,
     Lg2,
+    Sin,
+    Cos,
+    Tanh,
 }
 
 /// `setp` comparisons. `Lo`/`Ls`/`Hi`/`Hs` are the unsigned spellings; the `*u` forms and
@@ -821,7 +824,7 @@ pub enum Op {
         dst: Reg,
         src: Operand,
     },
-    /// `rcp/sqrt/rsqrt/ex2/lg2.{approx|rnd}{.ftz}.T d, a`.
+    /// `rcp/sqrt/rsqrt/ex2/lg2/sin/cos/tanh.{approx|rnd}{.ftz}.T d, a`.
     FloatFn {
         func: FloatFn,
         mode: FloatMode,

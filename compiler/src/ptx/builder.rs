@@ -353,6 +353,26 @@ impl KernelBuilder {
         dst
     }
 
+    /// `func{.mode}.T d, a` (no `.ftz`: subnormals are kept, as the interpreter keeps them).
+    pub fn float_fn(
+        &mut self,
+        func: FloatFn,
+        mode: FloatMode,
+        ty: Type,
+        src: impl Into<Operand>,
+    ) -> Reg {
+        let dst = self.new_reg(ty);
+        self.emit(Op::FloatFn {
+            func,
+            mode,
+            ftz: false,
+            ty,
+            dst,
+            src: src.into(),
+        });
+        dst
+    }
+
     /// `fma.rn.T d, a, b, c`.
     pub fn fma(
         &mut self,

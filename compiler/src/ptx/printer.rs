@@ -330,6 +330,9 @@ fn render(op: &Op) -> (String, Vec<String>) {
                 FloatFn::Rsqrt => "rsqrt",
                 FloatFn::Ex2 => "ex2",
                 FloatFn::Lg2 => "lg2",
+                FloatFn::Sin => "sin",
+                FloatFn::Cos => "cos",
+                FloatFn::Tanh => "tanh",
             };
             (
                 format!("{name}{}{}{ty}", float_mode(*mode), ftz(*z)),

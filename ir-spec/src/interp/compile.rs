@@ -43,6 +43,10 @@ pub(crate) enum CKind {
     },
     Neg(Box<CExpr>),
     Not(Box<CExpr>),
+    /// `~a` on an integer of the node's dtype.
+    BitNot(Box<CExpr>),
+    /// A math function; the arguments already have the node's dtype.
+    Math(crate::ir::MathFn, Vec<CExpr>),
     /// Arithmetic; both operands already have the node's dtype.
     Arith(BinOp, Box<CExpr>, Box<CExpr>),
     /// Comparison; both operands already have one common dtype.
@@ -187,6 +191,7 @@ pub(crate) enum CStmtKind {
         /// Already converted to the buffer's dtype.
         value: CExpr,
     },
+    Reduce(Box<crate::interp::ops::reduce::CReduce>),
     Intrinsic(Box<CIntrinsic>),
 }
 
@@ -458,6 +463,23 @@ impl Compiler {
                 let dtype = self.region_dtype(dst.buf);
                 let value = coerce(self.expr(value)?.0, dtype);
                 CStmtKind::Fill { dst, value }
+            }
+            StmtKind::Reduce(r) => {
+                let (src, _, rank) = self.buffer(&r.src.name, span)?;
+                let (dst, _, _) = self.buffer(&r.dst.name, span)?;
+                let axis = r.axis(rank).ok_or_else(|| {
+                    Diagnostic::error(
+                        span,
+                        format!("`dim={}` is not a dimension of `{}`", r.dim, r.src.name),
+                    )
+                })?;
+                CStmtKind::Reduce(Box::new(crate::interp::ops::reduce::CReduce {
+                    kind: r.kind,
+                    src,
+                    dst,
+                    axis,
+                    clear: r.clear,
+                }))
             }
         };
         Ok(CStmt { kind, span })
@@ -819,6 +841,7 @@ impl Compiler {
                 let kind = match op {
                     UnOp::Neg => CKind::Neg(a),
                     UnOp::Not => CKind::Not(a),
+                    UnOp::BitNot => CKind::BitNot(a),
                 };
                 (node(kind, t.dtype), t)
             }
@@ -826,11 +849,15 @@ impl Compiler {
                 let (a, ta) = self.expr(a)?;
                 let (b, tb) = self.expr(b)?;
                 let t = types::binary_result(*op, ta, tb).map_err(err)?;
-                let kind = if op.is_logical() {
+                let on_bools = t.dtype.is_bool() && op.is_bitwise();
+                let kind = if op.is_logical() || (on_bools && *op != BinOp::BitXor) {
                     match op {
-                        BinOp::And => CKind::And(Box::new(a), Box::new(b)),
+                        BinOp::And | BinOp::BitAnd => CKind::And(Box::new(a), Box::new(b)),
                         _ => CKind::Or(Box::new(a), Box::new(b)),
                     }
+                } else if on_bools {
+                    // `a ^ b` on bools: `a != b`.
+                    CKind::Compare(BinOp::Ne, Box::new(a), Box::new(b))
                 } else if op.is_comparison() {
                     let common = types::unify(ta, tb).map_err(err)?.dtype;
                     CKind::Compare(
@@ -866,6 +893,18 @@ impl Compiler {
                     Box::new(coerce(b, t.dtype)),
                 );
                 (node(kind, t.dtype), t)
+            }
+            ExprKind::Math(f, args) => {
+                let mut compiled = Vec::with_capacity(args.len());
+                let mut types = Vec::with_capacity(args.len());
+                for a in args {
+                    let (c, t) = self.expr(a)?;
+                    compiled.push(c);
+                    types.push(t);
+                }
+                let t = types::math_result(*f, &types).map_err(err)?;
+                let args = compiled.into_iter().map(|c| coerce(c, t.dtype)).collect();
+                (node(CKind::Math(*f, args), t.dtype), t)
             }
         })
     }

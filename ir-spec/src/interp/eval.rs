@@ -3,7 +3,7 @@
 use crate::interp::compile::{BufRef, CExpr, CKind};
 use crate::interp::lockstep::ThreadState;
 use crate::interp::memory::Memory;
-use crate::interp::scalar::{arith, compare, convert, neg, ArithError, Scalar};
+use crate::interp::scalar::{arith, bit_not, compare, convert, math, neg, ArithError, Scalar};
 use crate::interp::shared::pending_message;
 use crate::span::Span;
 
@@ -57,6 +57,18 @@ impl Frame<'_> {
             }
             CKind::Neg(a) => neg(e.dtype, self.eval(a)?),
             CKind::Not(a) => Scalar::Bool(!self.eval(a)?.as_bool()),
+            CKind::BitNot(a) => bit_not(e.dtype, self.eval(a)?),
+            CKind::Math(f, args) => {
+                let x = match args.first() {
+                    Some(a) => self.eval(a)?,
+                    None => Scalar::zero(e.dtype),
+                };
+                let y = match args.get(1) {
+                    Some(b) => self.eval(b)?,
+                    None => Scalar::zero(e.dtype),
+                };
+                math(*f, e.dtype, x, y)
+            }
             CKind::Arith(op, a, b) => {
                 let (x, y) = (self.eval(a)?, self.eval(b)?);
                 match arith(*op, e.dtype, x, y) {

@@ -76,6 +76,7 @@ impl Frame<'_> {
             CStmtKind::Copy { src, dst } => ops::copy::copy(self, src, dst, stmt.span)?,
             CStmtKind::Gemm(g) => ops::gemm::gemm(self, g, stmt.span)?,
             CStmtKind::Fill { dst, value } => ops::fill::fill(self, dst, value)?,
+            CStmtKind::Reduce(r) => ops::reduce::reduce(self, r, stmt.span)?,
             CStmtKind::Intrinsic(i) => self.block_intrinsic(i, stmt.span)?,
             // The compiler rejects nested kernels, and barriers outside thread loops (which
             // `lockstep.rs` runs).

@@ -8,7 +8,7 @@
 
 use crate::dtype::DType;
 use crate::interp::fp8;
-use crate::ir::{floor_div, floor_mod, BinOp};
+use crate::ir::{floor_div, floor_mod, BinOp, MathFn};
 use half::{bf16, f16};
 
 /// One value of some dtype (the dtype is known from context).
@@ -154,6 +154,9 @@ pub fn arith(op: BinOp, d: DType, a: Scalar, b: Scalar) -> Result<Scalar, ArithE
             BinOp::CeilDiv => floor_div(x.wrapping_neg(), y).unwrap_or(0).wrapping_neg(),
             BinOp::Min => x.min(y),
             BinOp::Max => x.max(y),
+            BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr => {
+                return Ok(Scalar::Int(bitwise(op, d, x, y)))
+            }
             _ => 0,
         };
         return Ok(Scalar::Int(exact_or_wrap(d, r)));
@@ -184,6 +187,54 @@ fn float_op<F: num_like::Float>(op: BinOp, x: F, y: F) -> F {
         BinOp::Max => x.max(y),
         _ => x,
     }
+}
+
+/// `& | ^ << >>` on integers of dtype `d`, as the hardware computes them at the dtype's
+/// width (int32 included, unlike `+`: a bit operation has no "exact" value beyond its width).
+/// A shift count is read as unsigned and clamped to the width (PTX `shl` / `shr`): `x << n`
+/// for `n` ≥ width is 0, `x >> n` the sign fill (0 for unsigned dtypes).
+fn bitwise(op: BinOp, d: DType, x: i64, y: i64) -> i64 {
+    let bits = i64::from(d.bits());
+    let (x, y) = (wrap_int(d, x), wrap_int(d, y));
+    let unsigned = matches!(d, DType::UInt8 | DType::UInt32);
+    // The count as the hardware reads it: the operand's bits as an unsigned number.
+    let count = if y < 0 { bits } else { y.min(bits) };
+    let mask: u64 = if bits == 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    };
+    let r = match op {
+        BinOp::BitAnd => x & y,
+        BinOp::BitOr => x | y,
+        BinOp::BitXor => x ^ y,
+        BinOp::Shl if count >= bits => 0,
+        BinOp::Shl => ((x as u64) << count) as i64,
+        BinOp::Shr if unsigned => {
+            let u = (x as u64) & mask;
+            if count >= bits {
+                0
+            } else {
+                (u >> count) as i64
+            }
+        }
+        // Arithmetic: x is sign-extended in i64, so shifting it keeps the sign fill.
+        _ => x >> count.min(63),
+    };
+    wrap_int(d, r)
+}
+
+/// `~a` on an integer of dtype `d`.
+pub fn bit_not(d: DType, a: Scalar) -> Scalar {
+    Scalar::Int(wrap_int(d, !wrap_int(d, a.as_i64())))
+}
+
+/// Math function `f` (`math.rs`) on arguments of dtype `d`: exact, rounded once to `d`.
+pub fn math(f: MathFn, d: DType, x: Scalar, y: Scalar) -> Scalar {
+    if d.is_int() {
+        return Scalar::Int(wrap_int(d, f.eval_int(x.as_i64())));
+    }
+    Scalar::Float(round_float(d, f.eval(x.as_f64(), y.as_f64())))
 }
 
 /// `-a` in dtype `d`.
@@ -317,6 +368,48 @@ mod tests {
         assert_eq!(
             arith(BinOp::Div, DType::Int64, i(i64::MIN), i(-1)),
             Ok(i(i64::MIN))
+        );
+    }
+
+    #[test]
+    fn bit_operators_work_at_the_dtype_width() {
+        let i = |v| Scalar::Int(v);
+        let d = DType::Int32;
+        assert_eq!(
+            arith(BinOp::Shl, d, i(1), i(31)),
+            Ok(i(i64::from(i32::MIN)))
+        );
+        assert_eq!(arith(BinOp::Shl, d, i(1), i(32)), Ok(i(0)));
+        assert_eq!(arith(BinOp::Shr, d, i(-8), i(1)), Ok(i(-4)));
+        assert_eq!(arith(BinOp::Shr, d, i(-8), i(40)), Ok(i(-1)));
+        assert_eq!(arith(BinOp::Shr, DType::UInt8, i(0xf0), i(4)), Ok(i(0x0f)));
+        assert_eq!(
+            arith(BinOp::Shr, DType::UInt32, i(0xffff_ffff), i(31)),
+            Ok(i(1))
+        );
+        assert_eq!(arith(BinOp::BitAnd, d, i(0xff), i(0x0f)), Ok(i(0x0f)));
+        assert_eq!(
+            arith(BinOp::BitXor, DType::Int8, i(-1), i(0x0f)),
+            Ok(i(-16))
+        );
+        assert_eq!(arith(BinOp::Shl, DType::Int8, i(1), i(7)), Ok(i(-128)));
+        assert_eq!(bit_not(DType::UInt8, i(0x0f)), i(0xf0));
+        assert_eq!(bit_not(d, i(0)), i(-1));
+    }
+
+    #[test]
+    fn math_rounds_once_to_the_dtype() {
+        let f = Scalar::Float;
+        assert_eq!(math(MathFn::Exp2, DType::Float16, f(-1.0), f(0.0)), f(0.5));
+        let e = math(MathFn::Exp, DType::Float32, f(1.0), f(0.0));
+        assert_eq!(e, f(f64::from(std::f32::consts::E)));
+        assert_eq!(
+            math(MathFn::Abs, DType::Int32, Scalar::Int(-3), Scalar::Int(0)),
+            Scalar::Int(3)
+        );
+        assert_eq!(
+            math(MathFn::Sqrt, DType::Float64, f(2.0), f(0.0)),
+            f(2f64.sqrt())
         );
     }
 

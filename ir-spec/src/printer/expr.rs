@@ -13,18 +13,22 @@ const OR: u8 = 1;
 const AND: u8 = 2;
 const NOT: u8 = 3;
 const CMP: u8 = 4;
-const ADD: u8 = 5;
-const MUL: u8 = 6;
-/// Unary minus, and negative literals (Python reads `-5` as a unary minus on `5`).
-const NEG: u8 = 7;
-const ATOM: u8 = 8;
+const BIT_OR: u8 = 5;
+const BIT_XOR: u8 = 6;
+const BIT_AND: u8 = 7;
+const SHIFT: u8 = 8;
+const ADD: u8 = 9;
+const MUL: u8 = 10;
+/// Unary minus and `~`, and negative literals (Python reads `-5` as a unary minus on `5`).
+const NEG: u8 = 11;
+const ATOM: u8 = 12;
 
 /// The precedence of the outermost form of `expr`.
 fn precedence(expr: &Expr) -> u8 {
     match &expr.kind {
         ExprKind::Int(v) if *v < 0 => NEG,
         ExprKind::Float(v) if v.is_sign_negative() && v.is_finite() => NEG,
-        ExprKind::Unary(UnOp::Neg, _) => NEG,
+        ExprKind::Unary(UnOp::Neg | UnOp::BitNot, _) => NEG,
         ExprKind::Unary(UnOp::Not, _) => NOT,
         ExprKind::Binary(op, _, _) => match binary_infix(*op) {
             Some((_, level)) => level,
@@ -51,6 +55,11 @@ fn binary_infix(op: BinOp) -> Option<(&'static str, u8)> {
         BinOp::Div => ("/", MUL),
         BinOp::FloorDiv => ("//", MUL),
         BinOp::FloorMod => ("%", MUL),
+        BinOp::BitOr => ("|", BIT_OR),
+        BinOp::BitXor => ("^", BIT_XOR),
+        BinOp::BitAnd => ("&", BIT_AND),
+        BinOp::Shl => ("<<", SHIFT),
+        BinOp::Shr => (">>", SHIFT),
         BinOp::CeilDiv | BinOp::Min | BinOp::Max => return None,
     })
 }
@@ -103,6 +112,10 @@ pub(crate) fn write_expr(out: &mut dyn Write, expr: &Expr) -> fmt::Result {
             out.write_str("not ")?;
             write_operand(out, a, NOT)
         }
+        ExprKind::Unary(UnOp::BitNot, a) => {
+            out.write_char('~')?;
+            write_operand(out, a, NEG)
+        }
         ExprKind::Binary(op, a, b) => match binary_infix(*op) {
             Some((spelling, level)) => {
                 // Left associative: the left operand may share the level, the right one may
@@ -128,6 +141,11 @@ pub(crate) fn write_expr(out: &mut dyn Write, expr: &Expr) -> fmt::Result {
         ExprKind::Select(c, a, b) => {
             out.write_str("T.if_then_else(")?;
             write_list(out, [c.as_ref(), a.as_ref(), b.as_ref()])?;
+            out.write_char(')')
+        }
+        ExprKind::Math(f, args) => {
+            write!(out, "T.{}(", f.name())?;
+            write_list(out, args)?;
             out.write_char(')')
         }
     }

@@ -169,6 +169,20 @@ impl Printer<'_> {
                 }
                 self.out.push(')');
             }
+            StmtKind::Reduce(r) => {
+                write!(
+                    self.out,
+                    "{}({}, {}, dim={}",
+                    r.kind.name(),
+                    r.src.name,
+                    r.dst.name,
+                    r.dim
+                )?;
+                if !r.clear {
+                    self.out.push_str(", clear=False");
+                }
+                self.out.push(')');
+            }
             StmtKind::Barrier => self.out.push_str("T.sync_threads()"),
             StmtKind::Note(text) => {
                 self.out.push_str("T.note(");

@@ -49,6 +49,12 @@ pub enum StmtKind {
         target: Expr,
         value: Expr,
     },
+    /// `target op= value` (`+=`, `-=`, …).
+    AugAssign {
+        target: Expr,
+        op: BinaryOp,
+        value: Expr,
+    },
     /// `target: annotation [= value]`.
     AnnAssign {
         target: Expr,
@@ -95,6 +101,11 @@ pub enum BinaryOp {
     Div,
     FloorDiv,
     Mod,
+    BitAnd,
+    BitOr,
+    BitXor,
+    Shl,
+    Shr,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -118,6 +129,8 @@ pub enum UnaryOp {
     Neg,
     Pos,
     Not,
+    /// `~x`.
+    Invert,
 }
 
 /// A call argument: positional, or `name=value`.

@@ -36,6 +36,8 @@ pub enum Tok {
     /// written); larger values are lexical errors, and `2^63` itself is rejected later
     /// unless it is negated.
     #[regex(r"[0-9]+", lex_int)]
+    #[regex(r"0[xX][0-9a-fA-F]+", lex_hex)]
+    #[regex(r"0[bB][01]+", lex_bin)]
     Int(u64),
     #[regex(r"[0-9]+\.[0-9]*([eE][+-]?[0-9]+)?", lex_float)]
     #[regex(r"\.[0-9]+([eE][+-]?[0-9]+)?", lex_float)]
@@ -96,6 +98,40 @@ pub enum Tok {
     SlashSlash,
     #[token("%")]
     Percent,
+    #[token("&")]
+    Amp,
+    #[token("|")]
+    Pipe,
+    #[token("^")]
+    Caret,
+    #[token("~")]
+    Tilde,
+    #[token("<<")]
+    Shl,
+    #[token(">>")]
+    Shr,
+    #[token("+=")]
+    PlusEq,
+    #[token("-=")]
+    MinusEq,
+    #[token("*=")]
+    StarEq,
+    #[token("/=")]
+    SlashEq,
+    #[token("//=")]
+    SlashSlashEq,
+    #[token("%=")]
+    PercentEq,
+    #[token("&=")]
+    AmpEq,
+    #[token("|=")]
+    PipeEq,
+    #[token("^=")]
+    CaretEq,
+    #[token("<<=")]
+    ShlEq,
+    #[token(">>=")]
+    ShrEq,
     #[token("<")]
     Lt,
     #[token("<=")]
@@ -143,6 +179,23 @@ pub enum Tok {
 
 fn lex_int(lex: &mut logos::Lexer<Tok>) -> Result<u64, LexErrorKind> {
     match lex.slice().parse::<u64>() {
+        Ok(v) if v <= 1u64 << 63 => Ok(v),
+        _ => Err(LexErrorKind::IntTooLarge),
+    }
+}
+
+/// `0x…` (Python's hex literal), up to 2^63 like a decimal one.
+fn lex_hex(lex: &mut logos::Lexer<Tok>) -> Result<u64, LexErrorKind> {
+    radix_int(lex.slice().get(2..).unwrap_or(""), 16)
+}
+
+/// `0b…` (Python's binary literal).
+fn lex_bin(lex: &mut logos::Lexer<Tok>) -> Result<u64, LexErrorKind> {
+    radix_int(lex.slice().get(2..).unwrap_or(""), 2)
+}
+
+fn radix_int(digits: &str, radix: u32) -> Result<u64, LexErrorKind> {
+    match u64::from_str_radix(digits, radix) {
         Ok(v) if v <= 1u64 << 63 => Ok(v),
         _ => Err(LexErrorKind::IntTooLarge),
     }
@@ -240,6 +293,23 @@ impl Tok {
             Tok::Slash => "/",
             Tok::SlashSlash => "//",
             Tok::Percent => "%",
+            Tok::Amp => "&",
+            Tok::Pipe => "|",
+            Tok::Caret => "^",
+            Tok::Tilde => "~",
+            Tok::Shl => "<<",
+            Tok::Shr => ">>",
+            Tok::PlusEq => "+=",
+            Tok::MinusEq => "-=",
+            Tok::StarEq => "*=",
+            Tok::SlashEq => "/=",
+            Tok::SlashSlashEq => "//=",
+            Tok::PercentEq => "%=",
+            Tok::AmpEq => "&=",
+            Tok::PipeEq => "|=",
+            Tok::CaretEq => "^=",
+            Tok::ShlEq => "<<=",
+            Tok::ShrEq => ">>=",
             Tok::Lt => "<",
             Tok::Le => "<=",
             Tok::Gt => ">",

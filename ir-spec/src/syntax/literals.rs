@@ -147,7 +147,7 @@ impl Normalizer {
                 let how = self.converted_to(&dst.buffer.name);
                 self.root(value, how);
             }
-            StmtKind::Barrier | StmtKind::Note(_) => {}
+            StmtKind::Barrier | StmtKind::Note(_) | StmtKind::Reduce(_) => {}
             StmtKind::Intrinsic(i) => {
                 for e in i.exprs_mut() {
                     self.root(e, Use::AsIs);
@@ -213,6 +213,18 @@ impl Normalizer {
                 self.expr(b);
                 self.operand_pair(a, b);
             }
+            ExprKind::Math(_, args) => match args.as_mut_slice() {
+                [a, b] => {
+                    self.expr(a);
+                    self.expr(b);
+                    self.operand_pair(a, b);
+                }
+                args => {
+                    for a in args {
+                        self.root(a, Use::AsIs);
+                    }
+                }
+            },
         }
     }
 

@@ -9,7 +9,9 @@
 
 use crate::diagnostic::Diagnostic;
 use crate::dtype::DType;
-use crate::ir::{BinOp, BufferDecl, Dim, Expr, ExprKind, Ident, PrimFunc, Scope, Stmt, StmtKind};
+use crate::ir::{
+    BinOp, BufferDecl, Dim, Expr, ExprKind, Ident, PrimFunc, ReduceKind, Scope, Stmt, StmtKind,
+};
 use crate::span::Span;
 use crate::syntax::ast;
 use crate::syntax::lower_expr::unknown_construct;
@@ -453,6 +455,9 @@ impl Lowerer {
                 annotation,
                 value: Some(value),
             } => self.assign(target, value, Some(annotation), span),
+            ast::StmtKind::AugAssign { target, op, value } => {
+                self.aug_assign(target, *op, value, span)
+            }
             ast::StmtKind::For {
                 targets,
                 iter,
@@ -579,6 +584,40 @@ impl Lowerer {
             _ => self.fail(Diagnostic::error(
                 target.span,
                 "can only assign to a name or to a buffer element",
+            )),
+        }
+    }
+
+    /// `buf[i] op= value`: the store `buf[i] = buf[i] op (value)`. A name cannot be updated:
+    /// scalars are immutable lets.
+    fn aug_assign(
+        &mut self,
+        target: &ast::Expr,
+        op: ast::BinaryOp,
+        value: &ast::Expr,
+        span: Span,
+    ) -> Option<Stmt> {
+        match &target.kind {
+            ast::ExprKind::Subscript(..) => {
+                let combined = ast::Expr::new(
+                    ast::ExprKind::Binary(op, Box::new(target.clone()), Box::new(value.clone())),
+                    span,
+                );
+                self.assign(target, &combined, None, span)
+            }
+            ast::ExprKind::Name(name) => self.fail(
+                Diagnostic::error(
+                    target.span,
+                    format!("`{name}` is a scalar binding and cannot be updated in place"),
+                )
+                .with_note(format!(
+                    "a name bound with `=` is an immutable value; keep a running value in a \
+                     one-element buffer: `{name} = T.alloc_local((1,), dtype)` and `{name}[0] += …`"
+                )),
+            ),
+            _ => self.fail(Diagnostic::error(
+                target.span,
+                "can only update a buffer element in place (`buf[i, j] += value`)",
             )),
         }
     }
@@ -713,6 +752,7 @@ impl Lowerer {
             "T.gemm" => self.gemm(span, args),
             "T.fill" => self.fill(span, args, false),
             "T.clear" => self.fill(span, args, true),
+            n if ReduceKind::parse(n).is_some() => self.reduce(n, span, args),
             "T.use_swizzle" => {
                 self.use_swizzle(span, args);
                 None

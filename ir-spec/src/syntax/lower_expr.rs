@@ -3,21 +3,29 @@
 
 use crate::diagnostic::Diagnostic;
 use crate::dtype::DType;
-use crate::ir::{BinOp, Expr, ExprKind, UnOp};
+use crate::ir::{BinOp, Expr, ExprKind, MathFn, UnOp};
 use crate::span::Span;
 use crate::syntax::ast::{self, BinaryOp, BoolOp, CmpOp, UnaryOp};
 use crate::syntax::lower::Lowerer;
 
-/// Whether the front end understands `T.{rest}`: a construct of `KNOWN_T_NAMES` or an
-/// intrinsic of `crate::intrinsic`.
+/// Whether the front end understands `T.{rest}`: a construct of `KNOWN_T_NAMES`, a math
+/// function of `crate::math` or an intrinsic of `crate::intrinsic`.
 pub fn is_known_t_name(rest: &str) -> bool {
-    KNOWN_T_NAMES.contains(&rest) || crate::intrinsic::lookup(&format!("T.{rest}")).is_some()
+    KNOWN_T_NAMES.contains(&rest)
+        || MathFn::parse(rest).is_some()
+        || crate::intrinsic::lookup(&format!("T.{rest}")).is_some()
 }
 
 /// Every `T.*` name the front end understands (for "did you mean" notes).
 pub fn known_t_names() -> Vec<&'static str> {
     let intrinsics = crate::intrinsic::all().map(|d| d.name.trim_start_matches("T."));
-    KNOWN_T_NAMES.iter().copied().chain(intrinsics).collect()
+    let math = MathFn::ALL.iter().map(|f| f.name());
+    KNOWN_T_NAMES
+        .iter()
+        .copied()
+        .chain(math)
+        .chain(intrinsics)
+        .collect()
 }
 
 /// The `T.*` names of the front end's constructs, other than the intrinsics.
@@ -43,6 +51,7 @@ const KNOWN_T_NAMES: &[&str] = &[
     "Parallel",
     "parallel",
     "serial",
+    "Serial",
     "unroll",
     "thread_binding",
     "use_swizzle",
@@ -64,6 +73,12 @@ const KNOWN_T_NAMES: &[&str] = &[
     "cast",
     "Cast",
     "if_then_else",
+    "clamp",
+    "reduce_sum",
+    "reduce_max",
+    "reduce_min",
+    "reduce_abssum",
+    "reduce_absmax",
     "launch_thread",
     "launch_thread_idx",
     "get_thread_binding",
@@ -83,6 +98,7 @@ const KNOWN_T_NAMES: &[&str] = &[
     "float32",
     "float64",
     "float8_e4m3",
+    "float8_e4m3fn",
     "float8_e5m2",
     "int8",
     "int32",
@@ -146,6 +162,11 @@ fn arith_op(op: BinaryOp) -> BinOp {
         BinaryOp::Div => BinOp::Div,
         BinaryOp::FloorDiv => BinOp::FloorDiv,
         BinaryOp::Mod => BinOp::FloorMod,
+        BinaryOp::BitAnd => BinOp::BitAnd,
+        BinaryOp::BitOr => BinOp::BitOr,
+        BinaryOp::BitXor => BinOp::BitXor,
+        BinaryOp::Shl => BinOp::Shl,
+        BinaryOp::Shr => BinOp::Shr,
     }
 }
 
@@ -296,10 +317,10 @@ impl Lowerer {
     #[inline(never)]
     fn expr_unary(&mut self, op: UnaryOp, a: &ast::Expr, span: Span) -> Option<Expr> {
         let a = self.expr(a)?;
-        let op = if op == UnaryOp::Neg {
-            UnOp::Neg
-        } else {
-            UnOp::Not
+        let op = match op {
+            UnaryOp::Neg => UnOp::Neg,
+            UnaryOp::Invert => UnOp::BitNot,
+            _ => UnOp::Not,
         };
         Some(Expr::new(ExprKind::Unary(op, Box::new(a)), span))
     }
@@ -389,10 +410,20 @@ impl Lowerer {
     /// dispatcher on the recursive path.
     #[inline(never)]
     fn call_expr(&mut self, span: Span, func: &ast::Expr, args: &[ast::Arg]) -> Option<Expr> {
+        // `x.astype("float16")` / `A[i, j].astype(T.float16)`: a conversion.
+        if let ast::ExprKind::Attr(base, attr) = &func.kind {
+            if attr.name == "astype" && base.dotted().is_none_or(|d| !d.starts_with("T.")) {
+                return self.call_astype(base, span, args);
+            }
+        }
         let Some(name) = func.dotted() else {
             return self.fail(expr_error(func, "unsupported call"));
         };
+        if let Some(f) = name.strip_prefix("T.").and_then(MathFn::parse) {
+            return self.call_math(f, &name, span, args);
+        }
         match name.as_str() {
+            "T.clamp" => self.call_clamp(&name, span, args),
             "T.ceildiv" => self.call_binary(BinOp::CeilDiv, &name, span, args),
             "T.min" => self.call_binary(BinOp::Min, &name, span, args),
             "T.max" => self.call_binary(BinOp::Max, &name, span, args),
@@ -422,6 +453,41 @@ impl Lowerer {
         let x = self.expr(a[0]?);
         let y = self.expr(a[1]?);
         Some(Expr::binary(op, x?, y?, span))
+    }
+
+    /// `T.exp(x)`, `T.pow(x, y)`, …: a math function (`math.rs`).
+    #[inline(never)]
+    fn call_math(&mut self, f: MathFn, name: &str, span: Span, args: &[ast::Arg]) -> Option<Expr> {
+        let a = self.bind(name, span, args, f.params(), f.arity())?;
+        let mut out = Vec::with_capacity(a.len());
+        let mut ok = true;
+        for arg in a {
+            match arg.and_then(|e| self.expr(e)) {
+                Some(e) => out.push(e),
+                None => ok = false,
+            }
+        }
+        ok.then(|| Expr::new(ExprKind::Math(f, out), span))
+    }
+
+    /// `T.clamp(x, lo, hi)`: `T.min(T.max(x, lo), hi)`, as TileLang defines it.
+    #[inline(never)]
+    fn call_clamp(&mut self, name: &str, span: Span, args: &[ast::Arg]) -> Option<Expr> {
+        let a = self.bind(name, span, args, &["x", "lo", "hi"], 3)?;
+        let x = self.expr(a[0]?);
+        let lo = self.expr(a[1]?);
+        let hi = self.expr(a[2]?);
+        let low = Expr::binary(BinOp::Max, x?, lo?, span);
+        Some(Expr::binary(BinOp::Min, low, hi?, span))
+    }
+
+    /// `x.astype(dtype)`: `T.cast(x, dtype)`.
+    #[inline(never)]
+    fn call_astype(&mut self, base: &ast::Expr, span: Span, args: &[ast::Arg]) -> Option<Expr> {
+        let a = self.bind("astype", span, args, &["dtype"], 1)?;
+        let dt = self.dtype(a[0]?);
+        let x = self.expr(base);
+        Some(Expr::new(ExprKind::Cast(dt?, Box::new(x?)), span))
     }
 
     /// `T.cast(x, dt)` / `T.Cast(dt, x)`: `dt_at` and `value_at` say which is where.
@@ -553,6 +619,14 @@ impl Lowerer {
 
     /// A dtype written as a string (`"float16"`) or as `T.float16`.
     pub fn dtype(&mut self, e: &ast::Expr) -> Option<DType> {
+        // `A.dtype`: the dtype of buffer `A` (TileLang writes `-T.infinity(acc_s.dtype)`).
+        if let ast::ExprKind::Attr(base, attr) = &e.kind {
+            if let (ast::ExprKind::Name(buf), "dtype") = (&base.kind, attr.name.as_str()) {
+                if let Some(info) = self.buffers.get(buf) {
+                    return Some(info.dtype);
+                }
+            }
+        }
         let text = match &e.kind {
             ast::ExprKind::Str(s) => s.clone(),
             _ => match e.dotted().as_deref().and_then(|d| d.strip_prefix("T.")) {

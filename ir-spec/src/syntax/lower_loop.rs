@@ -58,7 +58,7 @@ impl Lowerer {
         args: &[ast::Arg],
     ) -> Option<(Expr, Expr, ForKind)> {
         let (start, stop, kind) = match kind_name {
-            "T.serial" => {
+            "T.serial" | "T.Serial" => {
                 let a = self.bind(
                     kind_name,
                     iter_span,
@@ -108,12 +108,15 @@ impl Lowerer {
                     1,
                 )?;
                 let (start, stop) = self.loop_range(a[0]?, a[1])?;
-                // TileLang's `num_stages=0` (no pipelining) is not an IR pipeline; one stage
-                // is the closest meaning for an omitted value.
+                // An omitted `num_stages` is one stage (no copy overlap); TileLang's
+                // `num_stages=0` means "not pipelined": a serial loop.
                 let num_stages = match a[2] {
                     Some(n) => self.const_int(n, "`num_stages`")?,
                     None => 1,
                 };
+                if num_stages == 0 && a[3].is_none() && a[4].is_none() {
+                    return Some((start, stop, ForKind::Serial));
+                }
                 let order = match a[3] {
                     Some(o) => self.const_int_list(o, "`order`")?,
                     None => Vec::new(),

@@ -7,7 +7,10 @@
 //! e1)`, and `T.tvm_access_ptr(...)` over a whole buffer.
 
 use crate::diagnostic::Diagnostic;
-use crate::ir::{BinOp, Expr, ExprKind, Gemm, Ident, Range, Region, Stmt, StmtKind, WarpPolicy};
+use crate::ir::{
+    BinOp, Expr, ExprKind, Gemm, Ident, Range, Reduce, ReduceKind, Region, Stmt, StmtKind,
+    WarpPolicy,
+};
 use crate::span::Span;
 use crate::syntax::ast;
 use crate::syntax::lower::Lowerer;
@@ -368,6 +371,41 @@ impl Lowerer {
                 .collect(),
             span,
         })
+    }
+
+    /// `T.reduce_sum(src, dst, dim=-1, clear=True)` and its siblings (TileLang's defaults).
+    pub fn reduce(&mut self, name: &str, span: Span, args: &[ast::Arg]) -> Option<Stmt> {
+        let kind = ReduceKind::parse(name)?;
+        let a = self.bind(name, span, args, &["buffer", "out", "dim", "clear"], 2)?;
+        let buffer = |lw: &mut Self, e: &ast::Expr| -> Option<Ident> {
+            match &e.kind {
+                ast::ExprKind::Name(n) => Some(Ident::new(n.clone(), e.span)),
+                _ => lw.fail(Diagnostic::error(
+                    e.span,
+                    format!("`{name}` takes whole buffers by name"),
+                )),
+            }
+        };
+        let src = buffer(self, a[0]?);
+        let dst = buffer(self, a[1]?);
+        let dim = match a[2] {
+            Some(d) => self.const_int(d, "`dim`")?,
+            None => -1,
+        };
+        let clear = match a[3] {
+            Some(c) => self.const_bool(c, "`clear`")?,
+            None => true,
+        };
+        Some(Stmt::new(
+            StmtKind::Reduce(Reduce {
+                kind,
+                src: src?,
+                dst: dst?,
+                dim,
+                clear,
+            }),
+            span,
+        ))
     }
 
     /// `T.fill(dst, value)` / `T.clear(dst)`.

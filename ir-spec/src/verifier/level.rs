@@ -47,6 +47,17 @@ impl fmt::Display for Level {
 /// Why `stmt` alone (not its children; for a kernel, its allocations and gemms) keeps a
 /// function below `level`, if it does: the one wording of every "run X first".
 pub fn violation(stmt: &Stmt, level: Level) -> Vec<Diagnostic> {
+    if let StmtKind::Reduce(r) = &stmt.kind {
+        if level >= Level::LaidOut {
+            return vec![Diagnostic::error(
+                stmt.span,
+                format!(
+                    "`{}` remains, and {level} IR has none: run lower-reductions first",
+                    r.kind.name()
+                ),
+            )];
+        }
+    }
     if level == Level::LaidOut {
         return match &stmt.kind {
             StmtKind::Kernel(k) => unlaid_accumulators(k, level),

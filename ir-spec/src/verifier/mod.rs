@@ -287,6 +287,7 @@ impl<'f> Checker<'f> {
             StmtKind::Copy { src, dst } => self.copy(src, dst, stmt.span),
             StmtKind::Gemm(g) => self.gemm(g, stmt.span),
             StmtKind::Fill { dst, value } => self.fill(dst, value, stmt.span),
+            StmtKind::Reduce(r) => self.reduce(r, stmt.span),
             StmtKind::Barrier => self.barrier(stmt.span),
             // Allowed everywhere, at both levels; its one argument was a string literal (the
             // front end's rule M1; the IR holds only the text).

@@ -5,7 +5,7 @@ use super::consts::const_int;
 use super::Checker;
 use crate::diagnostic::Diagnostic;
 use crate::dtype::DType;
-use crate::ir::{BufferDecl, Expr, Gemm, Region, Scope};
+use crate::ir::{BufferDecl, Expr, Gemm, Reduce, ReduceKind, Region, Scope};
 use crate::span::Span;
 
 impl<'f> Checker<'f> {
@@ -321,6 +321,89 @@ impl<'f> Checker<'f> {
                 } else {
                     value.span
                 },
+            );
+        }
+    }
+}
+
+impl<'f> Checker<'f> {
+    /// Rules D1–D5 of a reduction (docs/ir.md, "`T.reduce_*`").
+    pub(super) fn reduce(&mut self, r: &Reduce, span: Span) {
+        let op = r.kind.name();
+        self.require_kernel(op, span);
+        let at = |i: &crate::ir::Ident| if i.span.is_dummy() { span } else { i.span };
+        let src = self.resolve_buffer(&r.src.name, at(&r.src));
+        let dst = self.resolve_buffer(&r.dst.name, at(&r.dst));
+        let (Some(src), Some(dst)) = (src, dst) else {
+            return;
+        };
+        for (b, id) in [(src, &r.src), (dst, &r.dst)] {
+            if !matches!(b.scope, Scope::Fragment | Scope::Shared) {
+                self.error(
+                    at(id),
+                    format!(
+                        "`{op}` works on fragments and shared buffers; `{}` is {}",
+                        b.name.name,
+                        b.scope.name()
+                    ),
+                );
+            }
+            if b.dtype == DType::Bool
+                || (r.kind.takes_abs()
+                    && !b.dtype.is_float()
+                    && !matches!(b.dtype, DType::Int8 | DType::Int32 | DType::Int64))
+            {
+                self.error(at(id), format!("`{op}` does not take {} buffers", b.dtype));
+            }
+        }
+        let Some(axis) = r.axis(src.shape.len()) else {
+            self.error(
+                span,
+                format!(
+                    "`dim={}` is not a dimension of `{}`, which has rank {}",
+                    r.dim,
+                    src.name.name,
+                    src.shape.len()
+                ),
+            );
+            return;
+        };
+        let want: Vec<Option<i64>> = src
+            .shape
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != axis)
+            .map(|(_, e)| const_int(e))
+            .collect();
+        let found: Vec<Option<i64>> = dst.shape.iter().map(const_int).collect();
+        // A reduction to a scalar writes a one-element buffer.
+        let scalar = want.is_empty() && found == [Some(1)];
+        if !scalar && (want != found || want.iter().any(Option::is_none)) {
+            let text = |v: &[Option<i64>]| {
+                let parts: Vec<String> = v
+                    .iter()
+                    .map(|x| x.map_or("?".into(), |n| n.to_string()))
+                    .collect();
+                format!("({})", parts.join(", "))
+            };
+            self.error(
+                at(&r.dst),
+                format!(
+                    "`{op}` of `{}` along dimension {axis} gives shape {}, but `{}` has shape {}",
+                    src.name.name,
+                    text(&want),
+                    dst.name.name,
+                    text(&found)
+                ),
+            );
+        }
+        if r.kind == ReduceKind::Sum && src.dtype.is_float() != dst.dtype.is_float() {
+            self.error(
+                at(&r.dst),
+                format!(
+                    "`{op}` mixes {} and {} buffers; give both a float (or both an integer) dtype",
+                    src.dtype, dst.dtype
+                ),
             );
         }
     }

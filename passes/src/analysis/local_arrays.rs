@@ -145,6 +145,7 @@ impl Walk {
             StmtKind::Copy { .. }
             | StmtKind::Fill { .. }
             | StmtKind::Gemm(_)
+            | StmtKind::Reduce(_)
             | StmtKind::Barrier
             | StmtKind::Note(_) => {}
         }

@@ -123,6 +123,12 @@ pub(crate) fn lower(
                 Some(value) => value.clone(),
                 None => e,
             },
+            // A variable replaced by a literal (an extent-1 dimension's index is 0) leaves
+            // literal arithmetic, folded as the parser would fold it (so the printed IR
+            // parses back equal).
+            ExprKind::Binary(op, a, b) if a.as_int().is_some() && b.as_int().is_some() => {
+                Expr::binary(*op, (**a).clone(), (**b).clone(), e.span)
+            }
             _ => e,
         });
         body

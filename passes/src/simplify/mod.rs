@@ -200,6 +200,7 @@ impl Simplifier<'_> {
                 self.region(dst);
                 *value = self.expr(value);
             }
+            StmtKind::Reduce(_) => {}
         }
     }
 
@@ -250,6 +251,7 @@ impl Simplifier<'_> {
                 let (c, a, b) = (next(), next(), next());
                 ExprKind::Select(Box::new(c), Box::new(a), Box::new(b))
             }
+            ExprKind::Math(f, args) => ExprKind::Math(*f, args.iter().map(|_| next()).collect()),
         };
         Expr::new(kind, e.span)
     }

@@ -8,6 +8,7 @@ pub(crate) mod fill;
 pub(crate) mod gemm;
 pub(crate) mod hopper;
 pub(crate) mod intrinsics;
+pub(crate) mod reduce;
 
 use crate::interp::compile::{BufRef, CRegion};
 use crate::interp::eval::{fault, Frame, Res};

@@ -1,0 +1,223 @@
+//! `stage-fragment-reads`: a `T.Parallel` nest may read a fragment element another thread
+//! holds — a row vector broadcast along a tile (`acc[i, j] *= scale[i]`), a fragment of
+//! another shape, a transposed read. Such a read cannot be served from the reading
+//! thread's registers, so before the nest the fragment is copied whole into a shared
+//! buffer of its shape (`T.copy(F, F_shared)`), and those reads — only those — read the
+//! copy. Reads `F[i, j, …]` with exactly the nest's variables, in order, over a fragment of
+//! exactly the nest's extents stay register reads (`lower-tile-ops` serves them in place).
+//!
+//! A `T.gemm` operand `A` or `B` held in a fragment (flash attention's `P @ V`, whose `P`
+//! is the softmax of the first gemm's accumulator) is staged the same way, right before the
+//! gemm: the tensor-core lowerings read operands from shared memory.
+//!
+//! A copy per nest is a shared round trip and a barrier (`thread-binding` places it); a
+//! layout that replicates the vector in the threads that need it (no round trip) is later
+//! work (docs/passes.md). Writes are never staged: a write to part of a fragment stays an
+//! error of `lower-tile-ops`.
+
+use crate::analysis::kernels::for_each_kernel;
+use crate::context::PassContext;
+use crate::names::NameSet;
+use crate::pass::Pass;
+use std::collections::BTreeSet;
+use tlc_ir::verifier::const_int;
+use tlc_ir::visit::{
+    child_bodies_mut, for_each_stmt, for_each_subexpr, map_body_exprs, stmt_exprs,
+};
+use tlc_ir::{
+    BufferDecl, Diagnostic, Expr, ExprKind, For, ForKind, Ident, PrimFunc, Range, Region, Scope,
+    Span, Stmt, StmtKind,
+};
+
+pub struct StageFragmentReads;
+
+impl Pass for StageFragmentReads {
+    fn name(&self) -> &'static str {
+        "stage-fragment-reads"
+    }
+
+    fn description(&self) -> &'static str {
+        "fragment reads a T.Parallel nest cannot serve from registers (broadcasts, other shapes) -> a staged shared copy"
+    }
+
+    fn run(&self, mut func: PrimFunc, _cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
+        let mut names = NameSet::of(&func);
+        for_each_kernel(&mut func.body, &mut |k, _| {
+            let mut st = Staging {
+                fragments: k
+                    .allocs
+                    .iter()
+                    .filter(|b| b.scope == Scope::Fragment)
+                    .cloned()
+                    .collect(),
+                names: &mut names,
+                new_allocs: Vec::new(),
+                staged: Default::default(),
+            };
+            st.body(&mut k.body);
+            k.allocs.extend(st.new_allocs);
+        });
+        Ok(func)
+    }
+}
+
+struct Staging<'a> {
+    fragments: Vec<BufferDecl>,
+    names: &'a mut NameSet,
+    new_allocs: Vec<BufferDecl>,
+    /// The shared copy of each fragment staged so far: one per fragment and kernel, written
+    /// afresh before every use (the barriers between are `thread-binding`'s).
+    staged: std::collections::HashMap<String, String>,
+}
+
+impl Staging<'_> {
+    fn fragment(&self, name: &str) -> Option<&BufferDecl> {
+        self.fragments.iter().find(|b| b.name.name == name)
+    }
+
+    fn body(&mut self, body: &mut Vec<Stmt>) {
+        let old = std::mem::take(body);
+        for mut stmt in old {
+            if let StmtKind::Gemm(g) = &mut stmt.kind {
+                for r in [&mut g.a, &mut g.b] {
+                    let Some(decl) = self.fragment(&r.buffer.name).cloned() else {
+                        continue;
+                    };
+                    let staged = self.stage(&decl, stmt.span);
+                    body.push(staged.1);
+                    r.buffer.name = staged.0;
+                }
+                body.push(stmt);
+                continue;
+            }
+            if let StmtKind::For(f) = &mut stmt.kind {
+                if f.kind == ForKind::Parallel {
+                    let copies = self.nest(f, stmt.span);
+                    body.extend(copies);
+                    body.push(stmt);
+                    continue;
+                }
+            }
+            for child in child_bodies_mut(&mut stmt) {
+                self.body(child);
+            }
+            body.push(stmt);
+        }
+    }
+
+    /// Stages the indirect fragment reads of the nest `outer`; returns the copies that go
+    /// before it.
+    fn nest(&mut self, outer: &mut For, span: Span) -> Vec<Stmt> {
+        let (vars, extents) = nest_shape(outer);
+        // Fragments read other than element for element.
+        let mut indirect: BTreeSet<String> = BTreeSet::new();
+        let direct = |buf: &BufferDecl, indices: &[Expr]| -> bool {
+            let shape: Option<Vec<i64>> = buf.shape.iter().map(const_int).collect();
+            shape.as_ref() == Some(&extents)
+                && indices.len() == vars.len()
+                && indices
+                    .iter()
+                    .zip(&vars)
+                    .all(|(i, v)| matches!(&i.kind, ExprKind::Var(n) if n == v))
+        };
+        for_each_stmt(&outer.body, &mut |s| {
+            for e in stmt_exprs(s) {
+                for_each_subexpr(e, &mut |x| {
+                    if let ExprKind::Load { buffer, indices } = &x.kind {
+                        if let Some(b) = self.fragment(buffer) {
+                            if !direct(b, indices) {
+                                indirect.insert(buffer.clone());
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        let mut copies = Vec::new();
+        for name in indirect {
+            let Some(decl) = self.fragment(&name).cloned() else {
+                continue;
+            };
+            let (staged, copy) = self.stage(&decl, span);
+            copies.push(copy);
+            let is_direct = |indices: &[Expr]| direct(&decl, indices);
+            map_body_exprs(&mut outer.body, &mut |e| match e.kind {
+                ExprKind::Load { buffer, indices } if buffer == name && !is_direct(&indices) => {
+                    Expr::new(
+                        ExprKind::Load {
+                            buffer: staged.clone(),
+                            indices,
+                        },
+                        e.span,
+                    )
+                }
+                kind => Expr::new(kind, e.span),
+            });
+        }
+        copies
+    }
+}
+
+impl Staging<'_> {
+    /// A new shared buffer of `decl`'s shape and dtype, and the copy of `decl` into it.
+    fn stage(&mut self, decl: &BufferDecl, span: Span) -> (String, Stmt) {
+        let name = &decl.name.name;
+        let staged = match self.staged.get(name) {
+            Some(s) => s.clone(),
+            None => {
+                let s = self.names.fresh(&format!("{name}_shared"));
+                self.new_allocs.push(BufferDecl {
+                    name: Ident::new(s.clone(), decl.span),
+                    dtype: decl.dtype,
+                    shape: decl.shape.clone(),
+                    scope: Scope::Shared,
+                    span: decl.span,
+                });
+                self.staged.insert(name.clone(), s.clone());
+                s
+            }
+        };
+        let copy = Stmt::new(
+            StmtKind::Copy {
+                src: whole(name, &decl.shape, span),
+                dst: whole(&staged, &decl.shape, span),
+            },
+            span,
+        );
+        (staged, copy)
+    }
+}
+
+/// The variables and constant extents of the directly nested parallel loops from `outer`
+/// (a non-constant extent ends the nest: such a nest reads no fragment directly).
+fn nest_shape(outer: &For) -> (Vec<String>, Vec<i64>) {
+    let mut vars = Vec::new();
+    let mut extents = Vec::new();
+    let mut f = outer;
+    while let (Some(start), Some(stop)) = (const_int(&f.start), const_int(&f.stop)) {
+        vars.push(f.var.name.clone());
+        extents.push(stop - start);
+        match f.body.as_slice() {
+            [Stmt {
+                kind: StmtKind::For(inner),
+                ..
+            }] if inner.kind == ForKind::Parallel => f = inner,
+            _ => break,
+        }
+    }
+    (vars, extents)
+}
+
+fn whole(buffer: &str, shape: &[Expr], span: Span) -> Region {
+    Region {
+        buffer: Ident::new(buffer, span),
+        ranges: shape
+            .iter()
+            .map(|n| Range {
+                start: Expr::int(0),
+                extent: n.clone(),
+            })
+            .collect(),
+        span,
+    }
+}

@@ -54,6 +54,12 @@ run passes/tests/cases/gemm_fullcol_epilogue.tir -D M=96 -D N=128 -D K=48
 run passes/tests/cases/pipe_simt_gemm.tir -D M=100 -D N=70 -D K=50
 run bench/gemm_128x256x32_t256_s3.tir -D M=256 -D N=512 -D K=128
 run bench/gemm_128x128x64_t128_s3.tir -D M=256 -D N=256 -D K=256
+# Dims bound below a tile (partial tiles, issue 14): masked copies, and on sm_90a TMA boxes
+# larger than the tensor.
+run examples/scale_cast.tir -D M=50 -D N=30
+run bench/gemm_128x128x32_t128_s3_masked.tir -D M=64 -D N=64 -D K=32
+run bench/gemm_128x128x64_t128_s3.tir -D M=50 -D N=40 -D K=72
+run bench/gemm_128x128x64_t128_s3.tir -D M=8 -D N=8 -D K=200
 # Warp-specialized with one wgmma group in flight (4 stages): one consumer warpgroup (a block
 # per SM), two; ragged, fewer k-tiles than stages, many. The 128x256x64 config needs more
 # shared memory than sm_80 gives a block, so it runs for sm_90a only.

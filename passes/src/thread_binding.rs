@@ -177,6 +177,10 @@ struct Cx<'a> {
     divergent: HashSet<String>,
     insert_barriers: bool,
     errors: Vec<Diagnostic>,
+    /// The innermost enclosing statement that has a source location (the kernel's at
+    /// first): where an error about code an earlier pass made (with no location of its own)
+    /// points.
+    at: Span,
 }
 
 impl Cx<'_> {
@@ -192,6 +196,28 @@ impl Cx<'_> {
             divergent: self.divergent.clone(),
             insert_barriers: self.insert_barriers,
             errors: Vec::new(),
+            at: self.at,
+        }
+    }
+
+    /// `span`, or where the innermost located statement around it is when an earlier pass
+    /// made it without a location.
+    fn located(&self, span: Span) -> Span {
+        if span.is_dummy() {
+            self.at
+        } else {
+            span
+        }
+    }
+
+    /// Records `d` at a source location, once (an earlier pass may have made several
+    /// statements from one, each with the same fault).
+    fn error(&mut self, mut d: Diagnostic) {
+        d.span = self.located(d.span);
+        if !self.errors.iter().any(|e| {
+            (e.span.start, e.span.end) == (d.span.start, d.span.end) && e.message == d.message
+        }) {
+            self.errors.push(d);
         }
     }
 
@@ -338,17 +364,39 @@ impl Cx<'_> {
         dep
     }
 
-    /// Regions under a thread-dependent condition could not be synchronized.
+    /// Regions under a thread-dependent condition could not be synchronized. The error
+    /// points at the expression, or — for one an earlier pass made (the conditions of a
+    /// software pipeline's stages) — at the thread-dependent value in it that came from the
+    /// source, else at the statement.
     fn require_uniform(&mut self, e: &Expr, what: &str, body: &[Stmt]) {
-        if contains_thread_region(body) && self.thread_dependent(e) {
-            self.errors.push(
-                Diagnostic::error(
-                    e.span,
-                    format!("this {what} depends on the thread, so the SIMT regions under it cannot be synchronized"),
-                )
-                .with_note("barriers must be reached by every thread of the block"),
-            );
+        if !contains_thread_region(body) || !self.thread_dependent(e) {
+            return;
         }
+        let mut d = Diagnostic::error(
+            e.span,
+            format!(
+                "this {what} depends on the thread, so the SIMT regions under it cannot be \
+                 synchronized"
+            ),
+        );
+        if e.span.is_dummy() {
+            let mut source = None;
+            for_each_subexpr(e, &mut |x| {
+                if source.is_none() && !x.span.is_dummy() && self.thread_dependent(x) {
+                    source = Some(x.span);
+                }
+            });
+            d = match source {
+                Some(at) => {
+                    d.span = at;
+                    d.with_note(format!(
+                        "the {what} `{e}` was made by an earlier pass from this value"
+                    ))
+                }
+                None => d.with_note(format!("the {what} `{e}` was made by an earlier pass")),
+            };
+        }
+        self.error(d.with_note("barriers must be reached by every thread of the block"));
     }
 }
 
@@ -394,7 +442,12 @@ fn bind_kernel(
         if k.body.len() == 1 {
             return;
         }
-        errors.push(not_a_nest(first_span, &block));
+        let at = if first_span.is_dummy() {
+            span
+        } else {
+            first_span
+        };
+        errors.push(not_a_nest(at, &block));
         return;
     }
     let tracked: HashMap<String, Tracked> = params
@@ -426,6 +479,7 @@ fn bind_kernel(
         divergent: HashSet::new(),
         insert_barriers,
         errors: Vec::new(),
+        at: span,
     };
     let body = walk(std::mem::take(&mut k.body), &mut State::default(), &mut cx);
     errors.append(&mut cx.errors);
@@ -450,6 +504,8 @@ fn walk(body: Vec<Stmt>, state: &mut State, cx: &mut Cx) -> Vec<Stmt> {
     let mut out = Vec::with_capacity(body.len());
     for stmt in body {
         let span = stmt.span;
+        let outer = cx.at;
+        cx.at = cx.located(span);
         match stmt.kind {
             StmtKind::For(f) if matches!(f.kind, ForKind::ThreadBinding(_)) => {
                 region(f, span, state, cx, &mut out);
@@ -457,7 +513,9 @@ fn walk(body: Vec<Stmt>, state: &mut State, cx: &mut Cx) -> Vec<Stmt> {
             StmtKind::For(f) if f.kind == ForKind::Parallel => {
                 // Unreachable through the pass manager, which checks `requires()`.
                 let stmt = Stmt::new(StmtKind::For(f), span);
-                cx.errors.extend(violation(&stmt, Level::Thread));
+                for d in violation(&stmt, Level::Thread) {
+                    cx.error(d);
+                }
             }
             StmtKind::For(f) => serial_loop(f, span, state, cx, &mut out),
             StmtKind::If {
@@ -533,8 +591,9 @@ fn walk(body: Vec<Stmt>, state: &mut State, cx: &mut Cx) -> Vec<Stmt> {
             }
             kind @ (StmtKind::Copy { .. } | StmtKind::Fill { .. } | StmtKind::Gemm(_)) => {
                 // Unreachable through the pass manager, which checks `requires()`.
-                cx.errors
-                    .extend(violation(&Stmt::new(kind, span), Level::Thread));
+                for d in violation(&Stmt::new(kind, span), Level::Thread) {
+                    cx.error(d);
+                }
             }
             StmtKind::Intrinsic(Intrinsic::WaitGroup(n)) => {
                 // The copies it lands are writes at this point (no barrier needed before:
@@ -553,6 +612,7 @@ fn walk(body: Vec<Stmt>, state: &mut State, cx: &mut Cx) -> Vec<Stmt> {
             // Commits, and what cannot appear in a kernel's scalar code (verifier rules).
             kind => out.push(Stmt::new(kind, span)),
         }
+        cx.at = outer;
     }
     out
 }
@@ -646,7 +706,7 @@ fn region(f: For, span: Span, state: &mut State, cx: &mut Cx, out: &mut Vec<Stmt
         return nest_region(f, span, state, cx, out);
     }
     let (Some(start), Some(stop)) = (const_int(&f.start), const_int(&f.stop)) else {
-        cx.errors.push(Diagnostic::error(
+        cx.error(Diagnostic::error(
             span,
             "a SIMT region needs constant thread bounds",
         ));
@@ -654,7 +714,7 @@ fn region(f: For, span: Span, state: &mut State, cx: &mut Cx, out: &mut Vec<Stmt
     };
     let extent = stop - start;
     if f.kind != ForKind::ThreadBinding(ThreadTag::ThreadX) || extent > cx.threads {
-        cx.errors.push(Diagnostic::error(
+        cx.error(Diagnostic::error(
             span,
             format!(
                 "this SIMT region does not fit the block's {} threads along threadIdx.x",
@@ -686,7 +746,8 @@ fn region(f: For, span: Span, state: &mut State, cx: &mut Cx, out: &mut Vec<Stmt
 /// renamed to the kernel's.
 fn nest_region(f: For, span: Span, state: &mut State, cx: &mut Cx, out: &mut Vec<Stmt>) {
     let Some(nest) = cx.block.open(&f) else {
-        cx.errors.push(not_a_nest(span, cx.block));
+        let d = not_a_nest(span, cx.block);
+        cx.error(d);
         return;
     };
     let mut renames = HashMap::new();

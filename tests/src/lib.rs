@@ -34,6 +34,12 @@ pub fn malformed_cases() -> Vec<PathBuf> {
     tir_files(&root().join("tests/cases/malformed"))
 }
 
+/// Kernels `tlc check` accepts and `tlc compile` refuses (a pass or code generation), with
+/// located errors: `tests/cases/refused/`.
+pub fn refused_cases() -> Vec<PathBuf> {
+    tir_files(&root().join("tests/cases/refused"))
+}
+
 /// The file's stem, used to name its snapshots.
 pub fn stem(path: &Path) -> String {
     path.file_stem()

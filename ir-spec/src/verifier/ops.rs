@@ -18,7 +18,12 @@ impl<'f> Checker<'f> {
 
     /// Checks a region: its buffer, rank, integer bounds, positive extents, and that it is not
     /// statically outside the buffer. Returns the buffer when the region is well-formed.
-    fn region(&mut self, r: &Region) -> Option<&'f BufferDecl> {
+    ///
+    /// `partial`: the op masks its edges (`T.copy`), so a region of a global tensor may reach
+    /// past the tensor's end — a partial tile, exactly what a symbolic dim gives at run time,
+    /// so binding the dim with `-D` must not turn it into an error. Such a region must still
+    /// start inside the tensor: one that lies wholly past its end moves nothing.
+    fn region(&mut self, r: &Region, partial: bool) -> Option<&'f BufferDecl> {
         let span = self.at(r.span);
         let name_span = if r.buffer.span.is_dummy() {
             span
@@ -32,6 +37,7 @@ impl<'f> Checker<'f> {
             ok &= self.expect_int(&range.extent, "a region extent").is_some();
         }
         let decl = decl?;
+        let partial = partial && decl.scope == Scope::Global;
         let name = &r.buffer.name;
         if r.ranges.len() != decl.shape.len() {
             self.error(
@@ -79,6 +85,23 @@ impl<'f> Checker<'f> {
                 continue;
             };
             match (start, extent) {
+                (Some(s), _) if partial && s >= d => {
+                    self.push(
+                        Diagnostic::error(
+                            span,
+                            format!(
+                                "region of `{name}` starts at {s} in dimension {axis}, past its end \
+                                 (extent {d}): the copy moves nothing"
+                            ),
+                        )
+                        .with_note(
+                            "a region may reach past the end of a global tensor (a partial \
+                             tile: the copy masks it), but it must start inside it",
+                        ),
+                    );
+                    ok = false;
+                }
+                _ if partial => {}
                 (Some(s), Some(e)) if s.saturating_add(e) > d => {
                     self.error(
                         span,
@@ -112,8 +135,8 @@ impl<'f> Checker<'f> {
 
     pub(super) fn copy(&mut self, src: &Region, dst: &Region, span: Span) {
         self.require_kernel("T.copy", span);
-        let s = self.region(src);
-        let d = self.region(dst);
+        let s = self.region(src, true);
+        let d = self.region(dst, true);
         let (Some(s), Some(d)) = (s, d) else {
             return;
         };
@@ -163,9 +186,9 @@ impl<'f> Checker<'f> {
 
     pub(super) fn gemm(&mut self, g: &Gemm, span: Span) {
         self.require_kernel("T.gemm", span);
-        let a = self.region(&g.a);
-        let b = self.region(&g.b);
-        let c = self.region(&g.c);
+        let a = self.region(&g.a, false);
+        let b = self.region(&g.b, false);
+        let c = self.region(&g.c, false);
         let operands = [("A", &g.a, a), ("B", &g.b, b), ("C", &g.c, c)];
         let mut ranks_ok = true;
         for (role, region, decl) in operands {
@@ -310,7 +333,7 @@ impl<'f> Checker<'f> {
 
     pub(super) fn fill(&mut self, dst: &Region, value: &Expr, span: Span) {
         self.require_kernel("T.fill", span);
-        let decl = self.region(dst);
+        let decl = self.region(dst, false);
         let t = self.check_expr(value);
         if let (Some(decl), Some(t)) = (decl, t) {
             self.check_value_fits(

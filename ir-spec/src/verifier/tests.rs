@@ -558,10 +558,10 @@ fn copy_shapes_must_agree_after_dropping_unit_dims() {
 #[test]
 fn copy_regions_statically_outside_their_buffer() {
     let f = kern(
-        vec![shared("S", &[32, 32], F16)],
+        vec![shared("S", &[32, 32], F16), shared("T", &[64, 32], F16)],
         vec![
             copy(
-                region("A", vec![(int(48), int(32)), (int(0), int(32))]),
+                region("A", vec![(int(64), int(32)), (int(0), int(32))]),
                 whole("S", &[32, 32]),
             ),
             copy(
@@ -572,17 +572,67 @@ fn copy_regions_statically_outside_their_buffer() {
                 region("A", vec![(var("bx"), int(128)), (int(0), int(32))]),
                 region("S", vec![(int(0), int(0)), (int(0), int(32))]),
             ),
+            // Shared buffers are not masked tiles: their regions stay inside.
+            copy(
+                region("A", vec![(int(0), int(32)), (int(0), int(32))]),
+                region("T", vec![(int(48), int(32)), (int(0), int(32))]),
+            ),
+            copy(
+                region("A", vec![(int(0), int(128)), (int(0), int(32))]),
+                region("T", vec![(var("bx"), int(128)), (int(0), int(32))]),
+            ),
         ],
     );
     let msgs: Vec<String> = errors(&f).into_iter().map(|d| d.message).collect();
     assert_eq!(
         msgs,
         [
-            "region 48..80 of dimension 0 of `A` is outside the buffer (extent 64)",
+            "region of `A` starts at 64 in dimension 0, past its end (extent 64): the copy \
+             moves nothing",
             "region of `A` starts at -4 in dimension 0, outside the buffer",
-            "region extent 128 exceeds dimension 0 of `A` (extent 64)",
             "region extent must be positive, found 0 (dimension 0 of `S`)",
+            "region 48..80 of dimension 0 of `T` is outside the buffer (extent 64)",
+            "region extent 128 exceeds dimension 0 of `T` (extent 64)",
         ]
+    );
+}
+
+/// `T.copy` masks its edges, so a region of a global tensor may reach past the tensor (a
+/// partial tile): what a symbolic dim gives at run time is valid with the dim bound (`-D`).
+#[test]
+fn copy_regions_may_reach_past_a_global_tensor() {
+    let f = kern(
+        vec![shared("S", &[128, 32], F16), frag("F", &[128, 128], F32)],
+        vec![
+            copy(
+                region("A", vec![(var("bx"), int(128)), (int(0), int(32))]),
+                whole("S", &[128, 32]),
+            ),
+            copy(
+                region("A", vec![(int(48), int(128)), (int(40), int(32))]),
+                whole("S", &[128, 32]),
+            ),
+            copy(
+                whole("F", &[128, 128]),
+                region(
+                    "C",
+                    vec![(mul(var("bx"), int(128)), int(128)), (int(0), int(128))],
+                ),
+            ),
+        ],
+    );
+    ok(&f);
+    // A fill has no partial-tile rule.
+    let f = kern(
+        Vec::new(),
+        vec![fill(
+            region("C", vec![(var("bx"), int(128)), (int(0), int(64))]),
+            int(0),
+        )],
+    );
+    one(
+        &f,
+        "region extent 128 exceeds dimension 0 of `C` (extent 64)",
     );
 }
 

@@ -12,7 +12,9 @@
 //! non-unit extents are the tile's `rows × cols`, in order. It becomes one box of
 //! `rows × B / sizeof` per column panel of the layout (a box's inner extent is at most the
 //! swizzle span), each written at its panel's start; rows ≤ 256. Out-of-bounds elements
-//! read as zero, as `T.copy` defines them.
+//! read as zero, as `T.copy` defines them — also where a box is larger than the whole
+//! tensor (a tile over a small constant-shaped tensor, `-D M=50` under 128-row tiles): the
+//! driver bounds a box dim by 256, not by the tensor's dim.
 //!
 //! The hand-written copy `for i, j in T.Parallel(R, C): S[s, i, j] = G[a + i, b + j]` is
 //! the same copy ([`parallel_copy`]).

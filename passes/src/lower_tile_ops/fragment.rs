@@ -65,8 +65,14 @@ impl Fragments {
         self.mma.iter().find(|(n, _)| n == name).map(|&(_, l)| l)
     }
 
-    /// Checks each accumulator layout against the block's thread count.
-    pub fn check_layouts(&self, threads: i64, allocs: &[BufferDecl]) -> Vec<Diagnostic> {
+    /// Checks each accumulator layout against the block's thread count; an error points at
+    /// the fragment's allocation (else at `kernel`, the kernel's statement).
+    pub fn check_layouts(
+        &self,
+        threads: i64,
+        allocs: &[BufferDecl],
+        kernel: tlc_ir::Span,
+    ) -> Vec<Diagnostic> {
         self.mma
             .iter()
             .filter_map(|(name, l)| {
@@ -74,7 +80,7 @@ impl Fragments {
                 let span = allocs
                     .iter()
                     .find(|b| &b.name.name == name)
-                    .map_or(tlc_ir::Span::DUMMY, |b| b.span);
+                    .map_or(kernel, |b| b.span);
                 Some(Diagnostic::error(
                     span,
                     format!("the mma accumulator layout of `{name}` does not fit: {msg}"),

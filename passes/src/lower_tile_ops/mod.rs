@@ -158,7 +158,7 @@ fn lower_kernel(
         errors.append(&mut e);
         return;
     }
-    let mut bad_layouts = fragments.check_layouts(threads, &k.allocs);
+    let mut bad_layouts = fragments.check_layouts(threads, &k.allocs, span);
     if !bad_layouts.is_empty() {
         errors.append(&mut bad_layouts);
         return;

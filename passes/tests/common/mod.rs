@@ -159,6 +159,56 @@ fn check_meaning(name: &str, before: &PrimFunc, after: &PrimFunc, tol: Option<f6
     runs
 }
 
+/// Runs the symbolic kernel `symbolic` with its dims given at run time (`dims`) and `bound`
+/// — the same kernel with the dims bound by `-D`, through any passes — on the same random
+/// inputs (three seeds); float outputs may differ by `tol * (|x| + 1)` (0: exactly equal).
+/// What a `-D` binding compiles must compute what the symbolic kernel computes at those
+/// sizes. Returns how many runs were compared.
+pub fn assert_bound_matches_symbolic(
+    name: &str,
+    symbolic: &PrimFunc,
+    dims: &[(&str, i64)],
+    bound: &PrimFunc,
+    tol: f64,
+) -> usize {
+    assert!(
+        bound.dims.is_empty(),
+        "{name}: the bound kernel still has symbolic dims"
+    );
+    let dims: HashMap<String, i64> = dims.iter().map(|(n, v)| (n.to_string(), *v)).collect();
+    let mut runs = 0;
+    for seed in [1u64, 2, 3] {
+        let opts = RunOptions { seed, threads: 1 };
+        let want = run(symbolic, &dims, HashMap::new(), &opts)
+            .unwrap_or_else(|e| panic!("{name}: the symbolic kernel does not run: {e}"));
+        let got = run(bound, &HashMap::new(), HashMap::new(), &opts)
+            .unwrap_or_else(|e| panic!("{name}: the bound kernel does not run: {e}"));
+        assert_eq!(want.len(), got.len(), "{name}");
+        for (param, w) in &want {
+            let g = got
+                .get(param)
+                .unwrap_or_else(|| panic!("{name}: no `{param}`"));
+            assert_eq!(g.shape(), w.shape(), "{name}: `{param}`");
+            let worst = w
+                .to_f64()
+                .iter()
+                .zip(g.to_f64())
+                .map(|(x, y)| match (x - y).abs() / (x.abs() + 1.0) {
+                    _ if x == &y || (x.is_nan() && y.is_nan()) => 0.0,
+                    d if d.is_nan() => f64::INFINITY,
+                    d => d,
+                })
+                .fold(0.0f64, f64::max);
+            assert!(
+                worst <= tol,
+                "{name}: `{param}` differs from the symbolic kernel's (seed {seed}, {worst:e})"
+            );
+        }
+        runs += 1;
+    }
+    runs
+}
+
 /// Elements of all parameters with `dims` bound.
 fn footprint(func: &PrimFunc, dims: &HashMap<String, i64>) -> usize {
     let bindings: Vec<(String, i64)> = dims.iter().map(|(k, v)| (k.clone(), *v)).collect();

@@ -38,6 +38,7 @@ done
 run examples/elementwise_add.tir -D N=1000
 run tests/cases/valid/math_and_bits.tir -D N=1000
 run tests/cases/valid/row_softmax.tir -D M=1000
+run tests/cases/valid/atomic_colsum.tir -D M=200 -D N=1000
 run tests/cases/valid/elementwise_int64_dim.tir -D N=1000
 run examples/scale_cast.tir -D M=100 -D N=130
 run examples/transpose.tir -D M=100 -D N=130

@@ -187,6 +187,14 @@ pub enum StmtKind {
         indices: Vec<Expr>,
         value: Expr,
     },
+    /// `T.atomic_add(buf[i, j], value)` (both levels): `buf[i, j] += value` as one
+    /// indivisible read-modify-write — concurrent atomic adds to one element from any
+    /// threads and blocks all count, in an unspecified order. `buf` is global or shared.
+    AtomicAdd {
+        buffer: Ident,
+        indices: Vec<Expr>,
+        value: Expr,
+    },
     /// `T.copy(src, dst)`: element-wise copy between two regions of equal element count,
     /// converting dtypes.
     Copy {
@@ -578,6 +586,21 @@ impl PartialEq for ExprKind {
             _ => false,
         }
     }
+}
+
+/// Whether `T.atomic_add` takes elements of `dtype` (PTX `red.add` has these forms: `.f16`,
+/// `.bf16`, `.f32`, `.f64`, `.s32`, `.u32`, `.u64` — int64 adds as `.u64`, the same bits).
+pub fn atomic_add_dtype(dtype: DType) -> bool {
+    matches!(
+        dtype,
+        DType::Float16
+            | DType::BFloat16
+            | DType::Float32
+            | DType::Float64
+            | DType::Int32
+            | DType::UInt32
+            | DType::Int64
+    )
 }
 
 /// Equality of two float literals: the same bits (so `0.0 != -0.0`), or both NaN (the text

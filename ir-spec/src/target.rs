@@ -89,6 +89,8 @@ pub struct TargetDesc {
     pub warpgroup_size: Option<i64>,
     pub async_copies: &'static [AsyncCopy],
     pub mma: &'static [MmaFamily],
+    /// Whether `T.atomic_add` has a bfloat16 form (`red.add.noftz.bf16`: sm_90 and later).
+    pub bf16_atomic_add: bool,
 }
 
 static SM80: TargetDesc = TargetDesc {
@@ -108,6 +110,7 @@ static SM80: TargetDesc = TargetDesc {
     warpgroup_size: None,
     async_copies: &[AsyncCopy::CpAsync],
     mma: &[MmaFamily::MmaSync],
+    bf16_atomic_add: false,
 };
 
 static SM90A: TargetDesc = TargetDesc {
@@ -125,6 +128,7 @@ static SM90A: TargetDesc = TargetDesc {
     warpgroup_size: Some(WARPGROUP_SIZE),
     async_copies: &[AsyncCopy::CpAsync, AsyncCopy::BulkTensor],
     mma: &[MmaFamily::MmaSync, MmaFamily::Wgmma],
+    bf16_atomic_add: true,
 };
 
 impl Target {

@@ -120,6 +120,7 @@ fn walk(body: &mut [Stmt], scope: &mut Vec<String>, state: &mut State) {
                 walk(else_body, scope, state);
             }
             StmtKind::Store { .. }
+            | StmtKind::AtomicAdd { .. }
             | StmtKind::Copy { .. }
             | StmtKind::Gemm(_)
             | StmtKind::Fill { .. }
@@ -180,7 +181,9 @@ fn rename_buffer_refs(body: &mut [Stmt], from: &str, to: &str) {
     for stmt in body {
         let mut names: Vec<&mut String> = Vec::new();
         match &mut stmt.kind {
-            StmtKind::Store { buffer, .. } => names.push(&mut buffer.name),
+            StmtKind::Store { buffer, .. } | StmtKind::AtomicAdd { buffer, .. } => {
+                names.push(&mut buffer.name)
+            }
             StmtKind::Copy { src, dst } => {
                 names.push(&mut src.buffer.name);
                 names.push(&mut dst.buffer.name);

@@ -94,7 +94,7 @@ pub fn stmt_exprs(stmt: &Stmt) -> Vec<&Expr> {
         }
         StmtKind::If { cond, .. } => out.push(cond),
         StmtKind::Let { value, .. } => out.push(value),
-        StmtKind::Store { indices, value, .. } => {
+        StmtKind::Store { indices, value, .. } | StmtKind::AtomicAdd { indices, value, .. } => {
             out.extend(indices.iter());
             out.push(value);
         }
@@ -209,7 +209,7 @@ pub fn map_body_exprs(body: &mut [Stmt], f: &mut dyn FnMut(Expr) -> Expr) {
             }
             StmtKind::If { cond, .. } => *cond = map_expr(cond, f),
             StmtKind::Let { value, .. } => *value = map_expr(value, f),
-            StmtKind::Store { indices, value, .. } => {
+            StmtKind::Store { indices, value, .. } | StmtKind::AtomicAdd { indices, value, .. } => {
                 all(indices, f);
                 *value = map_expr(value, f);
             }

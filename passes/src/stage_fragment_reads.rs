@@ -15,6 +15,7 @@
 //! work (docs/passes.md). Writes are never staged: a write to part of a fragment stays an
 //! error of `lower-tile-ops`.
 
+use crate::analysis::access::element_for_element;
 use crate::analysis::kernels::for_each_kernel;
 use crate::context::PassContext;
 use crate::names::NameSet;
@@ -111,14 +112,10 @@ impl Staging<'_> {
         let (vars, extents) = nest_shape(outer);
         // Fragments read other than element for element.
         let mut indirect: BTreeSet<String> = BTreeSet::new();
+        let consts: Vec<Option<i64>> = extents.iter().map(|&e| Some(e)).collect();
         let direct = |buf: &BufferDecl, indices: &[Expr]| -> bool {
             let shape: Option<Vec<i64>> = buf.shape.iter().map(const_int).collect();
-            shape.as_ref() == Some(&extents)
-                && indices.len() == vars.len()
-                && indices
-                    .iter()
-                    .zip(&vars)
-                    .all(|(i, v)| matches!(&i.kind, ExprKind::Var(n) if n == v))
+            shape.is_some_and(|s| element_for_element(&s, indices, &vars, &consts))
         };
         for_each_stmt(&outer.body, &mut |s| {
             for e in stmt_exprs(s) {

@@ -282,6 +282,15 @@ impl Cx<'_> {
                 StmtKind::Store {
                     buffer, indices, ..
                 } => write(&mut acc, &buffer.name, indices.first()),
+                // A read-modify-write.
+                StmtKind::AtomicAdd {
+                    buffer, indices, ..
+                } => {
+                    write(&mut acc, &buffer.name, indices.first());
+                    if let Some(t) = self.touch(&buffer.name, indices.first(), local) {
+                        push_new(&mut acc.reads, t);
+                    }
+                }
                 StmtKind::Copy { src, dst } => {
                     if let Some(t) = self.touch(&src.buffer.name, None, local) {
                         push_new(&mut acc.reads, t);
@@ -574,7 +583,7 @@ fn walk(body: Vec<Stmt>, state: &mut State, cx: &mut Cx) -> Vec<Stmt> {
                 }
                 out.push(Stmt::new(StmtKind::Let { var, dtype, value }, span));
             }
-            kind @ StmtKind::Store { .. } => {
+            kind @ (StmtKind::Store { .. } | StmtKind::AtomicAdd { .. }) => {
                 // Block-level code runs once per block: thread 0 does it.
                 let stmt = Stmt::new(kind, span);
                 let (acc, _) = cx.touches(std::slice::from_ref(&stmt), &HashSet::new());

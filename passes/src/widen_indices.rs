@@ -110,7 +110,7 @@ impl Widen {
                     self.ranges.insert(var.name.clone(), r);
                 }
             }
-            StmtKind::Store { indices, value, .. } => {
+            StmtKind::Store { indices, value, .. } | StmtKind::AtomicAdd { indices, value, .. } => {
                 for i in indices.iter_mut() {
                     *i = self.expr(i);
                 }

@@ -20,6 +20,7 @@ fn dims_for(stem: &str) -> Vec<(&'static str, i64)> {
         "elementwise_add" | "elementwise_int64_dim" | "math_and_bits" => vec![("N", 1000)],
         "index_math" => vec![("M", 40)],
         "row_softmax" => vec![("M", 37)],
+        "atomic_colsum" => vec![("M", 50), ("N", 70)],
         "scale_cast" | "transpose" => vec![("M", 100), ("N", 70)],
         "gemm_bf16_transposed" => vec![("M", 100), ("N", 90), ("K", 70)],
         // The seed kernel loads B with an unmasked T.Parallel loop: valid for divisible shapes only.
@@ -185,6 +186,7 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
         }
         "math_and_bits" => check_math_and_bits(o),
         "row_softmax" => check_row_softmax(o),
+        "atomic_colsum" => check_atomic_colsum(o, initial),
         "copy_regions" => check_copy_regions(o, initial),
         "control_flow" => check_control_flow(o, initial),
         "gemm_seed000" | "seed000_dsl" | "seed000_dims" => {
@@ -359,4 +361,31 @@ fn check_row_softmax(o: &Outputs) {
             assert_eq!(y[row * 96 + j], want, "row_softmax: Y[{row}, {j}]");
         }
     }
+}
+
+/// `atomic_colsum.tir`: the interpreter adds every block's atomic contributions onto the
+/// initial values in block order (x fastest), each block's in program order — here, for a
+/// column, rows in ascending order, each add rounded to float32; the counts are exact.
+fn check_atomic_colsum(o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
+    let (m, n) = (50usize, 70usize);
+    let x = o["X"].to_f64();
+    let (s0, c0) = (initial("S"), initial("C"));
+    let (s, c) = (o["S"].to_f64(), o["C"].to_f64());
+    for j in 0..n {
+        let want = (0..m).fold(s0[j], |acc, i| f64::from((acc + x[i * n + j]) as f32));
+        assert_eq!(s[j], want, "atomic_colsum: S[{j}]");
+    }
+    let mut want_c = c0.clone();
+    for by in 0..m.div_ceil(16) {
+        for bx in 0..n.div_ceil(32) {
+            for i in 0..16 {
+                for j in 0..32 {
+                    if by * 16 + i < m && bx * 32 + j < n {
+                        want_c[(i * 32 + j) % 64] += 1.0;
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(c, want_c, "atomic_colsum: C");
 }

@@ -54,8 +54,11 @@ pub(super) fn dim_expr(e: &Expr, errors: &mut Vec<Diagnostic>) -> Option<DimExpr
 /// `T.tma_load` or `T.cp_async` reads its source).
 fn accesses(body: &[Stmt], read: &mut Vec<String>, written: &mut Vec<String>) {
     visit::for_each_stmt(body, &mut |s| {
-        if let StmtKind::Store { buffer, .. } = &s.kind {
+        if let StmtKind::Store { buffer, .. } | StmtKind::AtomicAdd { buffer, .. } = &s.kind {
             written.push(buffer.name.clone());
+        }
+        if let StmtKind::AtomicAdd { buffer, .. } = &s.kind {
+            read.push(buffer.name.clone());
         }
         if let StmtKind::Intrinsic(i) = &s.kind {
             for a in i.accesses() {

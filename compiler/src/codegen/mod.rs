@@ -165,6 +165,7 @@ fn emit_kernel(
         local_bytes: 0,
         tensor_maps: Vec::new(),
         repeated: false,
+        target: manifest.target,
     };
     for (p, decl) in tensor_params.iter().zip(&func.params) {
         let base = cg.b.global_ptr(p);
@@ -308,6 +309,8 @@ struct Cg {
     /// Inside the second or a later copy of a loop codegen unrolls: notes are not
     /// written again.
     repeated: bool,
+    /// The target compiled for (its `TargetDesc` facts).
+    target: Target,
 }
 
 /// The PTX register type of a dtype, or `None` for dtypes codegen does not handle.

@@ -57,6 +57,11 @@ impl Cg {
             | StmtKind::Fill { .. }
             | StmtKind::Gemm(_)
             | StmtKind::Reduce(_) => self.err(span, "tile op at the thread level"),
+            StmtKind::AtomicAdd {
+                buffer,
+                indices,
+                value,
+            } => self.atomic_add(buffer, indices, value, span),
             StmtKind::Barrier => self.b.bar_sync(),
             // No code: a comment line, once per note (not per unrolled copy).
             StmtKind::Note(_) if self.repeated => {}
@@ -168,6 +173,61 @@ impl Cg {
         for (buffer, indices, value) in stores {
             self.hoist_address(&buffer.name, indices, buffer.span);
             self.hoist_addresses(value);
+        }
+    }
+
+    /// `T.atomic_add(buf[i], v)`: `red.{global|shared}.add.T` (int64 as `.u64`, the same
+    /// two's complement bits; float16 / bfloat16 with `.noftz`).
+    fn atomic_add(
+        &mut self,
+        buffer: &tlc_ir::Ident,
+        indices: &[tlc_ir::Expr],
+        value: &tlc_ir::Expr,
+        span: tlc_ir::Span,
+    ) {
+        let Some(d) = self.bufs.get(&buffer.name).map(|b| b.dtype) else {
+            self.err(buffer.span, format!("undefined buffer `{}`", buffer.name));
+            return;
+        };
+        let ty = match d {
+            DType::Float32 => Type::F32,
+            DType::Float16 => Type::F16,
+            DType::BFloat16 if self.target.desc().bf16_atomic_add => Type::Bf16,
+            DType::BFloat16 => {
+                self.err(
+                    span,
+                    format!(
+                        "a bfloat16 `T.atomic_add` needs sm_90a (`red.add.bf16`); {} has none: \
+                         accumulate in float32",
+                        self.target.name()
+                    ),
+                );
+                return;
+            }
+            DType::Int32 => Type::S32,
+            DType::UInt32 => Type::U32,
+            DType::Int64 => Type::U64,
+            _ => {
+                self.err(span, format!("`T.atomic_add` has no {d} form"));
+                return;
+            }
+        };
+        let Some(v) = self.expr_as(value, d) else {
+            return;
+        };
+        let v = self.in_reg(v, ptx_type(d).unwrap_or(ty));
+        match self.address(&buffer.name, indices, span) {
+            Some(Place::Mem(space, addr)) => self.b.emit(Op::RedAdd {
+                space,
+                ty,
+                addr,
+                src: v.into(),
+            }),
+            Some(Place::Reg(_)) => self.err(
+                buffer.span,
+                "`T.atomic_add` into a register buffer: only global and shared buffers take atomics",
+            ),
+            None => {}
         }
     }
 

@@ -867,6 +867,14 @@ pub enum Op {
         addr: Address,
         srcs: Vec<Operand>,
     },
+    /// `red{.space}.add{.noftz}.T [addr], a`: an atomic add with no result (`.noftz` for
+    /// the 16-bit float types, as PTX requires).
+    RedAdd {
+        space: Space,
+        ty: Type,
+        addr: Address,
+        src: Operand,
+    },
     /// `cvta{.to}.space.u64 d, a`: generic ↔ state-space address.
     Cvta {
         to_space: bool,
@@ -1012,6 +1020,7 @@ impl Inst {
             | Op::MbarrierArrive { .. }
             | Op::TmaLoad { .. } => Vec::new(),
             Op::St { .. }
+            | Op::RedAdd { .. }
             | Op::Bra { .. }
             | Op::BarSync { .. }
             | Op::CpAsync { .. }
@@ -1073,6 +1082,10 @@ impl Inst {
             Op::St { addr: a, srcs, .. } => {
                 addr(a);
                 srcs.iter().for_each(&mut op);
+            }
+            Op::RedAdd { addr: a, src, .. } => {
+                addr(a);
+                op(src);
             }
             Op::Cvta { src, .. } => regs.push(*src),
             Op::CpAsync {

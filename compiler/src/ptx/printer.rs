@@ -403,6 +403,22 @@ fn render(op: &Op) -> (String, Vec<String>) {
                 vec![address(addr), s],
             )
         }
+        Op::RedAdd {
+            space,
+            ty,
+            addr,
+            src,
+        } => {
+            let noftz = if matches!(ty, Type::F16 | Type::Bf16) {
+                ".noftz"
+            } else {
+                ""
+            };
+            (
+                format!("red{}.add{noftz}{ty}", space.suffix()),
+                vec![address(addr), o(src)],
+            )
+        }
         Op::Cvta {
             to_space,
             space,

@@ -181,6 +181,13 @@ pub(crate) enum CStmtKind {
         /// Already converted to the buffer's dtype.
         value: CExpr,
     },
+    /// `T.atomic_add`; the value is already converted to the buffer's dtype.
+    AtomicAdd {
+        buf: BufRef,
+        indices: Vec<CExpr>,
+        /// Already converted to the buffer's dtype.
+        value: CExpr,
+    },
     Copy {
         src: CRegion,
         dst: CRegion,
@@ -448,6 +455,23 @@ impl Compiler {
                 let indices = indices.iter().map(|e| self.int_expr(e)).collect::<R<_>>()?;
                 let value = coerce(self.expr(value)?.0, dtype);
                 CStmtKind::Store {
+                    buf,
+                    indices,
+                    value,
+                }
+            }
+            StmtKind::AtomicAdd {
+                buffer,
+                indices,
+                value,
+            } => {
+                let (buf, dtype, rank) = self.buffer(&buffer.name, buffer.span)?;
+                if indices.len() != rank {
+                    return Err(rank_error(&buffer.name, rank, indices.len(), span));
+                }
+                let indices = indices.iter().map(|e| self.int_expr(e)).collect::<R<_>>()?;
+                let value = coerce(self.expr(value)?.0, dtype);
+                CStmtKind::AtomicAdd {
                     buf,
                     indices,
                     value,

@@ -139,7 +139,7 @@ impl Frame<'_> {
         format!("[{}]", parts.join(", "))
     }
 
-    fn unwritten(&self, buf: BufRef, flat: usize, indices: &[CExpr]) -> String {
+    pub(crate) fn unwritten(&self, buf: BufRef, flat: usize, indices: &[CExpr]) -> String {
         let b = self.mem.buffer(buf);
         let what = format!("`{}{}`", b.name, self.index_text(indices));
         match self.mem.pending_of(buf, flat) {

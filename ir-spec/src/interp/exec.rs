@@ -1,10 +1,10 @@
 //! Statement execution inside a block, and the launch of a kernel's grid.
 
 use crate::diagnostic::Diagnostic;
-use crate::interp::compile::{CAlloc, CCall, CIntrinsic, CKernel, CStmt, CStmtKind};
+use crate::interp::compile::{BufRef, CAlloc, CCall, CExpr, CIntrinsic, CKernel, CStmt, CStmtKind};
 use crate::interp::eval::{fault, Fault, Frame, Res};
 use crate::interp::lockstep::ThreadState;
-use crate::interp::memory::{Buffer, Memory, Overlay};
+use crate::interp::memory::{BlockLog, Buffer, Memory};
 use crate::interp::ops;
 use crate::interp::scalar::Scalar;
 use crate::interp::shared::SharedArena;
@@ -25,6 +25,16 @@ const ARENA_ALIGN: usize = crate::ir::Arena::ALIGN as usize;
 const MAX_SHARED_BYTES: usize = 1 << 30;
 
 impl Frame<'_> {
+    /// `T.atomic_add(buf[indices], value)`: see `Memory::atomic_add`.
+    fn atomic_add(&mut self, buf: BufRef, indices: &[CExpr], value: &CExpr, span: Span) -> Res<()> {
+        let flat = self.flat_index(buf, indices, span)?;
+        let v = self.eval(value)?;
+        if self.mem.atomic_add(buf, flat, v).is_none() {
+            return fault(span, self.unwritten(buf, flat, indices));
+        }
+        Ok(())
+    }
+
     pub fn exec(&mut self, stmts: &[CStmt]) -> Res<()> {
         for stmt in stmts {
             self.exec_one(stmt)?;
@@ -73,6 +83,11 @@ impl Frame<'_> {
                 let v = self.eval(value)?;
                 self.mem.write(*buf, flat, v);
             }
+            CStmtKind::AtomicAdd {
+                buf,
+                indices,
+                value,
+            } => self.atomic_add(*buf, indices, value, stmt.span)?,
             CStmtKind::Copy { src, dst } => ops::copy::copy(self, src, dst, stmt.span)?,
             CStmtKind::Gemm(g) => ops::gemm::gemm(self, g, stmt.span)?,
             CStmtKind::Fill { dst, value } => ops::fill::fill(self, dst, value)?,
@@ -175,7 +190,7 @@ pub(crate) fn launch(
         }
     }
     drop(host);
-    let run_block = |index: usize| -> Result<Vec<Overlay>, Diagnostic> {
+    let run_block = |index: usize| -> Result<BlockLog, Diagnostic> {
         let coords = block_coords(index, &grid);
         run_block(kernel, vars, globals, &coords)
             .map_err(|f| to_diagnostic(*f, Some(&coords)))
@@ -187,7 +202,7 @@ pub(crate) fn launch(
                 }
             })
     };
-    let results: Vec<Result<Vec<Overlay>, Diagnostic>> = if threads <= 1 || n_blocks <= 1 {
+    let results: Vec<Result<BlockLog, Diagnostic>> = if threads <= 1 || n_blocks <= 1 {
         let mut out = Vec::new();
         for index in 0..n_blocks {
             let r = run_block(index);
@@ -206,12 +221,32 @@ pub(crate) fn launch(
     for r in results {
         logs.push(r?);
     }
-    for log in logs {
-        for (g, overlay) in log.into_iter().enumerate() {
-            if let Some(buf) = globals.get_mut(g) {
-                for (flat, v) in overlay {
+    // Plain writes first, in block order (the last wins); then every atomic add, in block
+    // order, onto what the writes left (docs/ir.md, `T.atomic_add`).
+    let mut adds = Vec::new();
+    for (overlays, atomics) in logs {
+        for (g, (overlay, log)) in overlays.into_iter().zip(atomics).enumerate() {
+            let Some(buf) = globals.get_mut(g) else {
+                continue;
+            };
+            for (flat, v) in overlay {
+                if !log.iter().any(|&(f, _)| f == flat) {
                     buf.data.set(flat, v);
                 }
+            }
+            adds.push((g, log));
+        }
+    }
+    for (g, log) in adds {
+        let Some(buf) = globals.get_mut(g) else {
+            continue;
+        };
+        for (flat, delta) in log {
+            if let Some(old) = buf.data.get(flat) {
+                let new =
+                    crate::interp::scalar::arith(crate::ir::BinOp::Add, buf.dtype, old, delta)
+                        .unwrap_or(old);
+                buf.data.set(flat, new);
             }
         }
     }
@@ -285,7 +320,7 @@ fn run_block(
     vars: &[Scalar],
     globals: &[Buffer],
     coords: &[i64],
-) -> Res<Vec<Overlay>> {
+) -> Res<BlockLog> {
     let mut frame = Frame {
         vars: vars.to_vec(),
         mem: Memory::new(globals, Vec::new()),
@@ -363,7 +398,7 @@ fn run_block(
         )?));
     }
     frame.exec(&kernel.body)?;
-    Ok(frame.mem.overlays)
+    Ok((frame.mem.overlays, frame.mem.atomics))
 }
 
 /// The shape of an allocation in this block, within the interpreter's size limit.

@@ -89,10 +89,20 @@ impl Buffer {
 /// A global write log: flat index → value (the last write wins).
 pub(crate) type Overlay = HashMap<usize, Scalar>;
 
+/// A block's `T.atomic_add`s to one global: (flat index, added value), in program order.
+pub(crate) type AtomicLog = Vec<(usize, Scalar)>;
+
+/// What a block leaves in global memory: per global, its writes and its atomic adds.
+pub(crate) type BlockLog = (Vec<Overlay>, Vec<AtomicLog>);
+
 pub(crate) struct Memory<'g> {
     pub globals: &'g [Buffer],
     /// One per global: this block's writes.
     pub overlays: Vec<Overlay>,
+    /// One per global: this block's atomic adds. When the grid finishes they are added to
+    /// the element in block order (after every block's plain writes), so every block's
+    /// contributions count whatever the host threads did.
+    pub atomics: Vec<AtomicLog>,
     /// The running kernel's allocations (`BufRef::Local` indexes this).
     pub locals: Vec<Buffer>,
     /// The block's shared-memory bytes, when shared buffers live in an arena.
@@ -129,6 +139,7 @@ impl<'g> Memory<'g> {
         Memory {
             globals,
             overlays: vec![Overlay::new(); globals.len()],
+            atomics: vec![AtomicLog::new(); globals.len()],
             locals,
             shared: None,
             thread: None,
@@ -213,6 +224,29 @@ impl<'g> Memory<'g> {
                 }
             }
         }
+    }
+
+    /// `T.atomic_add`: element `flat` (in bounds) of `b` becomes `old + delta` in the
+    /// buffer's dtype; `None` when the element was never written. Global adds are logged
+    /// for the grid's merge; shared ones in an arena are race-tracked as atomics.
+    pub fn atomic_add(&mut self, b: BufRef, flat: usize, delta: Scalar) -> Option<Scalar> {
+        let dtype = self.buffer(b).dtype;
+        let add = |old: Scalar| {
+            crate::interp::scalar::arith(crate::ir::BinOp::Add, dtype, old, delta).unwrap_or(old)
+        };
+        if let BufRef::Local(i) = b {
+            let buf = &self.locals[i];
+            if let (Some(offset), Some(arena)) = (buf.arena_offset, &mut self.shared) {
+                let at = offset + flat * dtype.bytes() as usize;
+                return arena.atomic_add(at, dtype, &add, self.thread, &|| buf.element_text(flat));
+            }
+        }
+        let new = add(self.read(b, flat)?);
+        self.write(b, flat, new);
+        if let BufRef::Global(i) = b {
+            self.atomics[i].push((flat, delta));
+        }
+        Some(new)
     }
 
     /// Writes `value` (already of the buffer's dtype) to element `flat` (in bounds).

@@ -46,6 +46,10 @@ pub(crate) struct SharedArena {
     /// Per byte: `(epoch << 32) | (thread + 1)` of its reader since the last barrier, or
     /// `MANY` when several threads read it.
     reader: Vec<Cell<u64>>,
+    /// Per byte: `(epoch << 32) | (thread + 1)` of its `T.atomic_add`s since the last
+    /// barrier, or `MANY` when several threads added to it. Atomic adds do not race with
+    /// each other; a plain read or write of the byte by another thread does.
+    atomic: Vec<Cell<u64>>,
     /// Starts at 1 so that a zero cell means "never".
     epoch: u64,
     race: RefCell<Option<String>>,
@@ -97,6 +101,7 @@ impl SharedArena {
             written: vec![false; len],
             writer: (0..len).map(|_| Cell::new(0)).collect(),
             reader: (0..len).map(|_| Cell::new(0)).collect(),
+            atomic: (0..len).map(|_| Cell::new(0)).collect(),
             epoch: 1,
             race: RefCell::new(None),
             pending: vec![0; len],
@@ -367,13 +372,80 @@ impl SharedArena {
     fn other_access(&self, b: usize, me: u64) -> Option<(&'static str, u64)> {
         let now = self.epoch << 32;
         let (w, r) = (self.writer.get(b)?.get(), self.reader.get(b)?.get());
+        let a = self.atomic.get(b)?.get();
         if (w & !MANY) == now && (w & MANY) != me {
             Some(("wrote", w))
+        } else if (a & !MANY) == now && (a & MANY) != me {
+            Some(("atomically updated", a))
         } else if (r & !MANY) == now && (r & MANY) != me {
             Some(("read", r))
         } else {
             None
         }
+    }
+
+    /// `T.atomic_add` of `delta` to the element of `dtype` at `offset` by `thread`
+    /// (`None`: block-level code): the new value, `add(old, delta)`, is written in place.
+    /// Other threads' atomic adds since the last barrier are no race; their plain reads or
+    /// writes are. `None` when the element was never written (or lies outside the arena).
+    pub fn atomic_add(
+        &mut self,
+        offset: usize,
+        dtype: DType,
+        add: &dyn Fn(Scalar) -> Scalar,
+        thread: Option<u32>,
+        what: &dyn Fn() -> String,
+    ) -> Option<Scalar> {
+        let n = dtype.bytes() as usize;
+        let end = offset.checked_add(n).filter(|&e| e <= self.bytes.len())?;
+        if !self.written.get(offset..end)?.iter().all(|&w| w) {
+            return None;
+        }
+        if let Some(other) = self.pending(offset, n) {
+            self.report(pending_message("adds to", &what(), thread, other));
+            return None;
+        }
+        if let Some(t) = thread {
+            let me = u64::from(t) + 1;
+            let now = self.epoch << 32;
+            for b in offset..end {
+                let (Some(w), Some(r), Some(a)) =
+                    (self.writer.get(b), self.reader.get(b), self.atomic.get(b))
+                else {
+                    continue;
+                };
+                let (wv, rv) = (w.get(), r.get());
+                let plain = if (wv & !MANY) == now && (wv & MANY) != me {
+                    Some(("wrote", wv))
+                } else if (rv & !MANY) == now && (rv & MANY) != me {
+                    Some(("read", rv))
+                } else {
+                    None
+                };
+                if let Some((verb, cell)) = plain {
+                    self.report(format!(
+                        "data race on shared memory: this thread atomically adds to {}, which {} \
+                         {verb} with no `T.sync_threads()` in between",
+                        what(),
+                        accessor(cell)
+                    ));
+                    break;
+                }
+                let seen = a.get();
+                if (seen & !MANY) != now {
+                    a.set(now | me);
+                } else if (seen & MANY) != me {
+                    a.set(now | MANY);
+                }
+            }
+        }
+        let old = decode(dtype, self.bytes.get(offset..end)?);
+        let new = add(old);
+        let encoded = encode(dtype, new);
+        if let (Some(dst), Some(src)) = (self.bytes.get_mut(offset..end), encoded.get(..n)) {
+            dst.copy_from_slice(src);
+        }
+        Some(new)
     }
 
     /// A raw read for the async proxy (`T.wgmma`'s operands) on behalf of `thread`: the
@@ -565,6 +637,16 @@ impl SharedArena {
                     ));
                     break;
                 }
+                let a = self.atomic.get(b).map_or(0, Cell::get);
+                if (a & !MANY) == now && (a & MANY) != me {
+                    self.report(format!(
+                        "data race on shared memory: this thread reads {}, which {} atomically \
+                         updated with no `T.sync_threads()` in between",
+                        what(),
+                        accessor(a)
+                    ));
+                    break;
+                }
                 let seen = r.get();
                 if (seen & !MANY) != now {
                     r.set(now | me);
@@ -626,9 +708,9 @@ impl SharedArena {
                     ));
                     break;
                 }
-                Some((_, cell)) => {
+                Some((verb, cell)) => {
                     self.report(format!(
-                        "data race on shared memory: this thread writes {}, which {} read \
+                        "data race on shared memory: this thread writes {}, which {} {verb} \
                          with no `T.sync_threads()` in between",
                         what(),
                         accessor(cell)

@@ -148,6 +148,17 @@ impl Printer<'_> {
                 self.out.push_str("] = ");
                 write_expr(&mut self.out, value)?;
             }
+            StmtKind::AtomicAdd {
+                buffer,
+                indices,
+                value,
+            } => {
+                write!(self.out, "T.atomic_add({}[", buffer.name)?;
+                write_list(&mut self.out, indices)?;
+                self.out.push_str("], ");
+                write_expr(&mut self.out, value)?;
+                self.out.push(')');
+            }
             StmtKind::Copy { src, dst } => {
                 let (fs, fd) = copy_forms(src, dst, &self.decls);
                 self.out.push_str("T.copy(");

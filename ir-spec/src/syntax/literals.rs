@@ -126,6 +126,11 @@ impl Normalizer {
                 buffer,
                 indices,
                 value,
+            }
+            | StmtKind::AtomicAdd {
+                buffer,
+                indices,
+                value,
             } => {
                 for e in indices {
                     self.root(e, Use::AsIs);

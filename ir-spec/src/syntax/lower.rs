@@ -752,6 +752,7 @@ impl Lowerer {
             "T.gemm" => self.gemm(span, args),
             "T.fill" => self.fill(span, args, false),
             "T.clear" => self.fill(span, args, true),
+            "T.atomic_add" => self.atomic_add(span, args),
             n if ReduceKind::parse(n).is_some() => self.reduce(n, span, args),
             "T.use_swizzle" => {
                 self.use_swizzle(span, args);

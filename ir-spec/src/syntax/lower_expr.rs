@@ -74,6 +74,7 @@ const KNOWN_T_NAMES: &[&str] = &[
     "Cast",
     "if_then_else",
     "clamp",
+    "atomic_add",
     "reduce_sum",
     "reduce_max",
     "reduce_min",

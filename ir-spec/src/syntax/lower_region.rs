@@ -408,6 +408,163 @@ impl Lowerer {
         ))
     }
 
+    /// `T.atomic_add(dst, value, memory_order="relaxed")`. Element form: `dst` is
+    /// `buf[i, j]`, `value` a scalar. Tile form (TileLang's): `value` is a whole buffer
+    /// (fragment or shared) and `dst` the corner (or the region) of the tile it adds into:
+    /// written as a `T.Parallel` nest over `value`'s shape of element atomic adds, each
+    /// guarded by `dst`'s bounds (a partial tile at the edge of a global tensor).
+    pub fn atomic_add(&mut self, span: Span, args: &[ast::Arg]) -> Option<Stmt> {
+        let a = self.bind(
+            "T.atomic_add",
+            span,
+            args,
+            &["dst", "value", "memory_order"],
+            2,
+        )?;
+        if let Some(order) = a[2] {
+            let text = self.string(order, "`memory_order`")?;
+            if text != "relaxed" {
+                return self.fail(
+                    Diagnostic::error(
+                        order.span,
+                        format!("`memory_order=\"{text}\"` is not supported; tlc's atomic adds are relaxed"),
+                    )
+                    .with_note(
+                        "order other accesses around the adds with a barrier (`T.sync_threads()`) \
+                         or by ending the kernel",
+                    ),
+                );
+            }
+        }
+        let (dst, value) = (a[0]?, a[1]?);
+        if let ast::ExprKind::Name(src) = &value.kind {
+            if self.buffers.contains_key(src) {
+                return self.atomic_add_tile(dst, src, value.span, span);
+            }
+        }
+        let ast::ExprKind::Subscript(base, items) = &dst.kind else {
+            return self.fail(Diagnostic::error(
+                dst.span,
+                "`T.atomic_add` adds into a buffer element `buf[i, j]` (or a tile: `T.atomic_add(C[i0, j0], C_local)`)",
+            ));
+        };
+        let ast::ExprKind::Name(buffer) = &base.kind else {
+            return self.fail(Diagnostic::error(base.span, "expected a buffer name"));
+        };
+        if items
+            .iter()
+            .any(|i| matches!(i.kind, ast::ExprKind::Slice(..)))
+        {
+            // A sliced destination with a scalar value is not a form TileLang has.
+            return self.fail(
+                Diagnostic::error(
+                    value.span,
+                    "a tile `T.atomic_add` takes a buffer as its value (the tile to add)",
+                )
+                .with_note("for one element write `T.atomic_add(buf[i, j], v)`"),
+            );
+        }
+        let indices = self.indices(items);
+        let value = self.expr(value);
+        Some(Stmt::new(
+            StmtKind::AtomicAdd {
+                buffer: Ident::new(buffer.clone(), base.span),
+                indices: indices?,
+                value: value?,
+            },
+            span,
+        ))
+    }
+
+    /// The tile form: `for i0, i1 in T.Parallel(shape of src): if in bounds:
+    /// T.atomic_add(dst[s0 + i0, s1 + i1], src[i0, i1])`.
+    fn atomic_add_tile(
+        &mut self,
+        dst: &ast::Expr,
+        src: &str,
+        src_span: Span,
+        span: Span,
+    ) -> Option<Stmt> {
+        let shape = self.buffer_shape(src, src_span)?;
+        let (buffer, starts) = match self.operand(dst)? {
+            Operand::Full(r) => (
+                r.buffer,
+                r.ranges.into_iter().map(|r| r.start).collect::<Vec<_>>(),
+            ),
+            Operand::Corner { buffer, starts, .. } => (buffer, starts),
+        };
+        if starts.len() != shape.len() {
+            return self.fail(Diagnostic::error(
+                dst.span,
+                format!(
+                    "`T.atomic_add` of `{src}` (rank {}) into `{}` needs a destination of rank {}",
+                    shape.len(),
+                    buffer.name,
+                    shape.len()
+                ),
+            ));
+        }
+        let dims = self.buffer_shape(&buffer.name, buffer.span)?;
+        let vars: Vec<String> = (0..shape.len()).map(|d| format!("atomic_i{d}")).collect();
+        let at: Vec<Expr> = starts
+            .iter()
+            .zip(&vars)
+            .map(|(s, v)| crate::build::bin_at(BinOp::Add, s.clone(), Expr::var(v), span))
+            .collect();
+        let mut guard: Option<Expr> = None;
+        for (((e, d), s), n) in at.iter().zip(&dims).zip(&starts).zip(&shape) {
+            // A dimension the tile provably fits needs no guard.
+            if let (Some(s), Some(d), Some(n)) = (s.as_int(), d.as_int(), n.as_int()) {
+                if s >= 0 && s + n <= d {
+                    continue;
+                }
+            }
+            let c = Expr::binary(BinOp::Lt, e.clone(), d.clone(), span);
+            guard = Some(match guard {
+                None => c,
+                Some(g) => Expr::binary(BinOp::And, g, c, span),
+            });
+        }
+        let add = Stmt::new(
+            StmtKind::AtomicAdd {
+                buffer,
+                indices: at,
+                value: Expr::new(
+                    ExprKind::Load {
+                        buffer: src.to_string(),
+                        indices: vars.iter().map(Expr::var).collect(),
+                    },
+                    src_span,
+                ),
+            },
+            span,
+        );
+        let mut body = vec![match guard {
+            Some(cond) => Stmt::new(
+                StmtKind::If {
+                    cond,
+                    then_body: vec![add],
+                    else_body: Vec::new(),
+                },
+                span,
+            ),
+            None => add,
+        }];
+        for (v, extent) in vars.iter().zip(shape).rev() {
+            body = vec![Stmt::new(
+                StmtKind::For(crate::ir::For {
+                    var: Ident::new(v.clone(), span),
+                    start: Expr::int(0),
+                    stop: extent,
+                    kind: crate::ir::ForKind::Parallel,
+                    body,
+                }),
+                span,
+            )];
+        }
+        body.pop()
+    }
+
     /// `T.fill(dst, value)` / `T.clear(dst)`.
     pub fn fill(&mut self, span: Span, args: &[ast::Arg], clear: bool) -> Option<Stmt> {
         let (dst, value) = if clear {

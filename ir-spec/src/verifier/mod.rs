@@ -284,6 +284,11 @@ impl<'f> Checker<'f> {
                 indices,
                 value,
             } => self.store(buffer, indices, value),
+            StmtKind::AtomicAdd {
+                buffer,
+                indices,
+                value,
+            } => self.atomic_add(buffer, indices, value),
             StmtKind::Copy { src, dst } => self.copy(src, dst, stmt.span),
             StmtKind::Gemm(g) => self.gemm(g, stmt.span),
             StmtKind::Fill { dst, value } => self.fill(dst, value, stmt.span),
@@ -335,6 +340,36 @@ impl<'f> Checker<'f> {
         self.check_indices(decl, indices, buffer.span);
         if let Some(t) = value_type {
             self.check_value_fits(decl, t.dtype, value.span);
+        }
+    }
+
+    /// Rules U1–U2 of `T.atomic_add` (docs/ir.md): a global or shared element of an
+    /// additive dtype the targets have an atomic add for; the store rules otherwise.
+    fn atomic_add(&mut self, buffer: &Ident, indices: &[Expr], value: &Expr) {
+        self.store(buffer, indices, value);
+        let Some(decl) = self.env.buffer(&buffer.name) else {
+            return;
+        };
+        if !matches!(decl.scope, Scope::Global | Scope::Shared) {
+            self.error(
+                buffer.span,
+                format!(
+                    "`T.atomic_add` works on global and shared buffers; `{}` is {} (one thread \
+                     owns each of its elements: add with `+=`)",
+                    buffer.name,
+                    decl.scope.name()
+                ),
+            );
+        }
+        if !crate::ir::atomic_add_dtype(decl.dtype) {
+            self.error(
+                buffer.span,
+                format!(
+                    "`T.atomic_add` has no {} form (float16, bfloat16, float32, float64, int32, \
+                     uint32, int64 have one)",
+                    decl.dtype
+                ),
+            );
         }
     }
 }

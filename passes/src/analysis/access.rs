@@ -8,6 +8,54 @@ use std::collections::{BTreeSet, HashMap};
 use tlc_ir::visit::{for_each_stmt, for_each_subexpr, stmt_exprs};
 use tlc_ir::{Expr, ExprKind, Region, Stmt, StmtKind};
 
+/// Whether `F[indices]`, `F` of constant `shape`, inside a `T.Parallel` nest of `vars` over
+/// `extents` (constants where known) touches element for element the nest's iteration:
+/// its indices are the nest's variables in order, after dropping the dimensions of extent 1
+/// on both sides (a unit dimension of `F` is indexed by `0` or by a unit variable). Then the
+/// flat index of the iteration is the flat index of the element, which is what lets
+/// `lower-tile-ops` serve the access from the thread's own registers (`F[j]` in a
+/// `T.Parallel(1, N)` nest over an `(N,)` fragment included); `stage-fragment-reads` stages
+/// every other fragment read.
+pub fn element_for_element(
+    shape: &[i64],
+    indices: &[Expr],
+    vars: &[String],
+    extents: &[Option<i64>],
+) -> bool {
+    if shape.len() != indices.len() || vars.len() != extents.len() {
+        return false;
+    }
+    let unit_var = |name: &str| {
+        vars.iter()
+            .zip(extents)
+            .any(|(v, e)| v == name && *e == Some(1))
+    };
+    let mut own: Vec<&str> = Vec::new();
+    let mut own_shape: Vec<i64> = Vec::new();
+    for (&d, i) in shape.iter().zip(indices) {
+        match (&i.kind, d) {
+            (ExprKind::Var(v), _) if d != 1 => {
+                own.push(v);
+                own_shape.push(d);
+            }
+            (ExprKind::Int(0), 1) => {}
+            (ExprKind::Var(v), 1) if unit_var(v) => {}
+            _ => return false,
+        }
+    }
+    let nest: Vec<(&str, i64)> = vars
+        .iter()
+        .zip(extents)
+        .filter(|(_, e)| **e != Some(1))
+        .map(|(v, e)| (v.as_str(), e.unwrap_or(-1)))
+        .collect();
+    nest.len() == own.len()
+        && nest
+            .iter()
+            .zip(own.iter().zip(&own_shape))
+            .all(|((v, e), (w, d))| v == w && e == d)
+}
+
 /// The buffers some code reads and writes, by name (nested statements included; intrinsics
 /// count: `T.cp_async` writes its destination and reads its source, `T.ldmatrix` reads its
 /// source, `T.mma_sync` reads and writes its accumulator).
@@ -38,6 +86,15 @@ impl Access {
         match &stmt.kind {
             StmtKind::Store { buffer, .. } => {
                 self.writes.insert(buffer.name.clone());
+            }
+            // A read-modify-write of the element.
+            StmtKind::AtomicAdd { buffer, .. } => {
+                self.reads.insert(buffer.name.clone());
+                self.writes.insert(buffer.name.clone());
+            }
+            StmtKind::Reduce(r) => {
+                self.reads.insert(r.src.name.clone());
+                self.writes.insert(r.dst.name.clone());
             }
             StmtKind::Copy { src, dst } => {
                 self.add_region_read(src);
@@ -89,7 +146,13 @@ pub fn count_sites(body: &[Stmt]) -> HashMap<String, usize> {
             });
         }
         match &s.kind {
-            StmtKind::Store { buffer, .. } => add(&buffer.name),
+            StmtKind::Store { buffer, .. } | StmtKind::AtomicAdd { buffer, .. } => {
+                add(&buffer.name)
+            }
+            StmtKind::Reduce(r) => {
+                add(&r.src.name);
+                add(&r.dst.name);
+            }
             StmtKind::Copy { src, dst } => {
                 add(&src.buffer.name);
                 add(&dst.buffer.name);

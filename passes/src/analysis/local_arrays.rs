@@ -112,6 +112,9 @@ impl Walk {
         match &s.kind {
             StmtKind::Store {
                 buffer, indices, ..
+            }
+            | StmtKind::AtomicAdd {
+                buffer, indices, ..
             } => self.access(&buffer.name, indices),
             StmtKind::Intrinsic(i) => {
                 for op in i.operands() {

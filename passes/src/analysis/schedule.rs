@@ -511,6 +511,7 @@ fn is_global_to_shared_copy(s: &Stmt, facts: &KernelFacts) -> bool {
                         stores += 1;
                         ok &= facts.is_shared(&buffer.name);
                     }
+                    StmtKind::AtomicAdd { .. } => ok = false,
                     StmtKind::For(_)
                     | StmtKind::If { .. }
                     | StmtKind::Let { .. }

@@ -10,7 +10,7 @@ use super::fragment::{mismatch, shape};
 use super::region::build;
 use super::vectorize::{rows_aligned, width};
 use super::Ctx;
-use crate::analysis::access::element_accesses;
+use crate::analysis::access::{element_accesses, element_for_element};
 use crate::analysis::int::{mentions, multiple_of, unit_offset};
 use crate::names::NameSet;
 use std::collections::HashMap;
@@ -64,16 +64,22 @@ pub(crate) fn lower(
             continue;
         }
         touches_fragment = true;
-        let shape_ok = ctx
-            .buffer(name)
-            .and_then(shape)
-            .is_some_and(|s| s.iter().map(|&n| Some(n)).eq(extents.iter().map(const_int)));
-        let identity = indices.len() == vars.len()
-            && indices
-                .iter()
-                .zip(&vars)
-                .all(|(i, v)| matches!(&i.kind, ExprKind::Var(n) if n == v));
-        if !(shape_ok && identity) {
+        let fshape = ctx.buffer(name).and_then(shape);
+        let consts: Vec<Option<i64>> = extents.iter().map(const_int).collect();
+        let ok = match (&fshape, ctx.fragments.mma(name)) {
+            // An accumulator layout maps exactly the nest's two dimensions.
+            (Some(s), Some(_)) => {
+                s.iter().map(|&n| Some(n)).eq(consts.iter().copied())
+                    && indices.len() == vars.len()
+                    && indices
+                        .iter()
+                        .zip(&vars)
+                        .all(|(i, v)| matches!(&i.kind, ExprKind::Var(n) if n == v))
+            }
+            (Some(s), None) => element_for_element(s, indices, &vars, &consts),
+            (None, _) => false,
+        };
+        if !ok {
             errors.push(mismatch(name, span));
         }
     }

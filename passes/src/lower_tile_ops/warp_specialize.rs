@@ -535,7 +535,9 @@ fn consumer_only(body: &[Stmt], ctx: &Ctx) -> Result<(), String> {
             return;
         }
         match &s.kind {
-            StmtKind::Store { buffer, .. } if !private(&buffer.name) => {
+            StmtKind::Store { buffer, .. } | StmtKind::AtomicAdd { buffer, .. }
+                if !private(&buffer.name) =>
+            {
                 why = Some(format!("the loop's compute writes `{}`", buffer.name));
             }
             StmtKind::Barrier => why = Some("the loop's compute needs block barriers".into()),
@@ -598,6 +600,8 @@ pub(crate) fn private_code(body: &[Stmt], side: Side, ctx: &Ctx) -> bool {
                 ok &= !shared(&buffer.name)
                     && (side == Side::After || scope(&buffer.name) != Some(Scope::Global));
             }
+            // An atomic add reads what other threads add: never private.
+            StmtKind::AtomicAdd { .. } => ok = false,
             StmtKind::Barrier | StmtKind::Intrinsic(_) => ok = false,
             _ => {}
         }

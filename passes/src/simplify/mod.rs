@@ -175,7 +175,7 @@ impl Simplifier<'_> {
                     self.env.insert(var.name.clone(), r);
                 }
             }
-            StmtKind::Store { indices, value, .. } => {
+            StmtKind::Store { indices, value, .. } | StmtKind::AtomicAdd { indices, value, .. } => {
                 for i in indices.iter_mut() {
                     *i = self.expr(i);
                 }

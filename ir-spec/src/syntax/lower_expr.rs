@@ -52,6 +52,7 @@ const KNOWN_T_NAMES: &[&str] = &[
     "parallel",
     "serial",
     "Serial",
+    "Persistent",
     "unroll",
     "thread_binding",
     "use_swizzle",

@@ -215,6 +215,10 @@ impl Lowerer {
         if used.is_empty() {
             return Some(body);
         }
+        // In per-thread code, `T.clear(acc)` / `T.fill(acc, v)` of a whole per-thread
+        // (`T.alloc_local`) buffer is each thread's own loop over its elements.
+        let mut body = body;
+        per_thread_fills(allocs, &mut body);
         if let Some((what, at)) = tile_construct(allocs, &body) {
             for (var, axis, use_span) in &used {
                 let tag = thread_tag(*axis).name();
@@ -926,6 +930,62 @@ fn thread_var_uses(vars: &[(Ident, usize)], body: &[Stmt]) -> Vec<(Ident, usize,
 
 /// The first tile-level construct of a kernel, named, with its span: a fragment, a tile op,
 /// a `T.Parallel` loop.
+/// Rewrites each `T.fill` of a whole local buffer of constant shape in `body` into
+/// `for k in T.serial(n): buf[k] = value` (one loop per dimension).
+fn per_thread_fills(allocs: &[crate::ir::BufferDecl], body: &mut [Stmt]) {
+    for stmt in body.iter_mut() {
+        if let StmtKind::Fill { dst, value } = &stmt.kind {
+            let local = allocs
+                .iter()
+                .find(|a| a.name.name == dst.buffer.name && a.scope == Scope::Local);
+            let whole = local.is_some_and(|a| {
+                a.shape.len() == dst.ranges.len()
+                    && a.shape.iter().zip(&dst.ranges).all(|(d, r)| {
+                        r.start.as_int() == Some(0)
+                            && d.as_int().is_some()
+                            && r.extent.as_int() == d.as_int()
+                    })
+            });
+            if whole {
+                let span = stmt.span;
+                let vars: Vec<String> = (0..dst.ranges.len())
+                    .map(|d| format!("{}_fill{d}", dst.buffer.name))
+                    .collect();
+                let mut inner = vec![Stmt::new(
+                    StmtKind::Store {
+                        buffer: dst.buffer.clone(),
+                        indices: vars
+                            .iter()
+                            .map(|v| Expr::new(ExprKind::Var(v.clone()), span))
+                            .collect(),
+                        value: value.clone(),
+                    },
+                    span,
+                )];
+                for (v, r) in vars.iter().zip(&dst.ranges).rev() {
+                    inner = vec![Stmt::new(
+                        StmtKind::For(crate::ir::For {
+                            var: Ident::new(v.clone(), span),
+                            start: Expr::int(0),
+                            stop: r.extent.clone(),
+                            kind: crate::ir::ForKind::Serial,
+                            body: inner,
+                        }),
+                        span,
+                    )];
+                }
+                if let Some(s) = inner.pop() {
+                    *stmt = s;
+                }
+                continue;
+            }
+        }
+        for child in visit::child_bodies_mut(stmt) {
+            per_thread_fills(allocs, child);
+        }
+    }
+}
+
 fn tile_construct(allocs: &[crate::ir::BufferDecl], body: &[Stmt]) -> Option<(String, Span)> {
     if let Some(f) = allocs.iter().find(|a| a.scope == Scope::Fragment) {
         return Some((format!("the fragment `{}`", f.name.name), f.span));

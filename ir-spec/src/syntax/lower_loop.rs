@@ -3,7 +3,7 @@
 //! `T.thread_binding` and `T.vectorized`.
 
 use crate::diagnostic::Diagnostic;
-use crate::ir::{Expr, For, ForKind, Ident, Stmt, StmtKind, ThreadTag};
+use crate::ir::{BinOp, Expr, ExprKind, For, ForKind, Ident, Stmt, StmtKind, ThreadTag};
 use crate::span::Span;
 use crate::syntax::ast;
 use crate::syntax::lower::Lowerer;
@@ -29,6 +29,9 @@ impl Lowerer {
         }
         if kind_name == "T.Parallel" {
             return self.parallel(targets, iter.span, args, body, span);
+        }
+        if kind_name == "T.Persistent" {
+            return self.persistent(targets, iter.span, args, body, span);
         }
         let [var] = targets else {
             return self.fail(loop_error(span, Some(&kind_name), targets));
@@ -275,6 +278,134 @@ impl Lowerer {
             inner = vec![stmt];
         }
         inner.pop()
+    }
+
+    /// `for bx, by in T.Persistent([Mb, Nb], wave, index, group_size=8):` — TileLang's
+    /// persistent tile walk, written out: block `index` of a `wave`-block grid takes tile
+    /// `r = w * wave + index` in wave `w`, for as many waves as cover the domain padded to
+    /// a multiple of `g = max(1, min(group_size, Nb))` columns; `r = (i0 * Mb + i1) * g + i2`
+    /// is tile `(bx, by) = (i1, i0 * g + i2)` (groups of `g` column tiles walked down the
+    /// rows, for L2 reuse), run when `by < Nb`. A 1-D domain `[D]` walks `bx = r < D`.
+    fn persistent(
+        &mut self,
+        targets: &[ast::Ident],
+        iter_span: Span,
+        args: &[ast::Arg],
+        body: &[ast::Stmt],
+        span: Span,
+    ) -> Option<Stmt> {
+        let a = self.bind(
+            "T.Persistent",
+            iter_span,
+            args,
+            &["domain", "wave_size", "index", "group_size"],
+            3,
+        )?;
+        let domain_arg = a[0]?;
+        let dims: Vec<&ast::Expr> = match &domain_arg.kind {
+            ast::ExprKind::List(items) | ast::ExprKind::Tuple(items) => items.iter().collect(),
+            _ => {
+                return self.fail(Diagnostic::error(
+                    domain_arg.span,
+                    "`T.Persistent` takes its domain as a list: `[Mb, Nb]`",
+                ))
+            }
+        };
+        if dims.len() != targets.len() || !(1..=2).contains(&dims.len()) {
+            return self.fail(Diagnostic::error(
+                domain_arg.span,
+                format!(
+                    "`T.Persistent` walks a 1-D or 2-D domain with one variable per dimension; \
+                     found {} dimension(s) and {} variable(s)",
+                    dims.len(),
+                    targets.len()
+                ),
+            ));
+        }
+        let mut extents = Vec::new();
+        for d in &dims {
+            extents.push(self.expr(d)?);
+        }
+        let wave = self.expr(a[1]?)?;
+        let index = self.expr(a[2]?)?;
+        let group = match a[3] {
+            Some(g) => self.expr(g)?,
+            None => Expr::int(8),
+        };
+        let body = self.nested(2, span, |lw| lw.block(body))?;
+        let b = |op: BinOp, x: Expr, y: Expr| Expr::binary(op, x, y, span);
+        let var = |name: &str| Expr::new(ExprKind::Var(name.to_string()), span);
+        let first = &targets[0];
+        let w = format!("{}_wave", first.name);
+        let r = format!("{}_tile", first.name);
+        let let_ = |name: &str, value: Expr, at: Span| {
+            Stmt::new(
+                StmtKind::Let {
+                    var: Ident::new(name, at),
+                    dtype: None,
+                    value,
+                },
+                at,
+            )
+        };
+        let tile = let_(
+            &r,
+            b(BinOp::Add, b(BinOp::Mul, var(&w), wave.clone()), index),
+            span,
+        );
+        let (total, binds, cond) = match (targets, extents.as_slice()) {
+            ([bx], [d0]) => (
+                d0.clone(),
+                vec![let_(&bx.name, var(&r), bx.span)],
+                b(BinOp::Lt, var(&bx.name), d0.clone()),
+            ),
+            ([bx, by], [mb, nb]) => {
+                // The group width, a pure expression of the domain (written where used).
+                let g = || {
+                    b(
+                        BinOp::Max,
+                        Expr::int(1),
+                        b(BinOp::Min, group.clone(), nb.clone()),
+                    )
+                };
+                let groups = b(BinOp::CeilDiv, nb.clone(), g());
+                let total = b(BinOp::Mul, b(BinOp::Mul, groups, mb.clone()), g());
+                let q = b(BinOp::FloorDiv, var(&r), g());
+                let row = b(BinOp::FloorMod, q.clone(), mb.clone());
+                let col = b(
+                    BinOp::Add,
+                    b(BinOp::Mul, b(BinOp::FloorDiv, q, mb.clone()), g()),
+                    b(BinOp::FloorMod, var(&r), g()),
+                );
+                (
+                    total,
+                    vec![let_(&bx.name, row, bx.span), let_(&by.name, col, by.span)],
+                    b(BinOp::Lt, var(&by.name), nb.clone()),
+                )
+            }
+            _ => return None,
+        };
+        let mut inner = vec![tile];
+        inner.extend(binds);
+        inner.push(Stmt::new(
+            StmtKind::If {
+                cond,
+                then_body: body,
+                else_body: Vec::new(),
+            },
+            span,
+        ));
+        let waves = b(BinOp::CeilDiv, total, wave);
+        Some(Stmt::new(
+            StmtKind::For(For {
+                var: Ident::new(w, span),
+                start: Expr::int(0),
+                stop: waves,
+                kind: ForKind::Serial,
+                body: inner,
+            }),
+            span,
+        ))
     }
 
     /// A thread tag string such as "threadIdx.x".

@@ -245,7 +245,6 @@ impl Lowerer {
             }
             return None;
         }
-        let mut body = body;
         let mut axes: Vec<&(Ident, usize, Span)> = used.iter().collect();
         axes.sort_by_key(|u| std::cmp::Reverse(u.1));
         for (var, axis, _) in axes {

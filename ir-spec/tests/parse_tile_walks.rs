@@ -25,7 +25,11 @@ def walk(Hits: T.Tensor((M, N), "int32"), Who: T.Tensor((M, N), "int32")):
             T.atomic_add(Hits[{idx}], 1)
             Who[{idx}] = block_id
 "#,
-        idx = if vars.contains(',') { "bx, by" } else { "bx, 0" }
+        idx = if vars.contains(',') {
+            "bx, by"
+        } else {
+            "bx, 0"
+        }
     )
 }
 
@@ -38,8 +42,16 @@ fn run(src: &str, m: i64, n: i64) -> (Vec<f64>, Vec<f64>) {
         Tensor::from_f64(DType::Int32, &[m as usize, n as usize], &zeros).expect("Hits"),
     )]
     .into();
-    let out = interp::run(&f, &dims, inputs, &RunOptions { seed: 1, threads: 2 })
-        .unwrap_or_else(|e| panic!("{e}"));
+    let out = interp::run(
+        &f,
+        &dims,
+        inputs,
+        &RunOptions {
+            seed: 1,
+            threads: 2,
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     (out["Hits"].to_f64(), out["Who"].to_f64())
 }
 
@@ -47,19 +59,36 @@ fn run(src: &str, m: i64, n: i64) -> (Vec<f64>, Vec<f64>) {
 fn the_persistent_walk_visits_every_tile_exactly_once() {
     // Group widths 8 (default), 3, and more than the columns; more tiles than blocks,
     // fewer, and a column count that is not a multiple of the group.
-    for (m, n, grid, group) in [(7, 10, 4, ""), (5, 13, 6, ", group_size=3"), (9, 2, 32, ""), (3, 17, 5, ", group_size=1")] {
+    for (m, n, grid, group) in [
+        (7, 10, 4, ""),
+        (5, 13, 6, ", group_size=3"),
+        (9, 2, 32, ""),
+        (3, 17, 5, ", group_size=1"),
+    ] {
         let (hits, who) = run(&persistent("[M, N]", "bx, by", grid, group), m, n);
-        assert!(hits.iter().all(|&h| h == 1.0), "{m}x{n} grid {grid}{group}: {hits:?}");
+        assert!(
+            hits.iter().all(|&h| h == 1.0),
+            "{m}x{n} grid {grid}{group}: {hits:?}"
+        );
         // TileLang's order: tile r = w * grid + b is (bx, by) = (i1, i0 * g + i2) for
         // r = (i0 * M + i1) * g + i2, g = max(1, min(group, N)).
         let g = match group {
             "" => 8.min(n).max(1),
-            s => s.trim_start_matches(", group_size=").parse::<i64>().expect("g").min(n).max(1),
+            s => s
+                .trim_start_matches(", group_size=")
+                .parse::<i64>()
+                .expect("g")
+                .min(n)
+                .max(1),
         };
         for bx in 0..m {
             for by in 0..n {
                 let r = ((by / g) * m + bx) * g + by % g;
-                assert_eq!(who[(bx * n + by) as usize], (r % grid) as f64, "tile ({bx}, {by})");
+                assert_eq!(
+                    who[(bx * n + by) as usize],
+                    (r % grid) as f64,
+                    "tile ({bx}, {by})"
+                );
             }
         }
     }
@@ -82,7 +111,11 @@ fn the_persistent_walk_prints_as_waves_and_parses_back() {
     assert_eq!(parse(&text).expect("reparses"), f);
     let bad = persistent("M", "bx", 4, "");
     let err = parse(&bad).expect_err("domain must be a list");
-    assert!(err[0].message.contains("takes its domain as a list"), "{:?}", err[0].message);
+    assert!(
+        err[0].message.contains("takes its domain as a list"),
+        "{:?}",
+        err[0].message
+    );
 }
 
 #[test]
@@ -99,9 +132,20 @@ def k(Y: T.Tensor((64,), "float32")):
 "#;
     let f = ok(src);
     let text = print_func(&f);
-    assert!(text.contains("for acc_fill0 in T.serial(4):\n                acc[acc_fill0] = 0"), "{text}");
-    let out = interp::run(&f, &HashMap::new(), HashMap::new(), &RunOptions { seed: 1, threads: 1 })
-        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        text.contains("for acc_fill0 in T.serial(4):\n                acc[acc_fill0] = 0"),
+        "{text}"
+    );
+    let out = interp::run(
+        &f,
+        &HashMap::new(),
+        HashMap::new(),
+        &RunOptions {
+            seed: 1,
+            threads: 1,
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     for (t, y) in out["Y"].to_f64().iter().enumerate() {
         assert_eq!(*y, (6 * t) as f64, "Y[{t}]");
     }

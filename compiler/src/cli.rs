@@ -112,24 +112,29 @@ pub enum Command {
         #[arg(long, value_name = "sm_80|sm_90a")]
         target: Option<String>,
     },
-    /// Benchmark a GEMM kernel against cuBLAS on GPU 0: check its result, time both, print
-    /// TFLOP/s and the ratio.
+    /// Benchmark a kernel on GPU 0: a GEMM against cuBLAS (check, TFLOP/s, ratio), or any
+    /// kernel against a device-to-device copy (GB/s, ratio).
     Bench {
-        /// The kernel source (`.tir`): a GEMM with parameters A (M, K) float16, B (K, N)
-        /// float16, C (M, N) float16 or float32.
+        /// The kernel source (`.tir`). `--vs cublas`: a GEMM with parameters A (M, K)
+        /// float16, B (K, N) float16, C (M, N) float16 or float32. `--vs copy`: any kernel.
         file: PathBuf,
-        /// Bind a symbolic dimension to a constant, e.g. `-D M=4096` (repeatable).
+        /// Bind a symbolic dimension to a constant, e.g. `-D M=4096` (repeatable; with
+        /// `--vs copy` a name given several times is swept over its values).
         #[arg(short = 'D', value_name = "NAME=VALUE")]
         define: Vec<String>,
         /// The reference to compare with and time against.
         #[arg(long = "vs", value_enum, default_value_t = Baseline::Cublas)]
         baseline: Baseline,
-        /// Shapes to run, `M,N,K;M,N,K;...`, bound to the kernel's symbolic dims (default:
-        /// the kernel's own constant shape).
+        /// `--vs cublas`: shapes to run, `M,N,K;M,N,K;...`, bound to the kernel's symbolic
+        /// dims (default: the kernel's own constant shape).
         #[arg(long, value_name = "M,N,K;...")]
         sweep: Option<String>,
-        /// Compile each shape with its sizes as constants (as `-D` would) instead of binding
-        /// them at launch.
+        /// `--vs copy`: shapes to run, `NAME=VALUE,...;NAME=VALUE,...`, each combined with
+        /// the `-D` bindings.
+        #[arg(long, value_name = "NAME=VALUE,...;...")]
+        shapes: Option<String>,
+        /// `--vs cublas`: compile each shape with its sizes as constants (as `-D` would)
+        /// instead of binding them at launch.
         #[arg(long)]
         specialize: bool,
         /// Untimed runs before the timed ones.
@@ -157,6 +162,8 @@ pub enum Baseline {
     /// cuBLAS `cublasGemmEx`, float16 inputs, float32 accumulation.
     #[default]
     Cublas,
+    /// A device-to-device copy moving as many bytes as the kernel: GB/s of any kernel.
+    Copy,
 }
 
 /// What `tlc compile` writes.

@@ -4,7 +4,7 @@
 use clap::Parser;
 use std::io::Write;
 use std::process::ExitCode;
-use tlc::cli::{Cli, Command};
+use tlc::cli::{Baseline, Cli, Command};
 use tlc::commands;
 use tlc::frontend::UserError;
 
@@ -113,27 +113,50 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
         Command::Bench {
             file,
             define,
-            baseline: _,
+            baseline,
             sweep,
+            shapes,
             specialize,
             warmup,
             iters,
             target,
             csv,
             seed,
-        } => commands::bench::run(&commands::bench::BenchArgs {
-            file: &file,
-            defines: &define,
-            sweep: sweep.as_deref(),
-            warmup,
-            iters,
-            target: target
+        } => {
+            let target = target
                 .as_deref()
                 .map(commands::compile::parse_target)
-                .transpose()?,
-            csv,
-            specialize,
-            seed,
-        }),
+                .transpose()?;
+            match baseline {
+                Baseline::Cublas => {
+                    if shapes.is_some() {
+                        return Err(commands::bench_copy::shapes_need_copy());
+                    }
+                    commands::bench::run(&commands::bench::BenchArgs {
+                        file: &file,
+                        defines: &define,
+                        sweep: sweep.as_deref(),
+                        warmup,
+                        iters,
+                        target,
+                        csv,
+                        specialize,
+                        seed,
+                    })
+                }
+                Baseline::Copy => commands::bench_copy::run(&commands::bench_copy::CopyArgs {
+                    file: &file,
+                    defines: &define,
+                    shapes: shapes.as_deref(),
+                    sweep: sweep.as_deref(),
+                    specialize,
+                    warmup,
+                    iters,
+                    target,
+                    csv,
+                    seed,
+                }),
+            }
+        }
     }
 }

@@ -1,7 +1,8 @@
 //! `tlc bench` through the binary. Everything before the GPU is touched (flags, `--sweep`,
-//! the GEMM signature, shapes) is checked on any machine; without a driver or GPU the command
-//! must fail with a clear error and exit 1, never panic. On a GPU machine the naive GEMM runs
-//! against cuBLAS and must pass the check.
+//! `--shapes`, the GEMM signature, shapes, unbound dims) is checked on any machine; without a
+//! driver or GPU the command must fail with a clear error and exit 1, never panic. On a GPU
+//! machine the naive GEMM runs against cuBLAS and must pass the check, and `--vs copy` runs
+//! its kernels.
 
 mod common;
 
@@ -9,6 +10,7 @@ use common::{text, tlc};
 use std::process::Output;
 
 const NAIVE: &str = "compiler/tests/bench/gemm_naive.tir";
+const RMS: &str = "tests/tilelang/norm_rms.tir";
 
 fn has_gpu() -> bool {
     tlc_runtime::driver_available() && tlc_runtime::Gpu::count() > 0
@@ -132,4 +134,120 @@ fn constant_and_specialized_shapes() {
             fails_with(&out, "`tlc bench` needs a GPU");
         }
     }
+}
+
+/// `--vs copy`: any kernel, each shape compiled with its dims bound; repeated `-D` sweeps.
+#[test]
+fn bandwidth_runs_or_says_there_is_no_gpu() {
+    let out = tlc(&[
+        "bench", RMS, "--vs", "copy", "-D", "M=64", "-D", "M=100", "--warmup", "1", "--iters", "3",
+        "--csv",
+    ]);
+    if has_gpu() {
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let csv = text(&out.stdout);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines.len(), 3, "{csv}");
+        assert!(lines[0].starts_with("M,bytes,tlc_ms,"), "{csv}");
+        // A and B: M x 1024 float32 each.
+        assert!(lines[1].starts_with("64,524288,"), "{csv}");
+        assert!(lines[2].starts_with("100,819200,"), "{csv}");
+    } else {
+        fails_with(&out, "`tlc bench` needs a GPU");
+        assert!(text(&out.stdout).is_empty());
+    }
+    // Not only GEMMs; and a GEMM is benchmarked as any other kernel. `--shapes` gives shapes.
+    for args in [
+        &[
+            "bench",
+            "examples/elementwise_add.tir",
+            "--vs",
+            "copy",
+            "--shapes",
+            "N=1000; N=4096",
+        ][..],
+        &[
+            "bench", NAIVE, "--vs", "copy", "-D", "M=64", "-D", "N=32", "-D", "K=16",
+        ],
+        &[
+            "bench",
+            NAIVE,
+            "--vs",
+            "copy",
+            "--shapes",
+            "M=64,N=32;M=17,N=9",
+            "-D",
+            "K=5",
+        ],
+    ] {
+        let mut args = args.to_vec();
+        args.extend(["--warmup", "1", "--iters", "2"]);
+        let out = tlc(&args);
+        if has_gpu() {
+            assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+            let table = text(&out.stdout);
+            assert!(table.contains("vs device-to-device copy"), "{table}");
+            assert!(table.contains("copy GB/s"), "{table}");
+        } else {
+            fails_with(&out, "`tlc bench` needs a GPU");
+        }
+    }
+}
+
+#[test]
+fn bandwidth_flags_are_checked_before_the_gpu() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &[RMS],
+            "`M` not bound: `--vs copy` compiles the kernel with every dim bound",
+        ),
+        (
+            &[NAIVE, "-D", "M=64", "-D", "M=32", "-D", "N=8"],
+            "`K` not bound at shape M=64,N=8",
+        ),
+        (
+            &[RMS, "-D", "Q=3"],
+            "`Q` names no symbolic dimension of `rms_norm`",
+        ),
+        (
+            &[RMS, "--shapes", "M=8;N=8"],
+            "`N` names no symbolic dimension of `rms_norm`",
+        ),
+        (&[RMS, "--shapes", "M=8;;M=9"], "shape 2 is empty"),
+        (&[RMS, "--shapes", "M=x"], "`x` is not an integer"),
+        (
+            &[RMS, "--shapes", "M=8", "-D", "M=9"],
+            "`M` is bound both by `-D` and by `--shapes`",
+        ),
+        (&[RMS, "-D", "M"], "expected NAME=VALUE"),
+        (&[RMS, "-D", "M=0"], "must be positive, found 0"),
+        (
+            &[RMS, "-D", "M=8", "--iters", "0"],
+            "`--iters` must be at least 1",
+        ),
+        (
+            &[RMS, "-D", "M=8", "--sweep", "1,1,1"],
+            "`--sweep` is for `--vs cublas`",
+        ),
+        (
+            &[RMS, "-D", "M=8", "--specialize"],
+            "`--specialize` is for `--vs cublas`",
+        ),
+        (&[RMS, "-D", "M=8", "--target", "sm_70"], "unknown target"),
+    ];
+    for (flags, says) in cases {
+        let mut args = vec!["bench", "--vs", "copy"];
+        args.extend_from_slice(flags);
+        let out = tlc(&args);
+        fails_with(&out, says);
+        assert!(text(&out.stdout).is_empty(), "{flags:?}");
+    }
+    // Errors point into the file.
+    let out = tlc(&["bench", RMS, "--vs", "copy"]);
+    assert!(text(&out.stderr).contains("tests/tilelang/norm_rms.tir:16:1"));
+    // `--shapes` belongs to `--vs copy`.
+    fails_with(
+        &tlc(&["bench", NAIVE, "--sweep", "64,64,64", "--shapes", "M=64"]),
+        "`--shapes` is for `--vs copy`",
+    );
 }

@@ -68,4 +68,24 @@ run bench/gemm_128x128x64_t128_s4.tir -D M=200 -D N=264 -D K=328
 run bench/gemm_128x128x64_t128_s4.tir -D M=1000 -D N=1032 -D K=1000
 TARGETS=sm_90a run bench/gemm_128x256x64_t256_s4.tir -D M=200 -D N=264 -D K=136
 TARGETS=sm_90a run bench/gemm_128x256x64_t256_s4.tir -D M=384 -D N=512 -D K=4096
+# TileLang's example kernels that tlc compiles (tests/tilelang; references in
+# tests/tests/tilelang_examples.rs): that test's ragged sizes, then the originals' where the
+# interpreter's side of the comparison stays quick. softmax_online is exact only for N a
+# multiple of 8192, topk_topk for M a multiple of 64; flash_attn_fwd_bshd needs more shared
+# memory than sm_80 gives a block.
+run tests/tilelang/elementwise_add.tir -D M=70 -D N=45
+run tests/tilelang/elementwise_add.tir -D M=1024 -D N=1024
+run tests/tilelang/norm_rms.tir -D M=3
+run tests/tilelang/norm_rms.tir -D M=1024
+run tests/tilelang/norm_rms_splitk.tir -D M=3 -D N=1100
+run tests/tilelang/norm_rms_splitk.tir -D M=64 -D N=8192
+run tests/tilelang/norm_layernorm_fwd.tir -D N=2
+run tests/tilelang/norm_layernorm_fwd.tir -D N=64
+run tests/tilelang/softmax_online.tir -D M=3 -D N=16384
+run tests/tilelang/topk_topk.tir -D M=64
+run tests/tilelang/topk_topk.tir -D M=320
+TARGETS=sm_90a run tests/tilelang/flash_attn_fwd_bshd.tir -D batch=1 -D heads=1 -D seq_len=160
+TARGETS=sm_90a run tests/tilelang/flash_attn_fwd_bshd.tir -D batch=1 -D heads=32 -D seq_len=256
+run tests/tilelang/flash_attn_fwd_bhsd_causal.tir -D batch=1 -D heads=1 -D seq_q=100 -D seq_kv=130
+run tests/tilelang/flash_attn_fwd_bhsd_causal.tir -D batch=1 -D heads=1 -D seq_q=256 -D seq_kv=256
 exit $fail

@@ -1,6 +1,8 @@
 //! Compiling inline kernels in tests: parse + verify, code generation for both targets with
 //! the manifest checked against the parameters and read back from the text, ptxas on each
 //! (no spills, at most 255 registers), and codegen's errors for unsupported inputs.
+//! Included by path from `tests/tests/tilelang_examples.rs` too (with `toolchain.rs` and
+//! `immediates.rs`), so it names `super::ptxas_log` and crates only.
 
 use super::ptxas_log;
 use std::path::Path;

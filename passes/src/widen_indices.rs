@@ -139,17 +139,12 @@ impl Widen {
     /// `e` with every int32 arithmetic node that may overflow computed in int64.
     ///
     /// Bit operators (`& | ^ << >>`) on int32 read their operands' 32 bits (docs/ir.md): an
-    /// operand that is int32 arithmetic gets an explicit `T.cast(…, "int32")` first, so that
-    /// when it is widened below, the bit operator still sees the wrapped value (and stays
-    /// int32); the cast is dropped again where its operand stayed int32.
+    /// operand that is int32 arithmetic whose value may leave int32 gets an explicit
+    /// `T.cast(…, "int32")` first, so that when it is widened below, the bit operator still
+    /// sees the wrapped value (and stays int32).
     fn expr(&self, e: &Expr) -> Expr {
         let e = self.pin_bit_operands(e);
         map_expr(&e, &mut |node| {
-            if let ExprKind::Cast(DType::Int32, inner) = &node.kind {
-                if self.dtype(inner) == Some(DType::Int32) {
-                    return (**inner).clone();
-                }
-            }
             // A narrowing over a narrowing (a second run over its own output) is one.
             if let ExprKind::Cast(DType::Int32, inner) = &node.kind {
                 if matches!(inner.kind, ExprKind::Cast(DType::Int32, _)) {
@@ -182,11 +177,20 @@ impl Widen {
         })
     }
 
-    /// Wraps the non-leaf operands of int32 bit operators in `T.cast(…, "int32")`.
+    /// Wraps the operands of int32 bit operators whose value may leave int32 in
+    /// `T.cast(…, "int32")`.
     fn pin_bit_operands(&self, e: &Expr) -> Expr {
+        // Only arithmetic can be widened (loads, casts and bit operators keep their width).
+        let widenable = |x: &Expr| match &x.kind {
+            ExprKind::Binary(op, _, _) => {
+                !op.is_comparison() && !op.is_logical() && !op.is_bitwise()
+            }
+            ExprKind::Unary(UnOp::Neg, _) => true,
+            _ => false,
+        };
         let pinned = |x: Box<Expr>| -> Box<Expr> {
             match x.kind {
-                ExprKind::Int(_) | ExprKind::Var(_) | ExprKind::Cast(..) => x,
+                _ if !widenable(&x) || int::interval(&x, &self.ranges).fits_i32() => x,
                 _ => {
                     let span = x.span;
                     Box::new(Expr::new(ExprKind::Cast(DType::Int32, x), span))

@@ -98,3 +98,29 @@ fn kernels_past_two_to_the_31_are_widened() {
     }
     assert_eq!(widened_cases, 2);
 }
+
+/// A bit operator reads its int32 operands' 32 bits (docs/ir.md): when an operand's
+/// arithmetic is widened (it may pass 2^31), the operator gets it narrowed back, exactly
+/// as the interpreter wraps it, and stays int32 itself; an operand that fits is untouched.
+#[test]
+fn bit_operators_keep_reading_32_bits_of_widened_operands() {
+    let src = r#"N = T.symbolic("N")
+
+@T.prim_func
+def k(A: T.Tensor((N,), "int32")):
+    with T.Kernel(T.ceildiv(N, 128), threads=128) as bx:
+        for tx in T.thread_binding(128, thread="threadIdx.x"):
+            if bx * 128 + tx < N:
+                A[bx * 128 + tx] = (bx * 128 + tx) * 3 >> 2 ^ tx & 7
+"#;
+    let func = tlc_ir::parse(src).expect("parses");
+    let out = widened(func.clone());
+    let text = print_func(&out);
+    assert!(
+        text.contains(
+            "A[bx * 128 + tx] = T.cast(T.cast(bx * 128 + tx, \"int64\") * 3, \"int32\") >> 2 ^ tx & 7"
+        ),
+        "{text}"
+    );
+    assert_same_meaning("bit operators", &func, &out);
+}

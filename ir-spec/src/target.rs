@@ -89,6 +89,10 @@ pub struct TargetDesc {
     pub warpgroup_size: Option<i64>,
     pub async_copies: &'static [AsyncCopy],
     pub mma: &'static [MmaFamily],
+    /// The fp8 conversions `cvt.rn.satfinite.{e4m3x2|e5m2x2}.f32` and
+    /// `cvt.rn.f16x2.{e4m3x2|e5m2x2}` (PTX ISA 7.8, sm_89 and later). Without them codegen
+    /// converts fp8 with integer and f32 instructions (`compiler/src/codegen/fp8.rs`).
+    pub fp8_convert: bool,
 }
 
 static SM80: TargetDesc = TargetDesc {
@@ -108,6 +112,7 @@ static SM80: TargetDesc = TargetDesc {
     warpgroup_size: None,
     async_copies: &[AsyncCopy::CpAsync],
     mma: &[MmaFamily::MmaSync],
+    fp8_convert: false,
 };
 
 static SM90A: TargetDesc = TargetDesc {
@@ -125,6 +130,7 @@ static SM90A: TargetDesc = TargetDesc {
     warpgroup_size: Some(WARPGROUP_SIZE),
     async_copies: &[AsyncCopy::CpAsync, AsyncCopy::BulkTensor],
     mma: &[MmaFamily::MmaSync, MmaFamily::Wgmma],
+    fp8_convert: true,
 };
 
 impl Target {

@@ -42,6 +42,34 @@ pub const E5M2: Fp8Format = Fp8Format {
     has_inf: true,
 };
 
+impl Fp8Format {
+    /// Mantissa (fraction) bits: 3 for e4m3, 2 for e5m2.
+    pub fn man_bits(self) -> u32 {
+        self.man_bits
+    }
+
+    /// The exponent bias: 7 for e4m3, 15 for e5m2.
+    pub fn bias(self) -> i32 {
+        self.bias
+    }
+
+    /// The largest finite magnitude (448, 57344).
+    pub fn max_finite(self) -> f64 {
+        self.max_finite
+    }
+
+    /// The bits of the largest finite magnitude (`0x7E`, `0x7B`).
+    pub fn max_bits(self) -> u8 {
+        self.max_bits
+    }
+
+    /// Whether exponent-all-ones with a zero mantissa is infinity (e5m2); e4m3 has no
+    /// infinities and one NaN magnitude, `0x7F`.
+    pub fn has_inf(self) -> bool {
+        self.has_inf
+    }
+}
+
 /// The NaN this module writes (sign bit aside): all exponent and mantissa bits set.
 const NAN_BITS: u8 = 0x7F;
 

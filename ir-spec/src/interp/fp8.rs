@@ -107,6 +107,19 @@ pub fn encode(fmt: Fp8Format, x: f64) -> u8 {
     sign | (bits as u8).min(fmt.max_bits)
 }
 
+/// The bits that hold `x` in memory: exact for every value of the format, e5m2's
+/// infinities included (`0x7C` / `0xFC`); any other value is converted as by [`encode`]
+/// (a NaN becomes `S.1111111`). Storage — shared memory, `.npy` files, device uploads —
+/// uses this, so an fp8 value read from memory and stored unchanged keeps its bits, as
+/// the GPU's byte copies do; conversions (`encode`) saturate infinities.
+pub fn bits(fmt: Fp8Format, x: f64) -> u8 {
+    if x.is_infinite() && fmt.has_inf {
+        let sign: u8 = if x < 0.0 { 0x80 } else { 0 };
+        return sign | (0x7F >> fmt.man_bits << fmt.man_bits);
+    }
+    encode(fmt, x)
+}
+
 /// Decodes fp8 bits to their exact value.
 pub fn decode(fmt: Fp8Format, bits: u8) -> f64 {
     let m = fmt.man_bits;
@@ -194,6 +207,22 @@ mod tests {
         assert_eq!(decode(E5M2, 0xFC), f64::NEG_INFINITY);
         assert!(decode(E5M2, 0x7D).is_nan());
         assert!(decode(E5M2, 0x7F).is_nan());
+    }
+
+    #[test]
+    fn storage_keeps_every_code() {
+        for fmt in [E4M3, E5M2] {
+            for code in 0..=255u8 {
+                let v = decode(fmt, code);
+                if !v.is_nan() {
+                    assert_eq!(bits(fmt, v), code, "{fmt:?} code {code:#04x}");
+                }
+            }
+        }
+        assert_eq!(bits(E5M2, f64::INFINITY), 0x7C);
+        assert_eq!(bits(E5M2, f64::NEG_INFINITY), 0xFC);
+        assert_eq!(bits(E4M3, f64::INFINITY), 0x7E);
+        assert_eq!(encode(E5M2, f64::INFINITY), 0x7B);
     }
 
     #[test]

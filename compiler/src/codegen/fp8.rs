@@ -10,7 +10,9 @@
 //! - Targets with the fp8 `cvt` (`TargetDesc::fp8_convert`: sm_90a) use it:
 //!   `cvt.rn.satfinite.{e4m3x2|e5m2x2}.f32 d, 0.0, x` (the value in the low byte, 0 in the
 //!   high one) and `cvt.rn.f16x2.{e4m3x2|e5m2x2}` then `cvt.f32.f16` (exact: f16 holds every
-//!   fp8 value).
+//!   fp8 value). The hardware writes every NaN as `0x7F` (measured on an H200: the sign is
+//!   dropped), so a NaN's byte is taken from the f32 instead: its top byte, `S.1111111`, is
+//!   the interpreter's NaN (`setp.nan` + `selp`, four instructions).
 //! - sm_80 has none: `encode_words` / `decode_words` are integer and f32 sequences on the
 //!   value's 32 bits. Normal results round by integer addition (half an ulp minus one plus
 //!   the kept part's lowest bit, which also carries into the exponent); subnormal results by
@@ -266,7 +268,12 @@ impl Cg {
                 hi: Operand::F32(0.0),
                 lo: x.into(),
             });
-            return dst;
+            // NaN: the f32's top byte (sign, then seven exponent bits, all ones).
+            let bits = self.b.bits_to(Type::B32, x);
+            let top = self.b.int(IntOp::Shr, Type::U32, bits, Operand::Imm(24));
+            let nan_code = self.b.cvt(Type::U16, Type::U32, top);
+            let nan = self.b.setp(Cmp::Nan, Type::F32, x, x);
+            return self.b.selp(Type::B16, nan_code, dst, nan);
         }
         let bits = self.b.bits_to(Type::B32, x);
         let code = encode_words(&mut self.b, format, bits);

@@ -37,6 +37,7 @@ for f in tests/cases/valid/*.tir passes/tests/cases/simt_*.tir examples/gemm_see
 done
 run examples/elementwise_add.tir -D N=1000
 run tests/cases/valid/math_and_bits.tir -D N=1000
+run tests/cases/valid/fp8_cast.tir -D N=1000
 run tests/cases/valid/row_softmax.tir -D M=1000
 run tests/cases/valid/atomic_colsum.tir -D M=200 -D N=1000
 run tests/cases/valid/elementwise_int64_dim.tir -D N=1000

@@ -91,6 +91,10 @@ pub struct TargetDesc {
     pub mma: &'static [MmaFamily],
     /// Whether `T.atomic_add` has a bfloat16 form (`red.add.noftz.bf16`: sm_90 and later).
     pub bf16_atomic_add: bool,
+    /// The fp8 conversions `cvt.rn.satfinite.{e4m3x2|e5m2x2}.f32` and
+    /// `cvt.rn.f16x2.{e4m3x2|e5m2x2}` (PTX ISA 7.8, sm_89 and later). Without them codegen
+    /// converts fp8 with integer and f32 instructions (`compiler/src/codegen/fp8.rs`).
+    pub fp8_convert: bool,
 }
 
 static SM80: TargetDesc = TargetDesc {
@@ -111,6 +115,7 @@ static SM80: TargetDesc = TargetDesc {
     async_copies: &[AsyncCopy::CpAsync],
     mma: &[MmaFamily::MmaSync],
     bf16_atomic_add: false,
+    fp8_convert: false,
 };
 
 static SM90A: TargetDesc = TargetDesc {
@@ -129,6 +134,7 @@ static SM90A: TargetDesc = TargetDesc {
     async_copies: &[AsyncCopy::CpAsync, AsyncCopy::BulkTensor],
     mma: &[MmaFamily::MmaSync, MmaFamily::Wgmma],
     bf16_atomic_add: true,
+    fp8_convert: true,
 };
 
 impl Target {

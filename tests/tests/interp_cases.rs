@@ -17,7 +17,9 @@ type Outputs = HashMap<String, Tensor>;
 /// Symbolic dims for cases that have them: small and ragged.
 fn dims_for(stem: &str) -> Vec<(&'static str, i64)> {
     match stem {
-        "elementwise_add" | "elementwise_int64_dim" | "math_and_bits" => vec![("N", 1000)],
+        "elementwise_add" | "elementwise_int64_dim" | "math_and_bits" | "fp8_cast" => {
+            vec![("N", 1000)]
+        }
         "index_math" => vec![("M", 40)],
         "row_softmax" => vec![("M", 37)],
         "atomic_colsum" => vec![("M", 50), ("N", 70)],
@@ -185,6 +187,8 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
             assert_eq!(o["B"].to_f64(), want, "{stem}: B");
         }
         "math_and_bits" => check_math_and_bits(o),
+        "fp8_cast" => check_fp8_cast(o),
+        "int8_ops" => check_int8_ops(o),
         "row_softmax" => check_row_softmax(o),
         "atomic_colsum" => check_atomic_colsum(o, initial),
         "copy_regions" => check_copy_regions(o, initial),
@@ -337,6 +341,64 @@ fn check_math_and_bits(o: &Outputs) {
         let half = |v: f64| f16::from_f64(v).to_f64();
         let want_w = half(half(half(y2) * 0.5) * 0.5);
         assert_eq!(w[g], want_w, "math_and_bits: W[{g}]");
+    }
+}
+
+/// `fp8_cast.tir`: float32 arithmetic rounded to the fp8 format of each result (round to
+/// nearest even, saturating: `fp8::round`), literals rounded to the operation's dtype.
+fn check_fp8_cast(o: &Outputs) {
+    use tlc_ir::interp::fp8::{round, E4M3, E5M2};
+    let r = |v: f64| f64::from(v as f32);
+    let (x, h) = (o["X"].to_f64(), o["H"].to_f64());
+    let (y, z, w) = (o["Y"].to_f64(), o["Z"].to_f64(), o["W"].to_f64());
+    let (p, q) = (o["P"].to_f64(), o["Q"].to_f64());
+    for g in 0..x.len() {
+        let want_y = round(E4M3, r(x[g] * 600.0));
+        assert_eq!(y[g], want_y, "fp8_cast: Y[{g}]");
+        let want_z = round(E5M2, r(x[g] * 100000.0));
+        assert_eq!(z[g], want_z, "fp8_cast: Z[{g}]");
+        assert_eq!(w[g], r(want_y + want_z), "fp8_cast: W[{g}]");
+        // 0.3 is 0.3125 in e4m3; y * 0.125 is exact.
+        assert_eq!(round(E4M3, 0.3), 0.3125);
+        let want_p = round(E4M3, r(round(E4M3, want_y * 0.125) - 0.3125)).max(-want_y);
+        assert_eq!(p[g], want_p, "fp8_cast: P[{g}]");
+        let thousandth = f16::from_f64(0.001).to_f64();
+        let want_q = round(E5M2, f16::from_f64(r(h[g] * thousandth)).to_f64());
+        assert_eq!(q[g], want_q, "fp8_cast: Q[{g}]");
+    }
+}
+
+/// `int8_ops.tir`: int8 / uint8 arithmetic wraps to the width (so the whole expression
+/// does, modulo 256), `>>` is arithmetic on int8 and logical on uint8, float → int8
+/// truncates and saturates.
+fn check_int8_ops(o: &Outputs) {
+    let (a, b, m, x) = (
+        o["A"].to_f64(),
+        o["B"].to_f64(),
+        o["M"].to_f64(),
+        o["X"].to_f64(),
+    );
+    let (c, d, e, f, g) = (
+        o["C"].to_f64(),
+        o["D"].to_f64(),
+        o["E"].to_f64(),
+        o["F"].to_f64(),
+        o["G"].to_f64(),
+    );
+    for n in 0..a.len() {
+        let (av, bv, mv) = (a[n] as i64, b[n] as i64, m[n] != 0.0);
+        let want_c = (av * 37 + bv - (av >> 1)) as i8;
+        assert_eq!(c[n], f64::from(want_c), "int8_ops: C[{n}]");
+        let bu = bv as u8;
+        let want_d = ((bu << 5) | (bu >> 1)) ^ (!bu).wrapping_add(200);
+        assert_eq!(d[n], f64::from(want_d), "int8_ops: D[{n}]");
+        let want_e = ((bv >> 2 & 0xF) - 8) as f64 * 0.5;
+        assert_eq!(e[n], want_e, "int8_ops: E[{n}]");
+        let want_f = mv && av < 0 || !mv && bv > 10;
+        assert_eq!(f[n] != 0.0, want_f, "int8_ops: F[{n}]");
+        let sat = (x[n] as f32 * 200.0) as i8 as i64;
+        let want_g = (sat.div_euclid(3) + i64::from((-av) as u8 % 7)) as i8;
+        assert_eq!(g[n], f64::from(want_g), "int8_ops: G[{n}]");
     }
 }
 

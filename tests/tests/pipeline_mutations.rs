@@ -33,7 +33,17 @@ const EDGE_INTS: &[i64] = &[
 ];
 const OPERATORS: &[&str] = &["+", "-", "*", "//", "%"];
 const DTYPES: &[&str] = &[
-    "float16", "bfloat16", "float32", "float", "int32", "int64", "int8", "uint8", "bool",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float",
+    "int32",
+    "int64",
+    "int8",
+    "uint8",
+    "bool",
+    "float8_e4m3",
+    "float8_e5m2",
 ];
 const LOOPS: &[&str] = &["Parallel", "serial", "unroll", "vectorized", "Pipelined"];
 

@@ -1,11 +1,13 @@
 //! Expressions → registers: typing by `tlc_ir::types`, int32/int64 index math with floor
-//! division, f16/bf16 arithmetic through f32, conversions, comparisons, selects, and loads.
+//! division, int8/uint8 arithmetic wrapped to the width, f16/bf16/fp8 arithmetic through
+//! f32, conversions, comparisons, selects, and loads.
 
-use super::{ptx_type, Bind, Cg, Mem};
+use super::{elem_mem_type, ptx_type, Bind, Cg, Mem};
 use crate::ptx::{
     AddrBase, Address, Cmp, CvtRound, FRound, FloatMode, FloatOp, Guard, IntOp, MulMode, Op,
     Operand, Reg, Space, Type, UnOp as PUn,
 };
+use tlc_ir::interp::{fp8, scalar, Scalar};
 use tlc_ir::types::{infer, unify, Typed};
 use tlc_ir::visit::has_load;
 use tlc_ir::{BinOp, DType, Expr, ExprKind, UnOp};
@@ -104,12 +106,22 @@ impl Cg {
             (ExprKind::Int(v), DType::Int32 | DType::UInt32 | DType::Int64) => {
                 return Some(Operand::Imm(*v))
             }
+            (ExprKind::Int(v), DType::Int8 | DType::UInt8) => {
+                return Some(Operand::Imm(scalar::wrap_int(want, *v)))
+            }
             (ExprKind::Int(v), DType::Float32) => return Some(Operand::F32(*v as f32)),
             (ExprKind::Float(v), DType::Float32) => return Some(Operand::F32(*v as f32)),
-            (ExprKind::Int(_) | ExprKind::Float(_), DType::Float16 | DType::BFloat16) => {
-                let f = self.expr_as(e, DType::Float32)?;
-                let f = self.in_reg(f, Type::F32);
-                return Some(self.convert(f.into(), DType::Float32, want).into());
+            _ if is_narrow_float(want) => {
+                if let Some(lit) = literal(e) {
+                    // Rounded once, from the literal's exact value, as the interpreter
+                    // does: the result is exact in f32.
+                    let x = scalar::convert(lit, want).as_f64();
+                    if let Some(format) = fp8_format(want) {
+                        return Some(Operand::Imm(i64::from(fp8::encode(format, x))));
+                    }
+                    let f = self.b.mov(Type::F32, Operand::F32(x as f32));
+                    return Some(self.convert(f.into(), DType::Float32, want).into());
+                }
             }
             _ => {}
         }
@@ -145,20 +157,32 @@ impl Cg {
             }
             ExprKind::Unary(UnOp::Neg, a) => {
                 let ty = self.ty(d, span)?;
-                if is_half(d) {
-                    let f = self.expr_as(a, DType::Float32)?;
+                if is_narrow_float(d) {
+                    let v = self.expr_as(a, d)?;
+                    let f = self.convert(v, d, DType::Float32);
                     let f = self.b.unary(PUn::Neg, Type::F32, f);
                     return Some(self.convert(f.into(), DType::Float32, d).into());
                 }
                 let v = self.expr_as(a, d)?;
                 let v = self.in_reg(v, ty);
-                Some(self.b.unary(PUn::Neg, ty, v).into())
+                let r = self.b.unary(PUn::Neg, ty, v);
+                // -(-128) leaves int8; -x of a uint8 wraps.
+                Some(self.wrap_byte(r, d).into())
             }
             ExprKind::Unary(UnOp::BitNot, a) => {
                 let ty = self.ty(d, span)?;
                 let v = self.expr_as(a, d)?;
                 let v = self.in_reg(v, ty);
-                Some(self.b.unary(PUn::Not, bits(ty), v).into())
+                let r = self.b.unary(PUn::Not, bits(ty), v);
+                // ~x of a sign-extended int8 stays sign-extended; a uint8's upper bits flip.
+                Some(
+                    if d == DType::UInt8 {
+                        self.wrap_byte(r, d)
+                    } else {
+                        r
+                    }
+                    .into(),
+                )
             }
             ExprKind::Select(c, a, b) => self.select(c, a, b, d, span),
             ExprKind::Math(f, args) => {
@@ -297,16 +321,16 @@ impl Cg {
                 return None;
             }
         };
-        // f16 / bf16 are computed in f32 and rounded back (the interpreter's semantics).
-        let work = if is_half(common) {
+        // f16 / bf16 / fp8 are computed in f32 and rounded back (the interpreter's semantics).
+        let work = if is_narrow_float(common) {
             DType::Float32
         } else {
             common
         };
         let ty = self.ty(work, span)?;
-        let x = self.expr_as(a, work)?;
+        let x = self.operand_in(a, common, work)?;
         let x = self.in_reg(x, ty);
-        let y = self.expr_as(b, work)?;
+        let y = self.operand_in(b, common, work)?;
         if op.is_comparison() {
             let float = work == DType::Float32;
             let cmp = match op {
@@ -351,9 +375,41 @@ impl Cg {
             });
             dst
         } else {
-            self.int_op(op, ty, x, y, b, span)?
+            let r = self.int_op(op, ty, x, y, b, span)?;
+            // int8 / uint8 wrap to their width; `& | ^`, min, max and `>>` of values in
+            // range stay in range.
+            match op {
+                BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Min | BinOp::Max => r,
+                BinOp::Shr => r,
+                _ => self.wrap_byte(r, work),
+            }
         };
         Some(self.convert(r.into(), work, d).into())
+    }
+
+    /// Operand `e` of an operation in dtype `common` computed in `work`: converted to
+    /// `common` first (the interpreter's coercion: a literal, or an int32 next to a float16,
+    /// rounds to `common`), then exactly widened to `work` (f32 for the narrow floats).
+    fn operand_in(&mut self, e: &Expr, common: DType, work: DType) -> Option<Operand> {
+        if common == work {
+            return self.expr_as(e, work);
+        }
+        if let Some(lit) = literal(e) {
+            let x = scalar::convert(lit, common).as_f64();
+            return Some(Operand::F32(x as f32));
+        }
+        let v = self.expr_as(e, common)?;
+        Some(self.convert(v, common, work).into())
+    }
+
+    /// `r` (a 32-bit register) wrapped to `d`'s width when `d` is int8 / uint8 (sign- or
+    /// zero-extending its low byte); `r` itself otherwise.
+    pub(super) fn wrap_byte(&mut self, r: Reg, d: DType) -> Reg {
+        match d {
+            DType::Int8 => self.b.cvt(Type::S32, Type::S8, r),
+            DType::UInt8 => self.b.cvt(Type::U32, Type::U8, r),
+            _ => r,
+        }
     }
 
     fn int_op(
@@ -507,10 +563,22 @@ impl Cg {
         let (Some(ft), Some(tt)) = (ptx_type(from), ptx_type(to)) else {
             return self.b.new_reg(Type::B32);
         };
-        if from == to || (from.is_int() && to.is_int() && ft.bytes() == tt.bytes()) {
+        let same_register = from.is_int() && to.is_int() && ft.bytes() == tt.bytes();
+        if from == to || (same_register && !is_byte_int(to)) {
             return self.in_reg(v, ft);
         }
         let v = self.in_reg(v, ft);
+        // fp8 goes through f32, both ways: decoding is exact, and every other dtype reaches
+        // f32 exactly (integers past 2^24 round, but they saturate the fp8 range anyway), so
+        // the one rounding is the encoder's.
+        if is_fp8(from) {
+            let f = self.fp8_decode(v, from);
+            return self.convert(f.into(), DType::Float32, to);
+        }
+        if is_fp8(to) {
+            let f = self.convert(v.into(), from, DType::Float32);
+            return self.fp8_encode(f, to);
+        }
         if to == DType::Bool {
             return if from.is_float() {
                 let f = self.convert(v.into(), from, DType::Float32);
@@ -529,6 +597,8 @@ impl Cg {
             return self.b.selp(tt, Operand::Imm(1), Operand::Imm(0), v);
         }
         match (from.is_float(), to.is_float()) {
+            // Into int8 / uint8: the low byte, sign- or zero-extended (from any width).
+            (false, false) if is_byte_int(to) => self.b.cvt(tt, byte_type(to), v),
             (false, false) => self.b.cvt(tt, ft, v),
             (false, true) => {
                 let f = self.b.cvt_with(Some(CvtRound::Rn), false, Type::F32, ft, v);
@@ -540,7 +610,16 @@ impl Cg {
             }
             (true, false) => {
                 let f = self.convert(v.into(), from, DType::Float32);
-                self.b.cvt_with(Some(CvtRound::Rzi), true, tt, Type::F32, f)
+                let i = self.b.cvt_with(Some(CvtRound::Rzi), true, tt, Type::F32, f);
+                // Truncated and saturated to 32 bits (NaN → 0), then to the byte's range.
+                match to {
+                    DType::Int8 => {
+                        let lo = self.b.int(IntOp::Max, Type::S32, i, Operand::Imm(-128));
+                        self.b.int(IntOp::Min, Type::S32, lo, Operand::Imm(127))
+                    }
+                    DType::UInt8 => self.b.int(IntOp::Min, Type::U32, i, Operand::Imm(255)),
+                    _ => i,
+                }
             }
             (true, true) => {
                 if from == DType::Float32 {
@@ -652,7 +731,11 @@ impl Cg {
         if let Some(r) = self.memo_get(&key) {
             return r;
         }
-        let a = self.b.mad(MulMode::Lo, ty, flat, Operand::Imm(size), base);
+        let a = if size == 1 {
+            self.b.add(ty, flat, base)
+        } else {
+            self.b.mad(MulMode::Lo, ty, flat, Operand::Imm(size), base)
+        };
         self.memo_put(key, a);
         a
     }
@@ -789,11 +872,40 @@ impl Cg {
         }
         let dtype = self.bufs.get(buffer).map(|b| b.dtype);
         let place = self.address(buffer, indices, span)?;
-        let ty = self.ty(dtype?, span)?;
+        let dtype = dtype?;
+        self.ty(dtype, span)?;
         match place {
             Place::Reg(r) => Some(r.into()),
-            Place::Mem(space, addr) => Some(self.b.ld(space, mem_type(ty), addr).into()),
+            Place::Mem(space, addr) => self.load_elem(space, addr, dtype).map(Operand::Reg),
         }
+    }
+
+    /// One element of dtype `d` loaded from memory into its register (`ptx_type`): 8-bit
+    /// integers sign- / zero-extended into 32 bits, a bool byte compared with 0, fp8 bits
+    /// into the low byte of a `.b16`.
+    pub(super) fn load_elem(&mut self, space: Space, addr: Address, d: DType) -> Option<Reg> {
+        let (ty, mt) = (ptx_type(d)?, elem_mem_type(d)?);
+        Some(match d {
+            DType::Bool => {
+                let byte = self.b.ld_widened(space, mt, Type::U32, addr);
+                self.b.setp(Cmp::Ne, Type::U32, byte, Operand::Imm(0))
+            }
+            DType::Int8 | DType::UInt8 => self.b.ld_widened(space, mt, ty, addr),
+            _ => self.b.ld(space, mt, addr),
+        })
+    }
+
+    /// Stores `v` (a value of dtype `d`) as one element: a bool as the byte 1 or 0, 8-bit
+    /// values as their register's low byte.
+    pub(super) fn store_elem(&mut self, space: Space, addr: Address, d: DType, v: Operand) {
+        let (Some(ty), Some(mt)) = (ptx_type(d), elem_mem_type(d)) else {
+            return;
+        };
+        let mut v = self.in_reg(v, ty);
+        if d == DType::Bool {
+            v = self.b.selp(Type::U32, Operand::Imm(1), Operand::Imm(0), v);
+        }
+        self.b.st(space, mt, addr, vec![v.into()]);
     }
 }
 
@@ -805,6 +917,47 @@ pub(super) enum Place {
 
 pub(super) fn is_half(d: DType) -> bool {
     matches!(d, DType::Float16 | DType::BFloat16)
+}
+
+pub(super) fn is_fp8(d: DType) -> bool {
+    matches!(d, DType::Float8E4M3 | DType::Float8E5M2)
+}
+
+/// The float dtypes computed in f32 and rounded back: f16, bf16 and the fp8 formats.
+pub(super) fn is_narrow_float(d: DType) -> bool {
+    is_half(d) || is_fp8(d)
+}
+
+/// int8 and uint8: 32-bit registers, wrapped to the byte after arithmetic.
+pub(super) fn is_byte_int(d: DType) -> bool {
+    matches!(d, DType::Int8 | DType::UInt8)
+}
+
+/// The `cvt` source type that reads a register's low byte as `d` (int8 / uint8).
+fn byte_type(d: DType) -> Type {
+    if d == DType::Int8 {
+        Type::S8
+    } else {
+        Type::U8
+    }
+}
+
+/// The interpreter's format of an fp8 dtype.
+pub(super) fn fp8_format(d: DType) -> Option<fp8::Fp8Format> {
+    match d {
+        DType::Float8E4M3 => Some(fp8::E4M3),
+        DType::Float8E5M2 => Some(fp8::E5M2),
+        _ => None,
+    }
+}
+
+/// The value of a literal (`3`, `0.5`), as the interpreter reads it before converting it.
+fn literal(e: &Expr) -> Option<Scalar> {
+    match e.kind {
+        ExprKind::Int(v) => Some(Scalar::Int(v)),
+        ExprKind::Float(x) => Some(Scalar::Float(x)),
+        _ => None,
+    }
 }
 
 /// The bit type of the same width (for and/xor).
@@ -825,11 +978,6 @@ pub(super) fn mov_type(ty: Type) -> Type {
 }
 
 fn sel_type(ty: Type) -> Type {
-    mov_type(ty)
-}
-
-/// The type of a memory access of an element of `ty`.
-pub(super) fn mem_type(ty: Type) -> Type {
     mov_type(ty)
 }
 

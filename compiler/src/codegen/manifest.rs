@@ -5,7 +5,7 @@
 //! swizzle, in order of first use over the kernels in program order).
 
 use tlc_ir::Target;
-use tlc_ir::{visit, BinOp, DType, Expr, ExprKind, Intrinsic, Kernel, PrimFunc, Span, StmtKind};
+use tlc_ir::{visit, BinOp, Expr, ExprKind, Intrinsic, Kernel, PrimFunc, Span, StmtKind};
 use tlc_ir::{Diagnostic, Stmt};
 use tlc_runtime::expr::{DimExpr, Op};
 use tlc_runtime::manifest::{
@@ -105,7 +105,7 @@ pub(super) fn build(
     }
     let mut params = Vec::new();
     for p in &func.params {
-        if super::ptx_type(p.dtype).is_none() || p.dtype == DType::Bool {
+        if super::ptx_type(p.dtype).is_none() {
             errors.push(Diagnostic::error(
                 p.span,
                 format!("codegen does not support {} tensors yet", p.dtype),

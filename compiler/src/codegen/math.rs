@@ -1,11 +1,12 @@
-//! Math functions (`T.exp`, `T.sqrt`, … — `tlc_ir::math`) in PTX. float16, bfloat16 and
-//! float32 arguments are computed in float32 and rounded back to their dtype once, as the
-//! interpreter does; the transcendental functions use PTX's fast forms (`ex2.approx`,
+//! Math functions (`T.exp`, `T.sqrt`, … — `tlc_ir::math`) in PTX. float16, bfloat16, fp8
+//! and float32 arguments are computed in float32 and rounded back to their dtype once, as
+//! the interpreter does; the transcendental functions use PTX's fast forms (`ex2.approx`,
 //! `lg2.approx`, `rsqrt.approx`, `sin/cos.approx`, `tanh.approx`), whose error bounds
 //! `MathFn::f32_error` states. `sqrt`, `abs`, `floor`, `ceil`, `trunc` and `nearbyint` are
-//! exact (`sqrt.rn`, `abs`, `cvt.rmi/rpi/rzi/rni`). Integer `abs` is `abs.s32` / `abs.s64`.
+//! exact (`sqrt.rn`, `abs`, `cvt.rmi/rpi/rzi/rni`). Integer `abs` is `abs.s32` / `abs.s64`
+//! (wrapped back for int8).
 
-use super::expr::is_half;
+use super::expr::is_narrow_float;
 use super::Cg;
 use crate::ptx::{CvtRound, FRound, FloatFn, FloatMode, FloatOp, Operand, Reg, Type, UnOp};
 use tlc_ir::{DType, Expr, MathFn, Span};
@@ -32,9 +33,11 @@ impl Cg {
             let ty = self.ty(d, span)?;
             let x = self.expr_as(args.first()?, d)?;
             let x = self.in_reg(x, ty);
-            return Some(self.b.unary(UnOp::Abs, ty, x).into());
+            let r = self.b.unary(UnOp::Abs, ty, x);
+            // abs(-128) leaves int8.
+            return Some(self.wrap_byte(r, d).into());
         }
-        if !(is_half(d) || d == DType::Float32) {
+        if !(is_narrow_float(d) || d == DType::Float32) {
             self.err(
                 span,
                 format!("codegen does not support T.{} on {d}", f.name()),

@@ -32,8 +32,13 @@
 //!   The addresses behind a `T.if_then_else` branch, and those of an `if` arm made only of
 //!   stores, are computed before the branch (constant-stride buffers), so neighbouring
 //!   masked elements share one address register plus immediate offsets.
-//! - Supported dtypes: int32, uint32, int64, float32, float16, bfloat16, bool (registers only).
-//!   float → int casts are `cvt.rzi.sat` from f32; int → f16/bf16 goes through f32.
+//! - Supported dtypes: every one but float64. int8 / uint8 live in 32-bit registers, kept
+//!   sign- / zero-extended (arithmetic that may leave the width wraps back with `cvt.s32.s8` /
+//!   `cvt.u32.u8`) and are loaded with `ld.s8` / `ld.u8`, stored as their low byte; bool
+//!   tensors and buffers hold one byte, 0 or 1 (a loaded byte is true when non-zero); fp8
+//!   values are their bits in a `.b16` register, converted through f32 by `fp8.rs`.
+//!   float → int casts are `cvt.rzi.sat` from f32 (then clamped to an 8-bit range);
+//!   int → f16/bf16/fp8 goes through f32.
 //! - Intrinsics (`intrinsics.rs`): `T.cp_async` → `cp.async.{cg|ca}.shared.global` (src-size
 //!   0 under a false predicate), commit / wait groups, `T.ldmatrix` → `ldmatrix.sync` split
 //!   into the local f16/bf16 registers, `T.mma_sync` → `mma.sync.m16n8k16` on packed pairs,
@@ -43,6 +48,7 @@
 //!   and contiguous; otherwise they are unrolled into scalar accesses.
 
 mod expr;
+mod fp8;
 mod hopper;
 mod intrinsics;
 mod local;
@@ -106,7 +112,7 @@ pub fn emit(func: &PrimFunc, target: Target) -> Result<(Module, Manifest), Vec<D
         module.version = module.version.max(PtxVersion::TENSOR_MAPS);
     }
     for ((kernel, kspan), launch) in kernels.iter().zip(&manifest.kernels) {
-        match emit_kernel(func, kernel, *kspan, launch, &manifest) {
+        match emit_kernel(func, kernel, *kspan, launch, &manifest, target) {
             Ok(k) => module.kernels.push(k),
             Err(e) => errors.extend(e),
         }
@@ -131,6 +137,7 @@ fn emit_kernel(
     kspan: Span,
     launch: &Launch,
     manifest: &Manifest,
+    target: Target,
 ) -> Result<ptx::Kernel, Vec<Diagnostic>> {
     let mut b = KernelBuilder::new(&launch.entry);
     let (tensor_params, dim_params) = b.params_from_manifest(manifest);
@@ -313,17 +320,33 @@ struct Cg {
     target: Target,
 }
 
-/// The PTX register type of a dtype, or `None` for dtypes codegen does not handle.
+/// The PTX register type of a dtype's values, or `None` for dtypes codegen does not handle
+/// (float64). int8 / uint8 values live in 32-bit registers, sign- / zero-extended (every
+/// operation that may leave the width wraps back, as the interpreter does); fp8 values are
+/// their bits in the low byte of a `.b16` register (`fp8.rs` converts them); bools are
+/// predicates.
 fn ptx_type(d: DType) -> Option<Type> {
     Some(match d {
-        DType::Int32 => Type::S32,
-        DType::UInt32 => Type::U32,
+        DType::Int8 | DType::Int32 => Type::S32,
+        DType::UInt8 | DType::UInt32 => Type::U32,
         DType::Int64 => Type::S64,
         DType::Float32 => Type::F32,
         DType::Float16 => Type::F16,
         DType::BFloat16 => Type::Bf16,
+        DType::Float8E4M3 | DType::Float8E5M2 => Type::B16,
         DType::Bool => Type::Pred,
-        _ => return None,
+        DType::Float64 => return None,
+    })
+}
+
+/// The type of a memory access of one element of `d`: `.s8` for int8 (a load sign-extends
+/// into the 32-bit register), `.u8` for uint8, fp8 and bool (one byte, 0 / 1 for a bool),
+/// `.b16` for f16 / bf16, the register type otherwise.
+fn elem_mem_type(d: DType) -> Option<Type> {
+    Some(match d {
+        DType::Int8 => Type::S8,
+        DType::UInt8 | DType::Bool | DType::Float8E4M3 | DType::Float8E5M2 => Type::U8,
+        _ => expr::mov_type(ptx_type(d)?),
     })
 }
 
@@ -339,7 +362,7 @@ impl Cg {
         kspan: Span,
     ) {
         let name = &alloc.name.name;
-        if ptx_type(alloc.dtype).is_none() || alloc.dtype == DType::Bool {
+        if ptx_type(alloc.dtype).is_none() {
             self.err(
                 alloc.span,
                 format!("codegen does not support {} buffers yet", alloc.dtype),

@@ -2,7 +2,7 @@
 //! branches), unrolled loops, if/else, lets, stores, barriers and (in `intrinsics.rs`) the
 //! target intrinsics.
 
-use super::expr::{mem_type, mov_type, Place};
+use super::expr::{mov_type, Place};
 use super::{ptx_type, Bind, Cg};
 use crate::ptx::{Cmp, Guard, IntOp, Op, Operand, SpecialReg, Type};
 use tlc_ir::{DType, For, ForKind, Stmt, StmtKind, ThreadTag};
@@ -118,10 +118,7 @@ impl Cg {
                             src: v,
                         })
                     }
-                    Some(Place::Mem(space, addr)) => {
-                        let v = self.in_reg(v, ty);
-                        self.b.st(space, mem_type(ty), addr, vec![v.into()])
-                    }
+                    Some(Place::Mem(space, addr)) => self.store_elem(space, addr, d, v),
                     None => {}
                 }
             }

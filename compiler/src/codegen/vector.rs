@@ -3,18 +3,19 @@
 //! or shared access (the store's target and each load) has the innermost index `base + v`
 //! with `base` provably a multiple of V (`analysis::int`: the rule `lower-tile-ops` and
 //! `inject-cp-async` vectorize by), `v` nowhere else, an innermost extent that is a
-//! constant multiple of V, 2- or 4-byte elements and V·size a multiple of 4 bytes, and no
-//! load reads the stored buffer. Such accesses become `ld`/`st` `.v2`/`.v4` of at most 16
-//! bytes each (f16/bf16 pairs packed into b32 lanes); local arrays and arithmetic are done
+//! constant multiple of V, 1-, 2- or 4-byte elements and V·size a multiple of 4 bytes, and
+//! no load reads the stored buffer. Such accesses become `ld`/`st` `.v2`/`.v4` of at most 16
+//! bytes each (f16/bf16 pairs packed into b32 lanes; 1-byte elements four to a b32 word,
+//! taken apart with `bfe` and put together with `bfi`); local arrays and arithmetic are done
 //! lane by lane. Tensor base pointers are assumed 16-byte aligned (the runtime allocates
 //! each tensor separately; cuMemAlloc aligns to 256) and arena offsets are multiples of 16.
 //! Anything else is unrolled into scalar accesses by the caller.
 
-use super::expr::{mem_type, mov_type, Place};
-use super::{ptx_type, Bind, Cg, Mem};
-use crate::ptx::{Op, Operand, Reg, Type, VecWidth};
+use super::expr::{mov_type, Place};
+use super::{elem_mem_type, ptx_type, Bind, Cg, Mem};
+use crate::ptx::{Cmp, IntOp, Op, Operand, Reg, Type, VecWidth};
 use tlc_ir::interval::Interval;
-use tlc_ir::{BinOp, Expr, ExprKind, For, Span, StmtKind};
+use tlc_ir::{BinOp, DType, Expr, ExprKind, For, Span, StmtKind};
 use tlc_passes::analysis::int::{mentions, multiple_of, unit_offset, Env};
 
 /// A vectorizable access: the buffer, its indices with the innermost replaced by `base`.
@@ -44,7 +45,7 @@ impl Cg {
             _ => return None,
         }
         let bytes = buf.dtype.bytes();
-        if !matches!(bytes, 2 | 4) || (lanes * i64::from(bytes)) % 4 != 0 {
+        if !matches!(bytes, 1 | 2 | 4) || (lanes * i64::from(bytes)) % 4 != 0 {
             return None;
         }
         let (last, outer) = indices.split_last()?;
@@ -148,6 +149,12 @@ impl Cg {
                 None => return false,
             }
         };
+        if let (Some(dst), [(src_name, _, src)]) = (&store_vec, vec_loads.as_slice()) {
+            if matches!(value.kind, ExprKind::Load { .. }) && self.byte_copy(src_name, src, dst) {
+                self.word_copy(src, dst, lanes, stmt.span);
+                return true;
+            }
+        }
         // Loads first (all lanes), then the per-lane values, then the store.
         let mut loaded = Vec::new();
         for (b, idx, acc) in &vec_loads {
@@ -186,14 +193,15 @@ impl Cg {
         self.vec_loads = saved;
         if let Some(acc) = store_vec {
             if vals.len() as i64 == lanes {
-                self.vector_store(&acc, ty, &vals, lanes, stmt.span);
+                self.vector_store(&acc, &vals, lanes, stmt.span);
             }
         }
         true
     }
 
     fn vector_load(&mut self, acc: &Access, lanes: i64) -> Option<Vec<Reg>> {
-        let ty = ptx_type(self.bufs.get(&acc.buffer)?.dtype)?;
+        let dtype = self.bufs.get(&acc.buffer)?.dtype;
+        let mt = elem_mem_type(dtype)?;
         let mut out = Vec::new();
         for (idx, per) in Self::chunks(acc, lanes) {
             let Some(Place::Mem(space, addr)) = self.address(&acc.buffer, &idx, Span::DUMMY) else {
@@ -202,7 +210,13 @@ impl Cg {
             let words = (per * i64::from(acc.bytes) / 4) as usize;
             let width = VecWidth::from_lanes(words)?;
             if acc.bytes == 4 {
-                out.extend(self.b.ld_vec(space, mem_type(ty), width, addr));
+                out.extend(self.b.ld_vec(space, mt, width, addr));
+            } else if acc.bytes == 1 {
+                for w in self.b.ld_vec(space, Type::B32, width, addr) {
+                    for k in 0..4 {
+                        out.push(self.byte_lane(w, 8 * k, dtype));
+                    }
+                }
             } else {
                 for w in self.b.ld_vec(space, Type::B32, width, addr) {
                     out.extend(self.b.unpack(Type::B32, Type::B16, 2, w));
@@ -212,7 +226,10 @@ impl Cg {
         Some(out)
     }
 
-    fn vector_store(&mut self, acc: &Access, ty: Type, vals: &[Reg], lanes: i64, span: Span) {
+    fn vector_store(&mut self, acc: &Access, vals: &[Reg], lanes: i64, span: Span) {
+        let Some(dtype) = self.bufs.get(&acc.buffer).map(|b| b.dtype) else {
+            return;
+        };
         let mut rest = vals;
         for (idx, per) in Self::chunks(acc, lanes) {
             let Some(Place::Mem(space, addr)) = self.address(&acc.buffer, &idx, span) else {
@@ -222,7 +239,24 @@ impl Cg {
             rest = tail;
             if acc.bytes == 4 {
                 let srcs = chunk.iter().map(|r| Operand::Reg(*r)).collect();
-                self.b.st(space, mem_type(ty), addr, srcs);
+                let Some(mt) = elem_mem_type(dtype) else {
+                    return;
+                };
+                self.b.st(space, mt, addr, srcs);
+            } else if acc.bytes == 1 {
+                let mut words = Vec::new();
+                for quad in chunk.chunks(4) {
+                    let mut word: Option<Reg> = None;
+                    for (k, r) in (0u32..).zip(quad) {
+                        let byte = self.byte_word(*r, dtype);
+                        word = Some(match word {
+                            None => byte,
+                            Some(w) => self.b.bfi(byte, w, 8 * k, 8),
+                        });
+                    }
+                    words.extend(word.map(Operand::Reg));
+                }
+                self.b.st(space, Type::B32, addr, words);
             } else {
                 let srcs = chunk
                     .chunks(2)
@@ -233,6 +267,66 @@ impl Cg {
                     .collect();
                 self.b.st(space, Type::B32, addr, srcs);
             }
+        }
+    }
+
+    /// Whether storing the load `src` (of buffer `src_name`) to `dst` copies 1-byte values
+    /// unchanged: one int8, uint8 or fp8 dtype on both sides (a bool is stored as 0 / 1,
+    /// whatever non-zero byte it was read from, so bool copies go lane by lane).
+    fn byte_copy(&self, src_name: &str, src: &Access, dst: &Access) -> bool {
+        let dtype = |b: &str| self.bufs.get(b).map(|x| x.dtype);
+        let (s, d) = (dtype(src_name), dtype(&dst.buffer));
+        src.bytes == 1 && s == d && s.is_some_and(|d| d != DType::Bool)
+    }
+
+    /// A copy of 1-byte elements as whole words: `ld` then `st` `.v{1,2,4}.b32`.
+    fn word_copy(&mut self, src: &Access, dst: &Access, lanes: i64, span: Span) {
+        for ((sidx, per), (didx, _)) in Self::chunks(src, lanes)
+            .into_iter()
+            .zip(Self::chunks(dst, lanes))
+        {
+            let Some(Place::Mem(sspace, saddr)) = self.address(&src.buffer, &sidx, span) else {
+                return;
+            };
+            let Some(Place::Mem(dspace, daddr)) = self.address(&dst.buffer, &didx, span) else {
+                return;
+            };
+            let Some(width) = VecWidth::from_lanes((per / 4) as usize) else {
+                return;
+            };
+            let words = self.b.ld_vec(sspace, Type::B32, width, saddr);
+            let words = words.into_iter().map(Operand::Reg).collect();
+            self.b.st(dspace, Type::B32, daddr, words);
+        }
+    }
+
+    /// Byte `pos / 8` of the word `w` as a value of the 1-byte dtype `d`, in the register
+    /// `load_elem` would have loaded it into.
+    fn byte_lane(&mut self, w: Reg, pos: u32, d: DType) -> Reg {
+        match d {
+            DType::Int8 => self.b.bfe(Type::S32, w, pos, 8),
+            DType::Bool => {
+                let byte = self
+                    .b
+                    .int(IntOp::And, Type::B32, w, Operand::Imm(0xFF << pos));
+                self.b.setp(Cmp::Ne, Type::U32, byte, Operand::Imm(0))
+            }
+            DType::UInt8 => self.b.bfe(Type::U32, w, pos, 8),
+            // fp8: the bits, into the low byte of a `.b16`.
+            _ => {
+                let byte = self.b.bfe(Type::U32, w, pos, 8);
+                self.b.cvt(Type::U16, Type::U32, byte)
+            }
+        }
+    }
+
+    /// A value of the 1-byte dtype `d` as a 32-bit word whose low byte is what memory holds
+    /// (a bool as 1 / 0); the other bits are whatever they are.
+    fn byte_word(&mut self, r: Reg, d: DType) -> Reg {
+        match d {
+            DType::Bool => self.b.selp(Type::U32, Operand::Imm(1), Operand::Imm(0), r),
+            DType::Float8E4M3 | DType::Float8E5M2 => self.b.cvt(Type::U32, Type::U16, r),
+            _ => r,
         }
     }
 }

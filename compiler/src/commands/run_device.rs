@@ -61,11 +61,14 @@ pub fn compare(dtype: DType, gpu: &[f64], reference: &[f64]) -> Comparison {
     for (i, (&g, &r)) in gpu.iter().zip(reference).enumerate() {
         let same = g == r || (g.is_nan() && r.is_nan());
         let diff = if same { 0.0 } else { (g - r).abs() };
+        // An infinity matches only itself: the relative bound of an infinite reference
+        // would accept anything.
         let ok = same
-            || match tol {
-                Some((atol, rtol)) => diff <= atol + rtol * r.abs(),
-                None => false,
-            };
+            || !(g.is_infinite() || r.is_infinite())
+                && match tol {
+                    Some((atol, rtol)) => diff <= atol + rtol * r.abs(),
+                    None => false,
+                };
         // A NaN difference is a mismatch (counted below), not a magnitude.
         if !diff.is_nan() {
             c.max_abs = c.max_abs.max(diff);
@@ -272,8 +275,8 @@ pub fn to_bytes(t: &Tensor) -> Vec<u8> {
                     DType::Float16 => out.extend(f16::from_f64(x).to_le_bytes()),
                     DType::BFloat16 => out.extend(bf16::from_f64(x).to_le_bytes()),
                     DType::Float64 => out.extend(x.to_le_bytes()),
-                    DType::Float8E4M3 => out.push(fp8::encode(fp8::E4M3, x)),
-                    DType::Float8E5M2 => out.push(fp8::encode(fp8::E5M2, x)),
+                    DType::Float8E4M3 => out.push(fp8::bits(fp8::E4M3, x)),
+                    DType::Float8E5M2 => out.push(fp8::bits(fp8::E5M2, x)),
                     _ => out.extend((x as f32).to_le_bytes()),
                 }
             }
@@ -373,6 +376,15 @@ mod tests {
         assert_eq!(
             compare(DType::Float32, &[f64::INFINITY], &[f64::INFINITY]).mismatches,
             0
+        );
+        // An infinity matches only itself, on either side.
+        assert_eq!(
+            compare(DType::Float8E5M2, &[57344.0], &[f64::INFINITY]).mismatches,
+            1
+        );
+        assert_eq!(
+            compare(DType::Float32, &[f64::INFINITY], &[1e30]).mismatches,
+            1
         );
     }
 }

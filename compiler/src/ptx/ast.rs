@@ -708,6 +708,23 @@ impl CvtRound {
     }
 }
 
+/// The two 8-bit float formats of the `cvt` instructions: `.e4m3x2` (OCP E4M3FN) and
+/// `.e5m2x2` (OCP E5M2), two values packed in a `.b16`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Fp8Kind {
+    E4m3,
+    E5m2,
+}
+
+impl Fp8Kind {
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Fp8Kind::E4m3 => ".e4m3x2",
+            Fp8Kind::E5m2 => ".e5m2x2",
+        }
+    }
+}
+
 /// `cp.async` cache policy: `.ca` (L1 + L2; 4, 8 or 16 bytes) or `.cg` (L2 only; 16 bytes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CacheOp {
@@ -902,6 +919,36 @@ pub enum Op {
         hi: Operand,
         lo: Operand,
     },
+    /// `bfe.{u32|s32} d, a, pos, len`: the `len` bits of `a` from bit `pos`, zero- (`.u32`)
+    /// or sign-extended (`.s32`).
+    Bfe {
+        ty: Type,
+        dst: Reg,
+        src: Operand,
+        pos: Operand,
+        len: Operand,
+    },
+    /// `bfi.b32 d, a, b, pos, len`: `b` with its `len` bits from bit `pos` replaced by the
+    /// low `len` bits of `a`.
+    Bfi {
+        dst: Reg,
+        a: Operand,
+        b: Operand,
+        pos: Operand,
+        len: Operand,
+    },
+    /// `cvt.rn.satfinite.{e4m3x2|e5m2x2}.f32 d, hi, lo` (sm_89+): two f32 rounded to the
+    /// fp8 format (to nearest even, saturating to ± max finite, NaN kept) into the two bytes
+    /// of the `.b16` `d`. NOTE the PTX order: `hi` goes to the UPPER byte.
+    CvtToFp8x2 {
+        kind: Fp8Kind,
+        dst: Reg,
+        hi: Operand,
+        lo: Operand,
+    },
+    /// `cvt.rn.f16x2.{e4m3x2|e5m2x2} d, a` (sm_89+): the two fp8 bytes of the `.b16` `a`
+    /// into the f16 halves of the `.b32` `d` (low byte to low half), exactly.
+    CvtFromFp8x2 { kind: Fp8Kind, dst: Reg, src: Reg },
     /// `bar.sync id{, threads}`.
     BarSync { id: u32, threads: Option<u32> },
     /// `cp.async.{ca|cg}.shared.global [dst], [src], size{, src_size}`: with `src_size`
@@ -1005,7 +1052,11 @@ impl Inst {
             | Op::Selp { dst, .. }
             | Op::Cvta { dst, .. }
             | Op::Cvt { dst, .. }
-            | Op::CvtPack { dst, .. } => vec![*dst],
+            | Op::CvtPack { dst, .. }
+            | Op::Bfe { dst, .. }
+            | Op::Bfi { dst, .. }
+            | Op::CvtToFp8x2 { dst, .. }
+            | Op::CvtFromFp8x2 { dst, .. } => vec![*dst],
             Op::Unpack { dsts, .. } | Op::Ld { dsts, .. } | Op::Ldmatrix { dsts, .. } => {
                 dsts.clone()
             }
@@ -1074,10 +1125,22 @@ impl Inst {
                 op(b);
                 regs.push(*pred);
             }
-            Op::CvtPack { hi, lo, .. } => {
+            Op::CvtPack { hi, lo, .. } | Op::CvtToFp8x2 { hi, lo, .. } => {
                 op(hi);
                 op(lo);
             }
+            Op::Bfe { src, pos, len, .. } => {
+                op(src);
+                op(pos);
+                op(len);
+            }
+            Op::Bfi { a, b, pos, len, .. } => {
+                op(a);
+                op(b);
+                op(pos);
+                op(len);
+            }
+            Op::CvtFromFp8x2 { src, .. } => regs.push(*src),
             Op::Ld { addr: a, .. } | Op::Ldmatrix { addr: a, .. } => addr(a),
             Op::St { addr: a, srcs, .. } => {
                 addr(a);

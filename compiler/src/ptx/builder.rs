@@ -552,6 +552,47 @@ impl KernelBuilder {
         dst
     }
 
+    /// `ld.space.T d, [addr]` into a fresh register of `reg_ty`'s class, which may be wider
+    /// than `ty` (an 8-bit load into a 32-bit register: sign-extended for `.s8`,
+    /// zero-extended for `.u8`).
+    pub fn ld_widened(&mut self, space: Space, ty: Type, reg_ty: Type, addr: Address) -> Reg {
+        let dst = self.new_reg(reg_ty);
+        self.emit(Op::Ld {
+            space,
+            nc: false,
+            ty,
+            dsts: vec![dst],
+            addr,
+        });
+        dst
+    }
+
+    /// `bfe.T d, a, pos, len` (`T` `.u32` or `.s32`).
+    pub fn bfe(&mut self, ty: Type, src: impl Into<Operand>, pos: u32, len: u32) -> Reg {
+        let dst = self.new_reg(ty);
+        self.emit(Op::Bfe {
+            ty,
+            dst,
+            src: src.into(),
+            pos: pos.into(),
+            len: len.into(),
+        });
+        dst
+    }
+
+    /// `bfi.b32 d, a, b, pos, len`: `b` with bits `pos..pos+len` taken from `a`.
+    pub fn bfi(&mut self, a: impl Into<Operand>, b: impl Into<Operand>, pos: u32, len: u32) -> Reg {
+        let dst = self.new_reg(Type::B32);
+        self.emit(Op::Bfi {
+            dst,
+            a: a.into(),
+            b: b.into(),
+            pos: pos.into(),
+            len: len.into(),
+        });
+        dst
+    }
+
     /// `ld.space.vN.T {d...}, [addr]`.
     pub fn ld_vec(&mut self, space: Space, ty: Type, width: VecWidth, addr: Address) -> Vec<Reg> {
         let dsts: Vec<Reg> = (0..width.lanes()).map(|_| self.new_reg(ty)).collect();

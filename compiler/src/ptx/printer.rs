@@ -461,6 +461,34 @@ fn render(op: &Op) -> (String, Vec<String>) {
                 vec![dst.to_string(), o(hi), o(lo)],
             )
         }
+        Op::Bfe {
+            ty,
+            dst,
+            src,
+            pos,
+            len,
+        } => (
+            format!("bfe{ty}"),
+            vec![dst.to_string(), o(src), o(pos), o(len)],
+        ),
+        Op::Bfi {
+            dst,
+            a,
+            b,
+            pos,
+            len,
+        } => (
+            "bfi.b32".to_string(),
+            vec![dst.to_string(), o(a), o(b), o(pos), o(len)],
+        ),
+        Op::CvtToFp8x2 { kind, dst, hi, lo } => (
+            format!("cvt.rn.satfinite{}.f32", kind.suffix()),
+            vec![dst.to_string(), o(hi), o(lo)],
+        ),
+        Op::CvtFromFp8x2 { kind, dst, src } => (
+            format!("cvt.rn.f16x2{}", kind.suffix()),
+            vec![dst.to_string(), src.to_string()],
+        ),
         Op::BarSync { id, threads } => {
             let mut args = vec![id.to_string()];
             if let Some(t) = threads {

@@ -42,6 +42,34 @@ pub const E5M2: Fp8Format = Fp8Format {
     has_inf: true,
 };
 
+impl Fp8Format {
+    /// Mantissa (fraction) bits: 3 for e4m3, 2 for e5m2.
+    pub fn man_bits(self) -> u32 {
+        self.man_bits
+    }
+
+    /// The exponent bias: 7 for e4m3, 15 for e5m2.
+    pub fn bias(self) -> i32 {
+        self.bias
+    }
+
+    /// The largest finite magnitude (448, 57344).
+    pub fn max_finite(self) -> f64 {
+        self.max_finite
+    }
+
+    /// The bits of the largest finite magnitude (`0x7E`, `0x7B`).
+    pub fn max_bits(self) -> u8 {
+        self.max_bits
+    }
+
+    /// Whether exponent-all-ones with a zero mantissa is infinity (e5m2); e4m3 has no
+    /// infinities and one NaN magnitude, `0x7F`.
+    pub fn has_inf(self) -> bool {
+        self.has_inf
+    }
+}
+
 /// The NaN this module writes (sign bit aside): all exponent and mantissa bits set.
 const NAN_BITS: u8 = 0x7F;
 
@@ -77,6 +105,19 @@ pub fn encode(fmt: Fp8Format, x: f64) -> u8 {
         (((e + fmt.bias) as u32) << m) | (r - (1 << m))
     };
     sign | (bits as u8).min(fmt.max_bits)
+}
+
+/// The bits that hold `x` in memory: exact for every value of the format, e5m2's
+/// infinities included (`0x7C` / `0xFC`); any other value is converted as by [`encode`]
+/// (a NaN becomes `S.1111111`). Storage — shared memory, `.npy` files, device uploads —
+/// uses this, so an fp8 value read from memory and stored unchanged keeps its bits, as
+/// the GPU's byte copies do; conversions (`encode`) saturate infinities.
+pub fn bits(fmt: Fp8Format, x: f64) -> u8 {
+    if x.is_infinite() && fmt.has_inf {
+        let sign: u8 = if x < 0.0 { 0x80 } else { 0 };
+        return sign | (0x7F >> fmt.man_bits << fmt.man_bits);
+    }
+    encode(fmt, x)
 }
 
 /// Decodes fp8 bits to their exact value.
@@ -166,6 +207,22 @@ mod tests {
         assert_eq!(decode(E5M2, 0xFC), f64::NEG_INFINITY);
         assert!(decode(E5M2, 0x7D).is_nan());
         assert!(decode(E5M2, 0x7F).is_nan());
+    }
+
+    #[test]
+    fn storage_keeps_every_code() {
+        for fmt in [E4M3, E5M2] {
+            for code in 0..=255u8 {
+                let v = decode(fmt, code);
+                if !v.is_nan() {
+                    assert_eq!(bits(fmt, v), code, "{fmt:?} code {code:#04x}");
+                }
+            }
+        }
+        assert_eq!(bits(E5M2, f64::INFINITY), 0x7C);
+        assert_eq!(bits(E5M2, f64::NEG_INFINITY), 0xFC);
+        assert_eq!(bits(E4M3, f64::INFINITY), 0x7E);
+        assert_eq!(encode(E5M2, f64::INFINITY), 0x7B);
     }
 
     #[test]

@@ -174,16 +174,12 @@ pub fn write_npy(tensor: &Tensor) -> Result<Vec<u8>, String> {
         ),
         DType::Float32 => write_rows(descr, &shape, f().iter().map(|&x| x as f32)),
         DType::Float64 => write_rows(descr, &shape, f().iter().copied()),
-        DType::Float8E4M3 => write_rows(
-            descr,
-            &shape,
-            f().iter().map(|&x| fp8::encode(fp8::E4M3, x)),
-        ),
-        DType::Float8E5M2 => write_rows(
-            descr,
-            &shape,
-            f().iter().map(|&x| fp8::encode(fp8::E5M2, x)),
-        ),
+        DType::Float8E4M3 => {
+            write_rows(descr, &shape, f().iter().map(|&x| fp8::bits(fp8::E4M3, x)))
+        }
+        DType::Float8E5M2 => {
+            write_rows(descr, &shape, f().iter().map(|&x| fp8::bits(fp8::E5M2, x)))
+        }
         // Stored integers are already inside their dtype's range, so `as` is exact.
         DType::Int8 => write_rows(descr, &shape, i().iter().map(|&x| x as i8)),
         DType::Int32 => write_rows(descr, &shape, i().iter().map(|&x| x as i32)),

@@ -769,8 +769,8 @@ pub(crate) fn encode(dtype: DType, value: Scalar) -> [u8; 8] {
         DType::BFloat16 => put(&half::bf16::from_f64(value.as_f64()).to_le_bytes()),
         DType::Float32 => put(&(value.as_f64() as f32).to_le_bytes()),
         DType::Float64 => put(&value.as_f64().to_le_bytes()),
-        DType::Float8E4M3 => put(&[fp8::encode(fp8::E4M3, value.as_f64())]),
-        DType::Float8E5M2 => put(&[fp8::encode(fp8::E5M2, value.as_f64())]),
+        DType::Float8E4M3 => put(&[fp8::bits(fp8::E4M3, value.as_f64())]),
+        DType::Float8E5M2 => put(&[fp8::bits(fp8::E5M2, value.as_f64())]),
         // Integers are stored in range, so these casts are exact.
         DType::Int8 => put(&(value.as_i64() as i8).to_le_bytes()),
         DType::UInt8 => put(&(value.as_i64() as u8).to_le_bytes()),

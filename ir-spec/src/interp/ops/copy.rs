@@ -28,6 +28,9 @@ pub(crate) fn copy(frame: &mut Frame, src: &CRegion, dst: &CRegion, span: Span) 
     }
     let src_buf = frame.mem.buffer(s.buf);
     let dst_dtype = frame.mem.buffer(d.buf).dtype;
+    // A copy within one dtype moves values unchanged (converting an e5m2 infinity to e5m2
+    // would saturate it; a copy keeps it, as the GPU's byte copies do).
+    let same_dtype = src_buf.dtype == dst_dtype;
     let src_shape = src_buf.shape.clone();
     let dst_shape = frame.mem.buffer(d.buf).shape.clone();
     let zero = Scalar::zero(dst_dtype);
@@ -37,6 +40,7 @@ pub(crate) fn copy(frame: &mut Frame, src: &CRegion, dst: &CRegion, span: Span) 
         if let Some(dst_flat) = to.flat() {
             let value = match from.flat() {
                 Some(f) => match frame.mem.read(s.buf, f) {
+                    Some(v) if same_dtype => v,
                     Some(v) => convert(v, dst_dtype),
                     None => {
                         return fault(span, frame.unwritten_at(s.buf, f, &from.coords, "T.copy"))

@@ -190,9 +190,10 @@ impl Frame<'_> {
             }
             let v = match flat {
                 Some(f) => self.read_elem(src.buf, f, span, OP)?,
-                None => Scalar::Float(0.0),
+                None => Scalar::zero(dtype),
             };
-            data.push(encode(dtype, crate::interp::scalar::convert(v, dtype)));
+            // Bytes move unchanged: the source has the destination's dtype (rule I4).
+            data.push(encode(dtype, v));
             // The next box position, innermost dimension fastest.
             for (i, &n) in idx.iter_mut().zip(box_dims).rev() {
                 *i += 1;

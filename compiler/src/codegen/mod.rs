@@ -112,7 +112,7 @@ pub fn emit(func: &PrimFunc, target: Target) -> Result<(Module, Manifest), Vec<D
         module.version = module.version.max(PtxVersion::TENSOR_MAPS);
     }
     for ((kernel, kspan), launch) in kernels.iter().zip(&manifest.kernels) {
-        match emit_kernel(func, kernel, *kspan, launch, &manifest, target) {
+        match emit_kernel(func, kernel, *kspan, launch, &manifest) {
             Ok(k) => module.kernels.push(k),
             Err(e) => errors.extend(e),
         }
@@ -137,7 +137,6 @@ fn emit_kernel(
     kspan: Span,
     launch: &Launch,
     manifest: &Manifest,
-    target: Target,
 ) -> Result<ptx::Kernel, Vec<Diagnostic>> {
     let mut b = KernelBuilder::new(&launch.entry);
     let (tensor_params, dim_params) = b.params_from_manifest(manifest);

@@ -197,6 +197,21 @@ impl Interval {
             BinOp::CeilDiv => a.ceil_div(b),
             BinOp::Min => a.min(b),
             BinOp::Max => a.max(b),
+            // `x & m` with a side in [0, m]: in [0, m] (after any wrapping of the other).
+            BinOp::BitAnd if a.lo >= 0 || b.lo >= 0 => {
+                let hi = match (a.lo >= 0, b.lo >= 0) {
+                    (true, true) => a.hi.min(b.hi),
+                    (true, false) => a.hi,
+                    _ => b.hi,
+                };
+                Interval::new(0, hi)
+            }
+            // `x >> k` by a constant 0 <= k < 32 of an x that fits int32 (no wrapping):
+            // the floor shift is monotonic.
+            BinOp::Shr if a.fits_i32() => match b.constant() {
+                Some(k @ 0..=31) => Interval::new(a.lo >> k, a.hi >> k),
+                _ => Interval::INT32,
+            },
             _ => Interval::FULL,
         }
     }
@@ -314,6 +329,38 @@ pub fn decide(cond: &Expr, env: &dyn Env) -> Option<bool> {
 mod tests {
     use super::*;
     use crate::{floor_div, floor_mod};
+
+    /// The bit rules contain every result of the interpreter's bit operators (int32, whose
+    /// operands wrap) on members.
+    #[test]
+    fn bit_rules_are_sound_on_small_ranges() {
+        use crate::interp::scalar::{arith, Scalar};
+        use crate::ir::BinOp;
+        let ranges = [(-7, -2), (-3, 4), (0, 0), (0, 9), (2, 5), (3, 17), (0, 255)];
+        for op in [BinOp::BitAnd, BinOp::Shr] {
+            for &(alo, ahi) in &ranges {
+                for &(blo, bhi) in &ranges {
+                    let (a, b) = (Interval::new(alo, ahi), Interval::new(blo, bhi));
+                    let r = Interval::binary(op, a, b);
+                    for x in alo..=ahi {
+                        for y in blo..=bhi {
+                            let v = arith(op, crate::DType::Int32, Scalar::Int(x), Scalar::Int(y))
+                                .map(|s| s.as_i64())
+                                .unwrap_or(0);
+                            assert!(
+                                r.lo <= v && v <= r.hi,
+                                "{op:?} {a:?} {b:?} -> {r:?} misses {v}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(
+            Interval::binary(BinOp::BitAnd, Interval::FULL, Interval::point(15)),
+            Interval::new(0, 15)
+        );
+    }
 
     /// Every interval operation contains every result of its operation on members.
     #[test]

@@ -15,7 +15,7 @@ use half::{bf16, f16};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::Write as _;
-use tlc_ir::interp::{self, fp8, RunOptions, Scalar, Tensor, TensorData};
+use tlc_ir::interp::{self, fp8, RunOptions, Tensor, TensorData};
 use tlc_ir::DType;
 use tlc_passes::{Instrumentation, Target};
 use tlc_runtime::check::{KernelPlan, LaunchPlan};
@@ -305,25 +305,33 @@ pub fn from_bytes(dtype: DType, shape: &[usize], bytes: &[u8]) -> Result<Tensor,
             .rev()
             .fold(0u64, |acc, &b| (acc << 8) | u64::from(b))
     };
-    let values: Vec<Scalar> = chunks
-        .map(|c| {
-            let bits = le(c);
-            match dtype {
-                DType::Float16 => Scalar::Float(f16::from_bits(bits as u16).to_f64()),
-                DType::BFloat16 => Scalar::Float(bf16::from_bits(bits as u16).to_f64()),
-                DType::Float32 => Scalar::Float(f64::from(f32::from_bits(bits as u32))),
-                DType::Float64 => Scalar::Float(f64::from_bits(bits)),
-                DType::Float8E4M3 => Scalar::Float(fp8::decode(fp8::E4M3, bits as u8)),
-                DType::Float8E5M2 => Scalar::Float(fp8::decode(fp8::E5M2, bits as u8)),
-                DType::Int8 => Scalar::Int(i64::from(bits as u8 as i8)),
-                DType::Int32 => Scalar::Int(i64::from(bits as u32 as i32)),
-                DType::Int64 => Scalar::Int(bits as i64),
-                DType::UInt8 | DType::UInt32 => Scalar::Int(bits as i64),
-                DType::Bool => Scalar::Bool(bits != 0),
-            }
-        })
-        .collect();
-    Tensor::from_scalars(dtype, shape, values)
+    let words = chunks.map(le);
+    // Decoded values are values of the dtype: kept as they are (an e5m2 infinity included).
+    let data = match dtype {
+        DType::Bool => TensorData::Bool(words.map(|b| b != 0).collect()),
+        d if d.is_int() => TensorData::Int(
+            words
+                .map(|bits| match d {
+                    DType::Int8 => i64::from(bits as u8 as i8),
+                    DType::Int32 => i64::from(bits as u32 as i32),
+                    _ => bits as i64,
+                })
+                .collect(),
+        ),
+        d => TensorData::Float(
+            words
+                .map(|bits| match d {
+                    DType::Float16 => f16::from_bits(bits as u16).to_f64(),
+                    DType::BFloat16 => bf16::from_bits(bits as u16).to_f64(),
+                    DType::Float32 => f64::from(f32::from_bits(bits as u32)),
+                    DType::Float8E4M3 => fp8::decode(fp8::E4M3, bits as u8),
+                    DType::Float8E5M2 => fp8::decode(fp8::E5M2, bits as u8),
+                    _ => f64::from_bits(bits),
+                })
+                .collect(),
+        ),
+    };
+    Tensor::from_stored(dtype, shape, data)
 }
 
 #[cfg(test)]
@@ -346,6 +354,10 @@ mod tests {
         let m2 = Tensor::from_i64(DType::Int32, &[1], &[-2]).unwrap();
         assert_eq!(to_bytes(&m2), [0xfe, 0xff, 0xff, 0xff]);
         assert!(from_bytes(DType::Int32, &[2], &[0; 4]).is_err());
+        // An e5m2 infinity survives the round trip (a conversion would saturate it).
+        let inf = from_bytes(DType::Float8E5M2, &[2], &[0x7C, 0xFC]).unwrap();
+        assert_eq!(inf.to_f64(), [f64::INFINITY, f64::NEG_INFINITY]);
+        assert_eq!(to_bytes(&inf), [0x7C, 0xFC]);
     }
 
     #[test]

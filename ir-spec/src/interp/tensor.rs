@@ -134,6 +134,46 @@ impl Tensor {
         Tensor::from_scalars(dtype, shape, values.iter().map(|&x| Scalar::Int(x)))
     }
 
+    /// A tensor of values already of `dtype` — decoded from their storage (a device
+    /// download) — kept as they are: an e5m2 infinity stays infinite, where
+    /// [`Tensor::from_scalars`] converts it (saturating). An error when `data` has the wrong
+    /// kind or length for `dtype` and `shape`, or holds a value `dtype` cannot.
+    pub fn from_stored(dtype: DType, shape: &[usize], data: TensorData) -> Result<Tensor, String> {
+        let len = checked_len(shape).ok_or_else(|| {
+            format!(
+                "shape {} has more than {MAX_ELEMENTS} elements",
+                fmt_shape(shape)
+            )
+        })?;
+        if data.len() != len {
+            return Err(format!(
+                "{} values given for shape {}",
+                data.len(),
+                fmt_shape(shape)
+            ));
+        }
+        let ok = match &data {
+            TensorData::Float(v) => {
+                dtype.is_float()
+                    && v.iter().all(|&x| {
+                        x.is_nan()
+                            || crate::interp::scalar::round_float(dtype, x) == x
+                            || (dtype == DType::Float8E5M2 && x.is_infinite())
+                    })
+            }
+            TensorData::Int(v) => {
+                dtype.is_int()
+                    && v.iter()
+                        .all(|&x| crate::interp::scalar::wrap_int(dtype, x) == x)
+            }
+            TensorData::Bool(_) => dtype.is_bool(),
+        };
+        if !ok {
+            return Err(format!("the values are not all {dtype} values"));
+        }
+        Ok(Tensor::from_data(dtype, shape.to_vec(), data))
+    }
+
     /// Builds a tensor from storage that already holds valid values of `dtype`.
     pub(crate) fn from_data(dtype: DType, shape: Vec<usize>, data: TensorData) -> Tensor {
         Tensor { dtype, shape, data }

@@ -207,3 +207,37 @@ fn atomic_add_errors_are_located() {
     );
     assert!(errors("T.atomic_add(G[0:4], 1.0)").contains("takes a buffer as its value"));
 }
+
+/// Within a block, plain writes and atomic adds to one element follow program order: a
+/// write then adds leaves write + adds, adds then a write leave the write (a review found
+/// the merge dropping the block's own write).
+#[test]
+fn a_blocks_plain_writes_and_atomic_adds_follow_program_order() {
+    let src = r#"@T.prim_func
+def k(C: T.Tensor((4,), "float32"), D: T.Tensor((4,), "int32")):
+    with T.Kernel(1, threads=32) as bx:
+        C[0] = 5.0
+        T.atomic_add(C[0], 1.0)
+        T.atomic_add(C[1], 1.0)
+        C[1] = 7.0
+        D[0] = 3
+        T.atomic_add(D[0], 2.5)
+"#;
+    let out = run(
+        src,
+        &[],
+        vec![
+            (
+                "C",
+                Tensor::from_f64(DType::Float32, &[4], &[100.0; 4]).expect("C"),
+            ),
+            (
+                "D",
+                Tensor::from_f64(DType::Int32, &[4], &[100.0; 4]).expect("D"),
+            ),
+        ],
+    )
+    .expect("runs");
+    assert_eq!(out["C"].to_f64(), [6.0, 7.0, 100.0, 100.0]);
+    assert_eq!(out["D"].to_f64(), [5.0, 100.0, 100.0, 100.0]);
+}

@@ -43,6 +43,7 @@ impl Pass for StageFragmentReads {
 
     fn run(&self, mut func: PrimFunc, _cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
         let mut names = NameSet::of(&func);
+        let mut errors = Vec::new();
         for_each_kernel(&mut func.body, &mut |k, _| {
             let mut st = Staging {
                 fragments: k
@@ -54,11 +55,17 @@ impl Pass for StageFragmentReads {
                 names: &mut names,
                 new_allocs: Vec::new(),
                 staged: Default::default(),
+                errors: Vec::new(),
             };
             st.body(&mut k.body);
+            errors.extend(st.errors);
             k.allocs.extend(st.new_allocs);
         });
-        Ok(func)
+        if errors.is_empty() {
+            Ok(func)
+        } else {
+            Err(errors)
+        }
     }
 }
 
@@ -69,6 +76,7 @@ struct Staging<'a> {
     /// The shared copy of each fragment staged so far: one per fragment and kernel, written
     /// afresh before every use (the barriers between are `thread-binding`'s).
     staged: std::collections::HashMap<String, String>,
+    errors: Vec<Diagnostic>,
 }
 
 impl Staging<'_> {
@@ -130,6 +138,32 @@ impl Staging<'_> {
                 });
             }
         });
+        // A fragment the nest also writes cannot be served from a copy made before it: the
+        // read may be of this iteration's own, just written, element in another spelling.
+        let mut written: BTreeSet<String> = BTreeSet::new();
+        for_each_stmt(&outer.body, &mut |s| {
+            if let StmtKind::Store { buffer, .. } = &s.kind {
+                if self.fragment(&buffer.name).is_some() {
+                    written.insert(buffer.name.clone());
+                }
+            }
+        });
+        if let Some(name) = indirect.iter().find(|n| written.contains(*n)) {
+            self.errors.push(
+                Diagnostic::error(
+                    span,
+                    format!(
+                        "this T.Parallel nest writes fragment `{name}` and reads it at another \
+                         index than the element it writes, which is not lowered yet"
+                    ),
+                )
+                .with_note(format!(
+                    "read `{name}` with the nest's own variables (`{name}[i, j]`), or split the \
+                     nest so the write finishes before the other read"
+                )),
+            );
+            return Vec::new();
+        }
         let mut copies = Vec::new();
         for name in indirect {
             let Some(decl) = self.fragment(&name).cloned() else {

@@ -103,6 +103,10 @@ pub(crate) struct Memory<'g> {
     /// the element in block order (after every block's plain writes), so every block's
     /// contributions count whatever the host threads did.
     pub atomics: Vec<AtomicLog>,
+    /// One per global: the elements this block wrote with a plain store. Its atomic adds
+    /// to those are its own read-modify-writes (the overlay holds write + adds), not
+    /// deltas for the merge; a plain write after adds supersedes them.
+    plain: Vec<HashSet<usize>>,
     /// The running kernel's allocations (`BufRef::Local` indexes this).
     pub locals: Vec<Buffer>,
     /// The block's shared-memory bytes, when shared buffers live in an arena.
@@ -140,6 +144,7 @@ impl<'g> Memory<'g> {
             globals,
             overlays: vec![Overlay::new(); globals.len()],
             atomics: vec![AtomicLog::new(); globals.len()],
+            plain: vec![HashSet::new(); globals.len()],
             locals,
             shared: None,
             thread: None,
@@ -242,9 +247,14 @@ impl<'g> Memory<'g> {
             }
         }
         let new = add(self.read(b, flat)?);
-        self.write(b, flat, new);
-        if let BufRef::Global(i) = b {
-            self.atomics[i].push((flat, delta));
+        match b {
+            BufRef::Global(i) => {
+                self.overlays[i].insert(flat, new);
+                if !self.plain[i].contains(&flat) {
+                    self.atomics[i].push((flat, delta));
+                }
+            }
+            BufRef::Local(_) => self.write(b, flat, new),
         }
         Some(new)
     }
@@ -255,6 +265,9 @@ impl<'g> Memory<'g> {
         match b {
             BufRef::Global(i) => {
                 self.overlays[i].insert(flat, value);
+                if self.plain[i].insert(flat) {
+                    self.atomics[i].retain(|&(f, _)| f != flat);
+                }
             }
             BufRef::Local(i) => {
                 if !self.regs.inflight.is_empty() && self.regs.inflight(i, flat) {

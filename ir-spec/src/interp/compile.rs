@@ -448,12 +448,7 @@ impl Compiler {
                 indices,
                 value,
             } => {
-                let (buf, dtype, rank) = self.buffer(&buffer.name, buffer.span)?;
-                if indices.len() != rank {
-                    return Err(rank_error(&buffer.name, rank, indices.len(), span));
-                }
-                let indices = indices.iter().map(|e| self.int_expr(e)).collect::<R<_>>()?;
-                let value = coerce(self.expr(value)?.0, dtype);
+                let (buf, indices, value) = self.element_write(buffer, indices, value, span)?;
                 CStmtKind::Store {
                     buf,
                     indices,
@@ -465,12 +460,7 @@ impl Compiler {
                 indices,
                 value,
             } => {
-                let (buf, dtype, rank) = self.buffer(&buffer.name, buffer.span)?;
-                if indices.len() != rank {
-                    return Err(rank_error(&buffer.name, rank, indices.len(), span));
-                }
-                let indices = indices.iter().map(|e| self.int_expr(e)).collect::<R<_>>()?;
-                let value = coerce(self.expr(value)?.0, dtype);
+                let (buf, indices, value) = self.element_write(buffer, indices, value, span)?;
                 CStmtKind::AtomicAdd {
                     buf,
                     indices,
@@ -507,6 +497,24 @@ impl Compiler {
             }
         };
         Ok(CStmt { kind, span })
+    }
+
+    /// The operands of a write of one element (a store, an atomic add): the buffer, the
+    /// compiled indices and the value converted to the buffer's dtype.
+    fn element_write(
+        &mut self,
+        buffer: &crate::ir::Ident,
+        indices: &[Expr],
+        value: &Expr,
+        span: Span,
+    ) -> R<(BufRef, Vec<CExpr>, CExpr)> {
+        let (buf, dtype, rank) = self.buffer(&buffer.name, buffer.span)?;
+        if indices.len() != rank {
+            return Err(rank_error(&buffer.name, rank, indices.len(), span));
+        }
+        let indices = indices.iter().map(|e| self.int_expr(e)).collect::<R<_>>()?;
+        let value = coerce(self.expr(value)?.0, dtype);
+        Ok((buf, indices, value))
     }
 
     fn kernel(&mut self, k: &Kernel, span: Span) -> R<CKernel> {

@@ -14,7 +14,7 @@ use common::{
 };
 use tlc_ir::printer::print_func;
 use tlc_ir::PrimFunc;
-use tlc_passes::{default_pipeline, PassContext, Target};
+use tlc_passes::{PassContext, Target};
 
 fn local_case(stem: &str) -> PrimFunc {
     load(&root().join(format!("passes/tests/cases/{stem}.tir")))
@@ -61,26 +61,7 @@ fn stages_for(func: &PrimFunc, target: Target) -> Vec<(&'static str, PrimFunc)> 
 
 /// [`stages_for`] in the context `cx` (its target, its SM count).
 fn stages_in(func: &PrimFunc, cx: &PassContext) -> Vec<(&'static str, PrimFunc)> {
-    let mut out = Vec::new();
-    let mut cur = func.clone();
-    for pass in default_pipeline(cx.target()) {
-        cur = pass
-            .run(cur, cx)
-            .unwrap_or_else(|e| panic!("{}: {e:#?}", pass.name()));
-        if let Err(e) = tlc_ir::verifier::verify(&cur) {
-            panic!("after {}: {e:#?}\n{}", pass.name(), print_func(&cur));
-        }
-        let text = print_func(&cur);
-        let back = tlc_ir::parse(&text).unwrap_or_else(|e| panic!("{}: {e:#?}", pass.name()));
-        assert_eq!(
-            print_func(&back),
-            text,
-            "after {}: no round trip",
-            pass.name()
-        );
-        out.push((pass.name(), cur.clone()));
-    }
-    out
+    common::pipeline_stages(func, cx)
 }
 
 /// The GEMM cases every pass must keep the meaning of.

@@ -14,7 +14,7 @@ use common::{assert_close_meaning, with_region_barriers};
 use tlc_ir::printer::print_func;
 use tlc_ir::{PrimFunc, ReduceKind};
 use tlc_passes::pipeline::lookup;
-use tlc_passes::{default_pipeline, PassContext, Target};
+use tlc_passes::{PassContext, Target};
 
 fn parse(text: &str) -> PrimFunc {
     let f = tlc_ir::parse(text).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
@@ -166,27 +166,7 @@ fn cases() -> Vec<(String, String)> {
 
 /// Every stage of the default pipeline of `target`, verified and round-tripped.
 fn stages(func: &PrimFunc, target: Target) -> Vec<(&'static str, PrimFunc)> {
-    let cx = PassContext::new(target);
-    let mut out = Vec::new();
-    let mut cur = func.clone();
-    for pass in default_pipeline(target) {
-        cur = pass
-            .run(cur, &cx)
-            .unwrap_or_else(|e| panic!("{}: {e:#?}\n{}", pass.name(), print_func(func)));
-        if let Err(e) = tlc_ir::verifier::verify(&cur) {
-            panic!("after {}: {e:#?}\n{}", pass.name(), print_func(&cur));
-        }
-        let text = print_func(&cur);
-        let back = tlc_ir::parse(&text).unwrap_or_else(|e| panic!("{}: {e:#?}", pass.name()));
-        assert_eq!(
-            print_func(&back),
-            text,
-            "after {}: no round trip",
-            pass.name()
-        );
-        out.push((pass.name(), cur.clone()));
-    }
-    out
+    common::pipeline_stages(func, &PassContext::new(target))
 }
 
 /// The passes after which the meaning is compared.

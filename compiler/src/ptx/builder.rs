@@ -541,15 +541,7 @@ impl KernelBuilder {
 
     /// `ld.space.T d, [addr]`.
     pub fn ld(&mut self, space: Space, ty: Type, addr: Address) -> Reg {
-        let dst = self.new_reg(ty);
-        self.emit(Op::Ld {
-            space,
-            nc: false,
-            ty,
-            dsts: vec![dst],
-            addr,
-        });
-        dst
+        self.ld_widened(space, ty, ty, addr)
     }
 
     /// `ld.space.T d, [addr]` into a fresh register of `reg_ty`'s class, which may be wider

@@ -266,3 +266,36 @@ pub fn with_region_barriers(mut func: PrimFunc) -> PrimFunc {
 pub fn cx() -> tlc_passes::PassContext {
     tlc_passes::PassContext::new(tlc_ir::Target::Sm80)
 }
+
+/// Every stage of the default pipeline of `cx`'s target run on `func`: (pass name, its
+/// output), each verified and printed-then-parsed back to itself.
+#[allow(dead_code)]
+pub fn pipeline_stages(
+    func: &PrimFunc,
+    cx: &tlc_passes::PassContext,
+) -> Vec<(&'static str, PrimFunc)> {
+    let mut out = Vec::new();
+    let mut cur = func.clone();
+    for pass in tlc_passes::default_pipeline(cx.target()) {
+        cur = pass
+            .run(cur, cx)
+            .unwrap_or_else(|e| panic!("{}: {e:#?}", pass.name()));
+        if let Err(e) = tlc_ir::verifier::verify(&cur) {
+            panic!(
+                "after {}: {e:#?}\n{}",
+                pass.name(),
+                tlc_ir::printer::print_func(&cur)
+            );
+        }
+        let text = tlc_ir::printer::print_func(&cur);
+        let back = tlc_ir::parse(&text).unwrap_or_else(|e| panic!("{}: {e:#?}", pass.name()));
+        assert_eq!(
+            tlc_ir::printer::print_func(&back),
+            text,
+            "after {}: no round trip",
+            pass.name()
+        );
+        out.push((pass.name(), cur.clone()));
+    }
+    out
+}

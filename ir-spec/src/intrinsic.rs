@@ -131,6 +131,15 @@ pub enum Intrinsic {
     /// .u32 n`, a register-allocation hint (n a multiple of 8 in 24..=256); no effect on
     /// values.
     SetMaxNReg { n: i64, inc: bool },
+    /// `T.shfl_xor(dst, src, offset)` (warp collective): `shfl.sync.bfly.b32` over the whole
+    /// warp — every lane `l` writes to `dst` the value `src` holds in lane `l ^ offset`
+    /// (`offset` 1, 2, 4, 8 or 16). One element of a 32- or 16-bit dtype (a 16-bit value
+    /// travels in the low half of the 32-bit register).
+    ShflXor {
+        dst: ElemRef,
+        src: ElemRef,
+        offset: i64,
+    },
 }
 
 /// Which intrinsic a definition describes.
@@ -152,6 +161,7 @@ pub enum IntrinsicOp {
     WgmmaWait,
     Wgmma,
     SetMaxNReg,
+    ShflXor,
 }
 
 /// Who executes an intrinsic together.
@@ -937,8 +947,59 @@ static SETMAXNREG: IntrinsicDef = IntrinsicDef {
     needs: WGMMA,
 };
 
+/// Shuffles move one register of at most 32 bits.
+const SHUFFLED: &[DType] = &[
+    DType::Float32,
+    DType::Int32,
+    DType::UInt32,
+    DType::Float16,
+    DType::BFloat16,
+];
+
+static SHFL_XOR: IntrinsicDef = IntrinsicDef {
+    op: IntrinsicOp::ShflXor,
+    name: "T.shfl_xor",
+    params: &[
+        Param {
+            name: "dst",
+            role: "destination",
+            kind: ParamKind::Ref(RefParam {
+                scopes: REGISTERS,
+                dtypes: SHUFFLED,
+                count: Count::Elems(1),
+                effect: Effect::Write,
+            }),
+            keyword: false,
+        },
+        Param {
+            name: "src",
+            role: "source",
+            kind: ParamKind::Ref(RefParam {
+                scopes: REGISTERS,
+                dtypes: SHUFFLED,
+                count: Count::Elems(1),
+                effect: Effect::Read,
+            }),
+            keyword: false,
+        },
+        Param {
+            name: "offset",
+            role: "lane offset",
+            kind: ParamKind::Int {
+                allowed: &[1, 2, 4, 8, 16],
+                default: None,
+            },
+            keyword: true,
+        },
+    ],
+    collective: Collective::Warp,
+    block_level: false,
+    same_dtype: &[("dst", "src")],
+    needs: Needs::Nothing,
+};
+
 /// Every intrinsic's definition.
-pub fn all() -> [&'static IntrinsicDef; 16] {
+pub fn all() -> [&'static IntrinsicDef; 17] {
     [
         &CP_ASYNC,
         &COMMIT_GROUP,
@@ -956,6 +1017,7 @@ pub fn all() -> [&'static IntrinsicDef; 16] {
         &WGMMA_WAIT,
         &WGMMA_MMA,
         &SETMAXNREG,
+        &SHFL_XOR,
     ]
 }
 
@@ -992,6 +1054,7 @@ impl Intrinsic {
             Intrinsic::WgmmaWait(_) => &WGMMA_WAIT,
             Intrinsic::Wgmma { .. } => &WGMMA_MMA,
             Intrinsic::SetMaxNReg { .. } => &SETMAXNREG,
+            Intrinsic::ShflXor { .. } => &SHFL_XOR,
         }
     }
 
@@ -1082,6 +1145,9 @@ impl Intrinsic {
                 Arg::Pred(accumulate.as_ref()),
             ],
             Intrinsic::SetMaxNReg { n, inc } => vec![Arg::Int(*n), Arg::Bool(*inc)],
+            Intrinsic::ShflXor { dst, src, offset } => {
+                vec![Arg::Ref(dst), Arg::Ref(src), Arg::Int(*offset)]
+            }
             Intrinsic::FenceProxyAsync | Intrinsic::WgmmaFence | Intrinsic::WgmmaCommit => {
                 Vec::new()
             }
@@ -1098,7 +1164,9 @@ impl Intrinsic {
     fn parts_mut(&mut self) -> (Vec<&mut ElemRef>, Option<&mut Expr>) {
         match self {
             Intrinsic::CpAsync { dst, src, pred, .. } => (vec![dst, src], pred.as_mut()),
-            Intrinsic::Ldmatrix { dst, src, .. } => (vec![dst, src], None),
+            Intrinsic::Ldmatrix { dst, src, .. } | Intrinsic::ShflXor { dst, src, .. } => {
+                (vec![dst, src], None)
+            }
             Intrinsic::Mma { acc, a, b } => (vec![acc, a, b], None),
             Intrinsic::MbarrierInit { bar, .. }
             | Intrinsic::MbarrierArrive { bar }
@@ -1228,6 +1296,12 @@ impl Intrinsic {
             }
             IntrinsicOp::SetMaxNReg => match (next()?, next()?) {
                 (V::Int(n), V::Bool(inc)) => Intrinsic::SetMaxNReg { n, inc },
+                _ => return None,
+            },
+            IntrinsicOp::ShflXor => match (next()?, next()?, next()?) {
+                (V::Ref(dst), V::Ref(src), V::Int(offset)) => {
+                    Intrinsic::ShflXor { dst, src, offset }
+                }
                 _ => return None,
             },
         };
@@ -1695,6 +1769,11 @@ mod tests {
                 accumulate: Some(Expr::var("p")),
             },
             Intrinsic::SetMaxNReg { n: 240, inc: true },
+            Intrinsic::ShflXor {
+                dst: r("t"),
+                src: r("acc"),
+                offset: 16,
+            },
         ]
     }
 

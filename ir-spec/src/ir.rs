@@ -327,6 +327,30 @@ pub enum Layout {
         warpgroups_m: i64,
         warpgroups_n: i64,
     },
+    /// A row vector (1-D fragments): element `r` of an `R`-element fragment is held, in
+    /// one slot, by every thread that holds part of row `r` of an `R x N` fragment laid out
+    /// as `RowsOf` says — so a `T.Parallel` nest over that fragment reads `V[i]` from a
+    /// register, and a reduction along its rows combines registers with warp shuffles.
+    /// docs/ir.md gives the row-to-(threads, slot) map of each kind.
+    Rows(RowsOf),
+}
+
+/// The 2-D layout whose rows a [`Layout::Rows`] vector follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RowsOf {
+    /// `T.rows_layout(buf, cols=N)`: rows of the default (flat) layout of an `R x N`
+    /// fragment, for `N` a multiple of the thread count `T` (every thread holds every row)
+    /// or a divisor of it (row `r` is held by the `N` threads `N (r mod T/N) …`).
+    Flat { cols: i64 },
+    /// `T.mma_rows_layout(buf, warps_m=WM, warps_n=WN)`: rows of
+    /// `T.mma_accumulator_layout(…, warps_m=WM, warps_n=WN)`.
+    Mma { warps_m: i64, warps_n: i64 },
+    /// `T.wgmma_rows_layout(buf, warpgroups_m=GM, warpgroups_n=GN)`: rows of
+    /// `T.wgmma_accumulator_layout(…, warpgroups_m=GM, warpgroups_n=GN)`.
+    Wgmma {
+        warpgroups_m: i64,
+        warpgroups_n: i64,
+    },
 }
 
 /// A loop `for var in KIND(start, stop)`; iterates `var = start, start + 1, …, stop - 1`.

@@ -32,7 +32,7 @@ use tlc_ir::verifier::const_int;
 use tlc_ir::visit::{child_bodies, for_each_stmt};
 use tlc_ir::{
     BufferDecl, DType, Diagnostic, ForKind, Gemm, Ident, Kernel, Layout, LayoutAnnotation,
-    PrimFunc, Scope, Span, Stmt, StmtKind, Target, WarpPolicy,
+    PrimFunc, RowsOf, Scope, Span, Stmt, StmtKind, Target, WarpPolicy,
 };
 
 pub struct LayoutInference;
@@ -124,6 +124,18 @@ fn describe(l: Layout) -> String {
         Layout::MmaAccumulator { warps_m, warps_n } => {
             format!("the mma accumulator layout over {warps_m} x {warps_n} warps")
         }
+        Layout::Rows(RowsOf::Flat { cols }) => {
+            format!("the rows of a flat fragment of {cols} columns")
+        }
+        Layout::Rows(RowsOf::Mma { warps_m, warps_n }) => {
+            format!("the rows of the mma accumulator layout over {warps_m} x {warps_n} warps")
+        }
+        Layout::Rows(RowsOf::Wgmma {
+            warpgroups_m,
+            warpgroups_n,
+        }) => format!(
+            "the rows of the wgmma accumulator layout over {warpgroups_m} x {warpgroups_n} warpgroups"
+        ),
     }
 }
 

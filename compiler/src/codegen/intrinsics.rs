@@ -56,6 +56,7 @@ impl Cg {
                 trans,
             } => self.ldmatrix(dst, src, *num, *trans, span),
             Intrinsic::Mma { acc, a, b } => self.mma(acc, a, b),
+            Intrinsic::ShflXor { dst, src, offset } => self.shfl_xor(dst, src, *offset, span),
             // `hopper_intrinsic` took every other one.
             _ => self.err(span, format!("`{}` has no PTX lowering", i.name())),
         }
@@ -243,6 +244,51 @@ impl Cg {
             });
             self.packed.insert((pair[0], pair[1]), w);
         }
+    }
+
+    /// `T.shfl_xor`: a 32-bit register moves as it is; a 16-bit one travels in the low half
+    /// of a `.b32` (packed with itself, unpacked on arrival).
+    fn shfl_xor(&mut self, dst: &ElemRef, src: &ElemRef, offset: i64, span: Span) {
+        let Ok(lane_xor) = u32::try_from(offset) else {
+            self.err(span, format!("T.shfl_xor offset {offset}"));
+            return;
+        };
+        let Some((ty, s)) = self.local_run(src, 1, "the source of T.shfl_xor") else {
+            return;
+        };
+        let Some((_, d)) = self.local_run(dst, 1, "the destination of T.shfl_xor") else {
+            return;
+        };
+        let (Some(&s), Some(&d)) = (s.first(), d.first()) else {
+            return;
+        };
+        if ty.bytes() == 4 {
+            self.b.emit(Op::ShflBfly {
+                dst: d,
+                src: s,
+                lane_xor,
+            });
+            return;
+        }
+        let word = self.b.new_reg(Type::B32);
+        self.b.emit(Op::Pack {
+            ty: Type::B32,
+            dst: word,
+            srcs: vec![Operand::Reg(s), Operand::Reg(s)],
+        });
+        let got = self.b.new_reg(Type::B32);
+        self.b.emit(Op::ShflBfly {
+            dst: got,
+            src: word,
+            lane_xor,
+        });
+        self.forget_packed(d);
+        let spare = self.b.new_reg(Type::B16);
+        self.b.emit(Op::Unpack {
+            ty: Type::B32,
+            dsts: vec![d, spare],
+            src: got,
+        });
     }
 
     fn mma(&mut self, acc: &ElemRef, a: &ElemRef, b: &ElemRef) {

@@ -951,6 +951,9 @@ pub enum Op {
     CvtFromFp8x2 { kind: Fp8Kind, dst: Reg, src: Reg },
     /// `bar.sync id{, threads}`.
     BarSync { id: u32, threads: Option<u32> },
+    /// `shfl.sync.bfly.b32 d, a, lane_xor, 0x1f, 0xffffffff`: lane `l` receives `a` of lane
+    /// `l ^ lane_xor` (the whole warp takes part).
+    ShflBfly { dst: Reg, src: Reg, lane_xor: u32 },
     /// `cp.async.{ca|cg}.shared.global [dst], [src], size{, src_size}`: with `src_size`
     /// fewer than `size` bytes are read and the rest zero-filled (masked tails).
     CpAsync {
@@ -1056,6 +1059,7 @@ impl Inst {
             | Op::Bfe { dst, .. }
             | Op::Bfi { dst, .. }
             | Op::CvtToFp8x2 { dst, .. }
+            | Op::ShflBfly { dst, .. }
             | Op::CvtFromFp8x2 { dst, .. } => vec![*dst],
             Op::Unpack { dsts, .. } | Op::Ld { dsts, .. } | Op::Ldmatrix { dsts, .. } => {
                 dsts.clone()
@@ -1140,7 +1144,7 @@ impl Inst {
                 op(pos);
                 op(len);
             }
-            Op::CvtFromFp8x2 { src, .. } => regs.push(*src),
+            Op::CvtFromFp8x2 { src, .. } | Op::ShflBfly { src, .. } => regs.push(*src),
             Op::Ld { addr: a, .. } | Op::Ldmatrix { addr: a, .. } => addr(a),
             Op::St { addr: a, srcs, .. } => {
                 addr(a);

@@ -489,6 +489,16 @@ fn render(op: &Op) -> (String, Vec<String>) {
             format!("cvt.rn.f16x2{}", kind.suffix()),
             vec![dst.to_string(), src.to_string()],
         ),
+        Op::ShflBfly { dst, src, lane_xor } => (
+            "shfl.sync.bfly.b32".to_string(),
+            vec![
+                dst.to_string(),
+                src.to_string(),
+                lane_xor.to_string(),
+                "0x1f".to_string(),
+                "0xffffffff".to_string(),
+            ],
+        ),
         Op::BarSync { id, threads } => {
             let mut args = vec![id.to_string()];
             if let Some(t) = threads {

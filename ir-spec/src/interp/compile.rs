@@ -100,6 +100,11 @@ pub(crate) enum CCall {
         num: usize,
         trans: bool,
     },
+    ShflXor {
+        dst: CRef,
+        src: CRef,
+        offset: usize,
+    },
     Mma {
         acc: CRef,
         a: CRef,
@@ -676,6 +681,12 @@ impl Compiler {
                 src: self.elem_ref(src, span)?,
                 num: usize::try_from(*num).unwrap_or(0),
                 trans: *trans,
+            },
+            Intrinsic::ShflXor { dst, src, offset } => CCall::ShflXor {
+                dst: self.elem_ref(dst, span)?,
+                src: self.elem_ref(src, span)?,
+                // `check` above admitted it (1, 2, 4, 8 or 16).
+                offset: usize::try_from(*offset).unwrap_or(0),
             },
             Intrinsic::Mma { acc, a, b } => CCall::Mma {
                 acc: self.elem_ref(acc, span)?,

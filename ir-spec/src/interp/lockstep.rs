@@ -434,6 +434,18 @@ impl Lockstep<'_, '_> {
                 }
                 Ok(())
             }
+            CCall::ShflXor { dst, src, offset } => {
+                // Every lane reads before any lane writes (`dst` may be `src`).
+                let mut values = Vec::with_capacity(32);
+                for lane in 0..32 {
+                    values.push(self.on_thread(base + lane, span, |f| f.shfl_read(src, span))?);
+                }
+                for lane in 0..32 {
+                    let v = values[lane ^ offset];
+                    self.on_thread(base + lane, span, |f| f.shfl_write(dst, v, span))?;
+                }
+                Ok(())
+            }
             CCall::Mma { acc, a, b } => {
                 let mut lanes = Vec::with_capacity(32);
                 for lane in 0..32 {

@@ -14,8 +14,8 @@ mod tests;
 
 use crate::dtype::DType;
 use crate::ir::{
-    BufferDecl, For, ForKind, Gemm, Kernel, Layout, PrimFunc, RasterOrder, Scope, Stmt, StmtKind,
-    WarpPolicy,
+    BufferDecl, For, ForKind, Gemm, Kernel, Layout, PrimFunc, RasterOrder, RowsOf, Scope, Stmt,
+    StmtKind, WarpPolicy,
 };
 use expr::{write_expr, write_list};
 use region::{copy_forms, write_plain_region, write_region, Decls};
@@ -365,6 +365,20 @@ impl Printer<'_> {
                     } => write!(
                         self.out,
                         "{name}: T.wgmma_accumulator_layout({name}, warpgroups_m={warpgroups_m}, warpgroups_n={warpgroups_n})"
+                    )?,
+                    Layout::Rows(RowsOf::Flat { cols }) => {
+                        write!(self.out, "{name}: T.rows_layout({name}, cols={cols})")?
+                    }
+                    Layout::Rows(RowsOf::Mma { warps_m, warps_n }) => write!(
+                        self.out,
+                        "{name}: T.mma_rows_layout({name}, warps_m={warps_m}, warps_n={warps_n})"
+                    )?,
+                    Layout::Rows(RowsOf::Wgmma {
+                        warpgroups_m,
+                        warpgroups_n,
+                    }) => write!(
+                        self.out,
+                        "{name}: T.wgmma_rows_layout({name}, warpgroups_m={warpgroups_m}, warpgroups_n={warpgroups_n})"
                     )?,
                 }
             }

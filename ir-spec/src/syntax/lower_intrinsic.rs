@@ -9,7 +9,7 @@
 
 use crate::diagnostic::Diagnostic;
 use crate::intrinsic::{self, ArgValue, ParamKind};
-use crate::ir::{ElemRef, Ident, Intrinsic, Layout, Stmt, StmtKind};
+use crate::ir::{ElemRef, Ident, Intrinsic, Layout, RowsOf, Stmt, StmtKind};
 use crate::span::Span;
 use crate::syntax::ast;
 use crate::syntax::lower::Lowerer;
@@ -125,8 +125,11 @@ impl Lowerer {
                 "expected `T.make_swizzled_layout({buf})`, `T.make_swizzled_layout({buf}, \
                  bytes=B)`, `T.make_padded_layout({buf}, pad=P)`, \
                  `T.mma_accumulator_layout({buf}, warps_m=M, warps_n=N)`, \
-                 `T.make_wgmma_swizzled_layout({buf}, bytes=B)` or \
-                 `T.wgmma_accumulator_layout({buf}, warpgroups_m=M, warpgroups_n=N)`"
+                 `T.make_wgmma_swizzled_layout({buf}, bytes=B)`, \
+                 `T.wgmma_accumulator_layout({buf}, warpgroups_m=M, warpgroups_n=N)`, \
+                 `T.rows_layout({buf}, cols=N)`, \
+                 `T.mma_rows_layout({buf}, warps_m=M, warps_n=N)` or \
+                 `T.wgmma_rows_layout({buf}, warpgroups_m=M, warpgroups_n=N)`"
             ))
         };
         let ast::ExprKind::Call(f, largs) = &v.kind else {
@@ -154,6 +157,13 @@ impl Lowerer {
                 &["buffer", "warpgroups_m", "warpgroups_n"],
                 3,
             ),
+            "T.rows_layout" => ("T.rows_layout", &["buffer", "cols"], 2),
+            "T.mma_rows_layout" => ("T.mma_rows_layout", &["buffer", "warps_m", "warps_n"], 3),
+            "T.wgmma_rows_layout" => (
+                "T.wgmma_rows_layout",
+                &["buffer", "warpgroups_m", "warpgroups_n"],
+                3,
+            ),
             _ => return self.fail(unsupported(v)),
         };
         let a = self.bind(what, v.span, largs, params, required)?;
@@ -177,6 +187,25 @@ impl Lowerer {
             "T.make_wgmma_swizzled_layout" => Some(Layout::WgmmaSwizzle {
                 bytes: self.const_int(a[1]?, "the swizzle width `bytes`")?,
             }),
+            "T.rows_layout" => Some(Layout::Rows(RowsOf::Flat {
+                cols: self.const_int(a[1]?, "the row length `cols`")?,
+            })),
+            "T.mma_rows_layout" => {
+                let m = self.const_int(a[1]?, "`warps_m`");
+                let n = self.const_int(a[2]?, "`warps_n`");
+                Some(Layout::Rows(RowsOf::Mma {
+                    warps_m: m?,
+                    warps_n: n?,
+                }))
+            }
+            "T.wgmma_rows_layout" => {
+                let m = self.const_int(a[1]?, "`warpgroups_m`");
+                let n = self.const_int(a[2]?, "`warpgroups_n`");
+                Some(Layout::Rows(RowsOf::Wgmma {
+                    warpgroups_m: m?,
+                    warpgroups_n: n?,
+                }))
+            }
             "T.wgmma_accumulator_layout" => {
                 let m = self.const_int(a[1]?, "`warpgroups_m`");
                 let n = self.const_int(a[2]?, "`warpgroups_n`");

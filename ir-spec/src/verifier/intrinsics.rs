@@ -8,7 +8,7 @@ use super::consts::const_int;
 use super::Checker;
 use crate::diagnostic::Diagnostic;
 use crate::intrinsic::{self, Arg, Count, Needs, ParamKind};
-use crate::ir::{BufferDecl, ElemRef, Expr, Intrinsic, Layout, LayoutAnnotation, Scope};
+use crate::ir::{BufferDecl, ElemRef, Expr, Intrinsic, Layout, LayoutAnnotation, RowsOf, Scope};
 use crate::span::Span;
 use crate::target::Target;
 use crate::wgmma;
@@ -244,6 +244,22 @@ impl<'f> Checker<'f> {
                         );
                     }
                 }
+                Layout::Rows(_) => {
+                    // A 1-D fragment, or the local array `lower-tile-ops` made of one.
+                    if decl.scope != Scope::Fragment && decl.scope != Scope::Local
+                        || (decl.scope == Scope::Fragment && decl.shape.len() != 1)
+                    {
+                        self.error(
+                            at,
+                            format!(
+                                "a rows layout on `{name}`, a {}-D {} buffer; it lays out \
+                                 1-D fragments",
+                                decl.shape.len(),
+                                decl.scope.name()
+                            ),
+                        );
+                    }
+                }
             }
         }
         match ann.layout {
@@ -267,7 +283,23 @@ impl<'f> Checker<'f> {
                          warps_n={warps_n}"
                     ),
                 ),
-            Layout::WgmmaAccumulator {
+            Layout::Rows(RowsOf::Flat { cols }) if cols <= 0 => self.error(
+                at,
+                format!("the row length of `{name}`'s rows layout must be positive, found {cols}"),
+            ),
+            Layout::Rows(RowsOf::Mma { warps_m, warps_n }) if warps_m <= 0 || warps_n <= 0 => self
+                .error(
+                    at,
+                    format!(
+                        "the warp grid of `{name}` must be positive, found warps_m={warps_m}, \
+                         warps_n={warps_n}"
+                    ),
+                ),
+            Layout::Rows(RowsOf::Wgmma {
+                warpgroups_m,
+                warpgroups_n,
+            })
+            | Layout::WgmmaAccumulator {
                 warpgroups_m,
                 warpgroups_n,
             } if warpgroups_m <= 0 || warpgroups_n <= 0 => self.error(

@@ -263,6 +263,20 @@ impl Frame<'_> {
         Ok(())
     }
 
+    /// One lane's `T.shfl_xor` source value.
+    pub(crate) fn shfl_read(&self, src: &CRef, span: Span) -> Res<Scalar> {
+        let flat = self.run_start(src, 1, span, "`T.shfl_xor`")?;
+        self.read_elem(src.buf, flat, span, "`T.shfl_xor`")
+    }
+
+    /// Writes the value lane `l ^ offset` held into one lane's `dst` (both operands have
+    /// one dtype, the verifier's rule, so the value is stored unchanged).
+    pub(crate) fn shfl_write(&mut self, dst: &CRef, v: Scalar, span: Span) -> Res<()> {
+        let flat = self.run_start(dst, 1, span, "`T.shfl_xor`")?;
+        self.mem.write(dst.buf, flat, v);
+        Ok(())
+    }
+
     /// One lane's `T.mma_sync` operands, as f32: `a[0..8]`, `b[0..4]`, `acc[0..4]`, and
     /// where `acc` starts.
     pub(crate) fn mma_operands(

@@ -2,8 +2,9 @@
 //! folded (so generated indices stay readable: `i * 1 + 0` is `i`), loops, intrinsic
 //! statements and their operands, notes.
 
+use crate::dtype::DType;
 use crate::intrinsic::{ElemRef, Intrinsic};
-use crate::ir::{BinOp, Expr, For, ForKind, Ident, Stmt, StmtKind};
+use crate::ir::{BinOp, Expr, ExprKind, For, ForKind, Ident, ReduceKind, Stmt, StmtKind};
 use crate::span::Span;
 
 /// `a op b` with no span of its own; see [`bin_at`].
@@ -81,5 +82,40 @@ mod tests {
             bin(BinOp::FloorDiv, Expr::int(1), x()).kind,
             crate::ir::ExprKind::Binary(BinOp::FloorDiv, _, _)
         ));
+    }
+}
+
+/// The value every fold starts from: the identity of the kind's operator in `d`.
+pub fn reduce_identity(kind: ReduceKind, d: DType) -> Expr {
+    let float = d.is_float();
+    let lit = match kind {
+        ReduceKind::Sum | ReduceKind::AbsSum | ReduceKind::AbsMax => ExprKind::Int(0),
+        ReduceKind::Max if float => ExprKind::Float(f64::NEG_INFINITY),
+        ReduceKind::Min if float => ExprKind::Float(f64::INFINITY),
+        ReduceKind::Max => ExprKind::Int(int_min(d)),
+        ReduceKind::Min => ExprKind::Int(int_max(d)),
+    };
+    Expr::new(
+        ExprKind::Cast(d, Box::new(Expr::new(lit, Span::DUMMY))),
+        Span::DUMMY,
+    )
+}
+
+fn int_min(d: DType) -> i64 {
+    match d {
+        DType::Int8 => i64::from(i8::MIN),
+        DType::Int32 => i64::from(i32::MIN),
+        DType::UInt8 | DType::UInt32 => 0,
+        _ => i64::MIN,
+    }
+}
+
+fn int_max(d: DType) -> i64 {
+    match d {
+        DType::Int8 => i64::from(i8::MAX),
+        DType::UInt8 => i64::from(u8::MAX),
+        DType::Int32 => i64::from(i32::MAX),
+        DType::UInt32 => i64::from(u32::MAX),
+        _ => i64::MAX,
     }
 }

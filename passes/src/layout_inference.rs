@@ -9,8 +9,10 @@
 //! 32 bytes; rows of 16 bytes get 16 bytes of padding; anything else has no layout that
 //! fits and is an error naming the buffer); **propagate** — the buffer/op graph (petgraph)
 //! is walked breadth-first from every fragment with a layout: a fragment of the same shape
-//! reached through a `T.copy` or a `T.Parallel` nest gets the same layout. Other fragments
-//! keep the default (flat) layout.
+//! reached through a `T.copy` or a `T.Parallel` nest gets the same layout (the fragments a
+//! row vector follows count as joined). Other fragments keep the default (flat) layout;
+//! **rows** — each row vector (`analysis::rows`) gets the rows layout of the fragments it
+//! follows (`T.rows_layout`, `T.mma_rows_layout`, `T.wgmma_rows_layout`).
 //!
 //! Warp partition (`T.GemmWarpPolicy`), for `W = threads / 32` warps (`threads` the block's
 //! thread count, `X * Y * Z` for `threads=(X, Y, Z)`) and an `M x N` tile:
@@ -22,6 +24,7 @@
 use crate::analysis::access::element_accesses;
 use crate::analysis::block::{unit_grid, Block};
 use crate::analysis::kernels::for_each_kernel;
+use crate::analysis::rows::RowVectors;
 use crate::analysis::wgmma;
 use crate::context::PassContext;
 use crate::pass::Pass;
@@ -301,12 +304,70 @@ fn infer(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diagnostic
             }
         }
     }
-    propagate(&k.body, &allocs, &mut layouts, span);
+    let rows = threads.map_or_else(RowVectors::default, |t| RowVectors::of(k, t));
+    propagate(&k.body, &allocs, &rows, &mut layouts, span);
+    row_layouts(&rows, &mut layouts, span);
     k.layouts = layouts.chosen;
 }
 
+/// Rows: every member of a row-vector class follows its anchors' layout (the flat one when
+/// they have none).
+fn row_layouts(rows: &RowVectors, layouts: &mut Layouts, span: Span) {
+    for class in &rows.classes {
+        let mut of: Vec<RowsOf> = class
+            .anchors
+            .iter()
+            .map(|a| match layouts.get(a) {
+                Some(Layout::MmaAccumulator { warps_m, warps_n }) => {
+                    Some(RowsOf::Mma { warps_m, warps_n })
+                }
+                Some(Layout::WgmmaAccumulator {
+                    warpgroups_m,
+                    warpgroups_n,
+                }) => Some(RowsOf::Wgmma {
+                    warpgroups_m,
+                    warpgroups_n,
+                }),
+                Some(_) => None,
+                None => Some(RowsOf::Flat { cols: class.cols }),
+            })
+            .collect::<Option<Vec<_>>>()
+            .unwrap_or_default();
+        of.dedup();
+        let anchors = class
+            .anchors
+            .iter()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("`, `");
+        let [of] = of.as_slice() else {
+            layouts.errors.push(
+                Diagnostic::error(
+                    span,
+                    format!(
+                        "no register layout fits row vector `{}`: the fragments it follows \
+                         (`{anchors}`) have different layouts",
+                        class.members.iter().next().map_or("", String::as_str)
+                    ),
+                )
+                .with_note("broadcast a row vector along fragments laid out alike"),
+            );
+            continue;
+        };
+        for m in &class.members {
+            layouts.set(m, Layout::Rows(*of), span, "a row vector");
+        }
+    }
+}
+
 /// Walks the buffer/op graph from every fragment with a layout (see the module summary).
-fn propagate(body: &[Stmt], allocs: &[BufferDecl], layouts: &mut Layouts, span: Span) {
+fn propagate(
+    body: &[Stmt],
+    allocs: &[BufferDecl],
+    rows: &RowVectors,
+    layouts: &mut Layouts,
+    span: Span,
+) {
     let fragments: Vec<&BufferDecl> = allocs
         .iter()
         .filter(|b| b.scope == Scope::Fragment)
@@ -327,6 +388,12 @@ fn propagate(body: &[Stmt], allocs: &[BufferDecl], layouts: &mut Layouts, span: 
     // One op node per copy / parallel nest, joined to the fragments it touches.
     let mut ops: Vec<Vec<String>> = Vec::new();
     collect_ops(body, &mut ops);
+    // A row vector joins the fragments whose rows it follows: they need one layout.
+    ops.extend(
+        rows.classes
+            .iter()
+            .map(|c| c.anchors.iter().cloned().collect()),
+    );
     for touched in &ops {
         let op = graph.add_node(None);
         for name in touched {

@@ -16,15 +16,19 @@
 //! Barriers between the steps are `thread-binding`'s (shared-memory dependences), as for
 //! any tile op. The sum is reassociated (strided partials, then a tree): floats differ
 //! from the interpreter's in-order fold by at most `(n − 1) · u · Σ|x|` (docs/ir.md);
-//! `max` / `min` are exact. Register shuffles over the accumulator layouts (no shared
-//! round trip) are later work (docs/passes.md).
+//! `max` / `min` are exact.
+//!
+//! A reduction into a row vector (`analysis::rows`: a 1-D fragment that follows the rows of
+//! its 2-D source) is left as it is: `lower-tile-ops` reduces it in registers, with warp
+//! shuffles, once `layout-inference` has laid both out.
 
 use crate::analysis::block::Block;
 use crate::analysis::kernels::for_each_kernel;
+use crate::analysis::rows::RowVectors;
 use crate::context::PassContext;
 use crate::names::NameSet;
 use crate::pass::Pass;
-use tlc_ir::build::{bin, for_loop};
+use tlc_ir::build::{bin, for_loop, reduce_identity as identity};
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::child_bodies_mut;
 use tlc_ir::{
@@ -56,8 +60,10 @@ impl Pass for LowerReductions {
                     return;
                 }
             };
+            let rows = RowVectors::of(k, threads);
             let mut cx = Lowering {
                 threads,
+                rows,
                 staged: Default::default(),
                 names: &mut names,
                 allocs: k.allocs.clone(),
@@ -90,6 +96,8 @@ fn contains_reduce(body: &[Stmt]) -> bool {
 
 struct Lowering<'a> {
     threads: i64,
+    /// Row vectors: a reduction into one stays for `lower-tile-ops` (warp shuffles).
+    rows: RowVectors,
     /// The shared copy of each fragment source staged so far (one per fragment and kernel:
     /// every reduction writes it afresh).
     staged: std::collections::HashMap<String, String>,
@@ -104,6 +112,10 @@ impl Lowering<'_> {
         let old = std::mem::take(body);
         for mut stmt in old {
             if let StmtKind::Reduce(r) = &stmt.kind {
+                if self.rows.contains(&r.dst.name) {
+                    body.push(stmt);
+                    continue;
+                }
                 match self.reduce(r, stmt.span) {
                     Ok(stmts) => body.extend(stmts),
                     Err(e) => {
@@ -353,41 +365,6 @@ fn pow2_floor(v: i64) -> i64 {
         1
     } else {
         1 << (63 - v.leading_zeros())
-    }
-}
-
-/// The value every fold starts from: the identity of the kind's operator in `d`.
-fn identity(kind: ReduceKind, d: DType) -> Expr {
-    let float = d.is_float();
-    let lit = match kind {
-        ReduceKind::Sum | ReduceKind::AbsSum | ReduceKind::AbsMax => ExprKind::Int(0),
-        ReduceKind::Max if float => ExprKind::Float(f64::NEG_INFINITY),
-        ReduceKind::Min if float => ExprKind::Float(f64::INFINITY),
-        ReduceKind::Max => ExprKind::Int(int_min(d)),
-        ReduceKind::Min => ExprKind::Int(int_max(d)),
-    };
-    Expr::new(
-        ExprKind::Cast(d, Box::new(Expr::new(lit, Span::DUMMY))),
-        Span::DUMMY,
-    )
-}
-
-fn int_min(d: DType) -> i64 {
-    match d {
-        DType::Int8 => i64::from(i8::MIN),
-        DType::Int32 => i64::from(i32::MIN),
-        DType::UInt8 | DType::UInt32 => 0,
-        _ => i64::MIN,
-    }
-}
-
-fn int_max(d: DType) -> i64 {
-    match d {
-        DType::Int8 => i64::from(i8::MAX),
-        DType::UInt8 => i64::from(u8::MAX),
-        DType::Int32 => i64::from(i32::MAX),
-        DType::UInt32 => i64::from(u32::MAX),
-        _ => i64::MAX,
     }
 }
 

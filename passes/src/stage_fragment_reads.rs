@@ -10,13 +10,16 @@
 //! is the softmax of the first gemm's accumulator) is staged the same way, right before the
 //! gemm: the tensor-core lowerings read operands from shared memory.
 //!
-//! A copy per nest is a shared round trip and a barrier (`thread-binding` places it); a
-//! layout that replicates the vector in the threads that need it (no round trip) is later
-//! work (docs/passes.md). Writes are never staged: a write to part of a fragment stays an
-//! error of `lower-tile-ops`.
+//! A copy per nest is a shared round trip and a barrier (`thread-binding` places it). Row
+//! vectors (`analysis::rows`: 1-D fragments that follow the rows of the 2-D fragments they
+//! are broadcast along) are not staged: `layout-inference` replicates them in the threads
+//! that hold their rows, and `lower-tile-ops` reads them from registers. Writes are never
+//! staged: a write to part of a fragment stays an error of `lower-tile-ops`.
 
 use crate::analysis::access::element_for_element;
+use crate::analysis::block::Block;
 use crate::analysis::kernels::for_each_kernel;
+use crate::analysis::rows::{parallel_nest, RowVectors};
 use crate::context::PassContext;
 use crate::names::NameSet;
 use crate::pass::Pass;
@@ -44,12 +47,16 @@ impl Pass for StageFragmentReads {
     fn run(&self, mut func: PrimFunc, _cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
         let mut names = NameSet::of(&func);
         let mut errors = Vec::new();
-        for_each_kernel(&mut func.body, &mut |k, _| {
+        for_each_kernel(&mut func.body, &mut |k, span| {
+            let rows = match Block::of(k, span) {
+                Ok(b) => RowVectors::of(k, b.threads()),
+                Err(_) => RowVectors::default(),
+            };
             let mut st = Staging {
                 fragments: k
                     .allocs
                     .iter()
-                    .filter(|b| b.scope == Scope::Fragment)
+                    .filter(|b| b.scope == Scope::Fragment && !rows.contains(&b.name.name))
                     .cloned()
                     .collect(),
                 names: &mut names,
@@ -117,7 +124,7 @@ impl Staging<'_> {
     /// Stages the indirect fragment reads of the nest `outer`; returns the copies that go
     /// before it.
     fn nest(&mut self, outer: &mut For, span: Span) -> Vec<Stmt> {
-        let (vars, extents) = nest_shape(outer);
+        let (vars, extents, _) = parallel_nest(outer);
         // Fragments read other than element for element.
         let mut indirect: BTreeSet<String> = BTreeSet::new();
         let consts: Vec<Option<i64>> = extents.iter().map(|&e| Some(e)).collect();
@@ -217,26 +224,6 @@ impl Staging<'_> {
         );
         (staged, copy)
     }
-}
-
-/// The variables and constant extents of the directly nested parallel loops from `outer`
-/// (a non-constant extent ends the nest: such a nest reads no fragment directly).
-fn nest_shape(outer: &For) -> (Vec<String>, Vec<i64>) {
-    let mut vars = Vec::new();
-    let mut extents = Vec::new();
-    let mut f = outer;
-    while let (Some(start), Some(stop)) = (const_int(&f.start), const_int(&f.stop)) {
-        vars.push(f.var.name.clone());
-        extents.push(stop - start);
-        match f.body.as_slice() {
-            [Stmt {
-                kind: StmtKind::For(inner),
-                ..
-            }] if inner.kind == ForKind::Parallel => f = inner,
-            _ => break,
-        }
-    }
-    (vars, extents)
 }
 
 fn whole(buffer: &str, shape: &[Expr], span: Span) -> Region {

@@ -16,8 +16,10 @@ pub enum Level {
     /// Anything the IR reference allows: tile ops, `T.Parallel` loops, fragments.
     #[default]
     Tile,
-    /// Tile level, and every fragment that a `T.gemm` accumulates into has an mma
-    /// accumulator layout (layout-inference produces it): what lower-tile-ops takes.
+    /// Tile level, every fragment that a `T.gemm` accumulates into has an mma
+    /// accumulator layout (layout-inference produces it), and the only reductions left are
+    /// into row vectors (`Layout::Rows`; lower-reductions lowers the others): what
+    /// lower-tile-ops takes.
     LaidOut,
     /// Thread level: no tile op (`T.copy`, `T.fill`, `T.gemm`), no `T.Parallel` loop, no
     /// fragment buffer (lower-tile-ops produces it).
@@ -48,11 +50,14 @@ impl fmt::Display for Level {
 /// function below `level`, if it does: the one wording of every "run X first".
 pub fn violation(stmt: &Stmt, level: Level) -> Vec<Diagnostic> {
     if let StmtKind::Reduce(r) = &stmt.kind {
-        if level >= Level::LaidOut {
+        // Laid out, a reduction into a row vector stays for lower-tile-ops (the kernel's
+        // check below, which knows the layouts).
+        if level >= Level::Thread {
             return vec![Diagnostic::error(
                 stmt.span,
                 format!(
-                    "`{}` remains, and {level} IR has none: run lower-reductions first",
+                    "`{}` remains, and {level} IR has none: run lower-reductions (and, for \
+                     a row vector, lower-tile-ops) first",
                     r.kind.name()
                 ),
             )];
@@ -60,7 +65,11 @@ pub fn violation(stmt: &Stmt, level: Level) -> Vec<Diagnostic> {
     }
     if level == Level::LaidOut {
         return match &stmt.kind {
-            StmtKind::Kernel(k) => unlaid_accumulators(k, level),
+            StmtKind::Kernel(k) => {
+                let mut errors = unlaid_accumulators(k, level);
+                errors.extend(unlaid_reductions(k, level));
+                errors
+            }
             _ => Vec::new(),
         };
     }
@@ -130,6 +139,32 @@ fn unlaid_accumulators(k: &Kernel, level: Level) -> Vec<Diagnostic> {
                 format!(
                     "the accumulator `{name}` has no mma layout, and {level} IR gives every \
                      gemm accumulator one: run layout-inference first"
+                ),
+            ));
+        }
+    });
+    out
+}
+
+/// The reductions of kernel `k` left at the laid-out level whose destination is not a row
+/// vector (`Layout::Rows`): only those reduce in registers in lower-tile-ops.
+fn unlaid_reductions(k: &Kernel, level: Level) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for_each_stmt(&k.body, &mut |stmt| {
+        let StmtKind::Reduce(r) = &stmt.kind else {
+            return;
+        };
+        let rows = k
+            .layouts
+            .iter()
+            .any(|l| l.buffer.name == r.dst.name && matches!(l.layout, Layout::Rows(_)));
+        if !rows {
+            out.push(Diagnostic::error(
+                stmt.span,
+                format!(
+                    "`{}` remains, and {level} IR has none but reductions into row vectors: \
+                     run lower-reductions first",
+                    r.kind.name()
                 ),
             ));
         }

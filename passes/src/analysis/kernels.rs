@@ -95,7 +95,9 @@ pub fn merged_top_mut(body: &mut Vec<Stmt>, depth: usize) -> Option<&mut Vec<Stm
 pub fn contains_tile_ops(body: &[Stmt]) -> bool {
     let mut found = false;
     for_each_stmt(body, &mut |s| match &s.kind {
-        StmtKind::Copy { .. } | StmtKind::Fill { .. } | StmtKind::Gemm(_) => found = true,
+        StmtKind::Copy { .. } | StmtKind::Fill { .. } | StmtKind::Gemm(_) | StmtKind::Reduce(_) => {
+            found = true
+        }
         StmtKind::For(f) if f.kind == ForKind::Parallel => found = true,
         _ => {}
     });

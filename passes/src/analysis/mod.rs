@@ -18,6 +18,8 @@
 //! - `wgmma` — when a `T.gemm` runs on wgmma (sm_90a): its warpgroup grid, its operands'
 //!   layouts and shared-memory descriptors;
 //! - `raster` — the block a block plays under L2 rasterization (`T.use_swizzle`);
+//! - `rows` — which 1-D fragments are row vectors of a 2-D fragment (`Layout::Rows`): their
+//!   reductions and broadcasts stay in registers;
 //! - `local_arrays` — which local arrays are indexed at run time (they live in local
 //!   memory, the others in registers) and which of their accesses are provably in bounds.
 
@@ -28,6 +30,7 @@ pub mod int;
 pub mod kernels;
 pub mod local_arrays;
 pub mod raster;
+pub mod rows;
 pub mod schedule;
 pub mod sync;
 pub mod tma;

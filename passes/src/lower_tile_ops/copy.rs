@@ -132,6 +132,28 @@ pub(crate) fn lower(
             None => vec![store],
         }
     };
+    // A row vector (`rows.rs`): each replica its rows; stores to memory by the primary one.
+    let (src_rows, dst_rows) = (
+        ctx.fragments.rows(&sb.name.name),
+        ctx.fragments.rows(&db.name.name),
+    );
+    if let Some(rl) = src_rows.or(dst_rows) {
+        if src_frag && dst_frag && src_rows != dst_rows {
+            return Err(vec![Diagnostic::error(
+                span,
+                "T.copy between a row vector and a fragment laid out otherwise is not lowered yet",
+            )]);
+        }
+        let is_register = |n: &str| ctx.fragments.contains(n);
+        return Ok(super::rows::build(
+            &rl,
+            &ctx.block,
+            span,
+            names,
+            &is_register,
+            body,
+        ));
+    }
     Ok(match mma {
         Some(layout) => {
             // Pairs of adjacent columns become 2-element vectors when the other side is a

@@ -43,31 +43,37 @@ pub(crate) fn lower(
         ExprKind::Cast(db.dtype, Box::new(value.clone())),
         value.span,
     );
+    let store = |m: &super::region::Mapping| {
+        let indices = if fragment {
+            vec![m.slot.clone()]
+        } else {
+            dst.ranges
+                .iter()
+                .zip(&m.indices)
+                .map(|(r, i)| with_span(bin(BinOp::Add, r.start.clone(), i.clone()), dst.span))
+                .collect()
+        };
+        vec![Stmt::new(
+            StmtKind::Store {
+                buffer: Ident::new(db.name.name.clone(), dst.span),
+                indices,
+                value: converted.clone(),
+            },
+            span,
+        )]
+    };
+    if let Some(rl) = ctx.fragments.rows(&db.name.name) {
+        let is_register = |n: &str| ctx.fragments.contains(n);
+        return Ok(super::rows::build(
+            &rl,
+            &ctx.block,
+            span,
+            names,
+            &is_register,
+            store,
+        ));
+    }
     Ok(build(
-        &extents,
-        &ctx.block,
-        vec,
-        fragment,
-        span,
-        names,
-        |m| {
-            let indices = if fragment {
-                vec![m.slot.clone()]
-            } else {
-                dst.ranges
-                    .iter()
-                    .zip(&m.indices)
-                    .map(|(r, i)| with_span(bin(BinOp::Add, r.start.clone(), i.clone()), dst.span))
-                    .collect()
-            };
-            vec![Stmt::new(
-                StmtKind::Store {
-                    buffer: Ident::new(db.name.name.clone(), dst.span),
-                    indices,
-                    value: converted,
-                },
-                span,
-            )]
-        },
+        &extents, &ctx.block, vec, fragment, span, names, store,
     ))
 }

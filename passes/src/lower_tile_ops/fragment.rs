@@ -7,6 +7,7 @@
 //! a fragment is an error.
 
 use super::mma_layout::MmaLayout;
+use super::rows::RowsLayout;
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::{for_each_subexpr, stmt_exprs};
 use tlc_ir::{
@@ -19,6 +20,8 @@ pub(crate) struct Fragments {
     names: Vec<String>,
     /// Fragments with the mma accumulator layout.
     mma: Vec<(String, MmaLayout)>,
+    /// Row vectors (`rows.rs`).
+    rows: Vec<(String, RowsLayout)>,
 }
 
 impl Fragments {
@@ -57,7 +60,47 @@ impl Fragments {
                 _ => None,
             })
             .collect();
-        Fragments { names, mma }
+        Fragments {
+            names,
+            mma,
+            rows: Vec::new(),
+        }
+    }
+
+    /// Reads the rows layouts of the row vectors, for a block of `threads` threads; an
+    /// error for each that does not fit.
+    pub fn read_rows(
+        &mut self,
+        allocs: &[BufferDecl],
+        layouts: &[LayoutAnnotation],
+        threads: i64,
+    ) -> Vec<Diagnostic> {
+        let mut errors = Vec::new();
+        for ann in layouts {
+            let Layout::Rows(of) = ann.layout else {
+                continue;
+            };
+            let Some(b) = allocs.iter().find(|b| b.name == ann.buffer) else {
+                continue;
+            };
+            let len = match shape(b).as_deref() {
+                Some([r]) => *r,
+                _ => 0,
+            };
+            match RowsLayout::new(of, len, threads) {
+                Ok(l) => self.rows.push((ann.buffer.name.clone(), l)),
+                Err(why) => errors.push(Diagnostic::error(
+                    b.span,
+                    format!("the rows layout of `{}` does not fit: {why}", b.name.name),
+                )),
+            }
+        }
+        errors
+    }
+
+    /// The rows layout of row vector `name`, if it is one.
+    pub fn rows(&self, name: &str) -> Option<RowsLayout> {
+        self.rows.iter().find(|(n, _)| n == name).map(|&(_, l)| l)
     }
 
     /// The accumulator layout of fragment `name`, if it has one.
@@ -123,9 +166,10 @@ impl Fragments {
             .filter(|b| self.names.contains(&b.name.name))
         {
             let numel: i64 = shape(b).map_or(0, |s| s.iter().product());
-            let slots = match self.mma(&b.name.name) {
-                Some(l) => l.slots(),
-                None => (numel + threads - 1) / threads,
+            let slots = match (self.mma(&b.name.name), self.rows(&b.name.name)) {
+                (Some(l), _) => l.slots(),
+                (None, Some(r)) => r.slots(),
+                (None, None) => (numel + threads - 1) / threads,
             };
             b.scope = Scope::Local;
             b.shape = vec![Expr::new(ExprKind::Int(slots.max(1)), b.span)];

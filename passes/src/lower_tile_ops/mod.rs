@@ -20,7 +20,9 @@ mod gemm;
 mod mma_layout;
 mod parallel;
 mod persistent;
+mod reduce;
 mod region;
+mod rows;
 mod swizzle;
 mod tma;
 mod vectorize;
@@ -141,7 +143,7 @@ fn lower_kernel(
     if contains_binding_loop(&k.body) {
         return;
     }
-    let fragments = Fragments::of(&k.allocs, &k.layouts);
+    let mut fragments = Fragments::of(&k.allocs, &k.layouts);
     if !contains_tile_ops(&k.body) && fragments.is_empty() {
         return;
     }
@@ -159,6 +161,7 @@ fn lower_kernel(
         return;
     }
     let mut bad_layouts = fragments.check_layouts(threads, &k.allocs, span);
+    bad_layouts.extend(fragments.read_rows(&k.allocs, &k.layouts, threads));
     if !bad_layouts.is_empty() {
         errors.append(&mut bad_layouts);
         return;
@@ -248,6 +251,13 @@ pub(crate) fn lower_body(
                 Some(parallel::lower(f, span, ctx, names))
             }
             StmtKind::Gemm(g) => Some(gemm::lower(g, span, ctx, names)),
+            StmtKind::Reduce(r) => {
+                match reduce::lower(r, span, ctx, names) {
+                    Ok(regions) => out.extend(regions),
+                    Err(mut e) => errors.append(&mut e),
+                }
+                continue;
+            }
             // Thread code this pass already made (`tma.rs`): a kernel with the user's own
             // binding loops is not lowered at all.
             StmtKind::For(f) if matches!(f.kind, ForKind::ThreadBinding(_)) => {

@@ -8,6 +8,7 @@
 
 use super::fragment::{mismatch, shape};
 use super::region::build;
+use super::rows::{Kind as RowsKind, RowsLayout};
 use super::vectorize::{rows_aligned, width};
 use super::Ctx;
 use crate::analysis::access::{element_accesses, element_for_element};
@@ -43,7 +44,7 @@ pub(crate) fn lower(
         extents.push(extent(inner));
         body = &inner.body;
     }
-    let mut body = body.clone();
+    let body = body.clone();
     let mut errors = Vec::new();
     for_each_stmt(&body, &mut |s| {
         match &s.kind {
@@ -59,13 +60,46 @@ pub(crate) fn lower(
     });
     let accesses = element_accesses(&body);
     let mut touches_fragment = false;
+    // Row vectors (`rows.rs`) read as `V[i]` in a 2-D nest, or the fragments of a 1-D nest
+    // over their rows.
+    let mut row_reads = false;
+    let mut row_nest: Option<RowsLayout> = None;
+    let consts: Vec<Option<i64>> = extents.iter().map(const_int).collect();
     for (name, indices) in &accesses {
         if !ctx.fragments.contains(name) {
             continue;
         }
         touches_fragment = true;
+        if let Some(rl) = ctx.fragments.rows(name) {
+            let row_index = |v: &str| match indices.as_slice() {
+                [i] => match &i.kind {
+                    ExprKind::Var(n) => n == v,
+                    ExprKind::Int(0) => rl.rows == 1,
+                    _ => false,
+                },
+                _ => false,
+            };
+            let ok = match (vars.as_slice(), consts.as_slice()) {
+                ([i, _], [Some(r), Some(_)]) => {
+                    *r == rl.rows && row_index(i) && {
+                        row_reads = true;
+                        !written(&body, name)
+                    }
+                }
+                ([i], [Some(r)]) => {
+                    *r == rl.rows && row_index(i) && {
+                        row_nest = Some(rl);
+                        true
+                    }
+                }
+                _ => false,
+            };
+            if !ok {
+                errors.push(mismatch(name, span));
+            }
+            continue;
+        }
         let fshape = ctx.buffer(name).and_then(shape);
-        let consts: Vec<Option<i64>> = extents.iter().map(const_int).collect();
         let ok = match (&fshape, ctx.fragments.mma(name)) {
             // An accumulator layout maps exactly the nest's two dimensions.
             (Some(s), Some(_)) => {
@@ -82,6 +116,17 @@ pub(crate) fn lower(
         if !ok {
             errors.push(mismatch(name, span));
         }
+    }
+    // A 1-D nest over row vectors touches nothing else held in registers.
+    if row_nest.is_some()
+        && accesses
+            .iter()
+            .any(|(n, _)| ctx.fragments.contains(n) && ctx.fragments.rows(n).is_none())
+    {
+        errors.push(Diagnostic::error(
+            span,
+            "a T.Parallel nest over row vectors that also touches other fragments is not lowered yet",
+        ));
     }
     errors.dedup_by(|a, b| a.message == b.message);
     if !errors.is_empty() {
@@ -103,7 +148,29 @@ pub(crate) fn lower(
         )]);
     }
     let mma = layouts.first().copied();
+    // The driving fragment's column tiles, for the row slot of its elements.
+    let tiles_n = mma.map_or(1, |l| l.tiles_n());
+    if row_reads {
+        let n = consts.get(1).copied().flatten().unwrap_or(0);
+        let fits = accesses
+            .iter()
+            .filter_map(|(name, _)| ctx.fragments.rows(name))
+            .all(|rl| match (rl.kind, mma) {
+                (RowsKind::Flat { cols, .. }, None) => cols == n,
+                (RowsKind::Acc(l), Some(m)) => {
+                    (l.warps_m, l.warps_n, l.wgmma) == (m.warps_m, m.warps_n, m.wgmma)
+                }
+                _ => false,
+            });
+        if !fits {
+            return Err(vec![Diagnostic::error(
+                span,
+                "this T.Parallel nest reads a row vector laid out for other fragments than the ones it covers",
+            )]);
+        }
+    }
     let lower_body = |m: &super::region::Mapping| {
+        let mut body = body.clone();
         let slot = m.slot.clone();
         rewrite_fragment_stores(&mut body, &|n| fragments.contains(n), &slot);
         // Parallel loops start at 0 (docs/ir.md); a start is added all the same.
@@ -118,13 +185,19 @@ pub(crate) fn lower(
             )
             .collect();
         map_body_exprs(&mut body, &mut |e| match &e.kind {
-            ExprKind::Load { buffer, .. } if fragments.contains(buffer) => Expr::new(
-                ExprKind::Load {
-                    buffer: buffer.clone(),
-                    indices: vec![slot.clone()],
-                },
-                e.span,
-            ),
+            ExprKind::Load { buffer, .. } if fragments.contains(buffer) => {
+                let at = match fragments.rows(buffer) {
+                    Some(rl) if row_nest.is_none() => rl.slot_of(&slot, tiles_n),
+                    _ => slot.clone(),
+                };
+                Expr::new(
+                    ExprKind::Load {
+                        buffer: buffer.clone(),
+                        indices: vec![at],
+                    },
+                    e.span,
+                )
+            }
             ExprKind::Var(n) => match subst.get(n.as_str()) {
                 Some(value) => value.clone(),
                 None => e,
@@ -139,11 +212,19 @@ pub(crate) fn lower(
         });
         body
     };
-    Ok(match mma {
-        Some(layout) => {
+    Ok(match (mma, row_nest) {
+        (_, Some(rl)) => super::rows::build(
+            &rl,
+            &ctx.block,
+            span,
+            names,
+            &|n| fragments.contains(n),
+            lower_body,
+        ),
+        (Some(layout), None) => {
             super::mma_layout::build(&layout, &ctx.block, false, span, names, lower_body)
         }
-        None => build(
+        (None, None) => build(
             &extents,
             &ctx.block,
             vec,
@@ -153,6 +234,15 @@ pub(crate) fn lower(
             lower_body,
         ),
     })
+}
+
+/// Whether `body` stores into `name`.
+fn written(body: &[Stmt], name: &str) -> bool {
+    let mut found = false;
+    for_each_stmt(body, &mut |s| {
+        found |= matches!(&s.kind, StmtKind::Store { buffer, .. } if buffer.name == name);
+    });
+    found
 }
 
 fn extent(f: &For) -> Expr {

@@ -333,7 +333,16 @@ fn row_layouts(rows: &RowVectors, layouts: &mut Layouts, span: Span) {
             })
             .collect::<Option<Vec<_>>>()
             .unwrap_or_default();
-        of.dedup();
+        if class.flat_nests {
+            of.push(RowsOf::Flat { cols: class.cols });
+        }
+        let mut distinct: Vec<RowsOf> = Vec::new();
+        for o in of {
+            if !distinct.contains(&o) {
+                distinct.push(o);
+            }
+        }
+        let of = distinct;
         let anchors = class
             .anchors
             .iter()

@@ -9,13 +9,15 @@
 //!
 //! - `T.reduce_*(F, V, dim=1)` (or `dim=-1`) with `F` a 2-D `R x N` fragment (an anchor);
 //! - a read `V[i]` in a `T.Parallel(R, N)` nest over `i, j` that touches an anchor
-//!   element for element (`F[i, j]`) and does not write `V` (the broadcast);
+//!   element for element (`F[i, j]`) and does not write `V` (the broadcast), or that
+//!   touches no fragment at all (it spreads over the threads like a flat `R x N` fragment:
+//!   the class then needs flat anchors, so no gemm may accumulate into that shape);
 //! - `V[i]` in a `T.Parallel(R)` nest whose fragments are all members (per-row scalars:
 //!   every thread holding a row computes it, stores elsewhere are made by one of them);
 //! - `T.fill` / `T.clear` of `V`, `T.copy` of the whole of `V` to or from a buffer that is
 //!   not a fragment, or to or from the whole of another member;
 //!
-//! it has at least one anchor, all its anchors have one shape `R x N`, its members have
+//! it is broadcast somewhere, all its anchors (and fragment-free nests) have one shape `R x N`, its members have
 //! 16- or 32-bit dtypes (what a shuffle moves), the block is whole warps, and the rows of
 //! the flat layout are regular: `N` a multiple of the thread count `T`, or a divisor of it
 //! that is a power of two up to 32 or a multiple of 32 (`rows_of_flat`). Everything else
@@ -40,7 +42,12 @@ pub struct RowVectors {
 #[derive(Clone, Debug, PartialEq)]
 pub struct RowClass {
     pub members: BTreeSet<String>,
+    /// The fragments whose rows the members follow (possibly none, see `flat_nests`).
     pub anchors: BTreeSet<String>,
+    /// Members are also broadcast in `T.Parallel(R, N)` nests that cover no fragment: those
+    /// spread over the threads as a flat `R x N` fragment would, so the class needs the
+    /// flat layout's rows.
+    pub flat_nests: bool,
     pub rows: i64,
     pub cols: i64,
 }
@@ -62,6 +69,7 @@ impl RowVectors {
             allocs: &k.allocs,
             parent: BTreeMap::new(),
             anchors: BTreeMap::new(),
+            flat: BTreeMap::new(),
             bad: BTreeSet::new(),
         };
         for b in &k.allocs {
@@ -92,7 +100,13 @@ impl RowVectors {
                 .iter()
                 .flat_map(|m| cx.anchors.get(m).cloned().unwrap_or_default())
                 .collect();
-            let shapes: BTreeSet<[i64; 2]> = anchors.iter().filter_map(|a| cx.matrix(a)).collect();
+            let flat: BTreeSet<[i64; 2]> = members
+                .iter()
+                .flat_map(|m| cx.flat.get(m).cloned().unwrap_or_default())
+                .collect();
+            let mut shapes: BTreeSet<[i64; 2]> =
+                anchors.iter().filter_map(|a| cx.matrix(a)).collect();
+            shapes.extend(flat.iter().copied());
             let shapes: Vec<[i64; 2]> = shapes.into_iter().collect();
             let ([[rows, cols]], Some(first)) = (shapes.as_slice(), members.first()) else {
                 continue;
@@ -101,15 +115,34 @@ impl RowVectors {
             if cx.vector_len(first) != Some(rows) || rows_of_flat(threads, cols).is_none() {
                 continue;
             }
+            // Flat nests need flat anchors: none may be laid out like a gemm accumulator of
+            // that shape (`layout-inference` checks the layouts it ends up with).
+            if !flat.is_empty() && gemm_shapes(k, &cx).contains(&[rows, cols]) {
+                continue;
+            }
             classes.push(RowClass {
                 members,
                 anchors,
+                flat_nests: !flat.is_empty(),
                 rows,
                 cols,
             });
         }
         RowVectors { classes }
     }
+}
+
+/// The accumulator shapes of the kernel's gemms.
+fn gemm_shapes(k: &Kernel, cx: &Uses) -> BTreeSet<[i64; 2]> {
+    let mut out = BTreeSet::new();
+    for_each_stmt(&k.body, &mut |s| {
+        if let StmtKind::Gemm(g) = &s.kind {
+            if let Some(m) = cx.matrix(&g.c.buffer.name) {
+                out.insert(m);
+            }
+        }
+    });
+    out
 }
 
 /// How the rows of a flat `R x N` fragment spread over `T` threads, when they do so
@@ -154,6 +187,8 @@ struct Uses<'a> {
     allocs: &'a [BufferDecl],
     parent: BTreeMap<String, String>,
     anchors: BTreeMap<String, BTreeSet<String>>,
+    /// The shapes of the fragment-free nests each candidate is broadcast in.
+    flat: BTreeMap<String, BTreeSet<[i64; 2]>>,
     bad: BTreeSet<String>,
 }
 
@@ -364,11 +399,21 @@ impl Uses<'_> {
                             && row_index(idx, *r)
                             && !written.contains(name)
                     });
+                let other_fragment = accesses.iter().any(|(name, _)| {
+                    !candidates.contains(name)
+                        && self.decl(name).is_some_and(|d| d.scope == Scope::Fragment)
+                });
                 if uses_ok && !anchors.is_empty() {
                     for v in &candidates {
                         for a in &anchors {
                             self.anchor(v, a);
                         }
+                    }
+                    true
+                } else if uses_ok && !other_fragment {
+                    // No fragment: the nest spreads like a flat `r x n` fragment.
+                    for v in &candidates {
+                        self.flat.entry(v.clone()).or_default().insert([*r, *n]);
                     }
                     true
                 } else {

@@ -55,36 +55,6 @@ pub fn elem(buf: &str, indices: Vec<Expr>, span: Span) -> ElemRef {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn identities_and_literals_fold() {
-        let x = || Expr::var("x");
-        for (op, lit) in [
-            (BinOp::Add, 0),
-            (BinOp::Sub, 0),
-            (BinOp::Mul, 1),
-            (BinOp::FloorDiv, 1),
-        ] {
-            assert_eq!(bin(op, x(), Expr::int(lit)), x());
-        }
-        assert_eq!(bin(BinOp::Add, Expr::int(0), x()), x());
-        assert_eq!(bin(BinOp::Mul, Expr::int(1), x()), x());
-        assert_eq!(bin(BinOp::Mul, Expr::int(6), Expr::int(7)), Expr::int(42));
-        // `0 - x` and `1 // x` are not identities.
-        assert!(matches!(
-            bin(BinOp::Sub, Expr::int(0), x()).kind,
-            crate::ir::ExprKind::Binary(BinOp::Sub, _, _)
-        ));
-        assert!(matches!(
-            bin(BinOp::FloorDiv, Expr::int(1), x()).kind,
-            crate::ir::ExprKind::Binary(BinOp::FloorDiv, _, _)
-        ));
-    }
-}
-
 /// The value every fold starts from: the identity of the kind's operator in `d`.
 pub fn reduce_identity(kind: ReduceKind, d: DType) -> Expr {
     let float = d.is_float();
@@ -117,5 +87,35 @@ fn int_max(d: DType) -> i64 {
         DType::Int32 => i64::from(i32::MAX),
         DType::UInt32 => i64::from(u32::MAX),
         _ => i64::MAX,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identities_and_literals_fold() {
+        let x = || Expr::var("x");
+        for (op, lit) in [
+            (BinOp::Add, 0),
+            (BinOp::Sub, 0),
+            (BinOp::Mul, 1),
+            (BinOp::FloorDiv, 1),
+        ] {
+            assert_eq!(bin(op, x(), Expr::int(lit)), x());
+        }
+        assert_eq!(bin(BinOp::Add, Expr::int(0), x()), x());
+        assert_eq!(bin(BinOp::Mul, Expr::int(1), x()), x());
+        assert_eq!(bin(BinOp::Mul, Expr::int(6), Expr::int(7)), Expr::int(42));
+        // `0 - x` and `1 // x` are not identities.
+        assert!(matches!(
+            bin(BinOp::Sub, Expr::int(0), x()).kind,
+            crate::ir::ExprKind::Binary(BinOp::Sub, _, _)
+        ));
+        assert!(matches!(
+            bin(BinOp::FloorDiv, Expr::int(1), x()).kind,
+            crate::ir::ExprKind::Binary(BinOp::FloorDiv, _, _)
+        ));
     }
 }

@@ -77,6 +77,94 @@ fn inputs(list: Vec<(&str, Tensor)>) -> HashMap<String, Tensor> {
     list.into_iter().map(|(n, t)| (n.to_string(), t)).collect()
 }
 
+// ---- shfl_xor ----
+
+/// Two warps: every lane shuffles its float32 value and its float16 value with the lane
+/// `offset` away, and a butterfly over all five offsets sums the warp into every lane.
+const SHFL: &str = r#"@T.prim_func
+def k(X: T.Tensor((64,), "float32"), H: T.Tensor((64,), "float16"), O: T.Tensor((64,), "float32"), P: T.Tensor((64,), "float16"), S: T.Tensor((64,), "float32")):
+    with T.Kernel(1, threads=64) as bx:
+        v = T.alloc_local((1,), "float32")
+        h = T.alloc_local((1,), "float16")
+        t = T.alloc_local((1,), "float32")
+        u = T.alloc_local((1,), "float16")
+        for tx in T.thread_binding(64, thread="threadIdx.x"):
+            v[0] = X[tx]
+            h[0] = H[tx]
+            T.shfl_xor(t[0], v[0], offset=4)
+            T.shfl_xor(u[0], h[0], offset=16)
+            O[tx] = t[0]
+            P[tx] = u[0]
+            T.shfl_xor(t[0], v[0], offset=16)
+            v[0] = v[0] + t[0]
+            T.shfl_xor(t[0], v[0], offset=8)
+            v[0] = v[0] + t[0]
+            T.shfl_xor(t[0], v[0], offset=4)
+            v[0] = v[0] + t[0]
+            T.shfl_xor(t[0], v[0], offset=2)
+            v[0] = v[0] + t[0]
+            T.shfl_xor(v[0], v[0], offset=1)
+            S[tx] = v[0]
+"#;
+
+#[test]
+fn shfl_xor_exchanges_lanes_within_each_warp() {
+    let x = tensor(DType::Float32, &[64], |i| (i * i) as f64);
+    let h = tensor(DType::Float16, &[64], |i| i as f64 - 20.0);
+    let out = outputs(SHFL, inputs(vec![("X", x), ("H", h)]));
+    let (o, p, sum) = (get(&out, "O"), get(&out, "P"), get(&out, "S"));
+    for l in 0..64 {
+        let (w, lane) = (l / 32, l % 32);
+        let from4 = 32 * w + (lane ^ 4);
+        let from16 = 32 * w + (lane ^ 16);
+        assert_eq!(o[l], (from4 * from4) as f64, "f32 lane {l}");
+        assert_eq!(p[l], from16 as f64 - 20.0, "f16 lane {l}");
+    }
+    // Four butterfly steps leave every lane with the sum of its pair of lanes `l`, `l ^ 1`;
+    // the last shuffle writes into its own source (every lane reads before any writes), so
+    // lane `l` ends with lane `l ^ 1`'s value — computed directly here.
+    for l in 0..64 {
+        let base = 32 * (l / 32);
+        let mut v: Vec<f64> = (0..32).map(|i| ((base + i) * (base + i)) as f64).collect();
+        for off in [16, 8, 4, 2] {
+            v = (0..32).map(|i| v[i] + v[i ^ off]).collect();
+        }
+        let last: Vec<f64> = (0..32).map(|i| v[i ^ 1]).collect();
+        assert_eq!(sum[l], last[l % 32], "butterfly lane {l}");
+    }
+}
+
+#[test]
+fn shfl_xor_needs_the_whole_warp_and_one_dtype() {
+    let partial = SHFL.replace(
+        "            T.shfl_xor(t[0], v[0], offset=4)\n",
+        "            if tx % 32 < 31:\n                T.shfl_xor(t[0], v[0], offset=4)\n",
+    );
+    let d = error(&partial);
+    assert_eq!(
+        d.message,
+        "`T.shfl_xor` is a warp collective: 31 of the 32 lanes of warp 0 execute it; every lane \
+         must (block 0)"
+    );
+    // Mixed dtypes and a bad offset are verifier errors.
+    let mixed = SHFL.replace(
+        "T.shfl_xor(u[0], h[0], offset=16)",
+        "T.shfl_xor(u[0], v[0], offset=16)",
+    );
+    let f = parse(&mixed).expect("parses");
+    assert!(tlc_ir::verifier::verify(&f).is_err(), "mixed dtypes verify");
+    let odd = SHFL.replace(
+        "offset=16)\n            O[tx]",
+        "offset=3)\n            O[tx]",
+    );
+    let f = parse(&odd).expect("parses");
+    let errs = tlc_ir::verifier::verify(&f).expect_err("offset 3 verifies");
+    assert!(
+        errs.iter().any(|e| e.message.contains("1, 2, 4, 8 or 16")),
+        "{errs:?}"
+    );
+}
+
 // ---- ldmatrix ----
 
 /// Every lane supplies row `tx` of `S` (32 x 8: four stacked 8 x 8 matrices) and stores

@@ -161,8 +161,44 @@ fn cases() -> Vec<(String, String)> {
     ));
     out.push(("absmax_scalar".into(), SCALAR_CASE.into()));
     out.push(("gemm_softmax".into(), GEMM_SOFTMAX_CASE.into()));
+    // Register path (analysis::rows): rows over all threads, 2 elements each, 4 warps.
+    out.push((
+        "sum_rows_8x256_t128".into(),
+        row_case(ReduceKind::Sum, 8, 256, 128, 1, true, "float32"),
+    ));
+    // 8 lanes per row, 16 rows per round, 20 rows: the last round is ragged.
+    out.push((
+        "max_rows_20x8_t128".into(),
+        row_case(ReduceKind::Max, 20, 8, 128, 1, false, "float32"),
+    ));
+    // 16 lanes per row, 4 rows per round, 6 rows (ragged); absolute values.
+    out.push((
+        "abssum_rows_6x16_t64".into(),
+        row_case(ReduceKind::AbsSum, 6, 16, 64, -1, true, "float32"),
+    ));
+    // Integers: 64 threads per row (two warps each), exact.
+    out.push((
+        "sum_rows_int32_3x64_t128".into(),
+        row_case(ReduceKind::Sum, 3, 64, 128, 1, false, "int32"),
+    ));
     out
 }
+
+/// The cases whose reduction the rows analysis keeps in registers (`lower-tile-ops`
+/// shuffles), by name; every other case takes the shared path of `lower-reductions`.
+const REGISTER_PATH: [&str; 11] = [
+    "sum_rows_not_cleared",
+    "max_rows_not_cleared",
+    "min_rows_not_cleared",
+    "abssum_rows_not_cleared",
+    "absmax_rows_not_cleared",
+    "sum_row_1x256_t256",
+    "gemm_softmax",
+    "sum_rows_8x256_t128",
+    "max_rows_20x8_t128",
+    "abssum_rows_6x16_t64",
+    "sum_rows_int32_3x64_t128",
+];
 
 /// Every stage of the default pipeline of `target`, verified and round-tripped.
 fn stages(func: &PrimFunc, target: Target) -> Vec<(&'static str, PrimFunc)> {
@@ -203,6 +239,96 @@ fn every_pass_keeps_the_meaning_of_every_reduction() {
             assert!(compared >= 20, "{name}: only {compared} runs compared");
         }
     }
+}
+
+#[test]
+fn row_vectors_reduce_with_shuffles_and_the_others_through_shared_memory() {
+    for target in [Target::Sm80, Target::Sm90a] {
+        for (name, text) in cases() {
+            let func = parse(&text);
+            let out = stages(&func, target)
+                .into_iter()
+                .find(|(p, _)| *p == "lower-tile-ops")
+                .expect("lower-tile-ops runs")
+                .1;
+            let printed = print_func(&out);
+            let shuffles = printed.contains("T.shfl_xor(");
+            let staged = printed.contains("_tree") || printed.contains("_red = T.alloc_shared");
+            let registers = REGISTER_PATH.contains(&name.as_str());
+            assert_eq!(
+                (shuffles, staged),
+                (registers, !registers),
+                "{name} on {target}: shuffles {shuffles}, staged {staged}\n{printed}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_register_reduction_reads_as_documented() {
+    // Two warps per row: butterflies within each, a shared step across them.
+    let func = parse(&row_case(ReduceKind::Sum, 2, 64, 128, 1, false, "float32"));
+    let out = stages(&func, Target::Sm80)
+        .into_iter()
+        .find(|(p, _)| *p == "lower-tile-ops")
+        .expect("lower-tile-ops runs")
+        .1;
+    insta::assert_snapshot!(print_func(&out));
+}
+
+#[test]
+fn the_rows_analysis_takes_only_what_registers_can_serve() {
+    use tlc_passes::analysis::rows::RowVectors;
+    let classes = |body: &str, threads: i64| -> Vec<Vec<String>> {
+        let text = format!(
+            r#"@T.prim_func
+def k(X: T.Tensor((8, 64), "float32"), Y: T.Tensor((8,), "float32")):
+    with T.Kernel(1, threads={threads}) as bx:
+        x = T.alloc_fragment((8, 64), "float32")
+        s = T.alloc_fragment((8,), "float32")
+        t = T.alloc_fragment((8,), "float32")
+        c = T.alloc_fragment((64,), "float32")
+        T.copy(X, x)
+{body}"#
+        );
+        let func = parse(&text);
+        let mut out = Vec::new();
+        tlc_passes::analysis::kernels::for_each_kernel(&mut func.body.clone(), &mut |k, _| {
+            out = RowVectors::of(k, threads)
+                .classes
+                .iter()
+                .map(|c| c.members.iter().cloned().collect())
+                .collect();
+        });
+        out
+    };
+    let reduce = "        T.reduce_max(x, s, dim=1)\n";
+    // A reduction, a per-row nest joining `t`, a broadcast, a copy out: one class.
+    let good = format!(
+        "{reduce}        for i in T.Parallel(8):\n            t[i] = s[i] * 2.0\n        for i, j in T.Parallel(8, 64):\n            x[i, j] = x[i, j] - t[i]\n        T.copy(t, Y)\n"
+    );
+    assert_eq!(
+        classes(&good, 128),
+        vec![vec!["s".to_string(), "t".to_string()]]
+    );
+    // A column read of a member (`s[j % 8]`) rules the class out.
+    let column = format!(
+        "{reduce}        for i, j in T.Parallel(8, 64):\n            x[i, j] = x[i, j] - s[j % 8]\n"
+    );
+    assert!(classes(&column, 128).is_empty());
+    // Written in a broadcast nest: no.
+    let written =
+        format!("{reduce}        for i, j in T.Parallel(8, 64):\n            s[i] = x[i, j]\n");
+    assert!(classes(&written, 128).is_empty());
+    // A member copied into part of another member: no.
+    let part = format!("{reduce}        T.copy(s[0:4], t[0:4])\n");
+    assert!(classes(&part, 128).is_empty());
+    // A reduction along the columns (dim=0) into a 1-D fragment is no row vector.
+    assert!(classes("        T.reduce_sum(x, c, dim=0)\n", 128).is_empty());
+    // Rows that do not spread regularly (64 columns over 96 threads): no.
+    assert!(classes(reduce, 96).is_empty());
+    // Every thread holding one element of each of several rows: the shared path pays.
+    assert!(classes(reduce, 64).is_empty());
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! cuBLAS's, and times both with CUDA events (warm-up runs, then the median of many). One
 //! row per shape: the relative error, milliseconds, TFLOP/s and the ratio tlc / cuBLAS.
 //!
-//! The kernel must be a GEMM `C = A @ B`, row-major: three matrix parameters, in order
+//! A GEMV (`y = W @ x`) is benchmarked by `bench_gemv.rs`. Otherwise the kernel must be a
+//! GEMM `C = A @ B`, row-major: three matrix parameters, in order
 //! `A (M, K)` float16, `B (K, N)` float16, `C (M, N)` float16 or float32 (cuBLAS writes the
 //! same dtype, accumulating in float32). Shapes come from the kernel (constant, or made
 //! constant with `-D`) or from `--sweep "M,N,K;..."`, whose sizes bind the kernel's symbolic
@@ -277,7 +278,7 @@ pub fn compare(got: &[f32], want: &[f32]) -> ErrorStats {
 }
 
 /// [`compare`] on all cores.
-fn compare_parallel(got: &[f32], want: &[f32]) -> ErrorStats {
+pub(crate) fn compare_parallel(got: &[f32], want: &[f32]) -> ErrorStats {
     if got.len() != want.len() {
         return compare(got, want);
     }
@@ -459,14 +460,14 @@ pub fn random_f16(len: usize, seed: u64, stream: u64) -> Vec<f16> {
 }
 
 /// The bytes of a `len`-element tensor of NaNs.
-fn nan_bytes(dtype: DType, len: usize) -> Vec<u8> {
+pub(crate) fn nan_bytes(dtype: DType, len: usize) -> Vec<u8> {
     match dtype {
         DType::Float32 => f32::NAN.to_le_bytes().repeat(len),
         _ => f16::NAN.to_le_bytes().repeat(len),
     }
 }
 
-fn download_f32(t: &DeviceTensor) -> Result<Vec<f32>, RuntimeError> {
+pub(crate) fn download_f32(t: &DeviceTensor) -> Result<Vec<f32>, RuntimeError> {
     if t.dtype() == DType::Float32 {
         return t.to_vec::<f32>();
     }
@@ -474,7 +475,7 @@ fn download_f32(t: &DeviceTensor) -> Result<Vec<f32>, RuntimeError> {
     Ok(halves.iter().map(|h| h.to_f32()).collect())
 }
 
-fn runtime(what: String) -> impl FnOnce(RuntimeError) -> UserError {
+pub(crate) fn runtime(what: String) -> impl FnOnce(RuntimeError) -> UserError {
     move |e| UserError::plain(format!("{what}: {e}"))
 }
 
@@ -490,7 +491,13 @@ pub fn run(args: &BenchArgs) -> Result<String, UserError> {
         .transpose()
         .map_err(UserError::plain)?;
     let (file, func, _) = frontend::load(args.file, args.defines)?;
-    let params = gemm_params(&file, &func)?;
+    let params = match gemm_params(&file, &func) {
+        Ok(p) => p,
+        Err(e) => match super::bench_gemv::gemv_params(&func) {
+            Some(g) => return super::bench_gemv::run(args, &file, func, g),
+            None => return Err(e),
+        },
+    };
     let shapes = match sweep {
         Some(s) => s,
         None => vec![kernel_shape(&file, params)?],

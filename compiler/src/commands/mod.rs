@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod bench_copy;
+pub mod bench_gemv;
 pub mod check;
 pub mod compile;
 pub mod fmt;

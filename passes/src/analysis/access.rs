@@ -94,6 +94,10 @@ impl Access {
             }
             StmtKind::Reduce(r) => {
                 self.reads.insert(r.src.name.clone());
+                // `clear=False` folds into what `dst` holds.
+                if !r.clear {
+                    self.reads.insert(r.dst.name.clone());
+                }
                 self.writes.insert(r.dst.name.clone());
             }
             StmtKind::Copy { src, dst } => {

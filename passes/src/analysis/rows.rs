@@ -112,12 +112,23 @@ impl RowVectors {
                 continue;
             };
             let (rows, cols) = (*rows, *cols);
-            if cx.vector_len(first) != Some(rows) || rows_of_flat(threads, cols).is_none() {
+            if cx.vector_len(first) != Some(rows) {
                 continue;
             }
-            // Flat nests need flat anchors: none may be laid out like a gemm accumulator of
-            // that shape (`layout-inference` checks the layouts it ends up with).
-            if !flat.is_empty() && gemm_shapes(k, &cx).contains(&[rows, cols]) {
+            // Anchors that are all gemm accumulators get an accumulator layout, whose rows
+            // always serve; any other anchor may stay flat, whose rows must spread
+            // regularly and pay. Flat nests need flat anchors: none may be laid out like a
+            // gemm accumulator of that shape (`layout-inference` checks the layouts it ends
+            // up with).
+            let accumulators = gemm_accumulators(k);
+            let all_accumulators =
+                flat.is_empty() && anchors.iter().all(|a| accumulators.contains(a));
+            if !all_accumulators && !worth_registers(threads, rows, cols) {
+                continue;
+            }
+            let accumulator_shapes: BTreeSet<[i64; 2]> =
+                accumulators.iter().filter_map(|a| cx.matrix(a)).collect();
+            if !flat.is_empty() && accumulator_shapes.contains(&[rows, cols]) {
                 continue;
             }
             classes.push(RowClass {
@@ -132,14 +143,26 @@ impl RowVectors {
     }
 }
 
-/// The accumulator shapes of the kernel's gemms.
-fn gemm_shapes(k: &Kernel, cx: &Uses) -> BTreeSet<[i64; 2]> {
+/// Whether rows of `cols` over `threads` threads spread regularly (`rows_of_flat`) and the
+/// register path pays: when every thread holds one element of every one of several rows
+/// (`cols = threads`, `rows > 1`), each row costs a whole-warp butterfly and a shared step
+/// for a single element per thread, while the shared path gives each row its own threads
+/// (measured: the per-token FP8 cast, 8 x 128 at 128 threads, ran at 0.79x of a copy in
+/// registers and 0.93x through shared memory, docs/perf.md).
+fn worth_registers(threads: i64, rows: i64, cols: i64) -> bool {
+    match rows_of_flat(threads, cols) {
+        Some(g) if g == threads => rows == 1 || cols / threads >= 2,
+        Some(_) => true,
+        None => false,
+    }
+}
+
+/// The fragments the kernel's gemms accumulate into.
+fn gemm_accumulators(k: &Kernel) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     for_each_stmt(&k.body, &mut |s| {
         if let StmtKind::Gemm(g) = &s.kind {
-            if let Some(m) = cx.matrix(&g.c.buffer.name) {
-                out.insert(m);
-            }
+            out.insert(g.c.buffer.name.clone());
         }
     });
     out

@@ -202,13 +202,15 @@ pub(crate) fn lower(
     }
     // 4: into `V`.
     for s in 0..layout.slots() {
+        let row = layout.row(s, &Expr::var(&tx));
         let result = load(&red, slot(s), span);
         let value = if r.clear {
             result
         } else {
             combine(load(&dst.name.name, slot(s), span), result)
         };
-        stmts.push(store(&dst.name.name, slot(s), value, span));
+        let write = vec![store(&dst.name.name, slot(s), value, span)];
+        stmts.extend(guarded(layout.ragged(), &row, write));
     }
     regions.push(super::region::thread_region(
         &ctx.block, &tx, stmts, span, names,

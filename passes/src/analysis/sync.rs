@@ -21,11 +21,20 @@ pub struct Touch {
     pub buffer: String,
     pub key: Option<Expr>,
     pub family: Option<String>,
+    /// Per-thread code (`thread-sync`): `(dim, e)` when index `dim` of the access is `e`, an
+    /// expression of the thread variables that is injective over the block and fixed for
+    /// the whole kernel (no variable bound in its body). Two accesses with the same owner
+    /// touch, in each thread, only elements no other thread touches through them: no
+    /// cross-thread conflict.
+    pub owner: Option<(usize, Expr)>,
 }
 
 impl Touch {
     pub fn overlaps(&self, other: &Touch) -> bool {
         if self.buffer != other.buffer {
+            return false;
+        }
+        if self.owner.is_some() && self.owner == other.owner {
             return false;
         }
         let (Some(a), Some(b)) = (&self.key, &other.key) else {
@@ -41,7 +50,8 @@ impl Touch {
 
     /// Whether every element `other` may touch is one `self` touches.
     pub fn covers(&self, other: &Touch) -> bool {
-        if self.buffer != other.buffer {
+        // One without an owner may be any thread's: it stands for an owned one too.
+        if self.buffer != other.buffer || (self.owner.is_some() && self.owner != other.owner) {
             return false;
         }
         let Some(a) = &self.key else { return true };
@@ -168,13 +178,17 @@ impl Touches {
         if vars.is_empty() {
             return;
         }
-        self.map(&|t| match &t.key {
-            Some(k) if mentions_any(k, vars) => Touch {
-                key: None,
-                family: None,
-                ..t
-            },
-            _ => t,
+        self.map(&|t| {
+            let owner = t.owner.filter(|(_, e)| !mentions_any(e, vars));
+            match &t.key {
+                Some(k) if mentions_any(k, vars) => Touch {
+                    key: None,
+                    family: None,
+                    owner,
+                    ..t
+                },
+                _ => Touch { owner, ..t },
+            }
         });
     }
 
@@ -243,4 +257,45 @@ impl State {
         self.pending.generalize(var);
         self.in_flight.generalize(var);
     }
+}
+
+/// Trial walks of a loop body before the carried keys become families (so the fixpoint
+/// ends).
+pub const EXACT_ROUNDS: usize = 2;
+/// Rounds after which the keys over the loop variable are dropped altogether.
+pub const MAX_ROUNDS: usize = 12;
+
+/// The state one iteration of a loop over `var` hands the next (in the next iteration's
+/// terms), at the fixpoint: `walk` runs the body from `entry` joined with it; `inner` are the
+/// variables the body binds; `end_barrier`: the body ends with a barrier. The one loop rule
+/// of the barrier placements (`thread-binding`, `thread-sync`).
+pub fn settle(
+    var: &str,
+    inner: &HashSet<String>,
+    entry: &State,
+    end_barrier: bool,
+    walk: &mut dyn FnMut(&mut State),
+) -> State {
+    let mut carried = State::default();
+    for round in 0.. {
+        let mut trial = entry.clone();
+        trial.union(&carried);
+        walk(&mut trial);
+        if end_barrier {
+            trial.pending = Touches::default();
+        }
+        trial.widen(inner);
+        trial.shift(var);
+        if round >= EXACT_ROUNDS {
+            trial.generalize(var);
+        }
+        if round >= MAX_ROUNDS {
+            // Never seen: families do not converge. Forget the keys over `var`.
+            trial.widen(&HashSet::from([var.to_string()]));
+        }
+        if !carried.union(&trial) {
+            break;
+        }
+    }
+    carried
 }

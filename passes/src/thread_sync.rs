@@ -30,7 +30,7 @@ use crate::analysis::kernels::for_each_kernel;
 use crate::analysis::sync::{self, push_new, State, Touch, Touches};
 use crate::context::PassContext;
 use crate::pass::Pass;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use tlc_ir::affine::constant_difference;
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::{for_each_stmt, for_each_subexpr, map_expr, stmt_exprs};
@@ -126,6 +126,11 @@ fn sync_kernel(k: &mut Kernel, params: &[BufferDecl], errors: &mut Vec<Diagnosti
         .chain(k.allocs.iter().filter(|a| a.scope == Scope::Shared))
         .map(|b| b.name.name.clone())
         .collect();
+    let shapes: HashMap<String, Vec<Option<i64>>> = params
+        .iter()
+        .chain(k.allocs.iter().filter(|a| a.scope == Scope::Shared))
+        .map(|b| (b.name.name.clone(), b.shape.iter().map(const_int).collect()))
+        .collect();
     let private: HashSet<String> = k
         .allocs
         .iter()
@@ -160,6 +165,9 @@ fn sync_kernel(k: &mut Kernel, params: &[BufferDecl], errors: &mut Vec<Diagnosti
             private: &private,
             divergent: HashSet::new(),
             bound: HashSet::new(),
+            ranges: HashMap::new(),
+            lets: HashMap::new(),
+            shapes: &shapes,
             errors: Vec::new(),
             at: span,
         };
@@ -195,9 +203,14 @@ struct Cx<'a> {
     private: &'a HashSet<String>,
     /// Scalar variables whose value may differ between threads.
     divergent: HashSet<String>,
-    /// Variables bound so far in the per-thread code (loop variables, lets): an owner
-    /// expression must mention none (it must be fixed for the kernel).
+    /// Variables bound so far in the per-thread code (loop variables, lets).
     bound: HashSet<String>,
+    /// The enclosing loops' variables over constant `[0, n)`, with `n`.
+    ranges: HashMap<String, i64>,
+    /// The per-thread code's lets in scope, with their values.
+    lets: HashMap<String, Expr>,
+    /// The tracked buffers' constant shapes (`None`: a symbolic extent).
+    shapes: &'a HashMap<String, Vec<Option<i64>>>,
     errors: Vec<Diagnostic>,
     /// The innermost located statement (for code an earlier pass made).
     at: Span,
@@ -211,6 +224,9 @@ impl Cx<'_> {
             private: self.private,
             divergent: self.divergent.clone(),
             bound: self.bound.clone(),
+            ranges: self.ranges.clone(),
+            lets: self.lets.clone(),
+            shapes: self.shapes,
             errors: Vec::new(),
             at: self.at,
         }
@@ -230,7 +246,7 @@ impl Cx<'_> {
         dep
     }
 
-    /// `e`'s coefficient on thread variable `v`: `e(v + 1) - e(v)` when that is a constant.
+    /// `e`'s coefficient on variable `v`: `e(v + 1) - e(v)` when that is a constant.
     fn coefficient(e: &Expr, v: &str) -> Option<i64> {
         let next = map_expr(e, &mut |x| match &x.kind {
             ExprKind::Var(n) if n == v => {
@@ -241,45 +257,208 @@ impl Cx<'_> {
         constant_difference(&next, e)
     }
 
-    /// Whether `e` is an owner expression: fixed for the kernel (no variable bound in the
-    /// per-thread code, no load) and injective over the block's threads — affine in the
-    /// thread variables with coefficients that keep the axes apart (sorted by size, each at
-    /// least one more than what the smaller ones can add up to).
-    fn is_owner(&self, e: &Expr) -> bool {
-        let mut fixed = true;
-        for_each_subexpr(e, &mut |x| match &x.kind {
-            ExprKind::Var(v) => fixed &= !self.bound.contains(v) && !self.divergent.contains(v),
-            ExprKind::Load { .. } => fixed = false,
-            _ => {}
-        });
-        if !fixed {
-            return false;
-        }
-        let mut coeffs = Vec::new();
-        for (v, extent) in &self.axes {
-            if *extent == 1 {
-                continue;
-            }
-            match Self::coefficient(e, v) {
-                Some(c) if c != 0 => coeffs.push((c.unsigned_abs(), *extent as u64)),
-                _ => return false,
+    /// `e` with the per-thread code's lets (and `lets`, those of the unit) substituted.
+    fn expand(&self, e: &Expr, lets: &HashMap<String, Expr>) -> Expr {
+        let mut e = e.clone();
+        for _ in 0..8 {
+            let mut changed = false;
+            e = map_expr(&e, &mut |x| match &x.kind {
+                ExprKind::Var(n) => match lets.get(n).or_else(|| self.lets.get(n)) {
+                    Some(v) => {
+                        changed = true;
+                        v.clone()
+                    }
+                    None => x,
+                },
+                _ => x,
+            });
+            if !changed {
+                break;
             }
         }
-        coeffs.sort();
-        let mut reach: u64 = 0;
-        for (c, extent) in coeffs {
-            if c <= reach {
-                return false;
-            }
-            reach = match c.checked_mul(extent - 1).and_then(|r| r.checked_add(reach)) {
-                Some(r) => r,
-                None => return false,
-            };
-        }
-        true
+        e
     }
 
-    fn touch(&self, buffer: &str, indices: &[Expr], local: &HashSet<String>) -> Option<Touch> {
+    /// The owner map of an access (`Touch::owner`): a component of its index that is an
+    /// injective function of (thread, iteration) — one index, a pair `(e // c, e % c)` (an
+    /// injective function of `e`), or the row-major flattening of every index — affine in
+    /// the thread variables and in the loop variables of the code (each over a constant
+    /// `[0, n)`: `ranges`, with those of the unit), with coefficients that keep them apart
+    /// (sorted by size, each larger than what the smaller ones add up to), the thread
+    /// variables with nonzero coefficients, the rest fixed for the kernel. Its text names
+    /// the component, the thread coefficients, the loop (coefficient, extent) pairs and the
+    /// rest: equal texts are the same map.
+    fn owner(
+        &self,
+        buffer: &str,
+        indices: &[Expr],
+        lets: &HashMap<String, Expr>,
+        ranges: &HashMap<String, i64>,
+        local: &HashSet<String>,
+    ) -> Option<String> {
+        let idx: Vec<Expr> = indices.iter().map(|e| self.expand(e, lets)).collect();
+        let mut candidates: Vec<(String, Expr)> = Vec::new();
+        for (d, e) in idx.iter().enumerate() {
+            candidates.push((format!("dim{d}"), e.clone()));
+        }
+        for (d, pair) in idx.windows(2).enumerate() {
+            let (Some((x, div)), Some((y, rem))) = (
+                self.offset_term(&pair[0], local),
+                self.offset_term(&pair[1], local),
+            ) else {
+                continue;
+            };
+            if let (
+                ExprKind::Binary(BinOp::FloorDiv, a, c1),
+                ExprKind::Binary(BinOp::FloorMod, b, c2),
+            ) = (&div.kind, &rem.kind)
+            {
+                if c1.as_int().is_some_and(|c| c > 0)
+                    && c1.as_int() == c2.as_int()
+                    && constant_difference(a, b) == Some(0)
+                {
+                    let c = c1.as_int().unwrap_or(0);
+                    candidates.push((format!("pair{d}/{c}+({x}, {y})"), (**a).clone()));
+                }
+            }
+        }
+        if let Some(shape) = self.shapes.get(buffer) {
+            let mut flat: Option<Expr> = None;
+            let mut ok = shape.len() == idx.len();
+            for (e, extent) in idx.iter().zip(shape) {
+                let Some(extent) = extent else {
+                    ok = false;
+                    break;
+                };
+                flat = Some(match flat {
+                    None => e.clone(),
+                    Some(f) => Expr::binary(
+                        BinOp::Add,
+                        Expr::binary(BinOp::Mul, f, Expr::int(*extent), e.span),
+                        e.clone(),
+                        e.span,
+                    ),
+                });
+            }
+            if let (true, Some(f)) = (ok && idx.len() > 1, flat) {
+                candidates.push(("flat".to_string(), f));
+            }
+        }
+        candidates
+            .into_iter()
+            .find_map(|(form, e)| self.injective(&e, ranges, local).map(|m| format!("{buffer}:{form}:{m}")))
+    }
+
+    /// `e` as `fixed + term`: the one additive term that mentions a variable of the code,
+    /// and the sum of the others (fixed for the kernel), printed.
+    fn offset_term(&self, e: &Expr, local: &HashSet<String>) -> Option<(String, Expr)> {
+        let mut terms = Vec::new();
+        fn flatten<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+            match &e.kind {
+                ExprKind::Binary(BinOp::Add, a, b) => {
+                    flatten(a, out);
+                    flatten(b, out);
+                }
+                _ => out.push(e),
+            }
+        }
+        flatten(e, &mut terms);
+        let varying = |t: &Expr| {
+            let mut v = false;
+            for_each_subexpr(t, &mut |x| {
+                if let ExprKind::Var(n) = &x.kind {
+                    v |= self.is_thread_var(n)
+                        || self.bound.contains(n)
+                        || local.contains(n)
+                        || self.divergent.contains(n);
+                }
+            });
+            v
+        };
+        let (vary, fixed): (Vec<&Expr>, Vec<&Expr>) = terms.into_iter().partition(|t| varying(t));
+        let [term] = vary.as_slice() else {
+            return None;
+        };
+        let fixed: Vec<String> = fixed.iter().map(|t| t.to_string()).collect();
+        Some((fixed.join(" + "), (*term).clone()))
+    }
+
+    /// The canonical text of `e` as an injective affine map of (thread, iteration), if it is
+    /// one (see [`Self::owner`]).
+    fn injective(
+        &self,
+        e: &Expr,
+        ranges: &HashMap<String, i64>,
+        local: &HashSet<String>,
+    ) -> Option<String> {
+        let mut loads = false;
+        let mut vars = Vec::new();
+        for_each_subexpr(e, &mut |x| match &x.kind {
+            ExprKind::Load { .. } => loads = true,
+            ExprKind::Var(v) if !vars.contains(v) => vars.push(v.clone()),
+            _ => {}
+        });
+        if loads {
+            return None;
+        }
+        // (coefficient, extent, is a thread axis) per variable of the code.
+        let mut terms: Vec<(u64, u64, bool)> = Vec::new();
+        let mut threads = Vec::new();
+        for (v, extent) in &self.axes {
+            let c = Self::coefficient(e, v)?;
+            if *extent > 1 && c == 0 {
+                return None;
+            }
+            threads.push(c);
+            terms.push((c.unsigned_abs(), *extent as u64, true));
+        }
+        let mut loops = Vec::new();
+        for v in &vars {
+            if self.is_thread_var(v) {
+                continue;
+            }
+            if self.divergent.contains(v) {
+                return None;
+            }
+            let extent = match ranges.get(v).or_else(|| self.ranges.get(v)) {
+                Some(n) => *n,
+                None if self.bound.contains(v) || local.contains(v) => return None,
+                // Fixed for the kernel (a block variable, a dim).
+                None => continue,
+            };
+            let c = Self::coefficient(e, v)?;
+            loops.push((c, extent));
+            terms.push((c.unsigned_abs(), extent as u64, false));
+        }
+        terms.sort();
+        let mut reach: u64 = 0;
+        for (c, extent, _) in &terms {
+            if *extent <= 1 {
+                continue;
+            }
+            if *c <= reach {
+                return None;
+            }
+            reach = c.checked_mul(extent - 1)?.checked_add(reach)?;
+        }
+        let zeroed = map_expr(e, &mut |x| match &x.kind {
+            ExprKind::Var(n) if self.is_thread_var(n) || ranges.contains_key(n) || self.ranges.contains_key(n) => {
+                Expr::int(0)
+            }
+            _ => x,
+        });
+        loops.sort();
+        Some(format!("{threads:?}:{loops:?}:{zeroed}"))
+    }
+
+    fn touch(
+        &self,
+        buffer: &str,
+        indices: &[Expr],
+        local: &HashSet<String>,
+        lets: &HashMap<String, Expr>,
+        ranges: &HashMap<String, i64>,
+    ) -> Option<Touch> {
         if !self.tracked.contains(buffer) {
             return None;
         }
@@ -291,11 +470,7 @@ impl Cx<'_> {
                 !loads && !mentions_any(k, local) && !self.thread_dependent(k)
             })
             .cloned();
-        let owner = indices
-            .iter()
-            .enumerate()
-            .find(|(_, e)| !mentions_any(e, local) && self.is_owner(e))
-            .map(|(d, e)| (d, e.clone()));
+        let owner = self.owner(buffer, indices, lets, ranges, local);
         Some(Touch {
             buffer: buffer.to_string(),
             key,
@@ -305,9 +480,20 @@ impl Cx<'_> {
     }
 
     fn loads(&self, e: &Expr, local: &HashSet<String>, acc: &mut Touches) {
+        self.loads_in(e, local, &HashMap::new(), &HashMap::new(), acc);
+    }
+
+    fn loads_in(
+        &self,
+        e: &Expr,
+        local: &HashSet<String>,
+        lets: &HashMap<String, Expr>,
+        ranges: &HashMap<String, i64>,
+        acc: &mut Touches,
+    ) {
         for_each_subexpr(e, &mut |x| {
             if let ExprKind::Load { buffer, indices } = &x.kind {
-                if let Some(t) = self.touch(buffer, indices, local) {
+                if let Some(t) = self.touch(buffer, indices, local, lets, ranges) {
                     push_new(&mut acc.reads, t);
                 }
             }
@@ -318,25 +504,31 @@ impl Cx<'_> {
     /// inside them.
     fn touches(&self, stmts: &[Stmt]) -> Touches {
         let mut local = HashSet::new();
+        let mut lets = HashMap::new();
+        let mut ranges = HashMap::new();
         for_each_stmt(stmts, &mut |s| match &s.kind {
-            StmtKind::Let { var, .. } => {
+            StmtKind::Let { var, value, .. } => {
                 local.insert(var.name.clone());
+                lets.insert(var.name.clone(), value.clone());
             }
             StmtKind::For(f) => {
                 local.insert(f.var.name.clone());
+                if let (Some(0), Some(n)) = (const_int(&f.start), const_int(&f.stop)) {
+                    ranges.insert(f.var.name.clone(), n);
+                }
             }
             _ => {}
         });
         let mut acc = Touches::default();
         for_each_stmt(stmts, &mut |s| {
             for e in stmt_exprs(s) {
-                self.loads(e, &local, &mut acc);
+                self.loads_in(e, &local, &lets, &ranges, &mut acc);
             }
             match &s.kind {
                 StmtKind::Store {
                     buffer, indices, ..
                 } => {
-                    if let Some(t) = self.touch(&buffer.name, indices, &local) {
+                    if let Some(t) = self.touch(&buffer.name, indices, &local, &lets, &ranges) {
                         push_new(&mut acc.writes, t);
                     }
                 }
@@ -344,7 +536,7 @@ impl Cx<'_> {
                 StmtKind::AtomicAdd {
                     buffer, indices, ..
                 } => {
-                    if let Some(t) = self.touch(&buffer.name, indices, &local) {
+                    if let Some(t) = self.touch(&buffer.name, indices, &local, &lets, &ranges) {
                         push_new(&mut acc.writes, t.clone());
                         push_new(&mut acc.reads, t);
                     }
@@ -483,6 +675,7 @@ fn walk(body: Vec<Stmt>, state: &mut State, cx: &mut Cx) -> Vec<Stmt> {
                     cx.divergent.insert(var.name.clone());
                 }
                 cx.bound.insert(var.name.clone());
+                cx.lets.insert(var.name.clone(), value.clone());
                 out.push(Stmt::new(StmtKind::Let { var, dtype, value }, span));
             }
             kind => {
@@ -539,6 +732,9 @@ fn serial_loop(mut f: For, span: Span, state: &mut State, cx: &mut Cx, out: &mut
     cx.loads(&f.stop, &HashSet::new(), &mut acc);
     cx.order(state, &acc, span, out);
     cx.bound.insert(f.var.name.clone());
+    if let (Some(0), Some(n)) = (const_int(&f.start), const_int(&f.stop)) {
+        cx.ranges.insert(f.var.name.clone(), n);
+    }
     let hoists: &[bool] = if state.pending.is_empty() {
         &[false]
     } else {

@@ -21,12 +21,11 @@ pub struct Touch {
     pub buffer: String,
     pub key: Option<Expr>,
     pub family: Option<String>,
-    /// Per-thread code (`thread-sync`): `(dim, e)` when index `dim` of the access is `e`, an
-    /// expression of the thread variables that is injective over the block and fixed for
-    /// the whole kernel (no variable bound in its body). Two accesses with the same owner
-    /// touch, in each thread, only elements no other thread touches through them: no
-    /// cross-thread conflict.
-    pub owner: Option<(usize, Expr)>,
+    /// Per-thread code (`thread-sync`): the canonical text of an injective map from the
+    /// elements this access touches to the thread touching them (over every iteration of
+    /// the loops it is in). Two accesses with the same owner map touch an element only from
+    /// the thread the map gives it: no cross-thread conflict, at any time.
+    pub owner: Option<String>,
 }
 
 impl Touch {
@@ -178,17 +177,14 @@ impl Touches {
         if vars.is_empty() {
             return;
         }
-        self.map(&|t| {
-            let owner = t.owner.filter(|(_, e)| !mentions_any(e, vars));
-            match &t.key {
-                Some(k) if mentions_any(k, vars) => Touch {
-                    key: None,
-                    family: None,
-                    owner,
-                    ..t
-                },
-                _ => Touch { owner, ..t },
-            }
+        // (Owner maps hold for the whole kernel: they mention no variable of the code.)
+        self.map(&|t| match &t.key {
+            Some(k) if mentions_any(k, vars) => Touch {
+                key: None,
+                family: None,
+                ..t
+            },
+            _ => t,
         });
     }
 

@@ -5,8 +5,10 @@
 //!
 //! At the thread level it also detects data races: between two barriers (`T.sync_threads()`),
 //! a byte written by one thread may not be read or written by another, and a byte read by one
-//! thread may not be written by another. Accesses made outside a thread (block-level code)
-//! are not tracked. The first race is kept and reported by the executor at the statement
+//! thread may not be written by another — except that plain stores of the same bytes to the
+//! same element (same offset, same size) by several threads are no race (PTX's memory
+//! model: a uniform-size race of equal values; docs/ir.md, "Data races"). Accesses made
+//! outside a thread (block-level code) are not tracked. The first race is kept and reported by the executor at the statement
 //! that made it.
 //!
 //! Bytes a `T.cp_async` will write are *pending* from its issue until it lands

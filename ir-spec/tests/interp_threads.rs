@@ -318,7 +318,9 @@ def f(A: T.Tensor((16,), "float16"), B: T.Tensor((128,), "float16")):
     // The same value read back by another thread before a barrier is still a race.
     let read = src.replace("            T.sync_threads()\n", "");
     assert!(
-        error(&read).message.starts_with("data race on shared memory: this thread reads `S[0]`"),
+        error(&read)
+            .message
+            .starts_with("data race on shared memory: this thread reads `S[0]`"),
         "{}",
         error(&read).message
     );
@@ -339,7 +341,9 @@ def f(A: T.Tensor((2,), "float32"), B: T.Tensor((128,), "float32")):
             B[tx] = 1.0
 "#;
     assert!(
-        error(mixed).message.starts_with("data race on shared memory: this thread writes"),
+        error(mixed)
+            .message
+            .starts_with("data race on shared memory: this thread writes"),
         "{}",
         error(mixed).message
     );

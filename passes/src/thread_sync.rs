@@ -61,7 +61,9 @@ pub fn thread_sync(mut func: PrimFunc) -> Result<PrimFunc, Vec<Diagnostic>> {
     {
         let mut errors = Vec::new();
         let params = func.params.clone();
-        for_each_kernel(&mut func.body, &mut |k, _| sync_kernel(k, &params, &mut errors));
+        for_each_kernel(&mut func.body, &mut |k, _| {
+            sync_kernel(k, &params, &mut errors)
+        });
         if errors.is_empty() {
             Ok(func)
         } else {
@@ -72,13 +74,14 @@ pub fn thread_sync(mut func: PrimFunc) -> Result<PrimFunc, Vec<Diagnostic>> {
 
 /// The thread nest at the top of a kernel body statement: its variables with their extents
 /// (outermost first) and its innermost body.
-fn open_nest(stmt: &mut Stmt) -> Option<(Vec<(String, i64)>, &mut Vec<Stmt>)> {
+/// A thread nest's variables with their extents, outermost first.
+type NestVars = Vec<(String, i64)>;
+
+fn open_nest(stmt: &mut Stmt) -> Option<(NestVars, &mut Vec<Stmt>)> {
     let StmtKind::For(f) = &mut stmt.kind else {
         return None;
     };
-    if thread_axis(&f.kind).is_none() {
-        return None;
-    }
+    thread_axis(&f.kind)?;
     let extent = const_int(&f.stop)? - const_int(&f.start)?;
     if const_int(&f.start)? != 0 {
         return None;
@@ -249,9 +252,7 @@ impl Cx<'_> {
     /// `e`'s coefficient on variable `v`: `e(v + 1) - e(v)` when that is a constant.
     fn coefficient(e: &Expr, v: &str) -> Option<i64> {
         let next = map_expr(e, &mut |x| match &x.kind {
-            ExprKind::Var(n) if n == v => {
-                Expr::binary(BinOp::Add, x.clone(), Expr::int(1), x.span)
-            }
+            ExprKind::Var(n) if n == v => Expr::binary(BinOp::Add, x.clone(), Expr::int(1), x.span),
             _ => x,
         });
         constant_difference(&next, e)
@@ -344,9 +345,10 @@ impl Cx<'_> {
                 candidates.push(("flat".to_string(), f));
             }
         }
-        candidates
-            .into_iter()
-            .find_map(|(form, e)| self.injective(&e, ranges, local).map(|m| format!("{buffer}:{form}:{m}")))
+        candidates.into_iter().find_map(|(form, e)| {
+            self.injective(&e, ranges, local)
+                .map(|m| format!("{buffer}:{form}:{m}"))
+        })
     }
 
     /// `e` as `fixed + term`: the one additive term that mentions a variable of the code,
@@ -442,7 +444,11 @@ impl Cx<'_> {
             reach = c.checked_mul(extent - 1)?.checked_add(reach)?;
         }
         let zeroed = map_expr(e, &mut |x| match &x.kind {
-            ExprKind::Var(n) if self.is_thread_var(n) || ranges.contains_key(n) || self.ranges.contains_key(n) => {
+            ExprKind::Var(n)
+                if self.is_thread_var(n)
+                    || ranges.contains_key(n)
+                    || self.ranges.contains_key(n) =>
+            {
                 Expr::int(0)
             }
             _ => x,
@@ -753,7 +759,9 @@ fn serial_loop(mut f: For, span: Span, state: &mut State, cx: &mut Cx, out: &mut
             start.union(&carried);
             let walked = walk(f.body.clone(), &mut start, &mut cx.dry());
             let mut n = usize::from(end);
-            for_each_stmt(&walked, &mut |s| n += usize::from(s.kind == StmtKind::Barrier));
+            for_each_stmt(&walked, &mut |s| {
+                n += usize::from(s.kind == StmtKind::Barrier)
+            });
             let cost = (n, usize::from(hoist));
             if best.is_none_or(|(c, _, _)| cost < c) {
                 best = Some((cost, hoist, end));

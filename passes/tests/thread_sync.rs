@@ -41,7 +41,12 @@ fn interp(
     seed: u64,
 ) -> Result<HashMap<String, Tensor>, tlc_ir::Diagnostic> {
     let dims = dims.iter().map(|(k, v)| (k.to_string(), *v)).collect();
-    run(func, &dims, HashMap::new(), &RunOptions { seed, threads: 0 })
+    run(
+        func,
+        &dims,
+        HashMap::new(),
+        &RunOptions { seed, threads: 0 },
+    )
 }
 
 /// The kernel body (from the thread nest on) of a printed function.
@@ -129,7 +134,11 @@ fn loop_carried_hazards_get_barriers_at_block_uniform_points() {
     // sums in that order, exactly, on several random inputs.
     for seed in [1u64, 2, 3] {
         let err = interp(&func, &[], seed).expect_err("the unsynchronized code races");
-        assert!(err.message.contains("data race on shared memory"), "{}", err.message);
+        assert!(
+            err.message.contains("data race on shared memory"),
+            "{}",
+            err.message
+        );
         let o = interp(&out, &[], seed).unwrap_or_else(|d| panic!("{d:#?}"));
         let (a, b, c) = (o["A"].to_f64(), o["B"].to_f64(), o["C"].to_f64());
         for (n, got) in c.iter().enumerate() {
@@ -171,9 +180,18 @@ def owned(
     let shifted = print_func(&func).replace("S[g // 64, g % 64]", "S[g // 64, (g + 1) % 64]");
     let shifted = parse(&shifted);
     let out = synced(&shifted);
-    assert_eq!(nest(&out).matches("T.sync_threads()").count(), 1, "{}", nest(&out));
+    assert_eq!(
+        nest(&out).matches("T.sync_threads()").count(),
+        1,
+        "{}",
+        nest(&out)
+    );
     let err = interp(&shifted, &[], 1).expect_err("a race");
-    assert!(err.message.contains("data race on shared memory"), "{}", err.message);
+    assert!(
+        err.message.contains("data race on shared memory"),
+        "{}",
+        err.message
+    );
     interp(&out, &[], 1).unwrap_or_else(|d| panic!("{d:#?}"));
 }
 
@@ -200,7 +218,8 @@ def divergent(
     let d = &errs[0];
     assert_eq!(&src[d.span.start..d.span.end], "tx < 32");
     assert!(
-        d.message.starts_with("this condition depends on the thread, but threads share memory"),
+        d.message
+            .starts_with("this condition depends on the thread, but threads share memory"),
         "{}",
         d.message
     );

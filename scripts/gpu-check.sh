@@ -76,8 +76,8 @@ TARGETS=sm_90a run bench/gemm_128x256x64_t256_s4.tir -D M=384 -D N=512 -D K=4096
 # cast_per_token_fp8 for M a multiple of 8, gemm_blocksparse for M, N, K multiples of 128,
 # 128, 32; gemm_persistent needs more shared memory than sm_80 gives a
 # block (gemm_persistent at M = 1800, N = 2600: 165 tiles, two waves of the 132 blocks).
-# gemv_naive and gemv_splitk_vectorized race on shared memory as written (no barriers:
-# tests/tilelang/README.md), so they are not run.
+# gemv_naive (N, K multiples of 128) and gemv_splitk_vectorized (N a multiple of 2, K of
+# 256) run with thread-sync's automatic barriers.
 run tests/tilelang/elementwise_add.tir -D M=70 -D N=45
 run tests/tilelang/elementwise_add.tir -D M=1024 -D N=1024
 run tests/tilelang/norm_rms.tir -D M=3
@@ -101,4 +101,8 @@ run tests/tilelang/cast_per_token_fp8.tir -D M=16 -D N=300
 run tests/tilelang/cast_per_token_fp8.tir -D M=2048 -D N=512
 run tests/tilelang/gemm_blocksparse.tir -D M=128 -D N=256 -D K=128
 run tests/tilelang/gemm_blocksparse.tir -D M=256 -D N=256 -D K=128
+run tests/tilelang/gemv_naive.tir -D N=256 -D K=384
+run tests/tilelang/gemv_naive.tir -D N=1024 -D K=1024
+run tests/tilelang/gemv_splitk_vectorized.tir -D N=6 -D K=768
+run tests/tilelang/gemv_splitk_vectorized.tir -D N=1024 -D K=1024
 exit $fail

@@ -49,8 +49,16 @@ pub fn load(
     let file = read_source(path)?;
     let func = parse(&file)?;
     let func = bind(&file, &func, defines)?;
+    verify(&file, &func)?;
+    let func = sync(&file, func)?;
     let info = verify(&file, &func)?;
     Ok((file, func, info))
+}
+
+/// TileLang's automatic barriers in per-thread code (`thread-sync`, docs/passes.md): part of
+/// what such code means, so every command sees them (the interpreter included).
+pub fn sync(file: &SourceFile, func: PrimFunc) -> Result<PrimFunc, UserError> {
+    tlc_passes::thread_sync::thread_sync(func).map_err(|diags| UserError(file.render_all(&diags)))
 }
 
 /// Applies `-D NAME=VALUE` bindings.

@@ -288,6 +288,67 @@ def f(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
     );
 }
 
+/// Plain stores of the same bytes to the same element by several threads between two
+/// barriers are no race (PTX's memory model: a uniform-size race of equal values); other
+/// values, other sizes, or a read by another thread are.
+#[test]
+fn same_value_stores_of_many_threads_are_no_race_other_overlaps_are() {
+    let src = r#"@T.prim_func
+def f(A: T.Tensor((16,), "float16"), B: T.Tensor((128,), "float16")):
+    with T.Kernel(1, threads=128) as bx:
+        S = T.alloc_shared((16,), "float16")
+        for tx in T.thread_binding(128, thread="threadIdx.x"):
+            for k in T.serial(16):
+                S[k] = A[k]
+            T.sync_threads()
+            B[tx] = S[tx % 16]
+"#;
+    let out = outputs(src, 3);
+    let (a, b) = (values(get(&out, "A")), values(get(&out, "B")));
+    for t in 0..128 {
+        assert_eq!(b[t], a[t % 16], "B[{t}]");
+    }
+    // Different values: thread 1 overwrites thread 0's S[0].
+    let different = src.replace("S[k] = A[k]", "S[k] = A[k] + T.cast(tx, \"float16\")");
+    assert_eq!(
+        error(&different).message,
+        "data race on shared memory: this thread writes `S[0]`, which thread 0 also wrote with \
+         no `T.sync_threads()` in between (thread 1, block 0)"
+    );
+    // The same value read back by another thread before a barrier is still a race.
+    let read = src.replace("            T.sync_threads()\n", "");
+    assert!(
+        error(&read)
+            .message
+            .starts_with("data race on shared memory: this thread reads `S[0]`"),
+        "{}",
+        error(&read).message
+    );
+    // The same bytes at another element size: a 4-byte store over two 2-byte ones.
+    let mixed = r#"@T.prim_func
+def f(A: T.Tensor((2,), "float32"), B: T.Tensor((128,), "float32")):
+    with T.Kernel(1, threads=128) as bx:
+        S = T.alloc_shared((2,), "float32")
+        H = T.alloc_shared((4,), "float16")
+        T.shared_arena(bytes=16, offsets={S: 0, H: 0})
+        for tx in T.thread_binding(128, thread="threadIdx.x"):
+            if tx == 0:
+                H[0] = T.float16(0)
+                H[1] = T.float16(0)
+            if tx == 1:
+                S[0] = 0.0
+            T.sync_threads()
+            B[tx] = 1.0
+"#;
+    assert!(
+        error(mixed)
+            .message
+            .starts_with("data race on shared memory: this thread writes"),
+        "{}",
+        error(mixed).message
+    );
+}
+
 #[test]
 fn reads_of_never_written_registers_and_shared_memory_are_errors() {
     let src = r#"@T.prim_func

@@ -21,6 +21,7 @@ pub mod rasterize;
 pub mod simplify;
 pub mod stage_fragment_reads;
 pub mod thread_binding;
+pub mod thread_sync;
 pub mod unroll;
 pub mod widen_indices;
 

@@ -13,6 +13,7 @@ use crate::rasterize::Rasterize;
 use crate::simplify::Simplify;
 use crate::stage_fragment_reads::StageFragmentReads;
 use crate::thread_binding::ThreadBinding;
+use crate::thread_sync::ThreadSync;
 use crate::unroll::Unroll;
 use crate::widen_indices::WidenIndices;
 use std::fmt;
@@ -21,6 +22,7 @@ use tlc_ir::Target;
 /// An ordered list of passes.
 pub type Pipeline = Vec<&'static dyn Pass>;
 
+static THREAD_SYNC: ThreadSync = ThreadSync;
 static LOWER_REDUCTIONS: LowerReductions = LowerReductions;
 static STAGE_FRAGMENT_READS: StageFragmentReads = StageFragmentReads;
 static LAYOUT_INFERENCE: LayoutInference = LayoutInference;
@@ -38,7 +40,8 @@ static WIDEN_INDICES: WidenIndices = WidenIndices;
 /// Every pass, in the order of the default pipeline: tile-level rewrites first
 /// (reductions, staged fragment reads), tile-level scheduling (layouts, pipelining), then the lowering to threads, then thread-level clean-up.
 pub fn registry() -> &'static [&'static dyn Pass] {
-    static ALL: [&dyn Pass; 13] = [
+    static ALL: [&dyn Pass; 14] = [
+        &THREAD_SYNC,
         &LOWER_REDUCTIONS,
         &STAGE_FRAGMENT_READS,
         &LAYOUT_INFERENCE,
@@ -121,6 +124,7 @@ pub fn default_pipeline(target: Target) -> Pipeline {
         // target has it (analysis/wgmma.rs), and pipelines on TMA (analysis/tma.rs); warp
         // specialization is later work.
         Target::Sm80 | Target::Sm90a => vec![
+            &THREAD_SYNC,
             &LOWER_REDUCTIONS,
             &STAGE_FRAGMENT_READS,
             &LAYOUT_INFERENCE,
@@ -157,7 +161,7 @@ mod tests {
         let err = parse_pipeline("zzzzzzzzzz").err().unwrap();
         assert_eq!(err.suggestion, None);
         assert!(err.to_string().contains(
-            "known passes: lower-reductions, stage-fragment-reads, layout-inference, pipeline-planning, inject-software-pipeline, lower-tile-ops, inject-cp-async, rasterize, thread-binding, plan-shared-memory, unroll, simplify, widen-indices"
+            "known passes: thread-sync, lower-reductions, stage-fragment-reads, layout-inference, pipeline-planning, inject-software-pipeline, lower-tile-ops, inject-cp-async, rasterize, thread-binding, plan-shared-memory, unroll, simplify, widen-indices"
         ));
         assert_eq!(resolve("raster").map(|p| p.name()).ok(), None);
         assert_eq!(

@@ -46,7 +46,7 @@
 use crate::analysis::block::Block;
 use crate::analysis::int::mentions_any;
 use crate::analysis::kernels::{contains_thread_region, for_each_kernel, is_thread_region};
-use crate::analysis::sync::{push_new, State, Touch, Touches};
+use crate::analysis::sync::{self, push_new, State, Touch, Touches};
 use crate::context::PassContext;
 use crate::pass::Pass;
 use std::collections::{HashMap, HashSet};
@@ -238,6 +238,7 @@ impl Cx<'_> {
             buffer: buffer.to_string(),
             key,
             family: None,
+            owner: None,
         })
     }
 
@@ -501,12 +502,6 @@ fn bind_kernel(
     }
 }
 
-/// Trial walks of a loop body before the carried keys become families (so the fixpoint
-/// ends).
-const EXACT_ROUNDS: usize = 2;
-/// Rounds after which the keys over the loop variable are dropped altogether.
-const MAX_ROUNDS: usize = 12;
-
 /// Rewrites scalar code `body` for the merged loop; `state` holds the accesses since the
 /// last barrier and the copies in flight (in and out).
 fn walk(body: Vec<Stmt>, state: &mut State, cx: &mut Cx) -> Vec<Stmt> {
@@ -668,31 +663,10 @@ fn serial_loop(mut f: For, span: Span, state: &mut State, cx: &mut Cx, out: &mut
 /// The state one iteration of `f` hands the next (in the next iteration's terms), at the
 /// fixpoint: walked from `entry` joined with it. `end_barrier`: the body ends with a barrier.
 fn settle(f: &For, entry: &State, cx: &Cx, end_barrier: bool) -> State {
-    let var = f.var.name.clone();
     let inner = bound_vars(&f.body);
-    let mut carried = State::default();
-    for round in 0.. {
-        let mut trial = entry.clone();
-        trial.union(&carried);
-        let mut dry = cx.dry();
-        walk(f.body.clone(), &mut trial, &mut dry);
-        if end_barrier {
-            trial.pending = Touches::default();
-        }
-        trial.widen(&inner);
-        trial.shift(&var);
-        if round >= EXACT_ROUNDS {
-            trial.generalize(&var);
-        }
-        if round >= MAX_ROUNDS {
-            // Never seen: families do not converge. Forget the keys over `var`.
-            trial.widen(&HashSet::from([var.clone()]));
-        }
-        if !carried.union(&trial) {
-            break;
-        }
-    }
-    carried
+    sync::settle(&f.var.name, &inner, entry, end_barrier, &mut |trial| {
+        walk(f.body.clone(), trial, &mut cx.dry());
+    })
 }
 
 /// How many barriers the body of `f` gets when walked from `entry` joined with `carried`.

@@ -31,8 +31,9 @@ fn with_block(func: &PrimFunc, block: &str) -> PrimFunc {
 }
 
 /// The stages without the tile-level rewrites that changed nothing (the seed has no
-/// reduction and no indirect fragment read: `lower-reductions` and `stage-fragment-reads`
-/// leave it as it is, and its snapshots start at the layouts).
+/// per-thread code, no reduction and no indirect fragment read: `thread-sync`,
+/// `lower-reductions` and `stage-fragment-reads` leave it as it is, and its snapshots start
+/// at the layouts).
 fn changing(
     func: &PrimFunc,
     stages: Vec<(&'static str, PrimFunc)>,
@@ -40,7 +41,10 @@ fn changing(
     let mut prev = func.clone();
     let mut out = Vec::new();
     for (pass, f) in stages {
-        let rewrite = matches!(pass, "lower-reductions" | "stage-fragment-reads");
+        let rewrite = matches!(
+            pass,
+            "thread-sync" | "lower-reductions" | "stage-fragment-reads"
+        );
         if !(rewrite && f == prev) {
             out.push((pass, f.clone()));
         }

@@ -169,6 +169,22 @@ const EXAMPLES: &[Example] = &[
         ],
         reference: gemm_blocksparse,
     },
+    // Per-thread code with TileLang's automatic barriers (`thread-sync`): one 128-row block
+    // and one 128-wide chunk, then two blocks over three chunks (the loop-carried barrier).
+    // No masking: N and K multiples of 128.
+    Example {
+        stem: "gemv_naive",
+        sizes: [&[("N", 128), ("K", 128)], &[("N", 256), ("K", 384)]],
+        reference: gemv,
+    },
+    // Per-thread code on a 2 x 32 block, atomic adds into shared memory between automatic
+    // barriers: one block and one 256-wide chunk, then three blocks over three chunks. No
+    // masking: N a multiple of 2, K of 256.
+    Example {
+        stem: "gemv_splitk_vectorized",
+        sizes: [&[("N", 2), ("K", 256)], &[("N", 6), ("K", 768)]],
+        reference: gemv,
+    },
 ];
 
 /// Supported kernels a target refuses, with a fragment of the located error.
@@ -208,17 +224,17 @@ const NOT_YET: &[&str] = &[
     "gemv_alloc_reducer",
 ];
 
-/// The files tlc compiles but whose per-thread code races on shared memory as written: they
-/// rely on TileLang's thread-sync pass to insert the barriers between shared-memory stores
-/// and loads, and tlc inserts none in per-thread code. The tile-level interpreter must stop
-/// each, at one binding of its dims, with a located data-race error on shared memory; a file
-/// that starts running cleanly fails this test until it gets a reference in [`EXAMPLES`].
+/// Examples whose per-thread code races on shared memory as written: they rely on
+/// TileLang's thread-sync pass to insert the barriers between shared-memory stores and loads
+/// (tlc's `thread-sync`, which `check`'s road applies). Without it, the tile-level
+/// interpreter must stop each, at one binding of its dims, with a located data-race error on
+/// shared memory — the barriers are what makes them correct.
 const RACY: &[(&str, &[(&str, i64)])] = &[
     // Every thread writes all of A_shared (the same values) and its row of B_shared, then
-    // reads them, with no barrier in between.
+    // reads them.
     ("gemv_naive", &[("N", 128), ("K", 128)]),
     // The tk == 0 thread zeroes C_shared[tn], the 32 threads of the row add to it
-    // atomically and read it back, with no barrier in between.
+    // atomically and read it back.
     ("gemv_splitk_vectorized", &[("N", 2), ("K", 256)]),
 ];
 
@@ -446,6 +462,23 @@ fn layer_norm_bwd(o: &Outputs) -> Expected {
         ("DGamma", total(dgamma_terms, dgamma_w)),
         ("DBeta", total(dbeta_terms, dbeta_w)),
     ]
+}
+
+/// `gemv_naive.tir`, `gemv_splitk_vectorized.tir`: C[n] = float16(Σ_k A[k]·B[n, k]), the
+/// float16 products exact in float32 and summed in any order (one thread in k order, or 32
+/// threads' partial sums combined by atomic adds in an unspecified order).
+fn gemv(o: &Outputs) -> Expected {
+    let (a, b) = (o["A"].to_f64(), &o["B"]);
+    let (n, k) = (b.shape()[0], b.shape()[1]);
+    let bv = b.to_f64();
+    let c = (0..n)
+        .map(|i| {
+            let products = (0..k).map(|l| a[l] * bv[i * k + l]);
+            let model = Approx::sum(products.clone().map(exact), Fp::F32).round(Fp::F16);
+            expect(products.sum(), model)
+        })
+        .collect();
+    vec![("C", c)]
 }
 
 /// `gemm_persistent.tir`: C = float16(A @ B), the float16 products exact in float32 and
@@ -737,10 +770,13 @@ fn assert_located(name: &str, rendered: &str) {
     }
 }
 
-/// Parse and verify as `tlc check` does; the rendered errors otherwise.
+/// Parse, verify and place per-thread code's barriers as `tlc check` does; the rendered
+/// errors otherwise.
 fn check(name: &str, text: &str) -> Result<PrimFunc, String> {
     let file = SourceFile::new(name, text);
     let func = tlc::frontend::parse(&file).map_err(|e| e.0)?;
+    tlc::frontend::verify(&file, &func).map_err(|e| e.0)?;
+    let func = tlc::frontend::sync(&file, func).map_err(|e| e.0)?;
     tlc::frontend::verify(&file, &func).map_err(|e| e.0)?;
     Ok(func)
 }
@@ -914,24 +950,41 @@ fn blocksparse_gemm_matches_its_reference() {
     check_example("gemm_blocksparse");
 }
 
-/// The files of [`RACY`] pass `check`, and the tile-level interpreter stops each with a
-/// located data-race error on shared memory.
 #[test]
-fn the_racy_examples_stop_at_a_data_race() {
+fn naive_gemv_matches_its_reference() {
+    check_example("gemv_naive");
+}
+
+#[test]
+fn splitk_gemv_matches_its_reference() {
+    check_example("gemv_splitk_vectorized");
+}
+
+/// The files of [`RACY`] parse and verify, and without `thread-sync` the tile-level
+/// interpreter stops each with a located data-race error on shared memory (with it they are
+/// checked in [`EXAMPLES`]).
+#[test]
+fn the_racy_examples_stop_at_a_data_race_without_thread_sync() {
     for (stem, size) in RACY {
+        assert!(
+            EXAMPLES.iter().any(|e| e.stem == *stem),
+            "{stem}: RACY lists examples whose barriers thread-sync places; add it to EXAMPLES"
+        );
         let (name, text) = source(stem);
-        let func =
-            check(&name, &text).unwrap_or_else(|e| panic!("`tlc check` refuses {name}:\n{e}"));
+        let file = SourceFile::new(&name, &text);
+        let func = tlc::frontend::parse(&file)
+            .and_then(|f| tlc::frontend::verify(&file, &f).map(|_| f))
+            .unwrap_or_else(|e| panic!("{name} does not parse and verify:\n{}", e.0));
         let opts = RunOptions {
             seed: SEED,
             threads: 0,
         };
         let err = match interp::run(&func, &dims_of(size), HashMap::new(), &opts) {
             Ok(_) => panic!(
-                "{name} {size:?} runs without a data race now: move it from RACY to EXAMPLES \
-                 with a reference"
+                "{name} {size:?} runs without a data race and without thread-sync's barriers: \
+                 remove it from RACY"
             ),
-            Err(e) => SourceFile::new(&name, &text).render_all(&[e]),
+            Err(e) => file.render_all(&[e]),
         };
         assert_located(&name, &err);
         assert!(
@@ -957,12 +1010,10 @@ fn the_other_examples_are_refused_with_located_errors() {
         let lists = [
             EXAMPLES.iter().any(|e| e.stem == stem),
             NOT_YET.contains(&stem.as_str()),
-            RACY.iter().any(|(s, _)| s == stem),
         ];
         assert!(
             lists.iter().filter(|&&l| l).count() == 1,
-            "{DIR}/{stem}.tir: add it to exactly one of EXAMPLES (with a reference), NOT_YET \
-             or RACY"
+            "{DIR}/{stem}.tir: add it to exactly one of EXAMPLES (with a reference) or NOT_YET"
         );
     }
     for (stem, _) in RACY {

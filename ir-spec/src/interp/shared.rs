@@ -5,8 +5,10 @@
 //!
 //! At the thread level it also detects data races: between two barriers (`T.sync_threads()`),
 //! a byte written by one thread may not be read or written by another, and a byte read by one
-//! thread may not be written by another. Accesses made outside a thread (block-level code)
-//! are not tracked. The first race is kept and reported by the executor at the statement
+//! thread may not be written by another — except that plain stores of the same bytes to the
+//! same element (same offset, same size) by several threads are no race (PTX's memory
+//! model: a uniform-size race of equal values; docs/ir.md, "Data races"). Accesses made
+//! outside a thread (block-level code) are not tracked. The first race is kept and reported by the executor at the statement
 //! that made it.
 //!
 //! Bytes a `T.cp_async` will write are *pending* from its issue until it lands
@@ -50,6 +52,11 @@ pub(crate) struct SharedArena {
     /// barrier, or `MANY` when several threads added to it. Atomic adds do not race with
     /// each other; a plain read or write of the byte by another thread does.
     atomic: Vec<Cell<u64>>,
+    /// Per byte: the shape of its last write by a thread when that was a plain store of one
+    /// element — `(byte's position in the element) << 4 | element size` — else 0. A plain
+    /// store of the same bytes to the same element by another thread since the last barrier
+    /// is no race (see [`SharedArena::write`]).
+    store_shape: Vec<Cell<u8>>,
     /// Starts at 1 so that a zero cell means "never".
     epoch: u64,
     race: RefCell<Option<String>>,
@@ -102,6 +109,7 @@ impl SharedArena {
             writer: (0..len).map(|_| Cell::new(0)).collect(),
             reader: (0..len).map(|_| Cell::new(0)).collect(),
             atomic: (0..len).map(|_| Cell::new(0)).collect(),
+            store_shape: (0..len).map(|_| Cell::new(0)).collect(),
             epoch: 1,
             race: RefCell::new(None),
             pending: vec![0; len],
@@ -370,10 +378,15 @@ impl SharedArena {
     /// Whether another thread than `me` (`thread + 1`) wrote or read byte `b` since the last
     /// barrier: "wrote" / "read" and its race cell, the write first.
     fn other_access(&self, b: usize, me: u64) -> Option<(&'static str, u64)> {
+        self.other_access_but(b, me, false)
+    }
+
+    /// [`Self::other_access`], not counting other threads' writes when `same_store`.
+    fn other_access_but(&self, b: usize, me: u64, same_store: bool) -> Option<(&'static str, u64)> {
         let now = self.epoch << 32;
         let (w, r) = (self.writer.get(b)?.get(), self.reader.get(b)?.get());
         let a = self.atomic.get(b)?.get();
-        if (w & !MANY) == now && (w & MANY) != me {
+        if !same_store && (w & !MANY) == now && (w & MANY) != me {
             Some(("wrote", w))
         } else if (a & !MANY) == now && (a & MANY) != me {
             Some(("atomically updated", a))
@@ -680,10 +693,17 @@ impl SharedArena {
             self.report(format!("{} writes {}: {why}", who(thread), what()));
             return;
         }
-        if let Some(t) = thread {
-            self.track_write(offset, end, t, what);
-        }
         let encoded = encode(dtype, value);
+        if let Some(t) = thread {
+            let same = self.same_store(offset, n, &encoded, t);
+            self.track_write_as(offset, end, t, what, same);
+            for (pos, b) in (offset..end).enumerate() {
+                if let Some(c) = self.store_shape.get(b) {
+                    // pos < 8 and n ≤ 8: fits in a byte.
+                    c.set(((pos as u8) << 4) | n as u8);
+                }
+            }
+        }
         if let (Some(dst), Some(src)) = (self.bytes.get_mut(offset..end), encoded.get(..n)) {
             dst.copy_from_slice(src);
         }
@@ -692,13 +712,48 @@ impl SharedArena {
         }
     }
 
+    /// Whether a plain store by `thread` of `data[..n]` to the element at `offset` repeats
+    /// what another thread's plain store to the same element (same offset, same size) put
+    /// there since the last barrier, byte for byte. PTX's memory model gives such a
+    /// uniform-size race a meaning (every read sees one of the stores, and they are equal),
+    /// so it is no race; stores of other values, other sizes or at other offsets are.
+    fn same_store(&self, offset: usize, n: usize, data: &[u8], thread: u32) -> bool {
+        let me = u64::from(thread) + 1;
+        let now = self.epoch << 32;
+        (offset..offset + n).enumerate().all(|(pos, b)| {
+            let w = self.writer.get(b).map_or(0, Cell::get);
+            (w & !MANY) == now
+                && (w & MANY) != me
+                && self.store_shape.get(b).map(Cell::get) == Some(((pos as u8) << 4) | n as u8)
+                && self.bytes.get(b) == data.get(pos)
+        })
+    }
+
     /// The race check of a write of bytes `offset..end` by `thread`, which becomes their
     /// last writer.
     fn track_write(&self, offset: usize, end: usize, thread: u32, what: &dyn Fn() -> String) {
+        for b in offset..end {
+            if let Some(c) = self.store_shape.get(b) {
+                c.set(0);
+            }
+        }
+        self.track_write_as(offset, end, thread, what, false);
+    }
+
+    /// [`Self::track_write`]; `same_store`: a plain store repeating another thread's
+    /// ([`Self::same_store`]), whose earlier write is then no race.
+    fn track_write_as(
+        &self,
+        offset: usize,
+        end: usize,
+        thread: u32,
+        what: &dyn Fn() -> String,
+        same_store: bool,
+    ) {
         let me = u64::from(thread) + 1;
         let now = self.epoch << 32;
         for b in offset..end {
-            match self.other_access(b, me) {
+            match self.other_access_but(b, me, same_store) {
                 Some(("wrote", cell)) => {
                     self.report(format!(
                         "data race on shared memory: this thread writes {}, which {} also \

@@ -21,11 +21,19 @@ pub struct Touch {
     pub buffer: String,
     pub key: Option<Expr>,
     pub family: Option<String>,
+    /// Per-thread code (`thread-sync`): the canonical text of an injective map from the
+    /// elements this access touches to the thread touching them (over every iteration of
+    /// the loops it is in). Two accesses with the same owner map touch an element only from
+    /// the thread the map gives it: no cross-thread conflict, at any time.
+    pub owner: Option<String>,
 }
 
 impl Touch {
     pub fn overlaps(&self, other: &Touch) -> bool {
         if self.buffer != other.buffer {
+            return false;
+        }
+        if self.owner.is_some() && self.owner == other.owner {
             return false;
         }
         let (Some(a), Some(b)) = (&self.key, &other.key) else {
@@ -41,7 +49,8 @@ impl Touch {
 
     /// Whether every element `other` may touch is one `self` touches.
     pub fn covers(&self, other: &Touch) -> bool {
-        if self.buffer != other.buffer {
+        // One without an owner may be any thread's: it stands for an owned one too.
+        if self.buffer != other.buffer || (self.owner.is_some() && self.owner != other.owner) {
             return false;
         }
         let Some(a) = &self.key else { return true };
@@ -168,6 +177,7 @@ impl Touches {
         if vars.is_empty() {
             return;
         }
+        // (Owner maps hold for the whole kernel: they mention no variable of the code.)
         self.map(&|t| match &t.key {
             Some(k) if mentions_any(k, vars) => Touch {
                 key: None,
@@ -243,4 +253,45 @@ impl State {
         self.pending.generalize(var);
         self.in_flight.generalize(var);
     }
+}
+
+/// Trial walks of a loop body before the carried keys become families (so the fixpoint
+/// ends).
+pub const EXACT_ROUNDS: usize = 2;
+/// Rounds after which the keys over the loop variable are dropped altogether.
+pub const MAX_ROUNDS: usize = 12;
+
+/// The state one iteration of a loop over `var` hands the next (in the next iteration's
+/// terms), at the fixpoint: `walk` runs the body from `entry` joined with it; `inner` are the
+/// variables the body binds; `end_barrier`: the body ends with a barrier. The one loop rule
+/// of the barrier placements (`thread-binding`, `thread-sync`).
+pub fn settle(
+    var: &str,
+    inner: &HashSet<String>,
+    entry: &State,
+    end_barrier: bool,
+    walk: &mut dyn FnMut(&mut State),
+) -> State {
+    let mut carried = State::default();
+    for round in 0.. {
+        let mut trial = entry.clone();
+        trial.union(&carried);
+        walk(&mut trial);
+        if end_barrier {
+            trial.pending = Touches::default();
+        }
+        trial.widen(inner);
+        trial.shift(var);
+        if round >= EXACT_ROUNDS {
+            trial.generalize(var);
+        }
+        if round >= MAX_ROUNDS {
+            // Never seen: families do not converge. Forget the keys over `var`.
+            trial.widen(&HashSet::from([var.to_string()]));
+        }
+        if !carried.union(&trial) {
+            break;
+        }
+    }
+    carried
 }

@@ -127,6 +127,7 @@ fn walk(body: &mut [Stmt], scope: &mut Vec<String>, state: &mut State) {
             | StmtKind::Reduce(_)
             | StmtKind::Barrier
             | StmtKind::Note(_)
+            | StmtKind::FinalizeReducer(_)
             | StmtKind::Intrinsic(_) => {}
         }
     }

@@ -22,6 +22,7 @@ mod tests;
 
 pub use consts::{const_int, eval_int};
 pub use level::{check_level, Level};
+pub use reducer::reducer_update;
 
 use crate::diagnostic::Diagnostic;
 use crate::dtype::DType;

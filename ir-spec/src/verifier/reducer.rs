@@ -138,7 +138,7 @@ fn reducer_access(
             indices,
             value,
         } if buffer.name == name => {
-            let update = update_operand(r, indices, value);
+            let update = reducer_update(r, indices, value);
             match (open, update) {
                 (true, Some(e)) => {
                     for_each_subexpr(e, &mut |x| {
@@ -221,7 +221,7 @@ fn loads_of(e: &Expr, name: &str, f: &mut dyn FnMut(crate::span::Span)) {
 }
 
 /// `e` when `value` is `R[indices] op e` or `e op R[indices]` with `r`'s op.
-pub fn update_operand<'e>(r: &Reducer, indices: &[Expr], value: &'e Expr) -> Option<&'e Expr> {
+pub fn reducer_update<'e>(r: &Reducer, indices: &[Expr], value: &'e Expr) -> Option<&'e Expr> {
     let ExprKind::Binary(op, a, b) = &value.kind else {
         return None;
     };

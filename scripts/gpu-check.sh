@@ -101,4 +101,6 @@ run tests/tilelang/cast_per_token_fp8.tir -D M=16 -D N=300
 run tests/tilelang/cast_per_token_fp8.tir -D M=2048 -D N=512
 run tests/tilelang/gemm_blocksparse.tir -D M=128 -D N=256 -D K=128
 run tests/tilelang/gemm_blocksparse.tir -D M=256 -D N=256 -D K=128
+run tests/tilelang/gemv_alloc_reducer.tir -D M=130 -D N=200
+run tests/tilelang/gemv_alloc_reducer.tir -D M=1024 -D N=1024
 exit $fail

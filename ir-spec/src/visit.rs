@@ -112,9 +112,9 @@ pub fn stmt_exprs(stmt: &Stmt) -> Vec<&Expr> {
             out.push(value);
         }
         StmtKind::Barrier
-            | StmtKind::Note(_)
-            | StmtKind::Reduce(_)
-            | StmtKind::FinalizeReducer(_) => {}
+        | StmtKind::Note(_)
+        | StmtKind::Reduce(_)
+        | StmtKind::FinalizeReducer(_) => {}
         StmtKind::Intrinsic(i) => out.extend(i.exprs()),
     }
     out

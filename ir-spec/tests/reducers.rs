@@ -24,10 +24,16 @@ def k(A: T.Tensor((16, N), "float32"), Y: T.Tensor((16,), "float32")):
 fn errors(text: &str) -> Vec<(String, usize)> {
     let line = |start: usize| text[..start].lines().count().max(1);
     match tlc_ir::parse(text) {
-        Err(e) => e.into_iter().map(|d| (d.message, line(d.span.start))).collect(),
+        Err(e) => e
+            .into_iter()
+            .map(|d| (d.message, line(d.span.start)))
+            .collect(),
         Ok(f) => match tlc_ir::verifier::verify(&f) {
             Ok(_) => Vec::new(),
-            Err(e) => e.into_iter().map(|d| (d.message, line(d.span.start))).collect(),
+            Err(e) => e
+                .into_iter()
+                .map(|d| (d.message, line(d.span.start)))
+                .collect(),
         },
     }
 }
@@ -45,13 +51,16 @@ fn a_reducer_kernel_prints_and_parses_back_equal() {
     assert!(errors(OK).is_empty(), "{:?}", errors(OK));
     let f = tlc_ir::parse(OK).expect("parses");
     let text = print_func(&f);
-    assert!(text.contains(
-        "r = T.alloc_reducer((16,), \"float32\", op=\"sum\", replication=\"all\")"
-    ));
+    assert!(
+        text.contains("r = T.alloc_reducer((16,), \"float32\", op=\"sum\", replication=\"all\")")
+    );
     assert!(text.contains("T.finalize_reducer(r)"));
     let back = tlc_ir::parse(&text).expect("printed text parses");
     assert_eq!(back, f);
-    let none = OK.replace("op=\"sum\", replication=\"all\"", "op=\"max\", replication=\"none\"");
+    let none = OK.replace(
+        "op=\"sum\", replication=\"all\"",
+        "op=\"max\", replication=\"none\"",
+    );
     let none = none.replace("r[i] += a[i, j]", "r[i] = T.max(r[i], a[i, j])");
     let f = tlc_ir::parse(&none).expect("parses");
     assert_eq!(tlc_ir::parse(&print_func(&f)).expect("parses"), f);

@@ -172,7 +172,11 @@ impl Lowering<'_> {
             if kept.len() == vars.len() {
                 continue; // element for element: an ordinary fragment store
             }
-            let Some(decl) = self.allocs.iter().find(|a| a.name.name == r.buffer.name).cloned()
+            let Some(decl) = self
+                .allocs
+                .iter()
+                .find(|a| a.name.name == r.buffer.name)
+                .cloned()
             else {
                 continue;
             };
@@ -199,7 +203,10 @@ impl Lowering<'_> {
             };
             // Reduce the left-out positions, highest first, so lower positions keep their
             // numbers.
-            let missing: Vec<usize> = (0..vars.len()).rev().filter(|p| !kept.contains(p)).collect();
+            let missing: Vec<usize> = (0..vars.len())
+                .rev()
+                .filter(|p| !kept.contains(p))
+                .collect();
             let mut src = part;
             let mut shape_now = extents.to_vec();
             for (i, &p) in missing.iter().enumerate() {

@@ -14,8 +14,8 @@ mod tests;
 
 use crate::dtype::DType;
 use crate::ir::{
-    BufferDecl, For, ForKind, Gemm, Kernel, Layout, Reducer, PrimFunc, RasterOrder, Scope, Stmt, StmtKind,
-    WarpPolicy,
+    BufferDecl, For, ForKind, Gemm, Kernel, Layout, PrimFunc, RasterOrder, Reducer, Scope, Stmt,
+    StmtKind, WarpPolicy,
 };
 use expr::{write_expr, write_list};
 use region::{copy_forms, write_plain_region, write_region, Decls};

@@ -9,8 +9,8 @@
 
 use crate::diagnostic::Diagnostic;
 use crate::ir::{
-    Arena, Expr, ExprKind, Ident, Kernel, LayoutAnnotation, RasterOrder, Reducer, ReducerOp, Replication, Scope, Stmt, StmtKind,
-    Swizzle, ThreadTag,
+    Arena, Expr, ExprKind, Ident, Kernel, LayoutAnnotation, RasterOrder, Reducer, ReducerOp,
+    Replication, Scope, Stmt, StmtKind, Swizzle, ThreadTag,
 };
 use crate::span::Span;
 use crate::syntax::ast;
@@ -603,7 +603,8 @@ impl Lowerer {
         };
         let shape = a[0].and_then(|s| self.shape(s));
         let dtype = a[1].and_then(|d| self.dtype(d));
-        let (Some(op), Some(replication), Some(shape), Some(dtype)) = (op, replication, shape, dtype)
+        let (Some(op), Some(replication), Some(shape), Some(dtype)) =
+            (op, replication, shape, dtype)
         else {
             return;
         };
@@ -628,8 +629,11 @@ impl Lowerer {
         let a = self.bind("T.finalize_reducer", span, args, &["reducer", "dst"], 1)?;
         if let Some(dst) = a[1] {
             return self.fail(
-                Diagnostic::error(dst.span, "`T.finalize_reducer(R, dst)` (TileLang's v2 reducer) is not read yet")
-                    .with_note("finalize a v1 reducer in place: `T.finalize_reducer(R)`"),
+                Diagnostic::error(
+                    dst.span,
+                    "`T.finalize_reducer(R, dst)` (TileLang's v2 reducer) is not read yet",
+                )
+                .with_note("finalize a v1 reducer in place: `T.finalize_reducer(R)`"),
             );
         }
         let r = a[0]?;

@@ -67,7 +67,9 @@ pub fn violation(stmt: &Stmt, level: Level) -> Vec<Diagnostic> {
         if let Some((span, name)) = remains {
             return vec![Diagnostic::error(
                 span,
-                format!("reducer `{name}` remains, and {level} IR has none: run lower-reducers first"),
+                format!(
+                    "reducer `{name}` remains, and {level} IR has none: run lower-reducers first"
+                ),
             )];
         }
     }

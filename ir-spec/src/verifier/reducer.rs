@@ -53,7 +53,10 @@ impl<'f> Checker<'f> {
                 ),
                 None => self.error(
                     r.span,
-                    format!("reducer `{}` is not an allocation of this kernel", r.buffer.name),
+                    format!(
+                        "reducer `{}` is not an allocation of this kernel",
+                        r.buffer.name
+                    ),
                 ),
             }
         }
@@ -98,10 +101,7 @@ impl<'f> Checker<'f> {
         // RD3 / RD4, per reducer, by the top-level statement's position.
         for r in valid {
             let name = r.buffer.name.as_str();
-            let at = finalized
-                .iter()
-                .find(|(n, _)| *n == name)
-                .map(|&(_, i)| i);
+            let at = finalized.iter().find(|(n, _)| *n == name).map(|&(_, i)| i);
             for (i, stmt) in k.body.iter().enumerate() {
                 let open = at.is_none_or(|f| i < f);
                 let mut errs: Vec<(crate::span::Span, String)> = Vec::new();
@@ -117,12 +117,7 @@ impl<'f> Checker<'f> {
 }
 
 /// The RD3 / RD4 errors of statement `s` (not its children) for reducer `r`.
-fn reducer_access(
-    s: &Stmt,
-    r: &Reducer,
-    open: bool,
-    errs: &mut Vec<(crate::span::Span, String)>,
-) {
+fn reducer_access(s: &Stmt, r: &Reducer, open: bool, errs: &mut Vec<(crate::span::Span, String)>) {
     let name = r.buffer.name.as_str();
     let read_before = |span| {
         (

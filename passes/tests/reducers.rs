@@ -155,8 +155,7 @@ fn refused(text: &str, want: &str, line: usize) {
     let errs = lookup("lower-reducers")
         .expect("registered")
         .run(func, &cx)
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert_eq!(errs.len(), 1, "{errs:?}");
     assert!(errs[0].message.contains(want), "{errs:?}");
     let at = text[..errs[0].span.start].lines().count();

@@ -16,6 +16,7 @@ fn passes_lists_every_pass_with_a_description() {
     assert_eq!(
         names,
         [
+            "lower-reducers",
             "lower-reductions",
             "stage-fragment-reads",
             "layout-inference",
@@ -48,7 +49,7 @@ fn passes_with_a_target_prints_its_default_pipeline() {
             .map(|p| p.name())
             .collect();
         assert_eq!(names, want, "{target}");
-        assert_eq!(names.first().map(String::as_str), Some("lower-reductions"));
+        assert_eq!(names.first().map(String::as_str), Some("lower-reducers"));
         assert_eq!(names.last().map(String::as_str), Some("widen-indices"));
     }
     let out = tlc(&["passes", "--target", "sm_75"]);

@@ -164,3 +164,28 @@ fn rd4_no_update_after_finalize_and_rd1_numbers_only() {
         6,
     );
 }
+
+#[test]
+fn a_later_kernel_reusing_a_reducer_name_is_renamed_with_its_record_and_finalize() {
+    let body = |out: &str| {
+        format!(
+            r#"    with T.Kernel(1, threads=64) as b:
+        r = T.alloc_reducer((16,), "float32", op="sum", replication="all")
+        T.clear(r)
+        for i, j in T.Parallel(16, 32):
+            r[i] += A[i, j]
+        T.finalize_reducer(r)
+        T.copy(r, {out})
+"#
+        )
+    };
+    let text = format!(
+        "@T.prim_func\ndef k(A: T.Tensor((16, 32), \"float32\"), Y: T.Tensor((16,), \"float32\"), Z: T.Tensor((16,), \"float32\")):\n{}{}",
+        body("Y"),
+        body("Z")
+    );
+    assert!(errors(&text).is_empty(), "{:?}", errors(&text));
+    let printed = print_func(&tlc_ir::parse(&text).expect("parses"));
+    assert!(printed.contains("r_1 = T.alloc_reducer("), "{printed}");
+    assert!(printed.contains("T.finalize_reducer(r_1)"), "{printed}");
+}

@@ -519,6 +519,15 @@ impl Lowerer {
                             self.alloc_reducer(&ident, value.span, args, span);
                             return None;
                         }
+                        "T.Tensor" | "T.Buffer" => {
+                            return self.fail(
+                                Diagnostic::error(
+                                    value.span,
+                                    format!("buffer views (`{callee}(shape, dtype, buf.data)` in a kernel) are not supported yet"),
+                                )
+                                .with_note("index the parameter itself with the flattened index"),
+                            )
+                        }
                         "T.launch_thread_idx" | "T.get_thread_binding" => {
                             self.thread_var(&ident, &callee, value.span, args);
                             return None;

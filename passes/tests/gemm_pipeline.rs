@@ -40,7 +40,10 @@ fn changing(
     let mut prev = func.clone();
     let mut out = Vec::new();
     for (pass, f) in stages {
-        let rewrite = matches!(pass, "lower-reductions" | "stage-fragment-reads");
+        let rewrite = matches!(
+            pass,
+            "lower-reducers" | "lower-reductions" | "stage-fragment-reads"
+        );
         if !(rewrite && f == prev) {
             out.push((pass, f.clone()));
         }

@@ -105,4 +105,6 @@ run tests/tilelang/gemv_naive.tir -D N=256 -D K=384
 run tests/tilelang/gemv_naive.tir -D N=1024 -D K=1024
 run tests/tilelang/gemv_splitk_vectorized.tir -D N=6 -D K=768
 run tests/tilelang/gemv_splitk_vectorized.tir -D N=1024 -D K=1024
+run tests/tilelang/gemv_alloc_reducer.tir -D M=130 -D N=200
+run tests/tilelang/gemv_alloc_reducer.tir -D M=1024 -D N=1024
 exit $fail

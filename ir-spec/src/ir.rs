@@ -213,6 +213,10 @@ pub enum StmtKind {
     /// `T.sync_threads()` (thread level): `bar.sync 0`. Every thread of the block waits until
     /// all have arrived; shared-memory writes before it are visible to every thread after it.
     Barrier,
+    /// `T.finalize_reducer(R)` (tile level): every update of reducer `R` before it has been
+    /// combined; from here on `R` is an ordinary fragment holding the results. It sits
+    /// directly in the kernel body, once per reducer.
+    FinalizeReducer(Ident),
     /// `T.note("text")` (both levels): a compiler remark that lives in the printed IR, such
     /// as why a pass took a slower path. It has no meaning: the interpreter skips it, codegen
     /// writes it as a PTX comment, and every pass keeps it where it is.
@@ -242,6 +246,9 @@ pub struct Kernel {
     pub min_blocks_per_sm: Option<Expr>,
     /// `T.annotate_layout({...})`.
     pub layouts: Vec<LayoutAnnotation>,
+    /// `R = T.alloc_reducer(...)` (tile level): which fragment allocations are reducers, and
+    /// how they combine. `lower-reducers` turns them into plain fragments.
+    pub reducers: Vec<Reducer>,
     /// Shared, fragment and local allocations of the block, in order of declaration.
     pub allocs: Vec<BufferDecl>,
     /// `T.shared_arena(bytes=N, offsets={...})` (thread level): where each shared allocation
@@ -249,6 +256,87 @@ pub struct Kernel {
     /// planned.
     pub arena: Option<Arena>,
     pub body: Vec<Stmt>,
+}
+
+/// `R = T.alloc_reducer(shape, dtype, op="sum", replication="all")` (tile level; TileLang's
+/// v1 reducer): `R` is a fragment allocation (in `Kernel::allocs`) that `T.Parallel` nests
+/// update with `R[idx] = R[idx] op e` (`+=` for `"sum"`, `T.max` / `T.min`) where `idx` may
+/// leave out some of the nest's variables: the update combines `e` over those variables, in
+/// an unspecified order (not a race). `T.finalize_reducer(R)` ends the combining: `R` is read
+/// only after it and updated only before it (docs/ir.md, "Reducers").
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reducer {
+    pub buffer: Ident,
+    pub op: ReducerOp,
+    pub replication: Replication,
+    pub span: Span,
+}
+
+/// How a reducer combines its updates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReducerOp {
+    Sum,
+    Max,
+    Min,
+}
+
+impl ReducerOp {
+    pub const ALL: [ReducerOp; 3] = [ReducerOp::Sum, ReducerOp::Max, ReducerOp::Min];
+
+    /// The spelling of `op=`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReducerOp::Sum => "sum",
+            ReducerOp::Max => "max",
+            ReducerOp::Min => "min",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<ReducerOp> {
+        ReducerOp::ALL.iter().copied().find(|o| o.name() == name)
+    }
+
+    /// The operator of an update `R[idx] = R[idx] op e`.
+    pub fn combine(self) -> BinOp {
+        match self {
+            ReducerOp::Sum => BinOp::Add,
+            ReducerOp::Max => BinOp::Max,
+            ReducerOp::Min => BinOp::Min,
+        }
+    }
+
+    /// The tile reduction that folds the same way.
+    pub fn reduce_kind(self) -> ReduceKind {
+        match self {
+            ReducerOp::Sum => ReduceKind::Sum,
+            ReducerOp::Max => ReduceKind::Max,
+            ReducerOp::Min => ReduceKind::Min,
+        }
+    }
+}
+
+/// `replication=` of a reducer: TileLang's hint whether every thread keeps a replica of the
+/// whole reducer (`"all"`) or not (`"none"`). It does not change the meaning; tlc records it
+/// and prints it back, and `lower-reducers` lowers both the same way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Replication {
+    All,
+    None,
+}
+
+impl Replication {
+    pub fn name(self) -> &'static str {
+        match self {
+            Replication::All => "all",
+            Replication::None => "none",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Replication> {
+        [Replication::All, Replication::None]
+            .into_iter()
+            .find(|r| r.name() == name)
+    }
 }
 
 /// The block's dynamic shared memory: `bytes` bytes, each shared allocation at a byte offset.

@@ -127,6 +127,7 @@ fn walk(body: &mut [Stmt], scope: &mut Vec<String>, state: &mut State) {
             | StmtKind::Reduce(_)
             | StmtKind::Barrier
             | StmtKind::Note(_)
+            | StmtKind::FinalizeReducer(_)
             | StmtKind::Intrinsic(_) => {}
         }
     }
@@ -140,8 +141,8 @@ fn rename_uses(body: &mut [Stmt], from: &str, to: &str) {
     });
 }
 
-/// Renames buffer `from` to `to` in kernel `k`: its allocation, layout annotation and arena
-/// offset, and every store, load, region and intrinsic operand of its body.
+/// Renames buffer `from` to `to` in kernel `k`: its allocation, layout annotation, reducer
+/// record and arena offset, and every store, load, region and intrinsic operand of its body.
 fn rename_buffer(k: &mut Kernel, from: &str, to: &str) {
     let fix = |name: &mut String| {
         if name == from {
@@ -153,6 +154,9 @@ fn rename_buffer(k: &mut Kernel, from: &str, to: &str) {
     }
     for l in &mut k.layouts {
         fix(&mut l.buffer.name);
+    }
+    for r in &mut k.reducers {
+        fix(&mut r.buffer.name);
     }
     if let Some(arena) = &mut k.arena {
         for (name, _) in &mut arena.offsets {
@@ -194,6 +198,7 @@ fn rename_buffer_refs(body: &mut [Stmt], from: &str, to: &str) {
                 names.push(&mut g.c.buffer.name);
             }
             StmtKind::Fill { dst, .. } => names.push(&mut dst.buffer.name),
+            StmtKind::FinalizeReducer(r) => names.push(&mut r.name),
             StmtKind::Reduce(r) => {
                 names.push(&mut r.src.name);
                 names.push(&mut r.dst.name);

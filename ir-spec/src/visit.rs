@@ -111,7 +111,10 @@ pub fn stmt_exprs(stmt: &Stmt) -> Vec<&Expr> {
             region(dst, &mut out);
             out.push(value);
         }
-        StmtKind::Barrier | StmtKind::Note(_) | StmtKind::Reduce(_) => {}
+        StmtKind::Barrier
+        | StmtKind::Note(_)
+        | StmtKind::Reduce(_)
+        | StmtKind::FinalizeReducer(_) => {}
         StmtKind::Intrinsic(i) => out.extend(i.exprs()),
     }
     out
@@ -226,7 +229,10 @@ pub fn map_body_exprs(body: &mut [Stmt], f: &mut dyn FnMut(Expr) -> Expr) {
                 region(dst, f);
                 *value = map_expr(value, f);
             }
-            StmtKind::Barrier | StmtKind::Note(_) | StmtKind::Reduce(_) => {}
+            StmtKind::Barrier
+            | StmtKind::Note(_)
+            | StmtKind::Reduce(_)
+            | StmtKind::FinalizeReducer(_) => {}
             StmtKind::Intrinsic(i) => {
                 for e in i.exprs_mut() {
                     *e = map_expr(e, f);

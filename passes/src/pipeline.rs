@@ -4,6 +4,7 @@
 use crate::inject_cp_async::InjectCpAsync;
 use crate::inject_software_pipeline::InjectSoftwarePipeline;
 use crate::layout_inference::LayoutInference;
+use crate::lower_reducers::LowerReducers;
 use crate::lower_reductions::LowerReductions;
 use crate::lower_tile_ops::LowerTileOps;
 use crate::pass::Pass;
@@ -23,6 +24,7 @@ use tlc_ir::Target;
 pub type Pipeline = Vec<&'static dyn Pass>;
 
 static THREAD_SYNC: ThreadSync = ThreadSync;
+static LOWER_REDUCERS: LowerReducers = LowerReducers;
 static LOWER_REDUCTIONS: LowerReductions = LowerReductions;
 static STAGE_FRAGMENT_READS: StageFragmentReads = StageFragmentReads;
 static LAYOUT_INFERENCE: LayoutInference = LayoutInference;
@@ -38,10 +40,11 @@ static PLAN_SHARED_MEMORY: PlanSharedMemory = PlanSharedMemory;
 static WIDEN_INDICES: WidenIndices = WidenIndices;
 
 /// Every pass, in the order of the default pipeline: tile-level rewrites first
-/// (reductions, staged fragment reads), tile-level scheduling (layouts, pipelining), then the lowering to threads, then thread-level clean-up.
+/// (reducers, reductions, staged fragment reads), tile-level scheduling (layouts, pipelining), then the lowering to threads, then thread-level clean-up.
 pub fn registry() -> &'static [&'static dyn Pass] {
-    static ALL: [&dyn Pass; 14] = [
+    static ALL: [&dyn Pass; 15] = [
         &THREAD_SYNC,
+        &LOWER_REDUCERS,
         &LOWER_REDUCTIONS,
         &STAGE_FRAGMENT_READS,
         &LAYOUT_INFERENCE,
@@ -125,6 +128,7 @@ pub fn default_pipeline(target: Target) -> Pipeline {
         // specialization is later work.
         Target::Sm80 | Target::Sm90a => vec![
             &THREAD_SYNC,
+            &LOWER_REDUCERS,
             &LOWER_REDUCTIONS,
             &STAGE_FRAGMENT_READS,
             &LAYOUT_INFERENCE,
@@ -161,7 +165,7 @@ mod tests {
         let err = parse_pipeline("zzzzzzzzzz").err().unwrap();
         assert_eq!(err.suggestion, None);
         assert!(err.to_string().contains(
-            "known passes: thread-sync, lower-reductions, stage-fragment-reads, layout-inference, pipeline-planning, inject-software-pipeline, lower-tile-ops, inject-cp-async, rasterize, thread-binding, plan-shared-memory, unroll, simplify, widen-indices"
+            "known passes: thread-sync, lower-reducers, lower-reductions, stage-fragment-reads, layout-inference, pipeline-planning, inject-software-pipeline, lower-tile-ops, inject-cp-async, rasterize, thread-binding, plan-shared-memory, unroll, simplify, widen-indices"
         ));
         assert_eq!(resolve("raster").map(|p| p.name()).ok(), None);
         assert_eq!(

@@ -126,7 +126,7 @@ impl Widen {
             | StmtKind::Fill { .. }
             | StmtKind::Gemm(_)
             | StmtKind::Reduce(_) => {}
-            StmtKind::Barrier | StmtKind::Note(_) => {}
+            StmtKind::Barrier | StmtKind::Note(_) | StmtKind::FinalizeReducer(_) => {}
         }
     }
 

@@ -43,7 +43,7 @@ fn changing(
     for (pass, f) in stages {
         let rewrite = matches!(
             pass,
-            "thread-sync" | "lower-reductions" | "stage-fragment-reads"
+            "thread-sync" | "lower-reducers" | "lower-reductions" | "stage-fragment-reads"
         );
         if !(rewrite && f == prev) {
             out.push((pass, f.clone()));

@@ -185,6 +185,13 @@ const EXAMPLES: &[Example] = &[
         sizes: [&[("N", 2), ("K", 256)], &[("N", 6), ("K", 768)]],
         reference: gemv,
     },
+    // 128 rows x 128 columns per step: 130 rows (a masked second block) over 200 columns (a
+    // masked second step), then one block of two whole steps.
+    Example {
+        stem: "gemv_alloc_reducer",
+        sizes: [&[("M", 130), ("N", 200)], &[("M", 128), ("N", 256)]],
+        reference: gemv_reducer,
+    },
 ];
 
 /// Supported kernels a target refuses, with a fragment of the located error.
@@ -221,7 +228,6 @@ const NOT_YET: &[&str] = &[
     "dequant_gemm_fine_grained",
     "dequant_gemv_fp16xint4",
     "gemm_streamk",
-    "gemv_alloc_reducer",
 ];
 
 /// Examples whose per-thread code races on shared memory as written: they rely on
@@ -517,6 +523,30 @@ fn gemm_blocksparse(o: &Outputs) -> Expected {
         }
     }
     vec![("C", c)]
+}
+
+/// `gemv_alloc_reducer.tir`: o[m] = float16(Σ_n float32(a[m, n] * x[n])), each product a
+/// float16 multiply (rounded to float16), the sum in float32 in any order (the reducer's
+/// combining order is unspecified).
+fn gemv_reducer(o: &Outputs) -> Expected {
+    let (a, x) = (&o["a"], &o["x"]);
+    let (m, n) = (a.shape()[0], a.shape()[1]);
+    let (av, xv) = (a.to_f64(), x.to_f64());
+    let out = (0..m)
+        .map(|i| {
+            let row = &av[i * n..(i + 1) * n];
+            let products = row.iter().zip(&xv).map(|(p, q)| p * q);
+            let model = Approx::sum(
+                row.iter()
+                    .zip(&xv)
+                    .map(|(&p, &q)| (exact(p) * exact(q)).round(Fp::F16)),
+                Fp::F32,
+            )
+            .round(Fp::F16);
+            expect(products.sum(), model)
+        })
+        .collect();
+    vec![("o", out)]
 }
 
 /// `cast_per_token_fp8.tir`: per row and 128-wide column group, amax = max(max |x|, 1e-4),
@@ -948,6 +978,11 @@ fn per_token_fp8_cast_matches_its_reference() {
 #[test]
 fn blocksparse_gemm_matches_its_reference() {
     check_example("gemm_blocksparse");
+}
+
+#[test]
+fn gemv_alloc_reducer_matches_its_reference() {
+    check_example("gemv_alloc_reducer");
 }
 
 #[test]

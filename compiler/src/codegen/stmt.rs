@@ -56,7 +56,8 @@ impl Cg {
             StmtKind::Copy { .. }
             | StmtKind::Fill { .. }
             | StmtKind::Gemm(_)
-            | StmtKind::Reduce(_) => self.err(span, "tile op at the thread level"),
+            | StmtKind::Reduce(_)
+            | StmtKind::FinalizeReducer(_) => self.err(span, "tile op at the thread level"),
             StmtKind::AtomicAdd {
                 buffer,
                 indices,

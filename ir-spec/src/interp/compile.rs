@@ -363,7 +363,10 @@ impl Compiler {
         // A note means nothing: it is not compiled, wherever it is.
         let out = stmts
             .iter()
-            .filter(|s| !matches!(s.kind, StmtKind::Note(_)))
+            // A note means nothing; a reducer's finalize has nothing left to do here: the
+            // interpreter folds every update into the reducer as it runs it (docs/ir.md,
+            // "Reducers").
+            .filter(|s| !matches!(s.kind, StmtKind::Note(_) | StmtKind::FinalizeReducer(_)))
             .map(|s| self.stmt(s))
             .collect::<R<Vec<_>>>();
         self.vars.truncate(mark);
@@ -431,6 +434,12 @@ impl Compiler {
             // `body` drops notes before they get here.
             StmtKind::Note(_) => {
                 return Err(Diagnostic::error(span, "a `T.note` has nothing to run"))
+            }
+            StmtKind::FinalizeReducer(_) => {
+                return Err(Diagnostic::error(
+                    span,
+                    "a `T.finalize_reducer` has nothing to run",
+                ))
             }
             StmtKind::If {
                 cond,

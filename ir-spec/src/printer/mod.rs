@@ -14,8 +14,8 @@ mod tests;
 
 use crate::dtype::DType;
 use crate::ir::{
-    BufferDecl, For, ForKind, Gemm, Kernel, Layout, PrimFunc, RasterOrder, RowsOf, Scope, Stmt,
-    StmtKind, WarpPolicy,
+    BufferDecl, For, ForKind, Gemm, Kernel, Layout, PrimFunc, RasterOrder, Reducer, RowsOf, Scope,
+    Stmt, StmtKind, WarpPolicy,
 };
 use expr::{write_expr, write_list};
 use region::{copy_forms, write_plain_region, write_region, Decls};
@@ -195,6 +195,9 @@ impl Printer<'_> {
                 self.out.push(')');
             }
             StmtKind::Barrier => self.out.push_str("T.sync_threads()"),
+            StmtKind::FinalizeReducer(r) => {
+                write!(self.out, "T.finalize_reducer({})", r.name)?;
+            }
             StmtKind::Note(text) => {
                 self.out.push_str("T.note(");
                 write_string(&mut self.out, text);
@@ -331,7 +334,10 @@ impl Printer<'_> {
             wrote = true;
         }
         for alloc in &k.allocs {
-            self.alloc(alloc, inner)?;
+            match k.reducers.iter().find(|r| r.buffer.name == alloc.name.name) {
+                Some(r) => self.reducer(alloc, r, inner)?,
+                None => self.alloc(alloc, inner)?,
+            }
             wrote = true;
         }
         if !k.layouts.is_empty() {
@@ -416,6 +422,21 @@ impl Printer<'_> {
         write!(self.out, "{} = T.{func}(", decl.name.name)?;
         self.shape(&decl.shape)?;
         writeln!(self.out, ", \"{}\")", decl.dtype)
+    }
+
+    /// `R = T.alloc_reducer(shape, "dtype", op="sum", replication="all")`: every argument
+    /// spelled out.
+    fn reducer(&mut self, decl: &BufferDecl, r: &Reducer, depth: usize) -> fmt::Result {
+        self.indent(depth);
+        write!(self.out, "{} = T.alloc_reducer(", decl.name.name)?;
+        self.shape(&decl.shape)?;
+        writeln!(
+            self.out,
+            ", \"{}\", op=\"{}\", replication=\"{}\")",
+            decl.dtype,
+            r.op.name(),
+            r.replication.name()
+        )
     }
 
     fn for_loop(&mut self, f: &For, depth: usize) -> fmt::Result {

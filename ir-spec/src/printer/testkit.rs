@@ -157,6 +157,7 @@ pub fn kernel(grid: &[i64], vars: &[&str], threads: &[i64], allocs: Vec<BufferDe
         swizzle: None,
         min_blocks_per_sm: None,
         layouts: Vec::new(),
+        reducers: Vec::new(),
         allocs,
         arena: None,
         body: Vec::new(),

@@ -152,7 +152,10 @@ impl Normalizer {
                 let how = self.converted_to(&dst.buffer.name);
                 self.root(value, how);
             }
-            StmtKind::Barrier | StmtKind::Note(_) | StmtKind::Reduce(_) => {}
+            StmtKind::Barrier
+            | StmtKind::Note(_)
+            | StmtKind::Reduce(_)
+            | StmtKind::FinalizeReducer(_) => {}
             StmtKind::Intrinsic(i) => {
                 for e in i.exprs_mut() {
                     self.root(e, Use::AsIs);

@@ -515,6 +515,19 @@ impl Lowerer {
                             self.alloc(&ident, &callee, value.span, args, span);
                             return None;
                         }
+                        "T.alloc_reducer" => {
+                            self.alloc_reducer(&ident, value.span, args, span);
+                            return None;
+                        }
+                        "T.Tensor" | "T.Buffer" => {
+                            return self.fail(
+                                Diagnostic::error(
+                                    value.span,
+                                    format!("buffer views (`{callee}(shape, dtype, buf.data)` in a kernel) are not supported yet"),
+                                )
+                                .with_note("index the parameter itself with the flattened index"),
+                            )
+                        }
                         "T.launch_thread_idx" | "T.get_thread_binding" => {
                             self.thread_var(&ident, &callee, value.span, args);
                             return None;
@@ -773,6 +786,7 @@ impl Lowerer {
             "T.sync_threads" => self.barrier(span, args, false),
             "T.tvm_storage_sync" => self.barrier(span, args, true),
             "T.note" => self.note(span, args),
+            "T.finalize_reducer" => self.finalize_reducer(span, args),
             n if crate::intrinsic::lookup(n).is_some() => self.intrinsic(n, span, args),
             "T.attr" => {
                 self.attr(span, args);

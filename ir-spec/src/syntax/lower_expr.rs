@@ -39,6 +39,8 @@ const KNOWN_T_NAMES: &[&str] = &[
     "Kernel",
     "alloc_shared",
     "alloc_fragment",
+    "alloc_reducer",
+    "finalize_reducer",
     "alloc_local",
     "alloc_buffer",
     "sblock_alloc_buffer",

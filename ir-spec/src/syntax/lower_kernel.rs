@@ -9,8 +9,8 @@
 
 use crate::diagnostic::Diagnostic;
 use crate::ir::{
-    Arena, Expr, ExprKind, Ident, Kernel, LayoutAnnotation, RasterOrder, Scope, Stmt, StmtKind,
-    Swizzle, ThreadTag,
+    Arena, Expr, ExprKind, Ident, Kernel, LayoutAnnotation, RasterOrder, Reducer, ReducerOp,
+    Replication, Scope, Stmt, StmtKind, Swizzle, ThreadTag,
 };
 use crate::span::Span;
 use crate::syntax::ast;
@@ -26,6 +26,7 @@ pub struct KernelState {
     /// `T.min_blocks_per_sm(B)`, with the span of its call (for "given twice").
     pub min_blocks_per_sm: Option<(Expr, Span)>,
     pub layouts: Vec<LayoutAnnotation>,
+    pub reducers: Vec<crate::ir::Reducer>,
     /// `T.shared_arena(...)`, with the span of its call (for "given twice").
     pub arena: Option<Arena>,
     pub arena_span: Option<Span>,
@@ -190,6 +191,7 @@ impl Lowerer {
                 swizzle: state.swizzle,
                 min_blocks_per_sm: state.min_blocks_per_sm.map(|(e, _)| e),
                 layouts: state.layouts,
+                reducers: state.reducers,
                 allocs: state.allocs,
                 arena: state.arena,
                 body,
@@ -549,6 +551,99 @@ impl Lowerer {
                 k.allocs.push(decl);
             }
         }
+    }
+
+    /// `R = T.alloc_reducer(shape, dtype, op="sum", replication="all")`: a fragment
+    /// allocation, recorded as a reducer of the kernel. Only TileLang's v1 reducer (with
+    /// `replication=`) is read: the v2 form (no `replication=`) is updated through
+    /// `T.reducer_update` and finalized into a separate fragment, which tlc does not read.
+    pub fn alloc_reducer(
+        &mut self,
+        ident: &ast::Ident,
+        call_span: Span,
+        args: &[ast::Arg],
+        stmt_span: Span,
+    ) {
+        let Some(a) = self.bind(
+            "T.alloc_reducer",
+            call_span,
+            args,
+            &["shape", "dtype", "op", "replication"],
+            2,
+        ) else {
+            return;
+        };
+        let op = match a[2] {
+            None => Some(ReducerOp::Sum),
+            Some(e) => self.string(e, "the reducer op").and_then(|text| {
+                ReducerOp::parse(text).or_else(|| {
+                    self.fail(
+                        Diagnostic::error(e.span, format!("unsupported reducer op \"{text}\""))
+                            .with_note(
+                                "tlc reads \"sum\", \"max\" and \"min\" (TileLang's bitwise ops \
+                                 belong to its v2 reducer)",
+                            ),
+                    )
+                })
+            }),
+        };
+        let replication = match a[3] {
+            None => self.fail(
+                Diagnostic::error(call_span, "`T.alloc_reducer` without `replication=` is TileLang's v2 reducer, which tlc does not read yet")
+                    .with_note("tlc reads the v1 reducer: `T.alloc_reducer(shape, dtype, op=..., replication=\"all\" or \"none\")`, updated with `R[i] += ...` in `T.Parallel` and closed by `T.finalize_reducer(R)`"),
+            ),
+            Some(e) => self.string(e, "the replication").and_then(|text| {
+                Replication::parse(text).or_else(|| {
+                    self.fail(
+                        Diagnostic::error(e.span, format!("unsupported replication \"{text}\""))
+                            .with_note("expected \"all\" or \"none\""),
+                    )
+                })
+            }),
+        };
+        let shape = a[0].and_then(|s| self.shape(s));
+        let dtype = a[1].and_then(|d| self.dtype(d));
+        let (Some(op), Some(replication), Some(shape), Some(dtype)) =
+            (op, replication, shape, dtype)
+        else {
+            return;
+        };
+        if self.open_kernel(call_span, "an allocation").is_none() {
+            return;
+        }
+        if let Some(decl) = self.declare(ident, shape, dtype, Scope::Fragment, stmt_span) {
+            if let Some(k) = self.kernels.last_mut() {
+                k.reducers.push(Reducer {
+                    buffer: decl.name.clone(),
+                    op,
+                    replication,
+                    span: call_span,
+                });
+                k.allocs.push(decl);
+            }
+        }
+    }
+
+    /// `T.finalize_reducer(R)`: TileLang's v1 in-place form only.
+    pub fn finalize_reducer(&mut self, span: Span, args: &[ast::Arg]) -> Option<Stmt> {
+        let a = self.bind("T.finalize_reducer", span, args, &["reducer", "dst"], 1)?;
+        if let Some(dst) = a[1] {
+            return self.fail(
+                Diagnostic::error(
+                    dst.span,
+                    "`T.finalize_reducer(R, dst)` (TileLang's v2 reducer) is not read yet",
+                )
+                .with_note("finalize a v1 reducer in place: `T.finalize_reducer(R)`"),
+            );
+        }
+        let r = a[0]?;
+        let ast::ExprKind::Name(name) = &r.kind else {
+            return self.fail(Diagnostic::error(r.span, "expected the reducer's name"));
+        };
+        Some(Stmt::new(
+            StmtKind::FinalizeReducer(Ident::new(name.clone(), r.span)),
+            span,
+        ))
     }
 
     fn scope(&mut self, e: &ast::Expr) -> Option<Scope> {

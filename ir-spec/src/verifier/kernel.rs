@@ -109,6 +109,7 @@ impl<'f> Checker<'f> {
             self.define_var(v, DefKind::BlockVar, Some(DType::Int32));
         }
         self.one_level(k);
+        self.reducers(k);
         let outer = self.kernel.replace(span);
         // Thread-binding and vectorized loops of an enclosing kernel do not reach into this
         // (invalid, nested) one.

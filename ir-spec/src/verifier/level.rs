@@ -63,6 +63,21 @@ pub fn violation(stmt: &Stmt, level: Level) -> Vec<Diagnostic> {
             )];
         }
     }
+    if level >= Level::LaidOut {
+        let remains = match &stmt.kind {
+            StmtKind::FinalizeReducer(r) => Some((stmt.span, r.name.as_str())),
+            StmtKind::Kernel(k) => k.reducers.first().map(|r| (r.span, r.buffer.name.as_str())),
+            _ => None,
+        };
+        if let Some((span, name)) = remains {
+            return vec![Diagnostic::error(
+                span,
+                format!(
+                    "reducer `{name}` remains, and {level} IR has none: run lower-reducers first"
+                ),
+            )];
+        }
+    }
     if level == Level::LaidOut {
         return match &stmt.kind {
             StmtKind::Kernel(k) => {

@@ -14,6 +14,7 @@ mod intrinsics;
 mod kernel;
 pub mod level;
 mod ops;
+mod reducer;
 mod scope;
 
 #[cfg(test)]
@@ -21,6 +22,7 @@ mod tests;
 
 pub use consts::{const_int, eval_int};
 pub use level::{check_level, Level};
+pub use reducer::reducer_update;
 
 use crate::diagnostic::Diagnostic;
 use crate::dtype::DType;
@@ -297,6 +299,12 @@ impl<'f> Checker<'f> {
             // Allowed everywhere, at both levels; its one argument was a string literal (the
             // front end's rule M1; the IR holds only the text).
             StmtKind::Note(_) => {}
+            // The reducer rules (`reducer.rs`) walk the kernel on their own.
+            StmtKind::FinalizeReducer(r) => {
+                if self.kernel.is_none() {
+                    self.error(r.span, "`T.finalize_reducer` outside a kernel");
+                }
+            }
             StmtKind::Intrinsic(i) => self.intrinsic(i, stmt.span),
         }
     }

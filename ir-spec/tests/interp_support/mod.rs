@@ -111,6 +111,7 @@ pub fn kernel(grid: Vec<Expr>, vars: &[&str], allocs: Vec<BufferDecl>, body: Vec
         swizzle: None,
         min_blocks_per_sm: None,
         layouts: Vec::new(),
+        reducers: Vec::new(),
         allocs,
         arena: None,
         body,

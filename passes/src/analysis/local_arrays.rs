@@ -150,7 +150,8 @@ impl Walk {
             | StmtKind::Gemm(_)
             | StmtKind::Reduce(_)
             | StmtKind::Barrier
-            | StmtKind::Note(_) => {}
+            | StmtKind::Note(_)
+            | StmtKind::FinalizeReducer(_) => {}
         }
     }
 

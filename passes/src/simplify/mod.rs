@@ -181,7 +181,7 @@ impl Simplifier<'_> {
                 }
                 *value = self.expr(value);
             }
-            StmtKind::Barrier | StmtKind::Note(_) => {}
+            StmtKind::Barrier | StmtKind::Note(_) | StmtKind::FinalizeReducer(_) => {}
             StmtKind::Intrinsic(i) => {
                 for e in i.exprs_mut() {
                     *e = self.expr(e);

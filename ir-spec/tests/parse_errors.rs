@@ -602,3 +602,29 @@ fn layout_errors() {
         "1.5",
     );
 }
+
+#[test]
+fn thread_binding_statement_errors() {
+    let head = "@T.prim_func\ndef f(A: T.Tensor((4, 32), \"float32\")):\n    with T.Kernel(1, threads=(32, 4)) as bx:\n";
+    let src = format!("{head}        tx = T.thread_binding(0, 16, thread=\"threadIdx.x\")\n        A[0, tx] = 1.0\n");
+    let (msg, at) = first(&src);
+    assert_eq!(
+        msg,
+        "`tx` binds 16 threads, but the block has 32 along threadIdx.x"
+    );
+    assert_eq!(at, "T.thread_binding(0, 16, thread=\"threadIdx.x\")");
+    let src = format!("{head}        tx = T.thread_binding(1, 32, thread=\"threadIdx.x\")\n        A[0, tx] = 1.0\n");
+    assert_eq!(
+        first(&src),
+        (
+            "a thread binding starts at 0, found 1".to_string(),
+            "1".to_string()
+        )
+    );
+    let src = format!("{head}        tx = T.thread_binding(0, 1, thread=\"blockIdx.x\")\n        A[0, tx] = 1.0\n");
+    let (msg, at) = first(&src);
+    assert!(msg.contains("binds a thread index"), "{msg}");
+    assert_eq!(at, "\"blockIdx.x\"");
+    let src = format!("{head}        tx = T.thread_binding(0, 32)\n        A[0, tx] = 1.0\n");
+    assert!(first(&src).0.contains("needs `thread="));
+}

@@ -264,17 +264,34 @@ impl Lowerer {
         }
     }
 
-    /// A parameter `A: T.Tensor((M, N), "float16")` (or `T.Buffer`).
+    /// A parameter `A: T.Tensor((M, N), "float16")` (or `T.Buffer`), or TileLang's
+    /// subscript spelling `A: T.Tensor[(M, N), T.float16]` (the same two arguments).
     fn param_decl(&mut self, name: &ast::Ident, ann: &ast::Expr, span: Span) -> Option<BufferDecl> {
-        let ast::ExprKind::Call(func, args) = &ann.kind else {
-            let msg = match ann.dotted().as_deref().and_then(|d| d.strip_prefix("T.")) {
+        let subscript_args: Vec<ast::Arg>;
+        let (func, args) = match &ann.kind {
+            ast::ExprKind::Call(func, args) => (func, args),
+            ast::ExprKind::Subscript(func, items)
+                if matches!(func.dotted().as_deref(), Some("T.Tensor" | "T.Buffer")) =>
+            {
+                subscript_args = items
+                    .iter()
+                    .map(|e| ast::Arg {
+                        name: None,
+                        value: e.clone(),
+                    })
+                    .collect();
+                (func, &subscript_args)
+            }
+            _ => {
+                let msg = match ann.dotted().as_deref().and_then(|d| d.strip_prefix("T.")) {
                 Some(dt) if DType::parse(dt).is_some() => {
                     "scalar parameters are not supported; declare a symbolic dimension with `M = T.symbolic(\"M\")` before the function"
                         .to_string()
                 }
                 _ => "expected a buffer type `T.Tensor((d0, d1), \"dtype\")`".to_string(),
             };
-            return self.fail(Diagnostic::error(ann.span, msg));
+                return self.fail(Diagnostic::error(ann.span, msg));
+            }
         };
         let what = func.dotted().unwrap_or_default();
         if what != "T.Tensor" && what != "T.Buffer" {
@@ -517,6 +534,10 @@ impl Lowerer {
                         }
                         "T.launch_thread_idx" | "T.get_thread_binding" => {
                             self.thread_var(&ident, &callee, value.span, args);
+                            return None;
+                        }
+                        "T.thread_binding" => {
+                            self.thread_binding_var(&ident, value.span, args);
                             return None;
                         }
                         "T.launch_thread" => {

@@ -489,6 +489,21 @@ fn render(op: &Op) -> (String, Vec<String>) {
             format!("cvt.rn.f16x2{}", kind.suffix()),
             vec![dst.to_string(), src.to_string()],
         ),
+        Op::ShflBfly {
+            dst,
+            src,
+            lane_xor,
+            member_mask,
+        } => (
+            "shfl.sync.bfly.b32".to_string(),
+            vec![
+                dst.to_string(),
+                src.to_string(),
+                lane_xor.to_string(),
+                "31".to_string(),
+                format!("0x{member_mask:08x}"),
+            ],
+        ),
         Op::BarSync { id, threads } => {
             let mut args = vec![id.to_string()];
             if let Some(t) = threads {

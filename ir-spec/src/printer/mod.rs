@@ -195,6 +195,17 @@ impl Printer<'_> {
                 self.out.push(')');
             }
             StmtKind::Barrier => self.out.push_str("T.sync_threads()"),
+            StmtKind::AllReduce(r) => {
+                write!(self.out, "T.thread_allreduce(\"{}\", ", r.op.name())?;
+                write_expr(&mut self.out, &r.value)?;
+                write!(self.out, ", {}[", r.buffer.name)?;
+                write_list(&mut self.out, &r.indices)?;
+                self.out.push(']');
+                for t in &r.threads {
+                    write!(self.out, ", {}", t.name)?;
+                }
+                self.out.push(')');
+            }
             StmtKind::Note(text) => {
                 self.out.push_str("T.note(");
                 write_string(&mut self.out, text);

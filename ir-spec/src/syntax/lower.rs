@@ -744,6 +744,13 @@ impl Lowerer {
                 let refs: Vec<&ast::Stmt> = body.iter().collect();
                 self.block_into(&refs, out);
             }
+            "T.attr" if is_comm_reducer(args) => {
+                let key = args.get(1).map(|a| &a.value);
+                let reducer = args.first().map(|a| &a.value);
+                if let Some(r) = reducer.and_then(|r| self.comm_reducer_scope(r, key, body, span)) {
+                    out.push(r);
+                }
+            }
             "T.attr" => {
                 self.attr(item.span, args);
                 let refs: Vec<&ast::Stmt> = body.iter().collect();
@@ -774,6 +781,7 @@ impl Lowerer {
             "T.fill" => self.fill(span, args, false),
             "T.clear" => self.fill(span, args, true),
             "T.atomic_add" => self.atomic_add(span, args),
+            "T.thread_allreduce" => self.thread_allreduce(span, args),
             n if ReduceKind::parse(n).is_some() => self.reduce(n, span, args),
             "T.use_swizzle" => {
                 self.use_swizzle(span, args);
@@ -864,4 +872,11 @@ fn match_buffer_call(stmt: &ast::Stmt) -> Option<(&ast::Expr, Span, &[ast::Arg])
         return None;
     };
     (func.dotted().as_deref() == Some("T.match_buffer")).then_some((target, value.span, args))
+}
+
+/// Whether a `T.attr(...)`'s node is `T.comm_reducer(...)` (an all-reduce's scope).
+fn is_comm_reducer(args: &[ast::Arg]) -> bool {
+    args.first().is_some_and(|a| {
+        matches!(&a.value.kind, ast::ExprKind::Call(f, _) if f.dotted().as_deref() == Some("T.comm_reducer"))
+    })
 }

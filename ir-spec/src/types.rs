@@ -133,11 +133,8 @@ pub fn binary_result(op: BinOp, a: Typed, b: Typed) -> Result<Typed, String> {
                 b.dtype
             ));
         }
-        // A shift has its left operand's dtype (C's rule: `u >> i` stays unsigned); a weak
-        // literal on the left adopts the other side's.
-        if matches!(op, BinOp::Shl | BinOp::Shr) && !a.weak {
-            return Ok(a);
-        }
+        // Shifts too take the common dtype (TVM's `BinaryOpMatchTypes`, which TileLang's
+        // `int8 >> int32` follows: int32); a weak literal count keeps the other side's.
         return unify(a, b);
     }
     let common = unify(a, b)?;

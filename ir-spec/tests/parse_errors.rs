@@ -233,8 +233,17 @@ fn parse_error_messages() {
     let (msg, text) = first(&kernel("x = a < b < c"));
     assert_eq!(msg, "comparison operators cannot be chained");
     assert_eq!(text, "a < b < c");
-    let (msg, _) = first(&kernel("x = lambda: 1"));
-    assert!(msg.contains("`lambda`"), "{msg}");
+    let (msg, text) = first(&kernel("x = lambda: 1"));
+    assert_eq!(
+        (msg.as_str(), text.as_str()),
+        ("expected an identifier, found `:`", ":")
+    );
+    let (msg, text) = first(&kernel("x = lambda a, b: a + b"));
+    assert!(
+        msg.contains("`lambda` is only allowed as the combiner of `T.comm_reducer`"),
+        "{msg}"
+    );
+    assert_eq!(text, "lambda a, b: a + b");
 }
 
 #[test]

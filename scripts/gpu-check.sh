@@ -101,4 +101,5 @@ run tests/tilelang/cast_per_token_fp8.tir -D M=16 -D N=300
 run tests/tilelang/cast_per_token_fp8.tir -D M=2048 -D N=512
 run tests/tilelang/gemm_blocksparse.tir -D M=128 -D N=256 -D K=128
 run tests/tilelang/gemm_blocksparse.tir -D M=256 -D N=256 -D K=128
+run tests/tilelang/dequant_gemv_fp16xint4.tir
 exit $fail

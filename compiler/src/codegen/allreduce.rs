@@ -42,7 +42,7 @@ impl Cg {
             }
         }
         let total: i64 = self.threads.iter().map(|&t| i64::from(t)).product();
-        if group > 32 || group < 1 || group & (group - 1) != 0 {
+        if !(1..=32).contains(&group) || group & (group - 1) != 0 {
             self.err(
                 span,
                 format!("an all-reduce over {group} threads is not lowered"),

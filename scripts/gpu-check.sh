@@ -107,4 +107,5 @@ run tests/tilelang/gemv_splitk_vectorized.tir -D N=6 -D K=768
 run tests/tilelang/gemv_splitk_vectorized.tir -D N=1024 -D K=1024
 run tests/tilelang/gemv_alloc_reducer.tir -D M=130 -D N=200
 run tests/tilelang/gemv_alloc_reducer.tir -D M=1024 -D N=1024
+run tests/tilelang/dequant_gemv_fp16xint4.tir
 exit $fail

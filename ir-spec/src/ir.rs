@@ -224,6 +224,59 @@ pub enum StmtKind {
     /// A target intrinsic of the thread level (`T.cp_async`, `T.ldmatrix`, `T.mma_sync`, …;
     /// `intrinsic.rs` describes each).
     Intrinsic(Intrinsic),
+    /// `T.thread_allreduce("sum", value, dst[i], tx)` (thread level; TVM's
+    /// `tvm_thread_allreduce` under a `T.comm_reducer` attribute): see [`AllReduce`].
+    AllReduce(AllReduce),
+}
+
+/// An all-reduce of one value per thread over the threads of `threads` (thread variables of
+/// the enclosing `threadIdx` loops, which must be the innermost axes of the block: x, or x
+/// and y, …): every thread of a group (the threads that differ only in those indices) gets
+/// the combination of the group's values in its own `buffer[indices]` (a local buffer of the
+/// value's dtype). The combination is a butterfly: with `G` (a power of two, at most 32)
+/// threads numbered by their linear index within the group, `v_t ← v_t ⊕ v_{t xor o}` for
+/// `o = G/2, G/4, …, 1` — exactly the order of the `shfl.sync.bfly` steps it lowers to, so
+/// every thread ends with the same bits. Every thread of the block must reach it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AllReduce {
+    pub op: AllReduceOp,
+    pub value: Expr,
+    pub buffer: Ident,
+    pub indices: Vec<Expr>,
+    pub threads: Vec<Ident>,
+}
+
+/// The combiners an all-reduce lowers exactly (commutative, so the butterfly's partners agree).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AllReduceOp {
+    Sum,
+    Max,
+    Min,
+}
+
+impl AllReduceOp {
+    pub const ALL: [AllReduceOp; 3] = [AllReduceOp::Sum, AllReduceOp::Max, AllReduceOp::Min];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            AllReduceOp::Sum => "sum",
+            AllReduceOp::Max => "max",
+            AllReduceOp::Min => "min",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<AllReduceOp> {
+        Self::ALL.into_iter().find(|o| o.name() == text)
+    }
+
+    /// The binary operator it combines with.
+    pub fn bin_op(self) -> BinOp {
+        match self {
+            AllReduceOp::Sum => BinOp::Add,
+            AllReduceOp::Max => BinOp::Max,
+            AllReduceOp::Min => BinOp::Min,
+        }
+    }
 }
 
 /// `with T.Kernel(grid..., threads=...) as block_vars:`.

@@ -133,9 +133,14 @@ pub fn binary_result(op: BinOp, a: Typed, b: Typed) -> Result<Typed, String> {
                 b.dtype
             ));
         }
-        // A shift has its left operand's dtype (C's rule: `u >> i` stays unsigned); a weak
-        // literal on the left adopts the other side's.
+        // A shift has its left operand's dtype (C's rule: `u >> i` stays unsigned), widened
+        // to a wider non-literal count's (TVM's and C's promotion: `int8 >> int32` is int32,
+        // which TileLang's int4 decoding relies on); a weak literal on the left adopts the
+        // other side's.
         if matches!(op, BinOp::Shl | BinOp::Shr) && !a.weak {
+            if !b.weak && b.dtype.bits() > a.dtype.bits() {
+                return unify(a, b);
+            }
             return Ok(a);
         }
         return unify(a, b);

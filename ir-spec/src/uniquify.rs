@@ -128,7 +128,8 @@ fn walk(body: &mut [Stmt], scope: &mut Vec<String>, state: &mut State) {
             | StmtKind::Barrier
             | StmtKind::Note(_)
             | StmtKind::FinalizeReducer(_)
-            | StmtKind::Intrinsic(_) => {}
+            | StmtKind::Intrinsic(_)
+            | StmtKind::AllReduce(_) => {}
         }
     }
     scope.truncate(depth);
@@ -139,6 +140,23 @@ fn rename_uses(body: &mut [Stmt], from: &str, to: &str) {
         ExprKind::Var(name) if name == from => Expr::new(ExprKind::Var(to.to_string()), e.span),
         _ => e,
     });
+    rename_thread_names(body, from, to);
+}
+
+/// The thread variables an all-reduce names (identifiers, not expressions).
+fn rename_thread_names(body: &mut [Stmt], from: &str, to: &str) {
+    for stmt in body {
+        if let StmtKind::AllReduce(r) = &mut stmt.kind {
+            for t in &mut r.threads {
+                if t.name == from {
+                    t.name = to.to_string();
+                }
+            }
+        }
+        for child in child_bodies_mut(stmt) {
+            rename_thread_names(child, from, to);
+        }
+    }
 }
 
 /// Renames buffer `from` to `to` in kernel `k`: its allocation, layout annotation, reducer
@@ -188,6 +206,7 @@ fn rename_buffer_refs(body: &mut [Stmt], from: &str, to: &str) {
             StmtKind::Store { buffer, .. } | StmtKind::AtomicAdd { buffer, .. } => {
                 names.push(&mut buffer.name)
             }
+            StmtKind::AllReduce(r) => names.push(&mut r.buffer.name),
             StmtKind::Copy { src, dst } => {
                 names.push(&mut src.buffer.name);
                 names.push(&mut dst.buffer.name);

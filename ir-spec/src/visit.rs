@@ -116,6 +116,10 @@ pub fn stmt_exprs(stmt: &Stmt) -> Vec<&Expr> {
         | StmtKind::Reduce(_)
         | StmtKind::FinalizeReducer(_) => {}
         StmtKind::Intrinsic(i) => out.extend(i.exprs()),
+        StmtKind::AllReduce(r) => {
+            out.extend(r.indices.iter());
+            out.push(&r.value);
+        }
     }
     out
 }
@@ -233,6 +237,10 @@ pub fn map_body_exprs(body: &mut [Stmt], f: &mut dyn FnMut(Expr) -> Expr) {
             | StmtKind::Note(_)
             | StmtKind::Reduce(_)
             | StmtKind::FinalizeReducer(_) => {}
+            StmtKind::AllReduce(r) => {
+                all(&mut r.indices, f);
+                r.value = map_expr(&r.value, f);
+            }
             StmtKind::Intrinsic(i) => {
                 for e in i.exprs_mut() {
                     *e = map_expr(e, f);

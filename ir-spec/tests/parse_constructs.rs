@@ -905,3 +905,29 @@ fn intrinsic_kernel_round_trips_through_the_printer() {
     assert_eq!(ok(&printed), f, "{printed}");
     assert_eq!(print_func(&ok(&printed)), printed);
 }
+
+#[test]
+fn tensor_subscript_annotation_is_the_call_spelling() {
+    assert_eq!(
+        ok("@T.prim_func\ndef f(A: T.Tensor[(128, 64), T.float16], B: T.Buffer[(8,), \"int8\"]):\n    with T.Kernel(4, threads=128) as bx:\n        T.clear(A[0:128, 0:64])\n"),
+        ok("@T.prim_func\ndef f(A: T.Tensor((128, 64), \"float16\"), B: T.Tensor((8,), \"int8\")):\n    with T.Kernel(4, threads=128) as bx:\n        T.clear(A[0:128, 0:64])\n"),
+    );
+}
+
+#[test]
+fn thread_binding_statement_is_a_thread_variable() {
+    let head = "@T.prim_func\ndef f(A: T.Tensor((4, 32), \"float32\")):\n    with T.Kernel(1, threads=(32, 4)) as bx:\n";
+    let binding = format!(
+        "{head}        tx = T.thread_binding(0, 32, thread=\"threadIdx.x\")\n        ty = T.thread_binding(4, thread=\"threadIdx.y\")\n        A[ty, tx] = 1.0\n"
+    );
+    let getter = format!(
+        "{head}        tx = T.get_thread_binding(0)\n        ty = T.get_thread_binding(1)\n        A[ty, tx] = 1.0\n"
+    );
+    assert_eq!(ok(&binding), ok(&getter));
+    let f = ok(&binding);
+    let k = kernel(&f);
+    assert!(matches!(
+        &k.body[0].kind,
+        StmtKind::For(l) if l.var.name == "tx" && l.kind == ForKind::ThreadBinding(ThreadTag::ThreadX)
+    ));
+}

@@ -233,8 +233,17 @@ fn parse_error_messages() {
     let (msg, text) = first(&kernel("x = a < b < c"));
     assert_eq!(msg, "comparison operators cannot be chained");
     assert_eq!(text, "a < b < c");
-    let (msg, _) = first(&kernel("x = lambda: 1"));
-    assert!(msg.contains("`lambda`"), "{msg}");
+    let (msg, text) = first(&kernel("x = lambda: 1"));
+    assert_eq!(
+        (msg.as_str(), text.as_str()),
+        ("expected an identifier, found `:`", ":")
+    );
+    let (msg, text) = first(&kernel("x = lambda a, b: a + b"));
+    assert!(
+        msg.contains("`lambda` is only allowed as the combiner of `T.comm_reducer`"),
+        "{msg}"
+    );
+    assert_eq!(text, "lambda a, b: a + b");
 }
 
 #[test]
@@ -601,4 +610,30 @@ fn layout_errors() {
         "`warps_n` must be a constant integer",
         "1.5",
     );
+}
+
+#[test]
+fn thread_binding_statement_errors() {
+    let head = "@T.prim_func\ndef f(A: T.Tensor((4, 32), \"float32\")):\n    with T.Kernel(1, threads=(32, 4)) as bx:\n";
+    let src = format!("{head}        tx = T.thread_binding(0, 16, thread=\"threadIdx.x\")\n        A[0, tx] = 1.0\n");
+    let (msg, at) = first(&src);
+    assert_eq!(
+        msg,
+        "`tx` binds 16 threads, but the block has 32 along threadIdx.x"
+    );
+    assert_eq!(at, "T.thread_binding(0, 16, thread=\"threadIdx.x\")");
+    let src = format!("{head}        tx = T.thread_binding(1, 32, thread=\"threadIdx.x\")\n        A[0, tx] = 1.0\n");
+    assert_eq!(
+        first(&src),
+        (
+            "a thread binding starts at 0, found 1".to_string(),
+            "1".to_string()
+        )
+    );
+    let src = format!("{head}        tx = T.thread_binding(0, 1, thread=\"blockIdx.x\")\n        A[0, tx] = 1.0\n");
+    let (msg, at) = first(&src);
+    assert!(msg.contains("binds a thread index"), "{msg}");
+    assert_eq!(at, "\"blockIdx.x\"");
+    let src = format!("{head}        tx = T.thread_binding(0, 32)\n        A[0, tx] = 1.0\n");
+    assert!(first(&src).0.contains("needs `thread="));
 }

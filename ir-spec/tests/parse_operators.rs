@@ -394,3 +394,20 @@ fn type_errors_are_located() {
     // Bools: `&` is a logical and.
     assert_eq!(err("I[i] = T.if_then_else((i < 3) & (i > 1), 1, 0)"), "");
 }
+
+/// A narrow value shifted by a wider non-literal count takes the count's dtype (C's and
+/// TVM's promotion): TileLang's int4 decoding `(b >> k * 4 & 15) << 28 >> 28` of an int8 `b`
+/// computes in int32 and gives the signed nibble (in int8 the `<< 28` would leave 0).
+#[test]
+fn a_narrow_shift_by_a_wider_count_widens() {
+    let out = run(
+        "I[i] = (T.cast(I[i], \"int8\") >> i % 2 * 4 & 15) << 28 >> 28",
+        vec![("I", ints(|i| i * 37 - 1000))],
+    );
+    for (i, &got) in out["I"].to_f64().iter().enumerate() {
+        let byte = i64::from(((i as i64) * 37 - 1000) as i8);
+        let nibble = (byte >> ((i % 2) * 4)) & 15;
+        let want = if nibble >= 8 { nibble - 16 } else { nibble };
+        assert_eq!(got as i64, want, "i = {i}");
+    }
+}

@@ -116,6 +116,12 @@ impl Widen {
                 }
                 *value = self.expr(value);
             }
+            StmtKind::AllReduce(r) => {
+                for i in r.indices.iter_mut() {
+                    *i = self.expr(i);
+                }
+                r.value = self.expr(&r.value);
+            }
             StmtKind::Intrinsic(i) => {
                 for e in i.exprs_mut() {
                     *e = self.expr(e);

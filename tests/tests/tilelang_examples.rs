@@ -192,6 +192,14 @@ const EXAMPLES: &[Example] = &[
         sizes: [&[("M", 130), ("N", 200)], &[("M", 128), ("N", 256)]],
         reference: gemv_reducer,
     },
+    // M, N, K are constants of the file (1 x 1024 x 1024: the shapes are factory arguments,
+    // B's is Python arithmetic on K), so both runs are that one size; N is a multiple of
+    // the 4 rows a block covers and K of the 256-wide chunk (no masking in the original).
+    Example {
+        stem: "dequant_gemv_fp16xint4",
+        sizes: [&[], &[]],
+        reference: dequant_gemv,
+    },
 ];
 
 /// Supported kernels a target refuses, with a fragment of the located error.
@@ -226,7 +234,6 @@ const NOT_YET: &[&str] = &[
     "cast_group_per_split_token_fp8",
     "conv_im2col",
     "dequant_gemm_fine_grained",
-    "dequant_gemv_fp16xint4",
     "gemm_streamk",
 ];
 
@@ -547,6 +554,36 @@ fn gemv_reducer(o: &Outputs) -> Expected {
         })
         .collect();
     vec![("o", out)]
+}
+
+/// `dequant_gemv_fp16xint4.tir`: C[m, n] = sum_k A[m, k] * w(n, k), w the signed nibble
+/// `k % 2` of B[n, k // 2] (low nibble for even k; 8..15 stand for -8..-1). All float16: each
+/// product (exact in float32) rounded to float16; thread `kr` sums its k = 256 ko + 8 kr + ki
+/// in float16, then the all-reduce sums the 32 partials in float16 (a butterfly: any order).
+fn dequant_gemv(o: &Outputs) -> Expected {
+    let (a, b) = (&o["A"], &o["B"]);
+    let (m, k, n) = (a.shape()[0], a.shape()[1], b.shape()[0]);
+    assert_eq!(b.shape()[1] * 2, k, "B packs two 4-bit values per byte");
+    let (av, bv) = (a.to_f64(), b.to_f64());
+    let w = |j: usize, l: usize| {
+        let byte = bv[j * (k / 2) + l / 2] as i64;
+        let nibble = (byte >> (4 * (l % 2))) & 15;
+        (if nibble >= 8 { nibble - 16 } else { nibble }) as f64
+    };
+    let mut c = Vec::with_capacity(m * n);
+    for i in 0..m {
+        for j in 0..n {
+            let products: Vec<f64> = (0..k).map(|l| av[i * k + l] * w(j, l)).collect();
+            let partial = |kr: usize| {
+                let ks =
+                    (0..k / 256).flat_map(move |ko| (0..8).map(move |ki| 256 * ko + 8 * kr + ki));
+                Approx::sum(ks.map(|l| exact(products[l]).round(Fp::F16)), Fp::F16)
+            };
+            let model = Approx::sum((0..32).map(partial), Fp::F16);
+            c.push(expect(products.iter().sum(), model));
+        }
+    }
+    vec![("C", c)]
 }
 
 /// `cast_per_token_fp8.tir`: per row and 128-wide column group, amax = max(max |x|, 1e-4),
@@ -918,6 +955,11 @@ fn check_example(stem: &str) {
         report.join("; "),
         start.elapsed().as_secs_f64()
     );
+}
+
+#[test]
+fn dequant_gemv_matches_its_reference() {
+    check_example("dequant_gemv_fp16xint4");
 }
 
 #[test]

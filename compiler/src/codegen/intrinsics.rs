@@ -246,49 +246,60 @@ impl Cg {
         }
     }
 
-    /// `T.shfl_xor`: a 32-bit register moves as it is; a 16-bit one travels in the low half
-    /// of a `.b32` (packed with itself, unpacked on arrival).
+    /// `T.shfl_xor`: every lane of the whole warp takes part (`Cg::shuffle`).
     fn shfl_xor(&mut self, dst: &ElemRef, src: &ElemRef, offset: i64, span: Span) {
         let Ok(lane_xor) = u32::try_from(offset) else {
             self.err(span, format!("T.shfl_xor offset {offset}"));
             return;
         };
-        let Some((ty, s)) = self.local_run(src, 1, "the source of T.shfl_xor") else {
+        let Some((d, s)) = self.local_run(src, 1, "the source of T.shfl_xor") else {
             return;
         };
-        let Some((_, d)) = self.local_run(dst, 1, "the destination of T.shfl_xor") else {
+        let Some((_, t)) = self.local_run(dst, 1, "the destination of T.shfl_xor") else {
             return;
         };
-        let (Some(&s), Some(&d)) = (s.first(), d.first()) else {
+        let (Some(&s), Some(&t), Some(ty)) = (s.first(), t.first(), super::ptx_type(d)) else {
             return;
         };
-        if ty.bytes() == 4 {
-            self.b.emit(Op::ShflBfly {
-                dst: d,
-                src: s,
-                lane_xor,
-            });
-            return;
-        }
-        let word = self.b.new_reg(Type::B32);
-        self.b.emit(Op::Pack {
-            ty: Type::B32,
-            dst: word,
-            srcs: vec![Operand::Reg(s), Operand::Reg(s)],
+        let got = self.shuffle(s, d, ty, lane_xor, u32::MAX);
+        self.forget_packed(t);
+        self.b.emit(Op::Mov {
+            ty: super::expr::mov_type(ty),
+            dst: t,
+            src: got.into(),
         });
-        let got = self.b.new_reg(Type::B32);
+    }
+
+    /// One butterfly shuffle of register `src` (dtype `d`, register type `ty`): the value of
+    /// lane `laneid ^ lane_xor` among `member_mask`'s lanes. A 32-bit value moves as it is;
+    /// a 16-bit one travels in the low half of a `.b32` (packed with itself, unpacked on
+    /// arrival) — the one place both `T.shfl_xor` and `T.thread_allreduce` shuffle.
+    pub(super) fn shuffle(
+        &mut self,
+        src: Reg,
+        d: DType,
+        ty: Type,
+        lane_xor: u32,
+        member_mask: u32,
+    ) -> Reg {
+        let half = d.bytes() == 2;
+        let word = if half {
+            self.b.pack(Type::B32, vec![src.into(), src.into()])
+        } else {
+            src
+        };
+        let got = self.b.new_reg(if half { Type::B32 } else { ty });
         self.b.emit(Op::ShflBfly {
             dst: got,
             src: word,
             lane_xor,
+            member_mask,
         });
-        self.forget_packed(d);
-        let spare = self.b.new_reg(Type::B16);
-        self.b.emit(Op::Unpack {
-            ty: Type::B32,
-            dsts: vec![d, spare],
-            src: got,
-        });
+        if !half {
+            return got;
+        }
+        let lanes = self.b.unpack(Type::B32, ty, 2, got);
+        lanes.first().copied().unwrap_or(got)
     }
 
     fn mma(&mut self, acc: &ElemRef, a: &ElemRef, b: &ElemRef) {

@@ -47,6 +47,7 @@
 //! - `T.vectorized` loops become `.v2`/`.v4` accesses where `vector.rs` proves them aligned
 //!   and contiguous; otherwise they are unrolled into scalar accesses.
 
+mod allreduce;
 mod expr;
 mod fp8;
 mod hopper;
@@ -162,6 +163,7 @@ fn emit_kernel(
         smem: None,
         smem_align: arena_alignment(kernel),
         threads: launch.block.clone(),
+        thread_axes: HashMap::new(),
         vec_loads: Vec::new(),
         lane: 0,
         packed: HashMap::new(),
@@ -291,6 +293,8 @@ struct Cg {
     /// computed from absolute shared addresses; else 16.
     smem_align: u32,
     threads: Vec<u32>,
+    /// The variables of the enclosing `threadIdx.*` loops, with their axes.
+    thread_axes: HashMap<String, usize>,
     /// Inside a vectorized loop: the lanes of each vector-loaded `buffer[indices]`.
     vec_loads: Vec<(String, Vec<tlc_ir::Expr>, Vec<Reg>)>,
     /// The lane being computed inside a vectorized loop.

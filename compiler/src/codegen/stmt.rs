@@ -64,6 +64,7 @@ impl Cg {
                 value,
             } => self.atomic_add(buffer, indices, value, span),
             StmtKind::Barrier => self.b.bar_sync(),
+            StmtKind::AllReduce(r) => self.allreduce(r, span),
             // No code: a comment line, once per note (not per unrolled copy).
             StmtKind::Note(_) if self.repeated => {}
             StmtKind::Note(text) => self.b.comment(&note_comment(text)),
@@ -304,6 +305,7 @@ impl Cg {
         let r = self.b.special(special);
         self.vars
             .insert(f.var.name.clone(), Bind::Reg(r, DType::Int32));
+        self.thread_axes.insert(f.var.name.clone(), axis);
         self.body(&f.body);
     }
 

@@ -951,9 +951,14 @@ pub enum Op {
     CvtFromFp8x2 { kind: Fp8Kind, dst: Reg, src: Reg },
     /// `bar.sync id{, threads}`.
     BarSync { id: u32, threads: Option<u32> },
-    /// `shfl.sync.bfly.b32 d, a, lane_xor, 0x1f, 0xffffffff`: lane `l` receives `a` of lane
-    /// `l ^ lane_xor` (the whole warp takes part).
-    ShflBfly { dst: Reg, src: Reg, lane_xor: u32 },
+    /// `shfl.sync.bfly.b32 d, a, lane_xor, 0x1f, member_mask`: `d` = `a` of lane
+    /// `laneid ^ lane_xor` (every lane of `member_mask` executes it together).
+    ShflBfly {
+        dst: Reg,
+        src: Reg,
+        lane_xor: u32,
+        member_mask: u32,
+    },
     /// `cp.async.{ca|cg}.shared.global [dst], [src], size{, src_size}`: with `src_size`
     /// fewer than `size` bytes are read and the rest zero-filled (masked tails).
     CpAsync {
@@ -1059,8 +1064,8 @@ impl Inst {
             | Op::Bfe { dst, .. }
             | Op::Bfi { dst, .. }
             | Op::CvtToFp8x2 { dst, .. }
-            | Op::ShflBfly { dst, .. }
-            | Op::CvtFromFp8x2 { dst, .. } => vec![*dst],
+            | Op::CvtFromFp8x2 { dst, .. }
+            | Op::ShflBfly { dst, .. } => vec![*dst],
             Op::Unpack { dsts, .. } | Op::Ld { dsts, .. } | Op::Ldmatrix { dsts, .. } => {
                 dsts.clone()
             }
@@ -1106,7 +1111,7 @@ impl Inst {
         match &self.op {
             Op::Mov { src, .. } => op(src),
             Op::Pack { srcs, .. } => srcs.iter().for_each(&mut op),
-            Op::Unpack { src, .. } => regs.push(*src),
+            Op::Unpack { src, .. } | Op::ShflBfly { src, .. } => regs.push(*src),
             Op::Int { a, b, .. } | Op::Float { a, b, .. } => {
                 op(a);
                 op(b);
@@ -1144,7 +1149,7 @@ impl Inst {
                 op(pos);
                 op(len);
             }
-            Op::CvtFromFp8x2 { src, .. } | Op::ShflBfly { src, .. } => regs.push(*src),
+            Op::CvtFromFp8x2 { src, .. } => regs.push(*src),
             Op::Ld { addr: a, .. } | Op::Ldmatrix { addr: a, .. } => addr(a),
             Op::St { addr: a, srcs, .. } => {
                 addr(a);

@@ -489,14 +489,19 @@ fn render(op: &Op) -> (String, Vec<String>) {
             format!("cvt.rn.f16x2{}", kind.suffix()),
             vec![dst.to_string(), src.to_string()],
         ),
-        Op::ShflBfly { dst, src, lane_xor } => (
+        Op::ShflBfly {
+            dst,
+            src,
+            lane_xor,
+            member_mask,
+        } => (
             "shfl.sync.bfly.b32".to_string(),
             vec![
                 dst.to_string(),
                 src.to_string(),
                 lane_xor.to_string(),
-                "0x1f".to_string(),
-                "0xffffffff".to_string(),
+                "31".to_string(),
+                format!("0x{member_mask:08x}"),
             ],
         ),
         Op::BarSync { id, threads } => {

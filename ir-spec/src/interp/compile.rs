@@ -171,6 +171,8 @@ pub(crate) enum CStmtKind {
     },
     /// `T.sync_threads()`.
     Barrier,
+    /// `T.thread_allreduce` (`lockstep.rs` runs it).
+    AllReduce(Box<CAllReduce>),
     If {
         cond: CExpr,
         then_body: Vec<CStmt>,
@@ -268,6 +270,7 @@ pub(crate) fn compile(func: &PrimFunc) -> Result<CFunc, Diagnostic> {
         locals: Vec::new(),
         in_kernel: false,
         bound_axes: [false; 3],
+        thread_vars: Vec::new(),
     };
     let dim_slots = func
         .dims
@@ -280,6 +283,19 @@ pub(crate) fn compile(func: &PrimFunc) -> Result<CFunc, Diagnostic> {
         dim_slots,
         body,
     })
+}
+
+/// A compiled `T.thread_allreduce`: the value is already converted to `dtype`, the result
+/// buffer's.
+#[derive(Clone, Debug)]
+pub struct CAllReduce {
+    pub op: crate::ir::AllReduceOp,
+    pub dtype: DType,
+    pub buf: BufRef,
+    pub indices: Vec<CExpr>,
+    pub value: CExpr,
+    /// The reduced thread axes (the innermost ones: 0, or 0 and 1, …).
+    pub axes: Vec<usize>,
 }
 
 struct BufInfo {
@@ -313,6 +329,8 @@ struct Compiler {
     in_kernel: bool,
     /// The thread axes bound by the enclosing `threadIdx.*` loops.
     bound_axes: [bool; 3],
+    /// The variables of the enclosing `threadIdx.*` loops, with their axes.
+    thread_vars: Vec<(String, usize)>,
 }
 
 type R<T> = Result<T, Diagnostic>;
@@ -408,11 +426,16 @@ impl Compiler {
                     }
                     self.bound_axes[axis] = true;
                 }
+                let outer_vars = self.thread_vars.len();
+                if let Some(axis) = thread_axis {
+                    self.thread_vars.push((f.var.name.clone(), axis));
+                }
                 let mark = self.vars.len();
                 let var = self.bind(&f.var.name, DType::Int32);
                 let body = self.body(&f.body);
                 self.vars.truncate(mark);
                 self.bound_axes = outer_axes;
+                self.thread_vars.truncate(outer_vars);
                 CStmtKind::Loop {
                     var,
                     start,
@@ -422,6 +445,34 @@ impl Compiler {
                 }
             }
             StmtKind::Intrinsic(i) => CStmtKind::Intrinsic(Box::new(self.intrinsic(i, span)?)),
+            StmtKind::AllReduce(r) => {
+                let (_, dtype, _) = self.buffer(&r.buffer.name, r.buffer.span)?;
+                let (buf, indices, value) =
+                    self.element_write(&r.buffer, &r.indices, &r.value, span)?;
+                let mut axes = Vec::new();
+                for t in &r.threads {
+                    match self.thread_vars.iter().rev().find(|(n, _)| *n == t.name) {
+                        Some(&(_, axis)) => axes.push(axis),
+                        None => {
+                            return Err(Diagnostic::error(
+                                t.span,
+                                format!(
+                                    "`{}` is not the variable of an enclosing `threadIdx` loop",
+                                    t.name
+                                ),
+                            ))
+                        }
+                    }
+                }
+                CStmtKind::AllReduce(Box::new(CAllReduce {
+                    op: r.op,
+                    dtype,
+                    buf,
+                    indices,
+                    value,
+                    axes,
+                }))
+            }
             StmtKind::Barrier => {
                 if !self.bound_axes.contains(&true) {
                     return Err(Diagnostic::error(

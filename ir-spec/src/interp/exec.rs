@@ -102,6 +102,12 @@ impl Frame<'_> {
                     "`T.sync_threads()` outside a thread-binding loop",
                 )
             }
+            CStmtKind::AllReduce(_) => {
+                return fault(
+                    stmt.span,
+                    "`T.thread_allreduce` outside a thread-binding loop",
+                )
+            }
         }
         // Block-level accesses are not race-tracked, but one to shared memory a cp.async has
         // not landed yet is reported the same way.

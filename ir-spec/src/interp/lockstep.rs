@@ -37,12 +37,12 @@
 //! one statement, so every op and expression is evaluated by the same code as at the tile
 //! level.
 
-use crate::interp::compile::{BufRef, CCall, CExpr, CIntrinsic, CRef, CStmt, CWgmma};
+use crate::interp::compile::{BufRef, CAllReduce, CCall, CExpr, CIntrinsic, CRef, CStmt, CWgmma};
 use crate::interp::eval::{fault, Frame, Res};
 use crate::interp::memory::{Buffer, RegGuard};
 use crate::interp::ops::hopper::{PendingWait, WaitPoll, WGMMA_M};
 use crate::interp::ops::intrinsics::{mma_m16n8k16, partial_group, AsyncGroups};
-use crate::interp::scalar::Scalar;
+use crate::interp::scalar::{arith, Scalar};
 use crate::interp::shared::Mbarrier;
 use crate::interp::tasks;
 use crate::interp::tensor::MAX_ELEMENTS;
@@ -278,6 +278,61 @@ impl Lockstep<'_, '_> {
         }
         if let Some(shared) = &mut self.frame.mem.shared {
             shared.barrier();
+        }
+        Ok(())
+    }
+
+    /// `T.thread_allreduce`: every thread of the block must be active. Each group (the
+    /// threads whose indices differ only on the reduced axes: `g` consecutive linear
+    /// indices) folds by the butterfly of `ir.rs`'s `AllReduce`: `v_t ← v_t ⊕ v_{t xor o}`
+    /// for `o = g/2, …, 1`, each step in the result dtype (the rounding of `shfl` + `add`).
+    pub fn allreduce(&mut self, r: &CAllReduce, span: Span, active: &[usize]) -> Res<()> {
+        if active.len() != self.st.n {
+            return fault(
+                span,
+                format!(
+                    "all-reduce reached by {} of {} threads (every thread of the block must reach it)",
+                    active.len(),
+                    self.st.n
+                ),
+            );
+        }
+        let group: usize = r
+            .axes
+            .iter()
+            .map(|&a| self.st.shape.get(a).copied().unwrap_or(1))
+            .product();
+        if !group.is_power_of_two() || group > WARP_SIZE as usize {
+            return fault(
+                span,
+                format!(
+                    "an all-reduce over {group} threads is not a power of two of at most one warp"
+                ),
+            );
+        }
+        let mut vals = Vec::with_capacity(active.len());
+        for &t in active {
+            vals.push(self.on_thread(t, span, |f| f.eval(&r.value))?);
+        }
+        let op = r.op.bin_op();
+        let mut off = group / 2;
+        while off >= 1 {
+            let prev = vals.clone();
+            for (t, v) in vals.iter_mut().enumerate() {
+                let other = prev.get(t ^ off).copied().unwrap_or(*v);
+                *v = match arith(op, r.dtype, *v, other) {
+                    Ok(x) => x,
+                    Err(e) => return fault(span, format!("all-reduce: {e:?}")),
+                };
+            }
+            off /= 2;
+        }
+        for (&t, &v) in active.iter().zip(&vals) {
+            self.on_thread(t, span, |f| {
+                let flat = f.flat_index(r.buf, &r.indices, span)?;
+                f.mem.write(r.buf, flat, v);
+                Ok(())
+            })?;
         }
         Ok(())
     }

@@ -317,6 +317,10 @@ fn step<'s>(lock: &mut Lockstep, conts: &mut Vec<Cont<'s>>, stmt: &'s CStmt) -> 
             lock.barrier(span, active(conts))?;
             advance(conts);
         }
+        CStmtKind::AllReduce(r) => {
+            lock.allreduce(r, span, active(conts))?;
+            advance(conts);
+        }
         CStmtKind::Intrinsic(i) => {
             if let CCall::MbarrierWait { bar, parity } = &i.call {
                 if let Some((wait, addrs)) =

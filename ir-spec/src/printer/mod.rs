@@ -198,6 +198,17 @@ impl Printer<'_> {
             StmtKind::FinalizeReducer(r) => {
                 write!(self.out, "T.finalize_reducer({})", r.name)?;
             }
+            StmtKind::AllReduce(r) => {
+                write!(self.out, "T.thread_allreduce(\"{}\", ", r.op.name())?;
+                write_expr(&mut self.out, &r.value)?;
+                write!(self.out, ", {}[", r.buffer.name)?;
+                write_list(&mut self.out, &r.indices)?;
+                self.out.push(']');
+                for t in &r.threads {
+                    write!(self.out, ", {}", t.name)?;
+                }
+                self.out.push(')');
+            }
             StmtKind::Note(text) => {
                 self.out.push_str("T.note(");
                 write_string(&mut self.out, text);

@@ -165,6 +165,9 @@ pub enum ExprKind {
     Binary(BinaryOp, Box<Expr>, Box<Expr>),
     Compare(CmpOp, Box<Expr>, Box<Expr>),
     BoolOp(BoolOp, Box<Expr>, Box<Expr>),
+    /// `lambda x, y: body`: parsed anywhere, accepted only as the combiner of
+    /// `T.comm_reducer` (lowering refuses it elsewhere).
+    Lambda(Vec<Ident>, Box<Expr>),
 }
 
 impl Expr {
@@ -201,7 +204,7 @@ impl ExprKind {
             | ExprKind::Str(_)
             | ExprKind::Bool(_)
             | ExprKind::None => 0,
-            ExprKind::Attr(e, _) | ExprKind::Unary(_, e) => e.depth,
+            ExprKind::Attr(e, _) | ExprKind::Unary(_, e) | ExprKind::Lambda(_, e) => e.depth,
             ExprKind::Call(f, args) => f.depth.max(max(args.iter().map(|a| &a.value))),
             ExprKind::Subscript(e, items) => e.depth.max(max(items.iter())),
             ExprKind::Slice(a, b, c) => max([a, b, c].into_iter().flatten().map(|e| &**e)),

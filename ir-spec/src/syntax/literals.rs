@@ -156,6 +156,13 @@ impl Normalizer {
             | StmtKind::Note(_)
             | StmtKind::Reduce(_)
             | StmtKind::FinalizeReducer(_) => {}
+            StmtKind::AllReduce(r) => {
+                for e in &mut r.indices {
+                    self.root(e, Use::AsIs);
+                }
+                let how = self.converted_to(&r.buffer.name);
+                self.root(&mut r.value, how);
+            }
             StmtKind::Intrinsic(i) => {
                 for e in i.exprs_mut() {
                     self.root(e, Use::AsIs);

@@ -264,17 +264,34 @@ impl Lowerer {
         }
     }
 
-    /// A parameter `A: T.Tensor((M, N), "float16")` (or `T.Buffer`).
+    /// A parameter `A: T.Tensor((M, N), "float16")` (or `T.Buffer`), or TileLang's
+    /// subscript spelling `A: T.Tensor[(M, N), T.float16]` (the same two arguments).
     fn param_decl(&mut self, name: &ast::Ident, ann: &ast::Expr, span: Span) -> Option<BufferDecl> {
-        let ast::ExprKind::Call(func, args) = &ann.kind else {
-            let msg = match ann.dotted().as_deref().and_then(|d| d.strip_prefix("T.")) {
+        let subscript_args: Vec<ast::Arg>;
+        let (func, args) = match &ann.kind {
+            ast::ExprKind::Call(func, args) => (func, args),
+            ast::ExprKind::Subscript(func, items)
+                if matches!(func.dotted().as_deref(), Some("T.Tensor" | "T.Buffer")) =>
+            {
+                subscript_args = items
+                    .iter()
+                    .map(|e| ast::Arg {
+                        name: None,
+                        value: e.clone(),
+                    })
+                    .collect();
+                (func, &subscript_args)
+            }
+            _ => {
+                let msg = match ann.dotted().as_deref().and_then(|d| d.strip_prefix("T.")) {
                 Some(dt) if DType::parse(dt).is_some() => {
                     "scalar parameters are not supported; declare a symbolic dimension with `M = T.symbolic(\"M\")` before the function"
                         .to_string()
                 }
                 _ => "expected a buffer type `T.Tensor((d0, d1), \"dtype\")`".to_string(),
             };
-            return self.fail(Diagnostic::error(ann.span, msg));
+                return self.fail(Diagnostic::error(ann.span, msg));
+            }
         };
         let what = func.dotted().unwrap_or_default();
         if what != "T.Tensor" && what != "T.Buffer" {
@@ -532,6 +549,10 @@ impl Lowerer {
                             self.thread_var(&ident, &callee, value.span, args);
                             return None;
                         }
+                        "T.thread_binding" => {
+                            self.thread_binding_var(&ident, value.span, args);
+                            return None;
+                        }
                         "T.launch_thread" => {
                             return self.fail(Diagnostic::error(
                                 value.span,
@@ -736,6 +757,13 @@ impl Lowerer {
                 let refs: Vec<&ast::Stmt> = body.iter().collect();
                 self.block_into(&refs, out);
             }
+            "T.attr" if is_comm_reducer(args) => {
+                let key = args.get(1).map(|a| &a.value);
+                let reducer = args.first().map(|a| &a.value);
+                if let Some(r) = reducer.and_then(|r| self.comm_reducer_scope(r, key, body, span)) {
+                    out.push(r);
+                }
+            }
             "T.attr" => {
                 self.attr(item.span, args);
                 let refs: Vec<&ast::Stmt> = body.iter().collect();
@@ -766,6 +794,7 @@ impl Lowerer {
             "T.fill" => self.fill(span, args, false),
             "T.clear" => self.fill(span, args, true),
             "T.atomic_add" => self.atomic_add(span, args),
+            "T.thread_allreduce" => self.thread_allreduce(span, args),
             n if ReduceKind::parse(n).is_some() => self.reduce(n, span, args),
             "T.use_swizzle" => {
                 self.use_swizzle(span, args);
@@ -857,4 +886,11 @@ fn match_buffer_call(stmt: &ast::Stmt) -> Option<(&ast::Expr, Span, &[ast::Arg])
         return None;
     };
     (func.dotted().as_deref() == Some("T.match_buffer")).then_some((target, value.span, args))
+}
+
+/// Whether a `T.attr(...)`'s node is `T.comm_reducer(...)` (an all-reduce's scope).
+fn is_comm_reducer(args: &[ast::Arg]) -> bool {
+    args.first().is_some_and(|a| {
+        matches!(&a.value.kind, ast::ExprKind::Call(f, _) if f.dotted().as_deref() == Some("T.comm_reducer"))
+    })
 }

@@ -381,6 +381,12 @@ impl Lowerer {
                     "a slice is only allowed in a region of T.copy, T.fill or T.gemm",
                 ))
             }
+            ast::ExprKind::Lambda(..) => {
+                return self.fail(expr_error(
+                    e,
+                    "`lambda` is only allowed as the combiner of `T.comm_reducer` (an all-reduce's scope)",
+                ))
+            }
             _ => return self.fail(expr_error(e, "expected a scalar expression")),
         };
         Some(Expr::new(kind, span))

@@ -492,6 +492,98 @@ impl Lowerer {
         }
     }
 
+    /// `tx = T.thread_binding(0, 32, thread="threadIdx.x")` inside `T.Kernel` (TileLang's
+    /// per-thread spelling; also `T.thread_binding(32, thread=...)`): the same thread variable
+    /// as `T.get_thread_binding(axis)`. The range must be the block's whole extent on that
+    /// axis (a binding to part of it would need a guard TileLang does not write).
+    pub fn thread_binding_var(&mut self, ident: &ast::Ident, call_span: Span, args: &[ast::Arg]) {
+        let callee = "T.thread_binding";
+        let Some(a) = self.bind(callee, call_span, args, &["start", "stop", "thread"], 1) else {
+            return;
+        };
+        let (start, stop, thread) = match (a[0], a[1], a[2]) {
+            (Some(n), Some(t), None) if matches!(t.kind, ast::ExprKind::Str(_)) => {
+                (None, Some(n), Some(t))
+            }
+            (Some(n), None, t) => (None, Some(n), t),
+            (s, n, t) => (s, n, t),
+        };
+        let Some(thread) = thread else {
+            self.error(Diagnostic::error(
+                call_span,
+                "`T.thread_binding` needs `thread=\"threadIdx.x\"` (or another tag)",
+            ));
+            return;
+        };
+        let Some(tag) = self.thread_tag(thread) else {
+            return;
+        };
+        let axis = match tag {
+            ThreadTag::ThreadX => 0,
+            ThreadTag::ThreadY => 1,
+            ThreadTag::ThreadZ => 2,
+            _ => {
+                self.error(Diagnostic::error(
+                    thread.span,
+                    "inside `T.Kernel`, `T.thread_binding` binds a thread index (`threadIdx.x`, `.y` or `.z`); the block indices are the kernel's `as` names",
+                ));
+                return;
+            }
+        };
+        if let Some(s) = start {
+            match self.const_int(s, "the start of a thread binding") {
+                Some(0) => {}
+                Some(v) => {
+                    self.error(Diagnostic::error(
+                        s.span,
+                        format!("a thread binding starts at 0, found {v}"),
+                    ));
+                    return;
+                }
+                None => return,
+            }
+        }
+        let Some(stop) = stop.and_then(|e| self.const_int(e, "the extent of a thread binding"))
+        else {
+            return;
+        };
+        let block = self
+            .kernels
+            .last()
+            .and_then(|k| k.threads.as_ref())
+            .map(|t| t.get(axis).and_then(Expr::as_int).unwrap_or(1));
+        match block {
+            Some(have) if have != stop => {
+                self.error(Diagnostic::error(
+                    call_span,
+                    format!(
+                        "`{}` binds {stop} threads, but the block has {have} along {}",
+                        ident.name,
+                        tag.name()
+                    ),
+                ));
+                return;
+            }
+            None if !self.kernels.is_empty() => {
+                self.error(Diagnostic::error(
+                    call_span,
+                    "`T.thread_binding` as a statement needs the block shape first (`T.Kernel(..., threads=...)`)",
+                ));
+                return;
+            }
+            _ => {}
+        }
+        match self.kernels.last_mut() {
+            Some(k) => k
+                .thread_vars
+                .push((Ident::new(ident.name.clone(), ident.span), axis)),
+            None => self.error(Diagnostic::error(
+                call_span,
+                format!("`{callee}` as a statement is only allowed inside `T.Kernel`"),
+            )),
+        }
+    }
+
     /// The innermost open kernel, or an error saying `what` needs one.
     fn open_kernel(&mut self, span: Span, what: &str) -> Option<&mut KernelState> {
         if self.kernels.is_empty() {

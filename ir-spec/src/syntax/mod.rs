@@ -6,6 +6,7 @@ pub mod indent;
 pub mod lexer;
 pub mod literals;
 pub mod lower;
+pub mod lower_allreduce;
 pub mod lower_expr;
 pub mod lower_intrinsic;
 pub mod lower_kernel;

@@ -114,8 +114,14 @@ impl<'f> Checker<'f> {
         // Thread-binding and vectorized loops of an enclosing kernel do not reach into this
         // (invalid, nested) one.
         let outer_threads = (self.thread_loop.take(), self.vectorized.take());
+        let outer_block = std::mem::replace(&mut self.block, threads.clone());
+        let outer_axes = std::mem::take(&mut self.thread_axes);
+        let outer_divergence = self.divergence.take();
         self.body(&k.body);
         (self.thread_loop, self.vectorized) = outer_threads;
+        self.block = outer_block;
+        self.thread_axes = outer_axes;
+        self.divergence = outer_divergence;
         self.kernel = outer;
         self.env.pop();
 
@@ -292,20 +298,41 @@ impl<'f> Checker<'f> {
             _ => {}
         }
         let (outer_thread, outer_vec) = (self.thread_loop, self.vectorized);
+        let (outer_axes, outer_divergence) = (self.thread_axes.len(), self.divergence);
+        let constant = |e: &Expr| const_int(e);
         match f.kind {
             ForKind::ThreadBinding(
-                ThreadTag::ThreadX | ThreadTag::ThreadY | ThreadTag::ThreadZ,
+                tag @ (ThreadTag::ThreadX | ThreadTag::ThreadY | ThreadTag::ThreadZ),
             ) if self.kernel.is_some() => {
                 self.thread_loop = Some(self.at(f.var.span));
+                let axis = match tag {
+                    ThreadTag::ThreadX => 0,
+                    ThreadTag::ThreadY => 1,
+                    _ => 2,
+                };
+                self.thread_axes.push((f.var.name.clone(), axis));
+                let whole = self
+                    .block
+                    .as_ref()
+                    .map(|b| b.get(axis).copied().unwrap_or(1));
+                if constant(&f.start) != Some(0) || whole.is_none() || constant(&f.stop) != whole {
+                    self.divergence = Some(self.at(f.var.span));
+                }
             }
             ForKind::Vectorized => self.vectorized = Some(self.at(f.var.span)),
             _ => {}
+        }
+        let bounded = constant(&f.start).is_some() && constant(&f.stop).is_some();
+        if !matches!(f.kind, ForKind::ThreadBinding(_)) && self.thread_loop.is_some() && !bounded {
+            self.divergence = Some(self.at(f.var.span));
         }
         self.env.push();
         self.define_var(&f.var, DefKind::LoopVar, Some(DType::Int32));
         self.body(&f.body);
         self.env.pop();
         (self.thread_loop, self.vectorized) = (outer_thread, outer_vec);
+        self.thread_axes.truncate(outer_axes);
+        self.divergence = outer_divergence;
     }
 
     /// K9: a kernel is written at one level — tile ops (`T.Parallel`, `T.copy`, `T.fill`,

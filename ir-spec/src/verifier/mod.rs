@@ -7,6 +7,7 @@
 //! constant integers, `bounds` finds accesses provably outside their buffers. `level` checks what a stage may assume beyond the rules (thread level,
 //! planned shared memory): the one place pipeline order is enforced.
 
+mod allreduce;
 mod bounds;
 mod consts;
 mod exprs;
@@ -132,6 +133,13 @@ pub(crate) struct Checker<'f> {
     thread_loop: Option<Span>,
     /// The variable of the innermost enclosing `T.vectorized` loop.
     vectorized: Option<Span>,
+    /// The constant block shape of the enclosing kernel (x first).
+    block: Option<Vec<i64>>,
+    /// The variables of the enclosing `threadIdx.*` loops, with their axes.
+    thread_axes: Vec<(String, usize)>,
+    /// Inside thread loops: the innermost `if`, loop with non-constant bounds, or thread loop
+    /// over part of the block, where threads may part ways (rule R1 of all-reduces).
+    divergence: Option<Span>,
     /// The span of the statement being checked: the fallback for nodes with no span.
     stmt_span: Span,
     /// The spans (start, end) of the constant shape entries ≤ 0 already reported (rule B4).
@@ -153,6 +161,9 @@ impl<'f> Checker<'f> {
             kernel: None,
             thread_loop: None,
             vectorized: None,
+            block: None,
+            thread_axes: Vec::new(),
+            divergence: None,
             stmt_span: func.span,
             empty_dims: Vec::new(),
             info: FuncInfo {
@@ -277,8 +288,13 @@ impl<'f> Checker<'f> {
                 else_body,
             } => {
                 self.expect_bool(cond, "`if` condition");
+                let outer = self.divergence;
+                if self.thread_loop.is_some() {
+                    self.divergence = Some(self.at(stmt.span));
+                }
                 self.body(then_body);
                 self.body(else_body);
+                self.divergence = outer;
             }
             StmtKind::Let { var, dtype, value } => self.let_stmt(var, *dtype, value),
             StmtKind::Store {
@@ -306,6 +322,7 @@ impl<'f> Checker<'f> {
                 }
             }
             StmtKind::Intrinsic(i) => self.intrinsic(i, stmt.span),
+            StmtKind::AllReduce(r) => self.allreduce(r, stmt.span),
         }
     }
 

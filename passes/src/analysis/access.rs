@@ -87,6 +87,9 @@ impl Access {
             StmtKind::Store { buffer, .. } => {
                 self.writes.insert(buffer.name.clone());
             }
+            StmtKind::AllReduce(r) => {
+                self.writes.insert(r.buffer.name.clone());
+            }
             // A read-modify-write of the element.
             StmtKind::AtomicAdd { buffer, .. } => {
                 self.reads.insert(buffer.name.clone());
@@ -153,6 +156,7 @@ pub fn count_sites(body: &[Stmt]) -> HashMap<String, usize> {
             StmtKind::Store { buffer, .. } | StmtKind::AtomicAdd { buffer, .. } => {
                 add(&buffer.name)
             }
+            StmtKind::AllReduce(r) => add(&r.buffer.name),
             StmtKind::Reduce(r) => {
                 add(&r.src.name);
                 add(&r.dst.name);

@@ -116,6 +116,7 @@ impl Walk {
             | StmtKind::AtomicAdd {
                 buffer, indices, ..
             } => self.access(&buffer.name, indices),
+            StmtKind::AllReduce(r) => self.access(&r.buffer.name, &r.indices),
             StmtKind::Intrinsic(i) => {
                 for op in i.operands() {
                     self.access(&op.buffer.name, &op.indices);

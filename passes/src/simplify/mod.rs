@@ -181,6 +181,12 @@ impl Simplifier<'_> {
                 }
                 *value = self.expr(value);
             }
+            StmtKind::AllReduce(r) => {
+                for i in r.indices.iter_mut() {
+                    *i = self.expr(i);
+                }
+                r.value = self.expr(&r.value);
+            }
             StmtKind::Barrier | StmtKind::Note(_) | StmtKind::FinalizeReducer(_) => {}
             StmtKind::Intrinsic(i) => {
                 for e in i.exprs_mut() {

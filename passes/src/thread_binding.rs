@@ -7,7 +7,9 @@
 //!   narrower than the block runs under `if tx < extent:`.
 //! - Scalar code between regions (lets, serial / pipelined loops, `if`s, notes) is replicated
 //!   per thread: it only reads block-uniform values, so every thread computes the same. A
-//!   block-level store is done by thread 0 alone (`if tx == 0:`), so it does not race. A note
+//!   block-level store is done by thread 0 alone (`if tx == 0:`), so it does not race —
+//!   except a store to a local buffer, which every thread makes to its own copy (uniform
+//!   local buffers, `analysis::uniform`, are block-uniform values, not per-thread ones). A note
 //!   touches nothing: no guard, no barrier.
 //! - Barriers: before a region (or a scalar statement reading memory) that reads a shared or
 //!   global buffer written since the last barrier, or writes one read or written since
@@ -47,6 +49,7 @@ use crate::analysis::block::Block;
 use crate::analysis::int::mentions_any;
 use crate::analysis::kernels::{contains_thread_region, for_each_kernel, is_thread_region};
 use crate::analysis::sync::{push_new, State, Touch, Touches};
+use crate::analysis::uniform::uniform_locals;
 use crate::context::PassContext;
 use crate::pass::Pass;
 use std::collections::{HashMap, HashSet};
@@ -173,6 +176,9 @@ struct Cx<'a> {
     tracked: &'a HashMap<String, Tracked>,
     /// Per-thread buffers (local, fragment): reading one makes a value thread-dependent.
     private: &'a HashSet<String>,
+    /// Local buffers: every thread has its own copy, so a block-level store to one is made
+    /// by every thread.
+    locals: &'a HashSet<String>,
     /// Scalar variables whose value may differ between threads.
     divergent: HashSet<String>,
     insert_barriers: bool,
@@ -193,6 +199,7 @@ impl Cx<'_> {
             axes: self.axes,
             tracked: self.tracked,
             private: self.private,
+            locals: self.locals,
             divergent: self.divergent.clone(),
             insert_barriers: self.insert_barriers,
             errors: Vec::new(),
@@ -472,10 +479,19 @@ fn bind_kernel(
             )
         })
         .collect();
+    // Uniform local buffers (block-level scalar variables) are not per-thread values.
+    let uniform = uniform_locals(k);
     let private: HashSet<String> = k
         .allocs
         .iter()
         .filter(|a| matches!(a.scope, Scope::Local | Scope::Fragment))
+        .filter(|a| !uniform.contains(&a.name.name))
+        .map(|a| a.name.name.clone())
+        .collect();
+    let locals: HashSet<String> = k
+        .allocs
+        .iter()
+        .filter(|a| a.scope == Scope::Local)
         .map(|a| a.name.name.clone())
         .collect();
     let mut cx = Cx {
@@ -485,6 +501,7 @@ fn bind_kernel(
         axes: &axes,
         tracked: &tracked,
         private: &private,
+        locals: &locals,
         divergent: HashSet::new(),
         insert_barriers,
         errors: Vec::new(),
@@ -582,6 +599,24 @@ fn walk(body: Vec<Stmt>, state: &mut State, cx: &mut Cx) -> Vec<Stmt> {
                     cx.divergent.insert(var.name.clone());
                 }
                 out.push(Stmt::new(StmtKind::Let { var, dtype, value }, span));
+            }
+            StmtKind::Store {
+                buffer,
+                indices,
+                value,
+            } if cx.locals.contains(&buffer.name) => {
+                // Every thread's own copy of a local buffer gets the block-level value.
+                let stmt = Stmt::new(
+                    StmtKind::Store {
+                        buffer,
+                        indices,
+                        value,
+                    },
+                    span,
+                );
+                let (acc, _) = cx.touches(std::slice::from_ref(&stmt), &HashSet::new());
+                cx.order(state, &acc, span, &mut out);
+                out.push(stmt);
             }
             kind @ (StmtKind::Store { .. } | StmtKind::AtomicAdd { .. }) => {
                 // Block-level code runs once per block: thread 0 does it.

@@ -2,8 +2,8 @@
 //! `examples/`) that tlc compiles, checked end to end against independent references:
 //!
 //! 1. `tlc check`'s road (parse, verify) accepts the file as written.
-//! 2. The tile-level interpreter, on random inputs of a fixed seed at two sizes (one ragged
-//!    where the kernel masks its edges), matches a reference computed here in f64 from the
+//! 2. The tile-level interpreter, on random inputs of a fixed seed (except those [`given`]
+//!    fixes, such as group sizes) at two sizes (one ragged where the kernel masks its edges), matches a reference computed here in f64 from the
 //!    same inputs by the math of the file's header — softmax, layer norm, rms norm, top-k,
 //!    attention (with the causal mask), elementwise add — not by the kernel's algorithm.
 //! 3. The default pipeline of each target lowers it (the refusals listed in [`REFUSED`] are
@@ -169,7 +169,32 @@ const EXAMPLES: &[Example] = &[
         ],
         reference: gemm_blocksparse,
     },
+    // 4 rows x 128 columns per block, groups of rows given by `batch_sizes` ([`given`]):
+    // N = 300 = 2 * 128 + 44 (the last column group masked), the second group's last rows
+    // past M (read as 0) and both groups shorter than M_max (padding rows zeroed); then
+    // three groups, the middle one empty, N whole groups.
+    Example {
+        stem: "cast_group_per_split_token_fp8",
+        sizes: [
+            &[("M", 9), ("N", 300), ("BG", 2), ("M_max", 8)],
+            &[("M", 12), ("N", 256), ("BG", 3), ("M_max", 8)],
+        ],
+        reference: group_per_split_token_cast_fp8,
+    },
 ];
+
+/// Inputs a kernel needs to be meaningful (the others are random): per stem and size (the
+/// index into [`Example::sizes`]).
+fn given(stem: &str, size: usize) -> HashMap<String, Tensor> {
+    let mut inputs = HashMap::new();
+    if stem == "cast_group_per_split_token_fp8" {
+        // Rows per group; each at most M_max, their sum at most M.
+        let sizes: &[i64] = [&[3i64, 6][..], &[4, 0, 8][..]][size];
+        let t = Tensor::from_i64(DType::Int32, &[sizes.len()], sizes).expect("batch sizes");
+        inputs.insert("batch_sizes".to_string(), t);
+    }
+    inputs
+}
 
 /// Supported kernels a target refuses, with a fragment of the located error.
 const REFUSED: &[(&str, Target, &str)] = &[
@@ -202,7 +227,6 @@ const PTXAS_EXPECTED: &[(&str, Target, &str)] = &[
 
 /// The files tlc does not compile yet (tests/tilelang/README.md says what each lacks).
 const NOT_YET: &[&str] = &[
-    "cast_group_per_split_token_fp8",
     "conv_im2col",
     "dequant_gemm_fine_grained",
     "dequant_gemv_fp16xint4",
@@ -488,6 +512,50 @@ fn gemm_blocksparse(o: &Outputs) -> Expected {
     vec![("C", c)]
 }
 
+/// `cast_group_per_split_token_fp8.tir`: group b's rows start at off_b = Σ_{i<b}
+/// batch_sizes[i]; per row t < M_max and 128-wide column group g, v = X[off_b + t, g-th
+/// columns] (rows past M and columns past N read as 0), amax = max(max |v|, 1e-4),
+/// s = float32(amax / 448) if t < batch_sizes[b] else 0; X_amax = s, X_fp8 =
+/// e4m3(clamp(float32(v / s), ±448)) for t < batch_sizes[b], else 0. Exact, as for
+/// `per_token_cast_fp8`.
+fn group_per_split_token_cast_fp8(o: &Outputs) -> Expected {
+    const GROUP: usize = 128;
+    let (x, sizes) = (&o["X"], o["batch_sizes"].to_f64());
+    let (m, n) = (x.shape()[0], x.shape()[1]);
+    let m_max = o["X_fp8"].shape()[1];
+    let xv = x.to_f64();
+    let floor = Fp::F32.round(1e-4);
+    let (mut q, mut scales) = (Vec::new(), Vec::new());
+    let mut offset = 0usize;
+    for &rows in &sizes {
+        let rows = rows as usize;
+        for t in 0..m_max {
+            let r = offset + t;
+            let row: Vec<f64> = (0..n)
+                .map(|j| if r < m { xv[r * n + j] } else { 0.0 })
+                .collect();
+            for group in row.chunks(GROUP) {
+                let amax = group.iter().fold(floor, |a, &v| a.max(v.abs()));
+                let s = if t < rows {
+                    Fp::F32.round(amax / 448.0)
+                } else {
+                    0.0
+                };
+                scales.push(exact(s));
+                q.extend(group.iter().map(|&v| {
+                    if t >= rows {
+                        return exact(0.0);
+                    }
+                    let y = Fp::F32.round(v / s).clamp(-448.0, 448.0);
+                    exact(fp8::decode(fp8::E4M3, fp8::encode(fp8::E4M3, y)))
+                }));
+            }
+        }
+        offset += rows;
+    }
+    vec![("X_fp8", q), ("X_amax", scales)]
+}
+
 /// `cast_per_token_fp8.tir`: per row and 128-wide column group, amax = max(max |x|, 1e-4),
 /// s = float32(amax / 448), X_amax = s, X_fp8 = e4m3(clamp(float32(x / s), ±448)) (round to
 /// nearest even, saturating: `interp::fp8::encode`). Exact: one float32 rounding of each
@@ -628,12 +696,17 @@ fn dims_of(size: &[(&str, i64)]) -> HashMap<String, i64> {
     size.iter().map(|(k, v)| (k.to_string(), *v)).collect()
 }
 
-fn run(func: &PrimFunc, size: &[(&str, i64)], what: &str) -> Outputs {
+fn run(
+    func: &PrimFunc,
+    size: &[(&str, i64)],
+    inputs: HashMap<String, Tensor>,
+    what: &str,
+) -> Outputs {
     let opts = RunOptions {
         seed: SEED,
         threads: 0,
     };
-    interp::run(func, &dims_of(size), HashMap::new(), &opts)
+    interp::run(func, &dims_of(size), inputs, &opts)
         .unwrap_or_else(|e| panic!("{what}: the interpreter stops: {e}"))
 }
 
@@ -808,9 +881,9 @@ fn check_example(stem: &str) {
     let func = check(&name, &text).unwrap_or_else(|e| panic!("`tlc check` refuses {name}:\n{e}"));
     let mut report = Vec::new();
     let mut first = None;
-    for size in example.sizes {
+    for (i, size) in example.sizes.iter().enumerate() {
         let what = format!("{stem} {size:?}");
-        let outs = run(&func, size, &what);
+        let outs = run(&func, size, given(stem, i), &what);
         let expected = (example.reference)(&outs);
         let used = assert_matches(&what, &outs, &expected);
         report.push(format!("{size:?}: {used:.3} of the bound"));
@@ -838,7 +911,7 @@ fn check_example(stem: &str) {
             (Err(e), None) => panic!("{name} on {target}:\n{e}"),
         };
         let what = format!("{stem} {size:?} lowered for {target}");
-        let low = run(&lowered, size, &what);
+        let low = run(&lowered, size, given(stem, 0), &what);
         let used = assert_matches(&what, &low, &expected);
         assert_lowered_agrees(&what, &tile, &low, &expected);
         report.push(format!("{target}: {used:.3} of the bound"));
@@ -909,6 +982,11 @@ fn per_token_fp8_cast_matches_its_reference() {
 #[test]
 fn blocksparse_gemm_matches_its_reference() {
     check_example("gemm_blocksparse");
+}
+
+#[test]
+fn group_per_split_token_fp8_cast_matches_its_reference() {
+    check_example("cast_group_per_split_token_fp8");
 }
 
 /// The files of [`RACY`] pass `check`, and the tile-level interpreter stops each with a

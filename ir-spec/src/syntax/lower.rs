@@ -16,6 +16,7 @@ use crate::span::Span;
 use crate::syntax::ast;
 use crate::syntax::lower_expr::unknown_construct;
 use crate::syntax::lower_kernel::KernelState;
+use crate::syntax::lower_var::element_store;
 use std::collections::{HashMap, HashSet};
 
 /// Deepest statement nesting the IR may get (loops, ifs including `elif` chains, kernels).
@@ -40,6 +41,9 @@ pub struct Lowerer {
     /// The spans (start, end) of TVMScript typed literals (`T.float32(0.5)`), which
     /// `syntax::literals` normalizes.
     pub typed_literals: HashSet<(usize, usize)>,
+    /// `T.alloc_var` variables: one-element local buffers whose name stands for their
+    /// element (`lower_var.rs`).
+    pub vars: HashSet<String>,
 }
 
 /// What lowering gives: the function, and the spans (start, end) of its TVMScript typed
@@ -515,6 +519,9 @@ impl Lowerer {
                             self.alloc(&ident, &callee, value.span, args, span);
                             return None;
                         }
+                        "T.alloc_var" => {
+                            return self.alloc_var(&ident, value.span, args, span);
+                        }
                         "T.launch_thread_idx" | "T.get_thread_binding" => {
                             self.thread_var(&ident, &callee, value.span, args);
                             return None;
@@ -539,6 +546,10 @@ impl Lowerer {
                         }
                         _ => {}
                     }
+                }
+                if self.is_var(name) && annotation.is_none() {
+                    let value = self.expr(value)?;
+                    return Some(element_store(name, target.span, value, span));
                 }
                 let dtype = match annotation {
                     Some(a) => Some(self.dtype(a)?),
@@ -605,6 +616,13 @@ impl Lowerer {
                 );
                 self.assign(target, &combined, None, span)
             }
+            ast::ExprKind::Name(name) if self.is_var(name) => {
+                let combined = ast::Expr::new(
+                    ast::ExprKind::Binary(op, Box::new(target.clone()), Box::new(value.clone())),
+                    span,
+                );
+                self.assign(target, &combined, None, span)
+            }
             ast::ExprKind::Name(name) => self.fail(
                 Diagnostic::error(
                     target.span,
@@ -612,7 +630,7 @@ impl Lowerer {
                 )
                 .with_note(format!(
                     "a name bound with `=` is an immutable value; keep a running value in a \
-                     one-element buffer: `{name} = T.alloc_local((1,), dtype)` and `{name}[0] += …`"
+                     variable: `{name} = T.alloc_var(dtype)` and `{name} += …`"
                 )),
             ),
             _ => self.fail(Diagnostic::error(

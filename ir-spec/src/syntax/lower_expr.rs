@@ -40,6 +40,7 @@ const KNOWN_T_NAMES: &[&str] = &[
     "alloc_shared",
     "alloc_fragment",
     "alloc_local",
+    "alloc_var",
     "alloc_buffer",
     "sblock_alloc_buffer",
     "clear",
@@ -347,6 +348,9 @@ impl Lowerer {
     fn expr_leaf(&mut self, e: &ast::Expr) -> Option<Expr> {
         let span = e.span;
         let kind = match &e.kind {
+            ast::ExprKind::Name(n) if self.is_var(n) => {
+                return Some(crate::syntax::lower_var::element_load(n, span))
+            }
             ast::ExprKind::Name(n) => ExprKind::Var(n.clone()),
             ast::ExprKind::Int(v) => ExprKind::Int(self.int_value(*v, span)?),
             ast::ExprKind::Float(v) => ExprKind::Float(*v),

@@ -18,6 +18,8 @@
 //! - `wgmma` — when a `T.gemm` runs on wgmma (sm_90a): its warpgroup grid, its operands'
 //!   layouts and shared-memory descriptors;
 //! - `raster` — the block a block plays under L2 rasterization (`T.use_swizzle`);
+//! - `uniform` — which local buffers hold block-uniform values (scalar variables written
+//!   only by block-level code), so that they may drive block-level control flow;
 //! - `local_arrays` — which local arrays are indexed at run time (they live in local
 //!   memory, the others in registers) and which of their accesses are provably in bounds.
 
@@ -31,4 +33,5 @@ pub mod raster;
 pub mod schedule;
 pub mod sync;
 pub mod tma;
+pub mod uniform;
 pub mod wgmma;

@@ -544,6 +544,7 @@ fn walk(body: Vec<Stmt>, state: &mut State, cx: &mut Cx) -> Vec<Stmt> {
                 }
             }
             StmtKind::For(f) => serial_loop(f, span, state, cx, &mut out),
+            StmtKind::While { cond, body } => while_loop(cond, body, span, state, cx, &mut out),
             StmtKind::If {
                 cond,
                 then_body,
@@ -673,17 +674,7 @@ fn serial_loop(mut f: For, span: Span, state: &mut State, cx: &mut Cx, out: &mut
     cx.require_uniform(&f.start, "loop bound", &f.body);
     cx.require_uniform(&f.stop, "loop bound", &f.body);
     let entry = state.clone();
-    let mut end_barrier = false;
-    let mut carried = settle(&f, &entry, cx, false);
-    if cx.insert_barriers {
-        let with_end = settle(&f, &entry, cx, true);
-        let inner = barriers_in(&f, &entry, &carried, cx);
-        let at_end = barriers_in(&f, &entry, &with_end, cx) + 1;
-        if at_end <= inner {
-            end_barrier = true;
-            carried = with_end;
-        }
-    }
+    let (carried, end_barrier) = loop_carried(Some(&f.var.name), &f.body, &entry, cx, false);
     let mut start = entry.clone();
     start.union(&carried);
     f.body = walk(std::mem::take(&mut f.body), &mut start, cx);
@@ -700,28 +691,89 @@ fn serial_loop(mut f: For, span: Span, state: &mut State, cx: &mut Cx, out: &mut
     out.push(Stmt::new(StmtKind::For(f), span));
 }
 
-/// The state one iteration of `f` hands the next (in the next iteration's terms), at the
-/// fixpoint: walked from `entry` joined with it. `end_barrier`: the body ends with a barrier.
-fn settle(f: &For, entry: &State, cx: &Cx, end_barrier: bool) -> State {
-    let var = f.var.name.clone();
-    let inner = bound_vars(&f.body);
+/// What one iteration of a loop body hands the next, and whether the body ends with a
+/// barrier: the cheaper of the two placements (or the end barrier when `force_end`, if
+/// barriers are inserted at all). `var`: the loop variable of a `for` (`None` for a `while`,
+/// whose keys mention only values that stay the same across iterations).
+fn loop_carried(
+    var: Option<&str>,
+    body: &[Stmt],
+    entry: &State,
+    cx: &Cx,
+    force_end: bool,
+) -> (State, bool) {
+    let carried = settle(var, body, entry, cx, false);
+    if !cx.insert_barriers {
+        return (carried, false);
+    }
+    let with_end = settle(var, body, entry, cx, true);
+    if force_end {
+        return (with_end, true);
+    }
+    let inner = barriers_in(body, entry, &carried, cx);
+    let at_end = barriers_in(body, entry, &with_end, cx) + 1;
+    if at_end <= inner {
+        (with_end, true)
+    } else {
+        (carried, false)
+    }
+}
+
+/// A `while` loop of scalar code: as a serial loop, with no loop variable. Its condition is
+/// evaluated before every iteration: it must be block-uniform when SIMT regions are under
+/// it (barriers are reached by every thread), and when it reads memory that the body's
+/// regions may write, the body ends with a barrier so that the next test sees the writes.
+fn while_loop(
+    cond: Expr,
+    body: Vec<Stmt>,
+    span: Span,
+    state: &mut State,
+    cx: &mut Cx,
+    out: &mut Vec<Stmt>,
+) {
+    let acc = cx.scalar_touches(&[&cond]);
+    cx.order(state, &acc, span, out);
+    cx.require_uniform(&cond, "`while` condition", &body);
+    let entry = state.clone();
+    let reads_memory = !acc.reads.is_empty() && contains_thread_region(&body);
+    let (carried, end_barrier) = loop_carried(None, &body, &entry, cx, reads_memory);
+    let mut start = entry.clone();
+    start.union(&carried);
+    let mut body = walk(body, &mut start, cx);
+    if end_barrier {
+        body.push(Stmt::new(StmtKind::Barrier, span));
+        start.pending = Touches::default();
+    }
+    *state = start;
+    state.union(&entry);
+    state.widen(&bound_vars(&body));
+    out.push(Stmt::new(StmtKind::While { cond, body }, span));
+}
+
+/// The state one iteration of a loop body hands the next (in the next iteration's terms:
+/// keys over the loop variable `var` shifted), at the fixpoint: walked from `entry` joined
+/// with it. `end_barrier`: the body ends with a barrier.
+fn settle(var: Option<&str>, body: &[Stmt], entry: &State, cx: &Cx, end_barrier: bool) -> State {
+    let inner = bound_vars(body);
     let mut carried = State::default();
     for round in 0.. {
         let mut trial = entry.clone();
         trial.union(&carried);
         let mut dry = cx.dry();
-        walk(f.body.clone(), &mut trial, &mut dry);
+        walk(body.to_vec(), &mut trial, &mut dry);
         if end_barrier {
             trial.pending = Touches::default();
         }
         trial.widen(&inner);
-        trial.shift(&var);
-        if round >= EXACT_ROUNDS {
-            trial.generalize(&var);
-        }
-        if round >= MAX_ROUNDS {
-            // Never seen: families do not converge. Forget the keys over `var`.
-            trial.widen(&HashSet::from([var.clone()]));
+        if let Some(var) = var {
+            trial.shift(var);
+            if round >= EXACT_ROUNDS {
+                trial.generalize(var);
+            }
+            if round >= MAX_ROUNDS {
+                // Never seen: families do not converge. Forget the keys over `var`.
+                trial.widen(&HashSet::from([var.to_string()]));
+            }
         }
         if !carried.union(&trial) {
             break;
@@ -730,12 +782,12 @@ fn settle(f: &For, entry: &State, cx: &Cx, end_barrier: bool) -> State {
     carried
 }
 
-/// How many barriers the body of `f` gets when walked from `entry` joined with `carried`.
-fn barriers_in(f: &For, entry: &State, carried: &State, cx: &Cx) -> usize {
+/// How many barriers a loop body gets when walked from `entry` joined with `carried`.
+fn barriers_in(body: &[Stmt], entry: &State, carried: &State, cx: &Cx) -> usize {
     let mut start = entry.clone();
     start.union(carried);
     let mut dry = cx.dry();
-    let body = walk(f.body.clone(), &mut start, &mut dry);
+    let body = walk(body.to_vec(), &mut start, &mut dry);
     let mut n = 0;
     for_each_stmt(&body, &mut |s| {
         n += usize::from(s.kind == StmtKind::Barrier)

@@ -181,12 +181,36 @@ const EXAMPLES: &[Example] = &[
         ],
         reference: group_per_split_token_cast_fp8,
     },
+    // Sizes fixed by the file (256 x 1024 x 512, 108 programs): stream-K pieces of tiles
+    // merged with atomics, then whole tiles. C zeroed ([`given`]); the second run on
+    // small-integer inputs, where every partial sum is exact whatever the merge order.
+    Example {
+        stem: "gemm_streamk",
+        sizes: [&[], &[]],
+        reference: gemm_streamk,
+    },
 ];
 
 /// Inputs a kernel needs to be meaningful (the others are random): per stem and size (the
 /// index into [`Example::sizes`]).
 fn given(stem: &str, size: usize) -> HashMap<String, Tensor> {
     let mut inputs = HashMap::new();
+    if stem == "gemm_streamk" {
+        // The caller zeroes C (the atomic adds of split tiles start from it).
+        let c = Tensor::zeros(DType::Float32, &[256, 1024]).expect("C");
+        inputs.insert("C".to_string(), c);
+        if size == 1 {
+            // Integers in [-4, 4]: products and every partial sum (|.| <= 512 * 16) exact.
+            let ints = |shape: [usize; 2], salt: usize| {
+                let v: Vec<f64> = (0..shape[0] * shape[1])
+                    .map(|i| ((i * 7 + salt) % 9) as f64 - 4.0)
+                    .collect();
+                Tensor::from_f64(DType::Float16, &shape, &v).expect("integers")
+            };
+            inputs.insert("A".to_string(), ints([256, 512], 0));
+            inputs.insert("B".to_string(), ints([1024, 512], 5));
+        }
+    }
     if stem == "cast_group_per_split_token_fp8" {
         // Rows per group; each at most M_max, their sum at most M.
         let sizes: &[i64] = [&[3i64, 6][..], &[4, 0, 8][..]][size];
@@ -230,7 +254,6 @@ const NOT_YET: &[&str] = &[
     "conv_im2col",
     "dequant_gemm_fine_grained",
     "dequant_gemv_fp16xint4",
-    "gemm_streamk",
     "gemv_alloc_reducer",
 ];
 
@@ -506,6 +529,25 @@ fn gemm_blocksparse(o: &Outputs) -> Expected {
             let set = |l: &usize| maskv[((i / 128) * nb + j / 128) * kb + l / 32] != 0.0;
             let products = (0..k).filter(set).map(|l| av[i * k + l] * bv[l * n + j]);
             let model = Approx::sum(products.clone().map(exact), Fp::F32).round(Fp::F16);
+            c.push(expect(products.sum(), model));
+        }
+    }
+    vec![("C", c)]
+}
+
+/// `gemm_streamk.tir`: C = A @ B^T (float16 products exact in float32), summed in float32:
+/// each tile's k-range is cut into pieces summed separately and merged into the zeroed C by
+/// float32 atomic adds in an unspecified order — one float32 sum of the K products in some
+/// association, which `Approx::sum` bounds for any.
+fn gemm_streamk(o: &Outputs) -> Expected {
+    let (a, b) = (&o["A"], &o["B"]);
+    let (m, k, n) = (a.shape()[0], a.shape()[1], b.shape()[0]);
+    let (av, bv) = (a.to_f64(), b.to_f64());
+    let mut c = Vec::with_capacity(m * n);
+    for i in 0..m {
+        for j in 0..n {
+            let products = (0..k).map(|l| av[i * k + l] * bv[j * k + l]);
+            let model = Approx::sum(products.clone().map(exact), Fp::F32);
             c.push(expect(products.sum(), model));
         }
     }
@@ -982,6 +1024,11 @@ fn per_token_fp8_cast_matches_its_reference() {
 #[test]
 fn blocksparse_gemm_matches_its_reference() {
     check_example("gemm_blocksparse");
+}
+
+#[test]
+fn streamk_gemm_matches_its_reference() {
+    check_example("gemm_streamk");
 }
 
 #[test]

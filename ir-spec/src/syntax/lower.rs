@@ -471,6 +471,7 @@ impl Lowerer {
                 branches,
                 else_body,
             } => self.if_chain(branches, else_body.as_deref(), span),
+            ast::StmtKind::While { cond, body } => self.while_loop(cond, body, span),
             ast::StmtKind::With { item, target, body } => {
                 self.with_stmt(item, target.as_ref(), body, span, out);
                 None
@@ -478,6 +479,13 @@ impl Lowerer {
             _ => self.fail(stmt_error(stmt)),
         };
         out.extend(lowered);
+    }
+
+    /// `while cond: body`.
+    fn while_loop(&mut self, cond: &ast::Expr, body: &[ast::Stmt], span: Span) -> Option<Stmt> {
+        let cond = self.expr(cond);
+        let body = self.nested(1, span, |lw| lw.block(body))?;
+        Some(Stmt::new(StmtKind::While { cond: cond?, body }, span))
     }
 
     /// Runs `f` one statement level deeper, refusing to nest beyond [`MAX_STMT_DEPTH`].

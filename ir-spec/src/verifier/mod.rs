@@ -278,6 +278,10 @@ impl<'f> Checker<'f> {
                 self.body(then_body);
                 self.body(else_body);
             }
+            StmtKind::While { cond, body } => {
+                self.expect_bool(cond, "`while` condition");
+                self.body(body);
+            }
             StmtKind::Let { var, dtype, value } => self.let_stmt(var, *dtype, value),
             StmtKind::Store {
                 buffer,

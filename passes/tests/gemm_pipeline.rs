@@ -130,6 +130,27 @@ fn keeps_meaning(target: Target) {
     }
 }
 
+const WHILE_PIPELINES: &str = "@T.prim_func
+def g(
+    A: T.Tensor((256, 256), \"float16\"),
+    B: T.Tensor((256, 256), \"float16\"),
+    C: T.Tensor((256, 256), \"float32\"),
+):
+    with T.Kernel(2, 2, threads=128) as (bx, by):
+        A_shared = T.alloc_shared((128, 32), \"float16\")
+        B_shared = T.alloc_shared((32, 128), \"float16\")
+        C_local = T.alloc_fragment((128, 128), \"float\")
+        kb = T.alloc_var(T.int32, bx)
+        T.clear(C_local)
+        while kb < 3:
+            for ko in T.Pipelined(kb - 1, num_stages=3):
+                T.copy(A[by * 128, ko * 32], A_shared)
+                T.copy(B[ko * 32, bx * 128], B_shared)
+                T.gemm(A_shared, B_shared, C_local)
+            kb += 1
+        T.copy(C_local, C[by * 128, bx * 128])
+";
+
 /// sm_90a with the dims bound (row strides provably multiples of 16 bytes): the pipelines
 /// run on TMA — ragged M and N, a ragged last K tile (the boxes' zero fill; the seed's own
 /// B copy is unmasked, so its K and N stay whole), fewer K tiles
@@ -175,6 +196,10 @@ fn every_sm90a_pass_keeps_the_meaning_of_tma_pipelines() {
             assert_ne!(text, from_one, "the loop header moved");
             bound(&tlc_ir::parse(&from_one).expect("parse"), 136, 128, 160)
         }),
+        // Inside a block-uniform `while` over a `T.alloc_var`: a pipeline per iteration with
+        // a run-time trip count of -1, 0, 1 (block column 0) or 0, 1 (column 1) — the
+        // prologue and the barriers' phases for short and empty runs, run after run.
+        ("pipelines in a while loop", tlc_ir::parse(WHILE_PIPELINES).expect("parse")),
     ];
     for (name, func) in cases {
         let printed = sm90a_stages_keep_meaning(name, &func);

@@ -447,10 +447,16 @@ fn a_divergent_while_loop_runs_each_thread_its_own_trip_count() {
 fn a_while_loop_that_does_not_end_is_reported() {
     let tile = "@T.prim_func\ndef w(A: T.Tensor((4,), \"int32\")):\n    with T.Kernel(1, threads=32) as bx:\n        A[0] = 0\n        while A[0] >= 0:\n            A[1] = 1\n";
     let e = error(tile);
-    assert!(e.message.contains("without its condition becoming false"), "{e:?}");
+    assert!(
+        e.message.contains("without its condition becoming false"),
+        "{e:?}"
+    );
     assert_eq!(&tile[e.span.start..e.span.start + 5], "while");
     let thread = "@T.prim_func\ndef w(A: T.Tensor((32,), \"int32\")):\n    with T.Kernel(1, threads=32) as bx:\n        for tx in T.thread_binding(32, thread=\"threadIdx.x\"):\n            A[tx] = 0\n            while A[tx] <= tx:\n                A[tx] = A[tx] + T.if_then_else(tx == 5, 0, 1)\n";
     let e = error(thread);
-    assert!(e.message.contains("without its condition becoming false"), "{e:?}");
+    assert!(
+        e.message.contains("without its condition becoming false"),
+        "{e:?}"
+    );
     assert_eq!(&thread[e.span.start..e.span.start + 5], "while");
 }

@@ -199,7 +199,10 @@ fn every_sm90a_pass_keeps_the_meaning_of_tma_pipelines() {
         // Inside a block-uniform `while` over a `T.alloc_var`: a pipeline per iteration with
         // a run-time trip count of -1, 0, 1 (block column 0) or 0, 1 (column 1) — the
         // prologue and the barriers' phases for short and empty runs, run after run.
-        ("pipelines in a while loop", tlc_ir::parse(WHILE_PIPELINES).expect("parse")),
+        (
+            "pipelines in a while loop",
+            tlc_ir::parse(WHILE_PIPELINES).expect("parse"),
+        ),
     ];
     for (name, func) in cases {
         let printed = sm90a_stages_keep_meaning(name, &func);

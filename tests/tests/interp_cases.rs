@@ -333,7 +333,12 @@ fn check_while_loops(o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
     for b in 0..3 {
         for j in 0..32 {
             let target = a[b * 64 + j] + 8.0;
-            want_d.push((0..).map(f64::from).find(|d| d * d >= target).unwrap_or(0.0));
+            want_d.push(
+                (0..)
+                    .map(f64::from)
+                    .find(|d| d * d >= target)
+                    .unwrap_or(0.0),
+            );
         }
     }
     assert_eq!(o["D"].to_f64(), want_d, "while_loops: D");

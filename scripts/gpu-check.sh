@@ -40,6 +40,7 @@ run tests/cases/valid/math_and_bits.tir -D N=1000
 run tests/cases/valid/fp8_cast.tir -D N=1000
 run tests/cases/valid/row_softmax.tir -D M=1000
 run tests/cases/valid/atomic_colsum.tir -D M=200 -D N=1000
+run tests/cases/valid/while_loops.tir -D M=1000
 run tests/cases/valid/elementwise_int64_dim.tir -D N=1000
 run examples/scale_cast.tir -D M=100 -D N=130
 run examples/transpose.tir -D M=100 -D N=130
@@ -74,7 +75,9 @@ TARGETS=sm_90a run bench/gemm_128x256x64_t256_s4.tir -D M=384 -D N=512 -D K=4096
 # interpreter's side of the comparison stays quick. softmax_online is exact only for N a
 # multiple of 8192, topk_topk for M a multiple of 64, norm_layernorm_bwd for N a multiple of 32,
 # cast_per_token_fp8 for M a multiple of 8, gemm_blocksparse for M, N, K multiples of 128,
-# 128, 32; gemm_persistent needs more shared memory than sm_80 gives a
+# 128, 32 (gemm_streamk's sizes are constants; cast_group_per_split_token_fp8 with random
+# batch_sizes: every access stays in bounds whatever they are, and the interpreter sees the
+# same ones); gemm_persistent needs more shared memory than sm_80 gives a
 # block (gemm_persistent at M = 1800, N = 2600: 165 tiles, two waves of the 132 blocks).
 # gemv_naive (N, K multiples of 128) and gemv_splitk_vectorized (N a multiple of 2, K of
 # 256) run with thread-sync's automatic barriers.
@@ -108,4 +111,7 @@ run tests/tilelang/gemv_splitk_vectorized.tir -D N=1024 -D K=1024
 run tests/tilelang/gemv_alloc_reducer.tir -D M=130 -D N=200
 run tests/tilelang/gemv_alloc_reducer.tir -D M=1024 -D N=1024
 run tests/tilelang/dequant_gemv_fp16xint4.tir
+run tests/tilelang/cast_group_per_split_token_fp8.tir -D M=9 -D N=300 -D BG=2 -D M_max=8
+run tests/tilelang/cast_group_per_split_token_fp8.tir -D M=1024 -D N=1024 -D BG=2 -D M_max=896
+run tests/tilelang/gemm_streamk.tir
 exit $fail

@@ -169,6 +169,14 @@ pub enum StmtKind {
     /// `with T.Kernel(...) as (bx, by):` — a grid of thread blocks.
     Kernel(Kernel),
     For(For),
+    /// `while cond: body`: runs `body` as long as `cond` (bool) holds, testing it before
+    /// each iteration. In tile-level (block-level) code the condition must be the same for
+    /// every thread of the block when SIMT regions or barriers are under it
+    /// (`analysis::uniform`); in per-thread code it may differ per thread (a divergent loop).
+    While {
+        cond: Expr,
+        body: Vec<Stmt>,
+    },
     /// `if cond: … elif …: … else: …` (`elif` is an `If` alone in `else_body`).
     If {
         cond: Expr,

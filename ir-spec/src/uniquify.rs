@@ -119,6 +119,7 @@ fn walk(body: &mut [Stmt], scope: &mut Vec<String>, state: &mut State) {
                 walk(then_body, scope, state);
                 walk(else_body, scope, state);
             }
+            StmtKind::While { body, .. } => walk(body, scope, state),
             StmtKind::Store { .. }
             | StmtKind::AtomicAdd { .. }
             | StmtKind::Copy { .. }

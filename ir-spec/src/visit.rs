@@ -8,6 +8,7 @@ pub fn child_bodies(stmt: &Stmt) -> Vec<&Vec<Stmt>> {
     match &stmt.kind {
         StmtKind::Kernel(k) => vec![&k.body],
         StmtKind::For(f) => vec![&f.body],
+        StmtKind::While { body, .. } => vec![body],
         StmtKind::If {
             then_body,
             else_body,
@@ -22,6 +23,7 @@ pub fn child_bodies_mut(stmt: &mut Stmt) -> Vec<&mut Vec<Stmt>> {
     match &mut stmt.kind {
         StmtKind::Kernel(k) => vec![&mut k.body],
         StmtKind::For(f) => vec![&mut f.body],
+        StmtKind::While { body, .. } => vec![body],
         StmtKind::If {
             then_body,
             else_body,
@@ -92,7 +94,7 @@ pub fn stmt_exprs(stmt: &Stmt) -> Vec<&Expr> {
             out.push(&f.start);
             out.push(&f.stop);
         }
-        StmtKind::If { cond, .. } => out.push(cond),
+        StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => out.push(cond),
         StmtKind::Let { value, .. } => out.push(value),
         StmtKind::Store { indices, value, .. } | StmtKind::AtomicAdd { indices, value, .. } => {
             out.extend(indices.iter());
@@ -214,7 +216,7 @@ pub fn map_body_exprs(body: &mut [Stmt], f: &mut dyn FnMut(Expr) -> Expr) {
                 l.start = map_expr(&l.start, f);
                 l.stop = map_expr(&l.stop, f);
             }
-            StmtKind::If { cond, .. } => *cond = map_expr(cond, f),
+            StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => *cond = map_expr(cond, f),
             StmtKind::Let { value, .. } => *value = map_expr(value, f),
             StmtKind::Store { indices, value, .. } | StmtKind::AtomicAdd { indices, value, .. } => {
                 all(indices, f);

@@ -491,3 +491,33 @@ fn notes_mean_nothing_at_either_level() {
         }
     }
 }
+
+/// A `while` whose condition differs per thread: each thread loops until its own condition
+/// fails (a divergent loop), and a barrier after the loop joins them all again.
+#[test]
+fn a_divergent_while_loop_runs_each_thread_its_own_trip_count() {
+    let src = "@T.prim_func\ndef w(A: T.Tensor((64,), \"int32\")):\n    with T.Kernel(1, threads=64) as bx:\n        S = T.alloc_shared((64,), \"int32\")\n        for tx in T.thread_binding(64, thread=\"threadIdx.x\"):\n            S[tx] = 0\n            while S[tx] * 3 < tx:\n                S[tx] = S[tx] + 1\n            T.sync_threads()\n            A[tx] = S[63 - tx]\n";
+    let out = outputs(src, 1);
+    let want: Vec<f64> = (0..64).map(|t: i64| ((63 - t + 2) / 3) as f64).collect();
+    assert_eq!(values(get(&out, "A")), want);
+}
+
+/// A `while` that does not end is stopped with a located error, at the tile level and per
+/// thread.
+#[test]
+fn a_while_loop_that_does_not_end_is_reported() {
+    let tile = "@T.prim_func\ndef w(A: T.Tensor((4,), \"int32\")):\n    with T.Kernel(1, threads=32) as bx:\n        A[0] = 0\n        while A[0] >= 0:\n            A[1] = 1\n";
+    let e = error(tile);
+    assert!(
+        e.message.contains("without its condition becoming false"),
+        "{e:?}"
+    );
+    assert_eq!(&tile[e.span.start..e.span.start + 5], "while");
+    let thread = "@T.prim_func\ndef w(A: T.Tensor((32,), \"int32\")):\n    with T.Kernel(1, threads=32) as bx:\n        for tx in T.thread_binding(32, thread=\"threadIdx.x\"):\n            A[tx] = 0\n            while A[tx] <= tx:\n                A[tx] = A[tx] + T.if_then_else(tx == 5, 0, 1)\n";
+    let e = error(thread);
+    assert!(
+        e.message.contains("without its condition becoming false"),
+        "{e:?}"
+    );
+    assert_eq!(&thread[e.span.start..e.span.start + 5], "while");
+}

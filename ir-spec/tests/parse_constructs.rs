@@ -931,3 +931,23 @@ fn thread_binding_statement_is_a_thread_variable() {
         StmtKind::For(l) if l.var.name == "tx" && l.kind == ForKind::ThreadBinding(ThreadTag::ThreadX)
     ));
 }
+
+/// `while` and `T.alloc_var`: the variable is a one-element local buffer read and written by
+/// name, and the printed IR (the buffer form) parses back to the same IR.
+#[test]
+fn while_loops_and_alloc_var_round_trip() {
+    let src = "@T.prim_func\ndef w(A: T.Tensor((64,), \"int32\")):\n    with T.Kernel(2, threads=32) as bx:\n        n = T.alloc_var(T.int32, bx)\n        m = T.alloc_var(dtype=T.int32)\n        m = 0\n        while n < 5 and m < 64:\n            A[m] = n\n            n += 1\n            m = m + 2\n";
+    let f = tlc_ir::parse(src).unwrap_or_else(|d| panic!("{d:?}"));
+    let text = tlc_ir::printer::print_func(&f);
+    assert!(
+        text.contains("n = T.alloc_local((1,), \"int32\")"),
+        "{text}"
+    );
+    assert!(text.contains("n[0] = bx\n"), "{text}");
+    assert!(text.contains("while n[0] < 5 and m[0] < 64:"), "{text}");
+    assert!(text.contains("n[0] = n[0] + 1"), "{text}");
+    assert_eq!(tlc_ir::parse(&text).unwrap_or_else(|d| panic!("{d:?}")), f);
+    let bad = "@T.prim_func\ndef w(A: T.Tensor((64,), \"int32\")):\n    with T.Kernel(2, threads=32) as bx:\n        n = T.alloc_var(T.int32, scope=\"shared\")\n";
+    let e = tlc_ir::parse(bad).expect_err("a shared variable");
+    assert!(e[0].message.contains("unsupported scope"), "{e:?}");
+}

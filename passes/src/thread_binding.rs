@@ -7,7 +7,9 @@
 //!   narrower than the block runs under `if tx < extent:`.
 //! - Scalar code between regions (lets, serial / pipelined loops, `if`s, notes) is replicated
 //!   per thread: it only reads block-uniform values, so every thread computes the same. A
-//!   block-level store is done by thread 0 alone (`if tx == 0:`), so it does not race. A note
+//!   block-level store is done by thread 0 alone (`if tx == 0:`), so it does not race —
+//!   except a store to a local buffer, which every thread makes to its own copy (uniform
+//!   local buffers, `analysis::uniform`, are block-uniform values, not per-thread ones). A note
 //!   touches nothing: no guard, no barrier.
 //! - Barriers: before a region (or a scalar statement reading memory) that reads a shared or
 //!   global buffer written since the last barrier, or writes one read or written since
@@ -47,6 +49,7 @@ use crate::analysis::block::Block;
 use crate::analysis::int::mentions_any;
 use crate::analysis::kernels::{contains_thread_region, for_each_kernel, is_thread_region};
 use crate::analysis::sync::{self, push_new, State, Touch, Touches};
+use crate::analysis::uniform::uniform_locals;
 use crate::context::PassContext;
 use crate::pass::Pass;
 use std::collections::{HashMap, HashSet};
@@ -173,6 +176,9 @@ struct Cx<'a> {
     tracked: &'a HashMap<String, Tracked>,
     /// Per-thread buffers (local, fragment): reading one makes a value thread-dependent.
     private: &'a HashSet<String>,
+    /// Local buffers: every thread has its own copy, so a block-level store to one is made
+    /// by every thread.
+    locals: &'a HashSet<String>,
     /// Scalar variables whose value may differ between threads.
     divergent: HashSet<String>,
     insert_barriers: bool,
@@ -193,6 +199,7 @@ impl Cx<'_> {
             axes: self.axes,
             tracked: self.tracked,
             private: self.private,
+            locals: self.locals,
             divergent: self.divergent.clone(),
             insert_barriers: self.insert_barriers,
             errors: Vec::new(),
@@ -473,10 +480,19 @@ fn bind_kernel(
             )
         })
         .collect();
+    // Uniform local buffers (block-level scalar variables) are not per-thread values.
+    let uniform = uniform_locals(k);
     let private: HashSet<String> = k
         .allocs
         .iter()
         .filter(|a| matches!(a.scope, Scope::Local | Scope::Fragment))
+        .filter(|a| !uniform.contains(&a.name.name))
+        .map(|a| a.name.name.clone())
+        .collect();
+    let locals: HashSet<String> = k
+        .allocs
+        .iter()
+        .filter(|a| a.scope == Scope::Local)
         .map(|a| a.name.name.clone())
         .collect();
     let mut cx = Cx {
@@ -486,6 +502,7 @@ fn bind_kernel(
         axes: &axes,
         tracked: &tracked,
         private: &private,
+        locals: &locals,
         divergent: HashSet::new(),
         insert_barriers,
         errors: Vec::new(),
@@ -522,6 +539,7 @@ fn walk(body: Vec<Stmt>, state: &mut State, cx: &mut Cx) -> Vec<Stmt> {
                 }
             }
             StmtKind::For(f) => serial_loop(f, span, state, cx, &mut out),
+            StmtKind::While { cond, body } => while_loop(cond, body, span, state, cx, &mut out),
             StmtKind::If {
                 cond,
                 then_body,
@@ -578,6 +596,24 @@ fn walk(body: Vec<Stmt>, state: &mut State, cx: &mut Cx) -> Vec<Stmt> {
                 }
                 out.push(Stmt::new(StmtKind::Let { var, dtype, value }, span));
             }
+            StmtKind::Store {
+                buffer,
+                indices,
+                value,
+            } if cx.locals.contains(&buffer.name) => {
+                // Every thread's own copy of a local buffer gets the block-level value.
+                let stmt = Stmt::new(
+                    StmtKind::Store {
+                        buffer,
+                        indices,
+                        value,
+                    },
+                    span,
+                );
+                let (acc, _) = cx.touches(std::slice::from_ref(&stmt), &HashSet::new());
+                cx.order(state, &acc, span, &mut out);
+                out.push(stmt);
+            }
             kind @ (StmtKind::Store { .. } | StmtKind::AtomicAdd { .. }) => {
                 // Block-level code runs once per block: thread 0 does it.
                 let stmt = Stmt::new(kind, span);
@@ -633,17 +669,7 @@ fn serial_loop(mut f: For, span: Span, state: &mut State, cx: &mut Cx, out: &mut
     cx.require_uniform(&f.start, "loop bound", &f.body);
     cx.require_uniform(&f.stop, "loop bound", &f.body);
     let entry = state.clone();
-    let mut end_barrier = false;
-    let mut carried = settle(&f, &entry, cx, false);
-    if cx.insert_barriers {
-        let with_end = settle(&f, &entry, cx, true);
-        let inner = barriers_in(&f, &entry, &carried, cx);
-        let at_end = barriers_in(&f, &entry, &with_end, cx) + 1;
-        if at_end <= inner {
-            end_barrier = true;
-            carried = with_end;
-        }
-    }
+    let (carried, end_barrier) = loop_carried(Some(&f.var.name), &f.body, &entry, cx, false);
     let mut start = entry.clone();
     start.union(&carried);
     f.body = walk(std::mem::take(&mut f.body), &mut start, cx);
@@ -660,21 +686,82 @@ fn serial_loop(mut f: For, span: Span, state: &mut State, cx: &mut Cx, out: &mut
     out.push(Stmt::new(StmtKind::For(f), span));
 }
 
-/// The state one iteration of `f` hands the next (in the next iteration's terms), at the
-/// fixpoint: walked from `entry` joined with it. `end_barrier`: the body ends with a barrier.
-fn settle(f: &For, entry: &State, cx: &Cx, end_barrier: bool) -> State {
-    let inner = bound_vars(&f.body);
-    sync::settle(&f.var.name, &inner, entry, end_barrier, &mut |trial| {
-        walk(f.body.clone(), trial, &mut cx.dry());
+/// What one iteration of a loop body hands the next, and whether the body ends with a
+/// barrier: the cheaper of the two placements (or the end barrier when `force_end`, if
+/// barriers are inserted at all). `var`: the loop variable of a `for` (`None` for a `while`,
+/// whose keys mention only values that stay the same across iterations).
+fn loop_carried(
+    var: Option<&str>,
+    body: &[Stmt],
+    entry: &State,
+    cx: &Cx,
+    force_end: bool,
+) -> (State, bool) {
+    let carried = settle(var, body, entry, cx, false);
+    if !cx.insert_barriers {
+        return (carried, false);
+    }
+    let with_end = settle(var, body, entry, cx, true);
+    if force_end {
+        return (with_end, true);
+    }
+    let inner = barriers_in(body, entry, &carried, cx);
+    let at_end = barriers_in(body, entry, &with_end, cx) + 1;
+    if at_end <= inner {
+        (with_end, true)
+    } else {
+        (carried, false)
+    }
+}
+
+/// A `while` loop of scalar code: as a serial loop, with no loop variable. Its condition is
+/// evaluated before every iteration: it must be block-uniform when SIMT regions are under
+/// it (barriers are reached by every thread), and when it reads memory that the body's
+/// regions may write, the body ends with a barrier so that the next test sees the writes.
+fn while_loop(
+    cond: Expr,
+    body: Vec<Stmt>,
+    span: Span,
+    state: &mut State,
+    cx: &mut Cx,
+    out: &mut Vec<Stmt>,
+) {
+    let acc = cx.scalar_touches(&[&cond]);
+    cx.order(state, &acc, span, out);
+    cx.require_uniform(&cond, "`while` condition", &body);
+    let entry = state.clone();
+    let reads_memory = !acc.reads.is_empty() && contains_thread_region(&body);
+    let (carried, end_barrier) = loop_carried(None, &body, &entry, cx, reads_memory);
+    let mut start = entry.clone();
+    start.union(&carried);
+    let mut body = walk(body, &mut start, cx);
+    if end_barrier {
+        body.push(Stmt::new(StmtKind::Barrier, span));
+        start.pending = Touches::default();
+    }
+    *state = start;
+    state.union(&entry);
+    state.widen(&bound_vars(&body));
+    out.push(Stmt::new(StmtKind::While { cond, body }, span));
+}
+
+/// The state one iteration of a loop body hands the next (in the next iteration's terms:
+/// keys over the loop variable `var` shifted; `None` for a `while`), at the fixpoint
+/// (`sync::settle`): walked from `entry` joined with it. `end_barrier`: the body ends with a
+/// barrier.
+fn settle(var: Option<&str>, body: &[Stmt], entry: &State, cx: &Cx, end_barrier: bool) -> State {
+    let inner = bound_vars(body);
+    sync::settle(var, &inner, entry, end_barrier, &mut |trial| {
+        walk(body.to_vec(), trial, &mut cx.dry());
     })
 }
 
-/// How many barriers the body of `f` gets when walked from `entry` joined with `carried`.
-fn barriers_in(f: &For, entry: &State, carried: &State, cx: &Cx) -> usize {
+/// How many barriers a loop body gets when walked from `entry` joined with `carried`.
+fn barriers_in(body: &[Stmt], entry: &State, carried: &State, cx: &Cx) -> usize {
     let mut start = entry.clone();
     start.union(carried);
     let mut dry = cx.dry();
-    let body = walk(f.body.clone(), &mut start, &mut dry);
+    let body = walk(body.to_vec(), &mut start, &mut dry);
     let mut n = 0;
     for_each_stmt(&body, &mut |s| {
         n += usize::from(s.kind == StmtKind::Barrier)

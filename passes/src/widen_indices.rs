@@ -95,6 +95,10 @@ impl Widen {
                 self.body(then_body);
                 self.body(else_body);
             }
+            StmtKind::While { cond, body } => {
+                *cond = self.expr(cond);
+                self.body(body);
+            }
             StmtKind::Let { var, dtype, value } => {
                 *value = self.expr(value);
                 let d = self.dtype(value);

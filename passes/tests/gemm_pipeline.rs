@@ -134,6 +134,46 @@ fn keeps_meaning(target: Target) {
     }
 }
 
+/// Inside a block-uniform `while` over a `T.alloc_var`, a pipeline per iteration with a
+/// run-time trip count of -1, 0, 1 (block column 0) or 0, 1 (column 1): the prologue and the
+/// barriers' phases for short and empty runs, run after run, on TMA. Only the pipeline's
+/// output is compared (between `lower-tile-ops` and `thread-binding` the variable is read
+/// outside the SIMT regions, which the interpreter runs only once they are merged).
+#[test]
+fn tma_pipelines_inside_a_while_loop_keep_their_meaning() {
+    let func = tlc_ir::parse(WHILE_PIPELINES).expect("parse");
+    let stages = stages_for(&func, Target::Sm90a);
+    let (_, last) = stages.last().expect("stages");
+    assert!(
+        stages
+            .iter()
+            .any(|(_, f)| print_func(f).contains("T.tma_load(")),
+        "the TMA path was not taken"
+    );
+    assert!(assert_close_meaning("pipelines in a while loop", &func, last, 1e-3) > 0);
+}
+
+const WHILE_PIPELINES: &str = "@T.prim_func
+def g(
+    A: T.Tensor((256, 256), \"float16\"),
+    B: T.Tensor((256, 256), \"float16\"),
+    C: T.Tensor((256, 256), \"float32\"),
+):
+    with T.Kernel(2, 2, threads=128) as (bx, by):
+        A_shared = T.alloc_shared((128, 32), \"float16\")
+        B_shared = T.alloc_shared((32, 128), \"float16\")
+        C_local = T.alloc_fragment((128, 128), \"float\")
+        kb = T.alloc_var(T.int32, bx)
+        T.clear(C_local)
+        while kb < 3:
+            for ko in T.Pipelined(kb - 1, num_stages=3):
+                T.copy(A[by * 128, ko * 32], A_shared)
+                T.copy(B[ko * 32, bx * 128], B_shared)
+                T.gemm(A_shared, B_shared, C_local)
+            kb += 1
+        T.copy(C_local, C[by * 128, bx * 128])
+";
+
 /// sm_90a with the dims bound (row strides provably multiples of 16 bytes): the pipelines
 /// run on TMA — ragged M and N, a ragged last K tile (the boxes' zero fill; the seed's own
 /// B copy is unmasked, so its K and N stay whole), fewer K tiles

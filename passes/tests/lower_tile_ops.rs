@@ -112,6 +112,13 @@ fn lowering_keeps_meaning_on_the_corpus() {
     let mut compared = 0;
     let mut lowered_cases = 0;
     for (name, func) in corpus() {
+        if name == "while_loops" {
+            // Its scalar variables (local buffers) are read by block-level code, which the
+            // interpreter runs only once thread-binding has merged the regions; its lowering
+            // is compared after the whole pipeline (interp_cases at the tile level,
+            // gemm_pipeline's and tilelang_examples' while-loop kernels after lowering).
+            continue;
+        }
         // Reductions and broadcasts are rewritten into tile ops first (tests/reductions.rs),
         // gemm kernels need their layouts (tests/gemm.rs checks them in detail).
         let tiles = LowerReductions

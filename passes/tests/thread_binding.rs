@@ -150,6 +150,46 @@ fn regions_under_thread_dependent_code_and_leftover_tile_ops_are_errors() {
     assert!(e[0].contains("run lower-tile-ops"), "{e:?}");
 }
 
+/// A local buffer written only by block-level code from uniform values (a scalar variable,
+/// `analysis::uniform`) may drive the control flow around regions; every thread stores its
+/// own copy of it (no `tx == 0` guard), so every thread reads the value back.
+#[test]
+fn uniform_local_scalars_drive_block_level_control_flow() {
+    let body = "        L[0] = 0.0
+        for i in T.serial(3):
+            L[0] = L[0] + A[i]
+        if L[0] > -100.0:
+            for tx in T.thread_binding(64, thread=\"threadIdx.x\"):
+                S[tx] = A[tx] + L[0]
+        for tx_1 in T.thread_binding(64, thread=\"threadIdx.x\"):
+            A[tx_1] = S[63 - tx_1]
+";
+    assert_eq!(errors(body), Vec::<String>::new());
+    let func = tlc_ir::parse(&format!("{HEAD}{body}")).unwrap();
+    let out = bound(func.clone());
+    let text = print_func(&out);
+    assert!(!text.contains("tx == 0"), "{text}");
+    let opts = RunOptions {
+        seed: 1,
+        threads: 1,
+    };
+    // A[i] = i: L = 0 + 1 + 2, and A[t] becomes A[63 - t] + L.
+    let a: Vec<f64> = (0..64).map(f64::from).collect();
+    let inputs = HashMap::from([(
+        "A".to_string(),
+        tlc_ir::interp::Tensor::from_f64(tlc_ir::dtype::DType::Float32, &[64], &a).unwrap(),
+    )]);
+    let got = run(&out, &simt::dims(&out), inputs, &opts).unwrap_or_else(|e| panic!("{e}"));
+    let want: Vec<f64> = (0..64).map(|t| f64::from(63 - t) + 3.0).collect();
+    assert_eq!(got["A"].to_f64(), want);
+    // Written inside a region, the same buffer is per thread again.
+    let e = errors("        for tx in T.thread_binding(64, thread=\"threadIdx.x\"):\n            L[0] = A[tx]\n        if L[0] > 0.0:\n            for tx_1 in T.thread_binding(64, thread=\"threadIdx.x\"):\n                S[tx_1] = A[tx_1]\n");
+    assert!(
+        e.len() == 1 && e[0].contains("depends on the thread"),
+        "{e:?}"
+    );
+}
+
 #[test]
 fn block_level_stores_are_done_by_thread_zero() {
     let src = format!("{HEAD}        for tx in T.thread_binding(64, thread=\"threadIdx.x\"):\n            S[tx] = A[tx]\n        S[0] = 1.0\n        for tx_1 in T.thread_binding(64, thread=\"threadIdx.x\"):\n            A[tx_1] = S[63 - tx_1]\n");

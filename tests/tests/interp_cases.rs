@@ -22,6 +22,8 @@ fn dims_for(stem: &str) -> Vec<(&'static str, i64)> {
         }
         "index_math" => vec![("M", 40)],
         "row_softmax" => vec![("M", 37)],
+        // 74 chunks over 3 blocks of 25: rows 12 and 37 split between two blocks.
+        "while_loops" => vec![("M", 37)],
         "atomic_colsum" => vec![("M", 50), ("N", 70)],
         "scale_cast" | "transpose" => vec![("M", 100), ("N", 70)],
         "gemm_bf16_transposed" => vec![("M", 100), ("N", 90), ("K", 70)],
@@ -193,6 +195,7 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
         "atomic_colsum" => check_atomic_colsum(o, initial),
         "copy_regions" => check_copy_regions(o, initial),
         "control_flow" => check_control_flow(o, initial),
+        "while_loops" => check_while_loops(o, initial),
         "gemm_seed000" | "seed000_dsl" | "seed000_dims" => {
             check_gemm(stem, o, false, Round::F16);
         }
@@ -315,6 +318,30 @@ fn check_control_flow(o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
         }
     }
     assert_eq!(o["B"].to_f64(), want, "control_flow: B");
+}
+
+/// `while_loops.tir`: S[r] gains the sum of row r of A (int32, exact in any order), and
+/// D[b, j] is the least d >= 0 with d * d >= A[b, j] + 8.
+fn check_while_loops(o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
+    let a = o["A"].to_f64();
+    let mut want = initial("S");
+    for (r, slot) in want.iter_mut().enumerate() {
+        *slot += a[r * 64..(r + 1) * 64].iter().sum::<f64>();
+    }
+    assert_eq!(o["S"].to_f64(), want, "while_loops: S");
+    let mut want_d = Vec::new();
+    for b in 0..3 {
+        for j in 0..32 {
+            let target = a[b * 64 + j] + 8.0;
+            want_d.push(
+                (0..)
+                    .map(f64::from)
+                    .find(|d| d * d >= target)
+                    .unwrap_or(0.0),
+            );
+        }
+    }
+    assert_eq!(o["D"].to_f64(), want_d, "while_loops: D");
 }
 
 /// `math_and_bits.tir`: every float operation rounded to float32 (math functions exact,

@@ -2,8 +2,8 @@
 //! `examples/`) that tlc compiles, checked end to end against independent references:
 //!
 //! 1. `tlc check`'s road (parse, verify) accepts the file as written.
-//! 2. The tile-level interpreter, on random inputs of a fixed seed at two sizes (one ragged
-//!    where the kernel masks its edges), matches a reference computed here in f64 from the
+//! 2. The tile-level interpreter, on random inputs of a fixed seed (except those [`given`]
+//!    fixes, such as group sizes) at two sizes (one ragged where the kernel masks its edges), matches a reference computed here in f64 from the
 //!    same inputs by the math of the file's header — softmax, layer norm, rms norm, top-k,
 //!    attention (with the causal mask), elementwise add — not by the kernel's algorithm.
 //! 3. The default pipeline of each target lowers it (the refusals listed in [`REFUSED`] are
@@ -200,7 +200,56 @@ const EXAMPLES: &[Example] = &[
         sizes: [&[], &[]],
         reference: dequant_gemv,
     },
+    // 4 rows x 128 columns per block, groups of rows given by `batch_sizes` ([`given`]):
+    // N = 300 = 2 * 128 + 44 (the last column group masked), the second group's last rows
+    // past M (read as 0) and both groups shorter than M_max (padding rows zeroed); then
+    // three groups, the middle one empty, N whole groups.
+    Example {
+        stem: "cast_group_per_split_token_fp8",
+        sizes: [
+            &[("M", 9), ("N", 300), ("BG", 2), ("M_max", 8)],
+            &[("M", 12), ("N", 256), ("BG", 3), ("M_max", 8)],
+        ],
+        reference: group_per_split_token_cast_fp8,
+    },
+    // Sizes fixed by the file (256 x 1024 x 512, 108 programs): stream-K pieces of tiles
+    // merged with atomics, then whole tiles. C zeroed ([`given`]); the second run on
+    // small-integer inputs, where every partial sum is exact whatever the merge order.
+    Example {
+        stem: "gemm_streamk",
+        sizes: [&[], &[]],
+        reference: gemm_streamk,
+    },
 ];
+
+/// Inputs a kernel needs to be meaningful (the others are random): per stem and size (the
+/// index into [`Example::sizes`]).
+fn given(stem: &str, size: usize) -> HashMap<String, Tensor> {
+    let mut inputs = HashMap::new();
+    if stem == "gemm_streamk" {
+        // The caller zeroes C (the atomic adds of split tiles start from it).
+        let c = Tensor::zeros(DType::Float32, &[256, 1024]).expect("C");
+        inputs.insert("C".to_string(), c);
+        if size == 1 {
+            // Integers in [-4, 4]: products and every partial sum (|.| <= 512 * 16) exact.
+            let ints = |shape: [usize; 2], salt: usize| {
+                let v: Vec<f64> = (0..shape[0] * shape[1])
+                    .map(|i| ((i * 7 + salt) % 9) as f64 - 4.0)
+                    .collect();
+                Tensor::from_f64(DType::Float16, &shape, &v).expect("integers")
+            };
+            inputs.insert("A".to_string(), ints([256, 512], 0));
+            inputs.insert("B".to_string(), ints([1024, 512], 5));
+        }
+    }
+    if stem == "cast_group_per_split_token_fp8" {
+        // Rows per group; each at most M_max, their sum at most M.
+        let sizes: &[i64] = [&[3i64, 6][..], &[4, 0, 8][..]][size];
+        let t = Tensor::from_i64(DType::Int32, &[sizes.len()], sizes).expect("batch sizes");
+        inputs.insert("batch_sizes".to_string(), t);
+    }
+    inputs
+}
 
 /// Supported kernels a target refuses, with a fragment of the located error.
 const REFUSED: &[(&str, Target, &str)] = &[
@@ -231,10 +280,8 @@ const SPILLS: &str = "spill stores";
 
 /// The files tlc does not compile yet (tests/tilelang/README.md says what each lacks).
 const NOT_YET: &[&str] = &[
-    "cast_group_per_split_token_fp8",
     "conv_im2col",
     "dequant_gemm_fine_grained",
-    "gemm_streamk",
 ];
 
 /// Examples whose per-thread code races on shared memory as written: they rely on
@@ -586,6 +633,69 @@ fn dequant_gemv(o: &Outputs) -> Expected {
     vec![("C", c)]
 }
 
+/// `gemm_streamk.tir`: C = A @ B^T (float16 products exact in float32), summed in float32:
+/// each tile's k-range is cut into pieces summed separately and merged into the zeroed C by
+/// float32 atomic adds in an unspecified order — one float32 sum of the K products in some
+/// association, which `Approx::sum` bounds for any.
+fn gemm_streamk(o: &Outputs) -> Expected {
+    let (a, b) = (&o["A"], &o["B"]);
+    let (m, k, n) = (a.shape()[0], a.shape()[1], b.shape()[0]);
+    let (av, bv) = (a.to_f64(), b.to_f64());
+    let mut c = Vec::with_capacity(m * n);
+    for i in 0..m {
+        for j in 0..n {
+            let products = (0..k).map(|l| av[i * k + l] * bv[j * k + l]);
+            let model = Approx::sum(products.clone().map(exact), Fp::F32);
+            c.push(expect(products.sum(), model));
+        }
+    }
+    vec![("C", c)]
+}
+
+/// `cast_group_per_split_token_fp8.tir`: group b's rows start at off_b = Σ_{i<b}
+/// batch_sizes[i]; per row t < M_max and 128-wide column group g, v = X[off_b + t, g-th
+/// columns] (rows past M and columns past N read as 0), amax = max(max |v|, 1e-4),
+/// s = float32(amax / 448) if t < batch_sizes[b] else 0; X_amax = s, X_fp8 =
+/// e4m3(clamp(float32(v / s), ±448)) for t < batch_sizes[b], else 0. Exact, as for
+/// `per_token_cast_fp8`.
+fn group_per_split_token_cast_fp8(o: &Outputs) -> Expected {
+    const GROUP: usize = 128;
+    let (x, sizes) = (&o["X"], o["batch_sizes"].to_f64());
+    let (m, n) = (x.shape()[0], x.shape()[1]);
+    let m_max = o["X_fp8"].shape()[1];
+    let xv = x.to_f64();
+    let floor = Fp::F32.round(1e-4);
+    let (mut q, mut scales) = (Vec::new(), Vec::new());
+    let mut offset = 0usize;
+    for &rows in &sizes {
+        let rows = rows as usize;
+        for t in 0..m_max {
+            let r = offset + t;
+            let row: Vec<f64> = (0..n)
+                .map(|j| if r < m { xv[r * n + j] } else { 0.0 })
+                .collect();
+            for group in row.chunks(GROUP) {
+                let amax = group.iter().fold(floor, |a, &v| a.max(v.abs()));
+                let s = if t < rows {
+                    Fp::F32.round(amax / 448.0)
+                } else {
+                    0.0
+                };
+                scales.push(exact(s));
+                q.extend(group.iter().map(|&v| {
+                    if t >= rows {
+                        return exact(0.0);
+                    }
+                    let y = Fp::F32.round(v / s).clamp(-448.0, 448.0);
+                    exact(fp8::decode(fp8::E4M3, fp8::encode(fp8::E4M3, y)))
+                }));
+            }
+        }
+        offset += rows;
+    }
+    vec![("X_fp8", q), ("X_amax", scales)]
+}
+
 /// `cast_per_token_fp8.tir`: per row and 128-wide column group, amax = max(max |x|, 1e-4),
 /// s = float32(amax / 448), X_amax = s, X_fp8 = e4m3(clamp(float32(x / s), ±448)) (round to
 /// nearest even, saturating: `interp::fp8::encode`). Exact: one float32 rounding of each
@@ -726,12 +836,17 @@ fn dims_of(size: &[(&str, i64)]) -> HashMap<String, i64> {
     size.iter().map(|(k, v)| (k.to_string(), *v)).collect()
 }
 
-fn run(func: &PrimFunc, size: &[(&str, i64)], what: &str) -> Outputs {
+fn run(
+    func: &PrimFunc,
+    size: &[(&str, i64)],
+    inputs: HashMap<String, Tensor>,
+    what: &str,
+) -> Outputs {
     let opts = RunOptions {
         seed: SEED,
         threads: 0,
     };
-    interp::run(func, &dims_of(size), HashMap::new(), &opts)
+    interp::run(func, &dims_of(size), inputs, &opts)
         .unwrap_or_else(|e| panic!("{what}: the interpreter stops: {e}"))
 }
 
@@ -914,9 +1029,9 @@ fn check_example(stem: &str) {
     let func = check(&name, &text).unwrap_or_else(|e| panic!("`tlc check` refuses {name}:\n{e}"));
     let mut report = Vec::new();
     let mut first = None;
-    for size in example.sizes {
+    for (i, size) in example.sizes.iter().enumerate() {
         let what = format!("{stem} {size:?}");
-        let outs = run(&func, size, &what);
+        let outs = run(&func, size, given(stem, i), &what);
         let expected = (example.reference)(&outs);
         let used = assert_matches(&what, &outs, &expected);
         report.push(format!("{size:?}: {used:.3} of the bound"));
@@ -944,7 +1059,7 @@ fn check_example(stem: &str) {
             (Err(e), None) => panic!("{name} on {target}:\n{e}"),
         };
         let what = format!("{stem} {size:?} lowered for {target}");
-        let low = run(&lowered, size, &what);
+        let low = run(&lowered, size, given(stem, 0), &what);
         let used = assert_matches(&what, &low, &expected);
         assert_lowered_agrees(&what, &tile, &low, &expected);
         report.push(format!("{target}: {used:.3} of the bound"));
@@ -1020,6 +1135,16 @@ fn per_token_fp8_cast_matches_its_reference() {
 #[test]
 fn blocksparse_gemm_matches_its_reference() {
     check_example("gemm_blocksparse");
+}
+
+#[test]
+fn streamk_gemm_matches_its_reference() {
+    check_example("gemm_streamk");
+}
+
+#[test]
+fn group_per_split_token_fp8_cast_matches_its_reference() {
+    check_example("cast_group_per_split_token_fp8");
 }
 
 #[test]

@@ -149,7 +149,30 @@ impl Cg {
                 }
             }
             StmtKind::For(f) => self.for_loop(f, s),
+            StmtKind::While { cond, body } => self.while_loop(cond, body),
         }
+    }
+
+    /// `head: if !cond goto end; body; goto head; end:` — per thread, so threads whose
+    /// condition differs leave at different iterations (a divergent loop; passes keep
+    /// barriers out of loops whose condition may depend on the thread).
+    fn while_loop(&mut self, cond: &tlc_ir::Expr, body: &[Stmt]) {
+        let head = self.b.label("while");
+        let end = self.b.label("while_end");
+        self.b.place(&head);
+        // The condition is evaluated afresh at every test: its values are not reused
+        // outside it (a scope of its own).
+        let p = self.scoped(|cg| {
+            let p = cg.expr(cond, DType::Bool)?;
+            Some(cg.in_reg(p, Type::Pred))
+        });
+        let Some(p) = p else {
+            return;
+        };
+        self.b.bra_if(Guard::unless(p), &end);
+        self.body(body);
+        self.b.bra(&head);
+        self.b.place(&end);
     }
 
     /// The addresses of an `if` arm made only of stores (a masked store, an epilogue's
@@ -234,7 +257,7 @@ impl Cg {
     /// after them.
     fn branches(s: &Stmt) -> bool {
         match &s.kind {
-            StmtKind::If { .. } => true,
+            StmtKind::If { .. } | StmtKind::While { .. } => true,
             StmtKind::For(f) => matches!(f.kind, ForKind::Serial | ForKind::Pipelined { .. }),
             _ => false,
         }

@@ -169,6 +169,11 @@ pub(crate) enum CStmtKind {
         body: Vec<CStmt>,
         thread_axis: Option<usize>,
     },
+    /// `while cond: body` (per thread at the thread level: a divergent loop).
+    While {
+        cond: CExpr,
+        body: Vec<CStmt>,
+    },
     /// `T.sync_threads()`.
     Barrier,
     /// `T.thread_allreduce` (`lockstep.rs` runs it).
@@ -500,6 +505,10 @@ impl Compiler {
                 cond: self.bool_expr(cond)?,
                 then_body: self.body(then_body)?,
                 else_body: self.body(else_body)?,
+            },
+            StmtKind::While { cond, body } => CStmtKind::While {
+                cond: self.bool_expr(cond)?,
+                body: self.body(body)?,
             },
             StmtKind::Let { var, dtype, value } => {
                 let (v, t) = self.expr(value)?;

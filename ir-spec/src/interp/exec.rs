@@ -24,6 +24,22 @@ const ARENA_ALIGN: usize = crate::ir::Arena::ALIGN as usize;
 /// small enough to allocate).
 const MAX_SHARED_BYTES: usize = 1 << 30;
 
+/// The most iterations one run of a `while` loop may take (2^24, per block at the tile
+/// level, per thread at the thread level): past it the interpreter reports a loop that does
+/// not end rather than running on.
+pub(crate) const MAX_WHILE_ITERATIONS: u64 = 1 << 24;
+
+/// The error for a `while` loop that ran [`MAX_WHILE_ITERATIONS`] times.
+pub(crate) fn endless(span: Span) -> Res<()> {
+    fault(
+        span,
+        format!(
+            "this `while` loop ran {MAX_WHILE_ITERATIONS} iterations without its condition \
+             becoming false (a loop that does not end?)"
+        ),
+    )
+}
+
 impl Frame<'_> {
     /// `T.atomic_add(buf[indices], value)`: see `Memory::atomic_add`.
     fn atomic_add(&mut self, buf: BufRef, indices: &[CExpr], value: &CExpr, span: Span) -> Res<()> {
@@ -59,6 +75,16 @@ impl Frame<'_> {
                 let (start, stop) = (self.eval_int(start)?, self.eval_int(stop)?);
                 for i in start..stop {
                     self.vars[*var] = Scalar::Int(i);
+                    self.exec(body)?;
+                }
+            }
+            CStmtKind::While { cond, body } => {
+                let mut n = 0u64;
+                while self.eval(cond)?.as_bool() {
+                    if n == MAX_WHILE_ITERATIONS {
+                        return endless(stmt.span);
+                    }
+                    n += 1;
                     self.exec(body)?;
                 }
             }

@@ -25,8 +25,9 @@
 //!
 //! Kernels whose waits never block run in exactly the order of plain lockstep.
 
-use crate::interp::compile::{CCall, CStmt, CStmtKind};
+use crate::interp::compile::{CCall, CExpr, CStmt, CStmtKind};
 use crate::interp::eval::{fault, Res};
+use crate::interp::exec::{endless, MAX_WHILE_ITERATIONS};
 use crate::interp::lockstep::{Branch, Lockstep};
 use crate::interp::ops::hopper::PendingWait;
 use crate::span::Span;
@@ -53,6 +54,15 @@ enum ContKind<'s> {
         /// Each thread's (index, start, trip count).
         threads: Vec<(usize, i64, i64)>,
         k: i64,
+    },
+    /// A `while` loop: the frame's threads are those still looping (the body running above
+    /// it); each visit tests the condition for them and drops those for which it is false.
+    While {
+        cond: &'s CExpr,
+        body: &'s [CStmt],
+        span: Span,
+        /// The iterations run so far.
+        n: u64,
     },
 }
 
@@ -232,6 +242,37 @@ fn run_task<'s>(lock: &mut Lockstep, conts: &mut Vec<Cont<'s>>) -> Res<Stop> {
                 });
                 continue;
             }
+            ContKind::While {
+                cond,
+                body,
+                span,
+                n,
+            } => {
+                let (cond, body, span): (&'s CExpr, &'s [CStmt], Span) = (cond, body, *span);
+                let threads = top.mask.clone().unwrap_or_default();
+                let go = match lock.branch(cond, span, &threads)? {
+                    Branch::Then => threads,
+                    Branch::Else => Vec::new(),
+                    Branch::Split(taken, _) => taken,
+                };
+                if go.is_empty() {
+                    conts.pop();
+                    continue;
+                }
+                if *n == MAX_WHILE_ITERATIONS {
+                    endless(span)?;
+                }
+                *n += 1;
+                top.mask = Some(go);
+                conts.push(Cont {
+                    kind: ContKind::Stmts {
+                        stmts: body,
+                        pos: 0,
+                    },
+                    mask: None,
+                });
+                continue;
+            }
         };
         if let Some(stop) = step(lock, conts, stmt)? {
             return Ok(stop);
@@ -281,6 +322,19 @@ fn step<'s>(lock: &mut Lockstep, conts: &mut Vec<Cont<'s>>, stmt: &'s CStmt) -> 
                     k: 0,
                 },
                 mask: None,
+            });
+        }
+        CStmtKind::While { cond, body } => {
+            let threads = active(conts).to_vec();
+            advance(conts);
+            conts.push(Cont {
+                kind: ContKind::While {
+                    cond,
+                    body,
+                    span,
+                    n: 0,
+                },
+                mask: Some(threads),
             });
         }
         CStmtKind::If {

@@ -126,6 +126,13 @@ impl Printer<'_> {
                 self.out.push_str("if ");
                 return self.if_chain(cond, then_body, else_body, depth);
             }
+            StmtKind::While { cond, body } => {
+                self.indent(depth);
+                self.out.push_str("while ");
+                write_expr(&mut self.out, cond)?;
+                self.out.push_str(":\n");
+                return self.body(body, depth + 1);
+            }
             _ => {}
         }
         self.indent(depth);
@@ -216,7 +223,10 @@ impl Printer<'_> {
             }
             StmtKind::Intrinsic(i) => self.intrinsic(i)?,
             // Handled above.
-            StmtKind::Kernel(_) | StmtKind::For(_) | StmtKind::If { .. } => {}
+            StmtKind::Kernel(_)
+            | StmtKind::For(_)
+            | StmtKind::If { .. }
+            | StmtKind::While { .. } => {}
         }
         self.out.push('\n');
         Ok(())

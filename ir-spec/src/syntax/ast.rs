@@ -39,6 +39,11 @@ pub enum StmtKind {
         iter: Expr,
         body: Vec<Stmt>,
     },
+    /// `while cond: body`.
+    While {
+        cond: Expr,
+        body: Vec<Stmt>,
+    },
     /// `if c: … elif c: … else: …`, kept flat so that long `elif` chains do not nest.
     If {
         branches: Vec<(Expr, Vec<Stmt>)>,

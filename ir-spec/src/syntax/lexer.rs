@@ -51,6 +51,8 @@ pub enum Tok {
     Def,
     #[token("for")]
     For,
+    #[token("while")]
+    While,
     #[token("in")]
     In,
     #[token("if")]
@@ -270,6 +272,7 @@ impl Tok {
         Some(match self {
             Tok::Def => "def",
             Tok::For => "for",
+            Tok::While => "while",
             Tok::In => "in",
             Tok::If => "if",
             Tok::Elif => "elif",

@@ -111,6 +111,10 @@ impl Normalizer {
                 self.body(then_body);
                 self.body(else_body);
             }
+            StmtKind::While { cond, body } => {
+                self.root(cond, Use::AsIs);
+                self.body(body);
+            }
             StmtKind::Let { var, dtype, value } => {
                 let how = dtype.map_or(Use::AsIs, Use::ConvertedTo);
                 self.root(value, how);

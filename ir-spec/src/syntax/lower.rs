@@ -16,6 +16,7 @@ use crate::span::Span;
 use crate::syntax::ast;
 use crate::syntax::lower_expr::unknown_construct;
 use crate::syntax::lower_kernel::KernelState;
+use crate::syntax::lower_var::element_store;
 use std::collections::{HashMap, HashSet};
 
 /// Deepest statement nesting the IR may get (loops, ifs including `elif` chains, kernels).
@@ -40,6 +41,9 @@ pub struct Lowerer {
     /// The spans (start, end) of TVMScript typed literals (`T.float32(0.5)`), which
     /// `syntax::literals` normalizes.
     pub typed_literals: HashSet<(usize, usize)>,
+    /// `T.alloc_var` variables: one-element local buffers whose name stands for their
+    /// element (`lower_var.rs`).
+    pub vars: HashSet<String>,
 }
 
 /// What lowering gives: the function, and the spans (start, end) of its TVMScript typed
@@ -484,6 +488,7 @@ impl Lowerer {
                 branches,
                 else_body,
             } => self.if_chain(branches, else_body.as_deref(), span),
+            ast::StmtKind::While { cond, body } => self.while_loop(cond, body, span),
             ast::StmtKind::With { item, target, body } => {
                 self.with_stmt(item, target.as_ref(), body, span, out);
                 None
@@ -491,6 +496,13 @@ impl Lowerer {
             _ => self.fail(stmt_error(stmt)),
         };
         out.extend(lowered);
+    }
+
+    /// `while cond: body`.
+    fn while_loop(&mut self, cond: &ast::Expr, body: &[ast::Stmt], span: Span) -> Option<Stmt> {
+        let cond = self.expr(cond);
+        let body = self.nested(1, span, |lw| lw.block(body))?;
+        Some(Stmt::new(StmtKind::While { cond: cond?, body }, span))
     }
 
     /// Runs `f` one statement level deeper, refusing to nest beyond [`MAX_STMT_DEPTH`].
@@ -545,6 +557,9 @@ impl Lowerer {
                                 .with_note("index the parameter itself with the flattened index"),
                             )
                         }
+                        "T.alloc_var" => {
+                            return self.alloc_var(&ident, value.span, args, span);
+                        }
                         "T.launch_thread_idx" | "T.get_thread_binding" => {
                             self.thread_var(&ident, &callee, value.span, args);
                             return None;
@@ -573,6 +588,10 @@ impl Lowerer {
                         }
                         _ => {}
                     }
+                }
+                if self.is_var(name) && annotation.is_none() {
+                    let value = self.expr(value)?;
+                    return Some(element_store(name, target.span, value, span));
                 }
                 let dtype = match annotation {
                     Some(a) => Some(self.dtype(a)?),
@@ -639,6 +658,13 @@ impl Lowerer {
                 );
                 self.assign(target, &combined, None, span)
             }
+            ast::ExprKind::Name(name) if self.is_var(name) => {
+                let combined = ast::Expr::new(
+                    ast::ExprKind::Binary(op, Box::new(target.clone()), Box::new(value.clone())),
+                    span,
+                );
+                self.assign(target, &combined, None, span)
+            }
             ast::ExprKind::Name(name) => self.fail(
                 Diagnostic::error(
                     target.span,
@@ -646,7 +672,7 @@ impl Lowerer {
                 )
                 .with_note(format!(
                     "a name bound with `=` is an immutable value; keep a running value in a \
-                     one-element buffer: `{name} = T.alloc_local((1,), dtype)` and `{name}[0] += …`"
+                     variable: `{name} = T.alloc_var(dtype)` and `{name} += …`"
                 )),
             ),
             _ => self.fail(Diagnostic::error(

@@ -42,6 +42,7 @@ const KNOWN_T_NAMES: &[&str] = &[
     "alloc_reducer",
     "finalize_reducer",
     "alloc_local",
+    "alloc_var",
     "alloc_buffer",
     "sblock_alloc_buffer",
     "clear",
@@ -349,6 +350,9 @@ impl Lowerer {
     fn expr_leaf(&mut self, e: &ast::Expr) -> Option<Expr> {
         let span = e.span;
         let kind = match &e.kind {
+            ast::ExprKind::Name(n) if self.is_var(n) => {
+                return Some(crate::syntax::lower_var::element_load(n, span))
+            }
             ast::ExprKind::Name(n) => ExprKind::Var(n.clone()),
             ast::ExprKind::Int(v) => ExprKind::Int(self.int_value(*v, span)?),
             ast::ExprKind::Float(v) => ExprKind::Float(*v),

@@ -585,7 +585,7 @@ impl Lowerer {
     }
 
     /// The innermost open kernel, or an error saying `what` needs one.
-    fn open_kernel(&mut self, span: Span, what: &str) -> Option<&mut KernelState> {
+    pub(crate) fn open_kernel(&mut self, span: Span, what: &str) -> Option<&mut KernelState> {
         if self.kernels.is_empty() {
             self.error(Diagnostic::error(
                 span,

@@ -12,6 +12,7 @@ pub mod lower_intrinsic;
 pub mod lower_kernel;
 pub mod lower_loop;
 pub mod lower_region;
+pub mod lower_var;
 pub mod support;
 
 lalrpop_util::lalrpop_mod!(

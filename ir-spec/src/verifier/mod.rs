@@ -296,6 +296,10 @@ impl<'f> Checker<'f> {
                 self.body(else_body);
                 self.divergence = outer;
             }
+            StmtKind::While { cond, body } => {
+                self.expect_bool(cond, "`while` condition");
+                self.body(body);
+            }
             StmtKind::Let { var, dtype, value } => self.let_stmt(var, *dtype, value),
             StmtKind::Store {
                 buffer,

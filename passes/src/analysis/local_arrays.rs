@@ -145,6 +145,7 @@ impl Walk {
                 self.body(then_body);
                 self.body(else_body);
             }
+            StmtKind::While { body, .. } => self.body(body),
             StmtKind::Kernel(k) => self.body(&k.body),
             StmtKind::Copy { .. }
             | StmtKind::Fill { .. }

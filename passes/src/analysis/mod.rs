@@ -20,6 +20,8 @@
 //! - `raster` — the block a block plays under L2 rasterization (`T.use_swizzle`);
 //! - `rows` — which 1-D fragments are row vectors of a 2-D fragment (`Layout::Rows`): their
 //!   reductions and broadcasts stay in registers;
+//! - `uniform` — which local buffers hold block-uniform values (scalar variables written
+//!   only by block-level code), so that they may drive block-level control flow;
 //! - `local_arrays` — which local arrays are indexed at run time (they live in local
 //!   memory, the others in registers) and which of their accesses are provably in bounds.
 
@@ -34,4 +36,5 @@ pub mod rows;
 pub mod schedule;
 pub mod sync;
 pub mod tma;
+pub mod uniform;
 pub mod wgmma;

@@ -261,12 +261,12 @@ pub const EXACT_ROUNDS: usize = 2;
 /// Rounds after which the keys over the loop variable are dropped altogether.
 pub const MAX_ROUNDS: usize = 12;
 
-/// The state one iteration of a loop over `var` hands the next (in the next iteration's
+/// The state one iteration of a loop over `var` (`None`: a `while`) hands the next (in the next iteration's
 /// terms), at the fixpoint: `walk` runs the body from `entry` joined with it; `inner` are the
 /// variables the body binds; `end_barrier`: the body ends with a barrier. The one loop rule
 /// of the barrier placements (`thread-binding`, `thread-sync`).
 pub fn settle(
-    var: &str,
+    var: Option<&str>,
     inner: &HashSet<String>,
     entry: &State,
     end_barrier: bool,
@@ -281,13 +281,17 @@ pub fn settle(
             trial.pending = Touches::default();
         }
         trial.widen(inner);
-        trial.shift(var);
-        if round >= EXACT_ROUNDS {
-            trial.generalize(var);
-        }
-        if round >= MAX_ROUNDS {
-            // Never seen: families do not converge. Forget the keys over `var`.
-            trial.widen(&HashSet::from([var.to_string()]));
+        // A `while` has no loop variable: its keys mention only values the same in every
+        // iteration.
+        if let Some(var) = var {
+            trial.shift(var);
+            if round >= EXACT_ROUNDS {
+                trial.generalize(var);
+            }
+            if round >= MAX_ROUNDS {
+                // Never seen: families do not converge. Forget the keys over `var`.
+                trial.widen(&HashSet::from([var.to_string()]));
+            }
         }
         if !carried.union(&trial) {
             break;

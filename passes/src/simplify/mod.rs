@@ -167,6 +167,10 @@ impl Simplifier<'_> {
                 self.body(then_body);
                 self.body(else_body);
             }
+            StmtKind::While { cond, body } => {
+                *cond = self.expr(cond);
+                self.body(body);
+            }
             StmtKind::Let { var, dtype, value } => {
                 *value = self.expr(value);
                 let int32 = matches!(dtype, None | Some(DType::Int32)) && self.is_int32(value);

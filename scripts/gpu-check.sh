@@ -108,4 +108,8 @@ run tests/tilelang/gemv_splitk_vectorized.tir -D N=1024 -D K=1024
 run tests/tilelang/gemv_alloc_reducer.tir -D M=130 -D N=200
 run tests/tilelang/gemv_alloc_reducer.tir -D M=1024 -D N=1024
 run tests/tilelang/dequant_gemv_fp16xint4.tir
+# conv_im2col: ragged rows, taps and filters, then a whole 64-row multiple (the original's
+# rows-multiple-of-64 shape) with a 32-multiple of taps.
+run tests/tilelang/conv_im2col.tir -D N=1 -D C=5 -D H=5 -D W=7 -D F=100
+run tests/tilelang/conv_im2col.tir -D N=2 -D C=32 -D H=16 -D W=16 -D F=128
 exit $fail

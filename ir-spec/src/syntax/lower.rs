@@ -40,6 +40,12 @@ pub struct Lowerer {
     /// The spans (start, end) of TVMScript typed literals (`T.float32(0.5)`), which
     /// `syntax::literals` normalizes.
     pub typed_literals: HashSet<(usize, usize)>,
+    /// The function's parameter names (buffer views can only view these).
+    pub params: HashSet<String>,
+    /// Buffer views (`syntax::lower_view`), by name.
+    pub views: HashMap<String, crate::syntax::lower_view::View>,
+    /// While lowering `T.copy`'s operands: regions of views are allowed.
+    pub view_regions: bool,
 }
 
 /// What lowering gives: the function, and the spans (start, end) of its TVMScript typed
@@ -220,6 +226,7 @@ impl Lowerer {
                 format!("handle `{name}` has no `T.match_buffer`"),
             ));
         }
+        self.params = self.buffers.keys().cloned().collect();
         let body = self.block_refs(&body_stmts);
         let params: Vec<BufferDecl> = params.into_iter().flatten().collect();
         Some(PrimFunc {
@@ -537,13 +544,8 @@ impl Lowerer {
                             return None;
                         }
                         "T.Tensor" | "T.Buffer" => {
-                            return self.fail(
-                                Diagnostic::error(
-                                    value.span,
-                                    format!("buffer views (`{callee}(shape, dtype, buf.data)` in a kernel) are not supported yet"),
-                                )
-                                .with_note("index the parameter itself with the flattened index"),
-                            )
+                            self.view(&ident, &callee, value.span, args);
+                            return None;
                         }
                         "T.launch_thread_idx" | "T.get_thread_binding" => {
                             self.thread_var(&ident, &callee, value.span, args);
@@ -606,10 +608,14 @@ impl Lowerer {
                 }
                 let indices = self.indices(items);
                 let value = self.expr(value);
+                let (buffer, indices) = match self.views.contains_key(buffer) {
+                    true => self.view_access(buffer, indices?, base.span)?,
+                    false => (buffer.clone(), indices?),
+                };
                 Some(Stmt::new(
                     StmtKind::Store {
-                        buffer: Ident::new(buffer.clone(), base.span),
-                        indices: indices?,
+                        buffer: Ident::new(buffer, base.span),
+                        indices,
                         value: value?,
                     },
                     span,
@@ -790,6 +796,7 @@ impl Lowerer {
         let span = e.span;
         match name.as_str() {
             "T.copy" => self.copy(span, args),
+            "T.im2col" => self.im2col(span, args),
             "T.gemm" => self.gemm(span, args),
             "T.fill" => self.fill(span, args, false),
             "T.clear" => self.fill(span, args, true),

@@ -8,6 +8,7 @@ use crate::ir::{BinOp, Expr, ExprKind, For, ForKind, Ident, Stmt, StmtKind};
 use crate::span::Span;
 use crate::syntax::ast;
 use crate::syntax::lower::Lowerer;
+use crate::syntax::lower_view::arith;
 
 const NAMES: [&str; 8] = [
     "img", "col", "nhw_step", "c_step", "kernel", "stride", "dilation", "pad",
@@ -78,7 +79,7 @@ impl Lowerer {
             }
         }
         let [kk, s, d, p] = lits;
-        let b = |op, x: Expr, y: Expr| Expr::binary(op, x, y, span);
+        let b = |op, x: Expr, y: Expr| arith(op, x, y, span);
         let int = Expr::int;
         let (n_, h_, w_, c_) = (
             ishape[0].clone(),
@@ -87,12 +88,13 @@ impl Lowerer {
             ishape[3].clone(),
         );
         // OH = (H + 2P - D(K-1) - 1) // S + 1, and OW alike.
-        let out_dim = |x: Expr| {
-            b(
+        let out_dim = |x: Expr| match s {
+            1 => b(BinOp::Add, x, int(2 * p - d * (kk - 1))),
+            _ => b(
                 BinOp::Add,
                 b(BinOp::FloorDiv, b(BinOp::Add, x, int(2 * p - d * (kk - 1) - 1)), int(s)),
                 int(1),
-            )
+            ),
         };
         let (oh_n, ow_n) = (out_dim(h_.clone()), out_dim(w_.clone()));
         let (rows, cols) = (cinfo.shape[0].clone(), cinfo.shape[1].clone());

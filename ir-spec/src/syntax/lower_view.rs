@@ -157,7 +157,7 @@ impl Lowerer {
                 .iter()
                 .enumerate()
                 .map(|(d, rg)| match live.iter().position(|&x| x == d) {
-                    Some(k) => Expr::binary(BinOp::Add, rg.start.clone(), Expr::var(vars[k].clone()), span),
+                    Some(k) => arith(BinOp::Add, rg.start.clone(), Expr::var(vars[k].clone()), span),
                     None => rg.start.clone(),
                 })
                 .collect()
@@ -250,6 +250,17 @@ impl Lowerer {
             }
         }
         Some(cond)
+    }
+}
+
+/// `a op b` with the identities `x + 0`, `0 + x`, `x - 0`, `x * 1`, `1 * x`, `x // 1`
+/// applied, so the written-out index math reads like the hand-written form.
+pub fn arith(op: BinOp, a: Expr, b: Expr, span: Span) -> Expr {
+    match (op, a.as_int(), b.as_int()) {
+        (BinOp::Add | BinOp::Sub, _, Some(0)) | (BinOp::Mul | BinOp::FloorDiv, _, Some(1)) => a,
+        (BinOp::Add, Some(0), _) | (BinOp::Mul, Some(1), _) => b,
+        (BinOp::Add, _, Some(v)) if v < 0 => Expr::binary(BinOp::Sub, a, Expr::int(-v), span),
+        _ => Expr::binary(op, a, b, span),
     }
 }
 

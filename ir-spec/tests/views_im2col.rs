@@ -63,7 +63,10 @@ fn a_view_copy_is_the_masked_parallel_copy_of_the_parameter() {
     let run = |f: &PrimFunc| run_with(f, &[], vec![("A", a.clone()), ("B", b.clone())], 2);
     let out = run(&viewed);
     assert_eq!(out["B"].to_f64(), a.to_f64(), "B is A reshaped");
-    assert_eq!(out["B"].to_f64(), run(&ok(&view_kernel(UNVIEWED)))["B"].to_f64());
+    assert_eq!(
+        out["B"].to_f64(),
+        run(&ok(&view_kernel(UNVIEWED)))["B"].to_f64()
+    );
 }
 
 #[test]
@@ -170,18 +173,17 @@ fn im2col_gathers_taps_with_zero_padding() {
     // `out` is sized by N * H * W = 60 (64 rows: rows past the 18 of the matrix read 0)
     // and 9 * C = 27 (32 columns).
     let out = Tensor::zeros(DType::Float16, &[64, 32]).unwrap();
-    let got = run_with(
-        &f,
-        &[],
-        vec![("img", img.clone()), ("out", out)],
-        2,
-    );
+    let got = run_with(&f, &[], vec![("img", img.clone()), ("out", out)], 2);
     let iv = img.to_f64();
     let g = got["out"].to_f64();
     let (gr, gc) = (got["out"].shape()[0], got["out"].shape()[1]);
     for m in 0..gr {
         for k in 0..gc {
-            assert_eq!(g[m * gc + k], im2col_ref(&iv, shape, m, k), "im2col[{m}, {k}]");
+            assert_eq!(
+                g[m * gc + k],
+                im2col_ref(&iv, shape, m, k),
+                "im2col[{m}, {k}]"
+            );
         }
     }
 }
@@ -190,10 +192,26 @@ fn im2col_gathers_taps_with_zero_padding() {
 fn im2col_refuses_bad_operands() {
     let cases: &[(&str, &str, &str)] = &[
         ("T.im2col(col, col, by, bx, 3, 1, 1, 1)", "not one", "col"),
-        ("T.im2col(img, out, by, bx, 3, 1, 1, 1)", "is a parameter", "out"),
-        ("T.im2col(img, col, by, bx, bx, 1, 1, 1)", "`kernel` must be an integer literal", "bx"),
-        ("T.im2col(img, col, by, bx, 3, 0, 1, 1)", "`stride` must be", "0"),
-        ("T.im2col(img, col, by, bx, 3, 1, 1, -1)", "`pad` must be", "-1"),
+        (
+            "T.im2col(img, out, by, bx, 3, 1, 1, 1)",
+            "is a parameter",
+            "out",
+        ),
+        (
+            "T.im2col(img, col, by, bx, bx, 1, 1, 1)",
+            "`kernel` must be an integer literal",
+            "bx",
+        ),
+        (
+            "T.im2col(img, col, by, bx, 3, 0, 1, 1)",
+            "`stride` must be",
+            "0",
+        ),
+        (
+            "T.im2col(img, col, by, bx, 3, 1, 1, -1)",
+            "`pad` must be",
+            "-1",
+        ),
     ];
     for (call, msg, at) in cases {
         let (m, text) = err(&im2col_kernel(call));

@@ -531,7 +531,8 @@ fn conv_im2col(o: &Outputs) -> Expected {
     let f = k.shape()[3];
     let (dv, kv) = (d.to_f64(), k.to_f64());
     let mut out = Vec::with_capacity(n * h * w * f);
-    for (b, oh, ow) in (0..n).flat_map(|b| (0..h).flat_map(move |y| (0..w).map(move |x| (b, y, x)))) {
+    for (b, oh, ow) in (0..n).flat_map(|b| (0..h).flat_map(move |y| (0..w).map(move |x| (b, y, x))))
+    {
         for j in 0..f {
             let mut products = Vec::new();
             for (kh, kw) in (0..3).flat_map(|a| (0..3).map(move |e| (a, e))) {

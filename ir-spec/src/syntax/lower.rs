@@ -344,6 +344,12 @@ impl Lowerer {
         scope: Scope,
         span: Span,
     ) -> Option<BufferDecl> {
+        if self.views.contains_key(&name.name) {
+            return self.fail(Diagnostic::error(
+                name.span,
+                format!("`{}` is already a buffer view", name.name),
+            ));
+        }
         self.buffers.insert(
             name.name.clone(),
             BufInfo {

@@ -339,13 +339,7 @@ impl Lowerer {
             true => self.view_access(buffer, indices, base.span)?,
             false => (buffer.clone(), indices),
         };
-        Some(Expr::new(
-            ExprKind::Load {
-                buffer,
-                indices,
-            },
-            span,
-        ))
+        Some(Expr::new(ExprKind::Load { buffer, indices }, span))
     }
 
     /// Leaves, and the expressions that are errors in scalar position.

@@ -43,19 +43,28 @@ impl Lowerer {
         }
         let ishape = self.buffers.get(&img)?.shape.clone();
         let Some(cinfo) = self.buffers.get(&col).cloned() else {
-            return self.fail(Diagnostic::error(col_span, format!("unknown buffer `{col}`")));
+            return self.fail(Diagnostic::error(
+                col_span,
+                format!("unknown buffer `{col}`"),
+            ));
         };
         let img_dtype = self.buffers.get(&img)?.dtype;
         if ishape.len() != 4 {
             return self.fail(Diagnostic::error(
                 img_span,
-                format!("`T.im2col`'s image is 4-D (N, H, W, C); `{img}` has {} dimensions", ishape.len()),
+                format!(
+                    "`T.im2col`'s image is 4-D (N, H, W, C); `{img}` has {} dimensions",
+                    ishape.len()
+                ),
             ));
         }
         if cinfo.shape.len() != 2 {
             return self.fail(Diagnostic::error(
                 col_span,
-                format!("`T.im2col`'s tile is 2-D (rows, cols); `{col}` has {} dimensions", cinfo.shape.len()),
+                format!(
+                    "`T.im2col`'s tile is 2-D (rows, cols); `{col}` has {} dimensions",
+                    cinfo.shape.len()
+                ),
             ));
         }
         let nhw_step = self.expr(a[2]?)?;
@@ -92,24 +101,56 @@ impl Lowerer {
             1 => b(BinOp::Add, x, int(2 * p - d * (kk - 1))),
             _ => b(
                 BinOp::Add,
-                b(BinOp::FloorDiv, b(BinOp::Add, x, int(2 * p - d * (kk - 1) - 1)), int(s)),
+                b(
+                    BinOp::FloorDiv,
+                    b(BinOp::Add, x, int(2 * p - d * (kk - 1) - 1)),
+                    int(s),
+                ),
                 int(1),
             ),
         };
         let (oh_n, ow_n) = (out_dim(h_.clone()), out_dim(w_.clone()));
         let (rows, cols) = (cinfo.shape[0].clone(), cinfo.shape[1].clone());
         let (vi, vj) = ("im2col_i", "im2col_j");
-        let m = b(BinOp::Add, b(BinOp::Mul, nhw_step, rows.clone()), Expr::var(vi));
-        let k = b(BinOp::Add, b(BinOp::Mul, c_step, cols.clone()), Expr::var(vj));
+        let m = b(
+            BinOp::Add,
+            b(BinOp::Mul, nhw_step, rows.clone()),
+            Expr::var(vi),
+        );
+        let k = b(
+            BinOp::Add,
+            b(BinOp::Mul, c_step, cols.clone()),
+            Expr::var(vj),
+        );
         let ohw = b(BinOp::Mul, oh_n, ow_n.clone());
         let n = b(BinOp::FloorDiv, m.clone(), ohw.clone());
-        let oh = b(BinOp::FloorDiv, b(BinOp::FloorMod, m.clone(), ohw), ow_n.clone());
+        let oh = b(
+            BinOp::FloorDiv,
+            b(BinOp::FloorMod, m.clone(), ohw),
+            ow_n.clone(),
+        );
         let ow = b(BinOp::FloorMod, m, ow_n);
-        let kh = b(BinOp::FloorDiv, k.clone(), b(BinOp::Mul, int(kk), c_.clone()));
-        let kw = b(BinOp::FloorMod, b(BinOp::FloorDiv, k.clone(), c_.clone()), int(kk));
+        let kh = b(
+            BinOp::FloorDiv,
+            k.clone(),
+            b(BinOp::Mul, int(kk), c_.clone()),
+        );
+        let kw = b(
+            BinOp::FloorMod,
+            b(BinOp::FloorDiv, k.clone(), c_.clone()),
+            int(kk),
+        );
         let c = b(BinOp::FloorMod, k, c_);
         let tap = |o: Expr, t: Expr| {
-            b(BinOp::Sub, b(BinOp::Add, b(BinOp::Mul, o, int(s)), b(BinOp::Mul, t, int(d))), int(p))
+            b(
+                BinOp::Sub,
+                b(
+                    BinOp::Add,
+                    b(BinOp::Mul, o, int(s)),
+                    b(BinOp::Mul, t, int(d)),
+                ),
+                int(p),
+            )
         };
         let (h, w) = (tap(oh, kh), tap(ow, kw));
         // In the image: 0 <= h < H, 0 <= w < W (zero padding), and n < N (rows past the

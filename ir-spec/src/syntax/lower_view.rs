@@ -99,7 +99,12 @@ impl Lowerer {
     }
 
     /// The parameter access that `view[indices]` means, if `name` is a view.
-    pub fn view_access(&mut self, name: &str, indices: Vec<Expr>, span: Span) -> Option<(String, Vec<Expr>)> {
+    pub fn view_access(
+        &mut self,
+        name: &str,
+        indices: Vec<Expr>,
+        span: Span,
+    ) -> Option<(String, Vec<Expr>)> {
         let view = self.views.get(name)?.clone();
         if indices.len() != view.shape.len() {
             return self.fail(Diagnostic::error(
@@ -112,7 +117,10 @@ impl Lowerer {
             ));
         }
         let pshape = self.buffers.get(&view.param)?.shape.clone();
-        Some((view.param.clone(), remap(&indices, &view.shape, &pshape, span)))
+        Some((
+            view.param.clone(),
+            remap(&indices, &view.shape, &pshape, span),
+        ))
     }
 
     /// The error for a view used where only element accesses and `T.copy` take one.
@@ -120,7 +128,9 @@ impl Lowerer {
         if self.views.contains_key(name) {
             return self.fail(
                 Diagnostic::error(span, format!("buffer view `{name}` cannot be used here"))
-                    .with_note("a view can be indexed (`v[i, j]`) and copied from or to with `T.copy`"),
+                    .with_note(
+                        "a view can be indexed (`v[i, j]`) and copied from or to with `T.copy`",
+                    ),
             );
         }
         Some(())
@@ -157,7 +167,12 @@ impl Lowerer {
                 .iter()
                 .enumerate()
                 .map(|(d, rg)| match live.iter().position(|&x| x == d) {
-                    Some(k) => arith(BinOp::Add, rg.start.clone(), Expr::var(vars[k].clone()), span),
+                    Some(k) => arith(
+                        BinOp::Add,
+                        rg.start.clone(),
+                        Expr::var(vars[k].clone()),
+                        span,
+                    ),
                     None => rg.start.clone(),
                 })
                 .collect()
@@ -170,10 +185,19 @@ impl Lowerer {
         // parameter's or the buffer's own (a copy from a parameter may reach past it too).
         let in_src = self.in_bounds(&src_buf, &sp, span)?;
         let (sb, si) = self.resolve(&src_buf, sp, span)?;
-        let load = Expr::new(ExprKind::Load { buffer: sb, indices: si }, span);
+        let load = Expr::new(
+            ExprKind::Load {
+                buffer: sb,
+                indices: si,
+            },
+            span,
+        );
         let zero = Expr::new(ExprKind::Cast(src_dtype, Box::new(Expr::int(0))), span);
         let value = match in_src {
-            Some(c) => Expr::new(ExprKind::Select(Box::new(c), Box::new(load), Box::new(zero)), span),
+            Some(c) => Expr::new(
+                ExprKind::Select(Box::new(c), Box::new(load), Box::new(zero)),
+                span,
+            ),
             None => load,
         };
         let in_dst = self.in_bounds(&dst_buf, &dp, span)?;
@@ -210,7 +234,10 @@ impl Lowerer {
             )];
         }
         if body.len() != 1 || sl.is_empty() {
-            return self.fail(Diagnostic::error(span, "a `T.copy` with a buffer view must copy at least two elements"));
+            return self.fail(Diagnostic::error(
+                span,
+                "a `T.copy` with a buffer view must copy at least two elements",
+            ));
         }
         body.pop()
     }

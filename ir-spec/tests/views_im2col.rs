@@ -79,6 +79,12 @@ fn view_element_accesses_are_parameter_accesses() {
     ));
     assert_eq!(viewed, direct);
     round_trips(&viewed);
+    assert_eq!(
+        ok(&view_kernel(
+            "A_flat = T.Tensor((M * 4, 8), T.float16, A.data)\nT.atomic_add(A_flat[bx, 1], T.float16(1))"
+        )),
+        ok(&view_kernel("T.atomic_add(A[bx // 4, bx % 4, 1], T.float16(1))")),
+    );
 }
 
 #[test]

@@ -478,10 +478,14 @@ impl Lowerer {
         }
         let indices = self.indices(items);
         let value = self.expr(value);
+        let (buffer, indices) = match self.views.contains_key(buffer) {
+            true => self.view_access(buffer, indices?, base.span)?,
+            false => (buffer.clone(), indices?),
+        };
         Some(Stmt::new(
             StmtKind::AtomicAdd {
-                buffer: Ident::new(buffer.clone(), base.span),
-                indices: indices?,
+                buffer: Ident::new(buffer, base.span),
+                indices,
                 value: value?,
             },
             span,

@@ -114,4 +114,8 @@ run tests/tilelang/dequant_gemv_fp16xint4.tir
 run tests/tilelang/cast_group_per_split_token_fp8.tir -D M=9 -D N=300 -D BG=2 -D M_max=8
 run tests/tilelang/cast_group_per_split_token_fp8.tir -D M=1024 -D N=1024 -D BG=2 -D M_max=896
 run tests/tilelang/gemm_streamk.tir
+# conv_im2col: ragged rows, taps and filters, then a whole 64-row multiple (the original's
+# rows-multiple-of-64 shape) with a 32-multiple of taps.
+run tests/tilelang/conv_im2col.tir -D N=1 -D C=5 -D H=5 -D W=7 -D F=100
+run tests/tilelang/conv_im2col.tir -D N=2 -D C=32 -D H=16 -D W=16 -D F=128
 exit $fail

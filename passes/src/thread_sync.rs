@@ -793,7 +793,13 @@ fn serial_loop(mut f: For, span: Span, state: &mut State, cx: &mut Cx, out: &mut
 
 fn settle(f: &For, entry: &State, cx: &Cx, end_barrier: bool) -> State {
     let inner = bound_vars(&f.body);
-    sync::settle(Some(&f.var.name), &inner, entry, end_barrier, &mut |trial| {
-        walk(f.body.clone(), trial, &mut cx.dry());
-    })
+    sync::settle(
+        Some(&f.var.name),
+        &inner,
+        entry,
+        end_barrier,
+        &mut |trial| {
+            walk(f.body.clone(), trial, &mut cx.dry());
+        },
+    )
 }

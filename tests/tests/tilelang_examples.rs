@@ -220,6 +220,18 @@ const EXAMPLES: &[Example] = &[
         sizes: [&[], &[]],
         reference: gemm_streamk,
     },
+    // 64 x 128 x 32 tiles over the im2col matrix (N*H*W) x (9*C): 1*5*7 = 35 rows (one
+    // partial row tile: tlc's im2col reads 0 past the last image), 9*5 = 45 taps (a partial
+    // k-tile) and F = 100 (a partial column tile); then 2*4*8 = 64 rows, 9*8 = 72 taps over
+    // three k-steps (the 3-stage pipeline), F = 128.
+    Example {
+        stem: "conv_im2col",
+        sizes: [
+            &[("N", 1), ("C", 5), ("H", 5), ("W", 7), ("F", 100)],
+            &[("N", 2), ("C", 8), ("H", 4), ("W", 8), ("F", 128)],
+        ],
+        reference: conv_im2col,
+    },
 ];
 
 /// Inputs a kernel needs to be meaningful (the others are random): per stem and size (the
@@ -279,10 +291,7 @@ const PTXAS_EXPECTED: &[(&str, Target, &str)] = &[
 const SPILLS: &str = "spill stores";
 
 /// The files tlc does not compile yet (tests/tilelang/README.md says what each lacks).
-const NOT_YET: &[&str] = &[
-    "conv_im2col",
-    "dequant_gemm_fine_grained",
-];
+const NOT_YET: &[&str] = &["dequant_gemm_fine_grained"];
 
 /// Examples whose per-thread code races on shared memory as written: they rely on
 /// TileLang's thread-sync pass to insert the barriers between shared-memory stores and loads
@@ -556,6 +565,37 @@ fn gemm_f16(o: &Outputs) -> Expected {
         }
     }
     vec![("C", c)]
+}
+
+/// `conv_im2col.tir`: out[n, oh, ow, f] = float16(Σ_{kh, kw, c} data[n, oh + kh - 1,
+/// ow + kw - 1, c] * kernel[kh, kw, c, f]) (3 x 3 kernel, stride 1, dilation 1, padding 1;
+/// out-of-image taps are 0), the float16 products exact in float32, summed in any order.
+fn conv_im2col(o: &Outputs) -> Expected {
+    let (d, k) = (&o["data"], &o["kernel"]);
+    let [n, h, w, c] = [d.shape()[0], d.shape()[1], d.shape()[2], d.shape()[3]];
+    let f = k.shape()[3];
+    let (dv, kv) = (d.to_f64(), k.to_f64());
+    let mut out = Vec::with_capacity(n * h * w * f);
+    for (b, oh, ow) in (0..n).flat_map(|b| (0..h).flat_map(move |y| (0..w).map(move |x| (b, y, x))))
+    {
+        for j in 0..f {
+            let mut products = Vec::new();
+            for (kh, kw) in (0..3).flat_map(|a| (0..3).map(move |e| (a, e))) {
+                let (y, x) = ((oh + kh) as i64 - 1, (ow + kw) as i64 - 1);
+                if y < 0 || x < 0 || y >= h as i64 || x >= w as i64 {
+                    continue;
+                }
+                let (y, x) = (y as usize, x as usize);
+                for ci in 0..c {
+                    let a = dv[((b * h + y) * w + x) * c + ci];
+                    products.push(a * kv[((kh * 3 + kw) * c + ci) * f + j]);
+                }
+            }
+            let model = Approx::sum(products.iter().copied().map(exact), Fp::F32).round(Fp::F16);
+            out.push(expect(products.iter().sum(), model));
+        }
+    }
+    vec![("out", out)]
 }
 
 /// `gemm_blocksparse.tir`: each 128 x 128 tile of C is float16 of the sum, over the 32-wide
@@ -1155,6 +1195,11 @@ fn gemv_alloc_reducer_matches_its_reference() {
 #[test]
 fn naive_gemv_matches_its_reference() {
     check_example("gemv_naive");
+}
+
+#[test]
+fn conv_im2col_matches_its_reference() {
+    check_example("conv_im2col");
 }
 
 #[test]

@@ -44,6 +44,12 @@ pub struct Lowerer {
     /// `T.alloc_var` variables: one-element local buffers whose name stands for their
     /// element (`lower_var.rs`).
     pub vars: HashSet<String>,
+    /// The function's parameter names (buffer views can only view these).
+    pub params: HashSet<String>,
+    /// Buffer views (`syntax::lower_view`), by name.
+    pub views: HashMap<String, crate::syntax::lower_view::View>,
+    /// While lowering `T.copy`'s operands: regions of views are allowed.
+    pub view_regions: bool,
 }
 
 /// What lowering gives: the function, and the spans (start, end) of its TVMScript typed
@@ -224,6 +230,7 @@ impl Lowerer {
                 format!("handle `{name}` has no `T.match_buffer`"),
             ));
         }
+        self.params = self.buffers.keys().cloned().collect();
         let body = self.block_refs(&body_stmts);
         let params: Vec<BufferDecl> = params.into_iter().flatten().collect();
         Some(PrimFunc {
@@ -341,6 +348,12 @@ impl Lowerer {
         scope: Scope,
         span: Span,
     ) -> Option<BufferDecl> {
+        if self.views.contains_key(&name.name) {
+            return self.fail(Diagnostic::error(
+                name.span,
+                format!("`{}` is already a buffer view", name.name),
+            ));
+        }
         self.buffers.insert(
             name.name.clone(),
             BufInfo {
@@ -549,13 +562,8 @@ impl Lowerer {
                             return None;
                         }
                         "T.Tensor" | "T.Buffer" => {
-                            return self.fail(
-                                Diagnostic::error(
-                                    value.span,
-                                    format!("buffer views (`{callee}(shape, dtype, buf.data)` in a kernel) are not supported yet"),
-                                )
-                                .with_note("index the parameter itself with the flattened index"),
-                            )
+                            self.view(&ident, &callee, value.span, args);
+                            return None;
                         }
                         "T.alloc_var" => {
                             return self.alloc_var(&ident, value.span, args, span);
@@ -625,10 +633,14 @@ impl Lowerer {
                 }
                 let indices = self.indices(items);
                 let value = self.expr(value);
+                let (buffer, indices) = match self.views.contains_key(buffer) {
+                    true => self.view_access(buffer, indices?, base.span)?,
+                    false => (buffer.clone(), indices?),
+                };
                 Some(Stmt::new(
                     StmtKind::Store {
-                        buffer: Ident::new(buffer.clone(), base.span),
-                        indices: indices?,
+                        buffer: Ident::new(buffer, base.span),
+                        indices,
                         value: value?,
                     },
                     span,
@@ -816,6 +828,7 @@ impl Lowerer {
         let span = e.span;
         match name.as_str() {
             "T.copy" => self.copy(span, args),
+            "T.im2col" => self.im2col(span, args),
             "T.gemm" => self.gemm(span, args),
             "T.fill" => self.fill(span, args, false),
             "T.clear" => self.fill(span, args, true),

@@ -336,13 +336,11 @@ impl Lowerer {
             return self.fail(expr_error(base, "only a buffer name can be indexed"));
         };
         let indices = self.indices(items)?;
-        Some(Expr::new(
-            ExprKind::Load {
-                buffer: buffer.clone(),
-                indices,
-            },
-            span,
-        ))
+        let (buffer, indices) = match self.views.contains_key(buffer) {
+            true => self.view_access(buffer, indices, base.span)?,
+            false => (buffer.clone(), indices),
+        };
+        Some(Expr::new(ExprKind::Load { buffer, indices }, span))
     }
 
     /// Leaves, and the expressions that are errors in scalar position.

@@ -29,6 +29,12 @@ enum Operand {
 impl Lowerer {
     /// The declared shape of `name`, or an error at `span`.
     fn buffer_shape(&mut self, name: &str, span: Span) -> Option<Vec<Expr>> {
+        if self.view_regions {
+            if let Some(shape) = self.view_shape(name) {
+                return Some(shape);
+            }
+        }
+        self.view_misuse(name, span)?;
         match self.buffers.get(name) {
             Some(b) => Some(b.shape.clone()),
             None => self.fail(Diagnostic::error(span, format!("unknown buffer `{name}`"))),
@@ -304,7 +310,10 @@ impl Lowerer {
     /// `T.copy(src, dst)`.
     pub fn copy(&mut self, span: Span, args: &[ast::Arg]) -> Option<Stmt> {
         let a = self.bind("T.copy", span, args, &["src", "dst"], 2)?;
-        let (src, dst) = (self.operand(a[0]?), self.operand(a[1]?));
+        let (src_e, dst_e) = (a[0]?, a[1]?);
+        self.view_regions = true;
+        let (src, dst) = (self.operand(src_e), self.operand(dst_e));
+        self.view_regions = false;
         let (src, dst) = (src?, dst?);
         let (src, dst) = match (src, dst) {
             (Operand::Full(s), Operand::Full(d)) => (s, d),
@@ -325,6 +334,9 @@ impl Lowerer {
                 (s, d)
             }
         };
+        if self.views.contains_key(&src.buffer.name) || self.views.contains_key(&dst.buffer.name) {
+            return self.view_copy(src, dst, span);
+        }
         Some(Stmt::new(StmtKind::Copy { src, dst }, span))
     }
 
@@ -466,10 +478,14 @@ impl Lowerer {
         }
         let indices = self.indices(items);
         let value = self.expr(value);
+        let (buffer, indices) = match self.views.contains_key(buffer) {
+            true => self.view_access(buffer, indices?, base.span)?,
+            false => (buffer.clone(), indices?),
+        };
         Some(Stmt::new(
             StmtKind::AtomicAdd {
-                buffer: Ident::new(buffer.clone(), base.span),
-                indices: indices?,
+                buffer: Ident::new(buffer, base.span),
+                indices,
                 value: value?,
             },
             span,

@@ -8,11 +8,13 @@ pub mod literals;
 pub mod lower;
 pub mod lower_allreduce;
 pub mod lower_expr;
+pub mod lower_im2col;
 pub mod lower_intrinsic;
 pub mod lower_kernel;
 pub mod lower_loop;
 pub mod lower_region;
 pub mod lower_var;
+pub mod lower_view;
 pub mod support;
 
 lalrpop_util::lalrpop_mod!(

@@ -50,6 +50,8 @@ run tests/cases/valid/seed000_dims.tir -D M=256 -D N=256 -D K=128
 run tests/cases/valid/seed000_dims.tir -D M=384 -D N=256 -D K=96
 run tests/cases/valid/gemm_bf16_transposed.tir -D M=200 -D N=136 -D K=72
 run tests/cases/valid/gemm_bf16_transposed.tir -D M=129 -D N=67 -D K=45
+run tests/cases/valid/gemm_f16_acc.tir -D M=200 -D N=136 -D K=72
+run tests/cases/valid/gemm_f16_acc.tir -D M=129 -D N=67 -D K=45
 run passes/tests/cases/gemm_ragged_tn.tir -D M=130 -D N=70 -D K=50
 run passes/tests/cases/gemm_ragged_tn.tir -D M=136 -D N=72 -D K=40
 run passes/tests/cases/gemm_ragged_tn.tir -D M=64 -D N=64 -D K=32

@@ -27,6 +27,11 @@ const CASES: &[(&str, &[&str], bool)] = &[
         true,
     ),
     (
+        "tests/cases/valid/gemm_f16_acc.tir",
+        &["M=1000", "N=1000", "K=1000"],
+        true,
+    ),
+    (
         "passes/tests/cases/gemm_ragged_tn.tir",
         &["M=4095", "N=4097", "K=1023"],
         false,
@@ -133,7 +138,7 @@ fn every_gemm_case_uses_tensor_cores_without_spills() {
             );
             let ptx = std::fs::read_to_string(&out_path).expect("the PTX");
             // sm_90a: the cases of whole warpgroups fit the wgmma path (64-row tiles); the
-            // 64-thread one keeps mma.sync.
+            // 64-thread one and the float16 accumulator keep mma.sync.
             let threads: u32 = ptx
                 .lines()
                 .find_map(|l| l.trim().strip_prefix(".reqntid "))
@@ -143,8 +148,14 @@ fn every_gemm_case_uses_tensor_cores_without_spills() {
                         .product()
                 })
                 .unwrap_or(0);
-            let wgmma = target == "sm_90a" && threads.is_multiple_of(128);
-            let mut needles = if wgmma {
+            let f16_acc = file.ends_with("gemm_f16_acc.tir");
+            let wgmma = target == "sm_90a" && threads.is_multiple_of(128) && !f16_acc;
+            let mut needles = if f16_acc {
+                vec![
+                    "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16",
+                    "ldmatrix.sync.aligned",
+                ]
+            } else if wgmma {
                 vec![
                     "wgmma.mma_async.sync.aligned",
                     "wgmma.wait_group.sync.aligned",

@@ -64,7 +64,8 @@ pub enum Intrinsic {
     },
     /// `T.mma_sync(acc, a, b)` (warp collective): `mma.sync.aligned.m16n8k16.row.col`,
     /// `acc[0..4] += A(a[0..8]) @ B(b[0..4])` with the PTX ISA's fragment layouts; `a`, `b`
-    /// are float16 or bfloat16 (both the same), `acc` float32.
+    /// are float16 or bfloat16 (both the same), `acc` float32 — or float16 when `a` and `b`
+    /// are float16 (the `.f16.f16.f16.f16` form; same element-to-lane map).
     Mma {
         acc: ElemRef,
         a: ElemRef,
@@ -550,6 +551,10 @@ static LDMATRIX: IntrinsicDef = IntrinsicDef {
     needs: Needs::Nothing,
 };
 
+/// The accumulator dtypes of `T.mma_sync`; a float16 one takes float16 operands only
+/// ([`mma_accumulator_rule`]).
+const MMA_ACCUMULATORS: &[DType] = &[DType::Float32, DType::Float16];
+
 static MMA_SYNC: IntrinsicDef = IntrinsicDef {
     op: IntrinsicOp::Mma,
     name: "T.mma_sync",
@@ -559,7 +564,7 @@ static MMA_SYNC: IntrinsicDef = IntrinsicDef {
             role: "accumulator",
             kind: ParamKind::Ref(RefParam {
                 scopes: REGISTERS,
-                dtypes: &[DType::Float32],
+                dtypes: MMA_ACCUMULATORS,
                 count: Count::Elems(4),
                 effect: Effect::ReadWrite,
             }),
@@ -1640,6 +1645,18 @@ pub fn check<'a, 'b>(
             }
         }
     }
+    // mma.sync: the f16-accumulator form multiplies f16 only (PTX has no bf16 x bf16 -> f16).
+    if let Intrinsic::Mma { .. } = i {
+        let find = |n: &str| typed.iter().find(|(p, _, _)| *p == n);
+        if let (Some((_, r, acc)), Some((_, _, a))) = (find("acc"), find("a")) {
+            if let Err(message) = mma_accumulator_rule(acc, a) {
+                out.push(Violation {
+                    at: Some(r),
+                    message,
+                });
+            }
+        }
+    }
     // The box's shape, once its entries and the swizzle are valid (else reported above).
     if let (Intrinsic::TmaLoad { .. }, Some(box_dims), Some(swizzle)) =
         (i, i.valid_ints_arg("box"), i.valid_int_arg("swizzle"))
@@ -1655,6 +1672,18 @@ pub fn check<'a, 'b>(
         }
     }
     out
+}
+
+/// `T.mma_sync`'s accumulator and A operand agree: a float16 accumulator takes float16
+/// operands (`mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16`).
+fn mma_accumulator_rule(acc: &BufFacts, a: &BufFacts) -> Result<(), String> {
+    if acc.dtype == DType::Float16 && a.dtype == DType::BFloat16 {
+        return Err(format!(
+            "a float16 accumulator of `T.mma_sync` (`{}`) needs float16 operands; `{}` is {}",
+            acc.name, a.name, a.dtype
+        ));
+    }
+    Ok(())
 }
 
 /// The most dimensions a TMA box has (`cp.async.bulk.tensor.1d` … `.5d`).

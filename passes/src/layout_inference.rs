@@ -4,7 +4,8 @@
 //!
 //! Levels, as in TileLang: **strict** — what the user annotated is kept (an automatic
 //! `T.make_swizzled_layout(X)` is resolved to a width); **gemm** — each `T.gemm` gives its
-//! float32 accumulator fragment the mma.sync accumulator layout over the warp partition of
+//! float32 or float16 accumulator fragment the mma.sync accumulator layout (one map of
+//! elements to threads for both dtypes) over the warp partition of
 //! its policy, and its shared operands an XOR swizzle chosen by the row width (128, 64 or
 //! 32 bytes; rows of 16 bytes get 16 bytes of padding; anything else has no layout that
 //! fits and is an error naming the buffer); **propagate** — the buffer/op graph (petgraph)
@@ -207,11 +208,11 @@ fn infer(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diagnostic
         let Some(c) = allocs.iter().find(|b| b.name.name == g.c.buffer.name) else {
             continue;
         };
-        if c.scope != Scope::Fragment || c.dtype != DType::Float32 {
+        if c.scope != Scope::Fragment || !matches!(c.dtype, DType::Float32 | DType::Float16) {
             layouts.errors.push(Diagnostic::error(
                 g.c.span,
                 format!(
-                    "the T.gemm accumulator `{}` must be a float32 T.alloc_fragment (it is {} {})",
+                    "the T.gemm accumulator `{}` must be a float32 or float16 T.alloc_fragment (it is {} {})",
                     c.name.name,
                     c.scope.name(),
                     c.dtype

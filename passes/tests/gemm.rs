@@ -156,8 +156,14 @@ fn layout_errors_name_the_buffer() {
     );
     let msg = err(src("48", "16", "float32"));
     assert!(msg.contains("whole warps"), "{msg}");
-    let msg = err(src("32", "16", "float16"));
-    assert!(msg.contains("must be a float32 T.alloc_fragment"), "{msg}");
+    // A float16 fragment is an accumulator (mma.sync's f16 form); a local C is not.
+    let msg =
+        err(src("32", "16", "float32")
+            .replace("T.alloc_fragment((16, 16)", "T.alloc_local((16, 16)"));
+    assert!(
+        msg.contains("must be a float32 or float16 T.alloc_fragment (it is local float32)"),
+        "{msg}"
+    );
     // Rows of 4 float16 (8 bytes) are too narrow for ldmatrix.
     let msg = err(src("32", "4", "float32"));
     assert!(

@@ -513,3 +513,46 @@ fn a_tile_dependent_k_loop_stays_one_tile_per_block() {
         "{lowered}"
     );
 }
+
+/// A float16 accumulator (`tests/cases/valid/gemm_f16_acc.tir`, TileLang's fine-grained
+/// dequantizing GEMM's accumulation): on both targets every pass keeps the meaning
+/// EXACTLY — the tile-level `T.gemm` rounds a float16 `C` to f16 after each step of 16
+/// along K, as `T.mma_sync`'s f16 accumulator does — symbolic at ragged sizes and bound
+/// (sm_90a's TMA candidates), and the gemm stays on `mma.sync` (wgmma declines an f16
+/// accumulator).
+#[test]
+fn every_pass_keeps_the_exact_meaning_of_an_f16_accumulator() {
+    let func = case("gemm_f16_acc");
+    for target in [Target::Sm80, Target::Sm90a] {
+        for (name, func) in [
+            ("gemm_f16_acc", func.clone()),
+            ("gemm_f16_acc 136x72x80", bound_mnk(&func, 136, 72, 80)),
+        ] {
+            let mut lowered = false;
+            let mut bound = false;
+            let mut compared = 0;
+            let mut mma = false;
+            for (pass, out) in stages_for(&func, target) {
+                lowered |= pass == "lower-tile-ops";
+                bound |= pass == "thread-binding";
+                let text = print_func(&out);
+                assert!(
+                    !text.contains("T.wgmma("),
+                    "{name} on {target}: wgmma\n{text}"
+                );
+                mma |= text.contains("T.mma_sync(");
+                let what = format!("{name} on {target} after {pass}");
+                compared += if lowered && !bound {
+                    assert_same_meaning(&what, &func, &with_region_barriers(out))
+                } else {
+                    assert_same_meaning(&what, &func, &out)
+                };
+            }
+            assert!(mma, "{name} on {target}: no T.mma_sync");
+            assert!(
+                compared >= 30,
+                "{name} on {target}: only {compared} runs compared"
+            );
+        }
+    }
+}

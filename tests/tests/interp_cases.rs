@@ -26,7 +26,7 @@ fn dims_for(stem: &str) -> Vec<(&'static str, i64)> {
         "while_loops" => vec![("M", 37)],
         "atomic_colsum" => vec![("M", 50), ("N", 70)],
         "scale_cast" | "transpose" => vec![("M", 100), ("N", 70)],
-        "gemm_bf16_transposed" => vec![("M", 100), ("N", 90), ("K", 70)],
+        "gemm_bf16_transposed" | "gemm_f16_acc" => vec![("M", 100), ("N", 90), ("K", 70)],
         // The seed kernel loads B with an unmasked T.Parallel loop: valid for divisible shapes only.
         "seed000_dims" => vec![("M", 256), ("N", 384), ("K", 96)],
         _ => vec![],
@@ -200,6 +200,7 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
             check_gemm(stem, o, false, Round::F16);
         }
         "gemm_bf16_transposed" => check_gemm(stem, o, true, Round::Bf16),
+        "gemm_f16_acc" => check_gemm_f16_acc(stem, o),
         // Partial tiles: the 50 x 40 result of 128 x 128 tiles, the masked rows not written.
         "gemm_partial_tile" => check_gemm(stem, o, false, Round::F16),
         "gemm_threads_2d" => check_gemm(stem, o, false, Round::F32),
@@ -270,6 +271,44 @@ fn check_gemm(stem: &str, o: &Outputs, b_transposed: bool, round: Round) {
         Round::F32 => f64::from(first as f32),
     };
     assert_eq!(first, rounded, "{stem}: C is not rounded to its dtype");
+}
+
+/// C = A @ B^T accumulated in float16 (`gemm_f16_acc`): the f64 sum within the bound of
+/// one f16 rounding per K step of 16 (`ceil(K/16) · 2^-11 · Σ|a·b|`, the running value
+/// never exceeding `Σ|a·b|` by more than that) plus the f32 sums' error; and exactly the
+/// documented semantics (docs/ir.md, `T.gemm`): per 32-wide K tile (zero-filled past K),
+/// steps of 16 summed in f32 from 0, added to the f16 accumulator in f32, rounded to f16.
+fn check_gemm_f16_acc(stem: &str, o: &Outputs) {
+    let (a, b, c) = (&o["A"], &o["B"], &o["C"]);
+    let (m, k) = (a.shape()[0], a.shape()[1]);
+    let n = c.shape()[1];
+    let (av, bv, cv) = (a.to_f64(), b.to_f64(), c.to_f64());
+    let steps = k.div_ceil(16) as f64;
+    for i in 0..m {
+        for j in 0..n {
+            let (mut sum, mut mag) = (0.0f64, 0.0f64);
+            let mut acc = f16::from_f64(0.0);
+            for k0 in (0..k).step_by(16) {
+                let mut s = 0f32;
+                for kk in k0..(k0 + 16).min(k) {
+                    let p = av[i * k + kk] * bv[j * k + kk];
+                    sum += p;
+                    mag += p.abs();
+                    s += av[i * k + kk] as f32 * bv[j * k + kk] as f32;
+                }
+                acc = f16::from_f32(acc.to_f32() + s);
+            }
+            let got = cv[i * n + j];
+            let tol = 2f64.powi(-23) * k as f64 * mag
+                + steps * 2f64.powi(-11) * mag * (1.0 + 2f64.powi(-10))
+                + 2f64.powi(-24);
+            assert!(
+                (got - sum).abs() <= tol,
+                "{stem}: C[{i}, {j}] = {got}, reference {sum}, tol {tol}"
+            );
+            assert_eq!(got, acc.to_f64(), "{stem}: C[{i}, {j}] (f16 steps)");
+        }
+    }
 }
 
 fn check_copy_regions(o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {

@@ -12,7 +12,9 @@
 //! - `T.mma_sync(C[i], A[j], B[k])` → the f16 / bf16 elements of `A[j..j+8]` and `B[k..k+4]`
 //!   packed in pairs (`mov.b32 r, {lo, hi}`, the lower index in the low half), then
 //!   `mma.sync.aligned.m16n8k16.row.col.f32.{f16|bf16}.{f16|bf16}.f32` with `d = c =` the
-//!   four f32 registers of `C[i..i+4]` (accumulation in place).
+//!   four f32 registers of `C[i..i+4]` (accumulation in place); a float16 `C` packs
+//!   `C[i..i+4]` into two f16x2 words for `mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16`
+//!   and unpacks the two result words back into them.
 //!
 //! Local-array operands must have constant indices once unrolled loop variables are
 //! substituted (the registers are fixed at compile time), and their arrays must live in
@@ -303,9 +305,9 @@ impl Cg {
     }
 
     fn mma(&mut self, acc: &ElemRef, a: &ElemRef, b: &ElemRef) {
-        // The verifier holds the dtypes (f32 accumulator, A and B both f16 or both bf16):
-        // the multiplicand type is A's.
-        let Some((_, c)) = self.local_run(acc, 4, "the accumulator of T.mma_sync") else {
+        // The verifier holds the dtypes (an f32 accumulator with A and B both f16 or both
+        // bf16, or an f16 accumulator with f16 A and B): the multiplicand type is A's.
+        let Some((ct, c)) = self.local_run(acc, 4, "the accumulator of T.mma_sync") else {
             return;
         };
         let Some((at, a_regs)) = self.local_run(a, 8, "the A operand of T.mma_sync") else {
@@ -320,8 +322,36 @@ impl Cg {
         };
         let a_words = self.pack_pairs(&a_regs);
         let b_words = self.pack_pairs(&b_regs);
+        if ct == DType::Float16 {
+            // Two f16x2 words, the lower element index in the low half (`c0,c1`, `c2,c3`):
+            // packed in, fresh words out, split back into the four f16 registers (and
+            // remembered as packed, so the next mma on them takes the words as they are).
+            let c_words = self.pack_pairs(&c);
+            let d_words: Vec<Reg> = (0..2).map(|_| self.b.new_reg(Type::B32)).collect();
+            self.b.emit(Op::Mma {
+                shape: MmaShape::M16n8k16,
+                acc_ty: Type::F16,
+                ab_ty,
+                d: d_words.clone(),
+                a: a_words,
+                b: b_words,
+                c: c_words,
+            });
+            for (w, pair) in d_words.into_iter().zip(c.chunks_exact(2)) {
+                self.forget_packed(pair[0]);
+                self.forget_packed(pair[1]);
+                self.b.emit(Op::Unpack {
+                    ty: Type::B32,
+                    dsts: pair.to_vec(),
+                    src: w,
+                });
+                self.packed.insert((pair[0], pair[1]), w);
+            }
+            return;
+        }
         self.b.emit(Op::Mma {
             shape: MmaShape::M16n8k16,
+            acc_ty: Type::F32,
             ab_ty,
             d: c.clone(),
             a: a_words,

@@ -979,10 +979,12 @@ pub enum Op {
         dsts: Vec<Reg>,
         addr: Address,
     },
-    /// `mma.sync.aligned.SHAPE.row.col.f32.AB.AB.f32 {d}, {a}, {b}, {c}` with `ab_ty` F16
-    /// or Bf16 and f32 accumulators.
+    /// `mma.sync.aligned.SHAPE.row.col.ACC.AB.AB.ACC {d}, {a}, {b}, {c}` with `ab_ty` F16
+    /// or Bf16 and `acc_ty` F32 (four f32 registers in `c` and `d`) — or F16 with F16
+    /// multiplicands (two b32 registers of f16x2 in `c` and `d`).
     Mma {
         shape: MmaShape,
+        acc_ty: Type,
         ab_ty: Type,
         d: Vec<Reg>,
         a: Vec<Reg>,

@@ -551,6 +551,7 @@ fn render(op: &Op) -> (String, Vec<String>) {
         }
         Op::Mma {
             shape,
+            acc_ty,
             ab_ty,
             d,
             a,
@@ -562,7 +563,7 @@ fn render(op: &Op) -> (String, Vec<String>) {
                 MmaShape::M16n8k8 => ".m16n8k8",
             };
             (
-                format!("mma.sync.aligned{s}.row.col.f32{ab_ty}{ab_ty}.f32"),
+                format!("mma.sync.aligned{s}.row.col{acc_ty}{ab_ty}{ab_ty}{acc_ty}"),
                 vec![reg_list(d), reg_list(a), reg_list(b), reg_list(c)],
             )
         }

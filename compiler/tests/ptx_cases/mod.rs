@@ -514,6 +514,7 @@ pub fn mma_ldmatrix_cp_async(target: Target) -> (Manifest, Module) {
     let out: Vec<Reg> = (0..4).map(|_| k.new_reg(Type::F32)).collect();
     k.emit(Op::Mma {
         shape: MmaShape::M16n8k16,
+        acc_ty: Type::F32,
         ab_ty: Type::F16,
         d: out.clone(),
         a: afrag,

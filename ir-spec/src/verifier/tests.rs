@@ -1528,8 +1528,16 @@ fn ldmatrix_rules() {
 fn mma_sync_rules() {
     one_intrinsic_error(
         "",
-        "T.mma_sync(Acc16[0], F[0], F[4])",
-        "the accumulator of `T.mma_sync` must be float32; `Acc16` is float16",
+        "T.mma_sync(Fb[0], F[0], F[4])",
+        "the accumulator of `T.mma_sync` must be float32 or float16; `Fb` is bfloat16",
+        "Fb",
+    );
+    // A float16 accumulator is the `.f16.f16.f16.f16` form: float16 operands only.
+    assert!(intrinsic_errors("", "T.mma_sync(Acc16[0], F[0], F[4])").is_empty());
+    one_intrinsic_error(
+        "",
+        "T.mma_sync(Acc16[0], Fb[0], Fb[4])",
+        "a float16 accumulator of `T.mma_sync` (`Acc16`) needs float16 operands; `Fb` is bfloat16",
         "Acc16",
     );
     one_intrinsic_error(
@@ -1578,14 +1586,14 @@ fn commit_and_wait_rules() {
 fn all_intrinsic_errors_are_collected() {
     let errs = intrinsic_errors(
         "",
-        "T.cp_async(F[0], G[tx, 0], 3)\nT.ldmatrix(F[0], S[tx, 0], num=8, trans=False)\nT.mma_sync(Acc16[0], F[0], F[4])",
+        "T.cp_async(F[0], G[tx, 0], 3)\nT.ldmatrix(F[0], S[tx, 0], num=8, trans=False)\nT.mma_sync(Fb[0], F[0], F[4])",
     );
     let msgs: Vec<&str> = errs.iter().map(|(m, _)| m.as_str()).collect();
     assert_eq!(msgs.len(), 4, "{msgs:#?}");
     assert!(msgs[0].contains("found 3"));
     assert!(msgs[1].contains("must be a shared buffer"));
     assert!(msgs[2].contains("found 8"));
-    assert!(msgs[3].contains("must be float32"));
+    assert!(msgs[3].contains("must be float32 or float16"));
 }
 
 #[test]

@@ -8,8 +8,9 @@
 //! a multiple of 8 rows and rows whose byte length one of the swizzle spans 128 / 64 / 32
 //! divides (the largest is taken), `K` is a multiple of 16, and the warpgroups split the `M x N` accumulator into
 //! tiles of `64 * i x N_w` with `N_w` a multiple of 8 up to 256 (one `m64nN_wk16` per 64
-//! rows per k-step). Everything else keeps the mma.sync path, which takes any gemm the
-//! sm_80 road takes.
+//! rows per k-step), and the accumulator is float32 (a float16 accumulator keeps mma.sync:
+//! wgmma's `.f16` accumulator form is not built). Everything else keeps the mma.sync path,
+//! which takes any gemm the sm_80 road takes.
 //!
 //! The operands are laid out `T.make_wgmma_swizzled_layout(X, bytes=B)` (`tlc_ir::Layout`):
 //! the canonical layout both TMA (with swizzle `B`) and wgmma read. An operand stored with
@@ -159,6 +160,11 @@ pub fn plan(
     }
     if threads % WARPGROUP != 0 {
         return Err(format!("{threads} threads are not whole warpgroups"));
+    }
+    // wgmma's f16-accumulator form (`.f16.f16.f16`) is not built: such a gemm keeps
+    // mma.sync's `.f16.f16.f16.f16` form.
+    if buffer(&g.c.buffer.name).is_some_and(|c| c.dtype != DType::Float32) {
+        return Err("the accumulator is not float32".into());
     }
     let (Some(a), Some(b)) = (buffer(&g.a.buffer.name), buffer(&g.b.buffer.name)) else {
         return Err("an operand is not a known buffer".into());

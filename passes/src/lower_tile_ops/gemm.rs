@@ -8,7 +8,9 @@
 //! 16 along K, each warp loads its `MT` A tiles (16 x 16, one `ldmatrix.x4` each; `.trans`
 //! when A is stored K x M) and its `NT` B tiles (16 x 8, two per `ldmatrix.x4`; `.trans`
 //! when B is stored K x N, the usual case) into two register arrays, then issues
-//! `MT * NT` mma's. `clear_accum=True` zeroes C first.
+//! `MT * NT` mma's. `clear_accum=True` zeroes C first. A float16 C takes the same
+//! instructions (`T.mma_sync` with a float16 accumulator: the same 4 slots per tile) and
+//! float16 operands only; it never takes wgmma (`analysis/wgmma.rs`).
 //!
 //! Address of lane `l` (`mi = l / 8` the matrix it addresses, `r = l % 8` the row):
 //! - A (M x K): row `l % 16`, column `8 * (l / 16)` of the 16 x 16 tile;
@@ -139,16 +141,33 @@ pub(crate) fn lower(
         return Err(vec![Diagnostic::error(
             g.c.span,
             format!(
-                "the accumulator `{}` has no mma layout: T.gemm accumulates into a float32 fragment",
+                "the accumulator `{}` has no mma layout: T.gemm accumulates into a float32 or float16 fragment",
                 cbuf.name.name
             ),
         )]);
     };
-    if cbuf.dtype != DType::Float32 {
-        return Err(vec![Diagnostic::error(
-            g.c.span,
-            format!("the accumulator `{}` must be float32", cbuf.name.name),
-        )]);
+    match (cbuf.dtype, a.buf.dtype) {
+        (DType::Float32, _) | (DType::Float16, DType::Float16) => {}
+        (DType::Float16, other) => {
+            return Err(vec![Diagnostic::error(
+                g.a.span,
+                format!(
+                    "the float16 accumulator `{}` takes float16 operands (mma.sync's \
+                     .f16.f16.f16.f16 form); `{}` is {other}",
+                    cbuf.name.name, a.buf.name.name
+                ),
+            )
+            .with_note("accumulate in a float32 fragment")]);
+        }
+        (other, _) => {
+            return Err(vec![Diagnostic::error(
+                g.c.span,
+                format!(
+                    "the accumulator `{}` must be float32 or float16, not {other}",
+                    cbuf.name.name
+                ),
+            )]);
+        }
     }
     // A and B share one dtype: the verifier's gemm rule, and `operand` admits only f16 and
     // bf16 (the one mixed pair the rule allows, e4m3 x e5m2, never gets here).
@@ -325,7 +344,7 @@ fn emit(
     ];
     let mut body = Vec::new();
     if g.clear_accum {
-        body.push(clear(c, layout, span, names));
+        body.push(clear(c, ctx, layout, span, names));
     }
     body.push(for_loop(
         &kk,
@@ -337,8 +356,9 @@ fn emit(
     thread_region(&ctx.block, &tx, body, span, names)
 }
 
-/// `clear_accum=True`: every accumulator slot of the thread set to zero.
-fn clear(c: &str, layout: &MmaLayout, span: Span, names: &mut NameSet) -> Stmt {
+/// `clear_accum=True`: every accumulator slot of the thread set to zero (of its dtype).
+fn clear(c: &str, ctx: &Ctx, layout: &MmaLayout, span: Span, names: &mut NameSet) -> Stmt {
+    let dtype = ctx.buffer(c).map_or(DType::Float32, |b| b.dtype);
     let s = names.fresh("s");
     for_loop(
         &s,
@@ -348,10 +368,7 @@ fn clear(c: &str, layout: &MmaLayout, span: Span, names: &mut NameSet) -> Stmt {
             StmtKind::Store {
                 buffer: Ident::new(c, span),
                 indices: vec![Expr::var(&s)],
-                value: Expr::new(
-                    tlc_ir::ExprKind::Cast(DType::Float32, Box::new(Expr::int(0))),
-                    span,
-                ),
+                value: Expr::new(tlc_ir::ExprKind::Cast(dtype, Box::new(Expr::int(0))), span),
             },
             span,
         )],
@@ -455,7 +472,7 @@ fn emit_wgmma(
     );
     let mut body = Vec::new();
     if g.clear_accum {
-        body.push(clear(c, layout, span, names));
+        body.push(clear(c, ctx, layout, span, names));
     }
     body.push(intrinsic(Intrinsic::WgmmaFence, span));
     body.push(for_loop(

@@ -7,8 +7,12 @@
 //! each product rounded to f32, no fused multiply-add), then the sum is added, in f32, to
 //! `C[i, j]` converted to f32 (or to 0 with `clear_accum`), and the result is rounded to
 //! `C`'s dtype. Exceptions: a float64 `C` computes all of this in f64, an integer `C` in
-//! wrapping i64 (int8 × int8 → int32 gemms are exact). All elements read must have been
-//! written.
+//! wrapping i64 (int8 × int8 → int32 gemms are exact), and a float16 `C` is updated in
+//! steps of 16 along K as `mma.sync`'s f16 accumulator is: for k0 = 0, 16, 32, …, the
+//! products of k0 … k0+15 (fewer in a last short step) are summed in f32 in K order from
+//! 0, that sum is added in f32 to `C[i, j]` converted to f32, and the result is rounded to
+//! f16 — which is `C[i, j]` for the next step (so a lowered gemm gives exactly this). All
+//! elements read must have been written.
 
 use crate::dtype::DType;
 use crate::interp::compile::CGemm;
@@ -51,6 +55,8 @@ pub(crate) fn gemm(frame: &mut Frame, g: &CGemm, span: Span) -> Res<()> {
         product_i64(&av, &bv, &c_old, m, n, k)
     } else if c_dtype == DType::Float64 {
         product_f64(&av, &bv, &c_old, m, n, k)
+    } else if c_dtype == DType::Float16 {
+        product_f16_steps(&av, &bv, &c_old, m, n, k)
     } else {
         product_f32(&av, &bv, &c_old, m, n, k)
     };
@@ -142,6 +148,44 @@ fn product_f32(
             let old = c[i * n + j].as_f64() as f32;
             out.push(Scalar::Float(f64::from(old + s)));
         }
+    }
+    out
+}
+
+/// The K step of an f16 accumulator: `mma.sync.m16n8k16`'s k.
+const F16_STEP: usize = 16;
+
+/// A float16 `C`: each step of 16 along K summed in f32 from 0, added to `C` in f32,
+/// rounded to f16 (see the module summary).
+fn product_f16_steps(
+    a: &[Scalar],
+    b: &[Scalar],
+    c: &[Scalar],
+    m: usize,
+    n: usize,
+    k: usize,
+) -> Vec<Scalar> {
+    let a: Vec<f32> = a.iter().map(|v| v.as_f64() as f32).collect();
+    let b: Vec<f32> = b.iter().map(|v| v.as_f64() as f32).collect();
+    let mut out = Vec::with_capacity(m * n);
+    let mut acc = vec![0f32; n];
+    for i in 0..m {
+        let mut cur: Vec<Scalar> = c[i * n..(i + 1) * n].to_vec();
+        for k0 in (0..k).step_by(F16_STEP) {
+            acc.fill(0.0);
+            for kk in k0..(k0 + F16_STEP).min(k) {
+                let x = a[i * k + kk];
+                let row = &b[kk * n..(kk + 1) * n];
+                for (s, &y) in acc.iter_mut().zip(row) {
+                    *s += x * y;
+                }
+            }
+            for (old, &s) in cur.iter_mut().zip(&acc) {
+                let sum = old.as_f64() as f32 + s;
+                *old = convert(Scalar::Float(f64::from(sum)), DType::Float16);
+            }
+        }
+        out.extend(cur);
     }
     out
 }

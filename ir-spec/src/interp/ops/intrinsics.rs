@@ -19,11 +19,13 @@
 //!   `ldmatrix` reads its rows as shared reads of the lane that supplied the row address
 //!   (race check, pending bytes, 16-byte alignment); `mma_sync` computes
 //!   `D[i][j] = (Σ_k A[i][k] · B[k][j]) + C[i][j]` in f32: inputs converted exactly, every
-//!   product and partial sum rounded to f32, k = 0 … 15 in order from 0, `C` added last.
+//!   product and partial sum rounded to f32, k = 0 … 15 in order from 0, `C` added last;
+//!   a float16 accumulator converts to f32 exactly and the f32 result is rounded once to
+//!   f16 (round to nearest even) when stored.
 
 use crate::interp::compile::{BufRef, CExpr, CRef};
 use crate::interp::eval::{fault, Frame, Res};
-use crate::interp::scalar::Scalar;
+use crate::interp::scalar::{convert, Scalar};
 use crate::interp::shared::encode;
 use crate::intrinsic::{Collective, IntrinsicDef};
 use crate::span::Span;
@@ -307,11 +309,13 @@ impl Frame<'_> {
         Ok(lane)
     }
 
-    /// Writes one lane's 4 accumulators.
+    /// Writes one lane's 4 accumulators, each f32 result rounded once more to the
+    /// accumulator's dtype (nothing for float32; round-to-nearest-even for float16).
     pub(crate) fn mma_store(&mut self, acc: &CRef, flat: usize, d: [f32; 4]) {
+        let dtype = self.mem.buffer(acc.buf).dtype;
         for (k, v) in d.into_iter().enumerate() {
-            self.mem
-                .write(acc.buf, flat + k, Scalar::Float(f64::from(v)));
+            let v = convert(Scalar::Float(f64::from(v)), dtype);
+            self.mem.write(acc.buf, flat + k, v);
         }
     }
 }

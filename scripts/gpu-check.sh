@@ -50,8 +50,29 @@ run tests/cases/valid/seed000_dims.tir -D M=256 -D N=256 -D K=128
 run tests/cases/valid/seed000_dims.tir -D M=384 -D N=256 -D K=96
 run tests/cases/valid/gemm_bf16_transposed.tir -D M=200 -D N=136 -D K=72
 run tests/cases/valid/gemm_bf16_transposed.tir -D M=129 -D N=67 -D K=45
-run tests/cases/valid/gemm_f16_acc.tir -D M=200 -D N=136 -D K=72
-run tests/cases/valid/gemm_f16_acc.tir -D M=129 -D N=67 -D K=45
+# A float16 accumulator: the tensor core's rounding inside an f16 accumulate is not the
+# interpreter's documented step-of-16 model (PTX leaves it unspecified), and the device
+# comparison's float16 tolerance is relative to the result, not to the partial sums — with
+# random data an element whose sum cancels can differ by half an ulp of its partial sums
+# (seen: 1 of 27200 at 200 x 136 x 72, docs/perf.md). So these run on small integers, whose
+# every partial sum float16 holds exactly: GPU and interpreter must then agree exactly,
+# which checks the layout, masking and pipeline of the lowering.
+ints=$(mktemp -d)
+if python3 - "$ints" <<'PY'
+import sys
+import numpy as np
+rng = np.random.default_rng(1)
+for m, n, k in [(200, 136, 72), (129, 67, 45)]:
+    np.save(f"{sys.argv[1]}/A_{m}_{k}.npy", rng.integers(-2, 3, (m, k)).astype(np.float16))
+    np.save(f"{sys.argv[1]}/B_{n}_{k}.npy", rng.integers(-2, 3, (n, k)).astype(np.float16))
+PY
+then
+    run tests/cases/valid/gemm_f16_acc.tir -D M=200 -D N=136 -D K=72 --input A=$ints/A_200_72.npy --input B=$ints/B_136_72.npy
+    run tests/cases/valid/gemm_f16_acc.tir -D M=129 -D N=67 -D K=45 --input A=$ints/A_129_45.npy --input B=$ints/B_67_45.npy
+else
+    echo "FAIL  gemm_f16_acc: python3 with numpy is needed to write its integer inputs"
+    fail=1
+fi
 run passes/tests/cases/gemm_ragged_tn.tir -D M=130 -D N=70 -D K=50
 run passes/tests/cases/gemm_ragged_tn.tir -D M=136 -D N=72 -D K=40
 run passes/tests/cases/gemm_ragged_tn.tir -D M=64 -D N=64 -D K=32

@@ -90,6 +90,29 @@ fn int_max(d: DType) -> i64 {
     }
 }
 
+/// `buffer[indices]` as an expression.
+pub fn load(buffer: &str, indices: Vec<Expr>, span: Span) -> Expr {
+    Expr::new(
+        ExprKind::Load {
+            buffer: buffer.to_string(),
+            indices,
+        },
+        span,
+    )
+}
+
+/// `buffer[indices] = value`.
+pub fn store(buffer: &str, indices: Vec<Expr>, value: Expr, span: Span) -> Stmt {
+    Stmt::new(
+        StmtKind::Store {
+            buffer: Ident::new(buffer, span),
+            indices,
+            value,
+        },
+        span,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

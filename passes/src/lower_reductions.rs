@@ -28,7 +28,7 @@ use crate::analysis::rows::RowVectors;
 use crate::context::PassContext;
 use crate::names::NameSet;
 use crate::pass::Pass;
-use tlc_ir::build::{bin, for_loop, reduce_identity as identity};
+use tlc_ir::build::{bin, for_loop, load, reduce_identity as identity, store};
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::child_bodies_mut;
 use tlc_ir::{
@@ -370,27 +370,6 @@ fn pow2_floor(v: i64) -> i64 {
 
 fn combine(kind: ReduceKind, a: Expr, b: Expr, span: Span) -> Expr {
     Expr::binary(kind.combine(), a, b, span)
-}
-
-fn load(buffer: &str, indices: Vec<Expr>, span: Span) -> Expr {
-    Expr::new(
-        ExprKind::Load {
-            buffer: buffer.to_string(),
-            indices,
-        },
-        span,
-    )
-}
-
-fn store(buffer: &str, indices: Vec<Expr>, value: Expr, span: Span) -> Stmt {
-    Stmt::new(
-        StmtKind::Store {
-            buffer: Ident::new(buffer, span),
-            indices,
-            value,
-        },
-        span,
-    )
 }
 
 fn whole(buffer: &str, shape: &[i64], span: Span) -> Region {

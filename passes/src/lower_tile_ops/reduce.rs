@@ -19,10 +19,10 @@
 use super::rows::{if_then, Kind};
 use super::Ctx;
 use crate::names::NameSet;
-use tlc_ir::build::{bin, elem, intrinsic, reduce_identity};
+use tlc_ir::build::{bin, elem, intrinsic, load, reduce_identity, store};
 use tlc_ir::{
     BinOp, BufferDecl, DType, Diagnostic, Expr, ExprKind, Ident, Intrinsic, MathFn, Reduce, Scope,
-    Span, Stmt, StmtKind,
+    Span, Stmt,
 };
 
 pub(crate) fn lower(
@@ -237,25 +237,4 @@ fn alloc(
         span,
     });
     name
-}
-
-fn load(buffer: &str, indices: Vec<Expr>, span: Span) -> Expr {
-    Expr::new(
-        ExprKind::Load {
-            buffer: buffer.to_string(),
-            indices,
-        },
-        span,
-    )
-}
-
-fn store(buffer: &str, indices: Vec<Expr>, value: Expr, span: Span) -> Stmt {
-    Stmt::new(
-        StmtKind::Store {
-            buffer: Ident::new(buffer, span),
-            indices,
-            value,
-        },
-        span,
-    )
 }

@@ -17,10 +17,13 @@
 //! - `T.fill` / `T.clear` of `V`, `T.copy` of the whole of `V` to or from a buffer that is
 //!   not a fragment, or to or from the whole of another member;
 //!
-//! it is broadcast somewhere, all its anchors (and fragment-free nests) have one shape `R x N`, its members have
-//! 16- or 32-bit dtypes (what a shuffle moves), the block is whole warps, and the rows of
-//! the flat layout are regular: `N` a multiple of the thread count `T`, or a divisor of it
-//! that is a power of two up to 32 or a multiple of 32 (`rows_of_flat`). Everything else
+//! it is broadcast somewhere, all its anchors (and fragment-free nests) have one shape
+//! `R x N`, its members have 16- or 32-bit dtypes (what a shuffle moves), the block is whole
+//! warps, and either every anchor is a gemm accumulator (which always gets an accumulator
+//! layout, whose rows always serve) or registers pay on the flat layout
+//! (`worth_registers`: the rows spread regularly — `N` a multiple of the thread count `T`,
+//! or a divisor of it that is a power of two up to 32 or a multiple of 32, `rows_of_flat` —
+//! and no thread holds just one element of each of several block-wide rows). Everything else
 //! keeps the shared-memory lowering (`lower-reductions`, `stage-fragment-reads`), which
 //! works for any layout. `layout-inference` gives each class the rows layout of its
 //! anchors' layout; `lower-tile-ops` lowers what `lower-reductions` and

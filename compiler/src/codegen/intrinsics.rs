@@ -236,6 +236,12 @@ impl Cg {
             dsts: words.clone(),
             addr,
         });
+        self.unpack_pairs(words, &regs);
+    }
+
+    /// Unpacks each `.b32` word into its pair of 16-bit registers (low half first), and
+    /// remembers the word as the pair's packed form.
+    fn unpack_pairs(&mut self, words: Vec<Reg>, regs: &[Reg]) {
         for (w, pair) in words.into_iter().zip(regs.chunks_exact(2)) {
             self.forget_packed(pair[0]);
             self.forget_packed(pair[1]);
@@ -337,16 +343,7 @@ impl Cg {
                 b: b_words,
                 c: c_words,
             });
-            for (w, pair) in d_words.into_iter().zip(c.chunks_exact(2)) {
-                self.forget_packed(pair[0]);
-                self.forget_packed(pair[1]);
-                self.b.emit(Op::Unpack {
-                    ty: Type::B32,
-                    dsts: pair.to_vec(),
-                    src: w,
-                });
-                self.packed.insert((pair[0], pair[1]), w);
-            }
+            self.unpack_pairs(d_words, &c);
             return;
         }
         self.b.emit(Op::Mma {

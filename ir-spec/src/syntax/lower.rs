@@ -633,10 +633,7 @@ impl Lowerer {
                 }
                 let indices = self.indices(items);
                 let value = self.expr(value);
-                let (buffer, indices) = match self.views.contains_key(buffer) {
-                    true => self.view_access(buffer, indices?, base.span)?,
-                    false => (buffer.clone(), indices?),
-                };
+                let (buffer, indices) = self.element_target(buffer, indices?, base.span)?;
                 Some(Stmt::new(
                     StmtKind::Store {
                         buffer: Ident::new(buffer, base.span),

@@ -336,10 +336,7 @@ impl Lowerer {
             return self.fail(expr_error(base, "only a buffer name can be indexed"));
         };
         let indices = self.indices(items)?;
-        let (buffer, indices) = match self.views.contains_key(buffer) {
-            true => self.view_access(buffer, indices, base.span)?,
-            false => (buffer.clone(), indices),
-        };
+        let (buffer, indices) = self.element_target(buffer, indices, base.span)?;
         Some(Expr::new(ExprKind::Load { buffer, indices }, span))
     }
 

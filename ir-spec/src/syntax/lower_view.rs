@@ -98,6 +98,22 @@ impl Lowerer {
         );
     }
 
+    /// The buffer and indices an element access `name[indices]` reaches: the parameter's
+    /// for a view (`view_access`), else the access as written. Loads, stores and atomic adds
+    /// all go through here.
+    pub fn element_target(
+        &mut self,
+        name: &str,
+        indices: Vec<Expr>,
+        span: Span,
+    ) -> Option<(String, Vec<Expr>)> {
+        if self.views.contains_key(name) {
+            self.view_access(name, indices, span)
+        } else {
+            Some((name.to_string(), indices))
+        }
+    }
+
     /// The parameter access that `view[indices]` means, if `name` is a view.
     pub fn view_access(
         &mut self,

@@ -244,10 +244,12 @@ fn tvmscript_thread_variables_compile_or_say_what_to_write() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(stderr.matches("error:").count(), 1, "{stderr}");
     assert!(
-        stderr.starts_with(&format!("{bad}:9:11: error: thread variable `tx` cannot be used in a kernel with tile-level code")),
+        stderr.starts_with(&format!(
+            "{bad}:11:45: error: per-thread code (it names `tx`) inside a `T.Parallel` loop"
+        )),
         "{stderr}"
     );
-    assert!(stderr.contains("`for tx in T.thread_binding(64, thread=\"threadIdx.x\"):`"));
+    assert!(stderr.contains("index its body with its loop variables"));
 }
 
 /// `--sms N` sizes persistent kernels for a GPU of N SMs: the seed (512 tiles at two blocks

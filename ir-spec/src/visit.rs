@@ -1,7 +1,8 @@
 //! Generic walks over the IR, so that passes, the verifier and the interpreter do not each
 //! re-implement the recursion.
 
-use crate::ir::{Expr, ExprKind, Region, Stmt, StmtKind};
+use crate::ir::{Expr, ExprKind, Ident, Region, Stmt, StmtKind};
+use crate::span::Span;
 
 /// The statement lists nested directly inside `stmt`.
 pub fn child_bodies(stmt: &Stmt) -> Vec<&Vec<Stmt>> {
@@ -65,6 +66,40 @@ pub fn for_each_stmt<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
             for_each_stmt(child, f);
         }
     }
+}
+
+/// The buffers a statement names as whole operands, outside its expressions: store and
+/// atomic targets, tile-op operands, a reduction's source and destination, an all-reduce's
+/// or a finalized reducer's buffer, intrinsic operands. Loads are in [`stmt_exprs`].
+pub fn stmt_buffer_idents(stmt: &Stmt) -> Vec<&Ident> {
+    match &stmt.kind {
+        StmtKind::Store { buffer, .. } | StmtKind::AtomicAdd { buffer, .. } => vec![buffer],
+        StmtKind::AllReduce(r) => vec![&r.buffer],
+        StmtKind::Copy { src, dst } => vec![&src.buffer, &dst.buffer],
+        StmtKind::Gemm(g) => vec![&g.a.buffer, &g.b.buffer, &g.c.buffer],
+        StmtKind::Fill { dst, .. } => vec![&dst.buffer],
+        StmtKind::FinalizeReducer(r) => vec![r],
+        StmtKind::Reduce(r) => vec![&r.src, &r.dst],
+        StmtKind::Intrinsic(i) => i.operands().into_iter().map(|r| &r.buffer).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Every buffer `stmt` names itself (operands and loads in its own expressions, not those
+/// of nested statements), with where.
+pub fn stmt_buffer_uses(stmt: &Stmt) -> Vec<(&str, Span)> {
+    let mut out: Vec<(&str, Span)> = stmt_buffer_idents(stmt)
+        .into_iter()
+        .map(|i| (i.name.as_str(), i.span))
+        .collect();
+    for e in stmt_exprs(stmt) {
+        for_each_subexpr(e, &mut |x| {
+            if let ExprKind::Load { buffer, .. } = &x.kind {
+                out.push((buffer.as_str(), x.span));
+            }
+        });
+    }
+    out
 }
 
 /// The expressions a statement holds directly (not those of nested statements), including

@@ -1,6 +1,8 @@
 //! `thread-sync`: TileLang's automatic barriers (its `ThreadSync` pass) in per-thread code
 //! written by the user — a kernel body that is a nest of `T.thread_binding` loops over the
-//! whole block, as `tx = T.get_thread_binding(0)` makes it. Every thread runs that code; where
+//! whole block, as `tx = T.get_thread_binding(0)` makes it, or each thread region of a
+//! tile-level kernel (docs/ir.md, "Thread regions"; entering and leaving one are barriers
+//! already, so each is synchronized on its own). Every thread runs that code; where
 //! one thread's shared- or global-memory access may meet another thread's earlier one
 //! (read after write, write after read, write after write) with no barrier in between, a
 //! `T.sync_threads()` is placed at a block-uniform point before the later access, loop-carried
@@ -33,7 +35,7 @@ use crate::pass::Pass;
 use std::collections::{HashMap, HashSet};
 use tlc_ir::affine::constant_difference;
 use tlc_ir::verifier::const_int;
-use tlc_ir::visit::{for_each_stmt, for_each_subexpr, map_expr, stmt_exprs};
+use tlc_ir::visit::{child_bodies_mut, for_each_stmt, for_each_subexpr, map_expr, stmt_exprs};
 use tlc_ir::{
     BinOp, BufferDecl, Diagnostic, Expr, ExprKind, For, ForKind, Kernel, PrimFunc, Scope, Span,
     Stmt, StmtKind, ThreadTag,
@@ -140,7 +142,37 @@ fn sync_kernel(k: &mut Kernel, params: &[BufferDecl], errors: &mut Vec<Diagnosti
         .filter(|a| matches!(a.scope, Scope::Local | Scope::Fragment))
         .map(|a| a.name.name.clone())
         .collect();
-    for stmt in &mut k.body {
+    let shared = Shared {
+        block: &block,
+        threads,
+        tracked: &tracked,
+        shapes: &shapes,
+        private: &private,
+    };
+    sync_regions(&mut k.body, &shared, errors);
+}
+
+/// What every thread nest of one kernel shares.
+struct Shared<'a> {
+    block: &'a [i64],
+    threads: i64,
+    tracked: &'a HashSet<String>,
+    shapes: &'a HashMap<String, Vec<Option<i64>>>,
+    private: &'a HashSet<String>,
+}
+
+/// Places the barriers of every thread nest in `body`: the kernel body's own nest, or the
+/// thread regions of a tile-level kernel (docs/ir.md, "Thread regions"), each on its own —
+/// the end of a region is a barrier already.
+fn sync_regions(body: &mut [Stmt], sh: &Shared, errors: &mut Vec<Diagnostic>) {
+    let (block, threads) = (sh.block, sh.threads);
+    for stmt in body {
+        if !is_nest(stmt) {
+            for child in child_bodies_mut(stmt) {
+                sync_regions(child, sh, errors);
+            }
+            continue;
+        }
         let span = stmt.span;
         let tags = nest_tags(stmt);
         let Some((vars, body)) = open_nest(stmt) else {
@@ -164,13 +196,13 @@ fn sync_kernel(k: &mut Kernel, params: &[BufferDecl], errors: &mut Vec<Diagnosti
         axes.sort_by_key(|a| a.2);
         let mut cx = Cx {
             axes: axes.iter().map(|a| (a.0.clone(), a.1)).collect(),
-            tracked: &tracked,
-            private: &private,
+            tracked: sh.tracked,
+            private: sh.private,
             divergent: HashSet::new(),
             bound: HashSet::new(),
             ranges: HashMap::new(),
             lets: HashMap::new(),
-            shapes: &shapes,
+            shapes: sh.shapes,
             errors: Vec::new(),
             at: span,
         };

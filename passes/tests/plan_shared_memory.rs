@@ -63,6 +63,9 @@ fn keeps_meaning_on_the_corpus() {
         // Alone (tile-level kernels keep their form) and after thread-binding.
         let out = planned(func.clone());
         compared += assert_same_meaning(&name, &func, &out);
+        if common::mixes_levels(&func) {
+            continue; // thread-binding takes it once lower-tile-ops has lowered its tile ops
+        }
         let out = bound_and_planned(func.clone());
         compared += assert_same_meaning(&name, &func, &out);
         if let Some(a) = arena(&out) {

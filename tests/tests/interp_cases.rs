@@ -24,6 +24,8 @@ fn dims_for(stem: &str) -> Vec<(&'static str, i64)> {
         "row_softmax" => vec![("M", 37)],
         // 74 chunks over 3 blocks of 25: rows 12 and 37 split between two blocks.
         "while_loops" => vec![("M", 37)],
+        // 10 blocks of 4 rows, the last with one row.
+        "thread_regions" => vec![("M", 37)],
         "atomic_colsum" => vec![("M", 50), ("N", 70)],
         "scale_cast" | "transpose" => vec![("M", 100), ("N", 70)],
         "gemm_bf16_transposed" | "gemm_f16_acc" => vec![("M", 100), ("N", 90), ("K", 70)],
@@ -40,6 +42,9 @@ fn every_case_matches_its_reference() {
         let stem = tlc_tests::stem(&path);
         let text = std::fs::read_to_string(&path).expect("read case");
         let func = tlc_ir::parse(&text).unwrap_or_else(|d| panic!("{stem}: {d:?}"));
+        // What the front end runs: per-thread code with thread-sync's barriers.
+        let func =
+            tlc_passes::thread_sync::thread_sync(func).unwrap_or_else(|d| panic!("{stem}: {d:?}"));
         if seen.contains(&func) {
             // The TVMScript spellings of the seed kernel are the same IR (roundtrip.rs).
             continue;
@@ -196,6 +201,7 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
         "copy_regions" => check_copy_regions(o, initial),
         "control_flow" => check_control_flow(o, initial),
         "while_loops" => check_while_loops(o, initial),
+        "thread_regions" => check_thread_regions(o),
         "gemm_seed000" | "seed000_dsl" | "seed000_dims" => {
             check_gemm(stem, o, false, Round::F16);
         }
@@ -381,6 +387,23 @@ fn check_while_loops(o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
         }
     }
     assert_eq!(o["D"].to_f64(), want_d, "while_loops: D");
+}
+
+/// `thread_regions.tir`: twice, every column of a row becomes its mirrored column times 0.5
+/// plus itself, each operation rounded to float32.
+fn check_thread_regions(o: &Outputs) {
+    let r = |v: f64| f64::from(v as f32);
+    let a = o["A"].to_f64();
+    let mut want = Vec::with_capacity(a.len());
+    for row in a.chunks(128) {
+        let mut s = row.to_vec();
+        for _ in 0..2 {
+            let mirrored: Vec<f64> = (0..128).map(|j| r(s[127 - j] * 0.5)).collect();
+            s = (0..128).map(|j| r(mirrored[j] + s[j])).collect();
+        }
+        want.extend(s);
+    }
+    assert_eq!(o["B"].to_f64(), want, "thread_regions: B");
 }
 
 /// `math_and_bits.tir`: every float operation rounded to float32 (math functions exact,

@@ -200,6 +200,14 @@ const EXAMPLES: &[Example] = &[
         sizes: [&[], &[]],
         reference: dequant_gemv,
     },
+    // M = N = K = 256 are constants of the file (B's shape is Python arithmetic on K):
+    // 2 x 2 blocks of 128 x 128, eight 32-wide k-steps through the 3-stage pipeline, each
+    // decoding its 128 x 32 weights in the threads' own code between `T.copy` and `T.gemm`.
+    Example {
+        stem: "dequant_gemm_fine_grained",
+        sizes: [&[], &[]],
+        reference: dequant_gemm,
+    },
     // 4 rows x 128 columns per block, groups of rows given by `batch_sizes` ([`given`]):
     // N = 300 = 2 * 128 + 44 (the last column group masked), the second group's last rows
     // past M (read as 0) and both groups shorter than M_max (padding rows zeroed); then
@@ -291,7 +299,7 @@ const PTXAS_EXPECTED: &[(&str, Target, &str)] = &[
 const SPILLS: &str = "spill stores";
 
 /// The files tlc does not compile yet (tests/tilelang/README.md says what each lacks).
-const NOT_YET: &[&str] = &["dequant_gemm_fine_grained"];
+const NOT_YET: &[&str] = &[];
 
 /// Examples whose per-thread code races on shared memory as written: they rely on
 /// TileLang's thread-sync pass to insert the barriers between shared-memory stores and loads
@@ -667,6 +675,30 @@ fn dequant_gemv(o: &Outputs) -> Expected {
                 Approx::sum(ks.map(|l| exact(products[l]).round(Fp::F16)), Fp::F16)
             };
             let model = Approx::sum((0..32).map(partial), Fp::F16);
+            c.push(expect(products.iter().sum(), model));
+        }
+    }
+    vec![("C", c)]
+}
+
+/// `dequant_gemm_fine_grained.tir`: C[m, n] = sum_k A[m, k] * w(n, k), w the unsigned
+/// nibble `k % 2` of B[n, k // 2] (low nibble for even k; 0..15). T.gemm's float16
+/// accumulator (docs/ir.md, `T.gemm`): per 16-wide k-step the products (exact in float32)
+/// are summed in float32, added in float32 to the accumulator, and rounded to float16.
+fn dequant_gemm(o: &Outputs) -> Expected {
+    let (a, b) = (&o["A"], &o["B"]);
+    let (m, k, n) = (a.shape()[0], a.shape()[1], b.shape()[0]);
+    assert_eq!(b.shape()[1] * 2, k, "B packs two 4-bit values per byte");
+    let (av, bv) = (a.to_f64(), b.to_f64());
+    let w = |j: usize, l: usize| (((bv[j * (k / 2) + l / 2] as i64) >> (4 * (l % 2))) & 15) as f64;
+    let mut c = Vec::with_capacity(m * n);
+    for i in 0..m {
+        for j in 0..n {
+            let products: Vec<f64> = (0..k).map(|l| av[i * k + l] * w(j, l)).collect();
+            let model = products.chunks(16).fold(exact(0.0), |acc, step| {
+                let step = Approx::sum(step.iter().copied().map(exact), Fp::F32);
+                (acc + step).round(Fp::F32).round(Fp::F16)
+            });
             c.push(expect(products.iter().sum(), model));
         }
     }
@@ -1115,6 +1147,11 @@ fn check_example(stem: &str) {
 #[test]
 fn dequant_gemv_matches_its_reference() {
     check_example("dequant_gemv_fp16xint4");
+}
+
+#[test]
+fn dequant_gemm_matches_its_reference() {
+    check_example("dequant_gemm_fine_grained");
 }
 
 #[test]

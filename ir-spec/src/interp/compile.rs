@@ -254,6 +254,8 @@ pub(crate) struct CAlloc {
     pub dtype: DType,
     pub scope: Scope,
     pub shape: Vec<CExpr>,
+    /// One copy per thread (a local or fragment buffer named inside a `threadIdx` loop).
+    pub per_thread: bool,
 }
 
 /// A compiled function.
@@ -617,11 +619,21 @@ impl Compiler {
                 "a thread block has at most 1024 threads",
             ));
         }
+        // Local and fragment buffers named inside a `threadIdx` loop are per thread; in a
+        // kernel that mixes tile ops with thread regions (docs/ir.md, "Thread regions"),
+        // those the tile ops use stay whole tiles.
         let mut thread_level = false;
+        let mut in_regions: Vec<&str> = Vec::new();
         crate::visit::for_each_stmt(&k.body, &mut |s| {
             if let StmtKind::For(f) = &s.kind {
                 if let ForKind::ThreadBinding(tag) = f.kind {
-                    thread_level |= thread_axis(tag).is_some();
+                    if thread_axis(tag).is_some() {
+                        thread_level = true;
+                        crate::visit::for_each_stmt(&f.body, &mut |inner| {
+                            in_regions
+                                .extend(crate::visit::stmt_buffer_uses(inner).iter().map(|u| u.0));
+                        });
+                    }
                 }
             }
         });
@@ -670,14 +682,18 @@ impl Compiler {
                 .iter()
                 .map(|e| self.int_expr(e))
                 .collect::<R<_>>()?;
+            let per_thread = thread_level
+                && matches!(decl.scope, Scope::Local | Scope::Fragment)
+                && in_regions.contains(&decl.name.name.as_str());
             allocs.push(CAlloc {
                 name: decl.name.name.clone(),
                 dtype: decl.dtype,
                 scope: decl.scope,
                 shape,
+                per_thread,
             });
             let mut info = BufInfo::of(decl);
-            info.per_thread = thread_level && matches!(decl.scope, Scope::Local | Scope::Fragment);
+            info.per_thread = per_thread;
             self.locals.push(info);
         }
         self.in_kernel = true;

@@ -419,7 +419,7 @@ fn run_block(
             .allocs
             .iter()
             .enumerate()
-            .filter(|(_, a)| matches!(a.scope, Scope::Local | Scope::Fragment))
+            .filter(|(_, a)| a.per_thread)
             .map(|(i, _)| i)
             .collect();
         frame.threads = Some(Box::new(ThreadState::new(

@@ -221,31 +221,17 @@ impl Lowerer {
         // (`T.alloc_local`) buffer is each thread's own loop over its elements.
         let mut body = body;
         per_thread_fills(allocs, &mut body);
-        if let Some((what, at)) = tile_construct(allocs, &body) {
-            for (var, axis, use_span) in &used {
-                let tag = thread_tag(*axis).name();
-                let extent = threads.get(*axis).and_then(Expr::as_int).unwrap_or(1);
-                self.error(
-                    Diagnostic::error(
-                        *use_span,
-                        format!(
-                            "thread variable `{}` cannot be used in a kernel with tile-level code",
-                            var.name
-                        ),
-                    )
-                    .with_note_at(
-                        at,
-                        format!("{what} runs on the whole block, not on one thread"),
-                    )
-                    .with_note(format!(
-                        "index tile-level code with `T.Parallel` loop variables, or write the \
-                         per-thread code inside `for {} in T.thread_binding({extent}, \
-                         thread=\"{tag}\"):` with no tile-level code in the kernel",
-                        var.name
-                    )),
-                );
-            }
-            return None;
+        if tile_construct(allocs, &body).is_some() {
+            let vars: Vec<(Ident, usize)> = used.iter().map(|(v, a, _)| (v.clone(), *a)).collect();
+            return match super::thread_regions::Regions::new(&vars, allocs, threads).wrap(body) {
+                Ok(body) => Some(body),
+                Err(errors) => {
+                    for e in errors {
+                        self.error(e);
+                    }
+                    None
+                }
+            };
         }
         let mut axes: Vec<&(Ident, usize, Span)> = used.iter().collect();
         axes.sort_by_key(|u| std::cmp::Reverse(u.1));
@@ -257,7 +243,9 @@ impl Lowerer {
                     var: var.clone(),
                     start: Expr::new(ExprKind::Int(0), span),
                     stop: Expr::new(extent.kind, span),
-                    kind: crate::ir::ForKind::ThreadBinding(thread_tag(*axis)),
+                    kind: crate::ir::ForKind::ThreadBinding(super::thread_regions::thread_tag(
+                        *axis,
+                    )),
                     body,
                 }),
                 span,
@@ -1083,15 +1071,6 @@ fn thread_axis(tag: ThreadTag) -> usize {
     }
 }
 
-/// The `threadIdx.*` tag of an axis.
-fn thread_tag(axis: usize) -> ThreadTag {
-    match axis {
-        1 => ThreadTag::ThreadY,
-        2 => ThreadTag::ThreadZ,
-        _ => ThreadTag::ThreadX,
-    }
-}
-
 /// The thread variables `body` uses, each with its axis and first use, in `vars` order.
 fn thread_var_uses(vars: &[(Ident, usize)], body: &[Stmt]) -> Vec<(Ident, usize, Span)> {
     let mut first: Vec<Option<Span>> = vec![None; vars.len()];
@@ -1172,6 +1151,8 @@ fn per_thread_fills(allocs: &[crate::ir::BufferDecl], body: &mut [Stmt]) {
     }
 }
 
+/// The first tile-level construct of a kernel, named, with its span: a fragment, a tile op,
+/// a `T.Parallel` loop.
 fn tile_construct(allocs: &[crate::ir::BufferDecl], body: &[Stmt]) -> Option<(String, Span)> {
     if let Some(f) = allocs.iter().find(|a| a.scope == Scope::Fragment) {
         return Some((format!("the fragment `{}`", f.name.name), f.span));

@@ -16,6 +16,7 @@ pub mod lower_region;
 pub mod lower_var;
 pub mod lower_view;
 pub mod support;
+pub mod thread_regions;
 
 lalrpop_util::lalrpop_mod!(
     #[allow(clippy::all, clippy::pedantic, unused)]

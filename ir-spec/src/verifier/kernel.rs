@@ -6,10 +6,9 @@ use super::scope::DefKind;
 use super::{Checker, KernelInfo};
 use crate::diagnostic::Diagnostic;
 use crate::dtype::DType;
-use crate::ir::{Arena, Expr, For, ForKind, Kernel, Scope, StmtKind, ThreadTag};
+use crate::ir::{Arena, Expr, For, ForKind, Kernel, Scope, ThreadTag};
 use crate::span::Span;
 use crate::target::{Target, MAX_BLOCK_DIMS, MAX_THREADS_PER_BLOCK, MAX_THREADS_PER_SM};
-use crate::visit::for_each_stmt;
 
 /// The element counts a `T.vectorized` loop may have (up to a 16-byte access of 8-bit data).
 const VECTOR_WIDTHS: [i64; 5] = [1, 2, 4, 8, 16];
@@ -108,7 +107,7 @@ impl<'f> Checker<'f> {
         for v in &k.block_vars {
             self.define_var(v, DefKind::BlockVar, Some(DType::Int32));
         }
-        self.one_level(k);
+        self.thread_regions(k);
         self.reducers(k);
         let outer = self.kernel.replace(span);
         // Thread-binding and vectorized loops of an enclosing kernel do not reach into this
@@ -333,40 +332,6 @@ impl<'f> Checker<'f> {
         (self.thread_loop, self.vectorized) = (outer_thread, outer_vec);
         self.thread_axes.truncate(outer_axes);
         self.divergence = outer_divergence;
-    }
-
-    /// K9: a kernel is written at one level — tile ops (`T.Parallel`, `T.copy`, `T.fill`,
-    /// `T.gemm`) describe the whole block's work and are lowered onto its threads, which
-    /// `T.thread_binding` loops written by hand already are; both in one kernel have no
-    /// meaning tlc can give them.
-    fn one_level(&mut self, k: &Kernel) {
-        let (mut tile_op, mut thread_loop) = (None, None);
-        for_each_stmt(&k.body, &mut |s| match &s.kind {
-            StmtKind::Copy { .. } | StmtKind::Fill { .. } | StmtKind::Gemm(_) => {
-                tile_op.get_or_insert(s.span);
-            }
-            StmtKind::For(f) if f.kind == ForKind::Parallel => {
-                tile_op.get_or_insert(s.span);
-            }
-            StmtKind::For(f) if matches!(f.kind, ForKind::ThreadBinding(_)) => {
-                thread_loop.get_or_insert(self.at(f.var.span));
-            }
-            _ => {}
-        });
-        if let (Some(op), Some(tl)) = (tile_op, thread_loop) {
-            self.push(
-                Diagnostic::error(
-                    self.at(op),
-                    "a tile op in a kernel written at the thread level",
-                )
-                .with_note_at(tl, "the kernel binds threads by hand here")
-                .with_note(
-                    "tile ops (`T.Parallel`, `T.copy`, `T.fill`, `T.gemm`) are lowered onto the \
-                     block's threads; write the kernel with tile ops only, or with \
-                     `T.thread_binding` loops and element accesses only",
-                ),
-            );
-        }
     }
 
     /// L6, L7: a vectorized loop starts at 0, has 1, 2, 4, 8 or 16 iterations, and runs

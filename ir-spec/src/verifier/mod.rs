@@ -16,6 +16,7 @@ mod kernel;
 pub mod level;
 mod ops;
 mod reducer;
+mod regions;
 mod scope;
 
 #[cfg(test)]

@@ -187,14 +187,7 @@ fn reducer_access(s: &Stmt, r: &Reducer, open: bool, errs: &mut Vec<(crate::span
 /// Where statement `s` names buffer `name` as a whole operand (regions, reductions, stores,
 /// atomics); loads are found by `loads_of`.
 fn named_buffers(s: &Stmt, name: &str) -> Vec<crate::span::Span> {
-    let idents: Vec<&crate::ir::Ident> = match &s.kind {
-        StmtKind::Store { buffer, .. } | StmtKind::AtomicAdd { buffer, .. } => vec![buffer],
-        StmtKind::Copy { src, dst } => vec![&src.buffer, &dst.buffer],
-        StmtKind::Gemm(g) => vec![&g.a.buffer, &g.b.buffer, &g.c.buffer],
-        StmtKind::Fill { dst, .. } => vec![&dst.buffer],
-        StmtKind::Reduce(r) => vec![&r.src, &r.dst],
-        _ => Vec::new(),
-    };
+    let idents = crate::visit::stmt_buffer_idents(s);
     let spans: Vec<crate::span::Span> = idents
         .into_iter()
         .filter(|i| i.name == name)

@@ -419,6 +419,7 @@ def f(A: T.Tensor((64, 32), "float16"), C: T.Tensor((64, 64), "float32")):
         L[3] = L[1] + 2.0
         for tx in T.thread_binding(128, thread="threadIdx.x"):
             T.cp_async(Z[0, 0], A[0, 0], 16)
+            T.clear(S)
 "#;
     let f = match crate::parse::parse(src) {
         Ok(f) => f,
@@ -441,11 +442,8 @@ def f(A: T.Tensor((64, 32), "float16"), C: T.Tensor((64, 64), "float32")):
             ("dimension of `Z` must be positive, found 0", "0"),
             ("dimension of `F` must be positive, found -2", "-2"),
             ("dimension of `L` must be positive, found 0", "0"),
-            // K9, a mistake of its own: the kernel mixes tile ops with a thread loop.
-            (
-                "a tile op in a kernel written at the thread level",
-                "T.copy(A[0, 0], S)"
-            ),
+            // K9, a mistake of its own: a tile op inside a thread region.
+            ("`T.fill` inside a thread region", "T.clear(S)"),
         ],
         "{errs:#?}"
     );

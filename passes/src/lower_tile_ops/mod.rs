@@ -140,7 +140,7 @@ fn lower_kernel(
     errors: &mut Vec<Diagnostic>,
 ) {
     // A kernel already written at the thread level has nothing to lower.
-    if contains_binding_loop(&k.body) {
+    if contains_binding_loop(&k.body) && !contains_tile_ops(&k.body) {
         return;
     }
     let mut fragments = Fragments::of(&k.allocs, &k.layouts);

@@ -51,11 +51,33 @@ pub fn load_bound(file: &str, m: i64, n: i64, k: i64) -> PrimFunc {
     bound_mnk(&load(&root().join(file)), m, n, k)
 }
 
+/// The kernel of `path` as the front end gives it to the pipeline: parsed, verified, with
+/// `thread-sync`'s barriers in its per-thread code (docs/ir.md, "Automatic barriers").
 pub fn load(path: &Path) -> PrimFunc {
     let text = std::fs::read_to_string(path).expect("read case");
     let func = tlc_ir::parse(&text).unwrap_or_else(|d| panic!("{}: {d:?}", path.display()));
     tlc_ir::verifier::verify(&func).unwrap_or_else(|d| panic!("{}: {d:?}", path.display()));
-    func
+    tlc_passes::thread_sync::thread_sync(func)
+        .unwrap_or_else(|d| panic!("{}: {d:?}", path.display()))
+}
+
+/// Whether `func` has thread regions next to tile ops (docs/ir.md, "Thread regions"): the
+/// thread-level passes (`thread-binding` on) take it only after `lower-tile-ops`.
+pub fn mixes_levels(func: &PrimFunc) -> bool {
+    let (mut tile, mut region) = (false, false);
+    tlc_ir::visit::for_each_stmt(&func.body, &mut |s| match &s.kind {
+        tlc_ir::StmtKind::Copy { .. }
+        | tlc_ir::StmtKind::Fill { .. }
+        | tlc_ir::StmtKind::Gemm(_)
+        | tlc_ir::StmtKind::Reduce(_) => tile = true,
+        tlc_ir::StmtKind::For(f) => match f.kind {
+            tlc_ir::ForKind::Parallel => tile = true,
+            tlc_ir::ForKind::ThreadBinding(_) => region = true,
+            _ => {}
+        },
+        _ => {}
+    });
+    tile && region
 }
 
 pub fn case(stem: &str) -> PrimFunc {

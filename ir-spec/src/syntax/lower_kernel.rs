@@ -1093,8 +1093,6 @@ fn thread_var_uses(vars: &[(Ident, usize)], body: &[Stmt]) -> Vec<(Ident, usize,
         .collect()
 }
 
-/// The first tile-level construct of a kernel, named, with its span: a fragment, a tile op,
-/// a `T.Parallel` loop.
 /// Rewrites each `T.fill` of a whole local buffer of constant shape in `body` into
 /// `for k in T.serial(n): buf[k] = value` (one loop per dimension).
 fn per_thread_fills(allocs: &[crate::ir::BufferDecl], body: &mut [Stmt]) {

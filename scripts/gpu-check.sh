@@ -66,6 +66,11 @@ rng = np.random.default_rng(1)
 for m, n, k in [(200, 136, 72), (129, 67, 45)]:
     np.save(f"{sys.argv[1]}/A_{m}_{k}.npy", rng.integers(-2, 3, (m, k)).astype(np.float16))
     np.save(f"{sys.argv[1]}/B_{n}_{k}.npy", rng.integers(-2, 3, (n, k)).astype(np.float16))
+# dequant_gemm_fine_grained (256^3, f16 accumulator): nibbles in 0..3 and A in -2..2, so
+# every partial sum (|.| <= 2 * 3 * 256) is an integer float16 holds.
+np.save(f"{sys.argv[1]}/dq_A.npy", rng.integers(-2, 3, (256, 256)).astype(np.float16))
+lo, hi = rng.integers(0, 4, (256, 128)), rng.integers(0, 4, (256, 128))
+np.save(f"{sys.argv[1]}/dq_B.npy", (lo | (hi << 4)).astype(np.int8))
 PY
 then
     run tests/cases/valid/gemm_f16_acc.tir -D M=200 -D N=136 -D K=72 --input A=$ints/A_200_72.npy --input B=$ints/B_136_72.npy
@@ -138,6 +143,9 @@ run tests/tilelang/dequant_gemv_fp16xint4.tir
 run tests/tilelang/cast_group_per_split_token_fp8.tir -D M=9 -D N=300 -D BG=2 -D M_max=8
 run tests/tilelang/cast_group_per_split_token_fp8.tir -D M=1024 -D N=1024 -D BG=2 -D M_max=896
 run tests/tilelang/gemm_streamk.tir
+# The fine-grained dequantizing GEMM accumulates in float16: on the integer inputs written
+# above (the original's test uses integer data too), GPU and interpreter agree exactly.
+run tests/tilelang/dequant_gemm_fine_grained.tir --input A=$ints/dq_A.npy --input B=$ints/dq_B.npy
 # conv_im2col: ragged rows, taps and filters, then a whole 64-row multiple (the original's
 # rows-multiple-of-64 shape) with a 32-multiple of taps.
 run tests/tilelang/conv_im2col.tir -D N=1 -D C=5 -D H=5 -D W=7 -D F=100

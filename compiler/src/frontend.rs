@@ -49,6 +49,7 @@ pub fn load(
     let file = read_source(path)?;
     let func = parse(&file)?;
     let func = bind(&file, &func, defines)?;
+    let func = choose_tunables(&file, &func)?;
     verify(&file, &func)?;
     let func = sync(&file, func)?;
     let info = verify(&file, &func)?;
@@ -61,7 +62,9 @@ pub fn sync(file: &SourceFile, func: PrimFunc) -> Result<PrimFunc, UserError> {
     tlc_passes::thread_sync::thread_sync(func).map_err(|diags| UserError(file.render_all(&diags)))
 }
 
-/// Applies `-D NAME=VALUE` bindings.
+/// Applies `-D NAME=VALUE` bindings: symbolic dims, and tunables (docs/ir.md, "Tuning
+/// space"). When one names a tunable, the kernel's whole tuning space is bound, the other
+/// tunables as [`choose_tunables`] would; without any, a tuning space stays as written.
 pub fn bind(file: &SourceFile, func: &PrimFunc, defines: &[String]) -> Result<PrimFunc, UserError> {
     if defines.is_empty() {
         return Ok(func.clone());
@@ -71,7 +74,33 @@ pub fn bind(file: &SourceFile, func: &PrimFunc, defines: &[String]) -> Result<Pr
         .map(|d| parse_define(d))
         .collect::<Result<Vec<_>, _>>()
         .map_err(UserError::plain)?;
-    specialize(func, &bindings).map_err(|d| UserError(file.render(&d)))
+    let (tunables, dims): (Vec<_>, Vec<_>) = bindings
+        .into_iter()
+        .partition(|(name, _)| func.space.declares(name));
+    let func = if tunables.is_empty() {
+        func.clone()
+    } else {
+        bind_tunables(file, func, &tunables, &dims)?
+    };
+    specialize(&func, &dims).map_err(|d| UserError(file.render(&d)))
+}
+
+/// Binds the tunables `-D` left open: each to its default.
+pub fn choose_tunables(file: &SourceFile, func: &PrimFunc) -> Result<PrimFunc, UserError> {
+    if func.space.is_empty() {
+        return Ok(func.clone());
+    }
+    bind_tunables(file, func, &[], &[])
+}
+
+fn bind_tunables(
+    file: &SourceFile,
+    func: &PrimFunc,
+    config: &[(String, i64)],
+    dims: &[(String, i64)],
+) -> Result<PrimFunc, UserError> {
+    tlc_ir::tuning::bind(func, &config.to_vec(), &dims.to_vec())
+        .map_err(|d| UserError(file.render(&d)))
 }
 
 /// Runs the verifier, rendering all its errors.

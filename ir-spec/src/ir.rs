@@ -114,6 +114,9 @@ pub struct PrimFunc {
     pub params: Vec<BufferDecl>,
     pub body: Vec<Stmt>,
     pub span: Span,
+    /// Tunables and constraints (`block_M = T.tunable([64, 128], default=128)` before the
+    /// function); empty once bound (`tuning::bind`), which every stage after the parser needs.
+    pub space: crate::tuning::TuningSpace,
 }
 
 /// Where a buffer lives.
@@ -523,7 +526,8 @@ pub enum ForKind {
     Parallel,
     /// `T.Pipelined(n, num_stages=s, order=[...], stage=[...])`.
     Pipelined {
-        num_stages: i64,
+        /// A constant once the kernel's tunables are bound (docs/ir.md, "Tuning space").
+        num_stages: Expr,
         order: Vec<i64>,
         stage: Vec<i64>,
     },
@@ -532,6 +536,17 @@ pub enum ForKind {
     /// `T.vectorized(n)` (thread level): a serial loop whose iterations the back end turns
     /// into one vector access.
     Vectorized,
+}
+
+impl ForKind {
+    /// A pipelined loop's stage count, when it is a constant (always, once the kernel's
+    /// tunables are bound: the verifier's rule L3).
+    pub fn num_stages(&self) -> Option<i64> {
+        match self {
+            ForKind::Pipelined { num_stages, .. } => num_stages.as_int(),
+            _ => None,
+        }
+    }
 }
 
 /// A hardware index a loop can be bound to.

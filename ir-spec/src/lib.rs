@@ -17,6 +17,7 @@ pub mod span;
 pub mod specialize;
 pub mod syntax;
 pub mod target;
+pub mod tuning;
 pub mod types;
 pub mod uniquify;
 pub mod verifier;

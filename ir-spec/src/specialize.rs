@@ -85,6 +85,7 @@ mod tests {
             }],
             body: Vec::new(),
             span: Span::DUMMY,
+            space: Default::default(),
         }
     }
 

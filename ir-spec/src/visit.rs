@@ -1,7 +1,7 @@
 //! Generic walks over the IR, so that passes, the verifier and the interpreter do not each
 //! re-implement the recursion.
 
-use crate::ir::{Expr, ExprKind, Ident, Region, Stmt, StmtKind};
+use crate::ir::{Expr, ExprKind, ForKind, Ident, Region, Stmt, StmtKind};
 use crate::span::Span;
 
 /// The statement lists nested directly inside `stmt`.
@@ -128,6 +128,9 @@ pub fn stmt_exprs(stmt: &Stmt) -> Vec<&Expr> {
         StmtKind::For(f) => {
             out.push(&f.start);
             out.push(&f.stop);
+            if let ForKind::Pipelined { num_stages, .. } = &f.kind {
+                out.push(num_stages);
+            }
         }
         StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => out.push(cond),
         StmtKind::Let { value, .. } => out.push(value),
@@ -250,6 +253,9 @@ pub fn map_body_exprs(body: &mut [Stmt], f: &mut dyn FnMut(Expr) -> Expr) {
             StmtKind::For(l) => {
                 l.start = map_expr(&l.start, f);
                 l.stop = map_expr(&l.stop, f);
+                if let ForKind::Pipelined { num_stages, .. } = &mut l.kind {
+                    *num_stages = map_expr(num_stages, f);
+                }
             }
             StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => *cond = map_expr(cond, f),
             StmtKind::Let { value, .. } => *value = map_expr(value, f),

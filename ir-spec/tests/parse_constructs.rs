@@ -302,7 +302,7 @@ fn loops() {
                 i(1),
                 i(9),
                 ForKind::Pipelined {
-                    num_stages: 2,
+                    num_stages: Expr::int(2),
                     order: vec![0, 1],
                     stage: vec![0, 1]
                 }
@@ -311,7 +311,7 @@ fn loops() {
                 i(0),
                 i(16),
                 ForKind::Pipelined {
-                    num_stages: 4,
+                    num_stages: Expr::int(4),
                     order: vec![],
                     stage: vec![]
                 }

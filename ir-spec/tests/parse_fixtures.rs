@@ -97,7 +97,7 @@ fn seed_ir_has_the_expected_structure() {
     assert_eq!(
         lp.kind,
         ForKind::Pipelined {
-            num_stages: 3,
+            num_stages: Expr::int(3),
             order: vec![],
             stage: vec![]
         }

@@ -167,7 +167,12 @@ fn pipeline_loop(
     else {
         unreachable!("called on pipelined loops")
     };
-    let s_count = *num_stages;
+    let Some(s_count) = num_stages.as_int() else {
+        return Err(vec![Diagnostic::error(
+            num_stages.span,
+            format!("`num_stages` is `{num_stages}`, not a constant: bind its tunables first"),
+        )]);
+    };
     if contains_pipelined(&f.body) {
         return Err(vec![Diagnostic::error(
             span,

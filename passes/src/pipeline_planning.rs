@@ -72,16 +72,22 @@ fn plan_list(list: &mut [Stmt], facts: &KernelFacts, errors: &mut Vec<Diagnostic
             } = &f.kind
             {
                 let graph = LoopGraph::build(&f.body, facts, &from_here);
-                let num_stages = *num_stages;
+                let Some(count) = num_stages.as_int() else {
+                    errors.push(Diagnostic::error(
+                        num_stages.span,
+                        format!("`num_stages` is `{num_stages}`, not a constant: bind its tunables first"),
+                    ));
+                    continue;
+                };
                 if order.is_empty() && stage.is_empty() {
-                    let (order, stage) = graph.plan(num_stages);
+                    let (order, stage) = graph.plan(count);
                     f.kind = ForKind::Pipelined {
-                        num_stages,
+                        num_stages: num_stages.clone(),
                         order,
                         stage,
                     };
                 } else {
-                    errors.extend(graph.validate(f, span, num_stages, order, stage));
+                    errors.extend(graph.validate(f, span, count, order, stage));
                 }
             }
         }

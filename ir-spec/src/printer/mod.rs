@@ -59,6 +59,40 @@ impl Printer<'_> {
         }
     }
 
+    /// The tuning space (docs/ir.md, "Tuning space"): one `T.tunable` line per group, then
+    /// the constraints, then a blank line.
+    fn space(&mut self, space: &crate::tuning::TuningSpace) -> fmt::Result {
+        let tuple = |values: &[i64]| match values {
+            [one] => one.to_string(),
+            _ => format!(
+                "({})",
+                values
+                    .iter()
+                    .map(i64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        for t in &space.tunables {
+            let names: Vec<&str> = t.names.iter().map(|n| n.name.as_str()).collect();
+            let candidates: Vec<String> = t.candidates.iter().map(|c| tuple(c)).collect();
+            writeln!(
+                self.out,
+                "{} = T.tunable([{}], default={})",
+                names.join(", "),
+                candidates.join(", "),
+                tuple(&t.default)
+            )?;
+        }
+        for c in &space.constraints {
+            writeln!(self.out, "T.tune_constraint({c})")?;
+        }
+        if !space.is_empty() {
+            self.out.push('\n');
+        }
+        Ok(())
+    }
+
     fn func(&mut self, func: &PrimFunc) -> fmt::Result {
         for dim in &func.dims {
             if dim.dtype == DType::Int32 {
@@ -74,6 +108,7 @@ impl Printer<'_> {
         if !func.dims.is_empty() {
             self.out.push('\n');
         }
+        self.space(&func.space)?;
         self.out.push_str("@T.prim_func\n");
         if func.params.is_empty() {
             writeln!(self.out, "def {}():", func.name.name)?;

@@ -171,6 +171,7 @@ pub fn func(name: &str, params: Vec<BufferDecl>, body: Vec<Stmt>) -> PrimFunc {
         params,
         body,
         span: Span::DUMMY,
+        space: Default::default(),
     }
 }
 
@@ -193,7 +194,7 @@ pub fn seed() -> PrimFunc {
         span: Span::DUMMY,
     });
     let pipelined = ForKind::Pipelined {
-        num_stages: 3,
+        num_stages: Expr::int(3),
         order: Vec::new(),
         stage: Vec::new(),
     };

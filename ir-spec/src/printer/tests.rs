@@ -238,7 +238,7 @@ fn control_flow() -> PrimFunc {
         loop_(
             "ko",
             ForKind::Pipelined {
-                num_stages: 2,
+                num_stages: Expr::int(2),
                 order: vec![0, 1],
                 stage: vec![0, 1],
             },

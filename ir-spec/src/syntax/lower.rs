@@ -50,6 +50,8 @@ pub struct Lowerer {
     pub views: HashMap<String, crate::syntax::lower_view::View>,
     /// While lowering `T.copy`'s operands: regions of views are allowed.
     pub view_regions: bool,
+    /// The tunables declared so far (`syntax::lower_tunable`).
+    pub tunables: HashSet<String>,
 }
 
 /// What lowering gives: the function, and the spans (start, end) of its TVMScript typed
@@ -59,10 +61,16 @@ pub struct Lowered {
     pub typed_literals: HashSet<(usize, usize)>,
 }
 
+/// Whether `e` is a call of the dotted name `name`.
+fn is_call(e: &ast::Expr, name: &str) -> bool {
+    matches!(&e.kind, ast::ExprKind::Call(f, _) if f.dotted().as_deref() == Some(name))
+}
+
 /// Lowers a parsed module (one `@T.prim_func`, optional symbolic dims and imports).
 pub fn lower_module(module: &[ast::Stmt], src: &str) -> Result<Lowered, Vec<Diagnostic>> {
     let mut lw = Lowerer::default();
     let mut dims = Vec::new();
+    let mut space = crate::tuning::TuningSpace::default();
     let mut func: Option<&ast::FuncDef> = None;
     let mut func_span = Span::DUMMY;
     for stmt in module {
@@ -70,6 +78,16 @@ pub fn lower_module(module: &[ast::Stmt], src: &str) -> Result<Lowered, Vec<Diag
             ast::StmtKind::Import | ast::StmtKind::Pass => {}
             // A docstring.
             ast::StmtKind::Expr(e) if matches!(e.kind, ast::ExprKind::Str(_)) => {}
+            ast::StmtKind::Assign { target, value } if is_call(value, "T.tunable") => {
+                if let Some(t) = lw.tunable(target, value, &dims) {
+                    space.tunables.push(t);
+                }
+            }
+            ast::StmtKind::Expr(e) if is_call(e, "T.tune_constraint") => {
+                if let Some(c) = lw.tune_constraint(e, &dims) {
+                    space.constraints.push(c);
+                }
+            }
             ast::StmtKind::Assign { target, value } => {
                 if let Some(dim) = lw.symbolic_dim(target, value) {
                     dims.push(dim);
@@ -109,8 +127,11 @@ pub fn lower_module(module: &[ast::Stmt], src: &str) -> Result<Lowered, Vec<Diag
         .to(module.last().map_or(Span::DUMMY, |s| s.span));
     let result = lw.func(f, dims, span);
     match result {
-        Some(func) if lw.errors.is_empty() => Ok(Lowered {
-            func,
+        Some(mut func) if lw.errors.is_empty() => Ok(Lowered {
+            func: {
+                func.space = space;
+                func
+            },
             typed_literals: lw.typed_literals,
         }),
         _ => Err(lw.errors),
@@ -239,6 +260,7 @@ impl Lowerer {
             params,
             body,
             span,
+            space: crate::tuning::TuningSpace::default(),
         })
     }
 

@@ -132,6 +132,15 @@ impl Lowerer {
 
     /// `threads=128` or `threads=(32, 4)`: constants, trailing 1s dropped.
     fn threads(&mut self, e: &ast::Expr) -> Option<Vec<Expr>> {
+        // `threads=threads` with a tunable: one dimension, bound before compiling.
+        if matches!(&e.kind, ast::ExprKind::Name(n) if self.tunables.contains(n))
+            || matches!(&e.kind, ast::ExprKind::Binary(..))
+        {
+            let x = self.tunable_int(e, "the thread count")?;
+            if x.as_int().is_none() {
+                return Some(vec![x]);
+            }
+        }
         let values = match &e.kind {
             ast::ExprKind::Tuple(_) | ast::ExprKind::List(_) => {
                 self.const_int_list(e, "the thread count")?

@@ -114,10 +114,10 @@ impl Lowerer {
                 // An omitted `num_stages` is one stage (no copy overlap); TileLang's
                 // `num_stages=0` means "not pipelined": a serial loop.
                 let num_stages = match a[2] {
-                    Some(n) => self.const_int(n, "`num_stages`")?,
-                    None => 1,
+                    Some(n) => self.tunable_int(n, "`num_stages`")?,
+                    None => Expr::int(1),
                 };
-                if num_stages == 0 && a[3].is_none() && a[4].is_none() {
+                if num_stages.as_int() == Some(0) && a[3].is_none() && a[4].is_none() {
                     return Some((start, stop, ForKind::Serial));
                 }
                 let order = match a[3] {
@@ -203,7 +203,7 @@ impl Lowerer {
         for (k, v) in entries {
             let key = self.string(k, "an annotation key")?;
             match key {
-                "num_stages" => num_stages = Some(self.const_int(v, "`num_stages`")?),
+                "num_stages" => num_stages = Some(self.tunable_int(v, "`num_stages`")?),
                 "tl_pipeline_order" | "software_pipeline_order" => {
                     order = self.const_int_list(v, "the pipeline order")?
                 }

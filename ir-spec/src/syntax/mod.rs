@@ -13,6 +13,7 @@ pub mod lower_intrinsic;
 pub mod lower_kernel;
 pub mod lower_loop;
 pub mod lower_region;
+pub mod lower_tunable;
 pub mod lower_var;
 pub mod lower_view;
 pub mod support;

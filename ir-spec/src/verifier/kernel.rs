@@ -257,11 +257,16 @@ impl<'f> Checker<'f> {
                 order,
                 stage,
             } => {
-                if *num_stages < 1 {
-                    self.error(
+                match const_int(num_stages) {
+                    Some(n) if n >= 1 => {}
+                    Some(n) => self.error(
                         f.var.span,
-                        format!("`num_stages` must be ≥ 1, found {num_stages}"),
-                    );
+                        format!("`num_stages` must be ≥ 1, found {n}"),
+                    ),
+                    None => self.error(
+                        num_stages.span,
+                        format!("`num_stages` is `{num_stages}`, not a constant: bind its tunables first"),
+                    ),
                 }
                 if order.len() != stage.len() {
                     self.error(

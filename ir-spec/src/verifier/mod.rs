@@ -108,6 +108,16 @@ pub fn verify_with(
     func: &PrimFunc,
     requirements: &Requirements,
 ) -> Result<FuncInfo, Vec<Diagnostic>> {
+    // TU1: the IR the verifier and every stage after it see has its tunables bound.
+    if let Some(t) = func.space.tunables.first() {
+        return Err(vec![Diagnostic::error(
+            t.span,
+            "this kernel's tuning space is not bound",
+        )
+        .with_note(
+            "bind its tunables first (`tlc_ir::tuning::bind`; tlc's commands do)",
+        )]);
+    }
     let mut checker = Checker::new(func, *requirements);
     checker.function(func);
     checker.diags.extend(bounds::check(func));

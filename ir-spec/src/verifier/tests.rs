@@ -952,13 +952,13 @@ fn loop_extents_are_positive() {
 
 #[test]
 fn pipelined_loops() {
-    let pipe = |num_stages, order: Vec<i64>, stage: Vec<i64>| {
+    let pipe = |num_stages: i64, order: Vec<i64>, stage: Vec<i64>| {
         kern(
             Vec::new(),
             vec![loop_(
                 "ko",
                 ForKind::Pipelined {
-                    num_stages,
+                    num_stages: Expr::int(num_stages),
                     order,
                     stage,
                 },

@@ -147,7 +147,7 @@ pub fn pipelined(v: &str, stop: Expr, stages: i64, body: Vec<Stmt>) -> Stmt {
         v,
         stop,
         ForKind::Pipelined {
-            num_stages: stages,
+            num_stages: Expr::int(stages),
             order: Vec::new(),
             stage: Vec::new(),
         },
@@ -230,6 +230,7 @@ pub fn func(name: &str, dims: &[&str], params: Vec<BufferDecl>, body: Vec<Stmt>)
             .collect(),
         params,
         body,
+        space: Default::default(),
         span: Span::DUMMY,
     }
 }

@@ -154,6 +154,36 @@ pub enum Command {
         #[arg(long, default_value_t = 0)]
         seed: u64,
     },
+    /// Choose a kernel's configuration without running anything. For now one mode:
+    /// `--deepgemm M N K`, DeepGEMM's heuristic for its FP8 GEMM, printed as JSON.
+    Plan(PlanArgs),
+}
+
+/// `tlc plan`'s arguments. Exactly one mode is required; `--deepgemm` is the only one yet.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("mode").required(true).args(["deepgemm"])))]
+pub struct PlanArgs {
+    /// DeepGEMM's configuration of its normal FP8 GEMM (seed 004's `get_best_configs`) for
+    /// an M×K by K×N product: block sizes, stages, TMA multicast, SMs, shared memory.
+    #[arg(
+        long,
+        num_args = 3,
+        value_names = ["M", "N", "K"],
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub deepgemm: Option<Vec<u32>>,
+    /// The SMs of the GPU (default: sm_90a's usual count, 132: an H100 SXM or H200).
+    #[arg(long, value_name = "S", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub sms: Option<u32>,
+    /// With `--deepgemm`: the number of GEMMs of that shape (the seed's `num_groups`).
+    #[arg(
+        long,
+        value_name = "G",
+        default_value_t = 1,
+        requires = "deepgemm",
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub groups: u32,
 }
 
 /// What `tlc bench` compares with.

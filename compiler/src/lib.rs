@@ -5,4 +5,5 @@ pub mod codegen;
 pub mod commands;
 pub mod diagnostics;
 pub mod frontend;
+pub mod plan;
 pub mod ptx;

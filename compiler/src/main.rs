@@ -110,6 +110,7 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
                 .transpose()?;
             Ok(commands::passes::run(target))
         }
+        Command::Plan(args) => commands::plan::run(&args),
         Command::Bench {
             file,
             define,

@@ -8,5 +8,6 @@ pub mod compile;
 pub mod fmt;
 pub mod opt;
 pub mod passes;
+pub mod plan;
 pub mod run;
 pub mod run_device;

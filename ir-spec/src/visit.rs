@@ -115,6 +115,7 @@ pub fn stmt_exprs(stmt: &Stmt) -> Vec<&Expr> {
         }
         StmtKind::Barrier
         | StmtKind::Note(_)
+        | StmtKind::Fresh(_)
         | StmtKind::Reduce(_)
         | StmtKind::FinalizeReducer(_) => {}
         StmtKind::Intrinsic(i) => out.extend(i.exprs()),
@@ -237,6 +238,7 @@ pub fn map_body_exprs(body: &mut [Stmt], f: &mut dyn FnMut(Expr) -> Expr) {
             }
             StmtKind::Barrier
             | StmtKind::Note(_)
+            | StmtKind::Fresh(_)
             | StmtKind::Reduce(_)
             | StmtKind::FinalizeReducer(_) => {}
             StmtKind::AllReduce(r) => {

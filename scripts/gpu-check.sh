@@ -51,6 +51,9 @@ run tests/cases/valid/seed000_dims.tir -D M=256 -D N=256 -D K=128
 run tests/cases/valid/seed000_dims.tir -D M=384 -D N=256 -D K=96
 run tests/cases/valid/gemm_bf16_transposed.tir -D M=200 -D N=136 -D K=72
 run tests/cases/valid/gemm_bf16_transposed.tir -D M=129 -D N=67 -D K=45
+# 5 x 5 tiles over 2 persistent blocks, ragged: sm_80 puts C_shared in the bytes of the
+# cp.async pipeline stages (after `T.cp_async_wait(0)`), sm_90a takes TMA and keeps them apart.
+run tests/cases/valid/persistent_gemm_reuse.tir -D M=270 -D N=152 -D K=96
 # A float16 accumulator: the tensor core's rounding inside an f16 accumulate is not the
 # interpreter's documented step-of-16 model (PTX leaves it unspecified), and the device
 # comparison's float16 tolerance is relative to the result, not to the partial sums — with
@@ -106,8 +109,8 @@ TARGETS=sm_90a run bench/gemm_128x256x64_t256_s4.tir -D M=384 -D N=512 -D K=4096
 # cast_per_token_fp8 for M a multiple of 8, gemm_blocksparse for M, N, K multiples of 128,
 # 128, 32 (gemm_streamk's sizes are constants; cast_group_per_split_token_fp8 with random
 # batch_sizes: every access stays in bounds whatever they are, and the interpreter sees the
-# same ones); gemm_persistent needs more shared memory than sm_80 gives a
-# block (gemm_persistent at M = 1800, N = 2600: 165 tiles, two waves of the 132 blocks).
+# same ones); gemm_persistent at M = 1800, N = 2600: 165 tiles, two waves of the 132 blocks
+# (C_shared in the pipeline stages' bytes: 147456 bytes of shared memory, which sm_80 has).
 # gemv_naive (N, K multiples of 128) and gemv_splitk_vectorized (N a multiple of 2, K of
 # 256) run with thread-sync's automatic barriers.
 run tests/tilelang/elementwise_add.tir -D M=70 -D N=45
@@ -127,8 +130,8 @@ run tests/tilelang/flash_attn_fwd_bhsd_causal.tir -D batch=1 -D heads=1 -D seq_q
 run tests/tilelang/flash_attn_fwd_bhsd_causal.tir -D batch=1 -D heads=1 -D seq_q=256 -D seq_kv=256
 run tests/tilelang/norm_layernorm_bwd.tir -D N=32
 run tests/tilelang/norm_layernorm_bwd.tir -D N=256
-TARGETS=sm_90a run tests/tilelang/gemm_persistent.tir -D M=200 -D N=300 -D K=64
-TARGETS=sm_90a run tests/tilelang/gemm_persistent.tir -D M=1800 -D N=2600 -D K=64
+run tests/tilelang/gemm_persistent.tir -D M=200 -D N=300 -D K=64
+run tests/tilelang/gemm_persistent.tir -D M=1800 -D N=2600 -D K=64
 run tests/tilelang/cast_per_token_fp8.tir -D M=16 -D N=300
 run tests/tilelang/cast_per_token_fp8.tir -D M=2048 -D N=512
 run tests/tilelang/gemm_blocksparse.tir -D M=128 -D N=256 -D K=128

@@ -232,6 +232,13 @@ pub enum StmtKind {
     /// as why a pass took a slower path. It has no meaning: the interpreter skips it, codegen
     /// writes it as a PTX comment, and every pass keeps it where it is.
     Note(String),
+    /// `T.fresh(A, B)` (both levels): the contents of shared buffers `A` and `B` are
+    /// discarded here. No read after it, by the thread that runs it, may observe a value
+    /// written before it (the interpreter reports such a read). At the head of a loop body,
+    /// with every use of a buffer inside the loop, it says that the buffer carries no value
+    /// from one iteration to the next, so `plan-shared-memory` may give its bytes to another
+    /// buffer between its uses in an iteration. It accesses no memory and generates no code.
+    Fresh(Vec<Ident>),
     /// A target intrinsic of the thread level (`T.cp_async`, `T.ldmatrix`, `T.mma_sync`, …;
     /// `intrinsic.rs` describes each).
     Intrinsic(Intrinsic),

@@ -128,6 +128,7 @@ fn walk(body: &mut [Stmt], scope: &mut Vec<String>, state: &mut State) {
             | StmtKind::Reduce(_)
             | StmtKind::Barrier
             | StmtKind::Note(_)
+            | StmtKind::Fresh(_)
             | StmtKind::FinalizeReducer(_)
             | StmtKind::Intrinsic(_)
             | StmtKind::AllReduce(_) => {}
@@ -219,6 +220,7 @@ fn rename_buffer_refs(body: &mut [Stmt], from: &str, to: &str) {
             }
             StmtKind::Fill { dst, .. } => names.push(&mut dst.buffer.name),
             StmtKind::FinalizeReducer(r) => names.push(&mut r.name),
+            StmtKind::Fresh(bufs) => names.extend(bufs.iter_mut().map(|b| &mut b.name)),
             StmtKind::Reduce(r) => {
                 names.push(&mut r.src.name);
                 names.push(&mut r.dst.name);

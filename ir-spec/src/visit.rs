@@ -79,6 +79,7 @@ pub fn stmt_buffer_idents(stmt: &Stmt) -> Vec<&Ident> {
         StmtKind::Gemm(g) => vec![&g.a.buffer, &g.b.buffer, &g.c.buffer],
         StmtKind::Fill { dst, .. } => vec![&dst.buffer],
         StmtKind::FinalizeReducer(r) => vec![r],
+        StmtKind::Fresh(buffers) => buffers.iter().collect(),
         StmtKind::Reduce(r) => vec![&r.src, &r.dst],
         StmtKind::Intrinsic(i) => i.operands().into_iter().map(|r| &r.buffer).collect(),
         _ => Vec::new(),
@@ -153,6 +154,7 @@ pub fn stmt_exprs(stmt: &Stmt) -> Vec<&Expr> {
         }
         StmtKind::Barrier
         | StmtKind::Note(_)
+        | StmtKind::Fresh(_)
         | StmtKind::Reduce(_)
         | StmtKind::FinalizeReducer(_) => {}
         StmtKind::Intrinsic(i) => out.extend(i.exprs()),
@@ -278,6 +280,7 @@ pub fn map_body_exprs(body: &mut [Stmt], f: &mut dyn FnMut(Expr) -> Expr) {
             }
             StmtKind::Barrier
             | StmtKind::Note(_)
+            | StmtKind::Fresh(_)
             | StmtKind::Reduce(_)
             | StmtKind::FinalizeReducer(_) => {}
             StmtKind::AllReduce(r) => {

@@ -1,5 +1,5 @@
 //! `tlc-passes`: the pass manager (`manager.rs`: registry, pipeline text, instrumentation,
-//! verify-each) and the passes, one file (or folder) each: `layout-inference`,
+//! verify-each) and the passes, one file (or folder) each: `mark-fresh-buffers`, `layout-inference`,
 //! `pipeline-planning`, `inject-software-pipeline`, `lower-tile-ops`, `inject-cp-async`, `rasterize`,
 //! `thread-binding`, `plan-shared-memory`, `unroll`, `simplify`. See `docs/passes.md`.
 
@@ -13,6 +13,7 @@ pub mod lower_reducers;
 pub mod lower_reductions;
 pub mod lower_tile_ops;
 pub mod manager;
+pub mod mark_fresh_buffers;
 pub mod names;
 pub mod pass;
 pub mod pipeline;

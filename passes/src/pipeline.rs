@@ -7,6 +7,7 @@ use crate::layout_inference::LayoutInference;
 use crate::lower_reducers::LowerReducers;
 use crate::lower_reductions::LowerReductions;
 use crate::lower_tile_ops::LowerTileOps;
+use crate::mark_fresh_buffers::MarkFreshBuffers;
 use crate::pass::Pass;
 use crate::pipeline_planning::PipelinePlanning;
 use crate::plan_shared_memory::PlanSharedMemory;
@@ -27,6 +28,7 @@ static THREAD_SYNC: ThreadSync = ThreadSync;
 static LOWER_REDUCERS: LowerReducers = LowerReducers;
 static LOWER_REDUCTIONS: LowerReductions = LowerReductions;
 static STAGE_FRAGMENT_READS: StageFragmentReads = StageFragmentReads;
+static MARK_FRESH_BUFFERS: MarkFreshBuffers = MarkFreshBuffers;
 static LAYOUT_INFERENCE: LayoutInference = LayoutInference;
 static PIPELINE_PLANNING: PipelinePlanning = PipelinePlanning;
 static INJECT_SOFTWARE_PIPELINE: InjectSoftwarePipeline = InjectSoftwarePipeline;
@@ -40,13 +42,15 @@ static PLAN_SHARED_MEMORY: PlanSharedMemory = PlanSharedMemory;
 static WIDEN_INDICES: WidenIndices = WidenIndices;
 
 /// Every pass, in the order of the default pipeline: tile-level rewrites first
-/// (reducers, reductions, staged fragment reads), tile-level scheduling (layouts, pipelining), then the lowering to threads, then thread-level clean-up.
+/// (reducers, reductions, staged fragment reads), the buffers fresh in each loop iteration
+/// (before pipelining rewrites the loops), tile-level scheduling (layouts, pipelining), then the lowering to threads, then thread-level clean-up.
 pub fn registry() -> &'static [&'static dyn Pass] {
-    static ALL: [&dyn Pass; 15] = [
+    static ALL: [&dyn Pass; 16] = [
         &THREAD_SYNC,
         &LOWER_REDUCERS,
         &LOWER_REDUCTIONS,
         &STAGE_FRAGMENT_READS,
+        &MARK_FRESH_BUFFERS,
         &LAYOUT_INFERENCE,
         &PIPELINE_PLANNING,
         &INJECT_SOFTWARE_PIPELINE,
@@ -131,6 +135,7 @@ pub fn default_pipeline(target: Target) -> Pipeline {
             &LOWER_REDUCERS,
             &LOWER_REDUCTIONS,
             &STAGE_FRAGMENT_READS,
+            &MARK_FRESH_BUFFERS,
             &LAYOUT_INFERENCE,
             &PIPELINE_PLANNING,
             &INJECT_SOFTWARE_PIPELINE,
@@ -165,7 +170,7 @@ mod tests {
         let err = parse_pipeline("zzzzzzzzzz").err().unwrap();
         assert_eq!(err.suggestion, None);
         assert!(err.to_string().contains(
-            "known passes: thread-sync, lower-reducers, lower-reductions, stage-fragment-reads, layout-inference, pipeline-planning, inject-software-pipeline, lower-tile-ops, inject-cp-async, rasterize, thread-binding, plan-shared-memory, unroll, simplify, widen-indices"
+            "known passes: thread-sync, lower-reducers, lower-reductions, stage-fragment-reads, mark-fresh-buffers, layout-inference, pipeline-planning, inject-software-pipeline, lower-tile-ops, inject-cp-async, rasterize, thread-binding, plan-shared-memory, unroll, simplify, widen-indices"
         ));
         assert_eq!(resolve("raster").map(|p| p.name()).ok(), None);
         assert_eq!(

@@ -557,10 +557,10 @@ fn walk(body: Vec<Stmt>, state: &mut State, cx: &mut Cx) -> Vec<Stmt> {
                         let mut trial = state.clone();
                         let mut dry = cx.dry();
                         let walked = walk(body.to_vec(), &mut trial, &mut dry);
-                        // (Notes before it do not count: they are not code.)
+                        // (Notes and `T.fresh` before it do not count: they are not code.)
                         let mut code = walked
                             .iter()
-                            .filter(|s| !matches!(s.kind, StmtKind::Note(_)));
+                            .filter(|s| !matches!(s.kind, StmtKind::Note(_) | StmtKind::Fresh(_)));
                         matches!(code.next(), Some(s) if s.kind == StmtKind::Barrier)
                     };
                     if starts_with_barrier(&then_body, state)

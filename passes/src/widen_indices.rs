@@ -136,7 +136,10 @@ impl Widen {
             | StmtKind::Fill { .. }
             | StmtKind::Gemm(_)
             | StmtKind::Reduce(_) => {}
-            StmtKind::Barrier | StmtKind::Note(_) | StmtKind::FinalizeReducer(_) => {}
+            StmtKind::Barrier
+            | StmtKind::Note(_)
+            | StmtKind::Fresh(_)
+            | StmtKind::FinalizeReducer(_) => {}
         }
     }
 

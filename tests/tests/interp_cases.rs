@@ -29,6 +29,9 @@ fn dims_for(stem: &str) -> Vec<(&'static str, i64)> {
         "atomic_colsum" => vec![("M", 50), ("N", 70)],
         "scale_cast" | "transpose" => vec![("M", 100), ("N", 70)],
         "gemm_bf16_transposed" | "gemm_f16_acc" => vec![("M", 100), ("N", 90), ("K", 70)],
+        // 4 x 3 tiles of 32 x 32 over 2 blocks: 6 tile iterations each, 3 k-steps (the last
+        // ragged).
+        "persistent_gemm_reuse" => vec![("M", 100), ("N", 90), ("K", 70)],
         // The seed kernel loads B with an unmasked T.Parallel loop: valid for divisible shapes only.
         "seed000_dims" => vec![("M", 256), ("N", 384), ("K", 96)],
         _ => vec![],
@@ -206,6 +209,8 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
             check_gemm(stem, o, false, Round::F16);
         }
         "gemm_bf16_transposed" => check_gemm(stem, o, true, Round::Bf16),
+        "persistent_gemm_reuse" => check_gemm(stem, o, false, Round::F16),
+        "loop_carried_shared" => check_loop_carried_shared(o),
         "gemm_f16_acc" => check_gemm_f16_acc(stem, o),
         // Partial tiles: the 50 x 40 result of 128 x 128 tiles, the masked rows not written.
         "gemm_partial_tile" => check_gemm(stem, o, false, Round::F16),
@@ -404,6 +409,23 @@ fn check_thread_regions(o: &Outputs) {
         want.extend(s);
     }
     assert_eq!(o["B"].to_f64(), want, "thread_regions: B");
+}
+
+/// `loop_carried_shared.tir`: acc[j] sums A[i, 63 - j] over the rows so far in float32, in
+/// row order; B[i] is twice acc after row i, S is acc at the end.
+fn check_loop_carried_shared(o: &Outputs) {
+    let a = o["A"].to_f64();
+    let mut acc = [0f32; 64];
+    let mut want_b = Vec::with_capacity(8 * 64);
+    for i in 0..8 {
+        for (j, slot) in acc.iter_mut().enumerate() {
+            *slot += a[i * 64 + 63 - j] as f32;
+        }
+        want_b.extend(acc.iter().map(|&v| f64::from(v * 2.0)));
+    }
+    assert_eq!(o["B"].to_f64(), want_b, "loop_carried_shared: B");
+    let want_s: Vec<f64> = acc.iter().map(|&v| f64::from(v)).collect();
+    assert_eq!(o["S"].to_f64(), want_s, "loop_carried_shared: S");
 }
 
 /// `math_and_bits.tir`: every float operation rounded to float32 (math functions exact,

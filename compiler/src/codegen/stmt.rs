@@ -68,6 +68,8 @@ impl Cg {
             // No code: a comment line, once per note (not per unrolled copy).
             StmtKind::Note(_) if self.repeated => {}
             StmtKind::Note(text) => self.b.comment(&note_comment(text)),
+            // A fact for the shared-memory plan (already made) and the interpreter: no code.
+            StmtKind::Fresh(_) => {}
             StmtKind::Intrinsic(i) => self.intrinsic(i, span),
             StmtKind::Let { var, dtype, value } => {
                 if dtype.is_none_or(|d| d == DType::Int32) {

@@ -212,6 +212,8 @@ pub(crate) enum CStmtKind {
     },
     Reduce(Box<crate::interp::ops::reduce::CReduce>),
     Intrinsic(Box<CIntrinsic>),
+    /// `T.fresh(...)`: the shared buffers (kernel allocations) whose contents are discarded.
+    Fresh(Vec<BufRef>),
 }
 
 #[derive(Clone, Debug)]
@@ -498,6 +500,24 @@ impl Compiler {
                     span,
                     "a `T.finalize_reducer` has nothing to run",
                 ))
+            }
+            StmtKind::Fresh(bufs) => {
+                let mut refs = Vec::with_capacity(bufs.len());
+                for b in bufs {
+                    match self.buffer(&b.name, b.span)? {
+                        (r @ BufRef::Local(_), _, _) => refs.push(r),
+                        (BufRef::Global(_), _, _) => {
+                            return Err(Diagnostic::error(
+                                b.span,
+                                format!(
+                                    "`T.fresh` discards shared buffers; `{}` is a parameter",
+                                    b.name
+                                ),
+                            ))
+                        }
+                    }
+                }
+                CStmtKind::Fresh(refs)
             }
             StmtKind::If {
                 cond,

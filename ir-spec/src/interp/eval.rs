@@ -144,6 +144,11 @@ impl Frame<'_> {
         let what = format!("`{}{}`", b.name, self.index_text(indices));
         match self.mem.pending_of(buf, flat) {
             Some(issuer) => pending_message("reads", &what, self.mem.thread, issuer),
+            None if b.discarded => format!(
+                "{what} is read but was not written since `T.fresh({})` discarded the buffer's \
+                 contents",
+                b.name
+            ),
             None => format!("{what} is read but was never written"),
         }
     }

@@ -119,6 +119,7 @@ impl Frame<'_> {
             CStmtKind::Fill { dst, value } => ops::fill::fill(self, dst, value)?,
             CStmtKind::Reduce(r) => ops::reduce::reduce(self, r, stmt.span)?,
             CStmtKind::Intrinsic(i) => self.block_intrinsic(i, stmt.span)?,
+            CStmtKind::Fresh(bufs) => self.mem.discard(bufs),
             // The compiler rejects nested kernels, and barriers outside thread loops (which
             // `lockstep.rs` runs).
             CStmtKind::Kernel(_) => return fault(stmt.span, "`T.Kernel` inside a kernel"),

@@ -31,6 +31,9 @@ pub(crate) struct Buffer {
     /// A shared buffer in the block's byte arena (`shared.rs`): its byte offset there. Its
     /// `data` and `written` are then unused (empty).
     pub arena_offset: Option<usize>,
+    /// A `T.fresh` discarded its contents at least once (for the message of a read of an
+    /// element not written since).
+    pub discarded: bool,
 }
 
 impl Buffer {
@@ -44,6 +47,7 @@ impl Buffer {
             data: TensorData::zeros(dtype, len),
             written: Some(vec![false; len]),
             arena_offset: None,
+            discarded: false,
         }
     }
 
@@ -56,6 +60,7 @@ impl Buffer {
             data: TensorData::zeros(dtype, 0),
             written: Some(Vec::new()),
             arena_offset: Some(offset),
+            discarded: false,
         }
     }
 
@@ -117,6 +122,11 @@ pub(crate) struct Memory<'g> {
     pub regs: RegGuard,
     /// The first access that broke a register guard since the last `take_race`.
     reg_violation: RefCell<Option<String>>,
+    /// How many `T.fresh` naming each allocation (by `locals` slot) block-level code ran.
+    fresh_block: Vec<u32>,
+    /// Per thread, how many `T.fresh` naming each allocation it ran itself (empty until
+    /// one did).
+    fresh_thread: Vec<Vec<u32>>,
 }
 
 /// One thread's register guards for `T.wgmma` (`ops/hopper.rs`).
@@ -150,7 +160,94 @@ impl<'g> Memory<'g> {
             thread: None,
             regs: RegGuard::default(),
             reg_violation: RefCell::new(None),
+            fresh_block: Vec::new(),
+            fresh_thread: Vec::new(),
         }
+    }
+
+    /// `T.fresh`: the buffers' contents are discarded for the running thread (`None`:
+    /// block-level code, for the whole block). A shared buffer of its own (the tile level)
+    /// forgets every element; one in the arena starts a new generation: its bytes then hold
+    /// only what is written from here on ([`Memory::tag_of`]).
+    pub fn discard(&mut self, bufs: &[BufRef]) {
+        for &b in bufs {
+            let BufRef::Local(i) = b else { continue };
+            let slot = match self.thread {
+                Some(t) => {
+                    let t = t as usize;
+                    if self.fresh_thread.len() <= t {
+                        self.fresh_thread.resize(t + 1, Vec::new());
+                    }
+                    &mut self.fresh_thread[t]
+                }
+                None => &mut self.fresh_block,
+            };
+            if slot.len() <= i {
+                slot.resize(i + 1, 0);
+            }
+            slot[i] = slot[i].wrapping_add(1);
+            if let Some(buf) = self.locals.get_mut(i) {
+                buf.discarded = true;
+                if buf.arena_offset.is_none() {
+                    if let Some(w) = &mut buf.written {
+                        w.fill(false);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The generation tag the running thread writes allocation `i`'s bytes with, and
+    /// expects of the bytes it reads: the allocation, and how many `T.fresh` of it this
+    /// thread (and the block-level code) has run. A read of bytes with another tag sees a
+    /// value written before the reader's last `T.fresh` of the buffer, or through another
+    /// buffer sharing its bytes: both errors (`shared.rs`, tags).
+    pub fn tag_of(&self, i: usize) -> u64 {
+        let block = self.fresh_block.get(i).copied().unwrap_or(0);
+        let own = self
+            .thread
+            .and_then(|t| self.fresh_thread.get(t as usize))
+            .and_then(|g| g.get(i))
+            .copied()
+            .unwrap_or(0);
+        ((i as u64 + 1) << 32) | u64::from(block.wrapping_add(own))
+    }
+
+    /// Why the running thread may not read the `len` bytes at `at` as allocation `i`
+    /// (element text `what`): their tag is not the one it expects ([`Memory::tag_of`]).
+    pub fn stale(
+        &self,
+        i: usize,
+        at: usize,
+        len: usize,
+        what: &dyn Fn() -> String,
+    ) -> Option<String> {
+        let arena = self.shared.as_ref()?;
+        let found = arena.tag_mismatch(at, len, self.tag_of(i))?;
+        let who = if self.thread.is_some() {
+            "this thread"
+        } else {
+            "block-level code"
+        };
+        let name = self.locals.get(i).map_or("", |b| b.name.as_str());
+        let writer = (found >> 32) as usize;
+        if writer == i + 1 {
+            return Some(format!(
+                "{who} reads {}, which holds a value written before the `T.fresh({name})` it \
+                 last ran: `T.fresh` discards a buffer's contents, so a value from before it \
+                 (an earlier iteration of the loop it heads) may not be read",
+                what()
+            ));
+        }
+        let other = writer
+            .checked_sub(1)
+            .and_then(|j| self.locals.get(j))
+            .map_or("", |b| b.name.as_str());
+        Some(format!(
+            "{who} reads {}, whose bytes were last written as `{other}`: the two shared buffers \
+                 share bytes in the arena while `{name}` still holds a value that is read",
+            what()
+        ))
     }
 
     /// The first shared-memory data race (or broken register guard) found since the last
@@ -218,7 +315,12 @@ impl<'g> Memory<'g> {
                 let buf = &self.locals[i];
                 if let (Some(offset), Some(arena)) = (buf.arena_offset, &self.shared) {
                     let at = offset + flat * buf.dtype.bytes() as usize;
-                    return arena.read(at, buf.dtype, self.thread, &|| buf.element_text(flat));
+                    let what = || buf.element_text(flat);
+                    let v = arena.read(at, buf.dtype, self.thread, &what)?;
+                    if let Some(why) = self.stale(i, at, buf.dtype.bytes() as usize, &what) {
+                        arena.report(why);
+                    }
+                    return Some(v);
                 }
                 if !self.regs.inflight.is_empty() && self.regs.inflight(i, flat) {
                     self.reg_guard_broken(i, flat, "reads");
@@ -241,9 +343,20 @@ impl<'g> Memory<'g> {
         };
         if let BufRef::Local(i) = b {
             let buf = &self.locals[i];
-            if let (Some(offset), Some(arena)) = (buf.arena_offset, &mut self.shared) {
+            if let Some(offset) = buf.arena_offset {
                 let at = offset + flat * dtype.bytes() as usize;
-                return arena.atomic_add(at, dtype, &add, self.thread, &|| buf.element_text(flat));
+                let n = dtype.bytes() as usize;
+                let what = || buf.element_text(flat);
+                let stale = self.stale(i, at, n, &what);
+                let tag = self.tag_of(i);
+                if let Some(arena) = &mut self.shared {
+                    if let Some(why) = stale {
+                        arena.report(why);
+                    }
+                    let new = arena.atomic_add(at, dtype, &add, self.thread, &what);
+                    arena.set_tags(at, n, tag);
+                    return new;
+                }
             }
         }
         let new = add(self.read(b, flat)?);
@@ -279,6 +392,7 @@ impl<'g> Memory<'g> {
                         dirty.insert((i, flat));
                     }
                 }
+                let tag = self.tag_of(i);
                 let buf = &mut self.locals[i];
                 if let (Some(offset), Some(arena)) = (buf.arena_offset, &mut self.shared) {
                     let at = offset + flat * buf.dtype.bytes() as usize;
@@ -286,6 +400,7 @@ impl<'g> Memory<'g> {
                     arena.write(at, buf.dtype, value, self.thread, &|| {
                         buf.element_text(flat)
                     });
+                    arena.set_tags(at, buf.dtype.bytes() as usize, tag);
                     return;
                 }
                 buf.data.set(flat, value);

@@ -14,7 +14,8 @@
 //!   and are ignored; so is the thread count of the block (the tile level has no threads).
 //! - **Buffers.** Parameters are global. Each block gets fresh shared, fragment and local
 //!   allocations whose elements start *never written*; reading one before it is written is
-//!   an error (for shared memory too: on a GPU it would be garbage).
+//!   an error (for shared memory too: on a GPU it would be garbage). `T.fresh(S)` makes
+//!   every element of `S` never-written again (its contents are discarded).
 //! - **Loops.** `T.serial`, `T.unroll`, `T.vectorized`, `T.Parallel` (all iterations),
 //!   `T.Pipelined` (as a plain serial loop, stages and order ignored) run their iterations in
 //!   order. The loop variable is an int32.
@@ -45,7 +46,10 @@
 //! deadlock error): per-thread lets, loop variables, local and fragment buffers; shared
 //! buffers per block; `T.sync_threads()` reached by every thread or an error. Shared memory is then one byte
 //! array (`shared.rs`, also used for any kernel with a `T.shared_arena`), with per-byte
-//! "never written" tracking and a data-race check between barriers. docs/ir.md
+//! "never written" tracking, a data-race check between barriers, and per-byte tags of the
+//! buffer and `T.fresh` generation that wrote each byte (`Memory::tag_of`): a read of a
+//! value written before the reader's last `T.fresh` of its buffer, or written through
+//! another buffer sharing the bytes, is an error. docs/ir.md
 //! ("Thread-level execution") is the full statement. The target intrinsics —
 //! `T.cp_async` with its commit / wait groups and pending bytes, the warp collectives
 //! `T.ldmatrix` and `T.mma_sync` — are in `ops/intrinsics.rs` (docs/ir.md, "Thread-level
@@ -119,6 +123,7 @@ pub fn run(
             data: tensor.into_data(),
             written: None,
             arena_offset: None,
+            discarded: false,
         });
     }
     let threads = match opts.threads {

@@ -11,6 +11,12 @@
 //! outside a thread (block-level code) are not tracked. The first race is kept and reported by the executor at the statement
 //! that made it.
 //!
+//! Every write tags its bytes with the buffer written and its generation (how many
+//! `T.fresh` of the buffer the writer had run: `Memory::tag_of`); a read of a buffer
+//! expects the tag it would write. Bytes tagged otherwise hold a value from before the
+//! reader's last `T.fresh` of the buffer, or one written through another buffer that shares
+//! them in the arena — a plan that overlaps two live buffers: both are reported like races.
+//!
 //! Bytes a `T.cp_async` will write are *pending* from its issue until it lands
 //! (`ops/intrinsics.rs`): reading or writing one is an error, reported like a race.
 //!
@@ -64,6 +70,8 @@ pub(crate) struct SharedArena {
     pending: Vec<u32>,
     /// How many bytes are pending (so that the common case checks nothing).
     n_pending: usize,
+    /// Per byte: the tag of its last write (module doc), 0 before the first.
+    tags: Vec<u64>,
     /// The initialized mbarriers, by byte address.
     barriers: BTreeMap<usize, Mbarrier>,
     /// Per byte: 1 + the index in `tma_regions` of the `T.tma_load` that wrote it last, or 0.
@@ -114,6 +122,7 @@ impl SharedArena {
             race: RefCell::new(None),
             pending: vec![0; len],
             n_pending: 0,
+            tags: vec![0; len],
             barriers: BTreeMap::new(),
             tma_guard: vec![0; len],
             tma_regions: Vec::new(),
@@ -605,7 +614,26 @@ impl SharedArena {
         self.race.borrow_mut().take()
     }
 
-    fn report(&self, message: String) {
+    /// Tags bytes `offset..offset + len` as written with `tag` (module doc).
+    pub fn set_tags(&mut self, offset: usize, len: usize, tag: u64) {
+        let end = offset.saturating_add(len).min(self.tags.len());
+        if let Some(t) = self.tags.get_mut(offset..end) {
+            t.fill(tag);
+        }
+    }
+
+    /// The tag of the first byte of `offset..offset + len` that is tagged, but not `tag`.
+    pub fn tag_mismatch(&self, offset: usize, len: usize, tag: u64) -> Option<u64> {
+        let end = offset.saturating_add(len).min(self.tags.len());
+        self.tags
+            .get(offset..end)?
+            .iter()
+            .find(|&&t| t != 0 && t != tag)
+            .copied()
+    }
+
+    /// Keeps `message` as the first error found since the last `take_race`.
+    pub(crate) fn report(&self, message: String) {
         let mut race = self.race.borrow_mut();
         if race.is_none() {
             *race = Some(message);

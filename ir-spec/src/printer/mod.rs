@@ -240,6 +240,10 @@ impl Printer<'_> {
             StmtKind::FinalizeReducer(r) => {
                 write!(self.out, "T.finalize_reducer({})", r.name)?;
             }
+            StmtKind::Fresh(bufs) => {
+                let names: Vec<&str> = bufs.iter().map(|b| b.name.as_str()).collect();
+                write!(self.out, "T.fresh({})", names.join(", "))?;
+            }
             StmtKind::AllReduce(r) => {
                 write!(self.out, "T.thread_allreduce(\"{}\", ", r.op.name())?;
                 write_expr(&mut self.out, &r.value)?;

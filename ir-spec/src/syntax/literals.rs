@@ -158,6 +158,7 @@ impl Normalizer {
             }
             StmtKind::Barrier
             | StmtKind::Note(_)
+            | StmtKind::Fresh(_)
             | StmtKind::Reduce(_)
             | StmtKind::FinalizeReducer(_) => {}
             StmtKind::AllReduce(r) => {

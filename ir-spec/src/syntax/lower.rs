@@ -753,6 +753,42 @@ impl Lowerer {
         }
     }
 
+    /// `T.fresh(A, B)`: the contents of the named shared buffers are discarded here. Its
+    /// arguments are buffer names, at least one, positional (rule F0); the verifier checks
+    /// what they name.
+    fn fresh(&mut self, span: Span, args: &[ast::Arg]) -> Option<Stmt> {
+        if args.is_empty() {
+            return self.fail(
+                Diagnostic::error(span, "`T.fresh` needs at least one buffer")
+                    .with_note("name the shared buffers whose contents are discarded here: `T.fresh(A_shared, B_shared)`"),
+            );
+        }
+        let mut names = Vec::with_capacity(args.len());
+        let mut ok = true;
+        for arg in args {
+            match (&arg.name, &arg.value.kind) {
+                (None, ast::ExprKind::Name(name)) => {
+                    names.push(Ident::new(name.clone(), arg.value.span))
+                }
+                (Some(_), _) => {
+                    self.error(Diagnostic::error(
+                        arg.value.span,
+                        "`T.fresh` takes no keyword arguments, only buffer names",
+                    ));
+                    ok = false;
+                }
+                (None, _) => {
+                    self.error(Diagnostic::error(
+                        arg.value.span,
+                        "expected the name of a shared buffer (`T.fresh` discards whole buffers)",
+                    ));
+                    ok = false;
+                }
+            }
+        }
+        ok.then(|| Stmt::new(StmtKind::Fresh(names), span))
+    }
+
     /// `if` / `elif` / `else`: each `elif` becomes an `If` alone in the else body.
     fn if_chain(
         &mut self,
@@ -873,6 +909,7 @@ impl Lowerer {
             "T.sync_threads" => self.barrier(span, args, false),
             "T.tvm_storage_sync" => self.barrier(span, args, true),
             "T.note" => self.note(span, args),
+            "T.fresh" => self.fresh(span, args),
             "T.finalize_reducer" => self.finalize_reducer(span, args),
             n if crate::intrinsic::lookup(n).is_some() => self.intrinsic(n, span, args),
             "T.attr" => {

@@ -65,6 +65,7 @@ const KNOWN_T_NAMES: &[&str] = &[
     "sync_threads",
     "tvm_storage_sync",
     "note",
+    "fresh",
     "vectorized",
     "make_swizzled_layout",
     "make_padded_layout",

@@ -302,6 +302,16 @@ impl<'f> Checker<'f> {
             _ => {}
         }
         let (outer_thread, outer_vec) = (self.thread_loop, self.vectorized);
+        let outer_overlapped = self.overlapped;
+        let overlapped = match f.kind {
+            ForKind::Parallel => Some("`T.Parallel`"),
+            ForKind::Pipelined { .. } => Some("`T.Pipelined`"),
+            ForKind::Vectorized => Some("`T.vectorized`"),
+            _ => None,
+        };
+        if let Some(kind) = overlapped {
+            self.overlapped = Some((self.at(f.var.span), kind));
+        }
         let (outer_axes, outer_divergence) = (self.thread_axes.len(), self.divergence);
         let constant = |e: &Expr| const_int(e);
         match f.kind {
@@ -335,6 +345,7 @@ impl<'f> Checker<'f> {
         self.body(&f.body);
         self.env.pop();
         (self.thread_loop, self.vectorized) = (outer_thread, outer_vec);
+        self.overlapped = outer_overlapped;
         self.thread_axes.truncate(outer_axes);
         self.divergence = outer_divergence;
     }

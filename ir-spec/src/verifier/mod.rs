@@ -11,6 +11,7 @@ mod allreduce;
 mod bounds;
 mod consts;
 mod exprs;
+mod fresh;
 mod intrinsics;
 mod kernel;
 pub mod level;
@@ -144,6 +145,10 @@ pub(crate) struct Checker<'f> {
     thread_loop: Option<Span>,
     /// The variable of the innermost enclosing `T.vectorized` loop.
     vectorized: Option<Span>,
+    /// The innermost enclosing loop whose iterations do not run one after another as the
+    /// code is written (`T.Parallel`, `T.Pipelined`, `T.vectorized`), with its kind's name:
+    /// `T.fresh` is not allowed inside one (rule F3).
+    overlapped: Option<(Span, &'static str)>,
     /// The constant block shape of the enclosing kernel (x first).
     block: Option<Vec<i64>>,
     /// The variables of the enclosing `threadIdx.*` loops, with their axes.
@@ -172,6 +177,7 @@ impl<'f> Checker<'f> {
             kernel: None,
             thread_loop: None,
             vectorized: None,
+            overlapped: None,
             block: None,
             thread_axes: Vec::new(),
             divergence: None,
@@ -338,6 +344,7 @@ impl<'f> Checker<'f> {
             }
             StmtKind::Intrinsic(i) => self.intrinsic(i, stmt.span),
             StmtKind::AllReduce(r) => self.allreduce(r, stmt.span),
+            StmtKind::Fresh(bufs) => self.fresh(bufs, stmt.span),
         }
     }
 

@@ -153,6 +153,7 @@ impl Walk {
             | StmtKind::Reduce(_)
             | StmtKind::Barrier
             | StmtKind::Note(_)
+            | StmtKind::Fresh(_)
             | StmtKind::FinalizeReducer(_) => {}
         }
     }

@@ -22,12 +22,15 @@
 //!   reductions and broadcasts stay in registers;
 //! - `uniform` — which local buffers hold block-uniform values (scalar variables written
 //!   only by block-level code), so that they may drive block-level control flow;
+//! - `fresh` — which shared buffers carry no value from one loop iteration to the next
+//!   (proved at the tile level, recorded as `T.fresh`, read back by the shared-memory plan);
 //! - `local_arrays` — which local arrays are indexed at run time (they live in local
 //!   memory, the others in registers) and which of their accesses are provably in bounds.
 
 pub mod access;
 pub mod block;
 pub mod footprint;
+pub mod fresh;
 pub mod int;
 pub mod kernels;
 pub mod local_arrays;

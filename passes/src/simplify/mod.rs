@@ -191,7 +191,10 @@ impl Simplifier<'_> {
                 }
                 r.value = self.expr(&r.value);
             }
-            StmtKind::Barrier | StmtKind::Note(_) | StmtKind::FinalizeReducer(_) => {}
+            StmtKind::Barrier
+            | StmtKind::Note(_)
+            | StmtKind::Fresh(_)
+            | StmtKind::FinalizeReducer(_) => {}
             StmtKind::Intrinsic(i) => {
                 for e in i.exprs_mut() {
                     *e = self.expr(e);

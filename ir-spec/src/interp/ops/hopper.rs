@@ -28,7 +28,7 @@
 //! - `T.fence_proxy_async` and `T.setmaxnreg` change nothing the interpreter models: the
 //!   async proxy here sees every write at once, and register allocation is a hint.
 
-use crate::interp::compile::{CExpr, CRef, CWgmma};
+use crate::interp::compile::{BufRef, CExpr, CRef, CWgmma};
 use crate::interp::eval::{fault, Frame, Res};
 use crate::interp::scalar::Scalar;
 use crate::interp::shared::{encode, SharedArena, MBARRIER_BYTES};
@@ -204,6 +204,10 @@ impl Frame<'_> {
             }
         }
         let thread = self.mem.thread;
+        let tag = match dst.buf {
+            BufRef::Local(i) => self.mem.tag_of(i),
+            BufRef::Global(_) => 0,
+        };
         let arena = self.arena(span, OP)?;
         let Some(m) = arena.mbarrier(baddr) else {
             return fault(
@@ -224,6 +228,7 @@ impl Frame<'_> {
                 );
             }
             arena.tma_write(at, bytes.get(..esz).unwrap_or(&[]), region, thread);
+            arena.set_tags(at, esz, tag);
         }
         let total = i64::try_from(count * esz).unwrap_or(i64::MAX);
         match arena.mbarrier_update(baddr, false, -total, None) {
@@ -285,6 +290,14 @@ impl Frame<'_> {
                             format!("`T.wgmma` reads element ({mn}, {k}) of its {what}: {why}"),
                         )
                     }
+                }
+                let slot = match r.buf {
+                    BufRef::Local(i) => Some(i),
+                    BufRef::Global(_) => None,
+                };
+                let element = || format!("element ({mn}, {k}) of its {what}");
+                if let Some(why) = slot.and_then(|i| self.mem.stale(i, at, esz, &element)) {
+                    return fault(span, format!("`T.wgmma`: {why}"));
                 }
                 addrs.push(at);
             }

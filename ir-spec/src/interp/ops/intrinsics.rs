@@ -183,15 +183,19 @@ impl Frame<'_> {
                 }
             }
         }
+        let slot = match dst.buf {
+            BufRef::Local(i) => i,
+            BufRef::Global(_) => usize::MAX,
+        };
+        // The copy's value is the issuing thread's, of its generation now (`Memory::tag_of`).
+        let tag = self.mem.tag_of(slot);
         let Some(shared) = &mut self.mem.shared else {
             return fault(span, "`T.cp_async` into a buffer outside shared memory");
         };
-        let b = self.mem.locals.get(match dst.buf {
-            BufRef::Local(i) => i,
-            BufRef::Global(_) => usize::MAX,
-        });
+        let b = self.mem.locals.get(slot);
         let what = || b.map_or_else(String::new, |b| b.element_text(dflat));
         shared.start_async(daddr, bytes, thread, &what);
+        shared.set_tags(daddr, bytes, tag);
         Ok(Some(AsyncCopy {
             offset: daddr,
             data,

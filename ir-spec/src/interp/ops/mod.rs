@@ -116,6 +116,11 @@ impl Frame<'_> {
                 "{op}: {}",
                 pending_message("reads", &what, self.mem.thread, issuer)
             ),
+            None if self.mem.buffer(buf).discarded => format!(
+                "{op} reads {what}, which was not written since `T.fresh({})` discarded the \
+                 buffer's contents",
+                self.mem.buffer(buf).name
+            ),
             None => format!("{op} reads {what}, which was never written"),
         }
     }

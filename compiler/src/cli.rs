@@ -154,15 +154,32 @@ pub enum Command {
         #[arg(long, default_value_t = 0)]
         seed: u64,
     },
-    /// Choose a kernel's configuration without running anything. For now one mode:
-    /// `--deepgemm M N K`, DeepGEMM's heuristic for its FP8 GEMM, printed as JSON.
+    /// Choose a kernel's configuration without running anything: `FILE -D …` ranks the
+    /// kernel's tuning space by waves over the SMs; `--deepgemm M N K` prints DeepGEMM's
+    /// heuristic for its FP8 GEMM as JSON.
     Plan(PlanArgs),
 }
 
-/// `tlc plan`'s arguments. Exactly one mode is required; `--deepgemm` is the only one yet.
+/// `tlc plan`'s arguments. Exactly one mode is required: a kernel FILE, or `--deepgemm`.
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("mode").required(true).args(["deepgemm"])))]
+#[command(group(ArgGroup::new("mode").required(true).args(["file", "deepgemm"])))]
 pub struct PlanArgs {
+    /// The kernel source (`.tir`) whose tuning space to rank.
+    pub file: Option<PathBuf>,
+    /// Bind a symbolic dimension (every one must be), or fix a tunable, e.g. `-D M=4096`.
+    #[arg(short = 'D', value_name = "NAME=VALUE", requires = "file")]
+    pub define: Vec<String>,
+    /// With FILE: the GPU target whose limits and pipeline apply.
+    #[arg(
+        long,
+        value_name = "sm_80|sm_90a",
+        default_value = "sm_90a",
+        requires = "file"
+    )]
+    pub target: String,
+    /// With FILE: print the ranking as JSON instead of a table.
+    #[arg(long, requires = "file")]
+    pub json: bool,
     /// DeepGEMM's configuration of its normal FP8 GEMM (seed 004's `get_best_configs`) for
     /// an M×K by K×N product: block sizes, stages, TMA multicast, SMs, shared memory.
     #[arg(
@@ -172,7 +189,8 @@ pub struct PlanArgs {
         value_parser = clap::value_parser!(u32).range(1..)
     )]
     pub deepgemm: Option<Vec<u32>>,
-    /// The SMs of the GPU (default: sm_90a's usual count, 132: an H100 SXM or H200).
+    /// The SMs of the GPU (default: the target's usual count; sm_90a's, 132 — an H100 SXM
+    /// or H200 — with `--deepgemm`).
     #[arg(long, value_name = "S", value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub sms: Option<u32>,
     /// With `--deepgemm`: the number of GEMMs of that shape (the seed's `num_groups`).

@@ -24,6 +24,9 @@ pub const MAX_THREADS_PER_BLOCK: i64 = 1024;
 /// is checked against).
 pub const MAX_THREADS_PER_SM: i64 = 2048;
 
+/// Blocks resident on one SM, at most, on every target (compute capabilities 8.0 and 9.0).
+pub const MAX_BLOCKS_PER_SM: i64 = 32;
+
 /// 32-bit registers of one SM, on every target.
 pub const REGISTERS_PER_SM: i64 = 65_536;
 

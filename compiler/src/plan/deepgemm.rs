@@ -49,6 +49,8 @@
 //!    less frequency drop). It never exceeds the given SM count (the seed asserts that;
 //!    [`PlanError::TooFewSms`] if it did).
 
+use super::waves::Waves;
+use std::num::NonZeroU128;
 use tlc_ir::Target;
 
 /// The K extent of one pipeline stage (the seed's `block_k`, asserted to be 128).
@@ -183,9 +185,9 @@ pub fn best_config(p: &Problem) -> Result<Config, PlanError> {
     let (block_m, block_n) = best_blocks(p);
     let (num_stages, smem) = best_stages(p.k, block_m, block_n)?;
     let (num_tma_multicast, multicast_on_a) = multicast(p, block_m, block_n);
-    let waves = Waves::of(p, block_m, block_n);
+    let waves = waves_of(p, block_m, block_n);
     let multicast_sms = u128::from(num_tma_multicast);
-    let needed = waves.tiles.div_ceil(waves.waves).div_ceil(multicast_sms) * multicast_sms;
+    let needed = waves.blocks.div_ceil(waves.waves).div_ceil(multicast_sms) * multicast_sms;
     let num_sms = u32::try_from(needed)
         .ok()
         .filter(|&s| s <= p.num_sms)
@@ -206,29 +208,15 @@ pub fn best_config(p: &Problem) -> Result<Config, PlanError> {
     })
 }
 
-/// A candidate block's tiles and waves on the problem's SMs (rule 1). `u128`: the tile
-/// count of three `u32` factors cannot overflow.
-#[derive(Clone, Copy, Debug)]
-struct Waves {
-    tiles: u128,
-    waves: u128,
-    /// Tiles in the last wave; `num_sms` when it is full.
-    last_wave_util: u128,
-}
-
-impl Waves {
-    fn of(p: &Problem, block_m: u32, block_n: u32) -> Waves {
-        let tiles = u128::from(p.m.div_ceil(block_m))
-            * u128::from(p.n.div_ceil(block_n))
-            * u128::from(p.num_groups);
-        let sms = u128::from(p.num_sms);
-        let rem = tiles % sms;
-        Waves {
-            tiles,
-            waves: tiles.div_ceil(sms),
-            last_wave_util: if rem == 0 { sms } else { rem },
-        }
-    }
+/// A candidate block's tiles and waves on the problem's SMs (rule 1; the arithmetic is
+/// `super::waves`). Every field of a [`Problem`] is checked positive before this is used.
+fn waves_of(p: &Problem, block_m: u32, block_n: u32) -> Waves {
+    let tiles = u128::from(p.m.div_ceil(block_m))
+        * u128::from(p.n.div_ceil(block_n))
+        * u128::from(p.num_groups);
+    // `best_config` refused `num_sms = 0` first; the fallback is never taken.
+    let sms = NonZeroU128::new(u128::from(p.num_sms)).unwrap_or(NonZeroU128::MIN);
+    Waves::of(tiles, sms)
 }
 
 /// Rule 1: the block sizes with the fewest waves, then the best last wave, then the seed's
@@ -242,7 +230,7 @@ fn best_blocks(p: &Problem) -> (u32, u32) {
     let mut best = (BLOCK_MS[0], 16);
     for (block_m, block_n) in candidates {
         let (best_m, best_n) = best;
-        let (new, old) = (Waves::of(p, block_m, block_n), Waves::of(p, best_m, best_n));
+        let (new, old) = (waves_of(p, block_m, block_n), waves_of(p, best_m, best_n));
         let better = if new.waves != old.waves {
             new.waves < old.waves
         } else if new.last_wave_util != old.last_wave_util {

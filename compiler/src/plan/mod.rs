@@ -1,5 +1,9 @@
 //! Choosing a kernel's configuration without running it (`tlc plan`).
 //!
 //! `deepgemm`: DeepGEMM's heuristic for its FP8 GEMM, rule for rule (seed 004).
+//! `space`: any kernel's tuning space ranked by seed 004's rules, generalized.
+//! `waves`: the wave arithmetic both use.
 
 pub mod deepgemm;
+pub mod space;
+pub mod waves;

@@ -1,0 +1,467 @@
+//! A kernel's tuning space (docs/ir.md, "Tuning space") ranked without running anything:
+//! seed 004's (DeepGEMM's) rules generalized from its one FP8 GEMM to any kernel
+//! (`tlc plan FILE -D …`; `tlc tune --top N` times the first N).
+//!
+//! Every config of [`TuningSpace::configs`](tlc_ir::tuning::TuningSpace::configs) is bound
+//! (`tuning::bind`, then the `-D` dims), verified, and run through the target's default
+//! pipeline up to the planned IR, which says what the kernel occupies: its grid (blocks),
+//! its threads per block, and its shared-memory arena (`plan-shared-memory`). A config that
+//! the binding, the verifier or a pass refuses (a shared arena over the target's limit, a
+//! layout that does not tile) is **dropped** with the first error as its reason. Code
+//! generation and ptxas are not run: what only they refuse (registers, spills) is for
+//! `tlc tune`, which compiles.
+//!
+//! The rules, in order (each breaks the ties of the one before):
+//!
+//! 1. **Fewest waves.** A block slot is an SM times the blocks resident on it, the fewest
+//!    of: shared memory (`Target::blocks_per_sm_by_shared`: the arena plus the block's
+//!    reserved KiB, against the SM's shared memory), threads (`MAX_THREADS_PER_SM` over the
+//!    block's threads), `MAX_BLOCKS_PER_SM`, and registers (`REGISTERS_PER_SM` over an
+//!    estimate: the written kernel's fragments, which live in registers, one 32-bit
+//!    register per 4 bytes — a lower bound, since the rest of a thread's registers is known
+//!    only to ptxas; the seed, whose kernel runs one block per SM, has no such rule). The
+//!    block's threads and shared bytes are the planned kernel's (warp specialization may
+//!    add a producer warpgroup); its grid is the written one's (a persistent kernel loops
+//!    over the written grid's tiles, in the same waves).
+//!    `waves = ⌈blocks / (sms × resident)⌉` (`super::waves`, the arithmetic of the seed's
+//!    rule 1 with its `num_sms` slots).
+//! 2. **The fullest last wave**, as a fraction of the slots (the seed compares block counts
+//!    over one slot count; slots differ between configs here, so the fractions are compared,
+//!    exactly).
+//! 3. **Larger tiles along N: fewer blocks along the grid's x.** The seed breaks remaining
+//!    ties toward the larger `block_n`; in tlc's kernels (as in TileLang's) the grid's x
+//!    runs over N (`T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M))`), so for a
+//!    grid of the same waves and fill, fewer blocks along x is a larger tile along N. The
+//!    seed's other tie-breaks (the same `block_m` and a smaller `block_n`: the same tile
+//!    count with less padding) need to know which tunable tiles which dimension, which a
+//!    general kernel does not say: they are not generalized.
+//! 4. **More pipeline stages**: the largest `num_stages` of the kernel's `T.Pipelined`
+//!    loops once bound (the seed's rule 2 takes the most stages that fit; here the space
+//!    says which exist and rule 0 — dropping — which fit).
+//! 5. **More shared memory** (the arena's bytes): for kernels whose stages are not a
+//!    `num_stages`, deeper buffering is more bytes.
+//! 6. **The space's order** ([`TuningSpace::configs`](tlc_ir::tuning::TuningSpace::configs)).
+//!
+//! A function with several `T.Kernel`s is launched kernel after kernel: its waves are their
+//! sum, its last wave the least full of theirs, its blocks and blocks along x their sums, and
+//! its threads and shared bytes the largest of theirs (resident: the fewest).
+
+use super::waves::Waves;
+use crate::diagnostics::SourceFile;
+use crate::frontend::UserError;
+use std::cmp::Ordering;
+use std::num::NonZeroU128;
+use tlc_ir::specialize::{parse_define, specialize};
+use tlc_ir::target::{MAX_BLOCKS_PER_SM, MAX_THREADS_PER_SM, REGISTERS_PER_SM};
+use tlc_ir::tuning::{self, Config};
+use tlc_ir::{Diagnostic, ForKind, PrimFunc, Scope, StmtKind, Target};
+use tlc_passes::{default_pipeline, Instrumentation, PassContext, PassManager, PipelineError};
+
+/// The GPU to plan for.
+#[derive(Clone, Copy, Debug)]
+pub struct Gpu {
+    pub target: Target,
+    /// Its SMs (at least 1).
+    pub sms: NonZeroU128,
+}
+
+/// What one config's compiled kernel occupies on the GPU.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Footprint {
+    /// Blocks of the grid (summed over the function's kernels).
+    pub blocks: u128,
+    /// Blocks along the grid's x (summed over the kernels).
+    pub grid_x: u128,
+    /// Threads of one block (the largest kernel's).
+    pub threads: i64,
+    /// Bytes of one block's shared-memory arena (the largest kernel's).
+    pub shared_bytes: i64,
+    /// Blocks resident on one SM at once (the fewest of the kernels').
+    pub resident: i64,
+    /// Waves (summed over the kernels).
+    pub waves: u128,
+    /// The least full last wave of the kernels.
+    pub last_wave: Waves,
+    /// The largest `num_stages` of its `T.Pipelined` loops (`None`: no pipelined loop).
+    pub stages: Option<i64>,
+}
+
+/// A config the rules rank; `index` is its place in the space's order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ranked {
+    pub index: usize,
+    pub config: Config,
+    pub footprint: Footprint,
+}
+
+/// A config that cannot be compiled, with the first reason.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dropped {
+    pub index: usize,
+    pub config: Config,
+    pub reason: String,
+}
+
+/// The space ranked: best first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ranking {
+    pub ranked: Vec<Ranked>,
+    pub dropped: Vec<Dropped>,
+    /// Whether the kernel declares a tuning space (without one, the single config is the
+    /// kernel as written).
+    pub has_space: bool,
+}
+
+/// Ranks the tuning space of `func` (parsed from `file`, not yet verified) with the
+/// `-D NAME=VALUE` `defines`: every symbolic dim must be bound; a define that names a
+/// tunable fixes it in every config.
+pub fn rank(
+    file: &SourceFile,
+    func: &PrimFunc,
+    defines: &[String],
+    gpu: Gpu,
+) -> Result<Ranking, UserError> {
+    let bindings = defines
+        .iter()
+        .map(|d| parse_define(d))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(UserError::plain)?;
+    let (fixed, dims): (Vec<_>, Vec<_>) = bindings
+        .into_iter()
+        .partition(|(name, _)| func.space.declares(name));
+    // Unknown names and missing dims are the user's error, located at the kernel.
+    let specialized = specialize(func, &dims).map_err(|d| UserError(file.render(&d)))?;
+    if !specialized.dims.is_empty() {
+        let missing: Vec<String> = specialized
+            .dims
+            .iter()
+            .map(|d| format!("-D {}=…", d.name))
+            .collect();
+        let diag = Diagnostic::error(
+            func.name.span,
+            format!(
+                "`tlc plan` needs every symbolic dimension of `{}` bound: its grid depends on them",
+                func.name.name
+            ),
+        )
+        .with_note(format!("missing: {}", missing.join(" ")));
+        return Err(UserError(file.render(&diag)));
+    }
+    let mut configs = func.space.configs(&dims).map_err(UserError::plain)?;
+    for config in &mut configs {
+        for (name, value) in &fixed {
+            if let Some(slot) = config.iter_mut().find(|(n, _)| n == name) {
+                slot.1 = *value;
+            }
+        }
+    }
+    // Fixing a tunable makes configs that differed only in it equal: keep the first.
+    let mut unique: Vec<Config> = Vec::new();
+    for config in configs {
+        if !unique.contains(&config) {
+            unique.push(config);
+        }
+    }
+    let manager = PassManager::new(default_pipeline(gpu.target), Instrumentation::default())
+        .map_err(UserError::plain)?;
+    let mut ranking = Ranking {
+        ranked: Vec::new(),
+        dropped: Vec::new(),
+        has_space: !func.space.is_empty(),
+    };
+    for (index, config) in unique.into_iter().enumerate() {
+        match footprint(file, func, &config, &dims, &manager, gpu) {
+            Ok(footprint) => ranking.ranked.push(Ranked {
+                index,
+                config,
+                footprint,
+            }),
+            Err(reason) => ranking.dropped.push(Dropped {
+                index,
+                config,
+                reason,
+            }),
+        }
+    }
+    ranking.ranked.sort_by(compare);
+    Ok(ranking)
+}
+
+/// The module's rules 1 to 6: `Less` when `a` ranks before `b`.
+pub fn compare(a: &Ranked, b: &Ranked) -> Ordering {
+    let (x, y) = (&a.footprint, &b.footprint);
+    x.waves
+        .cmp(&y.waves)
+        .then_with(|| y.last_wave.cmp_last_wave_fill(&x.last_wave))
+        .then_with(|| x.grid_x.cmp(&y.grid_x))
+        .then_with(|| y.stages.cmp(&x.stages))
+        .then_with(|| y.shared_bytes.cmp(&x.shared_bytes))
+        .then_with(|| a.index.cmp(&b.index))
+}
+
+/// Binds `config`, compiles to planned IR and measures it; `Err` is the reason to drop it.
+fn footprint(
+    file: &SourceFile,
+    func: &PrimFunc,
+    config: &Config,
+    dims: &Config,
+    manager: &PassManager,
+    gpu: Gpu,
+) -> Result<Footprint, String> {
+    let first = |diags: &[Diagnostic]| match diags.first() {
+        Some(d) => located(file, d),
+        None => "refused without a message".to_string(),
+    };
+    let bound = tuning::bind(func, config, dims).map_err(|d| located(file, &d))?;
+    let bound = specialize(&bound, dims).map_err(|d| located(file, &d))?;
+    let mut stages = None;
+    tlc_ir::visit::for_each_stmt(&bound.body, &mut |s| {
+        if let StmtKind::For(f) = &s.kind {
+            if let ForKind::Pipelined { .. } = f.kind {
+                stages = stages.max(f.kind.num_stages());
+            }
+        }
+    });
+    tlc_ir::verifier::verify(&bound).map_err(|d| format!("verifier: {}", first(&d)))?;
+    let bound_grid = bound.body.clone();
+    let synced = tlc_passes::thread_sync::thread_sync(bound).map_err(|d| first(&d))?;
+    let info = tlc_ir::verifier::verify(&synced).map_err(|d| format!("verifier: {}", first(&d)))?;
+    let sms = i64::try_from(gpu.sms.get()).unwrap_or(i64::MAX);
+    let mut cx = PassContext::new(gpu.target).with_info(info).with_sms(sms);
+    let planned = manager
+        .run(synced, &mut cx, &mut std::io::sink())
+        .map_err(|e| match e {
+            PipelineError::PassFailed { pass, diagnostics } => {
+                format!("pass `{pass}`: {}", first(&diagnostics))
+            }
+            PipelineError::TargetRules { diagnostics, .. } => first(&diagnostics),
+            e => e.to_string(),
+        })?;
+    // The grid is the bound kernel's, as written: the pipeline may make a kernel persistent
+    // (a grid of SMs × resident blocks looping over the written grid's tiles), which does
+    // not change the waves of tiles the written grid describes. Threads and shared memory
+    // are the planned kernel's (warp specialization may add a producer warpgroup).
+    let written = kernels_of(&bound_grid);
+    let planned = kernels_of(&planned.body);
+    if written.len() != planned.len() {
+        return Err(format!(
+            "the pipeline made {} kernels of {}",
+            planned.len(),
+            written.len()
+        ));
+    }
+    let mut total: Option<Footprint> = None;
+    for (w, k) in written.into_iter().zip(planned) {
+        let constant = |what: &str, exprs: &[tlc_ir::Expr]| {
+            exprs.iter().try_fold(1u128, |acc, e| {
+                e.as_int()
+                    .and_then(|v| u128::try_from(v).ok())
+                    .map(|v| acc * v)
+                    .ok_or_else(|| format!("the {what} `{e}` is not a constant once bound"))
+            })
+        };
+        let blocks = constant("grid extent", &w.grid)?;
+        let grid_x = constant("grid extent", &w.grid[..1.min(w.grid.len())])?;
+        let threads = i64::try_from(constant("block extent", &k.threads)?).unwrap_or(i64::MAX);
+        let shared_bytes = k.arena.as_ref().map_or(0, |a| a.bytes);
+        let resident = gpu
+            .target
+            .blocks_per_sm_by_shared(shared_bytes)
+            .min(MAX_THREADS_PER_SM / threads.max(1))
+            .min(MAX_BLOCKS_PER_SM)
+            .min(REGISTERS_PER_SM / fragment_registers(w).max(1));
+        let slots = u128::try_from(resident)
+            .ok()
+            .and_then(|r| NonZeroU128::new(r * gpu.sms.get()))
+            .ok_or_else(|| {
+                format!("no block fits on an SM ({threads} threads, {shared_bytes} shared bytes)")
+            })?;
+        let waves = Waves::of(blocks, slots);
+        let this = Footprint {
+            blocks,
+            grid_x,
+            threads,
+            shared_bytes,
+            resident,
+            waves: waves.waves,
+            last_wave: waves,
+            stages,
+        };
+        total = Some(match total {
+            None => this,
+            Some(t) => Footprint {
+                blocks: t.blocks + this.blocks,
+                grid_x: t.grid_x + this.grid_x,
+                threads: t.threads.max(this.threads),
+                shared_bytes: t.shared_bytes.max(this.shared_bytes),
+                resident: t.resident.min(this.resident),
+                waves: t.waves + this.waves,
+                last_wave: if this.last_wave.cmp_last_wave_fill(&t.last_wave).is_lt() {
+                    this.last_wave
+                } else {
+                    t.last_wave
+                },
+                stages,
+            },
+        });
+    }
+    total.ok_or_else(|| "the function launches no kernel".to_string())
+}
+
+/// A lower bound of the registers one block of the written kernel `k` uses: its fragments
+/// live in registers, one 32-bit register per 4 bytes (narrower elements packed).
+fn fragment_registers(k: &tlc_ir::Kernel) -> i64 {
+    k.allocs
+        .iter()
+        .filter(|b| b.scope == Scope::Fragment)
+        .filter_map(tlc_passes::analysis::footprint::byte_size)
+        .fold(0i64, |acc, bytes| acc.saturating_add((bytes + 3) / 4))
+}
+
+/// The kernels of `body`, in launch order.
+fn kernels_of(body: &[tlc_ir::Stmt]) -> Vec<&tlc_ir::Kernel> {
+    let mut kernels = Vec::new();
+    tlc_ir::visit::for_each_stmt(body, &mut |s| {
+        if let StmtKind::Kernel(k) = &s.kind {
+            kernels.push(k);
+        }
+    });
+    kernels
+}
+
+/// `LINE:COL: message` of a diagnostic in `file` (one line, for a table).
+fn located(file: &SourceFile, d: &Diagnostic) -> String {
+    if d.span.is_dummy() {
+        return d.message.clone();
+    }
+    let (line, col) = file.line_col(d.span.start);
+    format!("{line}:{col}: {}", d.message)
+}
+
+/// `name=value …`, or `(as written)` for the one config of a kernel without a space.
+pub fn describe(config: &Config) -> String {
+    if config.is_empty() {
+        "(as written)".to_string()
+    } else {
+        tuning::describe(config)
+    }
+}
+
+impl Ranking {
+    /// The table `tlc plan FILE` prints: ranked configs best first, then the dropped ones.
+    pub fn table(&self, gpu: Gpu) -> String {
+        let mut rows = vec![[
+            "rank",
+            "config",
+            "blocks",
+            "resident/SM",
+            "waves",
+            "last-wave util",
+            "shared bytes",
+            "threads",
+        ]
+        .map(String::from)
+        .to_vec()];
+        for (i, r) in self.ranked.iter().enumerate() {
+            let f = &r.footprint;
+            let w = &f.last_wave;
+            // A fill of at most 100%, in hundredths; `slots` is positive.
+            let percent = w.last_wave_util * 100 / w.slots;
+            rows.push(vec![
+                (i + 1).to_string(),
+                describe(&r.config),
+                f.blocks.to_string(),
+                f.resident.to_string(),
+                f.waves.to_string(),
+                format!("{}/{} ({percent}%)", w.last_wave_util, w.slots),
+                f.shared_bytes.to_string(),
+                f.threads.to_string(),
+            ]);
+        }
+        let mut widths = vec![0; rows[0].len()];
+        for row in &rows {
+            for (w, cell) in widths.iter_mut().zip(row) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+        let mut out = format!(
+            "{} on {} SMs: fewest waves, then the fullest last wave, then fewest blocks along x, \
+             then most stages, then most shared bytes\n",
+            gpu.target, gpu.sms
+        );
+        if !self.has_space {
+            out.push_str("the kernel has no tuning space: one config, as written\n");
+        }
+        for row in &rows {
+            let cells: Vec<String> = row
+                .iter()
+                .zip(&widths)
+                .enumerate()
+                .map(|(i, (cell, w))| {
+                    if i == 1 {
+                        format!("{cell:<w$}")
+                    } else {
+                        format!("{cell:>w$}")
+                    }
+                })
+                .collect();
+            out.push_str(cells.join("  ").trim_end());
+            out.push('\n');
+        }
+        if !self.dropped.is_empty() {
+            out.push_str(&format!("dropped ({}):\n", self.dropped.len()));
+            for d in &self.dropped {
+                out.push_str(&format!("  {}: {}\n", describe(&d.config), d.reason));
+            }
+        }
+        out
+    }
+
+    /// The ranking as one JSON object: `ranked` (best first) and `dropped` lists.
+    pub fn to_json(&self, gpu: Gpu) -> String {
+        use serde_json::{json, Map, Value};
+        let config = |c: &Config| {
+            Value::Object(
+                c.iter()
+                    .map(|(n, v)| (n.clone(), json!(v)))
+                    .collect::<Map<_, _>>(),
+            )
+        };
+        // u128 counts: JSON numbers through u64 (a grid has at most 2^31·2^16·2^16 blocks).
+        let n = |v: u128| json!(u64::try_from(v).unwrap_or(u64::MAX));
+        let ranked: Vec<Value> = self
+            .ranked
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let f = &r.footprint;
+                json!({
+                    "rank": i + 1,
+                    "config": config(&r.config),
+                    "blocks": n(f.blocks),
+                    "blocks_x": n(f.grid_x),
+                    "resident_per_sm": f.resident,
+                    "waves": n(f.waves),
+                    "last_wave_blocks": n(f.last_wave.last_wave_util),
+                    "last_wave_slots": n(f.last_wave.slots),
+                    "shared_bytes": f.shared_bytes,
+                    "threads": f.threads,
+                    "stages": f.stages,
+                })
+            })
+            .collect();
+        let dropped: Vec<Value> = self
+            .dropped
+            .iter()
+            .map(|d| json!({"config": config(&d.config), "reason": d.reason}))
+            .collect();
+        let sms = n(gpu.sms.get());
+        json!({
+            "target": gpu.target.name(),
+            "sms": sms,
+            "ranked": ranked,
+            "dropped": dropped,
+        })
+        .to_string()
+    }
+}

@@ -1,5 +1,6 @@
 //! The command line, as clap types. See `docs/cli.md` for the user guide.
 
+use crate::frontend::{TuneTarget, Tuning};
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -34,6 +35,10 @@ pub enum Command {
         /// Bind a symbolic dimension to a constant, e.g. `-D M=4096` (repeatable).
         #[arg(short = 'D', value_name = "NAME=VALUE")]
         define: Vec<String>,
+        /// Say on stderr where each tunable's value comes from (`check` has no target, so
+        /// the tunables `-D` leaves open take their defaults).
+        #[arg(short = 'v', long)]
+        verbose: bool,
     },
     /// Compile the kernel to PTX (with its launch manifest on the first line).
     Compile {
@@ -58,6 +63,8 @@ pub enum Command {
         sms: Option<i64>,
         #[command(flatten)]
         instrument: InstrumentFlags,
+        #[command(flatten)]
+        tuning: TuningFlags,
     },
     /// Run the kernel: `--interp` on the CPU with the reference interpreter, or `--device` on
     /// the GPU, compared with the interpreter.
@@ -88,6 +95,8 @@ pub enum Command {
         /// Bind a symbolic dimension to a constant, e.g. `-D M=4096` (repeatable).
         #[arg(short = 'D', value_name = "NAME=VALUE")]
         define: Vec<String>,
+        #[command(flatten)]
+        tuning: TuningFlags,
     },
     /// Run chosen passes on a kernel (any level's text) and print the resulting IR.
     Opt {
@@ -104,6 +113,8 @@ pub enum Command {
         target: String,
         #[command(flatten)]
         instrument: InstrumentFlags,
+        #[command(flatten)]
+        tuning: TuningFlags,
     },
     /// List the passes with their descriptions; with `--target`, that target's default
     /// pipeline in order.
@@ -153,6 +164,8 @@ pub enum Command {
         /// Seed of the random inputs.
         #[arg(long, default_value_t = 0)]
         seed: u64,
+        #[command(flatten)]
+        tuning: TuningFlags,
     },
     /// Choose a kernel's configuration without running anything: `FILE -D …` ranks the
     /// kernel's tuning space by waves over the SMs; `--deepgemm M N K` prints DeepGEMM's
@@ -222,6 +235,31 @@ pub enum Emit {
     Ptx,
     /// The IR text after the pipeline.
     Tir,
+}
+
+/// How the tunables `-D` leaves open are chosen (docs/cli.md, "Tunables and the tuning
+/// cache"): the tuning cache's config for the kernel, its dims, the GPU and the target, else
+/// the defaults.
+#[derive(Debug, Default, Args)]
+pub struct TuningFlags {
+    /// Say on stderr where each tunable's value comes from (`-D`, the tuning cache, the
+    /// defaults) and why.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+    /// Do not look in the tuning cache: the tunables `-D` leaves open take their defaults.
+    #[arg(long)]
+    pub no_cache: bool,
+}
+
+impl TuningFlags {
+    /// The choice for a command compiling for `target`.
+    pub fn tuning(&self, target: TuneTarget) -> Tuning {
+        Tuning {
+            cache: !self.no_cache,
+            target,
+            verbose: self.verbose,
+        }
+    }
 }
 
 /// The pass-pipeline instrumentation flags, shared by `tlc opt` and `tlc compile`.

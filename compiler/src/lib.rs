@@ -1,5 +1,6 @@
 //! `tlc`: the command-line driver of the compiler and the rendering of its diagnostics.
 
+pub mod cache;
 pub mod cli;
 pub mod codegen;
 pub mod commands;

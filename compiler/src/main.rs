@@ -6,7 +6,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use tlc::cli::{Baseline, Cli, Command};
 use tlc::commands;
-use tlc::frontend::UserError;
+use tlc::frontend::{TuneTarget, UserError};
 
 /// Kernel texts are small, but the recursive stages (printer, verifier, interpreter) must
 /// never overflow on the deepest input the parser admits; give them a roomy stack.
@@ -43,9 +43,11 @@ fn main() -> ExitCode {
 fn dispatch(cli: Cli) -> Result<String, UserError> {
     match cli.command {
         Command::Fmt { file, define } => commands::fmt::run(&file, &define),
-        Command::Check { file, define } => {
-            commands::check::run(&file, &define).map(|()| String::new())
-        }
+        Command::Check {
+            file,
+            define,
+            verbose,
+        } => commands::check::run(&file, &define, verbose).map(|()| String::new()),
         Command::Compile {
             file,
             output,
@@ -54,15 +56,20 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
             emit,
             sms,
             instrument,
-        } => commands::compile::run(&commands::compile::CompileArgs {
-            file: &file,
-            output: &output,
-            target: commands::compile::parse_target(&target)?,
-            defines: &define,
-            emit,
-            sms,
-            instrument: &instrument,
-        }),
+            tuning,
+        } => {
+            let target = commands::compile::parse_target(&target)?;
+            commands::compile::run(&commands::compile::CompileArgs {
+                file: &file,
+                output: &output,
+                target,
+                defines: &define,
+                emit,
+                sms,
+                instrument: &instrument,
+                tuning: tuning.tuning(TuneTarget::Given(target)),
+            })
+        }
         Command::Run {
             file,
             interp: _,
@@ -72,19 +79,27 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
             inputs,
             save_dir,
             define,
+            tuning,
         } => {
+            let target = target
+                .as_deref()
+                .map(commands::compile::parse_target)
+                .transpose()?;
+            // `--interp` compiles for no target: no cache lookup.
+            let tune_target = match (device, target) {
+                (false, _) => TuneTarget::None,
+                (true, Some(t)) => TuneTarget::Given(t),
+                (true, None) => TuneTarget::OfGpu,
+            };
             let args = commands::run::RunArgs {
                 file: &file,
                 defines: &define,
                 inputs: &inputs,
                 seed,
                 save_dir: save_dir.as_deref(),
+                tuning: tuning.tuning(tune_target),
             };
             if device {
-                let target = target
-                    .as_deref()
-                    .map(commands::compile::parse_target)
-                    .transpose()?;
                 commands::run_device::run(&args, target)
             } else {
                 commands::run::run(&args)
@@ -96,13 +111,18 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
             passes,
             target,
             instrument,
-        } => commands::opt::run(
-            &file,
-            &define,
-            &passes,
-            commands::compile::parse_target(&target)?,
-            &instrument,
-        ),
+            tuning,
+        } => {
+            let target = commands::compile::parse_target(&target)?;
+            commands::opt::run(
+                &file,
+                &define,
+                &passes,
+                target,
+                &instrument,
+                &tuning.tuning(TuneTarget::Given(target)),
+            )
+        }
         Command::Passes { target } => {
             let target = target
                 .as_deref()
@@ -123,11 +143,13 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
             target,
             csv,
             seed,
+            tuning,
         } => {
             let target = target
                 .as_deref()
                 .map(commands::compile::parse_target)
                 .transpose()?;
+            let tuning = tuning.tuning(target.map_or(TuneTarget::OfGpu, TuneTarget::Given));
             match baseline {
                 Baseline::Cublas => {
                     if shapes.is_some() {
@@ -143,6 +165,7 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
                         csv,
                         specialize,
                         seed,
+                        tuning,
                     })
                 }
                 Baseline::Copy => commands::bench_copy::run(&commands::bench_copy::CopyArgs {
@@ -156,6 +179,7 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
                     target,
                     csv,
                     seed,
+                    tuning,
                 }),
             }
         }

@@ -24,6 +24,17 @@ struct GpuInner {
     sm_count: u32,
 }
 
+/// What a GPU is, as [`Gpu::info`] reads it without opening the GPU.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// E.g. "NVIDIA H100 80GB HBM3" (as [`Gpu::name`]).
+    pub name: String,
+    /// Compute capability (major, minor).
+    pub capability: (i32, i32),
+    /// Streaming multiprocessors (as [`Gpu::sm_count`]).
+    pub sm_count: u32,
+}
+
 impl Gpu {
     /// Opens GPU `ordinal`. Without a driver: `RuntimeError::NoDriver`; without that GPU:
     /// `RuntimeError::NoDevice`. Never panics.
@@ -78,6 +89,58 @@ impl Gpu {
                 max_shared_optin: u32::try_from(optin).unwrap_or(0),
                 sm_count: u32::try_from(sms).unwrap_or(0),
             }),
+        })
+    }
+
+    /// What GPU `ordinal` is (name, compute capability, SMs) without opening it: no context
+    /// is created, so this costs the driver's initialization only. For callers that want to
+    /// know the device before (or instead of) running on it, such as the tuning cache's key.
+    /// Errors as [`Gpu::new`]'s; never panics.
+    pub fn info(ordinal: usize) -> Result<DeviceInfo> {
+        if !driver_available() {
+            return Err(RuntimeError::NoDriver);
+        }
+        std::panic::catch_unwind(|| Gpu::query(ordinal)).unwrap_or_else(|_| {
+            Err(RuntimeError::Driver {
+                call: "dlsym",
+                code: "missing symbol".into(),
+                message: "the CUDA driver lacks a function this runtime needs; it is probably \
+                          older than CUDA 13.0"
+                    .into(),
+            })
+        })
+    }
+
+    fn query(ordinal: usize) -> Result<DeviceInfo> {
+        match result::init() {
+            Ok(()) => {}
+            Err(e) if e.0 == CUresult::CUDA_ERROR_NO_DEVICE => {
+                return Err(RuntimeError::NoDevice { ordinal, count: 0 })
+            }
+            Err(e) => return Err(driver_err("cuInit")(e)),
+        }
+        let count = result::device::get_count().map_err(driver_err("cuDeviceGetCount"))?;
+        let count = usize::try_from(count).unwrap_or(0);
+        let Some(index) = (ordinal < count)
+            .then(|| i32::try_from(ordinal).ok())
+            .flatten()
+        else {
+            return Err(RuntimeError::NoDevice { ordinal, count });
+        };
+        let dev = result::device::get(index).map_err(driver_err("cuDeviceGet"))?;
+        let name = result::device::get_name(dev).map_err(driver_err("cuDeviceGetName"))?;
+        let attribute = |a| {
+            // SAFETY: `dev` came from `cuDeviceGet` above.
+            unsafe { result::device::get_attribute(dev, a) }
+                .map_err(driver_err("cuDeviceGetAttribute"))
+        };
+        let major = attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+        let minor = attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+        let sms = attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+        Ok(DeviceInfo {
+            name,
+            capability: (major, minor),
+            sm_count: u32::try_from(sms).unwrap_or(0),
         })
     }
 

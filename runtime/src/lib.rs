@@ -32,7 +32,7 @@ pub mod timing;
 pub use buffer::{DeviceTensor, Element};
 pub use check::{check_args, KernelPlan, LaunchPlan};
 pub use cublas::{cublas_gemm_f16, Cublas};
-pub use device::Gpu;
+pub use device::{DeviceInfo, Gpu};
 pub use driver::{cublas_available, driver_available};
 pub use error::RuntimeError;
 pub use expr::{DimExpr, Op};

@@ -16,7 +16,7 @@ fn refused_kernels_render_located_errors() {
         let rel = relative(&path);
         let name = rel.display().to_string();
         let text = std::fs::read_to_string(&path).expect("read case");
-        if let Err(e) = tlc::commands::check::run(&rel, &[]) {
+        if let Err(e) = tlc::commands::check::run(&rel, &[], false) {
             panic!("{name}: `tlc check` refuses it:\n{}", e.0);
         }
         let mut rendered = Vec::new();

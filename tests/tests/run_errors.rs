@@ -21,6 +21,7 @@ fn runtime_errors_render_located_diagnostics() {
             inputs: &[],
             seed: 0,
             save_dir: None,
+            tuning: tlc::frontend::Tuning::DEFAULTS,
         };
         let err = match tlc::commands::run::run(&args) {
             Ok(report) => panic!("{} ran without error:\n{report}", path.display()),

@@ -20,7 +20,7 @@
 use crate::cli::Emit;
 use crate::commands::compile::{compile_func, device_context, device_target};
 use crate::diagnostics::SourceFile;
-use crate::frontend::{self, UserError};
+use crate::frontend::{self, Tuning, UserError};
 use half::f16;
 use std::collections::HashMap;
 use std::fmt;
@@ -48,6 +48,9 @@ pub struct BenchArgs<'a> {
     /// Compile each shape with its sizes as constants instead of binding them at launch.
     pub specialize: bool,
     pub seed: u64,
+    /// How the tunables `-D` leaves open are chosen (with `--specialize`, per shape: the
+    /// cache is keyed by the shape's dims).
+    pub tuning: Tuning,
 }
 
 /// `C[m, n] = A[m, k] @ B[k, n]`.
@@ -490,7 +493,15 @@ pub fn run(args: &BenchArgs) -> Result<String, UserError> {
         .map(parse_sweep)
         .transpose()
         .map_err(UserError::plain)?;
-    let (file, func, _) = frontend::load(args.file, args.defines)?;
+    let file = frontend::read_source(args.file)?;
+    let parsed = frontend::parse(&file)?;
+    // With `--specialize` each shape chooses its tunables below; this load only reads the
+    // parameters.
+    let first = match args.specialize {
+        true => Tuning::DEFAULTS,
+        false => args.tuning,
+    };
+    let (func, _) = frontend::prepare(&file, &parsed, args.defines, &first)?;
     let params = match gemm_params(&file, &func) {
         Ok(p) => p,
         Err(e) => match super::bench_gemv::gemv_params(&func) {
@@ -552,9 +563,9 @@ pub fn run(args: &BenchArgs) -> Result<String, UserError> {
         let kernel = match &shared {
             Some(k) => k,
             None => {
-                let defines = shape_defines(&file, params, shape, true)?;
-                let func = frontend::bind(&file, &func, &defines)?;
-                frontend::verify(&file, &func)?;
+                let mut defines = args.defines.to_vec();
+                defines.extend(shape_defines(&file, params, shape, true)?);
+                let (func, _) = frontend::prepare(&file, &parsed, &defines, &args.tuning)?;
                 specialized = compile(func)?;
                 &specialized
             }

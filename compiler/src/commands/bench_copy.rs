@@ -16,7 +16,7 @@ use crate::commands::bench::{summarize, Timing};
 use crate::commands::compile::{compile_func, device_context, device_target};
 use crate::commands::run_device::to_bytes;
 use crate::diagnostics::SourceFile;
-use crate::frontend::{self, UserError};
+use crate::frontend::{self, Tuning, UserError};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
@@ -42,6 +42,8 @@ pub struct CopyArgs<'a> {
     pub target: Option<Target>,
     pub csv: bool,
     pub seed: u64,
+    /// How each shape's tunables are chosen (the cache is keyed by the shape's dims).
+    pub tuning: Tuning,
 }
 
 /// The error for `--shapes` given to `--vs cublas`.
@@ -272,7 +274,7 @@ pub fn plan(args: &CopyArgs) -> Result<(SourceFile, PrimFunc, Vec<Planned>), Use
             .filter_map(|d| binding.iter().find(|(n, _)| *n == d.name).cloned())
             .collect();
         let defines: Vec<String> = binding.iter().map(|(n, v)| format!("{n}={v}")).collect();
-        let bound = frontend::bind(&file, &func, &defines)?;
+        let bound = frontend::bind(&file, &func, &defines, &args.tuning)?;
         if let Some(d) = bound.dims.first() {
             let unbound: Vec<String> = bound.dims.iter().map(|d| format!("`{}`", d.name)).collect();
             let at = match binding.is_empty() {
@@ -692,6 +694,7 @@ def f(
             target: None,
             csv: false,
             seed: 0,
+            tuning: Tuning::DEFAULTS,
         }
     }
 
@@ -699,7 +702,8 @@ def f(
     fn bytes_model_counts_every_parameter_once() {
         let file = SourceFile::new("k.tir", KERNEL);
         let func = frontend::parse(&file).unwrap();
-        let bound = frontend::bind(&file, &func, &defines(&["M=3", "N=5"])).unwrap();
+        let bound =
+            frontend::bind(&file, &func, &defines(&["M=3", "N=5"]), &Tuning::DEFAULTS).unwrap();
         let params = param_bytes(&file, &bound).unwrap();
         let sizes: Vec<(&str, u64)> = params.iter().map(|p| (p.name.as_str(), p.bytes)).collect();
         // A: 3·5 float16, S: 3 float32, Q: 3·5 fp8.
@@ -710,7 +714,7 @@ def f(
         assert_eq!(copy_size(57), 29);
         assert_eq!(copy_size(58), 29);
         // An unbound dim leaves a shape that is not constant: an error at the extent.
-        let half = frontend::bind(&file, &func, &defines(&["M=3"])).unwrap();
+        let half = frontend::bind(&file, &func, &defines(&["M=3"]), &Tuning::DEFAULTS).unwrap();
         let e = param_bytes(&file, &half).unwrap_err().0;
         assert!(
             e.contains("k.tir:6:21: error: this extent of `A` is not a constant"),

@@ -1,8 +1,14 @@
 //! `tlc check FILE`: parse and verify, reporting every error found.
 
-use crate::frontend::{self, UserError};
+use crate::frontend::{self, Tuning, UserError};
 use std::path::Path;
 
-pub fn run(path: &Path, defines: &[String]) -> Result<(), UserError> {
-    frontend::load(path, defines).map(|_| ())
+/// `verbose`: say where the tunables come from (their defaults: `check` has no target to
+/// key the tuning cache with).
+pub fn run(path: &Path, defines: &[String], verbose: bool) -> Result<(), UserError> {
+    let tuning = Tuning {
+        verbose,
+        ..Tuning::DEFAULTS
+    };
+    frontend::load(path, defines, &tuning).map(|_| ())
 }

@@ -8,7 +8,7 @@
 use crate::cli::{Emit, InstrumentFlags};
 use crate::codegen;
 use crate::diagnostics::SourceFile;
-use crate::frontend::{self, UserError};
+use crate::frontend::{self, Tuning, UserError};
 use crate::ptx::print_with_manifest;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -31,6 +31,8 @@ pub struct CompileArgs<'a> {
     /// `--sms N`: the SM count persistent kernels are sized for.
     pub sms: Option<i64>,
     pub instrument: &'a InstrumentFlags,
+    /// How the tunables `-D` leaves open are chosen.
+    pub tuning: Tuning,
 }
 
 /// The result of a compile: PTX with its manifest, or IR text (`--emit=tir`, or a pipeline
@@ -92,7 +94,7 @@ pub fn run(args: &CompileArgs) -> Result<String, UserError> {
     // Flag errors (an unknown pass, `--stop-after` outside the pipeline) come before any
     // work on the file, as in `tlc opt`.
     PassManager::new(default_pipeline(args.target), opts.clone()).map_err(UserError::plain)?;
-    let (file, func, info) = frontend::load(args.file, args.defines)?;
+    let (file, func, info) = frontend::load(args.file, args.defines, &args.tuning)?;
     let mut cx = PassContext::new(args.target).with_info(info);
     if let Some(sms) = args.sms {
         cx = cx.with_sms(sms);

@@ -3,7 +3,7 @@
 //! to stderr, dumps to `--dump-dir`).
 
 use crate::cli::InstrumentFlags;
-use crate::frontend::{self, UserError};
+use crate::frontend::{self, Tuning, UserError};
 use std::path::Path;
 use tlc_ir::Target;
 use tlc_passes::{parse_pipeline, PassContext, PassManager};
@@ -14,11 +14,12 @@ pub fn run(
     passes: &str,
     target: Target,
     flags: &InstrumentFlags,
+    tuning: &Tuning,
 ) -> Result<String, UserError> {
     let pipeline =
         parse_pipeline(passes).map_err(|e| UserError::plain(format!("`--passes`: {e}")))?;
     let manager = PassManager::new(pipeline, flags.options()).map_err(UserError::plain)?;
-    let (file, func, info) = frontend::load(path, defines)?;
+    let (file, func, info) = frontend::load(path, defines, tuning)?;
     let mut cx = PassContext::new(target).with_info(info);
     let mut stderr = std::io::stderr().lock();
     match manager.run(func, &mut cx, &mut stderr) {

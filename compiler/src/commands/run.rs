@@ -5,7 +5,7 @@
 //! read off the input shapes). With `--save-dir DIR`, every parameter is written to
 //! `DIR/NAME.npy` after the run: inputs as used, outputs as produced.
 
-use crate::frontend::{self, UserError};
+use crate::frontend::{self, Tuning, UserError};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -20,11 +20,13 @@ pub struct RunArgs<'a> {
     pub inputs: &'a [String],
     pub seed: u64,
     pub save_dir: Option<&'a Path>,
+    /// How the tunables `-D` leaves open are chosen.
+    pub tuning: Tuning,
 }
 
 /// Runs the kernel and returns the report printed on stdout.
 pub fn run(args: &RunArgs) -> Result<String, UserError> {
-    let (file, func, _) = frontend::load(args.file, args.defines)?;
+    let (file, func, _) = frontend::load(args.file, args.defines, &args.tuning)?;
     let given = load_inputs(&func, args.inputs)?;
     let given_names: Vec<String> = given.keys().cloned().collect();
     let opts = RunOptions {

@@ -90,7 +90,7 @@ pub fn compare(dtype: DType, gpu: &[f64], reference: &[f64]) -> Comparison {
 /// Runs `tlc run --device`. The report goes to stdout; outside the tolerance it is printed
 /// and the command fails.
 pub fn run(args: &RunArgs, target: Option<Target>) -> Result<String, UserError> {
-    let (file, func, info) = frontend::load(args.file, args.defines)?;
+    let (file, func, info) = frontend::load(args.file, args.defines, &args.tuning)?;
     let given = load_inputs(&func, args.inputs)?;
 
     let gpu = Gpu::new(0).map_err(|e| {

@@ -19,13 +19,30 @@ pub fn root() -> PathBuf {
         .unwrap_or_default()
 }
 
-/// Runs the `tlc` binary with `args` from the workspace root.
+/// Runs the `tlc` binary with `args` from the workspace root, away from the user's tuning
+/// cache (an empty cache directory), so that a tuned config on this machine cannot change
+/// what a test sees.
 pub fn tlc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tlc"))
+    let dir = empty_cache_dir();
+    tlc_with_env(args, &[("TLC_CACHE_DIR", dir.as_os_str())])
+}
+
+/// [`tlc`] with environment variables set (and `TLC_CACHE_DEVICE` unset unless given).
+pub fn tlc_with_env(args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tlc"));
+    command
         .args(args)
         .current_dir(root())
-        .output()
-        .expect("run tlc")
+        .env_remove("TLC_CACHE_DEVICE");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command.output().expect("run tlc")
+}
+
+/// A cache directory nothing is stored in: lookups miss.
+pub fn empty_cache_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("tlc-tests-empty-cache-{}", std::process::id()))
 }
 
 /// Lossy text of an output stream.

@@ -167,6 +167,34 @@ pub enum Command {
         #[command(flatten)]
         tuning: TuningFlags,
     },
+    /// Time a GEMM kernel's tuning space on GPU 0 (planned, compiled on every core, checked
+    /// against cuBLAS) and store the fastest config in the tuning cache.
+    Tune {
+        /// The kernel source (`.tir`): a GEMM (as `tlc bench` takes) with a tuning space.
+        file: PathBuf,
+        /// Bind a symbolic dimension (every one must be), or fix a tunable, e.g. `-D M=4096`.
+        #[arg(short = 'D', value_name = "NAME=VALUE")]
+        define: Vec<String>,
+        /// Time only the N configs `tlc plan` ranks best.
+        #[arg(long, value_name = "N")]
+        top: Option<usize>,
+        /// Untimed runs before the timed ones, per config.
+        #[arg(long, value_name = "N", default_value_t = 5)]
+        warmup: usize,
+        /// Timed runs per config; the median is reported.
+        #[arg(long, value_name = "N", default_value_t = 20)]
+        iters: usize,
+        /// The target to compile for (default: sm_90a on a compute capability 9.0 GPU, else
+        /// sm_80).
+        #[arg(long, value_name = "sm_80|sm_90a")]
+        target: Option<String>,
+        /// Seed of the random inputs.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Do not store the winner in the tuning cache.
+        #[arg(long)]
+        no_cache: bool,
+    },
     /// Choose a kernel's configuration without running anything: `FILE -D …` ranks the
     /// kernel's tuning space by waves over the SMs; `--deepgemm M N K` prints DeepGEMM's
     /// heuristic for its FP8 GEMM as JSON.

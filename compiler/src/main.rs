@@ -131,6 +131,34 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
             Ok(commands::passes::run(target))
         }
         Command::Plan(args) => commands::plan::run(&args),
+        Command::Tune {
+            file,
+            define,
+            top,
+            warmup,
+            iters,
+            target,
+            seed,
+            no_cache,
+        } => {
+            let target = target
+                .as_deref()
+                .map(commands::compile::parse_target)
+                .transpose()?;
+            if iters == 0 || top == Some(0) {
+                return Err(UserError::plain("`--iters` and `--top` must be at least 1"));
+            }
+            commands::tune::run(&commands::tune::TuneArgs {
+                file: &file,
+                defines: &define,
+                target,
+                top,
+                warmup,
+                iters,
+                seed,
+                store: !no_cache,
+            })
+        }
         Command::Bench {
             file,
             define,

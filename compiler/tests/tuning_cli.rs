@@ -95,3 +95,19 @@ fn a_broken_constraint_is_a_located_error() {
     assert!(ok.status.success(), "{}", text(&ok.stderr));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `tlc tune` refuses what it cannot tune before it looks for a GPU (CI has none): a kernel
+/// without a tuning space, `--top 0`. (Its GPU runs are recorded in docs/perf.md.)
+#[test]
+fn tune_refuses_kernels_without_a_space() {
+    let out = tlc(&["tune", "tests/cases/valid/thread_regions.tir", "-D", "M=4"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("`thread_regions` declares no tuning space: nothing to tune"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = tlc(&["tune", FILE, "-D", "M=64", "--top", "0"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("`--top` must be at least 1"));
+}

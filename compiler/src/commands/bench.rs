@@ -592,8 +592,24 @@ pub fn run(args: &BenchArgs) -> Result<String, UserError> {
     )))
 }
 
+/// The GEMM shape of `parsed` with its dims bound to `dims` (for `tlc tune`).
+pub(crate) fn gemm_shape(
+    file: &SourceFile,
+    parsed: &PrimFunc,
+    dims: &tlc_ir::tuning::Config,
+) -> Result<GemmShape, UserError> {
+    let bound =
+        tlc_ir::specialize::specialize(parsed, dims).map_err(|d| UserError(file.render(&d)))?;
+    kernel_shape(file, gemm_params(file, &bound)?)
+}
+
+/// The dtype of a GEMM kernel's `C` (for `tlc tune`).
+pub(crate) fn c_dtype(file: &SourceFile, parsed: &PrimFunc) -> Result<DType, UserError> {
+    Ok(gemm_params(file, parsed)?[2].dtype)
+}
+
 /// Checks and times one shape.
-fn bench_shape(
+pub(crate) fn bench_shape(
     gpu: &Gpu,
     blas: &Cublas,
     kernel: &Kernel,

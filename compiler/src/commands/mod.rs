@@ -11,3 +11,4 @@ pub mod passes;
 pub mod plan;
 pub mod run;
 pub mod run_device;
+pub mod tune;

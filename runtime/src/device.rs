@@ -35,39 +35,50 @@ pub struct DeviceInfo {
     pub sm_count: u32,
 }
 
+/// Runs `f` (a driver call sequence) only when a driver is loadable, and turns cudarc's
+/// panic on a driver that lacks a symbol it binds (one older than the `cuda-13000`
+/// bindings) into an error. Never panics.
+fn guarded<T>(f: impl FnOnce() -> Result<T> + std::panic::UnwindSafe) -> Result<T> {
+    if !driver_available() {
+        return Err(RuntimeError::NoDriver);
+    }
+    std::panic::catch_unwind(f).unwrap_or_else(|_| {
+        Err(RuntimeError::Driver {
+            call: "dlsym",
+            code: "missing symbol".into(),
+            message: "the CUDA driver lacks a function this runtime needs; it is probably older \
+                      than CUDA 13.0"
+                .into(),
+        })
+    })
+}
+
+/// `cuInit`, then checks that GPU `ordinal` exists; the number of GPUs.
+fn init_with(ordinal: usize) -> Result<usize> {
+    match result::init() {
+        Ok(()) => {}
+        Err(e) if e.0 == CUresult::CUDA_ERROR_NO_DEVICE => {
+            return Err(RuntimeError::NoDevice { ordinal, count: 0 })
+        }
+        Err(e) => return Err(driver_err("cuInit")(e)),
+    }
+    let count = result::device::get_count().map_err(driver_err("cuDeviceGetCount"))?;
+    let count = usize::try_from(count).unwrap_or(0);
+    if ordinal >= count {
+        return Err(RuntimeError::NoDevice { ordinal, count });
+    }
+    Ok(count)
+}
+
 impl Gpu {
     /// Opens GPU `ordinal`. Without a driver: `RuntimeError::NoDriver`; without that GPU:
     /// `RuntimeError::NoDevice`. Never panics.
     pub fn new(ordinal: usize) -> Result<Gpu> {
-        if !driver_available() {
-            return Err(RuntimeError::NoDriver);
-        }
-        // Last resort: cudarc panics when the driver lacks a symbol it binds (a driver older
-        // than the `cuda-13000` bindings). Turn that into an error too.
-        std::panic::catch_unwind(|| Gpu::open(ordinal)).unwrap_or_else(|_| {
-            Err(RuntimeError::Driver {
-                call: "dlsym",
-                code: "missing symbol".into(),
-                message: "the CUDA driver lacks a function this runtime needs; it is probably \
-                          older than CUDA 13.0"
-                    .into(),
-            })
-        })
+        guarded(|| Gpu::open(ordinal))
     }
 
     fn open(ordinal: usize) -> Result<Gpu> {
-        match result::init() {
-            Ok(()) => {}
-            Err(e) if e.0 == CUresult::CUDA_ERROR_NO_DEVICE => {
-                return Err(RuntimeError::NoDevice { ordinal, count: 0 })
-            }
-            Err(e) => return Err(driver_err("cuInit")(e)),
-        }
-        let count = result::device::get_count().map_err(driver_err("cuDeviceGetCount"))?;
-        let count = usize::try_from(count).unwrap_or(0);
-        if ordinal >= count {
-            return Err(RuntimeError::NoDevice { ordinal, count });
-        }
+        init_with(ordinal)?;
         let ctx = CudaContext::new(ordinal).map_err(driver_err("cuDevicePrimaryCtxRetain"))?;
         let stream = ctx.default_stream();
         let name = ctx.name().map_err(driver_err("cuDeviceGetName"))?;
@@ -97,34 +108,12 @@ impl Gpu {
     /// know the device before (or instead of) running on it, such as the tuning cache's key.
     /// Errors as [`Gpu::new`]'s; never panics.
     pub fn info(ordinal: usize) -> Result<DeviceInfo> {
-        if !driver_available() {
-            return Err(RuntimeError::NoDriver);
-        }
-        std::panic::catch_unwind(|| Gpu::query(ordinal)).unwrap_or_else(|_| {
-            Err(RuntimeError::Driver {
-                call: "dlsym",
-                code: "missing symbol".into(),
-                message: "the CUDA driver lacks a function this runtime needs; it is probably \
-                          older than CUDA 13.0"
-                    .into(),
-            })
-        })
+        guarded(|| Gpu::query(ordinal))
     }
 
     fn query(ordinal: usize) -> Result<DeviceInfo> {
-        match result::init() {
-            Ok(()) => {}
-            Err(e) if e.0 == CUresult::CUDA_ERROR_NO_DEVICE => {
-                return Err(RuntimeError::NoDevice { ordinal, count: 0 })
-            }
-            Err(e) => return Err(driver_err("cuInit")(e)),
-        }
-        let count = result::device::get_count().map_err(driver_err("cuDeviceGetCount"))?;
-        let count = usize::try_from(count).unwrap_or(0);
-        let Some(index) = (ordinal < count)
-            .then(|| i32::try_from(ordinal).ok())
-            .flatten()
-        else {
+        let count = init_with(ordinal)?;
+        let Some(index) = i32::try_from(ordinal).ok() else {
             return Err(RuntimeError::NoDevice { ordinal, count });
         };
         let dev = result::device::get(index).map_err(driver_err("cuDeviceGet"))?;

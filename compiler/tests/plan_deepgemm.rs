@@ -3,10 +3,13 @@
 //! library, and the command's JSON shape and errors. python3 is required (CI has it): without
 //! it these tests fail, they do not skip.
 
+mod common;
+
+use common::{text, tlc};
 use serde_json::{Map, Value};
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use tlc::plan::deepgemm::{best_config, Problem};
 
 /// The nine fields, in the order tlc prints them.
@@ -21,25 +24,6 @@ const KEYS: [&str; 9] = [
     "swizzle_mode",
     "block_n_padding",
 ];
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default()
-}
-
-fn tlc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tlc"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("run tlc")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 /// `(m, n, k, num_groups, num_sms)`.
 type Shape = (u32, u32, u32, u32, u32);

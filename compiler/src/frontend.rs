@@ -1,5 +1,5 @@
 //! From a file name to a verified `PrimFunc`: read, parse, bind `-D` dims and tunables
-//! (the open ones chosen by [`choose_tunables`]: the tuning cache, else the defaults),
+//! (the open ones chosen by [`choose_tunables`]: the tuning cache, else `tlc plan`'s first config, else the defaults),
 //! verify. Every failure comes back as rendered text, ready for stderr.
 
 use crate::cache::{self, DeviceId};
@@ -155,7 +155,8 @@ pub fn specialize_dims(
 /// **The one place that decides the tunables** (docs/cli.md, "Tunables and the tuning
 /// cache"), so that every command agrees: each tunable of `func` (as parsed) takes its `-D`
 /// value, else the tuning cache's config for (kernel, dims, device, target) when `tuning`
-/// allows a lookup, else its default; then the dims are bound. The result has no tuning
+/// allows a lookup, else the first config of `tlc plan`'s ranking for the command's target
+/// (every dim bound), else its default; then the dims are bound. The result has no tuning
 /// space. With `tuning.verbose`, one line on stderr per source says which tunables came
 /// from it.
 pub fn choose_tunables(
@@ -176,7 +177,8 @@ pub fn choose_tunables(
     };
     let mut why_default = String::new();
     if open {
-        match from_cache(func, defines, tuning)? {
+        let mut gpu = GpuFacts::new(tuning)?;
+        match from_cache(func, defines, tuning, &mut gpu) {
             Ok((bound, hit, key)) => {
                 say("from -D", &defines.tunables);
                 let cached: Config = hit.config.into_iter().filter(|(n, _)| !given(n)).collect();
@@ -190,8 +192,19 @@ pub fn choose_tunables(
             }
             Err(why) => why_default = why,
         }
-        // Issue 15, item 4: once `tlc plan` ranks a kernel's configs without a GPU, its
-        // first config goes here, between the cache and the defaults.
+        match from_plan(file, func, defines, &mut gpu) {
+            Ok((bound, planned, place)) => {
+                say("from -D", &defines.tunables);
+                let chosen: Config = planned.into_iter().filter(|(n, _)| !given(n)).collect();
+                say(
+                    &format!("from `tlc plan`'s ranking ({place}; {why_default})"),
+                    &chosen,
+                );
+                return Ok(bound);
+            }
+            Err(why) if why != why_default => why_default = format!("{why_default}; {why}"),
+            Err(_) => {}
+        }
     }
     let bound = bind_config(func, &defines.tunables, &defines.dims)
         .map_err(|d| UserError(file.render(&d)))?;
@@ -208,76 +221,35 @@ pub fn choose_tunables(
 
 /// The kernel bound to the tuning cache's config (the `-D` tunables kept), with the entry
 /// and its key; or why there is none (the reason `-v` gives for the defaults). Warns on
-/// stderr about an entry it ignores. The only error: a `TLC_CACHE_DEVICE` that does not
-/// parse.
-#[allow(clippy::type_complexity)]
+/// stderr about an entry it ignores.
 fn from_cache(
     func: &PrimFunc,
     defines: &Defines,
     tuning: &Tuning,
-) -> Result<Result<(PrimFunc, cache::Hit, cache::Key), String>, UserError> {
-    if tuning.target == TuneTarget::None {
-        return Ok(Err(
-            "this command has no target to key the tuning cache with".into(),
-        ));
-    }
+    gpu: &mut GpuFacts,
+) -> Result<(PrimFunc, cache::Hit, cache::Key), String> {
+    let target = gpu.target()?;
     if !tuning.cache {
-        return Ok(Err("--no-cache".into()));
+        return Err("--no-cache".into());
     }
-    let named = match DeviceId::from_env() {
-        Some(parsed) => Some(parsed.map_err(UserError::plain)?),
-        None => None,
-    };
-    let mut probed = None;
-    let mut gpu = || probed.get_or_insert_with(cache::device::gpu0).clone();
-    let no_gpu = |e: String| format!("no GPU to key the tuning cache with: {e}");
-    let target = match tuning.target {
-        TuneTarget::Given(t) => t,
-        _ => match gpu() {
-            Ok(info) => match Target::for_capability(info.capability) {
-                Some(t) => t,
-                None => {
-                    let (major, minor) = info.capability;
-                    return Ok(Err(format!(
-                        "the GPU ({}) has compute capability {major}.{minor}, which tlc does \
-                         not target",
-                        info.name
-                    )));
-                }
-            },
-            Err(e) => return Ok(Err(no_gpu(e))),
-        },
-    };
-    let device = match named {
-        Some(d) => d,
-        None => match gpu() {
-            Ok(info) => DeviceId {
-                name: info.name,
-                sms: info.sm_count,
-            },
-            Err(e) => return Ok(Err(no_gpu(e))),
-        },
-    };
-    let store = match cache::Cache::user() {
-        Ok(c) => c,
-        Err(e) => return Ok(Err(e)),
-    };
+    let device = gpu.device()?;
+    let store = cache::Cache::user()?;
     let key = cache::Key::new(func, &defines.dims, &device, target);
     let hit = match store.lookup(&key) {
         cache::Lookup::Hit(hit) => hit,
         cache::Lookup::Miss(path) => {
-            return Ok(Err(format!(
+            return Err(format!(
                 "no tuning-cache entry for {}: {}",
                 describe_key(&key),
                 path.display()
-            )))
+            ))
         }
         cache::Lookup::Ignored { path, reason } => {
             cache::warn_ignored(&path, &reason);
-            return Ok(Err(format!(
+            return Err(format!(
                 "the tuning-cache entry {} is ignored",
                 path.display()
-            )));
+            ));
         }
     };
     // The `-D` tunables win over the entry's.
@@ -291,11 +263,11 @@ fn from_cache(
     let bound = match bind_config(func, &config, &defines.dims) {
         Ok(b) => b,
         Err(d) => {
-            return Ok(Err(format!(
+            return Err(format!(
                 "the tuning cache's config {} with the -D values: {}",
                 describe(&hit.config),
                 d.message
-            )))
+            ))
         }
     };
     if let Err(diags) = tlc_ir::verifier::verify(&bound) {
@@ -310,12 +282,120 @@ fn from_cache(
                 &format!("the kernel with its config fails the verifier: {first}"),
             );
         }
-        return Ok(Err(format!(
+        return Err(format!(
             "the tuning-cache entry {} is ignored",
             hit.path.display()
-        )));
+        ));
     }
-    Ok(Ok((bound, hit, key)))
+    Ok((bound, hit, key))
+}
+
+/// The kernel bound to the first config of `tlc plan`'s ranking (`plan::space::rank`, the
+/// `-D` tunables kept), that config, and what it was ranked for; or why there is none.
+fn from_plan(
+    file: &SourceFile,
+    func: &PrimFunc,
+    defines: &Defines,
+    gpu: &mut GpuFacts,
+) -> Result<(PrimFunc, Config, String), String> {
+    let target = gpu.target()?;
+    let (sms, whose) = match gpu.device() {
+        Ok(d) => (u128::from(d.sms), String::new()),
+        Err(_) => (
+            u128::try_from(target.desc().sm_count).unwrap_or(1),
+            ", the target's usual count".to_string(),
+        ),
+    };
+    let plan_gpu = crate::plan::space::Gpu {
+        target,
+        sms: std::num::NonZeroU128::new(sms).unwrap_or(std::num::NonZeroU128::MIN),
+    };
+    let texts: Vec<String> = defines
+        .tunables
+        .iter()
+        .chain(&defines.dims)
+        .map(|(n, v)| format!("{n}={v}"))
+        .collect();
+    let no_plan = |e: UserError| {
+        let first = e.0.lines().next().unwrap_or("");
+        let message = first.split_once("error: ").map_or(first, |(_, m)| m);
+        format!("no plan: {message}")
+    };
+    let ranking = crate::plan::space::rank(file, func, &texts, plan_gpu).map_err(no_plan)?;
+    let first = ranking
+        .ranked
+        .first()
+        .ok_or_else(|| format!("no plan: all {} configs are dropped", ranking.dropped.len()))?;
+    let bound = bind_config(func, &first.config, &defines.dims)
+        .map_err(|d| format!("no plan: its first config: {}", d.message))?;
+    let place = format!(
+        "first of {} for {target} on {sms} SMs{whose}",
+        ranking.ranked.len()
+    );
+    Ok((bound, first.config.clone(), place))
+}
+
+/// What choosing tunables knows of the GPU: the command's target, and GPU 0 (or
+/// `TLC_CACHE_DEVICE`, which stands in for it), probed once and only when asked.
+struct GpuFacts<'t> {
+    tuning: &'t Tuning,
+    named: Option<DeviceId>,
+    probed: Option<Result<tlc_runtime::DeviceInfo, String>>,
+}
+
+impl<'t> GpuFacts<'t> {
+    /// The only error: a `TLC_CACHE_DEVICE` that does not parse.
+    fn new(tuning: &'t Tuning) -> Result<GpuFacts<'t>, UserError> {
+        let named = match DeviceId::from_env() {
+            Some(parsed) => Some(parsed.map_err(UserError::plain)?),
+            None => None,
+        };
+        Ok(GpuFacts {
+            tuning,
+            named,
+            probed: None,
+        })
+    }
+
+    fn gpu0(&mut self) -> Result<&tlc_runtime::DeviceInfo, String> {
+        self.probed
+            .get_or_insert_with(cache::device::gpu0)
+            .as_ref()
+            .map_err(|e| format!("no GPU to key the tuning cache with: {e}"))
+    }
+
+    /// The target the command compiles for.
+    fn target(&mut self) -> Result<Target, String> {
+        match self.tuning.target {
+            TuneTarget::None => {
+                Err("this command has no target to key the tuning cache with".into())
+            }
+            TuneTarget::Given(t) => Ok(t),
+            TuneTarget::OfGpu => {
+                let info = self.gpu0()?;
+                Target::for_capability(info.capability).ok_or_else(|| {
+                    let (major, minor) = info.capability;
+                    format!(
+                        "the GPU ({}) has compute capability {major}.{minor}, which tlc does \
+                         not target",
+                        info.name
+                    )
+                })
+            }
+        }
+    }
+
+    /// The device the kernel is for: `TLC_CACHE_DEVICE`, else GPU 0.
+    fn device(&mut self) -> Result<DeviceId, String> {
+        if let Some(d) = &self.named {
+            return Ok(d.clone());
+        }
+        let info = self.gpu0()?;
+        Ok(DeviceId {
+            name: info.name.clone(),
+            sms: info.sm_count,
+        })
+    }
 }
 
 /// "`gemm` with M=… on DEVICE (N SMs) for TARGET": a cache key, for messages.

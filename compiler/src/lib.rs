@@ -6,5 +6,6 @@ pub mod codegen;
 pub mod commands;
 pub mod diagnostics;
 pub mod frontend;
+pub mod parallel;
 pub mod plan;
 pub mod ptx;

@@ -1,7 +1,9 @@
 //! The tuning cache through the commands (docs/cli.md, "Tunables and the tuning cache"): an
 //! entry stored with `tlc::cache` (as `tlc tune` stores its winner) is what `compile` and
 //! `opt` take for the tunables `-D` leaves open, `-v` says so, `--no-cache` skips it, a
-//! corrupt entry is ignored with a warning, and `check` / `run --interp` keep the defaults.
+//! corrupt entry is ignored with a warning; without an entry `tlc plan`'s first config is
+//! taken, and without a plan (a dim unbound) or a target (`check`, `run --interp`) the
+//! defaults.
 //! The device identity comes from `TLC_CACHE_DEVICE` (no GPU here).
 
 mod common;
@@ -25,6 +27,29 @@ const TUNED: [(&str, i64); 5] = [
     ("block_K", 64),
     ("num_stages", 3),
 ];
+
+/// The space's defaults (bench/gemm_tunable.tir).
+const DEFAULTS: [(&str, i64); 5] = [
+    ("threads", 256),
+    ("block_M", 128),
+    ("block_N", 128),
+    ("block_K", 32),
+    ("num_stages", 4),
+];
+
+/// `tlc plan`'s first config at DIMS for sm_90a on 132 SMs (compiler/tests/plan_space.rs
+/// checks the ranking itself): one wave of 8 blocks, the deepest pipeline, the fewest
+/// threads, fewest blocks along x.
+const PLANNED: [(&str, i64); 5] = [
+    ("threads", 128),
+    ("block_M", 64),
+    ("block_N", 128),
+    ("block_K", 32),
+    ("num_stages", 5),
+];
+
+const FROM_PLAN: &str =
+    "tlc: tunables from `tlc plan`'s ranking (first of 36 for sm_90a on 132 SMs";
 
 struct Setup {
     _dir: tempfile::TempDir,
@@ -119,19 +144,23 @@ fn compile_takes_the_cached_config_and_says_so() {
         spelled(&setup, &TUNED),
         "the cached config, spelled with -D"
     );
-    let defaults = spelled(&setup, &[]);
+    let defaults = spelled(&setup, &DEFAULTS);
     assert_ne!(ptx, defaults);
+    let planned = spelled(&setup, &PLANNED);
+    assert_ne!(ptx, planned);
     // Without `-v`, silently.
     let (quiet, stderr) = ok(&compile(&setup, &[]));
     assert_eq!(quiet, ptx);
     assert_eq!(stderr, "");
-    // `--no-cache`: the defaults, and `-v` says why.
+    // `--no-cache`: the plan's first config, and `-v` says why.
     let (ptx, stderr) = ok(&compile(&setup, &["--no-cache", "-v"]));
-    assert_eq!(ptx, defaults);
+    assert_eq!(ptx, planned);
     assert_eq!(
         stderr,
-        "tlc: tunables at their defaults (--no-cache): threads=256 block_M=128 block_N=128 \
-         block_K=32 num_stages=4\n"
+        format!(
+            "{FROM_PLAN}; --no-cache): threads=128 block_M=64 block_N=128 block_K=32 \
+             num_stages=5\n"
+        )
     );
 }
 
@@ -155,7 +184,7 @@ fn defines_win_over_the_cache() {
 #[test]
 fn other_dims_targets_and_devices_miss() {
     let setup = cache_with(&TUNED, Target::Sm90a);
-    let defaults = spelled(&setup, &[]);
+    let planned = spelled(&setup, &PLANNED);
     let other_dims = tlc(
         &setup,
         &[
@@ -165,17 +194,20 @@ fn other_dims_targets_and_devices_miss() {
     );
     let (_, stderr) = ok(&other_dims);
     assert!(
-        stderr.starts_with(
-            "tlc: tunables at their defaults (no tuning-cache entry for `gemm_tunable` with \
-             K=256 M=512 N=256 on NVIDIA H100 80GB HBM3 (132 SMs) for sm_90a: "
-        ),
+        stderr.starts_with(&format!(
+            "{FROM_PLAN}; no tuning-cache entry for `gemm_tunable` with K=256 M=512 N=256 on \
+             NVIDIA H100 80GB HBM3 (132 SMs) for sm_90a: "
+        )),
         "{stderr}"
     );
     let mut args = vec!["compile", FILE, "--target", "sm_80", "-o", "-", "-v"];
     args.extend(DIMS);
     let (_, stderr) = ok(&tlc(&setup, &args));
     assert!(
-        stderr.contains("at their defaults (no tuning-cache entry"),
+        stderr.starts_with(
+            "tlc: tunables from `tlc plan`'s ranking (first of 36 for sm_80 on 132 SMs; no \
+             tuning-cache entry"
+        ),
         "{stderr}"
     );
     let other_gpu = tlc_with_env(
@@ -189,17 +221,19 @@ fn other_dims_targets_and_devices_miss() {
         ],
     );
     let (ptx, stderr) = ok(&other_gpu);
-    assert_eq!(ptx, defaults);
+    // One wave on 114 SMs as on 132: the same first config.
+    assert_eq!(ptx, planned);
     assert!(stderr.contains("on NVIDIA H100 PCIe (114 SMs)"), "{stderr}");
+    assert!(stderr.contains("for sm_90a on 114 SMs;"), "{stderr}");
 }
 
 #[test]
 fn a_corrupt_entry_is_ignored_with_a_warning() {
     let setup = cache_with(&TUNED, Target::Sm90a);
-    let defaults = spelled(&setup, &[]);
+    let planned = spelled(&setup, &PLANNED);
     std::fs::write(&setup.entry, "{\"format\": 1, \"kernel\": ").expect("write");
     let (ptx, stderr) = ok(&compile(&setup, &[]));
-    assert_eq!(ptx, defaults);
+    assert_eq!(ptx, planned);
     assert!(
         stderr.starts_with(&format!(
             "tlc: warning: ignoring the tuning-cache entry {}: it is not a tuning-cache entry: ",
@@ -217,7 +251,7 @@ fn a_cached_config_the_verifier_rejects_is_ignored_with_a_warning() {
     zero[1].1 = 0;
     let setup = cache_with(&zero, Target::Sm90a);
     let (ptx, stderr) = ok(&compile(&setup, &["-v"]));
-    assert_eq!(ptx, spelled(&setup, &[]));
+    assert_eq!(ptx, spelled(&setup, &PLANNED));
     let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(
         lines[0],
@@ -229,7 +263,7 @@ fn a_cached_config_the_verifier_rejects_is_ignored_with_a_warning() {
     );
     assert!(
         lines[1].starts_with(&format!(
-            "tlc: tunables at their defaults (the tuning-cache entry {} is ignored)",
+            "{FROM_PLAN}; the tuning-cache entry {} is ignored)",
             path(&setup.entry)
         )),
         "{stderr}"
@@ -265,6 +299,28 @@ fn opt_uses_the_cache_and_check_and_interp_use_the_defaults() {
     );
     assert!(
         stderr.starts_with("tlc: tunables at their defaults (this command has no target"),
+        "{stderr}"
+    );
+}
+
+/// Without every dim bound there is no plan (the grid depends on them): the defaults.
+#[test]
+fn without_a_plan_the_defaults() {
+    let setup = cache_with(&TUNED, Target::Sm90a);
+    let (_, stderr) = ok(&tlc(
+        &setup,
+        &["compile", FILE, "--target", "sm_90a", "-o", "-", "-v"],
+    ));
+    assert!(
+        stderr.starts_with("tlc: tunables at their defaults (no tuning-cache entry"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.ends_with(
+            "; no plan: `tlc plan` needs every symbolic dimension of `gemm_tunable` bound: its \
+             grid depends on them): threads=256 block_M=128 block_N=128 block_K=32 \
+             num_stages=4\n"
+        ),
         "{stderr}"
     );
 }

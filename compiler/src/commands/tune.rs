@@ -83,17 +83,9 @@ pub fn run(args: &TuneArgs) -> Result<String, UserError> {
             ptx: Err(String::new()),
         })
         .collect();
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let chunk = candidates.len().div_ceil(workers).max(1);
-    std::thread::scope(|s| {
-        for part in candidates.chunks_mut(chunk) {
-            let (file, parsed, dims) = (&file, &parsed, &defines.dims);
-            s.spawn(move || {
-                for c in part {
-                    c.ptx = compile_config(file, parsed, &c.config, dims, target, sms);
-                }
-            });
-        }
+    let (file_ref, parsed_ref, dims) = (&file, &parsed, &defines.dims);
+    crate::parallel::for_each(&mut candidates, |c| {
+        c.ptx = compile_config(file_ref, parsed_ref, &c.config, dims, target, sms);
     });
     let ptxas = find_ptxas();
     let mut notes = Vec::new();
@@ -207,9 +199,10 @@ pub fn run(args: &TuneArgs) -> Result<String, UserError> {
         out += &format!("{n}\n");
     }
     out += &format!(
-        "{:.2} s in all: plan {planned_s:.2} s, compile and ptxas {compile_s:.2} s ({workers} \
+        "{:.2} s in all: plan {planned_s:.2} s, compile and ptxas {compile_s:.2} s ({} \
          threads), timing {time_s:.2} s\n",
-        start.elapsed().as_secs_f64()
+        start.elapsed().as_secs_f64(),
+        crate::parallel::workers()
     );
     let best = rows.iter().find(|(_, r)| r.err.passes());
     match best {

@@ -13,39 +13,53 @@
 //!
 //! The rules, in order (each breaks the ties of the one before):
 //!
-//! 1. **Fewest waves.** A block slot is an SM times the blocks resident on it, the fewest
+//! 0. **The least estimated time** (`super::cost`): waves of the grid (as rule 1 counts
+//!    them) times each block's pipelined steps, a step costing the larger of its tensor
+//!    work times the blocks sharing the SM and its operands' latency over the stages in
+//!    flight. Seed 004 has no such rule — its one kernel has one tile cost; a space that
+//!    varies `block_K`, resident blocks and stages needs it (docs/perf.md, "Heuristic
+//!    quality"). A kernel whose step it cannot measure (a trip count not constant) has no
+//!    estimate and ranks after those that do, by the rules below.
+//! 1. **Fewer threads per block**: more work per warp. At an equal estimate (one wave, an
+//!    SM to itself) a block of one consumer warpgroup measured 1–10 % faster than two
+//!    sharing the tile (docs/perf.md).
+//! 2. **Fewest waves.** A block slot is an SM times the blocks resident on it, the fewest
 //!    of: shared memory (`Target::blocks_per_sm_by_shared`: the arena plus the block's
 //!    reserved KiB, against the SM's shared memory), threads (`MAX_THREADS_PER_SM` over the
-//!    block's threads), `MAX_BLOCKS_PER_SM`, and registers (`REGISTERS_PER_SM` over an
-//!    estimate: the written kernel's fragments, which live in registers, one 32-bit
+//!    block's threads), `MAX_BLOCKS_PER_SM`, and registers: a warp-specialized kernel
+//!    (`T.setmaxnreg`) is compiled for exactly its `T.min_blocks_per_sm` blocks per SM (its
+//!    registers at entry are the SM's share for that many); otherwise `REGISTERS_PER_SM`
+//!    over an estimate: the written kernel's fragments, which live in registers, one 32-bit
 //!    register per 4 bytes — a lower bound, since the rest of a thread's registers is known
-//!    only to ptxas; the seed, whose kernel runs one block per SM, has no such rule). The
+//!    only to ptxas (the seed, whose kernel runs one block per SM, has no such rule). The
 //!    block's threads and shared bytes are the planned kernel's (warp specialization may
 //!    add a producer warpgroup); its grid is the written one's (a persistent kernel loops
 //!    over the written grid's tiles, in the same waves).
 //!    `waves = ⌈blocks / (sms × resident)⌉` (`super::waves`, the arithmetic of the seed's
 //!    rule 1 with its `num_sms` slots).
-//! 2. **The fullest last wave**, as a fraction of the slots (the seed compares block counts
+//! 3. **The fullest last wave**, as a fraction of the slots (the seed compares block counts
 //!    over one slot count; slots differ between configs here, so the fractions are compared,
 //!    exactly).
-//! 3. **Larger tiles along N: fewer blocks along the grid's x.** The seed breaks remaining
+//! 4. **Larger tiles along N: fewer blocks along the grid's x.** The seed breaks remaining
 //!    ties toward the larger `block_n`; in tlc's kernels (as in TileLang's) the grid's x
 //!    runs over N (`T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M))`), so for a
 //!    grid of the same waves and fill, fewer blocks along x is a larger tile along N. The
 //!    seed's other tie-breaks (the same `block_m` and a smaller `block_n`: the same tile
 //!    count with less padding) need to know which tunable tiles which dimension, which a
 //!    general kernel does not say: they are not generalized.
-//! 4. **More pipeline stages**: the largest `num_stages` of the kernel's `T.Pipelined`
-//!    loops once bound (the seed's rule 2 takes the most stages that fit; here the space
-//!    says which exist and rule 0 — dropping — which fit).
-//! 5. **More shared memory** (the arena's bytes): for kernels whose stages are not a
-//!    `num_stages`, deeper buffering is more bytes.
-//! 6. **The space's order** ([`TuningSpace::configs`](tlc_ir::tuning::TuningSpace::configs)).
+//! 5. **Fewer pipeline stages**: the smallest largest-`num_stages` of the kernel's
+//!    `T.Pipelined` loops once bound. The seed's rule 2 takes the most stages that fit: its
+//!    kernel, alone on its SM, is latency-bound, and there rule 0 already prefers the
+//!    stages that hide the latency. Stages rule 0 cannot tell apart hide nothing more and
+//!    only add shared-memory traffic (at 8192³, 3 stages ran 12 % faster than 5).
+//! 6. **Less shared memory** (the arena's bytes), for the same reason.
+//! 7. **The space's order** ([`TuningSpace::configs`](tlc_ir::tuning::TuningSpace::configs)).
 //!
 //! A function with several `T.Kernel`s is launched kernel after kernel: its waves are their
 //! sum, its last wave the least full of theirs, its blocks and blocks along x their sums, and
 //! its threads and shared bytes the largest of theirs (resident: the fewest).
 
+use super::cost;
 use super::waves::Waves;
 use crate::diagnostics::SourceFile;
 use crate::frontend::UserError;
@@ -54,7 +68,7 @@ use std::num::NonZeroU128;
 use tlc_ir::specialize::{parse_define, specialize};
 use tlc_ir::target::{MAX_BLOCKS_PER_SM, MAX_THREADS_PER_SM, REGISTERS_PER_SM};
 use tlc_ir::tuning::{self, Config};
-use tlc_ir::{Diagnostic, ForKind, PrimFunc, Scope, StmtKind, Target};
+use tlc_ir::{Diagnostic, ForKind, Intrinsic, PrimFunc, Scope, StmtKind, Target};
 use tlc_passes::{default_pipeline, Instrumentation, PassContext, PassManager, PipelineError};
 
 /// The GPU to plan for.
@@ -84,6 +98,9 @@ pub struct Footprint {
     pub last_wave: Waves,
     /// The largest `num_stages` of its `T.Pipelined` loops (`None`: no pipelined loop).
     pub stages: Option<i64>,
+    /// The estimated time in nanoseconds (`super::cost`; summed over the kernels), `None`
+    /// when a kernel's step is not constant.
+    pub estimate_ns: Option<u64>,
 }
 
 /// A config the rules rank; `index` is its place in the space's order.
@@ -169,8 +186,18 @@ pub fn rank(
         dropped: Vec::new(),
         has_space: !func.space.is_empty(),
     };
-    for (index, config) in unique.into_iter().enumerate() {
-        match footprint(file, func, &config, &dims, &manager, gpu) {
+    // Each config compiles on its own: on every core.
+    let mut results: Vec<(usize, Config, Result<Footprint, String>)> = unique
+        .into_iter()
+        .enumerate()
+        .map(|(index, config)| (index, config, Err(String::new())))
+        .collect();
+    let manager = &manager;
+    crate::parallel::for_each(&mut results, |(_, config, result)| {
+        *result = footprint(file, func, config, &dims, manager, gpu);
+    });
+    for (index, config, result) in results {
+        match result {
             Ok(footprint) => ranking.ranked.push(Ranked {
                 index,
                 config,
@@ -187,15 +214,19 @@ pub fn rank(
     Ok(ranking)
 }
 
-/// The module's rules 1 to 6: `Less` when `a` ranks before `b`.
+/// The module's rules 0 to 7: `Less` when `a` ranks before `b`.
 pub fn compare(a: &Ranked, b: &Ranked) -> Ordering {
     let (x, y) = (&a.footprint, &b.footprint);
-    x.waves
-        .cmp(&y.waves)
+    // An estimate ranks before none (`None < Some` reversed).
+    let estimate = |f: &Footprint| f.estimate_ns.map_or((1, 0), |ns| (0, ns));
+    estimate(x)
+        .cmp(&estimate(y))
+        .then_with(|| x.threads.cmp(&y.threads))
+        .then_with(|| x.waves.cmp(&y.waves))
         .then_with(|| y.last_wave.cmp_last_wave_fill(&x.last_wave))
         .then_with(|| x.grid_x.cmp(&y.grid_x))
-        .then_with(|| y.stages.cmp(&x.stages))
-        .then_with(|| y.shared_bytes.cmp(&x.shared_bytes))
+        .then_with(|| x.stages.cmp(&y.stages))
+        .then_with(|| x.shared_bytes.cmp(&y.shared_bytes))
         .then_with(|| a.index.cmp(&b.index))
 }
 
@@ -269,7 +300,10 @@ fn footprint(
             .blocks_per_sm_by_shared(shared_bytes)
             .min(MAX_THREADS_PER_SM / threads.max(1))
             .min(MAX_BLOCKS_PER_SM)
-            .min(REGISTERS_PER_SM / fragment_registers(w).max(1));
+            .min(match register_budget(k) {
+                Some(blocks) => blocks,
+                None => REGISTERS_PER_SM / fragment_registers(w).max(1),
+            });
         let slots = u128::try_from(resident)
             .ok()
             .and_then(|r| NonZeroU128::new(r * gpu.sms.get()))
@@ -277,6 +311,11 @@ fn footprint(
                 format!("no block fits on an SM ({threads} threads, {shared_bytes} shared bytes)")
             })?;
         let waves = Waves::of(blocks, slots);
+        let estimate_ns = cost::Step::of(w).map(|step| {
+            let ns = step.estimate_ns(blocks, slots.get() / gpu.sms.get(), gpu.sms.get());
+            // Finite and non-negative: a sum of products of non-negative constants.
+            ns.round().min(u64::MAX as f64) as u64
+        });
         let this = Footprint {
             blocks,
             grid_x,
@@ -286,6 +325,7 @@ fn footprint(
             waves: waves.waves,
             last_wave: waves,
             stages,
+            estimate_ns,
         };
         total = Some(match total {
             None => this,
@@ -302,10 +342,28 @@ fn footprint(
                     t.last_wave
                 },
                 stages,
+                estimate_ns: t
+                    .estimate_ns
+                    .zip(this.estimate_ns)
+                    .map(|(a, b)| a.saturating_add(b)),
             },
         });
     }
     total.ok_or_else(|| "the function launches no kernel".to_string())
+}
+
+/// The blocks per SM a warp-specialized planned kernel `k` is compiled for: with
+/// `T.setmaxnreg` its threads start with the SM's registers shared by exactly
+/// `T.min_blocks_per_sm` blocks, so no more fit. `None` for other kernels.
+fn register_budget(k: &tlc_ir::Kernel) -> Option<i64> {
+    let mut sets_registers = false;
+    tlc_ir::visit::for_each_stmt(&k.body, &mut |s| {
+        if let StmtKind::Intrinsic(Intrinsic::SetMaxNReg { .. }) = &s.kind {
+            sets_registers = true;
+        }
+    });
+    let blocks = k.min_blocks_per_sm.as_ref().and_then(|e| e.as_int())?;
+    sets_registers.then_some(blocks.max(1))
 }
 
 /// A lower bound of the registers one block of the written kernel `k` uses: its fragments
@@ -353,6 +411,7 @@ impl Ranking {
         let mut rows = vec![[
             "rank",
             "config",
+            "est. µs",
             "blocks",
             "resident/SM",
             "waves",
@@ -370,6 +429,8 @@ impl Ranking {
             rows.push(vec![
                 (i + 1).to_string(),
                 describe(&r.config),
+                f.estimate_ns
+                    .map_or("-".to_string(), |ns| format!("{:.1}", ns as f64 / 1e3)),
                 f.blocks.to_string(),
                 f.resident.to_string(),
                 f.waves.to_string(),
@@ -385,8 +446,8 @@ impl Ranking {
             }
         }
         let mut out = format!(
-            "{} on {} SMs: fewest waves, then the fullest last wave, then fewest blocks along x, \
-             then most stages, then most shared bytes\n",
+            "{} on {} SMs: least estimated time, then fewer threads, fewest waves, the fullest \
+             last wave, fewest blocks along x, fewest stages, least shared memory\n",
             gpu.target, gpu.sms
         );
         if !self.has_space {
@@ -447,6 +508,7 @@ impl Ranking {
                     "shared_bytes": f.shared_bytes,
                     "threads": f.threads,
                     "stages": f.stages,
+                    "estimate_ns": f.estimate_ns,
                 })
             })
             .collect();

@@ -22,7 +22,6 @@ use crate::commands::bench::{self, BenchArgs};
 use crate::commands::compile::{compile_func, device_target};
 use crate::frontend::{self, Tuning, UserError};
 use crate::plan::space::{self, describe};
-use std::io::{IsTerminal as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use tlc_ir::tuning::Config;
@@ -131,9 +130,14 @@ pub fn run(args: &TuneArgs) -> Result<String, UserError> {
         .map(|d| (describe(&d.config), d.reason.clone()))
         .collect();
     let timed = candidates.iter().filter(|c| c.ptx.is_ok()).count();
-    // Progress on a terminal only (plain lines: indicatif is not among the vendored crates).
-    let progress = std::io::stderr().is_terminal();
-    let mut done = 0;
+    // Progress on a terminal only: indicatif draws nothing when stderr is not one.
+    let progress = indicatif::ProgressBar::new(timed as u64).with_style(
+        indicatif::ProgressStyle::with_template(
+            "tlc tune: timing {pos}/{len} [{bar:30}] {elapsed} {msg}",
+        )
+        .map_err(|e| UserError::plain(format!("progress bar: {e}")))?
+        .progress_chars("=> "),
+    );
     for c in &candidates {
         let ptx = match &c.ptx {
             Ok(p) => p,
@@ -142,20 +146,15 @@ pub fn run(args: &TuneArgs) -> Result<String, UserError> {
                 continue;
             }
         };
-        done += 1;
-        if progress {
-            eprint!("\rtlc tune: timing {done}/{timed}");
-            let _ = std::io::stderr().flush();
-        }
+        progress.set_message(describe(&c.config));
         let kernel = gpu
             .load(ptx)
             .map_err(bench::runtime("cannot load a config on the GPU".into()))?;
         let row = bench::bench_shape(&gpu, &blas, &kernel, shape, c_dtype, &bench_args)?;
         rows.push((c, row));
+        progress.inc(1);
     }
-    if progress {
-        eprintln!();
-    }
+    progress.finish_and_clear();
     let time_s = time_start.elapsed().as_secs_f64();
     rows.sort_by(|a, b| a.1.tlc.median_ms.total_cmp(&b.1.tlc.median_ms));
 

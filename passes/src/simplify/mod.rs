@@ -9,7 +9,8 @@
 //! (fewest operators, then fewest divisions) replaces the original only when it has fewer
 //! operators. Float arithmetic is never rewritten. int32 arithmetic is exact in the IR
 //! (docs/ir.md), so every rule is an identity over the integers; `widen-indices`, after
-//! this pass, gives 64 bits to whatever may leave int32.
+//! this pass, gives 64 bits to whatever may leave int32. A loop whose bounds fold to an
+//! empty range is removed (it never runs).
 //!
 //! Unrolled bodies repeat the same trees many times (the seed GEMM: 356 trees, 216
 //! distinct), so each run's outcome is memoized by the term with its opaque parts as
@@ -123,10 +124,20 @@ fn memo_key(term: &egg::RecExpr<lang::Index>, bounds: &Bounds) -> String {
 }
 
 impl Simplifier<'_> {
-    fn body(&mut self, body: &mut [Stmt]) {
-        for stmt in body {
+    fn body(&mut self, body: &mut Vec<Stmt>) {
+        for stmt in body.iter_mut() {
             self.stmt(stmt);
         }
+        // A loop whose bounds fold to an empty range never runs: it goes (the verifier
+        // refuses a constant extent that is not positive, which the user never wrote: a
+        // `-D` value made it so, e.g. a data-parallel phase of zero waves).
+        body.retain(|s| match &s.kind {
+            StmtKind::For(f) => !matches!(
+                (f.start.as_int(), f.stop.as_int()),
+                (Some(a), Some(b)) if b <= a
+            ),
+            _ => true,
+        });
     }
 
     fn stmt(&mut self, stmt: &mut Stmt) {

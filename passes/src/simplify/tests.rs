@@ -84,3 +84,18 @@ fn memoized_trees_keep_their_own_atoms_and_bounds() {
     assert!(text.contains("A[I[i] + j // 8] = 3"), "{text}");
     assert!(text.contains("A[I[j]] = 4"), "{text}");
 }
+
+/// A loop whose bounds fold to an empty range never runs: simplify removes it (the
+/// verifier refuses a constant extent that is not positive). Its neighbours stay.
+#[test]
+fn loops_that_fold_to_no_iteration_are_removed() {
+    let src = "@T.prim_func\ndef f(A: T.Tensor((8,), \"int32\")):\n    with T.Kernel(1, threads=1) as bx:\n        w = 100 // 132\n        for i in T.serial(w * 4):\n            A[i] = 1\n        for j in T.serial(w * 2 + 2 - 2):\n            A[j] = 2\n        for k in T.serial(w + 3):\n            A[k] = 3\n";
+    let func = tlc_ir::parse(src).expect("parses");
+    let out = simplify_func(func).expect("simplifies");
+    tlc_ir::verifier::verify(&out).expect("valid after simplify");
+    let text = print_func(&out);
+    assert!(!text.contains("A[i] = 1"), "{text}");
+    assert!(!text.contains("A[j] = 2"), "{text}");
+    assert!(text.contains("for k in T.serial(3):"), "{text}");
+    assert!(text.contains("A[k] = 3"), "{text}");
+}

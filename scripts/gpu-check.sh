@@ -149,6 +149,15 @@ run tests/tilelang/gemm_streamk.tir
 # The fine-grained dequantizing GEMM accumulates in float16: on the integer inputs written
 # above (the original's test uses integer data too), GPU and interpreter agree exactly.
 run tests/tilelang/dequant_gemm_fine_grained.tir --input A=$ints/dq_A.npy --input B=$ints/dq_B.npy
+# tlc's split-K and stream-K examples (C zeroed by their first kernel, then atomics): the
+# test sizes of tests/tests/tilelang_examples.rs, then a ragged long-K shape with a real GPU's
+# program count.
+run examples/gemm_splitk.tir -D M=70 -D N=130 -D K=200 -D block_M=64 -D block_N=128 -D split_k=3 -D num_stages=3
+run examples/gemm_splitk.tir -D M=128 -D N=128 -D K=40 -D split_k=4 -D num_stages=3
+run examples/gemm_splitk.tir -D M=200 -D N=300 -D K=3000 -D split_k=6
+run examples/gemm_streamk.tir -D M=130 -D N=200 -D K=300 -D programs=4 -D block_M=64 -D block_N=128
+run examples/gemm_streamk.tir -D M=100 -D N=250 -D K=40 -D programs=4
+run examples/gemm_streamk.tir -D M=300 -D N=500 -D K=1000 -D programs=132
 # conv_im2col: ragged rows, taps and filters, then a whole 64-row multiple (the original's
 # rows-multiple-of-64 shape) with a 32-multiple of taps.
 run tests/tilelang/conv_im2col.tir -D N=1 -D C=5 -D H=5 -D W=7 -D F=100

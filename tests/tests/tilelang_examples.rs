@@ -1,5 +1,7 @@
 //! TileLang's example kernels (`tests/tilelang/`, translations of tile-ai/tilelang's
-//! `examples/`) that tlc compiles, checked end to end against independent references:
+//! `examples/`) that tlc compiles, and tlc's own `examples/` written in that style with a
+//! tuning space (the split-K and stream-K GEMMs: a size binds its tunables too), checked end
+//! to end against independent references:
 //!
 //! 1. `tlc check`'s road (parse, verify) accepts the file as written.
 //! 2. The tile-level interpreter, on random inputs of a fixed seed (except those [`given`]
@@ -72,7 +74,10 @@ const SEED: u64 = 14;
 /// A supported kernel: its file stem, two bindings of its symbolic dims (the first is also
 /// interpreted after lowering), and its reference.
 struct Example {
+    /// The file's stem in `tests/tilelang/`, or a path from the root without `.tir`
+    /// (`examples/gemm_splitk`).
     stem: &'static str,
+    /// Dims, and the tunables of a kernel with a tuning space (the rest at their defaults).
     sizes: [&'static [(&'static str, i64)]; 2],
     reference: fn(&Outputs) -> Expected,
 }
@@ -239,6 +244,68 @@ const EXAMPLES: &[Example] = &[
             &[("N", 2), ("C", 8), ("H", 4), ("W", 8), ("F", 128)],
         ],
         reference: conv_im2col,
+    },
+    // tlc's split-K example: 64 x 128 x 32 tiles (ragged M and N); K = 200 is 7 k-steps in
+    // 3 slices of 3, 3 and 1 (K not a multiple of a slice, a ragged last k-step); then more
+    // slices than k-steps: K = 40 is 2 k-steps over 4 slices of 1 (the last two run 0 and
+    // -1 steps and add zeros), 128 x 128 tiles, 3 stages.
+    Example {
+        stem: "examples/gemm_splitk",
+        sizes: [
+            &[
+                ("M", 70),
+                ("N", 130),
+                ("K", 200),
+                ("block_M", 64),
+                ("block_N", 128),
+                ("block_K", 32),
+                ("split_k", 3),
+                ("num_stages", 3),
+            ],
+            &[
+                ("M", 128),
+                ("N", 128),
+                ("K", 40),
+                ("block_M", 128),
+                ("block_N", 128),
+                ("block_K", 32),
+                ("split_k", 4),
+                ("num_stages", 3),
+            ],
+        ],
+        reference: gemm_splitk,
+    },
+    // tlc's stream-K example on 4 programs (a GPU of 4 SMs, as far as the schedule goes):
+    // 64 x 128 tiles over 130 x 200 are 3 x 2 = 6 tiles of ceil(300 / 32) = 10 k-iterations;
+    // 6 % 4 = 2 stream-K tiles (20 iterations, 5 per program: pieces that cross a tile's
+    // end) and one wave of 4 data-parallel tiles. Then 128 x 128 tiles over 100 x 250: 2
+    // tiles, both stream-K (no data-parallel wave: its loop folds away), 3 iterations over 4
+    // programs (runs of 1, 1, 1 and 0).
+    Example {
+        stem: "examples/gemm_streamk",
+        sizes: [
+            &[
+                ("M", 130),
+                ("N", 200),
+                ("K", 300),
+                ("programs", 4),
+                ("block_M", 64),
+                ("block_N", 128),
+                ("block_K", 32),
+                ("num_stages", 3),
+            ],
+            &[
+                ("M", 100),
+                ("N", 250),
+                ("K", 40),
+                ("programs", 4),
+                ("block_M", 128),
+                ("block_N", 128),
+                ("block_K", 32),
+                ("num_stages", 3),
+            ],
+        ],
+        reference: gemm_streamk_nn,
     },
 ];
 
@@ -717,6 +784,59 @@ fn gemm_streamk(o: &Outputs) -> Expected {
     vec![("C", c)]
 }
 
+/// The most K slices a split-K size of [`EXAMPLES`] has (the reference's bound holds for any
+/// number up to it).
+const MAX_SPLIT_K: f64 = 4.0;
+
+/// `examples/gemm_splitk.tir`: C = A @ B (float16 products exact in float32), C float16.
+/// Each of at most [`MAX_SPLIT_K`] slices sums its products in float32 in any order, rounds
+/// the sum to float16 and adds it into the zeroed C in float16 (`T.atomic_add` converts the
+/// value to C's dtype; the adds in any order). Bound: the float32 sums' error (at most that of
+/// one float32 sum of all products), the slices' roundings to float16 (each at most u16 of a
+/// value no larger than Σ|products| plus its error), and the float16 adds (at most S
+/// roundings of a partial sum of the same size).
+fn gemm_splitk(o: &Outputs) -> Expected {
+    let (a, b) = (&o["A"], &o["B"]);
+    let (m, k, n) = (a.shape()[0], a.shape()[1], b.shape()[1]);
+    let (av, bv) = (a.to_f64(), b.to_f64());
+    let (u16, tiny16) = (Fp::F16.unit(), Fp::F16.tiny());
+    let mut c = Vec::with_capacity(m * n);
+    for i in 0..m {
+        for j in 0..n {
+            let products: Vec<f64> = (0..k).map(|l| av[i * k + l] * bv[l * n + j]).collect();
+            let f32_sum = Approx::sum(products.iter().copied().map(exact), Fp::F32);
+            let mag: f64 = products.iter().map(|p| p.abs()).sum::<f64>() + f32_sum.e;
+            let e = f32_sum.e
+                + (2.0 * MAX_SPLIT_K + 1.0) * u16 * mag * (1.0 + 4.0 * u16)
+                + 2.0 * MAX_SPLIT_K * tiny16;
+            c.push(Approx {
+                v: products.iter().sum(),
+                e,
+            });
+        }
+    }
+    vec![("C", c)]
+}
+
+/// `examples/gemm_streamk.tir`: C = A @ B (float16 products exact in float32), C float32:
+/// every tile's k-range is summed in pieces merged into the zeroed C by float32 atomic adds
+/// (or stored whole), in an unspecified order — one float32 sum of the K products in some
+/// association, which `Approx::sum` bounds for any.
+fn gemm_streamk_nn(o: &Outputs) -> Expected {
+    let (a, b) = (&o["A"], &o["B"]);
+    let (m, k, n) = (a.shape()[0], a.shape()[1], b.shape()[1]);
+    let (av, bv) = (a.to_f64(), b.to_f64());
+    let mut c = Vec::with_capacity(m * n);
+    for i in 0..m {
+        for j in 0..n {
+            let products = (0..k).map(|l| av[i * k + l] * bv[l * n + j]);
+            let model = Approx::sum(products.clone().map(exact), Fp::F32);
+            c.push(expect(products.sum(), model));
+        }
+    }
+    vec![("C", c)]
+}
+
 /// `cast_group_per_split_token_fp8.tir`: group b's rows start at off_b = Σ_{i<b}
 /// batch_sizes[i]; per row t < M_max and 128-wide column group g, v = X[off_b + t, g-th
 /// columns] (rows past M and columns past N read as 0), amax = max(max |v|, 1e-4),
@@ -901,6 +1021,20 @@ fn dims_of(size: &[(&str, i64)]) -> HashMap<String, i64> {
     size.iter().map(|(k, v)| (k.to_string(), *v)).collect()
 }
 
+/// `func` with the tunables `size` names bound (the others at their defaults); the size's
+/// other names stay dims, bound by the interpreter.
+fn bind_tunables(func: &PrimFunc, size: &[(&str, i64)], what: &str) -> PrimFunc {
+    if func.space.is_empty() {
+        return func.clone();
+    }
+    let (tunables, dims): (Vec<_>, Vec<_>) = size
+        .iter()
+        .map(|(n, v)| (n.to_string(), *v))
+        .partition(|(n, _)| func.space.declares(n));
+    tlc_ir::tuning::bind(func, &tunables, &dims)
+        .unwrap_or_else(|d| panic!("{what}: binding the tunables: {}", d.message))
+}
+
 fn run(
     func: &PrimFunc,
     size: &[(&str, i64)],
@@ -911,7 +1045,12 @@ fn run(
         seed: SEED,
         threads: 0,
     };
-    interp::run(func, &dims_of(size), inputs, &opts)
+    // The size's tunables were bound already: only dims go to the interpreter.
+    let dims: HashMap<String, i64> = dims_of(size)
+        .into_iter()
+        .filter(|(n, _)| func.dims.iter().any(|d| &d.name == n))
+        .collect();
+    interp::run(func, &dims, inputs, &opts)
         .unwrap_or_else(|e| panic!("{what}: the interpreter stops: {e}"))
 }
 
@@ -980,7 +1119,10 @@ fn assert_lowered_agrees(what: &str, tile: &Outputs, low: &Outputs, expected: &E
 }
 
 fn source(stem: &str) -> (String, String) {
-    let name = format!("{DIR}/{stem}.tir");
+    let name = match stem.contains('/') {
+        true => format!("{stem}.tir"),
+        false => format!("{DIR}/{stem}.tir"),
+    };
     let text = std::fs::read_to_string(tlc_tests::root().join(&name))
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     (name, text)
@@ -1017,11 +1159,12 @@ fn assert_located(name: &str, rendered: &str) {
     }
 }
 
-/// Parse, verify and place per-thread code's barriers as `tlc check` does; the rendered
-/// errors otherwise.
-fn check(name: &str, text: &str) -> Result<PrimFunc, String> {
+/// Parse, bind the tunables `size` names (a kernel with a tuning space), verify and place
+/// per-thread code's barriers as `tlc check` does; the rendered errors otherwise.
+fn check(name: &str, text: &str, size: &[(&str, i64)]) -> Result<PrimFunc, String> {
     let file = SourceFile::new(name, text);
     let func = tlc::frontend::parse(&file).map_err(|e| e.0)?;
+    let func = bind_tunables(&func, size, name);
     tlc::frontend::verify(&file, &func).map_err(|e| e.0)?;
     let func = tlc::frontend::sync(&file, func).map_err(|e| e.0)?;
     tlc::frontend::verify(&file, &func).map_err(|e| e.0)?;
@@ -1051,7 +1194,7 @@ fn assemble(stem: &str, lowered: &PrimFunc, target: Target) {
         .iter()
         .find(|(s, t, _)| *s == stem && *t == target);
     let Some((_, _, code)) = expected else {
-        emit::assemble("tilelang", &ptx, stem, arch);
+        emit::assemble("tilelang", &ptx, &stem.replace('/', "_"), arch);
         return;
     };
     // The documented exception: ptxas assembles it, with exactly this warning.
@@ -1091,12 +1234,14 @@ fn check_example(stem: &str) {
         .find(|e| e.stem == stem)
         .unwrap_or_else(|| panic!("no example {stem}"));
     let (name, text) = source(stem);
-    let func = check(&name, &text).unwrap_or_else(|e| panic!("`tlc check` refuses {name}:\n{e}"));
+    let checked = |size: &[(&str, i64)]| {
+        check(&name, &text, size).unwrap_or_else(|e| panic!("`tlc check` refuses {name}:\n{e}"))
+    };
     let mut report = Vec::new();
     let mut first = None;
     for (i, size) in example.sizes.iter().enumerate() {
         let what = format!("{stem} {size:?}");
-        let outs = run(&func, size, given(stem, i), &what);
+        let outs = run(&checked(size), size, given(stem, i), &what);
         let expected = (example.reference)(&outs);
         let used = assert_matches(&what, &outs, &expected);
         report.push(format!("{size:?}: {used:.3} of the bound"));
@@ -1104,6 +1249,7 @@ fn check_example(stem: &str) {
     }
     let (tile, expected) = first.expect("two sizes");
     let size = example.sizes[0];
+    let func = checked(size);
     for target in [Target::Sm80, Target::Sm90a] {
         let refusal = REFUSED.iter().find(|(s, t, _)| *s == stem && *t == target);
         let lowered = lower(&name, &text, &func, target);
@@ -1213,6 +1359,16 @@ fn streamk_gemm_matches_its_reference() {
 }
 
 #[test]
+fn splitk_gemm_example_matches_its_reference() {
+    check_example("examples/gemm_splitk");
+}
+
+#[test]
+fn streamk_gemm_example_matches_its_reference() {
+    check_example("examples/gemm_streamk");
+}
+
+#[test]
 fn group_per_split_token_fp8_cast_matches_its_reference() {
     check_example("cast_group_per_split_token_fp8");
 }
@@ -1305,7 +1461,7 @@ fn the_other_examples_are_refused_with_located_errors() {
             "NOT_YET lists a missing {stem}"
         );
         let (name, text) = source(stem);
-        let func = match check(&name, &text) {
+        let func = match check(&name, &text, &[]) {
             Err(e) => {
                 assert_located(&name, &e);
                 continue;

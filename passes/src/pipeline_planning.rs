@@ -17,7 +17,10 @@
 //! - **order**: a topological order of the graph, stage-0 statements first where the
 //!   dependencies allow, else in body order (`order[i]` is statement `i`'s position);
 //! - a note (`T.note`) takes the stage of the statement it annotates (the next one that is
-//!   not a note, else the one before it) and its place just before it (after it).
+//!   not a note, else the one before it) and its place just before it (after it);
+//! - a global → shared copy the plan keeps in the last stage (so `inject-software-pipeline`
+//!   makes the loop serial) gets a `T.note` at the head of the body saying why — e.g. a
+//!   shared buffer that a second pipelined loop also fills.
 //!
 //! A user-given `order` / `stage` must have one entry per body statement, stages in
 //! `0..num_stages`, `order` a permutation, no statement in an earlier stage than a statement
@@ -80,9 +83,22 @@ fn plan_list(list: &mut [Stmt], facts: &KernelFacts, errors: &mut Vec<Diagnostic
                     continue;
                 };
                 if order.is_empty() && stage.is_empty() {
-                    let (order, stage) = graph.plan(count);
+                    let (mut order, mut stage) = graph.plan(count);
+                    let late = graph.copies_kept_late(&stage);
+                    let num_stages = num_stages.clone();
+                    if !late.is_empty() {
+                        // Say why the loop will not be pipelined where it is read; the note
+                        // joins the body, which is planned again around it.
+                        let text = format!(
+                            "T.Pipelined(num_stages={count}) runs as a serial loop: {}",
+                            late.join("; ")
+                        );
+                        f.body.insert(0, Stmt::new(StmtKind::Note(text), span));
+                        let graph = LoopGraph::build(&f.body, facts, &from_here);
+                        (order, stage) = graph.plan(count);
+                    }
                     f.kind = ForKind::Pipelined {
-                        num_stages: num_stages.clone(),
+                        num_stages,
                         order,
                         stage,
                     };

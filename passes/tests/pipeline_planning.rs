@@ -105,9 +105,12 @@ fn copies_go_to_stage_zero_and_order_puts_them_first() {
 
 #[test]
 fn what_a_copy_may_not_run_ahead_of_keeps_it_in_the_last_stage() {
+    // The stages of the body as written (the note the plan adds left out).
     let late = |body: &str, before: &str| {
         let out = planned(kernel(body, before));
-        plans(&out)[0].1.clone()
+        let notes = notes_in_loop(&out);
+        let stages = plans(&out)[0].1.clone();
+        stages[notes.len()..].to_vec()
     };
     let use_s = "            for i, j in T.Parallel(64, 32):\n                F[i, j] = F[i, j] + S[i, j]\n";
     // Reads a global buffer the loop writes.
@@ -152,6 +155,61 @@ fn what_a_copy_may_not_run_ahead_of_keeps_it_in_the_last_stage() {
     );
     // ... and one that writes a fragment neither.
     assert_eq!(late("            T.copy(A[0, ko * 32], F)\n", ""), [2]);
+}
+
+/// The notes at the head of the first pipelined loop's body.
+fn notes_in_loop(func: &PrimFunc) -> Vec<String> {
+    let mut notes = Vec::new();
+    for_each_stmt(&func.body, &mut |s| {
+        if let StmtKind::For(f) = &s.kind {
+            if matches!(f.kind, ForKind::Pipelined { .. }) && notes.is_empty() {
+                for b in &f.body {
+                    match &b.kind {
+                        StmtKind::Note(t) => notes.push(t.clone()),
+                        _ => break,
+                    }
+                }
+            }
+        }
+    });
+    notes
+}
+
+/// A copy kept in the last stage makes the loop serial: a note at the head of its body says
+/// why, planned with the statement after it; a loop whose copies run ahead gets none.
+#[test]
+fn a_copy_kept_late_is_explained_by_a_note() {
+    let use_s = "            for i, j in T.Parallel(64, 32):\n                F[i, j] = F[i, j] + S[i, j]\n";
+    let out = planned(kernel(
+        &format!("            T.copy(A[0, ko * 32], S)\n{use_s}"),
+        "        T.clear(S)\n",
+    ));
+    assert_eq!(
+        notes_in_loop(&out),
+        [
+            "T.Pipelined(num_stages=3) runs as a serial loop: the copy into `S` is not filled \
+          ahead: shared `S` is also used outside this loop (another loop or code before it; \
+          give each pipelined loop its own buffers)"
+        ]
+    );
+    assert_eq!(plans(&out), [(vec![0, 1, 2], vec![2, 2, 2])]);
+    let out = planned(kernel(
+        &format!("{use_s}            T.copy(A[0, ko * 32], S)\n"),
+        "",
+    ));
+    let notes = notes_in_loop(&out);
+    assert_eq!(notes.len(), 1);
+    assert!(
+        notes[0].ends_with(
+            "it depends on statement 1 of the body (it writes `S`, which the other reads)"
+        ) || notes[0].contains("depends on statement 1"),
+        "{notes:?}"
+    );
+    let out = planned(kernel(
+        &format!("            T.copy(A[0, ko * 32], S)\n{use_s}"),
+        "",
+    ));
+    assert!(notes_in_loop(&out).is_empty());
 }
 
 #[test]

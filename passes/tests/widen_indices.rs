@@ -58,9 +58,9 @@ fn every_case_keeps_its_meaning_and_a_second_run_changes_nothing() {
 fn small_specialized_kernels_are_untouched() {
     let mut checked = 0;
     for (name, func) in corpus() {
-        if name == "while_loops" {
-            // Its index math reads scalar variables from memory (`it[0] + 2`), which no
-            // interval bounds: widened at any size.
+        if name == "while_loops" || name == "gemm_streamk" {
+            // Its index math reads scalar variables from memory (`it[0] + 2`; stream-K's
+            // tile from `start[0]`), which no interval bounds: widened at any size.
             continue;
         }
         let dims: Vec<(String, i64)> = func.dims.iter().map(|d| (d.name.clone(), 256)).collect();

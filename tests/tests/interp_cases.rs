@@ -32,6 +32,9 @@ fn dims_for(stem: &str) -> Vec<(&'static str, i64)> {
         // 4 x 3 tiles of 32 x 32 over 2 blocks: 6 tile iterations each, 3 k-steps (the last
         // ragged).
         "persistent_gemm_reuse" => vec![("M", 100), ("N", 90), ("K", 70)],
+        // Defaults: 128 x 128 x 32 tiles; split-K's 3 k-steps over 4 slices (one empty);
+        // stream-K's one tile, all stream-K: 3 iterations over 132 programs.
+        "gemm_splitk" | "gemm_streamk" => vec![("M", 100), ("N", 90), ("K", 70)],
         // The seed kernel loads B with an unmasked T.Parallel loop: valid for divisible shapes only.
         "seed000_dims" => vec![("M", 256), ("N", 384), ("K", 96)],
         _ => vec![],
@@ -45,6 +48,9 @@ fn every_case_matches_its_reference() {
         let stem = tlc_tests::stem(&path);
         let text = std::fs::read_to_string(&path).expect("read case");
         let func = tlc_ir::parse(&text).unwrap_or_else(|d| panic!("{stem}: {d:?}"));
+        // A tuning space at its defaults (what `tlc check` and `run --interp` take).
+        let func = tlc_ir::tuning::bind(&func, &Vec::new(), &Vec::new())
+            .unwrap_or_else(|d| panic!("{stem}: {d:?}"));
         // What the front end runs: per-thread code with thread-sync's barriers.
         let func =
             tlc_passes::thread_sync::thread_sync(func).unwrap_or_else(|d| panic!("{stem}: {d:?}"));
@@ -212,6 +218,9 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
         "persistent_gemm_reuse" => check_gemm(stem, o, false, Round::F16),
         "loop_carried_shared" => check_loop_carried_shared(o),
         "gemm_f16_acc" => check_gemm_f16_acc(stem, o),
+        // float32 atomics of float32 partial sums: one float32 sum in some association.
+        "gemm_streamk" => check_gemm(stem, o, false, Round::F32),
+        "gemm_splitk" => check_gemm_split_f16(stem, o, 4),
         // Partial tiles: the 50 x 40 result of 128 x 128 tiles, the masked rows not written.
         "gemm_partial_tile" => check_gemm(stem, o, false, Round::F16),
         "gemm_threads_2d" => check_gemm(stem, o, false, Round::F32),
@@ -282,6 +291,36 @@ fn check_gemm(stem: &str, o: &Outputs, b_transposed: bool, round: Round) {
         Round::F32 => f64::from(first as f32),
     };
     assert_eq!(first, rounded, "{stem}: C is not rounded to its dtype");
+}
+
+/// C = A @ B (float16) summed in `slices` float32 partial sums, each rounded to float16 and
+/// added into the zeroed C in float16 (`examples/gemm_splitk.tir`): the float32 error of the
+/// sums, plus at most one float16 rounding per slice and per add, each of a value no larger
+/// than `Σ|a·b|` (plus the error so far).
+fn check_gemm_split_f16(stem: &str, o: &Outputs, slices: usize) {
+    let (a, b, c) = (&o["A"], &o["B"], &o["C"]);
+    let (m, k, n) = (a.shape()[0], a.shape()[1], c.shape()[1]);
+    let (av, bv, cv) = (a.to_f64(), b.to_f64(), c.to_f64());
+    let u16 = 2f64.powi(-11);
+    for i in 0..m {
+        for j in 0..n {
+            let (mut sum, mut mag) = (0.0f64, 0.0f64);
+            for kk in 0..k {
+                let p = av[i * k + kk] * bv[kk * n + j];
+                sum += p;
+                mag += p.abs();
+            }
+            let tol = 2f64.powi(-23) * k as f64 * mag
+                + (2 * slices + 1) as f64 * u16 * mag * 1.01
+                + 2f64.powi(-20);
+            let got = cv[i * n + j];
+            assert!(
+                (got - sum).abs() <= tol,
+                "{stem}: C[{i}, {j}] = {got}, reference {sum}, tol {tol}"
+            );
+            assert_eq!(got, f16::from_f64(got).to_f64(), "{stem}: C is float16");
+        }
+    }
 }
 
 /// C = A @ B^T accumulated in float16 (`gemm_f16_acc`): the f64 sum within the bound of

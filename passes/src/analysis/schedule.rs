@@ -284,6 +284,36 @@ impl<'a> LoopGraph<'a> {
             })
     }
 
+    /// Why the global → shared copies a plan left in the last stage cannot run ahead, one
+    /// line per copy (`stage`: the plan's stages).
+    pub fn copies_kept_late(&self, stage: &[i64]) -> Vec<String> {
+        let last = stage.iter().copied().max().unwrap_or(0);
+        (0..self.stmts.len())
+            .filter(|&x| self.stmts[x].copy && stage[x] == last && last > 0)
+            .map(|x| {
+                let sx = &self.stmts[x];
+                let what: Vec<&str> = sx.access.writes.iter().map(String::as_str).collect();
+                let what = what.join("`, `");
+                let why = if !sx.used_outside.is_empty() {
+                    format!(
+                        "shared `{}` is also used outside this loop (another loop or code \
+                         before it; give each pipelined loop its own buffers)",
+                        sx.used_outside.join("`, `")
+                    )
+                } else if let Some((y, dep)) = self
+                    .preds(x)
+                    .into_iter()
+                    .find(|&(y, _)| stage[y] == last && !self.stmts[y].pure_let)
+                {
+                    format!("it depends on statement {} of the body ({dep})", y + 1)
+                } else {
+                    "a later-stage statement writes what it reads or writes".to_string()
+                };
+                format!("the copy into `{what}` is not filled ahead: {why}")
+            })
+            .collect()
+    }
+
     /// Kahn's algorithm, taking the lowest (stage, body index) of the ready statements.
     fn topological_order(&self, stage: &[i64]) -> Vec<i64> {
         let n = self.stmts.len();

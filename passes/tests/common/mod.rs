@@ -51,11 +51,14 @@ pub fn load_bound(file: &str, m: i64, n: i64, k: i64) -> PrimFunc {
     bound_mnk(&load(&root().join(file)), m, n, k)
 }
 
-/// The kernel of `path` as the front end gives it to the pipeline: parsed, verified, with
-/// `thread-sync`'s barriers in its per-thread code (docs/ir.md, "Automatic barriers").
+/// The kernel of `path` as the front end gives it to the pipeline: parsed, its tuning space
+/// (if any) at its defaults, verified, with `thread-sync`'s barriers in its per-thread code
+/// (docs/ir.md, "Automatic barriers").
 pub fn load(path: &Path) -> PrimFunc {
     let text = std::fs::read_to_string(path).expect("read case");
     let func = tlc_ir::parse(&text).unwrap_or_else(|d| panic!("{}: {d:?}", path.display()));
+    let func = tlc_ir::tuning::bind(&func, &Vec::new(), &Vec::new())
+        .unwrap_or_else(|d| panic!("{}: {d:?}", path.display()));
     tlc_ir::verifier::verify(&func).unwrap_or_else(|d| panic!("{}: {d:?}", path.display()));
     tlc_passes::thread_sync::thread_sync(func)
         .unwrap_or_else(|d| panic!("{}: {d:?}", path.display()))

@@ -2,9 +2,10 @@
 //! nest of guarded element adds): when their adds become vectors, and the guard facts that
 //! make the epilogue as cheap as a `T.copy`'s.
 //!
-//! - Guards: a conjunct of a nest body's `if` that holds over the whole iteration space (the
-//!   tile provably inside its destination along that dimension, once `-D` has bound the
-//!   dims) is dropped, as `copy.rs` leaves out the guard of a region provably inside.
+//! - Guards (every `T.Parallel` nest, atomic or not): a conjunct of a nest body's `if` that
+//!   holds over the whole iteration space (the tile provably inside its destination along
+//!   that dimension, once `-D` has bound the dims) is dropped, as `copy.rs` leaves out the
+//!   guard of a region provably inside.
 //! - Vectors of `V` lanes along the innermost loop variable `j`: the body is one add into a
 //!   buffer outside the registers, maybe under an `if`; the add's innermost index is
 //!   `<offset> + j` with the offset a provable multiple of `V` (`analysis::int`, the rule

@@ -51,6 +51,12 @@ run tests/cases/valid/seed000_dims.tir -D M=256 -D N=256 -D K=128
 run tests/cases/valid/seed000_dims.tir -D M=384 -D N=256 -D K=96
 run tests/cases/valid/gemm_bf16_transposed.tir -D M=200 -D N=136 -D K=72
 run tests/cases/valid/gemm_bf16_transposed.tir -D M=129 -D N=67 -D K=45
+# Split-K with atomic adds: C zeroed, then 4 K slices added. Ragged M / N with 2 K tiles
+# (slices 2 and 3 run 0 and -1 tiles; on sm_90a TMA, warp-specialized, `red.v2.f32` pairs
+# under guards), an odd N (one guarded `red` per element), a tile-aligned shape (no guards).
+run tests/cases/valid/gemm_splitk_atomic.tir -D M=200 -D N=136 -D K=40
+run tests/cases/valid/gemm_splitk_atomic.tir -D M=130 -D N=97 -D K=200
+run tests/cases/valid/gemm_splitk_atomic.tir -D M=256 -D N=256 -D K=1000
 # 5 x 5 tiles over 2 persistent blocks, ragged: sm_80 puts C_shared in the bytes of the
 # cp.async pipeline stages (after `T.cp_async_wait(0)`), sm_90a takes TMA and keeps them apart.
 run tests/cases/valid/persistent_gemm_reuse.tir -D M=270 -D N=152 -D K=96

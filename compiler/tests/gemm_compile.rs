@@ -79,6 +79,13 @@ const CASES: &[(&str, &[&str], bool)] = &[
         &["M=8192", "N=8192", "K=8192"],
         true,
     ),
+    // Split-K at issue 16's shape: a 128 x 128 accumulator added with atomics (the clear
+    // and the epilogue in the consumers' branch, two blocks per SM on sm_90a).
+    (
+        "tests/cases/valid/gemm_splitk_atomic.tir",
+        &["M=1024", "N=1024", "K=14336"],
+        true,
+    ),
 ];
 
 /// `(registers, spill store bytes, spill load bytes)` from a `ptxas -v` log.

@@ -94,6 +94,11 @@ pub struct TargetDesc {
     pub mma: &'static [MmaFamily],
     /// Whether `T.atomic_add` has a bfloat16 form (`red.add.noftz.bf16`: sm_90 and later).
     pub bf16_atomic_add: bool,
+    /// Whether `red` has vector forms (`red.global.add.v2.f32`, `.v4.f32`,
+    /// `.noftz.v2.f16x2`, …: sm_90 and PTX ISA 8.1, which a module using them declares).
+    /// Without them codegen adds a vector's elements one `red` each (16-bit floats two to a
+    /// packed `.f16x2` / `.bf16x2` word, which sm_80 has for float16).
+    pub vector_red: bool,
     /// The fp8 conversions `cvt.rn.satfinite.{e4m3x2|e5m2x2}.f32` and
     /// `cvt.rn.f16x2.{e4m3x2|e5m2x2}` (PTX ISA 7.8, sm_89 and later). Without them codegen
     /// converts fp8 with integer and f32 instructions (`compiler/src/codegen/fp8.rs`).
@@ -118,6 +123,7 @@ static SM80: TargetDesc = TargetDesc {
     async_copies: &[AsyncCopy::CpAsync],
     mma: &[MmaFamily::MmaSync],
     bf16_atomic_add: false,
+    vector_red: false,
     fp8_convert: false,
 };
 
@@ -137,6 +143,7 @@ static SM90A: TargetDesc = TargetDesc {
     async_copies: &[AsyncCopy::CpAsync, AsyncCopy::BulkTensor],
     mma: &[MmaFamily::MmaSync, MmaFamily::Wgmma],
     bf16_atomic_add: true,
+    vector_red: true,
     fp8_convert: true,
 };
 

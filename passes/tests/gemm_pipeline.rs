@@ -383,6 +383,90 @@ fn every_sm90a_pass_keeps_the_meaning_of_pipelines_with_a_group_in_flight() {
     }
 }
 
+/// The split-K GEMM (`gemm_splitk_atomic`: C zeroed, then each K slice's 128 x 128 partial
+/// tile atomically added): both pipelines keep its meaning after `lower-tile-ops` and at
+/// their end (every stage verifies and round-trips; each run interprets four 128 x 128
+/// GEMM blocks, so not every stage is run) at a ragged N of
+/// 16-byte rows (the epilogue adds pairs, each under one guard), an odd N (one guarded add
+/// per element; no TMA on sm_90a) and an aligned shape (no guard left) — with K slices that
+/// run 1, 0 and -1 k-tiles. Where the sm_90a pipeline is warp-specialized, the consumers
+/// take both the accumulator's clear (past the slice's lets) and the atomic epilogue.
+#[test]
+fn every_pass_keeps_the_meaning_of_split_k_atomic_epilogues() {
+    let splitk = case("gemm_splitk_atomic");
+    // (name, kernel, pairs, guarded, warp-specialized on sm_90a)
+    let cases = [
+        (
+            "ragged 100x136x40",
+            bound_mnk(&splitk, 100, 136, 40),
+            true,
+            true,
+            true,
+        ),
+        (
+            "odd N 100x99x40",
+            bound_mnk(&splitk, 100, 99, 40),
+            false,
+            true,
+            false,
+        ),
+        (
+            "aligned 128x128x64",
+            bound_mnk(&splitk, 128, 128, 64),
+            true,
+            false,
+            true,
+        ),
+    ];
+    for (name, func, pairs, guarded, specialized) in cases {
+        for target in [Target::Sm80, Target::Sm90a] {
+            let what = format!("{name} on {target}");
+            let stages = stages_for(&func, target);
+            for (pass, out) in &stages {
+                if *pass == "lower-tile-ops" {
+                    let lowered = with_region_barriers(out.clone());
+                    assert_close_meaning(&format!("{what} after {pass}"), &func, &lowered, 1e-3);
+                }
+            }
+            let (_, out) = stages.last().expect("a pipeline");
+            assert_close_meaning(&what, &func, out, 1e-3);
+            let last = &print_func(out);
+            // The epilogue's adds: pairs of a vectorized loop, or single guarded elements.
+            let adds: Vec<&str> = last
+                .lines()
+                .filter(|l| l.contains("T.atomic_add("))
+                .collect();
+            assert_eq!(
+                adds.iter()
+                    .all(|l| l.contains("C_local[") && l.contains(" + v")),
+                pairs,
+                "{what}:\n{last}"
+            );
+            let guards = last
+                .lines()
+                .zip(last.lines().skip(1))
+                .filter(|(a, b)| {
+                    a.trim_start().starts_with("if ")
+                        && (b.contains("T.atomic_add(") || b.contains("T.vectorized(2)"))
+                })
+                .count();
+            let expected = if guarded { adds.len() } else { 0 };
+            assert_eq!(guards, expected, "{what}: guards\n{last}");
+            if target == Target::Sm90a && specialized {
+                let consumer = last
+                    .split("T.setmaxnreg(216, inc=True)")
+                    .nth(1)
+                    .unwrap_or_else(|| panic!("{what}: not warp-specialized\n{last}"));
+                assert!(
+                    consumer.contains("C_local[0] = T.cast(0, \"float32\")")
+                        && consumer.contains("T.atomic_add("),
+                    "{what}: the clear and the epilogue belong to the consumers\n{last}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn the_seed_kernel_at_256x256x128_keeps_its_meaning_through_the_pipeline() {
     let dims = [

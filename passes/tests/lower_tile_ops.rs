@@ -174,6 +174,71 @@ fn vectors_need_constant_aligned_rows() {
     same_meaning("transpose", &func, &out);
 }
 
+/// The tile form of `T.atomic_add` from a shared tile into a float32 and a float16 tensor.
+const ATOMIC_TILE: &str = "M = T.symbolic(\"M\")\nN = T.symbolic(\"N\")\n\n@T.prim_func\ndef k(\n    X: T.Tensor((M, N), \"float32\"),\n    C: T.Tensor((M, N), \"float32\"),\n    H: T.Tensor((M, N), \"float16\"),\n):\n    with T.Kernel(T.ceildiv(N, 64), T.ceildiv(M, 32), threads=128) as (bx, by):\n        S = T.alloc_shared((32, 64), \"float32\")\n        T.copy(X[by * 32, bx * 64], S)\n        T.atomic_add(C[by * 32, bx * 64], S)\n        T.atomic_add(H[by * 32, bx * 64], S)\n";
+
+/// Each `T.vectorized` loop of atomic adds: (lanes, whether an `if` right around it tests
+/// the guard once for the whole vector).
+fn atomic_vectors(func: &PrimFunc) -> Vec<(i64, bool)> {
+    let mut out = Vec::new();
+    let is_atomic_loop = |s: &tlc_ir::Stmt| match &s.kind {
+        StmtKind::For(f) if f.kind == ForKind::Vectorized => {
+            matches!(f.body.as_slice(), [b] if matches!(b.kind, StmtKind::AtomicAdd { .. }))
+                .then(|| f.stop.as_int().unwrap_or(-1))
+        }
+        _ => None,
+    };
+    let mut guarded = Vec::new();
+    for_each_stmt(&func.body, &mut |s| {
+        if let StmtKind::If { then_body, .. } = &s.kind {
+            if let [inner] = then_body.as_slice() {
+                guarded.extend(is_atomic_loop(inner).map(|_| inner.span));
+            }
+        }
+    });
+    for_each_stmt(&func.body, &mut |s| {
+        if let Some(lanes) = is_atomic_loop(s) {
+            out.push((lanes, guarded.contains(&s.span)));
+        }
+    });
+    out
+}
+
+#[test]
+fn atomic_tiles_add_whole_vectors_tested_once() {
+    let func = parse(ATOMIC_TILE);
+    // Symbolic N: rows not known to be multiples of a vector.
+    let out = lowered(func.clone());
+    assert_eq!(atomic_vectors(&out), []);
+    same_meaning("atomic tile", &func, &out);
+    // N = 1000, ragged: 4 floats / 8 halves per add (one loop per region; `unroll` expands
+    // its trips later), each vector under the one guard its lane 0 passes (1000 is a
+    // multiple of 8: no vector straddles the edge).
+    let ragged = specialized(&func, &[("M", 100), ("N", 1000)]);
+    let out = lowered(ragged.clone());
+    assert_eq!(atomic_vectors(&out), [(4, true), (8, true)]);
+    let text = print_func(&out);
+    assert!(
+        text.contains(
+            "if by * 32 + (it_1 * 128 + tx_1) // 16 < 100 and bx * 64 + (it_1 * 128 + tx_1) % 16 * 4 < 1000:"
+        ),
+        "{text}"
+    );
+    same_meaning("atomic tile N=1000", &ragged, &out);
+    // N = 1004: rows of 1004 floats are 16-byte aligned, of 1004 halves not 16-byte aligned
+    // (8 lanes): float32 in vectors of 4, float16 element by element.
+    let odd8 = specialized(&func, &[("M", 100), ("N", 1004)]);
+    let out = lowered(odd8.clone());
+    assert_eq!(atomic_vectors(&out), [(4, true)]);
+    same_meaning("atomic tile N=1004", &odd8, &out);
+    // Tile-aligned sizes: the guards hold everywhere and are left out.
+    let aligned = specialized(&func, &[("M", 64), ("N", 128)]);
+    let out = lowered(aligned.clone());
+    assert_eq!(atomic_vectors(&out), [(4, false), (8, false)]);
+    assert!(!print_func(&out).contains("if "), "{}", print_func(&out));
+    same_meaning("atomic tile aligned", &aligned, &out);
+}
+
 #[test]
 fn ragged_element_counts_get_a_guard() {
     // 1001 elements over 128 threads: 8 trips and `if it * 128 + tx < 1001`, no vectors (rows of 1001).

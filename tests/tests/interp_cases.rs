@@ -29,6 +29,9 @@ fn dims_for(stem: &str) -> Vec<(&'static str, i64)> {
         "atomic_colsum" => vec![("M", 50), ("N", 70)],
         "scale_cast" | "transpose" => vec![("M", 100), ("N", 70)],
         "gemm_bf16_transposed" | "gemm_f16_acc" => vec![("M", 100), ("N", 90), ("K", 70)],
+        // 2 K tiles of 32 (the last ragged) over 4 slices of 1: slices 2 and 3 run 0 and -1
+        // iterations (they add zeros); ragged 128 x 128 tiles in M and N.
+        "gemm_splitk_atomic" => vec![("M", 100), ("N", 90), ("K", 40)],
         // 4 x 3 tiles of 32 x 32 over 2 blocks: 6 tile iterations each, 3 k-steps (the last
         // ragged).
         "persistent_gemm_reuse" => vec![("M", 100), ("N", 90), ("K", 70)],
@@ -224,6 +227,9 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
         // Partial tiles: the 50 x 40 result of 128 x 128 tiles, the masked rows not written.
         "gemm_partial_tile" => check_gemm(stem, o, false, Round::F16),
         "gemm_threads_2d" => check_gemm(stem, o, false, Round::F32),
+        // C zeroed by the first kernel, then every K slice's partial tile atomically added:
+        // C = A @ B within the f32 accumulation bound (which covers the adds' order too).
+        "gemm_splitk_atomic" => check_gemm(stem, o, false, Round::F32),
         "notes" => {
             // Notes mean nothing: C = A @ B, then D = C * 2 + 1.
             check_gemm(stem, o, false, Round::F32);

@@ -48,6 +48,7 @@
 //!   and contiguous; otherwise they are unrolled into scalar accesses.
 
 mod allreduce;
+mod atomic;
 mod expr;
 mod fp8;
 mod hopper;
@@ -121,6 +122,9 @@ pub fn emit(func: &PrimFunc, target: Target) -> Result<(Module, Manifest), Vec<D
     if !errors.is_empty() {
         return Err(errors);
     }
+    if module.kernels.iter().any(has_vector_red) {
+        module.version = module.version.max(PtxVersion::VECTOR_RED);
+    }
     if let Err(e) = check_manifest(&module, &manifest) {
         return Err(vec![Diagnostic::error(
             func.span,
@@ -128,6 +132,13 @@ pub fn emit(func: &PrimFunc, target: Target) -> Result<(Module, Manifest), Vec<D
         )]);
     }
     Ok((module, manifest))
+}
+
+/// Whether `k` adds a vector with one `red` (a PTX ISA 8.1 form).
+fn has_vector_red(k: &ptx::Kernel) -> bool {
+    k.body.iter().any(|s| {
+        matches!(s, ptx::Stmt::Inst(ptx::Inst { op: ptx::Op::RedAdd { srcs, .. }, .. }) if srcs.len() > 1)
+    })
 }
 
 /// One `T.Kernel` as the entry `launch.entry`: every tensor and dim parameter of `manifest`

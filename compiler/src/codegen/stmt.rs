@@ -177,15 +177,39 @@ impl Cg {
         self.b.place(&end);
     }
 
-    /// The addresses of an `if` arm made only of stores (a masked store, an epilogue's
-    /// guarded element), computed before the branch as `select` does for its arms: pure
-    /// index math, shared by neighbouring guarded elements. Arms with lets or loops are
-    /// left alone (their indices may name variables bound inside them).
+    /// The addresses of an `if` arm made only of stores or atomic adds (a masked store, an
+    /// epilogue's guarded element), or of one constant-bound vector loop of them (a guarded
+    /// vector `red`, whose lane 0 stands for its vector: the other lanes differ by constants),
+    /// computed before the branch as `select` does for its arms: pure index math, shared by
+    /// neighbouring guarded elements. Arms with lets or other loops are left alone (their
+    /// indices may name variables bound inside them).
     fn hoist_guarded_addresses(&mut self, body: &[Stmt]) {
-        let stores: Vec<_> = body
+        if let [Stmt {
+            kind: StmtKind::For(f),
+            ..
+        }] = body
+        {
+            if matches!(f.kind, ForKind::Vectorized | ForKind::Unroll) {
+                if let Some(start) = self.const_eval(&f.start) {
+                    let saved = self.vars.insert(f.var.name.clone(), Bind::Const(start));
+                    self.hoist_guarded_addresses(&f.body);
+                    match saved {
+                        Some(b) => self.vars.insert(f.var.name.clone(), b),
+                        None => self.vars.remove(&f.var.name),
+                    };
+                }
+            }
+            return;
+        }
+        let writes: Vec<_> = body
             .iter()
             .map(|s| match &s.kind {
                 StmtKind::Store {
+                    buffer,
+                    indices,
+                    value,
+                }
+                | StmtKind::AtomicAdd {
                     buffer,
                     indices,
                     value,
@@ -194,64 +218,9 @@ impl Cg {
             })
             .collect::<Option<_>>()
             .unwrap_or_default();
-        for (buffer, indices, value) in stores {
+        for (buffer, indices, value) in writes {
             self.hoist_address(&buffer.name, indices, buffer.span);
             self.hoist_addresses(value);
-        }
-    }
-
-    /// `T.atomic_add(buf[i], v)`: `red.{global|shared}.add.T` (int64 as `.u64`, the same
-    /// two's complement bits; float16 / bfloat16 with `.noftz`).
-    fn atomic_add(
-        &mut self,
-        buffer: &tlc_ir::Ident,
-        indices: &[tlc_ir::Expr],
-        value: &tlc_ir::Expr,
-        span: tlc_ir::Span,
-    ) {
-        let Some(d) = self.bufs.get(&buffer.name).map(|b| b.dtype) else {
-            self.err(buffer.span, format!("undefined buffer `{}`", buffer.name));
-            return;
-        };
-        let ty = match d {
-            DType::Float32 => Type::F32,
-            DType::Float16 => Type::F16,
-            DType::BFloat16 if self.target.desc().bf16_atomic_add => Type::Bf16,
-            DType::BFloat16 => {
-                self.err(
-                    span,
-                    format!(
-                        "a bfloat16 `T.atomic_add` needs sm_90a (`red.add.bf16`); {} has none: \
-                         accumulate in float32",
-                        self.target.name()
-                    ),
-                );
-                return;
-            }
-            DType::Int32 => Type::S32,
-            DType::UInt32 => Type::U32,
-            DType::Int64 => Type::U64,
-            _ => {
-                self.err(span, format!("`T.atomic_add` has no {d} form"));
-                return;
-            }
-        };
-        let Some(v) = self.expr_as(value, d) else {
-            return;
-        };
-        let v = self.in_reg(v, ptx_type(d).unwrap_or(ty));
-        match self.address(&buffer.name, indices, span) {
-            Some(Place::Mem(space, addr)) => self.b.emit(Op::RedAdd {
-                space,
-                ty,
-                addr,
-                src: v.into(),
-            }),
-            Some(Place::Reg(_)) => self.err(
-                buffer.span,
-                "`T.atomic_add` into a register buffer: only global and shared buffers take atomics",
-            ),
-            None => {}
         }
     }
 
@@ -286,7 +255,10 @@ impl Cg {
                     );
                     return;
                 }
-                if f.kind == ForKind::Vectorized && a == 0 && self.try_vectorize(f, z) {
+                if f.kind == ForKind::Vectorized
+                    && a == 0
+                    && (self.try_vectorize(f, z) || self.try_vector_red(f, z))
+                {
                     return;
                 }
                 let outer = self.repeated;

@@ -19,10 +19,10 @@ use tlc_ir::{BinOp, DType, Expr, ExprKind, For, Span, StmtKind};
 use tlc_passes::analysis::int::{mentions, multiple_of, unit_offset, Env};
 
 /// A vectorizable access: the buffer, its indices with the innermost replaced by `base`.
-struct Access {
-    buffer: String,
-    at_base: Vec<Expr>,
-    bytes: u32,
+pub(super) struct Access {
+    pub buffer: String,
+    pub at_base: Vec<Expr>,
+    pub bytes: u32,
 }
 
 /// What codegen knows of a variable: unrolled loop variables (and lets of constants) are
@@ -37,7 +37,13 @@ impl Env for Cg {
 }
 
 impl Cg {
-    fn vector_access(&self, buffer: &str, indices: &[Expr], v: &str, lanes: i64) -> Option<Access> {
+    pub(super) fn vector_access(
+        &self,
+        buffer: &str,
+        indices: &[Expr],
+        v: &str,
+        lanes: i64,
+    ) -> Option<Access> {
         let buf = self.bufs.get(buffer)?;
         match &buf.mem {
             Mem::Global(_) => {}

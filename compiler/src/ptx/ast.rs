@@ -23,6 +23,10 @@ impl PtxVersion {
     /// only 8.3 was measured; modules without maps keep their target's version.
     pub const TENSOR_MAPS: PtxVersion = PtxVersion { major: 8, minor: 3 };
 
+    /// The ISA of a module with a vector `red` (`red.global.add.v2.f32`): 8.1, where the PTX
+    /// ISA introduced them (ptxas refuses them under 8.0).
+    pub const VECTOR_RED: PtxVersion = PtxVersion { major: 8, minor: 1 };
+
     /// The target's PTX ISA version (its description's `ptx_isa`: 8.0 for both targets, the
     /// lowest that has `sm_90a`; any CUDA 12.x ptxas or driver accepts it).
     pub fn for_target(target: Target) -> PtxVersion {
@@ -884,13 +888,15 @@ pub enum Op {
         addr: Address,
         srcs: Vec<Operand>,
     },
-    /// `red{.space}.add{.noftz}.T [addr], a`: an atomic add with no result (`.noftz` for
-    /// the 16-bit float types, as PTX requires).
+    /// `red{.space}.add{.noftz}{.vN}.T [addr], a`: an atomic add with no result (`.noftz`
+    /// for the 16-bit float types and their packed pairs, as PTX requires). Several sources
+    /// make the vector form (`.global` only, sm_90 and PTX ISA 8.1: `TargetDesc::vector_red`),
+    /// each element added atomically on its own.
     RedAdd {
         space: Space,
         ty: Type,
         addr: Address,
-        src: Operand,
+        srcs: Vec<Operand>,
     },
     /// `cvta{.to}.space.u64 d, a`: generic ↔ state-space address.
     Cvta {
@@ -1157,9 +1163,9 @@ impl Inst {
                 addr(a);
                 srcs.iter().for_each(&mut op);
             }
-            Op::RedAdd { addr: a, src, .. } => {
+            Op::RedAdd { addr: a, srcs, .. } => {
                 addr(a);
-                op(src);
+                srcs.iter().for_each(&mut op);
             }
             Op::Cvta { src, .. } => regs.push(*src),
             Op::CpAsync {

@@ -1,8 +1,9 @@
 //! The PTX back end's bottom layer: a small PTX AST with virtual registers, its printer, and
 //! the builder codegen writes kernels with.
 //!
-//! - `ast`: `Module` (`.version` per target — 8.0 for both `sm_80` and `sm_90a`, 8.3 for a
-//!   module with TMA tensor maps — `.target`, `.address_size 64`) of `Kernel`s (params —
+//! - `ast`: `Module` (`.version` per target — 8.0 for both `sm_80` and `sm_90a`, 8.1 for a
+//!   module with a vector `red`, 8.3 for one with TMA tensor maps — `.target`,
+//!   `.address_size 64`) of `Kernel`s (params —
 //!   scalars, and 128-byte tensor maps as `.align 64 .b8` arrays — shared variables,
 //!   `.reqntid`, a body of labels, comments and `Inst`s). An `Inst` is an optional guard
 //!   (`@%p` / `@!%p`) plus a typed `Op`: integer and float arithmetic, `setp`/`selp`, `bra`,

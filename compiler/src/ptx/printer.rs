@@ -407,16 +407,24 @@ fn render(op: &Op) -> (String, Vec<String>) {
             space,
             ty,
             addr,
-            src,
+            srcs,
         } => {
-            let noftz = if matches!(ty, Type::F16 | Type::Bf16) {
+            let noftz = if matches!(ty, Type::F16 | Type::Bf16 | Type::F16x2 | Type::Bf16x2) {
                 ".noftz"
             } else {
                 ""
             };
+            let s = match srcs.as_slice() {
+                [one] => o(one),
+                many => operand_list(many),
+            };
             (
-                format!("red{}.add{noftz}{ty}", space.suffix()),
-                vec![address(addr), o(src)],
+                format!(
+                    "red{}.add{noftz}{}{ty}",
+                    space.suffix(),
+                    vec_suffix(srcs.len())
+                ),
+                vec![address(addr), s],
             )
         }
         Op::Cvta {
@@ -695,6 +703,43 @@ mod tests {
             srcs: vec![Operand::Imm(0), f[0].into()],
         });
         assert_eq!(inst_to_string(&st), "st.shared.v2.b32 \t[smem+8], {0, %f1}");
+    }
+
+    /// `red` as ptxas 12.9 accepts it: `.noftz` on the 16-bit floats and their packed
+    /// pairs, the vector suffix before the type (checked against ptxas for sm_90a, PTX 8.1).
+    #[test]
+    fn red_forms() {
+        let rd = reg(RegClass::B64, 3);
+        let f: Vec<Operand> = (1..=4).map(|i| reg(RegClass::F32, i).into()).collect();
+        let red = |ty, srcs: Vec<Operand>| {
+            inst_to_string(&Inst::from(Op::RedAdd {
+                space: Space::Global,
+                ty,
+                addr: Address::reg(rd).offset(8),
+                srcs,
+            }))
+        };
+        assert_eq!(
+            red(Type::F32, f[..1].to_vec()),
+            "red.global.add.f32 \t[%rd3+8], %f1"
+        );
+        assert_eq!(
+            red(Type::F32, f[..2].to_vec()),
+            "red.global.add.v2.f32 \t[%rd3+8], {%f1, %f2}"
+        );
+        assert_eq!(
+            red(Type::F32, f.clone()),
+            "red.global.add.v4.f32 \t[%rd3+8], {%f1, %f2, %f3, %f4}"
+        );
+        let r = |i| Operand::from(reg(RegClass::B32, i));
+        assert_eq!(
+            red(Type::F16x2, vec![r(1)]),
+            "red.global.add.noftz.f16x2 \t[%rd3+8], %r1"
+        );
+        assert_eq!(
+            red(Type::Bf16x2, vec![r(1), r(2)]),
+            "red.global.add.noftz.v2.bf16x2 \t[%rd3+8], {%r1, %r2}"
+        );
     }
 
     #[test]

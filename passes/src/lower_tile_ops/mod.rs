@@ -13,6 +13,7 @@
 //! `parallel.rs` (the three ops), `fragment.rs` (fragment → local array), `vectorize.rs`
 //! (when a region gets a `T.vectorized` loop).
 
+mod atomic;
 mod copy;
 mod fill;
 mod fragment;

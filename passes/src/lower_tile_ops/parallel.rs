@@ -6,6 +6,7 @@
 //! no other index). A fragment may only be accessed as `F[i, j]` with the nest's variables
 //! in order over its whole shape; it is then accessed at its slot.
 
+use super::atomic;
 use super::fragment::{mismatch, shape};
 use super::region::build;
 use super::rows::{Kind as RowsKind, RowsLayout};
@@ -27,6 +28,7 @@ pub(crate) fn lower(
     names: &mut NameSet,
 ) -> Result<Stmt, Vec<Diagnostic>> {
     // The directly nested parallel loops.
+    let mut loops = vec![outer];
     let mut vars = vec![outer.var.name.clone()];
     let mut starts = vec![outer.start.clone()];
     let mut extents = vec![extent(outer)];
@@ -39,12 +41,13 @@ pub(crate) fn lower(
         if inner.kind != ForKind::Parallel {
             break;
         }
+        loops.push(inner);
         vars.push(inner.var.name.clone());
         starts.push(inner.start.clone());
         extents.push(extent(inner));
         body = &inner.body;
     }
-    let body = body.clone();
+    let body = atomic::drop_proven_guards(body.clone(), &loops, &ctx.bounds.borrow());
     let mut errors = Vec::new();
     for_each_stmt(&body, &mut |s| {
         match &s.kind {
@@ -132,8 +135,23 @@ pub(crate) fn lower(
     if !errors.is_empty() {
         return Err(errors);
     }
-    let vec = vector_width(&body, &accesses, &vars, &extents, ctx, touches_fragment);
-
+    let vec = vector_width(
+        &body,
+        &accesses,
+        &vars,
+        &starts,
+        &extents,
+        ctx,
+        touches_fragment,
+    );
+    // An atomic nest's vectors (`atomic.rs`): pairs of an accumulator's adjacent columns, or
+    // the region's vectors; either way its guard is tested once per vector.
+    let atomic = atomic::is_atomic_body(&body);
+    let pairs = atomic
+        && match (vars.last(), starts.last()) {
+            (Some(j), Some(start)) => atomic::vectors(&body, j, start, 2, ctx),
+            _ => false,
+        };
     // Fragments first (their indices are still the loop variables), then the variables.
     let fragments = ctx.fragments;
     let mut layouts: Vec<_> = accesses
@@ -212,7 +230,7 @@ pub(crate) fn lower(
         });
         body
     };
-    Ok(match (mma, row_nest) {
+    let region = match (mma, row_nest) {
         (_, Some(rl)) => super::rows::build(
             &rl,
             &ctx.block,
@@ -222,7 +240,7 @@ pub(crate) fn lower(
             lower_body,
         ),
         (Some(layout), None) => {
-            super::mma_layout::build(&layout, &ctx.block, false, span, names, lower_body)
+            super::mma_layout::build(&layout, &ctx.block, pairs, span, names, lower_body)
         }
         (None, None) => build(
             &extents,
@@ -233,6 +251,11 @@ pub(crate) fn lower(
             names,
             lower_body,
         ),
+    };
+    Ok(if atomic && (pairs || vec > 1) {
+        atomic::hoist_lane_guards(region)
+    } else {
+        region
     })
 }
 
@@ -273,6 +296,7 @@ fn vector_width(
     body: &[Stmt],
     accesses: &[(String, Vec<Expr>)],
     vars: &[String],
+    starts: &[Expr],
     extents: &[Expr],
     ctx: &Ctx,
     touches_fragment: bool,
@@ -280,6 +304,15 @@ fn vector_width(
     let (Some(j), Some(inner)) = (vars.last(), extents.last().and_then(const_int)) else {
         return 1;
     };
+    // An atomic nest: 16 bytes of the destination, when `atomic.rs` allows its vectors.
+    if !touches_fragment && atomic::is_atomic_body(body) {
+        let v = atomic::destination_bytes(body, ctx).map_or(1, width);
+        let ok = inner % v == 0
+            && starts
+                .last()
+                .is_some_and(|start| atomic::vectors(body, j, start, v, ctx));
+        return if ok { v } else { 1 };
+    }
     if touches_fragment
         || accesses.is_empty()
         || !body

@@ -33,7 +33,8 @@
 //! - That is the one-warpgroup form; first the pipeline is tried warp-specialized
 //!   (`warp_specialize.rs`: a producer warpgroup issues the loads, the user's threads only
 //!   compute), and the kernel-body tile ops right around it that touch no shared memory move
-//!   into the consumers' branch. When that does not apply, a `T.note` says why.
+//!   into the consumers' branch (past scalar lets that read no memory). When that does not
+//!   apply, a `T.note` says why.
 //! - A loop with any stage copy TMA cannot take keeps cp.async for all of them, with a
 //!   `T.note` before it giving `analysis::tma::plan_copy`'s reason (targets without TMA get
 //!   no note).
@@ -304,16 +305,21 @@ fn specialized(
     };
     // The consumers' own work around the loop (clearing the accumulator, the epilogue from
     // registers) moves into their branch, so that it runs with their registers and the
-    // producer never rejoins them.
+    // producer never rejoins them. Before the loop, a tile op moves past the scalar lets
+    // between it and the loop (a split-K slice's bounds) when they read no memory: the op
+    // cannot name them (they come after it), and they cannot see what it writes.
     let (mut head, mut tail) = (Vec::new(), Vec::new());
-    let (mut took_before, mut took_after) = (0, 0);
+    let (mut taken_before, mut took_after) = (Vec::new(), 0);
     if let Some(around) = &around {
-        for s in around.before.iter().rev() {
+        for (i, s) in around.before.iter().enumerate().rev() {
+            if pure_let(s) {
+                continue;
+            }
             match movable(s, Side::Before, ctx, names, &mut lower) {
                 Some(code) => head.splice(0..0, code).for_each(drop),
                 None => break,
             }
-            took_before += 1;
+            taken_before.push(i);
         }
         for s in around.after.iter() {
             match movable(s, Side::After, ctx, names, &mut lower) {
@@ -338,7 +344,7 @@ fn specialized(
     // one persistent pipeline per kernel.
     let whole_kernel = around
         .as_ref()
-        .is_some_and(|a| took_before == a.before.len() && took_after == a.after.len());
+        .is_some_and(|a| taken_before.len() == a.before.len() && took_after == a.after.len());
     // Where more tiles than blocks would pay but the form cannot be taken, a note says why.
     let mut persistent_note = None;
     let tiles = match warp_specialize::Tiles::plan(
@@ -384,8 +390,10 @@ fn specialized(
     ctx.persistent_blocks.set(tiles.map(|t| t.blocks));
     let consumer_warps = ctx.block.threads() / 32;
     if let Some(around) = around {
-        let keep = around.before.len() - took_before;
-        around.before.truncate(keep);
+        // Indices in decreasing order: each removal leaves the next one's place.
+        for i in taken_before {
+            around.before.remove(i);
+        }
         around.after.drain(..took_after);
     }
     let mut out: Vec<Stmt> = persistent_note
@@ -403,6 +411,18 @@ fn specialized(
         region,
     ]);
     Ok(out)
+}
+
+/// Whether `s` is a scalar let whose value reads no memory (a tile op may move past it).
+fn pure_let(s: &Stmt) -> bool {
+    let StmtKind::Let { value, .. } = &s.kind else {
+        return false;
+    };
+    let mut loads = false;
+    tlc_ir::visit::for_each_subexpr(value, &mut |e| {
+        loads |= matches!(e.kind, ExprKind::Load { .. });
+    });
+    !loads
 }
 
 /// The thread code of `s` when it is a tile op the consumers can run alone, around their

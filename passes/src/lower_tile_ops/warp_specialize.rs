@@ -587,9 +587,9 @@ pub(crate) enum Side {
 
 /// Whether thread code `body` (a lowered tile op) can move into the consumers' branch on
 /// `side` of their loop: it never touches shared memory (so no block barrier orders it),
-/// issues no intrinsic, and writes registers — or global memory after the loop, when the
-/// producer has finished reading (before it, the producer's loads could race with the
-/// write: a kernel that writes a tensor it then loads through TMA).
+/// issues no intrinsic, and writes registers — or global memory (stores, atomic adds) after
+/// the loop, when the producer has finished reading (before it, the producer's loads could
+/// race with the write: a kernel that writes a tensor it then loads through TMA).
 pub(crate) fn private_code(body: &[Stmt], side: Side, ctx: &Ctx) -> bool {
     let scope = |name: &str| ctx.buffer(name).map(|b| b.scope);
     let shared = |name: &str| scope(name).is_none_or(|s| s == Scope::Shared);
@@ -600,8 +600,12 @@ pub(crate) fn private_code(body: &[Stmt], side: Side, ctx: &Ctx) -> bool {
                 ok &= !shared(&buffer.name)
                     && (side == Side::After || scope(&buffer.name) != Some(Scope::Global));
             }
-            // An atomic add reads what other threads add: never private.
-            StmtKind::AtomicAdd { .. } => ok = false,
+            // A global atomic add (`red`, whose old value nobody reads) is a write like a
+            // store: after the loop only. Into shared memory it is not private.
+            StmtKind::AtomicAdd { buffer, .. } => {
+                ok &= !shared(&buffer.name)
+                    && (side == Side::After || scope(&buffer.name) != Some(Scope::Global));
+            }
             StmtKind::Barrier | StmtKind::Intrinsic(_) => ok = false,
             _ => {}
         }

@@ -170,3 +170,39 @@ fn bad_defines_are_located_errors() {
     let err = plan_error(&[GEMM, "-D", "M=1", "--target", "sm_70"]);
     assert!(err.contains("unknown target"), "{err}");
 }
+
+/// A split-K slice's trip count `T.min(steps, k_tiles - bz * steps)` depends on the block:
+/// the estimate takes the most any block runs (`steps`), so every config has one. Stream-K's
+/// run lengths are read from memory: no bound, no estimate (ranked by the wave rules).
+#[test]
+fn split_k_trip_counts_are_bounded_and_stream_k_has_none() {
+    let dims = ["-D", "M=1024", "-D", "N=1024", "-D", "K=14336", "--json"];
+    let mut args = vec!["examples/gemm_splitk.tir"];
+    args.extend(dims);
+    let v: serde_json::Value = serde_json::from_str(&plan(&args)).expect("JSON");
+    let ranked = v["ranked"].as_array().expect("a list");
+    assert_eq!(ranked.len(), 108);
+    assert!(ranked.iter().all(|r| r["estimate_ns"].is_u64()), "{v}");
+    // One slice of 448 k-tiles of 32 is all of K; eight slices of 56 run an eighth of the
+    // steps each, over eight times the blocks: it must be estimated faster at this shape
+    // (64 tiles of 128 x 128 for 132 SMs).
+    let est = |split: i64, bk: i64| {
+        ranked
+            .iter()
+            .find(|r| {
+                r["config"]["split_k"] == split
+                    && r["config"]["block_K"] == bk
+                    && r["config"]["block_M"] == 128
+                    && r["config"]["block_N"] == 128
+                    && r["config"]["num_stages"] == 4
+            })
+            .and_then(|r| r["estimate_ns"].as_u64())
+            .expect("the config")
+    };
+    assert!(est(8, 32) < est(1, 32));
+    let mut args = vec!["examples/gemm_streamk.tir"];
+    args.extend(dims);
+    let v: serde_json::Value = serde_json::from_str(&plan(&args)).expect("JSON");
+    let ranked = v["ranked"].as_array().expect("a list");
+    assert!(ranked.iter().all(|r| r["estimate_ns"].is_null()), "{v}");
+}

@@ -31,6 +31,7 @@
 
 use tlc_ir::verifier::const_int;
 use tlc_ir::{BufferDecl, ForKind, Kernel, Region, Scope, Stmt, StmtKind};
+use tlc_passes::analysis::int::{self, Ranges};
 
 /// What a step of the block costs besides its flops (issue, barriers, bookkeeping).
 const WORK_NS: f64 = 93.8;
@@ -51,7 +52,8 @@ const FILL_KB_PER_NS: f64 = 82.6;
 /// whole block body as a single step.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Step {
-    /// Iterations of the outermost `T.Pipelined` loop, once bound (1 without one).
+    /// Iterations of the outermost `T.Pipelined` loop, once bound, in the block that runs
+    /// the most (1 without one).
     pub steps: u128,
     /// The `num_stages` of that loop (1 without one).
     pub stages: i64,
@@ -65,7 +67,9 @@ impl Step {
     /// The step of the bound, tile-level kernel `k`; `None` when a trip count or an
     /// extent is not a constant (the kernel is then ranked by the wave rules alone).
     pub fn of(k: &Kernel) -> Option<Step> {
-        match outermost_pipelined(&k.body) {
+        let mut env = Ranges::new();
+        int::enter_kernel(&mut env, k);
+        match outermost_pipelined(&k.body, &mut env) {
             Some((trip, stages, body)) => {
                 let (flops, bytes) = work(body, &k.allocs)?;
                 Some(Step {
@@ -109,25 +113,42 @@ impl Step {
     }
 }
 
-/// The trip count (when constant), `num_stages` and body of the first `T.Pipelined` loop
-/// met in `body`, outermost first.
-fn outermost_pipelined(body: &[Stmt]) -> Option<(Option<u128>, i64, &[Stmt])> {
+/// The largest trip count, `num_stages` and body of the first `T.Pipelined` loop met in
+/// `body`, outermost first. The trip count is the most any block runs (`analysis::int`
+/// over the block variables, the enclosing loops and the int32 lets before it: a split-K
+/// slice's `T.min(steps, k_tiles - bz * steps)` is at most `steps`); `None` when it has no
+/// bound (it reads memory, as stream-K's run lengths do).
+fn outermost_pipelined<'a>(
+    body: &'a [Stmt],
+    env: &mut Ranges,
+) -> Option<(Option<u128>, i64, &'a [Stmt])> {
     for s in body {
         let found = match &s.kind {
             StmtKind::For(f) if matches!(f.kind, ForKind::Pipelined { .. }) => {
-                let trip = const_int(&f.start)
-                    .zip(const_int(&f.stop))
-                    .map(|(a, b)| u128::try_from(b.saturating_sub(a)).unwrap_or(0));
+                let (start, stop) = (int::interval(&f.start, env), int::interval(&f.stop, env));
+                let trip = Some(stop.hi.saturating_sub(start.lo))
+                    .filter(|_| start.lo > i64::from(i32::MIN) && stop.hi < i64::from(i32::MAX))
+                    .map(|t| u128::try_from(t).unwrap_or(0));
                 let stages = f.kind.num_stages().unwrap_or(1).max(1);
                 Some((trip, stages, f.body.as_slice()))
             }
-            StmtKind::For(f) => outermost_pipelined(&f.body),
-            StmtKind::While { body, .. } => outermost_pipelined(body),
+            StmtKind::For(f) => {
+                int::enter_loop(env, f);
+                outermost_pipelined(&f.body, env)
+            }
+            StmtKind::While { body, .. } => outermost_pipelined(body, env),
             StmtKind::If {
                 then_body,
                 else_body,
                 ..
-            } => outermost_pipelined(then_body).or_else(|| outermost_pipelined(else_body)),
+            } => {
+                outermost_pipelined(then_body, env).or_else(|| outermost_pipelined(else_body, env))
+            }
+            StmtKind::Let { var, value, .. } => {
+                let range = int::interval(value, env);
+                env.insert(var.name.clone(), range);
+                None
+            }
             _ => None,
         };
         if found.is_some() {

@@ -10,7 +10,8 @@
 //! when B is stored K x N, the usual case) into two register arrays, then issues
 //! `MT * NT` mma's. `clear_accum=True` zeroes C first. A float16 C takes the same
 //! instructions (`T.mma_sync` with a float16 accumulator: the same 4 slots per tile) and
-//! float16 operands only; it never takes wgmma (`analysis/wgmma.rs`).
+//! float16 operands only; it never takes wgmma (`analysis/wgmma.rs`). float8 operands are
+//! refused on both targets (`fp8_refusal`) until wgmma's fp8 forms are lowered.
 //!
 //! Address of lane `l` (`mi = l / 8` the matrix it addresses, `r = l % 8` the row):
 //! - A (M x K): row `l % 16`, column `8 * (l / 16)` of the 16 x 16 tile;
@@ -115,7 +116,7 @@ fn fp8_refusal(g: &Gemm, span: Span, ctx: &Ctx) -> Option<Diagnostic> {
     let fp8 = [dtype(&g.a), dtype(&g.b)]
         .into_iter()
         .flatten()
-        .find(|&d| wgmma::k_major_only(d))?;
+        .find(|d| matches!(d, DType::Float8E4M3 | DType::Float8E5M2))?;
     let k = wgmma::instruction_k(fp8)?;
     Some(
         Diagnostic::error(

@@ -8,6 +8,26 @@
 //! nowhere else, so TMA's writer and wgmma's reader cannot drift apart (the tests below
 //! check that they agree).
 
+use crate::dtype::DType;
+
+/// The k of one `wgmma.mma_async` for shared operands of `dtype` (PTX ISA, "Matrix
+/// shape"): 16 for float16 / bfloat16 (`m64nNk16`), 32 for float8_e4m3 / float8_e5m2
+/// (`m64nNk32`, the two fp8 types may mix); `None` for a dtype tlc does not give wgmma.
+pub const fn instruction_k(dtype: DType) -> Option<i64> {
+    match dtype {
+        DType::Float16 | DType::BFloat16 => Some(16),
+        DType::Float8E4M3 | DType::Float8E5M2 => Some(32),
+        _ => None,
+    }
+}
+
+/// Whether wgmma reads operands of `dtype` only K-major: its transpose flags
+/// (`imm-trans-a` / `imm-trans-b`, MN-major operands) exist for float16 / bfloat16 only,
+/// so an fp8 A must be stored (M, K) and an fp8 B (N, K) (`transpose_B=True`).
+pub const fn k_major_only(dtype: DType) -> bool {
+    matches!(dtype, DType::Float8E4M3 | DType::Float8E5M2)
+}
+
 /// How an operand's elements are ordered in shared memory: K-major (consecutive `k` are
 /// adjacent, PTX's default) or MN-major (consecutive `m` / `n` are adjacent, PTX
 /// `tnspA` / `tnspB`, `T.wgmma(trans_a=True)`).
@@ -187,6 +207,18 @@ mod tests {
             lbo,
             sbo,
         }
+    }
+
+    /// The instruction's k and the K-major rule per operand dtype (PTX ISA's shapes).
+    #[test]
+    fn instruction_k_and_majors_per_dtype() {
+        assert_eq!(instruction_k(DType::Float16), Some(16));
+        assert_eq!(instruction_k(DType::BFloat16), Some(16));
+        assert_eq!(instruction_k(DType::Float8E4M3), Some(32));
+        assert_eq!(instruction_k(DType::Float8E5M2), Some(32));
+        assert_eq!(instruction_k(DType::Int8), None);
+        assert!(k_major_only(DType::Float8E5M2));
+        assert!(!k_major_only(DType::BFloat16));
     }
 
     /// Each canonical layout at hand-computed points (f16: T = 8 elements per chunk).

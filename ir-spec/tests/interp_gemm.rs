@@ -212,3 +212,61 @@ fn symbolic_dims_come_from_inputs_or_are_given() {
     );
     assert_eq!(out["C"], given["C"]);
 }
+
+/// float8 operands (e4m3 × e5m2 mixed, as the verifier allows) with a float32 accumulator,
+/// ragged M, N, K: every product of two fp8 values is exact in f32 (4 × 3 significant
+/// bits), so the result is, bit for bit, the documented f32 sum in K order per K tile
+/// (elements past K read as zero and add nothing), and within `2^-23·K·S` of the f64 sum.
+#[test]
+fn float8_operands_multiply_exactly_and_sum_in_f32() {
+    let text = r#"
+M = T.symbolic("M")
+N = T.symbolic("N")
+K = T.symbolic("K")
+
+@T.prim_func
+def gemm_fp8_nt(
+    A: T.Tensor((M, K), "float8_e4m3"),
+    B: T.Tensor((N, K), "float8_e5m2"),
+    C: T.Tensor((M, N), "float32"),
+):
+    with T.Kernel(T.ceildiv(N, 32), T.ceildiv(M, 32), threads=128) as (bx, by):
+        A_shared = T.alloc_shared((32, 64), "float8_e4m3")
+        B_shared = T.alloc_shared((32, 64), "float8_e5m2")
+        C_local = T.alloc_fragment((32, 32), "float")
+        T.clear(C_local)
+        for ko in T.Pipelined(T.ceildiv(K, 64), num_stages=2):
+            T.copy(A[by * 32, ko * 64], A_shared)
+            T.copy(B[bx * 32, ko * 64], B_shared)
+            T.gemm(A_shared, B_shared, C_local, transpose_B=True)
+        T.copy(C_local, C[by * 32, bx * 32])
+"#;
+    let f = tlc_ir::parse(text).unwrap_or_else(|e| panic!("{e:?}"));
+    let (m, n, k, bk) = (45, 37, 150, 64);
+    let a = random_tensor("A", DType::Float8E4M3, &[m, k], 11).unwrap();
+    let b = random_tensor("B", DType::Float8E5M2, &[n, k], 12).unwrap();
+    let out = run_ok(&f, vec![("A", a.clone()), ("B", b.clone())]);
+    let (av, bv) = (a.to_f64(), b.to_f64());
+    let mut expected = Vec::new();
+    for i in 0..m {
+        for j in 0..n {
+            let (mut acc, mut exact, mut s_abs) = (0f32, 0f64, 0f64);
+            for k0 in (0..k).step_by(bk) {
+                let mut s = 0f32;
+                for kk in k0..(k0 + bk).min(k) {
+                    let (x, y) = (av[i * k + kk], bv[j * k + kk]);
+                    assert_eq!(f64::from(x as f32 * y as f32), x * y, "{x} * {y}");
+                    s += x as f32 * y as f32;
+                    exact += x * y;
+                    s_abs += (x * y).abs();
+                }
+                acc += s;
+            }
+            let tol = 2f64.powi(-23) * k as f64 * s_abs;
+            assert!((f64::from(acc) - exact).abs() <= tol, "C[{i}, {j}]");
+            expected.push(f64::from(acc));
+        }
+    }
+    assert_eq!(out["C"].shape(), &[m, n]);
+    assert_eq!(out["C"].to_f64(), expected);
+}

@@ -23,8 +23,12 @@ use tlc_ir::{BufferDecl, DType, Gemm, Layout, Region, Scope, Target, WarpPolicy}
 
 /// Rows of one wgmma (`m64`).
 pub const M_STEP: i64 = 64;
-/// The k-step of one f16 / bf16 wgmma (`k16`).
-pub const K_STEP: i64 = 16;
+/// The k-step of one f16 / bf16 wgmma (`k16`): [`tlc_ir::wgmma::instruction_k`]'s, the one
+/// table of each dtype's k.
+pub const K_STEP: i64 = match tlc_ir::wgmma::instruction_k(DType::Float16) {
+    Some(k) => k,
+    None => panic!("wgmma takes float16"),
+};
 /// The widest `N` of one wgmma.
 pub const MAX_N: i64 = 256;
 /// Threads of a warpgroup.

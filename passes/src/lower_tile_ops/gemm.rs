@@ -10,7 +10,8 @@
 //! when B is stored K x N, the usual case) into two register arrays, then issues
 //! `MT * NT` mma's. `clear_accum=True` zeroes C first. A float16 C takes the same
 //! instructions (`T.mma_sync` with a float16 accumulator: the same 4 slots per tile) and
-//! float16 operands only; it never takes wgmma (`analysis/wgmma.rs`).
+//! float16 operands only; it never takes wgmma (`analysis/wgmma.rs`). float8 operands are
+//! refused on both targets (`fp8_refusal`) until wgmma's fp8 forms are lowered.
 //!
 //! Address of lane `l` (`mi = l / 8` the matrix it addresses, `r = l % 8` the row):
 //! - A (M x K): row `l % 16`, column `8 * (l / 16)` of the 16 x 16 tile;
@@ -25,7 +26,7 @@ use crate::analysis::wgmma::{Panels, K_STEP, M_STEP, WARPGROUP};
 use crate::names::NameSet;
 use tlc_ir::build::{bin, elem, for_loop, intrinsic};
 use tlc_ir::verifier::const_int;
-use tlc_ir::wgmma::{Major, SmemOperand};
+use tlc_ir::wgmma::{self, Major, SmemOperand};
 use tlc_ir::{
     BinOp, BufferDecl, DType, Diagnostic, Expr, ForKind, Gemm, Ident, Intrinsic, Layout, Region,
     Scope, Span, Stmt, StmtKind,
@@ -107,6 +108,29 @@ fn operand<'a>(
     })
 }
 
+/// A gemm on float8 operands: sm_80's mma.sync has no fp8 form and wgmma's fp8 forms
+/// (sm_90a) are not lowered yet, so it is refused — on both targets alike — with the
+/// requirements a lowering will have (`tlc_ir::wgmma`'s facts), never computed wrongly.
+fn fp8_refusal(g: &Gemm, span: Span, ctx: &Ctx) -> Option<Diagnostic> {
+    let dtype = |r: &Region| ctx.buffer(&r.buffer.name).map(|b| b.dtype);
+    let fp8 = [dtype(&g.a), dtype(&g.b)]
+        .into_iter()
+        .flatten()
+        .find(|d| matches!(d, DType::Float8E4M3 | DType::Float8E5M2))?;
+    let k = wgmma::instruction_k(fp8)?;
+    Some(
+        Diagnostic::error(
+            span,
+            format!(
+                "float8 T.gemm needs sm_90a's wgmma (k = {k} per instruction, both operands \
+                 K-major: A as (M, K), B as (N, K) with transpose_B=True), whose fp8 forms \
+                 tlc does not lower yet; sm_80's mma.sync has no fp8 form"
+            ),
+        )
+        .with_note("convert the tiles to float16 or bfloat16 (T.copy converts) before T.gemm"),
+    )
+}
+
 fn add(terms: Vec<Expr>) -> Expr {
     terms
         .into_iter()
@@ -132,6 +156,9 @@ pub(crate) fn lower(
     ctx: &Ctx,
     names: &mut NameSet,
 ) -> Result<Stmt, Vec<Diagnostic>> {
+    if let Some(e) = fp8_refusal(g, span, ctx) {
+        return Err(vec![e]);
+    }
     let a = operand(&g.a, "A", span, ctx).map_err(|e| vec![e])?;
     let b = operand(&g.b, "B", span, ctx).map_err(|e| vec![e])?;
     let cbuf = ctx

@@ -770,13 +770,31 @@ fn dequant_gemm(o: &Outputs) -> Expected {
 /// float32 atomic adds in an unspecified order — one float32 sum of the K products in some
 /// association, which `Approx::sum` bounds for any.
 fn gemm_streamk(o: &Outputs) -> Expected {
+    float32_sum_gemm(o, true)
+}
+
+/// C = A @ B (or A @ B^T with `b_transposed`, B then (N, K)) as one float32 sum of the
+/// float16 products (exact in float32) in any association.
+fn float32_sum_gemm(o: &Outputs, b_transposed: bool) -> Expected {
     let (a, b) = (&o["A"], &o["B"]);
-    let (m, k, n) = (a.shape()[0], a.shape()[1], b.shape()[0]);
+    let (m, k) = (a.shape()[0], a.shape()[1]);
+    let n = if b_transposed {
+        b.shape()[0]
+    } else {
+        b.shape()[1]
+    };
     let (av, bv) = (a.to_f64(), b.to_f64());
+    let b_at = |l: usize, j: usize| {
+        if b_transposed {
+            bv[j * k + l]
+        } else {
+            bv[l * n + j]
+        }
+    };
     let mut c = Vec::with_capacity(m * n);
     for i in 0..m {
         for j in 0..n {
-            let products = (0..k).map(|l| av[i * k + l] * bv[j * k + l]);
+            let products = (0..k).map(|l| av[i * k + l] * b_at(l, j));
             let model = Approx::sum(products.clone().map(exact), Fp::F32);
             c.push(expect(products.sum(), model));
         }
@@ -823,18 +841,7 @@ fn gemm_splitk(o: &Outputs) -> Expected {
 /// (or stored whole), in an unspecified order — one float32 sum of the K products in some
 /// association, which `Approx::sum` bounds for any.
 fn gemm_streamk_nn(o: &Outputs) -> Expected {
-    let (a, b) = (&o["A"], &o["B"]);
-    let (m, k, n) = (a.shape()[0], a.shape()[1], b.shape()[1]);
-    let (av, bv) = (a.to_f64(), b.to_f64());
-    let mut c = Vec::with_capacity(m * n);
-    for i in 0..m {
-        for j in 0..n {
-            let products = (0..k).map(|l| av[i * k + l] * bv[l * n + j]);
-            let model = Approx::sum(products.clone().map(exact), Fp::F32);
-            c.push(expect(products.sum(), model));
-        }
-    }
-    vec![("C", c)]
+    float32_sum_gemm(o, false)
 }
 
 /// `cast_group_per_split_token_fp8.tir`: group b's rows start at off_b = Σ_{i<b}

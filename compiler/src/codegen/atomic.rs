@@ -119,7 +119,7 @@ impl Cg {
         else {
             return false;
         };
-        if !self.vector_red(f, lanes) {
+        if !self.vector_red(v, (buffer, indices, value), lanes, *span) {
             for l in 0..lanes {
                 self.vars.insert(v.to_string(), Bind::Const(l));
                 self.atomic_add(buffer, indices, value, *span);
@@ -128,22 +128,15 @@ impl Cg {
         true
     }
 
-    /// [`Cg::try_vector_red`]'s packed or vector `red`s; `false` (nothing emitted) when the
-    /// loop does not qualify.
-    fn vector_red(&mut self, f: &For, lanes: i64) -> bool {
-        let v = f.var.name.as_str();
-        let Some(tlc_ir::Stmt {
-            kind:
-                StmtKind::AtomicAdd {
-                    buffer,
-                    indices,
-                    value,
-                },
-            span,
-        }) = f.body.iter().find(|s| !matches!(s.kind, StmtKind::Note(_)))
-        else {
-            return false;
-        };
+    /// [`Cg::try_vector_red`]'s packed or vector `red`s for the loop variable `v`'s add
+    /// `buffer[indices] += value`; `false` (nothing emitted) when the loop does not qualify.
+    fn vector_red(
+        &mut self,
+        v: &str,
+        (buffer, indices, value): (&tlc_ir::Ident, &[tlc_ir::Expr], &tlc_ir::Expr),
+        lanes: i64,
+        span: Span,
+    ) -> bool {
         let Some(buf) = self.bufs.get(&buffer.name) else {
             return false;
         };
@@ -202,7 +195,7 @@ impl Cg {
                     Span::DUMMY,
                 ));
             }
-            let Some(Place::Mem(Space::Global, addr)) = self.address(&buffer.name, &idx, *span)
+            let Some(Place::Mem(Space::Global, addr)) = self.address(&buffer.name, &idx, span)
             else {
                 return true;
             };

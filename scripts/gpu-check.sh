@@ -9,8 +9,9 @@
 # mask their edges), some of each copy path (cp.async where rows are 16-byte aligned,
 # synchronous masked loads where they are not). Each runs for sm_90a and for sm_80, except
 # kernels written with sm_90a's own intrinsics (TMA, mbarriers, wgmma: `tma_tile_copy`),
-# which have no sm_80 form and run for sm_90a only, and those run with TARGETS=sm_90a (a
-# config that needs more shared memory than sm_80 has).
+# which have no sm_80 form and run for sm_90a only, as do files marked `# requires: sm_90a`
+# (fp8 GEMMs: wgmma only), and those run with TARGETS=sm_90a (a config that needs more
+# shared memory than sm_80 has).
 set -u
 cd "$(dirname "$0")/.."
 TLC=${1:-target/release/tlc}
@@ -19,7 +20,7 @@ run() {
     local file=$1
     shift
     local out targets=${TARGETS:-"sm_90a sm_80"}
-    if grep -qE 'T\.(tma_load|mbarrier_|wgmma|setmaxnreg|fence_proxy_async)' "$file"; then
+    if grep -qE 'T\.(tma_load|mbarrier_|wgmma|setmaxnreg|fence_proxy_async)|^# requires: sm_90a' "$file"; then
         targets=sm_90a
     fi
     for target in $targets; do
@@ -116,6 +117,14 @@ run bench/gemm_128x128x64_t128_s4.tir -D M=200 -D N=264 -D K=328
 run bench/gemm_128x128x64_t128_s4.tir -D M=1000 -D N=1032 -D K=1000
 TARGETS=sm_90a run bench/gemm_128x256x64_t256_s4.tir -D M=200 -D N=264 -D K=136
 TARGETS=sm_90a run bench/gemm_128x256x64_t256_s4.tir -D M=384 -D N=512 -D K=4096
+# FP8 GEMMs on wgmma's fp8 form (sm_90a only): ragged M and N, a ragged last K block, both
+# warpgroup configs of the block-scaled example, DeepGEMM's N = 2112, TileLang's example
+# (its scales_a loads are unmasked: M a multiple of 128).
+run tests/cases/valid/gemm_fp8_nt.tir -D M=200 -D N=136 -D K=320
+run examples/gemm_fp8_blockscaled.tir -D M=200 -D N=192 -D K=384
+run examples/gemm_fp8_blockscaled.tir -D M=300 -D N=130 -D K=320 -D block_M=64 -D threads=128 -D block_N=64
+run examples/gemm_fp8_blockscaled.tir -D M=256 -D N=2112 -D K=1024
+run tests/tilelang/gemm_deepgemm_fp8_2xacc.tir -D M=256 -D N=130 -D K=384
 # TileLang's example kernels that tlc compiles (tests/tilelang; references in
 # tests/tests/tilelang_examples.rs): that test's ragged sizes, then the originals' where the
 # interpreter's side of the comparison stays quick. softmax_online is exact only for N a

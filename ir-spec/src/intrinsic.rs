@@ -423,6 +423,13 @@ pub enum ArgValue {
 
 const REGISTERS: &[Scope] = &[Scope::Local];
 const SIXTEEN_BIT: &[DType] = &[DType::Float16, DType::BFloat16];
+/// `T.wgmma`'s operand dtypes: the ones `wgmma::instruction_k` gives a k.
+const WGMMA_OPERAND: &[DType] = &[
+    DType::Float16,
+    DType::BFloat16,
+    DType::Float8E4M3,
+    DType::Float8E5M2,
+];
 
 static CP_ASYNC: IntrinsicDef = IntrinsicDef {
     op: IntrinsicOp::CpAsync,
@@ -867,7 +874,7 @@ static WGMMA_MMA: IntrinsicDef = IntrinsicDef {
             role: "A operand",
             kind: ParamKind::Ref(RefParam {
                 scopes: &[Scope::Shared],
-                dtypes: SIXTEEN_BIT,
+                dtypes: WGMMA_OPERAND,
                 count: Count::Elems(1),
                 effect: Effect::Read,
             }),
@@ -878,7 +885,7 @@ static WGMMA_MMA: IntrinsicDef = IntrinsicDef {
             role: "B operand",
             kind: ParamKind::Ref(RefParam {
                 scopes: &[Scope::Shared],
-                dtypes: SIXTEEN_BIT,
+                dtypes: WGMMA_OPERAND,
                 count: Count::Elems(1),
                 effect: Effect::Read,
             }),
@@ -918,7 +925,8 @@ static WGMMA_MMA: IntrinsicDef = IntrinsicDef {
     ],
     collective: Collective::Warpgroup,
     block_level: false,
-    same_dtype: &[("a", "b")],
+    // One dtype, or e4m3 with e5m2: `wgmma::operand_rule`, checked with the major flags.
+    same_dtype: &[],
     needs: WGMMA,
 };
 
@@ -1650,6 +1658,26 @@ pub fn check<'a, 'b>(
         let find = |n: &str| typed.iter().find(|(p, _, _)| *p == n);
         if let (Some((_, r, acc)), Some((_, _, a))) = (find("acc"), find("a")) {
             if let Err(message) = mma_accumulator_rule(acc, a) {
+                out.push(Violation {
+                    at: Some(r),
+                    message,
+                });
+            }
+        }
+    }
+    // wgmma's operands: one dtype or two fp8s, and fp8 read K-major only.
+    if let Intrinsic::Wgmma {
+        trans_a, trans_b, ..
+    } = i
+    {
+        let find = |n: &str| typed.iter().find(|(p, _, _)| *p == n);
+        if let (Some((_, r, a)), Some((_, _, b))) = (find("a"), find("b")) {
+            if let Err(message) = crate::wgmma::operand_rule(
+                (&a.name, a.dtype),
+                (&b.name, b.dtype),
+                *trans_a,
+                *trans_b,
+            ) {
                 out.push(Violation {
                     at: Some(r),
                     message,

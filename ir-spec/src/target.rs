@@ -30,6 +30,9 @@ pub const MAX_BLOCKS_PER_SM: i64 = 32;
 /// 32-bit registers of one SM, on every target.
 pub const REGISTERS_PER_SM: i64 = 65_536;
 
+/// 32-bit registers one thread may have, at most, on every target (PTX's `maxnreg` bound).
+pub const MAX_REGISTERS_PER_THREAD: i64 = 255;
+
 /// Shared memory the hardware keeps for itself per resident block, on every target.
 pub const RESERVED_SHARED_BYTES_PER_BLOCK: i64 = 1024;
 

@@ -28,6 +28,34 @@ pub const fn k_major_only(dtype: DType) -> bool {
     matches!(dtype, DType::Float8E4M3 | DType::Float8E5M2)
 }
 
+/// `T.wgmma`'s rule on its operands `(name, dtype)` and major flags: A and B have one dtype,
+/// or are both fp8 (`.e4m3` and `.e5m2` mix: `wgmma.mma_async…f32.e4m3.e5m2`); an fp8
+/// operand is read K-major ([`k_major_only`]), so its transpose flag is false.
+pub fn operand_rule(
+    a: (&str, DType),
+    b: (&str, DType),
+    trans_a: bool,
+    trans_b: bool,
+) -> Result<(), String> {
+    let fp8 = |d: DType| k_major_only(d);
+    if a.1 != b.1 && !(fp8(a.1) && fp8(b.1)) {
+        return Err(format!(
+            "the A operand and the B operand of `T.wgmma` must have one dtype (fp8 may mix \
+             e4m3 and e5m2): `{}` is {}, `{}` is {}",
+            a.0, a.1, b.0, b.1
+        ));
+    }
+    for ((name, dtype), trans, flag) in [(a, trans_a, "trans_a"), (b, trans_b, "trans_b")] {
+        if trans && fp8(dtype) {
+            return Err(format!(
+                "`T.wgmma` reads {dtype} operands K-major only: `{name}` cannot take \
+                 `{flag}=True` (wgmma's transpose exists for float16 / bfloat16)"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// How an operand's elements are ordered in shared memory: K-major (consecutive `k` are
 /// adjacent, PTX's default) or MN-major (consecutive `m` / `n` are adjacent, PTX
 /// `tnspA` / `tnspB`, `T.wgmma(trans_a=True)`).

@@ -231,7 +231,12 @@ fn infer(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diagnostic
         // sm_90a: wgmma where the gemm allows (analysis/wgmma.rs), else mma.sync.
         let find = |name: &str| allocs.iter().find(|b| b.name.name == name).cloned();
         let chosen = |name: &str| layouts.get(name);
-        if let Ok(plan) = wgmma::plan(g, target, t, (*m, *n), &find, &chosen) {
+        let planned = wgmma::plan(g, target, t, (*m, *n), &find, &chosen);
+        if let (Err(why), Some(fp8)) = (&planned, wgmma::fp8_operand(g, &find)) {
+            layouts.errors.push(wgmma::fp8_refusal(*gspan, fp8, why));
+            continue;
+        }
+        if let Ok(plan) = planned {
             layouts.set(
                 &c.name.name,
                 Layout::WgmmaAccumulator {

@@ -110,6 +110,80 @@ fn every_sm90a_pass_keeps_the_meaning_of_every_gemm_case() {
     keeps_meaning(Target::Sm90a);
 }
 
+/// The fp8 GEMMs (sm_90a only: wgmma's k = 32 form), with constant dims so that the
+/// pipelines run on TMA with warp specialization: the plain NT gemm, and the block-scaled
+/// example (per-K-block promotion with row scales) on two consumer warpgroups and on one.
+fn fp8_cases() -> Vec<(&'static str, PrimFunc)> {
+    let blockscaled = load(&root().join("examples/gemm_fp8_blockscaled.tir"));
+    let one_group = tlc_ir::tuning::bind(
+        &blockscaled,
+        &[
+            ("block_M".to_string(), 64),
+            ("threads".to_string(), 128),
+            ("block_N".to_string(), 64),
+        ],
+        &[],
+    )
+    .expect("bind the one-warpgroup config");
+    vec![
+        (
+            "gemm_fp8_nt",
+            bound_mnk(&case("gemm_fp8_nt"), 200, 136, 320),
+        ),
+        (
+            "gemm_fp8_blockscaled",
+            bound_mnk(&blockscaled, 200, 192, 384),
+        ),
+        (
+            "gemm_fp8_blockscaled_64x64",
+            bound_mnk(&one_group, 130, 70, 320),
+        ),
+    ]
+}
+
+#[test]
+fn every_sm90a_pass_keeps_the_meaning_of_the_fp8_gemms() {
+    for (name, func) in fp8_cases() {
+        let mut compared = 0;
+        let (mut lowered, mut bound) = (false, false);
+        let mut forms = (false, false, false);
+        for (pass, out) in stages_for(&func, Target::Sm90a) {
+            lowered |= pass == "lower-tile-ops";
+            bound |= pass == "thread-binding";
+            let text = print_func(&out);
+            forms.0 |= text.contains("T.wgmma(");
+            forms.1 |= text.contains("T.tma_load(");
+            forms.2 |= text.contains("T.setmaxnreg(");
+            let what = format!("{name} after {pass}");
+            compared += if !lowered {
+                assert_same_meaning(&what, &func, &out)
+            } else if !bound {
+                assert_close_meaning(&what, &func, &with_region_barriers(out), 1e-3)
+            } else {
+                assert_close_meaning(&what, &func, &out, 1e-3)
+            };
+        }
+        assert!(compared >= 20, "{name}: only {compared} runs compared");
+        assert_eq!(
+            forms,
+            (true, true, true),
+            "{name}: (wgmma, TMA, warp specialization)"
+        );
+    }
+    // sm_80 has no fp8 tensor-core form: refused at the gemm, never lowered another way.
+    let cx = PassContext::new(Target::Sm80);
+    let refused = tlc_passes::default_pipeline(Target::Sm80)
+        .iter()
+        .try_fold(fp8_cases()[0].1.clone(), |f, pass| pass.run(f, &cx));
+    let errors = refused.expect_err("sm_80 refuses an fp8 gemm");
+    assert!(
+        errors
+            .iter()
+            .any(|d| d.message.contains("runs on sm_90a's wgmma only") && !d.span.is_dummy()),
+        "{errors:?}"
+    );
+}
+
 fn keeps_meaning(target: Target) {
     for (name, func) in gemm_cases() {
         let mut lowered = false;

@@ -262,20 +262,34 @@ fn a_global_write_before_the_pipeline_stays_before_the_producer() {
     assert!(zeroing < consumers, "{ir}");
 }
 
-/// Code besides the wgmma in the loop (here the accumulator cleared by every k-tile's gemm)
-/// could touch registers a group in flight still writes: those consumers wait for every
-/// group, even with 4 stages.
+/// Code besides the wgmma in the loop (here the accumulator cleared by every k-tile before
+/// its gemm) could touch registers a group in flight still writes: those consumers wait for
+/// every group, even with 4 stages.
 #[test]
 fn other_code_in_the_loop_keeps_the_wait_for_all_groups() {
+    let clearing = edited(
+        "bench/gemm_128x256x64_t256_s4.tir",
+        "            T.gemm(A_shared, B_shared, C_local)",
+        "            T.clear(C_local)\n            T.gemm(A_shared, B_shared, C_local)",
+    );
+    let ir = lowered(&bound_mnk(&clearing, 256, 512, 256), Target::Sm90a);
+    assert!(ir.contains("T.setmaxnreg(232, inc=True)"), "{ir}");
+    assert!(!ir.contains("T.wgmma_wait(1)"), "{ir}");
+    assert!(ir.contains("T.mbarrier_arrive(tma_empty[ko % 4])"), "{ir}");
+}
+
+/// `clear_accum=True` on wgmma is the first k-step's scale-d, not a store of zeros: the
+/// loop's compute is the wgmma code alone, so a group stays in flight (4 stages).
+#[test]
+fn clear_accum_overwrites_with_scale_d_and_keeps_a_group_in_flight() {
     let clearing = edited(
         "bench/gemm_128x256x64_t256_s4.tir",
         "T.gemm(A_shared, B_shared, C_local)",
         "T.gemm(A_shared, B_shared, C_local, clear_accum=True)",
     );
     let ir = lowered(&bound_mnk(&clearing, 256, 512, 256), Target::Sm90a);
-    assert!(ir.contains("T.setmaxnreg(232, inc=True)"), "{ir}");
-    assert!(!ir.contains("T.wgmma_wait(1)"), "{ir}");
-    assert!(ir.contains("T.mbarrier_arrive(tma_empty[ko % 4])"), "{ir}");
+    assert!(ir.contains("accumulate=kk != 0"), "{ir}");
+    assert!(ir.contains("T.wgmma_wait(1)"), "{ir}");
 }
 
 /// A `T.min_blocks_per_sm` the user wrote is kept, however spelled: asked for one block

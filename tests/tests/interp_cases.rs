@@ -32,6 +32,10 @@ fn dims_for(stem: &str) -> Vec<(&'static str, i64)> {
         // 2 K tiles of 32 (the last ragged) over 4 slices of 1: slices 2 and 3 run 0 and -1
         // iterations (they add zeros); ragged 128 x 128 tiles in M and N.
         "gemm_splitk_atomic" => vec![("M", 100), ("N", 90), ("K", 40)],
+        // fp8 (tile level: no K alignment needed); the block-scaled one with a ragged last
+        // 128-wide K block.
+        "gemm_fp8_nt" => vec![("M", 100), ("N", 90), ("K", 70)],
+        "gemm_fp8_blockscaled" => vec![("M", 100), ("N", 150), ("K", 300)],
         // 4 x 3 tiles of 32 x 32 over 2 blocks: 6 tile iterations each, 3 k-steps (the last
         // ragged).
         "persistent_gemm_reuse" => vec![("M", 100), ("N", 90), ("K", 70)],
@@ -230,6 +234,9 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
         // C zeroed by the first kernel, then every K slice's partial tile atomically added:
         // C = A @ B within the f32 accumulation bound (which covers the adds' order too).
         "gemm_splitk_atomic" => check_gemm(stem, o, false, Round::F32),
+        // fp8 products are exact in f32: the f16 gemm's bound holds.
+        "gemm_fp8_nt" => check_gemm(stem, o, true, Round::F32),
+        "gemm_fp8_blockscaled" => check_blockscaled_fp8(stem, o),
         "notes" => {
             // Notes mean nothing: C = A @ B, then D = C * 2 + 1.
             check_gemm(stem, o, false, Round::F32);
@@ -303,6 +310,45 @@ fn check_gemm(stem: &str, o: &Outputs, b_transposed: bool, round: Round) {
 /// added into the zeroed C in float16 (`examples/gemm_splitk.tir`): the float32 error of the
 /// sums, plus at most one float16 rounding per slice and per add, each of a value no larger
 /// than `Σ|a·b|` (plus the error so far).
+/// C (bfloat16) = Σ_kb (Σ_{k in block kb} A·B) · sa[m, kb] · sb[n / 128, kb], A (M, K) and
+/// B (N, K) fp8: each block's float32 sum within `2^-23·len·Σ|a·b|` times its scale, the
+/// scale's and the scaled term's float32 roundings, the blocks' float32 sum, one rounding to
+/// bfloat16.
+fn check_blockscaled_fp8(stem: &str, o: &Outputs) {
+    let (a, b, c) = (&o["A"], &o["B"], &o["C"]);
+    let (m, k, n) = (a.shape()[0], a.shape()[1], b.shape()[0]);
+    let blocks = k.div_ceil(128);
+    let (av, bv, cv) = (a.to_f64(), b.to_f64(), c.to_f64());
+    let (sa, sb) = (o["scales_a"].to_f64(), o["scales_b"].to_f64());
+    let (u32, u) = (2f64.powi(-24), 2f64.powi(-8));
+    for i in 0..m {
+        for j in 0..n {
+            let (mut sum, mut tol, mut terms) = (0.0f64, 0.0f64, 0.0f64);
+            for kb in 0..blocks {
+                let ks = kb * 128..(kb * 128 + 128).min(k);
+                let len = ks.len() as f64;
+                let (mut block, mut mag) = (0.0f64, 0.0f64);
+                for kk in ks {
+                    let p = av[i * k + kk] * bv[j * k + kk];
+                    block += p;
+                    mag += p.abs();
+                }
+                let scale = (sa[i * blocks + kb] * sb[(j / 128) * blocks + kb]).abs();
+                let term = block * sa[i * blocks + kb] * sb[(j / 128) * blocks + kb];
+                sum += term;
+                terms += term.abs();
+                tol += 2.0 * u32 * len * mag * scale + 3.0 * u32 * term.abs();
+            }
+            tol += 2.0 * u32 * blocks as f64 * terms + u * (sum.abs() + tol) + 2f64.powi(-100);
+            let got = cv[i * n + j];
+            assert!(
+                (got - sum).abs() <= tol,
+                "{stem}: C[{i}, {j}] = {got}, reference {sum}, tol {tol}"
+            );
+        }
+    }
+}
+
 fn check_gemm_split_f16(stem: &str, o: &Outputs, slices: usize) {
     let (a, b, c) = (&o["A"], &o["B"], &o["C"]);
     let (m, k, n) = (a.shape()[0], a.shape()[1], c.shape()[1]);

@@ -307,6 +307,43 @@ const EXAMPLES: &[Example] = &[
         ],
         reference: gemm_streamk_nn,
     },
+    // TileLang's DeepGEMM-style FP8 GEMM (block_M = block_N = block_K = 128, 128 threads):
+    // its `scales_a` loads are unmasked, so M is a multiple of 128; a ragged N, then a ragged
+    // last K block (320 = 2.5 blocks, zero-filled by the copies).
+    Example {
+        stem: "gemm_deepgemm_fp8_2xacc",
+        sizes: [
+            &[("M", 256), ("N", 130), ("K", 384)],
+            &[("M", 128), ("N", 256), ("K", 320)],
+        ],
+        reference: blockscaled_fp8,
+    },
+    // tlc's block-scaled FP8 GEMM: ragged M and N with two consumer warpgroups, then one
+    // warpgroup on 64 x 64 tiles with a ragged N and a ragged last K block.
+    Example {
+        stem: "examples/gemm_fp8_blockscaled",
+        sizes: [
+            &[
+                ("M", 200),
+                ("N", 192),
+                ("K", 384),
+                ("block_M", 128),
+                ("threads", 256),
+                ("block_N", 128),
+                ("num_stages", 3),
+            ],
+            &[
+                ("M", 64),
+                ("N", 130),
+                ("K", 320),
+                ("block_M", 64),
+                ("threads", 128),
+                ("block_N", 64),
+                ("num_stages", 4),
+            ],
+        ],
+        reference: blockscaled_fp8,
+    },
 ];
 
 /// Inputs a kernel needs to be meaningful (the others are random): per stem and size (the
@@ -338,10 +375,22 @@ fn given(stem: &str, size: usize) -> HashMap<String, Tensor> {
     inputs
 }
 
-/// Supported kernels a target refuses, with a fragment of the located error. None today:
-/// gemm_persistent, refused on sm_80 for 212992 bytes of shared memory until its C_shared
-/// could take the pipeline stages' bytes within a tile iteration (`T.fresh`), needs 147456.
-const REFUSED: &[(&str, Target, &str)] = &[];
+/// Supported kernels a target refuses, with a fragment of the located error: fp8 GEMMs on
+/// sm_80, whose mma.sync has no fp8 form. (gemm_persistent, refused on sm_80 for 212992
+/// bytes of shared memory until its C_shared could take the pipeline stages' bytes within a
+/// tile iteration (`T.fresh`), needs 147456.)
+const REFUSED: &[(&str, Target, &str)] = &[
+    (
+        "gemm_deepgemm_fp8_2xacc",
+        Target::Sm80,
+        "T.gemm runs on sm_90a's wgmma only",
+    ),
+    (
+        "examples/gemm_fp8_blockscaled",
+        Target::Sm80,
+        "T.gemm runs on sm_90a's wgmma only",
+    ),
+];
 
 /// Compiles whose ptxas log is not clean, with the warning codes it must give instead.
 const PTXAS_EXPECTED: &[(&str, Target, &str)] = &[
@@ -352,6 +401,10 @@ const PTXAS_EXPECTED: &[(&str, Target, &str)] = &[
     ("flash_attn_fwd_bshd", Target::Sm90a, "C7512"),
     // The same two accumulators on sm_80 (mma.sync): ptxas assembles it, spilling.
     ("flash_attn_fwd_bshd", Target::Sm80, SPILLS),
+    // Also two 128 x 128 float32 accumulators at 128 threads (the wgmma block sum and the
+    // promoted sum): ptxas spills. tlc's own example splits such a tile over two consumer
+    // warpgroups.
+    ("gemm_deepgemm_fp8_2xacc", Target::Sm90a, SPILLS),
 ];
 
 /// A [`PTXAS_EXPECTED`] entry for a kernel ptxas assembles without a warning but with
@@ -842,6 +895,41 @@ fn gemm_splitk(o: &Outputs) -> Expected {
 /// association, which `Approx::sum` bounds for any.
 fn gemm_streamk_nn(o: &Outputs) -> Expected {
     float32_sum_gemm(o, false)
+}
+
+/// The block-scaled FP8 GEMMs (`gemm_deepgemm_fp8_2xacc.tir`, `examples/gemm_fp8_blockscaled
+/// .tir`): A (M, K), B (N, K) fp8, scales_a (M, KB), scales_b (ceil(N / 128), KB), C (M, N)
+/// bfloat16 = Σ_kb (Σ_{k in block kb} A·B) · sa[m, kb] · sb[n / 128, kb]. As the kernels
+/// compute it: each block's sum of exact products in float32 in any order (the wgmma
+/// k-steps), its scale `sa · sb` rounded to float32, their product rounded to float32, the
+/// blocks' terms summed in float32 into the zeroed accumulator in any order, then one
+/// rounding to bfloat16.
+fn blockscaled_fp8(o: &Outputs) -> Expected {
+    const GROUP: usize = 128;
+    let (a, b) = (&o["A"], &o["B"]);
+    let (m, k, n) = (a.shape()[0], a.shape()[1], b.shape()[0]);
+    let blocks = k.div_ceil(GROUP);
+    let (av, bv) = (a.to_f64(), b.to_f64());
+    let (sa, sb) = (o["scales_a"].to_f64(), o["scales_b"].to_f64());
+    let mut c = Vec::with_capacity(m * n);
+    for i in 0..m {
+        for j in 0..n {
+            let mut want = 0.0;
+            let mut terms = Vec::with_capacity(blocks);
+            for kb in 0..blocks {
+                let ks = kb * GROUP..(kb * GROUP + GROUP).min(k);
+                let products: Vec<f64> = ks.map(|l| av[i * k + l] * bv[j * k + l]).collect();
+                let (s_a, s_b) = (sa[i * blocks + kb], sb[(j / GROUP) * blocks + kb]);
+                want += products.iter().sum::<f64>() * s_a * s_b;
+                let block = Approx::sum(products.into_iter().map(exact), Fp::F32);
+                let scale = (exact(s_a) * exact(s_b)).round(Fp::F32);
+                terms.push((block * scale).round(Fp::F32));
+            }
+            let model = Approx::sum(terms, Fp::F32).round(Fp::Bf16);
+            c.push(expect(want, model));
+        }
+    }
+    vec![("C", c)]
 }
 
 /// `cast_group_per_split_token_fp8.tir`: group b's rows start at off_b = Σ_{i<b}
@@ -1373,6 +1461,16 @@ fn splitk_gemm_example_matches_its_reference() {
 #[test]
 fn streamk_gemm_example_matches_its_reference() {
     check_example("examples/gemm_streamk");
+}
+
+#[test]
+fn deepgemm_fp8_gemm_matches_its_reference() {
+    check_example("gemm_deepgemm_fp8_2xacc");
+}
+
+#[test]
+fn blockscaled_fp8_gemm_example_matches_its_reference() {
+    check_example("examples/gemm_fp8_blockscaled");
 }
 
 #[test]

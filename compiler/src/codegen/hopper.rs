@@ -3,8 +3,9 @@
 //! - `T.fence_proxy_async()` → `fence.proxy.async.shared::cta`;
 //! - `T.wgmma_fence()`, `T.wgmma_commit()`, `T.wgmma_wait(n)` → `wgmma.fence.sync.aligned`,
 //!   `wgmma.commit_group.sync.aligned`, `wgmma.wait_group.sync.aligned n`;
-//! - `T.wgmma(C[i], A[..], B[..], n=N, …)` → `wgmma.mma_async.sync.aligned.m64nNk16.f32.AB.AB
-//!   {C[i .. i + N/2]}, descA, descB, p, 1, 1, tA, tB`: each descriptor is the call's layout
+//! - `T.wgmma(C[i], A[..], B[..], n=N, …)` → `wgmma.mma_async.sync.aligned.m64nNkK.f32.A.B
+//!   {C[i .. i + N/2]}, descA, descB, p, 1, 1, tA, tB` (`K` 16 for f16 / bf16; 32 for
+//!   e4m3 / e5m2, whose form has no `tA, tB`): each descriptor is the call's layout
 //!   constants packed by `tlc_ir::wgmma::SmemOperand::descriptor` (the one definition the
 //!   interpreter decodes) with the operand's shared address in its low 14 bits —
 //!   `mov.b64 d, {(addr >> 4) | lo, hi}`, where `lo` / `hi` are the constant halves; the
@@ -27,7 +28,7 @@
 
 use super::expr::Place;
 use super::Cg;
-use crate::ptx::{AddrBase, Address, Cmp, Guard, IntOp, Op, Operand, Reg, Space, Type};
+use crate::ptx::{AddrBase, Address, Cmp, Guard, IntOp, Op, Operand, Reg, Space, Type, WgmmaInput};
 use tlc_ir::wgmma::{Major, SmemOperand, Swizzle};
 use tlc_ir::{DType, ElemRef, Expr, ExprKind, Intrinsic, Span};
 
@@ -119,24 +120,35 @@ impl Cg {
         let Some((_, d)) = self.local_run(acc, count, "the accumulator of T.wgmma") else {
             return;
         };
-        let Some((ab, Place::Mem(_, addr_a))) =
+        let Some((a_dtype, Place::Mem(_, addr_a))) =
             self.mem_operand(a, Space::Shared, "the A operand of T.wgmma")
         else {
             return;
         };
-        let Some((_, Place::Mem(_, addr_b))) =
+        let Some((b_dtype, Place::Mem(_, addr_b))) =
             self.mem_operand(b, Space::Shared, "the B operand of T.wgmma")
         else {
             return;
         };
-        let ab_ty = match ab {
-            DType::Float16 => Type::F16,
-            DType::BFloat16 => Type::Bf16,
-            other => {
-                self.err(a.buffer.span, format!("T.wgmma of {other} elements"));
-                return;
-            }
+        let (Some(a_ty), Some(b_ty)) = (WgmmaInput::of(a_dtype), WgmmaInput::of(b_dtype)) else {
+            self.err(
+                a.buffer.span,
+                format!("T.wgmma of {a_dtype} x {b_dtype} elements"),
+            );
+            return;
         };
+        // The verifier's rule (one dtype or two fp8s, fp8 K-major); checked again here
+        // because the fp8 form has no transpose operand to carry a flag.
+        let trans = (da.major == Major::MN, db.major == Major::MN);
+        if let Err(why) = tlc_ir::wgmma::operand_rule(
+            (&a.buffer.name, a_dtype),
+            (&b.buffer.name, b_dtype),
+            trans.0,
+            trans.1,
+        ) {
+            self.err(a.buffer.span, why);
+            return;
+        }
         let scale_d = match accumulate {
             None => self.true_pred(),
             Some(e) if matches!(e.kind, ExprKind::Bool(true)) => self.true_pred(),
@@ -154,13 +166,14 @@ impl Cg {
         }
         self.b.emit(Op::Wgmma {
             n: n32,
-            ab_ty,
+            a_ty,
+            b_ty,
             d,
             desc_a,
             desc_b,
             scale_d,
-            trans_a: da.major == Major::MN,
-            trans_b: db.major == Major::MN,
+            trans_a: trans.0,
+            trans_b: trans.1,
         });
     }
 

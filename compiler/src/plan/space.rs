@@ -7,9 +7,11 @@
 //! pipeline up to the planned IR, which says what the kernel occupies: its grid (blocks),
 //! its threads per block, and its shared-memory arena (`plan-shared-memory`). A config that
 //! the binding, the verifier or a pass refuses (a shared arena over the target's limit, a
-//! layout that does not tile) is **dropped** with the first error as its reason. Code
-//! generation and ptxas are not run: what only they refuse (registers, spills) is for
-//! `tlc tune`, which compiles.
+//! layout that does not tile) is **dropped** with the first error as its reason, and so is
+//! one whose fragments alone need more registers per thread than a thread may have (255,
+//! or the consumers' `T.setmaxnreg` count): a certain spill. Code generation and ptxas are
+//! not run: what only they refuse (the rest of the registers, spills) is for `tlc tune`,
+//! which compiles.
 //!
 //! The rules, in order (each breaks the ties of the one before):
 //!
@@ -66,7 +68,9 @@ use crate::frontend::UserError;
 use std::cmp::Ordering;
 use std::num::NonZeroU128;
 use tlc_ir::specialize::{parse_define, specialize};
-use tlc_ir::target::{MAX_BLOCKS_PER_SM, MAX_THREADS_PER_SM, REGISTERS_PER_SM};
+use tlc_ir::target::{
+    MAX_BLOCKS_PER_SM, MAX_REGISTERS_PER_THREAD, MAX_THREADS_PER_SM, REGISTERS_PER_SM,
+};
 use tlc_ir::tuning::{self, Config};
 use tlc_ir::{Diagnostic, ForKind, Intrinsic, PrimFunc, Scope, StmtKind, Target};
 use tlc_passes::{default_pipeline, Instrumentation, PassContext, PassManager, PipelineError};
@@ -295,6 +299,21 @@ fn footprint(
         let grid_x = constant("grid extent", &w.grid[..1.min(w.grid.len())])?;
         let threads = i64::try_from(constant("block extent", &k.threads)?).unwrap_or(i64::MAX);
         let shared_bytes = k.arena.as_ref().map_or(0, |a| a.bytes);
+        // The written kernel's threads hold its fragments: more registers per thread than a
+        // thread may have (the consumers' `T.setmaxnreg` count when warp-specialized) is a
+        // certain spill, so the config is dropped rather than ranked.
+        let written_threads = constant("block extent", &w.threads)?;
+        let per_thread = i64::try_from(
+            u128::try_from(fragment_registers(w)).unwrap_or(0) / written_threads.max(1),
+        )
+        .unwrap_or(i64::MAX);
+        let thread_registers = consumer_registers(k).unwrap_or(MAX_REGISTERS_PER_THREAD);
+        if per_thread > thread_registers {
+            return Err(format!(
+                "its fragments need {per_thread} registers per thread, more than the \
+                 {thread_registers} a thread has"
+            ));
+        }
         let resident = gpu
             .target
             .blocks_per_sm_by_shared(shared_bytes)
@@ -364,6 +383,18 @@ fn register_budget(k: &tlc_ir::Kernel) -> Option<i64> {
     });
     let blocks = k.min_blocks_per_sm.as_ref().and_then(|e| e.as_int())?;
     sets_registers.then_some(blocks.max(1))
+}
+
+/// The registers a warp-specialized planned kernel's consumers raise themselves to (the
+/// largest `T.setmaxnreg(n, inc=True)`); `None` for other kernels.
+fn consumer_registers(k: &tlc_ir::Kernel) -> Option<i64> {
+    let mut most = None;
+    tlc_ir::visit::for_each_stmt(&k.body, &mut |s| {
+        if let StmtKind::Intrinsic(Intrinsic::SetMaxNReg { n, inc: true }) = &s.kind {
+            most = Some(most.map_or(*n, |m: i64| m.max(*n)));
+        }
+    });
+    most
 }
 
 /// A lower bound of the registers one block of the written kernel `k` uses: its fragments

@@ -729,6 +729,60 @@ impl Fp8Kind {
     }
 }
 
+/// The operand types of `wgmma.mma_async` from shared memory: `.f16`, `.bf16` (k16, both
+/// majors) and `.e4m3`, `.e5m2` (k32, K-major only; the two may mix). The k and the majors
+/// are `tlc_ir::wgmma`'s facts of the IR dtype.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WgmmaInput {
+    F16,
+    Bf16,
+    E4m3,
+    E5m2,
+}
+
+impl WgmmaInput {
+    /// The input type of IR dtype `d`, if wgmma takes it.
+    pub fn of(d: tlc_ir::DType) -> Option<WgmmaInput> {
+        use tlc_ir::DType;
+        Some(match d {
+            DType::Float16 => WgmmaInput::F16,
+            DType::BFloat16 => WgmmaInput::Bf16,
+            DType::Float8E4M3 => WgmmaInput::E4m3,
+            DType::Float8E5M2 => WgmmaInput::E5m2,
+            _ => return None,
+        })
+    }
+
+    pub fn dtype(self) -> tlc_ir::DType {
+        use tlc_ir::DType;
+        match self {
+            WgmmaInput::F16 => DType::Float16,
+            WgmmaInput::Bf16 => DType::BFloat16,
+            WgmmaInput::E4m3 => DType::Float8E4M3,
+            WgmmaInput::E5m2 => DType::Float8E5M2,
+        }
+    }
+
+    pub fn suffix(self) -> &'static str {
+        match self {
+            WgmmaInput::F16 => ".f16",
+            WgmmaInput::Bf16 => ".bf16",
+            WgmmaInput::E4m3 => ".e4m3",
+            WgmmaInput::E5m2 => ".e5m2",
+        }
+    }
+
+    /// The instruction's k.
+    pub fn k(self) -> i64 {
+        tlc_ir::wgmma::instruction_k(self.dtype()).unwrap_or(16)
+    }
+
+    /// Whether the instruction has transpose operands (`imm-trans-a`, `imm-trans-b`).
+    pub fn transposable(self) -> bool {
+        !tlc_ir::wgmma::k_major_only(self.dtype())
+    }
+}
+
 /// `cp.async` cache policy: `.ca` (L1 + L2; 4, 8 or 16 bytes) or `.cg` (L2 only; 16 bytes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CacheOp {
@@ -1006,12 +1060,14 @@ pub enum Op {
     WgmmaCommit,
     /// `wgmma.wait_group.sync.aligned N`.
     WgmmaWait { pending: u32 },
-    /// `wgmma.mma_async.sync.aligned.m64nNk16.f32.AB.AB {d}, desc_a, desc_b, scale_d, 1, 1,
+    /// `wgmma.mma_async.sync.aligned.m64nNkK.f32.A.B {d}, desc_a, desc_b, scale_d, 1, 1,
     /// trans_a, trans_b`: `d` the `n / 2` f32 accumulators (read unless `scale_d` is false,
-    /// and written), the descriptors 64-bit registers, `scale_d` a predicate.
+    /// and written), the descriptors 64-bit registers, `scale_d` a predicate; `K` the
+    /// inputs' k (16, or 32 for fp8, whose form has no transpose operands).
     Wgmma {
         n: u32,
-        ab_ty: Type,
+        a_ty: WgmmaInput,
+        b_ty: WgmmaInput,
         d: Vec<Reg>,
         desc_a: Reg,
         desc_b: Reg,

@@ -584,26 +584,38 @@ fn render(op: &Op) -> (String, Vec<String>) {
         ),
         Op::Wgmma {
             n,
-            ab_ty,
+            a_ty,
+            b_ty,
             d,
             desc_a,
             desc_b,
             scale_d,
             trans_a,
             trans_b,
-        } => (
-            format!("wgmma.mma_async.sync.aligned.m64n{n}k16.f32{ab_ty}{ab_ty}"),
-            vec![
+        } => {
+            let mut args = vec![
                 reg_list(d),
                 desc_a.to_string(),
                 desc_b.to_string(),
                 scale_d.to_string(),
                 "1".to_string(),
                 "1".to_string(),
-                u8::from(*trans_a).to_string(),
-                u8::from(*trans_b).to_string(),
-            ],
-        ),
+            ];
+            // The fp8 forms take no transpose operands (K-major only).
+            if a_ty.transposable() && b_ty.transposable() {
+                args.push(u8::from(*trans_a).to_string());
+                args.push(u8::from(*trans_b).to_string());
+            }
+            (
+                format!(
+                    "wgmma.mma_async.sync.aligned.m64n{n}k{}.f32{}{}",
+                    a_ty.k(),
+                    a_ty.suffix(),
+                    b_ty.suffix()
+                ),
+                args,
+            )
+        }
         Op::SetMaxNReg { inc, n } => (
             format!(
                 "setmaxnreg.{}.sync.aligned.u32",

@@ -145,6 +145,8 @@ pub(crate) struct CWgmma {
     pub a: CRef,
     pub b: CRef,
     pub n: usize,
+    /// The instruction's k (`wgmma::instruction_k` of the operands' dtype).
+    pub k: usize,
     pub a_layout: SmemOperand,
     pub b_layout: SmemOperand,
     pub accumulate: Option<CExpr>,
@@ -849,11 +851,21 @@ impl Compiler {
                         "`T.wgmma` with a swizzle the verifier rejects",
                     ));
                 };
+                let a = self.elem_ref(a, span)?;
+                let Some(k) = crate::wgmma::instruction_k(self.region_dtype(a.buf))
+                    .and_then(|k| usize::try_from(k).ok())
+                else {
+                    return Err(Diagnostic::error(
+                        span,
+                        "`T.wgmma` on an operand dtype the verifier rejects",
+                    ));
+                };
                 CCall::Wgmma(Box::new(CWgmma {
                     acc: self.elem_ref(acc, span)?,
-                    a: self.elem_ref(a, span)?,
+                    a,
                     b: self.elem_ref(b, span)?,
                     n: usize::try_from(*n).unwrap_or(8),
+                    k,
                     a_layout,
                     b_layout,
                     accumulate: accumulate.as_ref().map(|p| self.bool_expr(p)).transpose()?,

@@ -601,10 +601,10 @@ impl Lockstep<'_, '_> {
             }
         }
         let (a, a_addrs) = self.on_thread(base, span, |f| {
-            f.wgmma_operand(&w.a, &w.a_layout, WGMMA_M, span, "A operand")
+            f.wgmma_operand(&w.a, &w.a_layout, (WGMMA_M, w.k), span, "A operand")
         })?;
         let (b, b_addrs) = self.on_thread(base, span, |f| {
-            f.wgmma_operand(&w.b, &w.b_layout, w.n, span, "B operand")
+            f.wgmma_operand(&w.b, &w.b_layout, (w.n, w.k), span, "B operand")
         })?;
         let id = self.wgmma_groups(base).issued + 1;
         for t in base..base + WARPGROUP {

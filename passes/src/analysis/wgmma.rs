@@ -3,14 +3,17 @@
 //! instructions and their shared-memory descriptors from.
 //!
 //! A gemm takes the wgmma path when the target has `wgmma`, the block is whole warpgroups
-//! (`threads % 128 == 0`), its operands are float16 / bfloat16 shared tiles that are whole
-//! buffers in their last two dimensions (so every descriptor starts on a layout atom), with
-//! a multiple of 8 rows and rows whose byte length one of the swizzle spans 128 / 64 / 32
-//! divides (the largest is taken), `K` is a multiple of 16, and the warpgroups split the `M x N` accumulator into
-//! tiles of `64 * i x N_w` with `N_w` a multiple of 8 up to 256 (one `m64nN_wk16` per 64
+//! (`threads % 128 == 0`), its operands are float16 / bfloat16 / float8 shared tiles that
+//! are whole buffers in their last two dimensions (so every descriptor starts on a layout
+//! atom), with a multiple of 8 rows and rows whose byte length one of the swizzle spans
+//! 128 / 64 / 32 divides (the largest is taken), `K` is a multiple of the instruction's k
+//! (16; 32 for fp8, [`k_step`]), and the warpgroups split the `M x N` accumulator into
+//! tiles of `64 * i x N_w` with `N_w` a multiple of 8 up to 256 (one `m64nN_wkK` per 64
 //! rows per k-step), and the accumulator is float32 (a float16 accumulator keeps mma.sync:
-//! wgmma's `.f16` accumulator form is not built). Everything else keeps the mma.sync path,
-//! which takes any gemm the sm_80 road takes.
+//! wgmma's `.f16` accumulator form is not built). fp8 operands (e4m3 and e5m2 may mix) must
+//! be K-major — A stored `M x K`, B `N x K` (`transpose_B=True`): wgmma transposes 16-bit
+//! operands only (`tlc_ir::wgmma::operand_rule`). Everything else keeps the mma.sync path,
+//! which takes any gemm the sm_80 road takes (and refuses fp8 with the reason).
 //!
 //! The operands are laid out `T.make_wgmma_swizzled_layout(X, bytes=B)` (`tlc_ir::Layout`):
 //! the canonical layout both TMA (with swizzle `B`) and wgmma read. An operand stored with
@@ -18,17 +21,18 @@
 
 use crate::analysis::block::unit_grid;
 use tlc_ir::verifier::const_int;
-use tlc_ir::wgmma::{Major, SmemOperand, Swizzle};
-use tlc_ir::{BufferDecl, DType, Gemm, Layout, Region, Scope, Target, WarpPolicy};
+use tlc_ir::wgmma::{self, Major, SmemOperand, Swizzle};
+use tlc_ir::{
+    BufferDecl, DType, Diagnostic, Gemm, Layout, Region, Scope, Span, Target, WarpPolicy,
+};
 
 /// Rows of one wgmma (`m64`).
 pub const M_STEP: i64 = 64;
-/// The k-step of one f16 / bf16 wgmma (`k16`): [`tlc_ir::wgmma::instruction_k`]'s, the one
-/// table of each dtype's k.
-pub const K_STEP: i64 = match tlc_ir::wgmma::instruction_k(DType::Float16) {
-    Some(k) => k,
-    None => panic!("wgmma takes float16"),
-};
+/// The k-step of one wgmma on `dtype` operands: [`wgmma::instruction_k`]'s (16 for f16 /
+/// bf16, 32 for fp8), the one table of each dtype's k.
+pub fn k_step(dtype: DType) -> Option<i64> {
+    wgmma::instruction_k(dtype)
+}
 /// The widest `N` of one wgmma.
 pub const MAX_N: i64 = 256;
 /// Threads of a warpgroup.
@@ -120,6 +124,33 @@ impl Panels {
     }
 }
 
+/// The float8 dtype of `g`'s A or B operand, if either is float8 (`buffer` finds the
+/// declarations).
+pub fn fp8_operand(g: &Gemm, buffer: &dyn Fn(&str) -> Option<BufferDecl>) -> Option<DType> {
+    [&g.a, &g.b]
+        .into_iter()
+        .filter_map(|r| buffer(&r.buffer.name).map(|b| b.dtype))
+        .find(|&d| wgmma::k_major_only(d))
+}
+
+/// The error of a float8 gemm that cannot run on wgmma (`why`: [`plan`]'s reason): fp8
+/// tensor-core math exists only as wgmma (sm_90a); sm_80's mma.sync has no fp8 form, so
+/// there is no fallback — never a wrong result.
+pub fn fp8_refusal(span: Span, fp8: DType, why: &str) -> Diagnostic {
+    let k = wgmma::instruction_k(fp8).unwrap_or(32);
+    Diagnostic::error(
+        span,
+        format!(
+            "a {fp8} T.gemm runs on sm_90a's wgmma only (k = {k} per instruction, both operands \
+             K-major: A as (M, K), B as (N, K) with transpose_B=True), and this one cannot: {why}"
+        ),
+    )
+    .with_note(
+        "sm_80's mma.sync has no fp8 form: compile for sm_90a, or convert the tiles to float16 \
+         or bfloat16 (T.copy converts) before T.gemm",
+    )
+}
+
 /// How one gemm runs on wgmma.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Plan {
@@ -176,8 +207,10 @@ pub fn plan(
     let mut spans = [0i64; 2];
     for (slot, (r, buf)) in spans.iter_mut().zip([(&g.a, &a), (&g.b, &b)]) {
         let name = &buf.name.name;
-        if buf.scope != Scope::Shared || !matches!(buf.dtype, DType::Float16 | DType::BFloat16) {
-            return Err(format!("`{name}` is not a float16 / bfloat16 shared tile"));
+        if buf.scope != Scope::Shared || wgmma::instruction_k(buf.dtype).is_none() {
+            return Err(format!(
+                "`{name}` is not a float16 / bfloat16 / float8 shared tile"
+            ));
         }
         if !whole_tile(r, buf) {
             return Err(format!(
@@ -196,17 +229,21 @@ pub fn plan(
         }
         *slot = bytes;
     }
-    if a.dtype != b.dtype {
-        return Err("A and B have different dtypes".into());
-    }
+    wgmma::operand_rule(
+        (&a.name.name, a.dtype),
+        (&b.name.name, b.dtype),
+        g.trans_a,
+        !g.trans_b,
+    )?;
+    let k_step = k_step(a.dtype).ok_or("A has no wgmma k")?;
     let (Some((ar, ac)), Some((br, bc))) = (tile(&a), tile(&b)) else {
         return Err("an operand has no constant tile".into());
     };
     let (am, ak) = if g.trans_a { (ac, ar) } else { (ar, ac) };
     let (bk, bn) = if g.trans_b { (bc, br) } else { (br, bc) };
-    if am != m || bn != n || ak != bk || ak % K_STEP != 0 {
+    if am != m || bn != n || ak != bk || ak % k_step != 0 {
         return Err(format!(
-            "shapes {am} x {ak} · {bk} x {bn} → {m} x {n} do not tile by 64 x N x 16"
+            "shapes {am} x {ak} · {bk} x {bn} → {m} x {n} do not tile by 64 x N x {k_step}"
         ));
     }
     let Some((groups_m, groups_n)) = warpgroup_partition(g.policy, threads / WARPGROUP, m, n)

@@ -10,8 +10,8 @@
 //! when B is stored K x N, the usual case) into two register arrays, then issues
 //! `MT * NT` mma's. `clear_accum=True` zeroes C first. A float16 C takes the same
 //! instructions (`T.mma_sync` with a float16 accumulator: the same 4 slots per tile) and
-//! float16 operands only; it never takes wgmma (`analysis/wgmma.rs`). float8 operands are
-//! refused on both targets (`fp8_refusal`) until wgmma's fp8 forms are lowered.
+//! float16 operands only; it never takes wgmma (`analysis/wgmma.rs`). float8 operands run
+//! on wgmma only (k = 32): on the mma.sync path they are refused (`fp8_refusal`).
 //!
 //! Address of lane `l` (`mi = l / 8` the matrix it addresses, `r = l % 8` the row):
 //! - A (M x K): row `l % 16`, column `8 * (l / 16)` of the 16 x 16 tile;
@@ -22,7 +22,7 @@
 use super::mma_layout::MmaLayout;
 use super::region::thread_region;
 use super::Ctx;
-use crate::analysis::wgmma::{Panels, K_STEP, M_STEP, WARPGROUP};
+use crate::analysis::wgmma::{self as wgmma_plan, k_step, Panels, M_STEP, WARPGROUP};
 use crate::names::NameSet;
 use tlc_ir::build::{bin, elem, for_loop, intrinsic};
 use tlc_ir::verifier::const_int;
@@ -46,6 +46,7 @@ struct Operand<'a> {
 fn operand<'a>(
     r: &Region,
     what: &str,
+    wgmma: bool,
     span: Span,
     ctx: &'a Ctx,
 ) -> Result<Operand<'a>, Diagnostic> {
@@ -63,11 +64,21 @@ fn operand<'a>(
         )
         .with_note("copy it to a T.alloc_shared buffer first"));
     }
-    if !matches!(buf.dtype, DType::Float16 | DType::BFloat16) {
+    let path_takes = if wgmma {
+        wgmma::instruction_k(buf.dtype).is_some()
+    } else {
+        matches!(buf.dtype, DType::Float16 | DType::BFloat16)
+    };
+    if !path_takes {
+        let (path, dtypes) = if wgmma {
+            ("wgmma", "float16, bfloat16 or float8")
+        } else {
+            ("mma.sync", "float16 or bfloat16")
+        };
         return Err(Diagnostic::error(
             r.span,
             format!(
-                "T.gemm operand {what} is {}; the mma.sync path takes float16 or bfloat16",
+                "T.gemm operand {what} is {}; the {path} path takes {dtypes}",
                 buf.dtype
             ),
         ));
@@ -108,27 +119,16 @@ fn operand<'a>(
     })
 }
 
-/// A gemm on float8 operands: sm_80's mma.sync has no fp8 form and wgmma's fp8 forms
-/// (sm_90a) are not lowered yet, so it is refused — on both targets alike — with the
-/// requirements a lowering will have (`tlc_ir::wgmma`'s facts), never computed wrongly.
+/// A gemm on float8 operands that reached the mma.sync path: sm_80's mma.sync has no fp8
+/// form, so it is refused (layout-inference already refuses the ones wgmma cannot take;
+/// this is the guard of the lowering itself).
 fn fp8_refusal(g: &Gemm, span: Span, ctx: &Ctx) -> Option<Diagnostic> {
-    let dtype = |r: &Region| ctx.buffer(&r.buffer.name).map(|b| b.dtype);
-    let fp8 = [dtype(&g.a), dtype(&g.b)]
-        .into_iter()
-        .flatten()
-        .find(|d| matches!(d, DType::Float8E4M3 | DType::Float8E5M2))?;
-    let k = wgmma::instruction_k(fp8)?;
-    Some(
-        Diagnostic::error(
-            span,
-            format!(
-                "float8 T.gemm needs sm_90a's wgmma (k = {k} per instruction, both operands \
-                 K-major: A as (M, K), B as (N, K) with transpose_B=True), whose fp8 forms \
-                 tlc does not lower yet; sm_80's mma.sync has no fp8 form"
-            ),
-        )
-        .with_note("convert the tiles to float16 or bfloat16 (T.copy converts) before T.gemm"),
-    )
+    let fp8 = wgmma_plan::fp8_operand(g, &|name| ctx.buffer(name).cloned())?;
+    Some(wgmma_plan::fp8_refusal(
+        span,
+        fp8,
+        "its accumulator has no wgmma layout",
+    ))
 }
 
 fn add(terms: Vec<Expr>) -> Expr {
@@ -156,14 +156,17 @@ pub(crate) fn lower(
     ctx: &Ctx,
     names: &mut NameSet,
 ) -> Result<Stmt, Vec<Diagnostic>> {
-    if let Some(e) = fp8_refusal(g, span, ctx) {
-        return Err(vec![e]);
-    }
-    let a = operand(&g.a, "A", span, ctx).map_err(|e| vec![e])?;
-    let b = operand(&g.b, "B", span, ctx).map_err(|e| vec![e])?;
     let cbuf = ctx
         .buffer(&g.c.buffer.name)
         .ok_or_else(|| vec![Diagnostic::error(g.c.span, "unknown accumulator buffer")])?;
+    let wgmma_layout = ctx.fragments.mma(&cbuf.name.name).is_some_and(|l| l.wgmma);
+    if !wgmma_layout {
+        if let Some(e) = fp8_refusal(g, span, ctx) {
+            return Err(vec![e]);
+        }
+    }
+    let a = operand(&g.a, "A", wgmma_layout, span, ctx).map_err(|e| vec![e])?;
+    let b = operand(&g.b, "B", wgmma_layout, span, ctx).map_err(|e| vec![e])?;
     let Some(layout) = ctx.fragments.mma(&cbuf.name.name) else {
         return Err(vec![Diagnostic::error(
             g.c.span,
@@ -196,8 +199,8 @@ pub(crate) fn lower(
             )]);
         }
     }
-    // A and B share one dtype: the verifier's gemm rule, and `operand` admits only f16 and
-    // bf16 (the one mixed pair the rule allows, e4m3 x e5m2, never gets here).
+    // A and B share one dtype (the verifier's gemm rule), or are e4m3 x e5m2, which only
+    // the wgmma path admits.
     let (am, ak) = if g.trans_a {
         (a.cols, a.rows)
     } else {
@@ -429,10 +432,11 @@ fn wgmma_operand(
 }
 
 /// `T.gemm` on wgmma (sm_90a; the accumulator has the wgmma layout, `mma_layout.rs`): per
-/// k-step of 16 and per 64-row block of the warpgroup's tile, one
-/// `wgmma.m64nN16` whose descriptors start at the atom of that block (row `64 mt`, column
-/// `16 kk` of A; columns `gn N_w`, row `16 kk` of B — always on an 8-row boundary, so the
-/// swizzle leaves the start where it is). A `wgmma_fence` first (the accumulators may have
+/// k-step (`k_step`: 16, or 32 for fp8) and per 64-row block of the warpgroup's tile, one
+/// `wgmma.m64nNkK` whose descriptors start at the atom of that block (row `64 mt`, column
+/// `K kk` of A; columns `gn N_w`, row `K kk` of B — always on an 8-row boundary, so the
+/// swizzle leaves the start where it is; a K-step is 32 bytes, inside every swizzle span).
+/// `clear_accum=True` makes the first k-step's wgmmas overwrite their accumulators. A `wgmma_fence` first (the accumulators may have
 /// been written by ordinary code), a commit, and a wait for all groups at the end: the
 /// accumulators are ordinary registers again after the op.
 #[allow(clippy::too_many_arguments)]
@@ -462,7 +466,25 @@ fn emit_wgmma(
         mul(Expr::var(&mt), M_STEP),
     ]);
     let n0 = mul(div(group, gm), n_w);
-    let k0 = mul(Expr::var(&kk), K_STEP);
+    let Some(k_step) = k_step(a.buf.dtype) else {
+        return Err(Diagnostic::error(
+            span,
+            format!(
+                "T.gemm on wgmma: {} operands have no wgmma form",
+                a.buf.dtype
+            ),
+        ));
+    };
+    if k % k_step != 0 {
+        return Err(Diagnostic::error(
+            span,
+            format!(
+                "T.gemm: K = {k} is not a multiple of {k_step} (the wgmma k-step of {})",
+                a.buf.dtype
+            ),
+        ));
+    }
+    let k0 = mul(Expr::var(&kk), k_step);
     let at = |op: &Operand, row: Expr, col: Expr| {
         let mut idx = op.lead.clone();
         idx.push(bin(BinOp::Add, op.row0.clone(), row));
@@ -493,18 +515,19 @@ fn emit_wgmma(
             b_swizzle: db.swizzle.bytes(),
             b_lbo: db.lbo,
             b_sbo: db.sbo,
-            accumulate: None,
+            // `clear_accum=True`: the first k-step overwrites (scale-d false) instead of
+            // zeroing registers first — ordinary writes to a wgmma accumulator inside a
+            // pipelined loop make ptxas serialize the wgmmas (its warning C7515).
+            accumulate: g
+                .clear_accum
+                .then(|| bin(BinOp::Ne, Expr::var(&kk), Expr::int(0))),
         },
         span,
     );
-    let mut body = Vec::new();
-    if g.clear_accum {
-        body.push(clear(c, ctx, layout, span, names));
-    }
-    body.push(intrinsic(Intrinsic::WgmmaFence, span));
+    let mut body = vec![intrinsic(Intrinsic::WgmmaFence, span)];
     body.push(for_loop(
         &kk,
-        Expr::int(k / K_STEP),
+        Expr::int(k / k_step),
         ForKind::Unroll,
         vec![for_loop(
             &mt,

@@ -51,9 +51,8 @@ pub(crate) struct PendingWait {
     pub parity: i64,
 }
 
-/// The rows of A (M) and the K of one `T.wgmma`.
+/// The rows of A (M) of one `T.wgmma`; its k is the operands' (`CWgmma::k`).
 pub(crate) const WGMMA_M: usize = 64;
-pub(crate) const WGMMA_K: usize = 16;
 
 impl Frame<'_> {
     /// The arena, or the fault of an intrinsic that needs one.
@@ -255,13 +254,13 @@ impl Frame<'_> {
         Ok((addr, b.dtype.bytes() as usize))
     }
 
-    /// Reads a `T.wgmma` operand of `rows` × 16 (`mn`, `k`) through its layout from
+    /// Reads a `T.wgmma` operand of `rows` × `k` (`mn`, `k`) through its layout from
     /// `start`, for the warpgroup's first thread; also returns the byte addresses read.
     pub(crate) fn wgmma_operand(
         &self,
         r: &CRef,
         layout: &SmemOperand,
-        rows: usize,
+        (rows, wgmma_k): (usize, usize),
         span: Span,
         what: &str,
     ) -> Res<(Vec<f32>, Vec<usize>)> {
@@ -273,16 +272,16 @@ impl Frame<'_> {
                 "`T.wgmma` outside a thread-level kernel's shared memory",
             );
         };
-        let mut vals = Vec::with_capacity(rows * WGMMA_K);
-        let mut addrs = Vec::with_capacity(rows * WGMMA_K);
+        let mut vals = Vec::with_capacity(rows * wgmma_k);
+        let mut addrs = Vec::with_capacity(rows * wgmma_k);
         for mn in 0..rows {
-            for k in 0..WGMMA_K {
+            for k in 0..wgmma_k {
                 let at = layout
                     .address(start as u64, esz as i64, mn as i64, k as i64)
                     .and_then(|a| usize::try_from(a).ok())
                     .unwrap_or(usize::MAX);
                 match arena.async_read(at, dtype, self.mem.thread) {
-                    // f16 / bf16 convert to f32 exactly.
+                    // f16 / bf16 / fp8 convert to f32 exactly.
                     Ok(v) => vals.push(v.as_f64() as f32),
                     Err(why) => {
                         return fault(
@@ -307,7 +306,7 @@ impl Frame<'_> {
 
     /// One thread's accumulator part of a `T.wgmma` (thread `t` of its warpgroup): reads its
     /// `n / 2` elements (unless `accumulate` is false), adds its rows and columns of A·B,
-    /// writes them back. `a` is 64 × 16 and `b` N × 16, row-major in (mn, k).
+    /// writes them back. `a` is 64 × k and `b` N × k, row-major in (mn, k).
     pub(crate) fn wgmma_thread(
         &mut self,
         w: &CWgmma,
@@ -327,11 +326,15 @@ impl Frame<'_> {
             let row = 16 * warp + lane / 4 + 8 * ((i >> 1) & 1);
             let col = 8 * (i >> 2) + 2 * (lane % 4) + (i & 1);
             // As `T.mma_sync`: products and partial sums rounded to f32, k in order from 0,
-            // the old accumulator added last.
+            // the old accumulator added last. (f16 / bf16 / fp8 products are exact in f32.
+            // The hardware adds in another order and, for fp8, keeps fewer bits than f32 in
+            // its sums — about 14 per DeepSeek-V3's measurement; docs/ir.md says how tests
+            // bound the difference.)
+            let wk = w.k;
             let mut sum = 0f32;
-            for k in 0..WGMMA_K {
-                let x = a.get(row * WGMMA_K + k).copied().unwrap_or(0.0);
-                let y = b.get(col * WGMMA_K + k).copied().unwrap_or(0.0);
+            for k in 0..wk {
+                let x = a.get(row * wk + k).copied().unwrap_or(0.0);
+                let y = b.get(col * wk + k).copied().unwrap_or(0.0);
                 sum += x * y;
             }
             let d = if accumulate {

@@ -228,6 +228,10 @@ mod tests {
         assert_eq!(x, random_blocked(300, 1000, 1, 5, 1));
         assert_ne!(x, random_blocked(300, 1000, 1, 6, 1));
         assert!(x.iter().all(|v| v.is_finite()));
+        // A prefix of a taller matrix: values depend on their position, not on how the
+        // rows were split among threads (the two calls split them differently).
+        let taller = random_blocked(700, 1000, 1, 5, 1);
+        assert_eq!(&taller[..x.len()], &x[..]);
         // Normalized by each block's magnitude the data are standard normal: mean ≈ 0,
         // variance ≈ 1, about 68% within one sigma.
         let q = Quantized::quantize(&x, 300, 1000, 1);

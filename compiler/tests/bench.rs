@@ -251,3 +251,75 @@ fn bandwidth_flags_are_checked_before_the_gpu() {
         "`--shapes` is for `--vs copy`",
     );
 }
+
+const FP8_WRONG: &str = "compiler/tests/bench/fp8_wrong.tir";
+
+/// An FP8 block-scaled GEMM (float8 operands, five parameters) goes to the FP8 bench: its
+/// shapes are checked before the GPU (the derived scale extents included). On a GPU the
+/// deliberately wrong kernel (one element per tile) must fail the check against the
+/// dequantized reference, with its NaN count in the row, cuBLASLt timed or said not to be.
+#[test]
+fn fp8_kernels_are_checked_against_the_dequantized_reference() {
+    fails_with(
+        &tlc(&["bench", FP8_WRONG]),
+        "the shape of `A` is not constant",
+    );
+    let out = tlc(&["bench", FP8_WRONG, "-D", "K=100", "--sweep", "256,256,512"]);
+    fails_with(
+        &out,
+        "shape 256x256x512: this extent of `A` is 100, not 512",
+    );
+    assert!(text(&out.stderr).contains("fp8_wrong.tir:10:21"));
+    let out = tlc(&[
+        "bench",
+        FP8_WRONG,
+        "--sweep",
+        "256,384,512; 200,136,7000",
+        "--warmup",
+        "1",
+        "--iters",
+        "3",
+    ]);
+    if has_gpu() {
+        fails_with(&out, "differs from the dequantized float32 reference");
+        let table = text(&out.stdout);
+        assert!(
+            table.contains("bench FP8 block-scaled GEMM `gemm_fp8_wrong`"),
+            "{table}"
+        );
+        // 256x384 has 6 tiles: 98298 of its elements stay NaN.
+        assert!(table.contains("98298 NaN  FAIL"), "{table}");
+        assert!(
+            table.contains("peer: cuBLASLt") || table.contains("no cuBLASLt: not timed"),
+            "{table}"
+        );
+    } else {
+        fails_with(&out, "`tlc bench` needs a GPU");
+    }
+}
+
+/// A float8 parameter in the wrong place is a located refusal naming the expected role.
+#[test]
+fn fp8_signatures_are_refused_where_they_are_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = std::fs::read_to_string(common::root().join(FP8_WRONG)).unwrap();
+    let path = dir.path().join("fp8_f16_out.tir");
+    std::fs::write(
+        &path,
+        source.replace(
+            "C: T.Tensor((M, N), \"bfloat16\")",
+            "C: T.Tensor((M, N), \"float16\")",
+        ),
+    )
+    .unwrap();
+    let out = tlc(&["bench", path.to_str().unwrap(), "--sweep", "128,128,128"]);
+    fails_with(
+        &out,
+        "parameter 3 (`C`) must be the bfloat16 matrix C (M, N); it is float16 of rank 2",
+    );
+    assert!(
+        text(&out.stderr).contains("fp8_f16_out.tir:12:5"),
+        "{}",
+        text(&out.stderr)
+    );
+}

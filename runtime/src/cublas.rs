@@ -1,6 +1,7 @@
-//! The cuBLAS reference GEMM: row-major `C = A·B` with f16 inputs and f32 accumulation
+//! The cuBLAS reference GEMMs: row-major `C = A·B` with f16 inputs and f32 accumulation
 //! (`cublasGemmEx`), and its timing, so tlc's kernels are measured against cuBLAS in the same
-//! process.
+//! process; and row-major `C = A·Bᵀ` all in float32 (`CUBLAS_COMPUTE_32F_PEDANTIC`: no TF32,
+//! no reduced-precision shortcuts), the reference of the FP8 bench's dequantized operands.
 //!
 //! cuBLAS is column-major. A row-major M×N matrix is the column-major N×M matrix of its
 //! transpose, so row-major `C = A·B` is column-major `Cᵀ = Bᵀ·Aᵀ`: call the column-major GEMM
@@ -170,6 +171,101 @@ impl Cublas {
         iters: usize,
     ) -> Result<Vec<f32>> {
         time_ms(&self.gpu, warmup, iters, || self.gemm_f16(a, b, c, m, n, k))
+    }
+}
+
+/// Checks the operands of the float32 `C[m,n] = A[m,k]·B[n,k]ᵀ`: all three float32, shapes
+/// as stated, every size in 1..=i32::MAX.
+pub fn check_gemm_nt_f32_operands(
+    a: (DType, &[usize]),
+    b: (DType, &[usize]),
+    c: (DType, &[usize]),
+    m: usize,
+    n: usize,
+    k: usize,
+) -> Result<()> {
+    for (what, v) in [("m", m), ("n", n), ("k", k)] {
+        if v == 0 || i32::try_from(v).is_err() {
+            return Err(RuntimeError::Cublas(format!(
+                "{what} = {v} must lie in 1..={}",
+                i32::MAX
+            )));
+        }
+    }
+    for (name, (dtype, shape), want) in [("A", a, [m, k]), ("B", b, [n, k]), ("C", c, [m, n])] {
+        if dtype != DType::Float32 {
+            return Err(RuntimeError::Cublas(format!(
+                "{name} is {dtype}; expected float32"
+            )));
+        }
+        if shape != want {
+            return Err(RuntimeError::Cublas(format!(
+                "{name} has shape {shape:?}; expected {want:?}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+impl Cublas {
+    /// Row-major float32 `C[m,n] = A[m,k]·B[n,k]ᵀ` (B stored N×K, "NT"), computed in float32
+    /// only (`CUBLAS_COMPUTE_32F_PEDANTIC`). Column-major that is `Cᵀ (n×m) = Bᵀ·A` with B
+    /// read as the column-major k×n matrix (transposed) and A as the k×m one.
+    pub fn gemm_nt_f32(
+        &self,
+        a: &DeviceTensor,
+        b: &DeviceTensor,
+        c: &DeviceTensor,
+        m: usize,
+        n: usize,
+        k: usize,
+    ) -> Result<()> {
+        check_gemm_nt_f32_operands(
+            (a.dtype(), a.shape()),
+            (b.dtype(), b.shape()),
+            (c.dtype(), c.shape()),
+            m,
+            n,
+            k,
+        )?;
+        for t in [a, b, c] {
+            if !t.gpu().same_context(&self.gpu) {
+                return Err(RuntimeError::Cublas(
+                    "operands live on a different GPU than the cuBLAS handle".into(),
+                ));
+            }
+        }
+        // The check bounded m, n, k by i32::MAX.
+        let (m, n, k) = (m as i32, n as i32, k as i32);
+        let alpha: f32 = 1.0;
+        let beta: f32 = 0.0;
+        self.gpu.bind()?;
+        // SAFETY: shapes and dtypes were checked above; the pointers are live allocations of
+        // those sizes; alpha/beta are f32 as the 32F compute types require.
+        unsafe {
+            blas::gemm_ex(
+                self.handle,
+                cublasOperation_t::CUBLAS_OP_T,
+                cublasOperation_t::CUBLAS_OP_N,
+                n,
+                m,
+                k,
+                &alpha as *const f32 as *const c_void,
+                b.device_ptr() as *const c_void,
+                cudaDataType::CUDA_R_32F,
+                k,
+                a.device_ptr() as *const c_void,
+                cudaDataType::CUDA_R_32F,
+                k,
+                &beta as *const f32 as *const c_void,
+                c.device_ptr() as *mut c_void,
+                cudaDataType::CUDA_R_32F,
+                n,
+                cublasComputeType_t::CUBLAS_COMPUTE_32F_PEDANTIC,
+                blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+            )
+        }
+        .map_err(cublas_err("cublasGemmEx"))
     }
 }
 

@@ -23,6 +23,12 @@ pub fn cublas_available() -> bool {
     unsafe { cudarc::cublas::sys::is_culib_present() }
 }
 
+/// Whether the cuBLASLt library (`libcublasLt.so`) can be opened.
+pub fn cublaslt_available() -> bool {
+    // SAFETY: as above, a dlopen attempt only.
+    unsafe { cudarc::cublaslt::sys::is_culib_present() }
+}
+
 /// `CUDA_ERROR_...` name of a driver error.
 pub(crate) fn error_name(e: &DriverError) -> String {
     e.error_name()

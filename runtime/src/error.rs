@@ -68,6 +68,10 @@ pub enum RuntimeError {
     NoCublas,
     /// A cuBLAS call failed, or its operands are unsupported.
     Cublas(String),
+    /// `libcublasLt.so` could not be opened.
+    NoCublasLt,
+    /// A cuBLASLt call failed, or it has no algorithm for the operands.
+    CublasLt(String),
 }
 
 impl fmt::Display for RuntimeError {
@@ -158,6 +162,12 @@ impl fmt::Display for RuntimeError {
                  folder, e.g. /usr/local/cuda/targets/x86_64-linux/lib, on LD_LIBRARY_PATH)"
             ),
             RuntimeError::Cublas(msg) => write!(f, "cuBLAS: {msg}"),
+            RuntimeError::NoCublasLt => write!(
+                f,
+                "cuBLASLt not found: could not open libcublasLt.so (put the CUDA toolkit's lib \
+                 folder, e.g. /usr/local/cuda/targets/x86_64-linux/lib, on LD_LIBRARY_PATH)"
+            ),
+            RuntimeError::CublasLt(msg) => write!(f, "cuBLASLt: {msg}"),
         }
     }
 }

@@ -20,6 +20,7 @@
 pub mod buffer;
 pub mod check;
 pub mod cublas;
+pub mod cublaslt;
 pub mod device;
 pub mod driver;
 pub mod error;
@@ -32,8 +33,9 @@ pub mod timing;
 pub use buffer::{DeviceTensor, Element};
 pub use check::{check_args, KernelPlan, LaunchPlan};
 pub use cublas::{cublas_gemm_f16, Cublas};
+pub use cublaslt::{CublasLt, Fp8Gemm};
 pub use device::{DeviceInfo, Gpu};
-pub use driver::{cublas_available, driver_available};
+pub use driver::{cublas_available, cublaslt_available, driver_available};
 pub use error::RuntimeError;
 pub use expr::{DimExpr, Op};
 pub use kernel::Kernel;

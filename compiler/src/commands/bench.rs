@@ -3,8 +3,9 @@
 //! cuBLAS's, and times both with CUDA events (warm-up runs, then the median of many). One
 //! row per shape: the relative error, milliseconds, TFLOP/s and the ratio tlc / cuBLAS.
 //!
-//! A GEMV (`y = W @ x`) is benchmarked by `bench_gemv.rs`. Otherwise the kernel must be a
-//! GEMM `C = A @ B`, row-major: three matrix parameters, in order
+//! A GEMV (`y = W @ x`) is benchmarked by `bench_gemv.rs`, an FP8 GEMM with block scales
+//! (DeepGEMM's `gemm_fp8_fp8_bf16_nt`: float8 operands) by `bench_fp8.rs`. Otherwise the
+//! kernel must be a GEMM `C = A @ B`, row-major: three matrix parameters, in order
 //! `A (M, K)` float16, `B (K, N)` float16, `C (M, N)` float16 or float32 (cuBLAS writes the
 //! same dtype, accumulating in float32). Shapes come from the kernel (constant, or made
 //! constant with `-D`) or from `--sweep "M,N,K;..."`, whose sizes bind the kernel's symbolic
@@ -21,7 +22,7 @@ use crate::cli::Emit;
 use crate::commands::compile::{compile_func, device_context, device_target};
 use crate::diagnostics::SourceFile;
 use crate::frontend::{self, Tuning, UserError};
-use half::f16;
+use half::{bf16, f16};
 use std::collections::HashMap;
 use std::fmt;
 use std::io::Write as _;
@@ -192,33 +193,69 @@ fn shape_defines(
     strict: bool,
 ) -> Result<Vec<String>, UserError> {
     let GemmShape { m, n, k } = shape;
-    let want = [(a, [m, k]), (b, [k, n]), (c, [m, n])];
+    let want = [(a, vec![m, k]), (b, vec![k, n]), (c, vec![m, n])];
+    operand_defines(file, &want, &shape, strict)
+}
+
+/// `-D` texts binding the symbolic dims of `want`'s parameters to the sizes given for them
+/// (one per extent, `shape` names them in messages). An extent that is a plain dim binds it
+/// (every extent naming the same dim must agree); a constant must equal its size; any other
+/// extent (`T.ceildiv(K, 128)`) must equal its size once the plain dims are bound, and when
+/// it mentions a dim no plain extent binds it is left to the runtime's check at launch —
+/// or, with `strict` (the dims become constants), an error.
+pub(crate) fn operand_defines(
+    file: &SourceFile,
+    want: &[(&BufferDecl, Vec<usize>)],
+    shape: &dyn fmt::Display,
+    strict: bool,
+) -> Result<Vec<String>, UserError> {
     let mut bound: Vec<(String, usize)> = Vec::new();
+    let clash = |p: &BufferDecl, d: &tlc_ir::Expr, have: String, size: usize| {
+        UserError(file.render(&Diagnostic::error(
+            d.span,
+            format!(
+                "shape {shape}: this extent of `{}` is {have}, not {size}",
+                p.name.name
+            ),
+        )))
+    };
     for (p, sizes) in want {
-        for (d, size) in p.shape.iter().zip(sizes) {
-            let clash = |have: String| {
-                UserError(file.render(&Diagnostic::error(
-                    d.span,
-                    format!(
-                        "shape {shape}: this extent of `{}` is {have}, not {size}",
-                        p.name.name
-                    ),
-                )))
-            };
+        for (d, &size) in p.shape.iter().zip(sizes) {
             match &d.kind {
                 ExprKind::Int(v) if usize::try_from(*v).ok() == Some(size) => {}
-                ExprKind::Int(v) => return Err(clash(v.to_string())),
+                ExprKind::Int(v) => return Err(clash(p, d, v.to_string(), size)),
                 ExprKind::Var(name) => match bound.iter().find(|(b, _)| b == name) {
-                    Some((_, v)) if *v != size => return Err(clash(format!("{name} = {v}"))),
+                    Some((_, v)) if *v != size => {
+                        return Err(clash(p, d, format!("{name} = {v}"), size))
+                    }
                     Some(_) => {}
                     None => bound.push((name.clone(), size)),
                 },
-                _ if !strict => {}
-                _ => {
+                _ => {}
+            }
+        }
+    }
+    // Derived extents, now that every plain dim has its value.
+    let value = |name: &str| {
+        bound
+            .iter()
+            .find(|(b, _)| b == name)
+            .and_then(|(_, v)| i64::try_from(*v).ok())
+    };
+    for (p, sizes) in want {
+        for (d, &size) in p.shape.iter().zip(sizes) {
+            if matches!(d.kind, ExprKind::Int(_) | ExprKind::Var(_)) {
+                continue;
+            }
+            match tlc_ir::verifier::eval_int(d, &value) {
+                Some(v) if usize::try_from(v).ok() == Some(size) => {}
+                Some(v) => return Err(clash(p, d, v.to_string(), size)),
+                None if !strict => {}
+                None => {
                     return Err(UserError(file.render(&Diagnostic::error(
                         d.span,
-                        "`--specialize` needs every operand extent to be a symbolic dim or a \
-                         constant",
+                        "`--specialize` needs every operand extent to be a symbolic dim, a \
+                         constant, or computed from them",
                     ))))
                 }
             }
@@ -420,12 +457,12 @@ pub fn csv_row(r: &Row) -> String {
     )
 }
 
-fn threads() -> usize {
+pub(crate) fn threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// SplitMix64: a fixed, portable generator.
-fn splitmix(state: &mut u64) -> u64 {
+pub(crate) fn splitmix(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = *state;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -435,7 +472,7 @@ fn splitmix(state: &mut u64) -> u64 {
 
 /// Elements per independently seeded block of random data: the data depend on the seed and
 /// the stream only, not on the number of threads.
-const RANDOM_BLOCK: usize = 1 << 16;
+pub(crate) const RANDOM_BLOCK: usize = 1 << 16;
 
 /// `len` float16 values with random signs and magnitudes uniform in [1/8, 1) — never zero,
 /// so a kernel that skips work cannot pass by accident — from `(seed, stream)`.
@@ -462,20 +499,22 @@ pub fn random_f16(len: usize, seed: u64, stream: u64) -> Vec<f16> {
     out
 }
 
-/// The bytes of a `len`-element tensor of NaNs.
+/// The bytes of a `len`-element tensor of NaNs (float32, bfloat16, else float16).
 pub(crate) fn nan_bytes(dtype: DType, len: usize) -> Vec<u8> {
     match dtype {
         DType::Float32 => f32::NAN.to_le_bytes().repeat(len),
+        DType::BFloat16 => bf16::NAN.to_le_bytes().repeat(len),
         _ => f16::NAN.to_le_bytes().repeat(len),
     }
 }
 
+/// A float32, bfloat16 or float16 tensor's values as float32.
 pub(crate) fn download_f32(t: &DeviceTensor) -> Result<Vec<f32>, RuntimeError> {
-    if t.dtype() == DType::Float32 {
-        return t.to_vec::<f32>();
+    match t.dtype() {
+        DType::Float32 => t.to_vec::<f32>(),
+        DType::BFloat16 => Ok(t.to_vec::<bf16>()?.iter().map(|h| h.to_f32()).collect()),
+        _ => Ok(t.to_vec::<f16>()?.iter().map(|h| h.to_f32()).collect()),
     }
-    let halves = t.to_vec::<f16>()?;
-    Ok(halves.iter().map(|h| h.to_f32()).collect())
 }
 
 pub(crate) fn runtime(what: String) -> impl FnOnce(RuntimeError) -> UserError {
@@ -502,6 +541,10 @@ pub fn run(args: &BenchArgs) -> Result<String, UserError> {
         false => args.tuning,
     };
     let (func, _) = frontend::prepare(&file, &parsed, args.defines, &first)?;
+    if let Some(fp8) = super::bench_fp8::fp8_params(&file, &func) {
+        fp8?;
+        return super::bench_fp8::run(args, &file, &parsed, func, sweep);
+    }
     let params = match gemm_params(&file, &func) {
         Ok(p) => p,
         Err(e) => match super::bench_gemv::gemv_params(&func) {
@@ -522,18 +565,7 @@ pub fn run(args: &BenchArgs) -> Result<String, UserError> {
     let gpu = Gpu::new(0).map_err(|e| UserError::plain(format!("`tlc bench` needs a GPU: {e}")))?;
     let target = device_target(&gpu, args.target)?;
     let blas = Cublas::new(&gpu).map_err(runtime("cannot start cuBLAS".into()))?;
-    let compile = |func: PrimFunc| -> Result<Kernel, UserError> {
-        let compiled = compile_func(
-            &file,
-            func,
-            device_context(&gpu, target),
-            &Instrumentation::default(),
-            Emit::Ptx,
-            &mut std::io::sink(),
-        )?;
-        gpu.load(compiled.text())
-            .map_err(runtime("cannot load the kernel on the GPU".into()))
-    };
+    let compile = |func: PrimFunc| load_kernel(&file, &gpu, target, func);
     let mut shared = None;
     if !args.specialize {
         shared = Some(compile(func.clone())?);
@@ -590,6 +622,25 @@ pub fn run(args: &BenchArgs) -> Result<String, UserError> {
          {}",
         failed.join(", ")
     )))
+}
+
+/// Compiles `func` for `target` (as `tlc compile` does) and loads it on `gpu`.
+pub(crate) fn load_kernel(
+    file: &SourceFile,
+    gpu: &Gpu,
+    target: Target,
+    func: PrimFunc,
+) -> Result<Kernel, UserError> {
+    let compiled = compile_func(
+        file,
+        func,
+        device_context(gpu, target),
+        &Instrumentation::default(),
+        Emit::Ptx,
+        &mut std::io::sink(),
+    )?;
+    gpu.load(compiled.text())
+        .map_err(runtime("cannot load the kernel on the GPU".into()))
 }
 
 /// The GEMM shape of `parsed` with its dims bound to `dims` (for `tlc tune`).
@@ -811,5 +862,7 @@ mod tests {
     fn nan_fill_encodings() {
         assert_eq!(nan_bytes(DType::Float16, 2), [0x00, 0x7e, 0x00, 0x7e]);
         assert_eq!(nan_bytes(DType::Float32, 1), f32::NAN.to_le_bytes());
+        let b = nan_bytes(DType::BFloat16, 1);
+        assert!(bf16::from_le_bytes([b[0], b[1]]).is_nan(), "{b:?}");
     }
 }

@@ -114,21 +114,29 @@ fn every_sm90a_pass_keeps_the_meaning_of_every_gemm_case() {
 /// pipelines run on TMA with warp specialization: the plain NT gemm, and the block-scaled
 /// example (per-K-block promotion with row scales) on two consumer warpgroups and on one.
 fn fp8_cases() -> Vec<(&'static str, PrimFunc)> {
-    let blockscaled = load(&root().join("examples/gemm_fp8_blockscaled.tir"));
+    let path = root().join("examples/gemm_fp8_blockscaled.tir");
+    let blockscaled = load(&path);
+    let text = std::fs::read_to_string(&path).expect("read the example");
+    let written = tlc_ir::parse(&text).expect("parse the example");
     let one_group = tlc_ir::tuning::bind(
-        &blockscaled,
-        &[
+        &written,
+        &vec![
             ("block_M".to_string(), 64),
             ("threads".to_string(), 128),
             ("block_N".to_string(), 64),
         ],
-        &[],
+        &Vec::new(),
     )
     .expect("bind the one-warpgroup config");
     vec![
         (
             "gemm_fp8_nt",
-            bound_mnk(&case("gemm_fp8_nt"), 200, 136, 320),
+            bound_mnk(
+                &load(&root().join("tests/cases/valid/gemm_fp8_nt.tir")),
+                200,
+                136,
+                320,
+            ),
         ),
         (
             "gemm_fp8_blockscaled",

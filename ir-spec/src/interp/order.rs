@@ -212,7 +212,8 @@ impl Order {
         self.warpgroups.get(g).map(|w| (g, w.retired))
     }
 
-    /// The `T.wgmma` number `seq` of warpgroup `g` reads the 2-byte elements at `addrs`.
+    /// The `T.wgmma` number `seq` of warpgroup `g` reads the bytes at `addrs` (every byte of
+    /// its elements: 2 per f16 / bf16, 1 per fp8).
     pub fn wgmma_reads(&mut self, g: usize, seq: u64, addrs: &[usize]) {
         if self.warpgroups.len() <= g {
             self.warpgroups.resize_with(g + 1, Warpgroup::default);
@@ -226,8 +227,8 @@ impl Order {
         }
         let seq = u32::try_from(seq).unwrap_or(u32::MAX);
         for &a in addrs {
-            if let Some(cells) = a.checked_add(2).and_then(|e| w.reads.get_mut(a..e)) {
-                cells.fill(seq);
+            if let Some(cell) = w.reads.get_mut(a) {
+                *cell = seq;
             }
         }
     }
@@ -294,7 +295,9 @@ mod tests {
         let mut o = Order::new(64);
         let (full, empty) = (o.new_slot(0), o.new_slot(8));
         // Consumer thread 0 (warpgroup 0) reads bytes 16..18 with wgmma 1.
-        o.wgmma_reads(0, 1, &[16]);
+        o.wgmma_reads(0, 1, &[16, 17]);
+        // Only those bytes: the next one is free to write.
+        assert!(o.wgmma_conflict(18, 1, Some(128)).is_none());
         // In flight: nobody may write them.
         assert!(matches!(
             o.wgmma_conflict(16, 2, Some(128)),

@@ -255,7 +255,8 @@ impl Frame<'_> {
     }
 
     /// Reads a `T.wgmma` operand of `rows` × `k` (`mn`, `k`) through its layout from
-    /// `start`, for the warpgroup's first thread; also returns the byte addresses read.
+    /// `start`, for the warpgroup's first thread; also returns the byte addresses read (every
+    /// byte of every element).
     pub(crate) fn wgmma_operand(
         &self,
         r: &CRef,
@@ -298,7 +299,9 @@ impl Frame<'_> {
                 if let Some(why) = slot.and_then(|i| self.mem.stale(i, at, esz, &element)) {
                     return fault(span, format!("`T.wgmma`: {why}"));
                 }
-                addrs.push(at);
+                // Every byte of the element: the write guards are per byte, and an
+                // element's size depends on the dtype.
+                addrs.extend(at..at.saturating_add(esz));
             }
         }
         Ok((vals, addrs))

@@ -8,6 +8,7 @@ mod interpret;
 mod launch;
 mod plan;
 mod source;
+mod tune;
 
 use pyo3::prelude::*;
 
@@ -27,6 +28,9 @@ mod _tlc {
 
     #[pymodule_export]
     use crate::plan::plan;
+
+    #[pymodule_export]
+    use crate::tune::tune;
 
     #[pymodule_export]
     use crate::launch::{driver_available, Loaded};

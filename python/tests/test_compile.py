@@ -97,3 +97,10 @@ def test_plan_ranks_the_tuning_space_without_a_gpu(repo):
     assert all(set(r["config"]) == tunables for r in ranked)
     estimates = [r["estimate_ns"] for r in ranked]
     assert estimates == sorted(estimates)
+
+
+def test_tune_without_a_gpu_says_it_needs_one(repo):
+    if tlc.driver_available():
+        pytest.skip("a CUDA driver is present")
+    with pytest.raises(tlc.CompileError, match="`tlc tune` needs a GPU"):
+        tlc.tune(repo / "bench/gemm_tunable.tir", M=256, N=256, K=256)

@@ -9,7 +9,7 @@ def test_import_needs_no_cuda_and_has_the_documented_api():
     code = (
         "import tlc, sys\n"
         "names = ['compile', 'interpret', 'plan', 'Kernel', 'CompileError', 'LaunchError',"
-        " 'driver_available']\n"
+        " 'driver_available', 'tune']\n"
         "missing = [n for n in names if not hasattr(tlc, n)]\n"
         "assert not missing, missing\n"
         "assert issubclass(tlc.CompileError, Exception)\n"

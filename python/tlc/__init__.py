@@ -24,6 +24,7 @@ from ._tlc import driver_available
 from ._tlc import interpret as _interpret
 from ._tlc import param_names as _param_names
 from ._tlc import plan as _plan
+from ._tlc import tune as _tune
 
 __all__ = [
     "CompileError",
@@ -33,6 +34,7 @@ __all__ = [
     "driver_available",
     "interpret",
     "plan",
+    "tune",
 ]
 
 Source = Union[str, "os.PathLike[str]"]
@@ -71,6 +73,8 @@ class Kernel:
         self._loaded: Dict[int, Any] = {}
         self.manifest: Dict[str, Any] = json.loads(compiled.manifest_json)
         """The launch manifest (docs/manifest.md) as a dict: params, dims, kernels."""
+        # Read once: every launch matches its tensors to these names.
+        self._params: List[str] = [p["name"] for p in self.manifest["params"]]
 
     @property
     def ptx(self) -> str:
@@ -85,7 +89,7 @@ class Kernel:
     @property
     def params(self) -> List[str]:
         """The parameter names, in order."""
-        return [p["name"] for p in self.manifest["params"]]
+        return list(self._params)
 
     @property
     def stages(self) -> List[str]:
@@ -109,7 +113,7 @@ class Kernel:
         The launch goes on ``stream`` (a raw ``CUstream`` handle) or, for torch tensors,
         torch's current stream of their device (else the legacy default stream).
         Raises ``ValueError`` or ``LaunchError`` naming the parameter."""
-        names = self.params
+        names = self._params
         if len(tensors) != len(names):
             raise TypeError(
                 f"kernel takes {len(names)} tensors ({', '.join(names)}) but "
@@ -224,3 +228,22 @@ def plan(
     ``sms`` defaults to the target's usual SM count."""
     name, text = _read_source(source_or_path)
     return dict(json.loads(_plan(name, text, _defines(dims), target, sms)))
+
+
+def tune(
+    path: "Union[str, os.PathLike[str]]",
+    target: Optional[str] = None,
+    top: Optional[int] = None,
+    warmup: int = 10,
+    iters: int = 50,
+    seed: int = 0,
+    store: bool = True,
+    **dims: int,
+) -> str:
+    """Times a kernel's tuning space on GPU 0 and stores the fastest config in the tuning
+    cache, which ``compile`` then reads (``tlc tune FILE``; ``top``: time only the N
+    configs ``plan`` ranks best; ``store=False``: ``--no-cache``). Returns the report
+    ``tlc tune`` prints. Needs a GPU; raises ``CompileError`` otherwise."""
+    return str(
+        _tune(os.fspath(path), _defines(dims), target, top, warmup, iters, seed, store)
+    )

@@ -38,3 +38,13 @@ def plan(
     name: str, text: str, defines: List[str], target: str, sms: Optional[int] = None
 ) -> str: ...
 def driver_available() -> bool: ...
+def tune(
+    path: str,
+    defines: List[str],
+    target: Optional[str] = None,
+    top: Optional[int] = None,
+    warmup: int = 10,
+    iters: int = 50,
+    seed: int = 0,
+    store: bool = True,
+) -> str: ...

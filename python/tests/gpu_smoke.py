@@ -5,7 +5,8 @@ machine with torch; not collected by pytest):
 
 Checks launches against torch (vector add, a 2-D cast, the seed 000 GEMM vs torch.matmul,
 a launch on a side stream), that bad arguments are refused naming the parameter, and that
-1000 launches and 200 compiles keep GPU and host memory flat; prints the launch overhead.
+1000 launches and 200 compiles keep GPU and host memory flat; prints the launch overhead
+and the seed 000 GEMM's time next to torch.matmul's.
 Exits non-zero on the first failure."""
 
 import resource
@@ -71,6 +72,30 @@ def gemm():
     return k, a, b, c
 
 
+def bench_seed000(k, a, b, c):
+    """The seed 000 comparison from Python: tlc's GEMM vs torch.matmul, timed with
+    triton.testing.do_bench when Triton is installed, else CUDA events (median of 100)."""
+    try:
+        from triton.testing import do_bench
+    except ImportError:
+        def do_bench(fn):
+            fn()
+            times = []
+            for _ in range(100):
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                fn()
+                end.record()
+                end.synchronize()
+                times.append(start.elapsed_time(end))
+            return statistics.median(times)
+    flops = 2 * 4096 * 2048 * 1024
+    ms_tlc = do_bench(lambda: k(a, b, c))
+    ms_torch = do_bench(lambda: torch.matmul(a, b))
+    print(f"seed 000 GEMM 4096x2048x1024 f16: tlc {ms_tlc:.4f} ms ({flops / ms_tlc / 1e9:.0f} "
+          f"TFLOP/s), torch.matmul {ms_torch:.4f} ms ({flops / ms_torch / 1e9:.0f} TFLOP/s)")
+
+
 def refused(k, a, b, c):
     def raises(exc, text, *args, **dims):
         try:
@@ -130,7 +155,7 @@ def main():
     vector_add()
     scale_cast()
     refused(*vector_add())
-    gemm()
+    bench_seed000(*gemm())
     leak_and_overhead()
     print("gpu_smoke: all passed")
 

@@ -102,3 +102,32 @@ def test_too_many_arrays_is_a_type_error(repo):
     z = np.zeros(4, np.float32)
     with pytest.raises(TypeError, match="takes 3 arrays"):
         tlc.interpret(repo / "examples/elementwise_add.tir", z, z, z, z)
+
+
+def _e4m3(bits):
+    """OCP E4M3FN bits → float32 (bias 7, no infinities, S.1111.111 is NaN)."""
+    bits = bits.astype(np.int32)
+    sign = np.where(bits & 0x80, -1.0, 1.0)
+    exp, man = (bits >> 3) & 0xF, bits & 0x7
+    normal = (1 + man / 8.0) * np.exp2(exp - 7.0)
+    sub = (man / 8.0) * np.exp2(-6.0)
+    value = sign * np.where(exp == 0, sub, normal)
+    return np.where((exp == 15) & (man == 7), np.nan, value).astype(np.float32)
+
+
+def _e5m2(bits):
+    """OCP E5M2 bits are the top byte of float16 bits."""
+    return (bits.astype(np.uint16) << 8).view(np.float16).astype(np.float32)
+
+
+def test_fp8_comes_back_as_raw_bytes(repo):
+    path = repo / "tests/cases/valid/fp8_cast.tir"
+    x = np.linspace(-1.0, 1.0, 300, dtype=np.float32)
+    h = np.linspace(-500, 500, 300).astype(np.float16)
+    _, _, y, z, w, _, q = tlc.interpret(path, x, h)
+    assert y.dtype == np.uint8 and z.dtype == np.uint8 and q.dtype == np.uint8
+    # W reads Y and Z back in float32 and adds them: the bytes decode to what the kernel saw.
+    np.testing.assert_array_equal(w, _e4m3(y) + _e5m2(z))
+    # Y = X * 600 in e4m3: saturated at 448, else within half a step (2^-4 relative).
+    want = np.clip(x * 600, -448, 448)
+    np.testing.assert_allclose(_e4m3(y), want, rtol=2**-4, atol=2**-9)

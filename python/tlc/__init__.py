@@ -155,7 +155,7 @@ def _list(strides: Optional[Tuple[int, ...]]) -> Optional[List[int]]:
 def _torch_stream(tensors: Tuple[Any, ...], device: int) -> int:
     """torch's current stream on ``device`` when the arguments are torch tensors, else 0."""
     if tensors and type(tensors[0]).__module__.split(".")[0] == "torch":
-        import torch
+        import torch  # type: ignore[import-not-found, unused-ignore]
 
         return int(torch.cuda.current_stream(device).cuda_stream)
     return 0

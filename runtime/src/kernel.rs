@@ -2,7 +2,8 @@
 //! Loading reads the manifest, JIT-loads the PTX from memory with the driver's error log,
 //! looks up every entry and raises each one's dynamic shared memory limit when it needs more
 //! than 48 KB. Launching checks every argument against the manifest first, then launches the
-//! entries in order on the GPU's stream (so each sees what the previous one wrote), passing
+//! entries in order on one stream — the GPU's, or the caller's for tensors given by address
+//! (`launch_raw`) — so each sees what the previous one wrote, passing
 //! each the tensors' pointers, the bound dims and the TMA tensor maps (encoded once per
 //! distinct tensor and cached, `tensor_map.rs`).
 

@@ -10,9 +10,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 venv=target/python-venv
-wheels=target/wheels
+wheels=target/python-wheels
 rm -rf "$venv" "$wheels"
-python3 -m venv "$venv"
+if ! python3 -m venv "$venv"; then
+    echo "test-python.sh: \`python3 -m venv\` failed; install the venv module (Debian/Ubuntu: python3-venv)" >&2
+    exit 1
+fi
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
     "maturin>=1.9.4,<2" numpy pytest
 "$venv/bin/maturin" build --quiet --profile dev --strip -m python/Cargo.toml -o "$wheels"

@@ -34,6 +34,90 @@ impl KernelPlan {
     }
 }
 
+/// The byte alignment every tensor argument's address must have: vector loads and stores
+/// and TMA move 16-byte granules, and the runtime's own allocations always meet it.
+pub const ARG_ALIGN: u64 = 16;
+
+/// A tensor argument given by its device address: memory another library owns (a PyTorch
+/// tensor), described by what the launch checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RawArg<'a> {
+    /// The device address of element 0.
+    pub ptr: u64,
+    pub dtype: DType,
+    pub shape: &'a [usize],
+    /// Strides in elements, as the owner reports them; `None` means C-contiguous.
+    pub strides: Option<&'a [i64]>,
+}
+
+/// [`check_args`] for tensors given by address: first each one's layout (C-contiguous,
+/// address aligned to [`ARG_ALIGN`]), since kernels index row-major from element 0 and
+/// load 16-byte vectors.
+pub fn check_raw_args(m: &Manifest, args: &[RawArg]) -> Result<LaunchPlan> {
+    for (p, a) in m.params.iter().zip(args) {
+        check_layout(&p.name, a)?;
+    }
+    let described: Vec<(DType, &[usize])> = args.iter().map(|a| (a.dtype, a.shape)).collect();
+    check_args(m, &described)
+}
+
+/// The layout rules of [`check_raw_args`] for one argument.
+fn check_layout(param: &str, a: &RawArg) -> Result<()> {
+    let bad = |message: String| {
+        Err(RuntimeError::ArgLayout {
+            param: param.to_string(),
+            message,
+        })
+    };
+    if !a.ptr.is_multiple_of(ARG_ALIGN) {
+        return bad(format!(
+            "needs an address aligned to {ARG_ALIGN} bytes, but the argument's is {:#x} \
+             ({} bytes past a {ARG_ALIGN}-byte boundary)",
+            a.ptr,
+            a.ptr % ARG_ALIGN
+        ));
+    }
+    let Some(strides) = a.strides else {
+        return Ok(());
+    };
+    if strides.len() != a.shape.len() {
+        return bad(format!(
+            "has {} strides for a shape of rank {}",
+            strides.len(),
+            a.shape.len()
+        ));
+    }
+    // A dimension of extent 1 is never stepped over, so its stride does not matter.
+    let mut expected: i64 = 1;
+    for (d, (&extent, &stride)) in a.shape.iter().zip(strides).enumerate().rev() {
+        if extent != 1 && stride != expected {
+            return bad(format!(
+                "needs a C-contiguous tensor (strides {}) but the argument has strides {} \
+                 (dimension {d}); pass `.contiguous()`",
+                fmt_list(&contiguous_strides(a.shape)),
+                fmt_list(strides)
+            ));
+        }
+        expected = expected.saturating_mul(i64::try_from(extent).unwrap_or(i64::MAX));
+    }
+    Ok(())
+}
+
+/// The element strides of a C-contiguous tensor of `shape`.
+fn contiguous_strides(shape: &[usize]) -> Vec<i64> {
+    let mut out = vec![1i64; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        let extent = i64::try_from(shape[d + 1]).unwrap_or(i64::MAX);
+        out[d] = out[d + 1].saturating_mul(extent);
+    }
+    out
+}
+
+fn fmt_list(v: &[i64]) -> String {
+    let items: Vec<String> = v.iter().map(i64::to_string).collect();
+    format!("({})", items.join(", "))
+}
+
 /// Checks the count, dtype and shape of every argument against the manifest, binds the
 /// symbolic dims and evaluates grid, block and dynamic shared memory.
 pub fn check_args(m: &Manifest, args: &[(DType, &[usize])]) -> Result<LaunchPlan> {

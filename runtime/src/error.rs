@@ -52,6 +52,9 @@ pub enum RuntimeError {
     /// An argument's shape disagrees with the manifest (or with another argument); the
     /// message continues "parameter `A` ..." and says which dim and why.
     ArgShape { param: String, message: String },
+    /// An argument given by address (`check::RawArg`) has a layout kernels cannot read:
+    /// not C-contiguous, or misaligned. The message continues "parameter `A` ...".
+    ArgLayout { param: String, message: String },
     /// Evaluating a dim expression failed (overflow, division by zero, unknown dim).
     Eval(String),
     /// The launch configuration computed from the manifest is out of the hardware's range.
@@ -144,6 +147,9 @@ impl fmt::Display for RuntimeError {
                  rank {found}"
             ),
             RuntimeError::ArgShape { param, message } => {
+                write!(f, "parameter `{param}` {message}")
+            }
+            RuntimeError::ArgLayout { param, message } => {
                 write!(f, "parameter `{param}` {message}")
             }
             RuntimeError::Eval(msg) => write!(f, "cannot evaluate a dim expression: {msg}"),

@@ -2,12 +2,13 @@
 //! Loading reads the manifest, JIT-loads the PTX from memory with the driver's error log,
 //! looks up every entry and raises each one's dynamic shared memory limit when it needs more
 //! than 48 KB. Launching checks every argument against the manifest first, then launches the
-//! entries in order on the GPU's stream (so each sees what the previous one wrote), passing
+//! entries in order on one stream — the GPU's, or the caller's for tensors given by address
+//! (`launch_raw`) — so each sees what the previous one wrote, passing
 //! each the tensors' pointers, the bound dims and the TMA tensor maps (encoded once per
 //! distinct tensor and cached, `tensor_map.rs`).
 
 use crate::buffer::DeviceTensor;
-use crate::check::{check_args, plan, LaunchPlan};
+use crate::check::{check_args, check_raw_args, plan, LaunchPlan, RawArg};
 use crate::device::Gpu;
 use crate::driver::{driver_err, error_name};
 use crate::error::{Result, RuntimeError};
@@ -137,13 +138,11 @@ impl Kernel {
 
     /// The tensor maps of a launch over `args` (checked against the manifest), in the
     /// manifest's order: from the cache, or encoded by the driver.
-    fn tensor_maps(&self, args: &[&DeviceTensor]) -> Result<Vec<TensorMap>> {
+    fn tensor_maps(&self, described: &[(&[usize], u64)]) -> Result<Vec<TensorMap>> {
         if self.manifest.tensor_maps.is_empty() {
             return Ok(Vec::new());
         }
-        let described: Vec<(&[usize], u64)> =
-            args.iter().map(|a| (a.shape(), a.device_ptr())).collect();
-        let all = map_args(&self.manifest, &described)?;
+        let all = map_args(&self.manifest, described)?;
         self.gpu().bind()?;
         self.manifest
             .tensor_maps
@@ -174,7 +173,21 @@ impl Kernel {
     /// in place.
     pub fn launch(&self, args: &[&DeviceTensor]) -> Result<()> {
         let plan = self.plan(args)?;
-        self.launch_planned(&plan, args)
+        self.launch_planned(&plan, &described(args), self.gpu().stream().cu_stream())
+    }
+
+    /// Launches on tensors given by device address (memory another library owns, e.g. a
+    /// PyTorch tensor), on `stream` (a raw `CUstream`; 0 is the legacy default stream),
+    /// asynchronously. Every argument is checked first (`check::check_raw_args`: layout,
+    /// then count, dtype and shape). The caller keeps the memory alive and on this kernel's
+    /// GPU until the launch has run.
+    pub fn launch_raw(&self, args: &[RawArg], stream: u64) -> Result<LaunchPlan> {
+        let plan = check_raw_args(&self.manifest, args)?;
+        let described: Vec<(&[usize], u64)> = args.iter().map(|a| (a.shape, a.ptr)).collect();
+        // The integer is the handle torch (`cuda_stream`) or CuPy hands out.
+        let stream = stream as usize as sys::CUstream;
+        self.launch_planned(&plan, &described, stream)?;
+        Ok(plan)
     }
 
     /// Times the kernel: `warmup` untimed launches, then `iters` launches each between a
@@ -183,18 +196,27 @@ impl Kernel {
     /// timed launch.
     pub fn time(&self, args: &[&DeviceTensor], warmup: usize, iters: usize) -> Result<Vec<f32>> {
         let plan = self.plan(args)?;
+        let described = described(args);
+        let stream = self.gpu().stream().cu_stream();
         time_ms(self.gpu(), warmup, iters, || {
-            self.launch_planned(&plan, args)
+            self.launch_planned(&plan, &described, stream)
         })
     }
 
-    fn launch_planned(&self, plan: &LaunchPlan, args: &[&DeviceTensor]) -> Result<()> {
+    /// Launches the planned entries on `args` (shape and device address of each, checked
+    /// against the manifest) on `stream`.
+    fn launch_planned(
+        &self,
+        plan: &LaunchPlan,
+        args: &[(&[usize], u64)],
+        stream: sys::CUstream,
+    ) -> Result<()> {
         // Nothing runs (every grid has a zero axis, e.g. N = 0): no map is encoded, since a
         // tensor with an empty dimension has none, and the launch is a no-op as before.
         if plan.kernels.iter().all(|k| k.is_empty()) {
             return Ok(());
         }
-        let mut slots: Vec<Slot> = args.iter().map(|a| Slot::Ptr(a.device_ptr())).collect();
+        let mut slots: Vec<Slot> = args.iter().map(|&(_, ptr)| Slot::Ptr(ptr)).collect();
         for (decl, (_, value)) in self.manifest.dims.iter().zip(plan.dims.iter()) {
             slots.push(match decl.dtype {
                 // `bind_dims` checked that int32 dims fit.
@@ -237,7 +259,7 @@ impl Kernel {
                     (gx, gy, gz),
                     (bx, by, bz),
                     k.shared_bytes,
-                    self.gpu().stream().cu_stream(),
+                    stream,
                     &mut params,
                 )
             }
@@ -290,6 +312,11 @@ impl Kernel {
     pub fn plan_for_dims(&self, dims: Dims) -> Result<LaunchPlan> {
         plan(&self.manifest, dims)
     }
+}
+
+/// The (shape, device address) of each tensor: what a launch passes and maps.
+fn described<'a>(args: &[&'a DeviceTensor]) -> Vec<(&'a [usize], u64)> {
+    args.iter().map(|a| (a.shape(), a.device_ptr())).collect()
 }
 
 /// `cuModuleLoadDataEx` with an error-log buffer, so a rejected PTX reports why.

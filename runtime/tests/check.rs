@@ -171,3 +171,72 @@ fn timing_helpers() {
     let t = gemm_tflops(4096, 4096, 4096, 0.2);
     assert!((t - 687.19).abs() < 0.01, "{t}");
 }
+
+#[test]
+fn raw_arguments_are_checked_for_layout_then_as_tensors() {
+    use tlc_runtime::check::{check_raw_args, RawArg};
+    let m = vadd();
+    let n: &[usize] = &[1024];
+    let arg = |ptr: u64, strides: Option<&'static [i64]>| RawArg {
+        ptr,
+        dtype: DType::Float32,
+        shape: n,
+        strides,
+    };
+    let good = [
+        arg(0x1000, None),
+        arg(0x2000, Some(&[1])),
+        arg(0x3000, None),
+    ];
+    let p = check_raw_args(&m, &good).unwrap();
+    assert_eq!(p.dims.get("N"), Some(1024));
+
+    let err = check_raw_args(
+        &m,
+        &[arg(0x1000, None), arg(0x2004, None), arg(0x3000, None)],
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "parameter `B` needs an address aligned to 16 bytes, but the argument's is 0x2004 \
+         (4 bytes past a 16-byte boundary)"
+    );
+    let err = check_raw_args(
+        &m,
+        &[
+            arg(0x1000, None),
+            arg(0x2000, None),
+            arg(0x3000, Some(&[2])),
+        ],
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "parameter `C` needs a C-contiguous tensor (strides (1)) but the argument has strides \
+         (2) (dimension 0); pass `.contiguous()`"
+    );
+    // The layout is fine: the dtype check of `check_args` still runs.
+    let mut half = good;
+    half[0].dtype = DType::Float16;
+    let err = check_raw_args(&m, &half).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "parameter `A` expects dtype float32 but the argument is float16"
+    );
+}
+
+#[test]
+fn a_dimension_of_extent_one_may_have_any_stride() {
+    use tlc_runtime::check::{check_raw_args, RawArg};
+    let m = vadd();
+    // Rank mismatches are `check_args`' business; a 1-element tensor's stride is moot.
+    let one: &[usize] = &[1];
+    let a = RawArg {
+        ptr: 0x1000,
+        dtype: DType::Float32,
+        shape: one,
+        strides: Some(&[7]),
+    };
+    let p = check_raw_args(&m, &[a, a, a]).unwrap();
+    assert_eq!(p.dims.get("N"), Some(1));
+}

@@ -28,6 +28,7 @@ fn passes_lists_every_pass_with_a_description() {
             "inject-cp-async",
             "rasterize",
             "thread-binding",
+            "sink-wgmma-wait",
             "plan-shared-memory",
             "unroll",
             "simplify",

@@ -21,6 +21,7 @@ pub mod pipeline_planning;
 pub mod plan_shared_memory;
 pub mod rasterize;
 pub mod simplify;
+pub mod sink_wgmma_wait;
 pub mod stage_fragment_reads;
 pub mod thread_binding;
 pub mod thread_sync;

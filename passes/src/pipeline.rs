@@ -13,6 +13,7 @@ use crate::pipeline_planning::PipelinePlanning;
 use crate::plan_shared_memory::PlanSharedMemory;
 use crate::rasterize::Rasterize;
 use crate::simplify::Simplify;
+use crate::sink_wgmma_wait::SinkWgmmaWait;
 use crate::stage_fragment_reads::StageFragmentReads;
 use crate::thread_binding::ThreadBinding;
 use crate::thread_sync::ThreadSync;
@@ -38,6 +39,7 @@ static SIMPLIFY: Simplify = Simplify;
 static RASTERIZE: Rasterize = Rasterize;
 static UNROLL: Unroll = Unroll;
 static THREAD_BINDING: ThreadBinding = ThreadBinding;
+static SINK_WGMMA_WAIT: SinkWgmmaWait = SinkWgmmaWait;
 static PLAN_SHARED_MEMORY: PlanSharedMemory = PlanSharedMemory;
 static WIDEN_INDICES: WidenIndices = WidenIndices;
 
@@ -45,7 +47,7 @@ static WIDEN_INDICES: WidenIndices = WidenIndices;
 /// (reducers, reductions, staged fragment reads), the buffers fresh in each loop iteration
 /// (before pipelining rewrites the loops), tile-level scheduling (layouts, pipelining), then the lowering to threads, then thread-level clean-up.
 pub fn registry() -> &'static [&'static dyn Pass] {
-    static ALL: [&dyn Pass; 16] = [
+    static ALL: [&dyn Pass; 17] = [
         &THREAD_SYNC,
         &LOWER_REDUCERS,
         &LOWER_REDUCTIONS,
@@ -58,6 +60,7 @@ pub fn registry() -> &'static [&'static dyn Pass] {
         &INJECT_CP_ASYNC,
         &RASTERIZE,
         &THREAD_BINDING,
+        &SINK_WGMMA_WAIT,
         &PLAN_SHARED_MEMORY,
         &UNROLL,
         &SIMPLIFY,
@@ -143,6 +146,7 @@ pub fn default_pipeline(target: Target) -> Pipeline {
             &INJECT_CP_ASYNC,
             &RASTERIZE,
             &THREAD_BINDING,
+            &SINK_WGMMA_WAIT,
             &PLAN_SHARED_MEMORY,
             &UNROLL,
             &SIMPLIFY,
@@ -170,7 +174,7 @@ mod tests {
         let err = parse_pipeline("zzzzzzzzzz").err().unwrap();
         assert_eq!(err.suggestion, None);
         assert!(err.to_string().contains(
-            "known passes: thread-sync, lower-reducers, lower-reductions, stage-fragment-reads, mark-fresh-buffers, layout-inference, pipeline-planning, inject-software-pipeline, lower-tile-ops, inject-cp-async, rasterize, thread-binding, plan-shared-memory, unroll, simplify, widen-indices"
+            "known passes: thread-sync, lower-reducers, lower-reductions, stage-fragment-reads, mark-fresh-buffers, layout-inference, pipeline-planning, inject-software-pipeline, lower-tile-ops, inject-cp-async, rasterize, thread-binding, sink-wgmma-wait, plan-shared-memory, unroll, simplify, widen-indices"
         ));
         assert_eq!(resolve("raster").map(|p| p.name()).ok(), None);
         assert_eq!(

@@ -319,7 +319,8 @@ const EXAMPLES: &[Example] = &[
         reference: blockscaled_fp8,
     },
     // tlc's block-scaled FP8 GEMM: ragged M and N with two consumer warpgroups, then one
-    // warpgroup on 64 x 64 tiles with a ragged N and a ragged last K block.
+    // warpgroup on 64 x 64 tiles with a ragged N, a ragged last K block and edge-case scales
+    // ([`given`]).
     Example {
         stem: "examples/gemm_fp8_blockscaled",
         sizes: [
@@ -365,6 +366,29 @@ fn given(stem: &str, size: usize) -> HashMap<String, Tensor> {
             inputs.insert("A".to_string(), ints([256, 512], 0));
             inputs.insert("B".to_string(), ints([1024, 512], 5));
         }
+    }
+    if stem == "examples/gemm_fp8_blockscaled" && size == 1 {
+        // Scale edge cases (64 x 130 x 320: 3 K blocks, 2 blocks of B's rows): zero scales,
+        // powers of two far from 1 either way (the products stay normal in float32), a
+        // negative scale, a subnormal-adjacent tiny one; every row and block mixes them.
+        let edge = [
+            0.0,
+            2f64.powi(-60),
+            2f64.powi(40),
+            -0.75,
+            1.0,
+            2f64.powi(-120),
+            3.0,
+        ];
+        let (m, n, blocks) = (64usize, 130usize, 3usize);
+        let pick = |i: usize| edge[i % edge.len()];
+        let sa: Vec<f64> = (0..m * blocks).map(|i| pick(i * 5 + 1)).collect();
+        let sb: Vec<f64> = (0..n.div_ceil(128) * blocks).map(pick).collect();
+        let t = |shape: [usize; 2], v: &[f64]| {
+            Tensor::from_f64(DType::Float32, &shape, v).expect("scales")
+        };
+        inputs.insert("scales_a".to_string(), t([m, blocks], &sa));
+        inputs.insert("scales_b".to_string(), t([n.div_ceil(128), blocks], &sb));
     }
     if stem == "cast_group_per_split_token_fp8" {
         // Rows per group; each at most M_max, their sum at most M.

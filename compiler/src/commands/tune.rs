@@ -472,9 +472,13 @@ impl<'a> Timer<'a> {
             },
             Gemm::Fp8 { shape } => {
                 let inputs = Fp8Inputs::prepare(gpu, blas, shape, args.seed)?;
-                let lt = CublasLt::new(gpu).ok();
-                let peer =
-                    bench_fp8::time_peer(gpu, blas, lt.as_ref(), &inputs, args.warmup, args.iters);
+                let peer = match CublasLt::new(gpu) {
+                    Ok(lt) => {
+                        let (warmup, iters) = (args.warmup, args.iters);
+                        bench_fp8::time_peer(gpu, blas, Some(&lt), &inputs, warmup, iters)
+                    }
+                    Err(e) => Peer::NotTimed(format!("no cuBLASLt ({e})")),
+                };
                 Timer::Fp8 {
                     gpu,
                     inputs: Box::new(inputs),

@@ -168,9 +168,11 @@ pub enum Command {
         tuning: TuningFlags,
     },
     /// Time a GEMM kernel's tuning space on GPU 0 (planned, compiled on every core, checked
-    /// against cuBLAS) and store the fastest config in the tuning cache.
+    /// as `tlc bench` checks: f16 against cuBLAS, FP8 block-scaled against the dequantized
+    /// float32 reference) and store the fastest config in the tuning cache.
     Tune {
-        /// The kernel source (`.tir`): a GEMM (as `tlc bench` takes) with a tuning space.
+        /// The kernel source (`.tir`): a GEMM (as `tlc bench` takes: f16, or FP8 with block
+        /// scales) with a tuning space.
         file: PathBuf,
         /// Bind a symbolic dimension (every one must be), or fix a tunable, e.g. `-D M=4096`.
         #[arg(short = 'D', value_name = "NAME=VALUE")]
@@ -194,6 +196,10 @@ pub enum Command {
         /// Do not store the winner in the tuning cache.
         #[arg(long)]
         no_cache: bool,
+        /// Plan, compile and assemble the configs and list them; no GPU (the target is
+        /// `--target`, default sm_90a, on its usual SM count).
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Choose a kernel's configuration without running anything: `FILE -D …` ranks the
     /// kernel's tuning space by waves over the SMs; `--deepgemm M N K` prints DeepGEMM's

@@ -140,6 +140,7 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
             target,
             seed,
             no_cache,
+            dry_run,
         } => {
             let target = target
                 .as_deref()
@@ -157,6 +158,7 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
                 iters,
                 seed,
                 store: !no_cache,
+                dry_run,
             })
         }
         Command::Bench {

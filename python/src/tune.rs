@@ -39,6 +39,7 @@ pub fn tune(
             iters,
             seed,
             store,
+            dry_run: false,
         })
     };
     py.detach(work).map_err(compile_error)

@@ -158,6 +158,16 @@ pub enum Peer {
     NotTimed(String),
 }
 
+impl Peer {
+    /// Whether cuBLASLt computed the product it was timed on (true when not timed).
+    pub fn passes(&self) -> bool {
+        match self {
+            Peer::Timed { err, .. } => err.non_finite == 0 && err.rel() <= MAX_REL_ERROR_FP8,
+            Peer::NotTimed(_) => true,
+        }
+    }
+}
+
 /// One shape's result.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row {
@@ -168,7 +178,7 @@ pub struct Row {
 }
 
 impl Row {
-    fn tflops(&self, t: &Timing) -> f64 {
+    pub(crate) fn tflops(&self, t: &Timing) -> f64 {
         gemm_tflops(self.shape.m, self.shape.n, self.shape.k, t.median_ms)
     }
 
@@ -178,10 +188,7 @@ impl Row {
 
     /// Whether cuBLASLt computed the product it was timed on (true when not timed).
     pub fn peer_passes(&self) -> bool {
-        match &self.peer {
-            Peer::Timed { err, .. } => err.non_finite == 0 && err.rel() <= MAX_REL_ERROR_FP8,
-            Peer::NotTimed(_) => true,
-        }
+        self.peer.passes()
     }
 
     /// cuBLASLt's time over tlc's (above 1: tlc is faster).
@@ -195,7 +202,8 @@ impl Row {
     }
 }
 
-fn rel_text(e: &ErrorStats) -> String {
+/// A relative error for a table (`N NaN` when any element is not finite).
+pub(crate) fn rel_text(e: &ErrorStats) -> String {
     if e.non_finite > 0 {
         format!("{} NaN", e.non_finite)
     } else {
@@ -393,7 +401,8 @@ pub fn run(
     }
 }
 
-/// Checks and times one shape.
+/// Checks and times one shape: the inputs and reference ([`Fp8Inputs::prepare`]), tlc's
+/// kernel on them ([`check_and_time`]), then cuBLASLt ([`time_peer`]).
 fn bench_shape(
     gpu: &Gpu,
     blas: &Cublas,
@@ -403,21 +412,107 @@ fn bench_shape(
     shape: GemmShape,
     args: &BenchArgs,
 ) -> Result<Row, UserError> {
-    let GemmShape { m, n, k } = shape;
+    let inputs = Fp8Inputs::prepare(gpu, blas, shape, args.seed)?;
+    let (err, tlc) = check_and_time(gpu, kernel, names, &inputs, args.warmup, args.iters)?;
+    let peer = time_peer(gpu, blas, lt, &inputs, args.warmup, args.iters);
+    Ok(Row {
+        shape,
+        err,
+        tlc,
+        peer,
+    })
+}
+
+/// One shape's operands on the GPU and its reference on the host: what every kernel run on
+/// the shape is checked against (`tlc bench` runs one kernel, `tlc tune` every config).
+pub(crate) struct Fp8Inputs {
+    pub shape: GemmShape,
+    qa: Quantized,
+    qb: Quantized,
+    a: DeviceTensor,
+    b: DeviceTensor,
+    sa: DeviceTensor,
+    sb: DeviceTensor,
+    /// The reference C, row-major `M × N`.
+    want: Vec<f32>,
+}
+
+impl Fp8Inputs {
+    /// Random operands quantized as DeepGEMM's tests do (`fp8_data.rs`, from `seed`),
+    /// uploaded, and the reference: the operands dequantized on the host, multiplied by
+    /// cuBLAS in float32.
+    pub(crate) fn prepare(
+        gpu: &Gpu,
+        blas: &Cublas,
+        shape: GemmShape,
+        seed: u64,
+    ) -> Result<Fp8Inputs, UserError> {
+        let GemmShape { m, n, k } = shape;
+        let at = |what: &str| format!("shape {shape}: {what}");
+        let qa = Quantized::quantize(&random_blocked(m, k, 1, seed, 1), m, k, 1);
+        let qb = Quantized::quantize(&random_blocked(n, k, BLOCK, seed, 2), n, k, BLOCK);
+        let up_fp8 = |q: &Quantized, what: &str| {
+            DeviceTensor::from_bytes(gpu, DType::Float8E4M3, &[q.rows, q.cols], &q.values)
+                .map_err(runtime(at(what)))
+        };
+        let a = up_fp8(&qa, "uploading A")?;
+        let b = up_fp8(&qb, "uploading B")?;
+        let sa = upload_f32(gpu, &qa.scale_shape(), &qa.scales, at("uploading scales_a"))?;
+        let sb = upload_f32(gpu, &qb.scale_shape(), &qb.scales, at("uploading scales_b"))?;
+        let want = {
+            let a32 = upload_f32(
+                gpu,
+                &[m, k],
+                &qa.dequantize(),
+                at("uploading the dequantized A"),
+            )?;
+            let b32 = upload_f32(
+                gpu,
+                &[n, k],
+                &qb.dequantize(),
+                at("uploading the dequantized B"),
+            )?;
+            let c_ref = DeviceTensor::zeros(gpu, DType::Float32, &[m, n])
+                .map_err(runtime(at("allocating the reference C")))?;
+            blas.gemm_nt_f32(&a32, &b32, &c_ref, m, n, k)
+                .map_err(runtime(at("the cuBLAS reference failed")))?;
+            download_f32(&c_ref).map_err(runtime(at("downloading the reference")))?
+        };
+        Ok(Fp8Inputs {
+            shape,
+            qa,
+            qb,
+            a,
+            b,
+            sa,
+            sb,
+            want,
+        })
+    }
+}
+
+fn upload_f32(
+    gpu: &Gpu,
+    shape: &[usize],
+    v: &[f32],
+    what: String,
+) -> Result<DeviceTensor, UserError> {
+    DeviceTensor::from_slice(gpu, shape, v).map_err(runtime(what))
+}
+
+/// Launches `kernel` (parameter names `names`, in the function's order) on `inputs` into a
+/// NaN-filled C, checks C against the reference, then times it: the error and the timing.
+pub(crate) fn check_and_time(
+    gpu: &Gpu,
+    kernel: &Kernel,
+    names: &[&str],
+    inputs: &Fp8Inputs,
+    warmup: usize,
+    iters: usize,
+) -> Result<(ErrorStats, Timing), UserError> {
+    let shape = inputs.shape;
+    let GemmShape { m, n, .. } = shape;
     let at = |what: &str| format!("shape {shape}: {what}");
-    let qa = Quantized::quantize(&random_blocked(m, k, 1, args.seed, 1), m, k, 1);
-    let qb = Quantized::quantize(&random_blocked(n, k, BLOCK, args.seed, 2), n, k, BLOCK);
-    let up_fp8 = |q: &Quantized, what: &str| {
-        DeviceTensor::from_bytes(gpu, DType::Float8E4M3, &[q.rows, q.cols], &q.values)
-            .map_err(runtime(at(what)))
-    };
-    let up_f32 = |shape: &[usize], v: &[f32], what: &str| {
-        DeviceTensor::from_slice(gpu, shape, v).map_err(runtime(at(what)))
-    };
-    let a = up_fp8(&qa, "uploading A")?;
-    let b = up_fp8(&qb, "uploading B")?;
-    let sa = up_f32(&qa.scale_shape(), &qa.scales, "uploading scales_a")?;
-    let sb = up_f32(&qb.scale_shape(), &qb.scales, "uploading scales_b")?;
     let c = DeviceTensor::from_bytes(
         gpu,
         DType::BFloat16,
@@ -425,10 +520,10 @@ fn bench_shape(
         &nan_bytes(DType::BFloat16, m * n),
     )
     .map_err(runtime(at("allocating C")))?;
-
     // The kernel's parameters in its manifest's order (the names are the function's).
+    let Fp8Inputs { a, b, sa, sb, .. } = inputs;
     let by_name: Vec<(&str, &DeviceTensor)> =
-        names.iter().copied().zip([&a, &b, &c, &sa, &sb]).collect();
+        names.iter().copied().zip([a, b, &c, sa, sb]).collect();
     let kargs: Vec<&DeviceTensor> = kernel
         .manifest()
         .params
@@ -440,56 +535,52 @@ fn bench_shape(
         .map_err(runtime(at("cannot launch")))?;
     gpu.synchronize()
         .map_err(runtime(at("the kernel failed on the GPU")))?;
-
-    // The reference: dequantized on the host, multiplied in float32 by cuBLAS.
-    let mut a32 = up_f32(&[m, k], &qa.dequantize(), "uploading the dequantized A")?;
-    let mut b32 = up_f32(&[n, k], &qb.dequantize(), "uploading the dequantized B")?;
-    let c_ref = DeviceTensor::zeros(gpu, DType::Float32, &[m, n])
-        .map_err(runtime(at("allocating the reference C")))?;
-    blas.gemm_nt_f32(&a32, &b32, &c_ref, m, n, k)
-        .map_err(runtime(at("the cuBLAS reference failed")))?;
-    let want = download_f32(&c_ref).map_err(runtime(at("downloading the reference")))?;
     let got = download_f32(&c).map_err(runtime(at("downloading C")))?;
-    let err = compare_parallel(&got, &want);
-    drop((got, want));
-
-    let peer = match lt {
-        None => Peer::NotTimed("no cuBLASLt".into()),
-        Some(lt) => {
-            let d = DeviceTensor::zeros(gpu, DType::BFloat16, &[m, n])
-                .map_err(runtime(at("allocating cuBLASLt's D")))?;
-            let checked = lt.fp8_gemm(&a, &b, &d).and_then(|g| {
-                g.run()?;
-                // cuBLASLt's scales are 1: its reference is the raw fp8 values' product.
-                a32.upload(&qa.decode())?;
-                b32.upload(&qb.decode())?;
-                blas.gemm_nt_f32(&a32, &b32, &c_ref, m, n, k)?;
-                let err = compare_parallel(&download_f32(&d)?, &download_f32(&c_ref)?);
-                let times = g.time(args.warmup, args.iters)?;
-                Ok((err, times))
-            });
-            match checked {
-                Ok((err, times)) => match summarize(&times) {
-                    Some(time) => Peer::Timed { err, time },
-                    None => Peer::NotTimed("the CUDA events gave no usable timing".into()),
-                },
-                Err(e) => Peer::NotTimed(e.to_string()),
-            }
-        }
-    };
-    drop((a32, b32, c_ref));
-
+    let err = compare_parallel(&got, &inputs.want);
+    drop(got);
     let tlc_ms = kernel
-        .time(&kargs, args.warmup, args.iters)
+        .time(&kargs, warmup, iters)
         .map_err(runtime(at("timing the kernel")))?;
     let tlc = summarize(&tlc_ms)
         .ok_or_else(|| UserError::plain(at("the CUDA events gave no usable timing")))?;
-    Ok(Row {
-        shape,
-        err,
-        tlc,
-        peer,
-    })
+    Ok((err, tlc))
+}
+
+/// cuBLASLt's FP8 GEMM on `inputs`' fp8 operands with unit scales: its D checked against a
+/// float32 GEMM of the raw fp8 values (so the timing is of the right product), then timed.
+pub(crate) fn time_peer(
+    gpu: &Gpu,
+    blas: &Cublas,
+    lt: Option<&CublasLt>,
+    inputs: &Fp8Inputs,
+    warmup: usize,
+    iters: usize,
+) -> Peer {
+    let Some(lt) = lt else {
+        return Peer::NotTimed("no cuBLASLt".into());
+    };
+    let GemmShape { m, n, k } = inputs.shape;
+    let checked = (|| {
+        let d = DeviceTensor::zeros(gpu, DType::BFloat16, &[m, n])?;
+        let g = lt.fp8_gemm(&inputs.a, &inputs.b, &d)?;
+        g.run()?;
+        // cuBLASLt's scales are 1: its reference is the raw fp8 values' product.
+        let a32 = DeviceTensor::from_slice(gpu, &[m, k], &inputs.qa.decode())?;
+        let b32 = DeviceTensor::from_slice(gpu, &[n, k], &inputs.qb.decode())?;
+        let c_ref = DeviceTensor::zeros(gpu, DType::Float32, &[m, n])?;
+        blas.gemm_nt_f32(&a32, &b32, &c_ref, m, n, k)?;
+        let err = compare_parallel(&download_f32(&d)?, &download_f32(&c_ref)?);
+        drop((a32, b32, c_ref));
+        let times = g.time(warmup, iters)?;
+        Ok::<_, tlc_runtime::RuntimeError>((err, times))
+    })();
+    match checked {
+        Ok((err, times)) => match summarize(&times) {
+            Some(time) => Peer::Timed { err, time },
+            None => Peer::NotTimed("the CUDA events gave no usable timing".into()),
+        },
+        Err(e) => Peer::NotTimed(e.to_string()),
+    }
 }
 
 #[cfg(test)]

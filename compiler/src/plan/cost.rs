@@ -14,7 +14,8 @@
 //! - One step of a block costs `max(c × work, latency)`, where `c` is the blocks sharing
 //!   the SM in that wave (`resident`, or fewer in a partial last wave), `work =
 //!   WORK_NS + WORK_NS_PER_MFLOP × MFLOP` is what the SM's tensor cores and issue spend on
-//!   one block's step (its `T.gemm` flops), and `latency = LATENCY_NS + (FILL_NS +
+//!   one block's step (its `T.gemm` flops, counted at float16's tensor rate: an fp8 gemm's
+//!   flops weigh [`tensor_speedup`] less), and `latency = LATENCY_NS + (FILL_NS +
 //!   FILL_NS_PER_KB × KB) / (stages − 1)` is the wait for a step's operands (its `T.copy`s
 //!   into shared memory, KB), hidden over the stages in flight.
 //!
@@ -30,13 +31,18 @@
 //! registers beyond the resident count and nothing of bank conflicts or L2 reuse.
 
 use tlc_ir::verifier::const_int;
-use tlc_ir::{BufferDecl, ForKind, Kernel, Region, Scope, Stmt, StmtKind};
+use tlc_ir::{BufferDecl, DType, ForKind, Kernel, Region, Scope, Stmt, StmtKind};
 use tlc_passes::analysis::int::{self, Ranges};
 
 /// What a step of the block costs besides its flops (issue, barriers, bookkeeping).
 const WORK_NS: f64 = 93.8;
-/// The SM's cost of one MFLOP of a block's `T.gemm`s (about 9.3 TFLOP/s per SM).
+/// The SM's cost of one MFLOP of a block's float16 `T.gemm`s (about 9.3 TFLOP/s per SM).
 const WORK_NS_PER_MFLOP: f64 = 107.7;
+/// H100 SXM's dense tensor-core peaks (NVIDIA's H100 datasheet, without sparsity): 989
+/// TFLOP/s for float16 / bfloat16 operands (the dtype the constants were fitted on), 1979
+/// for float8 (e4m3, e5m2).
+const F16_DENSE_TFLOPS: f64 = 989.0;
+const FP8_DENSE_TFLOPS: f64 = 1979.0;
 /// A step's wait that stages cannot hide.
 const LATENCY_NS: f64 = 163.5;
 /// The wait for a step's operands, spread over `stages - 1` steps in flight.
@@ -59,6 +65,9 @@ pub struct Step {
     pub stages: i64,
     /// Flops of the step's `T.gemm`s (`2·M·N·K` each).
     pub flops: f64,
+    /// The same flops at float16's tensor rate (each gemm's divided by the
+    /// [`tensor_speedup`] of its operands): what the work term prices.
+    pub f16_flops: f64,
     /// Bytes the step's `T.copy`s write into shared memory.
     pub shared_bytes_in: f64,
 }
@@ -71,21 +80,23 @@ impl Step {
         int::enter_kernel(&mut env, k);
         match outermost_pipelined(&k.body, &mut env) {
             Some((trip, stages, body)) => {
-                let (flops, bytes) = work(body, &k.allocs)?;
+                let w = work(body, &k.allocs)?;
                 Some(Step {
                     steps: trip?,
                     stages,
-                    flops,
-                    shared_bytes_in: bytes,
+                    flops: w.flops,
+                    f16_flops: w.f16_flops,
+                    shared_bytes_in: w.bytes,
                 })
             }
             None => {
-                let (flops, bytes) = work(&k.body, &k.allocs)?;
+                let w = work(&k.body, &k.allocs)?;
                 Some(Step {
                     steps: 1,
                     stages: 1,
-                    flops,
-                    shared_bytes_in: bytes,
+                    flops: w.flops,
+                    f16_flops: w.f16_flops,
+                    shared_bytes_in: w.bytes,
                 })
             }
         }
@@ -94,7 +105,7 @@ impl Step {
     /// The estimated nanoseconds of a grid of `blocks` blocks, `resident` per SM on `sms`
     /// SMs (both at least 1).
     pub fn estimate_ns(&self, blocks: u128, resident: u128, sms: u128) -> f64 {
-        let work = WORK_NS + WORK_NS_PER_MFLOP * self.flops / 1e6;
+        let work = WORK_NS + WORK_NS_PER_MFLOP * self.f16_flops / 1e6;
         let in_flight = (self.stages - 1).max(1) as f64;
         let latency =
             LATENCY_NS + (FILL_NS + FILL_NS_PER_KB * self.shared_bytes_in / 1e3) / in_flight;
@@ -158,18 +169,51 @@ fn outermost_pipelined<'a>(
     None
 }
 
-/// Flops of the `T.gemm`s and bytes of the `T.copy`s into shared memory in `body` (nested
-/// loops counted once per iteration); `None` when an extent is not a constant.
-fn work(body: &[Stmt], allocs: &[BufferDecl]) -> Option<(f64, f64)> {
-    let mut flops = 0.0;
-    let mut bytes = 0.0;
+/// How many times float16's dense tensor-core rate a gemm on `dtype` operands runs: 2 for
+/// float8 (1979 vs 989 TFLOP/s on H100), 1 for everything else (float16 and bfloat16 share
+/// a rate; the model was fitted on float16).
+pub fn tensor_speedup(dtype: DType) -> f64 {
+    match dtype {
+        DType::Float8E4M3 | DType::Float8E5M2 => FP8_DENSE_TFLOPS / F16_DENSE_TFLOPS,
+        _ => 1.0,
+    }
+}
+
+/// A body's tensor work and shared-memory fills.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Work {
+    flops: f64,
+    f16_flops: f64,
+    bytes: f64,
+}
+
+impl Work {
+    fn add(&mut self, other: Work, times: f64) {
+        self.flops += other.flops * times;
+        self.f16_flops += other.f16_flops * times;
+        self.bytes += other.bytes * times;
+    }
+}
+
+/// Flops of the `T.gemm`s (also at float16's rate) and bytes of the `T.copy`s into shared
+/// memory in `body` (nested loops counted once per iteration); `None` when an extent is not
+/// a constant.
+fn work(body: &[Stmt], allocs: &[BufferDecl]) -> Option<Work> {
+    let mut total = Work::default();
     for s in body {
         match &s.kind {
             StmtKind::Gemm(g) => {
                 let m = matrix_dim(&g.c, 0)?;
                 let n = matrix_dim(&g.c, 1)?;
                 let k = matrix_dim(&g.a, usize::from(!g.trans_a))?;
-                flops += 2.0 * (m * n * k) as f64;
+                let flops = 2.0 * (m * n * k) as f64;
+                // The A operand's dtype decides the instruction (both operands share it).
+                let speedup = allocs
+                    .iter()
+                    .find(|b| b.name.name == g.a.buffer.name)
+                    .map_or(1.0, |decl| tensor_speedup(decl.dtype));
+                total.flops += flops;
+                total.f16_flops += flops / speedup;
             }
             StmtKind::Copy { dst, .. } => {
                 if let Some(decl) = allocs.iter().find(|b| b.name.name == dst.buffer.name) {
@@ -178,15 +222,13 @@ fn work(body: &[Stmt], allocs: &[BufferDecl]) -> Option<(f64, f64)> {
                             .ranges
                             .iter()
                             .try_fold(1i64, |acc, r| Some(acc * const_int(&r.extent)?))?;
-                        bytes += (elems * i64::from(decl.dtype.bytes())) as f64;
+                        total.bytes += (elems * i64::from(decl.dtype.bytes())) as f64;
                     }
                 }
             }
             StmtKind::For(f) => {
                 let trip = const_int(&f.stop)? - const_int(&f.start)?;
-                let (fl, by) = work(&f.body, allocs)?;
-                flops += fl * trip.max(0) as f64;
-                bytes += by * trip.max(0) as f64;
+                total.add(work(&f.body, allocs)?, trip.max(0) as f64);
             }
             StmtKind::If {
                 then_body,
@@ -195,13 +237,14 @@ fn work(body: &[Stmt], allocs: &[BufferDecl]) -> Option<(f64, f64)> {
             } => {
                 // The costlier branch.
                 let (a, b) = (work(then_body, allocs)?, work(else_body, allocs)?);
-                flops += a.0.max(b.0);
-                bytes += a.1.max(b.1);
+                total.flops += a.flops.max(b.flops);
+                total.f16_flops += a.f16_flops.max(b.f16_flops);
+                total.bytes += a.bytes.max(b.bytes);
             }
             _ => {}
         }
     }
-    Some((flops, bytes))
+    Some(total)
 }
 
 /// Dimension `i` (0: rows, 1: columns) of the matrix a gemm operand's region holds: its
@@ -220,6 +263,7 @@ mod tests {
             steps,
             stages,
             flops: mflop * 1e6,
+            f16_flops: mflop * 1e6,
             shared_bytes_in: kb * 1e3,
         }
     }
@@ -247,5 +291,60 @@ mod tests {
         let shallow = step(128, 3, 0.26, 12.3);
         let deep = step(128, 5, 0.26, 12.3);
         assert!(deep.estimate_ns(64, 2, 132) < shallow.estimate_ns(64, 2, 132));
+    }
+
+    /// A pipelined 128×128×128 gemm step on `dtype` shared operands.
+    fn pipelined_gemm(dtype: &str) -> Step {
+        let text = format!(
+            r#"@T.prim_func
+def g(A: T.Tensor((256, 1024), "{dtype}"), B: T.Tensor((256, 1024), "{dtype}"), C: T.Tensor((256, 256), "float32")):
+    with T.Kernel(2, 2, threads=128) as (bx, by):
+        A_s = T.alloc_shared((128, 128), "{dtype}")
+        B_s = T.alloc_shared((128, 128), "{dtype}")
+        C_f = T.alloc_fragment((128, 128), "float32")
+        T.clear(C_f)
+        for kb in T.Pipelined(8, num_stages=3):
+            T.copy(A[by * 128, kb * 128], A_s)
+            T.copy(B[bx * 128, kb * 128], B_s)
+            T.gemm(A_s, B_s, C_f, transpose_B=True)
+        T.copy(C_f, C[by * 128, bx * 128])
+"#
+        );
+        let file = crate::diagnostics::SourceFile::new("g.tir", text);
+        let func = crate::frontend::parse(&file).unwrap_or_else(|e| panic!("{}", e.0));
+        let mut step = None;
+        tlc_ir::visit::for_each_stmt(&func.body, &mut |s| {
+            if let StmtKind::Kernel(k) = &s.kind {
+                step = Step::of(k);
+            }
+        });
+        step.unwrap_or_else(|| panic!("no step in the {dtype} kernel"))
+    }
+
+    #[test]
+    fn fp8_tensor_work_costs_half_of_f16() {
+        assert_eq!(tensor_speedup(DType::Float16), 1.0);
+        assert_eq!(tensor_speedup(DType::BFloat16), 1.0);
+        let fp8 = tensor_speedup(DType::Float8E4M3);
+        assert_eq!(fp8, tensor_speedup(DType::Float8E5M2));
+        assert!((fp8 - 2.0).abs() < 0.01, "{fp8}");
+        let (f16, e4m3) = (pipelined_gemm("float16"), pipelined_gemm("float8_e4m3"));
+        // The same flops and steps; float16 prices them as they are, fp8 at half.
+        assert_eq!(f16.steps, 8);
+        assert_eq!(f16.flops, 2.0 * 128.0 * 128.0 * 128.0);
+        assert_eq!((e4m3.flops, e4m3.steps), (f16.flops, f16.steps));
+        assert_eq!(f16.f16_flops, f16.flops);
+        assert_eq!(e4m3.f16_flops, e4m3.flops / fp8);
+        // The estimate prices the halved work: the fp8 step priced as if it were float16
+        // (same bytes, same steps) costs more where the work term decides (compute-bound:
+        // two blocks share each SM over many waves).
+        let as_f16 = Step {
+            f16_flops: f16.flops,
+            ..e4m3
+        };
+        let (blocks, resident, sms) = (4096, 2, 132);
+        assert!(
+            e4m3.estimate_ns(blocks, resident, sms) < as_f16.estimate_ns(blocks, resident, sms)
+        );
     }
 }

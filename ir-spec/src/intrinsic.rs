@@ -1672,12 +1672,9 @@ pub fn check<'a, 'b>(
     {
         let find = |n: &str| typed.iter().find(|(p, _, _)| *p == n);
         if let (Some((_, r, a)), Some((_, _, b))) = (find("a"), find("b")) {
-            if let Err(message) = crate::wgmma::operand_rule(
-                (a.name, a.dtype),
-                (b.name, b.dtype),
-                *trans_a,
-                *trans_b,
-            ) {
+            if let Err(message) =
+                crate::wgmma::operand_rule((a.name, a.dtype), (b.name, b.dtype), *trans_a, *trans_b)
+            {
                 out.push(Violation {
                     at: Some(r),
                     message,

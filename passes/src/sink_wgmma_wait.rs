@@ -106,7 +106,7 @@ fn is_wait(s: &Stmt) -> bool {
 }
 
 /// Sinks the waits of `body` and, first, of every body nested in it.
-fn sink_in(body: &mut Vec<Stmt>, facts: &Facts) {
+fn sink_in(body: &mut [Stmt], facts: &Facts) {
     for s in body.iter_mut() {
         for inner in child_bodies_mut(s) {
             sink_in(inner, facts);

@@ -97,6 +97,17 @@ impl Cublas {
         Ok(cublas)
     }
 
+    /// Operands must live in the handle's GPU context.
+    fn on_this_gpu(&self, tensors: &[&DeviceTensor]) -> Result<()> {
+        if tensors.iter().all(|t| t.gpu().same_context(&self.gpu)) {
+            Ok(())
+        } else {
+            Err(RuntimeError::Cublas(
+                "operands live on a different GPU than the cuBLAS handle".into(),
+            ))
+        }
+    }
+
     /// Row-major `C[m,n] = A[m,k]·B[k,n]`, f16 inputs, f32 accumulation, C in f16 or f32.
     pub fn gemm_f16(
         &self,
@@ -115,13 +126,7 @@ impl Cublas {
             n,
             k,
         )?;
-        for t in [a, b, c] {
-            if !t.gpu().same_context(&self.gpu) {
-                return Err(RuntimeError::Cublas(
-                    "operands live on a different GPU than the cuBLAS handle".into(),
-                ));
-            }
-        }
+        self.on_this_gpu(&[a, b, c])?;
         // check_gemm_operands bounded m, n, k by i32::MAX.
         let (m, n, k) = (m as i32, n as i32, k as i32);
         let c_type = if c.dtype() == DType::Float32 {
@@ -228,13 +233,7 @@ impl Cublas {
             n,
             k,
         )?;
-        for t in [a, b, c] {
-            if !t.gpu().same_context(&self.gpu) {
-                return Err(RuntimeError::Cublas(
-                    "operands live on a different GPU than the cuBLAS handle".into(),
-                ));
-            }
-        }
+        self.on_this_gpu(&[a, b, c])?;
         // The check bounded m, n, k by i32::MAX.
         let (m, n, k) = (m as i32, n as i32, k as i32);
         let alpha: f32 = 1.0;

@@ -134,35 +134,13 @@ impl Cublas {
         } else {
             cudaDataType::CUDA_R_16F
         };
-        let alpha: f32 = 1.0;
-        let beta: f32 = 0.0;
-        self.gpu.bind()?;
-        // SAFETY: shapes and dtypes were checked above; the pointers are live allocations of
-        // those sizes; alpha/beta are f32 as CUBLAS_COMPUTE_32F requires.
-        unsafe {
-            blas::gemm_ex(
-                self.handle,
-                cublasOperation_t::CUBLAS_OP_N,
-                cublasOperation_t::CUBLAS_OP_N,
-                n,
-                m,
-                k,
-                &alpha as *const f32 as *const c_void,
-                b.device_ptr() as *const c_void,
-                cudaDataType::CUDA_R_16F,
-                n,
-                a.device_ptr() as *const c_void,
-                cudaDataType::CUDA_R_16F,
-                k,
-                &beta as *const f32 as *const c_void,
-                c.device_ptr() as *mut c_void,
-                c_type,
-                n,
-                cublasComputeType_t::CUBLAS_COMPUTE_32F,
-                blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
-            )
-        }
-        .map_err(cublas_err("cublasGemmEx"))
+        self.gemm_ex(
+            (cublasOperation_t::CUBLAS_OP_N, cudaDataType::CUDA_R_16F),
+            (a, b, c, c_type),
+            (m, n, k),
+            (n, k, n),
+            cublasComputeType_t::CUBLAS_COMPUTE_32F,
+        )
     }
 
     /// Times `gemm_f16` like `Kernel::time`: milliseconds of each timed run.
@@ -236,31 +214,52 @@ impl Cublas {
         self.on_this_gpu(&[a, b, c])?;
         // The check bounded m, n, k by i32::MAX.
         let (m, n, k) = (m as i32, n as i32, k as i32);
+        self.gemm_ex(
+            (cublasOperation_t::CUBLAS_OP_T, cudaDataType::CUDA_R_32F),
+            (a, b, c, cudaDataType::CUDA_R_32F),
+            (m, n, k),
+            (k, k, n),
+            cublasComputeType_t::CUBLAS_COMPUTE_32F_PEDANTIC,
+        )
+    }
+
+    /// Row-major `C = A·op(B)` as column-major `Cᵀ = op(B)ᵀ·Aᵀ` (module doc): one
+    /// `cublasGemmEx` with B first (`op_b`, `ab_type` for A and B), dims `(n, m, k)`, leading
+    /// dimensions `(ldb, lda, ldc)`, f32 alpha = 1 and beta = 0. The callers checked shapes,
+    /// dtypes and the GPU, and bounded the sizes by i32::MAX.
+    fn gemm_ex(
+        &self,
+        (op_b, ab_type): (cublasOperation_t, cudaDataType),
+        (a, b, c, c_type): (&DeviceTensor, &DeviceTensor, &DeviceTensor, cudaDataType),
+        (m, n, k): (i32, i32, i32),
+        (ldb, lda, ldc): (i32, i32, i32),
+        compute: cublasComputeType_t,
+    ) -> Result<()> {
         let alpha: f32 = 1.0;
         let beta: f32 = 0.0;
         self.gpu.bind()?;
-        // SAFETY: shapes and dtypes were checked above; the pointers are live allocations of
+        // SAFETY: the callers checked shapes and dtypes; the pointers are live allocations of
         // those sizes; alpha/beta are f32 as the 32F compute types require.
         unsafe {
             blas::gemm_ex(
                 self.handle,
-                cublasOperation_t::CUBLAS_OP_T,
+                op_b,
                 cublasOperation_t::CUBLAS_OP_N,
                 n,
                 m,
                 k,
                 &alpha as *const f32 as *const c_void,
                 b.device_ptr() as *const c_void,
-                cudaDataType::CUDA_R_32F,
-                k,
+                ab_type,
+                ldb,
                 a.device_ptr() as *const c_void,
-                cudaDataType::CUDA_R_32F,
-                k,
+                ab_type,
+                lda,
                 &beta as *const f32 as *const c_void,
                 c.device_ptr() as *mut c_void,
-                cudaDataType::CUDA_R_32F,
-                n,
-                cublasComputeType_t::CUBLAS_COMPUTE_32F_PEDANTIC,
+                c_type,
+                ldc,
+                compute,
                 blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
             )
         }

@@ -153,6 +153,16 @@ impl Manifest {
         }
     }
 
+    /// `named`'s values in the order of the parameters (a launch's argument order), matched
+    /// by parameter name; a parameter `named` lacks is left out, so the launch's count check
+    /// reports it.
+    pub fn in_param_order<'t, T>(&self, named: &[(&str, &'t T)]) -> Vec<&'t T> {
+        self.params
+            .iter()
+            .filter_map(|p| named.iter().find(|(n, _)| *n == p.name).map(|&(_, t)| t))
+            .collect()
+    }
+
     /// The entry names, for messages: `f`, or `f_k0, f_k1`.
     pub fn entries(&self) -> String {
         let names: Vec<&str> = self.kernels.iter().map(|k| k.entry.as_str()).collect();

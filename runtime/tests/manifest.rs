@@ -309,3 +309,16 @@ fn targets_know_which_gpus_run_them() {
     assert!(!Target::Sm90a.runs_on((8, 0)));
     assert!(!Target::Sm90a.runs_on((10, 0)));
 }
+
+#[test]
+fn arguments_are_put_in_parameter_order_by_name() {
+    let m = gemm();
+    let (a, b, c) = (1, 2, 3);
+    assert_eq!(
+        m.in_param_order(&[("C", &c), ("A", &a), ("B", &b)]),
+        [&1, &2, &3]
+    );
+    // A parameter without a value is left out (the launch's count check reports it); an
+    // unknown name is ignored.
+    assert_eq!(m.in_param_order(&[("B", &b), ("Z", &c)]), [&2]);
+}

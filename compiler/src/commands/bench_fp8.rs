@@ -524,12 +524,7 @@ pub(crate) fn check_and_time(
     let Fp8Inputs { a, b, sa, sb, .. } = inputs;
     let by_name: Vec<(&str, &DeviceTensor)> =
         names.iter().copied().zip([a, b, &c, sa, sb]).collect();
-    let kargs: Vec<&DeviceTensor> = kernel
-        .manifest()
-        .params
-        .iter()
-        .filter_map(|p| by_name.iter().find(|(n, _)| *n == p.name).map(|&(_, t)| t))
-        .collect();
+    let kargs: Vec<&DeviceTensor> = kernel.manifest().in_param_order(&by_name);
     kernel
         .launch(&kargs)
         .map_err(runtime(at("cannot launch")))?;

@@ -105,12 +105,7 @@ pub fn run(
         .iter()
         .map(|&(i, t)| (func.params[i].name.name.as_str(), t))
         .collect();
-    let kargs: Vec<&DeviceTensor> = kernel
-        .manifest()
-        .params
-        .iter()
-        .filter_map(|p| by_name.iter().find(|(n, _)| *n == p.name).map(|&(_, t)| t))
-        .collect();
+    let kargs: Vec<&DeviceTensor> = kernel.manifest().in_param_order(&by_name);
     kernel
         .launch(&kargs)
         .map_err(runtime("cannot launch".into()))?;

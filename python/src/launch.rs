@@ -1,17 +1,92 @@
-//! `Loaded`: a compiled kernel loaded on a GPU, launched on tensors another library owns
-//! (PyTorch, CuPy), given by device address (`tlc_runtime::Kernel::launch_raw`, whose
-//! checks name the parameter). Nothing here touches CUDA until a `Loaded` is made, so the
-//! package imports and compiles on machines without a driver.
+//! Launching on tensors another library owns (PyTorch, CuPy), given by device address.
+//! `prepare` checks a launch signature once, without a GPU (`tlc_runtime::prepare_launch`:
+//! dtypes, shapes, strides, dims given by name; the shapes of outputs the caller will
+//! allocate); `Loaded.run` then launches it on addresses, checking only their alignment.
+//! The Python side caches one `Prepared` per signature, which keeps a launch cheap. Nothing
+//! here touches CUDA until a `Loaded` is made, so the package imports and compiles on
+//! machines without a driver.
 
 use crate::errors::launch_error;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use tlc_ir::DType;
-use tlc_runtime::{check_raw_args, Dims, Gpu, Kernel, RawArg};
+use tlc_runtime::{Access, ArgSpec, Gpu, Kernel, Manifest, PreparedLaunch};
 
-/// One tensor argument from Python: device address, dtype name, shape, element strides
-/// (`None` when contiguous).
-type PyArg = (u64, String, Vec<usize>, Option<Vec<i64>>);
+/// One tensor argument's signature from Python: dtype name, shape, element strides (`None`
+/// when contiguous); `None` for an output to allocate.
+type PySpec = Option<(String, Vec<usize>, Option<Vec<i64>>)>;
+
+/// A launch signature checked against the manifest.
+#[pyclass(frozen, module = "tlc._tlc")]
+pub struct Prepared {
+    launch: PreparedLaunch,
+    /// The outputs to allocate: parameter index, shape, dtype name, whether the kernel
+    /// reads it (then it must start zeroed: the caller has no values to give it).
+    outputs: Vec<(usize, Vec<usize>, String, bool)>,
+}
+
+#[pymethods]
+impl Prepared {
+    /// The outputs the caller allocates: (parameter index, shape, dtype name, zeroed).
+    #[getter]
+    fn outputs(&self) -> Vec<(usize, Vec<usize>, String, bool)> {
+        self.outputs.clone()
+    }
+
+    /// The symbolic dims bound, as (name, value) pairs.
+    #[getter]
+    fn dims(&self) -> Vec<(String, i64)> {
+        let dims = &self.launch.plan.dims;
+        dims.iter().map(|(n, v)| (n.to_string(), v)).collect()
+    }
+}
+
+/// Checks a launch signature of the kernel in `ptx` (its manifest line): one spec per
+/// parameter, `None` for an output to allocate, and dims given by name. Raises
+/// `LaunchError` naming the parameter, or `ValueError` for a dtype name tlc lacks.
+#[pyfunction]
+pub fn prepare(ptx: &str, specs: Vec<PySpec>, dims: Vec<(String, i64)>) -> PyResult<Prepared> {
+    let manifest = Manifest::from_ptx(ptx).map_err(launch_error)?;
+    let mut dtypes = Vec::with_capacity(specs.len());
+    for (i, spec) in specs.iter().enumerate() {
+        let Some((name, _, _)) = spec else {
+            dtypes.push(None);
+            continue;
+        };
+        let dtype = DType::parse(name).ok_or_else(|| {
+            let param = manifest.params.get(i).map_or("?", |p| p.name.as_str());
+            PyValueError::new_err(format!(
+                "parameter `{param}`: tlc has no dtype `{name}` (argument {i})"
+            ))
+        })?;
+        dtypes.push(Some(dtype));
+    }
+    let args: Vec<Option<ArgSpec>> = specs
+        .iter()
+        .zip(&dtypes)
+        .map(|(spec, dtype)| match (spec, dtype) {
+            (Some((_, shape, strides)), Some(dtype)) => Some(ArgSpec {
+                dtype: *dtype,
+                shape,
+                strides: strides.as_deref(),
+            }),
+            _ => None,
+        })
+        .collect();
+    let given: Vec<(&str, i64)> = dims.iter().map(|(n, v)| (n.as_str(), *v)).collect();
+    let launch = tlc_runtime::prepare_launch(&manifest, &args, &given).map_err(launch_error)?;
+    let outputs = launch
+        .to_allocate
+        .iter()
+        .filter_map(|&i| {
+            let p = manifest.params.get(i)?;
+            let shape = launch.shapes.get(i)?.clone();
+            let zeroed = p.access != Access::Write;
+            Some((i, shape, p.dtype.name().to_string(), zeroed))
+        })
+        .collect();
+    Ok(Prepared { launch, outputs })
+}
 
 /// A kernel loaded on one GPU (its module unloaded when this is collected).
 #[pyclass(frozen, module = "tlc._tlc")]
@@ -37,70 +112,14 @@ impl Loaded {
         self.kernel.gpu().name().to_string()
     }
 
-    /// Launches every entry of the kernel on `args` (one per parameter, in order) on
-    /// `stream` (a raw `CUstream`, e.g. `torch.cuda.current_stream().cuda_stream`), without
-    /// waiting. `dims` given by name must equal what the shapes bind (checked before the
-    /// launch). Returns the symbolic dims the shapes bound, as (name, value) pairs.
-    fn launch(
-        &self,
-        args: Vec<PyArg>,
-        stream: u64,
-        dims: Vec<(String, i64)>,
-    ) -> PyResult<Vec<(String, i64)>> {
-        let params = &self.kernel.manifest().params;
-        let mut dtypes = Vec::with_capacity(args.len());
-        for (i, (_, name, _, _)) in args.iter().enumerate() {
-            let dtype = DType::parse(name).ok_or_else(|| {
-                let param = params.get(i).map_or("?", |p| p.name.as_str());
-                PyValueError::new_err(format!(
-                    "parameter `{param}`: tlc has no dtype `{name}` (argument {i})"
-                ))
-            })?;
-            dtypes.push(dtype);
-        }
-        let raw: Vec<RawArg> = args
-            .iter()
-            .zip(&dtypes)
-            .map(|((ptr, _, shape, strides), &dtype)| RawArg {
-                ptr: *ptr,
-                dtype,
-                shape,
-                strides: strides.as_deref(),
-            })
-            .collect();
-        if !dims.is_empty() {
-            let plan = check_raw_args(self.kernel.manifest(), &raw).map_err(launch_error)?;
-            check_dims(&plan.dims, &dims)?;
-        }
-        let plan = self.kernel.launch_raw(&raw, stream).map_err(launch_error)?;
-        Ok(plan.dims.iter().map(|(n, v)| (n.to_string(), v)).collect())
+    /// Launches every entry of the kernel, without waiting, on the tensors at `ptrs` (one
+    /// per parameter, in order), which have the signature `prepared` was made for, on
+    /// `stream` (a raw `CUstream`, e.g. `torch.cuda.current_stream().cuda_stream`).
+    fn run(&self, prepared: &Prepared, ptrs: Vec<u64>, stream: u64) -> PyResult<()> {
+        self.kernel
+            .launch_prepared(&prepared.launch, &ptrs, stream)
+            .map_err(launch_error)
     }
-}
-
-/// Each dim given by name must be one the shapes bound, to the same value.
-fn check_dims(bound: &Dims, given: &[(String, i64)]) -> PyResult<()> {
-    for (name, value) in given {
-        match bound.get(name) {
-            Some(b) if b == *value => {}
-            Some(b) => {
-                return Err(PyValueError::new_err(format!(
-                    "dim `{name}` = {value} was given but the tensors' shapes bind {name} = {b}"
-                )))
-            }
-            None => {
-                let names: Vec<&str> = bound.iter().map(|(n, _)| n).collect();
-                return Err(PyValueError::new_err(format!(
-                    "the kernel has no symbolic dim `{name}` (its dims: {})",
-                    if names.is_empty() {
-                        "none".to_string()
-                    } else {
-                        names.join(", ")
-                    }
-                )));
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Whether the CUDA driver library can be opened (no GPU is touched).

@@ -33,5 +33,5 @@ mod _tlc {
     use crate::tune::tune;
 
     #[pymodule_export]
-    use crate::launch::{driver_available, Loaded};
+    use crate::launch::{driver_available, prepare, Loaded, Prepared};
 }

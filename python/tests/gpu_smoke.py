@@ -96,6 +96,36 @@ def bench_seed000(k, a, b, c):
           f"TFLOP/s), torch.matmul {ms_torch:.4f} ms ({flops / ms_torch / 1e9:.0f} TFLOP/s)")
 
 
+def out_idx():
+    """Outputs allocated by the call (TileLang's out_idx): the seed GEMM with symbolic dims
+    on two shapes, and split-K, whose C the kernel also reads (so it must start zeroed)."""
+    k = tlc.compile(REPO / "tests/cases/valid/seed000_dims.tir", out_idx=-1)
+    for m, n, kk in [(4096, 2048, 1024), (1024, 384, 256)]:
+        a = torch.randn(m, kk, device="cuda", dtype=torch.float16)
+        b = torch.randn(kk, n, device="cuda", dtype=torch.float16)
+        c = k(a, b)
+        torch.cuda.synchronize()
+        ref = torch.matmul(a, b)
+        check(c.shape == (m, n) and c.dtype == torch.float16 and c.device == a.device,
+              f"out_idx=-1 allocates C {tuple(c.shape)} {c.dtype} on {c.device}")
+        check(torch.allclose(c, ref, rtol=1e-2, atol=1e-1), f"seed GEMM {m}x{n}x{kk} via k(a, b) ~ torch.matmul")
+    given = torch.empty(1024, 384, device="cuda", dtype=torch.float16)
+    same = k(a, b, given)
+    torch.cuda.synchronize()
+    check(same is given and torch.allclose(given, ref, rtol=1e-2, atol=1e-1),
+          "out_idx kernel called with C given writes and returns it")
+    split = tlc.compile(EXAMPLES / "gemm_splitk.tir", out_idx=-1, split_k=4)
+    outs = [p for p in split.manifest["params"] if p["name"] == "C"]
+    a = torch.randn(512, 4096, device="cuda", dtype=torch.float16)
+    b = torch.randn(4096, 256, device="cuda", dtype=torch.float16)
+    c = split(a, b)
+    torch.cuda.synchronize()
+    ref = torch.matmul(a, b)
+    err = (c.float() - ref.float()).abs().max().item()
+    check(torch.allclose(c, ref, rtol=2e-2, atol=2.5e-1),
+          f"split-K (C access {outs[0]['access']}) via k(a, b) ~ torch.matmul (max |err| {err:.3g})")
+
+
 def refused(k, a, b, c):
     def raises(exc, text, *args, **dims):
         try:
@@ -111,7 +141,8 @@ def refused(k, a, b, c):
     raises(tlc.LaunchError, "parameter `A` needs an address aligned to 16 bytes", a[1:], b[1:], c[1:])
     raises(tlc.LaunchError, "parameter `B` dim 0", a, b[:-5], c)
     raises(ValueError, "expected a CUDA tensor, found one on cpu", a.cpu(), b, c)
-    raises(ValueError, "dim `N` = 7 was given", a, b, c, N=7)
+    raises(tlc.LaunchError, "parameter `A` dim 0 is 1000003 but N = 7 was given", a, b, c, N=7)
+    raises(TypeError, "kernel takes 3 tensors (A, B, C) but 2 were given", a, b)
 
 
 def leak_and_overhead():
@@ -134,7 +165,15 @@ def leak_and_overhead():
         torch.add(a, b, out=c)
         torch_times.append(time.perf_counter() - t)
     torch.cuda.synchronize()
+    alloc = tlc.compile(EXAMPLES / "elementwise_add.tir", out_idx=-1)
+    alloc_times = []
+    for _ in range(1000):
+        t = time.perf_counter()
+        alloc(a, b)
+        alloc_times.append(time.perf_counter() - t)
+    torch.cuda.synchronize()
     print(f"launch overhead: tlc {statistics.median(times) * 1e6:.1f} us/call, "
+          f"tlc allocating C {statistics.median(alloc_times) * 1e6:.1f} us/call, "
           f"torch.add {statistics.median(torch_times) * 1e6:.1f} us/call (median of 1000)")
     for i in range(200):
         kk = tlc.compile(EXAMPLES / "elementwise_add.tir")
@@ -156,6 +195,7 @@ def main():
     scale_cast()
     refused(*vector_add())
     bench_seed000(*gemm())
+    out_idx()
     leak_and_overhead()
     print("gpu_smoke: all passed")
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List, Optional, Tuple, Union
+import sys
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _arrays, _tensors
 from ._tlc import CompileError, LaunchError
@@ -64,22 +65,45 @@ def _defines(dims: Dict[str, int]) -> List[str]:
     return [f"{name}={int(value)}" for name, value in dims.items()]
 
 
+OutIdx = Union[int, Sequence[int], None]
+
+#: Launch signatures cached per kernel before the cache is emptied (a shape sweep
+#: compiles once and launches on many shapes; each signature costs a few hundred bytes).
+_MAX_SIGNATURES = 256
+
+
+class _Signature(NamedTuple):
+    """A launch checked once for one argument signature: what every launch with the same
+    dtypes, shapes, strides, devices and dims reuses."""
+
+    prepared: Any
+    device: int
+    #: (parameter index, shape, tlc dtype name, zeroed) of each output to allocate.
+    outputs: Tuple[Tuple[int, Tuple[int, ...], str, bool], ...]
+
+
 class Kernel:
     """A compiled kernel: PTX, launch manifest and every stage of its pipeline. Call it on
     CUDA tensors to launch it (see ``__call__``)."""
 
-    def __init__(self, compiled: Any) -> None:
+    def __init__(self, compiled: Any, out_idx: OutIdx = None) -> None:
         self._compiled = compiled
         self._loaded: Dict[int, Any] = {}
+        self._signatures: Dict[Any, _Signature] = {}
         self.manifest: Dict[str, Any] = json.loads(compiled.manifest_json)
         """The launch manifest (docs/manifest.md) as a dict: params, dims, kernels."""
         # Read once: every launch matches its tensors to these names.
         self._params: List[str] = [p["name"] for p in self.manifest["params"]]
+        self._ptx: str = str(compiled.ptx)
+        self._out_idx: Tuple[int, ...] = _normalize_out_idx(out_idx, self._params)
+        self._inputs: Tuple[int, ...] = tuple(
+            i for i in range(len(self._params)) if i not in self._out_idx
+        )
 
     @property
     def ptx(self) -> str:
         """The PTX text, the manifest on its first line (what ``tlc compile`` writes)."""
-        return str(self._compiled.ptx)
+        return self._ptx
 
     @property
     def target(self) -> str:
@@ -90,6 +114,12 @@ class Kernel:
     def params(self) -> List[str]:
         """The parameter names, in order."""
         return list(self._params)
+
+    @property
+    def out_idx(self) -> List[int]:
+        """The parameters a call allocates and returns when they are not given (``out_idx``
+        of ``compile``), as non-negative indices in the order they are returned."""
+        return list(self._out_idx)
 
     @property
     def stages(self) -> List[str]:
@@ -103,8 +133,14 @@ class Kernel:
         stages when ``stage`` is none of them."""
         return str(self._compiled.ir(stage))
 
-    def __call__(self, *tensors: Any, stream: Optional[int] = None, **dims: int) -> None:
-        """Launches the kernel on CUDA tensors, one per parameter in order, without waiting.
+    def __call__(self, *tensors: Any, stream: Optional[int] = None, **dims: int) -> Any:
+        """Launches the kernel on CUDA tensors without waiting.
+
+        Give one tensor per parameter in order, or, when the kernel was compiled with
+        ``out_idx``, only the others: the outputs are then allocated (``torch.empty``, or
+        ``torch.zeros`` for an output the kernel also reads) on the inputs' GPU, their
+        shapes from the dims the inputs bind and ``**dims``, and returned (one tensor, or a
+        tuple in ``out_idx`` order). Without ``out_idx`` the call returns ``None``.
 
         Tensors are ``torch.Tensor`` s or objects with ``__cuda_array_interface__`` or
         ``__dlpack__``; each must be on the same GPU, C-contiguous, 16-byte aligned, of the
@@ -112,30 +148,90 @@ class Kernel:
         shapes; ``**dims`` given are checked against them). Outputs are written in place.
         The launch goes on ``stream`` (a raw ``CUstream`` handle) or, for torch tensors,
         torch's current stream of their device (else the legacy default stream).
-        Raises ``ValueError`` or ``LaunchError`` naming the parameter."""
+        Raises ``TypeError`` for a wrong count, ``ValueError`` or ``LaunchError`` naming the
+        parameter.
+
+        The checks run once per signature (dtypes, shapes, strides, devices, dims), which
+        is then cached; later calls with the same signature only check the addresses."""
         names = self._params
-        if len(tensors) != len(names):
-            raise TypeError(
-                f"kernel takes {len(names)} tensors ({', '.join(names)}) but "
-                f"{len(tensors)} were given"
-            )
-        args = [_tensors.describe(t, n) for t, n in zip(tensors, names)]
-        device = args[0].device if args else 0
-        for a, n in zip(args, names):
-            if a.device != device:
-                raise ValueError(
-                    f"parameter `{n}`: expected a tensor on cuda:{device} (as `{names[0]}`), "
-                    f"found one on cuda:{a.device}"
-                )
+        if len(tensors) == len(names):
+            given = range(len(names))
+        elif self._out_idx and len(tensors) == len(self._inputs):
+            given = self._inputs
+        else:
+            raise TypeError(self._count_error(len(tensors)))
+        key_parts = []
+        ptrs: List[int] = [0] * len(names)
+        torch_tensor = _torch_tensor_type()
+        for t, i in zip(tensors, given):
+            if type(t) is torch_tensor:
+                key_parts.append((t.dtype, t.shape, t.stride(), t.device))
+                ptrs[i] = t.data_ptr()
+            else:
+                a = _tensors.describe(t, names[i])
+                key_parts.append((a.dtype, a.shape, a.strides, a.device))
+                ptrs[i] = a.ptr
+        key = (tuple(key_parts), tuple(given), tuple(sorted(dims.items())) if dims else ())
+        sig = self._signatures.get(key)
+        if sig is None:
+            sig = self._prepare(tensors, given, dims)
+            if len(self._signatures) >= _MAX_SIGNATURES:
+                self._signatures.clear()
+            self._signatures[key] = sig
+        device = sig.device
+        allocated: Dict[int, Any] = {}
+        for index, shape, dtype, zeroed in sig.outputs:
+            out = _tensors.allocate(shape, dtype, device, zeroed, names[index])
+            allocated[index] = out
+            ptrs[index] = out.data_ptr()
         if stream is None:
             stream = _torch_stream(tensors, device)
         loaded = self._loaded.get(device)
         if loaded is None:
             from ._tlc import Loaded
 
-            loaded = self._loaded[device] = Loaded(self.ptx, device)
-        raw = [(a.ptr, a.dtype, list(a.shape), _list(a.strides)) for a in args]
-        loaded.launch(raw, int(stream), sorted((k, int(v)) for k, v in dims.items()))
+            loaded = self._loaded[device] = Loaded(self._ptx, device)
+        loaded.run(sig.prepared, ptrs, stream)
+        if not self._out_idx:
+            return None
+        outs = tuple(
+            allocated[i] if i in allocated else tensors[i] for i in self._out_idx
+        )
+        return outs[0] if len(outs) == 1 else outs
+
+    def _count_error(self, found: int) -> str:
+        names = self._params
+        takes = f"{len(names)} tensors ({', '.join(names)})"
+        if self._out_idx:
+            inputs = ", ".join(names[i] for i in self._inputs)
+            outputs = ", ".join(names[i] for i in self._out_idx)
+            takes = (
+                f"{len(self._inputs)} tensors ({inputs}; it allocates {outputs}) or {takes}"
+            )
+        return f"kernel takes {takes} but {found} were given"
+
+    def _prepare(self, tensors: Tuple[Any, ...], given: Sequence[int], dims: Dict[str, int]) -> _Signature:
+        """Checks a new signature: every given tensor described (the errors that name the
+        parameter), all on one GPU, then the runtime's checks and the outputs' shapes."""
+        from ._tlc import prepare
+
+        names = self._params
+        specs: List[Any] = [None] * len(names)
+        device: Optional[int] = None
+        first = ""
+        for t, i in zip(tensors, given):
+            a = _tensors.describe(t, names[i])
+            if device is None:
+                device, first = a.device, names[i]
+            elif a.device != device:
+                raise ValueError(
+                    f"parameter `{names[i]}`: expected a tensor on cuda:{device} (as "
+                    f"`{first}`), found one on cuda:{a.device}"
+                )
+            specs[i] = (a.dtype, list(a.shape), _list(a.strides))
+        prepared = prepare(self._ptx, specs, sorted((k, int(v)) for k, v in dims.items()))
+        outputs = tuple((i, tuple(shape), dtype, zeroed) for i, shape, dtype, zeroed in prepared.outputs)
+        return _Signature(prepared, device if device is not None else 0, outputs)
 
     def interpret(self, *arrays: Any, seed: int = 0, **dims: int) -> Tuple[Any, ...]:
         """``tlc.interpret(self, *arrays, ...)``: see ``interpret``."""
@@ -148,8 +244,42 @@ class Kernel:
         return f"<tlc.Kernel {entries} for {self.target}>"
 
 
+def _normalize_out_idx(out_idx: OutIdx, names: List[str]) -> Tuple[int, ...]:
+    """``out_idx`` as TileLang takes it (an index or a list; negative counts from the end)
+    as non-negative indices, in the given order; ``ValueError`` for one out of range or
+    repeated."""
+    if out_idx is None:
+        return ()
+    given = [out_idx] if isinstance(out_idx, int) else list(out_idx)
+    out: List[int] = []
+    n = len(names)
+    for i in given:
+        if not isinstance(i, int) or isinstance(i, bool):
+            raise TypeError(f"out_idx: expected parameter indices (int), found {i!r}")
+        if not -n <= i < n:
+            raise ValueError(
+                f"out_idx: {i} is out of range for a kernel of {n} parameters ({', '.join(names)})"
+            )
+        j = i % n
+        if j in out:
+            raise ValueError(f"out_idx: parameter `{names[j]}` ({i}) is named twice")
+        out.append(j)
+    return tuple(out)
+
+
 def _list(strides: Optional[Tuple[int, ...]]) -> Optional[List[int]]:
     return None if strides is None else list(strides)
+
+
+def _torch_tensor_type() -> Any:
+    """``torch.Tensor`` when torch is imported already (tlc never imports it for this), else
+    a type nothing is: the launch's fast path then never applies."""
+    torch = sys.modules.get("torch")
+    return getattr(torch, "Tensor", _NoType) if torch is not None else _NoType
+
+
+class _NoType:
+    pass
 
 
 def _torch_stream(tensors: Tuple[Any, ...], device: int) -> int:
@@ -157,12 +287,21 @@ def _torch_stream(tensors: Tuple[Any, ...], device: int) -> int:
     if tensors and type(tensors[0]).__module__.split(".")[0] == "torch":
         import torch  # type: ignore[import-not-found, unused-ignore]
 
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        if raw is not None:
+            # What Triton's launcher calls: the handle without building a Stream object.
+            return int(raw(device))
         return int(torch.cuda.current_stream(device).cuda_stream)
     return 0
 
 
-def compile(source_or_path: Source, target: Optional[str] = None, **dims: int) -> Kernel:
+def compile(
+    source_or_path: Source, target: Optional[str] = None, out_idx: OutIdx = None, **dims: int
+) -> Kernel:
     """Compiles a kernel (``.tir`` path or source text) to PTX.
+
+    ``out_idx`` (as TileLang's): the index, or list of indices (negative counts from the
+    end), of parameters a call may leave out: it then allocates and returns them.
 
     ``dims`` bind symbolic dims and tunables (as ``tlc compile -D NAME=VALUE``); open
     tunables are chosen as the CLI chooses them (tuning cache, then ``tlc plan``'s first
@@ -170,7 +309,8 @@ def compile(source_or_path: Source, target: Optional[str] = None, **dims: int) -
     when there is one, else ``sm_80``. Raises ``CompileError`` whose message is the rendered
     diagnostic (``FILE:LINE:COL: error: ...`` and the source line with a caret)."""
     name, text = _read_source(source_or_path)
-    return Kernel(_compile(name, text, _defines(dims), target))
+    compiled = _compile(name, text, _defines(dims), target)
+    return Kernel(compiled, out_idx)
 
 
 def interpret(

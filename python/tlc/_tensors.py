@@ -1,11 +1,12 @@
 """Reading device tensors another library owns: PyTorch tensors, objects with
 ``__cuda_array_interface__`` (CuPy, Numba) and DLPack producers. Each becomes an ``Arg``:
 device address, tlc dtype name, shape, element strides and CUDA device. Nothing here
-imports torch or touches CUDA."""
+imports torch or touches CUDA, except ``allocate`` (outputs a call allocates)."""
 
 from __future__ import annotations
 
 import ctypes
+import sys
 from typing import Any, NamedTuple, Optional, Tuple
 
 # torch.<name> → tlc dtype name (torch spells fp8 with the `fn` suffix of OCP E4M3FN).
@@ -56,6 +57,32 @@ _DLPACK_DTYPES = {
 
 _DLPACK_CUDA = 2
 _DLPACK_DEVICE_NAMES = {1: "the CPU", 2: "CUDA", 3: "pinned host memory", 13: "CUDA managed memory"}
+
+
+def allocate(shape: Tuple[int, ...], dtype: str, device: int, zeroed: bool, param: str) -> Any:
+    """A new torch tensor for output ``param`` on ``cuda:device``: ``torch.empty``, or
+    ``torch.zeros`` when the kernel also reads it (``zeroed``). Allocating needs torch;
+    ``TypeError`` naming the parameter without it."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        try:
+            import torch  # type: ignore[import-not-found, no-redef, unused-ignore]
+        except ImportError:
+            raise TypeError(
+                f"parameter `{param}`: allocating an output needs torch; pass the output "
+                f"tensor instead"
+            ) from None
+    torch_dtype = _torch_dtype(torch, dtype)
+    make = torch.zeros if zeroed else torch.empty
+    return make(shape, dtype=torch_dtype, device=torch.device("cuda", device))
+
+
+def _torch_dtype(torch: Any, dtype: str) -> Any:
+    """The torch dtype of a tlc dtype name (the inverse of ``_TORCH_DTYPES``)."""
+    for name, ours in _TORCH_DTYPES.items():
+        if ours == dtype and hasattr(torch, name):
+            return getattr(torch, name)
+    raise TypeError(f"torch {torch.__version__} has no dtype for tlc's {dtype}")
 
 
 class Arg(NamedTuple):

@@ -19,15 +19,20 @@ class Compiled:
         self, inputs: Dict[str, bytes], dims: Dict[str, int], seed: int = 0
     ) -> List[Tuple[str, bytes]]: ...
 
+class Prepared:
+    outputs: List[Tuple[int, List[int], str, bool]]
+    dims: List[Tuple[str, int]]
+
+def prepare(
+    ptx: str,
+    specs: List[Optional[Tuple[str, List[int], Optional[List[int]]]]],
+    dims: List[Tuple[str, int]],
+) -> Prepared: ...
+
 class Loaded:
     device_name: str
     def __init__(self, ptx: str, ordinal: int) -> None: ...
-    def launch(
-        self,
-        args: List[Tuple[int, str, List[int], Optional[List[int]]]],
-        stream: int,
-        dims: List[Tuple[str, int]],
-    ) -> List[Tuple[str, int]]: ...
+    def run(self, prepared: Prepared, ptrs: List[int], stream: int) -> None: ...
 
 def compile(name: str, text: str, defines: List[str], target: Optional[str] = None) -> Compiled: ...
 def interpret(

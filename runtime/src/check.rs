@@ -55,28 +55,114 @@ pub struct RawArg<'a> {
 /// load 16-byte vectors.
 pub fn check_raw_args(m: &Manifest, args: &[RawArg]) -> Result<LaunchPlan> {
     for (p, a) in m.params.iter().zip(args) {
-        check_layout(&p.name, a)?;
+        check_align(&p.name, a.ptr)?;
     }
-    let described: Vec<(DType, &[usize])> = args.iter().map(|a| (a.dtype, a.shape)).collect();
-    check_args(m, &described)
+    let specs: Vec<Option<ArgSpec>> = args
+        .iter()
+        .map(|a| {
+            Some(ArgSpec {
+                dtype: a.dtype,
+                shape: a.shape,
+                strides: a.strides,
+            })
+        })
+        .collect();
+    Ok(prepare_launch(m, &specs, &[])?.plan)
 }
 
-/// The layout rules of [`check_raw_args`] for one argument.
-fn check_layout(param: &str, a: &RawArg) -> Result<()> {
+/// What a launch depends on besides the addresses: an argument's dtype, shape and element
+/// strides (`None`: C-contiguous).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArgSpec<'a> {
+    pub dtype: DType,
+    pub shape: &'a [usize],
+    pub strides: Option<&'a [i64]>,
+}
+
+/// A launch checked once for one signature (the arguments' dtypes, shapes and strides and
+/// the dims given by name): every launch with that signature reuses it, and only the
+/// addresses are checked again (`check_align`). This is what keeps a launch from Python
+/// cheap.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PreparedLaunch {
+    pub plan: LaunchPlan,
+    /// Every parameter's shape, in order: the given ones, and those of the outputs left
+    /// to the caller to allocate.
+    pub shapes: Vec<Vec<usize>>,
+    /// The parameters given as `None`: outputs the caller allocates with `shapes`.
+    pub to_allocate: Vec<usize>,
+}
+
+/// Checks a launch's signature against the manifest: the count, each given argument's
+/// dtype, strides (C-contiguous) and shape; binds the dims (from the shapes and `given`),
+/// computes the shapes of the missing arguments (`None`, outputs to allocate) and the
+/// launch configuration.
+pub fn prepare_launch(
+    m: &Manifest,
+    args: &[Option<ArgSpec>],
+    given: &[(&str, i64)],
+) -> Result<PreparedLaunch> {
+    if args.len() != m.params.len() {
+        return Err(RuntimeError::ArgCount {
+            entry: m.entries(),
+            expected: m.params.len(),
+            found: args.len(),
+        });
+    }
+    for (p, a) in m.params.iter().zip(args) {
+        let Some(a) = a else { continue };
+        check_strides(&p.name, a)?;
+        if p.dtype != a.dtype {
+            return Err(RuntimeError::ArgDtype {
+                param: p.name.clone(),
+                expected: p.dtype.name().to_string(),
+                found: a.dtype.name().to_string(),
+            });
+        }
+    }
+    let shapes: Vec<Option<&[usize]>> = args.iter().map(|a| a.map(|a| a.shape)).collect();
+    let dims = m.bind_dims_with(&shapes, given)?;
+    let mut all = Vec::with_capacity(args.len());
+    let mut to_allocate = Vec::new();
+    for (i, a) in args.iter().enumerate() {
+        all.push(match a {
+            Some(a) => a.shape.to_vec(),
+            None => {
+                to_allocate.push(i);
+                m.shape_of(i, &dims)?
+            }
+        });
+    }
+    Ok(PreparedLaunch {
+        plan: plan(m, dims)?,
+        shapes: all,
+        to_allocate,
+    })
+}
+
+/// The address rule of a tensor given by address: aligned to [`ARG_ALIGN`].
+pub fn check_align(param: &str, ptr: u64) -> Result<()> {
+    if ptr.is_multiple_of(ARG_ALIGN) {
+        return Ok(());
+    }
+    Err(RuntimeError::ArgLayout {
+        param: param.to_string(),
+        message: format!(
+            "needs an address aligned to {ARG_ALIGN} bytes, but the argument's is {ptr:#x} \
+             ({} bytes past a {ARG_ALIGN}-byte boundary)",
+            ptr % ARG_ALIGN
+        ),
+    })
+}
+
+/// The stride rule of a tensor given by address: C-contiguous (kernels index row-major).
+fn check_strides(param: &str, a: &ArgSpec) -> Result<()> {
     let bad = |message: String| {
         Err(RuntimeError::ArgLayout {
             param: param.to_string(),
             message,
         })
     };
-    if !a.ptr.is_multiple_of(ARG_ALIGN) {
-        return bad(format!(
-            "needs an address aligned to {ARG_ALIGN} bytes, but the argument's is {:#x} \
-             ({} bytes past a {ARG_ALIGN}-byte boundary)",
-            a.ptr,
-            a.ptr % ARG_ALIGN
-        ));
-    }
     let Some(strides) = a.strides else {
         return Ok(());
     };
@@ -121,25 +207,17 @@ fn fmt_list(v: &[i64]) -> String {
 /// Checks the count, dtype and shape of every argument against the manifest, binds the
 /// symbolic dims and evaluates grid, block and dynamic shared memory.
 pub fn check_args(m: &Manifest, args: &[(DType, &[usize])]) -> Result<LaunchPlan> {
-    if args.len() != m.params.len() {
-        return Err(RuntimeError::ArgCount {
-            entry: m.entries(),
-            expected: m.params.len(),
-            found: args.len(),
-        });
-    }
-    for (p, (dtype, _)) in m.params.iter().zip(args) {
-        if p.dtype != *dtype {
-            return Err(RuntimeError::ArgDtype {
-                param: p.name.clone(),
-                expected: p.dtype.name().to_string(),
-                found: dtype.name().to_string(),
-            });
-        }
-    }
-    let shapes: Vec<&[usize]> = args.iter().map(|(_, s)| *s).collect();
-    let dims = m.bind_dims(&shapes)?;
-    plan(m, dims)
+    let specs: Vec<Option<ArgSpec>> = args
+        .iter()
+        .map(|&(dtype, shape)| {
+            Some(ArgSpec {
+                dtype,
+                shape,
+                strides: None,
+            })
+        })
+        .collect();
+    Ok(prepare_launch(m, &specs, &[])?.plan)
 }
 
 /// Evaluates the launch configuration of every kernel for bound dims; a kernel's grid or

@@ -55,6 +55,9 @@ pub enum RuntimeError {
     /// An argument given by address (`check::RawArg`) has a layout kernels cannot read:
     /// not C-contiguous, or misaligned. The message continues "parameter `A` ...".
     ArgLayout { param: String, message: String },
+    /// A dim given by name is not the kernel's, is out of its range, or no argument binds
+    /// a dim the caller did not give.
+    Dim(String),
     /// Evaluating a dim expression failed (overflow, division by zero, unknown dim).
     Eval(String),
     /// The launch configuration computed from the manifest is out of the hardware's range.
@@ -152,6 +155,7 @@ impl fmt::Display for RuntimeError {
             RuntimeError::ArgLayout { param, message } => {
                 write!(f, "parameter `{param}` {message}")
             }
+            RuntimeError::Dim(msg) => f.write_str(msg),
             RuntimeError::Eval(msg) => write!(f, "cannot evaluate a dim expression: {msg}"),
             RuntimeError::LaunchConfig(msg) => write!(f, "invalid launch configuration: {msg}"),
             RuntimeError::HostBuffer(msg) => write!(f, "host buffer mismatch: {msg}"),

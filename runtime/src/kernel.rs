@@ -3,12 +3,15 @@
 //! looks up every entry and raises each one's dynamic shared memory limit when it needs more
 //! than 48 KB. Launching checks every argument against the manifest first, then launches the
 //! entries in order on one stream — the GPU's, or the caller's for tensors given by address
-//! (`launch_raw`) — so each sees what the previous one wrote, passing
+//! (`launch_raw`, or `prepare` once and `launch_prepared` per launch) — so each sees what the previous one wrote, passing
 //! each the tensors' pointers, the bound dims and the TMA tensor maps (encoded once per
 //! distinct tensor and cached, `tensor_map.rs`).
 
 use crate::buffer::DeviceTensor;
-use crate::check::{check_args, check_raw_args, plan, LaunchPlan, RawArg};
+use crate::check::{
+    check_align, check_args, check_raw_args, plan, prepare_launch, ArgSpec, LaunchPlan,
+    PreparedLaunch, RawArg,
+};
 use crate::device::Gpu;
 use crate::driver::{driver_err, error_name};
 use crate::error::{Result, RuntimeError};
@@ -184,10 +187,48 @@ impl Kernel {
     pub fn launch_raw(&self, args: &[RawArg], stream: u64) -> Result<LaunchPlan> {
         let plan = check_raw_args(&self.manifest, args)?;
         let described: Vec<(&[usize], u64)> = args.iter().map(|a| (a.shape, a.ptr)).collect();
-        // The integer is the handle torch (`cuda_stream`) or CuPy hands out.
-        let stream = stream as usize as sys::CUstream;
-        self.launch_planned(&plan, &described, stream)?;
+        self.launch_planned(&plan, &described, raw_stream(stream))?;
         Ok(plan)
+    }
+
+    /// Checks a launch signature once (`check::prepare_launch`) for
+    /// [`Kernel::launch_prepared`]; `None` arguments are outputs the caller allocates with
+    /// the shapes it returns.
+    pub fn prepare(
+        &self,
+        args: &[Option<ArgSpec>],
+        given: &[(&str, i64)],
+    ) -> Result<PreparedLaunch> {
+        prepare_launch(&self.manifest, args, given)
+    }
+
+    /// Launches a prepared signature on tensors at `ptrs` (one per parameter, in order, of
+    /// the prepared dtypes, shapes and strides: the caller's promise, which is what it
+    /// keyed the preparation on), on `stream`, asynchronously. Only the addresses are
+    /// checked here (alignment).
+    pub fn launch_prepared(
+        &self,
+        prepared: &PreparedLaunch,
+        ptrs: &[u64],
+        stream: u64,
+    ) -> Result<()> {
+        if ptrs.len() != prepared.shapes.len() || ptrs.len() != self.manifest.params.len() {
+            return Err(RuntimeError::ArgCount {
+                entry: self.manifest.entries(),
+                expected: self.manifest.params.len(),
+                found: ptrs.len(),
+            });
+        }
+        for (p, &ptr) in self.manifest.params.iter().zip(ptrs) {
+            check_align(&p.name, ptr)?;
+        }
+        let described: Vec<(&[usize], u64)> = prepared
+            .shapes
+            .iter()
+            .zip(ptrs)
+            .map(|(s, &ptr)| (s.as_slice(), ptr))
+            .collect();
+        self.launch_planned(&prepared.plan, &described, raw_stream(stream))
     }
 
     /// Times the kernel: `warmup` untimed launches, then `iters` launches each between a
@@ -312,6 +353,12 @@ impl Kernel {
     pub fn plan_for_dims(&self, dims: Dims) -> Result<LaunchPlan> {
         plan(&self.manifest, dims)
     }
+}
+
+/// A stream handle as an integer (what torch's `cuda_stream` or CuPy hands out) as the
+/// driver's type.
+fn raw_stream(stream: u64) -> sys::CUstream {
+    stream as usize as sys::CUstream
 }
 
 /// The (shape, device address) of each tensor: what a launch passes and maps.

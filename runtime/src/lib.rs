@@ -31,7 +31,10 @@ pub mod tensor_map;
 pub mod timing;
 
 pub use buffer::{DeviceTensor, Element};
-pub use check::{check_args, check_raw_args, KernelPlan, LaunchPlan, RawArg};
+pub use check::{
+    check_args, check_raw_args, prepare_launch, ArgSpec, KernelPlan, LaunchPlan, PreparedLaunch,
+    RawArg,
+};
 pub use cublas::{cublas_gemm_f16, Cublas};
 pub use cublaslt::{CublasLt, Fp8Gemm};
 pub use device::{DeviceInfo, Gpu};

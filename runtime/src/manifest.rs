@@ -310,6 +310,19 @@ impl Manifest {
     /// Infers the symbolic dims from the shapes of the given arguments (one per parameter, in
     /// order) and checks every argument's rank and every dimension against them.
     pub fn bind_dims(&self, shapes: &[&[usize]]) -> Result<Dims> {
+        let shapes: Vec<Option<&[usize]>> = shapes.iter().map(|&s| Some(s)).collect();
+        self.bind_dims_with(&shapes, &[])
+    }
+
+    /// [`Manifest::bind_dims`] where some arguments are missing (`None`: an output the
+    /// caller will allocate from the bound dims, see [`Manifest::shape_of`]) and some dims
+    /// are given by name. A given dim must be one of the kernel's and agree with every shape
+    /// that binds it; a dim no shape binds must be given.
+    pub fn bind_dims_with(
+        &self,
+        shapes: &[Option<&[usize]>],
+        given: &[(&str, i64)],
+    ) -> Result<Dims> {
         if shapes.len() != self.params.len() {
             return Err(RuntimeError::ArgCount {
                 entry: self.entries(),
@@ -318,6 +331,7 @@ impl Manifest {
             });
         }
         for (p, s) in self.params.iter().zip(shapes) {
+            let Some(s) = s else { continue };
             if p.shape.len() != s.len() {
                 return Err(RuntimeError::ArgRank {
                     param: p.name.clone(),
@@ -326,24 +340,54 @@ impl Manifest {
                 });
             }
         }
+        // Where each dim's value comes from: a parameter's shape, or the caller by name.
+        #[derive(Clone, Copy)]
+        enum From<'a> {
+            Param(&'a str),
+            Given,
+        }
+        let mut bound: BTreeMap<&str, (i64, From)> = BTreeMap::new();
+        for &(name, value) in given {
+            let Some(decl) = self.dims.iter().find(|d| d.name == name) else {
+                let names: Vec<&str> = self.dims.iter().map(|d| d.name.as_str()).collect();
+                return Err(RuntimeError::Dim(format!(
+                    "the kernel has no symbolic dim `{name}` (its dims: {})",
+                    if names.is_empty() {
+                        "none".to_string()
+                    } else {
+                        names.join(", ")
+                    }
+                )));
+            };
+            if let Some(prev) = bound.insert(decl.name.as_str(), (value, From::Given)) {
+                if prev.0 != value {
+                    return Err(RuntimeError::Dim(format!(
+                        "dim `{name}` is given twice, as {} and {value}",
+                        prev.0
+                    )));
+                }
+            }
+        }
         // Pass 1: a dimension whose expression is a bare dim binds (or must agree with) it.
-        let mut bound: BTreeMap<&str, (i64, &str)> = BTreeMap::new();
         for (p, s) in self.params.iter().zip(shapes) {
+            let Some(s) = s else { continue };
             for (i, (e, &size)) in p.shape.iter().zip(s.iter()).enumerate() {
                 let DimExpr::Dim(name) = e else { continue };
                 let value = size_as_i64(&p.name, i, size)?;
                 match bound.get(name.as_str()) {
                     Some(&(prev, from)) if prev != value => {
+                        let source = match from {
+                            From::Param(param) => format!("from `{param}`"),
+                            From::Given => "was given".to_string(),
+                        };
                         return Err(RuntimeError::ArgShape {
                             param: p.name.clone(),
-                            message: format!(
-                                "dim {i} is {value} but {name} = {prev} from `{from}`"
-                            ),
+                            message: format!("dim {i} is {value} but {name} = {prev} {source}"),
                         });
                     }
                     Some(_) => {}
                     None => {
-                        bound.insert(name, (value, &p.name));
+                        bound.insert(name, (value, From::Param(&p.name)));
                     }
                 }
             }
@@ -351,15 +395,17 @@ impl Manifest {
         let mut dims = Vec::with_capacity(self.dims.len());
         for d in &self.dims {
             let Some(&(value, from)) = bound.get(d.name.as_str()) else {
-                return Err(RuntimeError::BadManifest(format!(
-                    "dim `{}` is not bound by any argument",
-                    d.name
-                )));
+                return Err(self.unbound(&d.name, shapes));
             };
             if let Some(why) = tlc_ir::dim_range_error(&d.name, d.dtype, value) {
-                return Err(RuntimeError::ArgShape {
-                    param: from.to_string(),
-                    message: format!("sets {} = {value}, {why}", d.name),
+                return Err(match from {
+                    From::Param(param) => RuntimeError::ArgShape {
+                        param: param.to_string(),
+                        message: format!("sets {} = {value}, {why}", d.name),
+                    },
+                    From::Given => {
+                        RuntimeError::Dim(format!("{} = {value} was given, {why}", d.name))
+                    }
                 });
             }
             dims.push((d.name.clone(), value));
@@ -367,6 +413,7 @@ impl Manifest {
         let dims = Dims(dims);
         // Pass 2: every other dimension must equal its expression's value.
         for (p, s) in self.params.iter().zip(shapes) {
+            let Some(s) = s else { continue };
             for (i, (e, &size)) in p.shape.iter().zip(s.iter()).enumerate() {
                 if matches!(e, DimExpr::Dim(_)) {
                     continue;
@@ -386,6 +433,52 @@ impl Manifest {
             }
         }
         Ok(dims)
+    }
+
+    /// Why dim `name` has no value: no argument binds it. With every argument given the
+    /// manifest is at fault (the compiler makes every dim appear bare in some shape); else
+    /// only the missing outputs bind it and the caller must give it.
+    fn unbound(&self, name: &str, shapes: &[Option<&[usize]>]) -> RuntimeError {
+        let missing: Vec<&str> = self
+            .params
+            .iter()
+            .zip(shapes)
+            .filter(|(_, s)| s.is_none())
+            .map(|(p, _)| p.name.as_str())
+            .collect();
+        if missing.is_empty() {
+            return RuntimeError::BadManifest(format!("dim `{name}` is not bound by any argument"));
+        }
+        RuntimeError::Dim(format!(
+            "dim `{name}` is set only by the shape of {} to allocate; give it by name \
+             ({name}=...) or pass the output",
+            missing
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    }
+
+    /// The shape of parameter `index` for bound dims: what an output the caller allocates
+    /// must be. A dimension that evaluates below zero is an error naming the parameter.
+    pub fn shape_of(&self, index: usize, dims: &Dims) -> Result<Vec<usize>> {
+        let Some(p) = self.params.get(index) else {
+            return Err(RuntimeError::BadManifest(format!("no parameter {index}")));
+        };
+        p.shape
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let v = dims.eval(e)?;
+                usize::try_from(v).map_err(|_| RuntimeError::ArgShape {
+                    param: p.name.clone(),
+                    message: format!(
+                        "would have dim {i} = {e} = {v} with {dims}; it must be at least 0"
+                    ),
+                })
+            })
+            .collect()
     }
 }
 

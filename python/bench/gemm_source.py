@@ -24,7 +24,8 @@ def kernel_source(M, N, K, block_M, block_N, block_K, panel_size=10):
     ``kernel_matmul_no_l2_opt``, its ``tilelang_ps_-10``)."""
     swizzle = f"        T.use_swizzle(panel_size={panel_size})\n" if panel_size >= 0 else ""
     return f'''\
-# The seed 000 GEMM at M, N, K = {M}, {N}, {K}, block {block_M}x{block_N}x{block_K}, panel_size {panel_size}.
+# The seed 000 GEMM at M, N, K = {M}, {N}, {K},
+# block {block_M}x{block_N}x{block_K}, panel_size {panel_size}.
 @T.prim_func
 def gemm_schedule(
     A: T.Tensor(({M}, {K}), "float16"),

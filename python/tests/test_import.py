@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import tlc
+
 
 def test_import_needs_no_cuda_and_has_the_documented_api():
     # A fresh interpreter with no GPU library on the search path: importing must not try.
@@ -31,3 +33,11 @@ def test_the_package_is_typed():
     assert (importlib.resources.files(tlc) / "py.typed").is_file()
     assert (importlib.resources.files(tlc) / "_tlc.pyi").is_file()
     assert tlc.compile.__doc__ and tlc.interpret.__doc__ and tlc.Kernel.ir.__doc__
+
+
+def test_the_version_is_the_installed_wheels():
+    import re
+    from importlib.metadata import version
+
+    assert tlc.__version__ == version("tlc")
+    assert re.fullmatch(r"\d+\.\d+\.\d+", tlc.__version__)

@@ -28,6 +28,7 @@ from ._tlc import plan as _plan
 from ._tlc import tune as _tune
 
 __all__ = [
+    "__version__",
     "CompileError",
     "Kernel",
     "LaunchError",
@@ -39,6 +40,19 @@ __all__ = [
 ]
 
 Source = Union[str, "os.PathLike[str]"]
+
+
+def _version() -> str:
+    """The installed distribution's version (the crate's, set by maturin)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tlc")
+    except PackageNotFoundError:  # imported from the source tree, not installed
+        return "0+unknown"
+
+
+__version__: str = _version()
 
 
 def _read_source(source_or_path: Source) -> Tuple[str, str]:

@@ -5,6 +5,9 @@
 Needs a CUDA GPU, torch and the tlc package (``pip install ./python``); Triton is optional
 (its column is skipped with a note when it is not importable, or with --no-triton).
 
+The kernels are the seed's own factories (``gemm_source.py``: ``@T.prim_func`` with
+``import tlc.language as T``), compiled with ``tlc.compile(..., out_idx=-1)``.
+
 1. ``test()``: compiles the seed kernel at M, N, K = 4096, 2048, 1024 with ``out_idx=-1``,
    calls it on ``torch.rand`` float16 tensors, prints the max difference to
    ``torch.matmul`` and exits 1 unless they are allclose (rtol = atol = 1e-2).

@@ -26,6 +26,7 @@ from ._tlc import interpret as _interpret
 from ._tlc import param_names as _param_names
 from ._tlc import plan as _plan
 from ._tlc import tune as _tune
+from .language import PrimFunc
 
 __all__ = [
     "__version__",
@@ -39,7 +40,7 @@ __all__ = [
     "tune",
 ]
 
-Source = Union[str, "os.PathLike[str]"]
+Source = Union[str, "os.PathLike[str]", PrimFunc]
 
 
 def _version() -> str:
@@ -56,9 +57,12 @@ __version__: str = _version()
 
 
 def _read_source(source_or_path: Source) -> Tuple[str, str]:
-    """(name shown in diagnostics, text): a path (a ``PathLike``, or a one-line string naming
-    an existing file or ending in ``.tir``) is read; any other string is the source itself,
+    """(name shown in diagnostics, text): a ``tlc.language.PrimFunc`` (a kernel written in
+    Python) gives its file and text; a path (a ``PathLike``, or a one-line string naming an
+    existing file or ending in ``.tir``) is read; any other string is the source itself,
     named ``<string>``."""
+    if isinstance(source_or_path, PrimFunc):
+        return source_or_path.filename, source_or_path.source
     if isinstance(source_or_path, os.PathLike):
         path = os.fspath(source_or_path)
     elif "\n" not in source_or_path and (

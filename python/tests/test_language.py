@@ -1,0 +1,129 @@
+"""Kernels written in Python (`import tlc.language as T`): the factory's values substituted
+into the source, symbolic dims kept, names the function binds left alone, diagnostics at
+the .py line. Compiled and interpreted on the CPU."""
+
+import inspect
+
+import numpy as np
+import pytest
+
+import tlc
+import tlc.language as T
+
+BLOCK = 32  # a module-level constant the kernels read
+
+
+def matmul(M, N, K, block_M, block_N, block_K, dtype="float16", accum_dtype="float"):
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, K), dtype),
+        B: T.Tensor((K, N), dtype),
+        C: T.Tensor((M, N), accum_dtype),
+    ):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared((block_K, block_N), dtype)
+            C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+            T.clear(C_local)
+            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=2):
+                T.copy(A[by * block_M, ko * block_K], A_shared)
+                T.copy(B[ko * block_K, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, C_local)
+            T.copy(C_local, C[by * block_M, bx * block_N])
+
+    return main
+
+
+def scale(n, k, factor):
+    # `k` is also the kernel's loop variable: the loop's, not the factory's, inside it.
+    @T.prim_func
+    def main(X: T.Tensor((n,), "float32"), Y: T.Tensor((n,), "float32")):
+        with T.Kernel(T.ceildiv(n, BLOCK * 4), threads=BLOCK * 4) as bx:
+            for k in T.Parallel(BLOCK * 4):
+                if bx * (BLOCK * 4) + k < n:
+                    Y[bx * (BLOCK * 4) + k] = X[bx * (BLOCK * 4) + k] * factor
+
+    return main
+
+
+def test_the_factorys_values_become_literals():
+    f = matmul(256, 128, 64, 64, 64, 32)
+    assert isinstance(f, T.PrimFunc) and f.name == "main" and f.filename == __file__
+    text = str(f)
+    assert 'A: T.Tensor((256, 64), "float16")' in text
+    assert 'C_local = T.alloc_fragment((64, 64), "float")' in text
+    assert "T.ceildiv(64, 32)" in text
+    k = tlc.compile(f, target="sm_80")
+    assert [p["shape"] for p in k.manifest["params"]] == [
+        [{"int": 256}, {"int": 64}],
+        [{"int": 64}, {"int": 128}],
+        [{"int": 256}, {"int": 128}],
+    ]
+
+
+def test_a_python_gemm_interprets_like_numpy():
+    k = tlc.compile(matmul(T.symbolic("M"), 64, 64, 32, 32, 32), target="sm_80")
+    assert k.manifest["dims"] == [{"name": "M", "dtype": "int32"}]
+    rng = np.random.default_rng(3)
+    a = rng.integers(-4, 5, (96, 64)).astype(np.float16)
+    b = rng.integers(-4, 5, (64, 64)).astype(np.float16)
+    _, _, c = tlc.interpret(k, a, b, None)
+    np.testing.assert_array_equal(c, a.astype(np.float32) @ b.astype(np.float32))
+
+
+def test_names_the_function_binds_are_not_replaced():
+    f = scale(1000, 7, 0.5)
+    text = str(f)
+    assert "for k in T.Parallel(32 * 4):" in text and "+ k < 1000" in text
+    assert "* 0.5" in text
+    x = np.linspace(-1, 1, 1000, dtype=np.float32)
+    _, y = tlc.interpret(tlc.compile(f, target="sm_80"), x, None)
+    np.testing.assert_array_equal(y, x * np.float32(0.5))
+
+
+def test_diagnostics_point_at_the_python_line():
+    def bad(n):
+        @T.prim_func
+        def main(A: T.Tensor((n,), "float32")):
+            with T.Kernel(1, threads=128) as bx:
+                A[bx] = T.frobnicate(n)
+
+        return main
+
+    line = inspect.getsourcelines(bad)[1] + 4
+    with pytest.raises(tlc.CompileError) as e:
+        tlc.compile(bad(5), target="sm_80")
+    message = str(e.value)
+    assert message.startswith(f"{__file__}:{line}:"), message
+    assert "unknown TileLang construct `T.frobnicate`" in message
+    assert "A[bx] = T.frobnicate(5)" in message
+
+
+def test_a_value_that_is_no_literal_is_left_for_the_compiler_to_report():
+    class Config:
+        pass
+
+    def kernel(cfg):
+        @T.prim_func
+        def main(A: T.Tensor((64,), "float32")):
+            with T.Kernel(1, threads=64) as bx:
+                for i in T.Parallel(64):
+                    A[i] = cfg
+
+        return main
+
+    f = kernel(Config())
+    assert "A[i] = cfg" in str(f)
+    with pytest.raises(tlc.CompileError, match="cfg"):
+        tlc.compile(f, target="sm_80")
+
+
+def test_literals_are_spelled_as_the_language_reads_them():
+    from tlc.language import _literal
+
+    assert _literal(-3) == "(-3)"
+    assert _literal((1, 2)) == "(1, 2)" and _literal((1,)) == "(1,)"
+    assert _literal([1, True, None]) == "[1, True, None]"
+    assert _literal('a"b') == '"a\\"b"'
+    assert _literal(object()) is None and _literal((1, object())) is None
+    assert T.float16 == "float16" and T.symbolic("N", "int64") == T.Symbolic("N", "int64")

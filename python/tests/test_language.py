@@ -127,3 +127,98 @@ def test_literals_are_spelled_as_the_language_reads_them():
     assert _literal('a"b') == '"a\\"b"'
     assert _literal(object()) is None and _literal((1, object())) is None
     assert T.float16 == "float16" and T.symbolic("N", "int64") == T.Symbolic("N", "int64")
+
+
+def sized(M, P):
+    OM = (M + 2 * P - 3) // 1 + 1  # Python arithmetic on a symbolic dim
+
+    @T.prim_func
+    def main(X: T.Tensor((M,), "float32"), Y: T.Tensor((OM,), "float32")):
+        with T.Kernel(T.ceildiv(OM, 32), threads=32) as bx:
+            for i in T.Parallel(32):
+                if bx * 32 + i < OM:
+                    Y[bx * 32 + i] = X[bx * 32 + i]
+
+    return main
+
+
+def test_arithmetic_on_symbolic_dims_is_an_expression():
+    text = str(sized(T.symbolic("M"), 1))
+    assert 'M = T.symbolic("M")' in text
+    assert "Y: T.Tensor((((((M + 2) - 3) // 1) + 1),)" in text
+    assert T.ceildiv(T.symbolic("M"), 64).text == "T.ceildiv(M, 64)" and T.ceildiv(130, 64) == 3
+    with pytest.raises(T.LanguageError, match="depends on a symbolic dim"):
+        assert T.symbolic("M") - T.symbolic("N") >= 0
+    with pytest.raises(T.LanguageError, match="depends on a symbolic dim"):
+        assert T.symbolic("M") % 32 == 0
+
+
+def test_datatype_bits():
+    assert T.DataType(T.float16).bits == 16 and T.DataType("float").bits == 32
+    assert T.DataType(T.float8_e4m3fn).bits == 8 and T.float == "float"
+
+
+def branchy(causal, n):
+    @T.prim_func
+    def main(X: T.Tensor((n,), "float32")):
+        with T.Kernel(1, threads=32) as bx:
+            for i in T.Parallel(32):
+                if causal:
+                    X[i] = 1.0
+                else:
+                    X[i] = (2.0 if causal else 3.0)
+
+    return main
+
+
+def test_python_level_branches_are_resolved_on_their_lines():
+    f = branchy(False, 32)
+    lines = f.source.splitlines()
+    first = inspect.getsourcelines(branchy)[1]
+    assert lines[first + 8 - 1].strip() == "X[i] = ((3.0))"
+    assert "causal" not in f.source and "if" not in f.source.split("T.Parallel")[1]
+    _, x = tlc.interpret(tlc.compile(f, target="sm_80"), None)
+    np.testing.assert_array_equal(x, np.full(32, 3.0, np.float32))
+
+
+def eager_add(A, B, block, dtype=T.float32):
+    M, N = T.const("M, N")
+    scale = 2.0
+
+    A: T.Tensor((M, N), dtype)
+    B: T.Tensor((M, N), dtype)
+    C = T.empty((M, N), dtype)
+
+    with T.Kernel(T.ceildiv(N, block), T.ceildiv(M, block), threads=128) as (bx, by):
+        for i, j in T.Parallel(block, block):
+            if by * block + i < M and bx * block + j < N:
+                C[by * block + i, bx * block + j] = (
+                    A[by * block + i, bx * block + j] + B[by * block + i, bx * block + j] * scale
+                )
+
+    return C
+
+
+def test_an_eager_kernel_becomes_a_prim_func():
+    f = T.eager(eager_add, block=32, N=40)
+    assert f.out_idx == [2]
+    assert 'M = T.symbolic("M")' in f.source and "N = T.symbolic" not in f.source
+    first = inspect.getsourcelines(eager_add)[1]
+    lines = f.source.splitlines()
+    assert lines[first - 1].startswith("def eager_add(A: T.Tensor((M, 40), \"float32\")")
+    assert "T.const" not in f.source and "return" not in f.source
+    k = tlc.compile(f, target="sm_80")
+    assert k.out_idx == [2]
+    a, b = np.ones((33, 40), np.float32), np.full((33, 40), 0.5, np.float32)
+    _, _, c = tlc.interpret(k, a, b, None)
+    np.testing.assert_array_equal(c, a + 2.0 * b)
+
+
+def test_an_eager_tensor_without_a_declaration_is_named():
+    def broken(A, X, block):
+        A: T.Tensor((128,), "float32")
+        with T.Kernel(1, threads=32) as bx:
+            pass
+
+    with pytest.raises(T.LanguageError, match="parameter `X` has no value"):
+        T.eager(broken, block=32)

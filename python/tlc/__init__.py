@@ -328,6 +328,8 @@ def compile(
     diagnostic (``FILE:LINE:COL: error: ...`` and the source line with a caret)."""
     name, text = _read_source(source_or_path)
     compiled = _compile(name, text, _defines(dims), target)
+    if out_idx is None and isinstance(source_or_path, PrimFunc):
+        out_idx = source_or_path.out_idx  # an eager kernel's `return`ed T.empty outputs
     return Kernel(compiled, out_idx)
 
 

@@ -29,6 +29,12 @@ Diagnostics name the ``.py`` file and the line of the function's source (the tex
 at the function's own line); the source line they show is the substituted one, so its
 columns are those of the text shown.
 
+Python-level decisions are made here as TileLang's Python makes them: ``if`` statements and
+``a if c else b`` whose condition is decided after substitution keep only their taken arm;
+arithmetic on symbolic dims (``seq_kv - seq_q``, ``T.ceildiv(M, 64)``) gives an ``Expr``
+substituted as its text. ``eager(fn, **values)`` takes TileLang's eager ``@tilelang.jit``
+form (``T.const`` / ``T.empty`` / ``return``).
+
 Everything else ``T.`` spells (``T.Tensor``, ``T.Kernel``, ``T.float16``, ...) exists here
 only so that the annotations Python evaluates at definition time do not fail; the meaning
 is the compiler's (docs/ir.md).
@@ -42,7 +48,75 @@ import sys
 import textwrap
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Set, Tuple
 
-__all__ = ["PrimFunc", "prim_func", "symbolic"]
+__all__ = ["DataType", "ceildiv", "Expr", "LanguageError", "PrimFunc", "eager", "prim_func", "symbolic"]
+
+
+class _Arith:
+    """Python arithmetic on symbolic dims (``seq_kv - seq_q``, ``(H + 2 * P - 3) // S + 1``
+    in a factory) builds the expression's text, which is substituted like a literal."""
+
+    def _text(self) -> str:
+        raise NotImplementedError
+
+    def _symbols(self) -> Tuple["Symbolic", ...]:
+        raise NotImplementedError
+
+    def _op(self, op: str, other: Any, reflected: bool = False) -> "Expr":
+        if isinstance(other, (_Arith, Symbolic)):
+            text, syms = other._text(), other._symbols()
+        elif isinstance(other, int) and not isinstance(other, bool):
+            text, syms = (str(other) if other >= 0 else f"({other})"), ()
+        else:
+            return NotImplemented  # type: ignore[return-value]
+        left, right = (text, self._text()) if reflected else (self._text(), text)
+        return Expr(f"({left} {op} {right})", self._symbols() + syms)
+
+    def __add__(self, o: Any) -> "Expr":
+        return self._op("+", o)
+
+    def __radd__(self, o: Any) -> "Expr":
+        return self._op("+", o, True)
+
+    def __sub__(self, o: Any) -> "Expr":
+        return self._op("-", o)
+
+    def __rsub__(self, o: Any) -> "Expr":
+        return self._op("-", o, True)
+
+    def __mul__(self, o: Any) -> "Expr":
+        return self._op("*", o)
+
+    def __rmul__(self, o: Any) -> "Expr":
+        return self._op("*", o, True)
+
+    def __floordiv__(self, o: Any) -> "Expr":
+        return self._op("//", o)
+
+    def __rfloordiv__(self, o: Any) -> "Expr":
+        return self._op("//", o, True)
+
+    def __mod__(self, o: Any) -> "Expr":
+        return self._op("%", o)
+
+    def __rmod__(self, o: Any) -> "Expr":
+        return self._op("%", o, True)
+
+    def __neg__(self) -> "Expr":
+        return Expr(f"(-{self._text()})", self._symbols())
+
+    def _undecided(self, o: Any) -> bool:
+        # `assert seq_kv - seq_q >= 0` cannot be decided before launch (TileLang's TVM
+        # expressions refuse it too).
+        raise LanguageError(
+            f"`{self._text()}` depends on a symbolic dim, so Python cannot compare it; "
+            f"give the factory a number for it"
+        )
+
+    __lt__ = __le__ = __gt__ = __ge__ = _undecided
+
+
+def _expr_eq(self: "Expr", o: Any) -> bool:
+    return self._undecided(o)
 
 
 class Symbolic(NamedTuple):
@@ -53,21 +127,68 @@ class Symbolic(NamedTuple):
     dtype: str = "int32"
 
 
+class Expr(_Arith):
+    """An integer expression over symbolic dims, made by Python arithmetic on them."""
+
+    def __init__(self, text: str, symbols: Tuple[Symbolic, ...]) -> None:
+        self.text = text
+        self.symbols = symbols
+
+    def _text(self) -> str:
+        return self.text
+
+    def _symbols(self) -> Tuple[Symbolic, ...]:
+        return self.symbols
+
+    def __repr__(self) -> str:
+        return f"<tlc.language.Expr {self.text}>"
+
+    # `N % blk_m == 0` is as undecided as `<`: never a silent False.
+    __eq__ = __ne__ = _expr_eq  # type: ignore[assignment]
+    __hash__ = object.__hash__
+
+
+# Symbolic is a NamedTuple (a tuple: `+` would concatenate); give it _Arith's operators.
+for _name in ("_op", "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
+              "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__neg__", "_undecided",
+              "__lt__", "__le__", "__gt__", "__ge__"):
+    setattr(Symbolic, _name, getattr(_Arith, _name))
+Symbolic._text = lambda self: self.name  # type: ignore[attr-defined]
+Symbolic._symbols = lambda self: (self,)  # type: ignore[attr-defined]
+
+
 def symbolic(name: str, dtype: str = "int32") -> Symbolic:
     """A symbolic dim, for a factory argument or a module-level name the kernel uses."""
     return Symbolic(name, dtype)
 
 
+def ceildiv(a: Any, b: Any) -> Any:
+    """``T.ceildiv`` evaluated by Python where a factory computes a size with it
+    (``TILE_K = T.ceildiv(BLOCK_K, reduce_threads)``): a number for numbers, an expression
+    over symbolic dims for those. (In a kernel's body it is the compiler's.)"""
+    if isinstance(a, int) and isinstance(b, int) and b != 0:
+        return -(-a // b)
+    arith = (int, _Arith, Symbolic)
+    if isinstance(a, arith) and isinstance(b, arith):
+        ta, tb = (_literal(v) if isinstance(v, int) else v._text() for v in (a, b))
+        syms = tuple(s for v in (a, b) if not isinstance(v, int) for s in v._symbols())
+        return Expr(f"T.ceildiv({ta}, {tb})", syms)
+    return _ANYTHING
+
+
 class PrimFunc:
     """A kernel written in Python: the tlc source text ``prim_func`` made of it."""
 
-    def __init__(self, name: str, filename: str, source: str) -> None:
+    def __init__(self, name: str, filename: str, source: str, out_idx: Optional[List[int]] = None) -> None:
         self.name = name
         """The function's name (its kernel's name)."""
         self.filename = filename
         """The file the function is written in, named in diagnostics."""
         self.source = source
         """The tlc source text: the function with the values it closes over in place."""
+        self.out_idx = out_idx
+        """The parameters a call allocates (an eager kernel's ``T.empty`` outputs), for
+        ``tlc.compile``'s ``out_idx`` when that is not given; ``None`` for ``T.prim_func``."""
 
     def __str__(self) -> str:
         return self.source
@@ -83,15 +204,29 @@ class LanguageError(TypeError):
 def prim_func(fn: Callable[..., Any]) -> PrimFunc:
     """Turns a Python function written in the language into tlc source text, with the
     literal values it closes over substituted (see the module's documentation)."""
-    frame = sys._getframe(1)
-    scope: Dict[str, Any] = dict(frame.f_globals)
-    scope.update(frame.f_locals)
+    scope = _scope(fn, sys._getframe(1))
+    filename, text, first_line = _source(fn)
+    return PrimFunc(fn.__name__, filename, _substitute(text, first_line, scope))
+
+
+def _scope(fn: Callable[..., Any], frame: Any) -> Dict[str, Any]:
+    """The values the function's free names have where it is defined: the defining frame's
+    locals over its globals (the function's own globals when no frame is given), then the
+    closure's cells."""
+    scope: Dict[str, Any] = dict(fn.__globals__ if frame is None else frame.f_globals)
+    if frame is not None:
+        scope.update(frame.f_locals)
     if fn.__closure__:
         for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
             try:
                 scope[name] = cell.cell_contents
             except ValueError:  # an empty cell: assigned after the def
                 pass
+    return scope
+
+
+def _source(fn: Callable[..., Any]) -> Tuple[str, str, int]:
+    """The function's file, dedented source text (decorators included) and first line."""
     filename = inspect.getsourcefile(fn) or inspect.getfile(fn)
     try:
         lines, first_line = inspect.getsourcelines(fn)
@@ -100,17 +235,23 @@ def prim_func(fn: Callable[..., Any]) -> PrimFunc:
             f"T.prim_func: cannot read the source of `{fn.__name__}` ({e}); define it in a "
             f"file, or pass tlc.compile the source text"
         ) from None
-    return PrimFunc(fn.__name__, filename, _substitute("".join(lines), first_line, scope))
+    return filename, textwrap.dedent("".join(lines)), first_line
+
+
+def _function(text: str) -> ast.FunctionDef:
+    tree = ast.parse(text)
+    func = next((n for n in tree.body if isinstance(n, ast.FunctionDef)), None)
+    if func is None:
+        raise LanguageError("T.prim_func: expected a function definition")
+    return func
 
 
 def _substitute(source: str, first_line: int, scope: Dict[str, Any]) -> str:
-    """The function's text with its free names' literal values in place, symbolic dims
-    declared above it, placed so that it starts on ``first_line``."""
+    """The function's text with its free names' literal values in place, Python-level
+    branches on them resolved, symbolic dims declared above it, placed so that it starts
+    on ``first_line``."""
     text = textwrap.dedent(source)
-    tree = ast.parse(text)
-    func = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
-    if func is None:
-        raise LanguageError("T.prim_func: expected a function definition")
+    func = _function(text)
     bound = _bound_names(func)
     edits: List[Tuple[int, int, int, str]] = []  # (line, start col, end col, text)
     symbols: Dict[str, Symbolic] = {}
@@ -119,12 +260,7 @@ def _substitute(source: str, first_line: int, scope: Dict[str, Any]) -> str:
             continue
         if node.id in bound or node.id not in scope or node.end_col_offset is None:
             continue
-        value = scope[node.id]
-        if isinstance(value, Symbolic):
-            symbols[value.name] = value
-            replacement: Optional[str] = value.name
-        else:
-            replacement = _literal(value)
+        replacement = _literal(scope[node.id], symbols)
         if replacement is not None and replacement != node.id:
             edits.append((node.lineno, node.col_offset, node.end_col_offset, replacement))
     out = text.splitlines(keepends=True)
@@ -132,10 +268,11 @@ def _substitute(source: str, first_line: int, scope: Dict[str, Any]) -> str:
     for line, start, end, new in sorted(edits, reverse=True):
         row = out[line - 1]
         out[line - 1] = row[:start] + new + row[end:]
+    body = _fold_branches("".join(out))
     header = [_declare(s) for s in symbols.values()]
     # Blank lines up to the function's first line, so diagnostics give the .py's line.
     pad = max(first_line - 1 - len(header), 0)
-    return "".join(header) + "\n" * pad + "".join(out)
+    return "".join(header) + "\n" * pad + body
 
 
 def _declare(s: Symbolic) -> str:
@@ -156,10 +293,20 @@ def _bound_names(func: ast.AST) -> Set[str]:
     return names
 
 
-def _literal(value: Any) -> Optional[str]:
-    """``value`` as source text when it is a literal the language reads, else ``None``."""
+def _literal(value: Any, symbols: Optional[Dict[str, Symbolic]] = None) -> Optional[str]:
+    """``value`` as source text when it is a literal the language reads (symbolic dims and
+    expressions over them included, recorded in ``symbols``), else ``None``."""
     if value is None or isinstance(value, bool):
         return repr(value)
+    if isinstance(value, Symbolic):
+        if symbols is not None:
+            symbols[value.name] = value
+        return value.name
+    if isinstance(value, Expr):
+        if symbols is not None:
+            for s in value.symbols:
+                symbols[s.name] = s
+        return value.text
     if isinstance(value, int):
         return str(value) if value >= 0 else f"({value})"
     if isinstance(value, float):
@@ -168,7 +315,7 @@ def _literal(value: Any) -> Optional[str]:
         escaped = value.replace("\\", "\\\\").replace('"', '\\"')
         return f'"{escaped}"'
     if isinstance(value, (tuple, list)):
-        items = [_literal(v) for v in value]
+        items = [_literal(v, symbols) for v in value]
         if any(i is None for i in items):
             return None
         inner = ", ".join(items)  # type: ignore[arg-type]
@@ -176,6 +323,226 @@ def _literal(value: Any) -> Optional[str]:
             return f"[{inner}]"
         return f"({inner},)" if len(items) == 1 else f"({inner})"
     return None
+
+
+def eager(fn: Callable[..., Any], **values: Any) -> PrimFunc:
+    """A kernel written in TileLang's eager form (the body of an ``@tilelang.jit`` function:
+    ``M, N = T.const("M, N")``, ``A: T.Tensor((M, N), dtype)``, ``C = T.empty((M, N),
+    dtype)``, ``return C``) as a ``PrimFunc``, with ``values`` for its Python arguments.
+
+    - The function's parameters not in ``values`` (nor defaulted) are its tensors, declared
+      by the ``A: T.Tensor(...)`` statements; each ``T.empty`` is an output parameter after
+      them, and the ones ``return`` names are ``out_idx`` (what the call allocates).
+    - ``T.const`` names given in ``values`` are literals (``rms_norm.compile(N=1024)``),
+      the others symbolic dims.
+    - A top-level ``name = expr`` that Python evaluates to a literal (``dtype = T.float``,
+      ``OH = (H + 2 * P - 3) // S + 1`` with ``H`` symbolic) is a Python value, substituted
+      like the factory's; a name in ``values`` overrides its assignment (``sm_num=132`` for
+      ``sm_num = driver.get_num_sms()``). Other statements stay (lets, the kernel).
+
+    Lines keep their numbers: removed statements become blank lines and the parameters are
+    written on the ``def`` line."""
+    filename, text, first_line = _source(fn)
+    func = _function(text)
+    lines = text.splitlines(keepends=True)
+    scope = _scope(fn, None)
+    scope.update(_defaults(fn))
+    scope.update(values)
+    params = [a.arg for a in func.args.args]
+    tensors = [p for p in params if p not in scope]
+    declared: Dict[str, str] = {}
+    outputs: List[Tuple[str, str]] = []
+    returned: List[str] = []
+    blank: Set[int] = set()
+    for stmt in func.body:
+        span = range(stmt.lineno - 1, (stmt.end_lineno or stmt.lineno))
+        segment = ast.get_source_segment(text, stmt) or ""
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            blank.update(span)  # a docstring
+        elif _is_const(stmt):
+            names = [t.id for t in _targets(stmt)]
+            for n in names:
+                if n not in values:
+                    scope[n] = Symbolic(n)
+            blank.update(span)
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is None and isinstance(stmt.target, ast.Name):
+            declared[stmt.target.id] = ast.get_source_segment(text, stmt.annotation) or ""
+            blank.update(span)
+        elif isinstance(stmt, ast.Assign) and _call_name(stmt.value) == "empty" and len(_targets(stmt)) == 1:
+            call = stmt.value
+            assert isinstance(call, ast.Call)
+            args = ", ".join(ast.get_source_segment(text, a) or "" for a in call.args)
+            outputs.append((_targets(stmt)[0].id, f"T.Tensor({args})"))
+            blank.update(span)
+        elif isinstance(stmt, ast.Return):
+            value = stmt.value
+            items = value.elts if isinstance(value, ast.Tuple) else [value] if value else []
+            returned = [n.id for n in items if isinstance(n, ast.Name)]
+            blank.update(span)
+        elif _targets(stmt) and len(_targets(stmt)) == len(_flat_targets(stmt)):
+            names = [t.id for t in _targets(stmt)]
+            if all(n in values for n in names):
+                blank.update(span)
+                continue
+            try:
+                assert isinstance(stmt, ast.Assign)
+                value = eval(compile(ast.Expression(stmt.value), filename, "eval"), dict(scope))
+            except LanguageError:
+                raise
+            except Exception:  # a TIR expression or a call Python cannot make here: a let
+                continue
+            got = list(value) if len(names) > 1 and isinstance(value, tuple) else [value]
+            if len(got) == len(names) and all(_literal(v) is not None for v in got):
+                for n, v in zip(names, got):
+                    scope.setdefault(n, v) if n in values else scope.__setitem__(n, v)
+                blank.update(span)
+        elif isinstance(stmt, ast.Assert):
+            try:
+                holds = eval(compile(ast.Expression(stmt.test), filename, "eval"), dict(scope))
+            except LanguageError:
+                raise
+            except Exception:
+                continue
+            if not holds:
+                raise LanguageError(f"{filename}:{first_line + stmt.lineno - 1}: assertion failed: {segment}")
+            blank.update(span)
+    missing = [t for t in tensors if t not in declared]
+    if missing:
+        raise LanguageError(
+            f"{filename}:{first_line + func.lineno - 1}: `{fn.__name__}`'s parameter `{missing[0]}` "
+            f"has no value and no `{missing[0]}: T.Tensor(shape, dtype)` statement; pass "
+            f"T.eager a value for it"
+        )
+    signature = [f"{t}: {declared[t]}" for t in tensors] + [f"{n}: {a}" for n, a in outputs]
+    names = tensors + [n for n, _ in outputs]
+    out_idx = [names.index(r) for r in returned if r in names]
+    # The `def` line (after any decorators) takes the whole signature; its other lines and
+    # the removed statements stay as blank lines.
+    def_line = func.lineno - 1 + len(func.decorator_list)
+    while not lines[def_line].lstrip().startswith("def "):
+        def_line += 1
+    body_first = func.body[0].lineno - 1
+    out = ["\n"] * len(lines)
+    out[def_line] = f"def {func.name}({', '.join(signature)}):\n"
+    for i in range(body_first, len(lines)):
+        out[i] = "\n" if i in blank else lines[i]
+    # The function keeps at least one statement.
+    if all(out[i].strip() == "" for i in range(body_first, len(out))):
+        raise LanguageError(f"{filename}:{first_line + func.lineno - 1}: `{fn.__name__}` has no kernel")
+    # Decorated on the line above the def (a blank one: the text starts at the def).
+    source = _substitute("@T.prim_func\n" + "".join(out[def_line:]), first_line + def_line - 1, scope)
+    return PrimFunc(func.name, filename, source, out_idx)
+
+
+def _defaults(fn: Callable[..., Any]) -> Dict[str, Any]:
+    sig = inspect.signature(fn)
+    return {n: p.default for n, p in sig.parameters.items() if p.default is not inspect.Parameter.empty}
+
+
+def _targets(stmt: ast.stmt) -> List[ast.Name]:
+    """The names an assignment binds (``M, N = ...`` or ``M = ...``)."""
+    if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
+        return []
+    t = stmt.targets[0]
+    elts = t.elts if isinstance(t, ast.Tuple) else [t]
+    return [e for e in elts if isinstance(e, ast.Name)]
+
+
+def _flat_targets(stmt: ast.stmt) -> List[ast.expr]:
+    """Every target of a single assignment, names or not."""
+    if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
+        return []
+    t = stmt.targets[0]
+    return list(t.elts) if isinstance(t, ast.Tuple) else [t]
+
+
+def _call_name(node: Optional[ast.expr]) -> Optional[str]:
+    """``f`` for a call ``T.f(...)``."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return node.func.attr
+    return None
+
+
+def _is_const(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Assign) and _call_name(stmt.value) == "const"
+
+
+_DECIDABLE = (ast.Constant, ast.BoolOp, ast.UnaryOp, ast.Compare, ast.BinOp, ast.Tuple,
+              ast.boolop, ast.unaryop, ast.cmpop, ast.operator, ast.Load)
+
+
+def _decided(test: ast.expr) -> Optional[bool]:
+    """The truth of a condition made only of literals (``False``, ``128 == 64``), which
+    Python decides when TileLang builds the kernel; ``None`` for a run-time condition."""
+    if not all(isinstance(n, _DECIDABLE) for n in ast.walk(test)):
+        return None
+    try:
+        return bool(eval(compile(ast.Expression(test), "<test>", "eval"), {"__builtins__": {}}))
+    except Exception:  # e.g. 1 // 0: leave it to the compiler, which says where
+        return None
+
+
+def _fold_branches(text: str) -> str:
+    """Resolves ``if``/``else`` statements and ``a if c else b`` expressions whose condition
+    is decided (after substitution: ``if is_causal:`` with ``is_causal = False``), as
+    TileLang's Python does, keeping every other line where it was."""
+    while True:
+        func = _function(text)
+        lines = text.splitlines(keepends=True)
+        target = next(
+            (n for n in ast.walk(func) if isinstance(n, (ast.If, ast.IfExp)) and _decided(n.test) is not None),
+            None,
+        )
+        if target is None:
+            return text
+        taken = _decided(target.test)
+        if isinstance(target, ast.IfExp):
+            text = _fold_ifexp(lines, func, target, target.body if taken else target.orelse)
+        else:
+            text = _fold_if(lines, target, target.body if taken else target.orelse)
+
+
+def _fold_ifexp(lines: List[str], func: ast.FunctionDef, node: ast.IfExp, arm: ast.expr) -> str:
+    """The text with ``node`` replaced by its taken arm; lines the expression spanned are
+    kept as blank lines after the statement holding it."""
+    arm_text = ast.get_source_segment("".join(lines), arm) or ""
+    arm_text = " ".join(part.strip() for part in arm_text.splitlines())
+    first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+    new = lines[first][: node.col_offset] + f"({arm_text})" + lines[last][node.end_col_offset :]
+    stmt = next(
+        s for s in ast.walk(func)
+        if isinstance(s, ast.stmt) and not isinstance(s, (ast.FunctionDef, ast.If, ast.For, ast.While, ast.With))
+        and s.lineno <= node.lineno and (s.end_lineno or 0) >= (node.end_lineno or 0)
+    )
+    removed = last - first
+    out = lines[:first] + [new] + lines[last + 1 :]
+    stmt_end = (stmt.end_lineno or stmt.lineno) - 1 - removed
+    out[stmt_end + 1 : stmt_end + 1] = ["\n"] * removed
+    return "".join(out)
+
+
+def _fold_if(lines: List[str], node: ast.If, arm: List[ast.stmt]) -> str:
+    """The text with the ``if`` statement replaced by its taken arm, dedented to the
+    ``if``'s column; the other lines of the statement become blank."""
+    first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+    out = lines[:]
+    keep: Set[int] = set()
+    if arm:
+        lo = min(s.lineno for s in arm) - 1
+        hi = max((s.end_lineno or s.lineno) for s in arm) - 1
+        shift = arm[0].col_offset - node.col_offset
+        keep = set(range(lo, hi + 1))
+        for i in keep:
+            row = out[i]
+            indent = len(row) - len(row.lstrip(" "))
+            out[i] = row[min(shift, indent) :]
+    for i in range(first, last + 1):
+        if i not in keep:
+            out[i] = "\n"
+    if not arm or all(out[i].strip() == "" for i in range(first, last + 1)):
+        # An arm that is absent leaves nothing: `pass` keeps the enclosing block well formed.
+        out[first] = " " * node.col_offset + "pass\n"
+    return "".join(out)
 
 
 # dtypes as the language spells them (`T.float16` in an annotation or an argument).
@@ -191,6 +558,42 @@ int64 = "int64"
 uint8 = "uint8"
 uint32 = "uint32"
 bool_ = "bool"
+
+# TileLang's other spellings of the same dtypes, as the compiler reads them (`T.float` is
+# float32; `T.float8_e4m3fn` torch's name of float8_e4m3): names Python's builtins or
+# keywords would shadow here, so they come from the module's __getattr__.
+_DTYPE_ALIASES = {
+    "float": "float",
+    "half": "float16",
+    "bool": "bool",
+    "float8_e4m3fn": "float8_e4m3fn",
+}
+
+_BITS = {"bool": 8, "float": 32}
+
+
+class DataType:
+    """TVM's ``DataType(dtype)`` as TileLang's factories use it: ``DataType(in_dtype).bits``
+    (``from tvm import DataType`` becomes ``from tlc.language import DataType``)."""
+
+    def __init__(self, dtype: str) -> None:
+        self.dtype = str(dtype)
+        digits = "".join(c for c in self.dtype if c.isdigit())
+        bits = _BITS.get(self.dtype)
+        if bits is None and self.dtype.startswith("float8"):
+            bits = 8
+        if bits is None:
+            if not digits:
+                raise LanguageError(f"DataType: unknown dtype `{self.dtype}`")
+            bits = int(digits)
+        self.bits = bits
+        """The width of one element in bits."""
+
+    def __str__(self) -> str:
+        return self.dtype
+
+    def __repr__(self) -> str:
+        return f"DataType({self.dtype!r})"
 
 
 class _Anything:
@@ -215,4 +618,6 @@ def __getattr__(name: str) -> Any:
     # evaluation of annotations; private names stay errors.
     if name.startswith("_"):
         raise AttributeError(name)
+    if name in _DTYPE_ALIASES:
+        return _DTYPE_ALIASES[name]
     return _ANYTHING

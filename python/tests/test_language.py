@@ -177,7 +177,7 @@ def test_python_level_branches_are_resolved_on_their_lines():
     first = inspect.getsourcelines(branchy)[1]
     assert lines[first + 8 - 1].strip() == "X[i] = ((3.0))"
     assert "causal" not in f.source and "if" not in f.source.split("T.Parallel")[1]
-    _, x = tlc.interpret(tlc.compile(f, target="sm_80"), None)
+    (x,) = tlc.interpret(tlc.compile(f, target="sm_80"), None)
     np.testing.assert_array_equal(x, np.full(32, 3.0, np.float32))
 
 

@@ -14,6 +14,7 @@ Importing the package and everything but launching need no GPU and no CUDA.
 from __future__ import annotations
 
 import json
+import operator
 import os
 import sys
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
@@ -95,7 +96,9 @@ class _Signature(NamedTuple):
     dtypes, shapes, strides, devices and dims reuses."""
 
     prepared: Any
-    device: int
+    #: The given tensors' GPU; ``None`` when no tensor is given (every parameter is an
+    #: output): then torch's current device at each call.
+    device: Optional[int]
     #: (parameter index, shape, tlc dtype name, zeroed) of each output to allocate.
     outputs: Tuple[Tuple[int, Tuple[int, ...], str, bool], ...]
 
@@ -164,10 +167,11 @@ class Kernel:
         ``__dlpack__``; each must be on the same GPU, C-contiguous, 16-byte aligned, of the
         parameter's dtype and of a shape that fits it (symbolic dims are read off the
         shapes; ``**dims`` given are checked against them). Outputs are written in place.
-        The launch goes on ``stream`` (a raw ``CUstream`` handle) or, for torch tensors,
-        torch's current stream of their device (else the legacy default stream).
-        Raises ``TypeError`` for a wrong count, ``ValueError`` or ``LaunchError`` naming the
-        parameter.
+        The launch goes on ``stream`` (a raw ``CUstream`` handle) or, for torch tensors or
+        allocated outputs, torch's current stream of their device (else the legacy default
+        stream); outputs are allocated on torch's current stream, which an explicit
+        ``stream`` must follow. Raises ``TypeError`` for a wrong count or a dim that is not
+        an int, ``ValueError`` or ``LaunchError`` naming the parameter.
 
         The checks run once per signature (dtypes, shapes, strides, devices, dims), which
         is then cached; later calls with the same signature only check the addresses."""
@@ -189,7 +193,9 @@ class Kernel:
                 a = _tensors.describe(t, names[i])
                 key_parts.append((a.dtype, a.shape, a.strides, a.device))
                 ptrs[i] = a.ptr
-        key = (tuple(key_parts), tuple(given), tuple(sorted(dims.items())) if dims else ())
+        # Dims by value (`N=True` must not find the entry of `N=1`), checked as ints.
+        dim_values = _dim_values(dims) if dims else ()
+        key = (tuple(key_parts), tuple(given), dim_values)
         sig = self._signatures.get(key)
         if sig is None:
             sig = self._prepare(tensors, given, dims)
@@ -197,13 +203,16 @@ class Kernel:
                 self._signatures.clear()
             self._signatures[key] = sig
         device = sig.device
+        if device is None:
+            device = _tensors.current_device(names[sig.outputs[0][0]])
         allocated: Dict[int, Any] = {}
         for index, shape, dtype, zeroed in sig.outputs:
             out = _tensors.allocate(shape, dtype, device, zeroed, names[index])
             allocated[index] = out
             ptrs[index] = out.data_ptr()
         if stream is None:
-            stream = _torch_stream(tensors, device)
+            # Outputs allocated here were allocated (and zeroed) on torch's current stream.
+            stream = _torch_stream(tensors, device, bool(allocated))
         loaded = self._loaded.get(device)
         if loaded is None:
             from ._tlc import Loaded
@@ -228,7 +237,9 @@ class Kernel:
             )
         return f"kernel takes {takes} but {found} were given"
 
-    def _prepare(self, tensors: Tuple[Any, ...], given: Sequence[int], dims: Dict[str, int]) -> _Signature:
+    def _prepare(
+        self, tensors: Tuple[Any, ...], given: Sequence[int], dims: Dict[str, Any]
+    ) -> _Signature:
         """Checks a new signature: every given tensor described (the errors that name the
         parameter), all on one GPU, then the runtime's checks and the outputs' shapes."""
         from ._tlc import prepare
@@ -247,9 +258,11 @@ class Kernel:
                     f"`{first}`), found one on cuda:{a.device}"
                 )
             specs[i] = (a.dtype, list(a.shape), _list(a.strides))
-        prepared = prepare(self._ptx, specs, sorted((k, int(v)) for k, v in dims.items()))
-        outputs = tuple((i, tuple(shape), dtype, zeroed) for i, shape, dtype, zeroed in prepared.outputs)
-        return _Signature(prepared, device if device is not None else 0, outputs)
+        prepared = prepare(self._ptx, specs, list(_dim_values(dims)))
+        outputs = tuple(
+            (i, tuple(shape), dtype, zeroed) for i, shape, dtype, zeroed in prepared.outputs
+        )
+        return _Signature(prepared, device, outputs)
 
     def interpret(self, *arrays: Any, seed: int = 0, **dims: int) -> Tuple[Any, ...]:
         """``tlc.interpret(self, *arrays, ...)``: see ``interpret``."""
@@ -285,6 +298,17 @@ def _normalize_out_idx(out_idx: OutIdx, names: List[str]) -> Tuple[int, ...]:
     return tuple(out)
 
 
+def _dim_values(dims: Dict[str, Any]) -> Tuple[Tuple[str, int], ...]:
+    """The dims given to a call as sorted (name, int) pairs; ``TypeError`` naming the dim
+    for a value that is not an integer (a ``bool``, a ``float``, a string)."""
+    out = []
+    for name, value in sorted(dims.items()):
+        if isinstance(value, bool) or not hasattr(type(value), "__index__"):
+            raise TypeError(f"dim `{name}`: expected an int, found {value!r}")
+        out.append((name, operator.index(value)))
+    return tuple(out)
+
+
 def _list(strides: Optional[Tuple[int, ...]]) -> Optional[List[int]]:
     return None if strides is None else list(strides)
 
@@ -300,9 +324,11 @@ class _NoType:
     pass
 
 
-def _torch_stream(tensors: Tuple[Any, ...], device: int) -> int:
-    """torch's current stream on ``device`` when the arguments are torch tensors, else 0."""
-    if tensors and type(tensors[0]).__module__.split(".")[0] == "torch":
+def _torch_stream(tensors: Tuple[Any, ...], device: int, allocated: bool) -> int:
+    """torch's current stream on ``device`` when an argument is a torch tensor (a subclass
+    too) or outputs were ``allocated`` with torch, else 0 (the legacy default stream)."""
+    torch_tensor = _torch_tensor_type()
+    if allocated or any(isinstance(t, torch_tensor) for t in tensors):
         import torch  # type: ignore[import-not-found, unused-ignore]
 
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)

@@ -63,18 +63,31 @@ def allocate(shape: Tuple[int, ...], dtype: str, device: int, zeroed: bool, para
     """A new torch tensor for output ``param`` on ``cuda:device``: ``torch.empty``, or
     ``torch.zeros`` when the kernel also reads it (``zeroed``). Allocating needs torch;
     ``TypeError`` naming the parameter without it."""
-    torch = sys.modules.get("torch")
-    if torch is None:
-        try:
-            import torch  # type: ignore[import-not-found, no-redef, unused-ignore]
-        except ImportError:
-            raise TypeError(
-                f"parameter `{param}`: allocating an output needs torch; pass the output "
-                f"tensor instead"
-            ) from None
+    torch = _import_torch(param)
     torch_dtype = _torch_dtype(torch, dtype)
     make = torch.zeros if zeroed else torch.empty
     return make(shape, dtype=torch_dtype, device=torch.device("cuda", device))
+
+
+def current_device(param: str) -> int:
+    """torch's current CUDA device: where a call that is given no tensor allocates output
+    ``param``; ``TypeError`` naming it without torch."""
+    return int(_import_torch(param).cuda.current_device())
+
+
+def _import_torch(param: str) -> Any:
+    """torch, imported if it is not yet; ``TypeError`` naming output ``param`` without it."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        return torch
+    try:
+        import torch  # type: ignore[import-not-found, no-redef, unused-ignore]
+    except ImportError:
+        raise TypeError(
+            f"parameter `{param}`: allocating an output needs torch; pass the output "
+            f"tensor instead"
+        ) from None
+    return torch
 
 
 def _torch_dtype(torch: Any, dtype: str) -> Any:
@@ -99,7 +112,10 @@ class Arg(NamedTuple):
 def describe(obj: Any, param: str) -> Arg:
     """The launch argument of ``obj`` for parameter ``param``; ``ValueError`` naming the
     parameter when ``obj`` is not a CUDA tensor tlc can pass."""
-    if type(obj).__module__.split(".")[0] == "torch" and hasattr(obj, "data_ptr"):
+    torch = sys.modules.get("torch")
+    # isinstance, not the type's module: a subclass defined elsewhere (a user's, a
+    # library's) is a torch tensor too, whose device is `.device.index`.
+    if torch is not None and isinstance(obj, torch.Tensor):
         return _torch(obj, param)
     if hasattr(obj, "__cuda_array_interface__"):
         return _cuda_array_interface(obj, param)

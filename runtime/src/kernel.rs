@@ -3,9 +3,9 @@
 //! looks up every entry and raises each one's dynamic shared memory limit when it needs more
 //! than 48 KB. Launching checks every argument against the manifest first, then launches the
 //! entries in order on one stream — the GPU's, or the caller's for tensors given by address
-//! (`launch_raw`, or `prepare` once and `launch_prepared` per launch) — so each sees what the previous one wrote, passing
-//! each the tensors' pointers, the bound dims and the TMA tensor maps (encoded once per
-//! distinct tensor and cached, `tensor_map.rs`).
+//! (`launch_raw`, or `prepare` once and `launch_prepared` per launch) — so each sees what
+//! the previous one wrote, passing each the tensors' pointers, the bound dims and the TMA
+//! tensor maps (encoded once per distinct tensor and cached, `tensor_map.rs`).
 
 use crate::buffer::DeviceTensor;
 use crate::check::{

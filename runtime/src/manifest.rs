@@ -342,11 +342,11 @@ impl Manifest {
         }
         // Where each dim's value comes from: a parameter's shape, or the caller by name.
         #[derive(Clone, Copy)]
-        enum From<'a> {
+        enum Origin<'a> {
             Param(&'a str),
             Given,
         }
-        let mut bound: BTreeMap<&str, (i64, From)> = BTreeMap::new();
+        let mut bound: BTreeMap<&str, (i64, Origin)> = BTreeMap::new();
         for &(name, value) in given {
             let Some(decl) = self.dims.iter().find(|d| d.name == name) else {
                 let names: Vec<&str> = self.dims.iter().map(|d| d.name.as_str()).collect();
@@ -359,7 +359,7 @@ impl Manifest {
                     }
                 )));
             };
-            if let Some(prev) = bound.insert(decl.name.as_str(), (value, From::Given)) {
+            if let Some(prev) = bound.insert(decl.name.as_str(), (value, Origin::Given)) {
                 if prev.0 != value {
                     return Err(RuntimeError::Dim(format!(
                         "dim `{name}` is given twice, as {} and {value}",
@@ -377,8 +377,8 @@ impl Manifest {
                 match bound.get(name.as_str()) {
                     Some(&(prev, from)) if prev != value => {
                         let source = match from {
-                            From::Param(param) => format!("from `{param}`"),
-                            From::Given => "was given".to_string(),
+                            Origin::Param(param) => format!("from `{param}`"),
+                            Origin::Given => "was given".to_string(),
                         };
                         return Err(RuntimeError::ArgShape {
                             param: p.name.clone(),
@@ -387,7 +387,7 @@ impl Manifest {
                     }
                     Some(_) => {}
                     None => {
-                        bound.insert(name, (value, From::Param(&p.name)));
+                        bound.insert(name, (value, Origin::Param(&p.name)));
                     }
                 }
             }
@@ -399,11 +399,11 @@ impl Manifest {
             };
             if let Some(why) = tlc_ir::dim_range_error(&d.name, d.dtype, value) {
                 return Err(match from {
-                    From::Param(param) => RuntimeError::ArgShape {
+                    Origin::Param(param) => RuntimeError::ArgShape {
                         param: param.to_string(),
                         message: format!("sets {} = {value}, {why}", d.name),
                     },
-                    From::Given => {
+                    Origin::Given => {
                         RuntimeError::Dim(format!("{} = {value} was given, {why}", d.name))
                     }
                 });

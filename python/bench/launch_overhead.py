@@ -23,37 +23,18 @@ markdown table, also written to --out when given.
 """
 
 import argparse
-import importlib.metadata
 import statistics
-import sys
 import time
 
 import torch
 
 import tlc
+from common import fail, load_triton, versions
 from gemm_source import SEED_BLOCK, kernel_source
 
 SHAPE = (128, 128, 32)  # M, N, K: one tile of the seed kernel
 SYNC_EVERY = 100
 WARMUP = 100
-
-
-def fail(message):
-    print(f"FAIL: {message}")
-    sys.exit(1)
-
-
-def load_triton(wanted):
-    """(the triton_matmul module or None, a note saying why not)."""
-    if not wanted:
-        return None, "triton: skipped (--no-triton)"
-    try:
-        import triton  # noqa: F401
-    except ImportError as e:
-        return None, f"triton: not importable ({e}); its row is skipped"
-    import triton_matmul
-
-    return triton_matmul, None
 
 
 def check(what, run, ref):
@@ -143,21 +124,10 @@ def measure(fn, n):
     return median, p90, throughput_us(fn, n)
 
 
-def versions():
-    def version(pkg):
-        try:
-            return importlib.metadata.version(pkg)
-        except importlib.metadata.PackageNotFoundError:
-            return "not installed"
-
-    return (f"{torch.cuda.get_device_name()}; torch {torch.__version__}, "
-            f"triton {version('triton')}, tlc {version('tlc')}")
-
-
 def markdown_report(results, n, notes):
     M, N, K = SHAPE
     lines = [
-        f"# Launch overhead, float16 GEMM {M}x{N}x{K} ({versions()})",
+        f"# Launch overhead, float16 GEMM {M}x{N}x{K} ({versions(torch)})",
         "",
         f"Per call: host time of one call, median and p90 of {n} (synchronized every "
         f"{SYNC_EVERY}). Throughput: {n} calls back to back, then one synchronize, per call.",
@@ -181,7 +151,7 @@ def main():
     if not torch.cuda.is_available():
         fail("torch sees no CUDA GPU")
     torch.manual_seed(0)
-    triton_mod, note = load_triton(not args.no_triton)
+    triton_mod, note = load_triton(not args.no_triton, "row")
     notes = [note] if note else []
     M, N, K = SHAPE
     a = torch.rand([M, K], device="cuda", dtype=torch.float16)

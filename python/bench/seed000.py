@@ -28,15 +28,14 @@ each provider's ratio to torch, the memory numbers), also written to --out when 
 
 import argparse
 import gc
-import importlib.metadata
 import resource
 import statistics
-import sys
 import time
 
 import torch
 
 import tlc
+from common import fail, load_triton, versions
 from gemm_source import SEED_BLOCK, kernel_source
 
 TEST_SHAPE = (4096, 2048, 1024)
@@ -45,24 +44,6 @@ PANEL_SIZES = [-10, 0, 10, 20]  # -10: no T.use_swizzle line (the seed's "no L2 
 RTOL = ATOL = 1e-2  # f32 accumulation on both sides; f16 rounding of the output dominates
 LEAK_LIMIT = 64 << 20  # bytes of GPU memory the sweep may leave behind
 MiB = 1 << 20
-
-
-def fail(message):
-    print(f"FAIL: {message}")
-    sys.exit(1)
-
-
-def load_triton(wanted):
-    """(the triton_matmul module or None, a note saying why not)."""
-    if not wanted:
-        return None, "triton: skipped (--no-triton)"
-    try:
-        import triton  # noqa: F401
-    except ImportError as e:
-        return None, f"triton: not importable ({e}); its column is skipped"
-    import triton_matmul
-
-    return triton_matmul, None
 
 
 def bench_function():
@@ -215,19 +196,8 @@ def memory_snapshot():
     }
 
 
-def versions():
-    def version(pkg):
-        try:
-            return importlib.metadata.version(pkg)
-        except importlib.metadata.PackageNotFoundError:
-            return "not installed"
-
-    return (f"{torch.cuda.get_device_name()}; torch {torch.__version__}, "
-            f"triton {version('triton')}, tlc {version('tlc')}")
-
-
 def markdown_report(rows, names, before, after, notes):
-    lines = [f"# Seed 000 matmul, float16, TFLOP/s ({versions()})", ""]
+    lines = [f"# Seed 000 matmul, float16, TFLOP/s ({versions(torch)})", ""]
     lines += ["| M=N=K | " + " | ".join(names) + " |", "|---:|" + "---:|" * len(names)]
     for size, row in rows.items():
         lines.append(f"| {size} | " + " | ".join(f"{row[n]:.1f}" for n in names) + " |")
@@ -257,7 +227,7 @@ def main():
     if not torch.cuda.is_available():
         fail("torch sees no CUDA GPU")
     torch.manual_seed(3407)  # the seed's
-    triton_mod, note = load_triton(not args.no_triton)
+    triton_mod, note = load_triton(not args.no_triton, "column")
     notes = [note] if note else []
     if note:
         print(note)

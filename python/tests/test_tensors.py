@@ -109,3 +109,11 @@ def test_output_shapes_come_from_the_inputs_and_the_dims():
         k._prepare((a, b), k._inputs, {"N": 7})
     with pytest.raises(tlc.LaunchError, match=r"parameter `A` expects dtype float16 but the argument is float32"):
         k._prepare((_FakeCuda("<f4", (300, 64)), b), k._inputs, {})
+
+
+def test_dims_and_out_idx_must_be_integers():
+    assert tlc.compile(GEMM, target="sm_80", out_idx=np.int64(-1)).out_idx == [2]
+    with pytest.raises(TypeError, match=r"dim `M`: expected an int, found 1.5"):
+        tlc.compile(GEMM, target="sm_80", M=1.5)
+    k = tlc.compile(GEMM, target="sm_80", M=np.int32(64))
+    assert k.manifest["params"][0]["shape"][0] == {"int": 64}

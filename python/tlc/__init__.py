@@ -79,9 +79,10 @@ def _read_source(source_or_path: Source) -> Tuple[str, str]:
         raise CompileError(f"{path}: error: cannot read file: {e.strerror}") from None
 
 
-def _defines(dims: Dict[str, int]) -> List[str]:
-    """``**dims`` as the CLI's ``-D NAME=VALUE`` texts (dims and tunables alike)."""
-    return [f"{name}={int(value)}" for name, value in dims.items()]
+def _defines(dims: Dict[str, Any]) -> List[str]:
+    """``**dims`` as the CLI's ``-D NAME=VALUE`` texts (dims and tunables alike); ``TypeError``
+    naming one that is not an integer (``N=1.5`` must not compile as ``N=1``)."""
+    return [f"{name}={value}" for name, value in _dim_values(dims)]
 
 
 OutIdx = Union[int, Sequence[int], None]
@@ -281,12 +282,13 @@ def _normalize_out_idx(out_idx: OutIdx, names: List[str]) -> Tuple[int, ...]:
     repeated."""
     if out_idx is None:
         return ()
-    given = [out_idx] if isinstance(out_idx, int) else list(out_idx)
+    given = list(out_idx) if isinstance(out_idx, (list, tuple)) else [out_idx]
     out: List[int] = []
     n = len(names)
     for i in given:
-        if not isinstance(i, int) or isinstance(i, bool):
+        if isinstance(i, bool) or not hasattr(type(i), "__index__"):
             raise TypeError(f"out_idx: expected parameter indices (int), found {i!r}")
+        i = operator.index(i)
         if not -n <= i < n:
             raise ValueError(
                 f"out_idx: {i} is out of range for a kernel of {n} parameters ({', '.join(names)})"

@@ -13,6 +13,11 @@
 //!   fences and commits order wgmma groups, copies have their own protocol) and no barrier,
 //! - and launches no kernel.
 //!
+//! A stage release right after the wait (`if …: T.mbarrier_arrive(…)` only, which
+//! warp specialization puts there: the wait retires the stage's last reads) moves with it,
+//! after it as before; a release only ever comes later, which delays the producer and
+//! never lets it refill a stage still read.
+//!
 //! The wait stops at the first statement that fails; everything else keeps its order, and a
 //! `T.note` stays before the statement it precedes (the wait passes notes only together
 //! with the statement after them). A wait is moved within its own statement list, never
@@ -105,6 +110,19 @@ fn is_wait(s: &Stmt) -> bool {
     matches!(s.kind, StmtKind::Intrinsic(Intrinsic::WgmmaWait(_)))
 }
 
+/// Whether `s` only arrives on mbarriers (under conditions): a stage release, which must
+/// stay after the wait that retires the stage's reads and so travels with it.
+fn is_release(s: &Stmt) -> bool {
+    let mut arrives = false;
+    let mut other = false;
+    for_each_stmt(std::slice::from_ref(s), &mut |t| match &t.kind {
+        StmtKind::Intrinsic(Intrinsic::MbarrierArrive { .. }) => arrives = true,
+        StmtKind::If { .. } | StmtKind::Note(_) => {}
+        _ => other = true,
+    });
+    arrives && !other
+}
+
 /// Sinks the waits of `body` and, first, of every body nested in it.
 fn sink_in(body: &mut [Stmt], facts: &Facts) {
     for s in body.iter_mut() {
@@ -118,23 +136,25 @@ fn sink_in(body: &mut [Stmt], facts: &Facts) {
             i += 1;
             continue;
         }
-        // The wait at `j` passes the next statement with the notes before it (a note stays
+        // The wait moves with the releases right after it: a unit of `len` statements at
+        // `j`, which passes the next statement with the notes before it (a note stays
         // before the statement it precedes), or stops.
+        let len = 1 + body[i + 1..].iter().take_while(|s| is_release(s)).count();
         let mut j = i;
         loop {
-            let notes = body[j + 1..]
+            let notes = body[j + len..]
                 .iter()
                 .take_while(|s| matches!(s.kind, StmtKind::Note(_)))
                 .count();
-            let next = j + 1 + notes;
+            let next = j + len + notes;
             match body.get(next) {
                 Some(s) if !is_wait(s) && facts.independent(s) => {
-                    body[j..=next].rotate_left(1);
-                    j = next;
+                    body[j..=next].rotate_left(len);
+                    j = next + 1 - len;
                 }
                 _ => break,
             }
         }
-        i = j + 1;
+        i = j + len;
     }
 }

@@ -19,9 +19,11 @@
 //!         T.setmaxnreg(R, inc=True)
 //!         for ko in T.serial(start, stop):
 //!             T.mbarrier_wait(full[ko % S], (ko - start) // S % 2)
-//!             <the loop's compute on stage ko % S, lowered, inlined>
+//!             <the loop's compute on stage ko % S, lowered, inlined, up to its last
+//!              read of the stage and the T.wgmma_wait(0) that retires it>
 //!             if tx % 32 == 0:
 //!                 T.mbarrier_arrive(empty[ko % S])      # one arrival per consumer warp
+//!             <the rest of the compute: register work only (a promotion, a softmax)>
 //! ```
 //!
 //! - Why the empty parity: fill `f` of stage `f % S` is its `j = (f - start) // S`-th; for
@@ -31,7 +33,11 @@
 //! - Why the consumers' arrival is safe: every lowered `T.gemm` ends with
 //!   `T.wgmma_wait(0)`, so a warp arrives after its reads of the stage have retired. Each
 //!   warp arrives (count `T / 32`), so the stage is free only when all consumer warps are
-//!   done with it.
+//!   done with it. The arrival comes right after the last statement that reads the stage
+//!   (and the wait retiring the wgmmas issued up to it: `release_point`), not at the end
+//!   of the compute: what follows touches registers and global memory only, and the
+//!   producer refills the stage meanwhile (DeepGEMM releases before its promotion too).
+//!   `sink-wgmma-wait` later moves the wait and this arrival together.
 //! - One group in flight: with `OVERLAP_MIN_STAGES` stages or more, and a compute that is
 //!   the gemm's wgmma code alone, that wait becomes `T.wgmma_wait(1)`: it retires the
 //!   previous k-tile's group, so the arrival releases the previous stage (`(ko - 1) % S`,
@@ -54,6 +60,7 @@ use super::persistent;
 pub(crate) use super::persistent::Tiles;
 use super::region::thread_region;
 use super::Ctx;
+use crate::analysis::access::Access;
 use crate::analysis::block::Block;
 use crate::names::NameSet;
 use tlc_ir::build::{bin, elem, intrinsic};
@@ -284,11 +291,13 @@ pub(crate) fn build(
             }
         ));
     }
+    // The buffers indexed by stage: offset by the fills of earlier tiles when persistent.
+    let mut staged = persistent::tma_destinations(&pipe.fills);
     let mut consumer_body = vec![full_wait];
-    consumer_body.extend(compute);
     if overlap {
         // The wait left this k-tile's group in flight and retired the previous one: the
         // previous stage is free.
+        consumer_body.extend(compute);
         let previous = bin(BinOp::Sub, ko.clone(), Expr::int(1));
         consumer_body.push(if_then(
             bin(BinOp::Gt, ko.clone(), m.start.clone()),
@@ -296,10 +305,14 @@ pub(crate) fn build(
             span,
         ));
     } else {
+        // The stage is free as soon as its last read has retired: the producer refills it
+        // while the consumers finish the k-tile's register work (a promotion, a softmax).
+        let at = release_point(&compute, &staged);
+        let rest = compute.split_off(at);
+        consumer_body.extend(compute);
         consumer_body.push(release_of(slot(ko.clone())));
+        consumer_body.extend(rest);
     }
-    // The buffers indexed by stage: offset by the fills of earlier tiles when persistent.
-    let mut staged = persistent::tma_destinations(&pipe.fills);
     staged.extend([pipe.full.to_string(), empty.clone()]);
     if let Some(base) = &consumer_base {
         // (The full wait's parity already counts from the base.)
@@ -465,6 +478,39 @@ pub(crate) fn build(
     let wide = Block::flat(threads + WARPGROUP_SIZE);
     let region = thread_region(&wide, &tx, vec![roles], span, names);
     Ok((region, empty))
+}
+
+/// Where in the lowered compute `body` (top-level statements) the consumers may release
+/// their stage: after the last statement that reads a `staged` buffer or issues a
+/// `T.wgmma` (which reads its operands asynchronously), and, when wgmmas were issued, after
+/// the `T.wgmma_wait(0)` that follows them and retires their reads. The end of the body
+/// when no such wait follows (nothing is released early without proof).
+fn release_point(body: &[Stmt], staged: &[String]) -> usize {
+    let issues_wgmma = |s: &Stmt| {
+        let mut found = false;
+        tlc_ir::visit::for_each_stmt(std::slice::from_ref(s), &mut |t| {
+            found |= matches!(t.kind, StmtKind::Intrinsic(Intrinsic::Wgmma { .. }));
+        });
+        found
+    };
+    let reads_stage = |s: &Stmt| {
+        let access = Access::of_body(std::slice::from_ref(s));
+        access.reads.iter().any(|b| staged.contains(b))
+    };
+    let after_reads = body.iter().rposition(reads_stage).map_or(0, |i| i + 1);
+    let Some(last_wgmma) = body.iter().rposition(issues_wgmma) else {
+        return after_reads;
+    };
+    let retired = body
+        .iter()
+        .enumerate()
+        .skip(last_wgmma + 1)
+        .find(|(_, s)| matches!(s.kind, StmtKind::Intrinsic(Intrinsic::WgmmaWait(0))))
+        .map(|(i, _)| i + 1);
+    match retired {
+        Some(at) => at.max(after_reads),
+        None => body.len(),
+    }
 }
 
 /// Turns the final `T.wgmma_wait(0)` of the lowered compute `body` into `T.wgmma_wait(1)`

@@ -126,6 +126,9 @@ run examples/gemm_fp8_blockscaled.tir -D M=300 -D N=130 -D K=320 -D block_M=64 -
 run examples/gemm_fp8_blockscaled.tir -D M=256 -D N=2112 -D K=1024
 run examples/gemm_fp8_blockscaled.tir -D M=70 -D N=100 -D K=256 -D block_M=64 -D threads=128 -D block_N=16
 run examples/gemm_fp8_blockscaled.tir -D M=300 -D N=100 -D K=384 -D block_M=256 -D threads=256 -D block_N=32
+run tests/cases/valid/gemm_fp8_scales_staged.tir -D M=200 -D N=192 -D K=384
+run tests/cases/valid/gemm_fp8_scales_staged.tir -D M=300 -D N=130 -D K=320 -D block_M=64 -D threads=128 -D block_N=64
+run tests/cases/valid/gemm_fp8_scales_staged.tir -D M=250 -D N=130 -D K=320
 run tests/tilelang/gemm_deepgemm_fp8_2xacc.tir -D M=256 -D N=130 -D K=384
 # TileLang's example kernels that tlc compiles (tests/tilelang; references in
 # tests/tests/tilelang_examples.rs): that test's ragged sizes, then the originals' where the

@@ -111,8 +111,9 @@ fn every_sm90a_pass_keeps_the_meaning_of_every_gemm_case() {
 }
 
 /// The fp8 GEMMs (sm_90a only: wgmma's k = 32 form), with constant dims so that the
-/// pipelines run on TMA with warp specialization: the plain NT gemm, and the block-scaled
-/// example (per-K-block promotion with row scales) on two consumer warpgroups and on one.
+/// pipelines run on TMA with warp specialization: the plain NT gemm, the block-scaled
+/// example (per-K-block promotion with row scales) on two consumer warpgroups and on one,
+/// and its variant whose row scales ride the pipeline in shared memory.
 fn fp8_cases() -> Vec<(&'static str, PrimFunc)> {
     let path = root().join("examples/gemm_fp8_blockscaled.tir");
     let blockscaled = load(&path);
@@ -145,6 +146,15 @@ fn fp8_cases() -> Vec<(&'static str, PrimFunc)> {
         (
             "gemm_fp8_blockscaled_64x64",
             bound_mnk(&one_group, 130, 70, 320),
+        ),
+        (
+            "gemm_fp8_scales_staged",
+            bound_mnk(
+                &load(&root().join("tests/cases/valid/gemm_fp8_scales_staged.tir")),
+                200,
+                192,
+                384,
+            ),
         ),
     ]
 }

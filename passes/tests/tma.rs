@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{bound_mnk, case, load, root};
+use common::{bound_mnk, case, load, load_bound, load_text, root};
 use tlc_ir::printer::print_func;
 use tlc_ir::PrimFunc;
 use tlc_passes::{default_pipeline, PassContext, Target};
@@ -403,5 +403,72 @@ fn persistent_blocks_walk_the_tiles() {
             "T.note(\"persistent blocks not used: the kernel does more than this pipeline"
         ),
         "{kept}"
+    );
+}
+
+#[test]
+fn plain_buffers_ride_along_with_swizzled_operands() {
+    // The staged scales: an unswizzled 1 x 128 box per stage next to A's and B's, counted
+    // in the stage's barrier (3 copies), the consumers specialized as before.
+    let staged = load_bound(
+        "tests/cases/valid/gemm_fp8_scales_staged.tir",
+        256,
+        256,
+        512,
+    );
+    let ir = lowered(&staged, Target::Sm90a);
+    assert!(
+        ir.contains("T.tma_load(sa_shared[") && ir.contains("box=(1, 128), swizzle=0)"),
+        "{ir}"
+    );
+    assert!(
+        ir.contains("T.mbarrier_arrive_expect_tx(tma_bars[") && ir.contains(", 512)"),
+        "{ir}"
+    );
+    assert!(ir.contains("T.mbarrier_init(tma_bars[s_1], 3)"), "{ir}");
+    assert!(ir.contains("T.setmaxnreg(40, inc=False)"), "{ir}");
+    // M * 4 bytes not provably a multiple of 16: the scales cannot take TMA, and the whole
+    // pipeline keeps cp.async with the reason.
+    let ragged = load_bound(
+        "tests/cases/valid/gemm_fp8_scales_staged.tir",
+        250,
+        256,
+        512,
+    );
+    let ir = lowered(&ragged, Target::Sm90a);
+    assert!(!ir.contains("T.tma_load("), "{ir}");
+    assert!(
+        ir.contains("TMA not used for `A_shared`")
+            || ir.contains(
+                "the stride of dimension 0 of `scales_a` is not provably a multiple of 16 bytes"
+            ),
+        "{ir}"
+    );
+}
+
+#[test]
+fn a_plain_box_tma_cannot_address_keeps_cp_async() {
+    // 16 float32 scales per stage: 64 bytes, below the 128-byte alignment of an unswizzled
+    // destination.
+    let text = std::fs::read_to_string(root().join("tests/cases/valid/gemm_fp8_scales_staged.tir"))
+        .expect("the case");
+    let small = text
+        .replace(
+            "sa_shared = T.alloc_shared((1, block_M), \"float32\")",
+            "sa_shared = T.alloc_shared((1, 16), \"float32\")",
+        )
+        .replace(
+            "row_scale[i] = sa_shared[0, i]",
+            "row_scale[i] = sa_shared[0, i % 16]",
+        );
+    assert_ne!(small, text);
+    let func = bound_mnk(&load_text("edited staged scales", &small), 256, 256, 512);
+    let ir = lowered(&func, Target::Sm90a);
+    assert!(!ir.contains("T.tma_load("), "{ir}");
+    assert!(
+        ir.contains(
+            "a tile of `sa_shared` is 64 bytes, not a multiple of the 128 an unswizzled TMA destination is aligned to"
+        ),
+        "{ir}"
     );
 }

@@ -20,6 +20,8 @@ type PySpec = Option<(String, Vec<usize>, Option<Vec<i64>>)>;
 #[pyclass(frozen, module = "tlc._tlc")]
 pub struct Prepared {
     launch: PreparedLaunch,
+    /// Which kernel it was checked for (`ptx_id`): `Loaded.run` refuses another's.
+    kernel_id: u64,
     /// The outputs to allocate: parameter index, shape, dtype name, whether the kernel
     /// reads it (then it must start zeroed: the caller has no values to give it).
     outputs: Vec<(usize, Vec<usize>, String, bool)>,
@@ -85,13 +87,18 @@ pub fn prepare(ptx: &str, specs: Vec<PySpec>, dims: Vec<(String, i64)>) -> PyRes
             Some((i, shape, p.dtype.name().to_string(), zeroed))
         })
         .collect();
-    Ok(Prepared { launch, outputs })
+    Ok(Prepared {
+        launch,
+        outputs,
+        kernel_id: ptx_id(ptx),
+    })
 }
 
 /// A kernel loaded on one GPU (its module unloaded when this is collected).
 #[pyclass(frozen, module = "tlc._tlc")]
 pub struct Loaded {
     kernel: Kernel,
+    kernel_id: u64,
 }
 
 #[pymethods]
@@ -103,7 +110,10 @@ impl Loaded {
         let kernel = py
             .detach(|| Gpu::new(ordinal).and_then(|gpu| gpu.load(ptx)))
             .map_err(launch_error)?;
-        Ok(Loaded { kernel })
+        Ok(Loaded {
+            kernel,
+            kernel_id: ptx_id(ptx),
+        })
     }
 
     /// The GPU's name, e.g. "NVIDIA H100 80GB HBM3".
@@ -116,10 +126,24 @@ impl Loaded {
     /// per parameter, in order), which have the signature `prepared` was made for, on
     /// `stream` (a raw `CUstream`, e.g. `torch.cuda.current_stream().cuda_stream`).
     fn run(&self, prepared: &Prepared, ptrs: Vec<u64>, stream: u64) -> PyResult<()> {
+        if prepared.kernel_id != self.kernel_id {
+            return Err(PyValueError::new_err(
+                "this launch signature was prepared for another kernel",
+            ));
+        }
         self.kernel
             .launch_prepared(&prepared.launch, &ptrs, stream)
             .map_err(launch_error)
     }
+}
+
+/// A kernel's identity: a hash of its PTX text (manifest line included), which fixes its
+/// launch contract.
+fn ptx_id(ptx: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    ptx.hash(&mut h);
+    h.finish()
 }
 
 /// Whether the CUDA driver library can be opened (no GPU is touched).

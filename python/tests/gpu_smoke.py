@@ -124,6 +124,11 @@ def out_idx():
     err = (c.float() - ref.float()).abs().max().item()
     check(torch.allclose(c, ref, rtol=2e-2, atol=2.5e-1),
           f"split-K (C access {outs[0]['access']}) via k(a, b) ~ torch.matmul (max |err| {err:.3g})")
+    # On an explicit stream: C is zeroed on that stream, before the kernel.
+    side = torch.cuda.Stream()
+    c = split(a, b, stream=side.cuda_stream)
+    side.synchronize()
+    check(torch.allclose(c, ref, rtol=2e-2, atol=2.5e-1), "split-K with stream= (C zeroed on that stream)")
 
 
 def refused(k, a, b, c):
@@ -139,6 +144,10 @@ def refused(k, a, b, c):
     strided = torch.randn(2 * a.numel(), device="cuda")[::2]
     raises(tlc.LaunchError, "parameter `A` needs a C-contiguous", strided, b, c)
     raises(tlc.LaunchError, "parameter `A` needs an address aligned to 16 bytes", a[1:], b[1:], c[1:])
+    # Same dtype, shape and strides as a launch already made (its signature cached): only
+    # the address differs, and it is still checked.
+    shifted = torch.randn(a.numel() + 1, device="cuda")[1:]
+    raises(tlc.LaunchError, "parameter `A` needs an address aligned to 16 bytes", shifted, b, c)
     raises(tlc.LaunchError, "parameter `B` dim 0", a, b[:-5], c)
     raises(ValueError, "expected a CUDA tensor, found one on cpu", a.cpu(), b, c)
     raises(tlc.LaunchError, "parameter `A` dim 0 is 1000003 but N = 7 was given", a, b, c, N=7)

@@ -170,8 +170,7 @@ class Kernel:
         shapes; ``**dims`` given are checked against them). Outputs are written in place.
         The launch goes on ``stream`` (a raw ``CUstream`` handle) or, for torch tensors or
         allocated outputs, torch's current stream of their device (else the legacy default
-        stream); outputs are allocated on torch's current stream, which an explicit
-        ``stream`` must follow. Raises ``TypeError`` for a wrong count or a dim that is not
+        stream); outputs are allocated (and zeroed) on the stream the launch goes on. Raises ``TypeError`` for a wrong count or a dim that is not
         an int, ``ValueError`` or ``LaunchError`` naming the parameter.
 
         The checks run once per signature (dtypes, shapes, strides, devices, dims), which
@@ -208,7 +207,7 @@ class Kernel:
             device = _tensors.current_device(names[sig.outputs[0][0]])
         allocated: Dict[int, Any] = {}
         for index, shape, dtype, zeroed in sig.outputs:
-            out = _tensors.allocate(shape, dtype, device, zeroed, names[index])
+            out = _tensors.allocate(shape, dtype, device, zeroed, names[index], stream)
             allocated[index] = out
             ptrs[index] = out.data_ptr()
         if stream is None:

@@ -59,14 +59,27 @@ _DLPACK_CUDA = 2
 _DLPACK_DEVICE_NAMES = {1: "the CPU", 2: "CUDA", 3: "pinned host memory", 13: "CUDA managed memory"}
 
 
-def allocate(shape: Tuple[int, ...], dtype: str, device: int, zeroed: bool, param: str) -> Any:
+def allocate(
+    shape: Tuple[int, ...],
+    dtype: str,
+    device: int,
+    zeroed: bool,
+    param: str,
+    stream: Optional[int] = None,
+) -> Any:
     """A new torch tensor for output ``param`` on ``cuda:device``: ``torch.empty``, or
-    ``torch.zeros`` when the kernel also reads it (``zeroed``). Allocating needs torch;
-    ``TypeError`` naming the parameter without it."""
+    ``torch.zeros`` when the kernel also reads it (``zeroed``), on torch's current stream or,
+    when the launch goes on an explicit ``stream`` (a raw handle), on that one: the zeroing
+    is then ordered before the kernel and torch's allocator ties the memory to the stream
+    that uses it. Allocating needs torch; ``TypeError`` naming the parameter without it."""
     torch = _import_torch(param)
     torch_dtype = _torch_dtype(torch, dtype)
     make = torch.zeros if zeroed else torch.empty
-    return make(shape, dtype=torch_dtype, device=torch.device("cuda", device))
+    where = torch.device("cuda", device)
+    if stream is None:
+        return make(shape, dtype=torch_dtype, device=where)
+    with torch.cuda.stream(torch.cuda.ExternalStream(stream, device=where)):
+        return make(shape, dtype=torch_dtype, device=where)
 
 
 def current_device(param: str) -> int:

@@ -35,7 +35,9 @@ fn dims_for(stem: &str) -> Vec<(&'static str, i64)> {
         // fp8 (tile level: no K alignment needed); the block-scaled one with a ragged last
         // 128-wide K block.
         "gemm_fp8_nt" => vec![("M", 100), ("N", 90), ("K", 70)],
-        "gemm_fp8_blockscaled" => vec![("M", 100), ("N", 150), ("K", 300)],
+        "gemm_fp8_blockscaled" | "gemm_fp8_scales_staged" => {
+            vec![("M", 100), ("N", 150), ("K", 300)]
+        }
         // 4 x 3 tiles of 32 x 32 over 2 blocks: 6 tile iterations each, 3 k-steps (the last
         // ragged).
         "persistent_gemm_reuse" => vec![("M", 100), ("N", 90), ("K", 70)],
@@ -236,7 +238,8 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
         "gemm_splitk_atomic" => check_gemm(stem, o, false, Round::F32),
         // fp8 products are exact in f32: the f16 gemm's bound holds.
         "gemm_fp8_nt" => check_gemm(stem, o, true, Round::F32),
-        "gemm_fp8_blockscaled" => check_blockscaled_fp8(stem, o),
+        "gemm_fp8_blockscaled" => check_blockscaled_fp8(stem, o, false),
+        "gemm_fp8_scales_staged" => check_blockscaled_fp8(stem, o, true),
         "notes" => {
             // Notes mean nothing: C = A @ B, then D = C * 2 + 1.
             check_gemm(stem, o, false, Round::F32);
@@ -313,13 +316,21 @@ fn check_gemm(stem: &str, o: &Outputs, b_transposed: bool, round: Round) {
 /// C (bfloat16) = Σ_kb (Σ_{k in block kb} A·B) · sa[m, kb] · sb[n / 128, kb], A (M, K) and
 /// B (N, K) fp8: each block's float32 sum within `2^-23·len·Σ|a·b|` times its scale, the
 /// scale's and the scaled term's float32 roundings, the blocks' float32 sum, one rounding to
-/// bfloat16.
-fn check_blockscaled_fp8(stem: &str, o: &Outputs) {
+/// bfloat16. `m_major`: `scales_a` is (ceil(K / 128), M), DeepGEMM's M-major layout
+/// (`gemm_fp8_scales_staged.tir`).
+fn check_blockscaled_fp8(stem: &str, o: &Outputs, m_major: bool) {
     let (a, b, c) = (&o["A"], &o["B"], &o["C"]);
     let (m, k, n) = (a.shape()[0], a.shape()[1], b.shape()[0]);
     let blocks = k.div_ceil(128);
     let (av, bv, cv) = (a.to_f64(), b.to_f64(), c.to_f64());
-    let (sa, sb) = (o["scales_a"].to_f64(), o["scales_b"].to_f64());
+    let (sa_all, sb) = (o["scales_a"].to_f64(), o["scales_b"].to_f64());
+    let sa = |i: usize, kb: usize| {
+        if m_major {
+            sa_all[kb * m + i]
+        } else {
+            sa_all[i * blocks + kb]
+        }
+    };
     let (u32, u) = (2f64.powi(-24), 2f64.powi(-8));
     for i in 0..m {
         for j in 0..n {
@@ -333,8 +344,8 @@ fn check_blockscaled_fp8(stem: &str, o: &Outputs) {
                     block += p;
                     mag += p.abs();
                 }
-                let scale = (sa[i * blocks + kb] * sb[(j / 128) * blocks + kb]).abs();
-                let term = block * sa[i * blocks + kb] * sb[(j / 128) * blocks + kb];
+                let scale = (sa(i, kb) * sb[(j / 128) * blocks + kb]).abs();
+                let term = block * sa(i, kb) * sb[(j / 128) * blocks + kb];
                 sum += term;
                 terms += term.abs();
                 tol += 2.0 * u32 * len * mag * scale + 3.0 * u32 * term.abs();

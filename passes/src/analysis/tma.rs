@@ -16,6 +16,12 @@
 //! tensor (a tile over a small constant-shaped tensor, `-D M=50` under 128-row tiles): the
 //! driver bounds a box dim by 256, not by the tensor's dim.
 //!
+//! A destination without a layout may take one unswizzled box instead (`plain`, allowed by
+//! the caller only in a loop that also loads wgmma operands: per-stage scales): the
+//! destination's last dimension (or last two, written whole) in one box whose inner extent
+//! is a multiple of 16 bytes and at most 256 elements, each stage a multiple of the 128
+//! bytes an unswizzled destination is aligned to.
+//!
 //! The hand-written copy `for i, j in T.Parallel(R, C): S[s, i, j] = G[a + i, b + j]` is
 //! the same copy ([`parallel_copy`]).
 
@@ -25,6 +31,7 @@ use tlc_ir::intrinsic::{MAX_BOX_DIM, MAX_TMA_DIM};
 use tlc_ir::target::AsyncCopy;
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::take_notes;
+use tlc_ir::wgmma::Swizzle;
 use tlc_ir::{
     BinOp, BufferDecl, DType, Expr, ExprKind, For, ForKind, Ident, Layout, Range, Region, Scope,
     Stmt, StmtKind, Target,
@@ -56,13 +63,14 @@ pub struct TmaCopy {
 }
 
 /// The TMA plan of `T.copy(src, dst)` (buffers `sb`, `db`; `layout` is `db`'s), or why it
-/// stays on the thread copy path.
+/// stays on the thread copy path. `plain`: a destination without a layout may take an
+/// unswizzled box (see [`Tile::plain`]); the caller allows it only next to swizzled copies.
 pub fn plan_copy(
     src: &Region,
     dst: &Region,
-    sb: &BufferDecl,
-    db: &BufferDecl,
+    (sb, db): (&BufferDecl, &BufferDecl),
     layout: Option<Layout>,
+    plain: bool,
     target: Target,
     env: &dyn Env,
 ) -> Result<TmaCopy, String> {
@@ -79,32 +87,16 @@ pub fn plan_copy(
             db.dtype.name()
         ));
     }
-    let Some(Layout::WgmmaSwizzle { bytes }) = layout else {
-        return Err(format!(
-            "`{}` has no TMA layout (`T.make_wgmma_swizzled_layout`)",
-            db.name.name
-        ));
+    let tile = match layout {
+        Some(Layout::WgmmaSwizzle { bytes }) => Tile::swizzled(dst, db, bytes)?,
+        None if plain => Tile::plain(dst, db)?,
+        _ => {
+            return Err(format!(
+                "`{}` has no TMA layout (`T.make_wgmma_swizzled_layout`)",
+                db.name.name
+            ))
+        }
     };
-    let panels = Panels::of(db, bytes)
-        .ok_or_else(|| format!("`{}` does not fit its swizzled layout", db.name.name))?;
-    let n = dst.ranges.len();
-    if n < 2 || n != db.shape.len() {
-        return Err("the destination is not a region of the whole buffer rank".into());
-    }
-    // One slice of the leading dimensions, the last two whole.
-    let leading_unit = dst.ranges[..n - 2]
-        .iter()
-        .all(|r| const_int(&r.extent) == Some(1));
-    let whole_tile = dst.ranges[n - 2..]
-        .iter()
-        .zip([panels.rows, panels.cols])
-        .all(|(r, full)| const_int(&r.start) == Some(0) && const_int(&r.extent) == Some(full));
-    if !leading_unit || !whole_tile {
-        return Err(format!(
-            "the copy does not write whole {} x {} tiles of `{}`",
-            panels.rows, panels.cols, db.name.name
-        ));
-    }
     let rank = src.ranges.len();
     if rank > MAX_RANK || rank != sb.shape.len() {
         return Err(format!(
@@ -118,21 +110,20 @@ pub fn plan_copy(
         return Err("the source region's extents are not constants".into());
     };
     let kept: Vec<usize> = (0..rank).filter(|&d| extents[d] != 1).collect();
-    let tile = [panels.rows, panels.cols];
     let (row_dim, col_dim) = match kept.as_slice() {
-        [r, c] if extents[*r] == tile[0] && extents[*c] == tile[1] => (*r, *c),
-        [c] if panels.rows == 1 && extents[*c] == tile[1] => (*c, *c),
+        [r, c] if extents[*r] == tile.rows && extents[*c] == tile.cols => (*r, *c),
+        [c] if tile.rows == 1 && extents[*c] == tile.cols => (*c, *c),
         _ => {
             return Err(format!(
                 "the source region is not a {} x {} tile",
-                tile[0], tile[1]
+                tile.rows, tile.cols
             ))
         }
     };
-    if panels.rows > MAX_BOX_DIM {
+    if tile.rows > MAX_BOX_DIM {
         return Err(format!(
             "{} rows exceed a TMA box ({MAX_BOX_DIM})",
-            panels.rows
+            tile.rows
         ));
     }
     if let Some(d) = unaligned_stride(sb, env) {
@@ -147,17 +138,17 @@ pub fn plan_copy(
             sb.name.name
         ));
     }
-    let width = panels.width();
-    let loads = (0..panels.cols / width)
+    let n = dst.ranges.len();
+    let loads = (0..tile.cols / tile.width)
         .map(|p| {
             let mut dst_at: Vec<Expr> = dst.ranges.iter().map(|r| r.start.clone()).collect();
-            dst_at[n - 1] = Expr::int(p * width);
+            dst_at[n - 1] = Expr::int(p * tile.width);
             let mut origin: Vec<Expr> = src.ranges.iter().map(|r| r.start.clone()).collect();
-            origin[col_dim] = add(origin[col_dim].clone(), p * width);
+            origin[col_dim] = add(origin[col_dim].clone(), p * tile.width);
             let box_dims = (0..rank)
                 .map(|d| match d {
-                    _ if d == col_dim => width,
-                    _ if d == row_dim => panels.rows,
+                    _ if d == col_dim => tile.width,
+                    _ if d == row_dim => tile.rows,
                     _ => 1,
                 })
                 .collect();
@@ -165,14 +156,112 @@ pub fn plan_copy(
                 dst: dst_at,
                 origin,
                 box_dims,
-                swizzle: bytes,
+                swizzle: tile.swizzle,
             }
         })
         .collect();
     Ok(TmaCopy {
         loads,
-        bytes: panels.rows * panels.cols * panels.elem_bytes,
+        bytes: tile.rows * tile.cols * tile.elem_bytes,
     })
+}
+
+/// The shared tile one copy fills, and how boxes cover it.
+struct Tile {
+    rows: i64,
+    cols: i64,
+    /// Columns per box.
+    width: i64,
+    /// The swizzle span in bytes (0: none).
+    swizzle: i64,
+    elem_bytes: i64,
+}
+
+impl Tile {
+    /// A wgmma operand laid out `T.make_wgmma_swizzled_layout(X, bytes)`: one box of
+    /// `rows × bytes / sizeof` per column panel, written whole in its last two dimensions
+    /// (one slice of the leading ones: a stage).
+    fn swizzled(dst: &Region, db: &BufferDecl, bytes: i64) -> Result<Tile, String> {
+        let panels = Panels::of(db, bytes)
+            .ok_or_else(|| format!("`{}` does not fit its swizzled layout", db.name.name))?;
+        let n = dst.ranges.len();
+        if n < 2 || n != db.shape.len() {
+            return Err("the destination is not a region of the whole buffer rank".into());
+        }
+        let leading_unit = dst.ranges[..n - 2]
+            .iter()
+            .all(|r| const_int(&r.extent) == Some(1));
+        let whole_tile = dst.ranges[n - 2..]
+            .iter()
+            .zip([panels.rows, panels.cols])
+            .all(|(r, full)| const_int(&r.start) == Some(0) && const_int(&r.extent) == Some(full));
+        if !leading_unit || !whole_tile {
+            return Err(format!(
+                "the copy does not write whole {} x {} tiles of `{}`",
+                panels.rows, panels.cols, db.name.name
+            ));
+        }
+        Ok(Tile {
+            rows: panels.rows,
+            cols: panels.cols,
+            width: panels.width(),
+            swizzle: bytes,
+            elem_bytes: panels.elem_bytes,
+        })
+    }
+
+    /// A row-major buffer without a layout (per-stage scales next to the operands): one
+    /// unswizzled box of its last dimension, or of its last two when the copy writes both
+    /// whole; every leading dimension a unit slice. TMA's rules for such a box: its inner
+    /// extent a multiple of 16 bytes and at most `MAX_BOX_DIM` elements, and each tile
+    /// (a stage) a multiple of 128 bytes, the alignment an unswizzled destination needs.
+    fn plain(dst: &Region, db: &BufferDecl) -> Result<Tile, String> {
+        let n = dst.ranges.len();
+        let shape: Option<Vec<i64>> = db.shape.iter().map(const_int).collect();
+        let (Some(shape), true) = (shape, n >= 1 && n == db.shape.len()) else {
+            return Err("the destination is not a region of the whole buffer rank".into());
+        };
+        let whole = |d: usize| {
+            const_int(&dst.ranges[d].start) == Some(0)
+                && const_int(&dst.ranges[d].extent) == Some(shape[d])
+        };
+        let unit = |d: usize| const_int(&dst.ranges[d].extent) == Some(1);
+        let rows_whole = n >= 2 && whole(n - 2) && shape[n - 2] > 1;
+        let lead = if rows_whole { n - 2 } else { n - 1 };
+        if !whole(n - 1) || !(0..lead).all(unit) {
+            return Err(format!(
+                "the copy does not write whole rows of `{}`",
+                db.name.name
+            ));
+        }
+        let rows = if rows_whole { shape[n - 2] } else { 1 };
+        let cols = shape[n - 1];
+        let elem_bytes = i64::from(db.dtype.bytes());
+        let row_bytes = cols * elem_bytes;
+        if row_bytes % STRIDE_ALIGN != 0 || cols > MAX_BOX_DIM {
+            return Err(format!(
+                "a row of `{}` is {cols} elements ({row_bytes} bytes): an unswizzled TMA box \
+                 takes a multiple of {STRIDE_ALIGN} bytes, at most {MAX_BOX_DIM} elements",
+                db.name.name
+            ));
+        }
+        let align = Swizzle::None.tma_alignment();
+        if (rows * row_bytes) % align != 0 {
+            return Err(format!(
+                "a tile of `{}` is {} bytes, not a multiple of the {align} an unswizzled TMA \
+                 destination is aligned to",
+                db.name.name,
+                rows * row_bytes
+            ));
+        }
+        Ok(Tile {
+            rows,
+            cols,
+            width: cols,
+            swizzle: 0,
+            elem_bytes,
+        })
+    }
 }
 
 /// The first dimension (outermost first) of `b` whose stride — the product of the later

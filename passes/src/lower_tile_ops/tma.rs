@@ -35,6 +35,9 @@
 //!   compute), and the kernel-body tile ops right around it that touch no shared memory move
 //!   into the consumers' branch (past scalar lets that read no memory). When that does not
 //!   apply, a `T.note` says why.
+//! - Copies into plain shared buffers (no wgmma layout) join the TMA loads of a loop that
+//!   loads wgmma operands, as unswizzled boxes (`analysis::tma`); a loop of plain copies
+//!   only keeps cp.async.
 //! - A loop with any stage copy TMA cannot take keeps cp.async for all of them, with a
 //!   `T.note` before it giving `analysis::tma::plan_copy`'s reason (targets without TMA get
 //!   no note).
@@ -140,8 +143,20 @@ fn pipeline_shape(prologue: &Stmt, main: &Stmt) -> Option<i64> {
 /// How many copies fill one stage of the pipeline (prologue `p`, loop `m`) when all of
 /// them can take TMA; why not otherwise.
 fn copies_per_stage(p: &For, m: &For, stages: i64, ctx: &Ctx) -> Result<usize, String> {
-    let first = plans_of(&p.body, stages, ctx)?;
-    let ahead = plans_of(&m.body, stages, ctx)?;
+    // First with swizzled destinations only; then, if that fails, letting plain buffers
+    // ride along in a pipeline that loads wgmma operands (a stage's scales): TMA serves
+    // wgmma pipelines, and a loop of plain copies keeps cp.async and its note.
+    let strict = plans_of(&p.body, stages, false, ctx)
+        .and_then(|first| Ok((first, plans_of(&m.body, stages, false, ctx)?)));
+    let (first, ahead) = match strict {
+        Ok(plans) => plans,
+        // Plain copies only: not a wgmma pipeline, the strict reason stands.
+        Err(why) if !loads_wgmma_operand(&m.body, ctx) => return Err(why),
+        Err(_) => {
+            let first = plans_of(&p.body, stages, true, ctx)?;
+            (first, plans_of(&m.body, stages, true, ctx)?)
+        }
+    };
     // The barriers and parities assume fill `k` lands in stage `k % S`: the prologue's
     // `s` fills `start + s`, the loop's look-ahead `ko + S - 1`. Checked, not assumed (a
     // hand-written protocol may index its stages otherwise).
@@ -531,7 +546,12 @@ struct Barriers<'a> {
 
 /// The stage copies of a pipeline body (at its top level or under `if`s): their TMA plans
 /// and destination stages, or why one cannot take TMA.
-fn plans_of(body: &[Stmt], stages: i64, ctx: &Ctx) -> Result<Vec<(TmaCopy, Expr)>, String> {
+fn plans_of(
+    body: &[Stmt],
+    stages: i64,
+    plain: bool,
+    ctx: &Ctx,
+) -> Result<Vec<(TmaCopy, Expr)>, String> {
     let mut found = Vec::new();
     for s in body {
         match &s.kind {
@@ -540,11 +560,11 @@ fn plans_of(body: &[Stmt], stages: i64, ctx: &Ctx) -> Result<Vec<(TmaCopy, Expr)
                 else_body,
                 ..
             } => {
-                found.extend(plans_of(then_body, stages, ctx)?);
-                found.extend(plans_of(else_body, stages, ctx)?);
+                found.extend(plans_of(then_body, stages, plain, ctx)?);
+                found.extend(plans_of(else_body, stages, plain, ctx)?);
             }
             _ => {
-                if let Some(plan) = plan_stmt(s, stages, ctx) {
+                if let Some(plan) = plan_stmt(s, stages, plain, ctx) {
                     found.push(plan?);
                 } else if contains_async_copy(std::slice::from_ref(s), ctx) {
                     // Its copies would stay cp.async without their commits and waits.
@@ -561,6 +581,23 @@ fn plans_of(body: &[Stmt], stages: i64, ctx: &Ctx) -> Result<Vec<(TmaCopy, Expr)
 fn contains_async_copy(body: &[Stmt], ctx: &Ctx) -> bool {
     let mut found = false;
     tlc_ir::visit::for_each_stmt(body, &mut |s| found |= is_async_copy(s, ctx));
+    found
+}
+
+/// Whether a global → shared copy in `body` fills a buffer laid out for wgmma (the
+/// pipelines TMA serves, which plain copies may join).
+fn loads_wgmma_operand(body: &[Stmt], ctx: &Ctx) -> bool {
+    let mut found = false;
+    tlc_ir::visit::for_each_stmt(body, &mut |s| {
+        if is_async_copy(s, ctx) {
+            if let Some((_, dst)) = copy_regions(s, ctx) {
+                found |= matches!(
+                    ctx.layout(&dst.buffer.name),
+                    Some(tlc_ir::Layout::WgmmaSwizzle { .. })
+                );
+            }
+        }
+    });
     found
 }
 
@@ -602,7 +639,12 @@ fn copy_regions(s: &Stmt, ctx: &Ctx) -> Option<(Region, Region)> {
 }
 
 /// The TMA plan of a copy into a stage buffer and its stage; `None` for other statements.
-fn plan_stmt(s: &Stmt, stages: i64, ctx: &Ctx) -> Option<Result<(TmaCopy, Expr), String>> {
+fn plan_stmt(
+    s: &Stmt,
+    stages: i64,
+    plain: bool,
+    ctx: &Ctx,
+) -> Option<Result<(TmaCopy, Expr), String>> {
     // Other statements (a shared → fragment copy, arithmetic on fragments) are not part of
     // the asynchronous protocol.
     if !is_async_copy(s, ctx) {
@@ -615,7 +657,7 @@ fn plan_stmt(s: &Stmt, stages: i64, ctx: &Ctx) -> Option<Result<(TmaCopy, Expr),
     let (Some(sb), Some(db)) = (ctx.buffer(&src.buffer.name), ctx.buffer(&dst.buffer.name)) else {
         return Some(Err("a copy of an unknown buffer".into()));
     };
-    let staged = db.shape.first().and_then(const_int) == Some(stages) && db.shape.len() >= 3;
+    let staged = db.shape.first().and_then(const_int) == Some(stages) && db.shape.len() >= 2;
     let Some(stage) = dst
         .ranges
         .first()
@@ -632,9 +674,9 @@ fn plan_stmt(s: &Stmt, stages: i64, ctx: &Ctx) -> Option<Result<(TmaCopy, Expr),
         plan_copy(
             &src,
             &dst,
-            sb,
-            db,
+            (sb, db),
             ctx.layout(&db.name.name),
+            plain,
             ctx.target,
             &*bounds,
         )
@@ -665,7 +707,8 @@ fn lower_copies(
         if matches!(s.kind, StmtKind::Intrinsic(Intrinsic::CommitGroup)) {
             continue;
         }
-        if let Some(Ok((plan, stage))) = plan_stmt(&s, b.stages, ctx) {
+        // The loop is on TMA (`copies_per_stage`): plain destinations ride along.
+        if let Some(Ok((plan, stage))) = plan_stmt(&s, b.stages, true, ctx) {
             let Some((src, dst)) = copy_regions(&s, ctx) else {
                 continue;
             };

@@ -70,12 +70,17 @@ pub fn load_bound(file: &str, m: i64, n: i64, k: i64) -> PrimFunc {
 /// (docs/ir.md, "Automatic barriers").
 pub fn load(path: &Path) -> PrimFunc {
     let text = std::fs::read_to_string(path).expect("read case");
-    let func = tlc_ir::parse(&text).unwrap_or_else(|d| panic!("{}: {d:?}", path.display()));
+    load_text(&path.display().to_string(), &text)
+}
+
+/// [`load`] of source text (`name` in panics): a case edited by a test.
+#[allow(dead_code)]
+pub fn load_text(name: &str, text: &str) -> PrimFunc {
+    let func = tlc_ir::parse(text).unwrap_or_else(|d| panic!("{name}: {d:?}"));
     let func = tlc_ir::tuning::bind(&func, &Vec::new(), &Vec::new())
-        .unwrap_or_else(|d| panic!("{}: {d:?}", path.display()));
-    tlc_ir::verifier::verify(&func).unwrap_or_else(|d| panic!("{}: {d:?}", path.display()));
-    tlc_passes::thread_sync::thread_sync(func)
-        .unwrap_or_else(|d| panic!("{}: {d:?}", path.display()))
+        .unwrap_or_else(|d| panic!("{name}: {d:?}"));
+    tlc_ir::verifier::verify(&func).unwrap_or_else(|d| panic!("{name}: {d:?}"));
+    tlc_passes::thread_sync::thread_sync(func).unwrap_or_else(|d| panic!("{name}: {d:?}"))
 }
 
 /// Whether `func` has thread regions next to tile ops (docs/ir.md, "Thread regions"): the

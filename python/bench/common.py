@@ -1,5 +1,5 @@
 """What the GPU benchmarks of python/bench share: failing loudly, loading the optional
-Triton peer, and the versions a report names."""
+Triton peer, the versions a report names, and printing / writing the report."""
 
 import importlib.metadata
 import sys
@@ -36,3 +36,13 @@ def versions(torch):
 
     return (f"{torch.cuda.get_device_name()}; torch {torch.__version__}, "
             f"triton {version('triton')}, tlc {version('tlc')}")
+
+
+def publish(report, out):
+    """Prints the markdown ``report`` and writes it to ``out`` when given (``--out``)."""
+    print()
+    print(report, end="")
+    if out:
+        with open(out, "w") as f:
+            f.write(report)
+        print(f"wrote {out}")

@@ -29,7 +29,7 @@ import time
 import torch
 
 import tlc
-from common import fail, load_triton, versions
+from common import fail, load_triton, publish, versions
 from gemm_source import SEED_BLOCK, kernel_source
 
 SHAPE = (128, 128, 32)  # M, N, K: one tile of the seed kernel
@@ -166,12 +166,7 @@ def main():
               f"{thr:7.1f} µs/call back to back", flush=True)
 
     report = markdown_report(results, args.calls, notes)
-    print()
-    print(report, end="")
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(report)
-        print(f"wrote {args.out}")
+    publish(report, args.out)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ import time
 import torch
 
 import tlc
-from common import fail, load_triton, versions
+from common import fail, load_triton, publish, versions
 from gemm_source import SEED_BLOCK, kernel_source
 
 TEST_SHAPE = (4096, 2048, 1024)
@@ -251,12 +251,7 @@ def main():
                  f"(limit {LEAK_LIMIT // MiB} MiB)")
     notes += [f"WRONG RESULT: {w}" for w in wrong]
     report = markdown_report(rows, names, before, after, notes)
-    print()
-    print(report, end="")
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(report)
-        print(f"wrote {args.out}")
+    publish(report, args.out)
 
     if wrong:
         fail(f"{len(wrong)} result(s) differ from torch.matmul")

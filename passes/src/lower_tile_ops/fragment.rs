@@ -165,14 +165,19 @@ impl Fragments {
             .iter_mut()
             .filter(|b| self.names.contains(&b.name.name))
         {
-            let numel: i64 = shape(b).map_or(0, |s| s.iter().product());
-            let slots = match (self.mma(&b.name.name), self.rows(&b.name.name)) {
-                (Some(l), _) => l.slots(),
-                (None, Some(r)) => r.slots(),
-                (None, None) => (numel + threads - 1) / threads,
-            };
+            let slots = self.slots(b, threads);
             b.scope = Scope::Local;
             b.shape = vec![Expr::new(ExprKind::Int(slots.max(1)), b.span)];
+        }
+    }
+
+    /// The registers one thread holds of fragment `b` once relocated.
+    pub fn slots(&self, b: &BufferDecl, threads: i64) -> i64 {
+        let numel: i64 = shape(b).map_or(0, |s| s.iter().product());
+        match (self.mma(&b.name.name), self.rows(&b.name.name)) {
+            (Some(l), _) => l.slots(),
+            (None, Some(r)) => r.slots(),
+            (None, None) => (numel + threads - 1) / threads,
         }
     }
 

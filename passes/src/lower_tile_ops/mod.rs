@@ -28,6 +28,7 @@ mod swizzle;
 mod tma;
 mod vectorize;
 mod warp_specialize;
+pub use warp_specialize::DOUBLE_BUFFERED_NOTE;
 
 use crate::analysis::block::Block;
 use crate::analysis::int::{self, Ranges};
@@ -115,6 +116,10 @@ pub(crate) struct Ctx<'a> {
     pub sms: i64,
     /// The blocks a persistent pipeline launches instead of the grid.
     pub persistent_blocks: std::cell::Cell<Option<i64>>,
+    /// Register arrays the lowering adds as twins of a fragment (new name, fragment): each
+    /// gets the fragment's register layout once fragments are relocated (a second wgmma
+    /// accumulator, `warp_specialize.rs`).
+    pub twins: std::cell::RefCell<Vec<(String, String)>>,
 }
 
 impl Ctx<'_> {
@@ -176,6 +181,7 @@ fn lower_kernel(
             fragments: &fragments,
             layouts: k.layouts.clone(),
             new_allocs: std::cell::RefCell::new(Vec::new()),
+            twins: std::cell::RefCell::new(Vec::new()),
             producer_threads: std::cell::Cell::new(None),
             grid: k.grid.clone(),
             block_vars: k.block_vars.clone(),
@@ -197,9 +203,16 @@ fn lower_kernel(
         let body = lower_body(body, &ctx, names, errors);
         let new_allocs = ctx.new_allocs.into_inner();
         let persistent = ctx.persistent_blocks.get();
-        (body, new_allocs, ctx.producer_threads.get(), persistent)
+        let twins = ctx.twins.into_inner();
+        (
+            body,
+            new_allocs,
+            ctx.producer_threads.get(),
+            persistent,
+            twins,
+        )
     };
-    let (mut new_body, new_allocs, widened, persistent) = new_body;
+    let (mut new_body, new_allocs, widened, persistent, twins) = new_body;
     if let Some((n, blocks_per_sm)) = widened {
         k.threads = vec![tlc_ir::Expr::int(n)];
         k.min_blocks_per_sm = Some(tlc_ir::Expr::int(blocks_per_sm));
@@ -214,6 +227,13 @@ fn lower_kernel(
     k.allocs.extend(new_allocs);
     if errors.len() == before {
         fragments.relocate(&mut k.allocs, threads);
+        for (twin, of) in twins {
+            if let Some(decl) = k.allocs.iter().find(|b| b.name.name == of) {
+                let mut decl = decl.clone();
+                decl.name.name = twin;
+                k.allocs.push(decl);
+            }
+        }
         swizzle::apply(&mut new_body, &k.allocs, &k.layouts);
         swizzle::pad_allocations(&mut k.allocs, &k.layouts);
         // Consumed: the accumulators are register arrays now and padded rows are in the

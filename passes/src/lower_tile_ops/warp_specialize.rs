@@ -43,6 +43,12 @@
 //!   previous k-tile's group, so the arrival releases the previous stage (`(ko - 1) % S`,
 //!   from the second k-tile on; the producer never waits for the last stage's release), and
 //!   a `T.wgmma_wait(0)` after the loop retires the last group before the epilogue.
+//! - Double-buffered accumulator: when the compute is one `clear_accum` gemm's wgmma code,
+//!   its `T.wgmma_wait(0)`, then register work reading the accumulator (the FP8
+//!   promotion), and a twin of the accumulator fits the registers, the consumers issue
+//!   k-tile `k + 1`'s group into the other accumulator before promoting `k` (retired by
+//!   `T.wgmma_wait(1)`), over branch-free pairs of k-tiles (`double_buffered`); the
+//!   tensor cores then run during the promotion. Two consumer warpgroups or more only.
 //! - When: the compute of the loop, once lowered, issues `T.wgmma` and writes nothing but
 //!   registers (no shared or global stores, no barriers, no other asynchronous copies), so
 //!   the consumers need no block barrier inside the loop; the block is 1-D with a multiple
@@ -248,17 +254,20 @@ pub(crate) fn build(
         }
     };
     // Consumers: wait for the stage, compute, release it warp by warp.
-    let full_wait = intrinsic(
-        Intrinsic::MbarrierWait {
-            bar: elem(pipe.full, vec![slot(ko.clone())], span),
-            parity: bin(
-                BinOp::FloorMod,
-                bin(BinOp::FloorDiv, fill_of(ko.clone()), Expr::int(stages)),
-                Expr::int(2),
-            ),
-        },
-        span,
-    );
+    let full_wait_at = |k: Expr| {
+        intrinsic(
+            Intrinsic::MbarrierWait {
+                bar: elem(pipe.full, vec![slot(k.clone())], span),
+                parity: bin(
+                    BinOp::FloorMod,
+                    bin(BinOp::FloorDiv, fill_of(k), Expr::int(stages)),
+                    Expr::int(2),
+                ),
+            },
+            span,
+        )
+    };
+    let full_wait = full_wait_at(ko.clone());
     // One arrival per consumer warp on the stage's `empty` barrier.
     let release_of = |stage: Expr| {
         if_then(
@@ -293,8 +302,130 @@ pub(crate) fn build(
     }
     // The buffers indexed by stage: offset by the fills of earlier tiles when persistent.
     let mut staged = persistent::tma_destinations(&pipe.fills);
+    let buffered = if overlap {
+        None
+    } else {
+        // Two consumer warpgroups or more: with one (at two blocks per SM) the other
+        // block's warpgroup already overlaps the promotion, and the twin measured slower
+        // there (docs/perf.md).
+        double_buffered(&compute).filter(|b| {
+            stages >= 2
+                && roles.consumers >= 2
+                && !mentions(&head, &b.acc)
+                && !mentions(&tail, &b.acc)
+                && fits_twin(&b.acc, roles.consumer_registers, ctx)
+        })
+    };
     let mut consumer_body = vec![full_wait];
-    if overlap {
+    // Issued before and after the consumers' loop (double-buffered: the first k-tile's
+    // group, the last k-tiles).
+    let mut first_issue: Vec<Stmt> = Vec::new();
+    let mut last_steps: Vec<Stmt> = Vec::new();
+    let mut loop_var = m.var.clone();
+    let (mut loop_start, mut loop_stop) = (m.start.clone(), m.stop.clone());
+    if let Some(b) = buffered {
+        // The next k-tile's group runs on the tensor cores while this k-tile's result is
+        // promoted (module doc): two accumulators, alternating, the loop over pairs.
+        let twin = names.fresh(&format!("{}_next", b.acc));
+        ctx.twins.borrow_mut().push((twin.clone(), b.acc.clone()));
+        let var = m.var.name.clone();
+        // A copy of `code` for k-tile `k` on accumulator `buf`, its binders renamed (copies
+        // share a scope).
+        let at = |code: &[Stmt], k: &Expr, buf: &str, names: &mut NameSet| {
+            let mut out = code.to_vec();
+            let mut renames = std::collections::HashMap::new();
+            crate::names::rename_binders(&mut out, names, &mut renames);
+            map_body_exprs(&mut out, &mut |e| match &e.kind {
+                ExprKind::Var(n) if *n == var => {
+                    let mut v = k.clone();
+                    v.span = e.span;
+                    v
+                }
+                ExprKind::Var(n) => match renames.get(n) {
+                    Some(fresh) => Expr::new(ExprKind::Var(fresh.clone()), e.span),
+                    None => e,
+                },
+                // Rebuilt so that constant operands fold (`0 % 4`), as the parser folds them.
+                ExprKind::Binary(op, l, r) => {
+                    Expr::binary(*op, (**l).clone(), (**r).clone(), e.span)
+                }
+                _ => e,
+            });
+            if buf != b.acc {
+                rename_buffer(&mut out, &b.acc, buf);
+            }
+            out
+        };
+        let split = release_point(&b.rest, &staged);
+        // Promote k-tile `k` from `cur` and release its stage (one copy of the promotion, so
+        // that its lets stay in scope across the release).
+        let finish = |k: &Expr, cur: &str, names: &mut NameSet| {
+            let mut out = at(&b.rest, k, cur, names);
+            let after = out.split_off(split);
+            out.push(release_of(slot(k.clone())));
+            out.extend(after);
+            out
+        };
+        // Issue k-tile `k + 1` into `next`, then finish `k` (its group retired by wait(1)).
+        let step = |k: Expr, cur: &str, next: &str, names: &mut NameSet| {
+            let k1 = bin(BinOp::Add, k.clone(), Expr::int(1));
+            let mut out = vec![full_wait_at(k1.clone())];
+            out.extend(at(&b.gemm, &k1, next, names));
+            out.push(intrinsic(Intrinsic::WgmmaWait(1), span));
+            out.extend(finish(&k, cur, names));
+            out
+        };
+        let last = |k: Expr, cur: &str, names: &mut NameSet| {
+            let mut out = vec![intrinsic(Intrinsic::WgmmaWait(0), span)];
+            out.extend(finish(&k, cur, names));
+            out
+        };
+        // Branch-free pairs, so that ptxas sees one group in flight at every point of the
+        // loop (a conditional issue inside it makes ptxas serialize the wgmmas).
+        let pair = names.fresh(&format!("{var}_pair"));
+        let two = |e: Expr| bin(BinOp::Mul, e, Expr::int(2));
+        let k0 = bin(BinOp::Add, m.start.clone(), two(Expr::var(&pair)));
+        let mut body = b.notes.clone();
+        body.push(tlc_ir::build::note(DOUBLE_BUFFERED_NOTE.to_string(), span));
+        body.extend(step(k0.clone(), &b.acc, &twin, names));
+        body.extend(step(
+            bin(BinOp::Add, k0, Expr::int(1)),
+            &twin,
+            &b.acc,
+            names,
+        ));
+        consumer_body = body;
+        let n = bin(BinOp::Sub, m.stop.clone(), m.start.clone());
+        let issues = bin(BinOp::Sub, n, Expr::int(1));
+        let pairs = bin(BinOp::FloorDiv, issues.clone(), Expr::int(2));
+        let nonempty = bin(BinOp::Lt, m.start.clone(), m.stop.clone());
+        let mut issue = vec![full_wait_at(m.start.clone())];
+        issue.extend(at(&b.gemm, &m.start, &b.acc, names));
+        first_issue.push(if_then(nonempty.clone(), issue, span));
+        // After the pairs, k-tile `kl` is in flight on the first accumulator; one more
+        // issue when the issues were odd.
+        let kl = bin(BinOp::Add, m.start.clone(), two(pairs.clone()));
+        let kl1 = bin(BinOp::Add, kl.clone(), Expr::int(1));
+        let mut odd = step(kl.clone(), &b.acc, &twin, names);
+        odd.extend(last(kl1, &twin, names));
+        let even = last(kl, &b.acc, names);
+        let tail_steps = Stmt::new(
+            StmtKind::If {
+                cond: bin(
+                    BinOp::Eq,
+                    bin(BinOp::FloorMod, issues, Expr::int(2)),
+                    Expr::int(1),
+                ),
+                then_body: odd,
+                else_body: even,
+            },
+            span,
+        );
+        last_steps.push(if_then(nonempty, vec![tail_steps], span));
+        loop_var = tlc_ir::Ident::new(&pair, span);
+        loop_start = Expr::int(0);
+        loop_stop = pairs;
+    } else if overlap {
         // The wait left this k-tile's group in flight and retired the previous one: the
         // previous stage is free.
         consumer_body.extend(compute);
@@ -317,17 +448,29 @@ pub(crate) fn build(
     if let Some(base) = &consumer_base {
         // (The full wait's parity already counts from the base.)
         persistent::offset_stages(&mut consumer_body, &staged, base, stages);
+        persistent::offset_stages(&mut first_issue, &staged, base, stages);
+        persistent::offset_stages(&mut last_steps, &staged, base, stages);
     }
-    let consumer_loop = Stmt::new(
-        StmtKind::For(For {
-            var: m.var.clone(),
-            start: m.start.clone(),
-            stop: m.stop.clone(),
-            kind: ForKind::Serial,
-            body: consumer_body,
-        }),
-        span,
+    // No pairs at all (two k-tiles or fewer, known at compile time): no loop, since a loop
+    // of no iterations is not IR.
+    let no_pairs = matches!(
+        (const_int(&loop_start), const_int(&loop_stop)),
+        (Some(a), Some(b)) if b <= a
     );
+    let consumer_loop: Vec<Stmt> = if no_pairs {
+        Vec::new()
+    } else {
+        vec![Stmt::new(
+            StmtKind::For(For {
+                var: loop_var,
+                start: loop_start,
+                stop: loop_stop,
+                kind: ForKind::Serial,
+                body: consumer_body,
+            }),
+            span,
+        )]
+    };
     // After the loop: the last k-tile's group, still in flight, retires before the tail
     // reads the accumulators; a persistent block also hands its stage back (the next
     // tile's fills wait for it).
@@ -436,7 +579,9 @@ pub(crate) fn build(
     let mut producer = vec![Stmt::new(StmtKind::For(prologue), span), producer_loop];
     let mut consumer: Vec<Stmt> = head
         .into_iter()
-        .chain([consumer_loop])
+        .chain(first_issue)
+        .chain(consumer_loop)
+        .chain(last_steps)
         .chain(after_loop)
         .chain(tail)
         .collect();
@@ -478,6 +623,142 @@ pub(crate) fn build(
     let wide = Block::flat(threads + WARPGROUP_SIZE);
     let region = thread_region(&wide, &tx, vec![roles], span, names);
     Ok((region, empty))
+}
+
+/// A lowered compute whose wgmma accumulator can alternate between two register sets: the
+/// notes before it, one gemm's wgmma code (fence … commit) whose every `T.wgmma` starts
+/// its k-steps overwriting the accumulator (`clear_accum`: `accumulate=kk != 0` over an
+/// unrolled `kk` from 0), its `T.wgmma_wait(0)`, then code that reads the accumulator but
+/// neither writes it nor issues wgmma (the promotion).
+struct Buffered {
+    notes: Vec<Stmt>,
+    gemm: Vec<Stmt>,
+    rest: Vec<Stmt>,
+    acc: String,
+}
+
+fn double_buffered(compute: &[Stmt]) -> Option<Buffered> {
+    let is_wgmma_op = |s: &Stmt| {
+        let mut found = false;
+        tlc_ir::visit::for_each_stmt(std::slice::from_ref(s), &mut |t| {
+            found |= matches!(
+                t.kind,
+                StmtKind::Intrinsic(
+                    Intrinsic::Wgmma { .. }
+                        | Intrinsic::WgmmaFence
+                        | Intrinsic::WgmmaCommit
+                        | Intrinsic::WgmmaWait(_)
+                )
+            );
+        });
+        found
+    };
+    let first = compute
+        .iter()
+        .position(|s| !matches!(s.kind, StmtKind::Note(_)))?;
+    let wait = compute
+        .iter()
+        .position(|s| matches!(s.kind, StmtKind::Intrinsic(Intrinsic::WgmmaWait(0))))?;
+    let (gemm, rest) = (&compute[first..wait], &compute[wait + 1..]);
+    if gemm.is_empty() || rest.iter().any(is_wgmma_op) {
+        return None;
+    }
+    // The gemm: wgmma code only, one accumulator, each wgmma overwriting at its first step.
+    let mut zero_based = Vec::new();
+    let mut accs = std::collections::BTreeSet::new();
+    let mut plain = true;
+    let mut overwrites = true;
+    tlc_ir::visit::for_each_stmt(gemm, &mut |s| match &s.kind {
+        StmtKind::For(f) if f.kind == ForKind::Unroll => {
+            if const_int(&f.start) == Some(0) {
+                zero_based.push(f.var.name.clone());
+            }
+        }
+        StmtKind::Intrinsic(Intrinsic::Wgmma {
+            acc, accumulate, ..
+        }) => {
+            accs.insert(acc.buffer.name.clone());
+            overwrites &= matches!(
+                accumulate.as_ref().map(|e| &e.kind),
+                Some(ExprKind::Binary(BinOp::Ne, lhs, rhs))
+                    if matches!(&rhs.kind, ExprKind::Int(0))
+                        && matches!(&lhs.kind, ExprKind::Var(v) if zero_based.contains(v))
+            );
+        }
+        StmtKind::Intrinsic(Intrinsic::WgmmaFence | Intrinsic::WgmmaCommit) | StmtKind::Note(_) => {
+        }
+        _ => plain = false,
+    });
+    let [acc] = <[String; 1]>::try_from(accs.into_iter().collect::<Vec<_>>()).ok()?;
+    let writes_acc = Access::of_body(rest).writes.contains(&acc);
+    (plain && overwrites && !writes_acc).then(|| Buffered {
+        notes: compute[..first].to_vec(),
+        gemm: gemm.to_vec(),
+        rest: rest.to_vec(),
+        acc,
+    })
+}
+
+/// The note on a double-buffered consumer loop (it reaches the PTX as a comment): ptxas
+/// reports C7514 for such loops (it cannot tell which group's registers the promotion
+/// reads) and the kernel is faster all the same (docs/perf.md); the tests that read
+/// ptxas's warnings accept C7514 only from PTX that carries this note.
+pub const DOUBLE_BUFFERED_NOTE: &str =
+    "double-buffered wgmma accumulator: the next k-tile's group runs during this promotion (ptxas reports C7514 here; measured faster, docs/perf.md)";
+
+/// Registers a consumer thread keeps beside its fragments (addresses, indices, loop
+/// counters, scales): what a second accumulator must leave free.
+const TWIN_RESERVE: i64 = 32;
+
+/// Whether a second copy of accumulator `acc` fits a consumer thread's `registers` with
+/// every fragment of the kernel (`TWIN_RESERVE` to spare): past that, ptxas spills.
+fn fits_twin(acc: &str, registers: i64, ctx: &Ctx) -> bool {
+    let threads = ctx.block.threads();
+    let slots = |b: &tlc_ir::BufferDecl| ctx.fragments.slots(b, threads);
+    let held: i64 = ctx
+        .buffers
+        .iter()
+        .filter(|b| ctx.fragments.contains(&b.name.name))
+        .map(|b| slots(b))
+        .sum();
+    let twin = ctx.buffer(acc).map_or(i64::MAX / 4, slots);
+    held + twin + TWIN_RESERVE <= registers
+}
+
+/// Whether `body` reads or writes buffer `name`.
+fn mentions(body: &[Stmt], name: &str) -> bool {
+    let access = Access::of_body(body);
+    access.reads.contains(name) || access.writes.contains(name)
+}
+
+/// Renames buffer `from` to `to` in the loads, stores and intrinsic operands of `body`.
+fn rename_buffer(body: &mut [Stmt], from: &str, to: &str) {
+    map_body_exprs(body, &mut |e| match e.kind {
+        ExprKind::Load { buffer, indices } if buffer == from => Expr::new(
+            ExprKind::Load {
+                buffer: to.to_string(),
+                indices,
+            },
+            e.span,
+        ),
+        kind => Expr::new(kind, e.span),
+    });
+    for s in body.iter_mut() {
+        match &mut s.kind {
+            StmtKind::Store { buffer, .. } if buffer.name == from => buffer.name = to.to_string(),
+            StmtKind::Intrinsic(i) => {
+                for r in i.operands_mut() {
+                    if r.buffer.name == from {
+                        r.buffer.name = to.to_string();
+                    }
+                }
+            }
+            _ => {}
+        }
+        for child in tlc_ir::visit::child_bodies_mut(s) {
+            rename_buffer(child, from, to);
+        }
+    }
 }
 
 /// Where in the lowered compute `body` (top-level statements) the consumers may release

@@ -26,9 +26,10 @@ mod region;
 mod rows;
 mod swizzle;
 mod tma;
+mod twin_accumulator;
 mod vectorize;
 mod warp_specialize;
-pub use warp_specialize::DOUBLE_BUFFERED_NOTE;
+pub use twin_accumulator::DOUBLE_BUFFERED_NOTE;
 
 use crate::analysis::block::Block;
 use crate::analysis::int::{self, Ranges};

@@ -65,6 +65,9 @@
 use super::persistent;
 pub(crate) use super::persistent::Tiles;
 use super::region::thread_region;
+use super::twin_accumulator::{
+    self as twin, double_buffered, fits_twin, mentions, DOUBLE_BUFFERED_NOTE,
+};
 use super::Ctx;
 use crate::analysis::access::Access;
 use crate::analysis::block::Block;
@@ -329,32 +332,8 @@ pub(crate) fn build(
         let twin = names.fresh(&format!("{}_next", b.acc));
         ctx.twins.borrow_mut().push((twin.clone(), b.acc.clone()));
         let var = m.var.name.clone();
-        // A copy of `code` for k-tile `k` on accumulator `buf`, its binders renamed (copies
-        // share a scope).
         let at = |code: &[Stmt], k: &Expr, buf: &str, names: &mut NameSet| {
-            let mut out = code.to_vec();
-            let mut renames = std::collections::HashMap::new();
-            crate::names::rename_binders(&mut out, names, &mut renames);
-            map_body_exprs(&mut out, &mut |e| match &e.kind {
-                ExprKind::Var(n) if *n == var => {
-                    let mut v = k.clone();
-                    v.span = e.span;
-                    v
-                }
-                ExprKind::Var(n) => match renames.get(n) {
-                    Some(fresh) => Expr::new(ExprKind::Var(fresh.clone()), e.span),
-                    None => e,
-                },
-                // Rebuilt so that constant operands fold (`0 % 4`), as the parser folds them.
-                ExprKind::Binary(op, l, r) => {
-                    Expr::binary(*op, (**l).clone(), (**r).clone(), e.span)
-                }
-                _ => e,
-            });
-            if buf != b.acc {
-                rename_buffer(&mut out, &b.acc, buf);
-            }
-            out
+            twin::copy_for(code, (&var, k), (&b.acc, buf), names)
         };
         let split = release_point(&b.rest, &staged);
         // Promote k-tile `k` from `cur` and release its stage (one copy of the promotion, so
@@ -623,142 +602,6 @@ pub(crate) fn build(
     let wide = Block::flat(threads + WARPGROUP_SIZE);
     let region = thread_region(&wide, &tx, vec![roles], span, names);
     Ok((region, empty))
-}
-
-/// A lowered compute whose wgmma accumulator can alternate between two register sets: the
-/// notes before it, one gemm's wgmma code (fence … commit) whose every `T.wgmma` starts
-/// its k-steps overwriting the accumulator (`clear_accum`: `accumulate=kk != 0` over an
-/// unrolled `kk` from 0), its `T.wgmma_wait(0)`, then code that reads the accumulator but
-/// neither writes it nor issues wgmma (the promotion).
-struct Buffered {
-    notes: Vec<Stmt>,
-    gemm: Vec<Stmt>,
-    rest: Vec<Stmt>,
-    acc: String,
-}
-
-fn double_buffered(compute: &[Stmt]) -> Option<Buffered> {
-    let is_wgmma_op = |s: &Stmt| {
-        let mut found = false;
-        tlc_ir::visit::for_each_stmt(std::slice::from_ref(s), &mut |t| {
-            found |= matches!(
-                t.kind,
-                StmtKind::Intrinsic(
-                    Intrinsic::Wgmma { .. }
-                        | Intrinsic::WgmmaFence
-                        | Intrinsic::WgmmaCommit
-                        | Intrinsic::WgmmaWait(_)
-                )
-            );
-        });
-        found
-    };
-    let first = compute
-        .iter()
-        .position(|s| !matches!(s.kind, StmtKind::Note(_)))?;
-    let wait = compute
-        .iter()
-        .position(|s| matches!(s.kind, StmtKind::Intrinsic(Intrinsic::WgmmaWait(0))))?;
-    let (gemm, rest) = (&compute[first..wait], &compute[wait + 1..]);
-    if gemm.is_empty() || rest.iter().any(is_wgmma_op) {
-        return None;
-    }
-    // The gemm: wgmma code only, one accumulator, each wgmma overwriting at its first step.
-    let mut zero_based = Vec::new();
-    let mut accs = std::collections::BTreeSet::new();
-    let mut plain = true;
-    let mut overwrites = true;
-    tlc_ir::visit::for_each_stmt(gemm, &mut |s| match &s.kind {
-        StmtKind::For(f) if f.kind == ForKind::Unroll => {
-            if const_int(&f.start) == Some(0) {
-                zero_based.push(f.var.name.clone());
-            }
-        }
-        StmtKind::Intrinsic(Intrinsic::Wgmma {
-            acc, accumulate, ..
-        }) => {
-            accs.insert(acc.buffer.name.clone());
-            overwrites &= matches!(
-                accumulate.as_ref().map(|e| &e.kind),
-                Some(ExprKind::Binary(BinOp::Ne, lhs, rhs))
-                    if matches!(&rhs.kind, ExprKind::Int(0))
-                        && matches!(&lhs.kind, ExprKind::Var(v) if zero_based.contains(v))
-            );
-        }
-        StmtKind::Intrinsic(Intrinsic::WgmmaFence | Intrinsic::WgmmaCommit) | StmtKind::Note(_) => {
-        }
-        _ => plain = false,
-    });
-    let [acc] = <[String; 1]>::try_from(accs.into_iter().collect::<Vec<_>>()).ok()?;
-    let writes_acc = Access::of_body(rest).writes.contains(&acc);
-    (plain && overwrites && !writes_acc).then(|| Buffered {
-        notes: compute[..first].to_vec(),
-        gemm: gemm.to_vec(),
-        rest: rest.to_vec(),
-        acc,
-    })
-}
-
-/// The note on a double-buffered consumer loop (it reaches the PTX as a comment): ptxas
-/// reports C7514 for such loops (it cannot tell which group's registers the promotion
-/// reads) and the kernel is faster all the same (docs/perf.md); the tests that read
-/// ptxas's warnings accept C7514 only from PTX that carries this note.
-pub const DOUBLE_BUFFERED_NOTE: &str =
-    "double-buffered wgmma accumulator: the next k-tile's group runs during this promotion (ptxas reports C7514 here; measured faster, docs/perf.md)";
-
-/// Registers a consumer thread keeps beside its fragments (addresses, indices, loop
-/// counters, scales): what a second accumulator must leave free.
-const TWIN_RESERVE: i64 = 32;
-
-/// Whether a second copy of accumulator `acc` fits a consumer thread's `registers` with
-/// every fragment of the kernel (`TWIN_RESERVE` to spare): past that, ptxas spills.
-fn fits_twin(acc: &str, registers: i64, ctx: &Ctx) -> bool {
-    let threads = ctx.block.threads();
-    let slots = |b: &tlc_ir::BufferDecl| ctx.fragments.slots(b, threads);
-    let held: i64 = ctx
-        .buffers
-        .iter()
-        .filter(|b| ctx.fragments.contains(&b.name.name))
-        .map(|b| slots(b))
-        .sum();
-    let twin = ctx.buffer(acc).map_or(i64::MAX / 4, slots);
-    held + twin + TWIN_RESERVE <= registers
-}
-
-/// Whether `body` reads or writes buffer `name`.
-fn mentions(body: &[Stmt], name: &str) -> bool {
-    let access = Access::of_body(body);
-    access.reads.contains(name) || access.writes.contains(name)
-}
-
-/// Renames buffer `from` to `to` in the loads, stores and intrinsic operands of `body`.
-fn rename_buffer(body: &mut [Stmt], from: &str, to: &str) {
-    map_body_exprs(body, &mut |e| match e.kind {
-        ExprKind::Load { buffer, indices } if buffer == from => Expr::new(
-            ExprKind::Load {
-                buffer: to.to_string(),
-                indices,
-            },
-            e.span,
-        ),
-        kind => Expr::new(kind, e.span),
-    });
-    for s in body.iter_mut() {
-        match &mut s.kind {
-            StmtKind::Store { buffer, .. } if buffer.name == from => buffer.name = to.to_string(),
-            StmtKind::Intrinsic(i) => {
-                for r in i.operands_mut() {
-                    if r.buffer.name == from {
-                        r.buffer.name = to.to_string();
-                    }
-                }
-            }
-            _ => {}
-        }
-        for child in tlc_ir::visit::child_bodies_mut(s) {
-            rename_buffer(child, from, to);
-        }
-    }
 }
 
 /// Where in the lowered compute `body` (top-level statements) the consumers may release

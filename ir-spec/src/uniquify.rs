@@ -186,7 +186,9 @@ fn rename_buffer(k: &mut Kernel, from: &str, to: &str) {
     rename_buffer_uses(&mut k.body, from, to);
 }
 
-fn rename_buffer_uses(body: &mut [Stmt], from: &str, to: &str) {
+/// Renames buffer `from` to `to` in every load, store, region and intrinsic operand of
+/// `body` (not in allocations): also for passes that copy code onto another buffer.
+pub fn rename_buffer_uses(body: &mut [Stmt], from: &str, to: &str) {
     map_body_exprs(body, &mut |e: Expr| match e.kind {
         ExprKind::Load { buffer, indices } if buffer == from => Expr::new(
             ExprKind::Load {

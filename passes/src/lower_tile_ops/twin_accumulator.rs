@@ -118,36 +118,6 @@ pub(super) fn mentions(body: &[Stmt], name: &str) -> bool {
     access.reads.contains(name) || access.writes.contains(name)
 }
 
-/// Renames buffer `from` to `to` in the loads, stores and intrinsic operands of `body`.
-fn rename_buffer(body: &mut [Stmt], from: &str, to: &str) {
-    map_body_exprs(body, &mut |e| match e.kind {
-        ExprKind::Load { buffer, indices } if buffer == from => Expr::new(
-            ExprKind::Load {
-                buffer: to.to_string(),
-                indices,
-            },
-            e.span,
-        ),
-        kind => Expr::new(kind, e.span),
-    });
-    for s in body.iter_mut() {
-        match &mut s.kind {
-            StmtKind::Store { buffer, .. } if buffer.name == from => buffer.name = to.to_string(),
-            StmtKind::Intrinsic(i) => {
-                for r in i.operands_mut() {
-                    if r.buffer.name == from {
-                        r.buffer.name = to.to_string();
-                    }
-                }
-            }
-            _ => {}
-        }
-        for child in tlc_ir::visit::child_bodies_mut(s) {
-            rename_buffer(child, from, to);
-        }
-    }
-}
-
 /// A copy of `code` for k-tile `k` (the loop variable `var` replaced by it) on accumulator
 /// `buf` instead of `acc`, its binders renamed (copies share a scope) and its constant
 /// subexpressions folded (`0 % 4`, as the parser folds them: the printed IR parses back).
@@ -174,7 +144,7 @@ pub(super) fn copy_for(
         _ => e,
     });
     if buf != acc {
-        rename_buffer(&mut out, acc, buf);
+        tlc_ir::uniquify::rename_buffer_uses(&mut out, acc, buf);
     }
     out
 }

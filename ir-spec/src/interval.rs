@@ -1,11 +1,15 @@
 //! Integer intervals: what is known about the value of an integer expression, for the
 //! verifier's bounds rule (`verifier::bounds`), the simplifier's e-graph analysis, the
-//! integer facts of the passes' `analysis::int`, `widen-indices` and code generation. Bounds are inclusive mathematical integers — the IR's int32 arithmetic is
-//! exact (docs/ir.md, "Integer semantics"), so a bound is never clamped to int32: a sum that
-//! may pass 2^31 says so, and `widen-indices` computes it in 64 bits. `i64::MIN` / `i64::MAX`
+//! integer facts of the passes' `analysis::int`, `widen-indices` and code generation.
+//! Bounds are inclusive mathematical integers — the IR's int32 arithmetic is exact
+//! (docs/ir.md, "Integer semantics"), so a bound is never clamped to int32: a sum that may
+//! pass 2^31 says so, and `widen-indices` computes it in 64 bits. `i64::MIN` / `i64::MAX`
 //! stand for -∞ / +∞ (nothing known on that side); the operations compute in i128 with the
 //! infinities far outside i64, so no rule ever turns an unknown end into a false bound
-//! (∞ // 10 is still ∞).
+//! (∞ // 10 is still ∞). **Arithmetic wraps at 64 bits** (the interpreter and the GPU
+//! alike): a sum, difference or product that may leave int64 is `FULL` — after a wrap no
+//! bound holds, so `k * 9223372036854775807 + j` is not proven non-negative and the masks
+//! built from it keep both their checks.
 
 use crate::dtype::DType;
 use crate::ir::{BinOp, Expr, ExprKind, UnOp};
@@ -106,20 +110,36 @@ impl Interval {
         Interval::of(lo, hi)
     }
 
+    /// The result of an operation that wraps at 64 bits (`+ - *`, negation): `[lo, hi]`
+    /// when every value fits int64, else `FULL` — a value past int64 wraps around, so no
+    /// bound on either side would hold (an unknown end of an operand counts as past int64).
+    fn wrapping(lo: i128, hi: i128) -> Interval {
+        let fits = |v: i128| v > i128::from(i64::MIN) && v < i128::from(i64::MAX);
+        if fits(lo) && fits(hi) {
+            Interval::of(lo, hi)
+        } else {
+            Interval::FULL
+        }
+    }
+
     pub fn plus(self, b: Interval) -> Interval {
-        Interval::of(wide(self.lo) + wide(b.lo), wide(self.hi) + wide(b.hi))
+        Interval::wrapping(wide(self.lo) + wide(b.lo), wide(self.hi) + wide(b.hi))
     }
 
     pub fn minus(self, b: Interval) -> Interval {
-        Interval::of(wide(self.lo) - wide(b.hi), wide(self.hi) - wide(b.lo))
+        Interval::wrapping(wide(self.lo) - wide(b.hi), wide(self.hi) - wide(b.lo))
     }
 
     pub fn negated(self) -> Interval {
-        Interval::of(-wide(self.hi), -wide(self.lo))
+        Interval::wrapping(-wide(self.hi), -wide(self.lo))
     }
 
     pub fn times(self, b: Interval) -> Interval {
-        self.corners(b, |x, y| x.saturating_mul(y))
+        let (al, ah, bl, bh) = (wide(self.lo), wide(self.hi), wide(b.lo), wide(b.hi));
+        let v = [(al, bl), (al, bh), (ah, bl), (ah, bh)].map(|(x, y)| x.saturating_mul(y));
+        let lo = v.iter().copied().min().unwrap_or(-BIG);
+        let hi = v.iter().copied().max().unwrap_or(BIG);
+        Interval::wrapping(lo, hi)
     }
 
     /// Floor division; for a divisor that does not contain 0, `x // y` is monotone in each
@@ -360,6 +380,60 @@ mod tests {
             Interval::binary(BinOp::BitAnd, Interval::FULL, Interval::point(15)),
             Interval::new(0, 15)
         );
+    }
+
+    /// A sum, difference or product that may leave int64 wraps (the interpreter and the GPU
+    /// compute in 64 bits), so its interval is `FULL`: every wrapped result of members lies
+    /// in it, and no lower bound survives — the masked copy at `k * (2^63 - 1)` that once
+    /// read out of bounds because `k * (2^63 - 1) + j >= 0` was "proven".
+    #[test]
+    fn results_that_may_leave_int64_are_full() {
+        use crate::interp::scalar::{arith, Scalar};
+        use crate::ir::BinOp;
+        let k = Interval::new(0, 7);
+        let big = Interval::point(i64::MAX);
+        assert_eq!(k.times(big), Interval::FULL);
+        assert_eq!(k.times(big).plus(Interval::new(0, 31)), Interval::FULL);
+        assert_eq!(
+            Interval::new(0, i64::MAX - 1).plus(Interval::point(5)),
+            Interval::FULL
+        );
+        assert_eq!(
+            Interval::point(i64::MIN + 1).minus(Interval::point(2)),
+            Interval::FULL
+        );
+        // Far from the limits nothing changes, and an unknown end stays unknown.
+        assert_eq!(
+            Interval::new(0, 7).times(Interval::point(128)),
+            Interval::new(0, 896)
+        );
+        assert_eq!(
+            Interval::new(1, i64::MAX).floor_div(Interval::point(10)).lo,
+            0
+        );
+        // The wrapped values the interpreter computes are members.
+        for x in 0..8 {
+            for y in 0..32 {
+                let p = arith(
+                    BinOp::Mul,
+                    crate::DType::Int64,
+                    Scalar::Int(x),
+                    Scalar::Int(i64::MAX),
+                )
+                .map(|s| s.as_i64())
+                .unwrap_or(0);
+                let v = arith(
+                    BinOp::Add,
+                    crate::DType::Int64,
+                    Scalar::Int(p),
+                    Scalar::Int(y),
+                )
+                .map(|s| s.as_i64())
+                .unwrap_or(0);
+                let r = k.times(big).plus(Interval::new(0, 31));
+                assert!(r.lo <= v && v <= r.hi);
+            }
+        }
     }
 
     /// Every interval operation contains every result of its operation on members.

@@ -13,7 +13,8 @@
 //!   whose live range ended before its own starts. Inside a thread loop that reuse needs a
 //!   barrier between the last use of the old buffer and the first use of the new one (other
 //!   threads may still read the old bytes): when there is none at the top level between them,
-//!   one is inserted before the new buffer's first use.
+//!   one is inserted before the new buffer's first use. A buffer of mbarriers is live for the
+//!   whole kernel: its bytes are never reused (the PTX never invalidates an mbarrier).
 //! - **Within loop iterations** (merged form). A loop whose body a `T.fresh(X)` heads, with
 //!   every use of `X` inside it, holds no value of `X` across iterations
 //!   (`analysis::fresh`: `mark-fresh-buffers` proved it at the tile level, and the
@@ -110,6 +111,7 @@ fn plan_kernel(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diag
         .map(|l| l.buffer.name.clone())
         .collect();
     let tma = tma_destinations(&k.body);
+    let mbarriers = mbarrier_buffers(&k.body);
     // The top-level statements: the body of the kernel's one thread loop (nest), else the
     // body.
     let merged = is_merged(&k.body);
@@ -146,7 +148,14 @@ fn plan_kernel(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diag
             .filter(|(_, a)| a.reads.contains(&name) || a.writes.contains(&name))
             .map(|(i, _)| i)
             .collect();
-        let live = used.first().copied().zip(used.last().copied());
+        // An mbarrier object lives from its init to the end of the kernel: the PTX never
+        // invalidates it (`mbarrier.inval`), and a TMA or arrive still pending on it must find
+        // it intact, so no other buffer ever takes its bytes.
+        let live = if mbarriers.contains(&name) && !used.is_empty() {
+            Some((0, uses.len().saturating_sub(1)))
+        } else {
+            used.first().copied().zip(used.last().copied())
+        };
         let layout_align = if atoms.contains(&name) {
             wgmma::ALIGN
         } else if swizzled.contains(&name) {
@@ -640,6 +649,24 @@ fn tma_destinations(body: &[Stmt]) -> BTreeMap<String, i64> {
             let align = Swizzle::from_bytes(*swizzle).map_or(wgmma::ALIGN, Swizzle::tma_alignment);
             let slot = out.entry(dst.buffer.name.clone()).or_insert(align);
             *slot = (*slot).max(align);
+        }
+    });
+    out
+}
+
+/// Shared buffers that hold mbarrier objects: initialized by `T.mbarrier_init`, or the
+/// barrier operand (`Effect::Sync`) of an mbarrier operation or a TMA copy.
+fn mbarrier_buffers(body: &[Stmt]) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    visit::for_each_stmt(body, &mut |s| {
+        let StmtKind::Intrinsic(i) = &s.kind else {
+            return;
+        };
+        let init = matches!(i, Intrinsic::MbarrierInit { .. });
+        for a in i.accesses() {
+            if init || a.effect == Effect::Sync {
+                out.insert(a.operand.buffer.name.clone());
+            }
         }
     });
     out

@@ -35,7 +35,11 @@ pub fn enter_kernel(ranges: &mut Ranges, k: &Kernel) {
 /// start, for a loop that may run no iteration).
 pub fn enter_loop(ranges: &mut Ranges, f: &For) {
     let lo = interval(&f.start, ranges).lo;
-    let hi = interval(&f.stop, ranges).hi.saturating_sub(1);
+    // An unknown stop leaves the variable's top unknown (not a finite 2^63 - 2).
+    let hi = match interval(&f.stop, ranges).hi {
+        i64::MAX => i64::MAX,
+        hi => hi - 1,
+    };
     ranges.insert(f.var.name.clone(), Interval::new(lo, hi.max(lo)));
 }
 

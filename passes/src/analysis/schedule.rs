@@ -8,13 +8,18 @@
 //! docs/passes.md states the rules.
 
 use super::access::{count_sites, Access};
+use super::int::{mentions_any, unit_offset};
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::EdgeRef;
 use petgraph::Direction;
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
+use tlc_ir::affine::constant_difference;
 use tlc_ir::visit::{for_each_stmt, for_each_subexpr, stmt_exprs};
-use tlc_ir::{BufferDecl, Diagnostic, ExprKind, For, ForKind, Kernel, Scope, Span, Stmt, StmtKind};
+use tlc_ir::{
+    BufferDecl, Diagnostic, Expr, ExprKind, For, ForKind, Kernel, Region, Scope, Span, Stmt,
+    StmtKind,
+};
 
 /// Facts about the kernel a pipelined loop is in.
 pub struct KernelFacts {
@@ -61,6 +66,9 @@ pub struct StmtDeps {
     pub pure_let: bool,
     /// A global → shared copy (a stage-0 candidate).
     pub copy: bool,
+    /// A `T.Parallel` nest not proven to write each element at most once (its stores, made
+    /// asynchronous copies in stage 0, could be in flight to one element twice).
+    pub may_write_twice: bool,
     /// Shared buffers it writes that something outside the loop (other than the statements
     /// after it in the same list) also accesses.
     pub used_outside: Vec<String>,
@@ -148,6 +156,8 @@ impl<'a> LoopGraph<'a> {
                 .collect();
             stmts.push(StmtDeps {
                 copy: is_global_to_shared_copy(s, facts),
+                may_write_twice: matches!(&s.kind, StmtKind::For(f)
+                    if f.kind == ForKind::Parallel && !writes_each_element_once(f)),
                 access,
                 defines,
                 uses,
@@ -188,7 +198,11 @@ impl<'a> LoopGraph<'a> {
     pub fn plan(&self, num_stages: i64) -> (Vec<i64>, Vec<i64>) {
         let n = self.stmts.len();
         let last = (num_stages - 1).max(0);
-        let mut early: Vec<bool> = self.stmts.iter().map(|s| s.copy).collect();
+        let mut early: Vec<bool> = self
+            .stmts
+            .iter()
+            .map(|s| s.copy && !s.may_write_twice)
+            .collect();
         loop {
             let mut changed = false;
             for x in 0..n {
@@ -269,6 +283,9 @@ impl<'a> LoopGraph<'a> {
         let sx = &self.stmts[x];
         let late = |y: usize| !early[y] && !self.stmts[y].pure_let;
         sx.used_outside.is_empty()
+            && (0..self.stmts.len())
+                .filter(|&y| y != x && early[y])
+                .all(|y| self.same_bytes_written(x, y).is_none())
             && self.preds(x).iter().all(|&(y, _)| !late(y))
             && (0..self.stmts.len()).filter(|&y| late(y)).all(|y| {
                 let sy = &self.stmts[y];
@@ -284,6 +301,26 @@ impl<'a> LoopGraph<'a> {
             })
     }
 
+    /// A buffer that statements `x` and `y` both write, unless both are `T.copy`s into
+    /// provably disjoint regions of it (then no byte is written twice).
+    fn same_bytes_written(&self, x: usize, y: usize) -> Option<String> {
+        let (sx, sy) = (&self.stmts[x], &self.stmts[y]);
+        let disjoint = match (&self.body[x].kind, &self.body[y].kind) {
+            (StmtKind::Copy { dst: a, .. }, StmtKind::Copy { dst: b, .. }) => {
+                disjoint_regions(a, b)
+            }
+            _ => false,
+        };
+        if disjoint {
+            return None;
+        }
+        sx.access
+            .writes
+            .iter()
+            .find(|b| sy.access.writes.contains(*b))
+            .cloned()
+    }
+
     /// Why the global → shared copies a plan left in the last stage cannot run ahead, one
     /// line per copy (`stage`: the plan's stages).
     pub fn copies_kept_late(&self, stage: &[i64]) -> Vec<String> {
@@ -294,11 +331,25 @@ impl<'a> LoopGraph<'a> {
                 let sx = &self.stmts[x];
                 let what: Vec<&str> = sx.access.writes.iter().map(String::as_str).collect();
                 let what = what.join("`, `");
-                let why = if !sx.used_outside.is_empty() {
+                let twin = (0..self.stmts.len())
+                    .filter(|&y| y != x && self.stmts[y].copy)
+                    .find_map(|y| Some((y, self.same_bytes_written(x, y)?)));
+                let why = if sx.may_write_twice {
+                    "its iterations are not proven to write each element once (each loop \
+                     variable its own index dimension, `offset + var`); two asynchronous \
+                     copies to one element would be in flight at once"
+                        .to_string()
+                } else if !sx.used_outside.is_empty() {
                     format!(
                         "shared `{}` is also used outside this loop (another loop or code \
                          before it; give each pipelined loop its own buffers)",
                         sx.used_outside.join("`, `")
+                    )
+                } else if let Some((y, b)) = twin {
+                    format!(
+                        "statement {} of the body may write the same bytes of `{b}` (two \
+                         asynchronous copies to the same bytes would be in flight at once)",
+                        y + 1
                     )
                 } else if let Some((y, dep)) = self
                     .preds(x)
@@ -480,6 +531,29 @@ impl<'a> LoopGraph<'a> {
                 );
             }
         }
+        if sx.copy && sx.may_write_twice {
+            errors.push(
+                Diagnostic::error(
+                    span,
+                    "this stage-0 `T.Parallel` nest is not proven to write each element once",
+                )
+                .with_note("give each loop variable its own index dimension (`offset + var`): stage-0 stores are asynchronous copies, and two in flight to one element land in no defined order"),
+            );
+        }
+        for y in (0..self.stmts.len()).filter(|&y| y < x && stage[y] == 0) {
+            if let Some(b) = self.same_bytes_written(x, y) {
+                errors.push(
+                    Diagnostic::error(
+                        span,
+                        format!(
+                            "this stage-0 statement may write the same bytes of `{b}` as another stage-0 statement"
+                        ),
+                    )
+                    .with_note_at(self.body[y].span, "the other stage-0 statement")
+                    .with_note("stage-0 writes are asynchronous copies: two in flight to the same bytes land in no defined order"),
+                );
+            }
+        }
         for &y in &late {
             let sy = &self.stmts[y];
             if let Some(b) = sy
@@ -561,4 +635,69 @@ fn is_global_to_shared_copy(s: &Stmt, facts: &KernelFacts) -> bool {
         }
         _ => false,
     }
+}
+
+/// Whether two regions of one buffer provably share no element: in some dimension their
+/// starts differ by a constant at least the earlier one's (constant) extent.
+fn disjoint_regions(a: &Region, b: &Region) -> bool {
+    a.buffer.name == b.buffer.name
+        && a.ranges.len() == b.ranges.len()
+        && a.ranges.iter().zip(&b.ranges).any(|(ra, rb)| {
+            match constant_difference(&rb.start, &ra.start) {
+                Some(d) if d >= 0 => ra.extent.as_int().is_some_and(|e| d >= e),
+                Some(d) => rb.extent.as_int().is_some_and(|e| -d >= e),
+                None => false,
+            }
+        })
+}
+
+/// Whether the `T.Parallel` nest `f` writes each element at most once: one store per
+/// buffer, whose indices determine every loop variable around it — each variable is, in
+/// its own dimension, `offset + var` with an offset free of the nest's variables. Stage-0
+/// stores become asynchronous copies, and two in flight to one element land in no defined
+/// order (a nest that writes an element twice, or one that is not proven not to, stays in
+/// the last stage).
+fn writes_each_element_once(f: &For) -> bool {
+    fn walk(body: &[Stmt], vars: &mut Vec<String>, seen: &mut HashSet<String>, ok: &mut bool) {
+        for s in body {
+            match &s.kind {
+                StmtKind::For(f) => {
+                    vars.push(f.var.name.clone());
+                    walk(&f.body, vars, seen, ok);
+                    vars.pop();
+                }
+                StmtKind::If {
+                    then_body,
+                    else_body,
+                    ..
+                } => {
+                    walk(then_body, vars, seen, ok);
+                    walk(else_body, vars, seen, ok);
+                }
+                StmtKind::Store {
+                    buffer, indices, ..
+                } => {
+                    *ok &= seen.insert(buffer.name.clone()) && determines(indices, vars);
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut vars = vec![f.var.name.clone()];
+    let (mut seen, mut ok) = (HashSet::new(), true);
+    walk(&f.body, &mut vars, &mut seen, &mut ok);
+    ok
+}
+
+/// Whether `indices` determine every variable of `vars`: each has a dimension of its own
+/// that is `offset + var` with an offset mentioning none of `vars`.
+fn determines(indices: &[Expr], vars: &[String]) -> bool {
+    let all: HashSet<String> = vars.iter().cloned().collect();
+    let mut taken = vec![false; indices.len()];
+    vars.iter().all(|v| {
+        let dim = (0..indices.len()).find(|&d| {
+            !taken[d] && unit_offset(&indices[d], v).is_some_and(|off| !mentions_any(&off, &all))
+        });
+        dim.map(|d| taken[d] = true).is_some()
+    })
 }

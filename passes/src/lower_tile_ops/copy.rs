@@ -145,14 +145,7 @@ pub(crate) fn lower(
             )]);
         }
         let is_register = |n: &str| ctx.fragments.contains(n);
-        return Ok(super::rows::build(
-            &rl,
-            &ctx.block,
-            span,
-            names,
-            &is_register,
-            body,
-        ));
+        return super::rows::build(&rl, &ctx.block, span, names, &is_register, body);
     }
     Ok(match mma {
         Some(layout) => {

@@ -64,14 +64,7 @@ pub(crate) fn lower(
     };
     if let Some(rl) = ctx.fragments.rows(&db.name.name) {
         let is_register = |n: &str| ctx.fragments.contains(n);
-        return Ok(super::rows::build(
-            &rl,
-            &ctx.block,
-            span,
-            names,
-            &is_register,
-            store,
-        ));
+        return super::rows::build(&rl, &ctx.block, span, names, &is_register, store);
     }
     Ok(build(
         &extents, &ctx.block, vec, fragment, span, names, store,

@@ -307,6 +307,12 @@ pub(crate) fn lower_body(
                 if let Some(v) = bound {
                     ctx.bounds.borrow_mut().remove(&v);
                 }
+                // A let's variable holds its value's range for the rest of the list (names
+                // are unique): `num_k_step = T.ceildiv(N, 512)` bounds a loop over it.
+                if let StmtKind::Let { var, value, .. } = &stmt.kind {
+                    let range = int::interval(value, &*ctx.bounds.borrow());
+                    ctx.bounds.borrow_mut().insert(var.name.clone(), range);
+                }
                 out.push(stmt);
             }
         }

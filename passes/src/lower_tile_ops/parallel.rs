@@ -238,7 +238,7 @@ pub(crate) fn lower(
             names,
             &|n| fragments.contains(n),
             lower_body,
-        ),
+        )?,
         (Some(layout), None) => {
             super::mma_layout::build(&layout, &ctx.block, pairs, span, names, lower_body)
         }

@@ -21,7 +21,7 @@ use crate::analysis::block::Block;
 use crate::analysis::rows::rows_of_flat;
 use crate::names::NameSet;
 use tlc_ir::build::bin;
-use tlc_ir::{BinOp, Expr, RowsOf, Span, Stmt, StmtKind};
+use tlc_ir::{BinOp, Diagnostic, Expr, RowsOf, Span, Stmt, StmtKind};
 
 /// The register layout of one row vector.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -255,7 +255,8 @@ impl RowsLayout {
 /// The region over a vector's rows: each thread runs `body` once per slot (unrolled), with
 /// the row as the one index and the slot (`if row < R` where slots run past the end).
 /// Every store `is_register` says is not to a register array is made by the primary
-/// replica only.
+/// replica only — so a body that reads back a memory buffer it stores into is refused
+/// (the other replicas would read the element before the primary's store lands: a race).
 pub(crate) fn build(
     layout: &RowsLayout,
     block: &Block,
@@ -263,7 +264,7 @@ pub(crate) fn build(
     names: &mut NameSet,
     is_register: &dyn Fn(&str) -> bool,
     body: impl Fn(&Mapping) -> Vec<Stmt>,
-) -> Stmt {
+) -> Result<Stmt, Vec<Diagnostic>> {
     let tx = names.fresh(block.index_base());
     let txe = Expr::var(&tx);
     let primary = layout.primary(&txe);
@@ -274,6 +275,18 @@ pub(crate) fn build(
             indices: vec![row.clone()],
             slot: Expr::int(s),
         });
+        let replicated = !layout.masks().is_empty() || layout.cross(&txe).0 > 1;
+        if let Some(b) = memory_read_back(&inner, is_register).filter(|_| replicated) {
+            return Err(vec![Diagnostic::error(
+                span,
+                format!(
+                    "this nest stores into `{b}` and reads it back, while its row vectors are held by several threads of which one stores: not lowered"
+                ),
+            )
+            .with_note(format!(
+                "the other threads would read `{b}` before that store lands; compute the value into a fragment and copy it to `{b}` in a statement of its own"
+            ))]);
+        }
         guard_stores(&mut inner, &primary, is_register, span);
         if layout.ragged() {
             inner = vec![if_then(
@@ -284,7 +297,32 @@ pub(crate) fn build(
         }
         stmts.extend(inner);
     }
-    thread_region(block, &tx, stmts, span, names)
+    Ok(thread_region(block, &tx, stmts, span, names))
+}
+
+/// A memory buffer (not a register array) that `body` both stores into and loads from.
+fn memory_read_back(body: &[Stmt], is_register: &dyn Fn(&str) -> bool) -> Option<String> {
+    let mut stored = std::collections::BTreeSet::new();
+    tlc_ir::visit::for_each_stmt(body, &mut |s| {
+        if let StmtKind::Store { buffer, .. } = &s.kind {
+            if !is_register(&buffer.name) {
+                stored.insert(buffer.name.clone());
+            }
+        }
+    });
+    let mut found = None;
+    tlc_ir::visit::for_each_stmt(body, &mut |s| {
+        for e in tlc_ir::visit::stmt_exprs(s) {
+            tlc_ir::visit::for_each_subexpr(e, &mut |e| {
+                if let tlc_ir::ExprKind::Load { buffer, .. } = &e.kind {
+                    if found.is_none() && stored.contains(buffer) {
+                        found = Some(buffer.clone());
+                    }
+                }
+            });
+        }
+    });
+    found
 }
 
 /// `if cond: body`.

@@ -68,9 +68,11 @@ pub fn parse_defines(texts: &[String]) -> Result<Vec<(String, i64)>, String> {
     for text in texts {
         let (name, value) = parse_define(text)?;
         match out.iter().find(|(n, _)| *n == name) {
-            Some((_, first)) if *first != value => return Err(format!(
+            Some((_, first)) if *first != value => {
+                return Err(format!(
                 "`-D {name}={value}` conflicts with `-D {name}={first}`: `{name}` is bound twice"
-            )),
+            ))
+            }
             Some(_) => {}
             None => out.push((name, value)),
         }

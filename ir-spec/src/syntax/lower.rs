@@ -52,6 +52,9 @@ pub struct Lowerer {
     pub view_regions: bool,
     /// The tunables declared so far (`syntax::lower_tunable`).
     pub tunables: HashSet<String>,
+    /// Every identifier of the source: names lowering makes up avoid them
+    /// (`syntax::generated_names`).
+    pub source_names: HashSet<String>,
 }
 
 /// What lowering gives: the function, and the spans (start, end) of its TVMScript typed
@@ -68,7 +71,10 @@ fn is_call(e: &ast::Expr, name: &str) -> bool {
 
 /// Lowers a parsed module (one `@T.prim_func`, optional symbolic dims and imports).
 pub fn lower_module(module: &[ast::Stmt], src: &str) -> Result<Lowered, Vec<Diagnostic>> {
-    let mut lw = Lowerer::default();
+    let mut lw = Lowerer {
+        source_names: crate::syntax::generated_names::source_names(src),
+        ..Lowerer::default()
+    };
     let mut dims = Vec::new();
     let mut space = crate::tuning::TuningSpace::default();
     let mut func: Option<&ast::FuncDef> = None;

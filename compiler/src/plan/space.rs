@@ -67,7 +67,7 @@ use crate::diagnostics::SourceFile;
 use crate::frontend::UserError;
 use std::cmp::Ordering;
 use std::num::NonZeroU128;
-use tlc_ir::specialize::{parse_define, specialize};
+use tlc_ir::specialize::{parse_defines, specialize};
 use tlc_ir::target::{
     MAX_BLOCKS_PER_SM, MAX_REGISTERS_PER_THREAD, MAX_THREADS_PER_SM, REGISTERS_PER_SM,
 };
@@ -142,11 +142,7 @@ pub fn rank(
     defines: &[String],
     gpu: Gpu,
 ) -> Result<Ranking, UserError> {
-    let bindings = defines
-        .iter()
-        .map(|d| parse_define(d))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(UserError::plain)?;
+    let bindings = parse_defines(defines).map_err(UserError::plain)?;
     let (fixed, dims): (Vec<_>, Vec<_>) = bindings
         .into_iter()
         .partition(|(name, _)| func.space.declares(name));
@@ -168,7 +164,10 @@ pub fn rank(
         .with_note(format!("missing: {}", missing.join(" ")));
         return Err(UserError(file.render(&diag)));
     }
-    let mut configs = func.space.configs(&dims).map_err(UserError::plain)?;
+    let mut configs = func
+        .space
+        .configs(&dims)
+        .map_err(|d| UserError(file.render(&d)))?;
     for config in &mut configs {
         for (name, value) in &fixed {
             if let Some(slot) = config.iter_mut().find(|(n, _)| n == name) {

@@ -306,6 +306,7 @@ fn campaign(args: &Args, corpus: Vec<Source>) -> ExitCode {
     }
     let tally = Arc::new(Mutex::new(Tally {
         next_file: next_number(&args.findings),
+        classes: known_classes(&args.findings),
         ..Tally::default()
     }));
     let next = AtomicU64::new(args.start);
@@ -404,6 +405,26 @@ fn shrink(args: &Args, text: &str, f: &Finding) -> String {
         attempts,
         deadline,
     )
+}
+
+/// The classes of the findings already in `dir` (its files' `# class:` lines), each
+/// counted once: a campaign run again into the same directory writes no class twice.
+fn known_classes(dir: &Path) -> BTreeMap<String, (u64, Vec<String>)> {
+    let mut classes: BTreeMap<String, (u64, Vec<String>)> = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return classes;
+    };
+    for path in entries.flatten().map(|e| e.path()) {
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        if let Some(class) = text.lines().find_map(|l| l.strip_prefix("# class: ")) {
+            let entry = classes.entry(class.to_string()).or_default();
+            entry.0 += 1;
+            entry.1.push(path.display().to_string());
+        }
+    }
+    classes
 }
 
 /// The number after the highest `NNN_…` file in `dir` (a restarted campaign adds to it).

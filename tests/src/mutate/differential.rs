@@ -1,7 +1,7 @@
 //! The differential oracle: the tile-level interpreter (the kernel as the front end gives
-//! it to the pipeline) against the interpreter on a target's compiled IR (what `tlc run
-//! --interp` runs on `tlc compile --emit=tir`'s output), same dims, same seeded random
-//! inputs. Outputs must match ([`super::compare`]), and the compiled IR must run to the end
+//! it to the pipeline) against the interpreter on a target's compiled IR (what code
+//! generation translates to PTX; `tlc run --interp` runs the same on `tlc compile
+//! --emit=tir`'s output), same dims, same seeded random inputs. Outputs must match ([`super::compare`]), and the compiled IR must run to the end
 //! where the tile level does: an error there (out of bounds, a race, an async copy read
 //! before it lands, a deadlock) is the compiler's. Where the tile level stops, the kernel
 //! is erroneous and has no result; the compiled IR may do anything with it.
@@ -118,7 +118,7 @@ fn bind_dims(tile: &PrimFunc, pick: u64, max_work: f64) -> Option<HashMap<String
     None
 }
 
-/// Compares `compiled` (a target's compiled IR, as the front end reads it back) with the
+/// Compares `compiled` (a target's compiled IR) with the
 /// tile level's reference; a finding when they disagree.
 pub fn check(reference: &Reference, compiled: &PrimFunc, target: Target) -> Option<Finding> {
     let got = interpret(compiled, &reference.dims, reference.seed);

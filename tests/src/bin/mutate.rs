@@ -237,7 +237,13 @@ fn in_worker(args: &Args, text: &str) -> Report {
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
-            Ok(None) if start.elapsed() > args.timeout => {
+            // The limit is on the worker's CPU time, so a loaded machine (the campaign
+            // runs at the lowest priority) does not make hangs; the wall clock stops a
+            // worker blocked without using any at ten times the limit.
+            Ok(None)
+                if cpu_time(child.id()).is_some_and(|t| t > args.timeout)
+                    || start.elapsed() > args.timeout * 10 =>
+            {
                 let _ = child.kill();
                 let _ = child.wait();
                 break None;
@@ -254,7 +260,10 @@ fn in_worker(args: &Args, text: &str) -> Report {
         report.findings.push(Finding::new(
             Oracle::Hang,
             None,
-            format!("ran past the time limit of {} s", args.timeout.as_secs()),
+            format!(
+                "ran past the limit of {} s of CPU time",
+                args.timeout.as_secs()
+            ),
         ));
         return report;
     };
@@ -286,12 +295,25 @@ fn in_worker(args: &Args, text: &str) -> Report {
     report
 }
 
+/// The CPU time process `pid` has used (`/proc/PID/stat`'s user and system times, in the
+/// kernel's 100 Hz ticks); `None` where there is no such file.
+fn cpu_time(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the parenthesized command name: state is the 3rd field, utime the
+    // 14th and stime the 15th.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
+}
+
 /// What the campaign has seen so far.
 #[derive(Default)]
 struct Tally {
     mutants: u64,
     events: BTreeMap<String, u64>,
-    edits: BTreeMap<String, u64>,
+    /// Per edit: mutants made with it, and how many of those `check` accepted.
+    edits: BTreeMap<String, (u64, u64)>,
     per_oracle: BTreeMap<&'static str, u64>,
     /// Class → (findings, files written).
     classes: BTreeMap<String, (u64, Vec<String>)>,
@@ -329,8 +351,11 @@ fn campaign(args: &Args, corpus: Vec<Source>) -> ExitCode {
                     for e in &report.events {
                         *t.events.entry(e.clone()).or_default() += 1;
                     }
+                    let accepted = report.events.iter().any(|e| e == "check accepted");
                     for e in &m.edits {
-                        *t.edits.entry(e.name().to_string()).or_default() += 1;
+                        let entry = t.edits.entry(e.name().to_string()).or_default();
+                        entry.0 += 1;
+                        entry.1 += u64::from(accepted);
                     }
                     if report.elapsed > t.slowest.0 {
                         t.slowest = (report.elapsed, m.describe());
@@ -459,9 +484,9 @@ fn summary(args: &Args, t: &Tally, took: Duration) -> String {
         t.slowest.0.as_secs_f64(),
         t.slowest.1
     ));
-    s.push_str("edits:\n");
-    for (k, v) in &t.edits {
-        s.push_str(&format!("  {v:8} {k}\n"));
+    s.push_str("edits (mutants made with each; of those, accepted by check):\n");
+    for (k, (made, accepted)) in &t.edits {
+        s.push_str(&format!("  {made:8} {k} ({accepted} accepted)\n"));
     }
     s.push_str("oracles (events):\n");
     for (k, v) in &t.events {
@@ -479,4 +504,42 @@ fn summary(args: &Args, t: &Tally, took: Duration) -> String {
         s.push_str(&format!("  {n:8} {class}  [{}]\n", files.join(", ")));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_time_counts_work_not_sleep() {
+        let me = std::process::id();
+        let before = cpu_time(me).expect("/proc");
+        std::thread::sleep(Duration::from_millis(300));
+        let slept = cpu_time(me).expect("/proc");
+        let start = Instant::now();
+        let mut x = 0u64;
+        while start.elapsed() < Duration::from_millis(400) {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        let worked = cpu_time(me).expect("/proc");
+        assert!(
+            slept - before < Duration::from_millis(150),
+            "{before:?} {slept:?}"
+        );
+        assert!(
+            worked - slept >= Duration::from_millis(100),
+            "{slept:?} {worked:?}"
+        );
+    }
+
+    #[test]
+    fn known_classes_are_read_back_from_the_files() {
+        let dir = std::env::temp_dir().join(format!("mutate-classes-{}", std::process::id()));
+        let f = Finding::new(Oracle::Fmt, None, "`tlc fmt` is not idempotent");
+        finding::write(&dir, 7, &f, "test", "x = 1\n").expect("write");
+        let known = known_classes(&dir);
+        assert_eq!(known.get(&f.class()).map(|c| c.0), Some(1));
+        assert_eq!(next_number(&dir), 8);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

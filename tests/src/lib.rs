@@ -55,50 +55,7 @@ pub fn relative(path: &Path) -> PathBuf {
         .unwrap_or_else(|_| path.to_path_buf())
 }
 
-/// Seeded text mutation, shared by the mutation tests (`parse_mutations.rs`, the front end;
-/// `pipeline_mutations.rs`, the whole compile road).
-pub mod mutate {
-    /// xorshift64*: a small deterministic generator, so a failure reproduces from its seed.
-    pub struct Rng(pub u64);
-
-    impl Rng {
-        pub fn next_u64(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        }
-
-        /// Uniform in `0..n` (0 when `n` is 0).
-        pub fn below(&mut self, n: usize) -> usize {
-            if n == 0 {
-                0
-            } else {
-                (self.next_u64() % n as u64) as usize
-            }
-        }
-
-        /// One of `items`; `None` when there are none.
-        pub fn pick<'a, T>(&mut self, items: &'a [T]) -> Option<&'a T> {
-            items.get(self.below(items.len()))
-        }
-    }
-
-    /// Token-ish pieces: runs of word characters, and single other characters.
-    pub fn pieces(src: &str) -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
-        for c in src.chars() {
-            let word = c.is_alphanumeric() || c == '_';
-            match out.last_mut() {
-                Some(last) if word && last.chars().all(|l| l.is_alphanumeric() || l == '_') => {
-                    last.push(c)
-                }
-                _ => out.push(c.to_string()),
-            }
-        }
-        out
-    }
-}
+pub mod mutate;
 
 /// Error-bounded reference arithmetic for float kernels (`tests/tests/tilelang_examples.rs`).
 ///

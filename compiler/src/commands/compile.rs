@@ -1,9 +1,10 @@
 //! `tlc compile FILE -o OUT.ptx`: source → verified IR → the target's default pass pipeline
 //! → PTX with the launch manifest on its first line (`docs/manifest.md`).
 //!
-//! The same road serves `tlc run --device` (which compiles in memory) and the compile-latency
-//! benchmark (`compiler/benches/compile_latency.rs`): [`compile_func`] is the one
-//! implementation, [`source_to_ptx`] its instrumentation-free front.
+//! [`compile_source`] is the one road from source text: `tlc compile`, [`source_to_ptx`]
+//! (the compile-latency benchmark, `compiler/benches/compile_latency.rs`) and [`verdict`]
+//! (the mutation campaign's oracle) take it. Commands that bind a kernel themselves
+//! (`tlc run --device`, `bench`, `tune`) enter it after the front end, at [`compile_func`].
 
 use crate::cli::{Emit, InstrumentFlags};
 use crate::codegen;
@@ -11,7 +12,7 @@ use crate::diagnostics::SourceFile;
 use crate::frontend::{self, Tuning, UserError};
 use crate::ptx::print_with_manifest;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 use tlc_ir::PrimFunc;
 use tlc_passes::manager::PassTiming;
@@ -94,13 +95,19 @@ pub fn run(args: &CompileArgs) -> Result<String, UserError> {
     // Flag errors (an unknown pass, `--stop-after` outside the pipeline) come before any
     // work on the file, as in `tlc opt`.
     PassManager::new(default_pipeline(args.target), opts.clone()).map_err(UserError::plain)?;
-    let (file, func, info) = frontend::load(args.file, args.defines, &args.tuning)?;
-    let mut cx = PassContext::new(args.target).with_info(info);
-    if let Some(sms) = args.sms {
-        cx = cx.with_sms(sms);
-    }
+    let file = frontend::read_source(args.file)?;
+    let road = RoadArgs {
+        defines: args.defines,
+        tuning: args.tuning,
+        target: args.target,
+        sms: args.sms,
+        opts: &opts,
+        emit: args.emit,
+    };
     let mut stderr = std::io::stderr().lock();
-    let compiled = compile_func(&file, func, cx, &opts, args.emit, &mut stderr)?;
+    let compiled = compile_source(&file, &road, &mut stderr)
+        .map_err(|stop| stop.render(&file, args.target))?
+        .compiled;
     if args.output == Path::new("-") {
         return Ok(compiled.text().to_string());
     }
@@ -109,29 +116,110 @@ pub fn run(args: &CompileArgs) -> Result<String, UserError> {
     Ok(String::new())
 }
 
-/// Source text → PTX text with the default pipeline and no instrumentation (the verifier
-/// still runs after every pass, as in `tlc compile`). What the compile-latency benchmark
-/// times.
+/// Source text → PTX text with the default pipeline, the tunables at their defaults and no
+/// instrumentation (the verifier still runs after every pass, as in `tlc compile`). What the
+/// compile-latency benchmark times.
 pub fn source_to_ptx(name: &str, text: &str, target: Target) -> Result<String, UserError> {
     let file = SourceFile::new(name, text);
-    let func = frontend::parse(&file)?;
-    let info = frontend::verify(&file, &func)?;
-    let compiled = compile_func(
-        &file,
-        func,
-        PassContext::new(target).with_info(info),
-        &Instrumentation::default(),
-        Emit::Ptx,
-        &mut std::io::sink(),
-    )?;
-    Ok(compiled.text().to_string())
+    let opts = Instrumentation::default();
+    let road = RoadArgs::plain(target, &opts);
+    match compile_source(&file, &road, &mut std::io::sink()) {
+        Ok(r) => Ok(r.compiled.text().to_string()),
+        Err(stop) => Err(stop.render(&file, target)),
+    }
+}
+
+/// What compile's road is asked to do with a source, besides reading it.
+pub struct RoadArgs<'a> {
+    /// `-D NAME=VALUE` texts.
+    pub defines: &'a [String],
+    /// How the tunables `-D` leaves open are chosen.
+    pub tuning: Tuning,
+    pub target: Target,
+    /// `--sms N`.
+    pub sms: Option<i64>,
+    pub opts: &'a Instrumentation,
+    pub emit: Emit,
+}
+
+impl<'a> RoadArgs<'a> {
+    /// No `-D`, the tunables at their defaults (as `tlc check` binds them), PTX.
+    pub fn plain(target: Target, opts: &'a Instrumentation) -> RoadArgs<'a> {
+        RoadArgs {
+            defines: &[],
+            tuning: Tuning::DEFAULTS,
+            target,
+            sms: None,
+            opts,
+            emit: Emit::Ptx,
+        }
+    }
+}
+
+/// What compile's road made of a source.
+#[derive(Debug)]
+pub struct Road {
+    /// The kernel as the front end hands it to the pipeline (what `tlc check` verified).
+    pub tile: PrimFunc,
+    /// The kernel after the pipeline: what `--emit=tir` prints.
+    pub planned: PrimFunc,
+    pub compiled: Compiled,
+}
+
+/// Where compile's road stopped.
+#[derive(Debug)]
+pub enum Stop {
+    /// The front end refused the source: `tlc check`'s errors, rendered.
+    Check(UserError),
+    /// The pass pipeline failed.
+    Pipeline(PipelineError),
+    /// Code generation refused the pipeline's output.
+    Codegen(Vec<tlc_ir::Diagnostic>),
+}
+
+impl Stop {
+    /// The error as `tlc compile` prints it.
+    pub fn render(self, file: &SourceFile, target: Target) -> UserError {
+        match self {
+            Stop::Check(e) => e,
+            Stop::Pipeline(e) => pipeline_error(file, e),
+            Stop::Codegen(diags) => {
+                let note = format!("reported by code generation for {}", target.name());
+                UserError(file.render_all(&with_note(diags, &note)))
+            }
+        }
+    }
+}
+
+/// **One source through compile's road**, the one implementation `tlc compile`,
+/// [`source_to_ptx`] and [`verdict`] (the mutation campaign's oracle) share: the front end
+/// exactly as `tlc check` runs it (parse, bind `-D` and the tunables, verify, thread-sync's
+/// barriers, verify), then [`compile_func`]'s pipeline and code generation.
+pub fn compile_source(
+    file: &SourceFile,
+    args: &RoadArgs,
+    log: &mut dyn Write,
+) -> Result<Road, Stop> {
+    let parsed = frontend::parse(file).map_err(Stop::Check)?;
+    let (tile, info) =
+        frontend::prepare(file, &parsed, args.defines, &args.tuning).map_err(Stop::Check)?;
+    let mut cx = PassContext::new(args.target).with_info(info);
+    if let Some(sms) = args.sms {
+        cx = cx.with_sms(sms);
+    }
+    let (planned, compiled) = lower(tile.clone(), cx, args.opts, args.emit, log)?;
+    Ok(Road {
+        tile,
+        planned,
+        compiled,
+    })
 }
 
 /// What the whole road does with one source text: the oracle of the pipeline fuzz target
-/// (`fuzz/fuzz_targets/compile.rs`) and of the mutation test over the examples and cases
-/// (`tests/tests/pipeline_mutations.rs`). **What `check` accepts, `compile` compiles or
-/// refuses with located errors**: a pass whose output fails the verifier, or an error with
-/// no source location, is a compiler bug.
+/// (`fuzz/fuzz_targets/compile.rs`) and of the mutation campaign over every case and
+/// example (`tlc_tests::mutate`). **What `check` accepts, `compile` compiles or refuses
+/// with located errors**: a pass whose output fails the verifier, or an error with no
+/// source location, is a compiler bug.
 #[derive(Debug)]
 pub enum Verdict {
     /// `tlc check` refuses it (parse or verifier errors): not the pipeline's business.
@@ -143,41 +231,39 @@ pub enum Verdict {
     CompilerBug(String),
 }
 
-/// Runs `text` through parse, verify, the default pipeline of `target` (verifying after
-/// every pass) and code generation; see [`Verdict`].
-pub fn verdict(text: &str, target: Target) -> Verdict {
-    let Ok(func) = tlc_ir::parse(text) else {
-        return Verdict::Invalid;
-    };
-    let Ok(info) = tlc_ir::verifier::verify(&func) else {
-        return Verdict::Invalid;
-    };
-    let refused = |diags: Vec<tlc_ir::Diagnostic>, by: &str| match diags
-        .iter()
-        .find(|d| d.span.is_dummy())
-    {
-        Some(d) => Verdict::CompilerBug(format!("{by}: an error with no location: {}", d.message)),
-        None => Verdict::Refused(diags),
-    };
-    let manager = match PassManager::new(default_pipeline(target), Instrumentation::default()) {
-        Ok(m) => m,
-        Err(e) => return Verdict::CompilerBug(e.to_string()),
-    };
-    let mut cx = PassContext::new(target).with_info(info);
-    let func = match manager.run(func, &mut cx, &mut std::io::sink()) {
-        Ok(f) => f,
-        Err(PipelineError::PassFailed { pass, diagnostics }) => {
-            return refused(diagnostics, &format!("pass `{pass}`"))
+impl Verdict {
+    /// The verdict on what [`compile_source`] returned.
+    pub fn of(result: &Result<Road, Stop>) -> Verdict {
+        let refused =
+            |diags: &[tlc_ir::Diagnostic], by: &str| match diags.iter().find(|d| d.span.is_dummy())
+            {
+                Some(d) => {
+                    Verdict::CompilerBug(format!("{by}: an error with no location: {}", d.message))
+                }
+                None => Verdict::Refused(diags.to_vec()),
+            };
+        match result {
+            Ok(_) => Verdict::Compiled,
+            Err(Stop::Check(_)) => Verdict::Invalid,
+            Err(Stop::Pipeline(PipelineError::PassFailed { pass, diagnostics })) => {
+                refused(diagnostics, &format!("pass `{pass}`"))
+            }
+            Err(Stop::Pipeline(PipelineError::TargetRules { diagnostics, .. })) => {
+                refused(diagnostics, "the target's rules")
+            }
+            Err(Stop::Pipeline(e)) => Verdict::CompilerBug(e.to_string()),
+            Err(Stop::Codegen(diags)) => refused(diags, "code generation"),
         }
-        Err(PipelineError::TargetRules { diagnostics, .. }) => {
-            return refused(diagnostics, "the target's rules")
-        }
-        Err(e) => return Verdict::CompilerBug(e.to_string()),
-    };
-    match codegen::emit(&func, target) {
-        Ok(_) => Verdict::Compiled,
-        Err(diags) => refused(diags, "code generation"),
     }
+}
+
+/// Runs `text` through [`compile_source`] for `target` (no `-D`, the tunables at their
+/// defaults, verifying after every pass) and judges the result; see [`Verdict`].
+pub fn verdict(text: &str, target: Target) -> Verdict {
+    let file = SourceFile::new("input.tir", text);
+    let opts = Instrumentation::default();
+    let road = RoadArgs::plain(target, &opts);
+    Verdict::of(&compile_source(&file, &road, &mut std::io::sink()))
 }
 
 /// A verified function → the default pipeline of the context's target → codegen → text.
@@ -186,18 +272,33 @@ pub fn verdict(text: &str, target: Target) -> Verdict {
 pub fn compile_func(
     file: &SourceFile,
     func: PrimFunc,
-    mut cx: PassContext,
+    cx: PassContext,
     opts: &Instrumentation,
     emit: Emit,
     log: &mut dyn Write,
 ) -> Result<Compiled, UserError> {
     let target = cx.target();
+    match lower(func, cx, opts, emit, log) {
+        Ok((_, compiled)) => Ok(compiled),
+        Err(stop) => Err(stop.render(file, target)),
+    }
+}
+
+/// [`compile_func`] with its errors unrendered and the pipeline's output kept.
+fn lower(
+    func: PrimFunc,
+    mut cx: PassContext,
+    opts: &Instrumentation,
+    emit: Emit,
+    log: &mut dyn Write,
+) -> Result<(PrimFunc, Compiled), Stop> {
+    let target = cx.target();
     let pipeline = default_pipeline(target);
     let stages = pipeline.len();
-    let manager = PassManager::new(pipeline, opts.clone()).map_err(UserError::plain)?;
+    let manager = PassManager::new(pipeline, opts.clone()).map_err(Stop::Pipeline)?;
     let (func, mut timings) = manager
         .run_timed(func, &mut cx, log)
-        .map_err(|e| pipeline_error(file, e))?;
+        .map_err(Stop::Pipeline)?;
     let rows = &mut timings.passes;
     let compiled = if emit == Emit::Tir || opts.stop_after.is_some() {
         let start = Instant::now();
@@ -208,23 +309,21 @@ pub fn compile_func(
         let start = Instant::now();
         let emitted = codegen::emit(&func, target);
         rows.push(timing("codegen", start.elapsed()));
-        let (module, manifest) = emitted.map_err(|diags| {
-            let note = format!("reported by code generation for {}", target.name());
-            UserError(file.render_all(&with_note(diags, &note)))
-        })?;
+        let (module, manifest) = emitted.map_err(Stop::Codegen)?;
         let start = Instant::now();
         let text = print_with_manifest(&module, &manifest);
         rows.push(timing("print-ptx", start.elapsed()));
         if let Some(dir) = &opts.dump_dir {
             let path = dir.join(format!("{:02}-ptx.ptx", stages + 1));
-            write_dump(&path, &text)?;
+            write_dump(&path, &text)
+                .map_err(|e| Stop::Pipeline(PipelineError::Io { path, error: e }))?;
         }
         Compiled::Ptx { text, manifest }
     };
     if opts.time_passes {
         let _ = log.write_all(timings.table().as_bytes());
     }
-    Ok(compiled)
+    Ok((func, compiled))
 }
 
 /// A pipeline failure as the user sees it: a pass's own diagnostics point into the source
@@ -257,7 +356,6 @@ fn timing(pass: &'static str, elapsed: Duration) -> PassTiming {
     PassTiming { pass, elapsed }
 }
 
-fn write_dump(path: &PathBuf, text: &str) -> Result<(), UserError> {
-    std::fs::write(path, text)
-        .map_err(|e| UserError::plain(format!("cannot write {}: {e}", path.display())))
+fn write_dump(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| e.to_string())
 }

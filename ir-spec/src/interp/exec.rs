@@ -1,15 +1,19 @@
 //! Statement execution inside a block, and the launch of a kernel's grid.
 
 use crate::diagnostic::Diagnostic;
-use crate::interp::compile::{BufRef, CAlloc, CCall, CExpr, CIntrinsic, CKernel, CStmt, CStmtKind};
+use crate::interp::compile::{
+    loop_cost, BufRef, CAlloc, CCall, CExpr, CIntrinsic, CKernel, CStmt, CStmtKind,
+};
 use crate::interp::eval::{fault, Fault, Frame, Res};
 use crate::interp::lockstep::ThreadState;
-use crate::interp::memory::{BlockLog, Buffer, Memory};
+use crate::interp::memory::{BlockLog, Buffer, Memory, MAX_LOOP_ITERATIONS};
 use crate::interp::ops;
+use crate::interp::parallel::{ParallelLog, Sharing};
 use crate::interp::scalar::Scalar;
 use crate::interp::shared::SharedArena;
 use crate::ir::Scope;
 use crate::span::Span;
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -51,6 +55,72 @@ impl Frame<'_> {
         Ok(())
     }
 
+    /// Takes `n` iterations of a starting loop (and of the constant loops it holds: see
+    /// `compile::loop_cost`) from the block's budget ([`MAX_LOOP_ITERATIONS`]); past it the
+    /// run stops with an error at the loop.
+    pub(crate) fn charge_loop(&mut self, n: u64, span: Span) -> Res<()> {
+        match self.mem.loop_budget.checked_sub(n) {
+            Some(left) => {
+                self.mem.loop_budget = left;
+                Ok(())
+            }
+            None => fault(
+                span,
+                format!(
+                    "this loop nest would take the block past {MAX_LOOP_ITERATIONS} loop \
+                     iterations (all loops together); the interpreter stops here rather than \
+                     run for hours"
+                ),
+            ),
+        }
+    }
+
+    /// A tile-level `T.Parallel` loop: its iterations run in order, each logged, and the run
+    /// stops at the first conflict between two of them (`parallel.rs`).
+    fn parallel_loop(
+        &mut self,
+        var: usize,
+        name: &str,
+        (start, stop): (i64, i64),
+        body: &[CStmt],
+        span: Span,
+    ) -> Res<()> {
+        let outermost = self.mem.parallel.is_none();
+        if outermost {
+            self.mem.parallel = Some(RefCell::new(ParallelLog::default()));
+        }
+        let result = self.parallel_iterations(var, name, (start, stop), body, span);
+        if outermost {
+            self.mem.parallel = None;
+        }
+        result
+    }
+
+    fn parallel_iterations(
+        &mut self,
+        var: usize,
+        name: &str,
+        (start, stop): (i64, i64),
+        body: &[CStmt],
+        span: Span,
+    ) -> Res<()> {
+        for i in start..stop {
+            if let Some(log) = &self.mem.parallel {
+                log.borrow_mut().enter(name, i);
+            }
+            self.vars[var] = Scalar::Int(i);
+            self.exec(body)?;
+            if let Some(log) = &self.mem.parallel {
+                let mut log = log.borrow_mut();
+                log.leave();
+                if let Some(conflict) = log.take_conflict() {
+                    return fault(span, conflict);
+                }
+            }
+        }
+        Ok(())
+    }
+
     pub fn exec(&mut self, stmts: &[CStmt]) -> Res<()> {
         for stmt in stmts {
             self.exec_one(stmt)?;
@@ -70,12 +140,25 @@ impl Frame<'_> {
                 start,
                 stop,
                 body,
+                parallel,
+                cost,
+                prepaid,
                 ..
             } => {
                 let (start, stop) = (self.eval_int(start)?, self.eval_int(stop)?);
-                for i in start..stop {
-                    self.vars[*var] = Scalar::Int(i);
-                    self.exec(body)?;
+                if !prepaid {
+                    self.charge_loop(loop_cost(stop.saturating_sub(start), *cost), stmt.span)?;
+                }
+                match parallel {
+                    Some(name) if self.threads.is_none() && self.mem.thread.is_none() => {
+                        self.parallel_loop(*var, name, (start, stop), body, stmt.span)?
+                    }
+                    _ => {
+                        for i in start..stop {
+                            self.vars[*var] = Scalar::Int(i);
+                            self.exec(body)?;
+                        }
+                    }
                 }
             }
             CStmtKind::While { cond, body } => {
@@ -442,6 +525,15 @@ fn run_block(
         }
         frame.mem.shared = Some(SharedArena::new(bytes));
     }
+    frame.mem.sharing = kernel
+        .allocs
+        .iter()
+        .map(|a| match a.scope {
+            _ if a.reducer => Sharing::Combined,
+            Scope::Local => Sharing::PerThread,
+            _ => Sharing::Shared,
+        })
+        .collect();
     if kernel.thread_level {
         let private: Vec<usize> = kernel
             .allocs

@@ -131,6 +131,7 @@ impl<'f> Checker<'f> {
             self.define_var(v, DefKind::BlockVar, Some(DType::Int32));
         }
         self.thread_regions(k);
+        self.parallel_locals(k);
         self.reducers(k);
         let outer = self.kernel.replace(span);
         // Thread-binding and vectorized loops of an enclosing kernel do not reach into this
@@ -335,6 +336,10 @@ impl<'f> Checker<'f> {
         if let Some(kind) = overlapped {
             self.overlapped = Some((self.at(f.var.span), kind));
         }
+        let outer_parallel = self.parallel;
+        if f.kind == ForKind::Parallel && self.parallel.is_none() {
+            self.parallel = Some(self.at(f.var.span));
+        }
         let (outer_axes, outer_divergence) = (self.thread_axes.len(), self.divergence);
         let constant = |e: &Expr| const_int(e);
         match f.kind {
@@ -369,6 +374,7 @@ impl<'f> Checker<'f> {
         self.env.pop();
         (self.thread_loop, self.vectorized) = (outer_thread, outer_vec);
         self.overlapped = outer_overlapped;
+        self.parallel = outer_parallel;
         self.thread_axes.truncate(outer_axes);
         self.divergence = outer_divergence;
     }

@@ -1,0 +1,148 @@
+//! The differential oracle: the tile-level interpreter (the kernel as the front end gives
+//! it to the pipeline) against the interpreter on a target's compiled IR (what code
+//! generation translates to PTX; `tlc run --interp` runs the same on `tlc compile
+//! --emit=tir`'s output), same dims, same seeded random inputs. Outputs must match ([`super::compare`]), and the compiled IR must run to the end
+//! where the tile level does: an error there (out of bounds, a race, an async copy read
+//! before it lands, a deadlock) is the compiler's. Where the tile level stops, the kernel
+//! is erroneous and has no result; the compiled IR may do anything with it.
+//!
+//! Skipped, and counted as such: kernels over the work budget ([`super::estimate`]), and
+//! kernels whose tile-level result depends on the order of unordered iterations — the
+//! tile level is run again with every `T.Parallel` loop and grid dimension reversed
+//! ([`super::reverse`]) and must give the same result (or the same kind of failure).
+
+use super::compare::difference;
+use super::estimate::work;
+use super::{Finding, Oracle};
+use std::collections::HashMap;
+use tlc_ir::interp::{run, RunOptions, Tensor};
+use tlc_ir::specialize::specialize;
+use tlc_ir::{PrimFunc, Target};
+
+/// Sizes tried for symbolic dims: ragged and aligned, small.
+const DIM_VALUES: &[i64] = &[1, 7, 16, 37, 64, 128, 200];
+
+/// Why the differential did not compare a kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Skip {
+    /// Over the work budget at every dim binding tried, or an unbounded loop.
+    Large,
+    /// Its tile-level result depends on the order of `T.Parallel` iterations or blocks.
+    OrderDependent,
+}
+
+impl Skip {
+    pub fn name(self) -> &'static str {
+        match self {
+            Skip::Large => "large",
+            Skip::OrderDependent => "order-dependent",
+        }
+    }
+}
+
+/// The tile level's result, for comparing each target's compiled IR with.
+pub struct Reference {
+    dims: HashMap<String, i64>,
+    seed: u64,
+    result: Result<HashMap<String, Tensor>, String>,
+}
+
+impl Reference {
+    /// Whether the tile level stopped with an error.
+    pub fn failed(&self) -> bool {
+        self.result.is_err()
+    }
+}
+
+fn opts(seed: u64) -> RunOptions {
+    RunOptions { seed, threads: 1 }
+}
+
+/// Runs `func` with those of `dims` it declares.
+fn interpret(
+    func: &PrimFunc,
+    dims: &HashMap<String, i64>,
+    seed: u64,
+) -> Result<HashMap<String, Tensor>, String> {
+    let own: HashMap<String, i64> = dims
+        .iter()
+        .filter(|(n, _)| func.dims.iter().any(|d| &d.name == *n))
+        .map(|(n, v)| (n.clone(), *v))
+        .collect();
+    run(func, &own, HashMap::new(), &opts(seed)).map_err(|d| d.message)
+}
+
+/// Runs the tile level of `tile` (dims drawn from `pick`, inputs from `seed`) and its
+/// reversal; the reference, or why there is none. `max_work`: the budget of
+/// [`super::estimate::work`].
+pub fn reference(tile: &PrimFunc, pick: u64, seed: u64, max_work: f64) -> Result<Reference, Skip> {
+    let dims = bind_dims(tile, pick, max_work).ok_or(Skip::Large)?;
+    let result = interpret(tile, &dims, seed);
+    let again = interpret(&super::reverse::reversed(tile), &dims, seed);
+    let same = match (&result, &again) {
+        (Ok(a), Ok(b)) => difference(a, b).is_none(),
+        (Err(_), Err(_)) => true,
+        _ => false,
+    };
+    if !same {
+        return Err(Skip::OrderDependent);
+    }
+    Ok(Reference { dims, seed, result })
+}
+
+/// Dims for `tile` under the budget: drawn from [`DIM_VALUES`] by `pick`, else all 16,
+/// else all 1.
+fn bind_dims(tile: &PrimFunc, pick: u64, max_work: f64) -> Option<HashMap<String, i64>> {
+    let mut rng = super::Rng::for_item(pick, 0);
+    let drawn: Vec<i64> = tile
+        .dims
+        .iter()
+        .map(|_| *rng.pick(DIM_VALUES).unwrap_or(&16))
+        .collect();
+    let n = tile.dims.len();
+    for values in [drawn, vec![16; n], vec![1; n]] {
+        let dims: Vec<(String, i64)> = tile
+            .dims
+            .iter()
+            .map(|d| d.name.clone())
+            .zip(values)
+            .collect();
+        let bound = specialize(tile, &dims).ok()?;
+        if work(&bound).is_some_and(|w| w <= max_work) {
+            return Some(dims.into_iter().collect());
+        }
+        if n == 0 {
+            break;
+        }
+    }
+    None
+}
+
+/// Compares `compiled` (a target's compiled IR) with the
+/// tile level's reference; a finding when they disagree.
+pub fn check(reference: &Reference, compiled: &PrimFunc, target: Target) -> Option<Finding> {
+    let got = interpret(compiled, &reference.dims, reference.seed);
+    let dims = describe_dims(&reference.dims);
+    let what = match (&reference.result, &got) {
+        (Ok(want), Ok(got)) => format!("the outputs differ\n{}", difference(want, got)?),
+        // A tile level that stops has no result to compare: the kernel is erroneous, and
+        // what the compiled IR makes of it (a division by zero simplified away, an access
+        // out of bounds masked) is no wrong answer.
+        (Err(_), _) => return None,
+        (Ok(_), Err(e)) => format!("the compiled IR stops: {e}\n(the tile level runs to the end)"),
+    };
+    Some(Finding::new(
+        Oracle::Differential,
+        Some(target),
+        format!("{what}\n(dims {dims}, input seed {})", reference.seed),
+    ))
+}
+
+fn describe_dims(dims: &HashMap<String, i64>) -> String {
+    let mut list: Vec<String> = dims.iter().map(|(n, v)| format!("{n}={v}")).collect();
+    list.sort();
+    match list.is_empty() {
+        true => "none".to_string(),
+        false => list.join(" "),
+    }
+}

@@ -108,6 +108,48 @@ fn accesses_that_may_be_in_bounds_or_never_run_are_not_errors() {
     accepted("A[(i * 3) % 64] = 0.0");
 }
 
+/// An access under conditions the ranges do not decide runs exactly where they hold: a
+/// combination of loop and block values where they all hold and the index is outside is
+/// an error (what `unroll` and `simplify` would otherwise turn into a constant index a
+/// pass "produced"); conditions that read memory or depend on dims prove nothing.
+#[test]
+fn an_index_outside_where_its_conditions_hold_is_an_error() {
+    refused(
+        "if i % 2 == 1:\n    A[i + 1] = 0.0",
+        "index `i + 1` is out of bounds for dimension 0 of `A` (extent 64): it is 64 when i = 63",
+        "i + 1",
+    );
+    // The else branch runs where the condition is false.
+    refused(
+        "if i < 60:\n    A[i] = 0.0\nelse:\n    A[i + bx] = 0.0",
+        "index `i + bx` is out of bounds for dimension 0 of `A` (extent 64): it is 66 when bx = 3, i = 63",
+        "i + bx",
+    );
+    // A select's arm, the right operand of `and`, nested conditions.
+    refused(
+        "A[i] = T.if_then_else(i > 40, A[i + 30], 0.0)",
+        "index `i + 30` is out of bounds for dimension 0 of `A` (extent 64): it is 93 when i = 63",
+        "i + 30",
+    );
+    refused(
+        "if i >= 62 and A[i * 2 - 60] > 0.0:\n    A[i] = 0.0",
+        "index `i * 2 - 60` is out of bounds for dimension 0 of `A` (extent 64): it is 66 when i = 63",
+        "i * 2 - 60",
+    );
+    refused(
+        "if bx == 3:\n    if i % 8 == 7:\n        B[bx * 330 + i, 0] = 0.0",
+        "index `bx * 330 + i` is out of bounds for dimension 0 of `B` (extent 1024): it is 1053 when bx = 3, i = 63",
+        "bx * 330 + i",
+    );
+    // In bounds wherever the conditions hold.
+    accepted("if i % 2 == 0:\n    A[i + 1] = 0.0");
+    accepted("A[i] = T.if_then_else(i < 40, A[i + 20], 0.0)");
+    accepted("if i >= 16 or A[i * 4] > 0.0:\n    A[i] = 0.0");
+    // Conditions that read memory or mention a dim: not known to hold.
+    accepted("if A[i] > 0.0 and i > 10:\n    A[i + 64] = 1.0");
+    accepted("if i < N - 100:\n    A[i + 10] = 1.0");
+}
+
 #[test]
 fn extremes_through_lets_inner_loop_bounds_and_symbolic_trip_counts() {
     // An inner loop bounded by the outer variable, and a let: every (r, c) is evaluated.

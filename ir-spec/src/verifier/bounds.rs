@@ -16,11 +16,21 @@
 //!   indices excepted — have at most 2^16 combinations, each evaluated. Then an extreme
 //!   outside the dimension is an out-of-bounds access some block makes on every run.
 //!
+//! - **reaches outside under its conditions**: an access under an `if` (or a
+//!   `T.if_then_else` arm, or the right operand of `and` / `or`) the ranges do not decide
+//!   runs exactly where its conditions hold. When the conditions and the index depend only
+//!   on variables the enumeration covers, every combination is evaluated, conditions
+//!   first: a combination where they all hold and the index is outside is an access that
+//!   runs on every run (`if k % 2 == 0: B[k * 40]` under `T.unroll(4)` is `B[80]` at
+//!   `k = 2`). A condition that cannot be evaluated (it reads memory, it depends on a
+//!   thread) proves nothing.
+//!
 //! Code that never runs (an `if` the ranges decide, a loop with no iteration) is skipped:
 //! passes that unroll and fold leave such code behind, and it accesses nothing.
 //!
 //! Why in the verifier, at every level: a pass that substitutes a loop's values (`unroll`,
-//! the pipeline's prologue) turns such an index into a constant. Checking the same rule on
+//! the pipeline's prologue) turns such an index into a constant, and `simplify` folds the
+//! conditions it can decide (a buffer view's mask, an unrolled `k % 2 == 0`). Checking the same rule on
 //! the source makes it the user's located error at `tlc check`, never a pass "producing
 //! invalid IR" later; after every pass it checks that no pass introduced such an access.
 //! (Thread indices are not enumerated: every lowered access has one, and enumerating them
@@ -52,6 +62,7 @@ pub(super) fn check(func: &PrimFunc) -> Vec<Diagnostic> {
             .map(|d| (d.name.clone(), Interval::new(1, d.max())))
             .collect(),
         scope: Vec::new(),
+        conds: Vec::new(),
         diags: Vec::new(),
     };
     w.body(&func.body, true);
@@ -65,7 +76,19 @@ struct Walk<'f> {
     /// The block and loop variables and lets around the point of the walk, outermost
     /// first: what the "reaches outside" rule evaluates.
     scope: Vec<Binding<'f>>,
+    /// The conditions around the point of the walk that the ranges do not decide, with
+    /// the truth value under which it is reached: the accesses here run exactly where
+    /// they all hold.
+    conds: Vec<Cond<'f>>,
     diags: Vec<Diagnostic>,
+}
+
+/// A condition the code at the point of the walk is under.
+#[derive(Clone, Copy)]
+struct Cond<'f> {
+    expr: &'f Expr,
+    /// The value it has where the code runs (`false` in an `else` body).
+    holds: bool,
 }
 
 /// A variable in scope and how it gets its values.
@@ -167,8 +190,8 @@ impl<'f> Walk<'f> {
                     Some(true) => self.body(then_body, reached),
                     Some(false) => self.body(else_body, reached),
                     None => {
-                        self.body(then_body, false);
-                        self.body(else_body, false);
+                        self.under(cond, true, |w| w.body(then_body, reached));
+                        self.under(cond, false, |w| w.body(else_body, reached));
                     }
                 }
             }
@@ -216,8 +239,15 @@ impl<'f> Walk<'f> {
         vars.iter().all(|v| self.scope.iter().any(|b| b.var == v))
     }
 
+    /// Walks `f` under `cond` having the value `holds`.
+    fn under(&mut self, cond: &'f Expr, holds: bool, f: impl FnOnce(&mut Self)) {
+        self.conds.push(Cond { expr: cond, holds });
+        f(self);
+        self.conds.pop();
+    }
+
     /// The loads inside `e`.
-    fn expr(&mut self, e: &Expr, reached: bool) {
+    fn expr(&mut self, e: &'f Expr, reached: bool) {
         match &e.kind {
             ExprKind::Load { buffer, indices } => {
                 for i in indices {
@@ -232,15 +262,16 @@ impl<'f> Walk<'f> {
                     Some(true) => self.expr(a, reached),
                     Some(false) => self.expr(b, reached),
                     None => {
-                        self.expr(a, false);
-                        self.expr(b, false);
+                        self.under(c, true, |w| w.expr(a, reached));
+                        self.under(c, false, |w| w.expr(b, reached));
                     }
                 }
             }
-            // The right operand of `and` / `or` may not be evaluated.
-            ExprKind::Binary(BinOp::And | BinOp::Or, a, b) => {
+            // The right operand of `and` (`or`) is evaluated where the left one is true
+            // (false).
+            ExprKind::Binary(op @ (BinOp::And | BinOp::Or), a, b) => {
                 self.expr(a, reached);
-                self.expr(b, false);
+                self.under(a, *op == BinOp::And, |w| w.expr(b, reached));
             }
             _ => {
                 for c in expr_children(e) {
@@ -250,7 +281,7 @@ impl<'f> Walk<'f> {
         }
     }
 
-    fn access(&mut self, buffer: &str, indices: &[Expr], span: Span, reached: bool) {
+    fn access(&mut self, buffer: &str, indices: &'f [Expr], span: Span, reached: bool) {
         let Some(decl) = self.buffers.get(buffer).copied() else {
             return; // reported by the name rules
         };
@@ -293,6 +324,7 @@ impl<'f> Walk<'f> {
         if !reached {
             return None;
         }
+        let conditional = !self.conds.is_empty();
         let i = interval(index, &self.ranges);
         // A dimension ≤ 0 is reported at the declaration; only negative indices here.
         let extent = eval_int(dim, &|_| None);
@@ -301,9 +333,10 @@ impl<'f> Walk<'f> {
             Some(d) => Some(d),
             None => Some(interval(dim, &self.ranges).hi).filter(|&h| known(h)),
         };
-        // Inside a loop that may not iterate, only the enumeration (which runs loops over
-        // their real ranges) proves anything.
-        if self.all_iterate() {
+        // Inside a loop that may not iterate, or under conditions, only the enumeration
+        // (which runs loops over their real ranges, and evaluates the conditions) proves
+        // anything.
+        if self.all_iterate() && !conditional {
             if known(i.hi) && i.hi < 0 {
                 return Some(Outside::always(format!("its largest value is {}", i.hi)));
             }
@@ -335,13 +368,16 @@ impl<'f> Walk<'f> {
         } else {
             format!("it is {value} when {when}")
         };
+        let note = if conditional {
+            "the conditions around this access hold for these values, which these variables \
+             take on every run of the kernel: the access runs with them"
+        } else {
+            "this access runs on every run of the kernel, for every value of these \
+             variables; guard it with an `if` if only some of them are in bounds"
+        };
         Some(Outside {
             why,
-            note: Some(
-                "this access runs on every run of the kernel, for every value of these \
-                 variables; guard it with an `if` if only some of them are in bounds"
-                    .into(),
-            ),
+            note: Some(note.into()),
         })
     }
 
@@ -365,7 +401,8 @@ impl<'f> Walk<'f> {
     /// — exactly, when that end is a constant (`ko` in `T.Pipelined(T.ceildiv(K, 32))`
     /// starts at 0 on every run, although its last value depends on K).
     fn corner(&self, index: &Expr, high: bool) -> Option<Extreme> {
-        if !self.all_iterate() {
+        // Conditions may exclude the corner: only the enumeration evaluates them.
+        if !self.all_iterate() || !self.conds.is_empty() {
             return None;
         }
         let form = affine(index, &self.ranges)?;
@@ -402,6 +439,9 @@ impl<'f> Walk<'f> {
         let mut todo: Vec<usize> = Vec::new();
         let mut names = Vec::new();
         collect_vars(index, &mut names);
+        for c in &self.conds {
+            collect_vars(c.expr, &mut names);
+        }
         for v in &names {
             todo.push(self.scope.iter().rposition(|b| b.var == v)?);
         }
@@ -450,6 +490,7 @@ impl<'f> Walk<'f> {
             .collect();
         let mut e = Enumeration {
             index,
+            conds: &self.conds,
             high,
             values: Vec::new(),
             best: None,
@@ -470,6 +511,8 @@ impl<'f> Walk<'f> {
 /// A walk over every combination of some bindings' values.
 struct Enumeration<'a> {
     index: &'a Expr,
+    /// Only the combinations where these hold run the access.
+    conds: &'a [Cond<'a>],
     high: bool,
     /// The values of the bindings entered so far.
     values: Vec<(&'a str, i64)>,
@@ -496,6 +539,21 @@ impl<'a> Enumeration<'a> {
             return None;
         }
         let Some((b, rest)) = rest.split_first() else {
+            // Where a condition is false the access does not run; where one cannot be
+            // evaluated, whether it runs is unknown: neither combination proves anything.
+            let runs = self.conds.iter().all(|c| {
+                let value = |name: &str| {
+                    self.values
+                        .iter()
+                        .rev()
+                        .find(|(v, _)| *v == name)
+                        .map(|(_, x)| *x)
+                };
+                eval_bool(c.expr, &value) == Some(c.holds)
+            });
+            if !runs {
+                return Some(());
+            }
             let v = eval(&self.values, self.index)?;
             let better = match &self.best {
                 None => true,
@@ -524,6 +582,38 @@ impl<'a> Enumeration<'a> {
             done?;
         }
         Some(())
+    }
+}
+
+/// The truth value of a condition with values for its variables, evaluated as the
+/// interpreter does (`and` / `or` short-circuit); `None` for what integer evaluation
+/// cannot say (a load, a float, a division by zero).
+fn eval_bool(e: &Expr, vars: &dyn Fn(&str) -> Option<i64>) -> Option<bool> {
+    use crate::ir::UnOp;
+    match &e.kind {
+        ExprKind::Bool(b) => Some(*b),
+        ExprKind::Unary(UnOp::Not, a) => eval_bool(a, vars).map(|b| !b),
+        ExprKind::Binary(BinOp::And, a, b) => match eval_bool(a, vars)? {
+            false => Some(false),
+            true => eval_bool(b, vars),
+        },
+        ExprKind::Binary(BinOp::Or, a, b) => match eval_bool(a, vars)? {
+            true => Some(true),
+            false => eval_bool(b, vars),
+        },
+        ExprKind::Binary(op, a, b) => {
+            let (x, y) = (eval_int(a, vars)?, eval_int(b, vars)?);
+            match op {
+                BinOp::Lt => Some(x < y),
+                BinOp::Le => Some(x <= y),
+                BinOp::Gt => Some(x > y),
+                BinOp::Ge => Some(x >= y),
+                BinOp::Eq => Some(x == y),
+                BinOp::Ne => Some(x != y),
+                _ => None,
+            }
+        }
+        _ => None,
     }
 }
 

@@ -145,6 +145,19 @@ fn an_index_outside_where_its_conditions_hold_is_an_error() {
     accepted("if i % 2 == 0:\n    A[i + 1] = 0.0");
     accepted("A[i] = T.if_then_else(i < 40, A[i + 20], 0.0)");
     accepted("if i >= 16 or A[i * 4] > 0.0:\n    A[i] = 0.0");
+    // A `while` body runs where its condition holds (here always, at least once); one
+    // whose condition reads memory may never run.
+    refused(
+        "while i >= 0:\n    A[i + 1] = 0.0",
+        "index `i + 1` is out of bounds for dimension 0 of `A` (extent 64): it is 64 when i = 63",
+        "i + 1",
+    );
+    refused(
+        "while i % 16 == 15:\n    A[i * 2] = 0.0",
+        "index `i * 2` is out of bounds for dimension 0 of `A` (extent 64): it is 126 when i = 63",
+        "i * 2",
+    );
+    accepted("while A[i] > 0.0:\n    A[i + 64] = 1.0");
     // Conditions that read memory or mention a dim: not known to hold.
     accepted("if A[i] > 0.0 and i > 10:\n    A[i + 64] = 1.0");
     accepted("if i < N - 100:\n    A[i + 10] = 1.0");

@@ -1,8 +1,9 @@
 //! The bounds rule (B2 in `docs/ir.md`): an element access — `B[i, j]` read or written —
-//! that is provably outside its buffer is an error at the index. Both rules below apply only
-//! to accesses that run on every run of their kernel (no undecided `if`, `T.if_then_else`
-//! arm or right operand of `and` / `or` around them: `if row < M:` may never hold), and each
-//! is true of every such run, so neither refuses a kernel that could run correctly:
+//! that is provably outside its buffer is an error at the index. The first two rules below
+//! apply only to accesses that run on every run of their kernel (no undecided `if`,
+//! `T.if_then_else` arm or right operand of `and` / `or` around them: `if row < M:` may
+//! never hold), the third to accesses under such conditions where they provably hold; each
+//! is true of every run, so none refuses a kernel that could run correctly:
 //!
 //! - **always outside**: inside loops that all provably iterate, the index's interval
 //!   (under the ranges of the loop, block and thread variables, the symbolic dims and the
@@ -16,8 +17,8 @@
 //!   indices excepted — have at most 2^16 combinations, each evaluated. Then an extreme
 //!   outside the dimension is an out-of-bounds access some block makes on every run.
 //!
-//! - **reaches outside under its conditions**: an access under an `if` (or a
-//!   `T.if_then_else` arm, or the right operand of `and` / `or`) the ranges do not decide
+//! - **reaches outside under its conditions**: an access under an `if` (or a `while`, a
+//!   `T.if_then_else` arm, the right operand of `and` / `or`) the ranges do not decide
 //!   runs exactly where its conditions hold. When the conditions and the index depend only
 //!   on variables the enumeration covers, every combination is evaluated, conditions
 //!   first: a combination where they all hold and the index is outside is an access that
@@ -193,6 +194,17 @@ impl<'f> Walk<'f> {
                         self.under(cond, true, |w| w.body(then_body, reached));
                         self.under(cond, false, |w| w.body(else_body, reached));
                     }
+                }
+            }
+            // The body runs (at least once) where the condition holds when the loop is
+            // reached; scalar values do not change between iterations, so what the first
+            // iteration evaluates, every iteration does (loads aside, which prove nothing).
+            StmtKind::While { cond, body } => {
+                self.expr(cond, reached);
+                match decide(cond, &self.ranges) {
+                    Some(true) => self.body(body, reached),
+                    Some(false) => {}
+                    None => self.under(cond, true, |w| w.body(body, reached)),
                 }
             }
             StmtKind::Let { var, dtype, value } => {

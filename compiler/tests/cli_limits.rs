@@ -186,3 +186,45 @@ fn a_tuning_space_too_large_to_enumerate_is_located() {
     let out = tlc(&["check", p]);
     assert!(out.status.success(), "{}", text(&out.stderr));
 }
+
+/// A `-D` value makes a grid or a shape constant: past CUDA's limits it is the verifier's
+/// located error (K3, B6), in every command, not a launch failure later.
+#[test]
+fn a_binding_past_cudas_limits_is_located_at_the_kernel() {
+    // 2^41 elements: a grid of 2^31 blocks of 1024, one past the limit along x.
+    for command in ["check", "compile"] {
+        let mut args = vec![
+            command,
+            "examples/elementwise_add.tir",
+            "-D",
+            "N=2199023255552",
+        ];
+        if command == "compile" {
+            args.extend(["-o", "-"]);
+        }
+        let out = tlc(&args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{command}: {stderr}");
+        assert!(
+            stderr.starts_with(
+                "examples/elementwise_add.tir:11:19: error: a grid of 2147483648 blocks along x is more than a launch can have"
+            ),
+            "{command}: {stderr}"
+        );
+        assert_eq!(stderr.matches("error:").count(), 1, "{stderr}");
+    }
+    // 2^47 float32 elements: 2^49 bytes per tensor.
+    let out = tlc(&[
+        "check",
+        "examples/elementwise_add.tir",
+        "-D",
+        "N=140737488355328",
+    ]);
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.starts_with(
+            "examples/elementwise_add.tir:7:5: error: `A` has 140737488355328 elements (562949953421312 bytes), more than a buffer can hold"
+        ),
+        "{stderr}"
+    );
+}

@@ -284,26 +284,21 @@ pub(crate) fn launch(
     };
     let mut grid = Vec::new();
     let mut n_blocks = 1usize;
-    for e in &kernel.grid {
+    for (axis, e) in kernel.grid.iter().enumerate() {
         let g = host.eval_int(e).map_err(|f| to_diagnostic(*f, None))?;
-        match usize::try_from(g)
-            .ok()
-            .and_then(|g| n_blocks.checked_mul(g).map(|n| (g, n)))
-            .filter(|&(_, n)| n <= MAX_BLOCKS)
-        {
-            Some((g, n)) => {
-                grid.push(g);
-                n_blocks = n;
-            }
-            None => {
-                return Err(Diagnostic::error(
-                    e.span,
-                    format!(
-                        "grid extent {g} must be a non-negative size, with at most {MAX_BLOCKS} blocks in all"
-                    ),
-                ))
-            }
-        }
+        grid.push(grid_extent(g, axis, e.span)?);
+        n_blocks = n_blocks.saturating_mul(grid[axis]);
+    }
+    // Each block is interpreted in turn: past this many the run would take days.
+    if n_blocks > MAX_BLOCKS {
+        let at = kernel.grid.first().map_or(span, |e| e.span);
+        return Err(Diagnostic::error(
+            at,
+            format!(
+                "a grid of {n_blocks} blocks is more than the interpreter runs (at most \
+                 {MAX_BLOCKS})"
+            ),
+        ));
     }
     drop(host);
     let run_block = |index: usize| -> Result<BlockLog, Diagnostic> {
@@ -419,6 +414,35 @@ fn run_parallel<T: Send>(
     out
 }
 
+/// A grid extent as a launch takes it: not negative and within CUDA's limit along its axis
+/// (`target::MAX_GRID_DIMS`), the same a GPU launch of the kernel is held to — the
+/// verifier checks constant extents, this the ones the dims decide.
+fn grid_extent(g: i64, axis: usize, at: Span) -> Result<usize, Diagnostic> {
+    let name = ["x", "y", "z"].get(axis).copied().unwrap_or("?");
+    let max = crate::target::MAX_GRID_DIMS
+        .get(axis)
+        .copied()
+        .unwrap_or(i64::MAX);
+    if g < 0 {
+        return Err(Diagnostic::error(
+            at,
+            format!("grid extent {g} along {name} is negative"),
+        ));
+    }
+    if g > max {
+        return Err(Diagnostic::error(
+            at,
+            format!("a grid of {g} blocks along {name} is more than a launch can have"),
+        )
+        .with_note(format!(
+            "CUDA launches at most {max} blocks along {name} (2^31 - 1 along x, 65535 along y \
+             and z)"
+        )));
+    }
+    // `g` is in 0..=2^31 - 1 here.
+    Ok(usize::try_from(g).unwrap_or(usize::MAX))
+}
+
 /// Block `index` in linear order (x fastest) as grid coordinates.
 fn block_coords(index: usize, grid: &[usize]) -> Vec<i64> {
     let mut rest = index;
@@ -453,6 +477,9 @@ fn run_block(
     for (i, alloc) in kernel.allocs.iter().enumerate() {
         let shape = alloc_shape(&frame, alloc)?;
         let len: usize = shape.iter().product();
+        if alloc.scope == Scope::Shared {
+            shared_fits(alloc, len)?;
+        }
         if alloc.scope != Scope::Shared || !byte_arena {
             frame
                 .mem
@@ -526,31 +553,57 @@ fn run_block(
     Ok((frame.mem.overlays, frame.mem.atomics))
 }
 
+/// A shared buffer of `len` elements fits a block's shared memory on some target (the
+/// verifier checks constant shapes; this the shapes the dims decide): a kernel no GPU
+/// could launch does not run here either.
+fn shared_fits(alloc: &CAlloc, len: usize) -> Res<()> {
+    let bytes = len.saturating_mul(alloc.dtype.bytes() as usize);
+    let max = crate::target::Target::ALL
+        .iter()
+        .map(|t| t.max_shared_bytes())
+        .max()
+        .unwrap_or(0);
+    if i64::try_from(bytes).is_ok_and(|b| b <= max) {
+        return Ok(());
+    }
+    let at = alloc.shape.first().map_or(Span::DUMMY, |e| e.span);
+    fault(
+        at,
+        format!(
+            "shared buffer `{}` needs {bytes} bytes, more than the {max} bytes of shared memory \
+             a block may have on any target",
+            alloc.name
+        ),
+    )
+}
+
 /// The shape of an allocation in this block, within the interpreter's size limit.
 fn alloc_shape(frame: &Frame, alloc: &CAlloc) -> Res<Vec<usize>> {
     let mut shape = Vec::with_capacity(alloc.shape.len());
     let mut len = 1usize;
     for e in &alloc.shape {
         let d = frame.eval_int(e)?;
-        match usize::try_from(d)
-            .ok()
-            .and_then(|d| len.checked_mul(d).map(|l| (d, l)))
-            .filter(|&(_, l)| l <= crate::interp::tensor::MAX_ELEMENTS)
-        {
-            Some((d, l)) => {
-                shape.push(d);
-                len = l;
-            }
-            None => {
-                return fault(
-                    e.span,
-                    format!(
-                        "cannot allocate `{}`: extent {d} is negative or the buffer is too large",
-                        alloc.name
-                    ),
-                )
-            }
-        }
+        let Ok(d) = usize::try_from(d) else {
+            return fault(
+                e.span,
+                format!("cannot allocate `{}`: extent {d} is negative", alloc.name),
+            );
+        };
+        shape.push(d);
+        len = len.saturating_mul(d);
+    }
+    let max = crate::interp::tensor::MAX_ELEMENTS;
+    if len > max {
+        let at = alloc.shape.first().map_or(Span::DUMMY, |e| e.span);
+        return fault(
+            at,
+            format!(
+                "cannot allocate `{}`: its shape {} has more than the {max} elements the \
+                 interpreter holds in one buffer",
+                alloc.name,
+                crate::interp::tensor::fmt_shape(&shape)
+            ),
+        );
     }
     Ok(shape)
 }

@@ -4,7 +4,8 @@
 //! `scope` tracks names, `exprs` checks expressions (names, ranks, constant indices, typing
 //! through `crate::types`), `kernel` checks kernels and loops, `ops` checks regions and the
 //! tile ops, `intrinsics` the thread-level intrinsics and layout annotations, `consts` folds
-//! constant integers, `bounds` finds accesses provably outside their buffers. `level` checks what a stage may assume beyond the rules (thread level,
+//! constant integers, `bounds` finds accesses provably outside their buffers, `limits`
+//! what no launch can have (dims no argument gives, buffers too large). `level` checks what a stage may assume beyond the rules (thread level,
 //! planned shared memory): the one place pipeline order is enforced.
 
 mod allreduce;
@@ -15,6 +16,7 @@ mod fresh;
 mod intrinsics;
 mod kernel;
 pub mod level;
+mod limits;
 mod ops;
 mod parallel;
 mod reducer;
@@ -123,6 +125,9 @@ pub fn verify_with(
     let mut checker = Checker::new(func, *requirements);
     checker.function(func);
     checker.diags.extend(bounds::check(func));
+    checker
+        .diags
+        .extend(limits::check(func, requirements.target));
     checker.diags.extend(check_level(func, requirements.level));
     if checker.diags.is_empty() {
         Ok(checker.info)

@@ -45,7 +45,7 @@ fn parse_args() -> Result<Args, String> {
         timeout: Duration::from_secs(60),
         mem_mb: 4096,
         findings: PathBuf::from("findings"),
-        per_class: 1,
+        per_class: 3,
         minimize: Duration::from_secs(180),
         opts: Options::default(),
         show: None,

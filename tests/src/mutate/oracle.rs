@@ -114,7 +114,7 @@ pub fn examine(text: &str, opts: &Options) -> Report {
             continue;
         }
         let reference = reference.get_or_insert_with(|| {
-            let pick = fnv(text.as_bytes());
+            let pick = fnv(&code(text));
             match catch(|| differential::reference(&road.tile, pick, pick >> 32, opts.max_work)) {
                 Ok(r) => r,
                 Err(p) => {
@@ -352,6 +352,16 @@ fn first_difference(a: &str, b: &str) -> String {
 fn dedup_events(report: &mut Report) {
     let mut seen = std::collections::HashSet::new();
     report.events.retain(|e| seen.insert(e.clone()));
+}
+
+/// `text` without its comment lines: the differential's dims and inputs depend on the
+/// code only, so a finding's file (the mutant under a header of comments) runs as the
+/// mutant did.
+fn code(text: &str) -> Vec<u8> {
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .flat_map(|l| l.bytes().chain([b'\n']))
+        .collect()
 }
 
 /// FNV-1a: the differential's dims and inputs are a function of the text.

@@ -317,6 +317,9 @@ struct Tally {
     per_oracle: BTreeMap<&'static str, u64>,
     /// Class → (findings, files written).
     classes: BTreeMap<String, (u64, Vec<String>)>,
+    /// (class, mutant) of every finding file: a campaign run again with the same seed into
+    /// the same directory does not write the same finding twice.
+    written: std::collections::HashSet<(String, String)>,
     slowest: (Duration, String),
     next_file: usize,
 }
@@ -329,6 +332,7 @@ fn campaign(args: &Args, corpus: Vec<Source>) -> ExitCode {
     let tally = Arc::new(Mutex::new(Tally {
         next_file: next_number(&args.findings),
         classes: known_classes(&args.findings),
+        written: written_findings(&args.findings),
         ..Tally::default()
     }));
     let next = AtomicU64::new(args.start);
@@ -364,7 +368,8 @@ fn campaign(args: &Args, corpus: Vec<Source>) -> ExitCode {
                         *t.per_oracle.entry(f.oracle.name()).or_default() += 1;
                         let entry = t.classes.entry(f.class()).or_default();
                         entry.0 += 1;
-                        if entry.0 as usize <= args.per_class {
+                        let room = entry.0 as usize <= args.per_class;
+                        if room && t.written.insert((f.class(), m.describe())) {
                             let n = t.next_file;
                             t.next_file += 1;
                             fresh.push((n, f.clone()));
@@ -450,6 +455,22 @@ fn known_classes(dir: &Path) -> BTreeMap<String, (u64, Vec<String>)> {
         }
     }
     classes
+}
+
+/// (class, mutant) of each finding file in `dir` (its `# class:` and `# from:` lines).
+fn written_findings(dir: &Path) -> std::collections::HashSet<(String, String)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Default::default();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+        .filter_map(|text| {
+            let class = text.lines().find_map(|l| l.strip_prefix("# class: "))?;
+            let from = text.lines().find_map(|l| l.strip_prefix("# from: "))?;
+            Some((class.to_string(), from.to_string()))
+        })
+        .collect()
 }
 
 /// The number after the highest `NNN_…` file in `dir` (a restarted campaign adds to it).
@@ -540,6 +561,7 @@ mod tests {
         let known = known_classes(&dir);
         assert_eq!(known.get(&f.class()).map(|c| c.0), Some(1));
         assert_eq!(next_number(&dir), 8);
+        assert!(written_findings(&dir).contains(&(f.class(), "test".to_string())));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -79,7 +79,7 @@ impl<'f> Checker<'f> {
                 ok = false;
                 continue;
             }
-            // R5: the indices a region covers are computed in int64 (start + offset); a
+            // B7: the indices a region covers are computed in int64 (start + offset); a
             // region reaching past 2^63 would wrap to negative indices, which a mask
             // `index < extent` lets through.
             if let (Some(s), Some(e)) = (start, extent) {

@@ -334,18 +334,19 @@ fn from_plan(
         let message = first.split_once("error: ").map_or(first, |(_, m)| m);
         format!("no plan: {message}")
     };
-    let ranking = crate::plan::space::rank(file, func, &texts, plan_gpu).map_err(no_plan)?;
-    let first = ranking
-        .ranked
-        .first()
-        .ok_or_else(|| format!("no plan: all {} configs are dropped", ranking.dropped.len()))?;
+    // The ranking's first config only: `best` compiles the configs that could be first,
+    // not the whole space.
+    let best = crate::plan::space::best(file, func, &texts, plan_gpu).map_err(no_plan)?;
+    let first = best
+        .first
+        .ok_or_else(|| format!("no plan: all {} configs are dropped", best.configs))?;
     let bound = bind_config(func, &first.config, &defines.dims)
         .map_err(|d| format!("no plan: its first config: {}", d.message))?;
     let place = format!(
-        "first of {} for {target} on {sms} SMs{whose}",
-        ranking.ranked.len()
+        "first of {} configs ({} compiled) for {target} on {sms} SMs{whose}",
+        best.configs, best.compiled
     );
-    Ok((bound, first.config.clone(), place))
+    Ok((bound, first.config, place))
 }
 
 /// What choosing tunables knows of the GPU: the command's target, and GPU 0 (or

@@ -10,6 +10,10 @@ use tlc_ir::{Expr, ExprKind, PrimFunc, Stmt, StmtKind};
 #[derive(Clone, Debug, Default)]
 pub struct NameSet {
     taken: HashSet<String>,
+    /// Per base, the `N` of the last `base_N` handed out: every smaller `N` is taken (names
+    /// are only ever added), so the next search starts there — without it, the k-th copy of
+    /// a binder (`unroll` of a long loop) would try k names, quadratic over a kernel.
+    next: HashMap<String, u64>,
 }
 
 impl NameSet {
@@ -38,17 +42,23 @@ impl NameSet {
                 });
             }
         });
-        NameSet { taken }
+        NameSet {
+            taken,
+            next: HashMap::new(),
+        }
     }
 
     /// A name not taken yet, now taken: `base` itself if free, else `base_N` with the
     /// smallest free N.
     pub fn fresh(&mut self, base: &str) -> String {
         let name = if self.taken.contains(base) {
-            (1u64..)
-                .map(|n| format!("{base}_{n}"))
-                .find(|c| !self.taken.contains(c))
-                .unwrap_or_else(|| format!("{base}_"))
+            let start = self.next.get(base).copied().unwrap_or(1);
+            let (n, name) = (start..)
+                .map(|n| (n, format!("{base}_{n}")))
+                .find(|(_, c)| !self.taken.contains(c))
+                .unwrap_or_else(|| (start, format!("{base}_")));
+            self.next.insert(base.to_string(), n);
+            name
         } else {
             base.to_string()
         };

@@ -16,7 +16,7 @@ fn a_short_campaign_finds_nothing() {
     let count: u64 = std::env::var("TLC_MUTATIONS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(if cfg!(debug_assertions) { 150 } else { 600 });
+        .unwrap_or(if cfg!(debug_assertions) { 200 } else { 800 });
     let seed: u64 = std::env::var("TLC_MUTATION_SEED")
         .ok()
         .and_then(|v| v.parse().ok())

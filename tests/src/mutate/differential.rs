@@ -43,6 +43,8 @@ impl Skip {
 /// The tile level's result, for comparing each target's compiled IR with.
 pub struct Reference {
     dims: HashMap<String, i64>,
+    /// The least relative tolerance of float outputs (`compare::floor`).
+    floor: f64,
     seed: u64,
     result: Result<HashMap<String, Tensor>, String>,
 }
@@ -77,17 +79,23 @@ fn interpret(
 /// [`super::estimate::work`].
 pub fn reference(tile: &PrimFunc, pick: u64, seed: u64, max_work: f64) -> Result<Reference, Skip> {
     let dims = bind_dims(tile, pick, max_work).ok_or(Skip::Large)?;
+    let floor = super::compare::floor(tile);
     let result = interpret(tile, &dims, seed);
     let again = interpret(&super::reverse::reversed(tile), &dims, seed);
     let same = match (&result, &again) {
-        (Ok(a), Ok(b)) => difference(a, b).is_none(),
+        (Ok(a), Ok(b)) => difference(a, b, floor).is_none(),
         (Err(_), Err(_)) => true,
         _ => false,
     };
     if !same {
         return Err(Skip::OrderDependent);
     }
-    Ok(Reference { dims, seed, result })
+    Ok(Reference {
+        dims,
+        floor,
+        seed,
+        result,
+    })
 }
 
 /// Dims for `tile` under the budget: drawn from [`DIM_VALUES`] by `pick`, else all 16,
@@ -124,7 +132,10 @@ pub fn check(reference: &Reference, compiled: &PrimFunc, target: Target) -> Opti
     let got = interpret(compiled, &reference.dims, reference.seed);
     let dims = describe_dims(&reference.dims);
     let what = match (&reference.result, &got) {
-        (Ok(want), Ok(got)) => format!("the outputs differ\n{}", difference(want, got)?),
+        (Ok(want), Ok(got)) => format!(
+            "the outputs differ\n{}",
+            difference(want, got, reference.floor)?
+        ),
         // A tile level that stops has no result to compare: the kernel is erroneous, and
         // what the compiled IR makes of it (a division by zero simplified away, an access
         // out of bounds masked) is no wrong answer.

@@ -15,6 +15,13 @@ use tlc_passes::Instrumentation;
 /// The name mutants are read under (their errors say `mutant.tir:LINE:COL`).
 pub const NAME: &str = "mutant.tir";
 
+/// The stages [`Options::progress`] is told of, but `fmt`: compiling for a target (the
+/// target follows), interpreting the tile level (and its reversal), interpreting a
+/// target's compiled IR (the target follows).
+pub const STAGE_COMPILE: &str = "compile";
+pub const STAGE_TILE: &str = "tile level";
+pub const STAGE_COMPILED: &str = "compiled IR";
+
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -23,6 +30,10 @@ pub struct Options {
     pub differential: bool,
     /// The differential's budget, in [`super::estimate::work`]'s element operations.
     pub max_work: f64,
+    /// Told each stage as it starts (`fmt`, `compile sm_80`, `tile level`, `compiled IR
+    /// sm_80`, …): a worker process prints them, so the process that kills it at its time
+    /// limit knows where it was.
+    pub progress: Option<fn(&str)>,
 }
 
 impl Default for Options {
@@ -31,6 +42,7 @@ impl Default for Options {
             targets: Target::ALL.to_vec(),
             differential: true,
             max_work: 2e6,
+            progress: None,
         }
     }
 }
@@ -64,11 +76,18 @@ pub fn examine(text: &str, opts: &Options) -> Report {
     let start = Instant::now();
     let mut report = Report::default();
     let file = SourceFile::new(NAME, text);
+    let stage = |what: &str| {
+        if let Some(tell) = opts.progress {
+            tell(what);
+        }
+    };
+    stage("fmt");
     formatting(&file, &mut report);
     let instrument = Instrumentation::default();
     let mut reference: Option<Result<Reference, Skip>> = None;
     for &target in &opts.targets {
         let args = RoadArgs::plain(target, &instrument);
+        stage(&format!("{STAGE_COMPILE} {target}"));
         let result = match catch(|| compile_source(&file, &args, &mut std::io::sink())) {
             Ok(r) => r,
             Err(p) => {
@@ -114,7 +133,8 @@ pub fn examine(text: &str, opts: &Options) -> Report {
             continue;
         }
         let reference = reference.get_or_insert_with(|| {
-            let pick = fnv(text.as_bytes());
+            let pick = fnv(&code(text));
+            stage(STAGE_TILE);
             match catch(|| differential::reference(&road.tile, pick, pick >> 32, opts.max_work)) {
                 Ok(r) => r,
                 Err(p) => {
@@ -140,6 +160,7 @@ pub fn examine(text: &str, opts: &Options) -> Report {
         }
         let Ok(reference) = reference else { continue };
         // The IR code generation translates: what the PTX means.
+        stage(&format!("{STAGE_COMPILED} {target}"));
         match catch(|| differential::check(reference, &road.planned, target)) {
             Ok(Some(f)) => report.findings.push(f),
             Ok(None) => report.event(format!("differential compared {target}")),
@@ -382,6 +403,16 @@ fn first_difference(a: &str, b: &str) -> String {
 fn dedup_events(report: &mut Report) {
     let mut seen = std::collections::HashSet::new();
     report.events.retain(|e| seen.insert(e.clone()));
+}
+
+/// `text` without its comment lines: the differential's dims and inputs depend on the
+/// code only, so a finding's file (the mutant under a header of comments) runs as the
+/// mutant did.
+fn code(text: &str) -> Vec<u8> {
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .flat_map(|l| l.bytes().chain([b'\n']))
+        .collect()
 }
 
 /// FNV-1a: the differential's dims and inputs are a function of the text.

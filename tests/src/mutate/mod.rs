@@ -18,6 +18,7 @@
 //! limits (`fuzz/README.md`).
 
 pub mod compare;
+pub mod conflict;
 pub mod corpus;
 pub mod differential;
 pub mod edits;

@@ -5,7 +5,7 @@
 use crate::cache::{self, DeviceId};
 use crate::diagnostics::SourceFile;
 use std::path::Path;
-use tlc_ir::specialize::{parse_define, specialize};
+use tlc_ir::specialize::{parse_defines, specialize};
 use tlc_ir::tuning::{describe, Config};
 use tlc_ir::verifier::FuncInfo;
 use tlc_ir::{Diagnostic, PrimFunc, Span, Target};
@@ -20,11 +20,28 @@ impl UserError {
     }
 }
 
-/// Reads `path` as UTF-8 text. A non-UTF-8 file is reported at its first bad byte.
+/// The largest kernel source read (64 MiB): far beyond any real kernel, and it keeps a
+/// device file or a runaway generator (`tlc check /dev/zero`) from being read forever.
+pub const MAX_SOURCE_BYTES: u64 = 64 << 20;
+
+/// Reads `path` as UTF-8 text, at most [`MAX_SOURCE_BYTES`]. A non-UTF-8 file is reported
+/// at its first bad byte.
 pub fn read_source(path: &Path) -> Result<SourceFile, UserError> {
+    use std::io::Read as _;
     let name = path.display().to_string();
-    let bytes = std::fs::read(path)
-        .map_err(|e| UserError(format!("{name}: error: cannot read file: {e}\n")))?;
+    let cannot = |e: std::io::Error| UserError(format!("{name}: error: cannot read file: {e}\n"));
+    // Read one byte past the cap through `take`, so that neither the file's reported size
+    // (0 for `/dev/zero`) nor its real one decides how much is read.
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(cannot)?;
+    if bytes.len() as u64 > MAX_SOURCE_BYTES {
+        return Err(UserError(format!(
+            "{name}: error: source is larger than {} MiB\n",
+            MAX_SOURCE_BYTES >> 20
+        )));
+    }
     match String::from_utf8(bytes) {
         Ok(text) => Ok(SourceFile::new(name, text)),
         Err(e) => {
@@ -120,11 +137,7 @@ pub struct Defines {
 
 /// Parses `-D NAME=VALUE` texts and splits them into tunables of `func` and dims.
 pub fn split_defines(func: &PrimFunc, defines: &[String]) -> Result<Defines, UserError> {
-    let bindings = defines
-        .iter()
-        .map(|d| parse_define(d))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(UserError::plain)?;
+    let bindings = parse_defines(defines).map_err(UserError::plain)?;
     let (tunables, dims) = bindings
         .into_iter()
         .partition(|(name, _)| func.space.declares(name));
@@ -321,18 +334,19 @@ fn from_plan(
         let message = first.split_once("error: ").map_or(first, |(_, m)| m);
         format!("no plan: {message}")
     };
-    let ranking = crate::plan::space::rank(file, func, &texts, plan_gpu).map_err(no_plan)?;
-    let first = ranking
-        .ranked
-        .first()
-        .ok_or_else(|| format!("no plan: all {} configs are dropped", ranking.dropped.len()))?;
+    // The ranking's first config only: `best` compiles the configs that could be first,
+    // not the whole space.
+    let best = crate::plan::space::best(file, func, &texts, plan_gpu).map_err(no_plan)?;
+    let first = best
+        .first
+        .ok_or_else(|| format!("no plan: all {} configs are dropped", best.configs))?;
     let bound = bind_config(func, &first.config, &defines.dims)
         .map_err(|d| format!("no plan: its first config: {}", d.message))?;
     let place = format!(
-        "first of {} for {target} on {sms} SMs{whose}",
-        ranking.ranked.len()
+        "first of {} configs ({} compiled) for {target} on {sms} SMs{whose}",
+        best.configs, best.compiled
     );
-    Ok((bound, first.config.clone(), place))
+    Ok((bound, first.config, place))
 }
 
 /// What choosing tunables knows of the GPU: the command's target, and GPU 0 (or

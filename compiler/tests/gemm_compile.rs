@@ -86,6 +86,12 @@ const CASES: &[(&str, &[&str], bool)] = &[
         &["M=1024", "N=1024", "K=14336"],
         true,
     ),
+    // A reduction of the accumulator into a row vector (one staged fold per register slot).
+    (
+        "tests/cases/valid/gemm_column_max_into_rows.tir",
+        &[],
+        false,
+    ),
 ];
 
 /// `(registers, spill store bytes, spill load bytes)` from a `ptxas -v` log.

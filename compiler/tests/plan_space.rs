@@ -95,8 +95,8 @@ fn a_config_over_shared_memory_is_dropped() {
     assert!(out.contains("sm_80 on 108 SMs"), "{out}");
     assert!(
         out.contains(
-            "dropped (1):\n  block=256: pass `plan-shared-memory`: 8:5: this kernel needs \
-             262144 bytes of shared memory, more than the 166912 a block may have on sm_80\n"
+            "dropped (1):\n  block=256: verifier: 9:9: shared buffer `S` needs 262144 \
+             bytes, more than the 232448 bytes of shared memory a block may have on any target\n"
         ),
         "{out}"
     );

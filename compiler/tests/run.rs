@@ -88,7 +88,7 @@ fn bad_inputs_are_clear_errors() {
     let cases: [(&str, &str); 4] = [
         (&format!("A={}", f16_path.display()), "float32"),
         (&format!("Q={}", f16_path.display()), "not a parameter"),
-        ("A=/no/such.npy", "A=/no/such.npy"),
+        ("A=/no/such.npy", "cannot read `/no/such.npy`"),
         (&format!("A={}", short_path.display()), "`A`"),
     ];
     for (input, expected) in cases {

@@ -49,7 +49,7 @@ const PLANNED: [(&str, i64); 5] = [
 ];
 
 const FROM_PLAN: &str =
-    "tlc: tunables from `tlc plan`'s ranking (first of 36 for sm_90a on 132 SMs";
+    "tlc: tunables from `tlc plan`'s ranking (first of 36 configs (4 compiled) for sm_90a on 132 SMs";
 
 struct Setup {
     _dir: tempfile::TempDir,
@@ -205,7 +205,7 @@ fn other_dims_targets_and_devices_miss() {
     let (_, stderr) = ok(&tlc(&setup, &args));
     assert!(
         stderr.starts_with(
-            "tlc: tunables from `tlc plan`'s ranking (first of 36 for sm_80 on 132 SMs; no \
+            "tlc: tunables from `tlc plan`'s ranking (first of 36 configs (4 compiled) for sm_80 on 132 SMs; no \
              tuning-cache entry"
         ),
         "{stderr}"

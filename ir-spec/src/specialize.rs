@@ -59,6 +59,27 @@ pub fn parse_define(text: &str) -> Result<(String, i64), String> {
     Ok((name.trim().to_string(), value))
 }
 
+/// Parses `NAME=VALUE` definitions (`-D` flags, in order). A name given twice with
+/// different values is an error naming both: which one the user meant cannot be guessed,
+/// and taking either silently would compile a kernel for a size nobody asked for. The same
+/// value twice is harmless and kept once.
+pub fn parse_defines(texts: &[String]) -> Result<Vec<(String, i64)>, String> {
+    let mut out: Vec<(String, i64)> = Vec::with_capacity(texts.len());
+    for text in texts {
+        let (name, value) = parse_define(text)?;
+        match out.iter().find(|(n, _)| *n == name) {
+            Some((_, first)) if *first != value => {
+                return Err(format!(
+                "`-D {name}={value}` conflicts with `-D {name}={first}`: `{name}` is bound twice"
+            ))
+            }
+            Some(_) => {}
+            None => out.push((name, value)),
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,5 +124,19 @@ mod tests {
         assert!(parse_define("M").is_err());
         assert!(parse_define("M=x").is_err());
         assert_eq!(parse_define("M=12").unwrap(), ("M".to_string(), 12));
+    }
+
+    #[test]
+    fn conflicting_defines_are_an_error() {
+        let texts = |t: &[&str]| t.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let err = parse_defines(&texts(&["M=64", "N=8", "M=128"])).unwrap_err();
+        assert_eq!(
+            err,
+            "`-D M=128` conflicts with `-D M=64`: `M` is bound twice"
+        );
+        assert_eq!(
+            parse_defines(&texts(&["M=64", "M=64", "N=8"])).unwrap(),
+            vec![("M".to_string(), 64), ("N".to_string(), 8)]
+        );
     }
 }

@@ -39,6 +39,14 @@ pub const RESERVED_SHARED_BYTES_PER_BLOCK: i64 = 1024;
 /// Threads along each block dimension (`threadIdx.x`, `.y`, `.z`), at most, on every target.
 pub const MAX_BLOCK_DIMS: [i64; 3] = [1024, 1024, 64];
 
+/// Blocks along each grid dimension (`blockIdx.x`, `.y`, `.z`), at most, on every target
+/// (the CUDA programming guide's limits for compute capability 3.0 and later).
+pub const MAX_GRID_DIMS: [i64; 3] = [(1 << 31) - 1, 65_535, 65_535];
+
+/// The bytes of one tensor or buffer, at most (2^48 = 256 TiB: beyond any GPU's memory):
+/// its byte offsets, and so every linear index into it, fit int64 with room to spare.
+pub const MAX_TENSOR_BYTES: i64 = 1 << 48;
+
 /// A compilation target.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Target {

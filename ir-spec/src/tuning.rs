@@ -85,14 +85,12 @@ impl TuningSpace {
 
     /// Every config of the space that satisfies the constraints, with `dims` (bound
     /// symbolic dims) for constraints that mention them: the product of the groups'
-    /// candidates, the first group varying slowest.
-    pub fn configs(&self, dims: &Config) -> Result<Vec<Config>, String> {
+    /// candidates, the first group varying slowest. A space of more than [`MAX_CONFIGS`]
+    /// is an error at the group whose candidates take the product past it; a constraint
+    /// that cannot be evaluated, at the constraint.
+    pub fn configs(&self, dims: &Config) -> Result<Vec<Config>, Diagnostic> {
+        self.check_size()?;
         let size = self.size();
-        if size > MAX_CONFIGS {
-            return Err(format!(
-                "the tuning space has {size} configs, more than the {MAX_CONFIGS} tlc enumerates"
-            ));
-        }
         let mut out = Vec::new();
         for index in 0..size {
             let mut rest = index;
@@ -112,10 +110,48 @@ impl TuningSpace {
         Ok(out)
     }
 
+    /// Whether the space can be enumerated: at most [`MAX_CONFIGS`] configs before
+    /// constraints. Otherwise an error at the group whose candidates take the product past
+    /// the limit, with a note at the first group.
+    pub fn check_size(&self) -> Result<(), Diagnostic> {
+        let mut size = 1usize;
+        for t in &self.tunables {
+            size = size.saturating_mul(t.candidates.len());
+            if size > MAX_CONFIGS {
+                let mut diag = Diagnostic::error(
+                    t.span,
+                    format!(
+                        "with this group the tuning space has more than {MAX_CONFIGS} configs, \
+                         the most tlc enumerates",
+                    ),
+                )
+                .with_note(format!(
+                    "the space is the product of the groups' candidate counts: {}",
+                    self.size_text()
+                ));
+                // (Spans compare equal whatever they are: compare the groups themselves.)
+                if let Some(first) = self.tunables.first().filter(|f| !std::ptr::eq(*f, t)) {
+                    diag = diag.with_note_at(first.span, "the tuning space starts here");
+                }
+                return Err(diag);
+            }
+        }
+        Ok(())
+    }
+
+    /// `a × b × …` over the groups' candidate counts, for messages.
+    fn size_text(&self) -> String {
+        self.tunables
+            .iter()
+            .map(|t| t.candidates.len().to_string())
+            .collect::<Vec<_>>()
+            .join(" × ")
+    }
+
     /// The first constraint `config` (with `dims`) breaks, or `None`. A constraint that
     /// names a dim `dims` does not bind is not checked (a compile without `-D` for it); one
-    /// that cannot be evaluated otherwise (a division by zero) is an error.
-    pub fn violated(&self, config: &Config, dims: &Config) -> Result<Option<&Expr>, String> {
+    /// that cannot be evaluated otherwise (a division by zero) is an error at it.
+    pub fn violated(&self, config: &Config, dims: &Config) -> Result<Option<&Expr>, Diagnostic> {
         for c in &self.constraints {
             let value = |n: &str| {
                 config
@@ -136,9 +172,12 @@ impl TuningSpace {
                 Some(true) => {}
                 Some(false) => return Ok(Some(c)),
                 None => {
-                    return Err(format!(
-                        "the constraint `{c}` cannot be evaluated with {}",
-                        describe(config)
+                    return Err(Diagnostic::error(
+                        c.span,
+                        format!(
+                            "the constraint `{c}` cannot be evaluated with {}",
+                            describe(config)
+                        ),
                     ))
                 }
             }
@@ -226,7 +265,7 @@ pub fn bind(func: &PrimFunc, config: &Config, dims: &Config) -> Result<PrimFunc,
                 format!("the config {} breaks this constraint", describe(&full)),
             ))
         }
-        Err(message) => return Err(Diagnostic::error(func.name.span, message)),
+        Err(diag) => return Err(diag),
     }
     let mut out = func.clone();
     out.space = TuningSpace::default();

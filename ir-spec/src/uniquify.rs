@@ -12,7 +12,7 @@
 
 use crate::ir::{Expr, ExprKind, Kernel, PrimFunc, Stmt, StmtKind};
 use crate::visit::{child_bodies_mut, for_each_stmt, for_each_subexpr, map_body_exprs, stmt_exprs};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// Renames reused scalar binders of `func` in place (see the module comment).
 pub fn uniquify(func: &mut PrimFunc) {
@@ -20,6 +20,7 @@ pub fn uniquify(func: &mut PrimFunc) {
         taken: all_names(func),
         bound: HashSet::new(),
         allocated: HashSet::new(),
+        next: HashMap::new(),
     };
     for dim in &func.dims {
         state.bound.insert(dim.name.clone());
@@ -35,6 +36,10 @@ struct State {
     bound: HashSet<String>,
     /// Every buffer name allocated by the kernels walked so far.
     allocated: HashSet<String>,
+    /// Per name, the `N` of the last `name_N` handed out: every smaller `N` is taken, so the
+    /// next search starts there (a kernel of k sibling loops over `i` is then linear, not
+    /// quadratic, in k).
+    next: HashMap<String, u64>,
 }
 
 impl State {
@@ -52,10 +57,12 @@ impl State {
 
     /// `name_N` with the smallest N no name of the function has, now taken.
     fn fresh(&mut self, name: &str) -> String {
-        let fresh = (1..)
-            .map(|n| format!("{name}_{n}"))
-            .find(|candidate| !self.taken.contains(candidate))
-            .unwrap_or_else(|| format!("{name}_"));
+        let start = self.next.get(name).copied().unwrap_or(1);
+        let (n, fresh) = (start..)
+            .map(|n| (n, format!("{name}_{n}")))
+            .find(|(_, candidate)| !self.taken.contains(candidate))
+            .unwrap_or_else(|| (start, format!("{name}_")));
+        self.next.insert(name.to_string(), n);
         self.taken.insert(fresh.clone());
         fresh
     }
@@ -63,15 +70,24 @@ impl State {
     /// Renames the allocations of `k` that an earlier kernel also allocated.
     fn own_buffers(&mut self, k: &mut Kernel) {
         let names: Vec<String> = k.allocs.iter().map(|a| a.name.name.clone()).collect();
+        let mut count: HashMap<&str, usize> = HashMap::new();
         for name in &names {
-            let repeated_here = names.iter().filter(|n| *n == name).count() > 1;
+            *count.entry(name).or_insert(0) += 1;
+        }
+        let mut renames: HashMap<String, String> = HashMap::new();
+        for name in &names {
+            let repeated_here = count.get(name.as_str()).is_some_and(|&c| c > 1);
             if self.allocated.contains(name) && !repeated_here {
                 let fresh = self.fresh(name);
-                rename_buffer(k, name, &fresh);
+                renames.insert(name.clone(), fresh.clone());
                 self.allocated.insert(fresh);
             } else {
                 self.allocated.insert(name.clone());
             }
+        }
+        // One walk of the kernel for all its renamed buffers, not one per buffer.
+        if !renames.is_empty() {
+            rename_buffers(k, &renames);
         }
     }
 }
@@ -161,12 +177,13 @@ fn rename_thread_names(body: &mut [Stmt], from: &str, to: &str) {
     }
 }
 
-/// Renames buffer `from` to `to` in kernel `k`: its allocation, layout annotation, reducer
-/// record and arena offset, and every store, load, region and intrinsic operand of its body.
-fn rename_buffer(k: &mut Kernel, from: &str, to: &str) {
+/// Renames each buffer of `renames` (old → new) in kernel `k`: its allocation, layout
+/// annotation, reducer record and arena offset, and every store, load, region and intrinsic
+/// operand of its body.
+fn rename_buffers(k: &mut Kernel, renames: &HashMap<String, String>) {
     let fix = |name: &mut String| {
-        if name == from {
-            *name = to.to_string();
+        if let Some(to) = renames.get(name.as_str()) {
+            *name = to.clone();
         }
     };
     for a in &mut k.allocs {
@@ -183,27 +200,32 @@ fn rename_buffer(k: &mut Kernel, from: &str, to: &str) {
             fix(&mut name.name);
         }
     }
-    rename_buffer_uses(&mut k.body, from, to);
+    rename_uses_of(&mut k.body, renames);
 }
 
 /// Renames buffer `from` to `to` in every load, store, region and intrinsic operand of
 /// `body` (not in allocations): also for passes that copy code onto another buffer.
 pub fn rename_buffer_uses(body: &mut [Stmt], from: &str, to: &str) {
+    rename_uses_of(body, &HashMap::from([(from.to_string(), to.to_string())]));
+}
+
+/// [`rename_buffer_uses`] for several buffers (old → new) at once.
+fn rename_uses_of(body: &mut [Stmt], renames: &HashMap<String, String>) {
     map_body_exprs(body, &mut |e: Expr| match e.kind {
-        ExprKind::Load { buffer, indices } if buffer == from => Expr::new(
+        ExprKind::Load { buffer, indices } if renames.contains_key(&buffer) => Expr::new(
             ExprKind::Load {
-                buffer: to.to_string(),
+                buffer: renames.get(&buffer).cloned().unwrap_or(buffer),
                 indices,
             },
             e.span,
         ),
         kind => Expr::new(kind, e.span),
     });
-    rename_buffer_refs(body, from, to);
+    rename_buffer_refs(body, renames);
 }
 
 /// The buffer names statements hold outside expressions.
-fn rename_buffer_refs(body: &mut [Stmt], from: &str, to: &str) {
+fn rename_buffer_refs(body: &mut [Stmt], renames: &HashMap<String, String>) {
     for stmt in body {
         let mut names: Vec<&mut String> = Vec::new();
         match &mut stmt.kind {
@@ -233,12 +255,12 @@ fn rename_buffer_refs(body: &mut [Stmt], from: &str, to: &str) {
             _ => {}
         }
         for name in names {
-            if name == from {
-                *name = to.to_string();
+            if let Some(to) = renames.get(name.as_str()) {
+                *name = to.clone();
             }
         }
         for child in child_bodies_mut(stmt) {
-            rename_buffer_refs(child, from, to);
+            rename_buffer_refs(child, renames);
         }
     }
 }

@@ -385,6 +385,50 @@ fn huge_shapes_and_grids_are_errors_not_aborts() {
     let d = err(&grid, &[("M", 1 << 13)], vec![]);
     assert_eq!(
         d.message,
-        "grid extent 8192 must be a non-negative size, with at most 16777216 blocks in all"
+        "a grid of 67108864 blocks is more than the interpreter runs (at most 16777216)"
     );
+}
+
+/// What a GPU launch cannot have, the interpreter does not run either, with the extent or
+/// the allocation located: CUDA's grid limits (past 65535 along y here), a shared buffer
+/// past every target's shared memory, a buffer past the interpreter's element count (each
+/// with its own message: a 1 GiB shared buffer was once "extent 16384 is negative").
+#[test]
+fn launches_past_the_hardware_are_located_errors() {
+    let src = |alloc: &str, grid: &str| {
+        format!(
+            "N = T.symbolic(\"N\")\n\n@T.prim_func\ndef f(A: T.Tensor((N,), \"float32\")):\n    with T.Kernel({grid}, threads=1) as (bx, by):\n        {alloc}\n        L[0, 0] = A[0]\n        A[0] = L[0, 0]\n"
+        )
+    };
+    let text = |s: &str, d: &Diagnostic| s[d.span.start..d.span.end].to_string();
+    let s = src("L = T.alloc_local((1, 1), \"float32\")", "1, N");
+    let d = err(&tlc_ir::parse(&s).unwrap(), &[("N", 70_000)], vec![]);
+    assert_eq!(
+        d.message,
+        "a grid of 70000 blocks along y is more than a launch can have"
+    );
+    assert_eq!(text(&s, &d), "N");
+    let s = src("L = T.alloc_local((1, 1), \"float32\")", "1, N - 5");
+    let d = err(&tlc_ir::parse(&s).unwrap(), &[("N", 2)], vec![]);
+    assert_eq!(d.message, "grid extent -3 along y is negative");
+    let s = src("L = T.alloc_shared((N, 16384), \"float32\")", "1, 1");
+    let d = err(&tlc_ir::parse(&s).unwrap(), &[("N", 16384)], vec![]);
+    assert_eq!(
+        d.message,
+        "shared buffer `L` needs 1073741824 bytes, more than the 232448 bytes of shared memory a block may have on any target (block (0, 0))"
+    );
+    assert_eq!(text(&s, &d), "N");
+    let s = src("L = T.alloc_local((N, N), \"float32\")", "1, 1");
+    let d = err(&tlc_ir::parse(&s).unwrap(), &[("N", 70_000)], vec![]);
+    assert_eq!(
+        d.message,
+        "cannot allocate `L`: its shape (70000, 70000) has more than the 268435456 elements the interpreter holds in one buffer (block (0, 0))"
+    );
+    let s = src("L = T.alloc_local((N - 3, 1), \"float32\")", "1, 1");
+    let d = err(&tlc_ir::parse(&s).unwrap(), &[("N", 1)], vec![]);
+    assert_eq!(
+        d.message,
+        "cannot allocate `L`: extent -2 is negative (block (0, 0))"
+    );
+    assert_eq!(text(&s, &d), "N - 3");
 }

@@ -101,7 +101,83 @@ fn wrong_dtype_and_broken_files_are_errors() {
     // A truncated data section.
     let bytes = std::fs::read(fixture("np_i32_4.npy")).unwrap();
     let e = read_npy(&bytes[..bytes.len() - 3], DType::Int32).unwrap_err();
-    assert!(e.starts_with("cannot read the array data"), "{e}");
+    assert_eq!(
+        e,
+        "the header says shape (4,) (16 bytes of data) but the file holds 13 bytes"
+    );
     let e = read_npy_file(&fixture("missing.npy"), DType::Int32).unwrap_err();
     assert!(e.starts_with("cannot read `"), "{e}");
+}
+
+/// A `.npy` file of `header` (padded with spaces and a newline, as numpy writes it) and
+/// `data` bytes.
+fn npy_bytes(header: &str, data: &[u8]) -> Vec<u8> {
+    let mut h = header.to_string();
+    while !(10 + h.len() + 1).is_multiple_of(64) {
+        h.push(' ');
+    }
+    h.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend((h.len() as u16).to_le_bytes());
+    out.extend(h.as_bytes());
+    out.extend(data);
+    out
+}
+
+#[test]
+fn corrupt_headers_are_refused_before_any_allocation() {
+    // A header whose shape claims 2^40 elements over 16 bytes of data: refused from the
+    // header, never allocated.
+    let huge = npy_bytes(
+        "{'descr': '<i4', 'fortran_order': False, 'shape': (1099511627776,), }",
+        &[0; 16],
+    );
+    let e = read_npy(&huge, DType::Int32).unwrap_err();
+    assert_eq!(
+        e,
+        "the header's shape (1099511627776,) has more than the 268435456 elements tlc reads"
+    );
+    // Within the cap, but more elements than the data holds.
+    let short = npy_bytes(
+        "{'descr': '<i4', 'fortran_order': False, 'shape': (1000000,), }",
+        &[0; 16],
+    );
+    let e = read_npy(&short, DType::Int32).unwrap_err();
+    assert_eq!(
+        e,
+        "the header says shape (1000000,) (4000000 bytes of data) but the file holds 16 bytes"
+    );
+    // Trailing bytes are as wrong as missing ones.
+    let long = npy_bytes(
+        "{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }",
+        &[0; 12],
+    );
+    let e = read_npy(&long, DType::Int32).unwrap_err();
+    assert!(
+        e.ends_with("(8 bytes of data) but the file holds 12 bytes or more"),
+        "{e}"
+    );
+    // A version-2 header length of 4 GiB - 1.
+    let mut v2 = b"\x93NUMPY\x02\x00".to_vec();
+    v2.extend(u32::MAX.to_le_bytes());
+    let e = read_npy(&v2, DType::Int32).unwrap_err();
+    assert_eq!(
+        e,
+        "the .npy header is 4294967295 bytes, more than the 65536 tlc reads"
+    );
+    // The same through a file: the reader stops at the header.
+    let dir = std::env::temp_dir().join(format!("tlc-npy-corrupt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("huge.npy");
+    std::fs::write(&path, &huge).unwrap();
+    let e = read_npy_file(&path, DType::Int32).unwrap_err();
+    assert!(
+        e.ends_with("has more than the 268435456 elements tlc reads"),
+        "{e}"
+    );
+    let path = dir.join("long.npy");
+    std::fs::write(&path, &long).unwrap();
+    let e = read_npy_file(&path, DType::Int32).unwrap_err();
+    assert!(e.ends_with("but the file holds 9 bytes or more"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -173,3 +173,44 @@ def f(
     let again = parse(&printed).unwrap_or_else(|d| panic!("{printed}\n{d:#?}"));
     assert_eq!(again, f, "{printed}");
 }
+
+/// Fresh names come from a counter per base name (linear, where trying `name_1`, `name_2`,
+/// … afresh for each rename was quadratic in the renames): still the smallest `N` no name
+/// of the function has — `i_2`, written by the user, is skipped — and a kernel's renamed
+/// buffers are renamed together, each with all its references.
+#[test]
+fn fresh_names_skip_taken_ones_and_renamed_buffers_keep_their_references() {
+    let kernel = r#"    with T.Kernel(1, threads=32) as bx:
+        S = T.alloc_shared((32,), "float32")
+        R = T.alloc_shared((32,), "float32")
+        for i in T.Parallel(32):
+            S[i] = A[i]
+        for i in T.Parallel(32):
+            R[i] = S[31 - i]
+        for i in T.Parallel(32):
+            A[i] = R[i] + S[i]
+"#;
+    let src = format!(
+        "@T.prim_func\ndef f(A: T.Tensor((32,), \"float32\"), B: T.Tensor((32,), \"int32\")):\n    with T.Kernel(1, threads=1) as bx:\n        i_2 = 7\n        B[0] = i_2\n{kernel}{kernel}{kernel}"
+    );
+    let f = ok(&src);
+    let ks = kernels(&f);
+    let allocs: Vec<Vec<&str>> = ks
+        .iter()
+        .map(|k| k.allocs.iter().map(|a| a.name.name.as_str()).collect())
+        .collect();
+    assert_eq!(allocs[1..], [["S", "R"], ["S_1", "R_1"], ["S_2", "R_2"]]);
+    assert_eq!(mentioned(ks[2]), ["A", "R_1", "S_1"]);
+    assert_eq!(mentioned(ks[3]), ["A", "R_2", "S_2"]);
+    let mut loops = Vec::new();
+    for_each_stmt(&f.body, &mut |s| {
+        if let StmtKind::For(l) = &s.kind {
+            loops.push(l.var.name.clone());
+        }
+    });
+    let expected: Vec<String> = ["i", "i_1", "i_3", "i_4", "i_5", "i_6", "i_7", "i_8", "i_9"]
+        .map(String::from)
+        .to_vec();
+    assert_eq!(loops, expected);
+    assert_eq!(ok(&print_func(&f)), f);
+}

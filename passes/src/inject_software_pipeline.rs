@@ -38,7 +38,7 @@
 //!   plan is checked either way. Stages strictly between 0 and `S - 1`, nested pipelined
 //!   loops, and a shared buffer written in stage 0 of two loops are errors.
 
-use crate::analysis::access::count_sites;
+use crate::analysis::access::{count_sites, SitesFrom};
 use crate::analysis::kernels::{contains_pipelined, for_each_kernel};
 use crate::analysis::schedule::{KernelFacts, LoopGraph};
 use crate::context::PassContext;
@@ -63,7 +63,7 @@ impl Pass for InjectSoftwarePipeline {
         "T.Pipelined loops -> prologue + loop with stage-0 copies num_stages-1 iterations ahead into per-stage shared buffers, cp.async commit/wait"
     }
 
-    fn run(&self, mut func: PrimFunc, _cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
+    fn run(&self, mut func: PrimFunc, pass_cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
         let mut names = NameSet::of(&func);
         let mut errors = Vec::new();
         let params = func.params.clone();
@@ -72,6 +72,7 @@ impl Pass for InjectSoftwarePipeline {
             let mut versioned: HashMap<String, i64> = HashMap::new();
             let mut cx = Cx {
                 facts: &facts,
+                target: pass_cx.target(),
                 names: &mut names,
                 versioned: &mut versioned,
                 errors: &mut errors,
@@ -93,6 +94,7 @@ impl Pass for InjectSoftwarePipeline {
 
 struct Cx<'a> {
     facts: &'a KernelFacts,
+    target: tlc_ir::Target,
     names: &'a mut NameSet,
     /// Buffers given a stage dimension so far, with their number of stages.
     versioned: &'a mut HashMap<String, i64>,
@@ -100,29 +102,40 @@ struct Cx<'a> {
 }
 
 fn inject_list(list: &mut Vec<Stmt>, cx: &mut Cx) {
+    // The sites from the statement at hand on, and the stage index each buffer versioned
+    // by an earlier loop of the list takes after it: both kept as the walk goes, so that a
+    // list of many loops is walked once, not once from each loop on.
+    let mut sites = SitesFrom::new(list);
+    let mut after_loops: HashMap<String, Expr> = HashMap::new();
     let mut i = 0;
     while i < list.len() {
+        if !after_loops.is_empty() {
+            add_stage_indices(std::slice::from_mut(&mut list[i]), &|b| {
+                after_loops.get(b).cloned()
+            });
+        }
+        let here = count_sites(std::slice::from_ref(&list[i]));
         let pipelined = matches!(&list[i].kind,
             StmtKind::For(f) if matches!(f.kind, ForKind::Pipelined { .. }));
         if !pipelined {
             for child in child_bodies_mut(&mut list[i]) {
                 inject_list(child, cx);
             }
+            sites.pass(&here);
             i += 1;
             continue;
         }
-        let from_here = count_sites(&list[i..]);
         let span = list[i].span;
         let StmtKind::For(f) = &list[i].kind else {
             unreachable!("checked above")
         };
-        match pipeline_loop(f, span, &from_here, cx) {
+        match pipeline_loop(f, span, sites.sites(), cx) {
             Ok(Injected {
                 stmts,
                 buffers,
                 after,
             }) => {
-                add_stage_index(&mut list[i + 1..], &buffers, &after);
+                after_loops.extend(buffers.into_iter().map(|b| (b, after.clone())));
                 let n = stmts.len();
                 list.splice(i..=i, stmts);
                 i += n;
@@ -132,6 +145,7 @@ fn inject_list(list: &mut Vec<Stmt>, cx: &mut Cx) {
                 i += 1;
             }
         }
+        sites.pass(&here);
     }
 }
 
@@ -188,6 +202,10 @@ fn pipeline_loop(
     let errors = graph.validate(f, span, s_count, &order, &stage);
     if !errors.is_empty() {
         return Err(errors);
+    }
+    // Before the prologue's `S - 1` copies: a ring that cannot fit stops here.
+    if let Some(e) = graph.ring_too_large(num_stages, s_count, &stage, cx.target) {
+        return Err(vec![e]);
     }
     let last = s_count - 1;
     let keep = |f: &For| Injected {
@@ -364,26 +382,33 @@ fn add_stage_index(body: &mut [Stmt], buffers: &HashSet<String>, index: &Expr) {
     if buffers.is_empty() {
         return;
     }
+    add_stage_indices(body, &|b| buffers.contains(b).then(|| index.clone()));
+}
+
+/// [`add_stage_index`] with each buffer's own index (`None`: not versioned).
+fn add_stage_indices(body: &mut [Stmt], index_of: &dyn Fn(&str) -> Option<Expr>) {
     map_body_exprs(body, &mut |e| match e.kind {
         ExprKind::Load {
             buffer,
             mut indices,
-        } if buffers.contains(&buffer) => {
-            indices.insert(0, index.clone());
+        } => {
+            if let Some(index) = index_of(&buffer) {
+                indices.insert(0, index);
+            }
             Expr::new(ExprKind::Load { buffer, indices }, e.span)
         }
         kind => Expr::new(kind, e.span),
     });
-    add_stage_index_stmts(body, buffers, index);
+    add_stage_index_stmts(body, index_of);
 }
 
-fn add_stage_index_stmts(body: &mut [Stmt], buffers: &HashSet<String>, index: &Expr) {
+fn add_stage_index_stmts(body: &mut [Stmt], index_of: &dyn Fn(&str) -> Option<Expr>) {
     let region = |r: &mut tlc_ir::Region| {
-        if buffers.contains(&r.buffer.name) {
+        if let Some(index) = index_of(&r.buffer.name) {
             r.ranges.insert(
                 0,
                 Range {
-                    start: index.clone(),
+                    start: index,
                     extent: Expr::int(1),
                 },
             );
@@ -393,7 +418,11 @@ fn add_stage_index_stmts(body: &mut [Stmt], buffers: &HashSet<String>, index: &E
         match &mut stmt.kind {
             StmtKind::Store {
                 buffer, indices, ..
-            } if buffers.contains(&buffer.name) => indices.insert(0, index.clone()),
+            } => {
+                if let Some(index) = index_of(&buffer.name) {
+                    indices.insert(0, index);
+                }
+            }
             StmtKind::Copy { src, dst } => {
                 region(src);
                 region(dst);
@@ -406,15 +435,15 @@ fn add_stage_index_stmts(body: &mut [Stmt], buffers: &HashSet<String>, index: &E
             }
             StmtKind::Intrinsic(i) => {
                 for op in i.operands_mut() {
-                    if buffers.contains(&op.buffer.name) {
-                        op.indices.insert(0, index.clone());
+                    if let Some(index) = index_of(&op.buffer.name) {
+                        op.indices.insert(0, index);
                     }
                 }
             }
             _ => {}
         }
         for child in child_bodies_mut(stmt) {
-            add_stage_index_stmts(child, buffers, index);
+            add_stage_index_stmts(child, index_of);
         }
     }
 }

@@ -4,12 +4,16 @@
 
 use std::collections::{HashMap, HashSet};
 use tlc_ir::visit::{child_bodies_mut, for_each_stmt, for_each_subexpr, stmt_exprs};
-use tlc_ir::{ExprKind, PrimFunc, Stmt, StmtKind};
+use tlc_ir::{Expr, ExprKind, PrimFunc, Stmt, StmtKind};
 
 /// The names taken in one function, and a source of new ones.
 #[derive(Clone, Debug, Default)]
 pub struct NameSet {
     taken: HashSet<String>,
+    /// Per base, the `N` of the last `base_N` handed out: every smaller `N` is taken (names
+    /// are only ever added), so the next search starts there — without it, the k-th copy of
+    /// a binder (`unroll` of a long loop) would try k names, quadratic over a kernel.
+    next: HashMap<String, u64>,
 }
 
 impl NameSet {
@@ -38,17 +42,23 @@ impl NameSet {
                 });
             }
         });
-        NameSet { taken }
+        NameSet {
+            taken,
+            next: HashMap::new(),
+        }
     }
 
     /// A name not taken yet, now taken: `base` itself if free, else `base_N` with the
     /// smallest free N.
     pub fn fresh(&mut self, base: &str) -> String {
         let name = if self.taken.contains(base) {
-            (1u64..)
-                .map(|n| format!("{base}_{n}"))
-                .find(|c| !self.taken.contains(c))
-                .unwrap_or_else(|| format!("{base}_"))
+            let start = self.next.get(base).copied().unwrap_or(1);
+            let (n, name) = (start..)
+                .map(|n| (n, format!("{base}_{n}")))
+                .find(|(_, c)| !self.taken.contains(c))
+                .unwrap_or_else(|| (start, format!("{base}_")));
+            self.next.insert(base.to_string(), n);
+            name
         } else {
             base.to_string()
         };
@@ -80,6 +90,25 @@ pub(crate) fn rename_binders(
             rename_binders(child, names, renames);
         }
     }
+}
+
+/// Gives every let and loop variable bound in `body` a fresh name and renames its uses:
+/// what a second copy of a body needs before it joins the first in one scope (names are
+/// identities: a builder that instantiates a body once per register slot must not bind
+/// the body's `jj` twice).
+pub(crate) fn freshen(body: &mut [Stmt], names: &mut NameSet) {
+    let mut renames = HashMap::new();
+    rename_binders(body, names, &mut renames);
+    if renames.is_empty() {
+        return;
+    }
+    tlc_ir::visit::map_body_exprs(body, &mut |e| match &e.kind {
+        ExprKind::Var(n) => match renames.get(n) {
+            Some(fresh) => Expr::new(ExprKind::Var(fresh.clone()), e.span),
+            None => e,
+        },
+        _ => e,
+    });
 }
 
 /// `x` for `x_12`, so copies of copies are `x_1`, `x_2`, … rather than `x_1_1`.
@@ -114,5 +143,26 @@ mod tests {
         assert_eq!(names.fresh("bx"), "bx_1");
         assert_eq!(names.fresh("y"), "y");
         assert_eq!(names.fresh("y"), "y_1");
+    }
+
+    #[test]
+    fn freshen_renames_binders_and_their_uses_only() {
+        let mut func = tlc_ir::parse(
+            "@T.prim_func\ndef f(A: T.Tensor((8,), \"float32\")):\n    with T.Kernel(1, threads=1) as bx:\n        for jj in T.serial(8):\n            x = jj + bx\n            A[x % 8] = 0.0\n",
+        )
+        .unwrap();
+        let mut names = NameSet::of(&func);
+        let StmtKind::Kernel(k) = &mut func.body[0].kind else {
+            panic!("a kernel");
+        };
+        // Two copies of the loop in one scope: verified only with the second freshened.
+        let mut copy = k.body.clone();
+        freshen(&mut copy, &mut names);
+        k.body.extend(copy);
+        let text = tlc_ir::printer::print_func(&func);
+        assert!(text.contains("for jj_1 in T.serial(8):"), "{text}");
+        assert!(text.contains("x_1 = jj_1 + bx"), "{text}");
+        assert!(text.contains("A[x_1 % 8] = 0.0"), "{text}");
+        assert!(tlc_ir::verifier::verify(&func).is_ok(), "{text}");
     }
 }

@@ -28,13 +28,14 @@
 //! stage, and the stage-0 statements must satisfy the conditions above; violations are
 //! errors located at the statement.
 
-use crate::analysis::access::count_sites;
+use crate::analysis::access::{count_sites, SitesFrom};
 use crate::analysis::kernels::for_each_kernel;
 use crate::analysis::schedule::{KernelFacts, LoopGraph};
 use crate::context::PassContext;
 use crate::pass::Pass;
+use std::collections::HashMap;
 use tlc_ir::visit::child_bodies_mut;
-use tlc_ir::{Diagnostic, ForKind, PrimFunc, Stmt, StmtKind};
+use tlc_ir::{Diagnostic, ForKind, PrimFunc, Stmt, StmtKind, Target};
 
 pub struct PipelinePlanning;
 
@@ -47,12 +48,12 @@ impl Pass for PipelinePlanning {
         "T.Pipelined loops: stage 0 for global->shared copies, the last stage for the rest, order from the body's dependency graph"
     }
 
-    fn run(&self, mut func: PrimFunc, _cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
+    fn run(&self, mut func: PrimFunc, cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
         let mut errors = Vec::new();
         let params = func.params.clone();
         for_each_kernel(&mut func.body, &mut |k, _| {
             let facts = KernelFacts::of(k, &params);
-            plan_list(&mut k.body, &facts, &mut errors);
+            plan_list(&mut k.body, &facts, cx.target(), &mut errors);
         });
         if errors.is_empty() {
             Ok(func)
@@ -63,18 +64,23 @@ impl Pass for PipelinePlanning {
 }
 
 /// Plans (or checks) every pipelined loop of `list`, recursively.
-fn plan_list(list: &mut [Stmt], facts: &KernelFacts, errors: &mut Vec<Diagnostic>) {
-    for i in 0..list.len() {
-        let from_here = count_sites(&list[i..]);
-        let span = list[i].span;
-        if let StmtKind::For(f) = &mut list[i].kind {
+fn plan_list(list: &mut [Stmt], facts: &KernelFacts, target: Target, errors: &mut Vec<Diagnostic>) {
+    let mut sites = SitesFrom::new(list);
+    let mut here = HashMap::new();
+    for stmt in list.iter_mut() {
+        // Past the statement before (its sites counted before it was planned).
+        sites.pass(&here);
+        here = count_sites(std::slice::from_ref(stmt));
+        let from_here = sites.sites();
+        let span = stmt.span;
+        if let StmtKind::For(f) = &mut stmt.kind {
             if let ForKind::Pipelined {
                 num_stages,
                 order,
                 stage,
             } = &f.kind
             {
-                let graph = LoopGraph::build(&f.body, facts, &from_here);
+                let graph = LoopGraph::build(&f.body, facts, from_here);
                 let Some(count) = num_stages.as_int() else {
                     errors.push(Diagnostic::error(
                         num_stages.span,
@@ -94,8 +100,11 @@ fn plan_list(list: &mut [Stmt], facts: &KernelFacts, errors: &mut Vec<Diagnostic
                             late.join("; ")
                         );
                         f.body.insert(0, Stmt::new(StmtKind::Note(text), span));
-                        let graph = LoopGraph::build(&f.body, facts, &from_here);
+                        let graph = LoopGraph::build(&f.body, facts, from_here);
                         (order, stage) = graph.plan(count);
+                        errors.extend(graph.ring_too_large(&num_stages, count, &stage, target));
+                    } else {
+                        errors.extend(graph.ring_too_large(&num_stages, count, &stage, target));
                     }
                     f.kind = ForKind::Pipelined {
                         num_stages,
@@ -103,12 +112,16 @@ fn plan_list(list: &mut [Stmt], facts: &KernelFacts, errors: &mut Vec<Diagnostic
                         stage,
                     };
                 } else {
-                    errors.extend(graph.validate(f, span, count, order, stage));
+                    let invalid = graph.validate(f, span, count, order, stage);
+                    if invalid.is_empty() {
+                        errors.extend(graph.ring_too_large(num_stages, count, stage, target));
+                    }
+                    errors.extend(invalid);
                 }
             }
         }
-        for child in child_bodies_mut(&mut list[i]) {
-            plan_list(child, facts, errors);
+        for child in child_bodies_mut(stmt) {
+            plan_list(child, facts, target, errors);
         }
     }
 }

@@ -9,9 +9,9 @@ use common::{assert_same_meaning, corpus};
 use pipe::{case, parse};
 use tlc_ir::printer::print_func;
 use tlc_ir::visit::for_each_stmt;
-use tlc_ir::{ForKind, PrimFunc, StmtKind};
+use tlc_ir::{ForKind, PrimFunc, StmtKind, Target};
 use tlc_passes::pipeline_planning::PipelinePlanning;
-use tlc_passes::Pass;
+use tlc_passes::{Pass, PassContext};
 
 fn planned(func: PrimFunc) -> PrimFunc {
     let out = PipelinePlanning
@@ -271,4 +271,114 @@ fn invalid_user_plans_are_located_errors() {
     let d = PipelinePlanning.run(func, &common::cx()).err().unwrap();
     assert!(!d[0].span.is_dummy());
     assert_eq!(d[0].notes.iter().filter(|n| n.span.is_some()).count(), 1);
+}
+
+/// A ring of `num_stages` copies of the stage-0 buffers that cannot fit in a block's shared
+/// memory is refused at `num_stages` before any per-stage work (issue 33: sm_90a's TMA
+/// lowering worked stage by stage, and `num_stages=2^31` ran for hours), by
+/// `pipeline-planning` and by `inject-software-pipeline` when it plans alone. S is 64×32
+/// float32, 8192 bytes a stage: sm_80's 166912 bytes hold 20 stages, sm_90a's 232448 hold 28.
+#[test]
+fn a_ring_over_shared_memory_is_refused_at_num_stages() {
+    use tlc_passes::inject_software_pipeline::InjectSoftwarePipeline;
+    let body = "            T.copy(A[0, ko * 32], S)\n            for i, j in T.Parallel(64, 32):\n                F[i, j] = F[i, j] + S[i, j]\n";
+    let text = |stages: &str, plan: &str| {
+        print_func(&kernel(body, ""))
+            .replace("num_stages=3)", &format!("num_stages={stages}{plan})"))
+    };
+    for (target, fits) in [(Target::Sm80, 20), (Target::Sm90a, 28)] {
+        let cx = PassContext::new(target);
+        let ok = PipelinePlanning.run(parse(&text(&fits.to_string(), "")), &cx);
+        assert!(ok.is_ok(), "{target}: {fits} stages fit");
+        for stages in [
+            (fits + 1).to_string(),
+            "2147483648".to_string(),
+            i64::MAX.to_string(),
+        ] {
+            for plan in ["", ", order=[0, 1], stage=[0, 1]"] {
+                let src = text(&stages, plan);
+                for (pass, result) in [
+                    ("pipeline-planning", PipelinePlanning.run(parse(&src), &cx)),
+                    ("inject", InjectSoftwarePipeline.run(parse(&src), &cx)),
+                ] {
+                    let d = result.err().unwrap_or_else(|| panic!("{pass} {stages}"));
+                    assert_eq!(d.len(), 1, "{pass} {stages}: {d:?}");
+                    assert!(
+                        d[0].message.starts_with(&format!(
+                            "`num_stages={stages}` needs {} bytes of shared memory for the \
+                             pipeline's stages ({stages} copies of `S`: 8192 bytes a stage), \
+                             more than the {} a block may have on {target}",
+                            stages
+                                .parse::<i64>()
+                                .ok()
+                                .and_then(|s| s.checked_mul(8192))
+                                .map_or("more than 2^63".to_string(), |b| b.to_string()),
+                            target.max_shared_bytes()
+                        )),
+                        "{pass}: {}",
+                        d[0].message
+                    );
+                    assert_eq!(&src[d[0].span.start..d[0].span.end], stages, "{pass}");
+                    assert_eq!(d[0].notes[0].message, format!("at most {fits} stages fit (the rest of the kernel's shared memory aside)"));
+                }
+            }
+        }
+    }
+}
+
+/// The dependency graph keeps only the nearest dependencies (edges as many as the body's
+/// accesses, not one per pair of statements): every edge is a dependency of the pairwise
+/// definition, with its reason, and every pairwise dependency is a path of edges. Checked
+/// on every pipelined loop of the corpus and on a body of lets (pure and not), notes, and
+/// buffers read and written by several statements.
+#[test]
+fn the_nearest_dependencies_reach_every_pairwise_one() {
+    use petgraph::graph::NodeIndex;
+    use petgraph::visit::EdgeRef;
+    use tlc_passes::analysis::schedule::{dependency, KernelFacts, LoopGraph};
+    let mixed = kernel(
+        "            T.note(\"first\")\n            kb = ko * 32\n            T.copy(A[0, kb], S)\n            x = G[0, 0]\n            for i, j in T.Parallel(64, 32):\n                F[i, j] = F[i, j] + S[i, j] + x\n            T.copy(A[0, kb + 1], S2)\n            for i, j in T.Parallel(64, 32):\n                S[i, j] = S2[i, j]\n            for i, j in T.Parallel(64, 32):\n                F[i, j] = F[i, j] + S[i, j] * x\n            T.note(\"last\")\n            T.copy(F, G)\n",
+        "",
+    );
+    let mut funcs: Vec<PrimFunc> = corpus().into_iter().map(|(_, f)| f).collect();
+    funcs.push(mixed);
+    let mut loops = 0;
+    for func in &funcs {
+        for_each_stmt(&func.body, &mut |s| {
+            let StmtKind::Kernel(k) = &s.kind else {
+                return;
+            };
+            let facts = KernelFacts::of(k, &func.params);
+            for_each_stmt(&k.body, &mut |s| {
+                let StmtKind::For(f) = &s.kind else { return };
+                if !matches!(f.kind, ForKind::Pipelined { .. }) {
+                    return;
+                }
+                let g = LoopGraph::build(&f.body, &facts, &Default::default());
+                let n = g.stmts.len();
+                for e in g.graph.edge_references() {
+                    let (i, j) = (e.source().index(), e.target().index());
+                    assert!(i < j);
+                    assert_eq!(
+                        Some(e.weight()),
+                        dependency(&g.stmts[i], &g.stmts[j]).as_ref()
+                    );
+                }
+                for i in 0..n {
+                    let mut dfs = petgraph::visit::Dfs::new(&g.graph, NodeIndex::new(i));
+                    let mut reached = std::collections::HashSet::new();
+                    while let Some(x) = dfs.next(&g.graph) {
+                        reached.insert(x.index());
+                    }
+                    for j in i + 1..n {
+                        if dependency(&g.stmts[i], &g.stmts[j]).is_some() {
+                            assert!(reached.contains(&j), "{i} -> {j} of {n} not reached");
+                        }
+                    }
+                }
+                loops += 1;
+            });
+        });
+    }
+    assert!(loops >= 10, "only {loops} pipelined loops");
 }

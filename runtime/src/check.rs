@@ -6,8 +6,9 @@ use crate::error::{Result, RuntimeError};
 use crate::manifest::{axis, Dims, Launch, Manifest};
 use tlc_ir::DType;
 
-/// Largest grid size per axis (x, y, z), from the CUDA programming guide.
-pub const MAX_GRID: [i64; 3] = [(1 << 31) - 1, 65535, 65535];
+/// Largest grid size per axis (x, y, z), from the CUDA programming guide (the one
+/// definition is the IR's, which the verifier checks constant grids against).
+pub const MAX_GRID: [i64; 3] = tlc_ir::target::MAX_GRID_DIMS;
 
 /// What a launch needs once the arguments are known to fit the manifest: the bound dims and
 /// one configuration per kernel, in launch order.

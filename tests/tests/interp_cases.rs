@@ -240,6 +240,7 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
         "gemm_fp8_nt" => check_gemm(stem, o, true, Round::F32),
         "gemm_fp8_blockscaled" => check_blockscaled_fp8(stem, o, false),
         "gemm_fp8_scales_staged" => check_blockscaled_fp8(stem, o, true),
+        "gemm_column_max_into_rows" => check_column_max_into_rows(stem, o),
         "notes" => {
             // Notes mean nothing: C = A @ B, then D = C * 2 + 1.
             check_gemm(stem, o, false, Round::F32);
@@ -307,6 +308,64 @@ fn check_gemm(stem: &str, o: &Outputs, b_transposed: bool, round: Round) {
         Round::F32 => f64::from(first as f32),
     };
     assert_eq!(first, rounded, "{stem}: C is not rounded to its dtype");
+}
+
+/// `gemm_column_max_into_rows`: per 128 x 128 tile (by, bx) of G = A @ B (float32),
+/// `ColMax[by, bx·128 + j] = max_i G[i, j]` over the tile's rows, and
+/// `C[i, j] = G[i, j] - colmax[i]` (the maximum of the tile's column numbered like the
+/// row). Each G element is within the f32 accumulation bound of its f64 sum; a maximum is
+/// within the largest bound of its column; the difference adds one f32 rounding.
+fn check_column_max_into_rows(stem: &str, o: &Outputs) {
+    let (a, b, c, colmax) = (&o["A"], &o["B"], &o["C"], &o["ColMax"]);
+    let (m, k, n) = (a.shape()[0], a.shape()[1], b.shape()[1]);
+    let (av, bv, cv, mv) = (a.to_f64(), b.to_f64(), c.to_f64(), colmax.to_f64());
+    // The f64 product and its error bound.
+    let mut g = vec![(0.0f64, 0.0f64); m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let (mut sum, mut mag) = (0.0f64, 0.0f64);
+            for kk in 0..k {
+                let p = av[i * k + kk] * bv[kk * n + j];
+                sum += p;
+                mag += p.abs();
+            }
+            g[i * n + j] = (sum, 2f64.powi(-23) * k as f64 * mag + 2f64.powi(-24));
+        }
+    }
+    for by in 0..m / 128 {
+        for bx in 0..n / 128 {
+            // (max, its tolerance) of each of the tile's columns.
+            let col: Vec<(f64, f64)> = (0..128)
+                .map(|j| {
+                    (0..128).fold((f64::NEG_INFINITY, 0.0f64), |(best, tol), i| {
+                        let (v, t) = g[(by * 128 + i) * n + bx * 128 + j];
+                        (best.max(v), tol.max(t))
+                    })
+                })
+                .collect();
+            for (j, &(want, tol)) in col.iter().enumerate() {
+                let got = mv[by * n + bx * 128 + j];
+                assert!(
+                    (got - want).abs() <= tol,
+                    "{stem}: ColMax[{by}, {}] = {got}, reference {want}, tol {tol}",
+                    bx * 128 + j
+                );
+            }
+            for i in 0..128 {
+                for j in 0..128 {
+                    let (r, (v, t)) = (by * 128 + i, g[(by * 128 + i) * n + bx * 128 + j]);
+                    let want = v - col[i].0;
+                    let tol = t + col[i].1 + 2f64.powi(-24) * (want.abs() + 1.0);
+                    let got = cv[r * n + bx * 128 + j];
+                    assert!(
+                        (got - want).abs() <= tol,
+                        "{stem}: C[{r}, {}] = {got}, reference {want}, tol {tol}",
+                        bx * 128 + j
+                    );
+                }
+            }
+        }
+    }
 }
 
 /// C = A @ B (float16) summed in `slices` float32 partial sums, each rounded to float16 and

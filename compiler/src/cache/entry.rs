@@ -140,7 +140,7 @@ pub(super) fn check_config(key: &Key, config: &Config) -> Result<Config, String>
             "its config {} breaks the constraint `{c}`",
             tlc_ir::tuning::describe(&ordered)
         )),
-        Err(e) => Err(e),
+        Err(e) => Err(e.message),
     }
 }
 

@@ -5,13 +5,14 @@
 //! read off the input shapes). With `--save-dir DIR`, every parameter is written to
 //! `DIR/NAME.npy` after the run: inputs as used, outputs as produced.
 
+use crate::diagnostics::SourceFile;
 use crate::frontend::{self, Tuning, UserError};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Instant;
 use tlc_ir::interp::{self, RunOptions, Tensor};
-use tlc_ir::PrimFunc;
+use tlc_ir::{Diagnostic, PrimFunc};
 
 /// What `tlc run --interp` was asked to do.
 pub struct RunArgs<'a> {
@@ -27,7 +28,7 @@ pub struct RunArgs<'a> {
 /// Runs the kernel and returns the report printed on stdout.
 pub fn run(args: &RunArgs) -> Result<String, UserError> {
     let (file, func, _) = frontend::load(args.file, args.defines, &args.tuning)?;
-    let given = load_inputs(&func, args.inputs)?;
+    let given = load_inputs(&file, &func, args.inputs)?;
     let given_names: Vec<String> = given.keys().cloned().collect();
     let opts = RunOptions {
         seed: args.seed,
@@ -70,8 +71,12 @@ pub fn run(args: &RunArgs) -> Result<String, UserError> {
     Ok(report)
 }
 
-/// Parses `NAME=path.npy` and reads each file with the parameter's dtype.
+/// Parses `NAME=path.npy` and reads each file with the parameter's dtype. Every problem
+/// with an input (a file that cannot be read, a wrong dtype, a corrupt or oversized header,
+/// data that does not match the header, the same input twice) is located at the parameter,
+/// as a wrong shape is (`interp::dims`); a name that is no parameter, at the function.
 pub(crate) fn load_inputs(
+    file: &SourceFile,
     func: &PrimFunc,
     specs: &[String],
 ) -> Result<HashMap<String, Tensor>, UserError> {
@@ -80,24 +85,24 @@ pub(crate) fn load_inputs(
         let (name, path) = spec
             .split_once('=')
             .ok_or_else(|| UserError::plain(format!("`--input {spec}`: expected NAME=path.npy")))?;
-        let param = func
-            .params
-            .iter()
-            .find(|p| p.name.name == name)
-            .ok_or_else(|| {
-                let names: Vec<&str> = func.params.iter().map(|p| p.name.name.as_str()).collect();
-                UserError::plain(format!(
+        let Some(param) = func.params.iter().find(|p| p.name.name == name) else {
+            let names: Vec<&str> = func.params.iter().map(|p| p.name.name.as_str()).collect();
+            let diag = Diagnostic::error(
+                func.name.span,
+                format!(
                     "`--input {spec}`: `{name}` is not a parameter of `{}` (parameters: {})",
                     func.name.name,
                     names.join(", ")
-                ))
-            })?;
+                ),
+            );
+            return Err(UserError(file.render(&diag)));
+        };
+        let at_param =
+            |message: String| UserError(file.render(&Diagnostic::error(param.span, message)));
         let tensor = interp::read_npy_file(Path::new(path), param.dtype)
-            .map_err(|e| UserError::plain(format!("`--input {name}={path}`: {e}")))?;
+            .map_err(|e| at_param(format!("input `{name}`: {e}")))?;
         if inputs.insert(name.to_string(), tensor).is_some() {
-            return Err(UserError::plain(format!(
-                "`--input {name}=…` is given twice"
-            )));
+            return Err(at_param(format!("`--input {name}=…` is given twice")));
         }
     }
     Ok(inputs)

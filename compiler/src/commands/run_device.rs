@@ -139,7 +139,7 @@ pub fn compare_within(tol: Option<(f64, f64)>, gpu: &[f64], reference: &[f64]) -
 /// and the command fails.
 pub fn run(args: &RunArgs, target: Option<Target>) -> Result<String, UserError> {
     let (file, func, info) = frontend::load(args.file, args.defines, &args.tuning)?;
-    let given = load_inputs(&func, args.inputs)?;
+    let given = load_inputs(&file, &func, args.inputs)?;
 
     let gpu = Gpu::new(0).map_err(|e| {
         UserError::plain(format!(

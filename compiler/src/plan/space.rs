@@ -67,7 +67,7 @@ use crate::diagnostics::SourceFile;
 use crate::frontend::UserError;
 use std::cmp::Ordering;
 use std::num::NonZeroU128;
-use tlc_ir::specialize::{parse_define, specialize};
+use tlc_ir::specialize::{parse_defines, specialize};
 use tlc_ir::target::{
     MAX_BLOCKS_PER_SM, MAX_REGISTERS_PER_THREAD, MAX_THREADS_PER_SM, REGISTERS_PER_SM,
 };
@@ -142,11 +142,128 @@ pub fn rank(
     defines: &[String],
     gpu: Gpu,
 ) -> Result<Ranking, UserError> {
-    let bindings = defines
-        .iter()
-        .map(|d| parse_define(d))
-        .collect::<Result<Vec<_>, _>>()
+    let (unique, dims) = space(file, func, defines)?;
+    let manager = PassManager::new(default_pipeline(gpu.target), Instrumentation::default())
         .map_err(UserError::plain)?;
+    let mut ranking = Ranking {
+        ranked: Vec::new(),
+        dropped: Vec::new(),
+        has_space: !func.space.is_empty(),
+    };
+    let indexed: Vec<(usize, Config)> = unique.into_iter().enumerate().collect();
+    for (index, config, result) in footprints(file, func, indexed, &dims, &manager, gpu) {
+        match result {
+            Ok(footprint) => ranking.ranked.push(Ranked {
+                index,
+                config,
+                footprint,
+            }),
+            Err(reason) => ranking.dropped.push(Dropped {
+                index,
+                config,
+                reason,
+            }),
+        }
+    }
+    ranking.ranked.sort_by(compare);
+    Ok(ranking)
+}
+
+/// The first config of [`rank`]'s ranking, found without compiling every config.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Best {
+    /// `rank(…).ranked.first()`: `None` when every config is dropped.
+    pub first: Option<Ranked>,
+    /// The configs of the space (after `-D` fixed tunables).
+    pub configs: usize,
+    /// The configs compiled to find it.
+    pub compiled: usize,
+}
+
+/// [`rank`]'s first config, compiling only the configs that could rank first: each
+/// config's estimate has a floor known without compiling (`estimate_floor`: the written
+/// kernel's steps and grid, at the most favourable number of resident blocks), so configs
+/// are compiled in the order of their floors, [`BEST_BATCH`] at a time, until the
+/// best compiled estimate is below every floor left. Rule 0 ranks by the estimate first,
+/// so no config left can rank first; configs without an estimate rank after every config
+/// with one and are compiled only when no config with one survives. What `compile`,
+/// `run` and `bench` do when they take the plan's choice (`frontend::choose_tunables`):
+/// with every dim bound, a space of a hundred configs at a small shape compiled every
+/// config (12.9 s for `examples/gemm_splitk.tir`), though a handful can be first.
+pub fn best(
+    file: &SourceFile,
+    func: &PrimFunc,
+    defines: &[String],
+    gpu: Gpu,
+) -> Result<Best, UserError> {
+    let (unique, dims) = space(file, func, defines)?;
+    let manager = PassManager::new(default_pipeline(gpu.target), Instrumentation::default())
+        .map_err(UserError::plain)?;
+    let configs = unique.len();
+    let mut queue: Vec<(Floor, usize, Config)> = unique
+        .into_iter()
+        .enumerate()
+        .map(|(index, config)| (estimate_floor(func, &config, &dims, gpu), index, config))
+        .collect();
+    queue.sort_by_key(|(floor, index, _)| (*floor, *index));
+    let mut queue = std::collections::VecDeque::from(queue);
+    let mut first: Option<Ranked> = None;
+    let mut compiled = 0;
+    loop {
+        // A config can rank first only if its floor is at most the best estimate so far
+        // (an equal estimate ties, broken by the later rules).
+        let open = |floor: &Floor| match first.as_ref().map(|f| f.footprint.estimate_ns) {
+            Some(Some(best)) => match floor {
+                Floor::Unknown => true,
+                Floor::Estimate(ns) => *ns <= best,
+                Floor::NoEstimate => false,
+            },
+            _ => true,
+        };
+        let mut batch: Vec<(usize, Config)> = Vec::new();
+        while batch.len() < BEST_BATCH {
+            match queue.pop_front() {
+                Some((floor, index, config)) if open(&floor) => batch.push((index, config)),
+                Some(_) => queue.clear(),
+                None => break,
+            }
+        }
+        if batch.is_empty() {
+            break;
+        }
+        compiled += batch.len();
+        for (index, config, result) in footprints(file, func, batch, &dims, &manager, gpu) {
+            if let Ok(footprint) = result {
+                let ranked = Ranked {
+                    index,
+                    config,
+                    footprint,
+                };
+                if first.as_ref().is_none_or(|f| compare(&ranked, f).is_lt()) {
+                    first = Some(ranked);
+                }
+            }
+        }
+    }
+    Ok(Best {
+        first,
+        configs,
+        compiled,
+    })
+}
+
+/// How many configs [`best`] compiles at once (on every core): a constant, so that how
+/// many it compiles (`-v` says) is the same on every machine.
+const BEST_BATCH: usize = 4;
+
+/// The configs of `func`'s space with the `-D` tunables of `defines` fixed (duplicates
+/// dropped, the space's order kept) and the dims `defines` binds, which must be all of them.
+fn space(
+    file: &SourceFile,
+    func: &PrimFunc,
+    defines: &[String],
+) -> Result<(Vec<Config>, Config), UserError> {
+    let bindings = parse_defines(defines).map_err(UserError::plain)?;
     let (fixed, dims): (Vec<_>, Vec<_>) = bindings
         .into_iter()
         .partition(|(name, _)| func.space.declares(name));
@@ -168,7 +285,10 @@ pub fn rank(
         .with_note(format!("missing: {}", missing.join(" ")));
         return Err(UserError(file.render(&diag)));
     }
-    let mut configs = func.space.configs(&dims).map_err(UserError::plain)?;
+    let mut configs = func
+        .space
+        .configs(&dims)
+        .map_err(|d| UserError(file.render(&d)))?;
     for config in &mut configs {
         for (name, value) in &fixed {
             if let Some(slot) = config.iter_mut().find(|(n, _)| n == name) {
@@ -177,45 +297,80 @@ pub fn rank(
         }
     }
     // Fixing a tunable makes configs that differed only in it equal: keep the first.
-    let mut unique: Vec<Config> = Vec::new();
-    for config in configs {
-        if !unique.contains(&config) {
-            unique.push(config);
-        }
-    }
-    let manager = PassManager::new(default_pipeline(gpu.target), Instrumentation::default())
-        .map_err(UserError::plain)?;
-    let mut ranking = Ranking {
-        ranked: Vec::new(),
-        dropped: Vec::new(),
-        has_space: !func.space.is_empty(),
-    };
-    // Each config compiles on its own: on every core.
-    let mut results: Vec<(usize, Config, Result<Footprint, String>)> = unique
+    let mut seen: std::collections::HashSet<Config> = std::collections::HashSet::new();
+    let unique: Vec<Config> = configs
         .into_iter()
-        .enumerate()
+        .filter(|c| seen.insert(c.clone()))
+        .collect();
+    Ok((unique, dims))
+}
+
+/// Each config (with its index in the space) compiled and measured, on every core.
+fn footprints(
+    file: &SourceFile,
+    func: &PrimFunc,
+    configs: Vec<(usize, Config)>,
+    dims: &Config,
+    manager: &PassManager,
+    gpu: Gpu,
+) -> Vec<(usize, Config, Result<Footprint, String>)> {
+    let mut results: Vec<(usize, Config, Result<Footprint, String>)> = configs
+        .into_iter()
         .map(|(index, config)| (index, config, Err(String::new())))
         .collect();
-    let manager = &manager;
     crate::parallel::for_each(&mut results, |(_, config, result)| {
-        *result = footprint(file, func, config, &dims, manager, gpu);
+        *result = footprint(file, func, config, dims, manager, gpu);
     });
-    for (index, config, result) in results {
-        match result {
-            Ok(footprint) => ranking.ranked.push(Ranked {
-                index,
-                config,
-                footprint,
-            }),
-            Err(reason) => ranking.dropped.push(Dropped {
-                index,
-                config,
-                reason,
-            }),
-        }
+    results
+}
+
+/// What a config's estimate is at least, known without compiling it; ordered as
+/// [`best`] compiles (`Unknown` first: it is cheap to find out, usually a refusal).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Floor {
+    /// The written kernel cannot be measured here (the binding fails, a grid or block
+    /// extent is not constant): compiling says why it is dropped, or what it is.
+    Unknown,
+    /// At least this many nanoseconds.
+    Estimate(u64),
+    /// No estimate (a trip count not constant): it ranks after every config with one.
+    NoEstimate,
+}
+
+/// The floor of `config`'s estimate: [`footprint`]'s sum over the kernels of
+/// `Step::estimate_ns`, each at the number of resident blocks that makes it least (a
+/// planned kernel's residency, 1 to `MAX_BLOCKS_PER_SM`, is known only once compiled;
+/// the step, the grid and the SM count are the written kernel's, as there).
+fn estimate_floor(func: &PrimFunc, config: &Config, dims: &Config, gpu: Gpu) -> Floor {
+    let Ok(bound) = tuning::bind(func, config, dims).and_then(|b| specialize(&b, dims)) else {
+        return Floor::Unknown;
+    };
+    let sms = gpu.sms.get();
+    let mut total: Option<u64> = Some(0);
+    for w in kernels_of(&bound.body) {
+        let blocks = w.grid.iter().try_fold(1u128, |acc, e| {
+            acc.checked_mul(u128::try_from(e.as_int()?).ok()?)
+        });
+        let Some(blocks) = blocks else {
+            return Floor::Unknown;
+        };
+        let least = cost::Step::of(w).map(|step| {
+            (1..=MAX_BLOCKS_PER_SM)
+                .map(|resident| {
+                    let resident = u128::try_from(resident).unwrap_or(1);
+                    let ns = step.estimate_ns(blocks, resident, sms);
+                    // As `footprint` rounds each kernel's estimate.
+                    ns.round().min(u64::MAX as f64) as u64
+                })
+                .min()
+                .unwrap_or(0)
+        });
+        total = total.zip(least).map(|(a, b)| a.saturating_add(b));
     }
-    ranking.ranked.sort_by(compare);
-    Ok(ranking)
+    match total {
+        Some(ns) => Floor::Estimate(ns),
+        None => Floor::NoEstimate,
+    }
 }
 
 /// The module's rules 0 to 7: `Less` when `a` ranks before `b`.
@@ -556,5 +711,56 @@ impl Ranking {
             "dropped": dropped,
         })
         .to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnostics::SourceFile;
+
+    fn load(path: &str) -> (SourceFile, PrimFunc) {
+        let full = format!("{}/../{path}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{full}: {e}"));
+        let file = SourceFile::new(path, text);
+        let func = crate::frontend::parse(&file).unwrap_or_else(|e| panic!("{}", e.0));
+        (file, func)
+    }
+
+    /// `best` (what `compile` takes when no `-D` or cache entry decides) is the first
+    /// config of the whole ranking (what `tlc plan` prints), found compiling fewer configs
+    /// where the floors allow: at the small split-K shape of issue 33 (its 108 configs,
+    /// 12.9 s when all were compiled; here 36 of them, `num_stages` fixed as a `-D` does,
+    /// to keep the test short), and at a large GEMM.
+    #[test]
+    fn best_is_the_first_of_the_ranking() {
+        let sm90 = Gpu {
+            target: Target::Sm90a,
+            sms: NonZeroU128::new(132).unwrap_or(NonZeroU128::MIN),
+        };
+        let sm80 = Gpu {
+            target: Target::Sm80,
+            ..sm90
+        };
+        let splitk: &[&str] = &["M=70", "N=130", "K=200", "num_stages=4"];
+        let gemm: &[&str] = &["M=4096", "N=4096", "K=4096"];
+        let cases = [
+            ("examples/gemm_splitk.tir", splitk, sm90),
+            ("bench/gemm_tunable.tir", gemm, sm80),
+        ];
+        for (path, dims, gpu) in cases {
+            let (file, func) = load(path);
+            let defines: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+            let all = rank(&file, &func, &defines, gpu).unwrap_or_else(|e| panic!("{}", e.0));
+            let best = best(&file, &func, &defines, gpu).unwrap_or_else(|e| panic!("{}", e.0));
+            assert_eq!(best.first.as_ref(), all.ranked.first(), "{path} {dims:?}");
+            assert_eq!(best.configs, all.ranked.len() + all.dropped.len());
+            assert!(
+                best.compiled < best.configs / 2,
+                "{path} {dims:?}: {} of {} compiled",
+                best.compiled,
+                best.configs
+            );
+        }
     }
 }

@@ -18,7 +18,7 @@ use crate::verifier::const_int;
 use crate::wgmma::{SmemOperand, Swizzle};
 
 /// A buffer: a function parameter (global) or an allocation of the running kernel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum BufRef {
     Global(usize),
     Local(usize),
@@ -170,6 +170,15 @@ pub(crate) enum CStmtKind {
         stop: CExpr,
         body: Vec<CStmt>,
         thread_axis: Option<usize>,
+        /// A `T.Parallel` loop: its variable's name. At the tile level its iterations are
+        /// checked for conflicts (`parallel.rs`).
+        parallel: Option<Box<str>>,
+        /// What one iteration costs against the block's loop budget: the iterations of the
+        /// constant loops directly in its body (1 when none), which it pays for when it
+        /// starts, so a runaway nest stops at once ([`loop_cost`]).
+        cost: u64,
+        /// An enclosing loop paid for this one's iterations already.
+        prepaid: bool,
     },
     /// `while cond: body` (per thread at the thread level: a divergent loop).
     While {
@@ -260,6 +269,9 @@ pub(crate) struct CAlloc {
     pub shape: Vec<CExpr>,
     /// One copy per thread (a local or fragment buffer named inside a `threadIdx` loop).
     pub per_thread: bool,
+    /// A `T.alloc_reducer`: `T.Parallel` iterations combine their updates into it, in any
+    /// order, which is no conflict (`parallel.rs`).
+    pub reducer: bool,
 }
 
 /// A compiled function.
@@ -447,12 +459,17 @@ impl Compiler {
                 self.vars.truncate(mark);
                 self.bound_axes = outer_axes;
                 self.thread_vars.truncate(outer_vars);
+                let mut body = body?;
+                let cost = prepay(&mut body, thread_axis.is_none());
                 CStmtKind::Loop {
                     var,
                     start,
                     stop,
-                    body: body?,
+                    body,
                     thread_axis,
+                    parallel: (f.kind == ForKind::Parallel).then(|| f.var.name.as_str().into()),
+                    cost,
+                    prepaid: false,
                 }
             }
             StmtKind::Intrinsic(i) => CStmtKind::Intrinsic(Box::new(self.intrinsic(i, span)?)),
@@ -713,6 +730,7 @@ impl Compiler {
                 scope: decl.scope,
                 shape,
                 per_thread,
+                reducer: k.reducers.iter().any(|r| r.buffer.name == decl.name.name),
             });
             let mut info = BufInfo::of(decl);
             info.per_thread = per_thread;
@@ -1107,4 +1125,36 @@ pub(crate) fn coerce(e: CExpr, to: DType) -> CExpr {
             dtype: to,
         },
     }
+}
+
+/// The iterations of `body`'s loops with constant bounds that are statements of `body` itself
+/// (their own nests counted the same way); at least 1. When `pays` (the enclosing loop is
+/// not a thread loop, and so charges the block's budget), those loops are marked prepaid.
+fn prepay(body: &mut [CStmt], pays: bool) -> u64 {
+    let mut total = 0u64;
+    for s in body {
+        if let CStmtKind::Loop {
+            start,
+            stop,
+            cost,
+            prepaid,
+            thread_axis: None,
+            ..
+        } = &mut s.kind
+        {
+            if let (CKind::Const(Scalar::Int(a)), CKind::Const(Scalar::Int(b))) =
+                (&start.kind, &stop.kind)
+            {
+                let trips = u64::try_from(b.saturating_sub(*a)).unwrap_or(0);
+                total = total.saturating_add(trips.saturating_mul(*cost));
+                *prepaid = pays;
+            }
+        }
+    }
+    total.max(1)
+}
+
+/// What starting a loop of `trips` iterations costs against the block's loop budget.
+pub(crate) fn loop_cost(trips: i64, cost: u64) -> u64 {
+    u64::try_from(trips).unwrap_or(0).saturating_mul(cost)
 }

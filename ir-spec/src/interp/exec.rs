@@ -1,15 +1,19 @@
 //! Statement execution inside a block, and the launch of a kernel's grid.
 
 use crate::diagnostic::Diagnostic;
-use crate::interp::compile::{BufRef, CAlloc, CCall, CExpr, CIntrinsic, CKernel, CStmt, CStmtKind};
+use crate::interp::compile::{
+    loop_cost, BufRef, CAlloc, CCall, CExpr, CIntrinsic, CKernel, CStmt, CStmtKind,
+};
 use crate::interp::eval::{fault, Fault, Frame, Res};
 use crate::interp::lockstep::ThreadState;
-use crate::interp::memory::{BlockLog, Buffer, Memory};
+use crate::interp::memory::{BlockLog, Buffer, Memory, MAX_LOOP_ITERATIONS};
 use crate::interp::ops;
+use crate::interp::parallel::{ParallelLog, Sharing};
 use crate::interp::scalar::Scalar;
 use crate::interp::shared::SharedArena;
 use crate::ir::Scope;
 use crate::span::Span;
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -51,6 +55,72 @@ impl Frame<'_> {
         Ok(())
     }
 
+    /// Takes `n` iterations of a starting loop (and of the constant loops it holds: see
+    /// `compile::loop_cost`) from the block's budget ([`MAX_LOOP_ITERATIONS`]); past it the
+    /// run stops with an error at the loop.
+    pub(crate) fn charge_loop(&mut self, n: u64, span: Span) -> Res<()> {
+        match self.mem.loop_budget.checked_sub(n) {
+            Some(left) => {
+                self.mem.loop_budget = left;
+                Ok(())
+            }
+            None => fault(
+                span,
+                format!(
+                    "this loop nest would take the block past {MAX_LOOP_ITERATIONS} loop \
+                     iterations (all loops together); the interpreter stops here rather than \
+                     run for hours"
+                ),
+            ),
+        }
+    }
+
+    /// A tile-level `T.Parallel` loop: its iterations run in order, each logged, and the run
+    /// stops at the first conflict between two of them (`parallel.rs`).
+    fn parallel_loop(
+        &mut self,
+        var: usize,
+        name: &str,
+        (start, stop): (i64, i64),
+        body: &[CStmt],
+        span: Span,
+    ) -> Res<()> {
+        let outermost = self.mem.parallel.is_none();
+        if outermost {
+            self.mem.parallel = Some(RefCell::new(ParallelLog::default()));
+        }
+        let result = self.parallel_iterations(var, name, (start, stop), body, span);
+        if outermost {
+            self.mem.parallel = None;
+        }
+        result
+    }
+
+    fn parallel_iterations(
+        &mut self,
+        var: usize,
+        name: &str,
+        (start, stop): (i64, i64),
+        body: &[CStmt],
+        span: Span,
+    ) -> Res<()> {
+        for i in start..stop {
+            if let Some(log) = &self.mem.parallel {
+                log.borrow_mut().enter(name, i);
+            }
+            self.vars[var] = Scalar::Int(i);
+            self.exec(body)?;
+            if let Some(log) = &self.mem.parallel {
+                let mut log = log.borrow_mut();
+                log.leave();
+                if let Some(conflict) = log.take_conflict() {
+                    return fault(span, conflict);
+                }
+            }
+        }
+        Ok(())
+    }
+
     pub fn exec(&mut self, stmts: &[CStmt]) -> Res<()> {
         for stmt in stmts {
             self.exec_one(stmt)?;
@@ -70,12 +140,25 @@ impl Frame<'_> {
                 start,
                 stop,
                 body,
+                parallel,
+                cost,
+                prepaid,
                 ..
             } => {
                 let (start, stop) = (self.eval_int(start)?, self.eval_int(stop)?);
-                for i in start..stop {
-                    self.vars[*var] = Scalar::Int(i);
-                    self.exec(body)?;
+                if !prepaid {
+                    self.charge_loop(loop_cost(stop.saturating_sub(start), *cost), stmt.span)?;
+                }
+                match parallel {
+                    Some(name) if self.threads.is_none() && self.mem.thread.is_none() => {
+                        self.parallel_loop(*var, name, (start, stop), body, stmt.span)?
+                    }
+                    _ => {
+                        for i in start..stop {
+                            self.vars[*var] = Scalar::Int(i);
+                            self.exec(body)?;
+                        }
+                    }
                 }
             }
             CStmtKind::While { cond, body } => {
@@ -201,26 +284,21 @@ pub(crate) fn launch(
     };
     let mut grid = Vec::new();
     let mut n_blocks = 1usize;
-    for e in &kernel.grid {
+    for (axis, e) in kernel.grid.iter().enumerate() {
         let g = host.eval_int(e).map_err(|f| to_diagnostic(*f, None))?;
-        match usize::try_from(g)
-            .ok()
-            .and_then(|g| n_blocks.checked_mul(g).map(|n| (g, n)))
-            .filter(|&(_, n)| n <= MAX_BLOCKS)
-        {
-            Some((g, n)) => {
-                grid.push(g);
-                n_blocks = n;
-            }
-            None => {
-                return Err(Diagnostic::error(
-                    e.span,
-                    format!(
-                        "grid extent {g} must be a non-negative size, with at most {MAX_BLOCKS} blocks in all"
-                    ),
-                ))
-            }
-        }
+        grid.push(grid_extent(g, axis, e.span)?);
+        n_blocks = n_blocks.saturating_mul(grid[axis]);
+    }
+    // Each block is interpreted in turn: past this many the run would take days.
+    if n_blocks > MAX_BLOCKS {
+        let at = kernel.grid.first().map_or(span, |e| e.span);
+        return Err(Diagnostic::error(
+            at,
+            format!(
+                "a grid of {n_blocks} blocks is more than the interpreter runs (at most \
+                 {MAX_BLOCKS})"
+            ),
+        ));
     }
     drop(host);
     let run_block = |index: usize| -> Result<BlockLog, Diagnostic> {
@@ -336,6 +414,35 @@ fn run_parallel<T: Send>(
     out
 }
 
+/// A grid extent as a launch takes it: not negative and within CUDA's limit along its axis
+/// (`target::MAX_GRID_DIMS`), the same a GPU launch of the kernel is held to — the
+/// verifier checks constant extents, this the ones the dims decide.
+fn grid_extent(g: i64, axis: usize, at: Span) -> Result<usize, Diagnostic> {
+    let name = ["x", "y", "z"].get(axis).copied().unwrap_or("?");
+    let max = crate::target::MAX_GRID_DIMS
+        .get(axis)
+        .copied()
+        .unwrap_or(i64::MAX);
+    if g < 0 {
+        return Err(Diagnostic::error(
+            at,
+            format!("grid extent {g} along {name} is negative"),
+        ));
+    }
+    if g > max {
+        return Err(Diagnostic::error(
+            at,
+            format!("a grid of {g} blocks along {name} is more than a launch can have"),
+        )
+        .with_note(format!(
+            "CUDA launches at most {max} blocks along {name} (2^31 - 1 along x, 65535 along y \
+             and z)"
+        )));
+    }
+    // `g` is in 0..=2^31 - 1 here.
+    Ok(usize::try_from(g).unwrap_or(usize::MAX))
+}
+
 /// Block `index` in linear order (x fastest) as grid coordinates.
 fn block_coords(index: usize, grid: &[usize]) -> Vec<i64> {
     let mut rest = index;
@@ -370,6 +477,9 @@ fn run_block(
     for (i, alloc) in kernel.allocs.iter().enumerate() {
         let shape = alloc_shape(&frame, alloc)?;
         let len: usize = shape.iter().product();
+        if alloc.scope == Scope::Shared {
+            shared_fits(alloc, len)?;
+        }
         if alloc.scope != Scope::Shared || !byte_arena {
             frame
                 .mem
@@ -415,6 +525,15 @@ fn run_block(
         }
         frame.mem.shared = Some(SharedArena::new(bytes));
     }
+    frame.mem.sharing = kernel
+        .allocs
+        .iter()
+        .map(|a| match a.scope {
+            _ if a.reducer => Sharing::Combined,
+            Scope::Local => Sharing::PerThread,
+            _ => Sharing::Shared,
+        })
+        .collect();
     if kernel.thread_level {
         let private: Vec<usize> = kernel
             .allocs
@@ -434,31 +553,57 @@ fn run_block(
     Ok((frame.mem.overlays, frame.mem.atomics))
 }
 
+/// A shared buffer of `len` elements fits a block's shared memory on some target (the
+/// verifier checks constant shapes; this the shapes the dims decide): a kernel no GPU
+/// could launch does not run here either.
+fn shared_fits(alloc: &CAlloc, len: usize) -> Res<()> {
+    let bytes = len.saturating_mul(alloc.dtype.bytes() as usize);
+    let max = crate::target::Target::ALL
+        .iter()
+        .map(|t| t.max_shared_bytes())
+        .max()
+        .unwrap_or(0);
+    if i64::try_from(bytes).is_ok_and(|b| b <= max) {
+        return Ok(());
+    }
+    let at = alloc.shape.first().map_or(Span::DUMMY, |e| e.span);
+    fault(
+        at,
+        format!(
+            "shared buffer `{}` needs {bytes} bytes, more than the {max} bytes of shared memory \
+             a block may have on any target",
+            alloc.name
+        ),
+    )
+}
+
 /// The shape of an allocation in this block, within the interpreter's size limit.
 fn alloc_shape(frame: &Frame, alloc: &CAlloc) -> Res<Vec<usize>> {
     let mut shape = Vec::with_capacity(alloc.shape.len());
     let mut len = 1usize;
     for e in &alloc.shape {
         let d = frame.eval_int(e)?;
-        match usize::try_from(d)
-            .ok()
-            .and_then(|d| len.checked_mul(d).map(|l| (d, l)))
-            .filter(|&(_, l)| l <= crate::interp::tensor::MAX_ELEMENTS)
-        {
-            Some((d, l)) => {
-                shape.push(d);
-                len = l;
-            }
-            None => {
-                return fault(
-                    e.span,
-                    format!(
-                        "cannot allocate `{}`: extent {d} is negative or the buffer is too large",
-                        alloc.name
-                    ),
-                )
-            }
-        }
+        let Ok(d) = usize::try_from(d) else {
+            return fault(
+                e.span,
+                format!("cannot allocate `{}`: extent {d} is negative", alloc.name),
+            );
+        };
+        shape.push(d);
+        len = len.saturating_mul(d);
+    }
+    let max = crate::interp::tensor::MAX_ELEMENTS;
+    if len > max {
+        let at = alloc.shape.first().map_or(Span::DUMMY, |e| e.span);
+        return fault(
+            at,
+            format!(
+                "cannot allocate `{}`: its shape {} has more than the {max} elements the \
+                 interpreter holds in one buffer",
+                alloc.name,
+                crate::interp::tensor::fmt_shape(&shape)
+            ),
+        );
     }
     Ok(shape)
 }

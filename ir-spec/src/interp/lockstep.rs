@@ -37,6 +37,7 @@
 //! one statement, so every op and expression is evaluated by the same code as at the tile
 //! level.
 
+use crate::interp::compile::loop_cost;
 use crate::interp::compile::{BufRef, CAllReduce, CCall, CExpr, CIntrinsic, CRef, CStmt, CWgmma};
 use crate::interp::eval::{fault, Frame, Res};
 use crate::interp::memory::{Buffer, RegGuard};
@@ -690,9 +691,12 @@ impl Lockstep<'_, '_> {
     /// A serial (unrolled, vectorized, pipelined, parallel) loop's bounds for the active
     /// threads: (thread, start, trip count). Iteration `k` runs for the threads that have
     /// more than `k` iterations (`tasks.rs`).
+    /// `cost`: what one iteration costs against the block's loop budget, `None` when an
+    /// enclosing loop paid already (`compile::loop_cost`).
     pub fn serial_bounds(
         &mut self,
         range: (&CExpr, &CExpr),
+        cost: Option<u64>,
         span: Span,
         active: &[usize],
     ) -> Res<Vec<(usize, i64, i64)>> {
@@ -700,6 +704,11 @@ impl Lockstep<'_, '_> {
         for &t in active {
             let (start, stop) = self.bounds(t, range, span)?;
             threads.push((t, start, stop.saturating_sub(start)));
+        }
+        // The threads walk the loop in lockstep: its longest trip is what the walk costs.
+        if let Some(cost) = cost {
+            let longest = threads.iter().map(|&(_, _, n)| n).max().unwrap_or(0);
+            self.frame.charge_loop(loop_cost(longest, cost), span)?;
         }
         Ok(threads)
     }

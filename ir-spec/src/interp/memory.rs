@@ -12,6 +12,7 @@
 
 use crate::dtype::DType;
 use crate::interp::compile::BufRef;
+use crate::interp::parallel::{ParallelLog, Sharing};
 use crate::interp::scalar::Scalar;
 use crate::interp::shared::SharedArena;
 use crate::interp::tensor::{fmt_shape, TensorData};
@@ -127,7 +128,19 @@ pub(crate) struct Memory<'g> {
     /// Per thread, how many `T.fresh` naming each allocation it ran itself (empty until
     /// one did).
     fresh_thread: Vec<Vec<u32>>,
+    /// While a tile-level `T.Parallel` nest runs: who touched which element (`parallel.rs`).
+    pub parallel: Option<RefCell<ParallelLog>>,
+    /// Per allocation (`locals` slot): how `T.Parallel` iterations share it.
+    pub sharing: Vec<Sharing>,
+    /// Loop iterations this block (or, at the thread level, its lockstep walk) may still
+    /// run before the interpreter stops it ([`MAX_LOOP_ITERATIONS`]).
+    pub loop_budget: u64,
 }
+
+/// The most loop iterations (all `for` loops together, counted when each loop starts) one
+/// block may run: 2^28, far past any real kernel's block, reached in seconds rather than the
+/// hours a runaway nest would take.
+pub(crate) const MAX_LOOP_ITERATIONS: u64 = 1 << 28;
 
 /// One thread's register guards for `T.wgmma` (`ops/hopper.rs`).
 #[derive(Clone, Debug, Default)]
@@ -162,6 +175,25 @@ impl<'g> Memory<'g> {
             reg_violation: RefCell::new(None),
             fresh_block: Vec::new(),
             fresh_thread: Vec::new(),
+            parallel: None,
+            sharing: Vec::new(),
+            loop_budget: MAX_LOOP_ITERATIONS,
+        }
+    }
+
+    /// Logs an access of the running `T.Parallel` iteration, if one runs.
+    fn log_parallel(&self, b: BufRef, flat: usize, write: bool) {
+        let Some(log) = &self.parallel else { return };
+        let sharing = match b {
+            BufRef::Local(i) => self.sharing.get(i).copied().unwrap_or(Sharing::Shared),
+            BufRef::Global(_) => Sharing::Shared,
+        };
+        let element = || self.buffer(b).element_text(flat);
+        let mut log = log.borrow_mut();
+        if write {
+            log.write(b, flat, sharing, &element);
+        } else {
+            log.read(b, flat, sharing, &element);
         }
     }
 
@@ -301,6 +333,13 @@ impl<'g> Memory<'g> {
     /// memory, a `T.cp_async` has not landed it yet: see `pending_of`).
     #[inline]
     pub fn read(&self, b: BufRef, flat: usize) -> Option<Scalar> {
+        if self.parallel.is_some() {
+            self.log_parallel(b, flat, false);
+        }
+        self.read_unlogged(b, flat)
+    }
+
+    fn read_unlogged(&self, b: BufRef, flat: usize) -> Option<Scalar> {
         match b {
             BufRef::Global(i) => {
                 let overlay = &self.overlays[i];
@@ -359,7 +398,7 @@ impl<'g> Memory<'g> {
                 }
             }
         }
-        let new = add(self.read(b, flat)?);
+        let new = add(self.read_unlogged(b, flat)?);
         match b {
             BufRef::Global(i) => {
                 self.overlays[i].insert(flat, new);
@@ -367,7 +406,7 @@ impl<'g> Memory<'g> {
                     self.atomics[i].push((flat, delta));
                 }
             }
-            BufRef::Local(_) => self.write(b, flat, new),
+            BufRef::Local(_) => self.write_unlogged(b, flat, new),
         }
         Some(new)
     }
@@ -375,6 +414,13 @@ impl<'g> Memory<'g> {
     /// Writes `value` (already of the buffer's dtype) to element `flat` (in bounds).
     #[inline]
     pub fn write(&mut self, b: BufRef, flat: usize, value: Scalar) {
+        if self.parallel.is_some() {
+            self.log_parallel(b, flat, true);
+        }
+        self.write_unlogged(b, flat, value);
+    }
+
+    fn write_unlogged(&mut self, b: BufRef, flat: usize, value: Scalar) {
         match b {
             BufRef::Global(i) => {
                 self.overlays[i].insert(flat, value);

@@ -65,6 +65,7 @@ mod memory;
 pub mod npy;
 mod ops;
 mod order;
+mod parallel;
 pub mod random;
 pub mod scalar;
 mod shared;

@@ -19,7 +19,7 @@
 
 use crate::dtype::DType;
 use crate::interp::fp8;
-use crate::interp::tensor::{fmt_shape, Tensor, TensorData};
+use crate::interp::tensor::{checked_len, fmt_shape, Tensor, TensorData, MAX_ELEMENTS};
 use half::{bf16, f16};
 use npyz::{NpyFile, Order, TypeStr, WriterBuilder};
 use std::path::Path;
@@ -40,17 +40,77 @@ pub fn npy_descr(dtype: DType) -> &'static str {
     }
 }
 
-/// Reads a `.npy` file that must hold an array of `expected`.
+/// The largest `.npy` header read (numpy's own readers refuse headers past 10 000 bytes
+/// by default): a corrupt length field must not make the reader allocate gigabytes.
+pub const MAX_HEADER_BYTES: usize = 1 << 16;
+
+/// Reads a `.npy` file that must hold an array of `expected`. The header is read and
+/// checked first; then exactly the bytes its shape and dtype need (at most
+/// [`MAX_ELEMENTS`] elements) are read, so neither a corrupt header nor a huge or endless
+/// file makes the reader allocate or read more than the array.
 pub fn read_npy_file(path: &Path, expected: DType) -> Result<Tensor, String> {
-    let bytes =
-        std::fs::read(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
-    read_npy(&bytes, expected).map_err(|e| format!("`{}`: {e}", path.display()))
+    use std::io::Read as _;
+    let at = |e: String| format!("`{}`: {e}", path.display());
+    let cannot = |e: std::io::Error| format!("cannot read `{}`: {e}", path.display());
+    let mut file = std::fs::File::open(path).map_err(cannot)?;
+    let mut bytes = Vec::new();
+    // The fixed preamble, then the header it announces, then the data the header sizes.
+    (&mut file)
+        .take(PREAMBLE_V2 as u64)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    let header_end = header_end(&bytes).map_err(at)?;
+    let more = header_end.saturating_sub(bytes.len());
+    (&mut file)
+        .take(more as u64)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    let (_, data_bytes) = header(&bytes, expected).map_err(at)?;
+    let want = header_end + data_bytes;
+    (&mut file)
+        .take((want + 1).saturating_sub(bytes.len()) as u64)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    read_npy(&bytes, expected).map_err(at)
 }
 
-/// Reads `.npy` bytes that must hold an array of `expected` (see the module doc for the
-/// storage of each dtype). Errors name what was expected and what was found.
-pub fn read_npy(bytes: &[u8], expected: DType) -> Result<Tensor, String> {
-    let npy = NpyFile::new(bytes).map_err(|e| format!("not a valid .npy file: {e}"))?;
+/// `\x93NUMPY`, the version (2 bytes) and the header length: 2 bytes in version 1.0, 4 in
+/// 2.0 and 3.0.
+const PREAMBLE_V1: usize = 10;
+const PREAMBLE_V2: usize = 12;
+
+/// Where the header of a `.npy` file ends (where its data starts), from its preamble;
+/// an error for a file that is not `.npy` or whose header is over [`MAX_HEADER_BYTES`].
+fn header_end(bytes: &[u8]) -> Result<usize, String> {
+    let bad = || "not a valid .npy file: no `\\x93NUMPY` preamble".to_string();
+    if bytes.len() < PREAMBLE_V1 || !bytes.starts_with(b"\x93NUMPY") {
+        return Err(bad());
+    }
+    let (len, preamble) = match bytes[6] {
+        1 => (
+            usize::from(u16::from_le_bytes([bytes[8], bytes[9]])),
+            PREAMBLE_V1,
+        ),
+        2 | 3 if bytes.len() >= PREAMBLE_V2 => {
+            let len = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
+            (usize::try_from(len).unwrap_or(usize::MAX), PREAMBLE_V2)
+        }
+        v => return Err(format!("not a valid .npy file: unknown format version {v}")),
+    };
+    if len > MAX_HEADER_BYTES {
+        return Err(format!(
+            "the .npy header is {len} bytes, more than the {MAX_HEADER_BYTES} tlc reads"
+        ));
+    }
+    Ok(preamble + len)
+}
+
+/// The shape of a `.npy` array of `expected` and its data's size in bytes, from the header:
+/// the dtype must be `expected`'s and the array at most [`MAX_ELEMENTS`] elements.
+fn header(bytes: &[u8], expected: DType) -> Result<(Vec<usize>, usize), String> {
+    let end = header_end(bytes)?;
+    let head = bytes.get(..end).ok_or("the .npy header is cut short")?;
+    let npy = NpyFile::new(head).map_err(|e| format!("not a valid .npy file: {e}"))?;
     let want = npy_descr(expected);
     let found = match npy.dtype() {
         npyz::DType::Plain(ts) => ts.to_string(),
@@ -66,6 +126,30 @@ pub fn read_npy(bytes: &[u8], expected: DType) -> Result<Tensor, String> {
         .iter()
         .map(|&d| usize::try_from(d).map_err(|_| format!("dimension {d} is too large")))
         .collect::<Result<Vec<usize>, String>>()?;
+    let len = checked_len(&shape).ok_or_else(|| {
+        format!(
+            "the header's shape {} has more than the {MAX_ELEMENTS} elements tlc reads",
+            fmt_shape(&shape)
+        )
+    })?;
+    // `expected.bytes()` is at most 8, and `len` at most 2^28: the product fits.
+    Ok((shape, len * expected.bytes() as usize))
+}
+
+/// Reads `.npy` bytes that must hold an array of `expected` (see the module doc for the
+/// storage of each dtype). Errors name what was expected and what was found. The data's
+/// size is checked against the header's shape before anything is allocated for it.
+pub fn read_npy(bytes: &[u8], expected: DType) -> Result<Tensor, String> {
+    let (shape, data_bytes) = header(bytes, expected)?;
+    let held = bytes.len().saturating_sub(header_end(bytes)?);
+    if held != data_bytes {
+        let more = if held > data_bytes { " or more" } else { "" };
+        return Err(format!(
+            "the header says shape {} ({data_bytes} bytes of data) but the file holds {held} bytes{more}",
+            fmt_shape(&shape)
+        ));
+    }
+    let npy = NpyFile::new(bytes).map_err(|e| format!("not a valid .npy file: {e}"))?;
     let fortran = npy.order() == Order::Fortran;
     let bad = |e: std::io::Error| format!("cannot read the array data: {e}");
     let data = match expected {
@@ -88,14 +172,6 @@ pub fn read_npy(bytes: &[u8], expected: DType) -> Result<Tensor, String> {
         DType::UInt32 => ints(npy.into_vec::<u32>().map_err(bad)?),
         DType::Bool => TensorData::Bool(npy.into_vec::<bool>().map_err(bad)?),
     };
-    let expected_len: usize = shape.iter().product();
-    if data.len() != expected_len {
-        return Err(format!(
-            "the header says shape {} but the file holds {} elements",
-            fmt_shape(&shape),
-            data.len()
-        ));
-    }
     let data = if fortran {
         reorder_fortran(data, &shape)
     } else {

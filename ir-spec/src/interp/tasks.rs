@@ -292,6 +292,7 @@ fn step<'s>(lock: &mut Lockstep, conts: &mut Vec<Cont<'s>>, stmt: &'s CStmt) -> 
             stop,
             body,
             thread_axis: Some(axis),
+            ..
         } => {
             let now = lock.thread_loop((*var, *axis), (start, stop), span, active(conts))?;
             advance(conts);
@@ -311,8 +312,12 @@ fn step<'s>(lock: &mut Lockstep, conts: &mut Vec<Cont<'s>>, stmt: &'s CStmt) -> 
             stop,
             body,
             thread_axis: None,
+            cost,
+            prepaid,
+            ..
         } => {
-            let threads = lock.serial_bounds((start, stop), span, active(conts))?;
+            let cost = (!prepaid).then_some(*cost);
+            let threads = lock.serial_bounds((start, stop), cost, span, active(conts))?;
             advance(conts);
             conts.push(Cont {
                 kind: ContKind::Serial {

@@ -52,6 +52,9 @@ pub struct Lowerer {
     pub view_regions: bool,
     /// The tunables declared so far (`syntax::lower_tunable`).
     pub tunables: HashSet<String>,
+    /// Every identifier of the source: names lowering makes up avoid them
+    /// (`syntax::generated_names`).
+    pub source_names: HashSet<String>,
 }
 
 /// What lowering gives: the function, and the spans (start, end) of its TVMScript typed
@@ -68,7 +71,10 @@ fn is_call(e: &ast::Expr, name: &str) -> bool {
 
 /// Lowers a parsed module (one `@T.prim_func`, optional symbolic dims and imports).
 pub fn lower_module(module: &[ast::Stmt], src: &str) -> Result<Lowered, Vec<Diagnostic>> {
-    let mut lw = Lowerer::default();
+    let mut lw = Lowerer {
+        source_names: crate::syntax::generated_names::source_names(src),
+        ..Lowerer::default()
+    };
     let mut dims = Vec::new();
     let mut space = crate::tuning::TuningSpace::default();
     let mut func: Option<&ast::FuncDef> = None;
@@ -89,7 +95,7 @@ pub fn lower_module(module: &[ast::Stmt], src: &str) -> Result<Lowered, Vec<Diag
                 }
             }
             ast::StmtKind::Assign { target, value } => {
-                if let Some(dim) = lw.symbolic_dim(target, value) {
+                if let Some(dim) = lw.symbolic_dim(target, value, &dims) {
                     dims.push(dim);
                 }
             }
@@ -149,8 +155,8 @@ impl Lowerer {
         None
     }
 
-    /// `M = T.symbolic("M")` at module level.
-    fn symbolic_dim(&mut self, target: &ast::Expr, value: &ast::Expr) -> Option<Dim> {
+    /// `M = T.symbolic("M")` at module level; `dims`: the ones declared above it.
+    fn symbolic_dim(&mut self, target: &ast::Expr, value: &ast::Expr, dims: &[Dim]) -> Option<Dim> {
         let ast::ExprKind::Call(func, args) = &value.kind else {
             return self.fail(module_level_error(value.span));
         };
@@ -178,6 +184,17 @@ impl Lowerer {
                 value.span,
                 format!("symbolic dimension `{var}` must be named \"{var}\", not \"{name}\""),
             ));
+        }
+        // A second declaration would be a second launch parameter of the same name, and
+        // `-D` could bind only one of them: one dim, one declaration.
+        if let Some(first) = dims.iter().find(|d| d.name == *var) {
+            return self.fail(
+                Diagnostic::error(
+                    target.span,
+                    format!("the symbolic dimension `{var}` is declared twice"),
+                )
+                .with_note_at(first.span, format!("`{var}` is first declared here")),
+            );
         }
         Some(Dim::new(var.clone(), target.span, dtype))
     }
@@ -877,7 +894,7 @@ impl Lowerer {
     /// Expression statements: tile ops and kernel annotations.
     fn call_stmt(&mut self, e: &ast::Expr) -> Option<Stmt> {
         let ast::ExprKind::Call(func, args) = &e.kind else {
-            return self.fail(Diagnostic::error(e.span, "this expression does nothing"));
+            return self.fail(not_a_call(e));
         };
         let name = func.dotted().unwrap_or_default();
         let span = e.span;
@@ -964,6 +981,21 @@ fn stmt_error(stmt: &ast::Stmt) -> Diagnostic {
         }
         ast::StmtKind::Import => Diagnostic::error(stmt.span, "imports belong at module level"),
         _ => Diagnostic::error(stmt.span, "unexpected statement"),
+    }
+}
+
+/// An expression statement that is not a call. Python's `break` and `continue` are names to
+/// this grammar (they are not tokens), so they land here: they get their own message, not
+/// "does nothing", which would hide that the loop does not stop.
+fn not_a_call(e: &ast::Expr) -> Diagnostic {
+    match &e.kind {
+        ast::ExprKind::Name(n) if n == "break" || n == "continue" => {
+            Diagnostic::error(e.span, format!("`{n}` is not supported")).with_note(
+                "a loop runs its whole range in tlc; put the rest of the body under an `if`, or \
+             use a `while` loop whose condition ends it",
+            )
+        }
+        _ => Diagnostic::error(e.span, "this expression does nothing"),
     }
 }
 

@@ -111,7 +111,10 @@ impl Lowerer {
         };
         let (oh_n, ow_n) = (out_dim(h_.clone()), out_dim(w_.clone()));
         let (rows, cols) = (cinfo.shape[0].clone(), cinfo.shape[1].clone());
-        let (vi, vj) = ("im2col_i", "im2col_j");
+        let (vi, vj) = (
+            &self.generated_name("im2col_i"),
+            &self.generated_name("im2col_j"),
+        );
         let m = b(
             BinOp::Add,
             b(BinOp::Mul, nhw_step, rows.clone()),

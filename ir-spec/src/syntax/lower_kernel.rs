@@ -229,7 +229,7 @@ impl Lowerer {
         // In per-thread code, `T.clear(acc)` / `T.fill(acc, v)` of a whole per-thread
         // (`T.alloc_local`) buffer is each thread's own loop over its elements.
         let mut body = body;
-        per_thread_fills(allocs, &mut body);
+        per_thread_fills(allocs, &mut body, &|base| self.generated_name(base));
         if tile_construct(allocs, &body).is_some() {
             let vars: Vec<(Ident, usize)> = used.iter().map(|(v, a, _)| (v.clone(), *a)).collect();
             return match super::thread_regions::Regions::new(&vars, allocs, threads).wrap(body) {
@@ -1104,7 +1104,12 @@ fn thread_var_uses(vars: &[(Ident, usize)], body: &[Stmt]) -> Vec<(Ident, usize,
 
 /// Rewrites each `T.fill` of a whole local buffer of constant shape in `body` into
 /// `for k in T.serial(n): buf[k] = value` (one loop per dimension).
-fn per_thread_fills(allocs: &[crate::ir::BufferDecl], body: &mut [Stmt]) {
+/// `name` makes the loop variables up (`syntax::generated_names`).
+fn per_thread_fills(
+    allocs: &[crate::ir::BufferDecl],
+    body: &mut [Stmt],
+    name: &dyn Fn(&str) -> String,
+) {
     for stmt in body.iter_mut() {
         if let StmtKind::Fill { dst, value } = &stmt.kind {
             let local = allocs
@@ -1121,7 +1126,7 @@ fn per_thread_fills(allocs: &[crate::ir::BufferDecl], body: &mut [Stmt]) {
             if whole {
                 let span = stmt.span;
                 let vars: Vec<String> = (0..dst.ranges.len())
-                    .map(|d| format!("{}_fill{d}", dst.buffer.name))
+                    .map(|d| name(&format!("{}_fill{d}", dst.buffer.name)))
                     .collect();
                 let mut inner = vec![Stmt::new(
                     StmtKind::Store {
@@ -1153,7 +1158,7 @@ fn per_thread_fills(allocs: &[crate::ir::BufferDecl], body: &mut [Stmt]) {
             }
         }
         for child in visit::child_bodies_mut(stmt) {
-            per_thread_fills(allocs, child);
+            per_thread_fills(allocs, child, name);
         }
     }
 }

@@ -336,8 +336,8 @@ impl Lowerer {
         let b = |op: BinOp, x: Expr, y: Expr| Expr::binary(op, x, y, span);
         let var = |name: &str| Expr::new(ExprKind::Var(name.to_string()), span);
         let first = &targets[0];
-        let w = format!("{}_wave", first.name);
-        let r = format!("{}_tile", first.name);
+        let w = self.generated_name(&format!("{}_wave", first.name));
+        let r = self.generated_name(&format!("{}_tile", first.name));
         let let_ = |name: &str, value: Expr, at: Span| {
             Stmt::new(
                 StmtKind::Let {

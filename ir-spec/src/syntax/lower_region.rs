@@ -518,7 +518,9 @@ impl Lowerer {
             ));
         }
         let dims = self.buffer_shape(&buffer.name, buffer.span)?;
-        let vars: Vec<String> = (0..shape.len()).map(|d| format!("atomic_i{d}")).collect();
+        let vars: Vec<String> = (0..shape.len())
+            .map(|d| self.generated_name(&format!("atomic_i{d}")))
+            .collect();
         let at: Vec<Expr> = starts
             .iter()
             .zip(&vars)

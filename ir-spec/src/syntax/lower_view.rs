@@ -177,7 +177,9 @@ impl Lowerer {
                     .with_note("write both regions as slices of equal extents"),
             );
         }
-        let vars: Vec<String> = (0..sl.len()).map(|k| format!("view_i{k}")).collect();
+        let vars: Vec<String> = (0..sl.len())
+            .map(|k| self.generated_name(&format!("view_i{k}")))
+            .collect();
         let point = |r: &Region, live: &[usize]| -> Vec<Expr> {
             r.ranges
                 .iter()

@@ -8,7 +8,9 @@ use crate::diagnostic::Diagnostic;
 use crate::dtype::DType;
 use crate::ir::{Arena, Expr, For, ForKind, Kernel, Scope, ThreadTag};
 use crate::span::Span;
-use crate::target::{Target, MAX_BLOCK_DIMS, MAX_THREADS_PER_BLOCK, MAX_THREADS_PER_SM};
+use crate::target::{
+    Target, MAX_BLOCK_DIMS, MAX_GRID_DIMS, MAX_THREADS_PER_BLOCK, MAX_THREADS_PER_SM,
+};
 
 /// The element counts a `T.vectorized` loop may have (up to a 16-byte access of 8-bit data).
 const VECTOR_WIDTHS: [i64; 5] = [1, 2, 4, 8, 16];
@@ -48,10 +50,31 @@ impl<'f> Checker<'f> {
                 ),
             );
         }
-        for g in &k.grid {
+        for (axis, g) in k.grid.iter().enumerate() {
             if self.expect_int(g, "a grid extent").is_some() {
-                if let Some(v) = const_int(g).filter(|&v| v <= 0) {
-                    self.error(g.span, format!("grid extent must be positive, found {v}"));
+                match (const_int(g), MAX_GRID_DIMS.get(axis)) {
+                    (Some(v), _) if v <= 0 => {
+                        self.error(g.span, format!("grid extent must be positive, found {v}"))
+                    }
+                    // K3: CUDA's grid limits (a `-D` value makes a symbolic extent constant,
+                    // so a binding past them is refused here too; an extent still symbolic
+                    // is checked at launch, by the runtime and the interpreter).
+                    (Some(v), Some(&max)) if v > max => {
+                        let name = ["x", "y", "z"][axis];
+                        self.push(
+                            Diagnostic::error(
+                                self.at(g.span),
+                                format!(
+                                    "a grid of {v} blocks along {name} is more than a launch can have"
+                                ),
+                            )
+                            .with_note(format!(
+                                "CUDA launches at most {max} blocks along {name} \
+                                 (2^31 - 1 along x, 65535 along y and z)"
+                            )),
+                        );
+                    }
+                    _ => {}
                 }
             }
         }
@@ -108,6 +131,7 @@ impl<'f> Checker<'f> {
             self.define_var(v, DefKind::BlockVar, Some(DType::Int32));
         }
         self.thread_regions(k);
+        self.parallel_locals(k);
         self.reducers(k);
         let outer = self.kernel.replace(span);
         // Thread-binding and vectorized loops of an enclosing kernel do not reach into this
@@ -312,6 +336,10 @@ impl<'f> Checker<'f> {
         if let Some(kind) = overlapped {
             self.overlapped = Some((self.at(f.var.span), kind));
         }
+        let outer_parallel = self.parallel;
+        if f.kind == ForKind::Parallel && self.parallel.is_none() {
+            self.parallel = Some(self.at(f.var.span));
+        }
         let (outer_axes, outer_divergence) = (self.thread_axes.len(), self.divergence);
         let constant = |e: &Expr| const_int(e);
         match f.kind {
@@ -346,6 +374,7 @@ impl<'f> Checker<'f> {
         self.env.pop();
         (self.thread_loop, self.vectorized) = (outer_thread, outer_vec);
         self.overlapped = outer_overlapped;
+        self.parallel = outer_parallel;
         self.thread_axes.truncate(outer_axes);
         self.divergence = outer_divergence;
     }

@@ -4,7 +4,8 @@
 //! `scope` tracks names, `exprs` checks expressions (names, ranks, constant indices, typing
 //! through `crate::types`), `kernel` checks kernels and loops, `ops` checks regions and the
 //! tile ops, `intrinsics` the thread-level intrinsics and layout annotations, `consts` folds
-//! constant integers, `bounds` finds accesses provably outside their buffers. `level` checks what a stage may assume beyond the rules (thread level,
+//! constant integers, `bounds` finds accesses provably outside their buffers, `limits`
+//! what no launch can have (dims no argument gives, buffers too large). `level` checks what a stage may assume beyond the rules (thread level,
 //! planned shared memory): the one place pipeline order is enforced.
 
 mod allreduce;
@@ -15,7 +16,9 @@ mod fresh;
 mod intrinsics;
 mod kernel;
 pub mod level;
+mod limits;
 mod ops;
+mod parallel;
 mod reducer;
 mod regions;
 mod scope;
@@ -122,6 +125,9 @@ pub fn verify_with(
     let mut checker = Checker::new(func, *requirements);
     checker.function(func);
     checker.diags.extend(bounds::check(func));
+    checker
+        .diags
+        .extend(limits::check(func, requirements.target));
     checker.diags.extend(check_level(func, requirements.level));
     if checker.diags.is_empty() {
         Ok(checker.info)
@@ -149,6 +155,8 @@ pub(crate) struct Checker<'f> {
     /// code is written (`T.Parallel`, `T.Pipelined`, `T.vectorized`), with its kind's name:
     /// `T.fresh` is not allowed inside one (rule F3).
     overlapped: Option<(Span, &'static str)>,
+    /// The variable of the outermost enclosing `T.Parallel` loop: no tile op inside (L8).
+    parallel: Option<Span>,
     /// The constant block shape of the enclosing kernel (x first).
     block: Option<Vec<i64>>,
     /// The variables of the enclosing `threadIdx.*` loops, with their axes.
@@ -178,6 +186,7 @@ impl<'f> Checker<'f> {
             thread_loop: None,
             vectorized: None,
             overlapped: None,
+            parallel: None,
             block: None,
             thread_axes: Vec::new(),
             divergence: None,
@@ -328,10 +337,22 @@ impl<'f> Checker<'f> {
                 indices,
                 value,
             } => self.atomic_add(buffer, indices, value),
-            StmtKind::Copy { src, dst } => self.copy(src, dst, stmt.span),
-            StmtKind::Gemm(g) => self.gemm(g, stmt.span),
-            StmtKind::Fill { dst, value } => self.fill(dst, value, stmt.span),
-            StmtKind::Reduce(r) => self.reduce(r, stmt.span),
+            StmtKind::Copy { src, dst } => {
+                self.tile_op_in_parallel("`T.copy`", stmt.span);
+                self.copy(src, dst, stmt.span)
+            }
+            StmtKind::Gemm(g) => {
+                self.tile_op_in_parallel("`T.gemm`", stmt.span);
+                self.gemm(g, stmt.span)
+            }
+            StmtKind::Fill { dst, value } => {
+                self.tile_op_in_parallel("`T.fill`", stmt.span);
+                self.fill(dst, value, stmt.span)
+            }
+            StmtKind::Reduce(r) => {
+                self.tile_op_in_parallel("a reduction", stmt.span);
+                self.reduce(r, stmt.span)
+            }
             StmtKind::Barrier => self.barrier(stmt.span),
             // Allowed everywhere, at both levels; its one argument was a string literal (the
             // front end's rule M1; the IR holds only the text).

@@ -79,6 +79,22 @@ impl<'f> Checker<'f> {
                 ok = false;
                 continue;
             }
+            // B7: the indices a region covers are computed in int64 (start + offset); a
+            // region reaching past 2^63 would wrap to negative indices, which a mask
+            // `index < extent` lets through.
+            if let (Some(s), Some(e)) = (start, extent) {
+                if s.checked_add(e).is_none() {
+                    self.error(
+                        at(&range.start),
+                        format!(
+                            "region of `{name}` starts at {s} with extent {e} in dimension \
+                             {axis}: its indices pass 2^63 - 1, past any tensor"
+                        ),
+                    );
+                    ok = false;
+                    continue;
+                }
+            }
             // A dimension ≤ 0 was reported at the declaration.
             let Some(d) = dim.filter(|&d| d > 0) else {
                 ok &= dim.is_none();
@@ -140,6 +156,8 @@ impl<'f> Checker<'f> {
         let (Some(s), Some(d)) = (s, d) else {
             return;
         };
+        self.no_local_operand("`T.copy`", s, src, span);
+        self.no_local_operand("`T.copy`", d, dst, span);
         if s.dtype.is_bool() != d.dtype.is_bool() {
             self.error(
                 span,
@@ -331,9 +349,37 @@ impl<'f> Checker<'f> {
         }
     }
 
+    /// S5: a tile op spreads its elements over the block's threads, and a local buffer has
+    /// one copy per thread: no layout says which thread holds which element, so a tile op
+    /// never takes one (a fragment is the tile ops' register buffer).
+    fn no_local_operand(&mut self, op: &str, decl: &BufferDecl, r: &Region, span: Span) {
+        if decl.scope != Scope::Local {
+            return;
+        }
+        let at = if r.buffer.span.is_dummy() {
+            span
+        } else {
+            r.buffer.span
+        };
+        self.push(
+            Diagnostic::error(
+                self.at(at),
+                format!("{op} on local buffer `{}`", decl.name.name),
+            )
+            .with_note(
+                "a tile op spreads its elements over the block's threads, and a local buffer \
+                 has one copy per thread: use a fragment (`T.alloc_fragment`), or write the \
+                 loop over its elements yourself",
+            ),
+        );
+    }
+
     pub(super) fn fill(&mut self, dst: &Region, value: &Expr, span: Span) {
         self.require_kernel("T.fill", span);
         let decl = self.region(dst, false);
+        if let Some(decl) = decl {
+            self.no_local_operand("`T.fill`", decl, dst, span);
+        }
         let t = self.check_expr(value);
         if let (Some(decl), Some(t)) = (decl, t) {
             self.check_value_fits(

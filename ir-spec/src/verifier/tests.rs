@@ -1209,8 +1209,76 @@ fn arena_rules() {
     // A symbolic shape has no size to place.
     let mut f = with_arena(8256, &[("S", 0), ("R", 8192)]);
     f.dims = vec![dim("N")];
+    f.params[0].shape[0] = var("N");
     kernel_of(&mut f).allocs[1].shape = vec![var("N")];
     one(&f, "`R` has a shape that is not constant");
+}
+
+// ---- what a launch can have (B5, B6, K3) ----
+
+#[test]
+fn a_dim_no_argument_gives_is_refused() {
+    let mut f = kern(Vec::new(), Vec::new());
+    f.dims = vec![dim("N"), dim("K")];
+    // `N` is A's first extent; `K` only a part of C's.
+    f.params[0].shape[0] = var("N");
+    f.params[1].shape[0] = mul(var("K"), int(2));
+    one(
+        &f,
+        "symbolic dimension `K` is not the extent of any parameter's dimension, so a launch cannot read it off the arguments",
+    );
+    f.params[1].shape[1] = var("K");
+    ok(&f);
+}
+
+#[test]
+fn buffers_and_grids_past_what_a_launch_can_have() {
+    // 2^62 x 4 float16: 2^65 bytes.
+    let mut f = kern(Vec::new(), Vec::new());
+    f.params[0].shape = vec![int(1 << 62), int(4)];
+    one(&f, "`A` has 18446744073709551616 elements (36893488147419103232 bytes), more than a buffer can hold");
+    // 2^47 float16 elements are 2^48 bytes: the largest a buffer may be.
+    f.params[0].shape = vec![int(1 << 47)];
+    ok(&f);
+    // A shared buffer past the target's shared memory.
+    let f = kern(vec![shared("S", &[256, 256], F32)], Vec::new());
+    one(&f, "shared buffer `S` needs 262144 bytes, more than the 232448 bytes of shared memory a block may have on any target");
+    let f = kern(vec![shared("S", &[256, 192], F32)], Vec::new());
+    ok(&f);
+    let sm80 = Requirements {
+        target: Some(Target::Sm80),
+        ..Default::default()
+    };
+    let errs = verify_with(&f, &sm80).expect_err("over sm_80's limit");
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert_eq!(
+        errs[0].message,
+        "shared buffer `S` needs 196608 bytes, more than the 166912 bytes of shared memory a block may have on sm_80"
+    );
+    // Grids: 2^31 - 1 along x, 65535 along y and z.
+    let grid = |g: Vec<i64>| {
+        let vars: Vec<String> = (0..g.len()).map(|i| format!("b{i}")).collect();
+        let names: Vec<&str> = vars.iter().map(String::as_str).collect();
+        func(
+            "f",
+            vec![param("A", &[64], F16)],
+            vec![stmt(StmtKind::Kernel(kernel(
+                &g,
+                &names,
+                &[128],
+                Vec::new(),
+            )))],
+        )
+    };
+    ok(&grid(vec![(1 << 31) - 1, 65535, 65535]));
+    one(
+        &grid(vec![1 << 31]),
+        "a grid of 2147483648 blocks along x is more than a launch can have",
+    );
+    one(
+        &grid(vec![1, 1, 65536]),
+        "a grid of 65536 blocks along z is more than a launch can have",
+    );
 }
 
 // ---- swizzle and layouts ----

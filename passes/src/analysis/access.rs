@@ -182,6 +182,41 @@ pub fn count_sites(body: &[Stmt]) -> HashMap<String, usize> {
     sites
 }
 
+/// Per buffer, the access sites ([`count_sites`]) of a statement list from the statement at
+/// hand on: counted once for the list and moved past one statement at a time, so a pass
+/// that asks at every statement of a list does linear work, not the rest of the list at
+/// each statement.
+pub struct SitesFrom {
+    sites: HashMap<String, usize>,
+}
+
+impl SitesFrom {
+    /// At the first statement of `list`.
+    pub fn new(list: &[Stmt]) -> SitesFrom {
+        SitesFrom {
+            sites: count_sites(list),
+        }
+    }
+
+    /// The sites from the statement at hand to the end of the list.
+    pub fn sites(&self) -> &HashMap<String, usize> {
+        &self.sites
+    }
+
+    /// Moves past the statement at hand, whose sites are `here` (`count_sites` of it as the
+    /// list had it).
+    pub fn pass(&mut self, here: &HashMap<String, usize>) {
+        for (b, c) in here {
+            if let Some(n) = self.sites.get_mut(b) {
+                *n = n.saturating_sub(*c);
+                if *n == 0 {
+                    self.sites.remove(b);
+                }
+            }
+        }
+    }
+}
+
 /// Every element access of `body` (stores, then the loads of each statement, in order):
 /// buffer name and indices.
 pub fn element_accesses(body: &[Stmt]) -> Vec<(String, Vec<Expr>)> {

@@ -8,6 +8,7 @@
 //! docs/passes.md states the rules.
 
 use super::access::{count_sites, Access};
+use super::footprint::byte_size;
 use super::int::{mentions_any, unit_offset};
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::EdgeRef;
@@ -18,7 +19,7 @@ use tlc_ir::affine::constant_difference;
 use tlc_ir::visit::{for_each_stmt, for_each_subexpr, stmt_exprs};
 use tlc_ir::{
     BufferDecl, Diagnostic, Expr, ExprKind, For, ForKind, Kernel, Region, Scope, Span, Stmt,
-    StmtKind,
+    StmtKind, Target,
 };
 
 /// Facts about the kernel a pipelined loop is in.
@@ -96,11 +97,28 @@ impl std::fmt::Display for Dep {
 
 /// The dependency graph of a pipelined loop's body: node `i` is statement `i`; an edge
 /// `i → j` (`i < j`) is a dependency within one iteration.
+///
+/// Only the *nearest* dependencies are edges, so that the graph has as many edges as the
+/// statements have accesses, not one per pair of statements: `j` reading buffer `b` depends
+/// on the last statement before it that writes `b`; `j` writing `b` on that writer and on
+/// every statement that read `b` since; `j` using a variable on the let binding it. Every
+/// other dependency of the pairwise definition (RAW, WAR, WAW, scalar) follows by a path
+/// of these (writers of a buffer form a chain), so the graph has the same reachability,
+/// and every edge is a dependency of the pairwise definition (with the same reason). A
+/// pure let's predecessors are pure lets too (it reads no memory), so no path between two
+/// other statements passes through one.
 pub struct LoopGraph<'a> {
     pub body: &'a [Stmt],
     pub stmts: Vec<StmtDeps>,
     pub graph: DiGraph<usize, Dep>,
     facts: &'a KernelFacts,
+    /// The statements writing each buffer, in body order (the pairwise questions, "which
+    /// statements write what this one accesses", look here instead of at every statement).
+    writers: HashMap<String, Vec<usize>>,
+    /// The statements reading each buffer, in body order.
+    readers: HashMap<String, Vec<usize>>,
+    /// The lets binding each variable (one, names being unique).
+    lets: HashMap<String, Vec<usize>>,
 }
 
 impl<'a> LoopGraph<'a> {
@@ -165,21 +183,51 @@ impl<'a> LoopGraph<'a> {
                 used_outside,
             });
         }
-        let mut graph = DiGraph::new();
-        let nodes: Vec<NodeIndex> = (0..body.len()).map(|i| graph.add_node(i)).collect();
-        for j in 0..stmts.len() {
-            for i in 0..j {
-                if let Some(dep) = dependency(&stmts[i], &stmts[j]) {
-                    graph.add_edge(nodes[i], nodes[j], dep);
-                }
+        let mut writers: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut readers: HashMap<String, Vec<usize>> = HashMap::new();
+        for (x, s) in stmts.iter().enumerate() {
+            for b in &s.access.writes {
+                writers.entry(b.clone()).or_default().push(x);
+            }
+            for b in &s.access.reads {
+                readers.entry(b.clone()).or_default().push(x);
             }
         }
+        let mut lets: HashMap<String, Vec<usize>> = HashMap::new();
+        for (x, s) in stmts.iter().enumerate() {
+            if let Some(v) = &s.defines {
+                lets.entry(v.clone()).or_default().push(x);
+            }
+        }
+        let graph = nearest_dependencies(&stmts);
         LoopGraph {
             body,
             stmts,
             graph,
             facts,
+            writers,
+            readers,
+            lets,
         }
+    }
+
+    /// The statements other than `x` that write a buffer `x` writes, in body order.
+    fn co_writers(&self, x: usize) -> Vec<usize> {
+        self.writing(x, &self.stmts[x].access.writes)
+    }
+
+    /// The statements other than `x` that write one of `buffers`, in body order.
+    fn writing<'b>(&self, x: usize, buffers: impl IntoIterator<Item = &'b String>) -> Vec<usize> {
+        let mut ys: Vec<usize> = buffers
+            .into_iter()
+            .filter_map(|b| self.writers.get(b))
+            .flatten()
+            .copied()
+            .filter(|&y| y != x)
+            .collect();
+        ys.sort_unstable();
+        ys.dedup();
+        ys
     }
 
     fn node(&self, i: usize) -> NodeIndex {
@@ -198,16 +246,12 @@ impl<'a> LoopGraph<'a> {
     pub fn plan(&self, num_stages: i64) -> (Vec<i64>, Vec<i64>) {
         let n = self.stmts.len();
         let last = (num_stages - 1).max(0);
-        let mut early: Vec<bool> = self
-            .stmts
-            .iter()
-            .map(|s| s.copy && !s.may_write_twice)
-            .collect();
+        let mut early = Candidates::new(self);
         loop {
             let mut changed = false;
             for x in 0..n {
-                if early[x] && !self.can_run_early(x, &early) {
-                    early[x] = false;
+                if early.is[x] && !self.can_run_early(x, &early) {
+                    early.demote(self, x);
                     changed = true;
                 }
             }
@@ -215,11 +259,20 @@ impl<'a> LoopGraph<'a> {
                 break;
             }
         }
+        let mut early = early.is;
         // Pure lets: stage 0 when a stage-0 statement needs them (directly or through other
         // pure lets).
+        let mut users: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (y, s) in self.stmts.iter().enumerate() {
+            for u in &s.uses {
+                users.entry(u).or_default().push(y);
+            }
+        }
         for x in (0..n).rev() {
             if let (true, Some(v)) = (self.stmts[x].pure_let, &self.stmts[x].defines) {
-                early[x] = (x + 1..n).any(|y| early[y] && self.stmts[y].uses.contains(v));
+                early[x] = users
+                    .get(v.as_str())
+                    .is_some_and(|ys| ys.iter().any(|&y| y > x && early[y]));
             }
         }
         let mut stage: Vec<i64> = early.iter().map(|&e| if e { 0 } else { last }).collect();
@@ -240,14 +293,22 @@ impl<'a> LoopGraph<'a> {
     fn note_anchors(&self) -> Vec<Option<usize>> {
         let n = self.body.len();
         let is_note = |x: usize| matches!(self.body[x].kind, StmtKind::Note(_));
+        // The nearest statement that is not a note at or after / at or before each place.
+        let mut next = vec![None; n + 1];
+        for x in (0..n).rev() {
+            next[x] = if is_note(x) { next[x + 1] } else { Some(x) };
+        }
+        let mut prev: Vec<Option<usize>> = Vec::with_capacity(n);
+        for x in 0..n {
+            let before = x.checked_sub(1).and_then(|w| prev[w]);
+            prev.push(if is_note(x) { before } else { Some(x) });
+        }
         (0..n)
             .map(|x| {
                 if !is_note(x) {
                     return None;
                 }
-                (x + 1..n)
-                    .find(|&y| !is_note(y))
-                    .or_else(|| (0..x).rev().find(|&y| !is_note(y)))
+                next[x + 1].or_else(|| x.checked_sub(1).and_then(|w| prev[w]))
             })
             .collect()
     }
@@ -262,14 +323,18 @@ impl<'a> LoopGraph<'a> {
             return order;
         }
         stmts.sort_by_key(|&x| order[x]);
-        let notes_of = |a: usize, before: bool| {
-            (0..n).filter(move |&x| anchors[x] == Some(a) && (x < a) == before)
-        };
+        // Each anchor's notes before and after it, in body order.
+        let mut notes: HashMap<(usize, bool), Vec<usize>> = HashMap::new();
+        for (x, anchor) in anchors.iter().enumerate() {
+            if let Some(a) = *anchor {
+                notes.entry((a, x < a)).or_default().push(x);
+            }
+        }
         let mut seq = Vec::with_capacity(n);
         for a in stmts {
-            seq.extend(notes_of(a, true));
+            seq.extend(notes.get(&(a, true)).into_iter().flatten());
             seq.push(a);
-            seq.extend(notes_of(a, false));
+            seq.extend(notes.get(&(a, false)).into_iter().flatten());
         }
         let mut out = vec![0i64; n];
         for (pos, &x) in seq.iter().enumerate() {
@@ -278,26 +343,32 @@ impl<'a> LoopGraph<'a> {
         out
     }
 
-    /// Whether stage-0 candidate `x` may run ahead, given the current candidates `early`.
-    fn can_run_early(&self, x: usize, early: &[bool]) -> bool {
+    /// Whether stage-0 candidate `x` may run ahead, given the current candidates `early`:
+    /// it writes no bytes another candidate may write, depends on no late statement (a
+    /// late predecessor through other statements makes those late first: edges go forward
+    /// and the caller sweeps forward), no late statement writes what it accesses, and the
+    /// lets it uses are pure.
+    fn can_run_early(&self, x: usize, early: &Candidates) -> bool {
         let sx = &self.stmts[x];
-        let late = |y: usize| !early[y] && !self.stmts[y].pure_let;
+        let late = |y: usize| !early.is[y] && !self.stmts[y].pure_let;
         sx.used_outside.is_empty()
-            && (0..self.stmts.len())
-                .filter(|&y| y != x && early[y])
-                .all(|y| self.same_bytes_written(x, y).is_none())
+            && sx
+                .access
+                .writes
+                .iter()
+                .filter_map(|b| early.writers.get(b))
+                .flatten()
+                .all(|&y| y == x || self.same_bytes_written(x, y).is_none())
             && self.preds(x).iter().all(|&(y, _)| !late(y))
-            && (0..self.stmts.len()).filter(|&y| late(y)).all(|y| {
-                let sy = &self.stmts[y];
-                sy.access
-                    .writes
-                    .iter()
-                    .all(|b| !sx.access.reads.contains(b) && !sx.access.writes.contains(b))
-            })
+            && sx
+                .access
+                .reads
+                .union(&sx.access.writes)
+                .all(|b| early.late_writers.get(b).is_none_or(|&c| c == 0))
             && sx.uses.iter().all(|u| {
-                self.stmts
-                    .iter()
-                    .all(|s| s.defines.as_deref() != Some(u.as_str()) || s.pure_let)
+                self.lets
+                    .get(u)
+                    .is_none_or(|ys| ys.iter().all(|&y| self.stmts[y].pure_let))
             })
     }
 
@@ -331,8 +402,10 @@ impl<'a> LoopGraph<'a> {
                 let sx = &self.stmts[x];
                 let what: Vec<&str> = sx.access.writes.iter().map(String::as_str).collect();
                 let what = what.join("`, `");
-                let twin = (0..self.stmts.len())
-                    .filter(|&y| y != x && self.stmts[y].copy)
+                let twin = self
+                    .co_writers(x)
+                    .into_iter()
+                    .filter(|&y| self.stmts[y].copy)
                     .find_map(|y| Some((y, self.same_bytes_written(x, y)?)));
                 let why = if sx.may_write_twice {
                     "its iterations are not proven to write each element once (each loop \
@@ -351,11 +424,7 @@ impl<'a> LoopGraph<'a> {
                          asynchronous copies to the same bytes would be in flight at once)",
                         y + 1
                     )
-                } else if let Some((y, dep)) = self
-                    .preds(x)
-                    .into_iter()
-                    .find(|&(y, _)| stage[y] == last && !self.stmts[y].pure_let)
-                {
+                } else if let Some((y, dep)) = self.last_late_dependency(x, stage, last) {
                     format!("it depends on statement {} of the body ({dep})", y + 1)
                 } else {
                     "a later-stage statement writes what it reads or writes".to_string()
@@ -363,6 +432,83 @@ impl<'a> LoopGraph<'a> {
                 format!("the copy into `{what}` is not filled ahead: {why}")
             })
             .collect()
+    }
+
+    /// The last statement before `x` in stage `last` (not a pure let) that `x` depends on
+    /// by the pairwise definition, with the reason: the statements binding what `x` uses,
+    /// writing what it accesses, reading what it writes.
+    fn last_late_dependency(&self, x: usize, stage: &[i64], last: i64) -> Option<(usize, Dep)> {
+        let sx = &self.stmts[x];
+        let lists = sx
+            .access
+            .reads
+            .union(&sx.access.writes)
+            .filter_map(|b| self.writers.get(b))
+            .chain(sx.access.writes.iter().filter_map(|b| self.readers.get(b)));
+        let mut candidates: Vec<usize> = lists.flatten().copied().filter(|&y| y < x).collect();
+        candidates.extend(sx.uses.iter().filter_map(|u| self.lets.get(u)).flatten());
+        candidates.retain(|&y| y < x);
+        candidates.sort_unstable();
+        candidates.dedup();
+        candidates
+            .into_iter()
+            .rev()
+            .filter(|&y| stage[y] == last && !self.stmts[y].pure_let)
+            .find_map(|y| Some((y, dependency(&self.stmts[y], sx)?)))
+    }
+
+    /// A located error at `num_stages` when `count` stages of the ring cannot fit in a
+    /// block's shared memory on `target`: every shared buffer that a stage-0 statement of
+    /// `stage` writes gets one copy per stage (`inject-software-pipeline`), all of them live
+    /// through the loop, so their bytes times `count` is at least what the block needs.
+    /// Asked before anything works stage by stage (the prologue's `S - 1` copies, TMA's
+    /// per-stage barriers and checks), which would otherwise run `count` times whatever it
+    /// is (`num_stages=2^31` never finished). `None` when it fits, when there is no ring
+    /// (fewer than 2 stages, nothing in stage 0) or a size is not constant (then
+    /// `plan-shared-memory` decides).
+    pub fn ring_too_large(
+        &self,
+        num_stages: &Expr,
+        count: i64,
+        stage: &[i64],
+        target: Target,
+    ) -> Option<Diagnostic> {
+        if count < 2 || stage.len() != self.stmts.len() {
+            return None;
+        }
+        let ring: BTreeSet<&String> = (0..self.stmts.len())
+            .filter(|&x| stage[x] == 0 && !self.stmts[x].pure_let)
+            .flat_map(|x| &self.stmts[x].access.writes)
+            .filter(|b| self.facts.is_shared(b))
+            .collect();
+        if ring.is_empty() {
+            return None;
+        }
+        let per_stage = ring.iter().try_fold(0i64, |acc, b| {
+            acc.checked_add(byte_size(self.facts.decls.get(b.as_str())?)?)
+        })?;
+        let max = target.max_shared_bytes();
+        let total = per_stage.checked_mul(count);
+        if total.is_some_and(|t| t <= max) {
+            return None;
+        }
+        let names: Vec<&str> = ring.iter().map(|b| b.as_str()).collect();
+        let total = total.map_or_else(|| "more than 2^63".to_string(), |t| t.to_string());
+        Some(
+            Diagnostic::error(
+                num_stages.span,
+                format!(
+                    "`num_stages={count}` needs {total} bytes of shared memory for the \
+                     pipeline's stages ({count} copies of `{}`: {per_stage} bytes a stage), \
+                     more than the {max} a block may have on {target}",
+                    names.join("`, `")
+                ),
+            )
+            .with_note(format!(
+                "at most {} stages fit (the rest of the kernel's shared memory aside)",
+                max / per_stage.max(1)
+            )),
+        )
     }
 
     /// Kahn's algorithm, taking the lowest (stage, body index) of the ready statements.
@@ -504,7 +650,10 @@ impl<'a> LoopGraph<'a> {
         let sx = &self.stmts[x];
         let span = self.body[x].span;
         let mut errors = Vec::new();
-        let late: Vec<usize> = (0..self.stmts.len())
+        // The later-stage statements writing what `x` accesses (the others cannot clash).
+        let late: Vec<usize> = self
+            .writing(x, sx.access.reads.union(&sx.access.writes))
+            .into_iter()
             .filter(|&y| stage[y] > 0 && !self.stmts[y].pure_let)
             .collect();
         for b in &sx.access.writes {
@@ -540,7 +689,7 @@ impl<'a> LoopGraph<'a> {
                 .with_note("give each loop variable its own index dimension (`offset + var`): stage-0 stores are asynchronous copies, and two in flight to one element land in no defined order"),
             );
         }
-        for y in (0..self.stmts.len()).filter(|&y| y < x && stage[y] == 0) {
+        for y in (self.co_writers(x).into_iter()).filter(|&y| y < x && stage[y] == 0) {
             if let Some(b) = self.same_bytes_written(x, y) {
                 errors.push(
                     Diagnostic::error(
@@ -578,8 +727,103 @@ impl<'a> LoopGraph<'a> {
     }
 }
 
-/// The first dependency of `j` on `i` (`i` before `j`).
-fn dependency(i: &StmtDeps, j: &StmtDeps) -> Option<Dep> {
+/// The stage-0 candidates of [`LoopGraph::plan`]'s fixpoint, with what
+/// [`LoopGraph::can_run_early`] asks of them kept per buffer (asking every statement would
+/// make each question linear in the body, the fixpoint quadratic).
+struct Candidates {
+    is: Vec<bool>,
+    /// Per buffer, the candidates writing it.
+    writers: HashMap<String, BTreeSet<usize>>,
+    /// Per buffer, how many late statements (neither candidates nor pure lets) write it.
+    late_writers: HashMap<String, usize>,
+}
+
+impl Candidates {
+    /// The global → shared copies, each proven to write an element once.
+    fn new(g: &LoopGraph) -> Candidates {
+        let is: Vec<bool> = g
+            .stmts
+            .iter()
+            .map(|s| s.copy && !s.may_write_twice)
+            .collect();
+        let mut early = Candidates {
+            is: vec![false; is.len()],
+            writers: HashMap::new(),
+            late_writers: HashMap::new(),
+        };
+        for (x, s) in g.stmts.iter().enumerate() {
+            for b in &s.access.writes {
+                if is[x] {
+                    early.writers.entry(b.clone()).or_default().insert(x);
+                } else if !s.pure_let {
+                    *early.late_writers.entry(b.clone()).or_insert(0) += 1;
+                }
+            }
+        }
+        early.is = is;
+        early
+    }
+
+    /// Makes candidate `x` late.
+    fn demote(&mut self, g: &LoopGraph, x: usize) {
+        self.is[x] = false;
+        for b in &g.stmts[x].access.writes {
+            if let Some(ys) = self.writers.get_mut(b) {
+                ys.remove(&x);
+            }
+            if !g.stmts[x].pure_let {
+                *self.late_writers.entry(b.clone()).or_insert(0) += 1;
+            }
+        }
+    }
+}
+
+/// The graph of nearest dependencies (see [`LoopGraph`]): edges added target by target,
+/// sources in body order, each with the reason the pairwise definition gives.
+fn nearest_dependencies(stmts: &[StmtDeps]) -> DiGraph<usize, Dep> {
+    let mut graph = DiGraph::new();
+    let nodes: Vec<NodeIndex> = (0..stmts.len()).map(|i| graph.add_node(i)).collect();
+    let mut last_writer: HashMap<&str, usize> = HashMap::new();
+    // The statements that read a buffer since its last writer (a later writer waits for
+    // them; a later reader does not).
+    let mut read_since: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut binders: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (j, s) in stmts.iter().enumerate() {
+        let mut preds: Vec<usize> = Vec::new();
+        for v in &s.uses {
+            preds.extend(binders.get(v.as_str()).into_iter().flatten());
+        }
+        for b in &s.access.reads {
+            preds.extend(last_writer.get(b.as_str()));
+        }
+        for b in &s.access.writes {
+            preds.extend(last_writer.get(b.as_str()));
+            preds.extend(read_since.get(b.as_str()).into_iter().flatten());
+        }
+        preds.sort_unstable();
+        preds.dedup();
+        for i in preds {
+            if let Some(dep) = dependency(&stmts[i], s) {
+                graph.add_edge(nodes[i], nodes[j], dep);
+            }
+        }
+        for b in &s.access.writes {
+            last_writer.insert(b, j);
+            read_since.remove(b.as_str());
+        }
+        for b in s.access.reads.difference(&s.access.writes) {
+            read_since.entry(b).or_default().push(j);
+        }
+        if let Some(v) = &s.defines {
+            binders.entry(v).or_default().push(j);
+        }
+    }
+    graph
+}
+
+/// The first dependency of `j` on `i` (`i` before `j`): the pairwise definition, of which
+/// [`LoopGraph`] keeps the nearest.
+pub fn dependency(i: &StmtDeps, j: &StmtDeps) -> Option<Dep> {
     if let Some(v) = &i.defines {
         if j.uses.contains(v) {
             return Some(Dep::Scalar(v.clone()));

@@ -275,6 +275,11 @@ pub(crate) fn build(
             indices: vec![row.clone()],
             slot: Expr::int(s),
         });
+        // Every slot's copy shares the region's scope: a loop or let of the body (the
+        // strided fold's `jj` of `lower-reductions`) is bound once per copy.
+        if s > 0 {
+            crate::names::freshen(&mut inner, names);
+        }
         let replicated = !layout.masks().is_empty() || layout.cross(&txe).0 > 1;
         if let Some(b) = memory_read_back(&inner, is_register).filter(|_| replicated) {
             return Err(vec![Diagnostic::error(

@@ -567,19 +567,27 @@ mod tests {
         let before = cpu_time(me).expect("/proc");
         std::thread::sleep(Duration::from_millis(300));
         let slept = cpu_time(me).expect("/proc");
-        let start = Instant::now();
-        let mut x = 0u64;
-        while start.elapsed() < Duration::from_millis(400) {
-            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
-        }
-        let worked = cpu_time(me).expect("/proc");
         assert!(
             slept - before < Duration::from_millis(150),
             "{before:?} {slept:?}"
         );
+        // Work until the clock shows 100 ms more; on a loaded machine that takes longer than
+        // 100 ms of wall time, but a clock that ignores work never gets there.
+        let start = Instant::now();
+        let mut x = 0u64;
+        let mut worked = slept;
+        while worked - slept < Duration::from_millis(100)
+            && start.elapsed() < Duration::from_secs(60)
+        {
+            for _ in 0..100_000 {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+            }
+            worked = cpu_time(me).expect("/proc");
+        }
         assert!(
             worked - slept >= Duration::from_millis(100),
-            "{slept:?} {worked:?}"
+            "{slept:?} {worked:?} after {:?} of work",
+            start.elapsed()
         );
     }
 

@@ -18,7 +18,6 @@
 //! limits (`fuzz/README.md`).
 
 pub mod compare;
-pub mod conflict;
 pub mod corpus;
 pub mod differential;
 pub mod edits;

@@ -6,8 +6,7 @@
 //! one element twice (or read what another writes) has the result of that one order; the
 //! GPU promises none. The differential compares the compiled IR only with kernels whose
 //! result is the same under the reversed orders: a kernel that differs from its reversal
-//! depends on an order nobody promised (`differential.rs`). A nest whose iterations touch
-//! each other's elements races whatever the values (`conflict.rs`).
+//! depends on an order nobody promised (`differential.rs`).
 
 use tlc_ir::visit::map_body_exprs;
 use tlc_ir::{BinOp, Expr, ExprKind, ForKind, PrimFunc, Span, Stmt, StmtKind};

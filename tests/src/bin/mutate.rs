@@ -6,7 +6,7 @@
 //! ```text
 //! mutate [--count N] [--seed S] [--start I] [--workers W] [--timeout SECS] [--mem-mb MB]
 //!        [--findings DIR] [--per-class K] [--minimize-secs SECS] [--max-work OPS]
-//!        [--no-differential]
+//!        [--no-differential] [--root CHECKOUT] [--duration SECS]
 //! mutate --show I [--seed S]     the mutant, and what the oracles say of it (in process)
 //! mutate --file PATH             what the oracles say of a file (in process)
 //! ```
@@ -33,6 +33,10 @@ struct Args {
     opts: Options,
     show: Option<u64>,
     file: Option<PathBuf>,
+    /// The checkout whose corpus is mutated (default: the one this binary was built in).
+    root: Option<PathBuf>,
+    /// Take no new mutant after this long (the summary then covers what ran).
+    duration: Option<Duration>,
     worker: bool,
 }
 
@@ -50,6 +54,8 @@ fn parse_args() -> Result<Args, String> {
         opts: Options::default(),
         show: None,
         file: None,
+        root: None,
+        duration: None,
         worker: false,
     };
     let mut it = std::env::args().skip(1);
@@ -73,6 +79,8 @@ fn parse_args() -> Result<Args, String> {
             "--no-differential" => a.opts.differential = false,
             "--show" => a.show = Some(number(&flag, value(&flag)?)?),
             "--file" => a.file = Some(PathBuf::from(value(&flag)?)),
+            "--root" => a.root = Some(PathBuf::from(value(&flag)?)),
+            "--duration" => a.duration = Some(Duration::from_secs(number(&flag, value(&flag)?)?)),
             "--worker" => a.worker = true,
             "-h" | "--help" => {
                 return Err(
@@ -105,7 +113,8 @@ fn main() -> ExitCode {
             }
         };
     }
-    let corpus = match mutate::corpus() {
+    let root = args.root.clone().unwrap_or_else(tlc_tests::root);
+    let corpus = match mutate::corpus::corpus_at(&root) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");
@@ -360,6 +369,9 @@ fn campaign(args: &Args, corpus: Vec<Source>) -> ExitCode {
     std::thread::scope(|scope| {
         for _ in 0..args.workers {
             scope.spawn(|| loop {
+                if args.duration.is_some_and(|d| began.elapsed() > d) {
+                    break;
+                }
                 let index = next.fetch_add(1, Ordering::SeqCst);
                 if index >= end {
                     break;

@@ -9,7 +9,9 @@
 //! Skipped, and counted as such: kernels over the work budget ([`super::estimate`]), and
 //! kernels whose tile-level result depends on the order of unordered iterations — the
 //! tile level is run again with every `T.Parallel` loop and grid dimension reversed
-//! ([`super::reverse`]) and must give the same result (or the same kind of failure).
+//! ([`super::reverse`]) and must give the same result (or the same kind of failure). A
+//! `T.Parallel` nest whose iterations touch each other's elements is the tile-level
+//! interpreter's own error (`interp/parallel.rs`), so such a kernel has no reference.
 
 use super::compare::difference;
 use super::estimate::work;

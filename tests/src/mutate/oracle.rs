@@ -491,6 +491,23 @@ mod tests {
         }
     }
 
+    /// Found by the campaign: a row stores what it reads while the other rows read it.
+    /// Both orders compute the same, but the iterations race (the compiled IR's threads
+    /// did): the tile level stops at the conflict, and nothing is compared.
+    #[test]
+    fn a_nest_whose_iterations_race_is_no_finding() {
+        let text = "@T.prim_func\ndef f(A: T.Tensor((16, 64), \"float32\")):\n    with T.Kernel(1, threads=128) as bx:\n        S = T.alloc_shared((16, 64), \"float32\")\n        T.copy(A, S)\n        for f in T.Parallel(1024):\n            S[f // 64, f % 64] = S[f // 1024, f % 64]\n        T.copy(S, A)\n";
+        let r = examine(text, &Options::default());
+        assert!(r.findings.is_empty(), "{:?}", r.findings);
+        assert!(
+            r.events
+                .iter()
+                .any(|e| e == "differential tile-error sm_80"),
+            "{:?}",
+            r.events
+        );
+    }
+
     #[test]
     fn a_wrong_compiled_kernel_is_a_differential_finding() {
         let tile = tlc_ir::parse(

@@ -7,6 +7,8 @@ Kinds (each statement depends on the one before, so nothing is dead):
   scalar     N per-thread scalar statements on a local array (thread-level code)
   pipelined  a GEMM whose `T.Pipelined` body has its copies, its gemm and N elementwise
              `T.Parallel` updates of the B tile in shared memory
+  buffers    N small shared buffers, each filled from A by one `T.Parallel` loop and read
+             back into C by another (per-buffer analyses over the whole kernel)
 Usage: gen_scaling_kernel.py KIND N > kernel.tir
 """
 import sys
@@ -79,8 +81,32 @@ def pipelined(n):
     return out
 
 
+def buffers(n):
+    out = [
+        "@T.prim_func",
+        "def scale_buffers(",
+        "    A: T.Tensor((4,), \"float32\"),",
+        "    C: T.Tensor((4,), \"float32\"),",
+        "):",
+        "    with T.Kernel(1, threads=4) as bx:",
+    ]
+    out += [f"        S{k} = T.alloc_shared((4,), \"float32\")" for k in range(n)]
+    for k in range(n):
+        src = "A" if k == 0 else f"S{k - 1}"
+        out.append("        for i in T.Parallel(4):")
+        out.append(f"            S{k}[i] = {src}[i] * 0.5")
+    out.append("        for i in T.Parallel(4):")
+    out.append(f"            C[i] = S{n - 1}[i]")
+    return out
+
+
 def main():
-    kinds = {"parallel": parallel, "scalar": scalar, "pipelined": pipelined}
+    kinds = {
+        "parallel": parallel,
+        "scalar": scalar,
+        "pipelined": pipelined,
+        "buffers": buffers,
+    }
     if len(sys.argv) != 3 or sys.argv[1] not in kinds or not sys.argv[2].isdigit():
         sys.exit(__doc__)
     print("\n".join(kinds[sys.argv[1]](int(sys.argv[2]))))

@@ -69,7 +69,7 @@ impl Pass for InjectCpAsync {
                 .map(|b| (b.name.name.clone(), b.clone()))
                 .collect();
             let cx = Cx {
-                decls,
+                decls: &decls,
                 ranges: Ranges::new(),
             };
             convert_list(&mut k.body, &|_| false, &cx);
@@ -78,16 +78,18 @@ impl Pass for InjectCpAsync {
     }
 }
 
+/// What the walk knows: the kernel's declarations (borrowed: a loop's context copies only
+/// the ranges, not a declaration per buffer) and the enclosing loops' ranges.
 #[derive(Clone)]
-struct Cx {
-    decls: HashMap<String, BufferDecl>,
+struct Cx<'k> {
+    decls: &'k HashMap<String, BufferDecl>,
     /// The values of the enclosing loop variables with constant bounds.
     ranges: Ranges,
 }
 
-impl Cx {
+impl<'k> Cx<'k> {
     /// `self` inside loop `f`.
-    fn inside(&self, f: &For) -> Cx {
+    fn inside(&self, f: &For) -> Cx<'k> {
         let mut cx = self.clone();
         if let (Some(a), Some(b)) = (const_int(&f.start), const_int(&f.stop)) {
             if a < b {
@@ -104,11 +106,10 @@ impl Cx {
 fn convert_list(list: &mut Vec<Stmt>, tail: &dyn Fn(&str) -> bool, cx: &Cx) {
     // Notes of vector loops that became one copy, to go before it.
     let mut lifted: Vec<(usize, Vec<Stmt>)> = Vec::new();
-    for i in 0..list.len() {
-        let (head, rest) = list.split_at_mut(i + 1);
-        let stmt = &mut head[i];
-        let rest: &[Stmt] = rest;
-        let after = |b: &str| scan(rest, b).unwrap_or_else(|| tail(b));
+    // Counted before anything is converted; what follows a statement is converted after it.
+    let follows = Follows::of(list);
+    for (i, stmt) in list.iter_mut().enumerate() {
+        let after = |b: &str| follows.scan(i + 1, b).unwrap_or_else(|| tail(b));
         if let Some(dsts) = copy_only(stmt, cx) {
             if !dsts.is_empty() && dsts.iter().all(|b| after(b)) {
                 let notes = convert(stmt, cx);
@@ -151,21 +152,61 @@ fn is_commit(s: &Stmt) -> bool {
     matches!(s.kind, StmtKind::Intrinsic(Intrinsic::CommitGroup))
 }
 
-/// `Some(true)`: `rest` commits before accessing `b`; `Some(false)`: it accesses `b` first
-/// (or commits only on some paths); `None`: neither.
-fn scan(rest: &[Stmt], b: &str) -> Option<bool> {
-    for s in rest {
-        if is_commit(s) {
-            return Some(true);
+/// What the statements of a list do, for asking from each statement on whether a commit
+/// comes before an access of a buffer: counted once per list (scanning the rest of the list
+/// from every copy was quadratic in a list of many copies).
+struct Follows {
+    /// From each place on, the first statement that commits (at the top level, or somewhere
+    /// inside: then only on some paths); one entry past the end.
+    next_commit: Vec<Option<usize>>,
+    /// Per buffer, the statements accessing it, in list order.
+    accesses: HashMap<String, Vec<usize>>,
+    /// Which statements are top-level commits.
+    commits: Vec<bool>,
+}
+
+impl Follows {
+    fn of(list: &[Stmt]) -> Follows {
+        let n = list.len();
+        let mut next_commit = vec![None; n + 1];
+        let mut accesses: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, s) in list.iter().enumerate() {
+            for b in count_sites(std::slice::from_ref(s)).into_keys() {
+                accesses.entry(b).or_default().push(i);
+            }
         }
-        let one = std::slice::from_ref(s);
-        let mut nested_commit = false;
-        for_each_stmt(one, &mut |x| nested_commit |= is_commit(x));
-        if nested_commit || count_sites(one).contains_key(b) {
-            return Some(false);
+        for i in (0..n).rev() {
+            let mut commits = false;
+            for_each_stmt(std::slice::from_ref(&list[i]), &mut |x| {
+                commits |= is_commit(x)
+            });
+            next_commit[i] = if commits { Some(i) } else { next_commit[i + 1] };
+        }
+        Follows {
+            next_commit,
+            accesses,
+            commits: list.iter().map(is_commit).collect(),
         }
     }
-    None
+
+    /// For the statements from `from` on: `Some(true)` when they commit before accessing
+    /// `b`; `Some(false)` when they access `b` first (or commit only on some paths);
+    /// `None`: neither.
+    fn scan(&self, from: usize, b: &str) -> Option<bool> {
+        let commit = self.next_commit.get(from).copied().flatten();
+        let access = self.accesses.get(b).and_then(|at| {
+            let k = at.partition_point(|&i| i < from);
+            at.get(k).copied()
+        });
+        match (commit, access) {
+            // A commit statement accesses nothing, so an access at `c` is inside a
+            // statement that commits only on some paths.
+            (Some(c), Some(a)) if a < c => Some(false),
+            (Some(c), _) => Some(self.commits[c]),
+            (None, Some(_)) => Some(false),
+            (None, None) => None,
+        }
+    }
 }
 
 /// When `stmt` consists only of convertible copies (and lets, loops and `if`s around them
@@ -417,4 +458,71 @@ fn lane_uniform(cond: &Expr, var: &str, lanes: i64, env: &dyn Env) -> Option<Exp
         }
     }
     Some(substitute(cond, var, &Expr::int(0)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the rest of a list does before accessing `b`, statement by statement: the
+    /// definition [`Follows::scan`] answers from its counts.
+    fn scan_by_walking(rest: &[Stmt], b: &str) -> Option<bool> {
+        for s in rest {
+            if is_commit(s) {
+                return Some(true);
+            }
+            let one = std::slice::from_ref(s);
+            let mut nested_commit = false;
+            for_each_stmt(one, &mut |x| nested_commit |= is_commit(x));
+            if nested_commit || count_sites(one).contains_key(b) {
+                return Some(false);
+            }
+        }
+        None
+    }
+
+    /// `Follows`, counted once per list, answers every place and buffer as walking the rest
+    /// of the list does: commits at the top level and nested in an `if`, accesses before,
+    /// between, inside and after them, and buffers never accessed.
+    #[test]
+    fn follows_answers_as_walking_the_rest_does() {
+        let func = tlc_ir::parse(
+            r#"@T.prim_func
+def f(A: T.Tensor((8,), "float32"), B: T.Tensor((8,), "float32"), C: T.Tensor((8,), "int32")):
+    with T.Kernel(1, threads=1) as bx:
+        S = T.alloc_shared((8,), "float32")
+        S[0] = A[0]
+        T.cp_async_commit()
+        B[0] = S[1]
+        S[2] = A[2]
+        if C[0] > 0:
+            T.cp_async_commit()
+        A[3] = 1.0
+        T.cp_async_commit()
+        if C[1] > 0:
+            B[4] = S[4]
+        S[5] = A[5]
+"#,
+        )
+        .unwrap_or_else(|d| panic!("{d:?}"));
+        let list: &[Stmt] = func
+            .body
+            .iter()
+            .find_map(|s| match &s.kind {
+                StmtKind::Kernel(k) => Some(&k.body[..]),
+                _ => None,
+            })
+            .unwrap_or_default();
+        assert_eq!(list.len(), 9);
+        let follows = Follows::of(list);
+        for from in 0..=list.len() {
+            for b in ["S", "A", "B", "C", "Z"] {
+                assert_eq!(
+                    follows.scan(from, b),
+                    scan_by_walking(&list[from..], b),
+                    "from {from}, buffer {b}"
+                );
+            }
+        }
+    }
 }

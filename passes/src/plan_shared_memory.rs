@@ -44,7 +44,7 @@ use crate::analysis::uniform::uniform_locals;
 use crate::analysis::wgmma;
 use crate::context::PassContext;
 use crate::pass::Pass;
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use tlc_ir::build::intrinsic;
 use tlc_ir::intrinsic::Effect;
 use tlc_ir::wgmma::Swizzle;
@@ -130,6 +130,14 @@ fn plan_kernel(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diag
         .iter()
         .map(|s| Access::of_body(std::slice::from_ref(s)))
         .collect();
+    // Per buffer, the top-level statements using it (one pass over the statements, not one
+    // per buffer).
+    let mut users: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, a) in uses.iter().enumerate() {
+        for b in a.reads.union(&a.writes) {
+            users.entry(b.as_str()).or_default().push(i);
+        }
+    }
     let mut slots = Vec::new();
     for buf in &shared {
         let name = buf.name.name.clone();
@@ -142,12 +150,7 @@ fn plan_kernel(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diag
             ));
             continue;
         };
-        let used: Vec<usize> = uses
-            .iter()
-            .enumerate()
-            .filter(|(_, a)| a.reads.contains(&name) || a.writes.contains(&name))
-            .map(|(i, _)| i)
-            .collect();
+        let used: &[usize] = users.get(name.as_str()).map_or(&[], Vec::as_slice);
         // An mbarrier object lives from its init to the end of the kernel: the PTX never
         // invalidates it (`mbarrier.inval`), and a TMA or arrive still pending on it must find
         // it intact, so no other buffer ever takes its bytes.
@@ -205,6 +208,13 @@ fn plan_kernel(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diag
     // Reused bytes between top-level statements: the old buffer's readers must be done
     // before the new one's writers.
     let mut barriers_before: BTreeSet<usize> = BTreeSet::new();
+    // Barriers among the first `i` top-level statements: whether one lies between two
+    // statements is a difference, not a scan.
+    let mut barriers_up_to = vec![0usize; top.len() + 1];
+    for (i, s) in top.iter().enumerate() {
+        barriers_up_to[i + 1] =
+            barriers_up_to[i] + usize::from(matches!(s.kind, StmtKind::Barrier));
+    }
     for (a, &i) in order.iter().enumerate() {
         let me = &slots[i];
         let Some((first, _)) = me.live.filter(|_| merged) else {
@@ -213,9 +223,9 @@ fn plan_kernel(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diag
         for &j in &order[..a] {
             let o = &slots[j];
             if let (true, Some((_, last))) = (overlap(&slots, &offsets, i, j), o.live) {
-                let synced = top.get(last + 1..first).is_some_and(|between| {
-                    between.iter().any(|s| matches!(s.kind, StmtKind::Barrier))
-                });
+                let synced = last < first
+                    && first <= top.len()
+                    && barriers_up_to[first] > barriers_up_to[last + 1];
                 if !synced && last < first {
                     barriers_before.insert(first);
                 }

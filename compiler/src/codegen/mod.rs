@@ -214,8 +214,17 @@ fn emit_kernel(
         let r = cg.b.special(s);
         cg.vars.insert(v.name.clone(), Bind::Reg(r, DType::Int32));
     }
+    // Each buffer's arena offset by name (the first, as `Arena::offset` finds): searching the
+    // offsets for every allocation was quadratic in a kernel's buffers.
+    let offsets = kernel.arena.as_ref().map(|arena| {
+        let mut by_name: HashMap<&str, i64> = HashMap::new();
+        for (name, offset) in &arena.offsets {
+            by_name.entry(name.name.as_str()).or_insert(*offset);
+        }
+        by_name
+    });
     for alloc in &kernel.allocs {
-        cg.declare_alloc(alloc, kernel.arena.as_ref(), kspan);
+        cg.declare_alloc(alloc, offsets.as_ref(), kspan);
     }
     if kernel.allocs.iter().any(|a| a.scope == Scope::Shared) {
         // The arena's address is taken once at the top so every path sees it.
@@ -369,10 +378,11 @@ impl Cg {
         self.errors.push(Diagnostic::error(span, msg));
     }
 
+    /// `arena`: the kernel's shared-arena offsets by buffer name, when it has an arena.
     fn declare_alloc(
         &mut self,
         alloc: &tlc_ir::BufferDecl,
-        arena: Option<&tlc_ir::Arena>,
+        arena: Option<&HashMap<&str, i64>>,
         kspan: Span,
     ) {
         let name = &alloc.name.name;
@@ -390,7 +400,7 @@ impl Cg {
                     self.err(kspan, format!("shared buffer `{name}` has no arena"));
                     return;
                 };
-                let Some(off) = arena.offset(name) else {
+                let Some(&off) = arena.get(name.as_str()) else {
                     self.err(
                         alloc.span,
                         format!("shared buffer `{name}` is missing from `T.shared_arena`"),

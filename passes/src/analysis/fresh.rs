@@ -38,7 +38,7 @@
 use crate::analysis::access::{element_for_element, Access};
 use crate::analysis::rows::parallel_nest;
 use crate::analysis::uniform::is_uniform;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::{for_each_subexpr, stmt_exprs};
 use tlc_ir::{
@@ -49,14 +49,108 @@ use tlc_ir::{
 /// and which of its bodies (0: a loop's body or an `if`'s then-branch, 1: the else-branch).
 pub type ListPath = Vec<(usize, usize)>;
 
+/// Per statement list of a body (every nested one too), which of its statements touch each
+/// buffer (read or write it, nested statements included) and which name it in a `T.fresh`
+/// (nested too). Built once for the body: asking each buffer's questions of every statement
+/// instead was quadratic in a kernel of many buffers. Lists are keyed by their address: the
+/// body is borrowed, unchanged, for the index's life.
+struct ListIndex {
+    lists: HashMap<(usize, usize), ListUsers>,
+}
+
+#[derive(Default)]
+struct ListUsers {
+    touching: HashMap<String, Vec<usize>>,
+    freshing: HashMap<String, Vec<usize>>,
+}
+
+impl ListIndex {
+    fn of(body: &[Stmt]) -> ListIndex {
+        let mut index = ListIndex {
+            lists: HashMap::new(),
+        };
+        index.add(body);
+        index
+    }
+
+    fn key(list: &[Stmt]) -> (usize, usize) {
+        (list.as_ptr() as usize, list.len())
+    }
+
+    fn add(&mut self, list: &[Stmt]) {
+        let mut users = ListUsers::default();
+        for (i, s) in list.iter().enumerate() {
+            let a = Access::of_body(std::slice::from_ref(s));
+            for b in a.reads.union(&a.writes) {
+                users.touching.entry(b.clone()).or_default().push(i);
+            }
+            let mut named: HashSet<&str> = HashSet::new();
+            tlc_ir::visit::for_each_stmt(std::slice::from_ref(s), &mut |x| {
+                if let StmtKind::Fresh(bufs) = &x.kind {
+                    named.extend(bufs.iter().map(|b| b.name.as_str()));
+                }
+            });
+            for b in named {
+                users.freshing.entry(b.to_string()).or_default().push(i);
+            }
+            for child in children(s) {
+                self.add(child);
+            }
+        }
+        self.lists.insert(Self::key(list), users);
+    }
+
+    /// The statements of `list` (a list of the indexed body) that touch `x`, in order.
+    fn touching(&self, list: &[Stmt], x: &str) -> &[usize] {
+        self.lists
+            .get(&Self::key(list))
+            .and_then(|u| u.touching.get(x))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// The statements of `list` that touch `x` or name it in a `T.fresh`, in order.
+    fn touching_or_freshing(&self, list: &[Stmt], x: &str) -> Vec<usize> {
+        let Some(u) = self.lists.get(&Self::key(list)) else {
+            return Vec::new();
+        };
+        let mut all: Vec<usize> = u
+            .touching
+            .get(x)
+            .into_iter()
+            .chain(u.freshing.get(x))
+            .flatten()
+            .copied()
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        all
+    }
+}
+
+/// The statement lists directly inside `s`.
+fn children(s: &Stmt) -> Vec<&[Stmt]> {
+    match &s.kind {
+        StmtKind::For(f) => vec![&f.body[..]],
+        StmtKind::While { body, .. } => vec![&body[..]],
+        StmtKind::If {
+            then_body,
+            else_body,
+            ..
+        } => vec![&then_body[..], &else_body[..]],
+        StmtKind::Kernel(k) => vec![&k.body[..]],
+        _ => Vec::new(),
+    }
+}
+
 /// For every loop of `k`'s body that some shared allocation is provably fresh in (module
 /// doc), the loop's place (the path of the list holding it and its index there) and the
 /// buffers, in declaration order.
 pub fn provably_fresh(k: &Kernel) -> BTreeMap<(ListPath, usize), Vec<String>> {
     let mut out: BTreeMap<(ListPath, usize), Vec<String>> = BTreeMap::new();
+    let lists = ListIndex::of(&k.body);
     for decl in k.allocs.iter().filter(|a| a.scope == Scope::Shared) {
         let x = decl.name.name.as_str();
-        let Some((path, index)) = outermost_loop(&k.body, x, Vec::new()) else {
+        let Some((path, index)) = outermost_loop(&k.body, x, Vec::new(), &lists) else {
             continue;
         };
         let Some(body) = list_at(&k.body, &path)
@@ -65,7 +159,11 @@ pub fn provably_fresh(k: &Kernel) -> BTreeMap<(ListPath, usize), Vec<String>> {
         else {
             continue;
         };
-        let check = WholeWrites { x, decl };
+        let check = WholeWrites {
+            x,
+            decl,
+            lists: &lists,
+        };
         if check.body(body, false).is_ok() {
             out.entry((path, index)).or_default().push(x.to_string());
         }
@@ -74,11 +172,13 @@ pub fn provably_fresh(k: &Kernel) -> BTreeMap<(ListPath, usize), Vec<String>> {
 }
 
 /// The outermost loop holding every use of `x` in `body` (module doc): its list and index.
-fn outermost_loop(body: &[Stmt], x: &str, path: ListPath) -> Option<(ListPath, usize)> {
-    let users: Vec<usize> = (0..body.len())
-        .filter(|&i| touches(std::slice::from_ref(&body[i]), x))
-        .collect();
-    let [i] = users.as_slice() else {
+fn outermost_loop(
+    body: &[Stmt],
+    x: &str,
+    path: ListPath,
+    lists: &ListIndex,
+) -> Option<(ListPath, usize)> {
+    let [i] = lists.touching(body, x) else {
         return None;
     };
     let s = &body[*i];
@@ -94,16 +194,19 @@ fn outermost_loop(body: &[Stmt], x: &str, path: ListPath) -> Option<(ListPath, u
             else_body,
             ..
         } => {
-            let (in_then, in_else) = (touches(then_body, x), touches(else_body, x));
+            let (in_then, in_else) = (
+                !lists.touching(then_body, x).is_empty(),
+                !lists.touching(else_body, x).is_empty(),
+            );
             let mut deeper = path;
             match (in_then, in_else) {
                 (true, false) => {
                     deeper.push((*i, 0));
-                    outermost_loop(then_body, x, deeper)
+                    outermost_loop(then_body, x, deeper, lists)
                 }
                 (false, true) => {
                     deeper.push((*i, 1));
-                    outermost_loop(else_body, x, deeper)
+                    outermost_loop(else_body, x, deeper, lists)
                 }
                 _ => None,
             }
@@ -184,14 +287,16 @@ struct ReadFirst;
 struct WholeWrites<'a> {
     x: &'a str,
     decl: &'a BufferDecl,
+    lists: &'a ListIndex,
 }
 
 impl WholeWrites<'_> {
     /// Walks `body` from `written` (whether `x` was wholly written in this iteration so far);
-    /// whether it is afterwards.
+    /// whether it is afterwards. Only the statements that touch `x` or name it in a
+    /// `T.fresh` are walked: any other leaves `written` as it is and reads nothing of `x`.
     fn body(&self, body: &[Stmt], mut written: bool) -> Result<bool, ReadFirst> {
-        for s in body {
-            written = self.stmt(s, written)?;
+        for i in self.lists.touching_or_freshing(body, self.x) {
+            written = self.stmt(&body[i], written)?;
         }
         Ok(written)
     }
@@ -333,6 +438,9 @@ pub struct FreshLoop {
     /// Its body, flattened: `if` branches inlined (then before else), every other statement
     /// one unit, in program order.
     pub units: Vec<Unit>,
+    /// Per buffer, the units touching it (what [`FreshLoop::uses`] answers, kept once
+    /// rather than searched for each buffer).
+    users: HashMap<String, Vec<usize>>,
 }
 
 impl FreshLoop {
@@ -345,9 +453,7 @@ impl FreshLoop {
 
     /// The units that touch `x`, by position in [`FreshLoop::units`].
     pub fn uses(&self, x: &str) -> Vec<usize> {
-        (0..self.units.len())
-            .filter(|&u| self.units[u].touched.contains(x))
-            .collect()
+        self.users.get(x).cloned().unwrap_or_default()
     }
 }
 
@@ -356,7 +462,8 @@ impl FreshLoop {
 /// kernel's shared allocations (only those count).
 pub fn fresh_loops(body: &[Stmt], shared: &HashSet<String>) -> Vec<FreshLoop> {
     let mut out = Vec::new();
-    find_loops(body, body, &mut Vec::new(), shared, &mut out);
+    let lists = ListIndex::of(body);
+    find_loops(body, body, &mut Vec::new(), shared, &lists, &mut out);
     out
 }
 
@@ -365,21 +472,29 @@ fn find_loops(
     list: &[Stmt],
     path: &mut ListPath,
     shared: &HashSet<String>,
+    lists: &ListIndex,
     out: &mut Vec<FreshLoop>,
 ) {
     for (i, s) in list.iter().enumerate() {
         if let Some(body) = loop_body(s) {
             let buffers = heads(body, shared)
                 .into_iter()
-                .filter(|x| only_inside(top, path, i, x))
+                .filter(|x| only_inside(top, path, i, x, lists))
                 .collect::<Vec<_>>();
             if !buffers.is_empty() {
                 let mut units = Vec::new();
                 flatten(body, &mut Vec::new(), &mut units);
+                let mut users: HashMap<String, Vec<usize>> = HashMap::new();
+                for (u, unit) in units.iter().enumerate() {
+                    for b in &unit.touched {
+                        users.entry(b.clone()).or_default().push(u);
+                    }
+                }
                 out.push(FreshLoop {
                     at: (path.clone(), i),
                     buffers,
                     units,
+                    users,
                 });
             }
         }
@@ -396,7 +511,7 @@ fn find_loops(
         };
         for (which, b) in bodies {
             path.push((i, which));
-            find_loops(top, b, path, shared, out);
+            find_loops(top, b, path, shared, lists, out);
             path.pop();
         }
     }
@@ -406,13 +521,14 @@ fn find_loops(
 /// of `body` touches them.
 fn heads(body: &[Stmt], shared: &HashSet<String>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
+    let mut taken: HashSet<&str> = HashSet::new();
     let mut seen = Access::default();
     for s in body {
         if let StmtKind::Fresh(bufs) = &s.kind {
             for b in bufs {
                 let x = &b.name;
                 let untouched = !seen.reads.contains(x) && !seen.writes.contains(x);
-                if shared.contains(x) && untouched && !out.contains(x) {
+                if shared.contains(x) && untouched && taken.insert(x) {
                     out.push(x.clone());
                 }
             }
@@ -427,14 +543,18 @@ fn heads(body: &[Stmt], shared: &HashSet<String>) -> Vec<String> {
 
 /// Whether every use of `x` in `top` lies in the body of the loop at index `i` of the list
 /// at `path`: no other statement on the way touches it, nor the loop's own header.
-fn only_inside(top: &[Stmt], path: &[(usize, usize)], i: usize, x: &str) -> bool {
+fn only_inside(
+    top: &[Stmt],
+    path: &[(usize, usize)],
+    i: usize,
+    x: &str,
+    lists: &ListIndex,
+) -> bool {
     let mut list = top;
     let steps = path.iter().map(|&(j, w)| (j, Some(w))).chain([(i, None)]);
     for (j, which) in steps {
-        for (k, s) in list.iter().enumerate() {
-            if k != j && touches(std::slice::from_ref(s), x) {
-                return false;
-            }
+        if lists.touching(list, x).iter().any(|&k| k != j) {
+            return false;
         }
         let Some(s) = list.get(j) else {
             return false;
@@ -445,8 +565,16 @@ fn only_inside(top: &[Stmt], path: &[(usize, usize)], i: usize, x: &str) -> bool
             return false;
         }
         match (which, &s.kind) {
-            (Some(0), StmtKind::If { else_body, .. }) if touches(else_body, x) => return false,
-            (Some(1), StmtKind::If { then_body, .. }) if touches(then_body, x) => return false,
+            (Some(0), StmtKind::If { else_body, .. })
+                if !lists.touching(else_body, x).is_empty() =>
+            {
+                return false
+            }
+            (Some(1), StmtKind::If { then_body, .. })
+                if !lists.touching(then_body, x).is_empty() =>
+            {
+                return false
+            }
             _ => {}
         }
         match which {

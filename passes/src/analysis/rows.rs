@@ -30,7 +30,7 @@
 //! `stage-fragment-reads` left for registers.
 
 use super::access::element_for_element;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::{child_bodies, for_each_stmt, for_each_subexpr, stmt_exprs};
 use tlc_ir::{BufferDecl, Expr, ExprKind, For, ForKind, Kernel, Region, Scope, Stmt, StmtKind};
@@ -68,8 +68,12 @@ impl RowVectors {
 
     /// The row-vector classes of kernel `k` with `threads` threads (see the module summary).
     pub fn of(k: &Kernel, threads: i64) -> RowVectors {
+        let mut by_name: HashMap<&str, &BufferDecl> = HashMap::new();
+        for b in &k.allocs {
+            by_name.entry(b.name.name.as_str()).or_insert(b);
+        }
         let mut cx = Uses {
-            allocs: &k.allocs,
+            allocs: by_name,
             parent: BTreeMap::new(),
             anchors: BTreeMap::new(),
             flat: BTreeMap::new(),
@@ -210,7 +214,9 @@ pub fn parallel_nest(outer: &For) -> (Vec<String>, Vec<i64>, &[Stmt]) {
 /// The uses seen so far: a union-find over the candidates, each one's anchors, and the
 /// candidates with a use that rules their class out.
 struct Uses<'a> {
-    allocs: &'a [BufferDecl],
+    /// The kernel's allocations by name (the first of a name, as a search in order finds):
+    /// asked at every use, a search of the list was quadratic in a kernel's buffers.
+    allocs: HashMap<&'a str, &'a BufferDecl>,
     parent: BTreeMap<String, String>,
     anchors: BTreeMap<String, BTreeSet<String>>,
     /// The shapes of the fragment-free nests each candidate is broadcast in.
@@ -220,7 +226,7 @@ struct Uses<'a> {
 
 impl Uses<'_> {
     fn decl(&self, name: &str) -> Option<&BufferDecl> {
-        self.allocs.iter().find(|b| b.name.name == name)
+        self.allocs.get(name).copied()
     }
 
     fn shape(&self, name: &str) -> Option<Vec<i64>> {

@@ -17,7 +17,8 @@ use tlc_ir::{
 /// The fragments of one kernel.
 #[derive(Default)]
 pub(crate) struct Fragments {
-    names: Vec<String>,
+    /// A set: asked at every access.
+    names: std::collections::BTreeSet<String>,
     /// Fragments with the mma accumulator layout.
     mma: Vec<(String, MmaLayout)>,
     /// Row vectors (`rows.rs`).
@@ -26,7 +27,7 @@ pub(crate) struct Fragments {
 
 impl Fragments {
     pub fn of(allocs: &[BufferDecl], layouts: &[LayoutAnnotation]) -> Fragments {
-        let names: Vec<String> = allocs
+        let names: std::collections::BTreeSet<String> = allocs
             .iter()
             .filter(|b| b.scope == Scope::Fragment)
             .map(|b| b.name.name.clone())
@@ -137,7 +138,7 @@ impl Fragments {
     }
 
     pub fn contains(&self, name: &str) -> bool {
-        self.names.iter().any(|n| n == name)
+        self.names.contains(name)
     }
 
     /// Fragments must have constant shapes (their per-thread size is fixed).

@@ -97,6 +97,9 @@ pub(crate) struct Ctx<'a> {
     pub block: Block,
     /// Parameters and the kernel's allocations (fragments still as declared).
     pub buffers: Vec<&'a BufferDecl>,
+    /// `buffers` by name (the first of a name): [`Ctx::buffer`] is asked at every access,
+    /// and a search of the list was quadratic in a kernel's buffers.
+    pub by_name: std::collections::HashMap<&'a str, &'a BufferDecl>,
     pub fragments: &'a Fragments,
     /// The kernel's layout annotations.
     pub layouts: Vec<LayoutAnnotation>,
@@ -125,7 +128,7 @@ pub(crate) struct Ctx<'a> {
 
 impl Ctx<'_> {
     pub fn buffer(&self, name: &str) -> Option<&BufferDecl> {
-        self.buffers.iter().copied().find(|b| b.name.name == name)
+        self.by_name.get(name).copied()
     }
 
     /// The layout annotated on buffer `name`.
@@ -175,10 +178,16 @@ fn lower_kernel(
     }
     let body = std::mem::take(&mut k.body);
     let new_body = {
+        let buffers: Vec<&BufferDecl> = params.iter().chain(k.allocs.iter()).collect();
+        let mut by_name = std::collections::HashMap::new();
+        for b in &buffers {
+            by_name.entry(b.name.name.as_str()).or_insert(*b);
+        }
         let ctx = Ctx {
             target,
             block,
-            buffers: params.iter().chain(k.allocs.iter()).collect(),
+            buffers,
+            by_name,
             fragments: &fragments,
             layouts: k.layouts.clone(),
             new_allocs: std::cell::RefCell::new(Vec::new()),

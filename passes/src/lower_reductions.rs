@@ -47,7 +47,8 @@ impl Pass for LowerReductions {
         "T.reduce_* -> staged copy, strided per-thread folds and a shared-memory tree (tile ops)"
     }
 
-    fn run(&self, mut func: PrimFunc, _cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
+    fn run(&self, mut func: PrimFunc, cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
+        let target = cx.target();
         let mut names = NameSet::of(&func);
         let mut errors = Vec::new();
         for_each_kernel(&mut func.body, &mut |k, span| {
@@ -63,6 +64,7 @@ impl Pass for LowerReductions {
             let rows = RowVectors::of(k, threads);
             let mut cx = Lowering {
                 threads,
+                target,
                 rows,
                 staged: Default::default(),
                 names: &mut names,
@@ -96,6 +98,8 @@ fn contains_reduce(body: &[Stmt]) -> bool {
 
 struct Lowering<'a> {
     threads: i64,
+    /// Bounds the shared staging copies (a block's shared memory).
+    target: tlc_ir::Target,
     /// Row vectors: a reduction into one stays for `lower-tile-ops` (warp shuffles).
     rows: RowVectors,
     /// The shared copy of each fragment source staged so far (one per fragment and kernel:
@@ -203,6 +207,28 @@ impl Lowering<'_> {
         let staged = if src.scope == Scope::Shared {
             src.name.name.clone()
         } else {
+            // The staging copy is the user's tile in shared memory: one past what a block
+            // may have is refused here, at the reduction, not left to the verifier.
+            let bytes = shape
+                .iter()
+                .try_fold(i64::from(src.dtype.bytes()), |b, &e| b.checked_mul(e));
+            let max = self.target.max_shared_bytes();
+            if bytes.is_none_or(|b| b > max) {
+                let size = bytes.map_or("more than 2^63".to_string(), |b| b.to_string());
+                return Err(Diagnostic::error(
+                    span,
+                    format!(
+                        "`{op}` stages fragment `{}` in shared memory: {size} bytes, more than \
+                         the {max} bytes of shared memory a block may have on {}",
+                        src.name.name,
+                        self.target.name()
+                    ),
+                )
+                .with_note(
+                    "a fragment is reduced through a shared copy of it; reduce a smaller \
+                     tile (or a shared buffer, which is read in place)",
+                ));
+            }
             let s = match self.staged.get(&src.name.name) {
                 Some(s) => s.clone(),
                 None => {

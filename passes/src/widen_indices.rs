@@ -102,15 +102,24 @@ impl Widen {
             StmtKind::Let { var, dtype, value } => {
                 *value = self.expr(value);
                 let d = self.dtype(value);
-                if d == Some(DType::Int64) && self.vars.get(&var.name) == Some(&DType::Int32) {
+                let r = int::interval(value, &self.ranges);
+                // A let declared `T.int32` converts its value, wrapping one that leaves int32
+                // (docs/ir.md, "Let"): it is widened only where the value provably fits, and
+                // otherwise keeps its declared conversion of the (now exact int64) value.
+                let keeps_wrap = *dtype == Some(DType::Int32) && !r.fits_i32();
+                if d == Some(DType::Int64)
+                    && self.vars.get(&var.name) == Some(&DType::Int32)
+                    && !keeps_wrap
+                {
                     // The value is exact in int64; an int32 let holds it without conversion.
                     self.vars.insert(var.name.clone(), DType::Int64);
                     if *dtype == Some(DType::Int32) {
                         *dtype = Some(DType::Int64);
                     }
                 }
-                if matches!(d, Some(DType::Int32 | DType::Int64)) {
-                    let r = int::interval(value, &self.ranges);
+                if keeps_wrap {
+                    self.ranges.insert(var.name.clone(), tlc_ir::interval::Interval::INT32);
+                } else if matches!(d, Some(DType::Int32 | DType::Int64)) {
                     self.ranges.insert(var.name.clone(), r);
                 }
             }

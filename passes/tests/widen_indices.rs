@@ -129,3 +129,24 @@ def k(A: T.Tensor((N,), "int32")):
     );
     assert_same_meaning("bit operators", &func, &out);
 }
+
+/// A let declared `T.int32` converts its value (docs/ir.md, "Let"): where the value may
+/// leave int32 the conversion wraps it, and the pass must keep that wrap — widening the
+/// let to int64 made `S[r, c]` read row 2^34 (a campaign finding). Where the value
+/// provably fits, the let may be widened (nothing wraps).
+#[test]
+fn a_declared_int32_let_keeps_its_wrap() {
+    let src = r#"@T.prim_func
+def k(A: T.Tensor((64,), "int32"), B: T.Tensor((64,), "int32")):
+    with T.Kernel(1, threads=64) as bx:
+        for tx in T.thread_binding(64, thread="threadIdx.x"):
+            for i in T.serial(4):
+                r: T.int32 = (i * 1099511627776 + tx) / 64
+                B[tx] = B[tx] + r % 7 + A[(r % 64 + 64) % 64]
+"#;
+    let func = tlc_ir::parse(src).expect("parses");
+    let out = widened(func.clone());
+    let text = print_func(&out);
+    assert!(text.contains("r: T.int32 = "), "{text}");
+    assert_same_meaning("declared int32 let", &func, &out);
+}

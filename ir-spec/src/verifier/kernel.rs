@@ -6,11 +6,12 @@ use super::scope::DefKind;
 use super::{Checker, KernelInfo};
 use crate::diagnostic::Diagnostic;
 use crate::dtype::DType;
-use crate::ir::{Arena, Expr, For, ForKind, Kernel, Scope, ThreadTag};
+use crate::ir::{Arena, BufferDecl, Expr, For, ForKind, Ident, Kernel, Scope, ThreadTag};
 use crate::span::Span;
 use crate::target::{
     Target, MAX_BLOCK_DIMS, MAX_GRID_DIMS, MAX_THREADS_PER_BLOCK, MAX_THREADS_PER_SM,
 };
+use std::collections::HashMap;
 
 /// The element counts a `T.vectorized` loop may have (up to a 16-byte access of 8-bit data).
 const VECTOR_WIDTHS: [i64; 5] = [1, 2, 4, 8, 16];
@@ -352,6 +353,15 @@ impl<'f> Checker<'f> {
                     ThreadTag::ThreadY => 1,
                     _ => 2,
                 };
+                // K13: a thread index is bound once on any path (each thread has one value).
+                if let Some((outer, _)) = self.thread_axes.iter().find(|(_, a)| *a == axis) {
+                    let msg = format!(
+                        "loop `{}` binds `{}`, which the enclosing loop `{outer}` already binds",
+                        f.var.name,
+                        tag.name()
+                    );
+                    self.error(self.at(f.var.span), msg);
+                }
                 self.thread_axes.push((f.var.name.clone(), axis));
                 let whole = self
                     .block
@@ -476,13 +486,16 @@ impl<'f> Checker<'f> {
                 )),
             );
         }
-        for (i, (name, offset)) in arena.offsets.iter().enumerate() {
+        // By name, once: looking each offset's name up in the offsets before it and in the
+        // allocations was quadratic in a kernel's buffers, and this runs after every pass.
+        let mut decls: HashMap<&str, &BufferDecl> = HashMap::new();
+        for a in &k.allocs {
+            decls.entry(a.name.name.as_str()).or_insert(a);
+        }
+        let mut firsts: HashMap<&str, &Ident> = HashMap::new();
+        for (name, offset) in &arena.offsets {
             let at = self.at(name.span);
-            if let Some((first, _)) = arena
-                .offsets
-                .get(..i)
-                .and_then(|before| before.iter().find(|(n, _)| n.name == name.name))
-            {
+            if let Some(first) = firsts.get(name.name.as_str()) {
                 let mut d = Diagnostic::error(
                     at,
                     format!("`{}` has two offsets in the shared arena", name.name),
@@ -493,7 +506,8 @@ impl<'f> Checker<'f> {
                 self.push(d);
                 continue;
             }
-            let Some(decl) = k.allocs.iter().find(|a| a.name.name == name.name) else {
+            firsts.insert(&name.name, name);
+            let Some(&decl) = decls.get(name.name.as_str()) else {
                 self.error(
                     at,
                     format!(
@@ -555,7 +569,7 @@ impl<'f> Checker<'f> {
             }
         }
         for decl in k.allocs.iter().filter(|a| a.scope == Scope::Shared) {
-            if arena.offset(&decl.name.name).is_none() {
+            if !firsts.contains_key(decl.name.name.as_str()) {
                 self.error(
                     decl.name.span,
                     format!(

@@ -305,6 +305,20 @@ impl<'f> Checker<'f> {
 
     fn stmt(&mut self, stmt: &'f Stmt) {
         self.stmt_span = stmt.span;
+        // K12: code outside every kernel runs on no thread (the interpreter and the targets
+        // run kernels); only lets (host-side values) and notes may stand there.
+        if self.kernel.is_none()
+            && !matches!(
+                stmt.kind,
+                StmtKind::Kernel(_) | StmtKind::Let { .. } | StmtKind::Note(_)
+            )
+        {
+            self.error(
+                stmt.span,
+                "outside a `T.Kernel` a function holds only kernels and lets: this statement \
+                 would run on no GPU thread (put it inside `with T.Kernel(…)`)",
+            );
+        }
         match &stmt.kind {
             StmtKind::Kernel(k) => self.kernel(k, stmt.span),
             StmtKind::For(f) => self.for_loop(f),

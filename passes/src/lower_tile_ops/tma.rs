@@ -137,7 +137,8 @@ fn pipeline_shape(prologue: &Stmt, main: &Stmt) -> Option<i64> {
         )
         && m.kind == ForKind::Serial
         && matches!(m.body.first().map(|s| &s.kind), Some(StmtKind::Intrinsic(Intrinsic::WaitGroup(n))) if *n == ahead - 1);
-    ok.then_some(ahead + 1)
+    // Lazily and checked: a constant stop of 2^63 - 1 (no pipeline) must not overflow.
+    ok.then(|| ahead.checked_add(1)).flatten()
 }
 
 /// How many copies fill one stage of the pipeline (prologue `p`, loop `m`) when all of

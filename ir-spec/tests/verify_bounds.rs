@@ -1,4 +1,4 @@
-//! The verifier's bounds rule (`verifier/bounds.rs`, rule B7 of docs/ir.md): accesses
+//! The verifier's bounds rule (`verifier/bounds.rs`, rule B2 of docs/ir.md): accesses
 //! provably outside their buffer are errors at the index; accesses that may be in bounds on
 //! some run, or that never run, are not.
 
@@ -173,6 +173,20 @@ fn extremes_through_lets_inner_loop_bounds_and_symbolic_trip_counts() {
     );
     accepted(
         "for r in T.unroll(1, 6):\n    for c in T.unroll(r):\n        row = r + c\n        A[i] = B[0, row * 28]",
+    );
+    // A triangular nest too large to enumerate (~500 000 (r, c) pairs): the index is
+    // linear in the innermost `c`, so only the ends of its range are evaluated, per `r`.
+    refused(
+        "for r in T.unroll(1, 1000):\n    for c in T.serial(r):\n        A[c] = 1.0",
+        "index `c` is out of bounds for dimension 0 of `A` (extent 64): it is 998 when r = 999, c = 998",
+        "c] = 1.0",
+    );
+    accepted("for r in T.unroll(1, 65):\n    for c in T.serial(r):\n        A[c] = 1.0");
+    // Not linear in `c` (`c * c`): every pair is evaluated, within the budget.
+    refused(
+        "for r in T.unroll(1, 100):\n    for c in T.serial(r):\n        A[c * c % 70] = 1.0",
+        "index `c * c % 70` is out of bounds for dimension 0 of `A` (extent 64): it is 65 when r = 26, c = 25",
+        "c * c % 70",
     );
     // A loop over a symbolic count still starts at 0 on every run.
     refused(

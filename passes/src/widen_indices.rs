@@ -118,7 +118,8 @@ impl Widen {
                     }
                 }
                 if keeps_wrap {
-                    self.ranges.insert(var.name.clone(), tlc_ir::interval::Interval::INT32);
+                    self.ranges
+                        .insert(var.name.clone(), tlc_ir::interval::Interval::INT32);
                 } else if matches!(d, Some(DType::Int32 | DType::Int64)) {
                     self.ranges.insert(var.name.clone(), r);
                 }

@@ -306,13 +306,22 @@ impl<'f> Checker<'f> {
     fn stmt(&mut self, stmt: &'f Stmt) {
         self.stmt_span = stmt.span;
         // K12: code outside every kernel runs on no thread (the interpreter and the targets
-        // run kernels); only lets (host-side values) and notes may stand there.
-        if self.kernel.is_none()
-            && !matches!(
-                stmt.kind,
-                StmtKind::Kernel(_) | StmtKind::Let { .. } | StmtKind::Note(_)
-            )
-        {
+        // run kernels); only lets (host-side values) and notes may stand there. Tile ops,
+        // intrinsics, barriers and stores to on-chip memory have their own "inside a
+        // `T.Kernel`" rules: this one names loops, conditionals and stores to global memory.
+        let global_store = |b: &Ident| {
+            self.env
+                .buffer(&b.name)
+                .is_none_or(|d| d.scope == Scope::Global)
+        };
+        let uncovered = match &stmt.kind {
+            StmtKind::For(_) | StmtKind::If { .. } | StmtKind::While { .. } => true,
+            StmtKind::Store { buffer, .. } | StmtKind::AtomicAdd { buffer, .. } => {
+                global_store(buffer)
+            }
+            _ => false,
+        };
+        if self.kernel.is_none() && uncovered {
             self.error(
                 stmt.span,
                 "outside a `T.Kernel` a function holds only kernels and lets: this statement \

@@ -484,7 +484,14 @@ fn shapes_cannot_use_loop_variables() {
     let f = func(
         "f",
         Vec::new(),
-        vec![serial("i", 2, vec![stmt(StmtKind::Kernel(k))])],
+        vec![
+            stmt(StmtKind::Let {
+                var: id("i"),
+                dtype: None,
+                value: int(2),
+            }),
+            stmt(StmtKind::Kernel(k)),
+        ],
     );
     one(
         &f,
@@ -845,7 +852,7 @@ fn tile_ops_outside_a_kernel() {
         vec![
             copy(whole("A", &[4]), whole("B", &[4])),
             fill(whole("A", &[4]), int(0)),
-            // A store to a global buffer is allowed anywhere.
+            // A store to a global buffer runs on no thread outside a kernel either (K12).
             store("A", vec![int(0)], float(1.0)),
         ],
     );
@@ -855,6 +862,8 @@ fn tile_ops_outside_a_kernel() {
         [
             "`T.copy` must be inside a `T.Kernel`",
             "`T.fill` must be inside a `T.Kernel`",
+            "outside a `T.Kernel` a function holds only kernels and lets: this statement would \
+             run on no GPU thread (put it inside `with T.Kernel(…)`)",
         ]
     );
     let f = func(

@@ -285,7 +285,8 @@ def tile(A: T.Tensor((128,), "float32")):
     );
     assert_eq!(&tile[errs[0].span.start..][..3], "for");
 
-    // Two kernels compile (codegen_kernels.rs); a loop around a kernel would run on the host.
+    // Two kernels compile (codegen_kernels.rs); a loop around a kernel would run on the host:
+    // the verifier's K12 refuses it before code generation.
     let looped = r#"
 @T.prim_func
 def looped(A: T.Tensor((128,), "float32")):
@@ -294,11 +295,12 @@ def looped(A: T.Tensor((128,), "float32")):
             for tx in T.thread_binding(128, thread="threadIdx.x"):
                 A[tx] = 1.0
 "#;
-    let errs = errors(looped);
+    let func = tlc_ir::parse(looped).expect("parses");
+    let errs = tlc_ir::verifier::verify(&func).expect_err("K12");
     assert!(
         errs[0]
             .message
-            .contains("only `T.Kernel` blocks run on the GPU"),
+            .contains("outside a `T.Kernel` a function holds only kernels and lets"),
         "{errs:?}"
     );
     assert_eq!(&looped[errs[0].span.start..][..3], "for");

@@ -182,6 +182,19 @@ fn extremes_through_lets_inner_loop_bounds_and_symbolic_trip_counts() {
         "c] = 1.0",
     );
     accepted("for r in T.unroll(1, 65):\n    for c in T.serial(r):\n        A[c] = 1.0");
+    // A thread index the index is linear in: its two ends (tx = 0 and 63 here).
+    let src = "@T.prim_func\ndef f(A: T.Tensor((64,), \"float32\")):\n    \
+               with T.Kernel(4, threads=64) as bx:\n        \
+               for tx in T.thread_binding(64, thread=\"threadIdx.x\"):\n            \
+               for k in T.unroll(2):\n                A[k * 2 * tx] = 1.0\n";
+    let errs = verify(&parse(src).expect("parses"))
+        .err()
+        .unwrap_or_default();
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    assert_eq!(
+        errs[0].message,
+        "index `k * 2 * tx` is out of bounds for dimension 0 of `A` (extent 64): it is 126 when tx = 63, k = 1"
+    );
     // Not linear in `c` (`c * c`): every pair is evaluated, within the budget.
     refused(
         "for r in T.unroll(1, 100):\n    for c in T.serial(r):\n        A[c * c % 70] = 1.0",

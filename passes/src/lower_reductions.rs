@@ -280,11 +280,24 @@ impl Lowering<'_> {
         let mut src_index = if scalar { Vec::new() } else { vars_of(&vars) };
         src_index.insert(axis, j.clone());
         let mut x = load(&staged, src_index, span);
-        if src.dtype != d {
-            x = Expr::new(ExprKind::Cast(d, Box::new(x)), span);
+        // `|x|` in `dst`'s dtype, or — where `T.abs` does not take it (float8) — in the
+        // source's or float32: for floats, negation commutes with every rounding, so the
+        // absolute value taken before or after the conversion is the same number.
+        let abs_in = if !r.kind.takes_abs() || MathFn::Abs.takes(d) || !d.is_float() {
+            d
+        } else if MathFn::Abs.takes(src.dtype) {
+            src.dtype
+        } else {
+            DType::Float32
+        };
+        if src.dtype != abs_in {
+            x = Expr::new(ExprKind::Cast(abs_in, Box::new(x)), span);
         }
         if r.kind.takes_abs() {
             x = Expr::new(ExprKind::Math(MathFn::Abs, vec![x]), span);
+        }
+        if abs_in != d {
+            x = Expr::new(ExprKind::Cast(d, Box::new(x)), span);
         }
         let folded = combine(r.kind, load(&acc, acc_index.clone(), span), x, span);
         let fold = store(&acc, acc_index.clone(), folded, span);

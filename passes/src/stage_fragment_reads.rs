@@ -44,7 +44,8 @@ impl Pass for StageFragmentReads {
         "fragment reads a T.Parallel nest cannot serve from registers (broadcasts, other shapes) -> a staged shared copy"
     }
 
-    fn run(&self, mut func: PrimFunc, _cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
+    fn run(&self, mut func: PrimFunc, cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
+        let target = cx.target();
         let mut names = NameSet::of(&func);
         let mut errors = Vec::new();
         for_each_kernel(&mut func.body, &mut |k, span| {
@@ -60,6 +61,7 @@ impl Pass for StageFragmentReads {
                     .cloned()
                     .collect(),
                 names: &mut names,
+                target,
                 new_allocs: Vec::new(),
                 staged: Default::default(),
                 errors: Vec::new(),
@@ -79,6 +81,8 @@ impl Pass for StageFragmentReads {
 struct Staging<'a> {
     fragments: Vec<BufferDecl>,
     names: &'a mut NameSet,
+    /// Bounds a staged copy (a block's shared memory).
+    target: tlc_ir::Target,
     new_allocs: Vec<BufferDecl>,
     /// The shared copy of each fragment staged so far: one per fragment and kernel, written
     /// afresh before every use (the barriers between are `thread-binding`'s).
@@ -203,6 +207,33 @@ impl Staging<'_> {
         let staged = match self.staged.get(name) {
             Some(s) => s.clone(),
             None => {
+                // The copy is the whole fragment in shared memory: one past what a block may
+                // have is refused at the read that needs it (the pass then fails with it).
+                let bytes = decl
+                    .shape
+                    .iter()
+                    .try_fold(i64::from(decl.dtype.bytes()), |b, e| {
+                        const_int(e).and_then(|e| b.checked_mul(e))
+                    });
+                let max = self.target.max_shared_bytes();
+                if bytes.is_none_or(|b| b > max) {
+                    let size = bytes.map_or("more than 2^63".to_string(), |b| b.to_string());
+                    self.errors.push(
+                        Diagnostic::error(
+                            span,
+                            format!(
+                                "fragment `{name}` is read here from other threads' registers, \
+                                 so it is staged in shared memory: {size} bytes, more than the \
+                                 {max} bytes of shared memory a block may have on {}",
+                                self.target.name()
+                            ),
+                        )
+                        .with_note(format!(
+                            "read a fragment of the nest's extents with the nest's own variables (a register \
+                             read), or make `{name}` smaller"
+                        )),
+                    );
+                }
                 let s = self.names.fresh(&format!("{name}_shared"));
                 self.new_allocs.push(BufferDecl {
                     name: Ident::new(s.clone(), decl.span),

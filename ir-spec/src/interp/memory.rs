@@ -377,8 +377,13 @@ impl<'g> Memory<'g> {
     /// for the grid's merge; shared ones in an arena are race-tracked as atomics.
     pub fn atomic_add(&mut self, b: BufRef, flat: usize, delta: Scalar) -> Option<Scalar> {
         let dtype = self.buffer(b).dtype;
+        // The sum is stored: converted to the buffer's dtype, so an integer sum past its
+        // range wraps (as the hardware's `atom.add` does) — the IR's exact int32 arithmetic
+        // wraps only on conversion (docs/ir.md, "Integer semantics").
         let add = |old: Scalar| {
-            crate::interp::scalar::arith(crate::ir::BinOp::Add, dtype, old, delta).unwrap_or(old)
+            let sum = crate::interp::scalar::arith(crate::ir::BinOp::Add, dtype, old, delta)
+                .unwrap_or(old);
+            crate::interp::scalar::convert(sum, dtype)
         };
         if let BufRef::Local(i) = b {
             let buf = &self.locals[i];

@@ -13,10 +13,10 @@
 //!   extremes of the index are values it really takes: it is affine in block and loop
 //!   variables whose range ends its coefficients pick are constants (`ko` of
 //!   `T.Pipelined(T.ceildiv(K, 32))` is 0 on every run), or the variables it depends on —
-//!   through integer lets and the bounds of inner loops (`for c in T.unroll(r)`), thread
-//!   indices excepted — have at most 2^16 combinations, each evaluated (the innermost
-//!   loop at its range's two ends only, when the index is linear in it and no condition
-//!   names it: `acc[c]` under `for r in T.unroll(1, 1000): for c in T.serial(r)`). Then an
+//!   through integer lets and the bounds of inner loops (`for c in T.unroll(r)`) — have at
+//!   most 2^16 combinations, each evaluated (a loop variable the index is linear in, and
+//!   that no condition or other bound names, at its range's two ends only: `acc[c]` under
+//!   `for r in T.unroll(1, 1000): for c in T.serial(r)`; a thread index only so). Then an
 //!   extreme outside the dimension is an out-of-bounds access some block makes on every run.
 //!
 //! - **reaches outside under its conditions**: an access under an `if` (or a `while`, a
@@ -36,8 +36,9 @@
 //! conditions it can decide (a buffer view's mask, an unrolled `k % 2 == 0`). Checking the same rule on
 //! the source makes it the user's located error at `tlc check`, never a pass "producing
 //! invalid IR" later; after every pass it checks that no pass introduced such an access.
-//! (Thread indices are not enumerated: every lowered access has one, and enumerating them
-//! at every pass's verification cost the seed kernel's compile 0.9 s.)
+//! (Thread indices are enumerated only at their two ends, where the index is linear in
+//! them: every lowered access has one, and enumerating them value by value at every pass's
+//! verification cost the seed kernel's compile 0.9 s.)
 
 use super::consts::eval_int;
 use crate::diagnostic::Diagnostic;
@@ -485,40 +486,54 @@ impl<'f> Walk<'f> {
                 todo.push(self.scope[..k].iter().rposition(|b| b.var == d)?);
             }
         }
-        // Thread indices appear in every lowered access and make the enumeration cost
-        // what a whole block does, at every pass's verification: not enumerated (the
-        // source's tile-level accesses, where the rule matters, have none).
-        let threaded = self
-            .scope
-            .iter()
-            .zip(&needed)
-            .any(|(b, n)| *n && matches!(b.def, Def::Loop { thread: true, .. }));
-        if threaded {
-            return None;
-        }
         let order: Vec<&Binding> = self
             .scope
             .iter()
             .zip(&needed)
             .filter_map(|(b, n)| n.then_some(b))
             .collect();
-        // The innermost loop, when the index is linear in its variable and no condition
-        // names it, needs only its range's two ends: `acc[c]` under `for r in
-        // T.unroll(1, 1000): for c in T.serial(r)` is 999 · 2 values, not ~500 000.
-        let ends_only = order.last().and_then(|b| match b.def {
-            Def::Loop { .. }
-                if linear_in(index, b.var)
-                    && !self.conds.iter().any(|c| mentions(c.expr, b.var)) =>
-            {
-                Some(b.var)
-            }
-            _ => None,
+        // A loop variable the index is linear in, which no condition and no other binding's
+        // definition names, needs only its range's two ends: with the others fixed its range
+        // is a fixed interval and the index `a · v + b` on it peaks at an end, so over all
+        // such variables at once (a multilinear index over a box) at a corner. `acc[c]`
+        // under `for r in T.unroll(1, 1000): for c in T.serial(r)` is 999 · 2 values, not
+        // ~500 000.
+        let named_by_others = |b: &Binding| {
+            order.iter().any(|o| {
+                !std::ptr::eq(*o, b)
+                    && match &o.def {
+                        Def::Block { .. } => false,
+                        Def::Loop { start, stop, .. } => {
+                            mentions(start, b.var) || mentions(stop, b.var)
+                        }
+                        Def::Let { value } => mentions(value, b.var),
+                    }
+            })
+        };
+        let ends_only: Vec<&str> = order
+            .iter()
+            .filter(|b| {
+                matches!(b.def, Def::Loop { .. })
+                    && linear_in(index, b.var)
+                    && !self.conds.iter().any(|c| mentions(c.expr, b.var))
+                    && !named_by_others(b)
+            })
+            .map(|b| b.var)
+            .collect();
+        // Thread indices appear in every lowered access and make the enumeration cost
+        // what a whole block does, at every pass's verification: enumerated only at their
+        // two ends (as above: `C[row, k * 64 * tx]`), never value by value.
+        let threaded = order.iter().any(|b| {
+            matches!(b.def, Def::Loop { thread: true, .. }) && !ends_only.contains(&b.var)
         });
+        if threaded {
+            return None;
+        }
         let mut e = Enumeration {
             index,
             conds: &self.conds,
             high,
-            ends_only,
+            ends_only: &ends_only,
             values: Vec::new(),
             best: None,
             budget: MAX_COMBINATIONS,
@@ -541,9 +556,9 @@ struct Enumeration<'a> {
     /// Only the combinations where these hold run the access.
     conds: &'a [Cond<'a>],
     high: bool,
-    /// The last binding's variable, when the index is linear in it (and no condition names
-    /// it): only the ends of its range can give an extreme.
-    ends_only: Option<&'a str>,
+    /// The loop variables only the ends of whose ranges can give an extreme (see
+    /// `enumerate`).
+    ends_only: &'a [&'a str],
     /// The values of the bindings entered so far.
     values: Vec<(&'a str, i64)>,
     /// The extreme so far and the values that gave it.
@@ -605,7 +620,7 @@ impl<'a> Enumeration<'a> {
                 (x, x)
             }
         };
-        let ends = rest.is_empty() && self.ends_only == Some(b.var) && hi > lo;
+        let ends = self.ends_only.contains(&b.var) && hi > lo;
         let values: Box<dyn Iterator<Item = i64>> = if ends {
             Box::new([lo, hi].into_iter())
         } else {

@@ -3,7 +3,7 @@
 //! `threadIdx` binding loops written by hand, which already are per-thread code.
 //!
 //! - K9: in a kernel with tile ops (`T.copy`, `T.fill`, `T.gemm`, `T.reduce_*`,
-//!   `T.Parallel`), a thread region (an outermost `threadIdx` loop) holds no tile op and
+//!   `T.Parallel`) or fragments, a thread region (an outermost `threadIdx` loop) holds no tile op and
 //!   names no fragment (whose elements layout inference spreads over the threads), and no
 //!   thread region sits inside a `T.Parallel` loop.
 //! - K11: a local buffer named inside a thread region is per thread; block-level code of the
@@ -34,7 +34,9 @@ fn tile_op(s: &Stmt) -> Option<&'static str> {
 
 impl<'f> Checker<'f> {
     pub(super) fn thread_regions(&mut self, k: &'f Kernel) {
-        let mut has_tile_op = false;
+        // A fragment makes a kernel tile level too: layout inference spreads its elements
+        // over the threads, whether or not a tile op names it.
+        let mut has_tile_op = k.allocs.iter().any(|a| a.scope == Scope::Fragment);
         for_each_stmt(&k.body, &mut |s| has_tile_op |= tile_op(s).is_some());
         if !has_tile_op {
             return;

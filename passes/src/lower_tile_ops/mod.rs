@@ -33,7 +33,7 @@ pub use twin_accumulator::DOUBLE_BUFFERED_NOTE;
 
 use crate::analysis::block::Block;
 use crate::analysis::int::{self, Ranges};
-use crate::analysis::kernels::{contains_binding_loop, contains_tile_ops, for_each_kernel};
+use crate::analysis::kernels::{contains_tile_ops, for_each_kernel};
 use crate::context::PassContext;
 use crate::names::NameSet;
 use crate::pass::Pass;
@@ -149,10 +149,9 @@ fn lower_kernel(
     names: &mut NameSet,
     errors: &mut Vec<Diagnostic>,
 ) {
-    // A kernel already written at the thread level has nothing to lower.
-    if contains_binding_loop(&k.body) && !contains_tile_ops(&k.body) {
-        return;
-    }
+    // A kernel already written at the thread level has nothing to lower — unless it
+    // allocates a fragment (tile-level storage, laid out here even when no tile op names
+    // it; K9 keeps fragments out of its thread regions).
     let mut fragments = Fragments::of(&k.allocs, &k.layouts);
     if !contains_tile_ops(&k.body) && fragments.is_empty() {
         return;

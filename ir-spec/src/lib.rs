@@ -6,6 +6,7 @@ pub mod affine;
 pub mod build;
 pub mod diagnostic;
 pub mod dtype;
+pub mod hash;
 pub mod interp;
 pub mod interval;
 pub mod intrinsic;

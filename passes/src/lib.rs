@@ -1,7 +1,6 @@
-//! `tlc-passes`: the pass manager (`manager.rs`: registry, pipeline text, instrumentation,
-//! verify-each) and the passes, one file (or folder) each: `mark-fresh-buffers`, `layout-inference`,
-//! `pipeline-planning`, `inject-software-pipeline`, `lower-tile-ops`, `inject-cp-async`, `rasterize`,
-//! `thread-binding`, `plan-shared-memory`, `unroll`, `simplify`. See `docs/passes.md`.
+//! `tlc-passes`: the pass manager (`manager.rs`: pipeline text, instrumentation, verify-each)
+//! and the passes, one file (or folder) each, every one registered in `pipeline.rs`
+//! (`registry()`, `default_pipeline()`; `tlc passes` lists them). See `docs/passes.md`.
 
 pub mod analysis;
 pub mod context;

@@ -49,19 +49,91 @@ fn pass_modules() -> Vec<String> {
     out
 }
 
-/// `(line number, module)` for every `crate::module` the file names.
-fn crate_refs(text: &str) -> Vec<(usize, String)> {
+/// The module path of a source file: `["lower_tile_ops", "copy"]` for
+/// `src/lower_tile_ops/copy.rs`, `["lower_tile_ops"]` for its `mod.rs`, `[]` for `lib.rs`.
+fn module_path(file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src()).unwrap_or(file);
+    let mut path: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().trim_end_matches(".rs").to_string())
+        .collect();
+    if path.last().is_some_and(|l| l == "mod" || l == "lib") {
+        path.pop();
+    }
+    path
+}
+
+fn is_ident(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// `(line number, module)` for every top-level module of the crate that the text of the
+/// file at `own` (its module path) names: `crate::m`, `crate::{m::X, n}` (groups over
+/// lines too), `super::m` where the `super`s reach the crate root, `self::m` in `lib.rs`.
+/// A path that stays inside the file's own top-level module names nothing else.
+fn crate_refs(text: &str, own: &[String]) -> Vec<(usize, String)> {
+    let line_of = |at: usize| text[..at].matches('\n').count() + 1;
     let mut out = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        let mut rest = line;
-        while let Some(at) = rest.find("crate::") {
-            let after = &rest[at + "crate::".len()..];
-            let name: String = after
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
-            out.push((n + 1, name));
-            rest = after;
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < text.len() {
+        let rest = &text[i..];
+        let boundary = i == 0 || !is_ident(char::from(bytes[i - 1]));
+        let prefix = ["crate::", "super::", "self::"]
+            .into_iter()
+            .find(|p| boundary && rest.starts_with(p));
+        let Some(prefix) = prefix else {
+            i += rest.chars().next().map_or(1, char::len_utf8);
+            continue;
+        };
+        // The module the path starts from, and where its next segment begins.
+        let mut base: Vec<String> = match prefix {
+            "crate::" => Vec::new(),
+            _ => own.to_vec(),
+        };
+        let mut at = i + prefix.len();
+        if prefix == "super::" {
+            base.pop();
+            while text[at..].starts_with("super::") {
+                base.pop();
+                at += "super::".len();
+            }
+        }
+        i = at;
+        if !base.is_empty() {
+            continue; // still inside the file's own top-level module
+        }
+        // At the crate root: the next segment, or each first segment of a `{…}` group.
+        if text[at..].starts_with('{') {
+            let mut depth = 0;
+            let mut expect_name = true;
+            for (k, c) in text[at..].char_indices() {
+                match c {
+                    '{' => {
+                        depth += 1;
+                        expect_name = depth == 1;
+                    }
+                    '}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    ',' if depth == 1 => expect_name = true,
+                    c if expect_name && depth == 1 && is_ident(c) => {
+                        let name: String = text[at + k..].chars().take_while(|&c| is_ident(c)).collect();
+                        out.push((line_of(at + k), name));
+                        expect_name = false;
+                    }
+                    c if expect_name && !c.is_whitespace() => expect_name = false,
+                    _ => {}
+                }
+            }
+        } else {
+            let name: String = text[at..].chars().take_while(|&c| is_ident(c)).collect();
+            if !name.is_empty() {
+                out.push((line_of(at), name));
+            }
         }
     }
     out
@@ -88,7 +160,7 @@ fn passes_never_use_passes_and_analyses_never_use_either() {
         let Ok(text) = std::fs::read_to_string(&file) else {
             continue;
         };
-        for (line, used) in crate_refs(&text) {
+        for (line, used) in crate_refs(&text, &module_path(&file)) {
             let other_pass = passes.contains(&used) && used != own;
             let analysis_breaks = own == "analysis"
                 && (passes.contains(&used)
@@ -106,7 +178,30 @@ fn passes_never_use_passes_and_analyses_never_use_either() {
 
 #[test]
 fn the_reference_finder_sees_every_use() {
-    let refs = crate_refs("use crate::analysis::int; x = crate::unroll::f(crate::names::y)");
-    let names: Vec<&str> = refs.iter().map(|(_, n)| n.as_str()).collect();
-    assert_eq!(names, ["analysis", "unroll", "names"]);
+    let names = |text: &str, own: &[&str]| -> Vec<String> {
+        let own: Vec<String> = own.iter().map(|s| s.to_string()).collect();
+        crate_refs(text, &own).into_iter().map(|(_, n)| n).collect()
+    };
+    assert_eq!(
+        names("use crate::analysis::int; x = crate::unroll::f(crate::names::y)", &["a"]),
+        ["analysis", "unroll", "names"]
+    );
+    // Groups, over lines, nested.
+    assert_eq!(
+        names("use crate::{\n    thread_binding::X,\n    analysis::{int, rows},\n    names,\n};", &["a"]),
+        ["thread_binding", "analysis", "names"]
+    );
+    // `super::` from a top-level file reaches the root; from a folder's file, its folder.
+    assert_eq!(names("use super::unroll::Y;", &["simplify"]), ["unroll"]);
+    assert_eq!(names("use super::fragment::F;", &["lower_tile_ops", "copy"]), Vec::<String>::new());
+    assert_eq!(
+        names("use super::super::{unroll, names};", &["lower_tile_ops", "copy"]),
+        ["unroll", "names"]
+    );
+    // `self::` names the file's own module; at the root (`lib.rs`), a top-level one.
+    assert_eq!(names("use self::x;", &["unroll"]), Vec::<String>::new());
+    assert_eq!(names("pub use self::unroll::Unroll;", &[]), ["unroll"]);
+    // Not a path: `Self::`, `myself::`, and a line on which the pattern is part of a name.
+    assert_eq!(names("Self::new(); myself::x; notcrate::y", &["a"]), Vec::<String>::new());
+    assert_eq!(names("use super::*;", &["unroll"]), Vec::<String>::new());
 }

@@ -461,13 +461,12 @@ pub(crate) fn threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// SplitMix64: a fixed, portable generator.
+/// One draw of SplitMix64 (`tlc_ir::hash`, the project's one generator) from `state`.
 pub(crate) fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    let mut r = tlc_ir::hash::SplitMix64(*state);
+    let x = r.next_u64();
+    *state = r.0;
+    x
 }
 
 /// Elements per independently seeded block of random data: the data depend on the seed and

@@ -2,7 +2,7 @@
 //!
 //! The stream of a parameter depends only on the seed and the parameter's name (so adding a
 //! parameter or giving another one from a file does not change it): SplitMix64 started at
-//! `seed ^ fnv1a64(name)`. Each element takes one 64-bit draw, in row-major order:
+//! `seed ^ fnv1a(name)` (`crate::hash`). Each element takes one 64-bit draw, in row-major order:
 //! - float dtypes: `u = (draw >> 11) * 2^-53` in [0, 1), `x = 2u - 1` in [-1, 1), then
 //!   rounded to the dtype (round to nearest even, so a value just below 1 may round to 1.0 in
 //!   a narrow format);
@@ -10,6 +10,7 @@
 //! - bool: the lowest bit of the draw.
 
 use crate::dtype::DType;
+use crate::hash::{fnv1a, SplitMix64};
 use crate::interp::scalar::Scalar;
 use crate::interp::tensor::{checked_len, fmt_shape, Tensor, MAX_ELEMENTS};
 use crate::ir::BufferDecl;
@@ -27,7 +28,7 @@ pub fn random_tensor(
     shape: &[usize],
     seed: u64,
 ) -> Result<Tensor, String> {
-    let mut rng = SplitMix64(seed ^ fnv1a64(name.as_bytes()));
+    let mut rng = SplitMix64(seed ^ fnv1a(name.as_bytes()));
     let len = checked_len(shape).ok_or_else(|| {
         format!(
             "shape {} has more than {MAX_ELEMENTS} elements",
@@ -35,7 +36,7 @@ pub fn random_tensor(
         )
     })?;
     let values = (0..len).map(|_| {
-        let draw = rng.next();
+        let draw = rng.next_u64();
         if dtype.is_float() {
             let u = (draw >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
             Scalar::Float(2.0 * u - 1.0)
@@ -48,29 +49,6 @@ pub fn random_tensor(
         }
     });
     Tensor::from_scalars(dtype, shape, values)
-}
-
-/// FNV-1a, 64 bit: a fixed, portable string hash (std's hasher is not stable across releases).
-fn fnv1a64(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
-
-/// SplitMix64 (Steele, Lea, Flood 2014).
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Expression printing: Python precedence, minimal parentheses, left associativity.
 //!
 //! Every expression form has a precedence level; an operand gets parentheses exactly when its
-//! level is too low for its position (see `canonical.md`). The same code backs
+//! level is too low for its position (docs/ir.md). The same code backs
 //! `impl Display for Expr`, so an expression prints the same alone and inside a function.
 
 use crate::ir::{BinOp, Expr, ExprKind, UnOp};

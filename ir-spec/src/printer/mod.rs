@@ -1,4 +1,4 @@
-//! The printer: one canonical text per IR, in the TileLang DSL spelling of `canonical.md`.
+//! The printer: one canonical text per IR, in the TileLang DSL spelling docs/ir.md gives as each construct's "Canonical" form.
 //! The text parses back to an equal IR, which is what makes every stage's dump editable.
 //!
 //! `expr` prints expressions (precedence, parentheses), `region` the three region forms, and

@@ -1,4 +1,4 @@
-//! Region printing: the whole-buffer, corner and slice forms of `canonical.md`.
+//! Region printing: the whole-buffer, corner and slice forms of docs/ir.md ("Regions").
 
 use super::expr::{write_expr, write_list};
 use crate::ir::{BinOp, BufferDecl, Expr, ExprKind, Range, Region};

@@ -2,7 +2,7 @@
 //! `T.gemm`, `T.fill`, `T.clear`) in their DSL and TVMScript spellings.
 //!
 //! Region spellings: a bare buffer (the whole buffer), `buf[i, j]` (a *corner*, whose
-//! extents come from the other `T.copy` operand — the CORNER RULE of canonical.md),
+//! extents come from the other `T.copy` operand — the corner form of docs/ir.md, "Regions"),
 //! `buf[a:b, c]` (slices; a point dimension has extent 1), `T.region(buf[i, j], mode, e0,
 //! e1)`, and `T.tvm_access_ptr(...)` over a whole buffer.
 

@@ -3,8 +3,8 @@
 //! Rust.
 //!
 //! They live here rather than in `tests/cases/valid` because the interpreter does not yet
-//! treat the end of a block-level `threadIdx` loop as a barrier (wave2-simt.md says
-//! consecutive regions are separated as if by one): the unmerged input reports a data race
+//! treat the end of a block-level `threadIdx` loop as a barrier (docs/ir.md, "Thread
+//! regions", separates consecutive regions as if by one): the unmerged input reports a data race
 //! between regions. So the pass OUTPUT is checked against the reference instead of against
 //! the input.
 

@@ -40,10 +40,8 @@ impl Rng {
     /// so neighbouring indices get unrelated streams (and the state is never 0, which
     /// xorshift cannot leave).
     pub fn for_item(seed: u64, index: u64) -> Rng {
-        let mut z = seed ^ index.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^= z >> 31;
+        use tlc_ir::hash::SplitMix64;
+        let z = SplitMix64::mix(seed ^ index.wrapping_mul(SplitMix64::INCREMENT));
         Rng(if z == 0 { 1 } else { z })
     }
 

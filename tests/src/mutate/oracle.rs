@@ -133,7 +133,8 @@ pub fn examine(text: &str, opts: &Options) -> Report {
             continue;
         }
         let reference = reference.get_or_insert_with(|| {
-            let pick = fnv(&code(text));
+            // FNV-1a: the differential's dims and inputs are a function of the text.
+            let pick = tlc_ir::hash::fnv1a(&code(text));
             stage(STAGE_TILE);
             match catch(|| differential::reference(&road.tile, pick, pick >> 32, opts.max_work)) {
                 Ok(r) => r,
@@ -413,16 +414,6 @@ fn code(text: &str) -> Vec<u8> {
         .filter(|l| !l.trim_start().starts_with('#'))
         .flat_map(|l| l.bytes().chain([b'\n']))
         .collect()
-}
-
-/// FNV-1a: the differential's dims and inputs are a function of the text.
-fn fnv(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
 }
 
 thread_local! {

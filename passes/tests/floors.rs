@@ -55,7 +55,12 @@ fn module_path(file: &Path) -> Vec<String> {
     let rel = file.strip_prefix(src()).unwrap_or(file);
     let mut path: Vec<String> = rel
         .components()
-        .map(|c| c.as_os_str().to_string_lossy().trim_end_matches(".rs").to_string())
+        .map(|c| {
+            c.as_os_str()
+                .to_string_lossy()
+                .trim_end_matches(".rs")
+                .to_string()
+        })
         .collect();
     if path.last().is_some_and(|l| l == "mod" || l == "lib") {
         path.pop();
@@ -121,7 +126,10 @@ fn crate_refs(text: &str, own: &[String]) -> Vec<(usize, String)> {
                     }
                     ',' if depth == 1 => expect_name = true,
                     c if expect_name && depth == 1 && is_ident(c) => {
-                        let name: String = text[at + k..].chars().take_while(|&c| is_ident(c)).collect();
+                        let name: String = text[at + k..]
+                            .chars()
+                            .take_while(|&c| is_ident(c))
+                            .collect();
                         out.push((line_of(at + k), name));
                         expect_name = false;
                     }
@@ -183,25 +191,40 @@ fn the_reference_finder_sees_every_use() {
         crate_refs(text, &own).into_iter().map(|(_, n)| n).collect()
     };
     assert_eq!(
-        names("use crate::analysis::int; x = crate::unroll::f(crate::names::y)", &["a"]),
+        names(
+            "use crate::analysis::int; x = crate::unroll::f(crate::names::y)",
+            &["a"]
+        ),
         ["analysis", "unroll", "names"]
     );
     // Groups, over lines, nested.
     assert_eq!(
-        names("use crate::{\n    thread_binding::X,\n    analysis::{int, rows},\n    names,\n};", &["a"]),
+        names(
+            "use crate::{\n    thread_binding::X,\n    analysis::{int, rows},\n    names,\n};",
+            &["a"]
+        ),
         ["thread_binding", "analysis", "names"]
     );
     // `super::` from a top-level file reaches the root; from a folder's file, its folder.
     assert_eq!(names("use super::unroll::Y;", &["simplify"]), ["unroll"]);
-    assert_eq!(names("use super::fragment::F;", &["lower_tile_ops", "copy"]), Vec::<String>::new());
     assert_eq!(
-        names("use super::super::{unroll, names};", &["lower_tile_ops", "copy"]),
+        names("use super::fragment::F;", &["lower_tile_ops", "copy"]),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        names(
+            "use super::super::{unroll, names};",
+            &["lower_tile_ops", "copy"]
+        ),
         ["unroll", "names"]
     );
     // `self::` names the file's own module; at the root (`lib.rs`), a top-level one.
     assert_eq!(names("use self::x;", &["unroll"]), Vec::<String>::new());
     assert_eq!(names("pub use self::unroll::Unroll;", &[]), ["unroll"]);
     // Not a path: `Self::`, `myself::`, and a line on which the pattern is part of a name.
-    assert_eq!(names("Self::new(); myself::x; notcrate::y", &["a"]), Vec::<String>::new());
+    assert_eq!(
+        names("Self::new(); myself::x; notcrate::y", &["a"]),
+        Vec::<String>::new()
+    );
     assert_eq!(names("use super::*;", &["unroll"]), Vec::<String>::new());
 }

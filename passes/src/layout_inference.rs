@@ -22,6 +22,7 @@
 //! then the larger `WM`), `FullRow` needs `WM = W`, `FullCol` needs `WN = W`. 128 x 128 with
 //! 4 warps gives 2 x 2 warps of 64 x 64.
 
+use tlc_ir::target::WARP_SIZE;
 use crate::analysis::access::element_accesses;
 use crate::analysis::block::{unit_grid, Block};
 use crate::analysis::kernels::for_each_kernel;
@@ -256,14 +257,14 @@ fn infer(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diagnostic
             }
             continue;
         }
-        if t % 32 != 0 {
+        if t % WARP_SIZE != 0 {
             layouts.errors.push(Diagnostic::error(
                 *gspan,
                 format!("T.gemm needs whole warps; the block has {t} threads"),
             ));
             continue;
         }
-        match warp_partition(g.policy, t / 32, *m, *n) {
+        match warp_partition(g.policy, t / WARP_SIZE, *m, *n) {
             Some((warps_m, warps_n)) => {
                 layouts.set(
                     &c.name.name,
@@ -278,7 +279,7 @@ fn infer(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diagnostic
                     format!(
                         "no layout fits accumulator `{}`: {} warps ({} policy) cannot split a {m} x {n} tile into warp tiles of multiples of 16 x 16",
                         c.name.name,
-                        t / 32,
+                        t / WARP_SIZE,
                         g.policy.name()
                     ),
                 )

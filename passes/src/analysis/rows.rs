@@ -29,6 +29,7 @@
 //! anchors' layout; `lower-tile-ops` lowers what `lower-reductions` and
 //! `stage-fragment-reads` left for registers.
 
+use tlc_ir::target::WARP_SIZE;
 use super::access::element_for_element;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use tlc_ir::verifier::const_int;
@@ -87,7 +88,7 @@ impl RowVectors {
                 }
             }
         }
-        if cx.parent.is_empty() || threads <= 0 || threads % 32 != 0 {
+        if cx.parent.is_empty() || threads <= 0 || threads % WARP_SIZE != 0 {
             return RowVectors::default();
         }
         cx.body(&k.body);

@@ -19,6 +19,7 @@
 //! - B stored K x N: row (k) `l % 16`, column (n) `8 * (l / 16)` of two n-tiles;
 //!   B stored N x K: row (n) `8 * (mi / 2) + r`, column (k) `8 * (mi % 2)`.
 
+use tlc_ir::target::WARP_SIZE;
 use super::mma_layout::MmaLayout;
 use super::region::thread_region;
 use super::Ctx;
@@ -280,7 +281,7 @@ fn emit(
     let mt2 = names.fresh("mt");
     let nt = names.fresh("nt");
     let txe = Expr::var(&tx);
-    let lane = rem(txe.clone(), 32);
+    let lane = rem(txe.clone(), WARP_SIZE);
     let (wm, wn) = layout.warp_coords(&txe);
     let m_base = add(vec![mul(wm, layout.warp_m()), mul(Expr::var(&mt), 16)]);
     let n_base = add(vec![mul(wn, layout.warp_n()), mul(Expr::var(&np), 16)]);

@@ -20,6 +20,7 @@
 //! `MT * NT * 2` pairs, lane `v` over the two adjacent columns of a pair, which is what
 //! makes the epilogue's packed (half2) stores possible.
 
+use tlc_ir::target::WARP_SIZE;
 use super::region::{lane_last, thread_region, Mapping};
 use crate::analysis::block::Block;
 use crate::names::NameSet;
@@ -64,7 +65,7 @@ impl MmaLayout {
     }
 
     pub fn threads(&self) -> i64 {
-        self.warps_m * self.warps_n * 32
+        self.warps_m * self.warps_n * WARP_SIZE
     }
 
     /// The layout of `T.wgmma_accumulator_layout(buf, warpgroups_m=gm, warpgroups_n=gn)` on
@@ -129,7 +130,7 @@ impl MmaLayout {
                 16,
             );
         }
-        let warp = bin(BinOp::FloorDiv, tx.clone(), Expr::int(32));
+        let warp = bin(BinOp::FloorDiv, tx.clone(), Expr::int(WARP_SIZE));
         let group = bin(BinOp::FloorDiv, warp.clone(), Expr::int(4));
         let gm = self.warps_m / 4;
         let row = bin(
@@ -155,7 +156,7 @@ impl MmaLayout {
 
     /// The index of the warp along M and along N, for thread `tx` (mma.sync placement).
     pub fn warp_coords(&self, tx: &Expr) -> (Expr, Expr) {
-        let warp = bin(BinOp::FloorDiv, tx.clone(), Expr::int(32));
+        let warp = bin(BinOp::FloorDiv, tx.clone(), Expr::int(WARP_SIZE));
         (
             bin(BinOp::FloorMod, warp.clone(), Expr::int(self.warps_m)),
             bin(BinOp::FloorDiv, warp, Expr::int(self.warps_m)),
@@ -180,7 +181,7 @@ pub(crate) fn build(
     let v = names.fresh("v");
     let txe = Expr::var(&tx);
     let (row_base, col_base, row_step) = layout.bases(&txe);
-    let lane = bin(BinOp::FloorMod, txe.clone(), Expr::int(32));
+    let lane = bin(BinOp::FloorMod, txe.clone(), Expr::int(WARP_SIZE));
     let tile = bin(BinOp::FloorDiv, Expr::var(&it), Expr::int(2));
     let half = bin(BinOp::FloorMod, Expr::var(&it), Expr::int(2));
     let tiles_n = Expr::int(layout.tiles_n());

@@ -15,6 +15,7 @@
 //! through shared memory). Stores a row's replicas would all make to memory are made by
 //! one of them, the *primary* (`primary`).
 
+use tlc_ir::target::WARP_SIZE;
 use super::mma_layout::MmaLayout;
 use super::region::{thread_region, Mapping};
 use crate::analysis::block::Block;
@@ -124,7 +125,7 @@ impl RowsLayout {
             ),
             Kind::Acc(l) => {
                 let (base, _, step) = l.bases(tx);
-                let lane = bin(BinOp::FloorMod, tx.clone(), Expr::int(32));
+                let lane = bin(BinOp::FloorMod, tx.clone(), Expr::int(WARP_SIZE));
                 [
                     base,
                     Expr::int((s / 2) * step + 8 * (s % 2)),
@@ -199,10 +200,10 @@ impl RowsLayout {
     /// How many warp groups hold each row (combined through shared memory), and which of
     /// them thread `tx`'s warp is.
     pub fn cross(&self, tx: &Expr) -> (i64, Expr) {
-        let warp = bin(BinOp::FloorDiv, tx.clone(), Expr::int(32));
+        let warp = bin(BinOp::FloorDiv, tx.clone(), Expr::int(WARP_SIZE));
         match self.kind {
             Kind::Flat { group, .. } if group > 32 => (
-                group / 32,
+                group / WARP_SIZE,
                 bin(
                     BinOp::FloorDiv,
                     bin(BinOp::FloorMod, tx.clone(), Expr::int(group)),

@@ -42,6 +42,7 @@
 //!   `T.note` before it giving `analysis::tma::plan_copy`'s reason (targets without TMA get
 //!   no note).
 
+use tlc_ir::target::WARP_SIZE;
 use super::region::thread_region;
 use super::warp_specialize::{self, Side};
 use super::Ctx;
@@ -404,7 +405,7 @@ fn specialized(
     ctx.producer_threads
         .set(Some((producer, roles.blocks_per_sm)));
     ctx.persistent_blocks.set(tiles.map(|t| t.blocks));
-    let consumer_warps = ctx.block.threads() / 32;
+    let consumer_warps = ctx.block.threads() / WARP_SIZE;
     if let Some(around) = around {
         // Indices in decreasing order: each removal leaves the next one's place.
         for i in taken_before {

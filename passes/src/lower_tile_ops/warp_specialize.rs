@@ -62,6 +62,7 @@
 //!   for (`T.min_blocks_per_sm`, which codegen turns into `.minnctapersm` to pin the
 //!   budget at entry).
 
+use tlc_ir::target::WARP_SIZE;
 use super::persistent;
 pub(crate) use super::persistent::Tiles;
 use super::region::thread_region;
@@ -276,7 +277,7 @@ pub(crate) fn build(
         if_then(
             bin(
                 BinOp::Eq,
-                bin(BinOp::FloorMod, Expr::var(&tx), Expr::int(32)),
+                bin(BinOp::FloorMod, Expr::var(&tx), Expr::int(WARP_SIZE)),
                 Expr::int(0),
             ),
             vec![intrinsic(

@@ -22,7 +22,6 @@
 //! then the larger `WM`), `FullRow` needs `WM = W`, `FullCol` needs `WN = W`. 128 x 128 with
 //! 4 warps gives 2 x 2 warps of 64 x 64.
 
-use tlc_ir::target::WARP_SIZE;
 use crate::analysis::access::element_accesses;
 use crate::analysis::block::{unit_grid, Block};
 use crate::analysis::kernels::for_each_kernel;
@@ -33,6 +32,7 @@ use crate::pass::Pass;
 use petgraph::graph::{NodeIndex, UnGraph};
 use petgraph::visit::Bfs;
 use std::collections::HashMap;
+use tlc_ir::target::WARP_SIZE;
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::{child_bodies, for_each_stmt};
 use tlc_ir::{

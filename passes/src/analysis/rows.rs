@@ -29,9 +29,9 @@
 //! anchors' layout; `lower-tile-ops` lowers what `lower-reductions` and
 //! `stage-fragment-reads` left for registers.
 
-use tlc_ir::target::WARP_SIZE;
 use super::access::element_for_element;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use tlc_ir::target::WARP_SIZE;
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::{child_bodies, for_each_stmt, for_each_subexpr, stmt_exprs};
 use tlc_ir::{BufferDecl, Expr, ExprKind, For, ForKind, Kernel, Region, Scope, Stmt, StmtKind};

@@ -19,13 +19,13 @@
 //! - B stored K x N: row (k) `l % 16`, column (n) `8 * (l / 16)` of two n-tiles;
 //!   B stored N x K: row (n) `8 * (mi / 2) + r`, column (k) `8 * (mi % 2)`.
 
-use tlc_ir::target::WARP_SIZE;
 use super::mma_layout::MmaLayout;
 use super::region::thread_region;
 use super::Ctx;
 use crate::analysis::wgmma::{self as wgmma_plan, k_step, Panels, M_STEP, WARPGROUP};
 use crate::names::NameSet;
 use tlc_ir::build::{bin, elem, for_loop, intrinsic};
+use tlc_ir::target::WARP_SIZE;
 use tlc_ir::verifier::const_int;
 use tlc_ir::wgmma::{self, Major, SmemOperand};
 use tlc_ir::{

@@ -20,11 +20,11 @@
 //! `MT * NT * 2` pairs, lane `v` over the two adjacent columns of a pair, which is what
 //! makes the epilogue's packed (half2) stores possible.
 
-use tlc_ir::target::WARP_SIZE;
 use super::region::{lane_last, thread_region, Mapping};
 use crate::analysis::block::Block;
 use crate::names::NameSet;
 use tlc_ir::build::{bin, for_loop};
+use tlc_ir::target::WARP_SIZE;
 use tlc_ir::{BinOp, Expr, ForKind, Span, Stmt};
 
 /// The accumulator layout of one fragment.

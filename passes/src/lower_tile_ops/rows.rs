@@ -15,13 +15,13 @@
 //! through shared memory). Stores a row's replicas would all make to memory are made by
 //! one of them, the *primary* (`primary`).
 
-use tlc_ir::target::WARP_SIZE;
 use super::mma_layout::MmaLayout;
 use super::region::{thread_region, Mapping};
 use crate::analysis::block::Block;
 use crate::analysis::rows::rows_of_flat;
 use crate::names::NameSet;
 use tlc_ir::build::bin;
+use tlc_ir::target::WARP_SIZE;
 use tlc_ir::{BinOp, Diagnostic, Expr, RowsOf, Span, Stmt, StmtKind};
 
 /// The register layout of one row vector.

@@ -42,7 +42,6 @@
 //!   `T.note` before it giving `analysis::tma::plan_copy`'s reason (targets without TMA get
 //!   no note).
 
-use tlc_ir::target::WARP_SIZE;
 use super::region::thread_region;
 use super::warp_specialize::{self, Side};
 use super::Ctx;
@@ -53,6 +52,7 @@ use crate::names::NameSet;
 use tlc_ir::build::{bin, elem, for_loop, intrinsic, note};
 use tlc_ir::interval::Interval;
 use tlc_ir::target::AsyncCopy;
+use tlc_ir::target::WARP_SIZE;
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::take_notes;
 use tlc_ir::{

@@ -62,7 +62,6 @@
 //!   for (`T.min_blocks_per_sm`, which codegen turns into `.minnctapersm` to pin the
 //!   budget at entry).
 
-use tlc_ir::target::WARP_SIZE;
 use super::persistent;
 pub(crate) use super::persistent::Tiles;
 use super::region::thread_region;
@@ -74,7 +73,7 @@ use crate::analysis::access::Access;
 use crate::analysis::block::Block;
 use crate::names::NameSet;
 use tlc_ir::build::{bin, elem, intrinsic};
-use tlc_ir::target::{MAX_THREADS_PER_BLOCK, REGISTERS_PER_SM, WARPGROUP_SIZE};
+use tlc_ir::target::{MAX_THREADS_PER_BLOCK, REGISTERS_PER_SM, WARPGROUP_SIZE, WARP_SIZE};
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::map_body_exprs;
 use tlc_ir::{

@@ -17,10 +17,9 @@ use std::collections::{HashMap, HashSet};
 /// Renames reused scalar binders of `func` in place (see the module comment).
 pub fn uniquify(func: &mut PrimFunc) {
     let mut state = State {
-        taken: all_names(func),
+        names: Names::of(func),
         bound: HashSet::new(),
         allocated: HashSet::new(),
-        next: HashMap::new(),
     };
     for dim in &func.dims {
         state.bound.insert(dim.name.clone());
@@ -29,17 +28,59 @@ pub fn uniquify(func: &mut PrimFunc) {
     walk(&mut func.body, &mut scope, &mut state);
 }
 
-struct State {
+/// The names taken in one function, and a source of new ones: the one definition of a
+/// fresh name, used here and by every pass that introduces a variable or a buffer
+/// (`tlc_passes::names`).
+#[derive(Clone, Debug, Default)]
+pub struct Names {
     /// Every name that appears anywhere, so a fresh name collides with none.
     taken: HashSet<String>,
+    /// Per base, the `N` of the last `base_N` handed out: every smaller `N` is taken (names
+    /// are only ever added), so the next search starts there — without it, the k-th copy
+    /// of a binder (k sibling loops over `i`, `unroll` of a long loop) would try k names,
+    /// quadratic over a kernel.
+    next: HashMap<String, u64>,
+}
+
+impl Names {
+    /// Every name `func` defines or mentions: its own, dims, buffers, binders, uses.
+    pub fn of(func: &PrimFunc) -> Names {
+        let mut taken = all_names(func);
+        taken.insert(func.name.name.clone());
+        Names {
+            taken,
+            next: HashMap::new(),
+        }
+    }
+
+    /// A name not taken yet, now taken: `base` itself if free, else `base_N` with the
+    /// smallest free N.
+    pub fn fresh(&mut self, base: &str) -> String {
+        if self.taken.insert(base.to_string()) {
+            return base.to_string();
+        }
+        self.suffixed(base)
+    }
+
+    /// `base_N` with the smallest N not taken, now taken.
+    pub fn suffixed(&mut self, base: &str) -> String {
+        let start = self.next.get(base).copied().unwrap_or(1);
+        let (n, fresh) = (start..)
+            .map(|n| (n, format!("{base}_{n}")))
+            .find(|(_, candidate)| !self.taken.contains(candidate))
+            .unwrap_or_else(|| (start, format!("{base}_")));
+        self.next.insert(base.to_string(), n);
+        self.taken.insert(fresh.clone());
+        fresh
+    }
+}
+
+struct State {
+    names: Names,
     /// Every scalar name bound so far in program order.
     bound: HashSet<String>,
     /// Every buffer name allocated by the kernels walked so far.
     allocated: HashSet<String>,
-    /// Per name, the `N` of the last `name_N` handed out: every smaller `N` is taken, so the
-    /// next search starts there (a kernel of k sibling loops over `i` is then linear, not
-    /// quadratic, in k).
-    next: HashMap<String, u64>,
 }
 
 impl State {
@@ -57,14 +98,7 @@ impl State {
 
     /// `name_N` with the smallest N no name of the function has, now taken.
     fn fresh(&mut self, name: &str) -> String {
-        let start = self.next.get(name).copied().unwrap_or(1);
-        let (n, fresh) = (start..)
-            .map(|n| (n, format!("{name}_{n}")))
-            .find(|(_, candidate)| !self.taken.contains(candidate))
-            .unwrap_or_else(|| (start, format!("{name}_")));
-        self.next.insert(name.to_string(), n);
-        self.taken.insert(fresh.clone());
-        fresh
+        self.names.suffixed(name)
     }
 
     /// Renames the allocations of `k` that an earlier kernel also allocated.

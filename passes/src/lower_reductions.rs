@@ -23,6 +23,7 @@
 //! shuffles, once `layout-inference` has laid both out.
 
 use crate::analysis::block::Block;
+use crate::analysis::footprint::past_shared_memory;
 use crate::analysis::kernels::for_each_kernel;
 use crate::analysis::rows::RowVectors;
 use crate::context::PassContext;
@@ -209,19 +210,12 @@ impl Lowering<'_> {
         } else {
             // The staging copy is the user's tile in shared memory: one past what a block
             // may have is refused here, at the reduction, not left to the verifier.
-            let bytes = shape
-                .iter()
-                .try_fold(i64::from(src.dtype.bytes()), |b, &e| b.checked_mul(e));
-            let max = self.target.max_shared_bytes();
-            if bytes.is_none_or(|b| b > max) {
-                let size = bytes.map_or("more than 2^63".to_string(), |b| b.to_string());
+            if let Some(why) = past_shared_memory(&src, self.target) {
                 return Err(Diagnostic::error(
                     span,
                     format!(
-                        "`{op}` stages fragment `{}` in shared memory: {size} bytes, more than \
-                         the {max} bytes of shared memory a block may have on {}",
-                        src.name.name,
-                        self.target.name()
+                        "`{op}` stages fragment `{}` in shared memory: {why}",
+                        src.name.name
                     ),
                 )
                 .with_note(

@@ -1,71 +1,14 @@
 //! Fresh names. Names are identities in the IR, so a pass that introduces a variable takes
 //! a name no binder, use or buffer of the function has: `base`, else `base_1`, `base_2`, …
-//! (the style of `tlc_ir::uniquify`).
+//! (`tlc_ir::uniquify::Names`).
 
-use std::collections::{HashMap, HashSet};
-use tlc_ir::visit::{child_bodies_mut, for_each_stmt, for_each_subexpr, stmt_exprs};
-use tlc_ir::{Expr, ExprKind, PrimFunc, Stmt, StmtKind};
+use std::collections::HashMap;
+use tlc_ir::visit::child_bodies_mut;
+use tlc_ir::{Expr, ExprKind, Stmt, StmtKind};
 
-/// The names taken in one function, and a source of new ones.
-#[derive(Clone, Debug, Default)]
-pub struct NameSet {
-    taken: HashSet<String>,
-    /// Per base, the `N` of the last `base_N` handed out: every smaller `N` is taken (names
-    /// are only ever added), so the next search starts there — without it, the k-th copy of
-    /// a binder (`unroll` of a long loop) would try k names, quadratic over a kernel.
-    next: HashMap<String, u64>,
-}
-
-impl NameSet {
-    /// Every name `func` defines or mentions: dims, buffers, binders, variable uses.
-    pub fn of(func: &PrimFunc) -> NameSet {
-        let mut taken: HashSet<String> = HashSet::new();
-        taken.insert(func.name.name.clone());
-        taken.extend(func.dims.iter().map(|d| d.name.clone()));
-        taken.extend(func.buffers().iter().map(|b| b.name.name.clone()));
-        for_each_stmt(&func.body, &mut |stmt| {
-            match &stmt.kind {
-                StmtKind::Kernel(k) => taken.extend(k.block_vars.iter().map(|v| v.name.clone())),
-                StmtKind::For(f) => {
-                    taken.insert(f.var.name.clone());
-                }
-                StmtKind::Let { var, .. } => {
-                    taken.insert(var.name.clone());
-                }
-                _ => {}
-            }
-            for e in stmt_exprs(stmt) {
-                for_each_subexpr(e, &mut |e| {
-                    if let ExprKind::Var(n) = &e.kind {
-                        taken.insert(n.clone());
-                    }
-                });
-            }
-        });
-        NameSet {
-            taken,
-            next: HashMap::new(),
-        }
-    }
-
-    /// A name not taken yet, now taken: `base` itself if free, else `base_N` with the
-    /// smallest free N.
-    pub fn fresh(&mut self, base: &str) -> String {
-        let name = if self.taken.contains(base) {
-            let start = self.next.get(base).copied().unwrap_or(1);
-            let (n, name) = (start..)
-                .map(|n| (n, format!("{base}_{n}")))
-                .find(|(_, c)| !self.taken.contains(c))
-                .unwrap_or_else(|| (start, format!("{base}_")));
-            self.next.insert(base.to_string(), n);
-            name
-        } else {
-            base.to_string()
-        };
-        self.taken.insert(name.clone());
-        name
-    }
-}
+/// The names taken in one function, and a source of new ones (`base`, else `base_N`): the
+/// IR crate's one definition, shared with the front end's `uniquify`.
+pub use tlc_ir::uniquify::Names as NameSet;
 
 /// Gives every let and loop variable bound in `body` a fresh name, recording old → new
 /// (for passes that copy a body: `unroll`, `inject-software-pipeline`).

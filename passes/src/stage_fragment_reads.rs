@@ -18,6 +18,7 @@
 
 use crate::analysis::access::element_for_element;
 use crate::analysis::block::Block;
+use crate::analysis::footprint::past_shared_memory;
 use crate::analysis::kernels::for_each_kernel;
 use crate::analysis::rows::{parallel_nest, RowVectors};
 use crate::context::PassContext;
@@ -209,23 +210,13 @@ impl Staging<'_> {
             None => {
                 // The copy is the whole fragment in shared memory: one past what a block may
                 // have is refused at the read that needs it (the pass then fails with it).
-                let bytes = decl
-                    .shape
-                    .iter()
-                    .try_fold(i64::from(decl.dtype.bytes()), |b, e| {
-                        const_int(e).and_then(|e| b.checked_mul(e))
-                    });
-                let max = self.target.max_shared_bytes();
-                if bytes.is_none_or(|b| b > max) {
-                    let size = bytes.map_or("more than 2^63".to_string(), |b| b.to_string());
+                if let Some(why) = past_shared_memory(decl, self.target) {
                     self.errors.push(
                         Diagnostic::error(
                             span,
                             format!(
                                 "fragment `{name}` is read here from other threads' registers, \
-                                 so it is staged in shared memory: {size} bytes, more than the \
-                                 {max} bytes of shared memory a block may have on {}",
-                                self.target.name()
+                                 so it is staged in shared memory: {why}"
                             ),
                         )
                         .with_note(format!(

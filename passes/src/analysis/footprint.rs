@@ -1,10 +1,11 @@
 //! How many bytes buffers take: one buffer's size when its shape is constant (what
 //! `plan-shared-memory` places), and an upper bound of a block's shared memory before it is
-//! planned (what warp specialization checks against an SM's shared memory).
+//! planned (what warp specialization checks against an SM's shared memory), and whether a
+//! staged copy of a fragment fits a block's shared memory at all.
 
 use crate::analysis::wgmma::ALIGN;
 use tlc_ir::verifier::const_int;
-use tlc_ir::{BufferDecl, Scope};
+use tlc_ir::{BufferDecl, Scope, Target};
 
 /// The bytes of `buf`, when its shape is constant (and the product fits in an `i64`).
 pub fn byte_size(buf: &BufferDecl) -> Option<i64> {
@@ -13,6 +14,26 @@ pub fn byte_size(buf: &BufferDecl) -> Option<i64> {
         .try_fold(i64::from(buf.dtype.bytes()), |acc, d| {
             acc.checked_mul(const_int(d)?)
         })
+}
+
+/// When a shared copy of `buf` (a fragment a pass stages whole) cannot fit one block's
+/// shared memory on `target`: its size against the limit, for the pass's located error
+/// (`"262144 bytes, more than the 166912 bytes of shared memory a block may have on
+/// sm_80"`). `None` when it fits, or when the shape is not constant (the fragment rules
+/// report that).
+pub fn past_shared_memory(buf: &BufferDecl, target: Target) -> Option<String> {
+    if buf.shape.iter().any(|d| const_int(d).is_none()) {
+        return None;
+    }
+    let max = target.max_shared_bytes();
+    let size = match byte_size(buf) {
+        Some(b) if b <= max => return None,
+        Some(b) => b.to_string(),
+        None => "more than 2^63".to_string(),
+    };
+    Some(format!(
+        "{size} bytes, more than the {max} bytes of shared memory a block may have on {target}"
+    ))
 }
 
 /// At least the shared memory `allocs` will take once planned: every shared buffer at the

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use tlc::commands::compile::source_to_ptx;
+use tlc::driver::source_to_ptx;
 use tlc_passes::Target;
 
 fn examples() -> Vec<PathBuf> {

@@ -4,15 +4,14 @@
 //! sm_90a; the manifest's block is the kernel's shape, the PTX reads the thread index of
 //! every axis, and ptxas accepts it without spills. A one-entry tuple is the flat block.
 
-mod common;
+use crate::common;
 
-use common::emit::{assemble, parse};
+use common::emit::{assemble, emit, parse};
 use common::root;
-use tlc::codegen::emit;
 use tlc::ptx::{check_manifest, print_with_manifest};
+use tlc_abi::manifest::Manifest;
 use tlc_ir::PrimFunc;
 use tlc_passes::{default_pipeline, Instrumentation, PassContext, PassManager, Target};
-use tlc_runtime::Manifest;
 
 fn case(path: &str) -> String {
     let path = root().join(path);

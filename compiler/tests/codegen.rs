@@ -3,12 +3,12 @@
 //! checked against the manifest, and ptxas must assemble it for both targets with `-v`,
 //! without spills. Unsupported inputs give spanned errors, never panics.
 
-mod common;
+use crate::common;
 
 use common::emit::{compile_both, errors};
 use common::root;
-use tlc_runtime::DimExpr;
-use tlc_runtime::{Access, Manifest};
+use tlc_abi::expr::DimExpr;
+use tlc_abi::manifest::{Access, Manifest};
 
 fn corpus(name: &str) -> String {
     let path = root().join(format!("tests/cases/valid/{name}.tir"));

@@ -6,7 +6,7 @@
 //! check), and vector accesses of 1-byte elements. Each kernel is compiled for `sm_80` and
 //! `sm_90a`, checked against its manifest and assembled by ptxas for both.
 
-mod common;
+use crate::common;
 
 use common::emit::{compile_both, errors};
 

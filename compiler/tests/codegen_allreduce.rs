@@ -4,7 +4,7 @@
 //! agree with the interpreter on the GPU: `scripts/gpu-check.sh`
 //! (`tests/tilelang/dequant_gemv_fp16xint4.tir`).
 
-mod common;
+use crate::common;
 
 use common::emit::compile_both;
 

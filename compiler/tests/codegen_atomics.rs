@@ -5,10 +5,10 @@
 //! error.
 //! The GPU run is `scripts/gpu-check.sh` (`tests/cases/valid/atomic_colsum.tir`).
 
-mod common;
+use crate::common;
 
 use common::emit::assemble;
-use tlc::commands::compile::source_to_ptx;
+use tlc::driver::source_to_ptx;
 use tlc_ir::Target;
 
 /// One global add per dtype, and a shared one, from every thread of a 128-thread block.

@@ -3,11 +3,11 @@
 //! against their manifests and assembled by ptxas for both targets with `-v`, without spills;
 //! the PTX must hold the instructions, and the small one-warp case is snapshotted.
 
-mod common;
+use crate::common;
 
 use common::emit::{compile_both, errors};
 use common::root;
-use tlc_runtime::Manifest;
+use tlc_abi::manifest::Manifest;
 
 /// Compiles `src` for both targets, assembles both; returns the sm_80 text and manifest.
 fn compile(name: &str, src: &str) -> (String, Manifest) {
@@ -52,7 +52,10 @@ def mma_tile(
 fn mma_tile_f16() {
     let (ptx, man) = compile("mma_tile_f16", &MMA_TILE.replace("DT", "float16"));
     insta::assert_snapshot!("mma_tile_f16", ptx);
-    assert_eq!(man.kernels[0].shared_bytes, tlc_runtime::DimExpr::int(768));
+    assert_eq!(
+        man.kernels[0].shared_bytes,
+        tlc_abi::expr::DimExpr::int(768)
+    );
     assert!(ptx.contains("cp.async.cg.shared.global"), "{ptx}");
     assert!(ptx.contains("cp.async.commit_group;") && ptx.contains("cp.async.wait_group \t0;"));
     assert!(ptx.contains("ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
@@ -81,7 +84,7 @@ fn mma_tile_bf16() {
 /// ragged edges), the kernel `tlc bench` runs on a GPU.
 #[test]
 fn gemm_pipeline() {
-    let path = root().join("compiler/tests/bench/gemm_mma.tir");
+    let path = root().join("tools/tests/bench/gemm_mma.tir");
     let src = std::fs::read_to_string(&path).expect("gemm_mma.tir");
     let (ptx, man) = compile("gemm_mma", &src);
     assert_eq!(man.kernels[0].block, vec![128]);

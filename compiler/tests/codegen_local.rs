@@ -5,7 +5,7 @@
 //! `sm_80` and `sm_90a`, checked against its manifest and assembled by ptxas for both with
 //! `-v`: no spills (the local array itself is ptxas's "stack frame"), at most 255 registers.
 
-mod common;
+use crate::common;
 
 use common::emit::{compile_both, errors};
 

@@ -6,14 +6,14 @@
 //! it), then `PATH`. When it is nowhere the tests FAIL and say how to install it: a missing
 //! assembler must never turn into silently skipped checks.
 
-mod common;
-mod ptx_cases;
+use crate::common;
+use crate::ptx_cases;
 
 use common::ptxas_log;
 use ptx_cases::{Case, CASES};
 use std::path::Path;
 use tlc::ptx::*;
-use tlc_runtime::manifest::Manifest;
+use tlc_abi::manifest::Manifest;
 
 /// What `ptxas -v` reports for one entry.
 #[derive(Debug)]

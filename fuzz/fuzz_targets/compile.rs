@@ -1,10 +1,10 @@
 //! Fuzz target: any bytes through the whole compile road. Whatever `tlc check` accepts must
 //! compile, or be refused with errors at source locations, for every target: no pass may
-//! produce IR that fails the verifier, nothing may panic (`tlc::commands::compile::verdict`).
+//! produce IR that fails the verifier, nothing may panic (`tlc::driver::verdict`).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tlc::commands::compile::{verdict, Verdict};
+use tlc::driver::{verdict, Verdict};
 use tlc_ir::Target;
 
 fuzz_target!(|data: &[u8]| {

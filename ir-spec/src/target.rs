@@ -11,7 +11,9 @@
 
 use std::fmt;
 
-/// Threads in a warp, on every target.
+/// Threads in a warp on every target tlc has: each `TargetDesc::warp_size`, and what the
+/// target-independent stages (the interpreter's warp collectives, the verifier without a
+/// target) use. Passes read their target's (`Target::warp_size`).
 pub const WARP_SIZE: i64 = 32;
 
 /// Threads in a warpgroup (the unit of `wgmma`), on every target that has warpgroups.
@@ -98,6 +100,9 @@ pub struct TargetDesc {
     pub sm_count: i64,
     /// Registers one thread may use.
     pub max_registers_per_thread: u32,
+    /// Threads in a warp: the unit of the warp collectives (`T.shfl_xor`, `mma.sync`,
+    /// `ldmatrix`) and of the passes' warp and lane arithmetic.
+    pub warp_size: i64,
     /// Threads in a warpgroup (the unit of `wgmma`), where the target has warpgroup
     /// collectives.
     pub warpgroup_size: Option<i64>,
@@ -112,7 +117,7 @@ pub struct TargetDesc {
     pub vector_red: bool,
     /// The fp8 conversions `cvt.rn.satfinite.{e4m3x2|e5m2x2}.f32` and
     /// `cvt.rn.f16x2.{e4m3x2|e5m2x2}` (PTX ISA 7.8, sm_89 and later). Without them codegen
-    /// converts fp8 with integer and f32 instructions (`compiler/src/codegen/fp8.rs`).
+    /// converts fp8 with integer and f32 instructions (`backend/src/codegen/fp8.rs`).
     pub fp8_convert: bool,
 }
 
@@ -130,6 +135,7 @@ static SM80: TargetDesc = TargetDesc {
     // An A100 SXM.
     sm_count: 108,
     max_registers_per_thread: 255,
+    warp_size: WARP_SIZE,
     warpgroup_size: None,
     async_copies: &[AsyncCopy::CpAsync],
     mma: &[MmaFamily::MmaSync],
@@ -150,6 +156,7 @@ static SM90A: TargetDesc = TargetDesc {
     // An H100 SXM or an H200.
     sm_count: 132,
     max_registers_per_thread: 255,
+    warp_size: WARP_SIZE,
     warpgroup_size: Some(WARPGROUP_SIZE),
     async_copies: &[AsyncCopy::CpAsync, AsyncCopy::BulkTensor],
     mma: &[MmaFamily::MmaSync, MmaFamily::Wgmma],
@@ -223,6 +230,10 @@ impl Target {
 
     pub fn max_registers_per_thread(self) -> u32 {
         self.desc().max_registers_per_thread
+    }
+
+    pub fn warp_size(self) -> i64 {
+        self.desc().warp_size
     }
 
     pub fn warpgroup_size(self) -> Option<i64> {

@@ -1,6 +1,6 @@
 //! Every class of interpreter error: its exact message and the span it points at.
 
-mod interp_support;
+use crate::interp_support;
 
 use interp_support::*;
 use tlc_ir::interp::{random_tensor, Tensor};

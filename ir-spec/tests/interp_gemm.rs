@@ -5,7 +5,7 @@
 //! float16, 2^-8 for bfloat16, 0 for float32) `+ 2^-24`. A separate test checks the exact
 //! (bitwise) result of the documented f32, K-ordered summation.
 
-mod interp_support;
+use crate::interp_support;
 
 use interp_support::*;
 use tlc_ir::interp::{random_tensor, Tensor};

@@ -2,7 +2,7 @@
 //! Every comparison in this file is exact: the expected values are computed with the
 //! documented rounding (f32 arithmetic rounded to the dtype), so no tolerance is needed.
 
-mod interp_support;
+use crate::interp_support;
 
 use half::f16;
 use interp_support::*;

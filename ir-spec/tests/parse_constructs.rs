@@ -810,7 +810,7 @@ fn intrinsic_statements() {
             pred: Some(bin(BinOp::Lt, tx(), Expr::int(64))),
         },
         Intrinsic::CommitGroup,
-        Intrinsic::WaitGroup(1),
+        Intrinsic::WaitGroup { n: 1 },
         Intrinsic::Ldmatrix {
             dst: eref("F", vec![Expr::int(0)]),
             src: eref(
@@ -856,7 +856,7 @@ fn intrinsic_statements() {
                 ..
             },
             Stmt {
-                kind: StmtKind::Intrinsic(Intrinsic::WaitGroup(0)),
+                kind: StmtKind::Intrinsic(Intrinsic::WaitGroup { n: 0 }),
                 ..
             }
         ]

@@ -3,7 +3,7 @@
 //! back equal, their located errors, and the interpreter's results against the same kernel
 //! written without them and against formulas computed here.
 
-mod interp_support;
+use crate::interp_support;
 
 use interp_support::run_with;
 use tlc_ir::interp::{random_tensor, Tensor};

@@ -17,6 +17,7 @@ pub struct PassContext {
     target: Target,
     info: Option<FuncInfo>,
     sms: i64,
+    barriers_placed: bool,
 }
 
 impl PassContext {
@@ -26,6 +27,7 @@ impl PassContext {
             target,
             info: None,
             sms: target.desc().sm_count,
+            barriers_placed: false,
         }
     }
 
@@ -34,6 +36,19 @@ impl PassContext {
     pub fn with_sms(mut self, sms: i64) -> PassContext {
         self.sms = sms.max(1);
         self
+    }
+
+    /// The context of a function whose per-thread code has its automatic barriers already
+    /// (`tlc::frontend::finish` ran `thread_sync`, which is idempotent): the pipeline's
+    /// `thread-sync` then passes its input on instead of placing them a second time.
+    pub fn with_barriers_placed(mut self) -> PassContext {
+        self.barriers_placed = true;
+        self
+    }
+
+    /// Whether the function's automatic barriers are placed already.
+    pub fn barriers_placed(&self) -> bool {
+        self.barriers_placed
     }
 
     /// The SMs persistent kernels are sized for.

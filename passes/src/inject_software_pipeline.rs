@@ -341,7 +341,7 @@ fn pipeline_loop(
     let mut look_ahead = instantiate(&early_group, &ko, &ahead, cx.names);
     add_stage_index(&mut look_ahead, &buffers, &stage_of(ahead.clone()));
     let mut loop_body = vec![tlc_ir::build::intrinsic(
-        Intrinsic::WaitGroup(s_count - 2),
+        Intrinsic::WaitGroup { n: s_count - 2 },
         span,
     )];
     loop_body.push(Stmt::new(

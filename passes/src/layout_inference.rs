@@ -32,7 +32,6 @@ use crate::pass::Pass;
 use petgraph::graph::{NodeIndex, UnGraph};
 use petgraph::visit::Bfs;
 use std::collections::HashMap;
-use tlc_ir::target::WARP_SIZE;
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::{child_bodies, for_each_stmt};
 use tlc_ir::{
@@ -257,14 +256,14 @@ fn infer(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diagnostic
             }
             continue;
         }
-        if t % WARP_SIZE != 0 {
+        if t % target.warp_size() != 0 {
             layouts.errors.push(Diagnostic::error(
                 *gspan,
                 format!("T.gemm needs whole warps; the block has {t} threads"),
             ));
             continue;
         }
-        match warp_partition(g.policy, t / WARP_SIZE, *m, *n) {
+        match warp_partition(g.policy, t / target.warp_size(), *m, *n) {
             Some((warps_m, warps_n)) => {
                 layouts.set(
                     &c.name.name,
@@ -279,7 +278,7 @@ fn infer(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diagnostic
                     format!(
                         "no layout fits accumulator `{}`: {} warps ({} policy) cannot split a {m} x {n} tile into warp tiles of multiples of 16 x 16",
                         c.name.name,
-                        t / WARP_SIZE,
+                        t / target.warp_size(),
                         g.policy.name()
                     ),
                 )
@@ -311,7 +310,9 @@ fn infer(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diagnostic
             }
         }
     }
-    let rows = threads.map_or_else(RowVectors::default, |t| RowVectors::of(k, t));
+    let rows = threads.map_or_else(RowVectors::default, |t| {
+        RowVectors::of(k, t, target.warp_size())
+    });
     propagate(&k.body, &allocs, &rows, &mut layouts, span);
     row_layouts(&rows, &mut layouts, span);
     k.layouts = layouts.chosen;

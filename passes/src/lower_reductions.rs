@@ -62,7 +62,7 @@ impl Pass for LowerReductions {
                     return;
                 }
             };
-            let rows = RowVectors::of(k, threads);
+            let rows = RowVectors::of(k, threads, target.warp_size());
             let mut cx = Lowering {
                 threads,
                 target,

@@ -604,10 +604,10 @@ fn insert_syncs(top: &mut Vec<Stmt>, inserts: Inserts, facts: &Facts) {
             .map_or(Span::DUMMY, |s| s.span);
         let mut sync = Vec::new();
         if need.cp_async {
-            sync.push(intrinsic(Intrinsic::WaitGroup(0), span));
+            sync.push(intrinsic(Intrinsic::WaitGroup { n: 0 }, span));
         }
         if need.wgmma {
-            sync.push(intrinsic(Intrinsic::WgmmaWait(0), span));
+            sync.push(intrinsic(Intrinsic::WgmmaWait { n: 0 }, span));
         }
         if facts.wgmma_kernel {
             sync.push(intrinsic(Intrinsic::FenceProxyAsync, span));

@@ -107,7 +107,7 @@ impl Facts {
 }
 
 fn is_wait(s: &Stmt) -> bool {
-    matches!(s.kind, StmtKind::Intrinsic(Intrinsic::WgmmaWait(_)))
+    matches!(s.kind, StmtKind::Intrinsic(Intrinsic::WgmmaWait { .. }))
 }
 
 /// Whether `s` only arrives on mbarriers (under conditions): a stage release, which must

@@ -51,7 +51,7 @@ impl Pass for StageFragmentReads {
         let mut errors = Vec::new();
         for_each_kernel(&mut func.body, &mut |k, span| {
             let rows = match Block::of(k, span) {
-                Ok(b) => RowVectors::of(k, b.threads()),
+                Ok(b) => RowVectors::of(k, b.threads(), target.warp_size()),
                 Err(_) => RowVectors::default(),
             };
             let mut st = Staging {

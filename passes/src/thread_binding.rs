@@ -635,7 +635,7 @@ fn walk(body: Vec<Stmt>, state: &mut State, cx: &mut Cx) -> Vec<Stmt> {
                     cx.error(d);
                 }
             }
-            StmtKind::Intrinsic(Intrinsic::WaitGroup(n)) => {
+            StmtKind::Intrinsic(Intrinsic::WaitGroup { n }) => {
                 // The copies it lands are writes at this point (no barrier needed before:
                 // whatever their bytes were used for before the copies were issued is
                 // ordered by the issue).
@@ -645,7 +645,7 @@ fn walk(body: Vec<Stmt>, state: &mut State, cx: &mut Cx) -> Vec<Stmt> {
                     state.in_flight = Touches::default();
                 }
                 out.push(Stmt::new(
-                    StmtKind::Intrinsic(Intrinsic::WaitGroup(n)),
+                    StmtKind::Intrinsic(Intrinsic::WaitGroup { n }),
                     span,
                 ));
             }
@@ -865,7 +865,7 @@ fn enter_region(
     let (mut acc, in_flight) = cx.touches(&body, &local);
     let mut waits = false;
     for_each_stmt(&body, &mut |s| {
-        waits |= matches!(s.kind, StmtKind::Intrinsic(Intrinsic::WaitGroup(_)))
+        waits |= matches!(s.kind, StmtKind::Intrinsic(Intrinsic::WaitGroup { .. }))
     });
     if waits {
         acc.union(&state.in_flight.clone());

@@ -52,8 +52,13 @@ impl Pass for ThreadSync {
         "T.sync_threads() where per-thread code shares memory across threads (TileLang's ThreadSync)"
     }
 
-    fn run(&self, func: PrimFunc, _cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
-        thread_sync(func)
+    /// Passes its input on when the context says the front end placed the barriers already
+    /// (`PassContext::barriers_placed`: the driver's road), so they are computed once.
+    fn run(&self, func: PrimFunc, cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
+        match cx.barriers_placed() {
+            true => Ok(func),
+            false => thread_sync(func),
+        }
     }
 }
 

@@ -16,10 +16,10 @@
 //! with the target's limits, levels checked), compares the printed result with the
 //! expected lines, and runs the interpreter before and after on random inputs (the outputs
 //! must be identical). A pipeline that fails is expected as its error lines
-//! (`# error: ...`). `TLC_BLESS=1 cargo test -p tlc-passes --test filetests` rewrites the
+//! (`# error: ...`). `TLC_BLESS=1 cargo test -p tlc-passes --test integration filetests` rewrites the
 //! expected part of every file whose output changed.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use tlc_ir::printer::print_func;

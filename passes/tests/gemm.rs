@@ -3,7 +3,7 @@
 //! ldmatrix / mma_sync region, the meaning kept under the lockstep interpreter (ragged
 //! sizes where the kernel masks its edges), and the errors when no layout fits.
 
-mod common;
+use crate::common;
 
 use common::{assert_close_meaning, case, load, root, with_region_barriers};
 use tlc_ir::printer::print_func;

@@ -6,7 +6,7 @@
 //! loop), including trip counts below `num_stages`. Every stage of the seed kernel is
 //! snapshotted: that is what a user debugging it reads.
 
-mod common;
+use crate::common;
 
 use common::{
     assert_bound_matches_symbolic, assert_close_meaning, assert_same_meaning, bound_mnk, case,

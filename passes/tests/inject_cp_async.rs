@@ -4,8 +4,7 @@
 //! with ragged edges; the copies that must stay synchronous; and the checks catching a
 //! missing wait or barrier.
 
-mod common;
-mod pipe;
+use crate::pipe;
 
 use pipe::{
     assert_same, copy_kernel, count, dims, parse, run_error, run_passes, without, ASYNC, BOUND,
@@ -60,7 +59,7 @@ fn the_interpreter_catches_a_missing_wait_or_barrier() {
     let func = copy_kernel(64, 128, 3);
     let copies = run_passes(func.clone(), &ASYNC);
     let no_wait = without(copies, &|k| {
-        matches!(k, StmtKind::Intrinsic(Intrinsic::WaitGroup(_)))
+        matches!(k, StmtKind::Intrinsic(Intrinsic::WaitGroup { .. }))
     });
     let e = run_error(&no_wait, &dims(&[])).expect("an error");
     assert!(e.contains("has not landed yet"), "{e}");

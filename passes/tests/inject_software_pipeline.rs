@@ -3,8 +3,8 @@
 //! sizes included), the shapes of the output (guards, stage dimension, commit / wait), and
 //! the errors.
 
-mod common;
-mod pipe;
+use crate::common;
+use crate::pipe;
 
 use common::assert_same_meaning;
 use pipe::{assert_same, case, copy_kernel, count, dims, parse, run_passes, TILE};
@@ -27,7 +27,7 @@ fn commits(f: &PrimFunc) -> usize {
 fn waits(f: &PrimFunc) -> Vec<i64> {
     let mut out = Vec::new();
     for_each_stmt(&f.body, &mut |s| {
-        if let StmtKind::Intrinsic(Intrinsic::WaitGroup(n)) = s.kind {
+        if let StmtKind::Intrinsic(Intrinsic::WaitGroup { n }) = s.kind {
             out.push(n);
         }
     });

@@ -2,7 +2,7 @@
 //! interpreter (random inputs, ragged symbolic dims), vectorized loops where the rule
 //! allows them, and the errors for what is not lowered.
 
-mod common;
+use crate::common;
 
 use common::{assert_close_meaning, assert_same_meaning, case, corpus, with_region_barriers};
 use tlc_ir::printer::print_func;

@@ -1,6 +1,6 @@
 //! The pass manager: pipelines, instrumentation, verify-each.
 
-mod common;
+use crate::common;
 
 use common::case;
 use tlc_ir::printer::print_func;

@@ -1,7 +1,7 @@
 //! `mark-fresh-buffers`: which loops get a `T.fresh` and for which buffers (the corpus and
 //! TileLang's examples, and the proof's cases one by one), meaning kept, idempotence.
 
-mod common;
+use crate::common;
 
 use common::{assert_same_meaning, corpus, load, root};
 use tlc_ir::printer::print_func;

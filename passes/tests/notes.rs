@@ -5,7 +5,7 @@
 //! gives for the input without them: a note changes no decision of any pass (no barrier,
 //! no thread guard, no lost vector access or `T.cp_async`, the same stages and names).
 
-mod common;
+use crate::common;
 
 use common::{assert_close_meaning, case, load, root};
 use std::collections::HashMap;

@@ -2,8 +2,8 @@
 //! (copies in stage 0, what they may not run ahead of), user plans checked with located
 //! errors, and meaning kept (the interpreter runs a pipelined loop as a serial one).
 
-mod common;
-mod pipe;
+use crate::common;
+use crate::pipe;
 
 use common::{assert_same_meaning, corpus};
 use pipe::{case, parse};

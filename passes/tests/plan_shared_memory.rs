@@ -2,8 +2,8 @@
 //! the corpus (the interpreter places shared buffers at the planned offsets, so a wrong reuse
 //! corrupts data or races), alignment and the size limit.
 
-mod common;
-mod simt;
+use crate::common;
+use crate::simt;
 
 use common::{assert_same_meaning, corpus};
 use simt::{check_reference, simt, CASES};

@@ -1,7 +1,7 @@
 //! `rasterize`: snapshots, meaning preserved, and the block mapping checked against
 //! TileLang's `rasterization2DRow` / `rasterization2DColumn` and for being a bijection.
 
-mod common;
+use crate::common;
 
 use common::{assert_same_meaning, case, corpus};
 use std::collections::HashMap;

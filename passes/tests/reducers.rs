@@ -9,7 +9,7 @@
 //! `replication="none"`. The text of `lower-reducers`' output is a snapshot; the forms it
 //! does not lower are located errors.
 
-mod common;
+use crate::common;
 
 use common::{assert_close_meaning, with_region_barriers};
 use tlc_ir::printer::print_func;

@@ -8,7 +8,7 @@
 //! float32 result, a 1-D source to one element, and a softmax over a gemm accumulator
 //! (mma.sync on sm_80, wgmma on sm_90a). The text of both passes' output is a snapshot.
 
-mod common;
+use crate::common;
 
 use common::{assert_close_meaning, with_region_barriers};
 use tlc_ir::printer::print_func;
@@ -294,7 +294,7 @@ def k(X: T.Tensor((8, 64), "float32"), Y: T.Tensor((8,), "float32")):
         let func = parse(&text);
         let mut out = Vec::new();
         tlc_passes::analysis::kernels::for_each_kernel(&mut func.body.clone(), &mut |k, _| {
-            out = RowVectors::of(k, threads)
+            out = RowVectors::of(k, threads, tlc_ir::target::WARP_SIZE)
                 .classes
                 .iter()
                 .map(|c| c.members.iter().cloned().collect())

@@ -1,7 +1,7 @@
 //! `simplify` on the corpus: snapshots where it matters, meaning preserved on every case,
 //! the operator-count metric, and idempotence.
 
-mod common;
+use crate::common;
 
 use common::{assert_same_meaning, case, corpus};
 use tlc_ir::printer::print_func;

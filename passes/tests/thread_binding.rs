@@ -1,8 +1,8 @@
 //! `thread-binding`: snapshots of the SIMT-region cases, meaning preserved with no race on
 //! the whole corpus, the race a missing barrier causes, and the errors.
 
-mod common;
-mod simt;
+use crate::common;
+use crate::simt;
 
 use common::{assert_same_meaning, corpus};
 use simt::{check_reference, simt, CASES};
@@ -217,7 +217,7 @@ fn block_level_stores_are_done_by_thread_zero() {
     assert_eq!(o["A"].to_f64()[63], 1.0);
 }
 
-mod pipe;
+use crate::pipe;
 
 /// The body of the (only) loop over `var`.
 fn loop_body<'a>(func: &'a PrimFunc, var: &str) -> &'a [tlc_ir::Stmt] {
@@ -243,7 +243,7 @@ fn snapshot_pipelined_cp_async() {
     let kinds: Vec<&StmtKind> = body.iter().map(|s| &s.kind).collect();
     assert!(matches!(
         kinds[0],
-        StmtKind::Intrinsic(tlc_ir::Intrinsic::WaitGroup(1))
+        StmtKind::Intrinsic(tlc_ir::Intrinsic::WaitGroup { n: 1 })
     ));
     assert_eq!(kinds[1], &StmtKind::Barrier);
     assert!(matches!(kinds[2], StmtKind::If { .. }));

@@ -3,7 +3,7 @@
 //! and after (the exact result), a case that needs no barrier and gets none, the error
 //! for a barrier under a thread-dependent condition, and idempotence.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use tlc_ir::interp::{run, RunOptions, Tensor};

@@ -2,7 +2,7 @@
 //! (`analysis::tma`): the IR it writes, checked as text. The meaning of the TMA pipelines
 //! through every pass is `gemm_pipeline.rs`'s `every_sm90a_pass_keeps_the_meaning_of_tma_pipelines`.
 
-mod common;
+use crate::common;
 
 use common::{bound_mnk, case, load, load_bound, load_text, root};
 use tlc_ir::printer::print_func;

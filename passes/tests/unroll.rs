@@ -1,6 +1,6 @@
 //! `unroll`: snapshots, meaning preserved, fresh names in every copy.
 
-mod common;
+use crate::common;
 
 use common::{assert_same_meaning, case, corpus};
 use tlc_ir::printer::print_func;

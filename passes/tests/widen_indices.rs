@@ -2,7 +2,7 @@
 //! fast path), large ones widened, and the pass is idempotent. Expected outputs on real
 //! cases: `filetests/widen_*.tir`.
 
-mod common;
+use crate::common;
 
 use common::{assert_same_meaning, corpus};
 use tlc_ir::printer::print_func;
@@ -81,7 +81,7 @@ fn small_specialized_kernels_are_untouched() {
 /// A flat index past 2^31 must be widened (and the result verify), or the GPU would wrap.
 /// (A 2-D index whose every subscript fits int32 — a 70000 × 70000 transpose — needs no
 /// widening: code generation flattens subscripts into 64-bit addresses, tested in
-/// compiler/tests/compile.rs.)
+/// tools/tests/compile.rs.)
 #[test]
 fn kernels_past_two_to_the_31_are_widened() {
     let mut widened_cases = 0;

@@ -11,7 +11,7 @@ C (M, N), 128 threads, a 3-stage pipeline, A copied tile-wise and B element-wise
 Run it to print one kernel's tlc source, e.g. to check it with the CLI:
 
     python3 python/bench/gemm_source.py 12288 12288 12288 --panel-size 10 > /tmp/k.tir
-    cargo run --release -p tlc -- compile /tmp/k.tir --target sm_90a > /tmp/k.ptx
+    cargo run --release --bin tlc -- compile /tmp/k.tir --target sm_90a > /tmp/k.ptx
 """
 
 import argparse

@@ -1,18 +1,18 @@
-//! `compile(name, text, defines, target)`: a kernel through the default pipeline to PTX, as
-//! `tlc compile` does it (`commands::compile::compile_func`), kept with what is needed to
-//! print any stage again (`Compiled.ir`, as `--stop-after` prints it).
+//! `compile(name, text, defines, target)`: a kernel through the driver to PTX, as
+//! `tlc compile` does it (its tunables resolved first, then `tlc::driver::compile_parsed`),
+//! kept with what is needed to print any stage again (`Compiled.ir`, as `--stop-after`
+//! prints it).
 
 use crate::errors::compile_error;
 use crate::{interpret, source};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use std::collections::HashMap;
-use tlc::cli::Emit;
-use tlc::commands::compile::{compile_func, parse_target, Compiled as Output};
 use tlc::diagnostics::SourceFile;
-use tlc::frontend::{self, UserError};
+use tlc::driver::{compile_parsed, parse_target, Compiled as Output, Emit, RoadArgs};
+use tlc::frontend::UserError;
 use tlc_ir::{PrimFunc, Target};
-use tlc_passes::{default_pipeline, Instrumentation, PassContext};
+use tlc_passes::{default_pipeline, Instrumentation};
 
 /// A compiled kernel: its PTX (manifest line first), the manifest as JSON, and the bound
 /// kernel the stages are printed from.
@@ -23,6 +23,11 @@ pub struct Compiled {
     #[pyo3(get)]
     manifest_json: String,
     file: SourceFile,
+    /// The kernel as parsed, and the `-D` texts that bind it (every tunable's choice
+    /// included): what the driver is given again to print a stage.
+    parsed: PrimFunc,
+    defines: Vec<String>,
+    /// The bound kernel as the pipeline gets it (the `input` stage; `interpret` runs it).
     func: PrimFunc,
     target: Target,
     sms: Option<i64>,
@@ -69,16 +74,18 @@ impl Compiled {
             ..Instrumentation::default()
         };
         let out = py.detach(|| {
-            run_pipeline(
+            run_driver(
                 &self.file,
-                self.func.clone(),
+                &self.parsed,
+                &self.defines,
                 self.target,
                 self.sms,
                 &opts,
                 Emit::Tir,
             )
         });
-        out.map(|o| o.text().to_string()).map_err(compile_error)
+        out.map(|(_, o)| o.text().to_string())
+            .map_err(compile_error)
     }
 
     /// Runs the kernel as compiled (its tunables bound) in the reference interpreter:
@@ -103,7 +110,7 @@ fn resolve_target(given: Option<&str>) -> Result<(Target, Option<i64>), UserErro
     if let Some(name) = given {
         return Ok((parse_target(name)?, None));
     }
-    if let Ok(info) = tlc::cache::device::gpu0() {
+    if let Ok(info) = tlc_tools::cache::device::gpu0() {
         if let Some(t) = Target::for_capability(info.capability) {
             return Ok((t, Some(i64::from(info.sm_count))));
         }
@@ -111,21 +118,27 @@ fn resolve_target(given: Option<&str>) -> Result<(Target, Option<i64>), UserErro
     Ok((Target::Sm80, None))
 }
 
-/// The verified kernel through the default pipeline of `target`.
-fn run_pipeline(
+/// The parsed kernel bound by `defines` through the driver for `target`: the bound kernel
+/// as the pipeline gets it, and what the driver made of it.
+fn run_driver(
     file: &SourceFile,
-    func: PrimFunc,
+    parsed: &PrimFunc,
+    defines: &[String],
     target: Target,
     sms: Option<i64>,
     opts: &Instrumentation,
     emit: Emit,
-) -> Result<Output, UserError> {
-    let info = frontend::verify(file, &func)?;
-    let mut cx = PassContext::new(target).with_info(info);
-    if let Some(sms) = sms {
-        cx = cx.with_sms(sms);
-    }
-    compile_func(file, func, cx, opts, emit, &mut std::io::sink())
+) -> Result<(PrimFunc, Output), UserError> {
+    let road = RoadArgs {
+        defines,
+        target,
+        sms,
+        opts,
+        emit,
+    };
+    let r = compile_parsed(file, parsed, &road, &mut std::io::sink())
+        .map_err(|stop| stop.render(file, target))?;
+    Ok((r.tile, r.compiled))
 }
 
 /// Compiles kernel source `text` (shown in diagnostics as `name`) with the `-D` bindings
@@ -141,9 +154,9 @@ pub fn compile(
 ) -> PyResult<Compiled> {
     let work = || -> Result<Compiled, UserError> {
         let (target, sms) = resolve_target(target)?;
-        let (file, func, _) = source::load(name, text, &defines, Some(target))?;
+        let (file, parsed, defines) = source::resolve(name, text, &defines, target)?;
         let opts = Instrumentation::default();
-        let out = run_pipeline(&file, func.clone(), target, sms, &opts, Emit::Ptx)?;
+        let (func, out) = run_driver(&file, &parsed, &defines, target, sms, &opts, Emit::Ptx)?;
         let Output::Ptx { text, manifest } = out else {
             return Err(UserError::plain(
                 "the pipeline stopped before code generation",
@@ -155,6 +168,8 @@ pub fn compile(
             ptx: text,
             manifest_json,
             file,
+            parsed,
+            defines,
             func,
             target,
             sms,

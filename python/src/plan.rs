@@ -5,8 +5,8 @@
 use crate::errors::compile_error;
 use pyo3::prelude::*;
 use std::num::NonZeroU128;
-use tlc::commands::compile::parse_target;
 use tlc::diagnostics::SourceFile;
+use tlc::driver::parse_target;
 use tlc::frontend::{self, UserError};
 use tlc::plan::space::{self, Gpu};
 

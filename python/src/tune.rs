@@ -5,9 +5,9 @@
 use crate::errors::compile_error;
 use pyo3::prelude::*;
 use std::path::Path;
-use tlc::commands::compile::parse_target;
-use tlc::commands::tune::{run as run_tune, TuneArgs};
+use tlc::driver::parse_target;
 use tlc::frontend::UserError;
+use tlc_tools::commands::tune::{run as run_tune, TuneArgs};
 
 /// Tunes the kernel in file `path` with the `-D` bindings `defines`; raises `CompileError`
 /// (the CLI's words) without a GPU or for a kernel with no tuning space.

@@ -23,12 +23,13 @@ pub mod cublas;
 pub mod cublaslt;
 pub mod device;
 pub mod driver;
-pub mod error;
-pub mod expr;
 pub mod kernel;
-pub mod manifest;
 pub mod tensor_map;
 pub mod timing;
+
+// The manifest, its dim expressions and the error type live in `tlc-abi`, which the
+// compiler shares without linking the driver; their paths here are unchanged.
+pub use tlc_abi::{error, expr, manifest};
 
 pub use buffer::{DeviceTensor, Element};
 pub use check::{

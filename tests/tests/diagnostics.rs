@@ -8,7 +8,7 @@ fn malformed_inputs_render_located_errors() {
     std::env::set_current_dir(tlc_tests::root()).expect("cd to the workspace root");
     for path in malformed_cases() {
         let rel = relative(&path);
-        let err = match tlc::commands::check::run(&rel, &[], false) {
+        let err = match tlc_tools::commands::check::run(&rel, &[], false) {
             Ok(()) => panic!("{} was accepted", path.display()),
             Err(e) => e.0,
         };

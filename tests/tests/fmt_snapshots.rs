@@ -6,7 +6,7 @@ use tlc_tests::{relative, stem, valid_cases};
 fn canonical_print_of_every_case() {
     std::env::set_current_dir(tlc_tests::root()).expect("cd to the workspace root");
     for path in valid_cases() {
-        let text = tlc::commands::fmt::run(&relative(&path), &[])
+        let text = tlc_tools::commands::fmt::run(&relative(&path), &[])
             .unwrap_or_else(|e| panic!("{} does not format:\n{}", path.display(), e.0));
         let dir = path
             .parent()

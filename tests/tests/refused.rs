@@ -5,7 +5,7 @@
 //! at the source it was made from). Both targets refuse alike; the rendered text is a
 //! reviewed snapshot.
 
-use tlc::commands::compile::{source_to_ptx, verdict, Verdict};
+use tlc::driver::{source_to_ptx, verdict, Verdict};
 use tlc_ir::Target;
 use tlc_tests::{refused_cases, relative, stem};
 
@@ -16,7 +16,7 @@ fn refused_kernels_render_located_errors() {
         let rel = relative(&path);
         let name = rel.display().to_string();
         let text = std::fs::read_to_string(&path).expect("read case");
-        if let Err(e) = tlc::commands::check::run(&rel, &[], false) {
+        if let Err(e) = tlc_tools::commands::check::run(&rel, &[], false) {
             panic!("{name}: `tlc check` refuses it:\n{}", e.0);
         }
         let mut rendered = Vec::new();

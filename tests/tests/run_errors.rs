@@ -15,15 +15,15 @@ fn runtime_errors_render_located_diagnostics() {
     assert!(paths.len() >= 4);
     for path in paths {
         let rel = relative(&path);
-        let args = tlc::commands::run::RunArgs {
+        let args = tlc_tools::commands::run::RunArgs {
             file: &rel,
             defines: &[],
             inputs: &[],
             seed: 0,
             save_dir: None,
-            tuning: tlc::frontend::Tuning::DEFAULTS,
+            tuning: tlc_tools::tunables::Tuning::DEFAULTS,
         };
-        let err = match tlc::commands::run::run(&args) {
+        let err = match tlc_tools::commands::run::run(&args) {
             Ok(report) => panic!("{} ran without error:\n{report}", path.display()),
             Err(e) => e.0,
         };

@@ -46,8 +46,8 @@ mod toolchain;
 use std::collections::HashMap;
 use std::f64::consts::LOG2_E;
 use std::path::Path;
-use tlc::commands::compile::pipeline_error;
 use tlc::diagnostics::SourceFile;
+use tlc::driver::pipeline_error;
 use tlc_ir::dtype::DType;
 use tlc_ir::interp::{self, fp8, RunOptions, Tensor};
 use tlc_ir::PrimFunc;
@@ -1302,7 +1302,7 @@ fn lower(name: &str, text: &str, func: &PrimFunc, target: Target) -> Result<Prim
 
 /// PTX of a lowered function, its manifest checked, assembled by ptxas.
 fn assemble(stem: &str, lowered: &PrimFunc, target: Target) {
-    let (module, manifest) = tlc::codegen::emit(lowered, target)
+    let (module, manifest) = emit::emit(lowered, target)
         .unwrap_or_else(|e| panic!("{stem} on {target}: codegen: {e:?}"));
     if let Err(e) = tlc::ptx::check_manifest(&module, &manifest) {
         panic!("{stem} on {target}: {e}");
@@ -1600,7 +1600,7 @@ fn the_other_examples_are_refused_with_located_errors() {
         for target in [Target::Sm80, Target::Sm90a] {
             let err = match lower(&name, &text, &func, target) {
                 Err(e) => e,
-                Ok(lowered) => match tlc::codegen::emit(&lowered, target) {
+                Ok(lowered) => match emit::emit(&lowered, target) {
                     Err(diags) => SourceFile::new(&name, &text).render_all(&diags),
                     Ok(_) => panic!(
                         "{name} compiles for {target} now: move it from NOT_YET to EXAMPLES \

@@ -355,7 +355,7 @@ fn gcd(a: u32, b: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     //! Rows checked by hand against the module's rules (the integration test
-    //! `compiler/tests/plan_deepgemm.rs` compares many more with a Python transcription of
+    //! `tools/tests/plan_deepgemm.rs` compares many more with a Python transcription of
     //! the seed).
     use super::*;
 

@@ -6,10 +6,17 @@
 
 use super::ptxas_log;
 use std::path::Path;
-use tlc::codegen::emit;
-use tlc::ptx::{check_manifest, print_with_manifest};
+use tlc::ptx::{check_manifest, print_with_manifest, Module};
+use tlc_abi::manifest::Manifest;
+use tlc_ir::Target;
 use tlc_ir::{Diagnostic, PrimFunc};
-use tlc_runtime::{Manifest, Target};
+
+/// Code generation as the driver runs it: the verifier's facts about `func` first (its
+/// errors, when it has any, are the result), then `tlc::codegen::emit` with them.
+pub fn emit(func: &PrimFunc, target: Target) -> Result<(Module, Manifest), Vec<Diagnostic>> {
+    let info = tlc_ir::verifier::verify(func)?;
+    tlc::codegen::emit(func, &info, target)
+}
 
 /// `src` parsed and verified; panics otherwise.
 pub fn parse(src: &str) -> PrimFunc {

@@ -3,7 +3,7 @@
 //! snapshots them and assembles them with ptxas.
 
 use tlc::ptx::*;
-use tlc_runtime::manifest::Manifest;
+use tlc_abi::manifest::Manifest;
 
 /// A named test kernel: its manifest (for `target`) and module.
 pub struct Case {

@@ -795,7 +795,7 @@ impl Compiler {
                 pred: pred.as_ref().map(|p| self.bool_expr(p)).transpose()?,
             },
             Intrinsic::CommitGroup => CCall::Commit,
-            Intrinsic::WaitGroup(n) => CCall::Wait(usize::try_from(*n).unwrap_or(0)),
+            Intrinsic::WaitGroup { n } => CCall::Wait(usize::try_from(*n).unwrap_or(0)),
             Intrinsic::Ldmatrix {
                 dst,
                 src,
@@ -854,7 +854,7 @@ impl Compiler {
             },
             Intrinsic::WgmmaFence => CCall::WgmmaFence,
             Intrinsic::WgmmaCommit => CCall::WgmmaCommit,
-            Intrinsic::WgmmaWait(n) => CCall::WgmmaWait(usize::try_from(*n).unwrap_or(0)),
+            Intrinsic::WgmmaWait { n } => CCall::WgmmaWait(usize::try_from(*n).unwrap_or(0)),
             Intrinsic::Wgmma {
                 acc,
                 a,

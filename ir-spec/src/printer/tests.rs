@@ -552,7 +552,7 @@ pub(crate) fn intrinsics_kernel() -> PrimFunc {
                 pred: Some(bin(BinOp::Lt, tx(), int(32))),
             }),
             intrinsic(Intrinsic::CommitGroup),
-            intrinsic(Intrinsic::WaitGroup(0)),
+            intrinsic(Intrinsic::WaitGroup { n: 0 }),
             stmt(StmtKind::Barrier),
             intrinsic(Intrinsic::Ldmatrix {
                 dst: elem("A_frag", vec![int(0)]),

@@ -1455,7 +1455,7 @@ fn intrinsics_need_their_level() {
     let mut f = func(
         "f",
         Vec::new(),
-        vec![stmt(StmtKind::Intrinsic(Intrinsic::WaitGroup(0)))],
+        vec![stmt(StmtKind::Intrinsic(Intrinsic::WaitGroup { n: 0 }))],
     );
     f.body[0].span = Span::new(3, 9);
     let d = one(&f, "`T.cp_async_wait` must be inside a `T.Kernel`");

@@ -619,8 +619,8 @@ fn flatten(list: &[Stmt], path: &mut ListPath, out: &mut Vec<Unit>) {
         let a = Access::of_body(std::slice::from_ref(s));
         let kind = match &s.kind {
             StmtKind::Barrier => UnitKind::Barrier,
-            StmtKind::Intrinsic(Intrinsic::WaitGroup(0)) => UnitKind::CpAsyncWaitAll,
-            StmtKind::Intrinsic(Intrinsic::WgmmaWait(0)) => UnitKind::WgmmaWaitAll,
+            StmtKind::Intrinsic(Intrinsic::WaitGroup { n: 0 }) => UnitKind::CpAsyncWaitAll,
+            StmtKind::Intrinsic(Intrinsic::WgmmaWait { n: 0 }) => UnitKind::WgmmaWaitAll,
             _ => UnitKind::Other,
         };
         out.push(Unit {

@@ -31,7 +31,6 @@
 
 use super::access::element_for_element;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use tlc_ir::target::WARP_SIZE;
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::{child_bodies, for_each_stmt, for_each_subexpr, stmt_exprs};
 use tlc_ir::{BufferDecl, Expr, ExprKind, For, ForKind, Kernel, Region, Scope, Stmt, StmtKind};
@@ -67,8 +66,9 @@ impl RowVectors {
         self.classes.iter().find(|c| c.members.contains(name))
     }
 
-    /// The row-vector classes of kernel `k` with `threads` threads (see the module summary).
-    pub fn of(k: &Kernel, threads: i64) -> RowVectors {
+    /// The row-vector classes of kernel `k` with `threads` threads in warps of `warp`
+    /// (the target's, `Target::warp_size`; see the module summary).
+    pub fn of(k: &Kernel, threads: i64, warp: i64) -> RowVectors {
         let mut by_name: HashMap<&str, &BufferDecl> = HashMap::new();
         for b in &k.allocs {
             by_name.entry(b.name.name.as_str()).or_insert(b);
@@ -88,7 +88,7 @@ impl RowVectors {
                 }
             }
         }
-        if cx.parent.is_empty() || threads <= 0 || threads % WARP_SIZE != 0 {
+        if cx.parent.is_empty() || threads <= 0 || warp <= 0 || threads % warp != 0 {
             return RowVectors::default();
         }
         cx.body(&k.body);

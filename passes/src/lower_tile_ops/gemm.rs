@@ -25,7 +25,6 @@ use super::Ctx;
 use crate::analysis::wgmma::{self as wgmma_plan, k_step, Panels, M_STEP, WARPGROUP};
 use crate::names::NameSet;
 use tlc_ir::build::{bin, elem, for_loop, intrinsic};
-use tlc_ir::target::WARP_SIZE;
 use tlc_ir::verifier::const_int;
 use tlc_ir::wgmma::{self, Major, SmemOperand};
 use tlc_ir::{
@@ -281,7 +280,7 @@ fn emit(
     let mt2 = names.fresh("mt");
     let nt = names.fresh("nt");
     let txe = Expr::var(&tx);
-    let lane = rem(txe.clone(), WARP_SIZE);
+    let lane = rem(txe.clone(), ctx.target.warp_size());
     let (wm, wn) = layout.warp_coords(&txe);
     let m_base = add(vec![mul(wm, layout.warp_m()), mul(Expr::var(&mt), 16)]);
     let n_base = add(vec![mul(wn, layout.warp_n()), mul(Expr::var(&np), 16)]);
@@ -540,6 +539,6 @@ fn emit_wgmma(
         span,
     ));
     body.push(intrinsic(Intrinsic::WgmmaCommit, span));
-    body.push(intrinsic(Intrinsic::WgmmaWait(0), span));
+    body.push(intrinsic(Intrinsic::WgmmaWait { n: 0 }, span));
     Ok(thread_region(&ctx.block, &tx, body, span, names))
 }

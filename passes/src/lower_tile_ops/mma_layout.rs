@@ -24,6 +24,7 @@ use super::region::{lane_last, thread_region, Mapping};
 use crate::analysis::block::Block;
 use crate::names::NameSet;
 use tlc_ir::build::{bin, for_loop};
+// The mma.sync fragment's lanes: the instruction's layout is defined on a 32-lane warp.
 use tlc_ir::target::WARP_SIZE;
 use tlc_ir::{BinOp, Expr, ForKind, Span, Stmt};
 

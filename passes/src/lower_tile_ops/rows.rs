@@ -21,6 +21,7 @@ use crate::analysis::block::Block;
 use crate::analysis::rows::rows_of_flat;
 use crate::names::NameSet;
 use tlc_ir::build::bin;
+// The mma.sync fragment's lanes: the instruction's layout is defined on a 32-lane warp.
 use tlc_ir::target::WARP_SIZE;
 use tlc_ir::{BinOp, Diagnostic, Expr, RowsOf, Span, Stmt, StmtKind};
 

@@ -52,7 +52,6 @@ use crate::names::NameSet;
 use tlc_ir::build::{bin, elem, for_loop, intrinsic, note};
 use tlc_ir::interval::Interval;
 use tlc_ir::target::AsyncCopy;
-use tlc_ir::target::WARP_SIZE;
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::take_notes;
 use tlc_ir::{
@@ -137,7 +136,7 @@ fn pipeline_shape(prologue: &Stmt, main: &Stmt) -> Option<i64> {
             Some(StmtKind::Intrinsic(Intrinsic::CommitGroup))
         )
         && m.kind == ForKind::Serial
-        && matches!(m.body.first().map(|s| &s.kind), Some(StmtKind::Intrinsic(Intrinsic::WaitGroup(n))) if *n == ahead - 1);
+        && matches!(m.body.first().map(|s| &s.kind), Some(StmtKind::Intrinsic(Intrinsic::WaitGroup { n })) if *n == ahead - 1);
     // Lazily and checked: a constant stop of 2^63 - 1 (no pipeline) must not overflow.
     ok.then(|| ahead.checked_add(1)).flatten()
 }
@@ -405,7 +404,7 @@ fn specialized(
     ctx.producer_threads
         .set(Some((producer, roles.blocks_per_sm)));
     ctx.persistent_blocks.set(tiles.map(|t| t.blocks));
-    let consumer_warps = ctx.block.threads() / WARP_SIZE;
+    let consumer_warps = ctx.block.threads() / ctx.target.warp_size();
     if let Some(around) = around {
         // Indices in decreasing order: each removal leaves the next one's place.
         for i in taken_before {

@@ -34,7 +34,7 @@ pub(super) fn double_buffered(compute: &[Stmt]) -> Option<Buffered> {
                     Intrinsic::Wgmma { .. }
                         | Intrinsic::WgmmaFence
                         | Intrinsic::WgmmaCommit
-                        | Intrinsic::WgmmaWait(_)
+                        | Intrinsic::WgmmaWait { .. }
                 )
             );
         });
@@ -45,7 +45,7 @@ pub(super) fn double_buffered(compute: &[Stmt]) -> Option<Buffered> {
         .position(|s| !matches!(s.kind, StmtKind::Note(_)))?;
     let wait = compute
         .iter()
-        .position(|s| matches!(s.kind, StmtKind::Intrinsic(Intrinsic::WgmmaWait(0))))?;
+        .position(|s| matches!(s.kind, StmtKind::Intrinsic(Intrinsic::WgmmaWait { n: 0 })))?;
     let (gemm, rest) = (&compute[first..wait], &compute[wait + 1..]);
     if gemm.is_empty() || rest.iter().any(is_wgmma_op) {
         return None;

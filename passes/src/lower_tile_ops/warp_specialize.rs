@@ -73,7 +73,7 @@ use crate::analysis::access::Access;
 use crate::analysis::block::Block;
 use crate::names::NameSet;
 use tlc_ir::build::{bin, elem, intrinsic};
-use tlc_ir::target::{MAX_THREADS_PER_BLOCK, REGISTERS_PER_SM, WARPGROUP_SIZE, WARP_SIZE};
+use tlc_ir::target::{MAX_THREADS_PER_BLOCK, REGISTERS_PER_SM, WARPGROUP_SIZE};
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::map_body_exprs;
 use tlc_ir::{
@@ -276,7 +276,11 @@ pub(crate) fn build(
         if_then(
             bin(
                 BinOp::Eq,
-                bin(BinOp::FloorMod, Expr::var(&tx), Expr::int(WARP_SIZE)),
+                bin(
+                    BinOp::FloorMod,
+                    Expr::var(&tx),
+                    Expr::int(ctx.target.warp_size()),
+                ),
                 Expr::int(0),
             ),
             vec![intrinsic(
@@ -350,12 +354,12 @@ pub(crate) fn build(
             let k1 = bin(BinOp::Add, k.clone(), Expr::int(1));
             let mut out = vec![full_wait_at(k1.clone())];
             out.extend(at(&b.gemm, &k1, next, names));
-            out.push(intrinsic(Intrinsic::WgmmaWait(1), span));
+            out.push(intrinsic(Intrinsic::WgmmaWait { n: 1 }, span));
             out.extend(finish(&k, cur, names));
             out
         };
         let last = |k: Expr, cur: &str, names: &mut NameSet| {
-            let mut out = vec![intrinsic(Intrinsic::WgmmaWait(0), span)];
+            let mut out = vec![intrinsic(Intrinsic::WgmmaWait { n: 0 }, span)];
             out.extend(finish(&k, cur, names));
             out
         };
@@ -455,7 +459,7 @@ pub(crate) fn build(
     // tile's fills wait for it).
     let mut after_loop = Vec::new();
     if overlap {
-        after_loop.push(intrinsic(Intrinsic::WgmmaWait(0), span));
+        after_loop.push(intrinsic(Intrinsic::WgmmaWait { n: 0 }, span));
         if let Some(base) = &consumer_base {
             let mut last = vec![if_then(
                 bin(BinOp::Gt, m.stop.clone(), m.start.clone()),
@@ -629,7 +633,7 @@ fn release_point(body: &[Stmt], staged: &[String]) -> usize {
         .iter()
         .enumerate()
         .skip(last_wgmma + 1)
-        .find(|(_, s)| matches!(s.kind, StmtKind::Intrinsic(Intrinsic::WgmmaWait(0))))
+        .find(|(_, s)| matches!(s.kind, StmtKind::Intrinsic(Intrinsic::WgmmaWait { n: 0 })))
         .map(|(i, _)| i + 1);
     match retired {
         Some(at) => at.max(after_reads),
@@ -648,7 +652,7 @@ fn keep_group_in_flight(body: &mut [Stmt]) -> bool {
     let mut waits = 0;
     let mut only_wgmma = true;
     tlc_ir::visit::for_each_stmt(body, &mut |s| match &s.kind {
-        StmtKind::Intrinsic(Intrinsic::WgmmaWait(_)) => waits += 1,
+        StmtKind::Intrinsic(Intrinsic::WgmmaWait { .. }) => waits += 1,
         StmtKind::Intrinsic(
             Intrinsic::Wgmma { .. } | Intrinsic::WgmmaFence | Intrinsic::WgmmaCommit,
         )
@@ -662,10 +666,10 @@ fn keep_group_in_flight(body: &mut [Stmt]) -> bool {
         .find(|s| !matches!(s.kind, StmtKind::Note(_)));
     match last {
         Some(Stmt {
-            kind: StmtKind::Intrinsic(wait @ Intrinsic::WgmmaWait(0)),
+            kind: StmtKind::Intrinsic(wait @ Intrinsic::WgmmaWait { n: 0 }),
             ..
         }) if waits == 1 && only_wgmma => {
-            *wait = Intrinsic::WgmmaWait(1);
+            *wait = Intrinsic::WgmmaWait { n: 1 };
             true
         }
         _ => false,
@@ -718,7 +722,7 @@ fn consumer_only(body: &[Stmt], ctx: &Ctx) -> Result<(), String> {
                     Intrinsic::Wgmma { .. }
                         | Intrinsic::WgmmaFence
                         | Intrinsic::WgmmaCommit
-                        | Intrinsic::WgmmaWait(_)
+                        | Intrinsic::WgmmaWait { .. }
                         | Intrinsic::Ldmatrix { .. }
                         | Intrinsic::Mma { .. }
                 ) {

@@ -5,12 +5,12 @@ use super::{Finding, Oracle};
 use std::cell::{Cell, RefCell};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
-use tlc::commands::compile::{compile_source, Road, RoadArgs, Verdict};
-use tlc::commands::fmt;
 use tlc::diagnostics::SourceFile;
-use tlc::frontend::{self, Tuning};
+use tlc::driver::{compile_source, Road, RoadArgs, Verdict};
+use tlc::frontend;
 use tlc_ir::{Diagnostic, Target};
 use tlc_passes::Instrumentation;
+use tlc_tools::commands::fmt;
 
 /// The name mutants are read under (their errors say `mutant.tir:LINE:COL`).
 pub const NAME: &str = "mutant.tir";
@@ -102,7 +102,7 @@ pub fn examine(text: &str, opts: &Options) -> Report {
         let verdict = Verdict::of(&result);
         match &verdict {
             Verdict::Invalid => {
-                if let Err(tlc::commands::compile::Stop::Check(e)) = &result {
+                if let Err(tlc::driver::Stop::Check(e)) = &result {
                     check_refusal(&file, &e.0, &mut report);
                 }
                 report.event("check refused");
@@ -300,7 +300,7 @@ fn round_trip(road: &Road, target: Target, report: &mut Report) {
                 first_difference(&printed, &again)
             ));
         }
-        let read = match frontend::prepare(&file, &parsed, &[], &Tuning::DEFAULTS) {
+        let read = match frontend::prepare(&file, &parsed, &[]) {
             Ok((read, _)) => read,
             // A known imprecision, counted, not a finding: thread-sync reads hand-written
             // per-thread code, and on the compiled form it cannot see what made the code

@@ -1,0 +1,441 @@
+//! The thread-level target intrinsics (`docs/ir.md`) → PTX:
+//!
+//! - `T.cp_async(S[..], G[..], bytes[, pred])` → `cp.async.{cg|ca}.shared.global [s], [g],
+//!   bytes{, src_size}`: `.cg` (L2 only) for 16 bytes, `.ca` for 4 and 8 (`.cg` allows 16
+//!   only). With a predicate, `src_size = pred ? bytes : 0` (`selp`): a false predicate reads
+//!   nothing and zero-fills the destination, so the source address may be out of bounds.
+//! - `T.cp_async_commit()` → `cp.async.commit_group`, `T.cp_async_wait(n)` →
+//!   `cp.async.wait_group n`.
+//! - `T.ldmatrix(F[i], S[r, c], num, trans)` → `ldmatrix.sync.aligned.m8n8.xNUM{.trans}
+//!   .shared.b16` into `num` fresh b32 registers, each then split (`mov.b32 {lo, hi}`) into
+//!   the local elements `F[i + 2m]` (low half) and `F[i + 2m + 1]` (high half).
+//! - `T.mma_sync(C[i], A[j], B[k])` → the f16 / bf16 elements of `A[j..j+8]` and `B[k..k+4]`
+//!   packed in pairs (`mov.b32 r, {lo, hi}`, the lower index in the low half), then
+//!   `mma.sync.aligned.m16n8k16.row.col.f32.{f16|bf16}.{f16|bf16}.f32` with `d = c =` the
+//!   four f32 registers of `C[i..i+4]` (accumulation in place); a float16 `C` packs
+//!   `C[i..i+4]` into two f16x2 words for `mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16`
+//!   and unpacks the two result words back into them.
+//!
+//! Local-array operands must have constant indices once unrolled loop variables are
+//! substituted (the registers are fixed at compile time), and their arrays must live in
+//! registers: an array indexed at run time anywhere lives in local memory (`local.rs`) and
+//! is refused here with a located error.
+//!
+//! The operand rules (scopes, dtypes, element counts, allowed constants) are the verifier's,
+//! from the one table in `tlc_ir::intrinsic`; codegen takes verified IR and does not check
+//! them again. What remains here is what only code generation knows (register runs,
+//! addresses).
+
+use super::expr::Place;
+use super::{ptx_type, Cg, Mem};
+use crate::ptx::{CacheOp, LdmatrixNum, MmaShape, Op, Operand, Reg, Space, Type};
+use tlc_ir::{DType, ElemRef, Expr, ExprKind, Intrinsic, Span};
+
+impl Cg {
+    /// Lowers one intrinsic: every variant is listed (no catch-all), so a new intrinsic is a
+    /// compile error here until it has its PTX.
+    pub(super) fn intrinsic(&mut self, i: &Intrinsic, span: Span) {
+        match i {
+            Intrinsic::CpAsync {
+                dst,
+                src,
+                bytes,
+                pred,
+            } => self.cp_async(dst, src, *bytes, pred.as_ref(), span),
+            Intrinsic::CommitGroup => self.b.emit(Op::CpAsyncCommit),
+            Intrinsic::WaitGroup { n } => match u32::try_from(*n) {
+                Ok(pending) => self.b.emit(Op::CpAsyncWait { pending }),
+                Err(_) => self.err(
+                    span,
+                    format!("T.cp_async_wait({n}): the group count must lie in 0..=4294967295"),
+                ),
+            },
+            Intrinsic::Ldmatrix {
+                dst,
+                src,
+                num,
+                trans,
+            } => self.ldmatrix(dst, src, *num, *trans, span),
+            Intrinsic::Mma { acc, a, b } => self.mma(acc, a, b),
+            Intrinsic::ShflXor { dst, src, offset } => self.shfl_xor(dst, src, *offset, span),
+            // sm_90a's: mbarriers, TMA, wgmma, proxy fences, setmaxnreg (helpers in `hopper.rs`).
+            Intrinsic::FenceProxyAsync => self.b.emit(Op::FenceProxyAsync),
+            Intrinsic::WgmmaFence => self.b.emit(Op::WgmmaFence),
+            Intrinsic::WgmmaCommit => self.b.emit(Op::WgmmaCommit),
+            Intrinsic::WgmmaWait { n } => match u32::try_from(*n) {
+                Ok(pending) => self.b.emit(Op::WgmmaWait { pending }),
+                Err(_) => self.err(span, format!("T.wgmma_wait({n}): a group count 0..=7")),
+            },
+            Intrinsic::SetMaxNReg { n, inc } => match u32::try_from(*n) {
+                Ok(n) => self.b.emit(Op::SetMaxNReg { inc: *inc, n }),
+                Err(_) => self.err(span, format!("T.setmaxnreg({n}): a count 24..=256")),
+            },
+            Intrinsic::Wgmma {
+                acc,
+                a,
+                b,
+                n,
+                accumulate,
+                ..
+            } => match i.wgmma_layouts() {
+                Some((da, db)) => self.wgmma(acc, (a, da), (b, db), *n, accumulate.as_ref(), span),
+                None => self.err(span, "T.wgmma: a swizzle the verifier rejects"),
+            },
+            Intrinsic::MbarrierInit { bar, count } => {
+                let Some(addr) = self.mbarrier(bar, "T.mbarrier_init") else {
+                    return;
+                };
+                match u32::try_from(*count) {
+                    Ok(count) => self.b.emit(Op::MbarrierInit { addr, count }),
+                    Err(_) => self.err(span, format!("T.mbarrier_init with count {count}")),
+                }
+            }
+            Intrinsic::MbarrierArrive { bar } => {
+                if let Some(addr) = self.mbarrier(bar, "T.mbarrier_arrive") {
+                    self.b.emit(Op::MbarrierArrive {
+                        addr,
+                        expect_tx: None,
+                    });
+                }
+            }
+            Intrinsic::MbarrierArriveExpectTx { bar, bytes } => {
+                let Some(addr) = self.mbarrier(bar, "T.mbarrier_arrive_expect_tx") else {
+                    return;
+                };
+                match u32::try_from(*bytes) {
+                    Ok(tx) => self.b.emit(Op::MbarrierArrive {
+                        addr,
+                        expect_tx: Some(tx),
+                    }),
+                    Err(_) => self.err(
+                        span,
+                        format!("T.mbarrier_arrive_expect_tx of {bytes} bytes"),
+                    ),
+                }
+            }
+            Intrinsic::MbarrierWait { bar, parity } => self.mbarrier_wait(bar, parity),
+            Intrinsic::TmaLoad {
+                dst,
+                src,
+                bar,
+                swizzle,
+                ..
+            } => self.tma_load(i, (dst, src, bar), *swizzle, span),
+        }
+    }
+
+    /// The dtype and memory of the buffer an intrinsic operand names (an error if unknown or
+    /// of the wrong rank).
+    pub(super) fn operand_buf(&mut self, r: &ElemRef) -> Option<(DType, Mem)> {
+        let name = &r.buffer.name;
+        let Some(buf) = self.bufs.get(name) else {
+            self.err(r.buffer.span, format!("undefined buffer `{name}`"));
+            return None;
+        };
+        let (dtype, mem, rank) = (buf.dtype, buf.mem.clone(), buf.shape.len());
+        if r.indices.len() != rank {
+            self.err(
+                r.buffer.span,
+                format!(
+                    "`{name}` has {rank} dims but is indexed with {}",
+                    r.indices.len()
+                ),
+            );
+            return None;
+        }
+        Some((dtype, mem))
+    }
+
+    /// The `count` consecutive registers of a local array from `r` on.
+    pub(super) fn local_run(
+        &mut self,
+        r: &ElemRef,
+        count: usize,
+        what: &str,
+    ) -> Option<(DType, Vec<Reg>)> {
+        let (dtype, mem) = self.operand_buf(r)?;
+        let name = &r.buffer.name;
+        if let Mem::LocalMemory { .. } = mem {
+            let here = r.indices.iter().find(|i| self.const_eval(i).is_none());
+            let msg = match here {
+                Some(_) => format!(
+                    "index of local array `{name}` is not a constant: {what} needs `{name}` in \
+                     registers; unroll the loop (T.unroll) first"
+                ),
+                None => format!(
+                    "{what} needs `{name}` in registers, but `{name}` is indexed at run time \
+                     elsewhere (so it lives in local memory): index it only with constants \
+                     once loops are unrolled (T.unroll)"
+                ),
+            };
+            self.err(here.map_or(r.buffer.span, |i| i.span), msg);
+            return None;
+        }
+        let Mem::Local(regs) = mem else {
+            self.err(
+                r.buffer.span,
+                format!("{what} must be a local array (`T.alloc_local`); `{name}` is not"),
+            );
+            return None;
+        };
+        let shape = self.bufs.get(name).map(|b| b.shape.clone())?;
+        let start = self.local_flat(name, &r.indices, &shape)?;
+        match regs.get(start..start.saturating_add(count)) {
+            Some(run) => Some((dtype, run.to_vec())),
+            None => {
+                self.err(
+                    r.buffer.span,
+                    format!(
+                        "{what} needs {count} elements of `{name}` from position {start}, but \
+                         `{name}` has {} elements",
+                        regs.len()
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    /// The address of a shared or global operand, checking its memory.
+    pub(super) fn mem_operand(
+        &mut self,
+        r: &ElemRef,
+        want: Space,
+        what: &str,
+    ) -> Option<(DType, Place)> {
+        let (dtype, mem) = self.operand_buf(r)?;
+        let name = &r.buffer.name;
+        let ok = matches!(
+            (&mem, want),
+            (Mem::Shared(_), Space::Shared) | (Mem::Global(_), Space::Global)
+        );
+        if !ok {
+            let scope = if want == Space::Shared {
+                "shared memory (`T.alloc_shared`)"
+            } else {
+                "global memory (a tensor parameter)"
+            };
+            self.err(
+                r.buffer.span,
+                format!("{what} must be in {scope}; `{name}` is not"),
+            );
+            return None;
+        }
+        let place = self.address(name, &r.indices, r.buffer.span)?;
+        Some((dtype, place))
+    }
+
+    fn cp_async(
+        &mut self,
+        dst: &ElemRef,
+        src: &ElemRef,
+        bytes: i64,
+        pred: Option<&Expr>,
+        span: Span,
+    ) {
+        // The verifier allows 4, 8 or 16 bytes of whole elements (`tlc_ir::intrinsic`).
+        let Ok(size) = u32::try_from(bytes) else {
+            self.err(span, format!("T.cp_async of {bytes} bytes"));
+            return;
+        };
+        // The predicate first: a predicate that reads memory lowers to a branch.
+        let guard = match pred {
+            None => None,
+            Some(e) if matches!(e.kind, ExprKind::Bool(true)) => None,
+            Some(e) => {
+                let Some(p) = self.expr(e, DType::Bool) else {
+                    return;
+                };
+                Some(self.in_reg(p, Type::Pred))
+            }
+        };
+        let Some((_, Place::Mem(_, daddr))) =
+            self.mem_operand(dst, Space::Shared, "the destination of T.cp_async")
+        else {
+            return;
+        };
+        let Some((_, Place::Mem(_, saddr))) =
+            self.mem_operand(src, Space::Global, "the source of T.cp_async")
+        else {
+            return;
+        };
+        let src_size = guard.map(|p| {
+            self.b
+                .selp(Type::U32, Operand::Imm(bytes), Operand::Imm(0), p)
+                .into()
+        });
+        let cache = if size == 16 { CacheOp::Cg } else { CacheOp::Ca };
+        self.b.emit(Op::CpAsync {
+            cache,
+            dst: daddr,
+            src: saddr,
+            size,
+            src_size,
+        });
+    }
+
+    fn ldmatrix(&mut self, dst: &ElemRef, src: &ElemRef, num: i64, trans: bool, span: Span) {
+        // The verifier allows num = 1, 2 or 4 and 16-bit elements (`tlc_ir::intrinsic`).
+        let Some(lnum) = LdmatrixNum::of(num) else {
+            self.err(span, format!("T.ldmatrix of {num} matrices"));
+            return;
+        };
+        let n = lnum.regs();
+        let Some((_, regs)) = self.local_run(dst, 2 * n, "the destination of T.ldmatrix") else {
+            return;
+        };
+        let Some((_, Place::Mem(_, addr))) =
+            self.mem_operand(src, Space::Shared, "the source of T.ldmatrix")
+        else {
+            return;
+        };
+        let words: Vec<Reg> = (0..n).map(|_| self.b.new_reg(Type::B32)).collect();
+        self.b.emit(Op::Ldmatrix {
+            num: lnum,
+            trans,
+            dsts: words.clone(),
+            addr,
+        });
+        self.unpack_pairs(words, &regs);
+    }
+
+    /// Unpacks each `.b32` word into its pair of 16-bit registers (low half first), and
+    /// remembers the word as the pair's packed form.
+    fn unpack_pairs(&mut self, words: Vec<Reg>, regs: &[Reg]) {
+        for (w, pair) in words.into_iter().zip(regs.chunks_exact(2)) {
+            self.forget_packed(pair[0]);
+            self.forget_packed(pair[1]);
+            self.b.emit(Op::Unpack {
+                ty: Type::B32,
+                dsts: pair.to_vec(),
+                src: w,
+            });
+            self.packed.insert((pair[0], pair[1]), w);
+        }
+    }
+
+    /// `T.shfl_xor`: every lane of the whole warp takes part (`Cg::shuffle`).
+    fn shfl_xor(&mut self, dst: &ElemRef, src: &ElemRef, offset: i64, span: Span) {
+        let Ok(lane_xor) = u32::try_from(offset) else {
+            self.err(span, format!("T.shfl_xor offset {offset}"));
+            return;
+        };
+        let Some((d, s)) = self.local_run(src, 1, "the source of T.shfl_xor") else {
+            return;
+        };
+        let Some((_, t)) = self.local_run(dst, 1, "the destination of T.shfl_xor") else {
+            return;
+        };
+        let (Some(&s), Some(&t), Some(ty)) = (s.first(), t.first(), super::ptx_type(d)) else {
+            return;
+        };
+        let got = self.shuffle(s, d, ty, lane_xor, u32::MAX);
+        self.forget_packed(t);
+        self.b.emit(Op::Mov {
+            ty: super::expr::mov_type(ty),
+            dst: t,
+            src: got.into(),
+        });
+    }
+
+    /// One butterfly shuffle of register `src` (dtype `d`, register type `ty`): the value of
+    /// lane `laneid ^ lane_xor` among `member_mask`'s lanes. A 32-bit value moves as it is;
+    /// a 16-bit one travels in the low half of a `.b32` (packed with itself, unpacked on
+    /// arrival) — the one place both `T.shfl_xor` and `T.thread_allreduce` shuffle.
+    pub(super) fn shuffle(
+        &mut self,
+        src: Reg,
+        d: DType,
+        ty: Type,
+        lane_xor: u32,
+        member_mask: u32,
+    ) -> Reg {
+        let half = d.bytes() == 2;
+        let word = if half {
+            self.b.pack(Type::B32, vec![src.into(), src.into()])
+        } else {
+            src
+        };
+        let got = self.b.new_reg(if half { Type::B32 } else { ty });
+        self.b.emit(Op::ShflBfly {
+            dst: got,
+            src: word,
+            lane_xor,
+            member_mask,
+        });
+        if !half {
+            return got;
+        }
+        let lanes = self.b.unpack(Type::B32, ty, 2, got);
+        lanes.first().copied().unwrap_or(got)
+    }
+
+    fn mma(&mut self, acc: &ElemRef, a: &ElemRef, b: &ElemRef) {
+        // The verifier holds the dtypes (an f32 accumulator with A and B both f16 or both
+        // bf16, or an f16 accumulator with f16 A and B): the multiplicand type is A's.
+        let Some((ct, c)) = self.local_run(acc, 4, "the accumulator of T.mma_sync") else {
+            return;
+        };
+        let Some((at, a_regs)) = self.local_run(a, 8, "the A operand of T.mma_sync") else {
+            return;
+        };
+        let Some((_, b_regs)) = self.local_run(b, 4, "the B operand of T.mma_sync") else {
+            return;
+        };
+        let Some(ab_ty) = ptx_type(at) else {
+            self.err(a.buffer.span, format!("T.mma_sync of {at} elements"));
+            return;
+        };
+        let a_words = self.pack_pairs(&a_regs);
+        let b_words = self.pack_pairs(&b_regs);
+        if ct == DType::Float16 {
+            // Two f16x2 words, the lower element index in the low half (`c0,c1`, `c2,c3`):
+            // packed in, fresh words out, split back into the four f16 registers (and
+            // remembered as packed, so the next mma on them takes the words as they are).
+            let c_words = self.pack_pairs(&c);
+            let d_words: Vec<Reg> = (0..2).map(|_| self.b.new_reg(Type::B32)).collect();
+            self.b.emit(Op::Mma {
+                shape: MmaShape::M16n8k16,
+                acc_ty: Type::F16,
+                ab_ty,
+                d: d_words.clone(),
+                a: a_words,
+                b: b_words,
+                c: c_words,
+            });
+            self.unpack_pairs(d_words, &c);
+            return;
+        }
+        self.b.emit(Op::Mma {
+            shape: MmaShape::M16n8k16,
+            acc_ty: Type::F32,
+            ab_ty,
+            d: c.clone(),
+            a: a_words,
+            b: b_words,
+            c,
+        });
+    }
+
+    /// 16-bit registers packed two by two into b32 registers (the first of a pair low).
+    /// A pair an ldmatrix loaded is used as the word it arrived in.
+    fn pack_pairs(&mut self, halves: &[Reg]) -> Vec<Reg> {
+        halves
+            .chunks_exact(2)
+            .map(|p| match self.packed.get(&(p[0], p[1])) {
+                Some(&w) => w,
+                None => {
+                    let lanes = p.iter().map(|&r| r.into()).collect();
+                    self.b.pack(Type::B32, lanes)
+                }
+            })
+            .collect()
+    }
+
+    /// `r` is written: no packed word holds its value any more.
+    pub(super) fn forget_packed(&mut self, r: Reg) {
+        if !self.packed.is_empty() {
+            self.packed.retain(|&(lo, hi), _| lo != r && hi != r);
+        }
+    }
+}

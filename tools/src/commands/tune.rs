@@ -1,0 +1,737 @@
+//! `tlc tune FILE -D M=… -D N=… -D K=…`: times a GEMM kernel's tuning space on GPU 0 and
+//! keeps the fastest config in the tuning cache (docs/cli.md, "tlc tune").
+//!
+//! The kernel's signature decides what a config is checked and timed against, as it
+//! decides `tlc bench`'s path ([`Gemm::of`]): a float16 GEMM `C = A @ B` against cuBLAS
+//! (`bench.rs`), an FP8 GEMM with block scales (a float8 parameter, DeepGEMM's
+//! `gemm_fp8_fp8_bf16_nt`) against the dequantized float32 reference and cuBLASLt's FP8
+//! GEMM (`bench_fp8.rs`). The signature and the shape are checked before the GPU is
+//! touched.
+//!
+//! 1. **Plan** (`plan::space::rank`, no GPU): every config of the space at the bound dims,
+//!    bound and run through the target's pipeline; configs the verifier or a pass refuses
+//!    (shared memory over the target's limit, …) are dropped with the reason, the rest
+//!    ranked by the cost model and waves. `--top N` keeps the N best-ranked.
+//! 2. **Compile** the kept configs to PTX on every core (scoped threads, one config at a
+//!    time each), then assemble each with ptxas (`TLC_PTXAS`, else `ptxas` on `PATH` or
+//!    under `/usr/local/cuda/bin`) and drop the ones that spill or use more than 255
+//!    registers; without ptxas that filter is skipped with a warning. `--dry-run` stops
+//!    here and prints the candidates (no GPU needed).
+//! 3. **Time** each survivor as `tlc bench` does, configs one after another on the same
+//!    GPU: f16 — `bench::bench_shape` (random float16 inputs, C checked against cuBLAS in
+//!    the same process, warm-up runs, median of CUDA event timings); FP8 — one set of
+//!    quantized inputs and one reference for all configs (`bench_fp8::Fp8Inputs`), each
+//!    config launched on them into a NaN-filled C, checked with `tlc bench`'s FP8 limit and
+//!    timed (`bench_fp8::check_and_time`), cuBLASLt timed once (`bench_fp8::time_peer`).
+//! 4. Print the table sorted by time (TFLOP/s, the ratio to the peer, the check), the wall
+//!    time of each phase, and store the fastest config that passed the check in the tuning
+//!    cache for (kernel, dims, GPU, target), which `compile` / `run` / `bench` then use. A
+//!    config that fails the check is marked FAIL and never stored.
+
+use crate::cache::{self, DeviceId, Entry, Key};
+use crate::commands::bench::{self, BenchArgs, GemmShape};
+use crate::commands::bench_fp8::{self, Fp8Inputs, Peer};
+use crate::commands::compile::device_target;
+use crate::tunables::{self, Tuning};
+use std::num::NonZeroU128;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use tlc::diagnostics::SourceFile;
+use tlc::driver::compile_func;
+use tlc::driver::Emit;
+use tlc::frontend::{self, UserError};
+use tlc::plan::space::{self, describe};
+use tlc_ir::tuning::Config;
+use tlc_ir::{DType, PrimFunc};
+use tlc_passes::{Instrumentation, PassContext, Target};
+use tlc_runtime::cublas::gemm_tflops;
+use tlc_runtime::{Cublas, CublasLt, Gpu, Kernel};
+
+/// What `tlc tune` was asked to do.
+pub struct TuneArgs<'a> {
+    pub file: &'a Path,
+    pub defines: &'a [String],
+    pub target: Option<Target>,
+    /// Time only the N configs the plan ranks best.
+    pub top: Option<usize>,
+    pub warmup: usize,
+    pub iters: usize,
+    pub seed: u64,
+    /// `--no-cache`: do not store the winner.
+    pub store: bool,
+    /// `--dry-run`: plan, compile and assemble only; no GPU.
+    pub dry_run: bool,
+}
+
+/// The GEMM a kernel computes, by its signature: what its configs are checked against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gemm {
+    /// `C = A @ B`, float16 operands, C float16 or float32: checked against cuBLAS.
+    F16 { shape: GemmShape, c_dtype: DType },
+    /// DeepGEMM's FP8 GEMM with block scales: checked against the dequantized float32
+    /// reference, timed against cuBLASLt's FP8 GEMM.
+    Fp8 { shape: GemmShape },
+}
+
+impl Gemm {
+    /// Classifies `parsed` with its dims bound to `dims`, as `tlc bench` does: a float8
+    /// parameter makes it an FP8 GEMM (`bench_fp8::fp8_params`), anything else must be an
+    /// f16 GEMM. A wrong signature or shape is a located error.
+    pub fn of(file: &SourceFile, parsed: &PrimFunc, dims: &Config) -> Result<Gemm, UserError> {
+        let bound =
+            tlc_ir::specialize::specialize(parsed, dims).map_err(|d| UserError(file.render(&d)))?;
+        if let Some(fp8) = bench_fp8::fp8_params(file, &bound) {
+            fp8?;
+            return Ok(Gemm::Fp8 {
+                shape: bench_fp8::kernel_shape(file, &bound)?,
+            });
+        }
+        Ok(Gemm::F16 {
+            shape: bench::gemm_shape(file, parsed, dims)?,
+            c_dtype: bench::c_dtype(file, parsed)?,
+        })
+    }
+
+    pub fn shape(&self) -> GemmShape {
+        match *self {
+            Gemm::F16 { shape, .. } | Gemm::Fp8 { shape } => shape,
+        }
+    }
+
+    /// The peer's name in the table's ratio column.
+    fn peer(&self) -> &'static str {
+        match self {
+            Gemm::F16 { .. } => "cuBLAS",
+            Gemm::Fp8 { .. } => "cuBLASLt",
+        }
+    }
+
+    /// What a config's result is checked against, for the header.
+    fn check_text(&self) -> String {
+        match self {
+            Gemm::F16 { .. } => format!(
+                "float16 GEMM, checked against cuBLAS (rel err limit {:e})",
+                bench::MAX_REL_ERROR
+            ),
+            Gemm::Fp8 { .. } => format!(
+                "FP8 block-scaled GEMM, checked against the dequantized float32 reference \
+                 (cuBLAS, rel err limit {:e}), timed against cuBLASLt's FP8 GEMM",
+                bench_fp8::MAX_REL_ERROR_FP8
+            ),
+        }
+    }
+}
+
+/// One config on its way through the phases.
+pub struct Candidate {
+    /// Its place in the plan's ranking (1: best).
+    pub rank: usize,
+    pub config: Config,
+    /// Its PTX, or why it was dropped after the plan (compile or ptxas).
+    pub ptx: Result<String, String>,
+}
+
+/// Phases 1 and 2: the kept configs compiled (and assembled where ptxas is found).
+pub struct Planned {
+    /// Configs in the space (ranked and dropped by the plan).
+    pub total: usize,
+    /// The configs the plan ranked and `--top` kept, best first.
+    pub candidates: Vec<Candidate>,
+    /// The configs the plan dropped, with the reason.
+    pub dropped: Vec<(String, String)>,
+    /// Warnings (no ptxas).
+    pub notes: Vec<String>,
+    pub plan_s: f64,
+    pub compile_s: f64,
+}
+
+/// Plans the space of `parsed` at `defines` for `target` on `sms` SMs, keeps the `top`
+/// best (all without), and compiles and assembles them (no GPU).
+pub fn plan_and_compile(
+    file: &SourceFile,
+    parsed: &PrimFunc,
+    defines: &[String],
+    target: Target,
+    sms: u32,
+    top: Option<usize>,
+) -> Result<Planned, UserError> {
+    let start = Instant::now();
+    let plan_gpu = space::Gpu {
+        target,
+        sms: NonZeroU128::new(u128::from(sms)).unwrap_or(NonZeroU128::MIN),
+    };
+    let ranking = space::rank(file, parsed, defines, plan_gpu)?;
+    let dims = frontend::split_defines(parsed, defines)?.dims;
+    let keep = top.unwrap_or(usize::MAX).min(ranking.ranked.len());
+    let plan_s = start.elapsed().as_secs_f64();
+
+    // Compile on every core.
+    let compile_start = Instant::now();
+    let mut candidates: Vec<Candidate> = ranking.ranked[..keep]
+        .iter()
+        .enumerate()
+        .map(|(i, r)| Candidate {
+            rank: i + 1,
+            config: r.config.clone(),
+            ptx: Err(String::new()),
+        })
+        .collect();
+    let dims_ref = &dims;
+    tlc::parallel::for_each(&mut candidates, |c| {
+        c.ptx = compile_config(file, parsed, &c.config, dims_ref, target, sms);
+    });
+    let mut notes = Vec::new();
+    match find_ptxas() {
+        Some(p) => {
+            for c in &mut candidates {
+                if let Ok(ptx) = &c.ptx {
+                    if let Err(reason) = assemble(&p, ptx, target) {
+                        c.ptx = Err(reason);
+                    }
+                }
+            }
+        }
+        None => notes.push(
+            "warning: no ptxas found (TLC_PTXAS, PATH, /usr/local/cuda/bin): spills and register \
+             counts were not checked"
+                .to_string(),
+        ),
+    }
+    Ok(Planned {
+        total: ranking.ranked.len() + ranking.dropped.len(),
+        candidates,
+        dropped: ranking
+            .dropped
+            .iter()
+            .map(|d| (describe(&d.config), d.reason.clone()))
+            .collect(),
+        notes,
+        plan_s,
+        compile_s: compile_start.elapsed().as_secs_f64(),
+    })
+}
+
+/// One timed config's result, whatever the GEMM.
+struct Timed<'a> {
+    candidate: &'a Candidate,
+    median_ms: f32,
+    tflops: f64,
+    /// The peer's time over this config's (`None`: the peer was not timed).
+    ratio: Option<f64>,
+    rel_err: String,
+    passes: bool,
+}
+
+pub fn run(args: &TuneArgs) -> Result<String, UserError> {
+    let start = Instant::now();
+    let file = frontend::read_source(args.file)?;
+    let parsed = frontend::parse(&file)?;
+    if parsed.space.is_empty() {
+        return Err(UserError::plain(format!(
+            "`{}` declares no tuning space: nothing to tune (docs/ir.md, \"Tuning space\")",
+            parsed.name.name
+        )));
+    }
+    let defines = frontend::split_defines(&parsed, args.defines)?;
+    let gemm = Gemm::of(&file, &parsed, &defines.dims)?;
+    let dims_text = describe(&defines.dims);
+    if args.dry_run {
+        return dry_run(args, &file, &parsed, gemm, &dims_text);
+    }
+    let gpu = Gpu::new(0).map_err(|e| UserError::plain(format!("`tlc tune` needs a GPU: {e}")))?;
+    let target = device_target(&gpu, args.target)?;
+    let sms = gpu.sm_count().max(1);
+    let planned = plan_and_compile(&file, &parsed, args.defines, target, sms, args.top)?;
+
+    // Time, one config after another.
+    let time_start = Instant::now();
+    let blas = Cublas::new(&gpu).map_err(bench::runtime("cannot start cuBLAS".into()))?;
+    let mut dropped = planned.dropped.clone();
+    let mut notes = planned.notes.clone();
+    let timed_count = planned.candidates.iter().filter(|c| c.ptx.is_ok()).count();
+    // Progress on a terminal only: indicatif draws nothing when stderr is not one.
+    let progress = indicatif::ProgressBar::new(timed_count as u64).with_style(
+        indicatif::ProgressStyle::with_template(
+            "tlc tune: timing {pos}/{len} [{bar:30}] {elapsed} {msg}",
+        )
+        .map_err(|e| UserError::plain(format!("progress bar: {e}")))?
+        .progress_chars("=> "),
+    );
+    let mut timer = Timer::new(&gpu, &blas, gemm, &parsed, args)?;
+    if let Some(note) = timer.peer_note() {
+        notes.push(note);
+    }
+    let mut rows = Vec::new();
+    for c in &planned.candidates {
+        if let Err(reason) = &c.ptx {
+            dropped.push((describe(&c.config), reason.clone()));
+            continue;
+        }
+        progress.set_message(describe(&c.config));
+        let kernel = match &c.ptx {
+            Ok(ptx) => gpu
+                .load(ptx)
+                .map_err(bench::runtime("cannot load a config on the GPU".into()))?,
+            Err(_) => continue,
+        };
+        rows.push(timer.time(c, &kernel)?);
+        progress.inc(1);
+    }
+    progress.finish_and_clear();
+    let time_s = time_start.elapsed().as_secs_f64();
+    rows.sort_by(|a, b| a.median_ms.total_cmp(&b.median_ms));
+
+    let mut out = String::new();
+    out += &format!(
+        "tune `{}` at {dims_text} on {} ({sms} SMs) as {}: {}; {} configs, {} timed (median of \
+         {} after {} warm-up runs)\n",
+        parsed.name.name,
+        gpu.name(),
+        target.name(),
+        gemm.check_text(),
+        planned.total,
+        rows.len(),
+        args.iters,
+        args.warmup
+    );
+    let peer = format!("vs {}", gemm.peer());
+    out += &format!(
+        "{:>4}  {:>4}  {:<64} {:>9} {:>8} {:>11} {:>9}  check\n",
+        "time", "plan", "config", "ms", "TFLOP/s", peer, "rel err"
+    );
+    for (i, r) in rows.iter().enumerate() {
+        let ratio = r.ratio.map_or("-".to_string(), |x| format!("{x:.3}"));
+        out += &format!(
+            "{:>4}  {:>4}  {:<64} {:>9.4} {:>8.1} {:>11} {:>9}  {}\n",
+            i + 1,
+            r.candidate.rank,
+            describe(&r.candidate.config),
+            r.median_ms,
+            r.tflops,
+            ratio,
+            r.rel_err,
+            if r.passes { "ok" } else { "FAIL" }
+        );
+    }
+    let failed: Vec<String> = rows
+        .iter()
+        .filter(|r| !r.passes)
+        .map(|r| describe(&r.candidate.config))
+        .collect();
+    if !failed.is_empty() {
+        out += &format!(
+            "failed the check ({}; never stored): {}\n",
+            failed.len(),
+            failed.join("; ")
+        );
+    }
+    out += &dropped_text(&dropped);
+    for n in &notes {
+        out += &format!("{n}\n");
+    }
+    out += &format!(
+        "{:.2} s in all: plan {:.2} s, compile and ptxas {:.2} s ({} threads), timing \
+         {time_s:.2} s\n",
+        start.elapsed().as_secs_f64(),
+        planned.plan_s,
+        planned.compile_s,
+        tlc::parallel::workers()
+    );
+    match rows.iter().find(|r| r.passes) {
+        None => out += "no config passed the check: nothing stored\n",
+        Some(best) => {
+            let ratio = best
+                .ratio
+                .map_or(String::new(), |x| format!(", {x:.3} of {}", gemm.peer()));
+            out += &format!(
+                "best: {} ({:.4} ms, {:.1} TFLOP/s{ratio})\n",
+                describe(&best.candidate.config),
+                best.median_ms,
+                best.tflops,
+            );
+            if args.store {
+                let key = Key::new(&parsed, &defines.dims, &DeviceId::of(&gpu), target);
+                let entry = Entry {
+                    config: best.candidate.config.clone(),
+                    time_ms: Some(f64::from(best.median_ms)),
+                    tflops: Some(best.tflops),
+                };
+                match cache::store(&key, &entry) {
+                    Ok(path) => out += &format!("stored in the tuning cache: {}\n", path.display()),
+                    Err(e) => out += &format!("warning: not stored in the tuning cache: {e}\n"),
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `--dry-run`: phases 1 and 2 for `--target` (default sm_90a) on its usual SM count, and
+/// the candidates listed; nothing runs.
+fn dry_run(
+    args: &TuneArgs,
+    file: &SourceFile,
+    parsed: &PrimFunc,
+    gemm: Gemm,
+    dims_text: &str,
+) -> Result<String, UserError> {
+    let target = args.target.unwrap_or(Target::Sm90a);
+    // A target's usual SM count: a small positive constant.
+    let sms = u32::try_from(target.desc().sm_count).unwrap_or(1).max(1);
+    let planned = plan_and_compile(file, parsed, args.defines, target, sms, args.top)?;
+    let ready = planned.candidates.iter().filter(|c| c.ptx.is_ok()).count();
+    let mut out = format!(
+        "dry run: tune `{}` at {dims_text} (shape {}) as {} on {sms} SMs: {}; {} configs, {} \
+         planned and compiled, {ready} would be timed\n",
+        parsed.name.name,
+        gemm.shape(),
+        target.name(),
+        gemm.check_text(),
+        planned.total,
+        planned.candidates.len(),
+    );
+    out += &format!("{:>4}  {:<64} result\n", "plan", "config");
+    let mut dropped = planned.dropped.clone();
+    for c in &planned.candidates {
+        match &c.ptx {
+            Ok(ptx) => {
+                out += &format!(
+                    "{:>4}  {:<64} ok ({} lines of PTX)\n",
+                    c.rank,
+                    describe(&c.config),
+                    ptx.lines().count()
+                )
+            }
+            Err(reason) => dropped.push((describe(&c.config), reason.clone())),
+        }
+    }
+    out += &dropped_text(&dropped);
+    for n in &planned.notes {
+        out += &format!("{n}\n");
+    }
+    Ok(out)
+}
+
+/// The dropped configs, each with the first line of its reason.
+fn dropped_text(dropped: &[(String, String)]) -> String {
+    if dropped.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("dropped ({}):\n", dropped.len());
+    for (config, reason) in dropped {
+        let first = reason.lines().next().unwrap_or("");
+        out += &format!("  {config}: {first}\n");
+    }
+    out
+}
+
+/// Checks and times configs of one GEMM on the GPU, as `tlc bench` does for its kind.
+enum Timer<'a> {
+    F16 {
+        gpu: &'a Gpu,
+        blas: &'a Cublas,
+        shape: GemmShape,
+        c_dtype: DType,
+        bench: BenchArgs<'a>,
+    },
+    /// One set of inputs and one reference for every config; cuBLASLt timed once.
+    Fp8 {
+        gpu: &'a Gpu,
+        inputs: Box<Fp8Inputs>,
+        names: Vec<String>,
+        peer: Peer,
+        warmup: usize,
+        iters: usize,
+    },
+}
+
+impl<'a> Timer<'a> {
+    fn new(
+        gpu: &'a Gpu,
+        blas: &'a Cublas,
+        gemm: Gemm,
+        parsed: &PrimFunc,
+        args: &'a TuneArgs,
+    ) -> Result<Timer<'a>, UserError> {
+        Ok(match gemm {
+            Gemm::F16 { shape, c_dtype } => Timer::F16 {
+                gpu,
+                blas,
+                shape,
+                c_dtype,
+                bench: BenchArgs {
+                    file: args.file,
+                    defines: args.defines,
+                    sweep: None,
+                    warmup: args.warmup,
+                    iters: args.iters,
+                    target: args.target,
+                    csv: false,
+                    specialize: true,
+                    seed: args.seed,
+                    tuning: Tuning::DEFAULTS,
+                },
+            },
+            Gemm::Fp8 { shape } => {
+                let inputs = Fp8Inputs::prepare(gpu, blas, shape, args.seed)?;
+                let peer = match CublasLt::new(gpu) {
+                    Ok(lt) => {
+                        let (warmup, iters) = (args.warmup, args.iters);
+                        bench_fp8::time_peer(gpu, blas, Some(&lt), &inputs, warmup, iters)
+                    }
+                    Err(e) => Peer::NotTimed(format!("no cuBLASLt ({e})")),
+                };
+                Timer::Fp8 {
+                    gpu,
+                    inputs: Box::new(inputs),
+                    names: parsed.params.iter().map(|p| p.name.name.clone()).collect(),
+                    peer,
+                    warmup: args.warmup,
+                    iters: args.iters,
+                }
+            }
+        })
+    }
+
+    /// A line about the peer where it was not timed or computed a wrong product.
+    fn peer_note(&self) -> Option<String> {
+        let Timer::Fp8 { inputs, peer, .. } = self else {
+            return None;
+        };
+        match peer {
+            Peer::NotTimed(why) => Some(format!("note: cuBLASLt not timed: {why}")),
+            Peer::Timed { .. } if !peer.passes() => Some(
+                "warning: cuBLASLt's D differs from the float32 GEMM of the raw fp8 values: its \
+                 timing is not of this product"
+                    .to_string(),
+            ),
+            Peer::Timed { time, .. } => {
+                let GemmShape { m, n, k } = inputs.shape;
+                Some(format!(
+                    "cuBLASLt FP8 GEMM (per-tensor scales = 1, same FLOPs): {:.4} ms, {:.1} \
+                     TFLOP/s",
+                    time.median_ms,
+                    gemm_tflops(m, n, k, time.median_ms)
+                ))
+            }
+        }
+    }
+
+    /// Checks and times one config's loaded kernel.
+    fn time<'c>(&mut self, c: &'c Candidate, kernel: &Kernel) -> Result<Timed<'c>, UserError> {
+        match self {
+            Timer::F16 {
+                gpu,
+                blas,
+                shape,
+                c_dtype,
+                bench,
+            } => {
+                let row = bench::bench_shape(gpu, blas, kernel, *shape, *c_dtype, bench)?;
+                Ok(Timed {
+                    candidate: c,
+                    median_ms: row.tlc.median_ms,
+                    tflops: row.tlc_tflops(),
+                    ratio: Some(row.ratio()),
+                    rel_err: bench_fp8::rel_text(&row.err),
+                    passes: row.err.passes(),
+                })
+            }
+            Timer::Fp8 {
+                gpu,
+                inputs,
+                names,
+                peer,
+                warmup,
+                iters,
+            } => {
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                let (err, tlc) =
+                    bench_fp8::check_and_time(gpu, kernel, &names, inputs, *warmup, *iters)?;
+                let row = bench_fp8::Row {
+                    shape: inputs.shape,
+                    err,
+                    tlc,
+                    peer: peer.clone(),
+                };
+                Ok(Timed {
+                    candidate: c,
+                    median_ms: tlc.median_ms,
+                    tflops: row.tflops(&tlc),
+                    ratio: row.ratio(),
+                    rel_err: bench_fp8::rel_text(&err),
+                    passes: row.passes(),
+                })
+            }
+        }
+    }
+}
+
+/// Binds `config` and the dims, checks the kernel as every command does, and compiles it.
+fn compile_config(
+    file: &tlc::diagnostics::SourceFile,
+    parsed: &tlc_ir::PrimFunc,
+    config: &Config,
+    dims: &Config,
+    target: Target,
+    sms: u32,
+) -> Result<String, String> {
+    let defines: Vec<String> = config
+        .iter()
+        .chain(dims)
+        .map(|(n, v)| format!("{n}={v}"))
+        .collect();
+    let first_line = |e: UserError| e.0.lines().next().unwrap_or("").to_string();
+    let (func, _) =
+        tunables::prepare(file, parsed, &defines, &Tuning::DEFAULTS).map_err(first_line)?;
+    let cx = PassContext::new(target).with_sms(i64::from(sms));
+    let compiled = compile_func(
+        file,
+        func,
+        cx,
+        &Instrumentation::default(),
+        Emit::Ptx,
+        &mut std::io::sink(),
+    )
+    .map_err(first_line)?;
+    Ok(compiled.text().to_string())
+}
+
+/// ptxas: `TLC_PTXAS`, else on `PATH`, else the CUDA toolkit's default place.
+fn find_ptxas() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("TLC_PTXAS") {
+        return Some(PathBuf::from(p));
+    }
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("ptxas"))
+            .find(|p| p.is_file())
+    });
+    on_path.or_else(|| {
+        let p = PathBuf::from("/usr/local/cuda/bin/ptxas");
+        p.is_file().then_some(p)
+    })
+}
+
+/// Assembles `ptx`; the reason a config is dropped when ptxas fails, spills, or uses more
+/// than 255 registers (its `-v` report).
+fn assemble(ptxas: &Path, ptx: &str, target: Target) -> Result<(), String> {
+    let dir = tempfile::tempdir().map_err(|e| format!("ptxas: no temporary directory: {e}"))?;
+    let input = dir.path().join("k.ptx");
+    std::fs::write(&input, ptx).map_err(|e| format!("ptxas: {e}"))?;
+    let out = std::process::Command::new(ptxas)
+        .arg(format!("-arch={}", target.name()))
+        .arg("-v")
+        .arg(&input)
+        .arg("-o")
+        .arg(dir.path().join("k.cubin"))
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", ptxas.display()))?;
+    let log = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        return Err(format!(
+            "ptxas failed: {}",
+            log.lines().next().unwrap_or("")
+        ));
+    }
+    for line in log.lines() {
+        if let Some(n) = number_before(line, " bytes spill stores") {
+            if n > 0 {
+                return Err(format!("ptxas: {n} bytes of spill stores"));
+            }
+        }
+        if let Some(n) = number_before(line, " registers") {
+            if n > 255 {
+                return Err(format!("ptxas: {n} registers"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The integer just before `suffix` in `line` (`"Used 168 registers"` → 168).
+fn number_before(line: &str, suffix: &str) -> Option<u64> {
+    let at = line.find(suffix)?;
+    line[..at].split_whitespace().last()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{number_before, Gemm, GemmShape};
+    use tlc::diagnostics::SourceFile;
+    use tlc::frontend;
+    use tlc_ir::DType;
+
+    /// `Gemm::of` for `text` with `-D` `dims`.
+    fn gemm_of(text: &str, dims: &[&str]) -> Result<Gemm, String> {
+        let file = SourceFile::new("k.tir", text.to_string());
+        let parsed = frontend::parse(&file).map_err(|e| e.0)?;
+        let dims: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+        let defines = frontend::split_defines(&parsed, &dims).map_err(|e| e.0)?;
+        Gemm::of(&file, &parsed, &defines.dims).map_err(|e| e.0)
+    }
+
+    const FP8: &str = r#"M = T.symbolic("M")
+N = T.symbolic("N")
+K = T.symbolic("K")
+block_N = T.tunable([128, 64], default=128)
+
+@T.prim_func
+def g(
+    A: T.Tensor((M, K), "float8_e4m3"),
+    B: T.Tensor((N, K), "float8_e4m3"),
+    C: T.Tensor((M, N), "bfloat16"),
+    scales_a: T.Tensor((M, T.ceildiv(K, 128)), "float32"),
+    scales_b: T.Tensor((T.ceildiv(N, 128), T.ceildiv(K, 128)), "float32"),
+):
+    with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, 128), threads=128) as (bx, by):
+        for i in T.serial(1):
+            C[by, bx] = T.cast(scales_a[by, 0], "bfloat16")
+"#;
+
+    #[test]
+    fn the_signature_decides_the_check() {
+        let shape = GemmShape {
+            m: 128,
+            n: 2112,
+            k: 7168,
+        };
+        let dims = ["M=128", "N=2112", "K=7168"];
+        assert_eq!(gemm_of(FP8, &dims), Ok(Gemm::Fp8 { shape }));
+        // The same signature in float16 with three matrices is cuBLAS's kind.
+        let f16 = r#"M = T.symbolic("M")
+N = T.symbolic("N")
+K = T.symbolic("K")
+
+@T.prim_func
+def h(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32")):
+    with T.Kernel(1, 1, threads=128) as (bx, by):
+        for i in T.serial(1):
+            C[0, 0] = T.cast(A[0, 0], "float32")
+"#;
+        let c_dtype = DType::Float32;
+        assert_eq!(gemm_of(f16, &dims), Ok(Gemm::F16 { shape, c_dtype }));
+        // An unbound dim: located at the operand whose shape it leaves open.
+        let e = gemm_of(FP8, &["M=128", "N=2112"]).unwrap_err();
+        assert!(e.starts_with("k.tir:8:"), "{e}");
+        assert!(e.contains("the shape of `A` is not constant"), "{e}");
+        // A float8 kernel that is not the block-scaled GEMM is refused as one, located.
+        let e5m2 = FP8.replacen(
+            "B: T.Tensor((N, K), \"float8_e4m3\")",
+            "B: T.Tensor((N, K), \"float8_e5m2\")",
+            1,
+        );
+        let e = gemm_of(&e5m2, &dims).unwrap_err();
+        assert!(e.starts_with("k.tir:9:5: error: "), "{e}");
+        assert!(e.contains("parameter 2 (`B`)"), "{e}");
+    }
+
+    #[test]
+    fn reads_ptxas_reports() {
+        let regs = "ptxas info    : Used 168 registers, used 1 barriers, 64 bytes cmem[0]";
+        assert_eq!(number_before(regs, " registers"), Some(168));
+        let spill = "    0 bytes stack frame, 24 bytes spill stores, 24 bytes spill loads";
+        assert_eq!(number_before(spill, " bytes spill stores"), Some(24));
+        assert_eq!(number_before("no numbers here", " registers"), None);
+    }
+}

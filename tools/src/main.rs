@@ -1,0 +1,218 @@
+//! The `tlc` binary: parses the command line, runs one command, prints its output or its
+//! rendered errors, and exits 0 on success and 1 on any user error.
+
+use clap::Parser;
+use std::io::Write;
+use std::process::ExitCode;
+use tlc::frontend::UserError;
+use tlc_tools::cli::{Baseline, Cli, Command};
+use tlc_tools::commands;
+use tlc_tools::tunables::TuneTarget;
+
+/// Kernel texts are small, but the recursive stages (printer, verifier, interpreter) must
+/// never overflow on the deepest input the parser admits; give them a roomy stack.
+const STACK_BYTES: usize = 256 << 20;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let worker = std::thread::Builder::new()
+        .stack_size(STACK_BYTES)
+        .spawn(move || dispatch(cli));
+    let result = match worker {
+        Ok(handle) => match handle.join() {
+            Ok(result) => result,
+            Err(panic) => std::panic::resume_unwind(panic),
+        },
+        Err(e) => Err(UserError::plain(format!(
+            "cannot start the compiler thread: {e}"
+        ))),
+    };
+    match result {
+        Ok(stdout) => {
+            let mut out = std::io::stdout().lock();
+            // A closed pipe (`tlc fmt x | head`) is not an error of ours.
+            let _ = out.write_all(stdout.as_bytes());
+            ExitCode::SUCCESS
+        }
+        Err(UserError(text)) => {
+            let _ = std::io::stderr().lock().write_all(text.as_bytes());
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn dispatch(cli: Cli) -> Result<String, UserError> {
+    match cli.command {
+        Command::Fmt { file, define } => commands::fmt::run(&file, &define),
+        Command::Check {
+            file,
+            define,
+            verbose,
+        } => commands::check::run(&file, &define, verbose).map(|()| String::new()),
+        Command::Compile {
+            file,
+            output,
+            target,
+            define,
+            emit,
+            sms,
+            instrument,
+            tuning,
+        } => {
+            let target = tlc::driver::parse_target(&target)?;
+            commands::compile::run(&commands::compile::CompileArgs {
+                file: &file,
+                output: &output,
+                target,
+                defines: &define,
+                emit: emit.into(),
+                sms,
+                instrument: &instrument,
+                tuning: tuning.tuning(TuneTarget::Given(target)),
+            })
+        }
+        Command::Run {
+            file,
+            interp: _,
+            device,
+            target,
+            seed,
+            inputs,
+            save_dir,
+            define,
+            tuning,
+        } => {
+            let target = target
+                .as_deref()
+                .map(tlc::driver::parse_target)
+                .transpose()?;
+            // `--interp` compiles for no target: no cache lookup.
+            let tune_target = match (device, target) {
+                (false, _) => TuneTarget::None,
+                (true, Some(t)) => TuneTarget::Given(t),
+                (true, None) => TuneTarget::OfGpu,
+            };
+            let args = commands::run::RunArgs {
+                file: &file,
+                defines: &define,
+                inputs: &inputs,
+                seed,
+                save_dir: save_dir.as_deref(),
+                tuning: tuning.tuning(tune_target),
+            };
+            if device {
+                commands::run_device::run(&args, target)
+            } else {
+                commands::run::run(&args)
+            }
+        }
+        Command::Opt {
+            file,
+            define,
+            passes,
+            target,
+            instrument,
+            tuning,
+        } => {
+            let target = tlc::driver::parse_target(&target)?;
+            commands::opt::run(
+                &file,
+                &define,
+                &passes,
+                target,
+                &instrument,
+                &tuning.tuning(TuneTarget::Given(target)),
+            )
+        }
+        Command::Passes { target } => {
+            let target = target
+                .as_deref()
+                .map(tlc::driver::parse_target)
+                .transpose()?;
+            Ok(commands::passes::run(target))
+        }
+        Command::Plan(args) => commands::plan::run(&args),
+        Command::Tune {
+            file,
+            define,
+            top,
+            warmup,
+            iters,
+            target,
+            seed,
+            no_cache,
+            dry_run,
+        } => {
+            let target = target
+                .as_deref()
+                .map(tlc::driver::parse_target)
+                .transpose()?;
+            if iters == 0 || top == Some(0) {
+                return Err(UserError::plain("`--iters` and `--top` must be at least 1"));
+            }
+            commands::tune::run(&commands::tune::TuneArgs {
+                file: &file,
+                defines: &define,
+                target,
+                top,
+                warmup,
+                iters,
+                seed,
+                store: !no_cache,
+                dry_run,
+            })
+        }
+        Command::Bench {
+            file,
+            define,
+            baseline,
+            sweep,
+            shapes,
+            specialize,
+            warmup,
+            iters,
+            target,
+            csv,
+            seed,
+            tuning,
+        } => {
+            let target = target
+                .as_deref()
+                .map(tlc::driver::parse_target)
+                .transpose()?;
+            let tuning = tuning.tuning(target.map_or(TuneTarget::OfGpu, TuneTarget::Given));
+            match baseline {
+                Baseline::Cublas => {
+                    if shapes.is_some() {
+                        return Err(commands::bench_copy::shapes_need_copy());
+                    }
+                    commands::bench::run(&commands::bench::BenchArgs {
+                        file: &file,
+                        defines: &define,
+                        sweep: sweep.as_deref(),
+                        warmup,
+                        iters,
+                        target,
+                        csv,
+                        specialize,
+                        seed,
+                        tuning,
+                    })
+                }
+                Baseline::Copy => commands::bench_copy::run(&commands::bench_copy::CopyArgs {
+                    file: &file,
+                    defines: &define,
+                    shapes: shapes.as_deref(),
+                    sweep: sweep.as_deref(),
+                    specialize,
+                    warmup,
+                    iters,
+                    target,
+                    csv,
+                    seed,
+                    tuning,
+                }),
+            }
+        }
+    }
+}

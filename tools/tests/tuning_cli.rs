@@ -1,0 +1,113 @@
+//! The tuning space through the commands (docs/ir.md, "Tuning space"): `fmt` keeps it,
+//! `check` / `compile` / `run` bind its defaults, `-D` binds any tunable, and a config that
+//! breaks a constraint is a located error.
+
+use crate::common;
+
+use common::{text, tlc};
+
+const FILE: &str = "bench/gemm_tunable.tir";
+
+#[test]
+fn fmt_keeps_the_space_and_defines_bind_it() {
+    let out = tlc(&["fmt", FILE]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let printed = text(&out.stdout);
+    assert!(printed.contains("num_stages = T.tunable([3, 4, 5], default=4)\n"));
+    assert!(
+        printed.contains("for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):")
+    );
+    // One tunable named binds the whole space (the others to their defaults).
+    let out = tlc(&["fmt", FILE, "-D", "block_K=16"]);
+    let bound = text(&out.stdout);
+    assert!(!bound.contains("T.tunable"), "{bound}");
+    assert!(
+        bound.contains("T.alloc_shared((128, 16), \"float16\")"),
+        "{bound}"
+    );
+    assert!(bound.contains("num_stages=4):"), "{bound}");
+}
+
+#[test]
+fn compile_binds_the_defaults_or_the_defines() {
+    let default = tlc(&["compile", FILE, "--target", "sm_90a", "-o", "-"]);
+    assert!(default.status.success(), "{}", text(&default.stderr));
+    let spelled = tlc(&[
+        "compile",
+        FILE,
+        "--target",
+        "sm_90a",
+        "-o",
+        "-",
+        "-D",
+        "threads=256",
+        "-D",
+        "block_M=128",
+        "-D",
+        "block_N=128",
+        "-D",
+        "block_K=32",
+        "-D",
+        "num_stages=4",
+    ]);
+    assert_eq!(
+        text(&default.stdout),
+        text(&spelled.stdout),
+        "the defaults, spelled out"
+    );
+    let other = tlc(&[
+        "compile",
+        FILE,
+        "--target",
+        "sm_90a",
+        "-o",
+        "-",
+        "-D",
+        "num_stages=3",
+    ]);
+    assert!(other.status.success(), "{}", text(&other.stderr));
+    assert_ne!(text(&default.stdout), text(&other.stdout));
+}
+
+#[test]
+fn a_broken_constraint_is_a_located_error() {
+    let dir = std::env::temp_dir().join(format!("tlc-tuning-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("constrained.tir");
+    let source = std::fs::read_to_string(common::root().join(FILE)).expect("read");
+    let source = source.replace(
+        "num_stages = T.tunable([3, 4, 5], default=4)\n",
+        "num_stages = T.tunable([3, 4, 5], default=4)\nT.tune_constraint(block_K * num_stages <= 128)\n",
+    );
+    std::fs::write(&path, source).expect("write");
+    let p = path.to_str().expect("utf-8");
+    let out = tlc(&["check", p, "-D", "block_K=32", "-D", "num_stages=5"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.starts_with(&format!(
+            "{p}:12:19: error: the config threads=256 block_M=128 block_N=128 block_K=32 num_stages=5 breaks this constraint"
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("^^^^"), "{stderr}");
+    let ok = tlc(&["check", p, "-D", "block_K=32", "-D", "num_stages=4"]);
+    assert!(ok.status.success(), "{}", text(&ok.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `tlc tune` refuses what it cannot tune before it looks for a GPU (CI has none): a kernel
+/// without a tuning space, `--top 0`. (Its GPU runs are recorded in docs/perf.md.)
+#[test]
+fn tune_refuses_kernels_without_a_space() {
+    let out = tlc(&["tune", "tests/cases/valid/thread_regions.tir", "-D", "M=4"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("`thread_regions` declares no tuning space: nothing to tune"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = tlc(&["tune", FILE, "-D", "M=64", "--top", "0"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("`--top` must be at least 1"));
+}

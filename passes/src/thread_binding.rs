@@ -48,7 +48,7 @@
 use crate::analysis::block::Block;
 use crate::analysis::int::mentions_any;
 use crate::analysis::kernels::{contains_thread_region, for_each_kernel, is_thread_region};
-use crate::analysis::sync::{self, push_new, State, Touch, Touches};
+use crate::analysis::sync::{self, push_new, LoopPolicy, State, Touch, Touches};
 use crate::analysis::uniform::uniform_locals;
 use crate::context::PassContext;
 use crate::pass::Pass;
@@ -138,21 +138,6 @@ fn fence_before_barriers(body: &mut Vec<Stmt>) {
         }
         i += 1;
     }
-}
-
-/// The variables `body` binds (lets and loop variables, nested ones included).
-fn bound_vars(body: &[Stmt]) -> HashSet<String> {
-    let mut out = HashSet::new();
-    for_each_stmt(body, &mut |s| match &s.kind {
-        StmtKind::Let { var, .. } => {
-            out.insert(var.name.clone());
-        }
-        StmtKind::For(f) => {
-            out.insert(f.var.name.clone());
-        }
-        _ => {}
-    });
-    out
 }
 
 /// A buffer whose accesses barriers order: its shape and element size.
@@ -571,9 +556,9 @@ fn walk(body: Vec<Stmt>, state: &mut State, cx: &mut Cx) -> Vec<Stmt> {
                     }
                 }
                 let mut other = state.clone();
-                let local: HashSet<String> = bound_vars(&then_body)
+                let local: HashSet<String> = sync::bound_vars(&then_body)
                     .into_iter()
-                    .chain(bound_vars(&else_body))
+                    .chain(sync::bound_vars(&else_body))
                     .collect();
                 let then_body = walk(then_body, state, cx);
                 let else_body = walk(else_body, &mut other, cx);
@@ -669,49 +654,39 @@ fn serial_loop(mut f: For, span: Span, state: &mut State, cx: &mut Cx, out: &mut
     cx.require_uniform(&f.start, "loop bound", &f.body);
     cx.require_uniform(&f.stop, "loop bound", &f.body);
     let entry = state.clone();
-    let (carried, end_barrier) = loop_carried(Some(&f.var.name), &f.body, &entry, cx, false);
+    let plan = loop_plan(Some(&f.var.name), &f.body, &entry, cx, false);
     let mut start = entry.clone();
-    start.union(&carried);
+    start.union(&plan.carried);
     f.body = walk(std::mem::take(&mut f.body), &mut start, cx);
-    if end_barrier {
+    if plan.end_barrier {
         f.body.push(Stmt::new(StmtKind::Barrier, span));
         start.pending = Touches::default();
     }
-    // After the loop: the last iteration's state, or the entry one (no iteration).
-    *state = start;
-    state.union(&entry);
-    let mut all = bound_vars(&f.body);
-    all.insert(f.var.name.clone());
-    state.widen(&all);
+    *state = sync::after_loop(start, &entry, Some(&f.var.name), &f.body);
     out.push(Stmt::new(StmtKind::For(f), span));
 }
 
-/// What one iteration of a loop body hands the next, and whether the body ends with a
-/// barrier: the cheaper of the two placements (or the end barrier when `force_end`, if
-/// barriers are inserted at all). `var`: the loop variable of a `for` (`None` for a `while`,
-/// whose keys mention only values that stay the same across iterations).
-fn loop_carried(
+/// Where a loop's barriers go (the engine's rule, `sync::plan_loop`): the cheaper of a
+/// barrier at the end of the body and the ones inside it, the end on a tie (or the end
+/// barrier when `force_end`, if barriers are placed at all). `var`: the loop variable of a
+/// `for` (`None` for a `while`, whose keys mention only values that stay the same across
+/// iterations).
+fn loop_plan(
     var: Option<&str>,
     body: &[Stmt],
     entry: &State,
     cx: &Cx,
     force_end: bool,
-) -> (State, bool) {
-    let carried = settle(var, body, entry, cx, false);
-    if !cx.insert_barriers {
-        return (carried, false);
-    }
-    let with_end = settle(var, body, entry, cx, true);
-    if force_end {
-        return (with_end, true);
-    }
-    let inner = barriers_in(body, entry, &carried, cx);
-    let at_end = barriers_in(body, entry, &with_end, cx) + 1;
-    if at_end <= inner {
-        (with_end, true)
-    } else {
-        (carried, false)
-    }
+) -> sync::LoopPlan {
+    let policy = LoopPolicy {
+        place: cx.insert_barriers,
+        may_hoist: false,
+        force_end,
+        ties_to_end: true,
+    };
+    sync::plan_loop(var, body, entry, policy, &mut |body, trial| {
+        walk(body, trial, &mut cx.dry())
+    })
 }
 
 /// A `while` loop of scalar code: as a serial loop, with no loop variable. Its condition is
@@ -731,42 +706,16 @@ fn while_loop(
     cx.require_uniform(&cond, "`while` condition", &body);
     let entry = state.clone();
     let reads_memory = !acc.reads.is_empty() && contains_thread_region(&body);
-    let (carried, end_barrier) = loop_carried(None, &body, &entry, cx, reads_memory);
+    let plan = loop_plan(None, &body, &entry, cx, reads_memory);
     let mut start = entry.clone();
-    start.union(&carried);
+    start.union(&plan.carried);
     let mut body = walk(body, &mut start, cx);
-    if end_barrier {
+    if plan.end_barrier {
         body.push(Stmt::new(StmtKind::Barrier, span));
         start.pending = Touches::default();
     }
-    *state = start;
-    state.union(&entry);
-    state.widen(&bound_vars(&body));
+    *state = sync::after_loop(start, &entry, None, &body);
     out.push(Stmt::new(StmtKind::While { cond, body }, span));
-}
-
-/// The state one iteration of a loop body hands the next (in the next iteration's terms:
-/// keys over the loop variable `var` shifted; `None` for a `while`), at the fixpoint
-/// (`sync::settle`): walked from `entry` joined with it. `end_barrier`: the body ends with a
-/// barrier.
-fn settle(var: Option<&str>, body: &[Stmt], entry: &State, cx: &Cx, end_barrier: bool) -> State {
-    let inner = bound_vars(body);
-    sync::settle(var, &inner, entry, end_barrier, &mut |trial| {
-        walk(body.to_vec(), trial, &mut cx.dry());
-    })
-}
-
-/// How many barriers a loop body gets when walked from `entry` joined with `carried`.
-fn barriers_in(body: &[Stmt], entry: &State, carried: &State, cx: &Cx) -> usize {
-    let mut start = entry.clone();
-    start.union(carried);
-    let mut dry = cx.dry();
-    let body = walk(body.to_vec(), &mut start, &mut dry);
-    let mut n = 0;
-    for_each_stmt(&body, &mut |s| {
-        n += usize::from(s.kind == StmtKind::Barrier)
-    });
-    n
 }
 
 /// Appends region `f`'s body, renamed to the kernel's thread variable, after a barrier when
@@ -859,7 +808,7 @@ fn enter_region(
     cx: &mut Cx,
     out: &mut Vec<Stmt>,
 ) -> Vec<Stmt> {
-    let mut local = bound_vars(&body);
+    let mut local = sync::bound_vars(&body);
     local.insert(var.to_string());
     local.extend(renames.keys().cloned());
     let (mut acc, in_flight) = cx.touches(&body, &local);

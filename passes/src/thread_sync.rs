@@ -29,7 +29,7 @@
 
 use crate::analysis::int::mentions_any;
 use crate::analysis::kernels::for_each_kernel;
-use crate::analysis::sync::{self, push_new, State, Touch, Touches};
+use crate::analysis::sync::{self, push_new, LoopPolicy, State, Touch, Touches};
 use crate::context::PassContext;
 use crate::pass::Pass;
 use std::collections::{HashMap, HashSet};
@@ -637,21 +637,6 @@ impl Cx<'_> {
     }
 }
 
-/// The variables `body` binds (lets and loop variables, nested ones included).
-fn bound_vars(body: &[Stmt]) -> HashSet<String> {
-    let mut out = HashSet::new();
-    for_each_stmt(body, &mut |s| match &s.kind {
-        StmtKind::Let { var, .. } => {
-            out.insert(var.name.clone());
-        }
-        StmtKind::For(f) => {
-            out.insert(f.var.name.clone());
-        }
-        _ => {}
-    });
-    out
-}
-
 fn walk(body: Vec<Stmt>, state: &mut State, cx: &mut Cx) -> Vec<Stmt> {
     let mut out = Vec::with_capacity(body.len());
     for stmt in body {
@@ -693,9 +678,9 @@ fn walk(body: Vec<Stmt>, state: &mut State, cx: &mut Cx) -> Vec<Stmt> {
                     }
                 }
                 let mut other = state.clone();
-                let local: HashSet<String> = bound_vars(&then_body)
+                let local: HashSet<String> = sync::bound_vars(&then_body)
                     .into_iter()
-                    .chain(bound_vars(&else_body))
+                    .chain(sync::bound_vars(&else_body))
                     .collect();
                 let then_body = walk(then_body, state, cx);
                 let else_body = walk(else_body, &mut other, cx);
@@ -778,65 +763,35 @@ fn serial_loop(mut f: For, span: Span, state: &mut State, cx: &mut Cx, out: &mut
     if let (Some(0), Some(n)) = (const_int(&f.start), const_int(&f.stop)) {
         cx.ranges.insert(f.var.name.clone(), n);
     }
-    let hoists: &[bool] = if state.pending.is_empty() {
-        &[false]
-    } else {
-        &[false, true]
+    // The fewest barriers per iteration, then before the loop; ties keep them inside.
+    let policy = LoopPolicy {
+        place: true,
+        may_hoist: true,
+        force_end: false,
+        ties_to_end: false,
     };
-    // (barriers per iteration, barriers before the loop), the fewest first.
-    let mut best: Option<((usize, usize), bool, bool)> = None;
-    for &hoist in hoists {
-        let mut entry = state.clone();
-        if hoist {
-            entry.pending = Touches::default();
-        }
-        for end in [false, true] {
-            let carried = settle(&f, &entry, cx, end);
-            let mut start = entry.clone();
-            start.union(&carried);
-            let walked = walk(f.body.clone(), &mut start, &mut cx.dry());
-            let mut n = usize::from(end);
-            for_each_stmt(&walked, &mut |s| {
-                n += usize::from(s.kind == StmtKind::Barrier)
-            });
-            let cost = (n, usize::from(hoist));
-            if best.is_none_or(|(c, _, _)| cost < c) {
-                best = Some((cost, hoist, end));
-            }
-        }
-    }
-    let (_, hoist, end) = best.unwrap_or(((0, 0), false, false));
-    if hoist {
+    let plan = {
+        let shared: &Cx = cx;
+        sync::plan_loop(
+            Some(&f.var.name),
+            &f.body,
+            state,
+            policy,
+            &mut |body, trial| walk(body, trial, &mut shared.dry()),
+        )
+    };
+    if plan.hoist {
         out.push(Stmt::new(StmtKind::Barrier, span));
         state.pending = Touches::default();
     }
     let entry = state.clone();
-    let carried = settle(&f, &entry, cx, end);
     let mut start = entry.clone();
-    start.union(&carried);
+    start.union(&plan.carried);
     f.body = walk(std::mem::take(&mut f.body), &mut start, cx);
-    if end {
+    if plan.end_barrier {
         f.body.push(Stmt::new(StmtKind::Barrier, span));
         start.pending = Touches::default();
     }
-    // After the loop: the last iteration's state, or the entry one (no iteration).
-    *state = start;
-    state.union(&entry);
-    let mut all = bound_vars(&f.body);
-    all.insert(f.var.name.clone());
-    state.widen(&all);
+    *state = sync::after_loop(start, &entry, Some(&f.var.name), &f.body);
     out.push(Stmt::new(StmtKind::For(f), span));
-}
-
-fn settle(f: &For, entry: &State, cx: &Cx, end_barrier: bool) -> State {
-    let inner = bound_vars(&f.body);
-    sync::settle(
-        Some(&f.var.name),
-        &inner,
-        entry,
-        end_barrier,
-        &mut |trial| {
-            walk(f.body.clone(), trial, &mut cx.dry());
-        },
-    )
 }

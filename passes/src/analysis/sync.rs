@@ -1,14 +1,17 @@
-//! The synchronization dataflow of a thread-level kernel: which shared and global elements
-//! the code since the last barrier (and the asynchronous copies still in flight) may have
-//! touched, so `thread-binding` can place `T.sync_threads()` exactly where a later access
-//! conflicts. Accesses are compared by buffer and *stage key* (see [`Touch`]); loops are
-//! handled by shifting keys one iteration back and generalizing them to families.
+//! **The barrier engine**: the synchronization dataflow of a thread-level kernel — which
+//! shared and global elements the code since the last barrier (and the asynchronous copies
+//! still in flight) may have touched, so a pass can place `T.sync_threads()` exactly where a
+//! later access conflicts — and its loop rule ([`plan_loop`], [`after_loop`]). Both passes
+//! that place barriers (`thread-binding` between SIMT regions, `thread-sync` in per-thread
+//! code) use it; each only says what its units touch and states its [`LoopPolicy`].
+//! Accesses are compared by buffer and *stage key* (see [`Touch`]); loops are handled by
+//! shifting keys one iteration back and generalizing them to families.
 
 use super::int::{gcd, mentions_any};
 use std::collections::HashSet;
 use tlc_ir::affine::constant_difference;
-use tlc_ir::visit::map_expr;
-use tlc_ir::{BinOp, Expr, ExprKind};
+use tlc_ir::visit::{for_each_stmt, map_expr};
+use tlc_ir::{BinOp, Expr, ExprKind, Stmt, StmtKind};
 
 /// One access of a tracked buffer: the buffer, and its *stage key* — the first index, when
 /// it is the same for every thread (`None`: anywhere in the buffer). Accesses whose keys
@@ -298,4 +301,139 @@ pub fn settle(
         }
     }
     carried
+}
+
+/// The variables `body` binds (lets and loop variables, nested ones included): what a
+/// loop's state forgets the keys of when it leaves the loop, and what `settle` widens each
+/// trial by.
+pub fn bound_vars(body: &[Stmt]) -> HashSet<String> {
+    let mut out = HashSet::new();
+    for_each_stmt(body, &mut |s| match &s.kind {
+        StmtKind::Let { var, .. } => {
+            out.insert(var.name.clone());
+        }
+        StmtKind::For(f) => {
+            out.insert(f.var.name.clone());
+        }
+        _ => {}
+    });
+    out
+}
+
+/// The `T.sync_threads()` a body holds, at any depth.
+pub fn barriers_in(body: &[Stmt]) -> usize {
+    let mut n = 0;
+    for_each_stmt(body, &mut |s| n += usize::from(s.kind == StmtKind::Barrier));
+    n
+}
+
+/// How a pass places a loop's barriers (the one placement engine, [`plan_loop`]; each
+/// pass states its policy).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoopPolicy {
+    /// Whether barriers are placed at all (`thread-binding`'s merging-only mode has none:
+    /// only the carried state is wanted).
+    pub place: bool,
+    /// A barrier before the loop may clear what the code before it left pending, when that
+    /// saves barriers per iteration (`thread-sync`).
+    pub may_hoist: bool,
+    /// The body must end with a barrier (`thread-binding`: a `while` whose condition reads
+    /// memory its body writes).
+    pub force_end: bool,
+    /// With as many barriers either way, end the body with one (`thread-binding`) or keep
+    /// them inside (`thread-sync`).
+    pub ties_to_end: bool,
+}
+
+/// Where a loop's barriers go: one before the loop (`hoist`), one at the end of its body
+/// (`end_barrier`), and the state one iteration hands the next under that choice.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoopPlan {
+    pub hoist: bool,
+    pub end_barrier: bool,
+    pub carried: State,
+}
+
+/// **The barrier engine's loop rule**, for every pass that places barriers: the placement
+/// of `policy` with the fewest barriers per iteration (then, with `may_hoist`, the fewest
+/// before the loop) for a loop over `var` (`None`: a `while`) whose body is `body`, entered
+/// in state `entry`. `dry_walk` walks a body from a state as the pass does, reporting
+/// nothing, and returns it with the barriers it would place.
+pub fn plan_loop(
+    var: Option<&str>,
+    body: &[Stmt],
+    entry: &State,
+    policy: LoopPolicy,
+    dry_walk: &mut dyn FnMut(Vec<Stmt>, &mut State) -> Vec<Stmt>,
+) -> LoopPlan {
+    let inner = bound_vars(body);
+    let mut carried_from = |from: &State, end_barrier: bool| {
+        settle(var, &inner, from, end_barrier, &mut |trial| {
+            dry_walk(body.to_vec(), trial);
+        })
+    };
+    if !policy.place || policy.force_end {
+        let end_barrier = policy.place && policy.force_end;
+        return LoopPlan {
+            hoist: false,
+            end_barrier,
+            carried: carried_from(entry, end_barrier),
+        };
+    }
+    let hoists: &[bool] = match policy.may_hoist && !entry.pending.is_empty() {
+        true => &[false, true],
+        false => &[false],
+    };
+    let mut candidates = Vec::new();
+    for &hoist in hoists {
+        let mut from = entry.clone();
+        if hoist {
+            from.pending = Touches::default();
+        }
+        for end_barrier in [false, true] {
+            let carried = carried_from(&from, end_barrier);
+            candidates.push((hoist, end_barrier, from.clone(), carried));
+        }
+    }
+    let mut best: Option<((usize, usize), LoopPlan)> = None;
+    for (hoist, end_barrier, from, carried) in candidates {
+        let mut start = from;
+        start.union(&carried);
+        let inside = barriers_in(&dry_walk(body.to_vec(), &mut start));
+        let cost = (inside + usize::from(end_barrier), usize::from(hoist));
+        let better = match &best {
+            None => true,
+            Some((c, _)) => cost < *c || (policy.ties_to_end && end_barrier && cost == *c),
+        };
+        if better {
+            let plan = LoopPlan {
+                hoist,
+                end_barrier,
+                carried,
+            };
+            best = Some((cost, plan));
+        }
+    }
+    match best {
+        Some((_, plan)) => plan,
+        None => LoopPlan {
+            hoist: false,
+            end_barrier: false,
+            carried: State::default(),
+        },
+    }
+}
+
+/// The state after a loop: its last iteration's (`last`) or, when it runs no iteration,
+/// the one it was entered in; the keys over what the body binds (and the loop variable)
+/// forgotten.
+pub fn after_loop(last: State, entry: &State, var: Option<&str>, body: &[Stmt]) -> State {
+    let mut state = last;
+    state.union(entry);
+    let mut bound = bound_vars(body);
+    if let Some(v) = var {
+        bound.insert(v.to_string());
+    }
+    state.widen(&bound);
+    state
 }

@@ -147,40 +147,91 @@ pub fn assert_close_meaning(name: &str, before: &PrimFunc, after: &PrimFunc, tol
 }
 
 fn check_meaning(name: &str, before: &PrimFunc, after: &PrimFunc, tol: Option<f64>) -> usize {
-    let ragged = dim_bindings(before, &RAGGED);
-    let fits = ragged.first().is_none_or(|dims| {
-        footprint(before, dims) > MAX_ELEMENTS
-            || run(
-                before,
-                dims,
-                HashMap::new(),
-                &RunOptions {
-                    seed: 1,
-                    threads: 1,
-                },
-            )
-            .is_ok()
-    });
-    let bindings = if fits {
-        ragged
-    } else {
-        dim_bindings(before, &ALIGNED)
-    };
-    let mut runs = 0;
-    for dims in bindings {
-        if footprint(before, &dims) > MAX_ELEMENTS {
-            return 0;
+    check_against(name, &Reference::of(name, before), after, tol)
+}
+
+/// The reference side of a meaning check: `before`'s outputs on the dim bindings and seeds
+/// every check against it uses. Computed once for a function whose every pipeline stage is
+/// checked (`check_against`), instead of once per stage; the outputs are the same either
+/// way (the interpreter is deterministic for a seed).
+pub struct Reference {
+    /// Per dim binding, in order: its outputs per seed; `None` for the first binding whose
+    /// footprint is too large to interpret (the check stops there and counts 0 runs).
+    runs: Vec<BindingRuns>,
+}
+
+/// One dim binding and its runs (`None`: too large to interpret).
+type BindingRuns = (HashMap<String, i64>, Option<Vec<SeedRun>>);
+
+/// A seed and the reference's outputs for it, by parameter.
+type SeedRun = (u64, HashMap<String, tlc_ir::interp::Tensor>);
+
+impl Reference {
+    /// Runs `before` as every check of it would: the ragged bindings when it runs at the
+    /// first of them (or that one is too large), else the tile-aligned ones; seeds 1, 2, 3.
+    pub fn of(name: &str, before: &PrimFunc) -> Reference {
+        let ragged = dim_bindings(before, &RAGGED);
+        let fits = ragged.first().is_none_or(|dims| {
+            footprint(before, dims) > MAX_ELEMENTS
+                || run(
+                    before,
+                    dims,
+                    HashMap::new(),
+                    &RunOptions {
+                        seed: 1,
+                        threads: 1,
+                    },
+                )
+                .is_ok()
+        });
+        let bindings = if fits {
+            ragged
+        } else {
+            dim_bindings(before, &ALIGNED)
+        };
+        let mut runs = Vec::new();
+        for dims in bindings {
+            if footprint(before, &dims) > MAX_ELEMENTS {
+                runs.push((dims, None));
+                break;
+            }
+            let mut outputs = Vec::new();
+            for seed in [1u64, 2, 3] {
+                let opts = RunOptions { seed, threads: 1 };
+                match run(before, &dims, HashMap::new(), &opts) {
+                    Ok(w) => outputs.push((seed, w)),
+                    Err(e) => panic!("{name}: the input does not run: {e}"),
+                }
+            }
+            runs.push((dims, Some(outputs)));
         }
-        for seed in [1u64, 2, 3] {
-            let opts = RunOptions { seed, threads: 1 };
-            let want = match run(before, &dims, HashMap::new(), &opts) {
-                Ok(w) => w,
-                Err(e) => panic!("{name}: the input does not run: {e}"),
+        Reference { runs }
+    }
+}
+
+/// Runs `after` on the reference's bindings and seeds and compares its outputs with the
+/// reference's (exactly, or within `tol * (|x| + 1)`); `name` says which check fails.
+/// Returns how many runs were compared (0 when the case is too large to interpret).
+pub fn check_against(
+    name: &str,
+    reference: &Reference,
+    after: &PrimFunc,
+    tol: Option<f64>,
+) -> usize {
+    let mut runs = 0;
+    for (dims, outputs) in &reference.runs {
+        let Some(outputs) = outputs else {
+            return 0;
+        };
+        for (seed, want) in outputs {
+            let opts = RunOptions {
+                seed: *seed,
+                threads: 1,
             };
-            let got = run(after, &dims, HashMap::new(), &opts)
+            let got = run(after, dims, HashMap::new(), &opts)
                 .unwrap_or_else(|e| panic!("{name}: the output does not run: {e}"));
             assert_eq!(want.len(), got.len(), "{name}");
-            for (param, w) in &want {
+            for (param, w) in want {
                 let g = got.get(param);
                 let same = match (tol, g) {
                     (Some(tol), Some(g)) => {

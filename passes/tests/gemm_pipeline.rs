@@ -212,13 +212,22 @@ impl SameAsBefore {
 /// the lowering; within 1e-3 after it, where the tensor-core sums are reassociated): the
 /// interpreter runs compared, and each stage's printed IR.
 fn compare_every_stage(name: &str, func: &PrimFunc, target: Target) -> (usize, Vec<String>) {
+    check_stages(name, func, stages_for(func, target))
+}
+
+/// [`compare_every_stage`] over given stages (`(pass, output)` in pipeline order).
+fn check_stages(
+    name: &str,
+    func: &PrimFunc,
+    stages: Vec<(&'static str, PrimFunc)>,
+) -> (usize, Vec<String>) {
     let (mut lowered, mut bound) = (false, false);
     let mut compared = 0;
     let mut texts = Vec::new();
     // The input's outputs, once for all stages.
     let reference = Reference::of(name, func);
     let mut previous = SameAsBefore::default();
-    for (pass, out) in stages_for(func, target) {
+    for (pass, out) in stages {
         lowered |= pass == "lower-tile-ops";
         bound |= pass == "thread-binding";
         texts.push(print_func(&out));
@@ -230,12 +239,8 @@ fn compare_every_stage(name: &str, func: &PrimFunc, target: Target) -> (usize, V
                 let runs = if !lowered {
                     check_against(&what, &reference, &out, None)
                 } else if !bound {
-                    check_against(
-                        &what,
-                        &reference,
-                        &with_region_barriers(out.clone()),
-                        Some(1e-3),
-                    )
+                    let barriers = with_region_barriers(out.clone());
+                    check_against(&what, &reference, &barriers, Some(1e-3))
                 } else {
                     check_against(&what, &reference, &out, Some(1e-3))
                 };
@@ -421,35 +426,7 @@ fn sm90a_stages_keep_meaning(name: &str, func: &PrimFunc) -> Vec<String> {
 
 /// [`sm90a_stages_keep_meaning`] in the context `cx`.
 fn sm90a_stages_keep_meaning_in(name: &str, func: &PrimFunc, cx: &PassContext) -> Vec<String> {
-    let mut lowered = false;
-    let mut bound_threads = false;
-    let mut printed = Vec::new();
-    let reference = Reference::of(name, func);
-    let mut previous = SameAsBefore::default();
-    for (pass, out) in stages_in(func, cx) {
-        lowered |= pass == "lower-tile-ops";
-        bound_threads |= pass == "thread-binding";
-        printed.push(print_func(&out));
-        let what = format!("{name} after {pass}");
-        let phase = (lowered, bound_threads);
-        if previous.runs_of(&out, phase).is_some() {
-            continue;
-        }
-        let runs = if !lowered {
-            check_against(&what, &reference, &out, None)
-        } else if !bound_threads {
-            check_against(
-                &what,
-                &reference,
-                &with_region_barriers(out.clone()),
-                Some(1e-3),
-            )
-        } else {
-            check_against(&what, &reference, &out, Some(1e-3))
-        };
-        previous.remember(out, phase, runs);
-    }
-    printed
+    check_stages(name, func, stages_in(func, cx)).1
 }
 
 /// Two consumer warpgroups (256 user threads) take the warp-specialized pipeline: the

@@ -181,6 +181,29 @@ fn defines_win_over_the_cache() {
     assert_eq!(ptx, spelled(&setup, &mixed));
 }
 
+/// With every tunable bound by `-D`, `tlc compile` prints the same PTX whether or not the
+/// tuning cache holds an entry for the kernel: the driver gets every tunable from its
+/// caller, and the cache is looked up for open ones only (`-v` says so: no cache line).
+#[test]
+fn every_tunable_bound_is_the_same_ptx_with_or_without_a_cache_entry() {
+    let setup = cache_with(&TUNED, Target::Sm90a);
+    for config in [DEFAULTS, PLANNED] {
+        let defines: Vec<String> = config.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        let mut args = vec!["-v"];
+        for d in &defines {
+            args.extend(["-D", d.as_str()]);
+        }
+        let (with_entry, stderr) = ok(&compile(&setup, &args));
+        assert!(!stderr.contains("tuning cache"), "{stderr}");
+        assert_eq!(with_entry, spelled(&setup, &config));
+        assert_ne!(
+            with_entry,
+            spelled(&setup, &TUNED),
+            "the cached config differs"
+        );
+    }
+}
+
 #[test]
 fn other_dims_targets_and_devices_miss() {
     let setup = cache_with(&TUNED, Target::Sm90a);

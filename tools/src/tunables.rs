@@ -61,7 +61,7 @@ pub fn resolve(
 }
 
 /// Parses, binds `defines` with the open tunables chosen as `tuning` says, and verifies
-/// (`tlc::frontend::load` with [`choose_tunables`]).
+/// (`tlc::frontend::load` with the open tunables chosen by [`choose_tunables`]).
 pub fn load(
     path: &Path,
     defines: &[String],

@@ -1,5 +1,5 @@
 //! The tuning cache through the commands (docs/cli.md, "Tunables and the tuning cache"): an
-//! entry stored with `tlc::cache` (as `tlc tune` stores its winner) is what `compile` and
+//! entry stored with `tlc_tools::cache` (as `tlc tune` stores its winner) is what `compile` and
 //! `opt` take for the tunables `-D` leaves open, `-v` says so, `--no-cache` skips it, a
 //! corrupt entry is ignored with a warning; without an entry `tlc plan`'s first config is
 //! taken, and without a plan (a dim unbound) or a target (`check`, `run --interp`) the

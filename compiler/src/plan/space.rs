@@ -187,7 +187,7 @@ pub struct Best {
 /// best compiled estimate is below every floor left. Rule 0 ranks by the estimate first,
 /// so no config left can rank first; configs without an estimate rank after every config
 /// with one and are compiled only when no config with one survives. What `compile`,
-/// `run` and `bench` do when they take the plan's choice (`frontend::choose_tunables`):
+/// `run` and `bench` do when they take the plan's choice (`tlc_tools::tunables::choose_tunables`):
 /// with every dim bound, a space of a hundred configs at a small shape compiled every
 /// config (12.9 s for `examples/gemm_splitk.tir`), though a handful can be first.
 pub fn best(

@@ -1,8 +1,9 @@
 //! **The driver: the one road from source text to PTX** (docs/ARCHITECTURE.md). Pure: no
 //! disk (except `--dump-dir`, which the caller asks for), no GPU, no tuning cache, no command
 //! line. The front end exactly as `tlc check` runs it (parse, bind the `-D` texts with the
-//! tunables they leave open at their defaults, verify, thread-sync's barriers, verify), then
-//! the target's default pipeline, then code generation.
+//! tunables they leave open at their defaults, verify once, thread-sync's barriers), then
+//! the target's default pipeline (whose `thread-sync` then passes its input on), then code
+//! generation.
 //!
 //! Tunables are the caller's to resolve, explicitly, before the driver: `tlc compile` and the
 //! other commands (`tlc-tools`) choose the open ones from the tuning cache or the plan and
@@ -223,6 +224,8 @@ pub fn verdict(text: &str, target: Target) -> Verdict {
 }
 
 /// A verified function → the default pipeline of the context's target → codegen → text.
+/// Its `thread-sync` places the barriers unless the context says they are placed: a tool
+/// may hand over a kernel it bound without the front end.
 /// IR prints and the timing table go to `log`; dumps to `opts.dump_dir` (the PTX as the last
 /// numbered stage).
 pub fn compile_func(

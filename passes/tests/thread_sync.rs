@@ -90,6 +90,25 @@ fn splitk_gemv_gets_barriers_around_the_atomic_adds() {
     assert_eq!(text.matches("T.sync_threads()").count(), 2, "{text}");
 }
 
+/// On the driver's road the front end placed the barriers already: the pipeline's pass
+/// then hands its input on (`PassContext::barriers_placed`) — what it is given, whatever
+/// that is — and the front end's run is the one that placed them.
+#[test]
+fn with_the_barriers_placed_the_pass_hands_its_input_on() {
+    // As parsed: `common::load` runs the front end, which places the barriers.
+    let path = common::root().join("tests/tilelang/gemv_splitk_vectorized.tir");
+    let input = parse(&std::fs::read_to_string(path).expect("the example"));
+    let placed = common::cx().with_barriers_placed();
+    let passed_on = ThreadSync.run(input.clone(), &placed).expect("passed on");
+    assert_eq!(passed_on, input);
+    let front_end = synced(&input);
+    assert_ne!(front_end, input, "the input needs barriers");
+    let after = ThreadSync
+        .run(front_end.clone(), &placed)
+        .expect("passed on");
+    assert_eq!(after, front_end);
+}
+
 const BROADCAST: &str = r#"@T.prim_func
 def broadcast(
     A: T.Tensor((64,), "float32"),

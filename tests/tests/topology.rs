@@ -4,14 +4,8 @@
 //! false`), so a file left out would compile into nothing and never run: this fails on one,
 //! naming it, in every member of the workspace.
 
-use std::path::{Path, PathBuf};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default()
-}
+use std::path::Path;
+use tlc_tests::root;
 
 /// The workspace members, from the root manifest's `members = [...]` line.
 fn members(manifest: &str) -> Vec<String> {

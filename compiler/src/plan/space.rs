@@ -402,8 +402,7 @@ fn footprint(
         Some(d) => located(file, d),
         None => "refused without a message".to_string(),
     };
-    let bound = tuning::bind(func, config, dims).map_err(|d| located(file, &d))?;
-    let bound = specialize(&bound, dims).map_err(|d| located(file, &d))?;
+    let bound = crate::frontend::bind_config(func, config, dims).map_err(|d| located(file, &d))?;
     let mut stages = None;
     tlc_ir::visit::for_each_stmt(&bound.body, &mut |s| {
         if let StmtKind::For(f) = &s.kind {
@@ -412,12 +411,16 @@ fn footprint(
             }
         }
     });
-    tlc_ir::verifier::verify(&bound).map_err(|d| format!("verifier: {}", first(&d)))?;
+    // As the driver's front end does (`frontend::finish`): verified once, the barriers
+    // placed once (the facts still hold: a barrier declares nothing).
+    let info = tlc_ir::verifier::verify(&bound).map_err(|d| format!("verifier: {}", first(&d)))?;
     let bound_grid = bound.body.clone();
     let synced = tlc_passes::thread_sync::thread_sync(bound).map_err(|d| first(&d))?;
-    let info = tlc_ir::verifier::verify(&synced).map_err(|d| format!("verifier: {}", first(&d)))?;
     let sms = i64::try_from(gpu.sms.get()).unwrap_or(i64::MAX);
-    let mut cx = PassContext::new(gpu.target).with_info(info).with_sms(sms);
+    let mut cx = PassContext::new(gpu.target)
+        .with_info(info)
+        .with_sms(sms)
+        .with_barriers_placed();
     let planned = manager
         .run(synced, &mut cx, &mut std::io::sink())
         .map_err(|e| match e {

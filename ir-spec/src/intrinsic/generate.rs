@@ -9,7 +9,7 @@
 //! Argument kinds: `Ref` (an element reference, `ElemRef`), `Int` (`i64`), `Bool`, `Ints`
 //! (an integer tuple, `Vec<i64>`), `Pred` (an optional run-time predicate,
 //! `Option<Expr>`), `Value` (a run-time value, `Expr`). A call holds at most one `Pred` or
-//! `Value` (`parts_mut` returns it beside the references).
+//! `Value` (`parts_mut` returns it beside the references; the table's tests check it).
 
 /// The Rust type of a field of argument kind `$kind`.
 macro_rules! intrinsic_field_type {

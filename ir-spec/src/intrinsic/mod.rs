@@ -1537,8 +1537,25 @@ mod tests {
             assert_eq!(m.operands_mut().len(), i.operands().len());
         }
         let defs = all();
+        // Every intrinsic is sampled, so the round trips above cover the whole table.
+        let sampled: Vec<IntrinsicOp> = samples().iter().map(Intrinsic::op).collect();
+        for d in &defs {
+            assert!(sampled.contains(&d.op), "{} has no sample", d.name);
+        }
         for (k, d) in defs.iter().enumerate() {
             assert!(defs[..k].iter().all(|e| e.name != d.name && e.op != d.op));
+            // The generated `parts_mut` holds one predicate or run-time value per call: a
+            // second would be dropped from `exprs_mut`, and passes would not rewrite it.
+            let values = d
+                .params
+                .iter()
+                .filter(|p| matches!(p.kind, ParamKind::Pred | ParamKind::Value))
+                .count();
+            assert!(
+                values <= 1,
+                "{}: {values} predicates / run-time values",
+                d.name
+            );
             for (a, b) in d.same_dtype {
                 assert!(d.param(a).is_some() && d.param(b).is_some(), "{}", d.name);
             }

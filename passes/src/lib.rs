@@ -25,6 +25,7 @@ pub mod stage_fragment_reads;
 pub mod thread_binding;
 pub mod thread_sync;
 pub mod unroll;
+pub mod warp_specialize;
 pub mod widen_indices;
 
 pub use context::PassContext;

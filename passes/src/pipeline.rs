@@ -18,6 +18,7 @@ use crate::stage_fragment_reads::StageFragmentReads;
 use crate::thread_binding::ThreadBinding;
 use crate::thread_sync::ThreadSync;
 use crate::unroll::Unroll;
+use crate::warp_specialize::WarpSpecialize;
 use crate::widen_indices::WidenIndices;
 use std::fmt;
 use tlc_ir::Target;
@@ -34,6 +35,7 @@ static LAYOUT_INFERENCE: LayoutInference = LayoutInference;
 static PIPELINE_PLANNING: PipelinePlanning = PipelinePlanning;
 static INJECT_SOFTWARE_PIPELINE: InjectSoftwarePipeline = InjectSoftwarePipeline;
 static LOWER_TILE_OPS: LowerTileOps = LowerTileOps;
+static WARP_SPECIALIZE: WarpSpecialize = WarpSpecialize;
 static INJECT_CP_ASYNC: InjectCpAsync = InjectCpAsync;
 static SIMPLIFY: Simplify = Simplify;
 static RASTERIZE: Rasterize = Rasterize;
@@ -47,7 +49,7 @@ static WIDEN_INDICES: WidenIndices = WidenIndices;
 /// (reducers, reductions, staged fragment reads), the buffers fresh in each loop iteration
 /// (before pipelining rewrites the loops), tile-level scheduling (layouts, pipelining), then the lowering to threads, then thread-level clean-up.
 pub fn registry() -> &'static [&'static dyn Pass] {
-    static ALL: [&dyn Pass; 17] = [
+    static ALL: [&dyn Pass; 18] = [
         &THREAD_SYNC,
         &LOWER_REDUCERS,
         &LOWER_REDUCTIONS,
@@ -57,6 +59,7 @@ pub fn registry() -> &'static [&'static dyn Pass] {
         &PIPELINE_PLANNING,
         &INJECT_SOFTWARE_PIPELINE,
         &LOWER_TILE_OPS,
+        &WARP_SPECIALIZE,
         &INJECT_CP_ASYNC,
         &RASTERIZE,
         &THREAD_BINDING,
@@ -129,31 +132,39 @@ pub fn parse_pipeline(text: &str) -> Result<Pipeline, UnknownPass> {
 /// thread binding before the shared-memory plan that needs the merged thread loop, index
 /// widths last (after the simplifier, which then never meets the int64 casts).
 pub fn default_pipeline(target: Target) -> Pipeline {
-    match target {
-        // The same passes: layout-inference and lower-tile-ops take the wgmma path where the
-        // target has it (analysis/wgmma.rs), and pipelines on TMA (analysis/tma.rs); warp
-        // specialization, the twin accumulator and persistent tiles are inside
-        // lower-tile-ops today (issue 34 makes them sm_90a passes of their own).
-        Target::Sm80 | Target::Sm90a => vec![
-            &THREAD_SYNC,
-            &LOWER_REDUCERS,
-            &LOWER_REDUCTIONS,
-            &STAGE_FRAGMENT_READS,
-            &MARK_FRESH_BUFFERS,
-            &LAYOUT_INFERENCE,
-            &PIPELINE_PLANNING,
-            &INJECT_SOFTWARE_PIPELINE,
-            &LOWER_TILE_OPS,
-            &INJECT_CP_ASYNC,
-            &RASTERIZE,
-            &THREAD_BINDING,
-            &SINK_WGMMA_WAIT,
-            &PLAN_SHARED_MEMORY,
-            &UNROLL,
-            &SIMPLIFY,
-            &WIDEN_INDICES,
-        ],
-    }
+    let tile_level: [&'static dyn Pass; 9] = [
+        &THREAD_SYNC,
+        &LOWER_REDUCERS,
+        &LOWER_REDUCTIONS,
+        &STAGE_FRAGMENT_READS,
+        &MARK_FRESH_BUFFERS,
+        &LAYOUT_INFERENCE,
+        &PIPELINE_PLANNING,
+        &INJECT_SOFTWARE_PIPELINE,
+        &LOWER_TILE_OPS,
+    ];
+    // The Hopper schedule: right after the lowering (which puts pipelines on TMA where the
+    // target has it, analysis/tma.rs) and before rasterize (a persistent kernel walks its
+    // tiles in the rasterized order itself).
+    let schedule: &[&'static dyn Pass] = match target {
+        Target::Sm80 => &[],
+        Target::Sm90a => &[&WARP_SPECIALIZE],
+    };
+    let thread_level: [&'static dyn Pass; 8] = [
+        &INJECT_CP_ASYNC,
+        &RASTERIZE,
+        &THREAD_BINDING,
+        &SINK_WGMMA_WAIT,
+        &PLAN_SHARED_MEMORY,
+        &UNROLL,
+        &SIMPLIFY,
+        &WIDEN_INDICES,
+    ];
+    tile_level
+        .into_iter()
+        .chain(schedule.iter().copied())
+        .chain(thread_level)
+        .collect()
 }
 
 #[cfg(test)]
@@ -175,7 +186,7 @@ mod tests {
         let err = parse_pipeline("zzzzzzzzzz").err().unwrap();
         assert_eq!(err.suggestion, None);
         assert!(err.to_string().contains(
-            "known passes: thread-sync, lower-reducers, lower-reductions, stage-fragment-reads, mark-fresh-buffers, layout-inference, pipeline-planning, inject-software-pipeline, lower-tile-ops, inject-cp-async, rasterize, thread-binding, sink-wgmma-wait, plan-shared-memory, unroll, simplify, widen-indices"
+            "known passes: thread-sync, lower-reducers, lower-reductions, stage-fragment-reads, mark-fresh-buffers, layout-inference, pipeline-planning, inject-software-pipeline, lower-tile-ops, warp-specialize, inject-cp-async, rasterize, thread-binding, sink-wgmma-wait, plan-shared-memory, unroll, simplify, widen-indices"
         ));
         assert_eq!(resolve("raster").map(|p| p.name()).ok(), None);
         assert_eq!(

@@ -5,6 +5,7 @@
 //! ```text
 //! # passes: lower-tile-ops, thread-binding
 //! # target: sm_80                      (optional; sm_80 by default)
+//! # sms: 2                             (optional; the target's SM count by default)
 //! @T.prim_func
 //! def f(...): ...
 //! # expected:
@@ -34,6 +35,8 @@ struct FileTest {
     path: PathBuf,
     passes: String,
     target: Target,
+    /// `# sms:` (`tlc opt --sms`): the SMs persistent kernels are planned for.
+    sms: Option<i64>,
     /// Everything before the `# expected:` line.
     input: String,
     expected: Option<String>,
@@ -69,10 +72,15 @@ fn read(path: &Path) -> Result<FileTest, String> {
         None => Target::Sm80,
         Some(name) => Target::parse(&name).ok_or(format!("unknown target `{name}`"))?,
     };
+    let sms = match header("sms") {
+        None => None,
+        Some(n) => Some(n.parse::<i64>().map_err(|e| format!("`# sms: {n}`: {e}"))?),
+    };
     Ok(FileTest {
         path: path.to_path_buf(),
         passes,
         target,
+        sms,
         input,
         expected,
     })
@@ -98,6 +106,9 @@ fn output(t: &FileTest) -> (String, Option<(tlc_ir::PrimFunc, tlc_ir::PrimFunc)>
         Err(e) => panic!("{}: {e}", t.path.display()),
     };
     let mut cx = PassContext::new(t.target).with_info(info);
+    if let Some(sms) = t.sms {
+        cx = cx.with_sms(sms);
+    }
     match manager.run(func.clone(), &mut cx, &mut std::io::sink()) {
         Ok(out) => (print_func(&out), Some((func, out))),
         Err(e) => (error_lines(&e, &t.input), None),

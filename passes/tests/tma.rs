@@ -1,5 +1,6 @@
 //! When `lower-tile-ops` puts a software pipeline on TMA (sm_90a) and when it does not
-//! (`analysis::tma`): the IR it writes, checked as text. The meaning of the TMA pipelines
+//! (`analysis::tma`), and when `warp-specialize` then gives its loads to a producer
+//! warpgroup: the IR they write, checked as text. The meaning of the TMA pipelines
 //! through every pass is `gemm_pipeline.rs`'s `every_sm90a_pass_keeps_the_meaning_of_tma_pipelines`.
 
 use crate::common;
@@ -9,23 +10,25 @@ use tlc_ir::printer::print_func;
 use tlc_ir::PrimFunc;
 use tlc_passes::{default_pipeline, PassContext, Target};
 
-/// The IR after `lower-tile-ops`, compiled for a GPU with an SM per tile of these tests'
-/// grids, so that each block computes one tile (the persistent form, where blocks walk
+/// The IR after `lower-tile-ops` and the Hopper schedule (`warp-specialize` on sm_90a),
+/// compiled for a GPU with an SM per tile of these tests' grids, so that each block computes one tile (the persistent form, where blocks walk
 /// several tiles, is `persistent_blocks_walk_the_tiles`).
 fn lowered(func: &PrimFunc, target: Target) -> String {
     lowered_in(func, &PassContext::new(target).with_sms(4096))
 }
 
-/// The IR after `lower-tile-ops` in the context `cx`.
+/// The IR after `lower-tile-ops` and the schedule passes after it in the context `cx`.
 fn lowered_in(func: &PrimFunc, cx: &PassContext) -> String {
     let mut f = func.clone();
+    let mut lowered = false;
     for pass in default_pipeline(cx.target()) {
+        if lowered && pass.name() != "warp-specialize" {
+            return print_func(&f);
+        }
         f = pass
             .run(f, cx)
             .unwrap_or_else(|e| panic!("{}: {e:?}", pass.name()));
-        if pass.name() == "lower-tile-ops" {
-            return print_func(&f);
-        }
+        lowered |= pass.name() == "lower-tile-ops";
     }
     panic!("no lower-tile-ops in the pipeline")
 }
@@ -181,7 +184,7 @@ fn a_stage_copy_nested_in_a_loop_keeps_the_whole_pipeline_on_cp_async() {
 fn two_warpgroups_get_a_producer_warpgroup() {
     let wide = load(&root().join("bench/gemm_128x256x32_t256_s3.tir"));
     let ir = lowered(&bound_mnk(&wide, 256, 512, 256), Target::Sm90a);
-    insta::assert_snapshot!("warp_specialized_128x256_lower_tile_ops", ir);
+    insta::assert_snapshot!("warp_specialized_128x256", ir);
     assert!(ir.contains("threads=384"), "{ir}");
     assert!(ir.contains("T.setmaxnreg(40, inc=False)"), "{ir}");
     assert!(ir.contains("T.setmaxnreg(232, inc=True)"), "{ir}");
@@ -229,7 +232,7 @@ fn four_stages_keep_one_wgmma_group_in_flight() {
     );
     let func = bound_mnk(&four, 256, 512, 256);
     let ir = lowered(&func, Target::Sm90a);
-    insta::assert_snapshot!("warp_specialized_128x256_s4_lower_tile_ops", ir);
+    insta::assert_snapshot!("warp_specialized_128x256_s4", ir);
     let in_flight = ir.find("T.wgmma_wait(1)").expect("one group in flight");
     let release = ir
         .find("if ko > 0:")
@@ -492,7 +495,7 @@ fn a_promotion_runs_while_the_next_group_is_in_flight() {
     );
     assert!(ir.contains("for kb_pair in T.serial(1)"), "{ir}");
     assert!(
-        ir.contains(tlc_passes::lower_tile_ops::DOUBLE_BUFFERED_NOTE),
+        ir.contains(tlc_passes::warp_specialize::DOUBLE_BUFFERED_NOTE),
         "{ir}"
     );
     // Two k-tiles: no pairs, so no loop (one issue after the first, then the last).

@@ -111,6 +111,10 @@ pub enum Command {
         /// The GPU target the passes compile for (its limits and capabilities).
         #[arg(long, value_name = "sm_80|sm_90a", default_value = "sm_80")]
         target: String,
+        /// The SMs of the GPU the kernel will run on (what `warp-specialize` makes a
+        /// persistent grid of); default: the target's usual count (132 for sm_90a).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(1..=4096))]
+        sms: Option<i64>,
         #[command(flatten)]
         instrument: InstrumentFlags,
         #[command(flatten)]

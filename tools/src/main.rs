@@ -111,6 +111,7 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
             define,
             passes,
             target,
+            sms,
             instrument,
             tuning,
         } => {
@@ -119,7 +120,7 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
                 &file,
                 &define,
                 &passes,
-                target,
+                (target, sms),
                 &instrument,
                 &tuning.tuning(TuneTarget::Given(target)),
             )

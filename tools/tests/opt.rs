@@ -25,6 +25,7 @@ fn passes_lists_every_pass_with_a_description() {
             "pipeline-planning",
             "inject-software-pipeline",
             "lower-tile-ops",
+            "warp-specialize",
             "inject-cp-async",
             "rasterize",
             "thread-binding",
@@ -54,6 +55,15 @@ fn passes_with_a_target_prints_its_default_pipeline() {
         assert_eq!(names, want, "{target}");
         assert_eq!(names.first().map(String::as_str), Some("thread-sync"));
         assert_eq!(names.last().map(String::as_str), Some("widen-indices"));
+        // The Hopper schedule is sm_90a's alone, right after the lowering.
+        let schedule = names.iter().position(|n| n == "warp-specialize");
+        match target {
+            tlc_ir::Target::Sm80 => assert_eq!(schedule, None, "{names:?}"),
+            tlc_ir::Target::Sm90a => {
+                let lowering = names.iter().position(|n| n == "lower-tile-ops");
+                assert_eq!(schedule, lowering.map(|i| i + 1), "{names:?}");
+            }
+        }
     }
     let out = tlc(&["passes", "--target", "sm_75"]);
     assert_eq!(out.status.code(), Some(1));

@@ -81,7 +81,7 @@ pub fn ptxas_log(file: &Path, arch: &str) -> Result<String, String> {
     // Except C7514 from a double-buffered consumer loop, which declares it in its note:
     // ptxas cannot tell which group's registers the promotion reads, and the kernel is
     // measured faster with it (docs/perf.md).
-    let declared = ptx.contains(tlc_passes::lower_tile_ops::DOUBLE_BUFFERED_NOTE);
+    let declared = ptx.contains(tlc_passes::warp_specialize::DOUBLE_BUFFERED_NOTE);
     let hopper: Vec<&str> = log
         .lines()
         .filter(|l| HOPPER_WARNINGS.iter().any(|code| l.contains(code)))

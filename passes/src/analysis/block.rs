@@ -195,6 +195,27 @@ impl Block {
         nest
     }
 
+    /// [`Block::region`] over fresh axis variables (`tx`, `ty`, `tz` as `names` allows) for
+    /// a multi-dimensional block: what a pass that writes a new region calls.
+    pub fn fresh_region(
+        &self,
+        index: &str,
+        body: Vec<Stmt>,
+        span: Span,
+        names: &mut crate::names::NameSet,
+    ) -> Stmt {
+        let axes: Vec<String> = if self.is_flat() {
+            Vec::new()
+        } else {
+            AXIS_NAMES
+                .iter()
+                .take(self.dims.len())
+                .map(|a| names.fresh(a))
+                .collect()
+        };
+        self.region(index, &axes, body, span)
+    }
+
     /// Takes apart a thread nest of this (multi-dimensional) block: binding loops over each
     /// axis in order, each over its whole extent, the innermost body starting with the let
     /// of the linear index of those loops' variables. `None` for anything else.

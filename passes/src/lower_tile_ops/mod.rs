@@ -20,16 +20,12 @@ mod fragment;
 mod gemm;
 mod mma_layout;
 mod parallel;
-mod persistent;
 mod reduce;
 mod region;
 mod rows;
 mod swizzle;
 mod tma;
-mod twin_accumulator;
 mod vectorize;
-mod warp_specialize;
-pub use twin_accumulator::DOUBLE_BUFFERED_NOTE;
 
 use crate::analysis::block::Block;
 use crate::analysis::int::{self, Ranges};
@@ -66,17 +62,8 @@ impl Pass for LowerTileOps {
         let dims = int::dim_ranges(&func);
         let mut errors = Vec::new();
         let target = cx.target();
-        let sms = cx.sms();
         for_each_kernel(&mut func.body, &mut |k, span| {
-            lower_kernel(
-                k,
-                span,
-                (target, sms),
-                &params,
-                &dims,
-                &mut names,
-                &mut errors,
-            )
+            lower_kernel(k, span, target, &params, &dims, &mut names, &mut errors)
         });
         if errors.is_empty() {
             Ok(func)
@@ -90,15 +77,10 @@ impl Pass for LowerTileOps {
 pub(crate) struct Ctx<'a> {
     /// The target: what the copies may run on (TMA on sm_90a).
     pub target: Target,
-    /// `T.min_blocks_per_sm(B)` as the user wrote it: a warp-specialized pipeline budgets
-    /// its registers for `B` blocks per SM instead of choosing.
-    pub min_blocks_per_sm: Option<i64>,
     /// The block's shape; regions map onto its linear thread index (`analysis::block`).
     pub block: Block,
-    /// Parameters and the kernel's allocations (fragments still as declared).
-    pub buffers: Vec<&'a BufferDecl>,
-    /// `buffers` by name (the first of a name): [`Ctx::buffer`] is asked at every access,
-    /// and a search of the list was quadratic in a kernel's buffers.
+    /// Parameters and the kernel's allocations (fragments still as declared) by name (the
+    /// first of a name): [`Ctx::buffer`] is asked at every access.
     pub by_name: std::collections::HashMap<&'a str, &'a BufferDecl>,
     pub fragments: &'a Fragments,
     /// The kernel's layout annotations.
@@ -106,24 +88,8 @@ pub(crate) struct Ctx<'a> {
     /// Value ranges of the dims, the block indices and the loops around the op being
     /// lowered.
     pub bounds: std::cell::RefCell<Ranges>,
-    /// Register arrays the lowering adds to the kernel (gemm operand fragments).
+    /// Buffers the lowering adds to the kernel (gemm operand fragments, TMA mbarriers).
     pub new_allocs: std::cell::RefCell<Vec<BufferDecl>>,
-    /// The block's threads with the producer warpgroup a warp-specialized pipeline added
-    /// (`warp_specialize.rs`; every other region keeps running on the user's threads), and
-    /// the blocks per SM it was budgeted for.
-    pub producer_threads: std::cell::Cell<Option<(i64, i64)>>,
-    /// The kernel's grid, block variables and rasterization, and the SMs it is compiled
-    /// for: what a persistent pipeline (`persistent.rs`) walks.
-    pub grid: Vec<tlc_ir::Expr>,
-    pub block_vars: Vec<tlc_ir::Ident>,
-    pub raster: Option<tlc_ir::Swizzle>,
-    pub sms: i64,
-    /// The blocks a persistent pipeline launches instead of the grid.
-    pub persistent_blocks: std::cell::Cell<Option<i64>>,
-    /// Register arrays the lowering adds as twins of a fragment (new name, fragment): each
-    /// gets the fragment's register layout once fragments are relocated (a second wgmma
-    /// accumulator, `warp_specialize.rs`).
-    pub twins: std::cell::RefCell<Vec<(String, String)>>,
 }
 
 impl Ctx<'_> {
@@ -143,7 +109,7 @@ impl Ctx<'_> {
 fn lower_kernel(
     k: &mut Kernel,
     span: Span,
-    (target, sms): (Target, i64),
+    target: Target,
     params: &[BufferDecl],
     dims: &Ranges,
     names: &mut NameSet,
@@ -185,22 +151,10 @@ fn lower_kernel(
         let ctx = Ctx {
             target,
             block,
-            buffers,
             by_name,
             fragments: &fragments,
             layouts: k.layouts.clone(),
             new_allocs: std::cell::RefCell::new(Vec::new()),
-            twins: std::cell::RefCell::new(Vec::new()),
-            producer_threads: std::cell::Cell::new(None),
-            grid: k.grid.clone(),
-            block_vars: k.block_vars.clone(),
-            raster: k.swizzle.clone(),
-            sms,
-            persistent_blocks: std::cell::Cell::new(None),
-            min_blocks_per_sm: k
-                .min_blocks_per_sm
-                .as_ref()
-                .and_then(tlc_ir::verifier::const_int),
             bounds: std::cell::RefCell::new({
                 let mut ranges = dims.clone();
                 int::enter_kernel(&mut ranges, k);
@@ -210,39 +164,12 @@ fn lower_kernel(
         // Pipelines on TMA first: the copies it takes become thread code here.
         let body = tma::rewrite(body, &ctx, names);
         let body = lower_body(body, &ctx, names, errors);
-        let new_allocs = ctx.new_allocs.into_inner();
-        let persistent = ctx.persistent_blocks.get();
-        let twins = ctx.twins.into_inner();
-        (
-            body,
-            new_allocs,
-            ctx.producer_threads.get(),
-            persistent,
-            twins,
-        )
+        (body, ctx.new_allocs.into_inner())
     };
-    let (mut new_body, new_allocs, widened, persistent, twins) = new_body;
-    if let Some((n, blocks_per_sm)) = widened {
-        k.threads = vec![tlc_ir::Expr::int(n)];
-        k.min_blocks_per_sm = Some(tlc_ir::Expr::int(blocks_per_sm));
-    }
-    if let Some(blocks) = persistent {
-        // The tiles' indices are computed in the tile loops (with the rasterization); the
-        // hardware index is the first block variable.
-        k.grid = vec![tlc_ir::Expr::int(blocks)];
-        k.block_vars.truncate(1);
-        k.swizzle = None;
-    }
+    let (mut new_body, new_allocs) = new_body;
     k.allocs.extend(new_allocs);
     if errors.len() == before {
         fragments.relocate(&mut k.allocs, threads);
-        for (twin, of) in twins {
-            if let Some(decl) = k.allocs.iter().find(|b| b.name.name == of) {
-                let mut decl = decl.clone();
-                decl.name.name = twin;
-                k.allocs.push(decl);
-            }
-        }
         swizzle::apply(&mut new_body, &k.allocs, &k.layouts);
         swizzle::pad_allocations(&mut k.allocs, &k.layouts);
         // Consumed: the accumulators are register arrays now and padded rows are in the

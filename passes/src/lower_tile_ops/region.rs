@@ -7,7 +7,7 @@
 //! decomposed row-major (`f // (e1 … ek) % e0 …`), the innermost one times `V` plus the
 //! vector lane `v`.
 
-use crate::analysis::block::{Block, AXIS_NAMES};
+use crate::analysis::block::Block;
 use crate::names::NameSet;
 use tlc_ir::build::{bin, for_loop};
 use tlc_ir::verifier::const_int;
@@ -131,8 +131,7 @@ pub(crate) fn build(
 }
 
 /// The region of `block` running `body` on every thread, over thread variable `index`
-/// (from `names.fresh(block.index_base())`): a `threadIdx.x` loop, or the thread nest of a
-/// multi-dimensional block (fresh axis variables `tx`, `ty`, `tz`).
+/// (from `names.fresh(block.index_base())`): [`Block::fresh_region`].
 pub(crate) fn thread_region(
     block: &Block,
     index: &str,
@@ -140,16 +139,7 @@ pub(crate) fn thread_region(
     span: Span,
     names: &mut NameSet,
 ) -> Stmt {
-    let axes: Vec<String> = if block.is_flat() {
-        Vec::new()
-    } else {
-        AXIS_NAMES
-            .iter()
-            .take(block.dims().len())
-            .map(|a| names.fresh(a))
-            .collect()
-    };
-    block.region(index, &axes, body, span)
+    block.fresh_region(index, body, span, names)
 }
 
 /// The longest trip loop that is unrolled.

@@ -30,11 +30,10 @@
 //!   names the phase exactly.
 //! - Each copy arrives once with its own byte count (`arrive.expect_tx`), so a phase
 //!   completes when all `C` copies of the stage have arrived and all their bytes landed.
-//! - That is the one-warpgroup form; first the pipeline is tried warp-specialized
-//!   (`warp_specialize.rs`: a producer warpgroup issues the loads, the user's threads only
-//!   compute), and the kernel-body tile ops right around it that touch no shared memory move
-//!   into the consumers' branch (past scalar lets that read no memory). When that does not
-//!   apply, a `T.note` says why.
+//! - That is the one-warpgroup form, and the form the `warp-specialize` pass
+//!   (`passes/src/warp_specialize/`) takes apart to give the loads to a producer warpgroup:
+//!   keep it exactly (the init region, the prologue of one-thread fill regions, the loop
+//!   whose first statement is the wait region).
 //! - Copies into plain shared buffers (no wgmma layout) join the TMA loads of a loop that
 //!   loads wgmma operands, as unswizzled boxes (`analysis::tma`); a loop of plain copies
 //!   only keeps cp.async.
@@ -43,9 +42,7 @@
 //!   no note).
 
 use super::region::thread_region;
-use super::warp_specialize::{self, Side};
 use super::Ctx;
-use crate::analysis::footprint;
 use crate::analysis::int::{constant, Ranges};
 use crate::analysis::tma::{parallel_copy, plan_copy, TmaCopy};
 use crate::names::NameSet;
@@ -65,12 +62,11 @@ pub(crate) fn rewrite(body: Vec<Stmt>, ctx: &Ctx, names: &mut NameSet) -> Vec<St
     if !ctx.target.has_async_copy(AsyncCopy::BulkTensor) {
         return body;
     }
-    rewrite_list(body, true, ctx, names)
+    rewrite_list(body, ctx, names)
 }
 
-/// [`rewrite`] of one statement list; `top`: the kernel's body, whose statements around a
-/// warp-specialized pipeline may move into its consumer branch.
-fn rewrite_list(body: Vec<Stmt>, top: bool, ctx: &Ctx, names: &mut NameSet) -> Vec<Stmt> {
+/// [`rewrite`] of one statement list.
+fn rewrite_list(body: Vec<Stmt>, ctx: &Ctx, names: &mut NameSet) -> Vec<Stmt> {
     let mut out: Vec<Stmt> = Vec::with_capacity(body.len());
     let mut rest: std::collections::VecDeque<Stmt> = body.into();
     while let Some(mut stmt) = rest.pop_front() {
@@ -88,11 +84,7 @@ fn rewrite_list(body: Vec<Stmt>, top: bool, ctx: &Ctx, names: &mut NameSet) -> V
             {
                 match copies_per_stage(&p, &m, stages, ctx) {
                     Ok(copies) => {
-                        let around = top.then_some(Around {
-                            before: &mut out,
-                            after: &mut rest,
-                        });
-                        let mut done = on_tma(p, m, stages, copies, around, span, ctx, names);
+                        let mut done = on_tma(p, m, stages, copies, span, ctx, names);
                         out.append(&mut done);
                     }
                     Err(why) => {
@@ -106,18 +98,11 @@ fn rewrite_list(body: Vec<Stmt>, top: bool, ctx: &Ctx, names: &mut NameSet) -> V
             continue;
         }
         for child in tlc_ir::visit::child_bodies_mut(&mut stmt) {
-            *child = rewrite_list(std::mem::take(child), false, ctx, names);
+            *child = rewrite_list(std::mem::take(child), ctx, names);
         }
         out.push(stmt);
     }
     out
-}
-
-/// The kernel-body statements around a pipeline: those already rewritten, and those after
-/// it.
-struct Around<'a> {
-    before: &'a mut Vec<Stmt>,
-    after: &'a mut std::collections::VecDeque<Stmt>,
 }
 
 /// `S` when `prologue`, `main` are the two loops of a software pipeline of `S` stages:
@@ -193,15 +178,13 @@ fn copies_per_stage(p: &For, m: &For, stages: i64, ctx: &Ctx) -> Result<usize, S
     Ok(first.len())
 }
 
-/// The pipeline (prologue `p`, loop `m`) on TMA, `copies` per stage: warp-specialized
-/// (`warp_specialize.rs`) when it can be, else one warpgroup waiting on its own loads.
-#[allow(clippy::too_many_arguments)]
+/// The pipeline (prologue `p`, loop `m`) on TMA, `copies` per stage: one warpgroup
+/// waiting on its own loads (the module doc's form).
 fn on_tma(
     mut p: For,
     mut m: For,
     stages: i64,
     copies: usize,
-    around: Option<Around>,
     span: Span,
     ctx: &Ctx,
     names: &mut NameSet,
@@ -214,25 +197,8 @@ fn on_tma(
         name: &bars,
         stages,
     };
-    let mut out = Vec::new();
-    match specialized(&p, &m, &b, copies, around, span, ctx, names) {
-        Ok(stmts) => return stmts,
-        Err(why) => out.push(note(format!("warp specialization not used: {why}"), span)),
-    }
-    p.body = lower_copies(
-        std::mem::take(&mut p.body),
-        &b,
-        Issue::OneThread,
-        ctx,
-        names,
-    );
-    m.body = lower_copies(
-        std::mem::take(&mut m.body),
-        &b,
-        Issue::OneThread,
-        ctx,
-        names,
-    );
+    p.body = lower_copies(std::mem::take(&mut p.body), &b, ctx, names);
+    m.body = lower_copies(std::mem::take(&mut m.body), &b, ctx, names);
     // The wait of iteration `ko`: the `(ko - start) // S`-th phase of `bars[ko % S]`.
     let ko = Expr::var(&m.var.name);
     let fill = bin(BinOp::Sub, ko.clone(), m.start.clone());
@@ -252,230 +218,11 @@ fn on_tma(
     if let Some(first) = m.body.first_mut() {
         *first = every_thread(vec![wait], ctx, span, names);
     }
-    out.extend([
+    vec![
         init_barriers(&[(&bars, copies as i64)], stages, ctx, span, names),
         Stmt::new(StmtKind::For(p), span),
         Stmt::new(StmtKind::For(m), span),
-    ]);
-    out
-}
-
-/// The warp-specialized pipeline: the barriers' setup, then one region over the block and
-/// its producer warpgroup; why not when it cannot be.
-#[allow(clippy::too_many_arguments)]
-fn specialized(
-    p: &For,
-    m: &For,
-    b: &Barriers,
-    copies: usize,
-    around: Option<Around>,
-    span: Span,
-    ctx: &Ctx,
-    names: &mut NameSet,
-) -> Result<Vec<Stmt>, String> {
-    // The kernel's buffers, those lowering added so far, and the `empty` ring to come.
-    let shared = {
-        let added = ctx.new_allocs.borrow();
-        footprint::shared_upper_bound(ctx.buffers.iter().copied().chain(added.iter()))
-            .and_then(|s| s.checked_add(crate::analysis::wgmma::ALIGN))
-    };
-    // One register budget per kernel: a later pipeline of the kernel keeps the blocks per
-    // SM an earlier one was specialized for (its setmaxnreg counts must agree with them).
-    let requested = ctx
-        .producer_threads
-        .get()
-        .map(|(_, blocks)| blocks)
-        .or(ctx.min_blocks_per_sm);
-    let roles = warp_specialize::roles(&ctx.block, shared, b.stages, requested, ctx.target)?;
-    // The loop: its wait first, then fills (copies, maybe under guards) and compute.
-    let mut fills = Vec::new();
-    let mut compute = Vec::new();
-    for s in m.body.iter().skip(1) {
-        if matches!(s.kind, StmtKind::Intrinsic(Intrinsic::CommitGroup)) {
-            continue;
-        }
-        if contains_async_copy(std::slice::from_ref(s), ctx) {
-            if !only_copies(std::slice::from_ref(s), ctx) {
-                return Err("a stage fill is mixed with other statements".into());
-            }
-            fills.push(s.clone());
-        } else {
-            compute.push(s.clone());
-        }
-    }
-    if !only_copies(&p.body, ctx) {
-        return Err("the prologue does more than fill stages".into());
-    }
-    let mut prologue = p.clone();
-    prologue.body = lower_copies(prologue.body, b, Issue::Bare, ctx, names);
-    let fills = lower_copies(fills, b, Issue::Bare, ctx, names);
-    let allocs_before = ctx.new_allocs.borrow().len();
-    let mut lower = |stmts: Vec<Stmt>, names: &mut NameSet| {
-        let mut errors = Vec::new();
-        let out = super::lower_body(stmts, ctx, names, &mut errors);
-        if errors.is_empty() {
-            Ok(out)
-        } else {
-            Err(errors)
-        }
-    };
-    // The consumers' own work around the loop (clearing the accumulator, the epilogue from
-    // registers) moves into their branch, so that it runs with their registers and the
-    // producer never rejoins them. Before the loop, a tile op moves past the scalar lets
-    // between it and the loop (a split-K slice's bounds) when they read no memory: the op
-    // cannot name them (they come after it), and they cannot see what it writes.
-    let (mut head, mut tail) = (Vec::new(), Vec::new());
-    let (mut taken_before, mut took_after) = (Vec::new(), 0);
-    if let Some(around) = &around {
-        for (i, s) in around.before.iter().enumerate().rev() {
-            if pure_let(s) {
-                continue;
-            }
-            match movable(s, Side::Before, ctx, names, &mut lower) {
-                Some(code) => head.splice(0..0, code).for_each(drop),
-                None => break,
-            }
-            taken_before.push(i);
-        }
-        for s in around.after.iter() {
-            match movable(s, Side::After, ctx, names, &mut lower) {
-                Some(code) => tail.extend(code),
-                None => break,
-            }
-            took_after += 1;
-        }
-    }
-    let pipe = warp_specialize::Pipeline {
-        prologue,
-        main: m,
-        fills,
-        compute,
-        head,
-        tail,
-        stages: b.stages,
-        full: b.name,
-    };
-    // Persistent when the pipeline and what the consumers took around it are the whole
-    // kernel (nothing else reads the block indices) and there are more tiles than blocks;
-    // one persistent pipeline per kernel.
-    let whole_kernel = around
-        .as_ref()
-        .is_some_and(|a| taken_before.len() == a.before.len() && took_after == a.after.len());
-    // Where more tiles than blocks would pay but the form cannot be taken, a note says why.
-    let mut persistent_note = None;
-    let tiles = match warp_specialize::Tiles::plan(
-        &ctx.grid,
-        &ctx.block_vars,
-        ctx.raster.as_ref(),
-        (ctx.sms, roles.blocks_per_sm),
-        [&m.start, &m.stop],
-    ) {
-        Ok(Some(_)) if ctx.producer_threads.get().is_some() => {
-            persistent_note = Some("the kernel's first pipeline is specialized already".into());
-            None
-        }
-        Ok(Some(_)) if !whole_kernel => {
-            persistent_note = Some(
-                "the kernel does more than this pipeline and the code its consumers run \
-                 around it"
-                    .to_string(),
-            );
-            None
-        }
-        Ok(tiles) => tiles,
-        Err(why) => {
-            persistent_note = Some(why);
-            None
-        }
-    };
-    let built = warp_specialize::build(pipe, roles, tiles.as_ref(), ctx, names, span, &mut lower);
-    let (region, empty) = match built {
-        Ok(r) => r,
-        Err(why) => {
-            // The compute is lowered again on the fallback path.
-            ctx.new_allocs.borrow_mut().truncate(allocs_before);
-            return Err(why);
-        }
-    };
-    ctx.new_allocs
-        .borrow_mut()
-        .push(barrier_array(&empty, b.stages, span));
-    let producer = ctx.block.threads() + tlc_ir::target::WARPGROUP_SIZE;
-    ctx.producer_threads
-        .set(Some((producer, roles.blocks_per_sm)));
-    ctx.persistent_blocks.set(tiles.map(|t| t.blocks));
-    let consumer_warps = ctx.block.threads() / ctx.target.warp_size();
-    if let Some(around) = around {
-        // Indices in decreasing order: each removal leaves the next one's place.
-        for i in taken_before {
-            around.before.remove(i);
-        }
-        around.after.drain(..took_after);
-    }
-    let mut out: Vec<Stmt> = persistent_note
-        .map(|why| note(format!("persistent blocks not used: {why}"), span))
-        .into_iter()
-        .collect();
-    out.extend([
-        init_barriers(
-            &[(b.name, copies as i64), (&empty, consumer_warps)],
-            b.stages,
-            ctx,
-            span,
-            names,
-        ),
-        region,
-    ]);
-    Ok(out)
-}
-
-/// Whether `s` is a scalar let whose value reads no memory (a tile op may move past it).
-fn pure_let(s: &Stmt) -> bool {
-    let StmtKind::Let { value, .. } = &s.kind else {
-        return false;
-    };
-    let mut loads = false;
-    tlc_ir::visit::for_each_subexpr(value, &mut |e| {
-        loads |= matches!(e.kind, ExprKind::Load { .. });
-    });
-    !loads
-}
-
-/// The thread code of `s` when it is a tile op the consumers can run alone, around their
-/// loop (`warp_specialize::private_code`).
-fn movable(
-    s: &Stmt,
-    side: Side,
-    ctx: &Ctx,
-    names: &mut NameSet,
-    lower: &mut warp_specialize::Lower,
-) -> Option<Vec<Stmt>> {
-    let op = match &s.kind {
-        // A note moves with the code it stands among (and does nothing).
-        StmtKind::Note(_) => return Some(vec![s.clone()]),
-        StmtKind::Fill { .. } | StmtKind::Copy { .. } => true,
-        StmtKind::For(f) => f.kind == ForKind::Parallel,
-        _ => false,
-    };
-    if !op {
-        return None;
-    }
-    let code = lower(vec![s.clone()], names).ok()?;
-    warp_specialize::private_code(&code, side, ctx).then_some(code)
-}
-
-/// Whether every statement of `body` is a stage copy or a commit, or an `if` of such.
-fn only_copies(body: &[Stmt], ctx: &Ctx) -> bool {
-    body.iter().all(|s| match &s.kind {
-        // A note says something about the copy it stands before; it does nothing.
-        StmtKind::Intrinsic(Intrinsic::CommitGroup) | StmtKind::Note(_) => true,
-        StmtKind::If {
-            then_body,
-            else_body,
-            ..
-        } => only_copies(then_body, ctx) && only_copies(else_body, ctx),
-        _ => is_async_copy(s, ctx),
-    })
+    ]
 }
 
 /// `T.alloc_shared((stages,), "int64")` named `name`: one mbarrier per stage.
@@ -686,23 +433,8 @@ fn plan_stmt(
     )
 }
 
-/// Who issues a copy's TMA loads.
-#[derive(Clone, Copy)]
-enum Issue {
-    /// Thread 0, in a region of its own.
-    OneThread,
-    /// Whoever runs the code (already thread code: the producer's issuing thread).
-    Bare,
-}
-
 /// `body` with its stage copies issued on TMA and its commits dropped.
-fn lower_copies(
-    body: Vec<Stmt>,
-    b: &Barriers,
-    by: Issue,
-    ctx: &Ctx,
-    names: &mut NameSet,
-) -> Vec<Stmt> {
+fn lower_copies(body: Vec<Stmt>, b: &Barriers, ctx: &Ctx, names: &mut NameSet) -> Vec<Stmt> {
     let mut out = Vec::with_capacity(body.len());
     for mut s in body {
         if matches!(s.kind, StmtKind::Intrinsic(Intrinsic::CommitGroup)) {
@@ -718,10 +450,8 @@ fn lower_copies(
                 out.extend(take_notes(&mut f.body));
             }
             let loads = issue(&plan, &stage, &src, &dst, b, s.span);
-            match by {
-                Issue::OneThread => out.push(one_thread(loads, ctx, s.span, names)),
-                Issue::Bare => out.extend(loads),
-            }
+            // Thread 0 issues them, in a region of its own.
+            out.push(one_thread(loads, ctx, s.span, names));
             continue;
         }
         if let StmtKind::If {
@@ -730,8 +460,8 @@ fn lower_copies(
             ..
         } = &mut s.kind
         {
-            *then_body = lower_copies(std::mem::take(then_body), b, by, ctx, names);
-            *else_body = lower_copies(std::mem::take(else_body), b, by, ctx, names);
+            *then_body = lower_copies(std::mem::take(then_body), b, ctx, names);
+            *else_body = lower_copies(std::mem::take(else_body), b, ctx, names);
         }
         out.push(s);
     }

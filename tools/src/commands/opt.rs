@@ -13,7 +13,7 @@ pub fn run(
     path: &Path,
     defines: &[String],
     passes: &str,
-    target: Target,
+    (target, sms): (Target, Option<i64>),
     flags: &InstrumentFlags,
     tuning: &Tuning,
 ) -> Result<String, UserError> {
@@ -22,6 +22,9 @@ pub fn run(
     let manager = PassManager::new(pipeline, flags.options()).map_err(UserError::plain)?;
     let (file, func, info) = tunables::load(path, defines, tuning)?;
     let mut cx = PassContext::new(target).with_info(info);
+    if let Some(sms) = sms {
+        cx = cx.with_sms(sms);
+    }
     let mut stderr = std::io::stderr().lock();
     match manager.run(func, &mut cx, &mut stderr) {
         Ok(func) => Ok(tlc_ir::printer::print_func(&func)),

@@ -54,7 +54,7 @@
 //!   the consumers need no block barrier inside the loop; the block is 1-D with a multiple
 //!   of 128 threads, at most 1024 - 128; one consumer warpgroup also needs two blocks per
 //!   SM or a group in flight (`roles`). Otherwise the pipeline stays on the one-warpgroup
-//!   TMA protocol of `tma.rs`, with a `T.note` saying why.
+//!   TMA protocol of `lower_tile_ops/tma.rs`, with a `T.note` saying why.
 //! - Persistent: with more tiles than blocks the GPU holds, each role loops over its
 //!   block's tiles and the rings run on across them (`persistent.rs`).
 //! - Registers: the producer gives its registers away (`setmaxnreg` 40) and the consumers
@@ -62,13 +62,11 @@
 //!   for (`T.min_blocks_per_sm`, which codegen turns into `.minnctapersm` to pin the
 //!   budget at entry).
 
-use super::persistent;
-pub(crate) use super::persistent::Tiles;
-use super::region::thread_region;
+use super::persistent::{self, Tiles};
 use super::twin_accumulator::{
     self as twin, double_buffered, fits_twin, mentions, DOUBLE_BUFFERED_NOTE,
 };
-use super::Ctx;
+use super::Facts;
 use crate::analysis::access::Access;
 use crate::analysis::block::Block;
 use crate::names::NameSet;
@@ -77,8 +75,7 @@ use tlc_ir::target::{MAX_THREADS_PER_BLOCK, REGISTERS_PER_SM, WARPGROUP_SIZE};
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::map_body_exprs;
 use tlc_ir::{
-    BinOp, Diagnostic, Expr, ExprKind, For, ForKind, Intrinsic, Scope, Span, Stmt, StmtKind,
-    Target, ThreadTag,
+    BinOp, Expr, ExprKind, For, ForKind, Intrinsic, Scope, Span, Stmt, StmtKind, Target, ThreadTag,
 };
 
 /// The registers a producer warpgroup keeps (CUTLASS's choice: enough for the TMA
@@ -108,25 +105,32 @@ const OVERLAP_MIN_STAGES: i64 = 4;
 
 /// The parts of a software pipeline on TMA that warp specialization rebuilds.
 pub(crate) struct Pipeline<'a> {
-    /// The prologue's fills (thread code: arrive.expect_tx + TMA loads, per stage).
+    /// The prologue's fills (the issuing thread's code: arrive.expect_tx + TMA loads, per
+    /// stage).
     pub prologue: For,
     /// The loop (its variable, bounds); its body is not used.
     pub main: &'a For,
-    /// The loop's fills of iteration `ko + S - 1` (thread code, under their guards).
+    /// The loop's fills of iteration `ko + S - 1` (the issuing thread's code, under their
+    /// guards).
     pub fills: Vec<Stmt>,
-    /// The loop's other statements (tile level), reading stage `ko % S`.
+    /// The loop's other statements (thread code: the block's regions), reading stage
+    /// `ko % S`.
     pub compute: Vec<Stmt>,
     /// Thread code the consumers run before and after their loop (`private_code`).
     pub head: Vec<Stmt>,
     pub tail: Vec<Stmt>,
     pub stages: i64,
-    /// The `full` mbarriers (`tma.rs` allocated them).
+    /// The `full` mbarriers (`lower_tile_ops/tma.rs` allocated them).
     pub full: &'a str,
 }
 
-/// Lowers tile-level statements to thread code (`lower_tile_ops::lower_body`).
-pub(crate) type Lower<'a> =
-    dyn FnMut(Vec<Stmt>, &mut NameSet) -> Result<Vec<Stmt>, Vec<Diagnostic>> + 'a;
+/// A warp-specialized pipeline: its region, its `empty` ring (to allocate), and the twin
+/// accumulators it uses `(twin, accumulator)` (to allocate as copies of the accumulator).
+pub(crate) struct Built {
+    pub region: Stmt,
+    pub empty: String,
+    pub twins: Vec<(String, String)>,
+}
 
 /// How a warp-specialized block uses an SM.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -201,45 +205,23 @@ pub(crate) fn roles(
     })
 }
 
-/// The pipeline as one warp-specialized region over `T + 128` threads, and its `empty`
-/// barriers' allocation count; why not when the compute does not fit (see the module doc).
-/// `lower` lowers tile-level statements (the loop's compute) to thread code.
+/// The pipeline as one warp-specialized region over `T + 128` threads; why not when the
+/// compute does not fit (see the module doc).
 pub(crate) fn build(
     pipe: Pipeline,
     roles: Roles,
     tiles: Option<&Tiles>,
-    ctx: &Ctx,
+    facts: &Facts,
     names: &mut NameSet,
     span: Span,
-    lower: &mut Lower,
-) -> Result<(Stmt, String), String> {
-    let threads = ctx.block.threads();
+) -> Result<Built, String> {
+    let threads = facts.block.threads();
     let stages = pipe.stages;
     let m = pipe.main;
-    // The compute, lowered inside its loop (so its variable is bounded there).
-    let looped = Stmt::new(
-        StmtKind::For(For {
-            var: m.var.clone(),
-            start: m.start.clone(),
-            stop: m.stop.clone(),
-            kind: ForKind::Serial,
-            body: pipe.compute,
-        }),
-        span,
-    );
-    let lowered =
-        lower(vec![looped], names).map_err(|_| "the loop's compute does not lower".to_string())?;
-    let [Stmt {
-        kind: StmtKind::For(lowered),
-        ..
-    }] = <[Stmt; 1]>::try_from(lowered)
-        .map_err(|_| "the loop's compute lowers to several statements".to_string())?
-    else {
-        return Err("the loop's compute does not stay one loop".into());
-    };
-    consumer_only(&lowered.body, ctx)?;
-    let tx = names.fresh(ctx.block.index_base());
-    let compute = inline_regions(lowered.body, &tx, threads)?;
+    consumer_only(&pipe.compute, facts)?;
+    let tx = names.fresh(facts.block.index_base());
+    let compute = inline_regions(pipe.compute, &tx, threads)?;
+    let mut twins = Vec::new();
 
     let empty = names.fresh("tma_empty");
     let ko = Expr::var(&m.var.name);
@@ -279,7 +261,7 @@ pub(crate) fn build(
                 bin(
                     BinOp::FloorMod,
                     Expr::var(&tx),
-                    Expr::int(ctx.target.warp_size()),
+                    Expr::int(facts.target.warp_size()),
                 ),
                 Expr::int(0),
             ),
@@ -320,7 +302,7 @@ pub(crate) fn build(
                 && roles.consumers >= 2
                 && !mentions(&head, &b.acc)
                 && !mentions(&tail, &b.acc)
-                && fits_twin(&b.acc, roles.consumer_registers, ctx)
+                && fits_twin(&b.acc, roles.consumer_registers, facts)
         })
     };
     let mut consumer_body = vec![full_wait];
@@ -334,7 +316,7 @@ pub(crate) fn build(
         // The next k-tile's group runs on the tensor cores while this k-tile's result is
         // promoted (module doc): two accumulators, alternating, the loop over pairs.
         let twin = names.fresh(&format!("{}_next", b.acc));
-        ctx.twins.borrow_mut().push((twin.clone(), b.acc.clone()));
+        twins.push((twin.clone(), b.acc.clone()));
         let var = m.var.name.clone();
         let at = |code: &[Stmt], k: &Expr, buf: &str, names: &mut NameSet| {
             twin::copy_for(code, (&var, k), (&b.acc, buf), names)
@@ -604,8 +586,12 @@ pub(crate) fn build(
         span,
     );
     let wide = Block::flat(threads + WARPGROUP_SIZE);
-    let region = thread_region(&wide, &tx, vec![roles], span, names);
-    Ok((region, empty))
+    let region = wide.fresh_region(&tx, vec![roles], span, names);
+    Ok(Built {
+        region,
+        empty,
+        twins,
+    })
 }
 
 /// Where in the lowered compute `body` (top-level statements) the consumers may release
@@ -689,18 +675,11 @@ fn if_then(cond: Expr, body: Vec<Stmt>, span: Span) -> Stmt {
 
 /// `Ok` when the lowered compute `body` can run on the consumers alone, between their
 /// stage waits and releases: it issues `T.wgmma`, and writes registers only.
-fn consumer_only(body: &[Stmt], ctx: &Ctx) -> Result<(), String> {
+fn consumer_only(body: &[Stmt], facts: &Facts) -> Result<(), String> {
     let private = |name: &str| {
-        ctx.buffer(name)
-            .map(|b| b.scope)
-            .or_else(|| {
-                ctx.new_allocs
-                    .borrow()
-                    .iter()
-                    .find(|b| b.name.name == name)
-                    .map(|b| b.scope)
-            })
-            .is_some_and(|s| matches!(s, Scope::Local | Scope::Fragment))
+        facts
+            .buffer(name)
+            .is_some_and(|b| matches!(b.scope, Scope::Local | Scope::Fragment))
     };
     let mut why: Option<String> = None;
     let mut wgmma = false;
@@ -764,8 +743,8 @@ pub(crate) enum Side {
 /// issues no intrinsic, and writes registers — or global memory (stores, atomic adds) after
 /// the loop, when the producer has finished reading (before it, the producer's loads could
 /// race with the write: a kernel that writes a tensor it then loads through TMA).
-pub(crate) fn private_code(body: &[Stmt], side: Side, ctx: &Ctx) -> bool {
-    let scope = |name: &str| ctx.buffer(name).map(|b| b.scope);
+pub(crate) fn private_code(body: &[Stmt], side: Side, facts: &Facts) -> bool {
+    let scope = |name: &str| facts.buffer(name).map(|b| b.scope);
     let shared = |name: &str| scope(name).is_none_or(|s| s == Scope::Shared);
     let mut ok = true;
     tlc_ir::visit::for_each_stmt(body, &mut |s| {

@@ -1,11 +1,11 @@
-//! The double-buffered wgmma accumulator of warp-specialized consumers (`warp_specialize.rs`
+//! The double-buffered wgmma accumulator of warp-specialized consumers (`schedule.rs`
 //! builds the loop): which lowered computes can alternate between an accumulator and its
 //! twin (a `clear_accum` gemm followed by register work reading it), whether the twin fits
 //! the consumers' registers, and the copies of the compute for one k-tile on one of the
 //! two accumulators. Why: the next k-tile's wgmma group then runs on the tensor cores
 //! while this one's result is promoted (docs/passes.md, docs/perf.md).
 
-use super::Ctx;
+use super::Facts;
 use crate::analysis::access::Access;
 use crate::names::NameSet;
 use tlc_ir::verifier::const_int;
@@ -98,18 +98,20 @@ pub const DOUBLE_BUFFERED_NOTE: &str =
 const TWIN_RESERVE: i64 = 32;
 
 /// Whether a second copy of accumulator `acc` fits a consumer thread's `registers` with
-/// every fragment of the kernel (`TWIN_RESERVE` to spare): past that, ptxas spills.
-pub(super) fn fits_twin(acc: &str, registers: i64, ctx: &Ctx) -> bool {
-    let threads = ctx.block.threads();
-    let slots = |b: &tlc_ir::BufferDecl| ctx.fragments.slots(b, threads);
-    let held: i64 = ctx
-        .buffers
-        .iter()
-        .filter(|b| ctx.fragments.contains(&b.name.name))
-        .map(|b| slots(b))
-        .sum();
-    let twin = ctx.buffer(acc).map_or(i64::MAX / 4, slots);
-    held + twin + TWIN_RESERVE <= registers
+/// every register array of the kernel (`TWIN_RESERVE` to spare): past that, ptxas spills.
+pub(super) fn fits_twin(acc: &str, registers: i64, facts: &Facts) -> bool {
+    let slots = |b: &tlc_ir::BufferDecl| -> i64 {
+        b.shape
+            .iter()
+            .map(|e| const_int(e).unwrap_or(i64::MAX / 4))
+            .fold(1i64, |a, d| a.saturating_mul(d))
+    };
+    let held = facts
+        .local_arrays()
+        .map(slots)
+        .fold(0i64, i64::saturating_add);
+    let twin = facts.buffer(acc).map_or(i64::MAX / 4, slots);
+    held.saturating_add(twin).saturating_add(TWIN_RESERVE) <= registers
 }
 
 /// Whether `body` reads or writes buffer `name`.

@@ -1,0 +1,611 @@
+//! `warp-specialize` (sm_90a, thread level): every TMA pipeline that `lower-tile-ops` wrote
+//! in its one-warpgroup form (`lower_tile_ops/tma.rs`: thread 0 initializes one mbarrier
+//! per stage, the prologue's and the loop's fills are one-thread regions of
+//! `T.mbarrier_arrive_expect_tx` + `T.tma_load`, each iteration starts with every thread
+//! waiting for its stage) becomes a producer warpgroup that issues the loads and consumer
+//! warpgroups that only compute, talking through `full` and `empty` mbarrier rings
+//! (`schedule.rs`). Where more tiles than blocks would pay, the pipeline is also made
+//! persistent (`persistent.rs`), and a promotion after each k-tile's gemm runs on a twin
+//! accumulator (`twin_accumulator.rs`). A pipeline that cannot be specialized stays as it
+//! is, with a `T.note` before it saying why.
+//!
+//! Everything the schedule decides is written into the kernel: its `threads=` grows by
+//! the producer warpgroup, `T.min_blocks_per_sm` holds the blocks per SM the registers
+//! were budgeted for (a later pipeline of the kernel keeps it), a persistent kernel's grid
+//! is the blocks it launches (its tiles' indices and rasterization computed in the tile
+//! loops), and the `empty` ring and twin accumulators are allocations of the kernel.
+//!
+//! The consumers' own work right around a kernel-level pipeline (clearing the accumulator
+//! before, the epilogue from registers after) moves into their branch when it is private
+//! to them (`schedule::private_code`), past scalar lets that read no memory.
+
+mod persistent;
+mod schedule;
+mod twin_accumulator;
+pub use twin_accumulator::DOUBLE_BUFFERED_NOTE;
+
+use crate::analysis::block::Block;
+use crate::analysis::footprint;
+use crate::analysis::kernels::for_each_kernel;
+use crate::context::PassContext;
+use crate::names::NameSet;
+use crate::pass::Pass;
+use schedule::Side;
+use std::collections::{HashMap, VecDeque};
+use tlc_ir::build::{bin, elem, for_loop, intrinsic, note};
+use tlc_ir::target::{AsyncCopy, WARPGROUP_SIZE};
+use tlc_ir::verifier::{const_int, Level};
+use tlc_ir::visit::child_bodies_mut;
+use tlc_ir::{
+    BinOp, BufferDecl, DType, Diagnostic, Expr, ExprKind, For, ForKind, Ident, Intrinsic, Kernel,
+    PrimFunc, Scope, Span, Stmt, StmtKind, Target, ThreadTag,
+};
+
+pub struct WarpSpecialize;
+
+impl Pass for WarpSpecialize {
+    fn name(&self) -> &'static str {
+        "warp-specialize"
+    }
+
+    fn description(&self) -> &'static str {
+        "TMA pipelines -> a producer warpgroup and consumer warpgroups on mbarrier rings (persistent tiles, twin accumulators)"
+    }
+
+    fn requires(&self) -> Level {
+        Level::Thread
+    }
+
+    fn run(&self, mut func: PrimFunc, cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
+        if !cx.target().has_async_copy(AsyncCopy::BulkTensor) {
+            return Ok(func);
+        }
+        let mut names = NameSet::of(&func);
+        let params = func.params.clone();
+        for_each_kernel(&mut func.body, &mut |k, span| {
+            specialize_kernel(k, span, cx, &params, &mut names)
+        });
+        Ok(func)
+    }
+}
+
+/// What the schedule reads of the kernel whose pipelines it rebuilds.
+pub(crate) struct Facts<'a> {
+    pub target: Target,
+    /// The user's block (the consumers): the block before any producer warpgroup.
+    pub block: Block,
+    /// Parameters and allocations by name (the first of a name).
+    pub decls: HashMap<&'a str, &'a BufferDecl>,
+    /// The SMs the kernel is compiled for (persistent tiles).
+    pub sms: i64,
+}
+
+impl Facts<'_> {
+    pub fn buffer(&self, name: &str) -> Option<&BufferDecl> {
+        self.decls.get(name).copied()
+    }
+
+    /// Every register array of the kernel (relocated fragments and those lowering added).
+    pub fn local_arrays(&self) -> impl Iterator<Item = &BufferDecl> {
+        self.decls
+            .values()
+            .copied()
+            .filter(|b| b.scope == Scope::Local)
+    }
+}
+
+/// What specializing a kernel's pipelines changed, applied to the kernel at the end.
+#[derive(Default)]
+struct Changes {
+    /// The blocks per SM of the kernel's first specialized pipeline (the later ones keep
+    /// them: their `setmaxnreg` counts must agree).
+    blocks_per_sm: Option<i64>,
+    /// `(full ring, its empty ring, stages)` of each specialized pipeline.
+    empties: Vec<(String, String, i64)>,
+    /// The persistent grid.
+    persistent: Option<i64>,
+    /// `(twin, accumulator)` register arrays.
+    twins: Vec<(String, String)>,
+}
+
+fn specialize_kernel(
+    k: &mut Kernel,
+    span: Span,
+    cx: &PassContext,
+    params: &[BufferDecl],
+    names: &mut NameSet,
+) {
+    let Ok(block) = Block::of(k, span) else {
+        return;
+    };
+    if !contains_pipeline(&k.body) {
+        return;
+    }
+    let allocs = k.allocs.clone();
+    let facts = Facts {
+        target: cx.target(),
+        block,
+        decls: {
+            let mut by_name = HashMap::new();
+            for b in params.iter().chain(allocs.iter()) {
+                by_name.entry(b.name.name.as_str()).or_insert(b);
+            }
+            by_name
+        },
+        sms: cx.sms(),
+    };
+    let kernel = KernelView {
+        grid: k.grid.clone(),
+        block_vars: k.block_vars.clone(),
+        raster: k.swizzle.clone(),
+        min_blocks_per_sm: k.min_blocks_per_sm.as_ref().and_then(const_int),
+    };
+    let mut changes = Changes::default();
+    let body = std::mem::take(&mut k.body);
+    k.body = rewrite_list(body, true, &facts, &kernel, &mut changes, names);
+    let Some(blocks_per_sm) = changes.blocks_per_sm else {
+        return;
+    };
+    k.threads = vec![Expr::int(facts.block.threads() + WARPGROUP_SIZE)];
+    k.min_blocks_per_sm = Some(Expr::int(blocks_per_sm));
+    if let Some(blocks) = changes.persistent {
+        // The tiles' indices are computed in the tile loops (with the rasterization); the
+        // hardware index is the first block variable.
+        k.grid = vec![Expr::int(blocks)];
+        k.block_vars.truncate(1);
+        k.swizzle = None;
+    }
+    // Each `empty` ring right after its `full` ring (the shared-memory plan's order).
+    for (full, empty, stages) in changes.empties {
+        let at = k
+            .allocs
+            .iter()
+            .position(|b| b.name.name == full)
+            .map_or(k.allocs.len(), |i| i + 1);
+        k.allocs.insert(at, barrier_array(&empty, stages, span));
+    }
+    for (twin, of) in changes.twins {
+        if let Some(decl) = k.allocs.iter().find(|b| b.name.name == of) {
+            let mut decl = decl.clone();
+            decl.name.name = twin;
+            k.allocs.push(decl);
+        }
+    }
+}
+
+/// The kernel's launch as the tile loops of a persistent pipeline see it.
+pub(crate) struct KernelView {
+    pub grid: Vec<Expr>,
+    pub block_vars: Vec<Ident>,
+    pub raster: Option<tlc_ir::Swizzle>,
+    /// `T.min_blocks_per_sm(B)` as the user wrote it.
+    pub min_blocks_per_sm: Option<i64>,
+}
+
+/// Whether `body` issues a TMA load anywhere (a pipeline to look for).
+fn contains_pipeline(body: &[Stmt]) -> bool {
+    let mut found = false;
+    tlc_ir::visit::for_each_stmt(body, &mut |s| {
+        found |= matches!(s.kind, StmtKind::Intrinsic(Intrinsic::TmaLoad { .. }));
+    });
+    found
+}
+
+/// Rebuilds the one-warpgroup TMA pipelines of `body` (recursively); `top`: the kernel's
+/// body, whose statements around a pipeline may move into its consumers' branch.
+fn rewrite_list(
+    body: Vec<Stmt>,
+    top: bool,
+    facts: &Facts,
+    kernel: &KernelView,
+    changes: &mut Changes,
+    names: &mut NameSet,
+) -> Vec<Stmt> {
+    let mut out: Vec<Stmt> = Vec::with_capacity(body.len());
+    let mut rest: VecDeque<Stmt> = body.into();
+    while let Some(mut stmt) = rest.pop_front() {
+        let found = match (rest.front(), rest.get(1)) {
+            (Some(p), Some(m)) => one_warpgroup_pipeline(&stmt, p, m, &facts.block),
+            _ => None,
+        };
+        if let Some(found) = found {
+            if let (Some(p), Some(m)) = (rest.pop_front(), rest.pop_front()) {
+                if let (StmtKind::For(pf), StmtKind::For(mf)) = (&p.kind, &m.kind) {
+                    let around = top.then_some(Around {
+                        before: &mut out,
+                        after: &mut rest,
+                    });
+                    let span = p.span;
+                    match specialize(&found, pf, mf, around, span, facts, kernel, changes, names) {
+                        Ok(mut stmts) => out.append(&mut stmts),
+                        Err(why) => {
+                            out.push(note(format!("warp specialization not used: {why}"), span));
+                            out.extend([stmt, p, m]);
+                        }
+                    }
+                    continue;
+                }
+                // (Matched as loops: never here.)
+                out.extend([stmt, p, m]);
+                continue;
+            }
+        }
+        for child in child_bodies_mut(&mut stmt) {
+            *child = rewrite_list(std::mem::take(child), false, facts, kernel, changes, names);
+        }
+        out.push(stmt);
+    }
+    out
+}
+
+/// A one-warpgroup TMA pipeline: its `full` mbarriers, stages, and loads per stage; the
+/// thread and stage variables of its init region (the rings' init region reuses them).
+struct Found {
+    bars: String,
+    stages: i64,
+    copies: i64,
+    init_vars: (String, String),
+}
+
+/// The pipeline `init`, `p`, `m` when they are the one-warpgroup form of `lower_tile_ops/
+/// tma.rs`: a region in which thread 0 initializes `bars[s]` for `s < S` with one count and
+/// fences; the prologue `for s in T.unroll(S - 1)`; the serial loop whose first statement
+/// is a region waiting on `bars`.
+fn one_warpgroup_pipeline(init: &Stmt, p: &Stmt, m: &Stmt, block: &Block) -> Option<Found> {
+    let (StmtKind::For(pf), StmtKind::For(mf)) = (&p.kind, &m.kind) else {
+        return None;
+    };
+    let body = one_thread_body(init, block)?;
+    let [Stmt {
+        kind: StmtKind::For(inits),
+        ..
+    }, Stmt {
+        kind: StmtKind::Intrinsic(Intrinsic::FenceProxyAsync),
+        ..
+    }] = body
+    else {
+        return None;
+    };
+    let stages = const_int(&inits.stop).filter(|&s| s >= 2)?;
+    let [Stmt {
+        kind: StmtKind::Intrinsic(Intrinsic::MbarrierInit { bar, count }),
+        ..
+    }] = inits.body.as_slice()
+    else {
+        return None;
+    };
+    let by_stage = matches!(bar.indices.as_slice(), [Expr { kind: ExprKind::Var(v), .. }] if *v == inits.var.name);
+    let prologue = pf.kind == ForKind::Unroll
+        && const_int(&pf.start) == Some(0)
+        && const_int(&pf.stop) == Some(stages - 1);
+    let waits = mf.kind == ForKind::Serial
+        && mf.body.first().and_then(|s| region_body(s, block)).is_some_and(|b| {
+            matches!(b, [Stmt { kind: StmtKind::Intrinsic(Intrinsic::MbarrierWait { bar: w, .. }), .. }] if w.buffer.name == bar.buffer.name)
+        });
+    (inits.kind == ForKind::Unroll
+        && const_int(&inits.start) == Some(0)
+        && by_stage
+        && prologue
+        && waits)
+        .then(|| Found {
+            bars: bar.buffer.name.clone(),
+            stages,
+            copies: *count,
+            init_vars: (
+                region_index(init, block).unwrap_or("tx").to_string(),
+                inits.var.name.clone(),
+            ),
+        })
+}
+
+/// The body of a region of `block` (every thread runs it): a `threadIdx.x` loop over the
+/// block, or its thread nest after the let of the linear index.
+fn region_body<'a>(s: &'a Stmt, block: &Block) -> Option<&'a [Stmt]> {
+    let StmtKind::For(f) = &s.kind else {
+        return None;
+    };
+    if block.is_flat() {
+        let whole = f.kind == ForKind::ThreadBinding(ThreadTag::ThreadX)
+            && const_int(&f.start) == Some(0)
+            && const_int(&f.stop) == Some(block.threads());
+        return whole.then_some(f.body.as_slice());
+    }
+    block.open(f).map(|nest| nest.body)
+}
+
+/// The thread variable of a region of `block`.
+fn region_index<'a>(s: &'a Stmt, block: &Block) -> Option<&'a str> {
+    let StmtKind::For(f) = &s.kind else {
+        return None;
+    };
+    if block.is_flat() {
+        return Some(f.var.name.as_str());
+    }
+    block.open(f).map(|nest| nest.index.name.as_str())
+}
+
+/// The body thread 0 runs in a region `for tx …: if tx == 0: body`.
+fn one_thread_body<'a>(s: &'a Stmt, block: &Block) -> Option<&'a [Stmt]> {
+    let index = region_index(s, block)?;
+    let [Stmt {
+        kind:
+            StmtKind::If {
+                cond,
+                then_body,
+                else_body,
+            },
+        ..
+    }] = region_body(s, block)?
+    else {
+        return None;
+    };
+    let first = matches!(&cond.kind, ExprKind::Binary(BinOp::Eq, a, b)
+        if matches!(&a.kind, ExprKind::Var(v) if v == index) && b.as_int() == Some(0));
+    (first && else_body.is_empty()).then_some(then_body.as_slice())
+}
+
+/// `body` (stage fills: one-thread regions of arrive + TMA loads, under `if`s, with notes)
+/// as the code of the thread that issues them; `None` when it does anything else.
+fn issue_code(body: &[Stmt], block: &Block) -> Option<Vec<Stmt>> {
+    let mut out = Vec::with_capacity(body.len());
+    for s in body {
+        match &s.kind {
+            StmtKind::Note(_) => out.push(s.clone()),
+            StmtKind::If {
+                cond,
+                then_body,
+                else_body,
+            } => out.push(Stmt::new(
+                StmtKind::If {
+                    cond: cond.clone(),
+                    then_body: issue_code(then_body, block)?,
+                    else_body: issue_code(else_body, block)?,
+                },
+                s.span,
+            )),
+            _ => {
+                let issued = one_thread_body(s, block)?;
+                let loads = issued.iter().all(|s| {
+                    matches!(
+                        s.kind,
+                        StmtKind::Intrinsic(
+                            Intrinsic::MbarrierArriveExpectTx { .. } | Intrinsic::TmaLoad { .. }
+                        )
+                    )
+                });
+                if !loads {
+                    return None;
+                }
+                out.extend(issued.iter().cloned());
+            }
+        }
+    }
+    Some(out)
+}
+
+/// The kernel-body statements around a pipeline: those already rewritten, and those after
+/// it.
+struct Around<'a> {
+    before: &'a mut Vec<Stmt>,
+    after: &'a mut VecDeque<Stmt>,
+}
+
+/// The warp-specialized pipeline (`found`, prologue `p`, loop `m`): the rings' setup, then
+/// one region over the block and its producer warpgroup; why not when it cannot be.
+#[allow(clippy::too_many_arguments)]
+fn specialize(
+    found: &Found,
+    p: &For,
+    m: &For,
+    around: Option<Around>,
+    span: Span,
+    facts: &Facts,
+    kernel: &KernelView,
+    changes: &mut Changes,
+    names: &mut NameSet,
+) -> Result<Vec<Stmt>, String> {
+    // The kernel's buffers, the `empty` rings already added and the one to come.
+    let shared = {
+        let added: Vec<BufferDecl> = changes
+            .empties
+            .iter()
+            .map(|(_, e, s)| barrier_array(e, *s, span))
+            .collect();
+        footprint::shared_upper_bound(facts.decls.values().copied().chain(added.iter()))
+            .and_then(|s| s.checked_add(crate::analysis::wgmma::ALIGN))
+    };
+    // One register budget per kernel: a later pipeline keeps the blocks per SM an earlier
+    // one was specialized for.
+    let requested = changes.blocks_per_sm.or(kernel.min_blocks_per_sm);
+    let roles = schedule::roles(&facts.block, shared, found.stages, requested, facts.target)?;
+    // The loop: its wait first, then fills (loads, maybe under guards) and compute.
+    let mut fills = Vec::new();
+    let mut compute = Vec::new();
+    for s in m.body.iter().skip(1) {
+        if contains_pipeline(std::slice::from_ref(s)) {
+            let code = issue_code(std::slice::from_ref(s), &facts.block)
+                .ok_or("a stage fill is mixed with other statements")?;
+            fills.extend(code);
+        } else {
+            compute.push(s.clone());
+        }
+    }
+    let mut prologue = p.clone();
+    prologue.body =
+        issue_code(&p.body, &facts.block).ok_or("the prologue does more than fill stages")?;
+    // The consumers' own work around the loop moves into their branch. Before the loop, a
+    // region moves past the scalar lets between it and the loop (a split-K slice's bounds)
+    // when they read no memory: it cannot name them, and they cannot see what it writes.
+    let (mut head, mut tail) = (Vec::new(), Vec::new());
+    let (mut taken_before, mut took_after) = (Vec::new(), 0);
+    if let Some(around) = &around {
+        for (i, s) in around.before.iter().enumerate().rev() {
+            if pure_let(s) {
+                continue;
+            }
+            if !movable(s, Side::Before, facts) {
+                break;
+            }
+            head.insert(0, s.clone());
+            taken_before.push(i);
+        }
+        for s in around.after.iter() {
+            if !movable(s, Side::After, facts) {
+                break;
+            }
+            tail.push(s.clone());
+            took_after += 1;
+        }
+    }
+    let pipe = schedule::Pipeline {
+        prologue,
+        main: m,
+        fills,
+        compute,
+        head,
+        tail,
+        stages: found.stages,
+        full: &found.bars,
+    };
+    // Persistent when the pipeline and what the consumers took around it are the whole
+    // kernel (nothing else reads the block indices) and there are more tiles than blocks;
+    // one persistent pipeline per kernel.
+    let whole_kernel = around
+        .as_ref()
+        .is_some_and(|a| taken_before.len() == a.before.len() && took_after == a.after.len());
+    let mut persistent_note = None;
+    let tiles = match persistent::Tiles::plan(
+        &kernel.grid,
+        &kernel.block_vars,
+        kernel.raster.as_ref(),
+        (facts.sms, roles.blocks_per_sm),
+        [&m.start, &m.stop],
+    ) {
+        Ok(Some(_)) if changes.blocks_per_sm.is_some() => {
+            persistent_note = Some("the kernel's first pipeline is specialized already".into());
+            None
+        }
+        Ok(Some(_)) if !whole_kernel => {
+            persistent_note = Some(
+                "the kernel does more than this pipeline and the code its consumers run \
+                 around it"
+                    .to_string(),
+            );
+            None
+        }
+        Ok(tiles) => tiles,
+        Err(why) => {
+            persistent_note = Some(why);
+            None
+        }
+    };
+    let built = schedule::build(pipe, roles, tiles.as_ref(), facts, names, span)?;
+    changes
+        .empties
+        .push((found.bars.clone(), built.empty.clone(), found.stages));
+    changes.twins.extend(built.twins);
+    changes.blocks_per_sm = Some(roles.blocks_per_sm);
+    if let Some(t) = &tiles {
+        changes.persistent = Some(t.blocks);
+    }
+    let consumer_warps = facts.block.threads() / facts.target.warp_size();
+    if let Some(around) = around {
+        // Indices in decreasing order: each removal leaves the next one's place.
+        for i in taken_before {
+            around.before.remove(i);
+        }
+        around.after.drain(..took_after);
+    }
+    let mut out: Vec<Stmt> = persistent_note
+        .map(|why| note(format!("persistent blocks not used: {why}"), span))
+        .into_iter()
+        .collect();
+    out.extend([
+        init_barriers(
+            &[(&found.bars, found.copies), (&built.empty, consumer_warps)],
+            found.stages,
+            &facts.block,
+            &found.init_vars,
+            span,
+            names,
+        ),
+        built.region,
+    ]);
+    Ok(out)
+}
+
+/// Whether `s` is a scalar let whose value reads no memory (a region may move past it).
+fn pure_let(s: &Stmt) -> bool {
+    let StmtKind::Let { value, .. } = &s.kind else {
+        return false;
+    };
+    let mut loads = false;
+    tlc_ir::visit::for_each_subexpr(value, &mut |e| {
+        loads |= matches!(e.kind, ExprKind::Load { .. });
+    });
+    !loads
+}
+
+/// Whether `s` can move into the consumers' branch on `side` of their loop: a note (it
+/// does nothing), or a region of the block private to the consumers
+/// (`schedule::private_code`).
+fn movable(s: &Stmt, side: Side, facts: &Facts) -> bool {
+    match &s.kind {
+        StmtKind::Note(_) => true,
+        // A region over the consumers (`schedule::inline_regions` takes it apart).
+        StmtKind::For(f) if f.kind == ForKind::ThreadBinding(ThreadTag::ThreadX) => {
+            let over_consumers = const_int(&f.start) == Some(0)
+                && const_int(&f.stop).is_some_and(|e| e <= facts.block.threads());
+            over_consumers && schedule::private_code(std::slice::from_ref(s), side, facts)
+        }
+        _ => false,
+    }
+}
+
+/// `T.alloc_shared((stages,), "int64")` named `name`: one mbarrier per stage.
+fn barrier_array(name: &str, stages: i64, span: Span) -> BufferDecl {
+    BufferDecl {
+        name: Ident::new(name, span),
+        dtype: DType::Int64,
+        shape: vec![Expr::int(stages)],
+        scope: Scope::Shared,
+        span,
+    }
+}
+
+/// Thread 0 initializes every stage's barrier of each `(array, arrival count)`, then fences
+/// the inits for the async proxy; over the thread and stage variables `(tx, s)` of the
+/// init region this one replaces.
+fn init_barriers(
+    arrays: &[(&str, i64)],
+    stages: i64,
+    block: &Block,
+    (tx, s): &(String, String),
+    span: Span,
+    names: &mut NameSet,
+) -> Stmt {
+    let inits = arrays
+        .iter()
+        .map(|&(bars, count)| {
+            intrinsic(
+                Intrinsic::MbarrierInit {
+                    bar: elem(bars, vec![Expr::var(s)], span),
+                    count,
+                },
+                span,
+            )
+        })
+        .collect();
+    let guarded = Stmt::new(
+        StmtKind::If {
+            cond: bin(BinOp::Eq, Expr::var(tx), Expr::int(0)),
+            then_body: vec![
+                for_loop(s, Expr::int(stages), ForKind::Unroll, inits, span),
+                intrinsic(Intrinsic::FenceProxyAsync, span),
+            ],
+            else_body: Vec::new(),
+        },
+        span,
+    );
+    block.fresh_region(tx, vec![guarded], span, names)
+}

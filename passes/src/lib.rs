@@ -15,6 +15,7 @@ pub mod manager;
 pub mod mark_fresh_buffers;
 pub mod names;
 pub mod pass;
+pub mod persistent_tiles;
 pub mod pipeline;
 pub mod pipeline_planning;
 pub mod plan_shared_memory;

@@ -9,6 +9,7 @@ use crate::lower_reductions::LowerReductions;
 use crate::lower_tile_ops::LowerTileOps;
 use crate::mark_fresh_buffers::MarkFreshBuffers;
 use crate::pass::Pass;
+use crate::persistent_tiles::PersistentTiles;
 use crate::pipeline_planning::PipelinePlanning;
 use crate::plan_shared_memory::PlanSharedMemory;
 use crate::rasterize::Rasterize;
@@ -36,6 +37,7 @@ static PIPELINE_PLANNING: PipelinePlanning = PipelinePlanning;
 static INJECT_SOFTWARE_PIPELINE: InjectSoftwarePipeline = InjectSoftwarePipeline;
 static LOWER_TILE_OPS: LowerTileOps = LowerTileOps;
 static WARP_SPECIALIZE: WarpSpecialize = WarpSpecialize;
+static PERSISTENT_TILES: PersistentTiles = PersistentTiles;
 static INJECT_CP_ASYNC: InjectCpAsync = InjectCpAsync;
 static SIMPLIFY: Simplify = Simplify;
 static RASTERIZE: Rasterize = Rasterize;
@@ -49,7 +51,7 @@ static WIDEN_INDICES: WidenIndices = WidenIndices;
 /// (reducers, reductions, staged fragment reads), the buffers fresh in each loop iteration
 /// (before pipelining rewrites the loops), tile-level scheduling (layouts, pipelining), then the lowering to threads, then thread-level clean-up.
 pub fn registry() -> &'static [&'static dyn Pass] {
-    static ALL: [&dyn Pass; 18] = [
+    static ALL: [&dyn Pass; 19] = [
         &THREAD_SYNC,
         &LOWER_REDUCERS,
         &LOWER_REDUCTIONS,
@@ -60,6 +62,7 @@ pub fn registry() -> &'static [&'static dyn Pass] {
         &INJECT_SOFTWARE_PIPELINE,
         &LOWER_TILE_OPS,
         &WARP_SPECIALIZE,
+        &PERSISTENT_TILES,
         &INJECT_CP_ASYNC,
         &RASTERIZE,
         &THREAD_BINDING,
@@ -144,11 +147,11 @@ pub fn default_pipeline(target: Target) -> Pipeline {
         &LOWER_TILE_OPS,
     ];
     // The Hopper schedule: right after the lowering (which puts pipelines on TMA where the
-    // target has it, analysis/tma.rs) and before rasterize (a persistent kernel walks its
-    // tiles in the rasterized order itself).
+    // target has it, analysis/tma.rs, in their one-warpgroup form) and before rasterize (a
+    // persistent kernel walks its tiles in the rasterized order itself).
     let schedule: &[&'static dyn Pass] = match target {
         Target::Sm80 => &[],
-        Target::Sm90a => &[&WARP_SPECIALIZE],
+        Target::Sm90a => &[&WARP_SPECIALIZE, &PERSISTENT_TILES],
     };
     let thread_level: [&'static dyn Pass; 8] = [
         &INJECT_CP_ASYNC,
@@ -186,7 +189,7 @@ mod tests {
         let err = parse_pipeline("zzzzzzzzzz").err().unwrap();
         assert_eq!(err.suggestion, None);
         assert!(err.to_string().contains(
-            "known passes: thread-sync, lower-reducers, lower-reductions, stage-fragment-reads, mark-fresh-buffers, layout-inference, pipeline-planning, inject-software-pipeline, lower-tile-ops, warp-specialize, inject-cp-async, rasterize, thread-binding, sink-wgmma-wait, plan-shared-memory, unroll, simplify, widen-indices"
+            "known passes: thread-sync, lower-reducers, lower-reductions, stage-fragment-reads, mark-fresh-buffers, layout-inference, pipeline-planning, inject-software-pipeline, lower-tile-ops, warp-specialize, persistent-tiles, inject-cp-async, rasterize, thread-binding, sink-wgmma-wait, plan-shared-memory, unroll, simplify, widen-indices"
         ));
         assert_eq!(resolve("raster").map(|p| p.name()).ok(), None);
         assert_eq!(

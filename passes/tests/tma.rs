@@ -1,6 +1,7 @@
 //! When `lower-tile-ops` puts a software pipeline on TMA (sm_90a) and when it does not
 //! (`analysis::tma`), and when `warp-specialize` then gives its loads to a producer
-//! warpgroup: the IR they write, checked as text. The meaning of the TMA pipelines
+//! warpgroup (and `persistent-tiles` makes its blocks walk several tiles): the IR they
+//! write, checked as text. The meaning of the TMA pipelines
 //! through every pass is `gemm_pipeline.rs`'s `every_sm90a_pass_keeps_the_meaning_of_tma_pipelines`.
 
 use crate::common;
@@ -10,7 +11,8 @@ use tlc_ir::printer::print_func;
 use tlc_ir::PrimFunc;
 use tlc_passes::{default_pipeline, PassContext, Target};
 
-/// The IR after `lower-tile-ops` and the Hopper schedule (`warp-specialize` on sm_90a),
+/// The IR after `lower-tile-ops` and the Hopper schedule (`warp-specialize`,
+/// `persistent-tiles` on sm_90a),
 /// compiled for a GPU with an SM per tile of these tests' grids, so that each block computes one tile (the persistent form, where blocks walk
 /// several tiles, is `persistent_blocks_walk_the_tiles`).
 fn lowered(func: &PrimFunc, target: Target) -> String {
@@ -22,7 +24,7 @@ fn lowered_in(func: &PrimFunc, cx: &PassContext) -> String {
     let mut f = func.clone();
     let mut lowered = false;
     for pass in default_pipeline(cx.target()) {
-        if lowered && pass.name() != "warp-specialize" {
+        if lowered && !["warp-specialize", "persistent-tiles"].contains(&pass.name()) {
             return print_func(&f);
         }
         f = pass

@@ -26,6 +26,7 @@ fn passes_lists_every_pass_with_a_description() {
             "inject-software-pipeline",
             "lower-tile-ops",
             "warp-specialize",
+            "persistent-tiles",
             "inject-cp-async",
             "rasterize",
             "thread-binding",
@@ -58,10 +59,15 @@ fn passes_with_a_target_prints_its_default_pipeline() {
         // The Hopper schedule is sm_90a's alone, right after the lowering.
         let schedule = names.iter().position(|n| n == "warp-specialize");
         match target {
-            tlc_ir::Target::Sm80 => assert_eq!(schedule, None, "{names:?}"),
+            tlc_ir::Target::Sm80 => {
+                assert_eq!(schedule, None, "{names:?}");
+                assert!(!names.iter().any(|n| n == "persistent-tiles"), "{names:?}");
+            }
             tlc_ir::Target::Sm90a => {
                 let lowering = names.iter().position(|n| n == "lower-tile-ops");
                 assert_eq!(schedule, lowering.map(|i| i + 1), "{names:?}");
+                let persistent = names.iter().position(|n| n == "persistent-tiles");
+                assert_eq!(persistent, schedule.map(|i| i + 1), "{names:?}");
             }
         }
     }

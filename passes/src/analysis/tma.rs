@@ -393,3 +393,16 @@ pub fn parallel_copy(
         },
     ))
 }
+
+/// The buffers the TMA loads of `body` write.
+pub fn tma_destinations(body: &[Stmt]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    tlc_ir::visit::for_each_stmt(body, &mut |s| {
+        if let StmtKind::Intrinsic(tlc_ir::Intrinsic::TmaLoad { dst, .. }) = &s.kind {
+            if !out.contains(&dst.buffer.name) {
+                out.push(dst.buffer.name.clone());
+            }
+        }
+    });
+    out
+}

@@ -11,7 +11,10 @@
 //!
 //! Files: `region.rs` (the thread mapping every region shares), `copy.rs`, `fill.rs`,
 //! `parallel.rs` (the three ops), `fragment.rs` (fragment → local array), `vectorize.rs`
-//! (when a region gets a `T.vectorized` loop).
+//! (when a region gets a `T.vectorized` loop), `gemm.rs` / `mma_layout.rs` (mma.sync and
+//! wgmma), `reduce.rs` / `rows.rs`, `atomic.rs`, `swizzle.rs` (physical shared layouts),
+//! `tma.rs` (sm_90a: software pipelines whose copies TMA can take, in the one-warpgroup
+//! form the `warp-specialize` pass takes apart next).
 
 mod atomic;
 mod copy;

@@ -4,22 +4,20 @@
 //! `T.mbarrier_arrive_expect_tx` + `T.tma_load`, each iteration starts with every thread
 //! waiting for its stage) becomes a producer warpgroup that issues the loads and consumer
 //! warpgroups that only compute, talking through `full` and `empty` mbarrier rings
-//! (`schedule.rs`). Where more tiles than blocks would pay, the pipeline is also made
-//! persistent (`persistent.rs`), and a promotion after each k-tile's gemm runs on a twin
-//! accumulator (`twin_accumulator.rs`). A pipeline that cannot be specialized stays as it
-//! is, with a `T.note` before it saying why.
+//! (`schedule.rs`), and a promotion after each k-tile's gemm runs on a twin accumulator
+//! (`twin_accumulator.rs`). A pipeline that cannot be specialized stays as it is, with a
+//! `T.note` before it saying why. (`persistent-tiles` comes next: blocks that walk
+//! several tiles.)
 //!
 //! Everything the schedule decides is written into the kernel: its `threads=` grows by
 //! the producer warpgroup, `T.min_blocks_per_sm` holds the blocks per SM the registers
-//! were budgeted for (a later pipeline of the kernel keeps it), a persistent kernel's grid
-//! is the blocks it launches (its tiles' indices and rasterization computed in the tile
-//! loops), and the `empty` ring and twin accumulators are allocations of the kernel.
+//! were budgeted for (a later pipeline of the kernel keeps it), and the `empty` ring and
+//! twin accumulators are allocations of the kernel.
 //!
 //! The consumers' own work right around a kernel-level pipeline (clearing the accumulator
 //! before, the epilogue from registers after) moves into their branch when it is private
 //! to them (`schedule::private_code`), past scalar lets that read no memory.
 
-mod persistent;
 mod schedule;
 mod twin_accumulator;
 pub use twin_accumulator::DOUBLE_BUFFERED_NOTE;
@@ -76,8 +74,6 @@ pub(crate) struct Facts<'a> {
     pub block: Block,
     /// Parameters and allocations by name (the first of a name).
     pub decls: HashMap<&'a str, &'a BufferDecl>,
-    /// The SMs the kernel is compiled for (persistent tiles).
-    pub sms: i64,
 }
 
 impl Facts<'_> {
@@ -102,8 +98,6 @@ struct Changes {
     blocks_per_sm: Option<i64>,
     /// `(full ring, its empty ring, stages)` of each specialized pipeline.
     empties: Vec<(String, String, i64)>,
-    /// The persistent grid.
-    persistent: Option<i64>,
     /// `(twin, accumulator)` register arrays.
     twins: Vec<(String, String)>,
 }
@@ -132,29 +126,16 @@ fn specialize_kernel(
             }
             by_name
         },
-        sms: cx.sms(),
     };
-    let kernel = KernelView {
-        grid: k.grid.clone(),
-        block_vars: k.block_vars.clone(),
-        raster: k.swizzle.clone(),
-        min_blocks_per_sm: k.min_blocks_per_sm.as_ref().and_then(const_int),
-    };
+    let user_blocks_per_sm = k.min_blocks_per_sm.as_ref().and_then(const_int);
     let mut changes = Changes::default();
     let body = std::mem::take(&mut k.body);
-    k.body = rewrite_list(body, true, &facts, &kernel, &mut changes, names);
+    k.body = rewrite_list(body, true, &facts, user_blocks_per_sm, &mut changes, names);
     let Some(blocks_per_sm) = changes.blocks_per_sm else {
         return;
     };
     k.threads = vec![Expr::int(facts.block.threads() + WARPGROUP_SIZE)];
     k.min_blocks_per_sm = Some(Expr::int(blocks_per_sm));
-    if let Some(blocks) = changes.persistent {
-        // The tiles' indices are computed in the tile loops (with the rasterization); the
-        // hardware index is the first block variable.
-        k.grid = vec![Expr::int(blocks)];
-        k.block_vars.truncate(1);
-        k.swizzle = None;
-    }
     // Each `empty` ring right after its `full` ring (the shared-memory plan's order).
     for (full, empty, stages) in changes.empties {
         let at = k
@@ -173,15 +154,6 @@ fn specialize_kernel(
     }
 }
 
-/// The kernel's launch as the tile loops of a persistent pipeline see it.
-pub(crate) struct KernelView {
-    pub grid: Vec<Expr>,
-    pub block_vars: Vec<Ident>,
-    pub raster: Option<tlc_ir::Swizzle>,
-    /// `T.min_blocks_per_sm(B)` as the user wrote it.
-    pub min_blocks_per_sm: Option<i64>,
-}
-
 /// Whether `body` issues a TMA load anywhere (a pipeline to look for).
 fn contains_pipeline(body: &[Stmt]) -> bool {
     let mut found = false;
@@ -197,7 +169,7 @@ fn rewrite_list(
     body: Vec<Stmt>,
     top: bool,
     facts: &Facts,
-    kernel: &KernelView,
+    user_blocks_per_sm: Option<i64>,
     changes: &mut Changes,
     names: &mut NameSet,
 ) -> Vec<Stmt> {
@@ -216,7 +188,17 @@ fn rewrite_list(
                         after: &mut rest,
                     });
                     let span = p.span;
-                    match specialize(&found, pf, mf, around, span, facts, kernel, changes, names) {
+                    match specialize(
+                        &found,
+                        pf,
+                        mf,
+                        around,
+                        span,
+                        facts,
+                        user_blocks_per_sm,
+                        changes,
+                        names,
+                    ) {
                         Ok(mut stmts) => out.append(&mut stmts),
                         Err(why) => {
                             out.push(note(format!("warp specialization not used: {why}"), span));
@@ -231,7 +213,14 @@ fn rewrite_list(
             }
         }
         for child in child_bodies_mut(&mut stmt) {
-            *child = rewrite_list(std::mem::take(child), false, facts, kernel, changes, names);
+            *child = rewrite_list(
+                std::mem::take(child),
+                false,
+                facts,
+                user_blocks_per_sm,
+                changes,
+                names,
+            );
         }
         out.push(stmt);
     }
@@ -400,7 +389,7 @@ fn specialize(
     around: Option<Around>,
     span: Span,
     facts: &Facts,
-    kernel: &KernelView,
+    user_blocks_per_sm: Option<i64>,
     changes: &mut Changes,
     names: &mut NameSet,
 ) -> Result<Vec<Stmt>, String> {
@@ -416,7 +405,7 @@ fn specialize(
     };
     // One register budget per kernel: a later pipeline keeps the blocks per SM an earlier
     // one was specialized for.
-    let requested = changes.blocks_per_sm.or(kernel.min_blocks_per_sm);
+    let requested = changes.blocks_per_sm.or(user_blocks_per_sm);
     let roles = schedule::roles(&facts.block, shared, found.stages, requested, facts.target)?;
     // The loop: its wait first, then fills (loads, maybe under guards) and compute.
     let mut fills = Vec::new();
@@ -467,47 +456,12 @@ fn specialize(
         stages: found.stages,
         full: &found.bars,
     };
-    // Persistent when the pipeline and what the consumers took around it are the whole
-    // kernel (nothing else reads the block indices) and there are more tiles than blocks;
-    // one persistent pipeline per kernel.
-    let whole_kernel = around
-        .as_ref()
-        .is_some_and(|a| taken_before.len() == a.before.len() && took_after == a.after.len());
-    let mut persistent_note = None;
-    let tiles = match persistent::Tiles::plan(
-        &kernel.grid,
-        &kernel.block_vars,
-        kernel.raster.as_ref(),
-        (facts.sms, roles.blocks_per_sm),
-        [&m.start, &m.stop],
-    ) {
-        Ok(Some(_)) if changes.blocks_per_sm.is_some() => {
-            persistent_note = Some("the kernel's first pipeline is specialized already".into());
-            None
-        }
-        Ok(Some(_)) if !whole_kernel => {
-            persistent_note = Some(
-                "the kernel does more than this pipeline and the code its consumers run \
-                 around it"
-                    .to_string(),
-            );
-            None
-        }
-        Ok(tiles) => tiles,
-        Err(why) => {
-            persistent_note = Some(why);
-            None
-        }
-    };
-    let built = schedule::build(pipe, roles, tiles.as_ref(), facts, names, span)?;
+    let built = schedule::build(pipe, roles, facts, names, span)?;
     changes
         .empties
         .push((found.bars.clone(), built.empty.clone(), found.stages));
     changes.twins.extend(built.twins);
     changes.blocks_per_sm = Some(roles.blocks_per_sm);
-    if let Some(t) = &tiles {
-        changes.persistent = Some(t.blocks);
-    }
     let consumer_warps = facts.block.threads() / facts.target.warp_size();
     if let Some(around) = around {
         // Indices in decreasing order: each removal leaves the next one's place.
@@ -516,11 +470,7 @@ fn specialize(
         }
         around.after.drain(..took_after);
     }
-    let mut out: Vec<Stmt> = persistent_note
-        .map(|why| note(format!("persistent blocks not used: {why}"), span))
-        .into_iter()
-        .collect();
-    out.extend([
+    Ok(vec![
         init_barriers(
             &[(&found.bars, found.copies), (&built.empty, consumer_warps)],
             found.stages,
@@ -530,8 +480,7 @@ fn specialize(
             names,
         ),
         built.region,
-    ]);
-    Ok(out)
+    ])
 }
 
 /// Whether `s` is a scalar let whose value reads no memory (a region may move past it).

@@ -55,14 +55,13 @@
 //!   of 128 threads, at most 1024 - 128; one consumer warpgroup also needs two blocks per
 //!   SM or a group in flight (`roles`). Otherwise the pipeline stays on the one-warpgroup
 //!   TMA protocol of `lower_tile_ops/tma.rs`, with a `T.note` saying why.
-//! - Persistent: with more tiles than blocks the GPU holds, each role loops over its
-//!   block's tiles and the rings run on across them (`persistent.rs`).
+//! - Persistent: with more tiles than blocks the GPU holds, the `persistent-tiles` pass
+//!   then makes each role loop over its block's tiles, the rings running on across them.
 //! - Registers: the producer gives its registers away (`setmaxnreg` 40) and the consumers
 //!   take them, within the 64K of an SM shared by the blocks per SM the kernel is compiled
 //!   for (`T.min_blocks_per_sm`, which codegen turns into `.minnctapersm` to pin the
 //!   budget at entry).
 
-use super::persistent::{self, Tiles};
 use super::twin_accumulator::{
     self as twin, double_buffered, fits_twin, mentions, DOUBLE_BUFFERED_NOTE,
 };
@@ -210,7 +209,6 @@ pub(crate) fn roles(
 pub(crate) fn build(
     pipe: Pipeline,
     roles: Roles,
-    tiles: Option<&Tiles>,
     facts: &Facts,
     names: &mut NameSet,
     span: Span,
@@ -226,18 +224,9 @@ pub(crate) fn build(
     let empty = names.fresh("tma_empty");
     let ko = Expr::var(&m.var.name);
     let slot = |e: Expr| bin(BinOp::FloorMod, e, Expr::int(stages));
-    // Persistent: each role's tile loop variable, and the fills before its current tile.
-    let k_tiles = bin(BinOp::Sub, m.stop.clone(), m.start.clone());
-    let tile_vars = tiles.map(|_| (names.fresh("tile_i"), names.fresh("tile_i")));
-    let base_of = |i: &str| bin(BinOp::Mul, Expr::var(i), k_tiles.clone());
-    let consumer_base = tile_vars.as_ref().map(|(_, c)| base_of(c));
-    let fill_of = |k: Expr| {
-        let rel = bin(BinOp::Sub, k, m.start.clone());
-        match &consumer_base {
-            Some(base) => bin(BinOp::Add, base.clone(), rel),
-            None => rel,
-        }
-    };
+    // The fill that k-tile `k` waits for (`persistent-tiles` counts it from the tile's
+    // first fill).
+    let fill_of = |k: Expr| bin(BinOp::Sub, k, m.start.clone());
     // Consumers: wait for the stage, compute, release it warp by warp.
     let full_wait_at = |k: Expr| {
         intrinsic(
@@ -289,8 +278,8 @@ pub(crate) fn build(
             }
         ));
     }
-    // The buffers indexed by stage: offset by the fills of earlier tiles when persistent.
-    let mut staged = persistent::tma_destinations(&pipe.fills);
+    // The buffers indexed by stage.
+    let staged = crate::analysis::tma::tma_destinations(&pipe.fills);
     let buffered = if overlap {
         None
     } else {
@@ -409,13 +398,6 @@ pub(crate) fn build(
         consumer_body.push(release_of(slot(ko.clone())));
         consumer_body.extend(rest);
     }
-    staged.extend([pipe.full.to_string(), empty.clone()]);
-    if let Some(base) = &consumer_base {
-        // (The full wait's parity already counts from the base.)
-        persistent::offset_stages(&mut consumer_body, &staged, base, stages);
-        persistent::offset_stages(&mut first_issue, &staged, base, stages);
-        persistent::offset_stages(&mut last_steps, &staged, base, stages);
-    }
     // No pairs at all (two k-tiles or fewer, known at compile time): no loop, since a loop
     // of no iterations is not IR.
     let no_pairs = matches!(
@@ -437,24 +419,11 @@ pub(crate) fn build(
         )]
     };
     // After the loop: the last k-tile's group, still in flight, retires before the tail
-    // reads the accumulators; a persistent block also hands its stage back (the next
-    // tile's fills wait for it).
+    // reads the accumulators (the statement right after the loop: `persistent-tiles`
+    // releases the last stage there).
     let mut after_loop = Vec::new();
     if overlap {
         after_loop.push(intrinsic(Intrinsic::WgmmaWait { n: 0 }, span));
-        if let Some(base) = &consumer_base {
-            let mut last = vec![if_then(
-                bin(BinOp::Gt, m.stop.clone(), m.start.clone()),
-                vec![release_of(slot(bin(
-                    BinOp::Sub,
-                    m.stop.clone(),
-                    Expr::int(1),
-                )))],
-                span,
-            )];
-            persistent::offset_stages(&mut last, &staged, base, stages);
-            after_loop.extend(last);
-        }
     }
 
     // Producer: the prologue as it is, then the loop's fills after their stage is free.
@@ -469,38 +438,7 @@ pub(crate) fn build(
         }
         _ => e,
     });
-    let mut prologue = pipe.prologue;
-    if let Some((i, _)) = &tile_vars {
-        // Every fill waits for its stage's release (the first tile's too: the previous
-        // tile's last stages), and indexes stages from the fills before this tile.
-        let base = base_of(i);
-        let first = bin(
-            BinOp::Sub,
-            Expr::var(&prologue.var.name),
-            prologue.start.clone(),
-        );
-        persistent::offset_stages(&mut prologue.body, &staged, &base, stages);
-        prologue.body = persistent::wait_before_fills(
-            std::mem::take(&mut prologue.body),
-            &empty,
-            &bin(BinOp::Add, base.clone(), first),
-            stages,
-            span,
-        );
-        let ahead = bin(
-            BinOp::Sub,
-            bin(BinOp::Add, kpe.clone(), Expr::int(stages - 1)),
-            m.start.clone(),
-        );
-        persistent::offset_stages(&mut fills, &staged, &base, stages);
-        fills = persistent::wait_before_fills(
-            fills,
-            &empty,
-            &bin(BinOp::Add, base, ahead),
-            stages,
-            span,
-        );
-    }
+    let prologue = pipe.prologue;
     let refill = bin(BinOp::Add, kpe.clone(), Expr::int(stages - 1));
     let empty_wait = if_then(
         bin(
@@ -525,11 +463,8 @@ pub(crate) fn build(
         )],
         span,
     );
-    let mut producer_loop_body = if tiles.is_some() {
-        Vec::new()
-    } else {
-        vec![empty_wait]
-    };
+    // (The first statement of the loop: `persistent-tiles` replaces it.)
+    let mut producer_loop_body = vec![empty_wait];
     producer_loop_body.extend(fills);
     let producer_loop = Stmt::new(
         StmtKind::For(For {
@@ -541,8 +476,8 @@ pub(crate) fn build(
         }),
         span,
     );
-    let mut producer = vec![Stmt::new(StmtKind::For(prologue), span), producer_loop];
-    let mut consumer: Vec<Stmt> = head
+    let producer = vec![Stmt::new(StmtKind::For(prologue), span), producer_loop];
+    let consumer: Vec<Stmt> = head
         .into_iter()
         .chain(first_issue)
         .chain(consumer_loop)
@@ -550,10 +485,6 @@ pub(crate) fn build(
         .chain(after_loop)
         .chain(tail)
         .collect();
-    if let (Some(tiles), Some((ip, ic))) = (tiles, &tile_vars) {
-        producer = vec![tiles.tile_loop(ip, producer, names, span)];
-        consumer = vec![tiles.tile_loop(ic, consumer, names, span)];
-    }
     let issuer = if_then(
         bin(BinOp::Eq, Expr::var(&tx), Expr::int(threads)),
         producer,

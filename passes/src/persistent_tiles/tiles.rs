@@ -1,4 +1,4 @@
-//! Persistent warp-specialized pipelines (sm_90a): instead of one block per output tile, the
+//! The tiles of a persistent warp-specialized pipeline: instead of one block per output tile, the
 //! grid is `P = SMs × blocks per SM` blocks and each walks the tiles `b, b + P, b + 2P, …`
 //! (in the `T.use_swizzle` order), its producer and consumers each looping over them. The
 //! two mbarrier rings run on across tiles: fill `f = i·nk + (k - start)` of the block's
@@ -14,8 +14,8 @@
 //!      `empty` for phase (f - S) // S when f >= S>
 //! ```
 //!
-//! - Why the parities: fill `f` is the `f // S`-th of its stage, as in `warp_specialize.rs`
-//!   with `f` counted over the block's whole run instead of one tile.
+//! - Why the parities: fill `f` is the `f // S`-th of its stage, as in `warp-specialize`'s
+//!   schedule with `f` counted over the block's whole run instead of one tile.
 //! - When: warp specialization applies, the pipeline and the code the consumers took around
 //!   it are the whole kernel (nothing else reads the block indices), the k-loop's bounds do
 //!   not depend on the tile (the same `nk` for every tile), the grid is constant and 1-D or
@@ -217,19 +217,6 @@ pub(crate) fn offset_stages(body: &mut [Stmt], bufs: &[String], base: &Expr, sta
             }
         }
     });
-}
-
-/// The buffers the TMA loads of `body` write.
-pub(crate) fn tma_destinations(body: &[Stmt]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    tlc_ir::visit::for_each_stmt(body, &mut |s| {
-        if let StmtKind::Intrinsic(Intrinsic::TmaLoad { dst, .. }) = &s.kind {
-            if !out.contains(&dst.buffer.name) {
-                out.push(dst.buffer.name.clone());
-            }
-        }
-    });
-    out
 }
 
 /// Before every `T.mbarrier_arrive_expect_tx` of `body` (a stage's fill, `f = base + rel`

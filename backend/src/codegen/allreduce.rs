@@ -7,7 +7,7 @@
 
 use super::{ptx_type, Bind, Cg};
 use crate::codegen::expr::Place;
-use crate::ptx::Op;
+use crate::ptx::{Op, ShflMode};
 use tlc_ir::{AllReduce, Expr, ExprKind, Span};
 
 /// The names the combine reads its two operands through (not valid identifiers, so they
@@ -61,7 +61,8 @@ impl Cg {
         let mut mine = self.in_reg(v, ty);
         let mut off = group / 2;
         while off >= 1 {
-            let theirs = self.shuffle(mine, d, ty, u32::try_from(off).unwrap_or(1), member_mask);
+            let lane = (ShflMode::Bfly, u32::try_from(off).unwrap_or(1));
+            let theirs = self.shuffle(mine, d, ty, lane, member_mask);
             self.vars.insert(MINE.to_string(), Bind::Reg(mine, d));
             self.vars.insert(THEIRS.to_string(), Bind::Reg(theirs, d));
             let var = |n: &str| Expr::new(ExprKind::Var(n.to_string()), span);

@@ -28,7 +28,7 @@
 
 use super::expr::Place;
 use super::{ptx_type, Cg, Mem};
-use crate::ptx::{CacheOp, LdmatrixNum, MmaShape, Op, Operand, Reg, Space, Type};
+use crate::ptx::{CacheOp, LdmatrixNum, MmaShape, Op, Operand, Reg, ShflMode, Space, Type};
 use tlc_ir::{DType, ElemRef, Expr, ExprKind, Intrinsic, Span};
 
 impl Cg {
@@ -329,7 +329,7 @@ impl Cg {
         let (Some(&s), Some(&t), Some(ty)) = (s.first(), t.first(), super::ptx_type(d)) else {
             return;
         };
-        let got = self.shuffle(s, d, ty, lane_xor, u32::MAX);
+        let got = self.shuffle(s, d, ty, (ShflMode::Bfly, lane_xor), u32::MAX);
         self.forget_packed(t);
         self.b.emit(Op::Mov {
             ty: super::expr::mov_type(ty),
@@ -338,8 +338,8 @@ impl Cg {
         });
     }
 
-    /// One butterfly shuffle of register `src` (dtype `d`, register type `ty`): the value of
-    /// lane `laneid ^ lane_xor` among `member_mask`'s lanes. A 32-bit value moves as it is;
+    /// One shuffle of register `src` (dtype `d`, register type `ty`): the value of the lane
+    /// `mode` picks with `lane` among `member_mask`'s lanes. A 32-bit value moves as it is;
     /// a 16-bit one travels in the low half of a `.b32` (packed with itself, unpacked on
     /// arrival) — the one place both `T.shfl_xor` and `T.thread_allreduce` shuffle.
     pub(super) fn shuffle(
@@ -347,7 +347,7 @@ impl Cg {
         src: Reg,
         d: DType,
         ty: Type,
-        lane_xor: u32,
+        (mode, lane): (ShflMode, u32),
         member_mask: u32,
     ) -> Reg {
         let half = d.bytes() == 2;
@@ -357,10 +357,11 @@ impl Cg {
             src
         };
         let got = self.b.new_reg(if half { Type::B32 } else { ty });
-        self.b.emit(Op::ShflBfly {
+        self.b.emit(Op::Shfl {
+            mode,
             dst: got,
             src: word,
-            lane_xor,
+            lane,
             member_mask,
         });
         if !half {

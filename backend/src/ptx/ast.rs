@@ -790,6 +790,37 @@ pub enum CacheOp {
     Cg,
 }
 
+/// How `shfl.sync` picks the source lane `j` of lane `l` (`b` its lane operand): `.bfly`
+/// `l ^ b`, `.down` `l + b` (lanes past 31 keep their own value), `.up` `l - b` (lanes
+/// below 0 keep theirs), `.idx` lane `b`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ShflMode {
+    Bfly,
+    Down,
+    Up,
+    Idx,
+}
+
+impl ShflMode {
+    pub fn suffix(self) -> &'static str {
+        match self {
+            ShflMode::Bfly => ".bfly",
+            ShflMode::Down => ".down",
+            ShflMode::Up => ".up",
+            ShflMode::Idx => ".idx",
+        }
+    }
+
+    /// The `c` operand over a whole warp: the segment's last lane (`0x1f`), except for
+    /// `.up`, whose clamp is the segment's first lane (0).
+    pub fn clamp(self) -> u32 {
+        match self {
+            ShflMode::Up => 0,
+            ShflMode::Bfly | ShflMode::Down | ShflMode::Idx => 0x1f,
+        }
+    }
+}
+
 /// Number of 8x8 matrices an `ldmatrix` loads: `.x1`, `.x2`, `.x4` (1, 2, 4 destination
 /// registers).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -1011,12 +1042,14 @@ pub enum Op {
     CvtFromFp8x2 { kind: Fp8Kind, dst: Reg, src: Reg },
     /// `bar.sync id{, threads}`.
     BarSync { id: u32, threads: Option<u32> },
-    /// `shfl.sync.bfly.b32 d, a, lane_xor, 0x1f, member_mask`: `d` = `a` of lane
-    /// `laneid ^ lane_xor` (every lane of `member_mask` executes it together).
-    ShflBfly {
+    /// `shfl.sync.{mode}.b32 d, a, lane, clamp, member_mask` over the whole warp: `d` = `a`
+    /// of the lane `mode` picks with `lane` (every lane of `member_mask` executes it
+    /// together).
+    Shfl {
+        mode: ShflMode,
         dst: Reg,
         src: Reg,
-        lane_xor: u32,
+        lane: u32,
         member_mask: u32,
     },
     /// `cp.async.{ca|cg}.shared.global [dst], [src], size{, src_size}`: with `src_size`
@@ -1129,7 +1162,7 @@ impl Inst {
             | Op::Bfi { dst, .. }
             | Op::CvtToFp8x2 { dst, .. }
             | Op::CvtFromFp8x2 { dst, .. }
-            | Op::ShflBfly { dst, .. } => vec![*dst],
+            | Op::Shfl { dst, .. } => vec![*dst],
             Op::Unpack { dsts, .. } | Op::Ld { dsts, .. } | Op::Ldmatrix { dsts, .. } => {
                 dsts.clone()
             }
@@ -1175,7 +1208,7 @@ impl Inst {
         match &self.op {
             Op::Mov { src, .. } => op(src),
             Op::Pack { srcs, .. } => srcs.iter().for_each(&mut op),
-            Op::Unpack { src, .. } | Op::ShflBfly { src, .. } => regs.push(*src),
+            Op::Unpack { src, .. } | Op::Shfl { src, .. } => regs.push(*src),
             Op::Int { a, b, .. } | Op::Float { a, b, .. } => {
                 op(a);
                 op(b);

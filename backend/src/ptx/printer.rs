@@ -497,18 +497,19 @@ fn render(op: &Op) -> (String, Vec<String>) {
             format!("cvt.rn.f16x2{}", kind.suffix()),
             vec![dst.to_string(), src.to_string()],
         ),
-        Op::ShflBfly {
+        Op::Shfl {
+            mode,
             dst,
             src,
-            lane_xor,
+            lane,
             member_mask,
         } => (
-            "shfl.sync.bfly.b32".to_string(),
+            format!("shfl.sync{}.b32", mode.suffix()),
             vec![
                 dst.to_string(),
                 src.to_string(),
-                lane_xor.to_string(),
-                "31".to_string(),
+                lane.to_string(),
+                mode.clamp().to_string(),
                 format!("0x{member_mask:08x}"),
             ],
         ),

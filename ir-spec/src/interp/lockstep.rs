@@ -479,6 +479,28 @@ impl Lockstep<'_, '_> {
         }
     }
 
+    /// A shuffle over the warp of threads `base..base + 32`: lane `l` writes to `dst` the
+    /// `src` of lane `from(l)`. Every lane reads before any lane writes (`dst` may be `src`).
+    fn shuffle(
+        &mut self,
+        (dst, src): (&CRef, &CRef),
+        base: usize,
+        from: impl Fn(usize) -> usize,
+        what: &str,
+        span: Span,
+    ) -> Res<()> {
+        let what = format!("`{what}`");
+        let mut values = Vec::with_capacity(32);
+        for lane in 0..32 {
+            values.push(self.on_thread(base + lane, span, |f| f.shfl_read(src, span, &what))?);
+        }
+        for lane in 0..32 {
+            let v = values[from(lane) % 32];
+            self.on_thread(base + lane, span, |f| f.shfl_write(dst, v, span, &what))?;
+        }
+        Ok(())
+    }
+
     /// A warp collective (`T.ldmatrix`, `T.mma_sync`) for the warp of threads
     /// `base..base + 32`.
     fn collective(&mut self, i: &CIntrinsic, base: usize, span: Span) -> Res<()> {
@@ -501,16 +523,7 @@ impl Lockstep<'_, '_> {
                 Ok(())
             }
             CCall::ShflXor { dst, src, offset } => {
-                // Every lane reads before any lane writes (`dst` may be `src`).
-                let mut values = Vec::with_capacity(32);
-                for lane in 0..32 {
-                    values.push(self.on_thread(base + lane, span, |f| f.shfl_read(src, span))?);
-                }
-                for lane in 0..32 {
-                    let v = values[lane ^ offset];
-                    self.on_thread(base + lane, span, |f| f.shfl_write(dst, v, span))?;
-                }
-                Ok(())
+                self.shuffle((dst, src), base, |lane| lane ^ offset, i.def.name, span)
             }
             CCall::Mma { acc, a, b } => {
                 let mut lanes = Vec::with_capacity(32);

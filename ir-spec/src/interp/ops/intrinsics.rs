@@ -269,16 +269,17 @@ impl Frame<'_> {
         Ok(())
     }
 
-    /// One lane's `T.shfl_xor` source value.
-    pub(crate) fn shfl_read(&self, src: &CRef, span: Span) -> Res<Scalar> {
-        let flat = self.run_start(src, 1, span, "`T.shfl_xor`")?;
-        self.read_elem(src.buf, flat, span, "`T.shfl_xor`")
+    /// One lane's source value of the shuffle `what` (`T.shfl_xor`, …).
+    pub(crate) fn shfl_read(&self, src: &CRef, span: Span, what: &str) -> Res<Scalar> {
+        let flat = self.run_start(src, 1, span, what)?;
+        self.read_elem(src.buf, flat, span, what)
     }
 
-    /// Writes the value lane `l ^ offset` held into one lane's `dst` (both operands have
-    /// one dtype, the verifier's rule, so the value is stored unchanged).
-    pub(crate) fn shfl_write(&mut self, dst: &CRef, v: Scalar, span: Span) -> Res<()> {
-        let flat = self.run_start(dst, 1, span, "`T.shfl_xor`")?;
+    /// Writes the value the shuffle `what` brought (another lane's source) into one lane's
+    /// `dst` (both operands have one dtype, the verifier's rule, so the value is stored
+    /// unchanged).
+    pub(crate) fn shfl_write(&mut self, dst: &CRef, v: Scalar, span: Span, what: &str) -> Res<()> {
+        let flat = self.run_start(dst, 1, span, what)?;
         self.mem.write(dst.buf, flat, v);
         Ok(())
     }

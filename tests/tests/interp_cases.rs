@@ -149,6 +149,31 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
                 assert_eq!(b[i], (a[i] as f32 * 2.0 + 1.0) as f64, "{stem}: B[{i}]");
             }
         }
+        "warp_shfl_down" => {
+            // Each warp's tree sum in f32, the order the shuffles give lane 0; lane indices
+            // shifted down by 5 (the last 5 lanes keep their own); lane 0 takes lane 31's
+            // float16, the others keep theirs.
+            let (a, s, l, h) = (
+                o["A"].to_f64(),
+                o["S"].to_f64(),
+                o["L"].to_f64(),
+                o["H"].to_f64(),
+            );
+            let down = |lane: usize, by: usize| if lane + by < 32 { lane + by } else { lane };
+            for w in 0..8 {
+                let mut acc: Vec<f32> = (0..32).map(|l| a[w * 32 + l] as f32).collect();
+                for by in [16, 8, 4, 2, 1] {
+                    acc = (0..32).map(|l| acc[l] + acc[down(l, by)]).collect();
+                }
+                assert_eq!(s[w], acc[0] as f64, "{stem}: S[{w}]");
+                for lane in 0..32 {
+                    let t = w * 32 + lane;
+                    assert_eq!(l[t], down(lane, 5) as f64, "{stem}: L[{t}]");
+                    let want = f16::from_f32(a[w * 32 + down(lane, 31)] as f32).to_f64();
+                    assert_eq!(h[t], want, "{stem}: H[{t}]");
+                }
+            }
+        }
         "layouts_and_fill" => {
             let (a, c) = (o["A"].to_f64(), o["C"].to_f64());
             for i in 0..c.len() {

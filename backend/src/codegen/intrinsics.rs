@@ -57,7 +57,12 @@ impl Cg {
                 trans,
             } => self.ldmatrix(dst, src, *num, *trans, span),
             Intrinsic::Mma { acc, a, b } => self.mma(acc, a, b),
-            Intrinsic::ShflXor { dst, src, offset } => self.shfl_xor(dst, src, *offset, span),
+            Intrinsic::ShflXor { dst, src, offset } => {
+                self.shfl(dst, src, (ShflMode::Bfly, *offset), span)
+            }
+            Intrinsic::ShflDown { dst, src, offset } => {
+                self.shfl(dst, src, (ShflMode::Down, *offset), span)
+            }
             // sm_90a's: mbarriers, TMA, wgmma, proxy fences, setmaxnreg (helpers in `hopper.rs`).
             Intrinsic::FenceProxyAsync => self.b.emit(Op::FenceProxyAsync),
             Intrinsic::WgmmaFence => self.b.emit(Op::WgmmaFence),
@@ -314,22 +319,23 @@ impl Cg {
         }
     }
 
-    /// `T.shfl_xor`: every lane of the whole warp takes part (`Cg::shuffle`).
-    fn shfl_xor(&mut self, dst: &ElemRef, src: &ElemRef, offset: i64, span: Span) {
-        let Ok(lane_xor) = u32::try_from(offset) else {
-            self.err(span, format!("T.shfl_xor offset {offset}"));
+    /// `T.shfl_xor` (`.bfly`), `T.shfl_down` (`.down`): every lane of the whole warp takes
+    /// part (`Cg::shuffle`).
+    fn shfl(&mut self, dst: &ElemRef, src: &ElemRef, (mode, offset): (ShflMode, i64), span: Span) {
+        let Ok(lane) = u32::try_from(offset) else {
+            self.err(span, format!("shfl{} offset {offset}", mode.suffix()));
             return;
         };
-        let Some((d, s)) = self.local_run(src, 1, "the source of T.shfl_xor") else {
+        let Some((d, s)) = self.local_run(src, 1, "the source of a shuffle") else {
             return;
         };
-        let Some((_, t)) = self.local_run(dst, 1, "the destination of T.shfl_xor") else {
+        let Some((_, t)) = self.local_run(dst, 1, "the destination of a shuffle") else {
             return;
         };
         let (Some(&s), Some(&t), Some(ty)) = (s.first(), t.first(), super::ptx_type(d)) else {
             return;
         };
-        let got = self.shuffle(s, d, ty, (ShflMode::Bfly, lane_xor), u32::MAX);
+        let got = self.shuffle(s, d, ty, (mode, lane), u32::MAX);
         self.forget_packed(t);
         self.b.emit(Op::Mov {
             ty: super::expr::mov_type(ty),

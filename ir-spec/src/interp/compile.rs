@@ -105,6 +105,11 @@ pub(crate) enum CCall {
         src: CRef,
         offset: usize,
     },
+    ShflDown {
+        dst: CRef,
+        src: CRef,
+        offset: usize,
+    },
     Mma {
         acc: CRef,
         a: CRef,
@@ -811,6 +816,12 @@ impl Compiler {
                 dst: self.elem_ref(dst, span)?,
                 src: self.elem_ref(src, span)?,
                 // `check` above admitted it (1, 2, 4, 8 or 16).
+                offset: usize::try_from(*offset).unwrap_or(0),
+            },
+            Intrinsic::ShflDown { dst, src, offset } => CCall::ShflDown {
+                dst: self.elem_ref(dst, span)?,
+                src: self.elem_ref(src, span)?,
+                // `check` above admitted it (1..=31).
                 offset: usize::try_from(*offset).unwrap_or(0),
             },
             Intrinsic::Mma { acc, a, b } => CCall::Mma {

@@ -463,6 +463,7 @@ impl Lockstep<'_, '_> {
             // listed, not caught by `_`, so a new call must be placed here or there.
             CCall::Ldmatrix { .. }
             | CCall::ShflXor { .. }
+            | CCall::ShflDown { .. }
             | CCall::Mma { .. }
             | CCall::MbarrierWait { .. }
             | CCall::Wgmma(_)
@@ -524,6 +525,11 @@ impl Lockstep<'_, '_> {
             }
             CCall::ShflXor { dst, src, offset } => {
                 self.shuffle((dst, src), base, |lane| lane ^ offset, i.def.name, span)
+            }
+            // Past the warp's last lane, a lane keeps its own value.
+            CCall::ShflDown { dst, src, offset } => {
+                let from = |lane: usize| Some(lane + offset).filter(|&j| j < 32).unwrap_or(lane);
+                self.shuffle((dst, src), base, from, i.def.name, span)
             }
             CCall::Mma { acc, a, b } => {
                 let mut lanes = Vec::with_capacity(32);

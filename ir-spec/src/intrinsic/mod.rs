@@ -110,6 +110,11 @@ intrinsic_table! {
     /// (`offset` 1, 2, 4, 8 or 16). One element of a 32- or 16-bit dtype (a 16-bit value
     /// travels in the low half of the 32-bit register).
     ShflXor { dst: Ref, src: Ref, offset: Int } => SHFL_XOR,
+    /// `T.shfl_down(dst, src, offset)` (warp collective): `shfl.sync.down.b32` over the
+    /// whole warp — lane `l` writes to `dst` the value `src` holds in lane `l + offset`, or
+    /// its own `src` when `l + offset > 31` (`offset` in 1..=31). One element of a 32- or
+    /// 16-bit dtype, as `T.shfl_xor`.
+    ShflDown { dst: Ref, src: Ref, offset: Int } => SHFL_DOWN,
 }
 
 /// Who executes an intrinsic together.
@@ -916,6 +921,50 @@ const SHUFFLED: &[DType] = &[
     DType::BFloat16,
 ];
 
+static SHFL_DOWN: IntrinsicDef = IntrinsicDef {
+    op: IntrinsicOp::ShflDown,
+    name: "T.shfl_down",
+    params: &[
+        Param {
+            name: "dst",
+            role: "destination",
+            kind: ParamKind::Ref(RefParam {
+                scopes: REGISTERS,
+                dtypes: SHUFFLED,
+                count: Count::Elems(1),
+                effect: Effect::Write,
+            }),
+            keyword: false,
+        },
+        Param {
+            name: "src",
+            role: "source",
+            kind: ParamKind::Ref(RefParam {
+                scopes: REGISTERS,
+                dtypes: SHUFFLED,
+                count: Count::Elems(1),
+                effect: Effect::Read,
+            }),
+            keyword: false,
+        },
+        Param {
+            name: "offset",
+            role: "lane offset",
+            kind: ParamKind::IntRange {
+                min: 1,
+                max: 31,
+                step: 1,
+                default: None,
+            },
+            keyword: true,
+        },
+    ],
+    collective: Collective::Warp,
+    block_level: false,
+    same_dtype: &[("dst", "src")],
+    needs: Needs::Nothing,
+};
+
 static SHFL_XOR: IntrinsicDef = IntrinsicDef {
     op: IntrinsicOp::ShflXor,
     name: "T.shfl_xor",
@@ -1492,6 +1541,11 @@ mod tests {
                 dst: r("t"),
                 src: r("acc"),
                 offset: 16,
+            },
+            Intrinsic::ShflDown {
+                dst: r("t"),
+                src: r("acc"),
+                offset: 3,
             },
         ]
     }

@@ -689,6 +689,32 @@ fn every_sm90a_pass_keeps_the_meaning_of_persistent_pipelines() {
     }
 }
 
+/// The double-buffered accumulator (the FP8 example's promotion) walking tiles: two tiles
+/// on one block, five k-tiles each — not a multiple of twice the 4 stages, so the waits on
+/// k-tiles known at compile time (the first issue, the last steps), whose parities
+/// `warp-specialize` folds to constants, must still count from each tile's first fill
+/// (`persistent-tiles`' `fill_of_wait`; left constant, the second tile waits for the
+/// wrong phase).
+#[test]
+fn a_double_buffered_pipeline_walks_its_tiles() {
+    let one_sm = PassContext::new(Target::Sm90a).with_sms(1);
+    let fp8 = load_bound("examples/gemm_fp8_blockscaled.tir", 128, 256, 640);
+    let printed = sm90a_stages_keep_meaning_in("fp8 twin, 2 tiles", &fp8, &one_sm);
+    let walked = printed
+        .iter()
+        .filter(|ir| ir.contains("T.setmaxnreg("))
+        .nth(1)
+        .expect("warp-specialized");
+    assert!(
+        walked.contains("with T.Kernel(1, threads=384)") && walked.contains("tile_i"),
+        "{walked}"
+    );
+    assert!(
+        walked.contains(tlc_passes::warp_specialize::DOUBLE_BUFFERED_NOTE),
+        "{walked}"
+    );
+}
+
 /// A k-loop whose trip count depends on the tile (triangular): the fills before a tile are
 /// not `tile_i * nk`, so the kernel keeps one tile per block — and its meaning — even on a
 /// GPU of one SM.

@@ -406,3 +406,89 @@ pub fn tma_destinations(body: &[Stmt]) -> Vec<String> {
     });
     out
 }
+
+/// Whether `stage` (over loop variable `var`) is `fill(v) % stages` for every `v` of
+/// `values` (the prologue's iterations; two periods of the loop's).
+pub fn stages_match(
+    stage: &Expr,
+    var: &str,
+    fill: &dyn Fn(i64) -> i64,
+    values: std::ops::Range<i64>,
+    stages: i64,
+) -> bool {
+    values.into_iter().all(|v| {
+        let env: crate::analysis::int::Ranges =
+            [(var.to_string(), tlc_ir::interval::Interval::point(v))]
+                .into_iter()
+                .collect();
+        crate::analysis::int::constant(stage, &env) == Some(fill(v).rem_euclid(stages))
+    })
+}
+
+/// `Ok` when the fills of a TMA pipeline on mbarriers `bars` of `S` stages (the prologue
+/// `p` with its issuing thread's code, the loop `m` with its fills) are the ones its waits
+/// assume: fill `k` into stage `k % S` —
+/// the prologue's `s` fills `start + s`, the loop's `ko` fills `ko + S - 1` under `if ko +
+/// S - 1 < stop` — and each TMA load writes the stage its barrier counts (checked by
+/// evaluation over the prologue and two periods of the loop).
+pub fn fills_in_order(
+    (bars, s): (&str, i64),
+    (p, first): (&For, &[Stmt]),
+    (m, ahead): (&For, &[Stmt]),
+) -> Result<(), String> {
+    // (Bounded, so that the fill numbers below cannot overflow.)
+    let start = const_int(&m.start)
+        .filter(|v| v.unsigned_abs() <= 1 << 40 && (1..=1 << 20).contains(&s))
+        .ok_or("the pipelined loop's start is not a constant")?;
+    let guard = tlc_ir::build::bin(
+        BinOp::Lt,
+        tlc_ir::build::bin(BinOp::Add, Expr::var(&m.var.name), Expr::int(s - 1)),
+        m.stop.clone(),
+    );
+    let guarded = ahead.iter().all(|st| match &st.kind {
+        StmtKind::Note(_) => true,
+        StmtKind::If {
+            cond, else_body, ..
+        } => *cond == guard && else_body.is_empty(),
+        _ => false,
+    });
+    if !guarded {
+        return Err("a stage fill of the loop is not under its look-ahead guard".into());
+    }
+    let prologue_fill = |v: i64| start + v;
+    let ahead_fill = |ko: i64| ko + s - 1;
+    for (code, var, fill, values) in [
+        (
+            first,
+            &p.var.name,
+            &prologue_fill as &dyn Fn(i64) -> i64,
+            0..s - 1,
+        ),
+        (ahead, &m.var.name, &ahead_fill, start..start + 2 * s),
+    ] {
+        let mut ok = true;
+        tlc_ir::visit::for_each_stmt(code, &mut |st| {
+            let StmtKind::Intrinsic(i) = &st.kind else {
+                return;
+            };
+            let (bar, dst) = match i {
+                tlc_ir::Intrinsic::MbarrierArriveExpectTx { bar, .. } => (bar, None),
+                tlc_ir::Intrinsic::TmaLoad { dst, bar, .. } => (bar, Some(dst)),
+                _ => return,
+            };
+            let in_order = |e: &tlc_ir::ElemRef| {
+                e.indices
+                    .first()
+                    .is_some_and(|stage| stages_match(stage, var, fill, values.clone(), s))
+            };
+            ok &= bar.buffer.name == bars
+                && bar.indices.len() == 1
+                && in_order(bar)
+                && dst.is_none_or(in_order);
+        });
+        if !ok {
+            return Err("a stage fill is not in the order the waits assume".into());
+        }
+    }
+    Ok(())
+}

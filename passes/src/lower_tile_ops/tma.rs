@@ -43,11 +43,9 @@
 
 use super::region::thread_region;
 use super::Ctx;
-use crate::analysis::int::{constant, Ranges};
-use crate::analysis::tma::{parallel_copy, plan_copy, TmaCopy};
+use crate::analysis::tma::{parallel_copy, plan_copy, stages_match, TmaCopy};
 use crate::names::NameSet;
 use tlc_ir::build::{bin, elem, for_loop, intrinsic, note};
-use tlc_ir::interval::Interval;
 use tlc_ir::target::AsyncCopy;
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::take_notes;
@@ -267,23 +265,6 @@ fn init_barriers(
         span,
         names,
     )
-}
-
-/// Whether `stage` (over loop variable `var`) is `fill(v) % stages` for every `v` of
-/// `values` (the prologue's iterations; two periods of the loop's).
-fn stages_match(
-    stage: &Expr,
-    var: &str,
-    fill: &dyn Fn(i64) -> i64,
-    values: std::ops::Range<i64>,
-    stages: i64,
-) -> bool {
-    values.into_iter().all(|v| {
-        let env: Ranges = [(var.to_string(), Interval::point(v))]
-            .into_iter()
-            .collect();
-        constant(stage, &env) == Some(fill(v).rem_euclid(stages))
-    })
 }
 
 /// The mbarriers of one pipeline.

@@ -28,7 +28,7 @@
 mod tiles;
 
 use crate::analysis::kernels::for_each_kernel;
-use crate::analysis::tma::tma_destinations;
+use crate::analysis::tma::{fills_in_order, tma_destinations};
 use crate::context::PassContext;
 use crate::names::NameSet;
 use crate::pass::Pass;
@@ -42,6 +42,9 @@ use tlc_ir::{
 };
 
 pub struct PersistentTiles;
+
+/// The most stages of a pipeline this pass rewrites (its checks evaluate two periods).
+const MAX_STAGES: i64 = 32;
 
 impl Pass for PersistentTiles {
     fn name(&self) -> &'static str {
@@ -135,10 +138,11 @@ impl Visit<'_> {
             if let (Some(rings), Some(mut region)) = (pipeline, region) {
                 let first = *self.seen == 0;
                 *self.seen += 1;
-                match self.plan(&region, first) {
+                match self.plan(&region, &rings, first) {
                     Ok(Some(tiles)) => {
-                        self.persist(&mut region, &rings, &tiles);
-                        *self.persistent = Some(tiles.blocks);
+                        if self.persist(&mut region, &rings, &tiles) {
+                            *self.persistent = Some(tiles.blocks);
+                        }
                     }
                     Ok(None) => {}
                     Err(why) => out.push(note(
@@ -160,7 +164,7 @@ impl Visit<'_> {
     /// The tiles the pipeline of `region` walks: `None` when the grid has no more tiles
     /// than blocks (or is not a constant 1-D / 2-D one), why not when it has more but the
     /// form cannot be taken.
-    fn plan(&self, region: &Stmt, first: bool) -> Result<Option<Tiles>, String> {
+    fn plan(&self, region: &Stmt, rings: &Rings, first: bool) -> Result<Option<Tiles>, String> {
         let Some((_, _, producer, _)) = roles(region) else {
             return Ok(None);
         };
@@ -184,15 +188,20 @@ impl Visit<'_> {
             Some(_) if !self.whole => Err("the kernel does more than this pipeline and the code \
                  its consumers run around it"
                 .into()),
-            tiles => Ok(tiles),
+            Some(tiles) => {
+                in_form(region, rings)?;
+                Ok(Some(tiles))
+            }
+            None => Ok(None),
         }
     }
 
-    /// Makes the pipeline of `region` walk `tiles`.
-    fn persist(&mut self, region: &mut Stmt, rings: &Rings, tiles: &Tiles) {
+    /// Makes the pipeline of `region` walk `tiles`; whether it did (`in_form` admitted the
+    /// region, so it does: every shape below was checked before anything changes).
+    fn persist(&mut self, region: &mut Stmt, rings: &Rings, tiles: &Tiles) -> bool {
         let span = region.span;
         let StmtKind::For(f) = &mut region.kind else {
-            return;
+            return false;
         };
         let tx = f.var.name.clone();
         let [Stmt {
@@ -205,7 +214,7 @@ impl Visit<'_> {
             ..
         }] = f.body.as_mut_slice()
         else {
-            return;
+            return false;
         };
         let Some(Stmt {
             kind:
@@ -216,7 +225,7 @@ impl Visit<'_> {
             ..
         }) = then_body.get_mut(1)
         else {
-            return;
+            return false;
         };
         let (ip, ic) = (self.names.fresh("tile_i"), self.names.fresh("tile_i"));
         let [Stmt {
@@ -227,7 +236,7 @@ impl Visit<'_> {
             ..
         }] = producer.as_mut_slice()
         else {
-            return;
+            return false;
         };
         let s = rings.stages;
         let (start, stop) = (main.start.clone(), main.stop.clone());
@@ -271,37 +280,17 @@ impl Visit<'_> {
         // group in flight, the tile's last stage released after the loop's last wait.
         let base = base_of(&ic);
         let mut consumer: Vec<Stmt> = else_body.drain(1..).collect();
-        count_parities_from(&mut consumer, &rings.full, &base);
-        let after_loop = consumer
-            .iter()
-            .position(|st| matches!(&st.kind, StmtKind::For(l) if waits_on(&l.body, &rings.full)))
-            .map(|i| i + 1)
-            .filter(|&i| {
-                matches!(
-                    consumer.get(i).map(|st| &st.kind),
-                    Some(StmtKind::Intrinsic(Intrinsic::WgmmaWait { n: 0 }))
-                )
-            });
+        // (`in_form` checked that every wait of theirs has a parity this rewrites.)
+        let start_at = const_int(&start).unwrap_or(0);
+        count_parities_from(&mut consumer, rings, start_at, &base);
+        let after_loop = in_flight_loop(&consumer, rings, &tx, self.warp);
         if let Some(at) = after_loop {
             let last = bin(
                 BinOp::FloorMod,
                 bin(BinOp::Sub, stop.clone(), Expr::int(1)),
                 Expr::int(s),
             );
-            let release = if_then(
-                bin(
-                    BinOp::Eq,
-                    bin(BinOp::FloorMod, Expr::var(&tx), Expr::int(self.warp)),
-                    Expr::int(0),
-                ),
-                vec![intrinsic(
-                    Intrinsic::MbarrierArrive {
-                        bar: elem(&rings.empty, vec![last], span),
-                    },
-                    span,
-                )],
-                span,
-            );
+            let release = release_of(&rings.empty, last, &tx, self.warp, span);
             consumer.insert(
                 at + 1,
                 if_then(bin(BinOp::Gt, stop, start), vec![release], span),
@@ -309,6 +298,7 @@ impl Visit<'_> {
         }
         offset_stages(&mut consumer, &staged, &base, s);
         else_body.push(tiles.tile_loop(&ic, consumer, self.names, span));
+        true
     }
 }
 
@@ -353,7 +343,7 @@ fn rings(init: &Stmt) -> Option<Rings> {
     else {
         return None;
     };
-    let stages = const_int(&inits.stop).filter(|&s| s >= 1)?;
+    let stages = const_int(&inits.stop).filter(|s| (1..=MAX_STAGES).contains(s))?;
     (else_body.is_empty() && inits.kind == ForKind::Unroll).then(|| Rings {
         full: full.buffer.name.clone(),
         empty: empty.buffer.name.clone(),
@@ -422,6 +412,76 @@ fn roles(region: &Stmt) -> Option<(&str, i64, &[Stmt], &[Stmt])> {
     ))
 }
 
+/// Whether every `T.tma_load` of `body` comes after an arrive on its barrier (`seen`: the
+/// arrives before it, in this list or an enclosing one).
+fn arrive_first(body: &[Stmt], seen: &mut Vec<tlc_ir::ElemRef>) -> bool {
+    let depth = seen.len();
+    let mut ok = true;
+    for st in body {
+        match &st.kind {
+            StmtKind::Intrinsic(Intrinsic::MbarrierArriveExpectTx { bar, .. }) => {
+                seen.push(bar.clone());
+            }
+            StmtKind::Intrinsic(Intrinsic::TmaLoad { bar, .. }) => ok &= seen.contains(bar),
+            _ => {
+                for child in tlc_ir::visit::child_bodies(st) {
+                    ok &= arrive_first(child, seen);
+                }
+            }
+        }
+    }
+    seen.truncate(depth);
+    ok
+}
+
+/// Where the consumers' last release goes when they keep a wgmma group in flight: right
+/// after the `T.wgmma_wait(0)` that follows their loop, when the loop ends with the
+/// in-flight release `if ko > start: <warp leaders arrive on empty[(ko - 1) % S]>`
+/// (`warp-specialize`'s form; a loop releasing its own stage gets nothing more).
+fn in_flight_loop(consumer: &[Stmt], rings: &Rings, tx: &str, warp: i64) -> Option<usize> {
+    let at = consumer
+        .iter()
+        .position(|st| matches!(&st.kind, StmtKind::For(l) if waits_on(&l.body, &rings.full)))?;
+    let StmtKind::For(l) = &consumer[at].kind else {
+        return None;
+    };
+    let ko = Expr::var(&l.var.name);
+    let previous = bin(
+        BinOp::FloorMod,
+        bin(BinOp::Sub, ko.clone(), Expr::int(1)),
+        Expr::int(rings.stages),
+    );
+    let release = StmtKind::If {
+        cond: bin(BinOp::Gt, ko, l.start.clone()),
+        then_body: vec![release_of(&rings.empty, previous, tx, warp, l.start.span)],
+        else_body: Vec::new(),
+    };
+    let ends_in_flight = l.body.last().map(|st| &st.kind) == Some(&release);
+    let waited = matches!(
+        consumer.get(at + 1).map(|st| &st.kind),
+        Some(StmtKind::Intrinsic(Intrinsic::WgmmaWait { n: 0 }))
+    );
+    (ends_in_flight && waited).then_some(at + 1)
+}
+
+/// `if tx % warp == 0: T.mbarrier_arrive(empty[stage])`: one arrival per consumer warp.
+fn release_of(empty: &str, stage: Expr, tx: &str, warp: i64, span: Span) -> Stmt {
+    if_then(
+        bin(
+            BinOp::Eq,
+            bin(BinOp::FloorMod, Expr::var(tx), Expr::int(warp)),
+            Expr::int(0),
+        ),
+        vec![intrinsic(
+            Intrinsic::MbarrierArrive {
+                bar: elem(empty, vec![stage], span),
+            },
+            span,
+        )],
+        span,
+    )
+}
+
 /// Whether `body` waits on barrier array `bars`.
 fn waits_on(body: &[Stmt], bars: &str) -> bool {
     let mut found = false;
@@ -431,30 +491,157 @@ fn waits_on(body: &[Stmt], bars: &str) -> bool {
     found
 }
 
-/// Every wait on `full` in `body` with parity `X // S % 2` (the fill `X` of one tile)
-/// counts from the tile's first fill: `(base + X) // S % 2`.
-fn count_parities_from(body: &mut [Stmt], full: &str, base: &Expr) {
-    for s in body {
-        if let StmtKind::Intrinsic(Intrinsic::MbarrierWait { bar, parity }) = &mut s.kind {
-            if bar.buffer.name == full {
-                if let ExprKind::Binary(BinOp::FloorMod, phase, two) = &parity.kind {
-                    if let ExprKind::Binary(BinOp::FloorDiv, fill, stages) = &phase.kind {
-                        *parity = bin(
-                            BinOp::FloorMod,
-                            bin(
-                                BinOp::FloorDiv,
-                                bin(BinOp::Add, base.clone(), (**fill).clone()),
-                                (**stages).clone(),
-                            ),
-                            (**two).clone(),
-                        );
-                    }
-                }
+/// The fill number within one tile that a consumers' wait on `full` (stage index `stage`,
+/// parity `parity`) waits for, as an expression `X` whose `X // S % 2` is the parity: the
+/// parity's own `X` when it reads `X // S % 2`; when both are constants (`warp-specialize`
+/// folded a k-tile known at compile time), the fill `X' = (stage - start) mod S + S ·
+/// parity`, which is the true fill modulo `2S` — all a parity `(base + X) // S % 2` depends
+/// on. `None` for any other form.
+fn fill_of_wait(stage: &Expr, parity: &Expr, (s, start): (i64, i64)) -> Option<Expr> {
+    if let ExprKind::Binary(BinOp::FloorMod, phase, two) = &parity.kind {
+        if let ExprKind::Binary(BinOp::FloorDiv, fill, by) = &phase.kind {
+            return (two.as_int() == Some(2) && by.as_int() == Some(s)).then(|| (**fill).clone());
+        }
+    }
+    let (c, p) = (stage.as_int()?, parity.as_int()?);
+    let within = c.checked_sub(start)?.rem_euclid(s);
+    (0..=1).contains(&p).then(|| Expr::int(within + s * p))
+}
+
+/// Every wait on `full` in `body` (the fill `X` of one tile, `fill_of_wait`) counts from
+/// the tile's first fill: parity `(base + X) // S % 2`.
+fn count_parities_from(body: &mut [Stmt], rings: &Rings, start: i64, base: &Expr) {
+    for st in body {
+        if let StmtKind::Intrinsic(Intrinsic::MbarrierWait { bar, parity }) = &mut st.kind {
+            let fill = bar
+                .indices
+                .first()
+                .and_then(|stage| fill_of_wait(stage, parity, (rings.stages, start)));
+            if let (true, Some(fill)) = (bar.buffer.name == rings.full, fill) {
+                *parity = bin(
+                    BinOp::FloorMod,
+                    bin(
+                        BinOp::FloorDiv,
+                        bin(BinOp::Add, base.clone(), fill),
+                        Expr::int(rings.stages),
+                    ),
+                    Expr::int(2),
+                );
             }
         }
-        for child in child_bodies_mut(s) {
-            count_parities_from(child, full, base);
+        for child in child_bodies_mut(st) {
+            count_parities_from(child, rings, start, base);
         }
+    }
+}
+
+/// `Ok` when `region` is in the form `warp-specialize` writes, which the tile walk rewrites
+/// (a hand-written region of that shape with other waits is left alone): the producer
+/// loop starts with its per-loop `empty` wait, its fills are in the order the waits assume
+/// (`analysis::tma::fills_in_order`), and every consumers' wait on `full` has a parity
+/// [`fill_of_wait`] reads.
+fn in_form(region: &Stmt, rings: &Rings) -> Result<(), String> {
+    let not_form = || "the pipeline is not in warp-specialize's form".to_string();
+    let (_, _, producer, consumer) = roles(region).ok_or_else(not_form)?;
+    let [Stmt {
+        kind: StmtKind::For(p),
+        ..
+    }, Stmt {
+        kind: StmtKind::For(m),
+        ..
+    }] = producer
+    else {
+        return Err(not_form());
+    };
+    let s = rings.stages;
+    let start = const_int(&m.start).ok_or_else(not_form)?;
+    let kp = Expr::var(&m.var.name);
+    let refill = bin(BinOp::Add, kp.clone(), Expr::int(s - 1));
+    let empty_wait = StmtKind::If {
+        cond: bin(
+            BinOp::And,
+            bin(BinOp::Gt, kp.clone(), m.start.clone()),
+            bin(BinOp::Lt, refill.clone(), m.stop.clone()),
+        ),
+        then_body: vec![intrinsic(
+            Intrinsic::MbarrierWait {
+                bar: elem(
+                    &rings.empty,
+                    vec![bin(BinOp::FloorMod, refill, Expr::int(s))],
+                    region.span,
+                ),
+                parity: bin(
+                    BinOp::FloorMod,
+                    bin(
+                        BinOp::FloorDiv,
+                        bin(
+                            BinOp::Sub,
+                            bin(BinOp::Sub, kp, m.start.clone()),
+                            Expr::int(1),
+                        ),
+                        Expr::int(s),
+                    ),
+                    Expr::int(2),
+                ),
+            },
+            region.span,
+        )],
+        else_body: Vec::new(),
+    };
+    if m.body.first().map(|st| &st.kind) != Some(&empty_wait) {
+        return Err(not_form());
+    }
+    fills_in_order((&rings.full, s), (p, &p.body), (m, &m.body[1..]))?;
+    // Each fill's wait goes before its arrive: no load of a fill may come before it.
+    if !arrive_first(&p.body, &mut Vec::new()) || !arrive_first(&m.body[1..], &mut Vec::new()) {
+        return Err(not_form());
+    }
+    // The consumers never write a stage, and read stages only in steps that wait for them
+    // (their loop, and the first issue and last steps of a double-buffered one).
+    let staged: Vec<String> = {
+        let mut b = tma_destinations(producer);
+        b.extend([rings.full.clone(), rings.empty.clone()]);
+        b
+    };
+    let mut writes_stage = false;
+    for_each_stmt(consumer, &mut |st| match &st.kind {
+        StmtKind::Store { buffer, .. } | StmtKind::AtomicAdd { buffer, .. } => {
+            writes_stage |= staged.contains(&buffer.name);
+        }
+        StmtKind::Intrinsic(i) => {
+            writes_stage |= i.accesses().iter().any(|a| {
+                a.effect.writes() && staged[..staged.len() - 2].contains(&a.operand.buffer.name)
+            });
+        }
+        _ => {}
+    });
+    let unwaited_read = consumer.iter().any(|st| {
+        let access = crate::analysis::access::Access::of_body(std::slice::from_ref(st));
+        access
+            .reads
+            .iter()
+            .any(|b| staged[..staged.len() - 2].contains(b))
+            && !waits_on(std::slice::from_ref(st), &rings.full)
+    });
+    if writes_stage || unwaited_read {
+        return Err(not_form());
+    }
+    let mut waits_read = true;
+    for_each_stmt(consumer, &mut |st| {
+        if let StmtKind::Intrinsic(Intrinsic::MbarrierWait { bar, parity }) = &st.kind {
+            if bar.buffer.name == rings.full {
+                waits_read &= bar
+                    .indices
+                    .first()
+                    .and_then(|stage| fill_of_wait(stage, parity, (s, start)))
+                    .is_some();
+            }
+        }
+    });
+    if waits_read {
+        Ok(())
+    } else {
+        Err(not_form())
     }
 }
 

@@ -25,6 +25,7 @@ pub use twin_accumulator::DOUBLE_BUFFERED_NOTE;
 use crate::analysis::block::Block;
 use crate::analysis::footprint;
 use crate::analysis::kernels::for_each_kernel;
+use crate::analysis::tma::{fills_in_order, stages_match, tma_destinations};
 use crate::context::PassContext;
 use crate::names::NameSet;
 use crate::pass::Pass;
@@ -40,6 +41,10 @@ use tlc_ir::{
 };
 
 pub struct WarpSpecialize;
+
+/// The most stages a pipeline this pass takes apart may have (its checks evaluate two
+/// periods of the loop; `T.Pipelined` asks for a handful).
+const MAX_STAGES: i64 = 32;
 
 impl Pass for WarpSpecialize {
     fn name(&self) -> &'static str {
@@ -255,7 +260,7 @@ fn one_warpgroup_pipeline(init: &Stmt, p: &Stmt, m: &Stmt, block: &Block) -> Opt
     else {
         return None;
     };
-    let stages = const_int(&inits.stop).filter(|&s| s >= 2)?;
+    let stages = const_int(&inits.stop).filter(|s| (2..=MAX_STAGES).contains(s))?;
     let [Stmt {
         kind: StmtKind::Intrinsic(Intrinsic::MbarrierInit { bar, count }),
         ..
@@ -267,10 +272,34 @@ fn one_warpgroup_pipeline(init: &Stmt, p: &Stmt, m: &Stmt, block: &Block) -> Opt
     let prologue = pf.kind == ForKind::Unroll
         && const_int(&pf.start) == Some(0)
         && const_int(&pf.stop) == Some(stages - 1);
+    // The wait of iteration `ko`: the `(ko - start) // S`-th phase of `bars[ko % S]`, as
+    // `lower_tile_ops/tma.rs` writes it (the fills are checked against that order below).
+    let ko = Expr::var(&mf.var.name);
+    let wait = Intrinsic::MbarrierWait {
+        bar: elem(
+            &bar.buffer.name,
+            vec![bin(BinOp::FloorMod, ko.clone(), Expr::int(stages))],
+            m.span,
+        ),
+        parity: bin(
+            BinOp::FloorMod,
+            bin(
+                BinOp::FloorDiv,
+                bin(BinOp::Sub, ko, mf.start.clone()),
+                Expr::int(stages),
+            ),
+            Expr::int(2),
+        ),
+    };
     let waits = mf.kind == ForKind::Serial
-        && mf.body.first().and_then(|s| region_body(s, block)).is_some_and(|b| {
-            matches!(b, [Stmt { kind: StmtKind::Intrinsic(Intrinsic::MbarrierWait { bar: w, .. }), .. }] if w.buffer.name == bar.buffer.name)
-        });
+        && const_int(&mf.start).is_some()
+        && mf
+            .body
+            .first()
+            .and_then(|s| region_body(s, block))
+            .is_some_and(
+                |b| matches!(b, [Stmt { kind: StmtKind::Intrinsic(w), .. }] if *w == wait),
+            );
     (inits.kind == ForKind::Unroll
         && const_int(&inits.start) == Some(0)
         && by_stage
@@ -354,6 +383,12 @@ fn issue_code(body: &[Stmt], block: &Block) -> Option<Vec<Stmt>> {
             )),
             _ => {
                 let issued = one_thread_body(s, block)?;
+                // The issuing thread's code runs on another thread now: it may not read
+                // the region's thread index.
+                let index = region_index(s, block)?;
+                if uses_var(issued, index) {
+                    return None;
+                }
                 let loads = issued.iter().all(|s| {
                     matches!(
                         s.kind,
@@ -370,6 +405,93 @@ fn issue_code(body: &[Stmt], block: &Block) -> Option<Vec<Stmt>> {
         }
     }
     Some(out)
+}
+
+/// Whether `body` reads variable `var`.
+fn uses_var(body: &[Stmt], var: &str) -> bool {
+    let mut found = false;
+    tlc_ir::visit::for_each_stmt(body, &mut |s| {
+        for e in tlc_ir::visit::stmt_exprs(s) {
+            found |= crate::analysis::int::mentions(e, var);
+        }
+    });
+    found
+}
+
+/// `Ok` when the producer's code `code` (the fills and the prologue) reads nothing only
+/// the consumers hold: no register array (each thread has its own; the producer's copy
+/// was never written) and no variable the loop body binds for the consumers (`lets`).
+fn producer_can_issue(code: &[Stmt], lets: &[String], facts: &Facts) -> Result<(), String> {
+    let mut why = None;
+    tlc_ir::visit::for_each_stmt(code, &mut |s| {
+        for e in tlc_ir::visit::stmt_exprs(s) {
+            tlc_ir::visit::for_each_subexpr(e, &mut |x| match &x.kind {
+                ExprKind::Load { buffer, .. }
+                    if facts
+                        .buffer(buffer)
+                        .is_none_or(|b| matches!(b.scope, Scope::Local | Scope::Fragment)) =>
+                {
+                    why = Some(format!("a stage fill reads the register array `{buffer}`"));
+                }
+                ExprKind::Var(v) if lets.contains(v) => {
+                    why = Some(format!("a stage fill reads `{v}`, which the loop computes"));
+                }
+                _ => {}
+            });
+        }
+    });
+    why.map_or(Ok(()), Err)
+}
+
+/// `Ok` when the loop's compute touches the stage buffers `staged` only at stage `ko % S`
+/// (the stage its wait made ready and its release hands back; reads only), by evaluation
+/// over two periods of the loop.
+fn reads_its_stage(compute: &[Stmt], staged: &[String], m: &For, s: i64) -> Result<(), String> {
+    let Some(start) = const_int(&m.start) else {
+        return Err("the pipelined loop's start is not a constant".into());
+    };
+    let values = start..start.saturating_add(2 * s);
+    let at_stage = |buffer: &str, indices: &[Expr]| -> bool {
+        !staged.iter().any(|b| b == buffer)
+            || indices
+                .first()
+                .is_some_and(|i| stages_match(i, &m.var.name, &|ko| ko, values.clone(), s))
+    };
+    let mut ok = true;
+    tlc_ir::visit::for_each_stmt(compute, &mut |st| {
+        if let StmtKind::Intrinsic(i) = &st.kind {
+            ok &= i.accesses().iter().all(|a| {
+                !a.effect.writes() && at_stage(&a.operand.buffer.name, &a.operand.indices)
+                    || !staged.contains(&a.operand.buffer.name)
+            });
+        }
+        if let StmtKind::Store { buffer, .. } | StmtKind::AtomicAdd { buffer, .. } = &st.kind {
+            ok &= !staged.contains(&buffer.name);
+        }
+        for e in tlc_ir::visit::stmt_exprs(st) {
+            tlc_ir::visit::for_each_subexpr(e, &mut |x| {
+                if let ExprKind::Load { buffer, indices } = &x.kind {
+                    ok &= at_stage(buffer, indices);
+                }
+            });
+        }
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err("the loop's compute touches a stage other than the one it waited for".into())
+    }
+}
+
+/// The variables `body` binds (lets and loop variables, at any depth).
+fn bound_in(body: &[Stmt]) -> Vec<String> {
+    let mut out = Vec::new();
+    tlc_ir::visit::for_each_stmt(body, &mut |s| match &s.kind {
+        StmtKind::Let { var, .. } => out.push(var.name.clone()),
+        StmtKind::For(f) => out.push(f.var.name.clone()),
+        _ => {}
+    });
+    out
 }
 
 /// The kernel-body statements around a pipeline: those already rewritten, and those after
@@ -422,6 +544,15 @@ fn specialize(
     let mut prologue = p.clone();
     prologue.body =
         issue_code(&p.body, &facts.block).ok_or("the prologue does more than fill stages")?;
+    fills_in_order(
+        (&found.bars, found.stages),
+        (p, &prologue.body),
+        (m, &fills),
+    )?;
+    let loop_lets = bound_in(&compute);
+    producer_can_issue(&fills, &loop_lets, facts)?;
+    producer_can_issue(&prologue.body, &loop_lets, facts)?;
+    reads_its_stage(&compute, &tma_destinations(&fills), m, found.stages)?;
     // The consumers' own work around the loop moves into their branch. Before the loop, a
     // region moves past the scalar lets between it and the loop (a split-K slice's bounds)
     // when they read no memory: it cannot name them, and they cannot see what it writes.
@@ -446,6 +577,18 @@ fn specialize(
             took_after += 1;
         }
     }
+    // What stays outside the region; a nested pipeline does not know it.
+    let named_outside = |name: &str| match &around {
+        None => true,
+        Some(a) => {
+            let stays = |s: &Stmt| twin_accumulator::mentions(std::slice::from_ref(s), name);
+            a.before
+                .iter()
+                .enumerate()
+                .any(|(i, s)| !taken_before.contains(&i) && stays(s))
+                || a.after.iter().skip(took_after).any(stays)
+        }
+    };
     let pipe = schedule::Pipeline {
         prologue,
         main: m,
@@ -455,6 +598,7 @@ fn specialize(
         tail,
         stages: found.stages,
         full: &found.bars,
+        named_outside: &named_outside,
     };
     let built = schedule::build(pipe, roles, facts, names, span)?;
     changes

@@ -121,6 +121,10 @@ pub(crate) struct Pipeline<'a> {
     pub stages: i64,
     /// The `full` mbarriers (`lower_tile_ops/tma.rs` allocated them).
     pub full: &'a str,
+    /// Whether code outside the warp-specialized region (the kernel's other statements)
+    /// names a buffer: a twin accumulator is only for one nothing else reads, since after
+    /// the loop the last k-tile's product may sit in the twin.
+    pub named_outside: &'a dyn Fn(&str) -> bool,
 }
 
 /// A warp-specialized pipeline: its region, its `empty` ring (to allocate), and the twin
@@ -291,6 +295,7 @@ pub(crate) fn build(
                 && roles.consumers >= 2
                 && !mentions(&head, &b.acc)
                 && !mentions(&tail, &b.acc)
+                && !(pipe.named_outside)(&b.acc)
                 && fits_twin(&b.acc, roles.consumer_registers, facts)
         })
     };

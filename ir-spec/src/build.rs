@@ -22,6 +22,18 @@ pub fn bin_at(op: BinOp, a: Expr, b: Expr, span: Span) -> Expr {
     }
 }
 
+/// `if cond: body` (no else).
+pub fn if_then(cond: Expr, body: Vec<Stmt>, span: Span) -> Stmt {
+    Stmt::new(
+        StmtKind::If {
+            cond,
+            then_body: body,
+            else_body: Vec::new(),
+        },
+        span,
+    )
+}
+
 /// `for var in KIND(0, stop): body`.
 pub fn for_loop(var: &str, stop: Expr, kind: ForKind, body: Vec<Stmt>, span: Span) -> Stmt {
     Stmt::new(

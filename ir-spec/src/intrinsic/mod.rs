@@ -921,32 +921,36 @@ const SHUFFLED: &[DType] = &[
     DType::BFloat16,
 ];
 
+/// A shuffle's operands: one register element written, one read.
+const SHUFFLE_DST: Param = Param {
+    name: "dst",
+    role: "destination",
+    kind: ParamKind::Ref(RefParam {
+        scopes: REGISTERS,
+        dtypes: SHUFFLED,
+        count: Count::Elems(1),
+        effect: Effect::Write,
+    }),
+    keyword: false,
+};
+const SHUFFLE_SRC: Param = Param {
+    name: "src",
+    role: "source",
+    kind: ParamKind::Ref(RefParam {
+        scopes: REGISTERS,
+        dtypes: SHUFFLED,
+        count: Count::Elems(1),
+        effect: Effect::Read,
+    }),
+    keyword: false,
+};
+
 static SHFL_DOWN: IntrinsicDef = IntrinsicDef {
     op: IntrinsicOp::ShflDown,
     name: "T.shfl_down",
     params: &[
-        Param {
-            name: "dst",
-            role: "destination",
-            kind: ParamKind::Ref(RefParam {
-                scopes: REGISTERS,
-                dtypes: SHUFFLED,
-                count: Count::Elems(1),
-                effect: Effect::Write,
-            }),
-            keyword: false,
-        },
-        Param {
-            name: "src",
-            role: "source",
-            kind: ParamKind::Ref(RefParam {
-                scopes: REGISTERS,
-                dtypes: SHUFFLED,
-                count: Count::Elems(1),
-                effect: Effect::Read,
-            }),
-            keyword: false,
-        },
+        SHUFFLE_DST,
+        SHUFFLE_SRC,
         Param {
             name: "offset",
             role: "lane offset",
@@ -969,28 +973,8 @@ static SHFL_XOR: IntrinsicDef = IntrinsicDef {
     op: IntrinsicOp::ShflXor,
     name: "T.shfl_xor",
     params: &[
-        Param {
-            name: "dst",
-            role: "destination",
-            kind: ParamKind::Ref(RefParam {
-                scopes: REGISTERS,
-                dtypes: SHUFFLED,
-                count: Count::Elems(1),
-                effect: Effect::Write,
-            }),
-            keyword: false,
-        },
-        Param {
-            name: "src",
-            role: "source",
-            kind: ParamKind::Ref(RefParam {
-                scopes: REGISTERS,
-                dtypes: SHUFFLED,
-                count: Count::Elems(1),
-                effect: Effect::Read,
-            }),
-            keyword: false,
-        },
+        SHUFFLE_DST,
+        SHUFFLE_SRC,
         Param {
             name: "offset",
             role: "lane offset",

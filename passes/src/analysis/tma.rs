@@ -492,3 +492,50 @@ pub fn fills_in_order(
     }
     Ok(())
 }
+
+/// The region in which thread 0 initializes every stage's mbarrier of each `(array,
+/// arrival count)` and fences the inits for the async proxy, over thread variable `tx` and
+/// stage variable `s`: `for tx …: if tx == 0: for s in T.unroll(S): T.mbarrier_init(…);
+/// T.fence_proxy_async()` — the form `warp-specialize` and `persistent-tiles` look for.
+pub fn init_region(
+    arrays: &[(&str, i64)],
+    stages: i64,
+    block: &crate::analysis::block::Block,
+    (tx, s): (&str, &str),
+    span: tlc_ir::Span,
+    names: &mut crate::names::NameSet,
+) -> Stmt {
+    use tlc_ir::build::{bin, elem, for_loop, if_then, intrinsic};
+    let inits = arrays
+        .iter()
+        .map(|&(bars, count)| {
+            intrinsic(
+                tlc_ir::Intrinsic::MbarrierInit {
+                    bar: elem(bars, vec![Expr::var(s)], span),
+                    count,
+                },
+                span,
+            )
+        })
+        .collect();
+    let guarded = if_then(
+        bin(BinOp::Eq, Expr::var(tx), Expr::int(0)),
+        vec![
+            for_loop(s, Expr::int(stages), ForKind::Unroll, inits, span),
+            intrinsic(tlc_ir::Intrinsic::FenceProxyAsync, span),
+        ],
+        span,
+    );
+    block.fresh_region(tx, vec![guarded], span, names)
+}
+
+/// `T.alloc_shared((stages,), "int64")` named `name`: one mbarrier per stage.
+pub fn barrier_array(name: &str, stages: i64, span: tlc_ir::Span) -> BufferDecl {
+    BufferDecl {
+        name: Ident::new(name, span),
+        dtype: DType::Int64,
+        shape: vec![Expr::int(stages)],
+        scope: Scope::Shared,
+        span,
+    }
+}

@@ -16,9 +16,10 @@
 //! the threads that hold it. The sum is reassociated like `lower-reductions`' (the bound in
 //! docs/ir.md); `max` / `min` are exact.
 
-use super::rows::{if_then, Kind};
+use super::rows::Kind;
 use super::Ctx;
 use crate::names::NameSet;
+use tlc_ir::build::if_then;
 use tlc_ir::build::{bin, elem, intrinsic, load, reduce_identity, store};
 use tlc_ir::{
     BinOp, BufferDecl, DType, Diagnostic, Expr, ExprKind, Ident, Intrinsic, MathFn, Reduce, Scope,

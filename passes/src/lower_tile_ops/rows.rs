@@ -20,7 +20,7 @@ use super::region::{thread_region, Mapping};
 use crate::analysis::block::Block;
 use crate::analysis::rows::rows_of_flat;
 use crate::names::NameSet;
-use tlc_ir::build::bin;
+use tlc_ir::build::{bin, if_then};
 // The mma.sync fragment's lanes: the instruction's layout is defined on a 32-lane warp.
 use tlc_ir::target::WARP_SIZE;
 use tlc_ir::{BinOp, Diagnostic, Expr, RowsOf, Span, Stmt, StmtKind};
@@ -330,18 +330,6 @@ fn memory_read_back(body: &[Stmt], is_register: &dyn Fn(&str) -> bool) -> Option
         }
     });
     found
-}
-
-/// `if cond: body`.
-pub(crate) fn if_then(cond: Expr, body: Vec<Stmt>, span: Span) -> Stmt {
-    Stmt::new(
-        StmtKind::If {
-            cond,
-            then_body: body,
-            else_body: Vec::new(),
-        },
-        span,
-    )
 }
 
 /// Puts every store to memory (not a register array) and every atomic under `primary`.

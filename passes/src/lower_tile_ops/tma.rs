@@ -43,16 +43,15 @@
 
 use super::region::thread_region;
 use super::Ctx;
-use crate::analysis::tma::{parallel_copy, plan_copy, stages_match, TmaCopy};
+use crate::analysis::tma::{
+    barrier_array, init_region, parallel_copy, plan_copy, stages_match, TmaCopy,
+};
 use crate::names::NameSet;
-use tlc_ir::build::{bin, elem, for_loop, intrinsic, note};
+use tlc_ir::build::{bin, elem, intrinsic, note};
 use tlc_ir::target::AsyncCopy;
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::take_notes;
-use tlc_ir::{
-    BinOp, BufferDecl, DType, Expr, ExprKind, For, ForKind, Ident, Intrinsic, Region, Scope, Span,
-    Stmt, StmtKind,
-};
+use tlc_ir::{BinOp, Expr, ExprKind, For, ForKind, Intrinsic, Region, Scope, Span, Stmt, StmtKind};
 
 /// Rewrites the pipelined loops of `body` (recursively) whose copies all take TMA; a
 /// `T.note` before each other one says why it does not. `body` is the kernel's.
@@ -223,19 +222,8 @@ fn on_tma(
     ]
 }
 
-/// `T.alloc_shared((stages,), "int64")` named `name`: one mbarrier per stage.
-fn barrier_array(name: &str, stages: i64, span: Span) -> BufferDecl {
-    BufferDecl {
-        name: Ident::new(name, span),
-        dtype: DType::Int64,
-        shape: vec![Expr::int(stages)],
-        scope: Scope::Shared,
-        span,
-    }
-}
-
 /// Thread 0 initializes every stage's barrier of each `(array, arrival count)`, then fences
-/// the inits for the async proxy.
+/// the inits for the async proxy (`analysis::tma::init_region`).
 fn init_barriers(
     arrays: &[(&str, i64)],
     stages: i64,
@@ -244,27 +232,8 @@ fn init_barriers(
     names: &mut NameSet,
 ) -> Stmt {
     let s = names.fresh("s");
-    let inits = arrays
-        .iter()
-        .map(|&(bars, count)| {
-            intrinsic(
-                Intrinsic::MbarrierInit {
-                    bar: elem(bars, vec![Expr::var(&s)], span),
-                    count,
-                },
-                span,
-            )
-        })
-        .collect();
-    one_thread(
-        vec![
-            for_loop(&s, Expr::int(stages), ForKind::Unroll, inits, span),
-            intrinsic(Intrinsic::FenceProxyAsync, span),
-        ],
-        ctx,
-        span,
-        names,
-    )
+    let tx = names.fresh(ctx.block.index_base());
+    init_region(arrays, stages, &ctx.block, (&tx, &s), span, names)
 }
 
 /// The mbarriers of one pipeline.

@@ -33,7 +33,7 @@ use crate::context::PassContext;
 use crate::names::NameSet;
 use crate::pass::Pass;
 use tiles::{offset_stages, wait_before_fills, Tiles};
-use tlc_ir::build::{bin, elem, intrinsic, note};
+use tlc_ir::build::{bin, elem, if_then, intrinsic, note};
 use tlc_ir::verifier::{const_int, Level};
 use tlc_ir::visit::{child_bodies_mut, for_each_stmt};
 use tlc_ir::{
@@ -643,15 +643,4 @@ fn in_form(region: &Stmt, rings: &Rings) -> Result<(), String> {
     } else {
         Err(not_form())
     }
-}
-
-fn if_then(cond: Expr, body: Vec<Stmt>, span: Span) -> Stmt {
-    Stmt::new(
-        StmtKind::If {
-            cond,
-            then_body: body,
-            else_body: Vec::new(),
-        },
-        span,
-    )
 }

@@ -25,19 +25,21 @@ pub use twin_accumulator::DOUBLE_BUFFERED_NOTE;
 use crate::analysis::block::Block;
 use crate::analysis::footprint;
 use crate::analysis::kernels::for_each_kernel;
-use crate::analysis::tma::{fills_in_order, stages_match, tma_destinations};
+use crate::analysis::tma::{
+    barrier_array, fills_in_order, init_region, stages_match, tma_destinations,
+};
 use crate::context::PassContext;
 use crate::names::NameSet;
 use crate::pass::Pass;
 use schedule::Side;
 use std::collections::{HashMap, VecDeque};
-use tlc_ir::build::{bin, elem, for_loop, intrinsic, note};
+use tlc_ir::build::{bin, elem, note};
 use tlc_ir::target::{AsyncCopy, WARPGROUP_SIZE};
 use tlc_ir::verifier::{const_int, Level};
 use tlc_ir::visit::child_bodies_mut;
 use tlc_ir::{
-    BinOp, BufferDecl, DType, Diagnostic, Expr, ExprKind, For, ForKind, Ident, Intrinsic, Kernel,
-    PrimFunc, Scope, Span, Stmt, StmtKind, Target, ThreadTag,
+    BinOp, BufferDecl, Diagnostic, Expr, ExprKind, For, ForKind, Intrinsic, Kernel, PrimFunc,
+    Scope, Span, Stmt, StmtKind, Target, ThreadTag,
 };
 
 pub struct WarpSpecialize;
@@ -615,11 +617,11 @@ fn specialize(
         around.after.drain(..took_after);
     }
     Ok(vec![
-        init_barriers(
+        init_region(
             &[(&found.bars, found.copies), (&built.empty, consumer_warps)],
             found.stages,
             &facts.block,
-            &found.init_vars,
+            (&found.init_vars.0, &found.init_vars.1),
             span,
             names,
         ),
@@ -653,52 +655,4 @@ fn movable(s: &Stmt, side: Side, facts: &Facts) -> bool {
         }
         _ => false,
     }
-}
-
-/// `T.alloc_shared((stages,), "int64")` named `name`: one mbarrier per stage.
-fn barrier_array(name: &str, stages: i64, span: Span) -> BufferDecl {
-    BufferDecl {
-        name: Ident::new(name, span),
-        dtype: DType::Int64,
-        shape: vec![Expr::int(stages)],
-        scope: Scope::Shared,
-        span,
-    }
-}
-
-/// Thread 0 initializes every stage's barrier of each `(array, arrival count)`, then fences
-/// the inits for the async proxy; over the thread and stage variables `(tx, s)` of the
-/// init region this one replaces.
-fn init_barriers(
-    arrays: &[(&str, i64)],
-    stages: i64,
-    block: &Block,
-    (tx, s): &(String, String),
-    span: Span,
-    names: &mut NameSet,
-) -> Stmt {
-    let inits = arrays
-        .iter()
-        .map(|&(bars, count)| {
-            intrinsic(
-                Intrinsic::MbarrierInit {
-                    bar: elem(bars, vec![Expr::var(s)], span),
-                    count,
-                },
-                span,
-            )
-        })
-        .collect();
-    let guarded = Stmt::new(
-        StmtKind::If {
-            cond: bin(BinOp::Eq, Expr::var(tx), Expr::int(0)),
-            then_body: vec![
-                for_loop(s, Expr::int(stages), ForKind::Unroll, inits, span),
-                intrinsic(Intrinsic::FenceProxyAsync, span),
-            ],
-            else_body: Vec::new(),
-        },
-        span,
-    );
-    block.fresh_region(tx, vec![guarded], span, names)
 }

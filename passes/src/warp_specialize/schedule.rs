@@ -69,7 +69,7 @@ use super::Facts;
 use crate::analysis::access::Access;
 use crate::analysis::block::Block;
 use crate::names::NameSet;
-use tlc_ir::build::{bin, elem, intrinsic};
+use tlc_ir::build::{bin, elem, if_then, intrinsic};
 use tlc_ir::target::{MAX_THREADS_PER_BLOCK, REGISTERS_PER_SM, WARPGROUP_SIZE};
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::map_body_exprs;
@@ -596,17 +596,6 @@ fn keep_group_in_flight(body: &mut [Stmt]) -> bool {
         }
         _ => false,
     }
-}
-
-fn if_then(cond: Expr, body: Vec<Stmt>, span: Span) -> Stmt {
-    Stmt::new(
-        StmtKind::If {
-            cond,
-            then_body: body,
-            else_body: Vec::new(),
-        },
-        span,
-    )
 }
 
 /// `Ok` when the lowered compute `body` can run on the consumers alone, between their

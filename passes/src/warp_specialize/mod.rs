@@ -54,7 +54,7 @@ impl Pass for WarpSpecialize {
     }
 
     fn description(&self) -> &'static str {
-        "TMA pipelines -> a producer warpgroup and consumer warpgroups on mbarrier rings (persistent tiles, twin accumulators)"
+        "TMA pipelines -> a producer warpgroup and consumer warpgroups on mbarrier rings (twin accumulators for a promotion)"
     }
 
     fn requires(&self) -> Level {

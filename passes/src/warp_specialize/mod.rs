@@ -423,7 +423,11 @@ fn uses_var(body: &[Stmt], var: &str) -> bool {
 /// `Ok` when the producer's code `code` (the fills and the prologue) reads nothing only
 /// the consumers hold: no register array (each thread has its own; the producer's copy
 /// was never written) and no variable the loop body binds for the consumers (`lets`).
-fn producer_can_issue(code: &[Stmt], lets: &[String], facts: &Facts) -> Result<(), String> {
+fn producer_can_issue(
+    code: &[Stmt],
+    lets: &std::collections::HashSet<String>,
+    facts: &Facts,
+) -> Result<(), String> {
     let mut why = None;
     tlc_ir::visit::for_each_stmt(code, &mut |s| {
         for e in tlc_ir::visit::stmt_exprs(s) {
@@ -485,17 +489,6 @@ fn reads_its_stage(compute: &[Stmt], staged: &[String], m: &For, s: i64) -> Resu
     }
 }
 
-/// The variables `body` binds (lets and loop variables, at any depth).
-fn bound_in(body: &[Stmt]) -> Vec<String> {
-    let mut out = Vec::new();
-    tlc_ir::visit::for_each_stmt(body, &mut |s| match &s.kind {
-        StmtKind::Let { var, .. } => out.push(var.name.clone()),
-        StmtKind::For(f) => out.push(f.var.name.clone()),
-        _ => {}
-    });
-    out
-}
-
 /// The kernel-body statements around a pipeline: those already rewritten, and those after
 /// it.
 struct Around<'a> {
@@ -551,7 +544,7 @@ fn specialize(
         (p, &prologue.body),
         (m, &fills),
     )?;
-    let loop_lets = bound_in(&compute);
+    let loop_lets = crate::analysis::sync::bound_vars(&compute);
     producer_can_issue(&fills, &loop_lets, facts)?;
     producer_can_issue(&prologue.body, &loop_lets, facts)?;
     reads_its_stage(&compute, &tma_destinations(&fills), m, found.stages)?;

@@ -15,7 +15,7 @@ fn kernel(body: &str) -> String {
         text.push('\n');
     }
     format!(
-        "@T.prim_func\ndef k(A: T.Tensor((100, 64), \"float16\")):\n    with T.Kernel(1, threads=128) as bx:\n        S = T.alloc_shared((64, 64), \"float16\")\n        bars = T.alloc_shared((2,), \"int64\")\n        acc = T.alloc_local((32,), \"float32\")\n        T.fence_proxy_async()\n        for tx in T.thread_binding(128, thread=\"threadIdx.x\"):\n{text}"
+        "@T.prim_func\ndef k(A: T.Tensor((100, 64), \"float16\")):\n    with T.Kernel(1, threads=128) as bx:\n        S = T.alloc_shared((64, 64), \"float16\")\n        bars = T.alloc_shared((2,), \"int64\")\n        acc = T.alloc_local((32,), \"float32\")\n        p = T.alloc_local((16,), \"float16\")\n        T.fence_proxy_async()\n        for tx in T.thread_binding(128, thread=\"threadIdx.x\"):\n{text}"
     )
 }
 
@@ -62,7 +62,8 @@ T.wgmma_commit()
 T.wgmma_wait(0)
 T.setmaxnreg(232, inc=True)
 T.setmaxnreg(40, inc=False)
-T.tma_load(S[0, 0], A[3, 0], bars[1], box=(64,), swizzle=0)";
+T.tma_load(S[0, 0], A[3, 0], bars[1], box=(64,), swizzle=0)
+T.wgmma_rs(acc[0], p[8], S[0, 16], n=64, trans_b=True, b_swizzle=128, b_lbo=0, b_sbo=1024, accumulate=tx > 0)";
 
 #[test]
 fn every_spelling_round_trips() {
@@ -79,7 +80,7 @@ fn every_spelling_round_trips() {
     let again = parsed(&printed);
     assert_eq!(calls(&again), calls(&f));
     assert_eq!(print_func(&again), printed);
-    assert_eq!(calls(&f).len(), 14);
+    assert_eq!(calls(&f).len(), 15);
 }
 
 #[test]
@@ -131,6 +132,13 @@ fn typed_fields() {
         &c[12],
         Intrinsic::SetMaxNReg { n: 40, inc: false }
     ));
+    match &c[14] {
+        Intrinsic::WgmmaRs { a, n, trans_b, .. } => {
+            assert_eq!((a.buffer.name.as_str(), *n, *trans_b), ("p", 64, true));
+            assert_eq!(a.indices[0].to_string(), "8");
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! mbarrier that every thread waits on, then 128 threads running `T.wgmma` over the box in
 //! four k-steps, checked element by element against a product computed here; and each
 //! reported error (read before the wait, a wait that deadlocks, a tx underflow, a missing
-//! `T.wgmma_fence`, reading the accumulator before `T.wgmma_wait`).
+//! `T.wgmma_fence`, reading the accumulator before `T.wgmma_wait`). `T.wgmma_rs` the same
+//! way, with each thread's A registers loaded from global memory by the register-A map.
 
 use std::collections::HashMap;
 use tlc_ir::interp::{run, RunOptions, Tensor};
@@ -58,6 +59,7 @@ def hopper(A: T.Tensor((100, 64), \"float16\"), B: T.Tensor((64, 64), \"float16\
         SB = T.alloc_shared((64, 64), \"float16\")
         bars = T.alloc_shared((1,), \"int64\")
         acc = T.alloc_local((32,), \"float32\")
+        ra = T.alloc_local((32,), \"float16\")
         for tx in T.thread_binding(128, thread=\"threadIdx.x\"):
 {}{}{}",
         indent(load),
@@ -209,8 +211,8 @@ fn reading_the_accumulator_before_the_wait_is_an_error() {
     let m = error(&kernel(LOAD, WAIT, &early));
     assert!(
         m.starts_with(
-            "this thread reads `acc[5]`, an accumulator of an in-flight `T.wgmma` (missing \
-             `T.wgmma_wait`)"
+            "this thread reads `acc[5]`, an operand register (accumulator or register A) of an \
+             in-flight `T.wgmma` (missing `T.wgmma_wait`)"
         ),
         "{m}"
     );
@@ -243,4 +245,57 @@ fn a_wgmma_reading_another_threads_store_needs_a_barrier() {
     if let Err(d) = run_kernel(&kernel(LOAD, WAIT, &synced)) {
         panic!("{d:#?}");
     }
+}
+
+/// `T.wgmma_rs`: each thread loads its A registers for the four k-steps (8 per step) from
+/// `A`'s rows 0..64 by register A's map, fences, and multiplies with the TMA-loaded B tile.
+const MMA_RS: &str = "\
+for j in T.serial(4):
+    for e in T.serial(8):
+        ra[8 * j + e] = A[16 * (tx // 32) + tx % 32 // 4 + 8 * (e // 2 % 2), 16 * j + 8 * (e // 4) + 2 * (tx % 4) + e % 2]
+T.wgmma_fence()
+for j in T.serial(4):
+    T.wgmma_rs(acc[0], ra[8 * j], SB[0, j * 16], n=64, b_swizzle=128, b_lbo=0, b_sbo=1024, accumulate=j > 0)
+T.wgmma_commit()
+T.wgmma_wait(0)
+for i in T.serial(32):
+    C[16 * (tx // 32) + tx % 32 // 4 + 8 * (i // 2 % 2), 8 * (i // 4) + 2 * (tx % 4) + i % 2] = acc[i]";
+
+#[test]
+fn wgmma_rs_takes_a_from_registers() {
+    let out = run_kernel(&kernel(LOAD, WAIT, MMA_RS)).unwrap_or_else(|d| panic!("{d:#?}"));
+    let c = out.get("C").map(Tensor::to_f64).unwrap_or_default();
+    assert_eq!(c.len(), 64 * 64);
+    for m in 0..64 {
+        for n in 0..64 {
+            let want: f64 = (0..64).map(|k| a_val(m, k) * b_val(n, k)).sum();
+            assert_eq!(c[m * 64 + n], want, "C[{m}, {n}]");
+        }
+    }
+}
+
+#[test]
+fn wgmma_rs_registers_are_fenced_and_held_until_the_wait() {
+    // A register A written after the fence: the wgmma may read the old value.
+    let late = MMA_RS.replace(
+        "T.wgmma_fence()\n",
+        "T.wgmma_fence()\nra[9] = T.float16(1)\n",
+    );
+    let m = error(&kernel(LOAD, WAIT, &late));
+    assert!(
+        m.contains("reading `ra[9]`, which this thread wrote after the last `T.wgmma_fence`"),
+        "{m}"
+    );
+    // Overwriting register A before the wait retires the op.
+    let early = MMA_RS.replace(
+        "T.wgmma_wait(0)\n",
+        "ra[3] = T.float16(0)\nT.wgmma_wait(0)\n",
+    );
+    let m = error(&kernel(LOAD, WAIT, &early));
+    assert!(
+        m.starts_with(
+            "this thread writes `ra[3]`, an operand register (accumulator or register A)"
+        ),
+        "{m}"
+    );
 }

@@ -8,7 +8,9 @@
 //! elements to threads for both dtypes) over the warp partition of
 //! its policy, and its shared operands an XOR swizzle chosen by the row width (128, 64 or
 //! 32 bytes; rows of 16 bytes get 16 bytes of padding; anything else has no layout that
-//! fits and is an error naming the buffer); **propagate** — the buffer/op graph (petgraph)
+//! fits and is an error naming the buffer) — on sm_90a the wgmma layouts where
+//! `analysis::wgmma::plan` allows (a fragment A that wgmma reads from registers gets the
+//! accumulator layout of its own tile); **propagate** — the buffer/op graph (petgraph)
 //! is walked breadth-first from every fragment with a layout: a fragment of the same shape
 //! reached through a `T.copy` or a `T.Parallel` nest gets the same layout (the fragments a
 //! row vector follows count as joined). Other fragments keep the default (flat) layout;
@@ -246,13 +248,16 @@ fn infer(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diagnostic
                 *gspan,
                 "this T.gemm (wgmma)",
             );
-            for (r, bytes) in [(&g.a, plan.a_bytes), (&g.b, plan.b_bytes)] {
-                layouts.set(
-                    &r.buffer.name,
-                    Layout::WgmmaSwizzle { bytes },
-                    *gspan,
-                    "this T.gemm (wgmma)",
-                );
+            for (r, layout) in [
+                (&g.a, plan.a.layout(plan.groups_m)),
+                (
+                    &g.b,
+                    Layout::WgmmaSwizzle {
+                        bytes: plan.b_bytes,
+                    },
+                ),
+            ] {
+                layouts.set(&r.buffer.name, layout, *gspan, "this T.gemm (wgmma)");
             }
             continue;
         }

@@ -368,14 +368,14 @@ impl Facts {
                     | Intrinsic::MbarrierWait { .. }
                     | Intrinsic::TmaLoad { .. }
             );
-            wgmma_kernel |= matches!(i, Intrinsic::Wgmma { .. });
+            wgmma_kernel |= i.wgmma_accumulator().is_some();
             for a in i.accesses() {
                 let name = a.operand.buffer.name.clone();
                 if waits_on_mbarrier || matches!(a.effect, Effect::BulkWrite | Effect::Sync) {
                     mbarrier.insert(name);
                 } else if a.effect == Effect::AsyncWrite {
                     async_written.insert(name);
-                } else if matches!(i, Intrinsic::Wgmma { .. }) && a.effect.reads() {
+                } else if i.wgmma_accumulator().is_some() && a.effect.reads() {
                     wgmma_read.insert(name);
                 }
             }

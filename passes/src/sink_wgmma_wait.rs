@@ -7,7 +7,8 @@
 //!
 //! A statement can be passed when it and everything nested in it
 //! - accesses no buffer that a `T.wgmma` of the function accumulates into (the registers the
-//!   groups in flight still write; reading them early would see partial sums),
+//!   groups in flight still write; reading them early would see partial sums) or that a
+//!   `T.wgmma_rs` takes A from (registers the groups in flight still read),
 //! - writes no shared memory (the bytes the groups may still read),
 //! - issues no intrinsic (mbarrier arrivals release stages to a producer that refills them,
 //!   fences and commits order wgmma groups, copies have their own protocol) and no barrier,
@@ -68,6 +69,11 @@ impl Facts {
         for_each_stmt(body, &mut |s| match &s.kind {
             StmtKind::Intrinsic(Intrinsic::Wgmma { acc, .. }) => {
                 accumulators.insert(acc.buffer.name.clone());
+            }
+            // A register A is read by the groups in flight: it is held like an accumulator.
+            StmtKind::Intrinsic(Intrinsic::WgmmaRs { acc, a, .. }) => {
+                accumulators.insert(acc.buffer.name.clone());
+                accumulators.insert(a.buffer.name.clone());
             }
             StmtKind::Kernel(k) => {
                 for b in k.allocs.iter().filter(|b| b.scope == Scope::Shared) {

@@ -8,7 +8,9 @@
 //!
 //! A `T.gemm` operand `A` or `B` held in a fragment (flash attention's `P @ V`, whose `P`
 //! is the softmax of the first gemm's accumulator) is staged the same way, right before the
-//! gemm: the tensor-core lowerings read operands from shared memory.
+//! gemm: the tensor-core lowerings read operands from shared memory — except an A that
+//! wgmma reads from registers (`analysis::wgmma::reads_a_from_registers`: sm_90a, the
+//! warpgroups split M only), which stays where it is.
 //!
 //! A copy per nest is a shared round trip and a barrier (`thread-binding` places it). Row
 //! vectors (`analysis::rows`: 1-D fragments that follow the rows of the 2-D fragments they
@@ -21,6 +23,7 @@ use crate::analysis::block::Block;
 use crate::analysis::footprint::past_shared_memory;
 use crate::analysis::kernels::for_each_kernel;
 use crate::analysis::rows::{parallel_nest, RowVectors};
+use crate::analysis::wgmma::reads_a_from_registers;
 use crate::context::PassContext;
 use crate::names::NameSet;
 use crate::pass::Pass;
@@ -30,8 +33,8 @@ use tlc_ir::visit::{
     child_bodies_mut, for_each_stmt, for_each_subexpr, map_body_exprs, stmt_exprs,
 };
 use tlc_ir::{
-    BufferDecl, Diagnostic, Expr, ExprKind, For, ForKind, Ident, PrimFunc, Range, Region, Scope,
-    Span, Stmt, StmtKind,
+    BufferDecl, Diagnostic, Expr, ExprKind, For, ForKind, Gemm, Ident, PrimFunc, Range, Region,
+    Scope, Span, Stmt, StmtKind,
 };
 
 pub struct StageFragmentReads;
@@ -54,7 +57,27 @@ impl Pass for StageFragmentReads {
                 Ok(b) => RowVectors::of(k, b.threads(), target.warp_size()),
                 Err(_) => RowVectors::default(),
             };
+            let threads = Block::of(k, span).ok().map(|b| b.threads());
+            let allocs = k.allocs.clone();
+            let annotated = k.layouts.clone();
+            let register_a = |g: &Gemm| {
+                threads.is_some_and(|t| {
+                    reads_a_from_registers(
+                        g,
+                        target,
+                        t,
+                        &|name| allocs.iter().find(|b| b.name.name == name).cloned(),
+                        &|name| {
+                            annotated
+                                .iter()
+                                .find(|a| a.buffer.name == name)
+                                .map(|a| a.layout)
+                        },
+                    )
+                })
+            };
             let mut st = Staging {
+                register_a: &register_a,
                 fragments: k
                     .allocs
                     .iter()
@@ -80,6 +103,8 @@ impl Pass for StageFragmentReads {
 }
 
 struct Staging<'a> {
+    /// Whether a gemm reads its A fragment from registers (not staged).
+    register_a: &'a dyn Fn(&Gemm) -> bool,
     fragments: Vec<BufferDecl>,
     names: &'a mut NameSet,
     /// Bounds a staged copy (a block's shared memory).
@@ -100,7 +125,11 @@ impl Staging<'_> {
         let old = std::mem::take(body);
         for mut stmt in old {
             if let StmtKind::Gemm(g) = &mut stmt.kind {
-                for r in [&mut g.a, &mut g.b] {
+                let keep_a = (self.register_a)(g);
+                for (i, r) in [&mut g.a, &mut g.b].into_iter().enumerate() {
+                    if i == 0 && keep_a {
+                        continue;
+                    }
                     let Some(decl) = self.fragment(&r.buffer.name).cloned() else {
                         continue;
                     };

@@ -110,7 +110,7 @@ pub fn bind_threads(
 fn has_wgmma(body: &[Stmt]) -> bool {
     let mut found = false;
     for_each_stmt(body, &mut |s| {
-        found |= matches!(&s.kind, StmtKind::Intrinsic(Intrinsic::Wgmma { .. }));
+        found |= matches!(&s.kind, StmtKind::Intrinsic(i) if i.wgmma_accumulator().is_some());
     });
     found
 }

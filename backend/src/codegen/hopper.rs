@@ -10,6 +10,10 @@
 //!   interpreter decodes) with the operand's shared address in its low 14 bits —
 //!   `mov.b64 d, {(addr >> 4) | lo, hi}`, where `lo` / `hi` are the constant halves; the
 //!   predicate `p` is the call's `accumulate` (scale-d), true when left out;
+//! - `T.wgmma_rs(C[i], A[j], B[..], n=N, …)` → the register-A form
+//!   `wgmma.mma_async.sync.aligned.m64nNk16.f32.A.B {C[i .. i + N/2]}, {a0, a1, a2, a3},
+//!   descB, p, 1, 1, tB`: `A[j .. j + 8]`'s 16-bit registers packed two by two into `.b32`
+//!   words (the lower element in the low half);
 //! - `T.setmaxnreg(n, inc)` → `setmaxnreg.{inc|dec}.sync.aligned.u32 n`;
 //! - `T.mbarrier_init(bar, count)` → `mbarrier.init.shared::cta.b64 [a], count`, where `a` is
 //!   the shared address of the int64 element `bar`;
@@ -28,15 +32,25 @@
 
 use super::expr::Place;
 use super::Cg;
-use crate::ptx::{AddrBase, Address, Cmp, Guard, IntOp, Op, Operand, Reg, Space, Type, WgmmaInput};
+use crate::ptx::{
+    AddrBase, Address, Cmp, Guard, IntOp, Op, Operand, Reg, Space, Type, WgmmaA, WgmmaInput,
+};
 use tlc_ir::wgmma::{Major, SmemOperand, Swizzle};
 use tlc_ir::{DType, ElemRef, Expr, ExprKind, Intrinsic, Span};
+
+/// Where a `T.wgmma` / `T.wgmma_rs` takes A from.
+pub(super) enum ASource<'a> {
+    /// Shared memory, read through a descriptor of this layout.
+    Shared(&'a ElemRef, SmemOperand),
+    /// Each thread's 8 16-bit registers from this element on (`T.wgmma_rs`).
+    Registers(&'a ElemRef),
+}
 
 impl Cg {
     pub(super) fn wgmma(
         &mut self,
         acc: &ElemRef,
-        (a, da): (&ElemRef, SmemOperand),
+        a: ASource<'_>,
         (b, db): (&ElemRef, SmemOperand),
         n: i64,
         accumulate: Option<&Expr>,
@@ -50,10 +64,27 @@ impl Cg {
         let Some((_, d)) = self.local_run(acc, count, "the accumulator of T.wgmma") else {
             return;
         };
-        let Some((a_dtype, Place::Mem(_, addr_a))) =
-            self.mem_operand(a, Space::Shared, "the A operand of T.wgmma")
-        else {
-            return;
+        let (a_ref, a_dtype, a_operand, trans_a) = match a {
+            ASource::Shared(a, da) => {
+                let Some((a_dtype, Place::Mem(_, addr_a))) =
+                    self.mem_operand(a, Space::Shared, "the A operand of T.wgmma")
+                else {
+                    return;
+                };
+                (a, a_dtype, Err((addr_a, da)), da.major == Major::MN)
+            }
+            ASource::Registers(a) => {
+                let Some((a_dtype, halves)) = self.local_run(a, 8, "the A operand of T.wgmma_rs")
+                else {
+                    return;
+                };
+                let words = self.pack_pairs(&halves);
+                let Ok(words) = <[Reg; 4]>::try_from(words) else {
+                    self.err(a.buffer.span, "T.wgmma_rs: A is not 8 registers");
+                    return;
+                };
+                (a, a_dtype, Ok(WgmmaA::Regs(words)), false)
+            }
         };
         let Some((b_dtype, Place::Mem(_, addr_b))) =
             self.mem_operand(b, Space::Shared, "the B operand of T.wgmma")
@@ -62,21 +93,21 @@ impl Cg {
         };
         let (Some(a_ty), Some(b_ty)) = (WgmmaInput::of(a_dtype), WgmmaInput::of(b_dtype)) else {
             self.err(
-                a.buffer.span,
+                a_ref.buffer.span,
                 format!("T.wgmma of {a_dtype} x {b_dtype} elements"),
             );
             return;
         };
         // The verifier's rule (one dtype or two fp8s, fp8 K-major); checked again here
         // because the fp8 form has no transpose operand to carry a flag.
-        let trans = (da.major == Major::MN, db.major == Major::MN);
+        let trans = (trans_a, db.major == Major::MN);
         if let Err(why) = tlc_ir::wgmma::operand_rule(
-            (&a.buffer.name, a_dtype),
+            (&a_ref.buffer.name, a_dtype),
             (&b.buffer.name, b_dtype),
             trans.0,
             trans.1,
         ) {
-            self.err(a.buffer.span, why);
+            self.err(a_ref.buffer.span, why);
             return;
         }
         let scale_d = match accumulate {
@@ -89,7 +120,11 @@ impl Cg {
                 self.in_reg(p, Type::Pred)
             }
         };
-        let desc_a = self.descriptor(&addr_a, &da);
+        // A's descriptor (shared A) before B's, as the instruction lists them.
+        let a_operand = match a_operand {
+            Ok(regs) => regs,
+            Err((addr_a, da)) => WgmmaA::Desc(self.descriptor(&addr_a, &da)),
+        };
         let desc_b = self.descriptor(&addr_b, &db);
         for &r in &d {
             self.forget_packed(r);
@@ -99,7 +134,7 @@ impl Cg {
             a_ty,
             b_ty,
             d,
-            desc_a,
+            a: a_operand,
             desc_b,
             scale_d,
             trans_a: trans.0,

@@ -27,6 +27,7 @@
 //! addresses).
 
 use super::expr::Place;
+use super::hopper::ASource;
 use super::{ptx_type, Cg, Mem};
 use crate::ptx::{CacheOp, LdmatrixNum, MmaShape, Op, Operand, Reg, ShflMode, Space, Type};
 use tlc_ir::{DType, ElemRef, Expr, ExprKind, Intrinsic, Span};
@@ -83,8 +84,33 @@ impl Cg {
                 accumulate,
                 ..
             } => match i.wgmma_layouts() {
-                Some((da, db)) => self.wgmma(acc, (a, da), (b, db), *n, accumulate.as_ref(), span),
-                None => self.err(span, "T.wgmma: a swizzle the verifier rejects"),
+                Some((Some(da), db)) => self.wgmma(
+                    acc,
+                    ASource::Shared(a, da),
+                    (b, db),
+                    *n,
+                    accumulate.as_ref(),
+                    span,
+                ),
+                _ => self.err(span, "T.wgmma: a swizzle the verifier rejects"),
+            },
+            Intrinsic::WgmmaRs {
+                acc,
+                a,
+                b,
+                n,
+                accumulate,
+                ..
+            } => match i.wgmma_layouts() {
+                Some((_, db)) => self.wgmma(
+                    acc,
+                    ASource::Registers(a),
+                    (b, db),
+                    *n,
+                    accumulate.as_ref(),
+                    span,
+                ),
+                None => self.err(span, "T.wgmma_rs: a swizzle the verifier rejects"),
             },
             Intrinsic::MbarrierInit { bar, count } => {
                 let Some(addr) = self.mbarrier(bar, "T.mbarrier_init") else {
@@ -426,7 +452,7 @@ impl Cg {
 
     /// 16-bit registers packed two by two into b32 registers (the first of a pair low).
     /// A pair an ldmatrix loaded is used as the word it arrived in.
-    fn pack_pairs(&mut self, halves: &[Reg]) -> Vec<Reg> {
+    pub(super) fn pack_pairs(&mut self, halves: &[Reg]) -> Vec<Reg> {
         halves
             .chunks_exact(2)
             .map(|p| match self.packed.get(&(p[0], p[1])) {

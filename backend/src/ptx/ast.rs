@@ -783,6 +783,15 @@ impl WgmmaInput {
     }
 }
 
+/// Where a `wgmma.mma_async` takes A from: a shared-memory descriptor (a 64-bit register),
+/// or registers (the register-A form: four `.b32` words of two 16-bit elements each, the
+/// lower element in the low half).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum WgmmaA {
+    Desc(Reg),
+    Regs([Reg; 4]),
+}
+
 /// `cp.async` cache policy: `.ca` (L1 + L2; 4, 8 or 16 bytes) or `.cg` (L2 only; 16 bytes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CacheOp {
@@ -1093,16 +1102,17 @@ pub enum Op {
     WgmmaCommit,
     /// `wgmma.wait_group.sync.aligned N`.
     WgmmaWait { pending: u32 },
-    /// `wgmma.mma_async.sync.aligned.m64nNkK.f32.A.B {d}, desc_a, desc_b, scale_d, 1, 1,
+    /// `wgmma.mma_async.sync.aligned.m64nNkK.f32.A.B {d}, a, desc_b, scale_d, 1, 1,
     /// trans_a, trans_b`: `d` the `n / 2` f32 accumulators (read unless `scale_d` is false,
-    /// and written), the descriptors 64-bit registers, `scale_d` a predicate; `K` the
-    /// inputs' k (16, or 32 for fp8, whose form has no transpose operands).
+    /// and written), `a` A's descriptor or its four registers ([`WgmmaA`]; the register
+    /// form has no `trans_a`), the descriptors 64-bit registers, `scale_d` a predicate; `K`
+    /// the inputs' k (16, or 32 for fp8, whose form has no transpose operands).
     Wgmma {
         n: u32,
         a_ty: WgmmaInput,
         b_ty: WgmmaInput,
         d: Vec<Reg>,
-        desc_a: Reg,
+        a: WgmmaA,
         desc_b: Reg,
         scale_d: Reg,
         trans_a: bool,
@@ -1273,13 +1283,17 @@ impl Inst {
             }
             Op::Wgmma {
                 d,
-                desc_a,
+                a,
                 desc_b,
                 scale_d,
                 ..
             } => {
                 regs.extend(d);
-                regs.extend([*desc_a, *desc_b, *scale_d]);
+                match a {
+                    WgmmaA::Desc(r) => regs.push(*r),
+                    WgmmaA::Regs(words) => regs.extend(words),
+                }
+                regs.extend([*desc_b, *scale_d]);
             }
             Op::MbarrierInit { addr: a, .. } | Op::MbarrierArrive { addr: a, .. } => addr(a),
             Op::MbarrierTryWait {

@@ -588,23 +588,30 @@ fn render(op: &Op) -> (String, Vec<String>) {
             a_ty,
             b_ty,
             d,
-            desc_a,
+            a,
             desc_b,
             scale_d,
             trans_a,
             trans_b,
         } => {
+            let a_text = match a {
+                WgmmaA::Desc(r) => r.to_string(),
+                WgmmaA::Regs(words) => reg_list(words),
+            };
             let mut args = vec![
                 reg_list(d),
-                desc_a.to_string(),
+                a_text,
                 desc_b.to_string(),
                 scale_d.to_string(),
                 "1".to_string(),
                 "1".to_string(),
             ];
-            // The fp8 forms take no transpose operands (K-major only).
+            // The fp8 forms take no transpose operands (K-major only); the register-A form
+            // only B's (register A is K-major).
             if a_ty.transposable() && b_ty.transposable() {
-                args.push(u8::from(*trans_a).to_string());
+                if let WgmmaA::Desc(_) = a {
+                    args.push(u8::from(*trans_a).to_string());
+                }
                 args.push(u8::from(*trans_b).to_string());
             }
             (

@@ -143,7 +143,8 @@ pub(crate) enum CCall {
     SetMaxNReg,
 }
 
-/// A `T.wgmma`: its operands, N, the two descriptors' layouts and the predicate.
+/// A `T.wgmma` or `T.wgmma_rs`: its operands, N, the descriptors' layouts (no A layout:
+/// A is in each thread's registers, `T.wgmma_rs`) and the predicate.
 #[derive(Clone, Debug)]
 pub(crate) struct CWgmma {
     pub acc: CRef,
@@ -152,7 +153,7 @@ pub(crate) struct CWgmma {
     pub n: usize,
     /// The instruction's k (`wgmma::instruction_k` of the operands' dtype).
     pub k: usize,
-    pub a_layout: SmemOperand,
+    pub a_layout: Option<SmemOperand>,
     pub b_layout: SmemOperand,
     pub accumulate: Option<CExpr>,
 }
@@ -873,11 +874,19 @@ impl Compiler {
                 n,
                 accumulate,
                 ..
+            }
+            | Intrinsic::WgmmaRs {
+                acc,
+                a,
+                b,
+                n,
+                accumulate,
+                ..
             } => {
                 let Some((a_layout, b_layout)) = i.wgmma_layouts() else {
                     return Err(Diagnostic::error(
                         span,
-                        "`T.wgmma` with a swizzle the verifier rejects",
+                        format!("`{}` with a swizzle the verifier rejects", def.name),
                     ));
                 };
                 let a = self.elem_ref(a, span)?;
@@ -886,7 +895,7 @@ impl Compiler {
                 else {
                     return Err(Diagnostic::error(
                         span,
-                        "`T.wgmma` on an operand dtype the verifier rejects",
+                        format!("`{}` on an operand dtype the verifier rejects", def.name),
                     ));
                 };
                 CCall::Wgmma(Box::new(CWgmma {

@@ -41,7 +41,7 @@ use crate::interp::compile::loop_cost;
 use crate::interp::compile::{BufRef, CAllReduce, CCall, CExpr, CIntrinsic, CRef, CStmt, CWgmma};
 use crate::interp::eval::{fault, Frame, Res};
 use crate::interp::memory::{Buffer, RegGuard};
-use crate::interp::ops::hopper::{PendingWait, WaitPoll, WGMMA_M};
+use crate::interp::ops::hopper::{PendingWait, WaitPoll, WGMMA_A_REGS as A_REGS, WGMMA_M};
 use crate::interp::ops::intrinsics::{mma_m16n8k16, partial_group, AsyncGroups};
 use crate::interp::scalar::{arith, Scalar};
 use crate::interp::shared::Mbarrier;
@@ -605,23 +605,49 @@ impl Lockstep<'_, '_> {
         &mut self.st.wgmma[wg]
     }
 
-    /// `T.wgmma` for the warpgroup of threads `base..base + 128` (`ops/hopper.rs`).
+    /// `T.wgmma` / `T.wgmma_rs` for the warpgroup of threads `base..base + 128`
+    /// (`ops/hopper.rs`). A register A (`T.wgmma_rs`) is each thread's 8 elements, gathered
+    /// into the 64 x 16 tile by the accumulator's element-to-thread map.
     fn wgmma(&mut self, w: &CWgmma, base: usize, span: Span) -> Res<()> {
         let BufRef::Local(slot) = w.acc.buf else {
             return fault(span, "`T.wgmma`: the accumulator is not a local buffer");
         };
+        let a_slot = match (&w.a_layout, w.a.buf) {
+            (Some(_), _) => None,
+            (None, BufRef::Local(s)) => Some(s),
+            (None, BufRef::Global(_)) => {
+                return fault(span, "`T.wgmma_rs`: the A operand is not a local buffer")
+            }
+        };
+        let op = if a_slot.is_some() {
+            "`T.wgmma_rs`"
+        } else {
+            "`T.wgmma`"
+        };
         let half = w.n / 2;
-        // PTX: a `wgmma.fence` must order the accumulators' register writes before it.
+        // PTX: a `wgmma.fence` must order the register writes of the accumulators (and of
+        // a register A) before it.
+        let mut a_starts = Vec::new();
         for t in base..base + WARPGROUP {
-            let start =
-                self.on_thread(t, span, |f| f.run_start(&w.acc, half, span, "`T.wgmma`"))?;
+            let start = self.on_thread(t, span, |f| f.run_start(&w.acc, half, span, op))?;
+            let a_start = match a_slot {
+                Some(_) => Some(self.on_thread(t, span, |f| f.run_start(&w.a, A_REGS, span, op))?),
+                None => None,
+            };
+            let mut ranges = vec![(slot, start..start + half)];
+            if let (Some(s), Some(a0)) = (a_slot, a_start) {
+                ranges.push((s, a0..a0 + A_REGS));
+                a_starts.push(a0);
+            }
             let regs = self.st.regs.get(t);
             let missing = match regs.and_then(|r| r.dirty.as_ref()) {
                 None => Some("with no `T.wgmma_fence` of its warpgroup before it".to_string()),
-                Some(d) => (start..start + half)
-                    .find(|&e| d.contains(&(slot, e)))
-                    .map(|e| {
-                        let name = self.frame.mem.locals.get(slot);
+                Some(d) => ranges
+                    .iter()
+                    .flat_map(|(s, r)| r.clone().map(move |e| (*s, e)))
+                    .find(|e| d.contains(e))
+                    .map(|(s, e)| {
+                        let name = self.frame.mem.locals.get(s);
                         let what = name.map_or_else(String::new, |b| b.element_text(e));
                         format!(
                         "reading {what}, which this thread wrote after the last `T.wgmma_fence`"
@@ -632,15 +658,18 @@ impl Lockstep<'_, '_> {
                 return fault(
                     span,
                     format!(
-                        "`T.wgmma` of thread {} {why}: missing `T.wgmma_fence`",
+                        "{op} of thread {} {why}: missing `T.wgmma_fence`",
                         self.st.name(t)
                     ),
                 );
             }
         }
-        let (a, a_addrs) = self.on_thread(base, span, |f| {
-            f.wgmma_operand(&w.a, &w.a_layout, (WGMMA_M, w.k), span, "A operand")
-        })?;
+        let (a, a_addrs) = match &w.a_layout {
+            Some(layout) => self.on_thread(base, span, |f| {
+                f.wgmma_operand(&w.a, layout, (WGMMA_M, w.k), span, "A operand")
+            })?,
+            None => (self.register_a(w, base, &a_starts, span)?, Vec::new()),
+        };
         let (b, b_addrs) = self.on_thread(base, span, |f| {
             f.wgmma_operand(&w.b, &w.b_layout, (w.n, w.k), span, "B operand")
         })?;
@@ -659,6 +688,10 @@ impl Lockstep<'_, '_> {
                 if let Ok(start) = &result {
                     r.inflight.push((slot, *start..*start + half, id));
                 }
+                // A register A may be neither read nor written until the op retires.
+                if let (Some(s), Some(&a0)) = (a_slot, a_starts.get(t - base)) {
+                    r.inflight.push((s, a0..a0 + A_REGS, id));
+                }
             }
             result?;
         }
@@ -670,6 +703,36 @@ impl Lockstep<'_, '_> {
         g.issued = id;
         g.open.push(id);
         Ok(())
+    }
+
+    /// The 64 x k A tile of a `T.wgmma_rs` (row-major), from the 8 registers each thread of
+    /// the warpgroup holds from `starts[t]` on: element `j` of lane `l` of warp `w` is row
+    /// `16 w + l / 4 + 8 ((j / 2) % 2)`, column `8 (j / 4) + 2 (l % 4) + j % 2`.
+    fn register_a(
+        &mut self,
+        w: &CWgmma,
+        base: usize,
+        starts: &[usize],
+        span: Span,
+    ) -> Res<Vec<f32>> {
+        let mut tile = vec![0f32; WGMMA_M * w.k];
+        for (t, &a0) in starts.iter().enumerate() {
+            let vals = self.on_thread(base + t, span, |f| {
+                (0..A_REGS)
+                    .map(|j| f.read_elem(w.a.buf, a0 + j, span, "`T.wgmma_rs`"))
+                    .collect::<Res<Vec<Scalar>>>()
+            })?;
+            let (warp, lane) = (t / 32, t % 32);
+            for (j, v) in vals.iter().enumerate() {
+                let row = 16 * warp + lane / 4 + 8 * ((j >> 1) & 1);
+                let col = 8 * (j >> 2) + 2 * (lane % 4) + (j & 1);
+                if let Some(slot) = tile.get_mut(row * w.k + col) {
+                    // f16 / bf16 convert to f32 exactly.
+                    *slot = v.as_f64() as f32;
+                }
+            }
+        }
+        Ok(tile)
     }
 
     /// Runs `f` as thread `t`: its registers are swapped into the frame for the call. A data

@@ -145,7 +145,8 @@ pub(crate) const MAX_LOOP_ITERATIONS: u64 = 1 << 28;
 /// One thread's register guards for `T.wgmma` (`ops/hopper.rs`).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct RegGuard {
-    /// Accumulator elements of in-flight `T.wgmma`s: (local slot, flat range, wgmma id).
+    /// Accumulator (and register-A) elements of in-flight `T.wgmma`s / `T.wgmma_rs`s:
+    /// (local slot, flat range, wgmma id).
     /// Only a `T.wgmma_wait` that retires the op frees them.
     pub inflight: Vec<(usize, Range<usize>, u64)>,
     /// Local elements (slot, flat) written by ordinary code since the thread's warpgroup's
@@ -301,8 +302,8 @@ impl<'g> Memory<'g> {
                 .get(i)
                 .map_or_else(String::new, |b| b.element_text(flat));
             *v = Some(format!(
-                "this thread {verb} {what}, an accumulator of an in-flight `T.wgmma` (missing \
-                 `T.wgmma_wait`)"
+                "this thread {verb} {what}, an operand register (accumulator or register A) of an \
+                 in-flight `T.wgmma` (missing `T.wgmma_wait`)"
             ));
         }
     }

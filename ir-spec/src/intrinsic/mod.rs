@@ -101,6 +101,16 @@ intrinsic_table! {
         a_swizzle: Int, a_lbo: Int, a_sbo: Int, b_swizzle: Int, b_lbo: Int, b_sbo: Int,
         accumulate: Pred,
     } => WGMMA_MMA,
+    /// `T.wgmma_rs(acc, a, b, n=N, …)` (warpgroup collective): `T.wgmma` with A from
+    /// registers — `wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16|bf16}.{f16|bf16}` in its
+    /// register-A form. Each thread's 8 elements from `a` on (a local array) hold its part
+    /// of the 64 x 16 A tile in the accumulator's element-to-thread map: element `j` of
+    /// thread `l` of warp `w` is A's row `16 w + l / 4 + 8 ((j / 2) % 2)`, column
+    /// `8 (j / 4) + 2 (l % 4) + j % 2`. `b` and its constants as in `T.wgmma`.
+    WgmmaRs {
+        acc: Ref, a: Ref, b: Ref, n: Int, trans_b: Bool,
+        b_swizzle: Int, b_lbo: Int, b_sbo: Int, accumulate: Pred,
+    } => WGMMA_RS,
     /// `T.setmaxnreg(n, inc=True)` (warpgroup collective): `setmaxnreg.{inc|dec}.sync.aligned
     /// .u32 n`, a register-allocation hint (n a multiple of 8 in 24..=256); no effect on
     /// values.
@@ -882,6 +892,74 @@ static WGMMA_MMA: IntrinsicDef = IntrinsicDef {
     needs: WGMMA,
 };
 
+static WGMMA_RS: IntrinsicDef = IntrinsicDef {
+    op: IntrinsicOp::WgmmaRs,
+    name: "T.wgmma_rs",
+    params: &[
+        Param {
+            name: "acc",
+            role: "accumulator",
+            kind: ParamKind::Ref(RefParam {
+                scopes: REGISTERS,
+                dtypes: &[DType::Float32],
+                count: Count::Per("n", 2),
+                effect: Effect::ReadWrite,
+            }),
+            keyword: false,
+        },
+        // Each thread's 8 A elements (one k-step of 16 of its rows), in registers.
+        Param {
+            name: "a",
+            role: "A operand",
+            kind: ParamKind::Ref(RefParam {
+                scopes: REGISTERS,
+                dtypes: SIXTEEN_BIT,
+                count: Count::Elems(8),
+                effect: Effect::Read,
+            }),
+            keyword: false,
+        },
+        // B gives its descriptor's start address; its layout is the constants below.
+        Param {
+            name: "b",
+            role: "B operand",
+            kind: ParamKind::Ref(RefParam {
+                scopes: &[Scope::Shared],
+                dtypes: WGMMA_OPERAND,
+                count: Count::Elems(1),
+                effect: Effect::Read,
+            }),
+            keyword: false,
+        },
+        wgmma_const(
+            "n",
+            "N extent",
+            ParamKind::IntRange {
+                min: 8,
+                max: 256,
+                step: 8,
+                default: None,
+            },
+        ),
+        wgmma_const(
+            "trans_b",
+            "B major flag",
+            ParamKind::Bool {
+                default: Some(false),
+            },
+        ),
+        wgmma_const("b_swizzle", "B swizzle", SWIZZLE_PARAM),
+        wgmma_const("b_lbo", "B leading byte offset", DESC_OFFSET),
+        wgmma_const("b_sbo", "B stride byte offset", DESC_OFFSET),
+        wgmma_const("accumulate", "accumulate predicate", ParamKind::Pred),
+    ],
+    collective: Collective::Warpgroup,
+    block_level: false,
+    // A and B one 16-bit dtype (register A has no fp8 form here).
+    same_dtype: &[("a", "b")],
+    needs: WGMMA,
+};
+
 static SETMAXNREG: IntrinsicDef = IntrinsicDef {
     op: IntrinsicOp::SetMaxNReg,
     name: "T.setmaxnreg",
@@ -1084,24 +1162,11 @@ impl Intrinsic {
             .collect()
     }
 
-    /// The shared-memory layouts a `T.wgmma`'s constants describe, A's then B's (`None`
-    /// for another intrinsic, or a swizzle the verifier rejects): what the interpreter
-    /// reads the operands by and codegen packs into the descriptors.
-    pub fn wgmma_layouts(&self) -> Option<(SmemOperand, SmemOperand)> {
-        let Intrinsic::Wgmma {
-            trans_a,
-            trans_b,
-            a_swizzle,
-            a_lbo,
-            a_sbo,
-            b_swizzle,
-            b_lbo,
-            b_sbo,
-            ..
-        } = self
-        else {
-            return None;
-        };
+    /// The shared-memory layouts a `T.wgmma`'s or `T.wgmma_rs`'s constants describe: A's
+    /// (`None` for `T.wgmma_rs`, whose A is in registers) and B's (`None` for another
+    /// intrinsic, or a swizzle the verifier rejects) — what the interpreter reads the
+    /// operands by and codegen packs into the descriptors.
+    pub fn wgmma_layouts(&self) -> Option<(Option<SmemOperand>, SmemOperand)> {
         let layout = |trans: bool, swizzle: i64, lbo: i64, sbo: i64| {
             Some(SmemOperand {
                 major: Major::from_trans(trans),
@@ -1110,10 +1175,39 @@ impl Intrinsic {
                 sbo,
             })
         };
-        Some((
-            layout(*trans_a, *a_swizzle, *a_lbo, *a_sbo)?,
-            layout(*trans_b, *b_swizzle, *b_lbo, *b_sbo)?,
-        ))
+        match self {
+            Intrinsic::Wgmma {
+                trans_a,
+                trans_b,
+                a_swizzle,
+                a_lbo,
+                a_sbo,
+                b_swizzle,
+                b_lbo,
+                b_sbo,
+                ..
+            } => Some((
+                Some(layout(*trans_a, *a_swizzle, *a_lbo, *a_sbo)?),
+                layout(*trans_b, *b_swizzle, *b_lbo, *b_sbo)?,
+            )),
+            Intrinsic::WgmmaRs {
+                trans_b,
+                b_swizzle,
+                b_lbo,
+                b_sbo,
+                ..
+            } => Some((None, layout(*trans_b, *b_swizzle, *b_lbo, *b_sbo)?)),
+            _ => None,
+        }
+    }
+
+    /// The accumulator of a `T.wgmma` or `T.wgmma_rs` and its `n` (each thread's `n / 2`
+    /// registers from the reference on).
+    pub fn wgmma_accumulator(&self) -> Option<(&ElemRef, i64)> {
+        match self {
+            Intrinsic::Wgmma { acc, n, .. } | Intrinsic::WgmmaRs { acc, n, .. } => Some((acc, *n)),
+            _ => None,
+        }
     }
 
     /// The value of integer parameter `name`.
@@ -1531,6 +1625,17 @@ mod tests {
                 src: r("acc"),
                 offset: 3,
             },
+            Intrinsic::WgmmaRs {
+                acc: r("C"),
+                a: r("P"),
+                b: r("SB"),
+                n: 128,
+                trans_b: false,
+                b_swizzle: 128,
+                b_lbo: 8192,
+                b_sbo: 1024,
+                accumulate: None,
+            },
         ]
     }
 
@@ -1743,6 +1848,19 @@ mod tests {
                 "the accumulator of `T.wgmma` must be a local buffer, but `S` is a shared buffer",
                 "the accumulator of `T.wgmma` must be float32; `S` is float16"
             ]
+        );
+        // Register A: 16-bit registers of B's dtype.
+        let rs = s.last().cloned().unwrap_or(Intrinsic::WgmmaFence);
+        let Intrinsic::WgmmaRs { .. } = &rs else {
+            panic!()
+        };
+        let mut bad_rs = rs.clone();
+        if let Intrinsic::WgmmaRs { a, .. } = &mut bad_rs {
+            *a = r("S");
+        }
+        assert_eq!(
+            messages(&bad_rs),
+            ["the A operand of `T.wgmma_rs` must be a local buffer, but `S` is a shared buffer"]
         );
         let reg = Intrinsic::SetMaxNReg { n: 20, inc: true };
         assert_eq!(

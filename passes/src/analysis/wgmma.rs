@@ -15,6 +15,12 @@
 //! operands only (`tlc_ir::wgmma::operand_rule`). Everything else keeps the mma.sync path,
 //! which takes any gemm the sm_80 road takes (and refuses fp8 with the reason).
 //!
+//! A may instead be a float16 / bfloat16 fragment (`M x K`, no `transpose_A`) when the
+//! warpgroups split M only: it is then read from registers (`T.wgmma_rs`) and laid out as
+//! the wgmma accumulator of its `M x K` tile over the same warpgroups — the map register A
+//! uses ([`AOperand::Registers`]). This is flash attention's `P @ V`: P, the converted
+//! scores of the first gemm, has that layout already and never goes through shared memory.
+//!
 //! The operands are laid out `T.make_wgmma_swizzled_layout(X, bytes=B)` (`tlc_ir::Layout`):
 //! the canonical layout both TMA (with swizzle `B`) and wgmma read. An operand stored with
 //! K innermost is *K-major* (A as `M x K`, B as `N x K`), else *MN-major* (`trans` in PTX).
@@ -156,9 +162,46 @@ pub fn fp8_refusal(span: Span, fp8: DType, why: &str) -> Diagnostic {
 pub struct Plan {
     pub groups_m: i64,
     pub groups_n: i64,
-    /// The swizzle spans of A's and B's layouts.
-    pub a_bytes: i64,
+    /// Where A comes from: shared memory in a wgmma swizzle of this span, or registers.
+    pub a: AOperand,
+    /// The swizzle span of B's layout.
     pub b_bytes: i64,
+}
+
+/// Where a wgmma gemm reads A.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AOperand {
+    /// A shared tile laid out `T.make_wgmma_swizzled_layout(A, bytes)`.
+    Shared { bytes: i64 },
+    /// A float16 / bfloat16 fragment laid out as the wgmma accumulator of an `M x K` tile
+    /// over the gemm's `groups_m x 1` warpgroups (`T.wgmma_rs`: each warpgroup's rows of
+    /// A are in its own registers, in the accumulator's element-to-thread map, which is
+    /// register A's map — flash attention's P, the converted scores, needs no shared round
+    /// trip).
+    Registers,
+}
+
+impl AOperand {
+    /// The layout the plan gives A.
+    pub fn layout(self, groups_m: i64) -> Layout {
+        match self {
+            AOperand::Shared { bytes } => Layout::WgmmaSwizzle { bytes },
+            AOperand::Registers => Layout::WgmmaAccumulator {
+                warpgroups_m: groups_m,
+                warpgroups_n: 1,
+            },
+        }
+    }
+}
+
+/// Whether A of `g` is a fragment that could be read from registers (`T.wgmma_rs`): float16
+/// or bfloat16, stored `M x K` (no `transpose_A`), the whole fragment. [`plan`] decides.
+fn register_a_candidate(g: &Gemm, a: &BufferDecl) -> bool {
+    a.scope == Scope::Fragment
+        && matches!(a.dtype, DType::Float16 | DType::BFloat16)
+        && !g.trans_a
+        && a.shape.len() == 2
+        && whole_tile(&g.a, a)
 }
 
 /// Whether a region covers the last two dimensions of its buffer whole (leading
@@ -204,8 +247,12 @@ pub fn plan(
     let (Some(a), Some(b)) = (buffer(&g.a.buffer.name), buffer(&g.b.buffer.name)) else {
         return Err("an operand is not a known buffer".into());
     };
+    let a_registers = register_a_candidate(g, &a);
     let mut spans = [0i64; 2];
-    for (slot, (r, buf)) in spans.iter_mut().zip([(&g.a, &a), (&g.b, &b)]) {
+    for (i, (slot, (r, buf))) in spans.iter_mut().zip([(&g.a, &a), (&g.b, &b)]).enumerate() {
+        if i == 0 && a_registers {
+            continue;
+        }
         let name = &buf.name.name;
         if buf.scope != Scope::Shared || wgmma::instruction_k(buf.dtype).is_none() {
             return Err(format!(
@@ -228,6 +275,12 @@ pub fn plan(
             Some(_) => return Err(format!("`{name}` already has another layout")),
         }
         *slot = bytes;
+    }
+    if a_registers && a.dtype != b.dtype {
+        return Err(format!(
+            "A (`{}`, in registers) is {} and B is {}: the register-A form takes one dtype",
+            a.name.name, a.dtype, b.dtype
+        ));
     }
     wgmma::operand_rule(
         (&a.name.name, a.dtype),
@@ -259,12 +312,57 @@ pub fn plan(
     if !g.trans_b && groups_n > 1 && (n / groups_n) % b_width != 0 {
         return Err("B's warpgroup tiles do not start on a swizzle panel".into());
     }
+    let a_operand = if a_registers {
+        // Each warpgroup needs all of its rows' K columns: the warpgroups split M only,
+        // and A's columns are one accumulator tile wide.
+        let wanted = AOperand::Registers.layout(groups_m);
+        if groups_n != 1 {
+            return Err(format!(
+                "A (`{}`) is in registers, and the warpgroups split N ({groups_m} x {groups_n})",
+                a.name.name
+            ));
+        }
+        if ak > MAX_N {
+            return Err(format!(
+                "A (`{}`) is in registers with K = {ak}, wider than one accumulator tile ({MAX_N})",
+                a.name.name
+            ));
+        }
+        match layout(&a.name.name) {
+            None => {}
+            Some(l) if l == wanted => {}
+            Some(_) => return Err(format!("`{}` already has another layout", a.name.name)),
+        }
+        AOperand::Registers
+    } else {
+        AOperand::Shared { bytes: spans[0] }
+    };
     Ok(Plan {
         groups_m,
         groups_n,
-        a_bytes: spans[0],
+        a: a_operand,
         b_bytes: spans[1],
     })
+}
+
+/// Whether `g` will read its A fragment from registers (`T.wgmma_rs`): [`plan`] on the
+/// accumulator's declared shape, with the layouts known so far (`layout`). What
+/// `stage-fragment-reads` asks before staging a fragment A through shared memory.
+pub fn reads_a_from_registers(
+    g: &Gemm,
+    target: Target,
+    threads: i64,
+    buffer: &dyn Fn(&str) -> Option<BufferDecl>,
+    layout: &dyn Fn(&str) -> Option<Layout>,
+) -> bool {
+    let Some(c) = buffer(&g.c.buffer.name) else {
+        return false;
+    };
+    let shape: Option<Vec<i64>> = c.shape.iter().map(const_int).collect();
+    let Some([m, n]) = shape.as_deref() else {
+        return false;
+    };
+    plan(g, target, threads, (*m, *n), buffer, layout).is_ok_and(|p| p.a == AOperand::Registers)
 }
 
 #[cfg(test)]

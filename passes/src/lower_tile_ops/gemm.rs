@@ -53,7 +53,9 @@ fn operand<'a>(
     let buf = ctx
         .buffer(&r.buffer.name)
         .ok_or_else(|| Diagnostic::error(r.span, format!("unknown buffer `{}`", r.buffer.name)))?;
-    if buf.scope != Scope::Shared {
+    // A fragment A that layout-inference laid out for register A (`analysis::wgmma`).
+    let register_a = wgmma && what == "A" && register_a_layout(buf, ctx).is_some();
+    if buf.scope != Scope::Shared && !register_a {
         return Err(Diagnostic::error(
             r.span,
             format!(
@@ -406,6 +408,16 @@ fn clear(c: &str, ctx: &Ctx, layout: &MmaLayout, span: Span, names: &mut NameSet
     )
 }
 
+/// The layout of a fragment A that wgmma reads from registers: the wgmma accumulator layout
+/// over warpgroups that split M only (what `analysis::wgmma::plan` gives such an A).
+fn register_a_layout(buf: &BufferDecl, ctx: &Ctx) -> Option<MmaLayout> {
+    if buf.scope != Scope::Fragment {
+        return None;
+    }
+    let l = ctx.fragments.mma(&buf.name.name)?;
+    (l.wgmma && l.warps_n == 1).then_some(l)
+}
+
 /// The descriptor layout of a wgmma operand from its buffer's layout annotation.
 fn wgmma_operand(
     op: &Operand,
@@ -451,7 +463,24 @@ fn emit_wgmma(
     ctx: &Ctx,
     names: &mut NameSet,
 ) -> Result<Stmt, Diagnostic> {
-    let da = wgmma_operand(a, !g.trans_a, ctx, span)?;
+    let a_regs = match register_a_layout(a.buf, ctx) {
+        Some(al) if !g.trans_a && al.m == layout.m && al.warps_m == layout.warps_m => Some(al),
+        Some(_) => {
+            return Err(Diagnostic::error(
+                span,
+                format!(
+                    "T.gemm: A (`{}`) is in registers, but not laid out over the accumulator's warpgroups",
+                    a.buf.name.name
+                ),
+            )
+            .with_note("layout-inference lays such an A out with the accumulator's wgmma layout"))
+        }
+        None => None,
+    };
+    let da = match a_regs {
+        Some(_) => None,
+        None => Some(wgmma_operand(a, !g.trans_a, ctx, span)?),
+    };
     let db = wgmma_operand(b, g.trans_b, ctx, span)?;
     let blocks = layout.tiles_m();
     let n_w = layout.warp_n();
@@ -501,9 +530,36 @@ fn emit_wgmma(
     } else {
         at(b, k0, n0)
     };
-    let mma = intrinsic(
-        Intrinsic::Wgmma {
-            acc: elem(c, vec![mul(Expr::var(&mt), n_w / 2)], span),
+    // `clear_accum=True`: the first k-step overwrites (scale-d false) instead of zeroing
+    // registers first — ordinary writes to a wgmma accumulator inside a pipelined loop make
+    // ptxas serialize the wgmmas (its warning C7515).
+    let accumulate = g
+        .clear_accum
+        .then(|| bin(BinOp::Ne, Expr::var(&kk), Expr::int(0)));
+    let acc = elem(c, vec![mul(Expr::var(&mt), n_w / 2)], span);
+    let mma = match (a_regs, da) {
+        // Register A: the 8 elements of k-step `kk` of block `mt` are the A fragment's
+        // accumulator registers `8 kk .. 8 kk + 8` of that block (`T.wgmma_rs`).
+        (Some(al), _) => Intrinsic::WgmmaRs {
+            acc,
+            a: elem(
+                &a.buf.name.name,
+                vec![add(vec![
+                    mul(Expr::var(&mt), al.warp_n() / 2),
+                    mul(Expr::var(&kk), 8),
+                ])],
+                span,
+            ),
+            b: b_ref,
+            n: n_w,
+            trans_b: db.major == Major::MN,
+            b_swizzle: db.swizzle.bytes(),
+            b_lbo: db.lbo,
+            b_sbo: db.sbo,
+            accumulate,
+        },
+        (None, Some(da)) => Intrinsic::Wgmma {
+            acc,
             a: a_ref,
             b: b_ref,
             n: n_w,
@@ -515,15 +571,16 @@ fn emit_wgmma(
             b_swizzle: db.swizzle.bytes(),
             b_lbo: db.lbo,
             b_sbo: db.sbo,
-            // `clear_accum=True`: the first k-step overwrites (scale-d false) instead of
-            // zeroing registers first — ordinary writes to a wgmma accumulator inside a
-            // pipelined loop make ptxas serialize the wgmmas (its warning C7515).
-            accumulate: g
-                .clear_accum
-                .then(|| bin(BinOp::Ne, Expr::var(&kk), Expr::int(0))),
+            accumulate,
         },
-        span,
-    );
+        (None, None) => {
+            return Err(Diagnostic::error(
+                span,
+                "T.gemm: A has no wgmma operand layout",
+            ))
+        }
+    };
+    let mma = intrinsic(mma, span);
     let mut body = vec![intrinsic(Intrinsic::WgmmaFence, span)];
     body.push(for_loop(
         &kk,

@@ -539,7 +539,7 @@ fn release_point(body: &[Stmt], staged: &[String]) -> usize {
     let issues_wgmma = |s: &Stmt| {
         let mut found = false;
         tlc_ir::visit::for_each_stmt(std::slice::from_ref(s), &mut |t| {
-            found |= matches!(t.kind, StmtKind::Intrinsic(Intrinsic::Wgmma { .. }));
+            found |= matches!(&t.kind, StmtKind::Intrinsic(i) if i.wgmma_accumulator().is_some());
         });
         found
     };
@@ -576,7 +576,10 @@ fn keep_group_in_flight(body: &mut [Stmt]) -> bool {
     tlc_ir::visit::for_each_stmt(body, &mut |s| match &s.kind {
         StmtKind::Intrinsic(Intrinsic::WgmmaWait { .. }) => waits += 1,
         StmtKind::Intrinsic(
-            Intrinsic::Wgmma { .. } | Intrinsic::WgmmaFence | Intrinsic::WgmmaCommit,
+            Intrinsic::Wgmma { .. }
+            | Intrinsic::WgmmaRs { .. }
+            | Intrinsic::WgmmaFence
+            | Intrinsic::WgmmaCommit,
         )
         | StmtKind::Note(_) => {}
         StmtKind::For(f) if f.kind == ForKind::Unroll => {}
@@ -620,10 +623,11 @@ fn consumer_only(body: &[Stmt], facts: &Facts) -> Result<(), String> {
             }
             StmtKind::Barrier => why = Some("the loop's compute needs block barriers".into()),
             StmtKind::Intrinsic(i) => {
-                wgmma |= matches!(i, Intrinsic::Wgmma { .. });
+                wgmma |= i.wgmma_accumulator().is_some();
                 if matches!(
                     i,
                     Intrinsic::Wgmma { .. }
+                        | Intrinsic::WgmmaRs { .. }
                         | Intrinsic::WgmmaFence
                         | Intrinsic::WgmmaCommit
                         | Intrinsic::WgmmaWait { .. }

@@ -32,6 +32,7 @@ pub(super) fn double_buffered(compute: &[Stmt]) -> Option<Buffered> {
                 t.kind,
                 StmtKind::Intrinsic(
                     Intrinsic::Wgmma { .. }
+                        | Intrinsic::WgmmaRs { .. }
                         | Intrinsic::WgmmaFence
                         | Intrinsic::WgmmaCommit
                         | Intrinsic::WgmmaWait { .. }

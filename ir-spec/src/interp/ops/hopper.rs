@@ -53,6 +53,8 @@ pub(crate) struct PendingWait {
 
 /// The rows of A (M) of one `T.wgmma`; its k is the operands' (`CWgmma::k`).
 pub(crate) const WGMMA_M: usize = 64;
+/// Each thread's A elements of one `T.wgmma_rs` (a 64 x 16 tile over 128 threads).
+pub(crate) const WGMMA_A_REGS: usize = 8;
 
 impl Frame<'_> {
     /// The arena, or the fault of an intrinsic that needs one.

@@ -109,7 +109,7 @@ impl Frame<'_> {
     }
 
     /// Element `flat` of `buf`, or the fault of a never-written or pending element.
-    pub(super) fn read_elem(&self, buf: BufRef, flat: usize, span: Span, op: &str) -> Res<Scalar> {
+    pub(crate) fn read_elem(&self, buf: BufRef, flat: usize, span: Span, op: &str) -> Res<Scalar> {
         match self.mem.read(buf, flat) {
             Some(v) => Ok(v),
             None => {

@@ -523,3 +523,105 @@ fn a_while_loop_that_does_not_end_is_reported() {
     );
     assert_eq!(&thread[e.span.start..e.span.start + 5], "while");
 }
+
+#[test]
+fn a_named_barrier_orders_its_threads_only() {
+    // The case: threads 0..256 exchange values through shared memory behind barrier 1.
+    let src = case("named_barrier");
+    let out = outputs(&src, 3);
+    let (a, r) = (values(get(&out, "A")), values(get(&out, "R")));
+    assert_eq!(r[0], a[255] * 2.0);
+    // Without the barrier, the read of another thread's store is a race.
+    let racy = src.replace("                T.bar_sync(1, 256)\n", "");
+    assert!(
+        error(&racy).message.contains("data race on shared memory"),
+        "{}",
+        error(&racy).message
+    );
+    // A thread outside the barrier is not ordered by it: the last warpgroup reading what
+    // thread 0 stored (after its own barrier-free code) is a race.
+    let outsider = src.replace(
+        "B[tx - 256] = T.cast(tx, \"float32\")",
+        "B[tx - 256] = S[0]",
+    );
+    let m = error(&outsider).message;
+    assert!(m.contains("which thread 0 wrote"), "{m}");
+    // The count is the number of threads that reach it together.
+    let short = src.replace("T.bar_sync(1, 256)", "T.bar_sync(1, 128)");
+    assert_eq!(
+        error(&short).message,
+        "`T.bar_sync` reached together by 256 threads; its count is 128 (block 0)"
+    );
+    // Not whole warps: 250 threads reach it.
+    let ragged = src.replace("if tx < 256:", "if tx < 250:");
+    assert_eq!(
+        error(&ragged).message,
+        "`T.bar_sync` reached together by 250 threads (not whole warps); its count is 256 (block 0)"
+    );
+}
+
+#[test]
+fn named_barriers_order_exactly_their_threads() {
+    // Arrivals split across branches (64 threads in each, the count each time): on the GPU
+    // barrier 1 counts both, so a warp of either side may be released early; refused.
+    let split = r#"@T.prim_func
+def split(
+    A: T.Tensor((64,), "float32"),
+    R: T.Tensor((64,), "float32"),
+):
+    with T.Kernel(1, threads=128) as bx:
+        S = T.alloc_shared((64,), "float32")
+        for tx in T.thread_binding(128, thread="threadIdx.x"):
+            if tx < 64:
+                S[tx] = A[tx] * 2.0
+                T.bar_sync(1, 64)
+                R[tx] = S[63 - tx]
+            else:
+                T.bar_sync(1, 64)
+"#;
+    let m = error(split).message;
+    assert!(
+        m.contains("by another set of threads earlier since the last `T.sync_threads()`"),
+        "{m}"
+    );
+    // Threads 0 and 32 store the same value (no race with each other), barrier 1 orders
+    // threads 32..96 only: thread 64's store is unordered with thread 0's.
+    let same = r#"@T.prim_func
+def samestore(
+    R: T.Tensor((1,), "float32"),
+):
+    with T.Kernel(1, threads=96) as bx:
+        S = T.alloc_shared((1,), "float32")
+        for tx in T.thread_binding(96, thread="threadIdx.x"):
+            if tx == 0:
+                S[0] = 1.0
+            if tx == 32:
+                S[0] = 1.0
+            if tx >= 32:
+                T.bar_sync(1, 64)
+            if tx == 64:
+                S[0] = 2.0
+            T.sync_threads()
+            if tx == 0:
+                R[0] = S[0]
+"#;
+    let m = error(same).message;
+    assert!(
+        m.contains("this thread writes `S[0]`, which other threads also wrote"),
+        "{m}"
+    );
+    // Every thread reads S[0] (several readers), then a barrier of every thread that
+    // touched shared memory orders those reads before the writes after it: no race.
+    let many = r#"@T.prim_func
+def many(A: T.Tensor((64,), "float32"), R: T.Tensor((64,), "float32")):
+    with T.Kernel(1, threads=64) as bx:
+        S = T.alloc_shared((64,), "float32")
+        for tx in T.thread_binding(64, thread="threadIdx.x"):
+            S[tx] = A[tx]
+            T.bar_sync(1, 64)
+            R[tx] = S[0]
+            T.bar_sync(1, 64)
+            S[tx] = 2.0
+"#;
+    outputs(many, 1);
+}

@@ -60,10 +60,17 @@ impl Pass for StageFragmentReads {
             let threads = Block::of(k, span).ok().map(|b| b.threads());
             let allocs = k.allocs.clone();
             let annotated = k.layouts.clone();
+            let mut gemms: Vec<Gemm> = Vec::new();
+            for_each_stmt(&k.body, &mut |s| {
+                if let StmtKind::Gemm(g) = &s.kind {
+                    gemms.push(g.clone());
+                }
+            });
             let register_a = |g: &Gemm| {
                 threads.is_some_and(|t| {
                     reads_a_from_registers(
                         g,
+                        &gemms,
                         target,
                         t,
                         &|name| allocs.iter().find(|b| b.name.name == name).cloned(),

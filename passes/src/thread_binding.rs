@@ -115,13 +115,18 @@ fn has_wgmma(body: &[Stmt]) -> bool {
     found
 }
 
-/// `T.fence_proxy_async()` before every barrier: shared memory written through the generic
-/// proxy (stores, `cp.async`) is visible to `wgmma`'s async-proxy reads in other threads
-/// only when the writing thread fences before the barrier that publishes it.
+/// `T.fence_proxy_async()` before every barrier (`T.sync_threads()` or a named
+/// `T.bar_sync`): shared memory written through the generic proxy (stores, `cp.async`) is
+/// visible to `wgmma`'s async-proxy reads in other threads only when the writing thread
+/// fences before the barrier that publishes it.
 fn fence_before_barriers(body: &mut Vec<Stmt>) {
     let mut i = 0;
     while i < body.len() {
-        if body[i].kind == StmtKind::Barrier {
+        let barrier = matches!(
+            body[i].kind,
+            StmtKind::Barrier | StmtKind::Intrinsic(Intrinsic::BarSync { .. })
+        );
+        if barrier {
             let fenced = i > 0
                 && matches!(
                     body[i - 1].kind,

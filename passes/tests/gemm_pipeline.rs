@@ -788,3 +788,39 @@ fn every_pass_keeps_the_exact_meaning_of_an_f16_accumulator() {
         }
     }
 }
+
+/// A loop-invariant register A (`T.wgmma_rs`, P loaded once before the loop) in a pipeline
+/// whose compute is the gemm alone: warp specialization keeps no group in flight across
+/// k-tiles (the next k-tile's `T.wgmma_rs` would read registers the in-flight group still
+/// reads, which PTX leaves undefined), and every sm_90a stage keeps the meaning.
+#[test]
+fn a_register_a_is_never_read_by_two_groups_in_flight() {
+    let src = r#"@T.prim_func
+def rs_inflight(
+    Pg: T.Tensor((64, 16), "float16"),
+    V: T.Tensor((128, 64), "float16"),
+    O: T.Tensor((64, 64), "float32"),
+):
+    with T.Kernel(1, threads=128) as bx:
+        P = T.alloc_fragment((64, 16), "float16")
+        V_shared = T.alloc_shared((16, 64), "float16")
+        acc = T.alloc_fragment((64, 64), "float32")
+        T.copy(Pg[0, 0], P)
+        T.clear(acc)
+        for ko in T.Pipelined(8, num_stages=4):
+            T.copy(V[ko * 16, 0], V_shared)
+            T.gemm(P, V_shared, acc)
+        T.copy(acc, O[0, 0])
+"#;
+    let func = tlc_ir::parse(src).expect("parse");
+    let printed = sm90a_stages_keep_meaning("rs_inflight", &func);
+    let last = printed.last().expect("stages");
+    assert!(
+        last.contains("T.wgmma_rs("),
+        "the register-A path was not taken"
+    );
+    assert!(
+        !printed.iter().any(|ir| ir.contains("T.wgmma_wait(1)")),
+        "a group reading register A was kept in flight"
+    );
+}

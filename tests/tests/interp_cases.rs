@@ -46,6 +46,14 @@ fn dims_for(stem: &str) -> Vec<(&'static str, i64)> {
         "gemm_splitk" | "gemm_streamk" => vec![("M", 100), ("N", 90), ("K", 70)],
         // The seed kernel loads B with an unmasked T.Parallel loop: valid for divisible shapes only.
         "seed000_dims" => vec![("M", 256), ("N", 384), ("K", 96)],
+        // Its defaults (dim 128, not causal, 128 x 128 tiles): 200 = 128 + 72 keys (a masked
+        // last key tile, a partial query tile), two query heads on one KV head.
+        "flash_attention" => vec![
+            ("batch", 1),
+            ("seq_len", 200),
+            ("heads", 2),
+            ("kv_heads", 1),
+        ],
         _ => vec![],
     }
 }
@@ -174,6 +182,17 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
                 }
             }
         }
+        "named_barrier" => {
+            // R is A doubled and reversed (through shared memory, behind barrier 1); B the
+            // last warpgroup's thread indices.
+            let (a, r, b) = (o["A"].to_f64(), o["R"].to_f64(), o["B"].to_f64());
+            for t in 0..256 {
+                assert_eq!(r[t], a[255 - t] * 2.0, "{stem}: R[{t}]");
+            }
+            for (t, v) in b.iter().enumerate() {
+                assert_eq!(*v, (t + 256) as f64, "{stem}: B[{t}]");
+            }
+        }
         "layouts_and_fill" => {
             let (a, c) = (o["A"].to_f64(), o["C"].to_f64());
             for i in 0..c.len() {
@@ -266,6 +285,7 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
         "gemm_fp8_blockscaled" => check_blockscaled_fp8(stem, o, false),
         "gemm_fp8_scales_staged" => check_blockscaled_fp8(stem, o, true),
         "gemm_column_max_into_rows" => check_column_max_into_rows(stem, o),
+        "flash_attention" => check_flash_attention(stem, o),
         "notes" => {
             // Notes mean nothing: C = A @ B, then D = C * 2 + 1.
             check_gemm(stem, o, false, Round::F32);
@@ -275,6 +295,49 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
             }
         }
         other => panic!("no reference for case `{other}`: add one to tests/tests/interp_cases.rs"),
+    }
+}
+
+/// `examples/flash_attention.tir` at its defaults (dim 128, not causal): Output[b, i, h, :] =
+/// Σ_j w_j V[b, j, g, :] / Σ_j w_j, w_j = exp(Q[b, i, h] · K[b, j, g] / sqrt(dim) − max), with
+/// KV head g = h / (heads / kv_heads), in f64. Tolerance 2^-10·(max|V| + |ref|): P rounded to
+/// float16 for the second product (2^-11 of each term of a convex combination of V's values)
+/// and the float16 output (2^-11·|ref|); the float32 work is orders of magnitude below.
+fn check_flash_attention(stem: &str, o: &Outputs) {
+    let (q, k, v) = (&o["Q"], &o["K"], &o["V"]);
+    let (batch, seq, heads, dim) = (q.shape()[0], q.shape()[1], q.shape()[2], q.shape()[3]);
+    let kv_heads = k.shape()[2];
+    let (qv, kv, vv, out) = (q.to_f64(), k.to_f64(), v.to_f64(), o["Output"].to_f64());
+    let vmax = vv.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    for b in 0..batch {
+        for h in 0..heads {
+            let g = h / (heads / kv_heads);
+            for i in 0..seq {
+                let qrow = &qv[((b * seq + i) * heads + h) * dim..][..dim];
+                let scores: Vec<f64> = (0..seq)
+                    .map(|j| {
+                        let krow = &kv[((b * seq + j) * kv_heads + g) * dim..][..dim];
+                        let dot: f64 = qrow.iter().zip(krow).map(|(x, y)| x * y).sum();
+                        dot / (dim as f64).sqrt()
+                    })
+                    .collect();
+                let top = scores.iter().fold(f64::NEG_INFINITY, |m, &s| m.max(s));
+                let w: Vec<f64> = scores.iter().map(|s| (s - top).exp()).collect();
+                let total: f64 = w.iter().sum();
+                for c in 0..dim {
+                    let want = (0..seq)
+                        .map(|j| w[j] * vv[((b * seq + j) * kv_heads + g) * dim + c])
+                        .sum::<f64>()
+                        / total;
+                    let got = out[((b * seq + i) * heads + h) * dim + c];
+                    let tol = 2f64.powi(-10) * (vmax + want.abs());
+                    assert!(
+                        (got - want).abs() <= tol,
+                        "{stem}: Output[{b}, {i}, {h}, {c}] = {got}, reference {want}, tol {tol}"
+                    );
+                }
+            }
+        }
     }
 }
 

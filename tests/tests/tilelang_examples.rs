@@ -345,6 +345,42 @@ const EXAMPLES: &[Example] = &[
         ],
         reference: blockscaled_fp8,
     },
+    // tlc's flash attention example (BSHD, grouped KV heads) in its causal mode, 64 x 32
+    // tiles: two query heads on one KV head, dim 64, 2 stages; 100 = 3 * 32 + 4 keys (a
+    // masked last key tile, a partial query tile, key tiles past the loop bound of the first
+    // query tile). Then dim 128 in two batches of 4 query heads over 2 KV heads, 1 stage, one
+    // query tile of two key tiles. The non-causal mode: [`flash_attention_example_without_
+    // the_causal_mask_matches_its_reference`].
+    Example {
+        stem: "examples/flash_attention",
+        sizes: [
+            &[
+                ("batch", 1),
+                ("seq_len", 100),
+                ("heads", 2),
+                ("kv_heads", 1),
+                ("dim", 64),
+                ("is_causal", 1),
+                ("block_M", 64),
+                ("block_N", 32),
+                ("num_stages", 2),
+                ("threads", 128),
+            ],
+            &[
+                ("batch", 2),
+                ("seq_len", 64),
+                ("heads", 4),
+                ("kv_heads", 2),
+                ("dim", 128),
+                ("is_causal", 1),
+                ("block_M", 64),
+                ("block_N", 32),
+                ("num_stages", 1),
+                ("threads", 128),
+            ],
+        ],
+        reference: flash_attention_causal,
+    },
 ];
 
 /// Inputs a kernel needs to be meaningful (the others are random): per stem and size (the
@@ -1041,6 +1077,37 @@ fn attention_bhsd_causal(o: &Outputs) -> Expected {
     attention(o, Layout::Bhsd, true, 64, 0.18033688)
 }
 
+/// `examples/flash_attention.tir` (BSHD, `kv_heads` KV heads): [`attention`]'s model with K
+/// and V expanded to the query heads (head h reads KV head h / (heads / kv_heads)), key tiles
+/// of `block_n`, and the scale the kernel computes, float32(1.44269504 / sqrt(float32(dim))).
+fn flash_attention_gqa(o: &Outputs, causal: bool, block_n: usize) -> Expected {
+    let (q, k) = (&o["Q"], &o["K"]);
+    let (batch, seq, heads, dim) = (q.shape()[0], q.shape()[1], q.shape()[2], q.shape()[3]);
+    let kv_heads = k.shape()[2];
+    assert_eq!(heads % kv_heads, 0, "heads is a multiple of kv_heads");
+    let group = heads / kv_heads;
+    let expand = |name: &str| {
+        let t = o[name].to_f64();
+        let values: Vec<f64> = (0..batch * seq * heads * dim)
+            .map(|i| {
+                let (d, h, row) = (i % dim, i / dim % heads, i / dim / heads);
+                t[(row * kv_heads + h / group) * dim + d]
+            })
+            .collect();
+        Tensor::from_f64(DType::Float16, &[batch, seq, heads, dim], &values).expect("expanded")
+    };
+    let mut expanded = o.clone();
+    expanded.insert("K".to_string(), expand("K"));
+    expanded.insert("V".to_string(), expand("V"));
+    let scale = LOG2_E_WRITTEN as f32 / (dim as f32).sqrt();
+    attention(&expanded, Layout::Bshd, causal, block_n, f64::from(scale))
+}
+
+/// `examples/flash_attention.tir` with `is_causal=1` and `block_N=32` (its [`EXAMPLES`] sizes).
+fn flash_attention_causal(o: &Outputs) -> Expected {
+    flash_attention_gqa(o, true, 32)
+}
+
 /// The flash attention files: Output[q, :] = Σ_k P[q, k]·V[k, :], P[q, :] = softmax_k(Q[q, :] ·
 /// K[k, :] / sqrt(dim)) over every key (non-causal) or keys k ≤ q + seq_kv − seq_q (causal).
 ///
@@ -1450,6 +1517,69 @@ fn flash_attention_matches_its_reference() {
 #[test]
 fn causal_flash_attention_matches_its_reference() {
     check_example("flash_attn_fwd_bhsd_causal");
+}
+
+#[test]
+fn flash_attention_example_matches_its_reference() {
+    check_example("examples/flash_attention");
+}
+
+/// `examples/flash_attention.tir` without the causal mask (`is_causal=0`, its default; the
+/// [`EXAMPLES`] entry checks the causal mode): at the tile level and lowered for sm_90a,
+/// against [`flash_attention_gqa`], at two sizes with ragged key ends.
+#[test]
+fn flash_attention_example_without_the_causal_mask_matches_its_reference() {
+    let stem = "examples/flash_attention";
+    let (name, text) = source(stem);
+    let sizes: [(&[(&str, i64)], usize); 2] = [
+        // The default tiles (128 x 128, 1 stage, 256 threads), dim 128, 4 query heads over 2
+        // KV heads: 200 = 128 + 72 keys (a masked last key tile, a partial query tile).
+        (
+            &[
+                ("batch", 1),
+                ("seq_len", 200),
+                ("heads", 4),
+                ("kv_heads", 2),
+                ("dim", 128),
+            ],
+            128,
+        ),
+        // dim 64, 64 x 64 tiles, 2 stages, 128 threads, two batches of 2 heads (one KV head
+        // each): 130 = 2 * 64 + 2 keys.
+        (
+            &[
+                ("batch", 2),
+                ("seq_len", 130),
+                ("heads", 2),
+                ("kv_heads", 2),
+                ("dim", 64),
+                ("block_M", 64),
+                ("block_N", 64),
+                ("num_stages", 2),
+                ("threads", 128),
+            ],
+            64,
+        ),
+    ];
+    let mut report = Vec::new();
+    for (size, block_n) in sizes {
+        let what = format!("{stem} {size:?}");
+        let func = check(&name, &text, size)
+            .unwrap_or_else(|e| panic!("`tlc check` refuses {name}:\n{e}"));
+        let tile = run(&func, size, HashMap::new(), &what);
+        let expected = flash_attention_gqa(&tile, false, block_n);
+        let used = assert_matches(&what, &tile, &expected);
+        let lowered = lower(&name, &text, &func, Target::Sm90a)
+            .unwrap_or_else(|e| panic!("{name} on sm_90a:\n{e}"));
+        let what = format!("{what} lowered for sm_90a");
+        let low = run(&lowered, size, HashMap::new(), &what);
+        let used_low = assert_matches(&what, &low, &expected);
+        assert_lowered_agrees(&what, &tile, &low, &expected);
+        report.push(format!(
+            "{size:?}: {used:.3}, lowered {used_low:.3} of the bound"
+        ));
+    }
+    eprintln!("{stem} (is_causal=0): {}", report.join("; "));
 }
 
 #[test]

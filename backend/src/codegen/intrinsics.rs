@@ -15,6 +15,7 @@
 //!   four f32 registers of `C[i..i+4]` (accumulation in place); a float16 `C` packs
 //!   `C[i..i+4]` into two f16x2 words for `mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16`
 //!   and unpacks the two result words back into them.
+//! - `T.bar_sync(id, count)` → `bar.sync id, count`.
 //!
 //! Local-array operands must have constant indices once unrolled loop variables are
 //! substituted (the registers are fixed at compile time), and their arrays must live in
@@ -64,6 +65,13 @@ impl Cg {
             Intrinsic::ShflDown { dst, src, offset } => {
                 self.shfl(dst, src, (ShflMode::Down, *offset), span)
             }
+            Intrinsic::BarSync { id, count } => match (u32::try_from(*id), u32::try_from(*count)) {
+                (Ok(id), Ok(threads)) => self.b.emit(Op::BarSync {
+                    id,
+                    threads: Some(threads),
+                }),
+                _ => self.err(span, format!("T.bar_sync({id}, {count}): out of range")),
+            },
             // sm_90a's: mbarriers, TMA, wgmma, proxy fences, setmaxnreg (helpers in `hopper.rs`).
             Intrinsic::FenceProxyAsync => self.b.emit(Op::FenceProxyAsync),
             Intrinsic::WgmmaFence => self.b.emit(Op::WgmmaFence),

@@ -141,6 +141,11 @@ pub(crate) enum CCall {
     WgmmaWait(usize),
     Wgmma(Box<CWgmma>),
     SetMaxNReg,
+    /// `T.bar_sync`: its id and the threads that must reach it together.
+    BarSync {
+        id: i64,
+        count: usize,
+    },
 }
 
 /// A `T.wgmma` or `T.wgmma_rs`: its operands, N, the descriptors' layouts (no A layout:
@@ -910,6 +915,10 @@ impl Compiler {
                 }))
             }
             Intrinsic::SetMaxNReg { .. } => CCall::SetMaxNReg,
+            Intrinsic::BarSync { id, count } => CCall::BarSync {
+                id: *id,
+                count: usize::try_from(*count).unwrap_or(0),
+            },
         };
         Ok(CIntrinsic { def, call })
     }

@@ -283,6 +283,43 @@ impl Lockstep<'_, '_> {
         Ok(())
     }
 
+    /// `T.bar_sync(id, count)`: exactly `count` threads, whole warps, reach it together
+    /// (those active here; a thread of another task or branch cannot take part in this
+    /// model, so a barrier split across them is reported instead of waited for).
+    fn named_barrier(&mut self, id: i64, count: usize, span: Span, active: &[usize]) -> Res<()> {
+        let warp = WARP_SIZE as usize;
+        let whole_warps = active.chunks(warp).all(|w| {
+            w.len() == warp
+                && w.first().is_some_and(|&t| {
+                    t % warp == 0 && w.iter().enumerate().all(|(i, &x)| x == t + i)
+                })
+        });
+        if active.len() != count || !whole_warps {
+            return fault(
+                span,
+                format!(
+                    "`T.bar_sync` reached together by {} threads{}; its count is {count}",
+                    active.len(),
+                    if whole_warps {
+                        ""
+                    } else {
+                        " (not whole warps)"
+                    }
+                ),
+            );
+        }
+        let threads: Vec<u32> = active
+            .iter()
+            .filter_map(|&t| u32::try_from(t).ok())
+            .collect();
+        if let Some(shared) = &mut self.frame.mem.shared {
+            if let Err(why) = shared.named_barrier(id, &threads) {
+                return fault(span, why);
+            }
+        }
+        Ok(())
+    }
+
     /// `T.thread_allreduce`: every thread of the block must be active. Each group (the
     /// threads whose indices differ only on the reduced axes: `g` consecutive linear
     /// indices) folds by the butterfly of `ir.rs`'s `AllReduce`: `v_t ← v_t ⊕ v_{t xor o}`
@@ -379,6 +416,9 @@ impl Lockstep<'_, '_> {
     /// A thread-level intrinsic for the active threads: per thread, or per group of
     /// threads that run it together (a warp, a warpgroup: every one of them must be active).
     pub fn intrinsic(&mut self, i: &CIntrinsic, span: Span, active: &[usize]) -> Res<()> {
+        if let CCall::BarSync { id, count } = i.call {
+            return self.named_barrier(id, count, span, active);
+        }
         let width = match i.def.collective {
             Collective::Thread => {
                 for &t in active {
@@ -470,7 +510,8 @@ impl Lockstep<'_, '_> {
             | CCall::WgmmaFence
             | CCall::WgmmaCommit
             | CCall::WgmmaWait(_)
-            | CCall::SetMaxNReg => fault(
+            | CCall::SetMaxNReg
+            | CCall::BarSync { .. } => fault(
                 span,
                 format!(
                     "internal error: `{}` is not a per-thread intrinsic",
@@ -581,6 +622,11 @@ impl Lockstep<'_, '_> {
             }
             // A register-allocation hint: nothing the interpreter models.
             CCall::SetMaxNReg => Ok(()),
+            // Taken whole by `intrinsic` before its warps are split.
+            CCall::BarSync { .. } => fault(
+                span,
+                "internal error: `T.bar_sync` is run as a set of warps, not one warp",
+            ),
             // Per-thread calls (`thread_intrinsic`) and the mbarrier wait (`tasks.rs`).
             CCall::CpAsync { .. }
             | CCall::Commit

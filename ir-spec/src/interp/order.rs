@@ -16,7 +16,8 @@
 //! arriving thread's knowledge into the barrier's current phase; a `T.mbarrier_wait` that
 //! returns acquires what every completed phase of the barrier released, and that the barrier
 //! completed those phases; `T.sync_threads()` (and the end of a thread loop entered from
-//! block level) gives every thread what any thread knew (the block's *floor*).
+//! block level) gives every thread what any thread knew (the block's *floor*); a
+//! `T.bar_sync` gives each of its threads what any of them knew.
 
 use crate::target::WARPGROUP_SIZE;
 
@@ -203,6 +204,32 @@ impl Order {
         }
         for (g, w) in self.warpgroups.iter().enumerate() {
             raise(&mut self.floor.retired, g, w.retired);
+        }
+    }
+
+    /// A named barrier among `threads` (`T.bar_sync`): each of them knows what any of them
+    /// knew, and the retirements of their own warpgroups.
+    pub fn barrier_among(&mut self, threads: &[u32]) {
+        let mut joined = Knowledge::default();
+        for &t in threads {
+            if let Some(k) = self.threads.get(t as usize) {
+                joined.join(k);
+            }
+            if let Some((g, r)) = self.own_retired(t) {
+                raise(&mut joined.retired, g, r);
+            }
+        }
+        if joined.is_empty() {
+            return;
+        }
+        for &t in threads {
+            let t = t as usize;
+            if self.threads.len() <= t {
+                self.threads.resize_with(t + 1, Knowledge::default);
+            }
+            if let Some(k) = self.threads.get_mut(t) {
+                k.join(&joined);
+            }
         }
     }
 

@@ -3,7 +3,9 @@
 //! overlaps two live buffers therefore really corrupts data. "Never written" is tracked per
 //! byte.
 //!
-//! At the thread level it also detects data races: between two barriers (`T.sync_threads()`),
+//! At the thread level it also detects data races: between two barriers (`T.sync_threads()`;
+//! a named `T.bar_sync` orders only the threads that take part in it, and what is recorded
+//! as "several threads" only when all threads that touched shared memory took part),
 //! a byte written by one thread may not be read or written by another, and a byte read by one
 //! thread may not be written by another — except that plain stores of the same bytes to the
 //! same element (same offset, same size) by several threads are no race (PTX's memory
@@ -40,7 +42,7 @@ use crate::interp::fp8;
 use crate::interp::order::{Order, WgmmaConflict};
 use crate::interp::scalar::Scalar;
 use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// The low half of a race cell: `thread + 1`, or [`MANY`] readers. The high half: the
 /// barrier epoch of the access.
@@ -63,8 +65,21 @@ pub(crate) struct SharedArena {
     /// store of the same bytes to the same element by another thread since the last barrier
     /// is no race (see [`SharedArena::write`]).
     store_shape: Vec<Cell<u8>>,
-    /// Starts at 1 so that a zero cell means "never".
+    /// Starts at 1 so that a zero cell means "never"; every barrier (`T.sync_threads()` or
+    /// `T.bar_sync`) starts a new one.
     epoch: u64,
+    /// The epoch the last `T.sync_threads()` started: accesses before it are ordered
+    /// before everything after.
+    last_full: u64,
+    /// The thread sets of the `T.bar_sync`s since the last `T.sync_threads()`: each set
+    /// once, with the epoch its last barrier started and whether every thread that had made
+    /// an ordinary shared-memory access since the last `T.sync_threads()` took part in it.
+    groups: Vec<SyncGroup>,
+    /// Per barrier id, the threads of its `T.bar_sync`s since the last `T.sync_threads()`.
+    named_sets: HashMap<i64, Vec<u32>>,
+    /// Per thread: whether it made an ordinary (race-tracked) shared-memory access since the
+    /// last `T.sync_threads()`; and the list of those threads.
+    touched: RefCell<(Vec<bool>, Vec<u32>)>,
     race: RefCell<Option<String>>,
     /// Per byte: `thread + 1` of the `T.cp_async` that will write it, or 0.
     pending: Vec<u32>,
@@ -119,6 +134,10 @@ impl SharedArena {
             atomic: (0..len).map(|_| Cell::new(0)).collect(),
             store_shape: (0..len).map(|_| Cell::new(0)).collect(),
             epoch: 1,
+            last_full: 1,
+            groups: Vec::new(),
+            named_sets: HashMap::new(),
+            touched: RefCell::new((Vec::new(), Vec::new())),
             race: RefCell::new(None),
             pending: vec![0; len],
             n_pending: 0,
@@ -392,14 +411,13 @@ impl SharedArena {
 
     /// [`Self::other_access`], not counting other threads' writes when `same_store`.
     fn other_access_but(&self, b: usize, me: u64, same_store: bool) -> Option<(&'static str, u64)> {
-        let now = self.epoch << 32;
         let (w, r) = (self.writer.get(b)?.get(), self.reader.get(b)?.get());
         let a = self.atomic.get(b)?.get();
-        if !same_store && (w & !MANY) == now && (w & MANY) != me {
+        if !same_store && self.concurrent(w, me) {
             Some(("wrote", w))
-        } else if (a & !MANY) == now && (a & MANY) != me {
+        } else if self.concurrent(a, me) {
             Some(("atomically updated", a))
-        } else if (r & !MANY) == now && (r & MANY) != me {
+        } else if self.concurrent(r, me) {
             Some(("read", r))
         } else {
             None
@@ -429,6 +447,7 @@ impl SharedArena {
         }
         if let Some(t) = thread {
             let me = u64::from(t) + 1;
+            self.touch(t);
             let now = self.epoch << 32;
             for b in offset..end {
                 let (Some(w), Some(r), Some(a)) =
@@ -437,9 +456,9 @@ impl SharedArena {
                     continue;
                 };
                 let (wv, rv) = (w.get(), r.get());
-                let plain = if (wv & !MANY) == now && (wv & MANY) != me {
+                let plain = if self.concurrent(wv, me) {
                     Some(("wrote", wv))
-                } else if (rv & !MANY) == now && (rv & MANY) != me {
+                } else if self.concurrent(rv, me) {
                     Some(("read", rv))
                 } else {
                     None
@@ -454,10 +473,12 @@ impl SharedArena {
                     break;
                 }
                 let seen = a.get();
-                if (seen & !MANY) != now {
-                    a.set(now | me);
-                } else if (seen & MANY) != me {
+                // An earlier adder ordered before this thread is replaced; one that is not
+                // joins it (several adders).
+                if self.concurrent(seen, me) {
                     a.set(now | MANY);
+                } else {
+                    a.set(now | me);
                 }
             }
         }
@@ -505,10 +526,10 @@ impl SharedArena {
         // `T.sync_threads()` orders ordinary accesses (mbarriers order the async proxy's).
         if let Some(t) = thread {
             let me = u64::from(t) + 1;
-            let now = self.epoch << 32;
+            self.touch(t);
             for b in range {
                 let w = self.writer.get(b).map_or(0, Cell::get);
-                if (w & !MANY) == now && (w & MANY) != me {
+                if self.concurrent(w, me) {
                     return Err(format!(
                         "shared byte {offset}, which thread {} wrote with no \
                          `T.sync_threads()` in between (a data race)",
@@ -606,7 +627,101 @@ impl SharedArena {
     /// A barrier: every access before it happens before every access after it.
     pub fn barrier(&mut self) {
         self.epoch += 1;
+        self.last_full = self.epoch;
+        self.groups.clear();
+        self.named_sets.clear();
+        let mut touched = self.touched.borrow_mut();
+        let (flags, list) = &mut *touched;
+        for t in list.drain(..) {
+            if let Some(f) = flags.get_mut(t as usize) {
+                *f = false;
+            }
+        }
+        drop(touched);
         self.order.barrier();
+    }
+
+    /// A named barrier `id` (`T.bar_sync`) among `threads` (sorted): every access of one of
+    /// them before it happens before every access of one of them after it; other threads
+    /// are not ordered by it. Between two `T.sync_threads()` every barrier of one id must
+    /// have the same threads: a barrier whose arrivals are split across branches (the
+    /// count reached by threads of both) is not modelled, and is refused here.
+    pub fn named_barrier(&mut self, id: i64, threads: &[u32]) -> Result<(), String> {
+        match self.named_sets.get(&id) {
+            Some(earlier) if earlier.as_slice() != threads => {
+                return Err(format!(
+                    "`T.bar_sync({id}, …)` is reached here by {} threads from thread {}, and by another set of threads earlier since the last `T.sync_threads()`: a named barrier whose arrivals come from several places is not modelled",
+                    threads.len(),
+                    threads.first().copied().unwrap_or(0)
+                ))
+            }
+            Some(_) => {}
+            None => {
+                self.named_sets.insert(id, threads.to_vec());
+            }
+        }
+        self.epoch += 1;
+        let covers = self
+            .touched
+            .borrow()
+            .1
+            .iter()
+            .all(|t| threads.binary_search(t).is_ok());
+        match self.groups.iter_mut().find(|g| g.threads == threads) {
+            Some(g) => {
+                g.epoch = self.epoch;
+                g.covers = covers;
+            }
+            None => self.groups.push(SyncGroup {
+                threads: threads.to_vec(),
+                epoch: self.epoch,
+                covers,
+            }),
+        }
+        self.order.barrier_among(threads);
+        Ok(())
+    }
+
+    /// Thread `t` makes an ordinary shared-memory access (what a named barrier must cover
+    /// to order accesses recorded as "several threads").
+    fn touch(&self, t: u32) {
+        let mut touched = self.touched.borrow_mut();
+        let (flags, list) = &mut *touched;
+        let i = t as usize;
+        if flags.len() <= i {
+            flags.resize(i + 1, false);
+        }
+        if let Some(f) = flags.get_mut(i) {
+            if !*f {
+                *f = true;
+                list.push(t);
+            }
+        }
+    }
+
+    /// Whether the access recorded in race cell `cell` is unordered with an access by `me`
+    /// (`thread + 1`) now: made by another thread (or several) since the last
+    /// `T.sync_threads()`, and since then no `T.bar_sync` that both took part in — for
+    /// several threads, one that `me` and every thread that had touched shared memory took
+    /// part in.
+    fn concurrent(&self, cell: u64, me: u64) -> bool {
+        let who = cell & MANY;
+        let epoch = cell >> 32;
+        if cell == 0 || who == me || epoch < self.last_full {
+            return false;
+        }
+        let member = |g: &SyncGroup, x: u64| {
+            u32::try_from(x - 1).is_ok_and(|t| g.threads.binary_search(&t).is_ok())
+        };
+        !self.groups.iter().any(|g| {
+            g.epoch > epoch
+                && member(g, me)
+                && if who == MANY {
+                    g.covers
+                } else {
+                    member(g, who)
+                }
+        })
     }
 
     /// The first data race found since the last call.
@@ -663,13 +778,14 @@ impl SharedArena {
         }
         if let Some(t) = thread {
             let me = u64::from(t) + 1;
+            self.touch(t);
             let now = self.epoch << 32;
             for b in range {
                 let (Some(w), Some(r)) = (self.writer.get(b), self.reader.get(b)) else {
                     continue;
                 };
                 let w = w.get();
-                if (w & !MANY) == now && (w & MANY) != me {
+                if self.concurrent(w, me) {
                     self.report(format!(
                         "data race on shared memory: this thread reads {}, which thread {} wrote \
                          with no `T.sync_threads()` in between",
@@ -679,7 +795,7 @@ impl SharedArena {
                     break;
                 }
                 let a = self.atomic.get(b).map_or(0, Cell::get);
-                if (a & !MANY) == now && (a & MANY) != me {
+                if self.concurrent(a, me) {
                     self.report(format!(
                         "data race on shared memory: this thread reads {}, which {} atomically \
                          updated with no `T.sync_threads()` in between",
@@ -689,10 +805,12 @@ impl SharedArena {
                     break;
                 }
                 let seen = r.get();
-                if (seen & !MANY) != now {
-                    r.set(now | me);
-                } else if (seen & MANY) != me {
+                // An earlier reader ordered before this thread is replaced (what is ordered
+                // after this read is ordered after it too); one that is not joins it.
+                if self.concurrent(seen, me) {
                     r.set(now | MANY);
+                } else {
+                    r.set(now | me);
                 }
             }
         }
@@ -747,11 +865,9 @@ impl SharedArena {
     /// so it is no race; stores of other values, other sizes or at other offsets are.
     fn same_store(&self, offset: usize, n: usize, data: &[u8], thread: u32) -> bool {
         let me = u64::from(thread) + 1;
-        let now = self.epoch << 32;
         (offset..offset + n).enumerate().all(|(pos, b)| {
             let w = self.writer.get(b).map_or(0, Cell::get);
-            (w & !MANY) == now
-                && (w & MANY) != me
+            self.concurrent(w, me)
                 && self.store_shape.get(b).map(Cell::get) == Some(((pos as u8) << 4) | n as u8)
                 && self.bytes.get(b) == data.get(pos)
         })
@@ -780,7 +896,12 @@ impl SharedArena {
     ) {
         let me = u64::from(thread) + 1;
         let now = self.epoch << 32;
+        self.touch(thread);
         for b in offset..end {
+            // A plain store repeating another thread's value is no race with it, but both
+            // are the byte's writers now: "several threads" unless they are ordered.
+            let writer = self.writer.get(b).map_or(0, Cell::get);
+            let shared_write = same_store && self.concurrent(writer, me);
             match self.other_access_but(b, me, same_store) {
                 Some(("wrote", cell)) => {
                     self.report(format!(
@@ -803,10 +924,19 @@ impl SharedArena {
                 None => {}
             }
             if let Some(w) = self.writer.get(b) {
-                w.set(now | me);
+                w.set(now | if shared_write { MANY } else { me });
             }
         }
     }
+}
+
+/// The threads of a `T.bar_sync` (sorted), the epoch its last barrier started, and whether
+/// it covered every thread that had touched shared memory since the last `T.sync_threads()`.
+#[derive(Clone, Debug)]
+struct SyncGroup {
+    threads: Vec<u32>,
+    epoch: u64,
+    covers: bool,
 }
 
 /// The thread(s) of a race cell: "thread 5", or "other threads" for several readers.

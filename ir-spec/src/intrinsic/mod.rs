@@ -125,6 +125,12 @@ intrinsic_table! {
     /// its own `src` when `l + offset > 31` (`offset` in 1..=31). One element of a 32- or
     /// 16-bit dtype, as `T.shfl_xor`.
     ShflDown { dst: Ref, src: Ref, offset: Int } => SHFL_DOWN,
+    /// `T.bar_sync(id, count)`: the named barrier `id` (1..=15; 0 is `T.sync_threads()`'s)
+    /// over `count` threads (a multiple of 32) — `bar.sync id, count`. The threads that
+    /// reach it together (whole warps, exactly `count` of them) wait for each other, and
+    /// their shared-memory accesses before it happen before their accesses after it;
+    /// threads outside are not ordered by it.
+    BarSync { id: Int, count: Int } => BAR_SYNC,
 }
 
 /// Who executes an intrinsic together.
@@ -539,17 +545,7 @@ static MMA_SYNC: IntrinsicDef = IntrinsicDef {
             }),
             keyword: false,
         },
-        Param {
-            name: "a",
-            role: "A operand",
-            kind: ParamKind::Ref(RefParam {
-                scopes: REGISTERS,
-                dtypes: SIXTEEN_BIT,
-                count: Count::Elems(8),
-                effect: Effect::Read,
-            }),
-            keyword: false,
-        },
+        REGISTER_A,
         Param {
             name: "b",
             role: "B operand",
@@ -814,21 +810,52 @@ const SWIZZLE_PARAM: ParamKind = ParamKind::Int {
     default: Some(0),
 };
 
+/// The accumulator of `T.wgmma` and `T.wgmma_rs`: each thread's `n / 2` float32 registers.
+const WGMMA_ACC: Param = Param {
+    name: "acc",
+    role: "accumulator",
+    kind: ParamKind::Ref(RefParam {
+        scopes: REGISTERS,
+        dtypes: &[DType::Float32],
+        count: Count::Per("n", 2),
+        effect: Effect::ReadWrite,
+    }),
+    keyword: false,
+};
+
+/// B of `T.wgmma` and `T.wgmma_rs`: its descriptor's start address (the layout is the
+/// call's constants), so one element is named.
+const WGMMA_B: Param = Param {
+    name: "b",
+    role: "B operand",
+    kind: ParamKind::Ref(RefParam {
+        scopes: &[Scope::Shared],
+        dtypes: WGMMA_OPERAND,
+        count: Count::Elems(1),
+        effect: Effect::Read,
+    }),
+    keyword: false,
+};
+
+/// A in registers: each thread's 8 16-bit elements (`T.mma_sync`'s 16 x 16 tile, one k-step
+/// of `T.wgmma_rs`'s 64 x 16).
+const REGISTER_A: Param = Param {
+    name: "a",
+    role: "A operand",
+    kind: ParamKind::Ref(RefParam {
+        scopes: REGISTERS,
+        dtypes: SIXTEEN_BIT,
+        count: Count::Elems(8),
+        effect: Effect::Read,
+    }),
+    keyword: false,
+};
+
 static WGMMA_MMA: IntrinsicDef = IntrinsicDef {
     op: IntrinsicOp::Wgmma,
     name: "T.wgmma",
     params: &[
-        Param {
-            name: "acc",
-            role: "accumulator",
-            kind: ParamKind::Ref(RefParam {
-                scopes: REGISTERS,
-                dtypes: &[DType::Float32],
-                count: Count::Per("n", 2),
-                effect: Effect::ReadWrite,
-            }),
-            keyword: false,
-        },
+        WGMMA_ACC,
         // The operands give the descriptors' start addresses; their layouts are the
         // constants below (`crate::wgmma::SmemOperand`), so one element is named here.
         Param {
@@ -842,17 +869,7 @@ static WGMMA_MMA: IntrinsicDef = IntrinsicDef {
             }),
             keyword: false,
         },
-        Param {
-            name: "b",
-            role: "B operand",
-            kind: ParamKind::Ref(RefParam {
-                scopes: &[Scope::Shared],
-                dtypes: WGMMA_OPERAND,
-                count: Count::Elems(1),
-                effect: Effect::Read,
-            }),
-            keyword: false,
-        },
+        WGMMA_B,
         wgmma_const(
             "n",
             "N extent",
@@ -896,41 +913,9 @@ static WGMMA_RS: IntrinsicDef = IntrinsicDef {
     op: IntrinsicOp::WgmmaRs,
     name: "T.wgmma_rs",
     params: &[
-        Param {
-            name: "acc",
-            role: "accumulator",
-            kind: ParamKind::Ref(RefParam {
-                scopes: REGISTERS,
-                dtypes: &[DType::Float32],
-                count: Count::Per("n", 2),
-                effect: Effect::ReadWrite,
-            }),
-            keyword: false,
-        },
-        // Each thread's 8 A elements (one k-step of 16 of its rows), in registers.
-        Param {
-            name: "a",
-            role: "A operand",
-            kind: ParamKind::Ref(RefParam {
-                scopes: REGISTERS,
-                dtypes: SIXTEEN_BIT,
-                count: Count::Elems(8),
-                effect: Effect::Read,
-            }),
-            keyword: false,
-        },
-        // B gives its descriptor's start address; its layout is the constants below.
-        Param {
-            name: "b",
-            role: "B operand",
-            kind: ParamKind::Ref(RefParam {
-                scopes: &[Scope::Shared],
-                dtypes: WGMMA_OPERAND,
-                count: Count::Elems(1),
-                effect: Effect::Read,
-            }),
-            keyword: false,
-        },
+        WGMMA_ACC,
+        REGISTER_A,
+        WGMMA_B,
         wgmma_const(
             "n",
             "N extent",
@@ -1044,6 +1029,40 @@ static SHFL_DOWN: IntrinsicDef = IntrinsicDef {
     collective: Collective::Warp,
     block_level: false,
     same_dtype: &[("dst", "src")],
+    needs: Needs::Nothing,
+};
+
+static BAR_SYNC: IntrinsicDef = IntrinsicDef {
+    op: IntrinsicOp::BarSync,
+    name: "T.bar_sync",
+    params: &[
+        Param {
+            name: "id",
+            role: "barrier id",
+            kind: ParamKind::IntRange {
+                min: 1,
+                max: 15,
+                step: 1,
+                default: None,
+            },
+            keyword: false,
+        },
+        Param {
+            name: "count",
+            role: "thread count",
+            kind: ParamKind::IntRange {
+                min: 32,
+                max: 1024,
+                step: 32,
+                default: None,
+            },
+            keyword: false,
+        },
+    ],
+    // Whole warps take part (`bar.sync` is `.aligned`); the interpreter checks the count.
+    collective: Collective::Warp,
+    block_level: false,
+    same_dtype: &[],
     needs: Needs::Nothing,
 };
 
@@ -1625,6 +1644,7 @@ mod tests {
                 src: r("acc"),
                 offset: 3,
             },
+            Intrinsic::BarSync { id: 1, count: 256 },
             Intrinsic::WgmmaRs {
                 acc: r("C"),
                 a: r("P"),

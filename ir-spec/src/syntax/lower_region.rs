@@ -778,5 +778,10 @@ fn slice_extent(start: &Expr, stop: Expr) -> Expr {
         return Expr::new(ExprKind::Int(extent), stop.span);
     }
     let span = stop.span;
+    // `k * block_N:(k + 1) * block_N` (TileLang's spelling with a tunable): `block_N`, which
+    // `-D` makes a constant (a constant extent is what TMA and the layouts need).
+    if let Some(extent) = crate::affine::difference(&stop, start, span) {
+        return extent;
+    }
     Expr::binary(BinOp::Sub, stop, start.clone(), span)
 }

@@ -50,6 +50,20 @@ impl<'f> Checker<'f> {
                 _ => {}
             }
         }
+        // A named barrier waits for `count` threads of the block: more than it has never
+        // arrive (a hang on the GPU).
+        if let (Intrinsic::BarSync { id, count }, Some(block)) = (i, &self.block) {
+            let threads: i64 = block.iter().product();
+            if *count > threads {
+                self.push(Diagnostic::error(
+                    self.at(span),
+                    format!(
+                        "`T.bar_sync({id}, {count})` waits for {count} threads, more than the \
+                         block's {threads}: it would never complete"
+                    ),
+                ));
+            }
+        }
         // I7: the target has the instruction.
         if let Some(target) = self.requirements.target {
             if !def.needs.met_by(target) {

@@ -18,7 +18,8 @@
 //!   not a fragment, or to or from the whole of another member;
 //!
 //! it is broadcast somewhere, all its anchors (and fragment-free nests) have one shape
-//! `R x N`, its members have 16- or 32-bit dtypes (what a shuffle moves), the block is whole
+//! `R x N` (or are gemm accumulators of `R` rows split by rows only, `FullRow`, of any
+//! widths), its members have 16- or 32-bit dtypes (what a shuffle moves), the block is whole
 //! warps, and either every anchor is a gemm accumulator (which always gets an accumulator
 //! layout, whose rows always serve) or registers pay on the flat layout
 //! (`worth_registers`: the rows spread regularly — `N` a multiple of the thread count `T`,
@@ -33,7 +34,9 @@ use super::access::element_for_element;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::{child_bodies, for_each_stmt, for_each_subexpr, stmt_exprs};
-use tlc_ir::{BufferDecl, Expr, ExprKind, For, ForKind, Kernel, Region, Scope, Stmt, StmtKind};
+use tlc_ir::{
+    BufferDecl, Expr, ExprKind, For, ForKind, Kernel, Region, Scope, Stmt, StmtKind, WarpPolicy,
+};
 
 /// The row-vector classes of one kernel.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -116,10 +119,25 @@ impl RowVectors {
                 anchors.iter().filter_map(|a| cx.matrix(a)).collect();
             shapes.extend(flat.iter().copied());
             let shapes: Vec<[i64; 2]> = shapes.into_iter().collect();
-            let ([[rows, cols]], Some(first)) = (shapes.as_slice(), members.first()) else {
+            let accumulators = gemm_accumulators(k);
+            let all_accumulators = flat.is_empty()
+                && anchors.iter().all(|a| {
+                    accumulators.get(a) == Some(&WarpPolicy::FullRow)
+                        || accumulators.contains_key(a) && shapes.len() == 1
+                });
+            // One shape — or gemm accumulators of one row count split by rows only
+            // (`FullRow`: every warp, or warpgroup, holds whole rows of each, whatever its
+            // width: flash attention's scores and output at a head dim other than the key
+            // tile's), whose rows layouts are then the same.
+            let same_rows = shapes.windows(2).all(|w| w[0][0] == w[1][0]);
+            let Some(first) = members.first() else {
                 continue;
             };
-            let (rows, cols) = (*rows, *cols);
+            let (rows, cols) = match shapes.as_slice() {
+                [[rows, cols]] => (*rows, *cols),
+                [[rows, cols], ..] if all_accumulators && same_rows => (*rows, *cols),
+                _ => continue,
+            };
             if cx.vector_len(first) != Some(rows) {
                 continue;
             }
@@ -128,14 +146,11 @@ impl RowVectors {
             // regularly and pay. Flat nests need flat anchors: none may be laid out like a
             // gemm accumulator of that shape (`layout-inference` checks the layouts it ends
             // up with).
-            let accumulators = gemm_accumulators(k);
-            let all_accumulators =
-                flat.is_empty() && anchors.iter().all(|a| accumulators.contains(a));
             if !all_accumulators && !worth_registers(threads, rows, cols) {
                 continue;
             }
             let accumulator_shapes: BTreeSet<[i64; 2]> =
-                accumulators.iter().filter_map(|a| cx.matrix(a)).collect();
+                accumulators.keys().filter_map(|a| cx.matrix(a)).collect();
             if !flat.is_empty() && accumulator_shapes.contains(&[rows, cols]) {
                 continue;
             }
@@ -166,11 +181,16 @@ fn worth_registers(threads: i64, rows: i64, cols: i64) -> bool {
 }
 
 /// The fragments the kernel's gemms accumulate into.
-fn gemm_accumulators(k: &Kernel) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
+/// The kernel's gemm accumulators, each with its warp policy (`Square` when two gemms with
+/// different policies accumulate into it: not split by rows only).
+fn gemm_accumulators(k: &Kernel) -> BTreeMap<String, WarpPolicy> {
+    let mut out = BTreeMap::new();
     for_each_stmt(&k.body, &mut |s| {
         if let StmtKind::Gemm(g) = &s.kind {
-            out.insert(g.c.buffer.name.clone());
+            let policy = out.entry(g.c.buffer.name.clone()).or_insert(g.policy);
+            if *policy != g.policy {
+                *policy = WarpPolicy::Square;
+            }
         }
     });
     out

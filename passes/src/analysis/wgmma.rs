@@ -346,23 +346,47 @@ pub fn plan(
 }
 
 /// Whether `g` will read its A fragment from registers (`T.wgmma_rs`): [`plan`] on the
-/// accumulator's declared shape, with the layouts known so far (`layout`). What
-/// `stage-fragment-reads` asks before staging a fragment A through shared memory.
+/// accumulator's declared shape, with the layouts known so far (`layout`), and every other
+/// gemm of the kernel (`gemms`) that accumulates into a fragment of A's shape — the
+/// accumulator A is usually converted from (flash attention's scores) — laid out over the
+/// same warpgroups (`groups_m x 1`): A then gets the layout it would get by propagation
+/// anyway. What `stage-fragment-reads` asks before staging a fragment A through shared
+/// memory.
 pub fn reads_a_from_registers(
     g: &Gemm,
+    gemms: &[Gemm],
     target: Target,
     threads: i64,
     buffer: &dyn Fn(&str) -> Option<BufferDecl>,
     layout: &dyn Fn(&str) -> Option<Layout>,
 ) -> bool {
-    let Some(c) = buffer(&g.c.buffer.name) else {
+    let shape_of = |name: &str| -> Option<(i64, i64)> {
+        let b = buffer(name)?;
+        let dims: Option<Vec<i64>> = b.shape.iter().map(const_int).collect();
+        match dims?.as_slice() {
+            [m, n] => Some((*m, *n)),
+            _ => None,
+        }
+    };
+    let Some(mn) = shape_of(&g.c.buffer.name) else {
         return false;
     };
-    let shape: Option<Vec<i64>> = c.shape.iter().map(const_int).collect();
-    let Some([m, n]) = shape.as_deref() else {
+    let Ok(p) = plan(g, target, threads, mn, buffer, layout) else {
         return false;
     };
-    plan(g, target, threads, (*m, *n), buffer, layout).is_ok_and(|p| p.a == AOperand::Registers)
+    if p.a != AOperand::Registers {
+        return false;
+    }
+    let a_shape = shape_of(&g.a.buffer.name);
+    gemms
+        .iter()
+        .filter(|other| other.c.buffer.name != g.c.buffer.name)
+        .filter_map(|other| Some((other, shape_of(&other.c.buffer.name)?)))
+        .filter(|(_, shape)| Some(*shape) == a_shape)
+        .all(|(other, shape)| {
+            plan(other, target, threads, shape, buffer, layout)
+                .is_ok_and(|q| (q.groups_m, q.groups_n) == (p.groups_m, 1))
+        })
 }
 
 #[cfg(test)]

@@ -16,7 +16,9 @@
 //!
 //! The consumers' own work right around a kernel-level pipeline (clearing the accumulator
 //! before, the epilogue from registers after) moves into their branch when it is private
-//! to them (`schedule::private_code`), past scalar lets that read no memory.
+//! to them (`schedule::private_code`), past scalar lets that read no memory; an epilogue
+//! staged through shared memory moves too, each shared step behind a named barrier among
+//! the consumers (`schedule::shared_epilogue_code`, `T.bar_sync`).
 
 mod schedule;
 mod twin_accumulator;
@@ -33,7 +35,7 @@ use crate::names::NameSet;
 use crate::pass::Pass;
 use schedule::Side;
 use std::collections::{HashMap, VecDeque};
-use tlc_ir::build::{bin, elem, note};
+use tlc_ir::build::{bin, elem, intrinsic, note};
 use tlc_ir::target::{AsyncCopy, WARPGROUP_SIZE};
 use tlc_ir::verifier::{const_int, Level};
 use tlc_ir::visit::child_bodies_mut;
@@ -564,11 +566,28 @@ fn specialize(
             head.insert(0, s.clone());
             taken_before.push(i);
         }
+        // After the loop, an epilogue through shared memory moves too, each of its shared
+        // steps behind a named barrier among the consumers: left after the roles, it would
+        // keep the accumulators live where the producer's reduced registers rejoin.
+        let mut producer_buffers = tma_destinations(&fills);
+        producer_buffers.push(found.bars.clone());
         for s in around.after.iter() {
-            if !movable(s, Side::After, facts) {
+            if movable(s, Side::After, facts) {
+                tail.push(s.clone());
+            } else if over_consumers(s, facts)
+                && schedule::shared_epilogue_code(std::slice::from_ref(s), facts, &producer_buffers)
+            {
+                tail.push(intrinsic(
+                    Intrinsic::BarSync {
+                        id: schedule::EPILOGUE_BARRIER,
+                        count: facts.block.threads(),
+                    },
+                    s.span,
+                ));
+                tail.push(s.clone());
+            } else {
                 break;
             }
-            tail.push(s.clone());
             took_after += 1;
         }
     }
@@ -640,11 +659,19 @@ fn pure_let(s: &Stmt) -> bool {
 fn movable(s: &Stmt, side: Side, facts: &Facts) -> bool {
     match &s.kind {
         StmtKind::Note(_) => true,
-        // A region over the consumers (`schedule::inline_regions` takes it apart).
+        _ => {
+            over_consumers(s, facts) && schedule::private_code(std::slice::from_ref(s), side, facts)
+        }
+    }
+}
+
+/// Whether `s` is a region over (some of) the consumers: a `threadIdx.x` loop from 0 to at
+/// most the user's block (`schedule::inline_regions` takes it apart).
+fn over_consumers(s: &Stmt, facts: &Facts) -> bool {
+    match &s.kind {
         StmtKind::For(f) if f.kind == ForKind::ThreadBinding(ThreadTag::ThreadX) => {
-            let over_consumers = const_int(&f.start) == Some(0)
-                && const_int(&f.stop).is_some_and(|e| e <= facts.block.threads());
-            over_consumers && schedule::private_code(std::slice::from_ref(s), side, facts)
+            const_int(&f.start) == Some(0)
+                && const_int(&f.stop).is_some_and(|e| e <= facts.block.threads())
         }
         _ => false,
     }

@@ -568,18 +568,16 @@ fn release_point(body: &[Stmt], staged: &[String]) -> usize {
 /// group then stays in flight while the consumers wait for the next stage, and the wait
 /// retires the previous k-tile's group — whose stage the caller releases instead of this
 /// one. Anything else in the loop (a clear of the accumulator, fragment arithmetic) could
-/// touch registers a group in flight still writes, so it keeps the wait for all. Whether
-/// it did.
+/// touch registers a group in flight still writes, so it keeps the wait for all — and so
+/// does a `T.wgmma_rs`: the next k-tile's would read its register A while the group that
+/// reads it too is in flight, which PTX leaves undefined. Whether it did.
 fn keep_group_in_flight(body: &mut [Stmt]) -> bool {
     let mut waits = 0;
     let mut only_wgmma = true;
     tlc_ir::visit::for_each_stmt(body, &mut |s| match &s.kind {
         StmtKind::Intrinsic(Intrinsic::WgmmaWait { .. }) => waits += 1,
         StmtKind::Intrinsic(
-            Intrinsic::Wgmma { .. }
-            | Intrinsic::WgmmaRs { .. }
-            | Intrinsic::WgmmaFence
-            | Intrinsic::WgmmaCommit,
+            Intrinsic::Wgmma { .. } | Intrinsic::WgmmaFence | Intrinsic::WgmmaCommit,
         )
         | StmtKind::Note(_) => {}
         StmtKind::For(f) if f.kind == ForKind::Unroll => {}
@@ -602,7 +600,8 @@ fn keep_group_in_flight(body: &mut [Stmt]) -> bool {
 }
 
 /// `Ok` when the lowered compute `body` can run on the consumers alone, between their
-/// stage waits and releases: it issues `T.wgmma`, and writes registers only.
+/// stage waits and releases: it issues `T.wgmma`, and writes registers only (warp shuffles
+/// included: an online softmax between two gemms is consumer work).
 fn consumer_only(body: &[Stmt], facts: &Facts) -> Result<(), String> {
     let private = |name: &str| {
         facts
@@ -633,6 +632,10 @@ fn consumer_only(body: &[Stmt], facts: &Facts) -> Result<(), String> {
                         | Intrinsic::WgmmaWait { .. }
                         | Intrinsic::Ldmatrix { .. }
                         | Intrinsic::Mma { .. }
+                        // Register exchanges within a warp (a row reduction's butterfly):
+                        // every consumer warp runs the compute whole, so all lanes take part.
+                        | Intrinsic::ShflXor { .. }
+                        | Intrinsic::ShflDown { .. }
                 ) {
                     if let Some(a) = i
                         .accesses()
@@ -700,6 +703,48 @@ pub(crate) fn private_code(body: &[Stmt], side: Side, facts: &Facts) -> bool {
         }
     });
     ok
+}
+
+/// The named barrier (`T.bar_sync`) the consumers' epilogue synchronizes on: id 0 is
+/// `T.sync_threads()`'s, which the producer warpgroup does not reach once it has left.
+pub(crate) const EPILOGUE_BARRIER: i64 = 1;
+
+/// Whether thread code `body` (a lowered tile op after the loop) can move into the
+/// consumers' branch behind a `T.bar_sync` among them: it goes through shared memory (an
+/// epilogue staged through a shared tile: registers → shared → global), touching none of
+/// `producer`'s buffers (the stages and the mbarriers), issues no intrinsic and needs no
+/// block barrier. The `T.bar_sync` before it orders it after every consumer's loop and
+/// earlier epilogue code, as the block barrier `thread-binding` would put there did — the
+/// producer warpgroup, done with its fills, takes no part.
+pub(crate) fn shared_epilogue_code(body: &[Stmt], facts: &Facts, producer: &[String]) -> bool {
+    let scope = |name: &str| facts.buffer(name).map(|b| b.scope);
+    let mut ok = true;
+    let mut shared = false;
+    let mut touch = |name: &str, ok: &mut bool| match scope(name) {
+        None => *ok = false,
+        Some(Scope::Shared) => {
+            shared = true;
+            *ok &= !producer.iter().any(|p| p == name);
+        }
+        Some(_) => {}
+    };
+    tlc_ir::visit::for_each_stmt(body, &mut |s| {
+        match &s.kind {
+            StmtKind::Store { buffer, .. } | StmtKind::AtomicAdd { buffer, .. } => {
+                touch(&buffer.name, &mut ok)
+            }
+            StmtKind::Barrier | StmtKind::Intrinsic(_) | StmtKind::Kernel(_) => ok = false,
+            _ => {}
+        }
+        for e in tlc_ir::visit::stmt_exprs(s) {
+            tlc_ir::visit::for_each_subexpr(e, &mut |x| {
+                if let ExprKind::Load { buffer, .. } = &x.kind {
+                    touch(buffer, &mut ok);
+                }
+            });
+        }
+    });
+    ok && shared
 }
 
 /// `body` with each of its regions (a `threadIdx.x` loop over at most `threads` threads)

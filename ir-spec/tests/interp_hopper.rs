@@ -299,3 +299,22 @@ fn wgmma_rs_registers_are_fenced_and_held_until_the_wait() {
         "{m}"
     );
 }
+
+#[test]
+fn wgmma_rs_of_one_group_may_share_register_a() {
+    // N split into two wgmmas of 32 columns that read the same register A in one group:
+    // the same product as one of 64 (as PTX allows several wgmmas to read one A).
+    let split = MMA_RS.replace(
+        "    T.wgmma_rs(acc[0], ra[8 * j], SB[0, j * 16], n=64, b_swizzle=128, b_lbo=0, b_sbo=1024, accumulate=j > 0)",
+        "    T.wgmma_rs(acc[0], ra[8 * j], SB[0, j * 16], n=32, b_swizzle=128, b_lbo=0, b_sbo=1024, accumulate=j > 0)\n    T.wgmma_rs(acc[16], ra[8 * j], SB[32, j * 16], n=32, b_swizzle=128, b_lbo=0, b_sbo=1024, accumulate=j > 0)",
+    );
+    assert_ne!(split, MMA_RS);
+    let out = run_kernel(&kernel(LOAD, WAIT, &split)).unwrap_or_else(|d| panic!("{d:#?}"));
+    let c = out.get("C").map(Tensor::to_f64).unwrap_or_default();
+    for m in 0..64 {
+        for n in 0..64 {
+            let want: f64 = (0..64).map(|k| a_val(m, k) * b_val(n, k)).sum();
+            assert_eq!(c[m * 64 + n], want, "C[{m}, {n}]");
+        }
+    }
+}

@@ -371,3 +371,73 @@ fn a_reduction_left_for_lower_tile_ops_is_a_located_level_error() {
         "{text:?}"
     );
 }
+
+/// Row statistics shared by two gemm accumulators of different widths (flash attention's
+/// scores, key-tile wide, and output, head-dim wide): with the rows-only split (`FullRow`)
+/// both hold whole rows in the same threads, so the statistic is one row-vector class and
+/// stays in registers; with another policy the widths may split differently, so it keeps
+/// the shared-memory path. Every stage of both targets keeps the meaning.
+#[test]
+fn row_vectors_follow_accumulators_of_different_widths_split_by_rows() {
+    use tlc_passes::analysis::rows::RowVectors;
+    let kernel = |policy: &str| {
+        format!(
+            r#"@T.prim_func
+def k(A: T.Tensor((64, 32), "float16"), B: T.Tensor((64, 32), "float16"), V: T.Tensor((64, 32), "float16"), O: T.Tensor((64, 32), "float32")):
+    with T.Kernel(1, threads=128) as bx:
+        A_s = T.alloc_shared((64, 32), "float16")
+        B_s = T.alloc_shared((64, 32), "float16")
+        V_s = T.alloc_shared((64, 32), "float16")
+        S = T.alloc_fragment((64, 64), "float32")
+        P = T.alloc_fragment((64, 64), "float16")
+        acc = T.alloc_fragment((64, 32), "float32")
+        m = T.alloc_fragment((64,), "float32")
+        T.copy(A, A_s)
+        T.copy(B, B_s)
+        T.copy(V, V_s)
+        T.gemm(A_s, B_s, S, transpose_B=True, clear_accum=True, policy=T.GemmWarpPolicy.{policy})
+        T.reduce_max(S, m, dim=1)
+        for i, j in T.Parallel(64, 64):
+            S[i, j] = S[i, j] - m[i]
+        T.copy(S, P)
+        T.clear(acc)
+        T.gemm(P, V_s, acc, policy=T.GemmWarpPolicy.{policy})
+        for i, j in T.Parallel(64, 32):
+            acc[i, j] = acc[i, j] * m[i]
+        T.copy(acc, O)
+"#
+        )
+    };
+    let classes = |text: &str| {
+        let func = parse(text);
+        let mut out = Vec::new();
+        tlc_passes::analysis::kernels::for_each_kernel(&mut func.body.clone(), &mut |k, _| {
+            out = RowVectors::of(k, 128, tlc_ir::target::WARP_SIZE)
+                .classes
+                .iter()
+                .map(|c| c.members.iter().cloned().collect::<Vec<String>>())
+                .collect();
+        });
+        out
+    };
+    let full_row = kernel("FullRow");
+    assert_eq!(classes(&full_row), vec![vec!["m".to_string()]]);
+    assert!(classes(&kernel("Square")).is_empty());
+    let func = parse(&full_row);
+    for target in [Target::Sm80, Target::Sm90a] {
+        let mut compared = 0;
+        for (pass, out) in stages(&func, target) {
+            if pass == "lower-tile-ops" {
+                let printed = print_func(&out);
+                assert!(
+                    printed.contains("T.shfl_xor(") && !printed.contains("_red = T.alloc_shared"),
+                    "{target}: the row maximum is not reduced in registers\n{printed}"
+                );
+            }
+            if matches!(pass, "thread-binding" | "widen-indices") {
+                compared += assert_close_meaning(&format!("{target} {pass}"), &func, &out, 1e-3);
+            }
+        }
+        assert!(compared > 0, "{target}: nothing compared");
+    }
+}

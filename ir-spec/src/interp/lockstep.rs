@@ -613,6 +613,7 @@ impl Lockstep<'_, '_> {
                 for t in base..base + WARPGROUP {
                     if let Some(r) = self.st.regs.get_mut(t) {
                         r.inflight.retain(|(_, _, id)| !retired.contains(id));
+                        r.register_a.retain(|(_, _, id)| !retired.contains(id));
                     }
                 }
                 if let Some(arena) = &mut self.frame.mem.shared {
@@ -734,9 +735,10 @@ impl Lockstep<'_, '_> {
                 if let Ok(start) = &result {
                     r.inflight.push((slot, *start..*start + half, id));
                 }
-                // A register A may be neither read nor written until the op retires.
+                // A register A may be neither read nor written until the op retires (but by
+                // another `T.wgmma_rs`).
                 if let (Some(s), Some(&a0)) = (a_slot, a_starts.get(t - base)) {
-                    r.inflight.push((s, a0..a0 + A_REGS, id));
+                    r.register_a.push((s, a0..a0 + A_REGS, id));
                 }
             }
             result?;
@@ -763,11 +765,22 @@ impl Lockstep<'_, '_> {
     ) -> Res<Vec<f32>> {
         let mut tile = vec![0f32; WGMMA_M * w.k];
         for (t, &a0) in starts.iter().enumerate() {
+            // Another in-flight `T.wgmma_rs` may hold these registers as its A (a read they
+            // share); an in-flight accumulator may not be read.
+            let held = self
+                .st
+                .regs
+                .get_mut(base + t)
+                .map(|r| std::mem::take(&mut r.register_a));
             let vals = self.on_thread(base + t, span, |f| {
                 (0..A_REGS)
                     .map(|j| f.read_elem(w.a.buf, a0 + j, span, "`T.wgmma_rs`"))
                     .collect::<Res<Vec<Scalar>>>()
-            })?;
+            });
+            if let (Some(r), Some(held)) = (self.st.regs.get_mut(base + t), held) {
+                r.register_a = held;
+            }
+            let vals = vals?;
             let (warp, lane) = (t / 32, t % 32);
             for (j, v) in vals.iter().enumerate() {
                 let row = 16 * warp + lane / 4 + 8 * ((j >> 1) & 1);

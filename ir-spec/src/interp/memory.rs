@@ -145,10 +145,12 @@ pub(crate) const MAX_LOOP_ITERATIONS: u64 = 1 << 28;
 /// One thread's register guards for `T.wgmma` (`ops/hopper.rs`).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct RegGuard {
-    /// Accumulator (and register-A) elements of in-flight `T.wgmma`s / `T.wgmma_rs`s:
-    /// (local slot, flat range, wgmma id).
-    /// Only a `T.wgmma_wait` that retires the op frees them.
+    /// Accumulator elements of in-flight `T.wgmma`s / `T.wgmma_rs`s: (local slot, flat
+    /// range, wgmma id). Only a `T.wgmma_wait` that retires the op frees them.
     pub inflight: Vec<(usize, Range<usize>, u64)>,
+    /// Register-A elements of in-flight `T.wgmma_rs`s, the same way — except that another
+    /// `T.wgmma_rs` may read them (several wgmmas of a group share one A, as PTX allows).
+    pub register_a: Vec<(usize, Range<usize>, u64)>,
     /// Local elements (slot, flat) written by ordinary code since the thread's warpgroup's
     /// last `T.wgmma_fence`; `None` before its first fence (nothing is tracked then).
     pub dirty: Option<HashSet<(usize, usize)>>,
@@ -158,7 +160,13 @@ impl RegGuard {
     fn inflight(&self, slot: usize, flat: usize) -> bool {
         self.inflight
             .iter()
+            .chain(&self.register_a)
             .any(|(s, r, _)| *s == slot && r.contains(&flat))
+    }
+
+    /// Whether any register is held by an in-flight wgmma (the common case checks nothing).
+    fn any(&self) -> bool {
+        !self.inflight.is_empty() || !self.register_a.is_empty()
     }
 }
 
@@ -362,7 +370,7 @@ impl<'g> Memory<'g> {
                     }
                     return Some(v);
                 }
-                if !self.regs.inflight.is_empty() && self.regs.inflight(i, flat) {
+                if self.regs.any() && self.regs.inflight(i, flat) {
                     self.reg_guard_broken(i, flat, "reads");
                 }
                 match &buf.written {
@@ -435,7 +443,7 @@ impl<'g> Memory<'g> {
                 }
             }
             BufRef::Local(i) => {
-                if !self.regs.inflight.is_empty() && self.regs.inflight(i, flat) {
+                if self.regs.any() && self.regs.inflight(i, flat) {
                     self.reg_guard_broken(i, flat, "writes");
                     return;
                 }

@@ -41,6 +41,10 @@ use tlc_ir::{
 pub const STRIDE_ALIGN: i64 = 16;
 /// The most dimensions a tensor map describes.
 pub const MAX_RANK: usize = 5;
+/// The most stages a pipeline the Hopper schedule passes take apart may have: their checks
+/// (`fills_in_order`, the waits' parities) evaluate two periods of the loop, and
+/// `T.Pipelined` asks for a handful.
+pub const MAX_STAGES: i64 = 32;
 
 /// One `T.tma_load` of a copy.
 #[derive(Clone, Debug, PartialEq)]

@@ -464,7 +464,16 @@ fn emit_wgmma(
     names: &mut NameSet,
 ) -> Result<Stmt, Diagnostic> {
     let a_regs = match register_a_layout(a.buf, ctx) {
-        Some(al) if !g.trans_a && al.m == layout.m && al.warps_m == layout.warps_m => Some(al),
+        // Each warpgroup reads the A rows of its own accumulator rows, all of K: the
+        // accumulator's warpgroups split M only, as A's do.
+        Some(al)
+            if !g.trans_a
+                && al.m == layout.m
+                && al.warps_m == layout.warps_m
+                && layout.warps_n == 1 =>
+        {
+            Some(al)
+        }
         Some(_) => {
             return Err(Diagnostic::error(
                 span,

@@ -28,7 +28,7 @@
 mod tiles;
 
 use crate::analysis::kernels::for_each_kernel;
-use crate::analysis::tma::{fills_in_order, tma_destinations};
+use crate::analysis::tma::{self, fills_in_order, tma_destinations};
 use crate::context::PassContext;
 use crate::names::NameSet;
 use crate::pass::Pass;
@@ -42,9 +42,6 @@ use tlc_ir::{
 };
 
 pub struct PersistentTiles;
-
-/// The most stages of a pipeline this pass rewrites (its checks evaluate two periods).
-const MAX_STAGES: i64 = 32;
 
 impl Pass for PersistentTiles {
     fn name(&self) -> &'static str {
@@ -343,7 +340,7 @@ fn rings(init: &Stmt) -> Option<Rings> {
     else {
         return None;
     };
-    let stages = const_int(&inits.stop).filter(|s| (1..=MAX_STAGES).contains(s))?;
+    let stages = const_int(&inits.stop).filter(|s| (1..=tma::MAX_STAGES).contains(s))?;
     (else_body.is_empty() && inits.kind == ForKind::Unroll).then(|| Rings {
         full: full.buffer.name.clone(),
         empty: empty.buffer.name.clone(),

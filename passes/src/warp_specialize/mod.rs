@@ -28,7 +28,7 @@ use crate::analysis::block::Block;
 use crate::analysis::footprint;
 use crate::analysis::kernels::for_each_kernel;
 use crate::analysis::tma::{
-    barrier_array, fills_in_order, init_region, stages_match, tma_destinations,
+    self, barrier_array, fills_in_order, init_region, stages_match, tma_destinations,
 };
 use crate::context::PassContext;
 use crate::names::NameSet;
@@ -45,10 +45,6 @@ use tlc_ir::{
 };
 
 pub struct WarpSpecialize;
-
-/// The most stages a pipeline this pass takes apart may have (its checks evaluate two
-/// periods of the loop; `T.Pipelined` asks for a handful).
-const MAX_STAGES: i64 = 32;
 
 impl Pass for WarpSpecialize {
     fn name(&self) -> &'static str {
@@ -264,7 +260,7 @@ fn one_warpgroup_pipeline(init: &Stmt, p: &Stmt, m: &Stmt, block: &Block) -> Opt
     else {
         return None;
     };
-    let stages = const_int(&inits.stop).filter(|s| (2..=MAX_STAGES).contains(s))?;
+    let stages = const_int(&inits.stop).filter(|s| (2..=tma::MAX_STAGES).contains(s))?;
     let [Stmt {
         kind: StmtKind::Intrinsic(Intrinsic::MbarrierInit { bar, count }),
         ..

@@ -546,18 +546,99 @@ fn a_named_barrier_orders_its_threads_only() {
     );
     let m = error(&outsider).message;
     assert!(m.contains("which thread 0 wrote"), "{m}");
-    // The count is the number of threads that reach it together.
+    // More threads than the count reach it together.
     let short = src.replace("T.bar_sync(1, 256)", "T.bar_sync(1, 128)");
     assert_eq!(
         error(&short).message,
-        "`T.bar_sync` reached together by 256 threads; its count is 128 (block 0)"
+        "`T.bar_sync(1, 128)` reached together by 256 threads, more than its count 128 (block 0)"
     );
     // Not whole warps: 250 threads reach it.
     let ragged = src.replace("if tx < 256:", "if tx < 250:");
     assert_eq!(
         error(&ragged).message,
-        "`T.bar_sync` reached together by 250 threads (not whole warps); its count is 256 (block 0)"
+        "`T.bar_sync(1, 256)` reached together by 250 threads (not whole warps) (block 0)"
     );
+    // Fewer than the count, and no other arrival: they wait forever.
+    let alone = src.replace("T.bar_sync(1, 256)", "T.bar_sync(1, 288)");
+    let m = error(&alone).message;
+    assert!(
+        m.starts_with(
+            "deadlock: `T.bar_sync(1, 288)` waits for its phase to complete, which has 256 of its 288 arrivals"
+        ),
+        "{m}"
+    );
+}
+
+/// Two warpgroups take turns through a ring of two named barriers (FlashAttention-3's
+/// ping-pong): each syncs on its own barrier, works, and arrives on the other's; the first
+/// pre-arrives on its own once. The barriers order the turns (each `R` row records the
+/// turn it was written in, from a shared counter only the running warpgroup touches —
+/// through global memory, which the race check does not model), not memory: a value
+/// passed through shared memory on them is a race.
+#[test]
+fn named_barriers_ping_pong_between_branches() {
+    let src = r#"@T.prim_func
+def pingpong(R: T.Tensor((2, 4), "int32"), C: T.Tensor((1,), "int32")):
+    with T.Kernel(1, threads=256) as bx:
+        for tx in T.thread_binding(256, thread="threadIdx.x"):
+            if tx == 0:
+                C[0] = 0
+            T.sync_threads()
+            if tx < 128:
+                T.bar_arrive(2, 256)
+                for k in T.serial(4):
+                    T.bar_sync(2, 256)
+                    if tx == 0:
+                        R[0, k] = C[0]
+                        C[0] = C[0] + 1
+                    T.bar_arrive(3, 256)
+            else:
+                for k in T.serial(4):
+                    T.bar_sync(3, 256)
+                    if tx == 128:
+                        R[1, k] = C[0]
+                        C[0] = C[0] + 1
+                    if k < 3:
+                        T.bar_arrive(2, 256)
+"#;
+    let out = outputs(src, 1);
+    assert_eq!(
+        values(get(&out, "R")),
+        vec![0.0, 2.0, 4.0, 6.0, 1.0, 3.0, 5.0, 7.0]
+    );
+    // Without the first warpgroup's arrival on its own barrier, neither can start.
+    let stuck = src.replacen("                T.bar_arrive(2, 256)\n", "", 1);
+    let m = error(&stuck).message;
+    assert!(
+        m.starts_with(
+            "deadlock: `T.bar_sync(2, 256)` waits for its phase to complete, which has 128 of its 256 arrivals"
+        ),
+        "{m}"
+    );
+    // One phase, one count.
+    let mixed = src.replace(
+        "                        T.bar_arrive(2, 256)",
+        "                        T.bar_arrive(2, 128)",
+    );
+    assert_ne!(mixed, src);
+    let m = error(&mixed).message;
+    assert!(m.contains("one phase has one count"), "{m}");
+    // A value handed over through shared memory on these barriers is not ordered by them.
+    let handover = r#"@T.prim_func
+def handover(R: T.Tensor((128,), "float32")):
+    with T.Kernel(1, threads=256) as bx:
+        S = T.alloc_shared((1,), "float32")
+        for tx in T.thread_binding(256, thread="threadIdx.x"):
+            if tx < 128:
+                if tx == 0:
+                    S[0] = 1.0
+                T.bar_arrive(2, 256)
+            else:
+                T.bar_sync(2, 256)
+                R[tx - 128] = S[0]
+"#;
+    let m = error(handover).message;
+    assert!(m.contains("data race on shared memory"), "{m}");
 }
 
 #[test]

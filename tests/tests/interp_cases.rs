@@ -193,6 +193,14 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
                 assert_eq!(*v, (t + 256) as f64, "{stem}: B[{t}]");
             }
         }
+        "ping_pong_barriers" => {
+            // The two warpgroups' turns alternate, the first first.
+            assert_eq!(
+                o["R"].to_f64(),
+                vec![0.0, 2.0, 4.0, 6.0, 1.0, 3.0, 5.0, 7.0],
+                "{stem}: R"
+            );
+        }
         "layouts_and_fill" => {
             let (a, c) = (o["A"].to_f64(), o["C"].to_f64());
             for i in 0..c.len() {

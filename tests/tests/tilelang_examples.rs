@@ -1524,14 +1524,19 @@ fn flash_attention_example_matches_its_reference() {
     check_example("examples/flash_attention");
 }
 
-/// `examples/flash_attention.tir` without the causal mask (`is_causal=0`, its default; the
-/// [`EXAMPLES`] entry checks the causal mode): at the tile level and lowered for sm_90a,
-/// against [`flash_attention_gqa`], at two sizes with ragged key ends.
+/// `examples/flash_attention.tir` at more settings than its [`EXAMPLES`] entry (which checks
+/// the causal mode at its defaults): at the tile level and lowered
+/// for sm_90a, against [`flash_attention_gqa`], at sizes with ragged key ends — the last two
+/// warp-specialized on two consumer warpgroups and two stages: without the mask with the
+/// previous key tile's `P @ V` deferred behind the next `Q @ K^T` and the warpgroups taking
+/// turns (ping-pong), causal (a key-tile count per block) in the plain schedule.
 #[test]
-fn flash_attention_example_without_the_causal_mask_matches_its_reference() {
+fn flash_attention_example_at_ragged_sizes_matches_its_reference() {
     let stem = "examples/flash_attention";
     let (name, text) = source(stem);
-    let sizes: [(&[(&str, i64)], usize); 2] = [
+    // (bindings, block_N, causal)
+    type Size<'a> = (&'a [(&'a str, i64)], usize, bool);
+    let sizes: [Size; 4] = [
         // The default tiles (128 x 128, 1 stage, 256 threads), dim 128, 4 query heads over 2
         // KV heads: 200 = 128 + 72 keys (a masked last key tile, a partial query tile).
         (
@@ -1543,6 +1548,7 @@ fn flash_attention_example_without_the_causal_mask_matches_its_reference() {
                 ("dim", 128),
             ],
             128,
+            false,
         ),
         // dim 64, 64 x 64 tiles, 2 stages, 128 threads, two batches of 2 heads (one KV head
         // each): 130 = 2 * 64 + 2 keys.
@@ -1559,15 +1565,45 @@ fn flash_attention_example_without_the_causal_mask_matches_its_reference() {
                 ("threads", 128),
             ],
             64,
+            false,
+        ),
+        // TileLang's tuned setting (256 threads, 2 stages) over 3 key tiles, 300 = 2 * 128
+        // + 44: the deferred gemm's prologue, one loop iteration, and its epilogue.
+        (
+            &[
+                ("batch", 1),
+                ("seq_len", 300),
+                ("heads", 2),
+                ("kv_heads", 1),
+                ("dim", 64),
+                ("num_stages", 2),
+                ("threads", 256),
+            ],
+            128,
+            false,
+        ),
+        (
+            &[
+                ("batch", 1),
+                ("seq_len", 300),
+                ("heads", 2),
+                ("kv_heads", 1),
+                ("dim", 64),
+                ("num_stages", 2),
+                ("threads", 256),
+                ("is_causal", 1),
+            ],
+            128,
+            true,
         ),
     ];
     let mut report = Vec::new();
-    for (size, block_n) in sizes {
+    for (size, block_n, causal) in sizes {
         let what = format!("{stem} {size:?}");
         let func = check(&name, &text, size)
             .unwrap_or_else(|e| panic!("`tlc check` refuses {name}:\n{e}"));
         let tile = run(&func, size, HashMap::new(), &what);
-        let expected = flash_attention_gqa(&tile, false, block_n);
+        let expected = flash_attention_gqa(&tile, causal, block_n);
         let used = assert_matches(&what, &tile, &expected);
         let lowered = lower(&name, &text, &func, Target::Sm90a)
             .unwrap_or_else(|e| panic!("{name} on sm_90a:\n{e}"));
@@ -1579,7 +1615,7 @@ fn flash_attention_example_without_the_causal_mask_matches_its_reference() {
             "{size:?}: {used:.3}, lowered {used_low:.3} of the bound"
         ));
     }
-    eprintln!("{stem} (is_causal=0): {}", report.join("; "));
+    eprintln!("{stem}: {}", report.join("; "));
 }
 
 #[test]

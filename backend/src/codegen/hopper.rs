@@ -78,7 +78,10 @@ impl Cg {
                 else {
                     return;
                 };
-                let words = self.pack_pairs(&halves);
+                let words = match self.kept_words(a) {
+                    Some(words) => words,
+                    None => self.pack_pairs(&halves),
+                };
                 let Ok(words) = <[Reg; 4]>::try_from(words) else {
                     self.err(a.buffer.span, "T.wgmma_rs: A is not 8 registers");
                     return;

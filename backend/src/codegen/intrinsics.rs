@@ -72,6 +72,11 @@ impl Cg {
                 }),
                 _ => self.err(span, format!("T.bar_sync({id}, {count}): out of range")),
             },
+            Intrinsic::BarArrive { id, count } => match (u32::try_from(*id), u32::try_from(*count))
+            {
+                (Ok(id), Ok(threads)) => self.b.emit(Op::BarArrive { id, threads }),
+                _ => self.err(span, format!("T.bar_arrive({id}, {count}): out of range")),
+            },
             // sm_90a's: mbarriers, TMA, wgmma, proxy fences, setmaxnreg (helpers in `hopper.rs`).
             Intrinsic::FenceProxyAsync => self.b.emit(Op::FenceProxyAsync),
             Intrinsic::WgmmaFence => self.b.emit(Op::WgmmaFence),
@@ -473,8 +478,172 @@ impl Cg {
             .collect()
     }
 
+    /// The 4 packed words of `a`'s 8 elements when its array keeps them (`words`) and
+    /// they start at an even element.
+    pub(super) fn kept_words(&mut self, a: &ElemRef) -> Option<Vec<Reg>> {
+        let words = self.words.get(&a.buffer.name)?.clone();
+        let shape = self.bufs.get(&a.buffer.name)?.shape.clone();
+        let start = self.local_flat(&a.buffer.name, &a.indices, &shape)?;
+        (start % 2 == 0)
+            .then(|| words.get(start / 2..start / 2 + 4).map(<[Reg]>::to_vec))
+            .flatten()
+    }
+
+    /// Before a `T.wgmma_fence`: the register A words of the `T.wgmma_rs` of the group that
+    /// follows in `rest` (up to its `T.wgmma_commit`), packed now and remembered, so that
+    /// no register is written between the fence and the wgmmas — otherwise ptxas injects a
+    /// `warpgroup.arrive` before each of them (C7519), one group per instruction. A
+    /// malformed operand is left to the wgmma's own emission to report.
+    pub(super) fn prepack_register_a(&mut self, rest: &[tlc_ir::Stmt]) {
+        for s in rest {
+            match &s.kind {
+                tlc_ir::StmtKind::Intrinsic(Intrinsic::WgmmaCommit) => return,
+                tlc_ir::StmtKind::Intrinsic(Intrinsic::WgmmaRs { a, .. })
+                    if self.words.contains_key(&a.buffer.name) => {}
+                tlc_ir::StmtKind::Intrinsic(Intrinsic::WgmmaRs { a, .. }) => {
+                    let errors = self.errors.len();
+                    let run = self.local_run(a, 8, "the A operand of T.wgmma_rs");
+                    self.errors.truncate(errors);
+                    if let Some((_, halves)) = run {
+                        let words = self.pack_pairs(&halves);
+                        for (pair, w) in halves.chunks_exact(2).zip(words) {
+                            self.packed.insert((pair[0], pair[1]), w);
+                        }
+                    }
+                }
+                tlc_ir::StmtKind::Intrinsic(
+                    Intrinsic::Wgmma { .. } | Intrinsic::WgmmaWait { .. } | Intrinsic::WgmmaFence,
+                )
+                | tlc_ir::StmtKind::Note(_) => {}
+                // Anything else (a branch, a write) ends the look-ahead.
+                _ => return,
+            }
+        }
+    }
+
+    /// A store of an f32 value into a float16 / bfloat16 element of a register array
+    /// (`buf[i] = x`, or `T.cast`): converted like any store, and when it completes the
+    /// pair (even, odd) of one array whose even element was the previous such store, the
+    /// two values are also converted together (`cvt.rn.{f16x2|bf16x2}.f32`) into their
+    /// packed word, which `pack_pairs` then takes (a softmax's P for `T.wgmma_rs`): ptxas
+    /// otherwise converts each half on its own and merges them (F2FP + PRMT per pair), and
+    /// drops the single conversions no one reads. Whether it stored (`false`: not this
+    /// case, nothing emitted).
+    pub(super) fn store_half(
+        &mut self,
+        (buffer, indices): (&tlc_ir::Ident, &[Expr]),
+        value: &Expr,
+        d: DType,
+    ) -> bool {
+        let half = match d {
+            DType::Float16 => crate::ptx::Type::F16x2,
+            DType::BFloat16 => crate::ptx::Type::Bf16x2,
+            _ => return false,
+        };
+        let src = match &value.kind {
+            ExprKind::Cast(to, a) if *to == d => a.as_ref(),
+            _ => value,
+        };
+        let Some(buf) = self.bufs.get(&buffer.name) else {
+            return false;
+        };
+        let (Mem::Local(regs), shape) = (buf.mem.clone(), buf.shape.clone()) else {
+            return false;
+        };
+        if indices.iter().any(|i| self.const_eval(i).is_none()) {
+            return false;
+        }
+        let is_f32 = self.typed(src).is_some_and(|t| t.dtype == DType::Float32);
+        let Some(idx) = is_f32
+            .then(|| self.local_flat(&buffer.name, indices, &shape))
+            .flatten()
+        else {
+            return false;
+        };
+        let Some(&r) = regs.get(idx) else {
+            return false;
+        };
+        let Some(x) = self.expr_as(src, DType::Float32) else {
+            return true;
+        };
+        // The value in a register no later statement writes (ptxas folds the copy).
+        let x = self.b.mov(Type::F32, x);
+        let v = self.convert(x.into(), DType::Float32, d);
+        self.forget_packed(r);
+        let Some(ty) = super::ptx_type(d) else {
+            return true;
+        };
+        self.b.emit(Op::Mov {
+            ty: super::expr::mov_type(ty),
+            dst: r,
+            src: v.into(),
+        });
+        match self.last_half.take() {
+            Some((name, even, lo, lo_x))
+                if name == buffer.name && even % 2 == 0 && idx == even + 1 =>
+            {
+                match self.words.get(&buffer.name).and_then(|w| w.get(even / 2)) {
+                    Some(&w) => self.b.emit(Op::CvtPack {
+                        round: crate::ptx::CvtRound::Rn,
+                        relu: false,
+                        dst_ty: half,
+                        dst: w,
+                        hi: x.into(),
+                        lo: lo_x.into(),
+                    }),
+                    None => {
+                        let w = self.b.cvt_pack(half, lo_x, x);
+                        self.packed.insert((lo, r), w);
+                    }
+                }
+            }
+            _ => {
+                self.refresh_word(&buffer.name, indices);
+                self.last_half = Some((buffer.name.clone(), idx, r, x));
+            }
+        }
+        true
+    }
+
+    /// After a store into `buffer[indices]`: when `buffer` keeps packed words (`words`),
+    /// the word of the element's pair packed again from the pair's two registers.
+    pub(super) fn refresh_word(&mut self, buffer: &str, indices: &[Expr]) {
+        if !self.words.contains_key(buffer) {
+            return;
+        }
+        let (
+            Some(super::Buf {
+                mem: Mem::Local(regs),
+                shape,
+                ..
+            }),
+            Some(words),
+        ) = (
+            self.bufs.get(buffer).cloned(),
+            self.words.get(buffer).cloned(),
+        )
+        else {
+            return;
+        };
+        let Some(j) = self.local_flat(buffer, indices, &shape).map(|i| i / 2) else {
+            return;
+        };
+        if let (Some(&w), Some(&lo), Some(&hi)) =
+            (words.get(j), regs.get(2 * j), regs.get(2 * j + 1))
+        {
+            self.b.emit(Op::Pack {
+                ty: Type::B32,
+                dst: w,
+                srcs: vec![lo.into(), hi.into()],
+            });
+        }
+    }
+
     /// `r` is written: no packed word holds its value any more.
     pub(super) fn forget_packed(&mut self, r: Reg) {
+        if self.last_half.as_ref().is_some_and(|h| h.2 == r) {
+            self.last_half = None;
+        }
         if !self.packed.is_empty() {
             self.packed.retain(|&(lo, hi), _| lo != r && hi != r);
         }

@@ -1,6 +1,6 @@
 //! Math functions (`T.exp`, `T.sqrt`, … — `tlc_ir::math`) in PTX. float16, bfloat16, fp8
 //! and float32 arguments are computed in float32 and rounded back to their dtype once, as
-//! the interpreter does; the transcendental functions use PTX's fast forms (`ex2.approx`,
+//! the interpreter does; the transcendental functions use PTX's fast forms (`ex2.approx.ftz`,
 //! `lg2.approx`, `rsqrt.approx`, `sin/cos.approx`, `tanh.approx`), whose error bounds
 //! `MathFn::f32_error` states. `sqrt`, `abs`, `floor`, `ceil`, `trunc` and `nearbyint` are
 //! exact (`sqrt.rn`, `abs`, `cvt.rmi/rpi/rzi/rni`). Integer `abs` is `abs.s32` / `abs.s64`
@@ -102,8 +102,16 @@ impl Cg {
         Some(self.convert(r.into(), DType::Float32, d).into())
     }
 
+    /// `func.approx.f32`; `ex2` in its `.ftz` form: without it ptxas wraps each MUFU.EX2 in
+    /// a range test and two scalings (for subnormal results), four instructions instead of
+    /// one, and a softmax issues one per element. The flushed results are below 2^-126
+    /// (`MathFn::f32_error`'s absolute term).
     fn approx(&mut self, func: FloatFn, x: Reg) -> Reg {
-        self.b.float_fn(func, FloatMode::Approx, Type::F32, x)
+        let mode = match func {
+            FloatFn::Ex2 => FloatMode::ApproxFtz,
+            _ => FloatMode::Approx,
+        };
+        self.b.float_fn(func, mode, Type::F32, x)
     }
 
     fn mul(&mut self, x: Reg, c: f32) -> Reg {

@@ -185,6 +185,8 @@ fn emit_kernel(
         vec_loads: Vec::new(),
         lane: 0,
         packed: HashMap::new(),
+        last_half: None,
+        words: HashMap::new(),
         memo: HashMap::new(),
         memo_log: Vec::new(),
         locals: local_arrays(func),
@@ -331,6 +333,14 @@ struct Cg {
     /// fragment costs one register per pair. Forgotten when either element is written
     /// and at every branch or loop boundary (the word is only known on straight-line code).
     packed: HashMap<(Reg, Reg), Reg>,
+    /// The last 16-bit register-array element stored from an f32 value (`store_half`):
+    /// its array, flat index, register and the value (in a register of its own).
+    last_half: Option<(String, usize, Reg, Reg)>,
+    /// The packed pairs of the register arrays `LocalArrays::packed` names: word `j` holds
+    /// elements `2j` (low half) and `2j + 1`, kept equal to them by every store
+    /// (`store_half`, `refresh_word`), so `T.wgmma_rs` reads its A words from here — in a
+    /// loop too, where `packed` knows nothing of the previous iteration's stores.
+    words: HashMap<String, Vec<Reg>>,
     /// Index math already in a register (`memo.rs`): key -> register.
     memo: HashMap<String, Reg>,
     /// The keys of `memo` in insertion order, so a scope can drop what it added.
@@ -444,6 +454,10 @@ impl Cg {
                     let Some(ty) = ptx_type(alloc.dtype) else {
                         return;
                     };
+                    if self.locals.packed(name) && n % 2 == 0 {
+                        let words = (0..n / 2).map(|_| self.zero(Type::B32)).collect();
+                        self.words.insert(name.clone(), words);
+                    }
                     Mem::Local((0..n).map(|_| self.zero(ty)).collect())
                 }
             }

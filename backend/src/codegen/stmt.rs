@@ -5,7 +5,7 @@
 use super::expr::{mov_type, Place};
 use super::{ptx_type, Bind, Cg};
 use crate::ptx::{Cmp, Guard, IntOp, Op, Operand, SpecialReg, Type};
-use tlc_ir::{DType, For, ForKind, Stmt, StmtKind, ThreadTag};
+use tlc_ir::{DType, For, ForKind, Intrinsic, Stmt, StmtKind, ThreadTag};
 
 /// Loops unrolled in codegen are limited to this many iterations.
 const MAX_UNROLL: i64 = 1024;
@@ -33,17 +33,22 @@ impl Cg {
     }
 
     fn body_stmts(&mut self, body: &[Stmt]) {
-        for s in body {
+        for (i, s) in body.iter().enumerate() {
             if !self.errors.is_empty() {
                 return;
+            }
+            if matches!(s.kind, StmtKind::Intrinsic(Intrinsic::WgmmaFence)) {
+                self.prepack_register_a(&body[i + 1..]);
             }
             let branches = Self::branches(s);
             if branches {
                 self.packed.clear();
+                self.last_half = None;
             }
             self.stmt(s);
             if branches {
                 self.packed.clear();
+                self.last_half = None;
             }
         }
     }
@@ -110,6 +115,9 @@ impl Cg {
                 let Some(ty) = ptx_type(d) else {
                     return;
                 };
+                if self.store_half((buffer, indices), value, d) {
+                    return;
+                }
                 let Some(v) = self.expr_as(value, d) else {
                     return;
                 };
@@ -120,7 +128,8 @@ impl Cg {
                             ty: mov_type(ty),
                             dst: r,
                             src: v,
-                        })
+                        });
+                        self.refresh_word(&buffer.name, indices);
                     }
                     Some(Place::Mem(space, addr)) => self.store_elem(space, addr, d, v),
                     None => {}

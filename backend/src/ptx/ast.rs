@@ -551,6 +551,8 @@ pub enum FloatMode {
     Default,
     Round(FRound),
     Approx,
+    /// `.approx.ftz`: subnormal inputs and results flushed to zero.
+    ApproxFtz,
     Full,
 }
 
@@ -1051,6 +1053,8 @@ pub enum Op {
     CvtFromFp8x2 { kind: Fp8Kind, dst: Reg, src: Reg },
     /// `bar.sync id{, threads}`.
     BarSync { id: u32, threads: Option<u32> },
+    /// `bar.arrive id, threads`.
+    BarArrive { id: u32, threads: u32 },
     /// `shfl.sync.{mode}.b32 d, a, lane, clamp, member_mask` over the whole warp: `d` = `a`
     /// of the lane `mode` picks with `lane` (every lane of `member_mask` executes it
     /// together).
@@ -1190,6 +1194,7 @@ impl Inst {
             | Op::RedAdd { .. }
             | Op::Bra { .. }
             | Op::BarSync { .. }
+            | Op::BarArrive { .. }
             | Op::CpAsync { .. }
             | Op::CpAsyncCommit
             | Op::CpAsyncWait { .. }
@@ -1320,6 +1325,7 @@ impl Inst {
             | Op::SetMaxNReg { .. } => {}
             Op::Bra { .. }
             | Op::BarSync { .. }
+            | Op::BarArrive { .. }
             | Op::CpAsyncCommit
             | Op::CpAsyncWait { .. }
             | Op::Ret => {}

@@ -202,6 +202,7 @@ fn float_mode(m: FloatMode) -> &'static str {
         FloatMode::Default => "",
         FloatMode::Round(r) => r.suffix(),
         FloatMode::Approx => ".approx",
+        FloatMode::ApproxFtz => ".approx.ftz",
         FloatMode::Full => ".full",
     }
 }
@@ -520,6 +521,10 @@ fn render(op: &Op) -> (String, Vec<String>) {
             }
             ("bar.sync".to_string(), args)
         }
+        Op::BarArrive { id, threads } => (
+            "bar.arrive".to_string(),
+            vec![id.to_string(), threads.to_string()],
+        ),
         Op::CpAsync {
             cache,
             dst,

@@ -141,8 +141,12 @@ pub(crate) enum CCall {
     WgmmaWait(usize),
     Wgmma(Box<CWgmma>),
     SetMaxNReg,
-    /// `T.bar_sync`: its id and the threads that must reach it together.
+    /// `T.bar_sync` / `T.bar_arrive`: the barrier's id and thread count.
     BarSync {
+        id: i64,
+        count: usize,
+    },
+    BarArrive {
         id: i64,
         count: usize,
     },
@@ -916,6 +920,10 @@ impl Compiler {
             }
             Intrinsic::SetMaxNReg { .. } => CCall::SetMaxNReg,
             Intrinsic::BarSync { id, count } => CCall::BarSync {
+                id: *id,
+                count: usize::try_from(*count).unwrap_or(0),
+            },
+            Intrinsic::BarArrive { id, count } => CCall::BarArrive {
                 id: *id,
                 count: usize::try_from(*count).unwrap_or(0),
             },

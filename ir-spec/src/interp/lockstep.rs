@@ -50,7 +50,7 @@ use crate::interp::tensor::MAX_ELEMENTS;
 use crate::intrinsic::Collective;
 use crate::span::Span;
 use crate::target::{WARPGROUP_SIZE, WARP_SIZE};
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 /// The threads of a warpgroup.
 const WARPGROUP: usize = WARPGROUP_SIZE as usize;
@@ -74,6 +74,17 @@ pub(crate) struct ThreadState {
     regs: Vec<RegGuard>,
     /// Each warpgroup's `T.wgmma` groups (by warpgroup index).
     wgmma: Vec<WgmmaGroups>,
+    /// The named barriers (`T.bar_sync` / `T.bar_arrive`) by id.
+    named: HashMap<i64, NamedBarrier>,
+}
+
+/// A named barrier's state: the thread count of its current phase, the threads that have
+/// arrived in it, and how many phases have completed.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct NamedBarrier {
+    pub count: usize,
+    pub arrived: usize,
+    pub completed: u64,
 }
 
 /// One warpgroup's `T.wgmma`s, numbered from 1 in issue order: the open group and the
@@ -135,6 +146,7 @@ impl ThreadState {
             asyncs: vec![AsyncGroups::default(); n],
             regs: vec![RegGuard::default(); n],
             wgmma: Vec::new(),
+            named: HashMap::new(),
         })
     }
 
@@ -283,10 +295,20 @@ impl Lockstep<'_, '_> {
         Ok(())
     }
 
-    /// `T.bar_sync(id, count)`: exactly `count` threads, whole warps, reach it together
-    /// (those active here; a thread of another task or branch cannot take part in this
-    /// model, so a barrier split across them is reported instead of waited for).
-    fn named_barrier(&mut self, id: i64, count: usize, span: Span, active: &[usize]) -> Res<()> {
+    /// The active threads arrive on named barrier `id` over `count` threads (`T.bar_sync`
+    /// when `sync`, else `T.bar_arrive`): whole warps, at most `count` of them. Returns the
+    /// phase a syncing task must wait for to complete (`tasks.rs` blocks it) — `None` when
+    /// it passes: its arrival completed the phase. Only a phase that all `count` threads
+    /// complete together by `T.bar_sync` orders memory (`shared.rs`); one completed from
+    /// several places (ping-pong, or a producer's `T.bar_arrive`) orders nothing.
+    pub fn named_arrive(
+        &mut self,
+        (id, count): (i64, usize),
+        sync: bool,
+        span: Span,
+        active: &[usize],
+    ) -> Res<Option<u64>> {
+        let what = if sync { "T.bar_sync" } else { "T.bar_arrive" };
         let warp = WARP_SIZE as usize;
         let whole_warps = active.chunks(warp).all(|w| {
             w.len() == warp
@@ -294,30 +316,55 @@ impl Lockstep<'_, '_> {
                     t % warp == 0 && w.iter().enumerate().all(|(i, &x)| x == t + i)
                 })
         });
-        if active.len() != count || !whole_warps {
+        if !whole_warps || active.len() > count {
             return fault(
                 span,
                 format!(
-                    "`T.bar_sync` reached together by {} threads{}; its count is {count}",
+                    "`{what}({id}, {count})` reached together by {} threads{}",
                     active.len(),
                     if whole_warps {
-                        ""
+                        format!(", more than its count {count}")
                     } else {
-                        " (not whole warps)"
+                        " (not whole warps)".to_string()
                     }
                 ),
             );
         }
-        let threads: Vec<u32> = active
-            .iter()
-            .filter_map(|&t| u32::try_from(t).ok())
-            .collect();
-        if let Some(shared) = &mut self.frame.mem.shared {
-            if let Err(why) = shared.named_barrier(id, &threads) {
-                return fault(span, why);
+        let bar = self.st.named.entry(id).or_default();
+        if bar.arrived > 0 && bar.count != count {
+            return fault(
+                span,
+                format!(
+                    "`{what}({id}, {count})` on a barrier whose phase counts {} threads ({} \
+                     arrived): one phase has one count",
+                    bar.count, bar.arrived
+                ),
+            );
+        }
+        bar.count = count;
+        bar.arrived += active.len();
+        if bar.arrived < count {
+            return Ok(sync.then_some(bar.completed));
+        }
+        bar.arrived = 0;
+        bar.completed += 1;
+        if sync && active.len() == count {
+            let threads: Vec<u32> = active
+                .iter()
+                .filter_map(|&t| u32::try_from(t).ok())
+                .collect();
+            if let Some(shared) = &mut self.frame.mem.shared {
+                if let Err(why) = shared.named_barrier(id, &threads) {
+                    return fault(span, why);
+                }
             }
         }
-        Ok(())
+        Ok(None)
+    }
+
+    /// Named barrier `id`'s state (a blocked `T.bar_sync` passes once its phase completed).
+    pub fn named_state(&self, id: i64) -> NamedBarrier {
+        self.st.named.get(&id).copied().unwrap_or_default()
     }
 
     /// `T.thread_allreduce`: every thread of the block must be active. Each group (the
@@ -416,9 +463,6 @@ impl Lockstep<'_, '_> {
     /// A thread-level intrinsic for the active threads: per thread, or per group of
     /// threads that run it together (a warp, a warpgroup: every one of them must be active).
     pub fn intrinsic(&mut self, i: &CIntrinsic, span: Span, active: &[usize]) -> Res<()> {
-        if let CCall::BarSync { id, count } = i.call {
-            return self.named_barrier(id, count, span, active);
-        }
         let width = match i.def.collective {
             Collective::Thread => {
                 for &t in active {
@@ -511,7 +555,8 @@ impl Lockstep<'_, '_> {
             | CCall::WgmmaCommit
             | CCall::WgmmaWait(_)
             | CCall::SetMaxNReg
-            | CCall::BarSync { .. } => fault(
+            | CCall::BarSync { .. }
+            | CCall::BarArrive { .. } => fault(
                 span,
                 format!(
                     "internal error: `{}` is not a per-thread intrinsic",
@@ -623,10 +668,10 @@ impl Lockstep<'_, '_> {
             }
             // A register-allocation hint: nothing the interpreter models.
             CCall::SetMaxNReg => Ok(()),
-            // Taken whole by `intrinsic` before its warps are split.
-            CCall::BarSync { .. } => fault(
+            // The scheduler's (`tasks.rs`: a sync may block), as a set of warps.
+            CCall::BarSync { .. } | CCall::BarArrive { .. } => fault(
                 span,
-                "internal error: `T.bar_sync` is run as a set of warps, not one warp",
+                "internal error: a named barrier is run as a set of warps, not one warp",
             ),
             // Per-thread calls (`thread_intrinsic`) and the mbarrier wait (`tasks.rs`).
             CCall::CpAsync { .. }

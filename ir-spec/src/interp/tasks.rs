@@ -10,14 +10,16 @@
 //!   to the end of the then-body, then its else-threads, then the two rejoin. Nothing is
 //!   allocated per statement: an `if`, a loop, a thread loop push one continuation.
 //! - Only a blocked `T.mbarrier_wait` (the phase some active thread waits for has not
-//!   completed: none of them passes) switches tasks. The blocked task is first cut at every
+//!   completed: none of them passes) or `T.bar_sync` (its named barrier's phase still
+//!   lacks arrivals: the task arrived, and waits past it) switches tasks. The blocked task is first cut at every
 //!   pending else-part in its stack: each else-part becomes a runnable child task, the
 //!   then-part below it another child, and the task that held the `if` waits for both to
 //!   finish (a join) before it continues with its original threads. Then the next runnable
 //!   task runs, first in first out; the innermost else-part is queued first, as lockstep
 //!   would have run it next.
 //! - A blocked task becomes runnable again when one of the barriers its threads wait on
-//!   completes a phase or is initialized again; it then retries its wait. When a task
+//!   completes a phase or is initialized again; it then retries its wait (a named
+//!   barrier's: goes on, its phase complete). When a task
 //!   finishes, the parent it joins resumes at once if it was the last child.
 //! - When every unfinished task is blocked, the block is deadlocked: the error points at
 //!   the wait of the task blocked longest, with the barrier's state, and a note for every
@@ -73,6 +75,9 @@ enum Stop {
     /// At a `T.mbarrier_wait` of this span: the first pending wait in thread order and every
     /// barrier address some thread waits on.
     Blocked(Span, PendingWait, Vec<usize>),
+    /// Past a `T.bar_sync` of this span whose phase has not completed: the barrier's id
+    /// and count, and the phases it had completed when the task arrived.
+    Named(Span, (i64, usize), u64),
 }
 
 enum State {
@@ -85,13 +90,28 @@ enum State {
 
 struct Blocked {
     span: Span,
-    wait: PendingWait,
-    /// The barriers waited on and their (life, phase) when the task blocked.
-    on: Vec<(usize, Option<(usize, u64)>)>,
+    on: On,
     /// The order in which tasks blocked (smaller: blocked longer).
     since: u64,
     /// The threads that wait.
     threads: Vec<usize>,
+}
+
+/// What a blocked task waits for.
+enum On {
+    /// A `T.mbarrier_wait`: the first pending wait, the barriers waited on and their (life,
+    /// phase) when the task blocked.
+    Mbarrier {
+        wait: PendingWait,
+        bars: Vec<(usize, Option<(usize, u64)>)>,
+    },
+    /// A `T.bar_sync`: named barrier `id` over `count` threads, to complete more phases
+    /// than `completed`.
+    Named {
+        id: i64,
+        count: usize,
+        completed: u64,
+    },
 }
 
 struct Task<'s> {
@@ -147,14 +167,27 @@ pub(crate) fn run(lock: &mut Lockstep, stmt: &CStmt, all: Vec<usize>) -> Res<()>
                     }
                 }
             }
-            Stop::Blocked(span, wait, addrs) => {
+            Stop::Blocked(..) | Stop::Named(..) => {
+                let (span, on) = match stop {
+                    Stop::Blocked(span, wait, addrs) => {
+                        let bars = addrs.iter().map(|&a| (a, lock.mbarrier_state(a))).collect();
+                        (span, On::Mbarrier { wait, bars })
+                    }
+                    Stop::Named(span, (id, count), completed) => (
+                        span,
+                        On::Named {
+                            id,
+                            count,
+                            completed,
+                        },
+                    ),
+                    Stop::Done => continue,
+                };
                 let blocked = fork(&mut tasks, cur, &mut queue);
-                let on = addrs.iter().map(|&a| (a, lock.mbarrier_state(a))).collect();
                 if let Some(task) = tasks.get_mut(blocked) {
                     let threads = active(&task.conts).to_vec();
                     task.state = State::Blocked(Blocked {
                         span,
-                        wait,
                         on,
                         since: clock,
                         threads,
@@ -380,18 +413,30 @@ fn step<'s>(lock: &mut Lockstep, conts: &mut Vec<Cont<'s>>, stmt: &'s CStmt) -> 
             lock.allreduce(r, span, active(conts))?;
             advance(conts);
         }
-        CStmtKind::Intrinsic(i) => {
-            if let CCall::MbarrierWait { bar, parity } = &i.call {
+        CStmtKind::Intrinsic(i) => match &i.call {
+            CCall::MbarrierWait { bar, parity } => {
                 if let Some((wait, addrs)) =
                     lock.mbarrier_wait((bar, parity), span, active(conts))?
                 {
                     return Ok(Some(Stop::Blocked(span, wait, addrs)));
                 }
-            } else {
-                lock.intrinsic(i, span, active(conts))?;
+                advance(conts);
             }
-            advance(conts);
-        }
+            // A named barrier: the threads arrive once; a sync whose phase is still open
+            // blocks past it (waking, the task goes on after it without arriving again).
+            &CCall::BarSync { id, count } | &CCall::BarArrive { id, count } => {
+                let sync = matches!(i.call, CCall::BarSync { .. });
+                let pending = lock.named_arrive((id, count), sync, span, active(conts))?;
+                advance(conts);
+                if let Some(completed) = pending {
+                    return Ok(Some(Stop::Named(span, (id, count), completed)));
+                }
+            }
+            _ => {
+                lock.intrinsic(i, span, active(conts))?;
+                advance(conts);
+            }
+        },
         _ => {
             lock.simple(stmt, active(conts))?;
             advance(conts);
@@ -469,7 +514,11 @@ fn wake(
         let State::Blocked(b) = &task.state else {
             return false;
         };
-        if b.on.iter().any(|&(a, was)| lock.mbarrier_state(a) != was) {
+        let ready = match &b.on {
+            On::Mbarrier { bars, .. } => bars.iter().any(|&(a, was)| lock.mbarrier_state(a) != was),
+            On::Named { id, completed, .. } => lock.named_state(*id).completed > *completed,
+        };
+        if ready {
             task.state = State::Ready;
             queue.push_back(i);
             return false;
@@ -511,10 +560,7 @@ fn deadlock(lock: &Lockstep, tasks: &[Task]) -> Res<()> {
             if others.len() == 1 { "task" } else { "tasks" }
         )
     };
-    let message = format!(
-        "deadlock: `T.mbarrier_wait` waits for the phase of parity {}; {who}",
-        barrier_text(lock, &first.wait)
-    );
+    let message = format!("deadlock: {}; {who}", waiting_for(lock, &first.on));
     let thread = first.threads.first().map(|&t| lock.thread_name(t));
     let mut f = match fault::<()>(first.span, message) {
         Err(f) => f,
@@ -525,13 +571,41 @@ fn deadlock(lock: &Lockstep, tasks: &[Task]) -> Res<()> {
         f.notes.push((
             b.span,
             format!(
-                "{} here for the phase of parity {}",
+                "{} here for {}",
                 waiters(lock, &b.threads),
-                barrier_text(lock, &b.wait)
+                awaited(lock, &b.on)
             ),
         ));
     }
     Err(f)
+}
+
+/// "`T.mbarrier_wait` waits for the phase of parity 0 of …", "`T.bar_sync(2, 256)` waits
+/// for its phase to complete, which has 128 of its 256 arrivals".
+fn waiting_for(lock: &Lockstep, on: &On) -> String {
+    match on {
+        On::Mbarrier { wait, .. } => format!(
+            "`T.mbarrier_wait` waits for the phase of parity {}",
+            barrier_text(lock, wait)
+        ),
+        On::Named { id, count, .. } => format!(
+            "`T.bar_sync({id}, {count})` waits for its phase to complete, which has {} of its \
+             {count} arrivals",
+            lock.named_state(*id).arrived
+        ),
+    }
+}
+
+/// What a blocked task waits for, in a note: "the phase of parity 0 of …", "the phase of
+/// `T.bar_sync(2, 256)`, which has 128 of its 256 arrivals".
+fn awaited(lock: &Lockstep, on: &On) -> String {
+    match on {
+        On::Mbarrier { wait, .. } => format!("the phase of parity {}", barrier_text(lock, wait)),
+        On::Named { id, count, .. } => format!(
+            "the phase of `T.bar_sync({id}, {count})`, which has {} of its {count} arrivals",
+            lock.named_state(*id).arrived
+        ),
+    }
 }
 
 /// "0 of the mbarrier `bars[0]`, which is in phase 0 with 1 of its 1 arrivals and 0

@@ -126,11 +126,18 @@ intrinsic_table! {
     /// 16-bit dtype, as `T.shfl_xor`.
     ShflDown { dst: Ref, src: Ref, offset: Int } => SHFL_DOWN,
     /// `T.bar_sync(id, count)`: the named barrier `id` (1..=15; 0 is `T.sync_threads()`'s)
-    /// over `count` threads (a multiple of 32) — `bar.sync id, count`. The threads that
-    /// reach it together (whole warps, exactly `count` of them) wait for each other, and
-    /// their shared-memory accesses before it happen before their accesses after it;
-    /// threads outside are not ordered by it.
+    /// over `count` threads (a multiple of 32) — `bar.sync id, count`. The reaching warps
+    /// arrive and wait until `count` threads in all have arrived (here, elsewhere, or by
+    /// `T.bar_arrive`). When the `count` threads reach it together, their shared-memory
+    /// accesses before it happen before their accesses after it; threads outside are not
+    /// ordered by it, and neither is a phase completed by arrivals from several places
+    /// (the interpreter orders nothing it cannot prove).
     BarSync { id: Int, count: Int } => BAR_SYNC,
+    /// `T.bar_arrive(id, count)`: `bar.arrive id, count` — the reaching warps count towards
+    /// the phase of named barrier `id` over `count` threads without waiting (a producer
+    /// signalling a consumer's `T.bar_sync`; the ping-pong of warp-specialized consumers).
+    /// It orders no memory access.
+    BarArrive { id: Int, count: Int } => BAR_ARRIVE,
 }
 
 /// Who executes an intrinsic together.
@@ -1032,34 +1039,49 @@ static SHFL_DOWN: IntrinsicDef = IntrinsicDef {
     needs: Needs::Nothing,
 };
 
+/// A named barrier's operands (`T.bar_sync`, `T.bar_arrive`): its id (0 is
+/// `T.sync_threads()`'s) and its thread count, whole warps.
+const NAMED_BARRIER_PARAMS: &[Param] = &[
+    Param {
+        name: "id",
+        role: "barrier id",
+        kind: ParamKind::IntRange {
+            min: 1,
+            max: 15,
+            step: 1,
+            default: None,
+        },
+        keyword: false,
+    },
+    Param {
+        name: "count",
+        role: "thread count",
+        kind: ParamKind::IntRange {
+            min: 32,
+            max: 1024,
+            step: 32,
+            default: None,
+        },
+        keyword: false,
+    },
+];
+
 static BAR_SYNC: IntrinsicDef = IntrinsicDef {
     op: IntrinsicOp::BarSync,
     name: "T.bar_sync",
-    params: &[
-        Param {
-            name: "id",
-            role: "barrier id",
-            kind: ParamKind::IntRange {
-                min: 1,
-                max: 15,
-                step: 1,
-                default: None,
-            },
-            keyword: false,
-        },
-        Param {
-            name: "count",
-            role: "thread count",
-            kind: ParamKind::IntRange {
-                min: 32,
-                max: 1024,
-                step: 32,
-                default: None,
-            },
-            keyword: false,
-        },
-    ],
+    params: NAMED_BARRIER_PARAMS,
     // Whole warps take part (`bar.sync` is `.aligned`); the interpreter checks the count.
+    collective: Collective::Warp,
+    block_level: false,
+    same_dtype: &[],
+    needs: Needs::Nothing,
+};
+
+static BAR_ARRIVE: IntrinsicDef = IntrinsicDef {
+    op: IntrinsicOp::BarArrive,
+    name: "T.bar_arrive",
+    params: NAMED_BARRIER_PARAMS,
+    // Whole warps take part (`bar.arrive` is `.aligned`).
     collective: Collective::Warp,
     block_level: false,
     same_dtype: &[],
@@ -1645,6 +1667,7 @@ mod tests {
                 offset: 3,
             },
             Intrinsic::BarSync { id: 1, count: 256 },
+            Intrinsic::BarArrive { id: 2, count: 256 },
             Intrinsic::WgmmaRs {
                 acc: r("C"),
                 a: r("P"),

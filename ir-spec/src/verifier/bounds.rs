@@ -40,7 +40,7 @@
 //! them: every lowered access has one, and enumerating them value by value at every pass's
 //! verification cost the seed kernel's compile 0.9 s.)
 
-use super::consts::eval_int;
+use super::consts::{eval_bool, eval_int};
 use crate::diagnostic::Diagnostic;
 use crate::interval::{decide, interval, Interval, Ranges};
 use crate::ir::{BinOp, BufferDecl, Expr, ExprKind, ForKind, PrimFunc, Stmt, StmtKind};
@@ -633,38 +633,6 @@ impl<'a> Enumeration<'a> {
             done?;
         }
         Some(())
-    }
-}
-
-/// The truth value of a condition with values for its variables, evaluated as the
-/// interpreter does (`and` / `or` short-circuit); `None` for what integer evaluation
-/// cannot say (a load, a float, a division by zero).
-fn eval_bool(e: &Expr, vars: &dyn Fn(&str) -> Option<i64>) -> Option<bool> {
-    use crate::ir::UnOp;
-    match &e.kind {
-        ExprKind::Bool(b) => Some(*b),
-        ExprKind::Unary(UnOp::Not, a) => eval_bool(a, vars).map(|b| !b),
-        ExprKind::Binary(BinOp::And, a, b) => match eval_bool(a, vars)? {
-            false => Some(false),
-            true => eval_bool(b, vars),
-        },
-        ExprKind::Binary(BinOp::Or, a, b) => match eval_bool(a, vars)? {
-            true => Some(true),
-            false => eval_bool(b, vars),
-        },
-        ExprKind::Binary(op, a, b) => {
-            let (x, y) = (eval_int(a, vars)?, eval_int(b, vars)?);
-            match op {
-                BinOp::Lt => Some(x < y),
-                BinOp::Le => Some(x <= y),
-                BinOp::Gt => Some(x > y),
-                BinOp::Ge => Some(x >= y),
-                BinOp::Eq => Some(x == y),
-                BinOp::Ne => Some(x != y),
-                _ => None,
-            }
-        }
-        _ => None,
     }
 }
 

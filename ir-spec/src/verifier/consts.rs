@@ -1,6 +1,6 @@
 //! Compile-time integer values of expressions.
 
-use crate::ir::{fold_int, Expr, ExprKind, UnOp};
+use crate::ir::{fold_int, BinOp, Expr, ExprKind, UnOp};
 
 /// The value of `e` when it is an integer constant after folding: literals, unary minus,
 /// the integer operators (with the IR's floor / truncation semantics), `T.min`/`T.max`/
@@ -23,6 +23,42 @@ pub fn eval_int(e: &Expr, vars: &dyn Fn(&str) -> Option<i64>) -> Option<i64> {
         }
         _ => None,
     }
+}
+
+/// The truth value of a condition with values for its variables, evaluated as the
+/// interpreter does (`and` / `or` short-circuit); `None` for what integer evaluation
+/// cannot say (a load, a float, a division by zero).
+pub fn eval_bool(e: &Expr, vars: &dyn Fn(&str) -> Option<i64>) -> Option<bool> {
+    match &e.kind {
+        ExprKind::Bool(b) => Some(*b),
+        ExprKind::Unary(UnOp::Not, a) => eval_bool(a, vars).map(|b| !b),
+        ExprKind::Binary(BinOp::And, a, b) => match eval_bool(a, vars)? {
+            false => Some(false),
+            true => eval_bool(b, vars),
+        },
+        ExprKind::Binary(BinOp::Or, a, b) => match eval_bool(a, vars)? {
+            true => Some(true),
+            false => eval_bool(b, vars),
+        },
+        ExprKind::Binary(op, a, b) => {
+            let (x, y) = (eval_int(a, vars)?, eval_int(b, vars)?);
+            match op {
+                BinOp::Lt => Some(x < y),
+                BinOp::Le => Some(x <= y),
+                BinOp::Gt => Some(x > y),
+                BinOp::Ge => Some(x >= y),
+                BinOp::Eq => Some(x == y),
+                BinOp::Ne => Some(x != y),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// [`eval_bool`] of a condition on constants alone (`0 == 1`).
+pub fn const_bool(e: &Expr) -> Option<bool> {
+    eval_bool(e, &|_| None)
 }
 
 #[cfg(test)]

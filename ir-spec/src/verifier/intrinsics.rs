@@ -52,14 +52,19 @@ impl<'f> Checker<'f> {
         }
         // A named barrier waits for `count` threads of the block: more than it has never
         // arrive (a hang on the GPU).
-        if let (Intrinsic::BarSync { id, count }, Some(block)) = (i, &self.block) {
+        if let (
+            Intrinsic::BarSync { id, count } | Intrinsic::BarArrive { id, count },
+            Some(block),
+        ) = (i, &self.block)
+        {
             let threads: i64 = block.iter().product();
             if *count > threads {
                 self.push(Diagnostic::error(
                     self.at(span),
                     format!(
-                        "`T.bar_sync({id}, {count})` waits for {count} threads, more than the \
-                         block's {threads}: it would never complete"
+                        "`{}({id}, {count})` counts {count} threads, more than the block's \
+                         {threads}: its phase would never complete",
+                        def.name
                     ),
                 ));
             }

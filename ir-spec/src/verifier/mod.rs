@@ -26,7 +26,7 @@ mod scope;
 #[cfg(test)]
 mod tests;
 
-pub use consts::{const_int, eval_int};
+pub use consts::{const_bool, const_int, eval_bool, eval_int};
 pub use level::{check_level, Level};
 pub use reducer::reducer_update;
 

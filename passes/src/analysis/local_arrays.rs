@@ -21,12 +21,21 @@ pub struct LocalArrays {
     runtime_indexed: BTreeSet<String>,
     /// Per run-time indexed array: the index lists proven to lie inside its shape.
     in_bounds: HashMap<String, Vec<Vec<Expr>>>,
+    /// Register arrays of 16-bit floats that a `T.wgmma_rs` reads as A and that nothing
+    /// but plain stores (outside `T.vectorized` loops) writes: code generation keeps each
+    /// (even, odd) pair of them packed in a register of its own as well.
+    packed: BTreeSet<String>,
 }
 
 impl LocalArrays {
     /// Whether local array `name` is indexed at run time somewhere (it lives in memory).
     pub fn runtime_indexed(&self, name: &str) -> bool {
         self.runtime_indexed.contains(name)
+    }
+
+    /// Whether register array `name` keeps its (even, odd) pairs packed (`packed`).
+    pub fn packed(&self, name: &str) -> bool {
+        self.packed.contains(name)
     }
 
     /// The run-time indexed local arrays, by name.
@@ -62,10 +71,26 @@ pub fn local_arrays(func: &PrimFunc) -> LocalArrays {
         }
     }
     let mut out = LocalArrays::default();
+    let (mut register_a, mut other_writes) = (BTreeSet::new(), BTreeSet::new());
+    for s in &func.body {
+        if let StmtKind::Kernel(k) = &s.kind {
+            writers(&k.body, false, (&mut register_a, &mut other_writes));
+            for a in &k.allocs {
+                let half = matches!(a.dtype, DType::Float16 | DType::BFloat16);
+                if !(half && a.scope == Scope::Local) {
+                    other_writes.insert(a.name.name.clone());
+                }
+            }
+        }
+    }
+    out.packed = register_a.difference(&other_writes).cloned().collect();
     for (name, _, constant) in &walk.accesses {
         if !constant {
             out.runtime_indexed.insert(name.clone());
         }
+    }
+    for name in &out.runtime_indexed {
+        out.packed.remove(name);
     }
     for (name, indices, _) in walk.accesses {
         if !out.runtime_indexed.contains(&name) {
@@ -84,6 +109,42 @@ pub fn local_arrays(func: &PrimFunc) -> LocalArrays {
         }
     }
     out
+}
+
+/// Collects the buffers `T.wgmma_rs` reads as A (`register_a`) and those written otherwise
+/// than by a plain store outside `T.vectorized` loops (`other`), in `body` (`vectorized`:
+/// inside such a loop).
+fn writers(body: &[Stmt], vectorized: bool, sets: (&mut BTreeSet<String>, &mut BTreeSet<String>)) {
+    let (register_a, other) = sets;
+    for s in body {
+        match &s.kind {
+            StmtKind::Store { buffer, .. } if vectorized => {
+                other.insert(buffer.name.clone());
+            }
+            StmtKind::AtomicAdd { buffer, .. } => {
+                other.insert(buffer.name.clone());
+            }
+            StmtKind::AllReduce(r) => {
+                other.insert(r.buffer.name.clone());
+            }
+            StmtKind::Intrinsic(i) => {
+                if let tlc_ir::Intrinsic::WgmmaRs { a, .. } = i {
+                    register_a.insert(a.buffer.name.clone());
+                }
+                for a in i.accesses() {
+                    if a.effect.writes() {
+                        other.insert(a.operand.buffer.name.clone());
+                    }
+                }
+            }
+            _ => {}
+        }
+        let inner =
+            vectorized || matches!(&s.kind, StmtKind::For(f) if f.kind == ForKind::Vectorized);
+        for child in tlc_ir::visit::child_bodies(s) {
+            writers(child, inner, (&mut *register_a, &mut *other));
+        }
+    }
 }
 
 /// The state of the walk over a kernel body.

@@ -5,7 +5,9 @@
 //! waiting for its stage) becomes a producer warpgroup that issues the loads and consumer
 //! warpgroups that only compute, talking through `full` and `empty` mbarrier rings
 //! (`schedule.rs`), and a promotion after each k-tile's gemm runs on a twin accumulator
-//! (`twin_accumulator.rs`). A pipeline that cannot be specialized stays as it is, with a
+//! (`twin_accumulator.rs`), or a second gemm after register work is deferred to run
+//! during the next k-tile's (`deferred_gemm.rs`, with ping-pong between consumer
+//! warpgroups). A pipeline that cannot be specialized stays as it is, with a
 //! `T.note` before it saying why. (`persistent-tiles` comes next: blocks that walk
 //! several tiles.)
 //!
@@ -20,6 +22,7 @@
 //! staged through shared memory moves too, each shared step behind a named barrier among
 //! the consumers (`schedule::shared_epilogue_code`, `T.bar_sync`).
 
+mod deferred_gemm;
 mod schedule;
 mod twin_accumulator;
 pub use twin_accumulator::DOUBLE_BUFFERED_NOTE;
@@ -79,6 +82,9 @@ pub(crate) struct Facts<'a> {
     pub block: Block,
     /// Parameters and allocations by name (the first of a name).
     pub decls: HashMap<&'a str, &'a BufferDecl>,
+    /// The kernel's block variables, and the values of its top-level lets (by name).
+    pub block_vars: Vec<String>,
+    pub lets: HashMap<String, Expr>,
 }
 
 impl Facts<'_> {
@@ -121,8 +127,18 @@ fn specialize_kernel(
         return;
     }
     let allocs = k.allocs.clone();
+    let lets = k
+        .body
+        .iter()
+        .filter_map(|s| match &s.kind {
+            StmtKind::Let { var, value, .. } => Some((var.name.clone(), value.clone())),
+            _ => None,
+        })
+        .collect();
     let facts = Facts {
         target: cx.target(),
+        block_vars: k.block_vars.iter().map(|v| v.name.clone()).collect(),
+        lets,
         block,
         decls: {
             let mut by_name = HashMap::new();
@@ -141,8 +157,12 @@ fn specialize_kernel(
     };
     k.threads = vec![Expr::int(facts.block.threads() + WARPGROUP_SIZE)];
     k.min_blocks_per_sm = Some(Expr::int(blocks_per_sm));
-    // Each `empty` ring right after its `full` ring (the shared-memory plan's order).
+    // Each `empty` ring right after its `full` ring (the shared-memory plan's order); a
+    // deferred gemm's late `full` ring is new, after the kernel's other buffers.
     for (full, empty, stages) in changes.empties {
+        if !k.allocs.iter().any(|b| b.name.name == full) {
+            k.allocs.push(barrier_array(&full, stages, span));
+        }
         let at = k
             .allocs
             .iter()
@@ -608,12 +628,18 @@ fn specialize(
         tail,
         stages: found.stages,
         full: &found.bars,
+        copies: found.copies,
         named_outside: &named_outside,
     };
     let built = schedule::build(pipe, roles, facts, names, span)?;
     changes
         .empties
         .push((found.bars.clone(), built.empty.clone(), found.stages));
+    if let Some(late) = &built.late {
+        changes
+            .empties
+            .push((late.full.clone(), late.empty.clone(), found.stages));
+    }
     changes.twins.extend(built.twins);
     changes.blocks_per_sm = Some(roles.blocks_per_sm);
     let consumer_warps = facts.block.threads() / facts.target.warp_size();
@@ -624,9 +650,20 @@ fn specialize(
         }
         around.after.drain(..took_after);
     }
+    let mut rings = vec![
+        (found.bars.as_str(), found.copies),
+        (&built.empty, consumer_warps),
+    ];
+    if let Some(late) = &built.late {
+        rings[0].1 = late.early_copies;
+        rings.extend([
+            (late.full.as_str(), late.copies),
+            (&late.empty, consumer_warps),
+        ]);
+    }
     Ok(vec![
         init_region(
-            &[(&found.bars, found.copies), (&built.empty, consumer_warps)],
+            &rings,
             found.stages,
             &facts.block,
             (&found.init_vars.0, &found.init_vars.1),

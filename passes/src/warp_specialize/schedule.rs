@@ -49,6 +49,14 @@
 //!   k-tile `k + 1`'s group into the other accumulator before promoting `k` (retired by
 //!   `T.wgmma_wait(1)`), over branch-free pairs of k-tiles (`double_buffered`); the
 //!   tensor cores then run during the promotion. Two consumer warpgroups or more only.
+//! - Deferred second gemm (`deferred_gemm.rs`): when the compute is two gemms with
+//!   register work between them (attention), the second gemm of k-tile `k - 1` is issued
+//!   right after the first of `k` and runs during `k`'s register work; the stage buffers
+//!   only it reads get their own `full` / `empty` rings (`LateRing`), released one k-tile
+//!   later. With two consumer warpgroups or more they then take turns issuing their
+//!   wgmmas (`ping_pong`: one copy of the loop per warpgroup, a ring of named barriers
+//!   from `PING_PONG_FIRST_BARRIER`), so one's softmax runs while the other's gemms use the
+//!   tensor cores (FlashAttention-3's ping-pong).
 //! - When: the compute of the loop, once lowered, issues `T.wgmma` and writes nothing but
 //!   registers (no shared or global stores, no barriers, no other asynchronous copies), so
 //!   the consumers need no block barrier inside the loop; the block is 1-D with a multiple
@@ -62,6 +70,7 @@
 //!   for (`T.min_blocks_per_sm`, which codegen turns into `.minnctapersm` to pin the
 //!   budget at entry).
 
+use super::deferred_gemm::{self, Deferred};
 use super::twin_accumulator::{
     self as twin, double_buffered, fits_twin, mentions, DOUBLE_BUFFERED_NOTE,
 };
@@ -119,8 +128,10 @@ pub(crate) struct Pipeline<'a> {
     pub head: Vec<Stmt>,
     pub tail: Vec<Stmt>,
     pub stages: i64,
-    /// The `full` mbarriers (`lower_tile_ops/tma.rs` allocated them).
+    /// The `full` mbarriers (`lower_tile_ops/tma.rs` allocated them) and the arrivals each
+    /// stage's fill makes on one.
     pub full: &'a str,
+    pub copies: i64,
     /// Whether code outside the warp-specialized region (the kernel's other statements)
     /// names a buffer: a twin accumulator is only for one nothing else reads, since after
     /// the loop the last k-tile's product may sit in the twin.
@@ -133,6 +144,56 @@ pub(crate) struct Built {
     pub region: Stmt,
     pub empty: String,
     pub twins: Vec<(String, String)>,
+    /// The rings of a deferred second gemm's stage buffers (`deferred_gemm.rs`), when it
+    /// has any: then the first ring counts only the early arrivals.
+    pub late: Option<LateRing>,
+}
+
+/// The `full` / `empty` rings of the stage buffers only a deferred second gemm reads, and
+/// the producer's code with their fills moved onto them.
+pub(crate) struct LateRing {
+    pub full: String,
+    pub empty: String,
+    /// Arrivals per stage on `full`, and those left on the first ring.
+    pub copies: i64,
+    pub early_copies: i64,
+    pub fills: Vec<Stmt>,
+    pub prologue: Vec<Stmt>,
+}
+
+/// The note on a consumer loop with a deferred second gemm (it reaches the PTX).
+pub const DEFERRED_NOTE: &str =
+    "deferred second gemm: the previous k-tile's product runs during this k-tile's register work";
+
+/// The late rings of `d` (none when its second gemm reads no stage buffer), the producer's
+/// `fills` and `prologue` (one stage's fill each, `copies` arrivals on ring `full`) moved to
+/// them; `None` when they cannot be split off (`deferred_gemm::retarget`) or the first ring
+/// would be left without arrivals.
+fn late_ring(
+    d: &Deferred,
+    (fills, prologue): (&[Stmt], &[Stmt]),
+    (ring, copies): (&str, i64),
+    names: &mut NameSet,
+) -> Option<Option<LateRing>> {
+    let Some(first) = d.late.first() else {
+        return Some(None);
+    };
+    let full = names.fresh(&format!("{first}_full"));
+    let (mut fills, mut prologue) = (fills.to_vec(), prologue.to_vec());
+    let counts = deferred_gemm::retarget(&mut fills, &d.late, (ring, &full)).ok()?;
+    let prologue_counts = deferred_gemm::retarget(&mut prologue, &d.late, (ring, &full)).ok()?;
+    let (moved, kept) = counts;
+    if moved == 0 || kept == 0 || moved + kept != copies || prologue_counts != counts {
+        return None;
+    }
+    Some(Some(LateRing {
+        full,
+        empty: names.fresh(&format!("{first}_empty")),
+        copies: moved,
+        early_copies: kept,
+        fills,
+        prologue,
+    }))
 }
 
 /// How a warp-specialized block uses an SM.
@@ -232,10 +293,10 @@ pub(crate) fn build(
     // first fill).
     let fill_of = |k: Expr| bin(BinOp::Sub, k, m.start.clone());
     // Consumers: wait for the stage, compute, release it warp by warp.
-    let full_wait_at = |k: Expr| {
+    let full_wait_on = |ring: &str, k: Expr| {
         intrinsic(
             Intrinsic::MbarrierWait {
-                bar: elem(pipe.full, vec![slot(k.clone())], span),
+                bar: elem(ring, vec![slot(k.clone())], span),
                 parity: bin(
                     BinOp::FloorMod,
                     bin(BinOp::FloorDiv, fill_of(k), Expr::int(stages)),
@@ -245,9 +306,10 @@ pub(crate) fn build(
             span,
         )
     };
+    let full_wait_at = |k: Expr| full_wait_on(pipe.full, k);
     let full_wait = full_wait_at(ko.clone());
     // One arrival per consumer warp on the stage's `empty` barrier.
-    let release_of = |stage: Expr| {
+    let release_on = |ring: &str, stage: Expr| {
         if_then(
             bin(
                 BinOp::Eq,
@@ -260,13 +322,14 @@ pub(crate) fn build(
             ),
             vec![intrinsic(
                 Intrinsic::MbarrierArrive {
-                    bar: elem(&empty, vec![stage], span),
+                    bar: elem(ring, vec![stage], span),
                 },
                 span,
             )],
             span,
         )
     };
+    let release_of = |stage: Expr| release_on(&empty, stage);
     let head = inline_regions(pipe.head, &tx, threads)?;
     let tail = inline_regions(pipe.tail, &tx, threads)?;
     let mut compute = compute;
@@ -299,7 +362,21 @@ pub(crate) fn build(
                 && fits_twin(&b.acc, roles.consumer_registers, facts)
         })
     };
+    // The deferred second gemm (`deferred_gemm.rs`): its late stage buffers on a ring of
+    // their own, the producer's fills of them moved to it.
+    let deferred =
+        if overlap || buffered.is_some() || stages < 2 || varies_by_block(&m.stop, facts, 0) {
+            None
+        } else {
+            deferred_gemm::deferred(&compute, &staged).and_then(|d| {
+                let code = (pipe.fills.as_slice(), pipe.prologue.body.as_slice());
+                late_ring(&d, code, (pipe.full, pipe.copies), names).map(|late| (d, late))
+            })
+        };
     let mut consumer_body = vec![full_wait];
+    // Where in `consumer_body` each consumer warpgroup waits for its turn to issue its
+    // wgmmas and where it hands the turn on (ping-pong).
+    let mut turns: Option<(usize, usize)> = None;
     // Issued before and after the consumers' loop (double-buffered: the first k-tile's
     // group, the last k-tiles).
     let mut first_issue: Vec<Stmt> = Vec::new();
@@ -384,6 +461,52 @@ pub(crate) fn build(
         loop_var = tlc_ir::Ident::new(&pair, span);
         loop_start = Expr::int(0);
         loop_stop = pairs;
+    } else if let Some((d, late)) = &deferred {
+        // The previous k-tile's second gemm runs during this k-tile's register work
+        // (module doc of `deferred_gemm.rs`): the first k-tile without it before the loop,
+        // the last one's after.
+        let var = m.var.name.clone();
+        let at = |code: &[Stmt], k: &Expr, names: &mut NameSet| {
+            twin::copy_for(code, (&var, k), ("", ""), names)
+        };
+        let wait = |n: i64| intrinsic(Intrinsic::WgmmaWait { n }, span);
+        let late_wait = |k: &Expr| late.as_ref().map(|r| full_wait_on(&r.full, k.clone()));
+        let late_release = |k: &Expr| late.as_ref().map(|r| release_on(&r.empty, slot(k.clone())));
+        let nonempty = bin(BinOp::Lt, m.start.clone(), m.stop.clone());
+        let mid: Vec<Stmt> = d.mid_free.iter().chain(&d.mid_bound).cloned().collect();
+        let mut first = vec![full_wait_at(m.start.clone())];
+        first.extend(at(&d.head, &m.start, names));
+        first.push(wait(0));
+        first.push(release_of(slot(m.start.clone())));
+        first.extend(at(&mid, &m.start, names));
+        first_issue.push(if_then(nonempty.clone(), first, span));
+        let prev = bin(BinOp::Sub, ko.clone(), Expr::int(1));
+        let mut body = vec![full_wait_at(ko.clone())];
+        body.extend(d.head[..d.issue].iter().cloned());
+        let sync_at = body.len() + 1;
+        body.extend(d.head[d.issue..].iter().cloned());
+        body.extend(late_wait(&prev));
+        body.extend(at(&d.last, &prev, names));
+        let arrive_at = body.len() + 1;
+        // Two consumer warpgroups or more take turns issuing (module doc: ping-pong).
+        if roles.consumers >= 2 {
+            turns = Some((sync_at, arrive_at));
+        }
+        body.push(wait(1));
+        body.push(release_of(slot(ko.clone())));
+        body.extend(d.mid_free.iter().cloned());
+        body.push(wait(0));
+        body.extend(late_release(&prev));
+        body.extend(d.mid_bound.iter().cloned());
+        consumer_body = vec![tlc_ir::build::note(DEFERRED_NOTE.to_string(), span)];
+        consumer_body.extend(body);
+        loop_start = bin(BinOp::Add, m.start.clone(), Expr::int(1));
+        let last_k = bin(BinOp::Sub, m.stop.clone(), Expr::int(1));
+        let mut end: Vec<Stmt> = late_wait(&last_k).into_iter().collect();
+        end.extend(at(&d.last, &last_k, names));
+        end.push(wait(0));
+        end.extend(late_release(&last_k));
+        last_steps.push(if_then(nonempty, end, span));
     } else if overlap {
         // The wait left this k-tile's group in flight and retired the previous one: the
         // previous stage is free.
@@ -412,16 +535,31 @@ pub(crate) fn build(
     let consumer_loop: Vec<Stmt> = if no_pairs {
         Vec::new()
     } else {
-        vec![Stmt::new(
-            StmtKind::For(For {
-                var: loop_var,
-                start: loop_start,
-                stop: loop_stop,
-                kind: ForKind::Serial,
-                body: consumer_body,
-            }),
-            span,
-        )]
+        let stop = loop_stop.clone();
+        let the_loop = |body: Vec<Stmt>| {
+            Stmt::new(
+                StmtKind::For(For {
+                    var: loop_var.clone(),
+                    start: loop_start.clone(),
+                    stop: loop_stop.clone(),
+                    kind: ForKind::Serial,
+                    body,
+                }),
+                span,
+            )
+        };
+        match turns {
+            Some(at) => vec![ping_pong(
+                consumer_body,
+                at,
+                (&loop_var.name, &stop),
+                (&tx, roles.consumers),
+                names,
+                &the_loop,
+                span,
+            )],
+            None => vec![the_loop(consumer_body)],
+        }
     };
     // After the loop: the last k-tile's group, still in flight, retires before the tail
     // reads the accumulators (the statement right after the loop: `persistent-tiles`
@@ -434,7 +572,12 @@ pub(crate) fn build(
     // Producer: the prologue as it is, then the loop's fills after their stage is free.
     let kp = names.fresh(&m.var.name);
     let kpe = Expr::var(&kp);
-    let mut fills = pipe.fills;
+    let (mut fills, mut prologue) = (pipe.fills, pipe.prologue);
+    let late = deferred.and_then(|(_, late)| late);
+    if let Some(r) = &late {
+        fills = r.fills.clone();
+        prologue.body = r.prologue.clone();
+    }
     map_body_exprs(&mut fills, &mut |e| match &e.kind {
         ExprKind::Var(n) if *n == m.var.name => {
             let mut v = kpe.clone();
@@ -443,31 +586,40 @@ pub(crate) fn build(
         }
         _ => e,
     });
-    let prologue = pipe.prologue;
     let refill = bin(BinOp::Add, kpe.clone(), Expr::int(stages - 1));
-    let empty_wait = if_then(
-        bin(
-            BinOp::And,
-            bin(BinOp::Gt, kpe.clone(), m.start.clone()),
-            bin(BinOp::Lt, refill.clone(), m.stop.clone()),
-        ),
-        vec![intrinsic(
-            Intrinsic::MbarrierWait {
-                bar: elem(&empty, vec![slot(refill)], span),
-                parity: bin(
-                    BinOp::FloorMod,
-                    bin(
-                        BinOp::FloorDiv,
-                        bin(BinOp::Sub, fill_of(kpe.clone()), Expr::int(1)),
-                        Expr::int(stages),
+    let empty_wait_on = |ring: &str| {
+        if_then(
+            bin(
+                BinOp::And,
+                bin(BinOp::Gt, kpe.clone(), m.start.clone()),
+                bin(BinOp::Lt, refill.clone(), m.stop.clone()),
+            ),
+            vec![intrinsic(
+                Intrinsic::MbarrierWait {
+                    bar: elem(ring, vec![slot(refill.clone())], span),
+                    parity: bin(
+                        BinOp::FloorMod,
+                        bin(
+                            BinOp::FloorDiv,
+                            bin(BinOp::Sub, fill_of(kpe.clone()), Expr::int(1)),
+                            Expr::int(stages),
+                        ),
+                        Expr::int(2),
                     ),
-                    Expr::int(2),
-                ),
-            },
+                },
+                span,
+            )],
             span,
-        )],
-        span,
-    );
+        )
+    };
+    let empty_wait = empty_wait_on(&empty);
+    // A late ring's stage is waited for right before its fill: the early fills go ahead.
+    if let Some(r) = &late {
+        if !deferred_gemm::wait_before_first_arrival(&mut fills, &r.full, &empty_wait_on(&r.empty))
+        {
+            return Err("the late ring's fills are not in the loop".into());
+        }
+    }
     // (The first statement of the loop: `persistent-tiles` replaces it.)
     let mut producer_loop_body = vec![empty_wait];
     producer_loop_body.extend(fills);
@@ -527,8 +679,136 @@ pub(crate) fn build(
         region,
         empty,
         twins,
+        late: late.map(|r| LateRing {
+            fills: Vec::new(),
+            prologue: Vec::new(),
+            ..r
+        }),
     })
 }
+
+/// The consumer loop with body `body`, once per consumer warpgroup (`tx // 128`), each
+/// copy taking its turn to issue its wgmmas: before statement `sync_at` warpgroup `w`
+/// syncs on named barrier `PING_PONG_FIRST_BARRIER + w`, before `arrive_at` it arrives on
+/// the next warpgroup's (`w + 1`, the last on the first's, except in its last iteration:
+/// no one waits for that turn). Each barrier counts 256 threads: its owner syncing and the
+/// previous warpgroup arriving. The first warpgroup arrives on its own barrier once before
+/// its loop, so it starts. The copies are the branches of one `if` chain: the interpreter
+/// runs them as tasks, and on the GPU each warpgroup runs its own.
+fn ping_pong(
+    body: Vec<Stmt>,
+    (sync_at, arrive_at): (usize, usize),
+    (var, stop): (&str, &Expr),
+    (tx, consumers): (&str, i64),
+    names: &mut NameSet,
+    the_loop: &dyn Fn(Vec<Stmt>) -> Stmt,
+    span: Span,
+) -> Stmt {
+    let barrier = |w: i64| PING_PONG_FIRST_BARRIER + w;
+    let count = 2 * WARPGROUP_SIZE;
+    let mut branches: Vec<(i64, Vec<Stmt>)> = Vec::new();
+    for w in 0..consumers {
+        let mut b = body.clone();
+        let next = (w + 1) % consumers;
+        let mut arrive = intrinsic(
+            Intrinsic::BarArrive {
+                id: barrier(next),
+                count,
+            },
+            span,
+        );
+        if next == 0 {
+            let more = bin(
+                BinOp::Lt,
+                bin(BinOp::Add, Expr::var(var), Expr::int(1)),
+                stop.clone(),
+            );
+            arrive = if_then(more, vec![arrive], span);
+        }
+        b.insert(arrive_at, arrive);
+        b.insert(
+            sync_at,
+            intrinsic(
+                Intrinsic::BarSync {
+                    id: barrier(w),
+                    count,
+                },
+                span,
+            ),
+        );
+        let mut code = vec![the_loop(b)];
+        if w > 0 {
+            // One scope: the copies bind names of their own.
+            code = twin::copy_for(&code, ("", &Expr::int(0)), ("", ""), names);
+        } else {
+            code.insert(
+                0,
+                intrinsic(
+                    Intrinsic::BarArrive {
+                        id: barrier(0),
+                        count,
+                    },
+                    span,
+                ),
+            );
+        }
+        branches.push((w, code));
+    }
+    // if wg == 0: … elif wg == 1: … else: … (the last)
+    let wg = bin(BinOp::FloorDiv, Expr::var(tx), Expr::int(WARPGROUP_SIZE));
+    let mut chain: Option<Vec<Stmt>> = None;
+    for (w, code) in branches.into_iter().rev() {
+        chain = Some(match chain {
+            None => code,
+            Some(rest) => vec![Stmt::new(
+                StmtKind::If {
+                    cond: bin(BinOp::Eq, wg.clone(), Expr::int(w)),
+                    then_body: code,
+                    else_body: rest,
+                },
+                span,
+            )],
+        });
+    }
+    chain
+        .and_then(|mut c| (c.len() == 1).then(|| c.remove(0)))
+        .unwrap_or_else(|| the_loop(body))
+}
+
+/// Whether `e` (a loop bound) may differ between the blocks of the grid: it reads a block
+/// variable, itself or through the kernel's top-level lets, outside the branch a constant
+/// condition rules out (`T.if_then_else(0 == 1, bx + 1, 32)` is 32 everywhere). The
+/// deferred second gemm is measured slower on such loops — causal attention, whose blocks
+/// run 1 to S / block_N k-tiles: 3.00 ms against 2.70 without it at B 8 · H 32 · S 4096,
+/// 3.42 with ping-pong too (H200, docs/perf.md) — so they keep the plain schedule. `depth`
+/// bounds the walk through lets.
+fn varies_by_block(e: &Expr, facts: &Facts, depth: usize) -> bool {
+    if depth > 16 {
+        return true;
+    }
+    match &e.kind {
+        ExprKind::Var(v) if facts.block_vars.contains(v) => true,
+        ExprKind::Var(v) => facts
+            .lets
+            .get(v)
+            .is_some_and(|value| varies_by_block(value, facts, depth + 1)),
+        // (`T.if_then_else(0 == 1, …)`: what a bound tunable leaves of `is_causal == 1`.)
+        ExprKind::Select(c, a, b) => match tlc_ir::verifier::const_bool(c) {
+            Some(false) => varies_by_block(b, facts, depth + 1),
+            Some(true) => varies_by_block(a, facts, depth + 1),
+            None => [c, a, b]
+                .iter()
+                .any(|x| varies_by_block(x, facts, depth + 1)),
+        },
+        _ => tlc_ir::visit::expr_children(e)
+            .into_iter()
+            .any(|x| varies_by_block(x, facts, depth + 1)),
+    }
+}
+
+/// The first named barrier of the consumers' ping-pong (`ping_pong`): one per consumer
+/// warpgroup from here on (at most 7 of them: ids up to 8 of the 15).
+pub(crate) const PING_PONG_FIRST_BARRIER: i64 = EPILOGUE_BARRIER + 1;
 
 /// Where in the lowered compute `body` (top-level statements) the consumers may release
 /// their stage: after the last statement that reads a `staged` buffer or issues a
@@ -862,6 +1142,47 @@ mod tests {
         assert_eq!((deep.blocks_per_sm, deep.consumer_registers), (1, 240));
         // Unknown shared memory counts as fitting once.
         assert!(roles_of(128, None, 3).is_err());
+    }
+
+    #[test]
+    fn a_bound_varies_by_block_only_through_live_branches() {
+        let block = Block::flat(256);
+        let facts = Facts {
+            target: Target::Sm90a,
+            block,
+            decls: std::collections::HashMap::new(),
+            block_vars: vec!["bx".to_string()],
+            lets: [(
+                "range".to_string(),
+                Expr::new(
+                    ExprKind::Select(
+                        Box::new(bin(BinOp::Eq, Expr::int(0), Expr::int(1))),
+                        Box::new(bin(BinOp::Add, Expr::var("bx"), Expr::int(1))),
+                        Box::new(Expr::int(32)),
+                    ),
+                    Span::DUMMY,
+                ),
+            )]
+            .into_iter()
+            .collect(),
+        };
+        // `T.if_then_else(0 == 1, bx + 1, 32)`: 32 in every block.
+        assert!(!varies_by_block(&Expr::var("range"), &facts, 0));
+        assert!(varies_by_block(
+            &bin(BinOp::Min, Expr::var("bx"), Expr::int(4)),
+            &facts,
+            0
+        ));
+        let causal = Facts {
+            lets: [(
+                "range".to_string(),
+                bin(BinOp::Add, Expr::var("bx"), Expr::int(1)),
+            )]
+            .into_iter()
+            .collect(),
+            ..facts
+        };
+        assert!(varies_by_block(&Expr::var("range"), &causal, 0));
     }
 
     #[test]

@@ -218,3 +218,48 @@ def frag(A: T.Tensor((16, 16), "float16"), C: T.Tensor((32, 4), "float16")):
     assert!(errs[0].message.contains("indexed at run time"), "{errs:?}");
     assert_eq!(&src[errs[0].span.start..][..3], "A_f");
 }
+
+/// P's (even, odd) pairs, stored from float32 values and read by a `T.wgmma_rs` as A, are
+/// converted together and kept packed (`store_half`, `words`) — but a pair whose halves are
+/// stored in the two arms of one `if` is not: the else-arm's threads never ran the
+/// then-arm's conversion. 4 pairs from the unrolled loop, none from the branch.
+const SPLIT_PAIR: &str = r#"
+@T.prim_func
+def split_pair(O: T.Tensor((128, 64), "float32")):
+    with T.Kernel(1, threads=128) as bx:
+        V_shared = T.alloc_shared((16, 64), "float16")
+        S = T.alloc_local((8,), "float32")
+        P = T.alloc_local((8,), "float16")
+        acc = T.alloc_local((32,), "float32")
+        T.annotate_layout({V_shared: T.make_wgmma_swizzled_layout(V_shared, bytes=128)})
+        T.shared_arena(bytes=2048, offsets={V_shared: 0})
+        for tx in T.thread_binding(128, thread="threadIdx.x"):
+            for i in T.unroll(8):
+                S[i] = T.cast(tx + i, "float32")
+            for i in T.unroll(8):
+                P[i] = S[i]
+            if tx % 2 == 0:
+                P[0] = S[0] * 2.0
+            else:
+                P[1] = S[1] * 3.0
+            for i in T.unroll(32):
+                acc[i] = T.cast(0, "float32")
+            T.wgmma_fence()
+            T.wgmma_rs(acc[0], P[0], V_shared[0, 0], n=64, trans_b=True, b_swizzle=128, b_lbo=2048, b_sbo=1024)
+            T.wgmma_commit()
+            T.wgmma_wait(0)
+            for i in T.unroll(32):
+                O[tx, i] = acc[i]
+"#;
+
+#[test]
+fn packed_pairs_are_not_carried_from_one_arm_of_an_if_to_the_other() {
+    let func = common::emit::parse(SPLIT_PAIR);
+    let (module, man) = common::emit::emit(&func, tlc_ir::Target::Sm90a)
+        .unwrap_or_else(|e| panic!("split_pair: {e:?}"));
+    let ptx = tlc::ptx::print_with_manifest(&module, &man);
+    common::emit::assemble("codegen_local", &ptx, "split_pair", "sm_90a");
+    assert_eq!(lines_with(&ptx, "cvt.rn.f16x2.f32").len(), 4, "{ptx}");
+    // Each arm's single store repacks its pair's word from the two halves instead.
+    assert!(lines_with(&ptx, "mov.b32 \t%r").len() >= 2, "{ptx}");
+}

@@ -623,6 +623,67 @@ def pingpong(R: T.Tensor((2, 4), "int32"), C: T.Tensor((1,), "int32")):
     assert_ne!(mixed, src);
     let m = error(&mixed).message;
     assert!(m.contains("one phase has one count"), "{m}");
+    // The protocol inside an outer loop whose inner loop may not run (h = 0): the first
+    // turn's arrival only when the loop runs, as warp-specialize writes it; unguarded, the
+    // unmatched arrival completes a phase of its own at h = 1 and every turn after is off
+    // by one.
+    let nested = r#"@T.prim_func
+def nested(R: T.Tensor((2, 8), "float32"), C: T.Tensor((1,), "float32")):
+    with T.Kernel(1, threads=256) as bx:
+        for tx in T.thread_binding(256, thread="threadIdx.x"):
+            if tx == 0:
+                C[0] = 0.0
+            T.sync_threads()
+            for h in T.serial(3):
+                if tx < 128:
+                    if 1 < h + 1:
+                        T.bar_arrive(2, 256)
+                    for k in T.serial(1, h + 1):
+                        T.bar_sync(2, 256)
+                        if tx == 0:
+                            R[0, h * 2 + k] = C[0]
+                            C[0] = C[0] + 1.0
+                        T.bar_arrive(3, 256)
+                else:
+                    for k in T.serial(1, h + 1):
+                        T.bar_sync(3, 256)
+                        if tx == 128:
+                            R[1, h * 2 + k] = C[0]
+                            C[0] = C[0] + 1.0
+                        if k + 1 < h + 1:
+                            T.bar_arrive(2, 256)
+"#;
+    let out = outputs(nested, 1);
+    let r = values(get(&out, "R"));
+    // h = 1: one turn each (0, 1); h = 2: two each (2, 4 and 3, 5).
+    assert_eq!((r[3], r[11]), (0.0, 1.0), "{r:?}");
+    assert_eq!((r[5], r[6], r[13], r[14]), (2.0, 4.0, 3.0, 5.0), "{r:?}");
+    let unguarded = nested.replace(
+        "                    if 1 < h + 1:\n                        T.bar_arrive(2, 256)\n",
+        "                    T.bar_arrive(2, 256)\n",
+    );
+    assert_ne!(unguarded, nested);
+    assert!(error(&unguarded).message.starts_with("deadlock: "));
+    // More arrivals than the phase has room for: on the GPU half of the syncing warps would
+    // pass with it and the others wait for the next phase.
+    let over = r#"@T.prim_func
+def over(S: T.Tensor((256,), "float32"), O: T.Tensor((256,), "float32")):
+    with T.Kernel(1, threads=256) as bx:
+        A = T.alloc_shared((256,), "float32")
+        for tx in T.thread_binding(256, thread="threadIdx.x"):
+            if tx < 128:
+                T.bar_arrive(2, 256)
+            A[tx] = S[tx]
+            T.bar_sync(2, 256)
+            O[tx] = A[255 - tx]
+"#;
+    let m = error(over).message;
+    assert!(
+        m.starts_with(
+            "`T.bar_sync(2, 256)` reached together by 256 threads while its phase has 128 of its 256 arrivals"
+        ),
+        "{m}"
+    );
     // A value handed over through shared memory on these barriers is not ordered by them.
     let handover = r#"@T.prim_func
 def handover(R: T.Tensor((128,), "float32")):

@@ -155,6 +155,10 @@ impl Cg {
                 }
                 self.b.place(&else_l);
                 if !else_body.is_empty() {
+                    // What the then-arm packed is not in the registers of the threads
+                    // that take the else-arm.
+                    self.packed.clear();
+                    self.last_half = None;
                     self.body(else_body);
                     self.b.place(&end_l);
                 }

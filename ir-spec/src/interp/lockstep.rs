@@ -341,6 +341,18 @@ impl Lockstep<'_, '_> {
                 ),
             );
         }
+        if bar.arrived + active.len() > count {
+            return fault(
+                span,
+                format!(
+                    "`{what}({id}, {count})` reached together by {} threads while its phase has \
+                     {} of its {count} arrivals: the phase would complete with some of their \
+                     warps and the others would wait for the next one",
+                    active.len(),
+                    bar.arrived
+                ),
+            );
+        }
         bar.count = count;
         bar.arrived += active.len();
         if bar.arrived < count {

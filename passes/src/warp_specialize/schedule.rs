@@ -535,7 +535,7 @@ pub(crate) fn build(
     let consumer_loop: Vec<Stmt> = if no_pairs {
         Vec::new()
     } else {
-        let stop = loop_stop.clone();
+        let (start, stop) = (loop_start.clone(), loop_stop.clone());
         let the_loop = |body: Vec<Stmt>| {
             Stmt::new(
                 StmtKind::For(For {
@@ -552,7 +552,7 @@ pub(crate) fn build(
             Some(at) => vec![ping_pong(
                 consumer_body,
                 at,
-                (&loop_var.name, &stop),
+                (&loop_var.name, &start, &stop),
                 (&tx, roles.consumers),
                 names,
                 &the_loop,
@@ -693,12 +693,13 @@ pub(crate) fn build(
 /// the next warpgroup's (`w + 1`, the last on the first's, except in its last iteration:
 /// no one waits for that turn). Each barrier counts 256 threads: its owner syncing and the
 /// previous warpgroup arriving. The first warpgroup arrives on its own barrier once before
-/// its loop, so it starts. The copies are the branches of one `if` chain: the interpreter
+/// its loop (when the loop runs: `start < stop`), so it starts; every arrival then has its
+/// sync, so no phase is left open. The copies are the branches of one `if` chain: the interpreter
 /// runs them as tasks, and on the GPU each warpgroup runs its own.
 fn ping_pong(
     body: Vec<Stmt>,
     (sync_at, arrive_at): (usize, usize),
-    (var, stop): (&str, &Expr),
+    (var, start, stop): (&str, &Expr, &Expr),
     (tx, consumers): (&str, i64),
     names: &mut NameSet,
     the_loop: &dyn Fn(Vec<Stmt>) -> Stmt,
@@ -741,15 +742,24 @@ fn ping_pong(
             // One scope: the copies bind names of their own.
             code = twin::copy_for(&code, ("", &Expr::int(0)), ("", ""), names);
         } else {
+            // Only when the loop runs: an unmatched arrival would complete a phase of its
+            // own the next time the region runs (an outer loop's next iteration).
+            let first_turn = intrinsic(
+                Intrinsic::BarArrive {
+                    id: barrier(0),
+                    count,
+                },
+                span,
+            );
+            let always = matches!((const_int(start), const_int(stop)), (Some(a), Some(b)) if a < b);
+            let runs = bin(BinOp::Lt, start.clone(), stop.clone());
             code.insert(
                 0,
-                intrinsic(
-                    Intrinsic::BarArrive {
-                        id: barrier(0),
-                        count,
-                    },
-                    span,
-                ),
+                if always {
+                    first_turn
+                } else {
+                    if_then(runs, vec![first_turn], span)
+                },
             );
         }
         branches.push((w, code));

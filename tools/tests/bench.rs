@@ -207,11 +207,11 @@ fn bandwidth_flags_are_checked_before_the_gpu() {
         ),
         (
             &[RMS, "-D", "Q=3"],
-            "`Q` names no symbolic dimension of `rms_norm`",
+            "`Q` names no symbolic dimension or tunable of `rms_norm`",
         ),
         (
             &[RMS, "--shapes", "M=8;N=8"],
-            "`N` names no symbolic dimension of `rms_norm`",
+            "`N` names no symbolic dimension or tunable of `rms_norm`",
         ),
         (&[RMS, "--shapes", "M=8;;M=9"], "shape 2 is empty"),
         (&[RMS, "--shapes", "M=x"], "`x` is not an integer"),

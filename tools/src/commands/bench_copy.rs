@@ -245,20 +245,41 @@ pub fn plan(args: &CopyArgs) -> Result<(SourceFile, PrimFunc, Vec<Planned>), Use
     let bindings = expand_bindings(args.defines, args.shapes).map_err(UserError::plain)?;
     let file = frontend::read_source(args.file)?;
     let func = frontend::parse(&file)?;
+    // A tunable given with `-D` (or in `--shapes`) is fixed for every shape: one value per
+    // run (`tlc tune` compares configs).
+    let tunable = |n: &str| func.space.names().any(|t| t == n);
+    let mut fixed: Vec<(String, i64)> = Vec::new();
+    for (name, value) in bindings.iter().flatten().filter(|(n, _)| tunable(n)) {
+        match fixed.iter().find(|(n, _)| n == name) {
+            Some((_, v)) if v != value => {
+                return Err(UserError::plain(format!(
+                    "`{name}` is a tunable of `{}`: `--vs copy` takes one value of it per \
+                     run ({v} and {value} given); `tlc tune` compares configs",
+                    func.name.name
+                )));
+            }
+            Some(_) => {}
+            None => fixed.push((name.clone(), *value)),
+        }
+    }
     for (name, _) in bindings.iter().flatten() {
-        if !func.dims.iter().any(|d| d.name == *name) {
+        if !func.dims.iter().any(|d| d.name == *name) && !tunable(name) {
             let known: Vec<&str> = func.dims.iter().map(|d| d.name.as_str()).collect();
-            let note = if known.is_empty() {
+            let tunables: Vec<&str> = func.space.names().collect();
+            let mut note = if known.is_empty() {
                 "the kernel declares no symbolic dimensions".to_string()
             } else {
                 format!("symbolic dimensions: {}", known.join(", "))
             };
+            if !tunables.is_empty() {
+                note.push_str(&format!("; tunables: {}", tunables.join(", ")));
+            }
             return Err(UserError(
                 file.render(
                     &Diagnostic::error(
                         func.name.span,
                         format!(
-                            "`{name}` names no symbolic dimension of `{}`",
+                            "`{name}` names no symbolic dimension or tunable of `{}`",
                             func.name.name
                         ),
                     )
@@ -275,7 +296,11 @@ pub fn plan(args: &CopyArgs) -> Result<(SourceFile, PrimFunc, Vec<Planned>), Use
             .iter()
             .filter_map(|d| binding.iter().find(|(n, _)| *n == d.name).cloned())
             .collect();
-        let defines: Vec<String> = binding.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        let defines: Vec<String> = binding
+            .iter()
+            .chain(&fixed)
+            .map(|(n, v)| format!("{n}={v}"))
+            .collect();
         let bound = tunables::bind(&file, &func, &defines, &args.tuning)?;
         if let Some(d) = bound.dims.first() {
             let unbound: Vec<String> = bound.dims.iter().map(|d| format!("`{}`", d.name)).collect();
@@ -763,7 +788,7 @@ def f(
         fails(
             &["N=2"],
             Some("M=1;K=2"),
-            "`K` names no symbolic dimension of `f`",
+            "`K` names no symbolic dimension or tunable of `f`",
         );
         fails(&["M=0", "N=2"], None, "must be positive, found 0");
         let d = defines(&["M=1", "N=1"]);
@@ -786,6 +811,59 @@ def f(
             .0
             .contains("`--iters` must be at least 1"));
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A kernel with a tuning space: its tunables take `-D` like its dims, one value per run.
+    const TUNABLE: &str = "\
+M = T.symbolic(\"M\")
+
+@T.prim_func
+def t(A: T.Tensor((M,), \"float32\"), B: T.Tensor((M,), \"float32\")):
+    with T.Kernel(T.ceildiv(M, block), threads=block) as bx:
+        for i in T.Parallel(block):
+            if bx * block + i < M:
+                B[bx * block + i] = A[bx * block + i]
+block = T.tunable([64, 128], default=64)
+";
+
+    #[test]
+    fn tunables_take_one_value_from_d() {
+        let dir = std::env::temp_dir().join(format!("tlc-bench-tunable-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.tir");
+        std::fs::write(&path, TUNABLE).unwrap();
+        let run = |d: &[&str]| {
+            let d = defines(d);
+            let mut a = args(&d, None);
+            a.file = &path;
+            plan(&a).map(|(_, _, p)| {
+                p.iter()
+                    .map(|p| binding_text(&p.binding))
+                    .collect::<Vec<_>>()
+            })
+        };
+        // The rows list the dims only; the tunable is bound in each.
+        let planned = {
+            let d = defines(&["M=1000", "block=128", "M=2000"]);
+            let mut a = args(&d, None);
+            a.file = &path;
+            plan(&a).unwrap().2
+        };
+        let rows: Vec<String> = planned.iter().map(|p| binding_text(&p.binding)).collect();
+        assert_eq!(rows, ["M=1000", "M=2000"]);
+        for p in &planned {
+            let text = tlc_ir::printer::print_func(&p.func);
+            assert!(text.contains("threads=128"), "{text}");
+        }
+        // Two values of a tunable in one run are refused.
+        let e = run(&["M=1000", "block=64", "block=128"]).unwrap_err().0;
+        assert!(
+            e.contains("`block` is a tunable of `t`: `--vs copy` takes one value of it per run"),
+            "{e}"
+        );
+        // An unknown name lists the tunables too.
+        let e = run(&["M=1000", "blk=64"]).unwrap_err().0;
+        assert!(e.contains("tunables: block"), "{e}");
     }
 
     #[test]

@@ -644,13 +644,15 @@ impl SharedArena {
     /// A named barrier `id` (`T.bar_sync`) among `threads` (sorted): every access of one of
     /// them before it happens before every access of one of them after it; other threads
     /// are not ordered by it. Between two `T.sync_threads()` every barrier of one id must
-    /// have the same threads: a barrier whose arrivals are split across branches (the
-    /// count reached by threads of both) is not modelled, and is refused here.
+    /// have the same threads: otherwise the two sets' warps may arrive in one phase on the
+    /// GPU (the count reached by threads of both), which orders neither set — refused here.
+    /// (Phases completed from several places at once are `lockstep::named_arrive`'s and
+    /// order nothing.)
     pub fn named_barrier(&mut self, id: i64, threads: &[u32]) -> Result<(), String> {
         match self.named_sets.get(&id) {
             Some(earlier) if earlier.as_slice() != threads => {
                 return Err(format!(
-                    "`T.bar_sync({id}, …)` is reached here by {} threads from thread {}, and by another set of threads earlier since the last `T.sync_threads()`: a named barrier whose arrivals come from several places is not modelled",
+                    "`T.bar_sync({id}, …)` is reached here by {} threads from thread {}, and by another set of threads earlier since the last `T.sync_threads()`: on the GPU the two sets' warps may arrive in one phase, so neither is ordered by it",
                     threads.len(),
                     threads.first().copied().unwrap_or(0)
                 ))

@@ -390,7 +390,7 @@ pub(crate) fn build(
         twins.push((twin.clone(), b.acc.clone()));
         let var = m.var.name.clone();
         let at = |code: &[Stmt], k: &Expr, buf: &str, names: &mut NameSet| {
-            twin::copy_for(code, (&var, k), (&b.acc, buf), names)
+            twin::copy_for(code, (&var, k), Some((&b.acc, buf)), names)
         };
         let split = release_point(&b.rest, &staged);
         // Promote k-tile `k` from `cur` and release its stage (one copy of the promotion, so
@@ -467,7 +467,7 @@ pub(crate) fn build(
         // the last one's after.
         let var = m.var.name.clone();
         let at = |code: &[Stmt], k: &Expr, names: &mut NameSet| {
-            twin::copy_for(code, (&var, k), ("", ""), names)
+            twin::copy_for(code, (&var, k), None, names)
         };
         let wait = |n: i64| intrinsic(Intrinsic::WgmmaWait { n }, span);
         let late_wait = |k: &Expr| late.as_ref().map(|r| full_wait_on(&r.full, k.clone()));
@@ -740,7 +740,7 @@ fn ping_pong(
         let mut code = vec![the_loop(b)];
         if w > 0 {
             // One scope: the copies bind names of their own.
-            code = twin::copy_for(&code, ("", &Expr::int(0)), ("", ""), names);
+            crate::names::freshen(&mut code, names);
         } else {
             // Only when the loop runs: an unmatched arrival would complete a phase of its
             // own the next time the region runs (an outer loop's next iteration).

@@ -121,13 +121,14 @@ pub(super) fn mentions(body: &[Stmt], name: &str) -> bool {
     access.reads.contains(name) || access.writes.contains(name)
 }
 
-/// A copy of `code` for k-tile `k` (the loop variable `var` replaced by it) on accumulator
-/// `buf` instead of `acc`, its binders renamed (copies share a scope) and its constant
-/// subexpressions folded (`0 % 4`, as the parser folds them: the printed IR parses back).
+/// A copy of `code` for k-tile `k` (the loop variable `var` replaced by it), with
+/// `rename = Some((acc, buf))` on accumulator `buf` instead of `acc`, its binders renamed
+/// (copies share a scope) and its constant subexpressions folded (`0 % 4`, as the parser
+/// folds them: the printed IR parses back).
 pub(super) fn copy_for(
     code: &[Stmt],
     (var, k): (&str, &Expr),
-    (acc, buf): (&str, &str),
+    rename: Option<(&str, &str)>,
     names: &mut NameSet,
 ) -> Vec<Stmt> {
     let mut out = code.to_vec();
@@ -146,7 +147,7 @@ pub(super) fn copy_for(
         ExprKind::Binary(op, l, r) => Expr::binary(*op, (**l).clone(), (**r).clone(), e.span),
         _ => e,
     });
-    if buf != acc {
+    if let Some((acc, buf)) = rename.filter(|(acc, buf)| acc != buf) {
         tlc_ir::uniquify::rename_buffer_uses(&mut out, acc, buf);
     }
     out

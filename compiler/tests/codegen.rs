@@ -361,3 +361,42 @@ fn min_blocks_per_sm_is_minnctapersm() {
     let (texts, _) = compile_both("codegen", "thread_level_plain", &corpus("thread_level"));
     assert!(texts.iter().all(|p| !p.contains(".minnctapersm")));
 }
+
+/// Inside the argument of a fast-form math function (`MathFn::contracts_argument`) float32
+/// `a * b - c` is one `fma.rn.f32` — attention's `T.exp2(s * scale - m * scale)`: the
+/// per-element product fuses, the other stays a rounded multiply, negated; `c - a * b`
+/// negates the product's factor. Outside such an argument, and inside an exact function
+/// (`T.sqrt`), every operation rounds (`mul.rn` / `add.rn` / `sub.rn`, no fma).
+#[test]
+fn fast_math_arguments_fuse_a_product_and_nothing_else_does() {
+    let src = r#"
+@T.prim_func
+def contract(
+    S: T.Tensor((128,), "float32"),
+    M: T.Tensor((128,), "float32"),
+    O: T.Tensor((128, 4), "float32"),
+):
+    with T.Kernel(1, threads=128) as bx:
+        for tx in T.thread_binding(128, thread="threadIdx.x"):
+            O[tx, 0] = T.exp2(S[tx] * 0.125 - M[tx] * 0.125)
+            O[tx, 1] = T.exp2(M[tx] - S[tx] * 0.5)
+            O[tx, 2] = S[tx] * 0.125 - M[tx] * 0.125
+            O[tx, 3] = T.sqrt(S[tx] * S[tx] + M[tx])
+"#;
+    let (ptx, _) = check("contract", src);
+    let fmas: Vec<&str> = ptx.lines().filter(|l| l.contains("fma.rn.f32")).collect();
+    assert_eq!(fmas.len(), 2, "one fma per exp2 argument:\n{ptx}");
+    assert!(
+        fmas[0].contains("0f3E000000"),
+        "the left product (scale 0.125) fuses: {}",
+        fmas[0]
+    );
+    assert!(ptx.contains("neg.f32"), "a subtraction negates:\n{ptx}");
+    // The plain difference and sqrt's argument: rounded multiplies and adds only.
+    let muls = ptx.lines().filter(|l| l.contains("mul.rn.f32")).count();
+    assert!(muls >= 4, "{muls} rounded multiplies:\n{ptx}");
+    assert!(
+        ptx.contains("sub.rn.f32") && ptx.contains("add.rn.f32"),
+        "{ptx}"
+    );
+}

@@ -168,6 +168,18 @@ impl MathFn {
         x.wrapping_abs()
     }
 
+    /// Whether the GPU evaluates this function's float32 argument with `a * b + c`,
+    /// `a * b - c`, `c ± a * b` contracted into one fused multiply-add (`fma.rn.f32`, one
+    /// rounding instead of two, as nvcc does by default): the fast forms, whose results
+    /// carry [`MathFn::f32_error`] anyway. The argument then differs from the
+    /// interpreter's by at most half an ulp of `a * b` (the product's rounding, which the
+    /// interpreter makes and the GPU does not) — for `T.exp2(s * scale - m * scale)` in
+    /// attention, `|s · scale| < 2^7`, at most 2^-17 absolute, a relative 2^-17.5 on the
+    /// result. Everything outside such an argument rounds every operation.
+    pub fn contracts_argument(self) -> bool {
+        self.f32_error().is_some()
+    }
+
     /// The GPU's error against the exact value for float32 evaluation, as a bound on
     /// `|gpu - exact|` of the form `abs + rel · |exact|` (PTX ISA's bounds for the fast
     /// forms on their full range, widened by the float32 rounding of the argument scalings

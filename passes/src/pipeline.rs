@@ -19,6 +19,7 @@ use crate::stage_fragment_reads::StageFragmentReads;
 use crate::thread_binding::ThreadBinding;
 use crate::thread_sync::ThreadSync;
 use crate::unroll::Unroll;
+use crate::version_masks::VersionMasks;
 use crate::warp_specialize::WarpSpecialize;
 use crate::widen_indices::WidenIndices;
 use std::fmt;
@@ -31,6 +32,7 @@ static THREAD_SYNC: ThreadSync = ThreadSync;
 static LOWER_REDUCERS: LowerReducers = LowerReducers;
 static LOWER_REDUCTIONS: LowerReductions = LowerReductions;
 static STAGE_FRAGMENT_READS: StageFragmentReads = StageFragmentReads;
+static VERSION_MASKS: VersionMasks = VersionMasks;
 static MARK_FRESH_BUFFERS: MarkFreshBuffers = MarkFreshBuffers;
 static LAYOUT_INFERENCE: LayoutInference = LayoutInference;
 static PIPELINE_PLANNING: PipelinePlanning = PipelinePlanning;
@@ -48,14 +50,15 @@ static PLAN_SHARED_MEMORY: PlanSharedMemory = PlanSharedMemory;
 static WIDEN_INDICES: WidenIndices = WidenIndices;
 
 /// Every pass, in the order of the default pipeline: tile-level rewrites first
-/// (reducers, reductions, staged fragment reads), the buffers fresh in each loop iteration
+/// (reducers, reductions, staged fragment reads, masks versioned), the buffers fresh in each loop iteration
 /// (before pipelining rewrites the loops), tile-level scheduling (layouts, pipelining), then the lowering to threads, then thread-level clean-up.
 pub fn registry() -> &'static [&'static dyn Pass] {
-    static ALL: [&dyn Pass; 19] = [
+    static ALL: [&dyn Pass; 20] = [
         &THREAD_SYNC,
         &LOWER_REDUCERS,
         &LOWER_REDUCTIONS,
         &STAGE_FRAGMENT_READS,
+        &VERSION_MASKS,
         &MARK_FRESH_BUFFERS,
         &LAYOUT_INFERENCE,
         &PIPELINE_PLANNING,
@@ -135,11 +138,12 @@ pub fn parse_pipeline(text: &str) -> Result<Pipeline, UnknownPass> {
 /// thread binding before the shared-memory plan that needs the merged thread loop, index
 /// widths last (after the simplifier, which then never meets the int64 casts).
 pub fn default_pipeline(target: Target) -> Pipeline {
-    let tile_level: [&'static dyn Pass; 9] = [
+    let tile_level: [&'static dyn Pass; 10] = [
         &THREAD_SYNC,
         &LOWER_REDUCERS,
         &LOWER_REDUCTIONS,
         &STAGE_FRAGMENT_READS,
+        &VERSION_MASKS,
         &MARK_FRESH_BUFFERS,
         &LAYOUT_INFERENCE,
         &PIPELINE_PLANNING,
@@ -189,7 +193,7 @@ mod tests {
         let err = parse_pipeline("zzzzzzzzzz").err().unwrap();
         assert_eq!(err.suggestion, None);
         assert!(err.to_string().contains(
-            "known passes: thread-sync, lower-reducers, lower-reductions, stage-fragment-reads, mark-fresh-buffers, layout-inference, pipeline-planning, inject-software-pipeline, lower-tile-ops, warp-specialize, persistent-tiles, inject-cp-async, rasterize, thread-binding, sink-wgmma-wait, plan-shared-memory, unroll, simplify, widen-indices"
+            "known passes: thread-sync, lower-reducers, lower-reductions, stage-fragment-reads, version-masks, mark-fresh-buffers, layout-inference, pipeline-planning, inject-software-pipeline, lower-tile-ops, warp-specialize, persistent-tiles, inject-cp-async, rasterize, thread-binding, sink-wgmma-wait, plan-shared-memory, unroll, simplify, widen-indices"
         ));
         assert_eq!(resolve("raster").map(|p| p.name()).ok(), None);
         assert_eq!(

@@ -47,6 +47,7 @@ fn changing(
                 | "lower-reducers"
                 | "lower-reductions"
                 | "stage-fragment-reads"
+                | "version-masks"
                 | "mark-fresh-buffers"
         );
         if !(rewrite && f == prev) {

@@ -328,6 +328,11 @@ impl Cg {
             common
         };
         let ty = self.ty(work, span)?;
+        if self.contract && common == DType::Float32 && matches!(op, BinOp::Add | BinOp::Sub) {
+            if let Some(r) = self.fused(op, a, b) {
+                return Some(r.into());
+            }
+        }
         let x = self.operand_in(a, common, work)?;
         let x = self.in_reg(x, ty);
         let y = self.operand_in(b, common, work)?;
@@ -385,6 +390,40 @@ impl Cg {
             }
         };
         Some(self.convert(r.into(), work, d).into())
+    }
+
+    /// float32 `a * b + c`, `c + a * b`, `a * b - c`, `c - a * b` as one `fma.rn.f32`
+    /// (the product unrounded; inside a fast-form math function's argument only, where
+    /// `MathFn::contracts_argument` bounds the difference). `None`: no product operand.
+    fn fused(&mut self, op: BinOp, a: &Expr, b: &Expr) -> Option<Reg> {
+        let product = |e: &Expr| match &e.kind {
+            ExprKind::Binary(BinOp::Mul, x, y) => Some(((**x).clone(), (**y).clone())),
+            _ => None,
+        };
+        let f32 = |cg: &mut Self, e: &Expr| cg.typed(e).map(|t| t.dtype) == Some(DType::Float32);
+        // The product on the left is taken first (`s * scale - m * scale`: the
+        // per-element product fuses, the per-row one stays a multiply).
+        let (mul, other, negate_product) = match (product(a), product(b)) {
+            (Some(m), _) if f32(self, a) => (m, b, false),
+            (_, Some(m)) if f32(self, b) => (m, a, op == BinOp::Sub),
+            _ => return None,
+        };
+        let x = self.operand_in(&mul.0, DType::Float32, DType::Float32)?;
+        let x = self.in_reg(x, Type::F32);
+        let y = self.operand_in(&mul.1, DType::Float32, DType::Float32)?;
+        let c = self.operand_in(other, DType::Float32, DType::Float32)?;
+        let negate_addend = op == BinOp::Sub && !negate_product;
+        let c = if negate_addend {
+            self.b.unary(PUn::Neg, Type::F32, c).into()
+        } else {
+            c
+        };
+        let x = if negate_product {
+            self.b.unary(PUn::Neg, Type::F32, x)
+        } else {
+            x
+        };
+        Some(self.b.fma(Type::F32, x, y, c))
     }
 
     /// Operand `e` of an operation in dtype `common` computed in `work`: converted to

@@ -45,13 +45,19 @@ impl Cg {
             return None;
         }
         let mut xs = Vec::with_capacity(args.len());
+        // The fast forms' arguments contract `a * b ± c` (`MathFn::f32_error`).
+        let outer = std::mem::replace(&mut self.contract, f.contracts_argument());
         for a in args {
             // Each argument in its dtype first (a literal rounds to it, as in the
             // interpreter), then exactly widened to float32.
-            let v = self.expr_as(a, d)?;
+            let Some(v) = self.expr_as(a, d) else {
+                self.contract = outer;
+                return None;
+            };
             let v = self.convert(v, d, DType::Float32);
             xs.push(v);
         }
+        self.contract = outer;
         let x = *xs.first()?;
         let r = match f {
             MathFn::Exp2 => self.approx(FloatFn::Ex2, x),

@@ -33,7 +33,8 @@ impl Cg {
         if !(d.is_int() || d == DType::Bool) {
             return None;
         }
-        let mut key = format!("{d}:");
+        // A value computed inside a contracted math argument may differ in its roundings.
+        let mut key = format!("{d}{}:", if self.contract { "~" } else { "" });
         self.write_key(e, &mut key)?;
         Some(key)
     }

@@ -82,9 +82,6 @@ pub(crate) struct Facts<'a> {
     pub block: Block,
     /// Parameters and allocations by name (the first of a name).
     pub decls: HashMap<&'a str, &'a BufferDecl>,
-    /// The kernel's block variables, and the values of its top-level lets (by name).
-    pub block_vars: Vec<String>,
-    pub lets: HashMap<String, Expr>,
 }
 
 impl Facts<'_> {
@@ -127,18 +124,8 @@ fn specialize_kernel(
         return;
     }
     let allocs = k.allocs.clone();
-    let lets = k
-        .body
-        .iter()
-        .filter_map(|s| match &s.kind {
-            StmtKind::Let { var, value, .. } => Some((var.name.clone(), value.clone())),
-            _ => None,
-        })
-        .collect();
     let facts = Facts {
         target: cx.target(),
-        block_vars: k.block_vars.iter().map(|v| v.name.clone()).collect(),
-        lets,
         block,
         decls: {
             let mut by_name = HashMap::new();

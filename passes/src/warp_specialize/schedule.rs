@@ -364,15 +364,14 @@ pub(crate) fn build(
     };
     // The deferred second gemm (`deferred_gemm.rs`): its late stage buffers on a ring of
     // their own, the producer's fills of them moved to it.
-    let deferred =
-        if overlap || buffered.is_some() || stages < 2 || varies_by_block(&m.stop, facts, 0) {
-            None
-        } else {
-            deferred_gemm::deferred(&compute, &staged).and_then(|d| {
-                let code = (pipe.fills.as_slice(), pipe.prologue.body.as_slice());
-                late_ring(&d, code, (pipe.full, pipe.copies), names).map(|late| (d, late))
-            })
-        };
+    let deferred = if overlap || buffered.is_some() || stages < 2 {
+        None
+    } else {
+        deferred_gemm::deferred(&compute, &staged).and_then(|d| {
+            let code = (pipe.fills.as_slice(), pipe.prologue.body.as_slice());
+            late_ring(&d, code, (pipe.full, pipe.copies), names).map(|late| (d, late))
+        })
+    };
     let mut consumer_body = vec![full_wait];
     // Where in `consumer_body` each consumer warpgroup waits for its turn to issue its
     // wgmmas and where it hands the turn on (ping-pong).
@@ -381,6 +380,13 @@ pub(crate) fn build(
     // group, the last k-tiles).
     let mut first_issue: Vec<Stmt> = Vec::new();
     let mut last_steps: Vec<Stmt> = Vec::new();
+    // The deferred schedule guards its first k-tile, its loop and its last steps with one
+    // `if start < stop` (when that is not known at compile time): values the first k-tile
+    // leaves in registers then reach the loop on one path only. Guarded apiece, they met
+    // the path that skipped the first k-tile at the loop's head, and ptxas spilled the
+    // block-dependent causal loop (320 bytes), which then ran slower than without the
+    // deferral (docs/perf.md).
+    let mut guard_all: Option<Expr> = None;
     let mut loop_var = m.var.clone();
     let (mut loop_start, mut loop_stop) = (m.start.clone(), m.stop.clone());
     if let Some(b) = buffered {
@@ -479,7 +485,7 @@ pub(crate) fn build(
         first.push(wait(0));
         first.push(release_of(slot(m.start.clone())));
         first.extend(at(&mid, &m.start, names));
-        first_issue.push(if_then(nonempty.clone(), first, span));
+        first_issue.extend(first);
         let prev = bin(BinOp::Sub, ko.clone(), Expr::int(1));
         let mut body = vec![full_wait_at(ko.clone())];
         body.extend(d.head[..d.issue].iter().cloned());
@@ -506,7 +512,8 @@ pub(crate) fn build(
         end.extend(at(&d.last, &last_k, names));
         end.push(wait(0));
         end.extend(late_release(&last_k));
-        last_steps.push(if_then(nonempty, end, span));
+        last_steps.extend(end);
+        guard_all = Some(nonempty);
     } else if overlap {
         // The wait left this k-tile's group in flight and retired the previous one: the
         // previous stage is free.
@@ -634,11 +641,20 @@ pub(crate) fn build(
         span,
     );
     let producer = vec![Stmt::new(StmtKind::For(prologue), span), producer_loop];
-    let consumer: Vec<Stmt> = head
+    let issued: Vec<Stmt> = first_issue
         .into_iter()
-        .chain(first_issue)
         .chain(consumer_loop)
         .chain(last_steps)
+        .collect();
+    let issued = match guard_all {
+        Some(runs) if tlc_ir::verifier::const_bool(&runs) != Some(true) => {
+            vec![if_then(runs, issued, span)]
+        }
+        _ => issued,
+    };
+    let consumer: Vec<Stmt> = head
+        .into_iter()
+        .chain(issued)
         .chain(after_loop)
         .chain(tail)
         .collect();
@@ -783,37 +799,6 @@ fn ping_pong(
     chain
         .and_then(|mut c| (c.len() == 1).then(|| c.remove(0)))
         .unwrap_or_else(|| the_loop(body))
-}
-
-/// Whether `e` (a loop bound) may differ between the blocks of the grid: it reads a block
-/// variable, itself or through the kernel's top-level lets, outside the branch a constant
-/// condition rules out (`T.if_then_else(0 == 1, bx + 1, 32)` is 32 everywhere). The
-/// deferred second gemm is measured slower on such loops — causal attention, whose blocks
-/// run 1 to S / block_N k-tiles: 3.00 ms against 2.70 without it at B 8 · H 32 · S 4096,
-/// 3.42 with ping-pong too (H200, docs/perf.md) — so they keep the plain schedule. `depth`
-/// bounds the walk through lets.
-fn varies_by_block(e: &Expr, facts: &Facts, depth: usize) -> bool {
-    if depth > 16 {
-        return true;
-    }
-    match &e.kind {
-        ExprKind::Var(v) if facts.block_vars.contains(v) => true,
-        ExprKind::Var(v) => facts
-            .lets
-            .get(v)
-            .is_some_and(|value| varies_by_block(value, facts, depth + 1)),
-        // (`T.if_then_else(0 == 1, …)`: what a bound tunable leaves of `is_causal == 1`.)
-        ExprKind::Select(c, a, b) => match tlc_ir::verifier::const_bool(c) {
-            Some(false) => varies_by_block(b, facts, depth + 1),
-            Some(true) => varies_by_block(a, facts, depth + 1),
-            None => [c, a, b]
-                .iter()
-                .any(|x| varies_by_block(x, facts, depth + 1)),
-        },
-        _ => tlc_ir::visit::expr_children(e)
-            .into_iter()
-            .any(|x| varies_by_block(x, facts, depth + 1)),
-    }
 }
 
 /// The first named barrier of the consumers' ping-pong (`ping_pong`): one per consumer
@@ -1152,47 +1137,6 @@ mod tests {
         assert_eq!((deep.blocks_per_sm, deep.consumer_registers), (1, 240));
         // Unknown shared memory counts as fitting once.
         assert!(roles_of(128, None, 3).is_err());
-    }
-
-    #[test]
-    fn a_bound_varies_by_block_only_through_live_branches() {
-        let block = Block::flat(256);
-        let facts = Facts {
-            target: Target::Sm90a,
-            block,
-            decls: std::collections::HashMap::new(),
-            block_vars: vec!["bx".to_string()],
-            lets: [(
-                "range".to_string(),
-                Expr::new(
-                    ExprKind::Select(
-                        Box::new(bin(BinOp::Eq, Expr::int(0), Expr::int(1))),
-                        Box::new(bin(BinOp::Add, Expr::var("bx"), Expr::int(1))),
-                        Box::new(Expr::int(32)),
-                    ),
-                    Span::DUMMY,
-                ),
-            )]
-            .into_iter()
-            .collect(),
-        };
-        // `T.if_then_else(0 == 1, bx + 1, 32)`: 32 in every block.
-        assert!(!varies_by_block(&Expr::var("range"), &facts, 0));
-        assert!(varies_by_block(
-            &bin(BinOp::Min, Expr::var("bx"), Expr::int(4)),
-            &facts,
-            0
-        ));
-        let causal = Facts {
-            lets: [(
-                "range".to_string(),
-                bin(BinOp::Add, Expr::var("bx"), Expr::int(1)),
-            )]
-            .into_iter()
-            .collect(),
-            ..facts
-        };
-        assert!(varies_by_block(&Expr::var("range"), &causal, 0));
     }
 
     #[test]

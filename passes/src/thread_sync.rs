@@ -30,6 +30,7 @@
 use crate::analysis::int::mentions_any;
 use crate::analysis::kernels::for_each_kernel;
 use crate::analysis::sync::{self, push_new, LoopPolicy, State, Touch, Touches};
+use crate::analysis::uniform::private_buffers;
 use crate::context::PassContext;
 use crate::pass::Pass;
 use std::collections::{HashMap, HashSet};
@@ -141,12 +142,7 @@ fn sync_kernel(k: &mut Kernel, params: &[BufferDecl], errors: &mut Vec<Diagnosti
         .chain(k.allocs.iter().filter(|a| a.scope == Scope::Shared))
         .map(|b| (b.name.name.clone(), b.shape.iter().map(const_int).collect()))
         .collect();
-    let private: HashSet<String> = k
-        .allocs
-        .iter()
-        .filter(|a| matches!(a.scope, Scope::Local | Scope::Fragment))
-        .map(|a| a.name.name.clone())
-        .collect();
+    let private = private_buffers(k);
     let shared = Shared {
         block: &block,
         threads,

@@ -37,7 +37,8 @@
 //! one in a nest larger than [`SMALL_NEST`] expression nodes: code grows linearly.
 
 use crate::analysis::int::{dim_ranges, enter_kernel, enter_loop, substitute, Ranges};
-use crate::analysis::uniform::{is_uniform, uniform_locals};
+use crate::analysis::sync::bound_vars;
+use crate::analysis::uniform::{is_uniform, private_buffers, uniform_locals};
 use crate::context::PassContext;
 use crate::names::{freshen, NameSet};
 use crate::pass::Pass;
@@ -47,8 +48,7 @@ use tlc_ir::interval::{decide, interval};
 use tlc_ir::verifier::{const_bool, const_int, FuncInfo};
 use tlc_ir::visit::{child_bodies, for_each_subexpr, map_body_exprs, stmt_exprs};
 use tlc_ir::{
-    BinOp, DType, Diagnostic, Expr, ExprKind, For, ForKind, PrimFunc, Scope, Span, Stmt, StmtKind,
-    UnOp,
+    BinOp, DType, Diagnostic, Expr, ExprKind, For, ForKind, PrimFunc, Span, Stmt, StmtKind, UnOp,
 };
 
 /// The most comparisons versioned in one nest.
@@ -79,12 +79,7 @@ impl Pass for VersionMasks {
         for stmt in &mut func.body {
             if let StmtKind::Kernel(k) = &mut stmt.kind {
                 enter_kernel(&mut ranges, k);
-                let private: HashSet<String> = k
-                    .allocs
-                    .iter()
-                    .filter(|a| matches!(a.scope, Scope::Local | Scope::Fragment))
-                    .map(|a| a.name.name.clone())
-                    .collect();
+                let private = private_buffers(k);
                 let uniform = uniform_locals(k);
                 let mut walk = Walk {
                     info: &info,
@@ -179,7 +174,7 @@ impl Walk<'_> {
         let nest = Nest::of(f)?;
         let mut atoms = Vec::new();
         let nest_stmt = Stmt::new(StmtKind::For(f.clone()), span);
-        let inner = inner_definitions(&nest_stmt);
+        let inner = bound_vars(std::slice::from_ref(&nest_stmt));
         walk_live_exprs(std::slice::from_ref(&nest_stmt), &mut |e| {
             if atoms.len() < MAX_ATOMS
                 && !atoms.iter().any(|a: &Atom| a.expr == *e)
@@ -363,21 +358,6 @@ impl Nest {
         };
         Expr::binary(op, a2, b2, e.span)
     }
-}
-
-/// The variables the statement's nested statements define (lets, loops).
-fn inner_definitions(s: &Stmt) -> HashSet<String> {
-    let mut out = HashSet::new();
-    tlc_ir::visit::for_each_stmt(std::slice::from_ref(s), &mut |x| match &x.kind {
-        StmtKind::Let { var, .. } => {
-            out.insert(var.name.clone());
-        }
-        StmtKind::For(f) => {
-            out.insert(f.var.name.clone());
-        }
-        _ => {}
-    });
-    out
 }
 
 /// Calls `f` on every subexpression of `body` that can be evaluated: arms of

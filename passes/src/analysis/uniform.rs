@@ -25,14 +25,18 @@ use std::collections::HashSet;
 use tlc_ir::visit::for_each_subexpr;
 use tlc_ir::{Expr, ExprKind, ForKind, Kernel, Scope, Stmt, StmtKind};
 
-/// The uniform local buffers of kernel `k` (any level).
-pub fn uniform_locals(k: &Kernel) -> HashSet<String> {
-    let private: HashSet<String> = k
-        .allocs
+/// The per-thread buffers of kernel `k`: its fragments and local buffers.
+pub fn private_buffers(k: &Kernel) -> HashSet<String> {
+    k.allocs
         .iter()
         .filter(|a| matches!(a.scope, Scope::Local | Scope::Fragment))
         .map(|a| a.name.name.clone())
-        .collect();
+        .collect()
+}
+
+/// The uniform local buffers of kernel `k` (any level).
+pub fn uniform_locals(k: &Kernel) -> HashSet<String> {
+    let private = private_buffers(k);
     // A never-written buffer holds whatever each thread's registers held: not uniform.
     let written = Access::of_body(&k.body).writes;
     let mut uniform: HashSet<String> = k

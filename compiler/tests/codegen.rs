@@ -365,7 +365,8 @@ fn min_blocks_per_sm_is_minnctapersm() {
 /// Inside the argument of a fast-form math function (`MathFn::contracts_argument`) float32
 /// `a * b - c` is one `fma.rn.f32` — attention's `T.exp2(s * scale - m * scale)`: the
 /// per-element product fuses, the other stays a rounded multiply, negated; `c - a * b`
-/// negates the product's factor. Outside such an argument, and inside an exact function
+/// negates the product's factor, a literal addend is negated in place (no `neg` of an
+/// immediate). Outside such an argument, and inside an exact function
 /// (`T.sqrt`), every operation rounds (`mul.rn` / `add.rn` / `sub.rn`, no fma).
 #[test]
 fn fast_math_arguments_fuse_a_product_and_nothing_else_does() {
@@ -374,10 +375,11 @@ fn fast_math_arguments_fuse_a_product_and_nothing_else_does() {
 def contract(
     S: T.Tensor((128,), "float32"),
     M: T.Tensor((128,), "float32"),
-    O: T.Tensor((128, 4), "float32"),
+    O: T.Tensor((128, 5), "float32"),
 ):
     with T.Kernel(1, threads=128) as bx:
         for tx in T.thread_binding(128, thread="threadIdx.x"):
+            O[tx, 4] = T.exp2(S[tx] * 0.25 - 1.0)
             O[tx, 0] = T.exp2(S[tx] * 0.125 - M[tx] * 0.125)
             O[tx, 1] = T.exp2(M[tx] - S[tx] * 0.5)
             O[tx, 2] = S[tx] * 0.125 - M[tx] * 0.125
@@ -385,11 +387,16 @@ def contract(
 "#;
     let (ptx, _) = check("contract", src);
     let fmas: Vec<&str> = ptx.lines().filter(|l| l.contains("fma.rn.f32")).collect();
-    assert_eq!(fmas.len(), 2, "one fma per exp2 argument:\n{ptx}");
+    assert_eq!(fmas.len(), 3, "one fma per exp2 argument:\n{ptx}");
     assert!(
-        fmas[0].contains("0f3E000000"),
-        "the left product (scale 0.125) fuses: {}",
+        fmas[0].ends_with("0f3E800000, 0fBF800000;"),
+        "`S * 0.25 - 1.0`: the literal negated in place: {}",
         fmas[0]
+    );
+    assert!(
+        fmas[1].contains("0f3E000000"),
+        "the left product (scale 0.125) fuses: {}",
+        fmas[1]
     );
     assert!(ptx.contains("neg.f32"), "a subtraction negates:\n{ptx}");
     // The plain difference and sqrt's argument: rounded multiplies and adds only.

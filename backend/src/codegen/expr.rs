@@ -413,10 +413,11 @@ impl Cg {
         let y = self.operand_in(&mul.1, DType::Float32, DType::Float32)?;
         let c = self.operand_in(other, DType::Float32, DType::Float32)?;
         let negate_addend = op == BinOp::Sub && !negate_product;
-        let c = if negate_addend {
-            self.b.unary(PUn::Neg, Type::F32, c).into()
-        } else {
-            c
+        let c = match c {
+            // A literal addend is negated here, not by an instruction.
+            Operand::F32(v) if negate_addend => Operand::F32(-v),
+            c if negate_addend => self.b.unary(PUn::Neg, Type::F32, c).into(),
+            c => c,
         };
         let x = if negate_product {
             self.b.unary(PUn::Neg, Type::F32, x)

@@ -366,7 +366,9 @@ fn min_blocks_per_sm_is_minnctapersm() {
 /// `a * b - c` is one `fma.rn.f32` — attention's `T.exp2(s * scale - m * scale)`: the
 /// per-element product fuses, the other stays a rounded multiply, negated; `c - a * b`
 /// negates the product's factor, a literal addend is negated in place (no `neg` of an
-/// immediate). Outside such an argument, and inside an exact function
+/// immediate). Only the argument as a whole: a product inside a comparison within it
+/// (`T.exp2(T.if_then_else(s * m - s > 0.0, …))`) rounds, since a fused difference
+/// there could flip the comparison. Outside such an argument, and inside an exact function
 /// (`T.sqrt`), every operation rounds (`mul.rn` / `add.rn` / `sub.rn`, no fma).
 #[test]
 fn fast_math_arguments_fuse_a_product_and_nothing_else_does() {
@@ -375,11 +377,12 @@ fn fast_math_arguments_fuse_a_product_and_nothing_else_does() {
 def contract(
     S: T.Tensor((128,), "float32"),
     M: T.Tensor((128,), "float32"),
-    O: T.Tensor((128, 5), "float32"),
+    O: T.Tensor((128, 6), "float32"),
 ):
     with T.Kernel(1, threads=128) as bx:
         for tx in T.thread_binding(128, thread="threadIdx.x"):
             O[tx, 4] = T.exp2(S[tx] * 0.25 - 1.0)
+            O[tx, 5] = T.exp2(T.if_then_else(S[tx] * M[tx] - S[tx] > 0.0, 1.0, 0.0))
             O[tx, 0] = T.exp2(S[tx] * 0.125 - M[tx] * 0.125)
             O[tx, 1] = T.exp2(M[tx] - S[tx] * 0.5)
             O[tx, 2] = S[tx] * 0.125 - M[tx] * 0.125

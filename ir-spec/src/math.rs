@@ -168,8 +168,8 @@ impl MathFn {
         x.wrapping_abs()
     }
 
-    /// Whether the GPU evaluates this function's float32 argument with `a * b + c`,
-    /// `a * b - c`, `c ± a * b` contracted into one fused multiply-add (`fma.rn.f32`, one
+    /// Whether the GPU evaluates this function's float32 argument, when it is `a * b + c`,
+    /// `a * b - c` or `c ± a * b` as a whole, as one fused multiply-add (`fma.rn.f32`, one
     /// rounding instead of two, as nvcc does by default): the fast forms, whose results
     /// carry [`MathFn::f32_error`] anyway. The argument then differs from the
     /// interpreter's by at most half an ulp of `a * b` (the product's rounding, which the

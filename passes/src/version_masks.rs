@@ -156,11 +156,16 @@ impl Walk<'_> {
                 self.body(body);
                 self.in_loop = outer;
             }
-            StmtKind::Let { var, value, .. } => {
+            StmtKind::Let { var, dtype, value } => {
                 if self.is_uniform(value) {
-                    // A uniform let's values bound what it bounds (`loop_range`).
+                    // A uniform int32 let's values bound what it bounds (`loop_range`) —
+                    // when they fit int32: a conversion into a narrower let, or an int32
+                    // one of a value past 2^31, wraps, and the interval would not hold.
+                    let d = dtype.or_else(|| self.info.expr_dtype(value));
                     let r = interval(value, &self.ranges);
-                    self.ranges.insert(var.name.clone(), r);
+                    if d == Some(DType::Int32) && r.fits_i32() {
+                        self.ranges.insert(var.name.clone(), r);
+                    }
                 } else {
                     self.dependent.insert(var.name.clone());
                 }
@@ -193,7 +198,7 @@ impl Walk<'_> {
         if count_nodes(&nest_stmt) > SMALL_NEST {
             atoms.truncate(1);
         }
-        Some(self.versions(fold_dead_arms(nest_stmt), &atoms, span))
+        Some(self.versions(fold_dead_arms(nest_stmt, self.info), &atoms, span))
     }
 
     /// `nest` versioned on `atoms` (those still present in it).
@@ -237,7 +242,7 @@ impl Walk<'_> {
                 x
             }
         });
-        let folded = copy.pop().map(fold_dead_arms);
+        let folded = copy.pop().map(|s| fold_dead_arms(s, self.info));
         let mut copy = vec![self.versions(folded.unwrap_or_else(|| nest.clone()), rest, span)];
         freshen(&mut copy, self.names);
         copy.pop().unwrap_or_else(|| nest.clone())
@@ -257,17 +262,33 @@ impl Walk<'_> {
         }
         // Integer arithmetic of literals and variables: the nest's own, and block-uniform
         // ones defined before it.
+        // A product of two factors that both mention the nest's variables is refused: so
+        // `a - b` is affine in them (`i * (i - 1) * (i - 2)` is not, though its steps at
+        // 0, 1, 2 agree), and `Nest::linear` checks that the coefficients are constants.
+        let is_own = |v: &str| nest.vars.iter().any(|(n, _, _)| n == v);
+        let mentions_own = |x: &Expr| {
+            let mut found = false;
+            for_each_subexpr(x, &mut |y| {
+                if let ExprKind::Var(v) = &y.kind {
+                    found |= is_own(v);
+                }
+            });
+            found
+        };
         let (mut own, mut outer, mut plain) = (false, false, true);
         for side in [a, b] {
             for_each_subexpr(side, &mut |x| match &x.kind {
-                ExprKind::Var(v) if nest.vars.iter().any(|(n, _, _)| n == v) => own = true,
+                ExprKind::Var(v) if is_own(v) => own = true,
                 ExprKind::Var(v) => {
                     outer = true;
                     plain &= !inner.contains(v) && !self.dependent.contains(v);
                 }
+                ExprKind::Binary(BinOp::Mul, p, q) => {
+                    plain &= !(mentions_own(p) && mentions_own(q))
+                }
                 ExprKind::Int(_)
                 | ExprKind::Unary(UnOp::Neg, _)
-                | ExprKind::Binary(BinOp::Add | BinOp::Sub | BinOp::Mul, _, _) => {}
+                | ExprKind::Binary(BinOp::Add | BinOp::Sub, _, _) => {}
                 _ => plain = false,
             });
         }
@@ -411,17 +432,33 @@ fn walk_live_exprs(body: &[Stmt], f: &mut dyn FnMut(&Expr)) {
 /// `s` with every `T.if_then_else` of a constant condition replaced by its live arm, and
 /// `and` / `or` / `not` of a constant folded where the interpreter's short-circuit
 /// evaluation gives the same (`True and x` is `x`; `x and False` is `False` only when
-/// evaluating `x` cannot stop the program).
-fn fold_dead_arms(s: Stmt) -> Stmt {
+/// evaluating `x` cannot stop the program). The live arm is converted to the select's
+/// dtype (the common dtype of both arms: `T.if_then_else(True, I[i], 0.5)` is a float).
+/// Names must be the function's (the dtypes come from `info`): fold before renaming.
+fn fold_dead_arms(s: Stmt, info: &FuncInfo) -> Stmt {
     let mut body = vec![s];
     map_body_exprs(&mut body, &mut |x| {
         let lit = |v: bool| Expr::new(ExprKind::Bool(v), x.span);
         match &x.kind {
-            ExprKind::Select(c, a, b) => match const_bool(c) {
-                Some(true) => (**a).clone(),
-                Some(false) => (**b).clone(),
-                None => x,
-            },
+            ExprKind::Select(c, a, b) => {
+                let live = match const_bool(c) {
+                    Some(true) => a,
+                    Some(false) => b,
+                    None => return x,
+                };
+                match (info.expr_dtype(&x), info.expr_dtype(live)) {
+                    (Some(want), Some(have)) if want == have => (**live).clone(),
+                    // An integer literal a float32 holds exactly is that float literal.
+                    (Some(DType::Float32), _)
+                        if live.as_int().is_some_and(|v| v.abs() <= 1 << 24) =>
+                    {
+                        let v = live.as_int().unwrap_or(0);
+                        Expr::new(ExprKind::Float(v as f64), x.span)
+                    }
+                    (Some(want), Some(_)) => Expr::new(ExprKind::Cast(want, live.clone()), x.span),
+                    _ => x,
+                }
+            }
             ExprKind::Binary(op @ (BinOp::And | BinOp::Or), a, b) => {
                 let and = *op == BinOp::And;
                 match (const_bool(a), const_bool(b)) {

@@ -328,11 +328,6 @@ impl Cg {
             common
         };
         let ty = self.ty(work, span)?;
-        if self.contract && common == DType::Float32 && matches!(op, BinOp::Add | BinOp::Sub) {
-            if let Some(r) = self.fused(op, a, b) {
-                return Some(r.into());
-            }
-        }
         let x = self.operand_in(a, common, work)?;
         let x = self.in_reg(x, ty);
         let y = self.operand_in(b, common, work)?;
@@ -392,10 +387,18 @@ impl Cg {
         Some(self.convert(r.into(), work, d).into())
     }
 
-    /// float32 `a * b + c`, `c + a * b`, `a * b - c`, `c - a * b` as one `fma.rn.f32`
-    /// (the product unrounded; inside a fast-form math function's argument only, where
-    /// `MathFn::contracts_argument` bounds the difference). `None`: no product operand.
-    fn fused(&mut self, op: BinOp, a: &Expr, b: &Expr) -> Option<Reg> {
+    /// `e`, a float32 `a * b + c`, `c + a * b`, `a * b - c` or `c - a * b`, as one
+    /// `fma.rn.f32` (the product unrounded). Only for the whole argument of a fast-form
+    /// math function (`math.rs`), where `MathFn::contracts_argument` bounds the
+    /// difference; `None` for any other expression.
+    pub(super) fn fused(&mut self, e: &Expr) -> Option<Reg> {
+        let ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub), a, b) = &e.kind else {
+            return None;
+        };
+        let (op, a, b) = (*op, &**a, &**b);
+        if self.typed(e).map(|t| t.dtype) != Some(DType::Float32) {
+            return None;
+        }
         let product = |e: &Expr| match &e.kind {
             ExprKind::Binary(BinOp::Mul, x, y) => Some(((**x).clone(), (**y).clone())),
             _ => None,

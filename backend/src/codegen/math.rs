@@ -45,19 +45,21 @@ impl Cg {
             return None;
         }
         let mut xs = Vec::with_capacity(args.len());
-        // The fast forms' arguments contract `a * b ± c` (`MathFn::f32_error`).
-        let outer = std::mem::replace(&mut self.contract, f.contracts_argument());
         for a in args {
+            // A fast form's float32 argument `a * b ± c` is one fma
+            // (`MathFn::contracts_argument`).
+            if d == DType::Float32 && f.contracts_argument() {
+                if let Some(r) = self.fused(a) {
+                    xs.push(r);
+                    continue;
+                }
+            }
             // Each argument in its dtype first (a literal rounds to it, as in the
             // interpreter), then exactly widened to float32.
-            let Some(v) = self.expr_as(a, d) else {
-                self.contract = outer;
-                return None;
-            };
+            let v = self.expr_as(a, d)?;
             let v = self.convert(v, d, DType::Float32);
             xs.push(v);
         }
-        self.contract = outer;
         let x = *xs.first()?;
         let r = match f {
             MathFn::Exp2 => self.approx(FloatFn::Ex2, x),

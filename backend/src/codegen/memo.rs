@@ -33,8 +33,7 @@ impl Cg {
         if !(d.is_int() || d == DType::Bool) {
             return None;
         }
-        // A value computed inside a contracted math argument may differ in its roundings.
-        let mut key = format!("{d}{}:", if self.contract { "~" } else { "" });
+        let mut key = format!("{d}:");
         self.write_key(e, &mut key)?;
         Some(key)
     }

@@ -194,7 +194,6 @@ fn emit_kernel(
         tensor_maps: Vec::new(),
         repeated: false,
         target: manifest.target,
-        contract: false,
     };
     for (p, decl) in tensor_params.iter().zip(&func.params) {
         let base = cg.b.global_ptr(p);
@@ -359,9 +358,6 @@ struct Cg {
     repeated: bool,
     /// The target compiled for (its `TargetDesc` facts).
     target: Target,
-    /// Evaluating the argument of a fast-form math function (`math.rs`): float32
-    /// `a * b ± c` there is one `fma.rn.f32` (`MathFn::contracts_argument`).
-    contract: bool,
 }
 
 /// The PTX register type of a dtype's values, or `None` for dtypes codegen does not handle

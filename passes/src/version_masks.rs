@@ -16,9 +16,10 @@
 //!
 //! **The proof.** A comparison `a op b` (`<`, `<=`, `>`, `>=`) on int32 operands is
 //! versioned when `a - b` is affine in the nest's variables with constant coefficients
-//! (each variable's coefficient the same at every value of the others — checked on the
-//! polynomial form, `tlc_ir::affine`), its other variables are defined outside the nest
-//! and block-uniform, and it reads no buffer. int32 arithmetic is exact in the IR
+//! (no product of two factors that both mention them; each one's step the same constant
+//! at every value of the others — the polynomial form, `tlc_ir::affine`), its other
+//! variables are defined outside the nest and block-uniform (a let bounds them only when
+//! it is int32 and provably does not wrap), and it reads no buffer. int32 arithmetic is exact in the IR
 //! (docs/ir.md, "Integer semantics"), so over the box of the nest's ranges `a - b` takes
 //! its least value at each variable's end chosen by the sign of its coefficient, and its
 //! greatest at the other end: the comparison holds for every element iff it holds at the

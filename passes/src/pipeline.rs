@@ -4,6 +4,7 @@
 use crate::inject_cp_async::InjectCpAsync;
 use crate::inject_software_pipeline::InjectSoftwarePipeline;
 use crate::layout_inference::LayoutInference;
+use crate::longest_first::LongestFirst;
 use crate::lower_reducers::LowerReducers;
 use crate::lower_reductions::LowerReductions;
 use crate::lower_tile_ops::LowerTileOps;
@@ -32,6 +33,7 @@ static THREAD_SYNC: ThreadSync = ThreadSync;
 static LOWER_REDUCERS: LowerReducers = LowerReducers;
 static LOWER_REDUCTIONS: LowerReductions = LowerReductions;
 static STAGE_FRAGMENT_READS: StageFragmentReads = StageFragmentReads;
+static LONGEST_FIRST: LongestFirst = LongestFirst;
 static VERSION_MASKS: VersionMasks = VersionMasks;
 static MARK_FRESH_BUFFERS: MarkFreshBuffers = MarkFreshBuffers;
 static LAYOUT_INFERENCE: LayoutInference = LayoutInference;
@@ -50,14 +52,15 @@ static PLAN_SHARED_MEMORY: PlanSharedMemory = PlanSharedMemory;
 static WIDEN_INDICES: WidenIndices = WidenIndices;
 
 /// Every pass, in the order of the default pipeline: tile-level rewrites first
-/// (reducers, reductions, staged fragment reads, masks versioned), the buffers fresh in each loop iteration
+/// (reducers, reductions, staged fragment reads, the block order, masks versioned), the buffers fresh in each loop iteration
 /// (before pipelining rewrites the loops), tile-level scheduling (layouts, pipelining), then the lowering to threads, then thread-level clean-up.
 pub fn registry() -> &'static [&'static dyn Pass] {
-    static ALL: [&dyn Pass; 20] = [
+    static ALL: [&dyn Pass; 21] = [
         &THREAD_SYNC,
         &LOWER_REDUCERS,
         &LOWER_REDUCTIONS,
         &STAGE_FRAGMENT_READS,
+        &LONGEST_FIRST,
         &VERSION_MASKS,
         &MARK_FRESH_BUFFERS,
         &LAYOUT_INFERENCE,
@@ -138,11 +141,12 @@ pub fn parse_pipeline(text: &str) -> Result<Pipeline, UnknownPass> {
 /// thread binding before the shared-memory plan that needs the merged thread loop, index
 /// widths last (after the simplifier, which then never meets the int64 casts).
 pub fn default_pipeline(target: Target) -> Pipeline {
-    let tile_level: [&'static dyn Pass; 10] = [
+    let tile_level: [&'static dyn Pass; 11] = [
         &THREAD_SYNC,
         &LOWER_REDUCERS,
         &LOWER_REDUCTIONS,
         &STAGE_FRAGMENT_READS,
+        &LONGEST_FIRST,
         &VERSION_MASKS,
         &MARK_FRESH_BUFFERS,
         &LAYOUT_INFERENCE,
@@ -193,7 +197,7 @@ mod tests {
         let err = parse_pipeline("zzzzzzzzzz").err().unwrap();
         assert_eq!(err.suggestion, None);
         assert!(err.to_string().contains(
-            "known passes: thread-sync, lower-reducers, lower-reductions, stage-fragment-reads, version-masks, mark-fresh-buffers, layout-inference, pipeline-planning, inject-software-pipeline, lower-tile-ops, warp-specialize, persistent-tiles, inject-cp-async, rasterize, thread-binding, sink-wgmma-wait, plan-shared-memory, unroll, simplify, widen-indices"
+            "known passes: thread-sync, lower-reducers, lower-reductions, stage-fragment-reads, longest-first, version-masks, mark-fresh-buffers, layout-inference, pipeline-planning, inject-software-pipeline, lower-tile-ops, warp-specialize, persistent-tiles, inject-cp-async, rasterize, thread-binding, sink-wgmma-wait, plan-shared-memory, unroll, simplify, widen-indices"
         ));
         assert_eq!(resolve("raster").map(|p| p.name()).ok(), None);
         assert_eq!(

@@ -47,6 +47,7 @@ fn changing(
                 | "lower-reducers"
                 | "lower-reductions"
                 | "stage-fragment-reads"
+                | "longest-first"
                 | "version-masks"
                 | "mark-fresh-buffers"
         );

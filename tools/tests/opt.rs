@@ -20,6 +20,7 @@ fn passes_lists_every_pass_with_a_description() {
             "lower-reducers",
             "lower-reductions",
             "stage-fragment-reads",
+            "longest-first",
             "version-masks",
             "mark-fresh-buffers",
             "layout-inference",

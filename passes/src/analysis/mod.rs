@@ -25,7 +25,9 @@
 //! - `fresh` — which shared buffers carry no value from one loop iteration to the next
 //!   (proved at the tile level, recorded as `T.fresh`, read back by the shared-memory plan);
 //! - `local_arrays` — which local arrays are indexed at run time (they live in local
-//!   memory, the others in registers) and which of their accesses are provably in bounds.
+//!   memory, the others in registers) and which of their accesses are provably in bounds;
+//! - `monotone` — which way an integer expression moves as one variable grows (a block's
+//!   work as a function of its block index).
 
 pub mod access;
 pub mod block;
@@ -34,6 +36,7 @@ pub mod fresh;
 pub mod int;
 pub mod kernels;
 pub mod local_arrays;
+pub mod monotone;
 pub mod raster;
 pub mod rows;
 pub mod schedule;

@@ -94,7 +94,7 @@ FULL_CHECK_ELEMS = 1 << 30
 DEFAULT_TUNABLES = {
     ("sm_90a", 64): dict(block_M=128, block_N=128, num_stages=2, threads=256),
     ("sm_90a", 128): dict(block_M=128, block_N=128, num_stages=2, threads=256),
-    ("sm_90a", 256): dict(block_M=128, block_N=64, num_stages=1, threads=256),
+    ("sm_90a", 256): dict(block_M=128, block_N=64, num_stages=2, threads=256),
     ("sm_80", 64): dict(block_M=128, block_N=128, num_stages=1, threads=256),
     ("sm_80", 128): dict(block_M=128, block_N=128, num_stages=1, threads=256),
     ("sm_80", 256): dict(block_M=128, block_N=32, num_stages=1, threads=256),

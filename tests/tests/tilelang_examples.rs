@@ -1529,14 +1529,15 @@ fn flash_attention_example_matches_its_reference() {
 /// for sm_90a, against [`flash_attention_gqa`], at sizes with ragged key ends — the last two
 /// warp-specialized on two consumer warpgroups and two stages: without the mask with the
 /// previous key tile's `P @ V` deferred behind the next `Q @ K^T` and the warpgroups taking
-/// turns (ping-pong), causal (a key-tile count per block) in the plain schedule.
+/// turns (ping-pong), causal (a key-tile count per block), and causal at dim 256 (its
+/// epilogue staged in Q's bytes).
 #[test]
 fn flash_attention_example_at_ragged_sizes_matches_its_reference() {
     let stem = "examples/flash_attention";
     let (name, text) = source(stem);
     // (bindings, block_N, causal)
     type Size<'a> = (&'a [(&'a str, i64)], usize, bool);
-    let sizes: [Size; 4] = [
+    let sizes: [Size; 5] = [
         // The default tiles (128 x 128, 1 stage, 256 threads), dim 128, 4 query heads over 2
         // KV heads: 200 = 128 + 72 keys (a masked last key tile, a partial query tile).
         (
@@ -1594,6 +1595,24 @@ fn flash_attention_example_at_ragged_sizes_matches_its_reference() {
                 ("is_causal", 1),
             ],
             128,
+            true,
+        ),
+        // dim 256 at 128 x 64 tiles, 2 stages, 256 threads: warp-specialized, which fits
+        // only because the epilogue's O_shared takes Q_shared's bytes in the consumers'
+        // branch (plan-shared-memory); 130 = 2 * 64 + 2 keys, causal.
+        (
+            &[
+                ("batch", 1),
+                ("seq_len", 130),
+                ("heads", 1),
+                ("kv_heads", 1),
+                ("dim", 256),
+                ("block_N", 64),
+                ("num_stages", 2),
+                ("threads", 256),
+                ("is_causal", 1),
+            ],
+            64,
             true,
         ),
     ];

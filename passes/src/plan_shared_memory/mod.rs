@@ -27,12 +27,18 @@
 //!   inserted where every thread runs it (a block-uniform list), or the two keep separate
 //!   bytes. Why it is decided this way — proved where it is easy, recorded in the IR, checked
 //!   by the interpreter, reused here — is in docs/passes.md ("mark-fresh-buffers").
-//! - The plan with in-loop reuse is taken only when its arena is smaller, so a kernel it
-//!   does not help keeps its plan (and code) as before.
+//! - **Within a role's branch** (merged form, `branch.rs`): inside one branch of a top-level
+//!   `if` run by a fixed set of threads (warp-specialize's consumers), a buffer may take
+//!   the bytes of one the branch is done with, across a named barrier of exactly those
+//!   threads (the epilogue's `O_shared` over `Q_shared`).
+//! - The plan with in-loop and in-branch reuse is taken only when its arena is smaller, so a
+//!   kernel it does not help keeps its plan (and code) as before.
 //! - `bytes` is the high-water mark; over the target's `max_shared_bytes` (sm_80: 163 KiB,
 //!   sm_90a: 227 KiB) is an error on the kernel.
 //!
 //! Kernels without shared allocations are left alone.
+
+mod branch;
 
 use crate::analysis::access::Access;
 use crate::analysis::footprint::byte_size;
@@ -47,6 +53,7 @@ use crate::pass::Pass;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use tlc_ir::build::intrinsic;
 use tlc_ir::intrinsic::Effect;
+use tlc_ir::verifier::const_int;
 use tlc_ir::wgmma::Swizzle;
 use tlc_ir::{
     visit, Arena, BufferDecl, Diagnostic, ForKind, Intrinsic, Kernel, Layout, PrimFunc, Scope,
@@ -183,17 +190,31 @@ fn plan_kernel(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diag
     order.sort_by_key(|&i| slots[i].live.map_or(usize::MAX, |(first, _)| first));
     let top_together = |i: usize, j: usize| live_together(slots[i].live, slots[j].live);
     let mut offsets = place(&slots, &order, &top_together);
-    // Reuse within iterations of loops (merged form only: it may need barriers), taken
-    // when it makes the arena smaller.
+    // Barriers among the first `i` top-level statements: whether one lies between two
+    // statements is a difference, not a scan.
+    let mut barriers_up_to = vec![0usize; top.len() + 1];
+    for (i, s) in top.iter().enumerate() {
+        barriers_up_to[i + 1] =
+            barriers_up_to[i] + usize::from(matches!(s.kind, StmtKind::Barrier));
+    }
+    // Reuse within iterations of loops and within a branch run by a fixed set of threads
+    // (merged form only: they rest on barriers), taken when it makes the arena smaller.
     if let Some(facts) = facts {
         let fresh = InLoop::of(top, &slots, facts);
-        let together = |i: usize, j: usize| top_together(i, j) && !fresh.compatible(i, j);
+        let top_users = |name: &str| users.get(name).cloned().unwrap_or_default();
+        let in_branch = branch::InBranch::of(top, &slots, facts, &top_users, &barriers_up_to);
+        let together = |i: usize, j: usize| {
+            top_together(i, j) && !fresh.compatible(i, j) && !in_branch.compatible(i, j)
+        };
         let reused = place(&slots, &order, &together);
         if high_water(&slots, &reused) < high_water(&slots, &offsets) {
             let mut inserts = Inserts::new();
             for (a, &i) in order.iter().enumerate() {
                 for &j in &order[..a] {
-                    if top_together(i, j) && overlap(&slots, &reused, i, j) {
+                    if top_together(i, j)
+                        && overlap(&slots, &reused, i, j)
+                        && !in_branch.compatible(i, j)
+                    {
                         fresh.pair(i, j, &mut inserts);
                     }
                 }
@@ -208,13 +229,6 @@ fn plan_kernel(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diag
     // Reused bytes between top-level statements: the old buffer's readers must be done
     // before the new one's writers.
     let mut barriers_before: BTreeSet<usize> = BTreeSet::new();
-    // Barriers among the first `i` top-level statements: whether one lies between two
-    // statements is a difference, not a scan.
-    let mut barriers_up_to = vec![0usize; top.len() + 1];
-    for (i, s) in top.iter().enumerate() {
-        barriers_up_to[i + 1] =
-            barriers_up_to[i] + usize::from(matches!(s.kind, StmtKind::Barrier));
-    }
     for (a, &i) in order.iter().enumerate() {
         let me = &slots[i];
         let Some((first, _)) = me.live.filter(|_| merged) else {
@@ -315,6 +329,9 @@ fn live_together(a: Option<(usize, usize)>, b: Option<(usize, usize)>) -> bool {
 struct Facts {
     /// The thread variables (the merged loops').
     threads: HashSet<String>,
+    /// The merged loops' variables and constant extents, outermost first (empty when an
+    /// extent is not constant).
+    thread_extents: Vec<(String, i64)>,
     /// Per-thread allocations, and the local ones holding block-uniform values.
     private: HashSet<String>,
     uniform: HashSet<String>,
@@ -334,6 +351,8 @@ struct Facts {
 impl Facts {
     fn of(k: &Kernel, depth: usize) -> Facts {
         let mut threads = HashSet::new();
+        let mut thread_extents = Vec::new();
+        let mut all_constant = true;
         let mut at: &[Stmt] = &k.body;
         for _ in 0..depth {
             match at {
@@ -342,6 +361,10 @@ impl Facts {
                     ..
                 }] if matches!(f.kind, ForKind::ThreadBinding(_)) => {
                     threads.insert(f.var.name.clone());
+                    match (const_int(&f.start), const_int(&f.stop)) {
+                        (Some(0), Some(e)) if e > 0 => thread_extents.push((f.var.name.clone(), e)),
+                        _ => all_constant = false,
+                    }
                     at = &f.body;
                 }
                 _ => break,
@@ -380,8 +403,12 @@ impl Facts {
                 }
             }
         });
+        if !all_constant {
+            thread_extents.clear();
+        }
         Facts {
             threads,
+            thread_extents,
             private,
             uniform: uniform_locals(k),
             wgmma_kernel,

@@ -174,20 +174,7 @@ pub fn provably_true(cond: &Expr, env: &dyn Env) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn parse_expr(text: &str) -> Expr {
-        let src = format!(
-            "@T.prim_func\ndef f(A: T.Tensor((8,), \"int32\")):\n    with T.Kernel(4, threads=1) as bx:\n        for i in T.serial(4):\n            A[0] = {text}\n"
-        );
-        let func = tlc_ir::parse(&src).unwrap_or_else(|d| panic!("{d:?}"));
-        let mut out = None;
-        tlc_ir::visit::for_each_stmt(&func.body, &mut |s| {
-            if let tlc_ir::StmtKind::Store { value, .. } = &s.kind {
-                out = Some(value.clone());
-            }
-        });
-        out.unwrap_or_else(|| Expr::int(0))
-    }
+    use crate::analysis::test_expr as parse_expr;
 
     fn ranges(pairs: &[(&str, i64, i64)]) -> Ranges {
         pairs

@@ -44,3 +44,20 @@ pub mod sync;
 pub mod tma;
 pub mod uniform;
 pub mod wgmma;
+
+/// The expression `text` as the analyses' unit tests meet it: the value stored by
+/// `A[0] = text` inside a loop over `i`, in a kernel over `bx` (other names stay free).
+#[cfg(test)]
+pub(crate) fn test_expr(text: &str) -> tlc_ir::Expr {
+    let src = format!(
+        "@T.prim_func\ndef f(A: T.Tensor((8,), \"int32\")):\n    with T.Kernel(4, threads=1) as bx:\n        for i in T.serial(4):\n            A[0] = {text}\n"
+    );
+    let func = tlc_ir::parse(&src).unwrap_or_else(|d| panic!("{d:?}"));
+    let mut out = None;
+    tlc_ir::visit::for_each_stmt(&func.body, &mut |s| {
+        if let tlc_ir::StmtKind::Store { value, .. } = &s.kind {
+            out = Some(value.clone());
+        }
+    });
+    out.unwrap_or_else(|| tlc_ir::Expr::int(0))
+}

@@ -118,18 +118,8 @@ mod tests {
 
     /// The trend in `bx` of `text`, with `up` a let that rises with it.
     fn of(text: &str) -> Trend {
-        let src = format!(
-            "@T.prim_func\ndef f(A: T.Tensor((8,), \"int32\")):\n    with T.Kernel(4, threads=1) as bx:\n        A[0] = {text}\n"
-        );
-        let func = tlc_ir::parse(&src).unwrap_or_else(|d| panic!("{d:?}"));
-        let mut value = None;
-        tlc_ir::visit::for_each_stmt(&func.body, &mut |s| {
-            if let tlc_ir::StmtKind::Store { value: v, .. } = &s.kind {
-                value = Some(v.clone());
-            }
-        });
         let lets = HashMap::from([("up".to_string(), Trend::Rising)]);
-        trend(&value.expect("a store"), "bx", &lets)
+        trend(&crate::analysis::test_expr(text), "bx", &lets)
     }
 
     #[test]

@@ -12,8 +12,9 @@
 //!   `T.sync_threads()` that precedes `s`: every thread's access is ordered before `s`;
 //! - in `B`'s statement list, a `T.bar_sync(id, n)` lies between `old`'s last use and
 //!   `new`'s first, with `n` exactly the number of threads that run `B` (the condition is
-//!   evaluated for every thread index) and `id` used by no barrier outside `B`: all of
-//!   `B`'s threads meet there, and only they touch the two buffers;
+//!   evaluated for every index of the block's one thread dimension, and must split it into
+//!   whole warps) and `id` used by no barrier outside `B`: all of `B`'s threads meet there,
+//!   and only they touch the two buffers;
 //! - no wgmma may be in flight at that barrier (a may-be-in-flight dataflow over the
 //!   top-level statements before `s` and `B`'s before the barrier: issued by `T.wgmma` /
 //!   `T.wgmma_rs`, retired by `T.wgmma_wait(0)`), and in a kernel with wgmma a
@@ -131,24 +132,26 @@ impl InBranch {
 }
 
 /// How many threads take the `taken` side of `cond`: `None` unless it depends on the
-/// thread indices alone.
+/// (one) thread index alone and splits the block into whole warps (a named barrier counts
+/// warps).
 fn threads_running(cond: &tlc_ir::Expr, taken: bool, facts: &Facts) -> Option<i64> {
-    let extents = &facts.thread_extents;
-    if extents.is_empty() {
+    let [(name, extent)] = facts.thread_extents.as_slice() else {
         return None;
-    }
-    let total: i64 = extents.iter().map(|(_, e)| *e).product();
+    };
     let mut count = 0;
-    for linear in 0..total {
-        let mut rest = linear;
-        let mut values = Vec::with_capacity(extents.len());
-        for (name, e) in extents {
-            values.push((name.as_str(), rest % e));
-            rest /= e;
-        }
-        let lookup = |n: &str| values.iter().find(|(v, _)| *v == n).map(|(_, x)| *x);
+    let mut in_warp = 0;
+    for tx in 0..*extent {
+        let lookup = |n: &str| (n == name).then_some(tx);
         if eval_bool(cond, &lookup)? == taken {
             count += 1;
+            in_warp += 1;
+        }
+        if tx % 32 == 31 || tx + 1 == *extent {
+            let warp = tx % 32 + 1;
+            if in_warp != 0 && in_warp != warp {
+                return None;
+            }
+            in_warp = 0;
         }
     }
     Some(count)

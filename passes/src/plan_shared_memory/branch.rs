@@ -28,7 +28,7 @@
 
 use super::{Facts, Slot};
 use crate::analysis::access::Access;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use tlc_ir::verifier::eval_bool;
 use tlc_ir::visit::{for_each_stmt, for_each_subexpr};
 use tlc_ir::{ExprKind, Intrinsic, Stmt, StmtKind};
@@ -53,12 +53,19 @@ impl InBranch {
         barriers_up_to: &[usize],
     ) -> InBranch {
         let mut pairs = HashSet::new();
-        let candidates: Vec<usize> = (0..slots.len())
-            .filter(|&i| {
-                let n = slots[i].name.as_str();
-                !facts.mbarrier.contains(n) && !facts.async_written.contains(n)
-            })
-            .collect();
+        let candidate = |i: usize| {
+            let n = slots[i].name.as_str();
+            !facts.mbarrier.contains(n) && !facts.async_written.contains(n)
+        };
+        // Whether a wgmma may be in flight before each top-level statement, and the
+        // named-barrier statements on each id in the whole kernel: each found once.
+        let mut in_flight_before = Vec::with_capacity(top.len());
+        let mut f = false;
+        for st in top {
+            in_flight_before.push(f);
+            f = wgmma_after(st, f);
+        }
+        let on_id_everywhere = barriers_by_id(top);
         for (s, stmt) in top.iter().enumerate() {
             let StmtKind::If {
                 cond,
@@ -80,47 +87,52 @@ impl InBranch {
                 let Some(count) = threads_running(cond, taken, facts) else {
                     continue;
                 };
+                let meetings =
+                    meetings(branch, in_flight_before[s], count, facts, &on_id_everywhere);
+                if meetings.is_empty() {
+                    continue;
+                }
+                // Per buffer used in this branch: its first and last statement there.
+                let mut spans: HashMap<String, (usize, usize)> = HashMap::new();
+                for (w, st) in branch.iter().enumerate() {
+                    let acc = Access::of_body(std::slice::from_ref(st));
+                    for name in acc.reads.into_iter().chain(acc.writes) {
+                        spans.entry(name).and_modify(|e| e.1 = w).or_insert((w, w));
+                    }
+                }
                 let other_access = Access::of_body(other);
-                let mine: Vec<Access> = branch
-                    .iter()
-                    .map(|b| Access::of_body(std::slice::from_ref(b)))
-                    .collect();
-                // Per candidate slot used only in this branch of `s`: its first and last
-                // statement there.
                 let span_of = |i: usize| -> Option<(usize, usize)> {
                     let name = slots[i].name.as_str();
-                    if in_cond.contains(name)
+                    if !candidate(i)
+                        || in_cond.contains(name)
                         || other_access.reads.contains(name)
                         || other_access.writes.contains(name)
                     {
                         return None;
                     }
-                    let at: Vec<usize> = (0..mine.len())
-                        .filter(|&w| mine[w].reads.contains(name) || mine[w].writes.contains(name))
-                        .collect();
-                    Some((*at.first()?, *at.last()?))
+                    spans.get(name).copied()
                 };
-                for &old in &candidates {
-                    let Some((_, old_last)) =
-                        slots[old].live.filter(|l| l.1 == s).and(span_of(old))
+                let olds: Vec<(usize, usize)> = (0..slots.len())
+                    .filter(|&i| slots[i].live.is_some_and(|l| l.1 == s))
+                    .filter_map(|i| span_of(i).map(|(_, last)| (i, last)))
+                    // Earlier top-level uses end before a block barrier ahead of `s`.
+                    .filter(|&(i, _)| {
+                        let earlier = users(&slots[i].name).into_iter().filter(|&u| u < s).max();
+                        earlier.is_none_or(|u| barriers_up_to[s] > barriers_up_to[u + 1])
+                    })
+                    .collect();
+                let news: Vec<(usize, usize)> = (0..slots.len())
+                    .filter(|&i| slots[i].live.is_some_and(|l| l.0 == s))
+                    .filter_map(|i| span_of(i).map(|(first, _)| (i, first)))
+                    .collect();
+                for &(old, old_last) in &olds {
+                    // The first meeting after `old`'s last use.
+                    let Some(&meet) = meetings.get(meetings.partition_point(|&w| w <= old_last))
                     else {
                         continue;
                     };
-                    // Earlier top-level uses of `old` end before a block barrier ahead of `s`.
-                    let earlier = users(&slots[old].name).into_iter().filter(|&u| u < s).max();
-                    if earlier.is_some_and(|u| barriers_up_to[s] <= barriers_up_to[u + 1]) {
-                        continue;
-                    }
-                    for &new in &candidates {
-                        if new == old || slots[new].live.is_none_or(|l| l.0 != s) {
-                            continue;
-                        }
-                        let Some((new_first, _)) = span_of(new) else {
-                            continue;
-                        };
-                        if old_last < new_first
-                            && meeting_between(top, s, branch, old_last, new_first, count, facts)
-                        {
+                    for &(new, new_first) in &news {
+                        if new != old && meet < new_first {
                             pairs.insert((old.min(new), old.max(new)));
                         }
                     }
@@ -157,52 +169,48 @@ fn threads_running(cond: &tlc_ir::Expr, taken: bool, facts: &Facts) -> Option<i6
     Some(count)
 }
 
-/// Whether statement `b` of `branch`, for some `b` in `(after, before)`, is a barrier all
-/// `count` threads of the branch meet at, with no wgmma in flight and fenced in a wgmma
-/// kernel.
-fn meeting_between(
-    top: &[Stmt],
-    s: usize,
+/// The statements of `branch` (in order) that are a barrier all `count` threads of the
+/// branch meet at: `T.bar_sync(id, count)` on an id no barrier outside the branch uses, with
+/// no wgmma in flight (`in_flight` at the branch's entry) and, in a wgmma kernel, right
+/// after a `T.fence_proxy_async()`.
+fn meetings(
     branch: &[Stmt],
-    after: usize,
-    before: usize,
+    mut in_flight: bool,
     count: i64,
     facts: &Facts,
-) -> bool {
-    let mut in_flight = top[..s].iter().fold(false, |f, st| wgmma_after(st, f));
-    for (w, st) in branch.iter().enumerate().take(before) {
-        if w > after {
-            if let StmtKind::Intrinsic(Intrinsic::BarSync { id, count: n }) = &st.kind {
-                let fenced = !facts.wgmma_kernel
-                    || matches!(
-                        w.checked_sub(1).map(|p| &branch[p].kind),
-                        Some(StmtKind::Intrinsic(Intrinsic::FenceProxyAsync))
-                    );
-                if *n == count && !in_flight && fenced && id_only_in(top, branch, *id) {
-                    return true;
-                }
+    on_id_everywhere: &HashMap<i64, usize>,
+) -> Vec<usize> {
+    let on_id_here = barriers_by_id(branch);
+    let mut out = Vec::new();
+    for (w, st) in branch.iter().enumerate() {
+        if let StmtKind::Intrinsic(Intrinsic::BarSync { id, count: n }) = &st.kind {
+            let fenced = !facts.wgmma_kernel
+                || matches!(
+                    w.checked_sub(1).map(|p| &branch[p].kind),
+                    Some(StmtKind::Intrinsic(Intrinsic::FenceProxyAsync))
+                );
+            let only_here = on_id_here.get(id) == on_id_everywhere.get(id);
+            if *n == count && !in_flight && fenced && only_here {
+                out.push(w);
             }
         }
         in_flight = wgmma_after(st, in_flight);
     }
-    false
+    out
 }
 
-/// Whether every `T.bar_sync` / `T.bar_arrive` on `id` in the kernel lies in `branch`.
-fn id_only_in(top: &[Stmt], branch: &[Stmt], id: i64) -> bool {
-    let on_id = |body: &[Stmt]| {
-        let mut n = 0usize;
-        for_each_stmt(body, &mut |st| {
-            if let StmtKind::Intrinsic(
-                Intrinsic::BarSync { id: i, .. } | Intrinsic::BarArrive { id: i, .. },
-            ) = &st.kind
-            {
-                n += usize::from(*i == id);
-            }
-        });
-        n
-    };
-    on_id(top) == on_id(branch)
+/// How many `T.bar_sync` / `T.bar_arrive` statements `body` has on each barrier id.
+fn barriers_by_id(body: &[Stmt]) -> HashMap<i64, usize> {
+    let mut out = HashMap::new();
+    for_each_stmt(body, &mut |st| {
+        if let StmtKind::Intrinsic(
+            Intrinsic::BarSync { id, .. } | Intrinsic::BarArrive { id, .. },
+        ) = &st.kind
+        {
+            *out.entry(*id).or_insert(0) += 1;
+        }
+    });
+    out
 }
 
 /// Whether a wgmma may be in flight after `st`, given whether one may be before it.

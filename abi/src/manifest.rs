@@ -78,6 +78,11 @@ pub struct Launch {
     pub block: Vec<u32>,
     /// Dynamic shared memory in bytes.
     pub shared_bytes: DimExpr,
+    /// Blocks per thread-block cluster, x first (1 to 3 constants; empty: no cluster). The
+    /// PTX entry declares it (`.reqnctapercluster`), so a plain launch is a cluster launch;
+    /// the grid must be a whole number of clusters along each axis (checked at launch).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cluster: Vec<u32>,
 }
 
 /// The launch manifest of a compiled prim_func: its parameters and dims, shared by every
@@ -502,9 +507,27 @@ impl Launch {
             .iter()
             .try_fold(1u64, |acc, &b| (b > 0).then(|| acc * u64::from(b)));
         match threads {
-            Some(t) if t <= 1024 => Ok(()),
-            Some(t) => Err(format!("block has {t} threads; at most 1024 are allowed")),
-            None => Err("block has a zero entry".into()),
+            Some(t) if t <= 1024 => {}
+            Some(t) => return Err(format!("block has {t} threads; at most 1024 are allowed")),
+            None => return Err("block has a zero entry".into()),
+        }
+        if self.cluster.len() > 3 || self.cluster.len() > self.grid.len() {
+            return Err(format!(
+                "cluster has {} entries; at most 3, and no more than the grid's",
+                self.cluster.len()
+            ));
+        }
+        let blocks = self
+            .cluster
+            .iter()
+            .try_fold(1u64, |acc, &c| (c > 0).then(|| acc * u64::from(c)));
+        match blocks {
+            Some(b) if b <= tlc_ir::target::MAX_CLUSTER_SIZE as u64 => Ok(()),
+            Some(b) => Err(format!(
+                "cluster has {b} blocks; at most {} are allowed",
+                tlc_ir::target::MAX_CLUSTER_SIZE
+            )),
+            None => Err("cluster has a zero entry".into()),
         }
     }
 }

@@ -310,6 +310,12 @@ pub struct Kernel {
     pub block_vars: Vec<Ident>,
     /// Block shape, x first (1 to 3 constants; trailing 1s are dropped).
     pub threads: Vec<Expr>,
+    /// `cluster_dims=(cx, cy, cz)`: blocks per thread-block cluster, x first (constants,
+    /// trailing 1s dropped; empty: no cluster). The blocks of a cluster run at once on
+    /// neighbouring SMs and may reach each other's shared memory (TMA multicast, remote
+    /// mbarrier arrivals, `T.cluster_sync()`); block `(bx, by, bz)` has rank
+    /// `bx % cx + cx * (by % cy + cy * (bz % cz))` in its cluster. See [`Kernel::cluster_size`].
+    pub cluster: Vec<Expr>,
     /// `T.use_swizzle(panel_size=P, order=...)`.
     pub swizzle: Option<Swizzle>,
     /// `T.min_blocks_per_sm(B)`: the kernel is compiled so that `B` blocks fit on one SM
@@ -327,6 +333,24 @@ pub struct Kernel {
     /// planned.
     pub arena: Option<Arena>,
     pub body: Vec<Stmt>,
+}
+
+impl Kernel {
+    /// The cluster's extents `[cx, cy, cz]` when `cluster_dims` holds constants (`[1, 1, 1]`
+    /// without one); `None` while one is still symbolic (a tunable).
+    pub fn cluster_dims(&self) -> Option<[i64; 3]> {
+        let mut dims = [1i64; 3];
+        for (slot, e) in dims.iter_mut().zip(&self.cluster) {
+            *slot = e.as_int()?;
+        }
+        Some(dims)
+    }
+
+    /// Blocks per cluster (1 without a cluster); `None` while a dimension is symbolic.
+    pub fn cluster_size(&self) -> Option<i64> {
+        self.cluster_dims()
+            .map(|d| d.iter().fold(1i64, |a, &b| a.saturating_mul(b)))
+    }
 }
 
 /// `R = T.alloc_reducer(shape, dtype, op="sum", replication="all")` (tile level; TileLang's

@@ -119,7 +119,15 @@ pub struct TargetDesc {
     /// `cvt.rn.f16x2.{e4m3x2|e5m2x2}` (PTX ISA 7.8, sm_89 and later). Without them codegen
     /// converts fp8 with integer and f32 instructions (`backend/src/codegen/fp8.rs`).
     pub fp8_convert: bool,
+    /// The most blocks one thread-block cluster may have (`cluster_dims`; 1: the target has
+    /// no clusters). 8 is CUDA's portable limit on sm_90 (16 needs a non-portable launch
+    /// attribute, which tlc does not set).
+    pub max_cluster_size: i64,
 }
+
+/// CUDA's portable limit on blocks per cluster (sm_90): the largest `cluster_dims` any
+/// target takes.
+pub const MAX_CLUSTER_SIZE: i64 = 8;
 
 static SM80: TargetDesc = TargetDesc {
     name: "sm_80",
@@ -142,6 +150,7 @@ static SM80: TargetDesc = TargetDesc {
     bf16_atomic_add: false,
     vector_red: false,
     fp8_convert: false,
+    max_cluster_size: 1,
 };
 
 static SM90A: TargetDesc = TargetDesc {
@@ -163,6 +172,7 @@ static SM90A: TargetDesc = TargetDesc {
     bf16_atomic_add: true,
     vector_red: true,
     fp8_convert: true,
+    max_cluster_size: MAX_CLUSTER_SIZE,
 };
 
 impl Target {

@@ -118,6 +118,7 @@ pub fn stmt_exprs(stmt: &Stmt) -> Vec<&Expr> {
         StmtKind::Kernel(k) => {
             out.extend(k.grid.iter());
             out.extend(k.threads.iter());
+            out.extend(k.cluster.iter());
             if let Some(s) = &k.swizzle {
                 out.push(&s.panel_size);
             }
@@ -242,6 +243,7 @@ pub fn map_body_exprs(body: &mut [Stmt], f: &mut dyn FnMut(Expr) -> Expr) {
             StmtKind::Kernel(k) => {
                 all(&mut k.grid, f);
                 all(&mut k.threads, f);
+                all(&mut k.cluster, f);
                 if let Some(s) = &mut k.swizzle {
                     s.panel_size = map_expr(&s.panel_size, f);
                 }

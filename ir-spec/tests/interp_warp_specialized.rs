@@ -403,3 +403,79 @@ else:
         "{d}"
     );
 }
+
+const CLUSTER: &str = include_str!("data/ws_gemm_cluster.tir");
+
+#[test]
+fn a_cluster_pair_sharing_a_by_multicast() {
+    // Two tiles along N (one cluster), the last ragged; then four (two clusters) with
+    // ragged M and the ring wrapping three times; one k-tile.
+    check(CLUSTER, (200, 200, 72));
+    check(CLUSTER, (264, 456, 320));
+    check(CLUSTER, (256, 256, 24));
+}
+
+#[test]
+fn a_cluster_whose_consumers_release_only_their_own_block_is_reported() {
+    // Each block's producer then overwrites the other block's stage while its consumers
+    // may still read it.
+    let own_only = mutate(
+        &mutate(
+            CLUSTER,
+            "                        T.mbarrier_arrive_cluster(empty[ko_1 % 3], 0)
+                        T.mbarrier_arrive_cluster(empty[ko_1 % 3], 1)
+",
+            "                        T.mbarrier_arrive(empty[ko_1 % 3])
+",
+        ),
+        "], 16)",
+        "], 8)",
+    );
+    let d = error(&own_only, (256, 256, 320));
+    assert!(d.message.contains("wgmma"), "{d}");
+    assert!(d.message.contains("of the cluster's block"), "{d}");
+    assert!(
+        line_at(&own_only, d.span.start).starts_with("T.tma_load(A_shared"),
+        "{d}"
+    );
+}
+
+#[test]
+fn a_cluster_without_its_first_cluster_sync_is_reported() {
+    // The first block's producer reaches the other block's barrier before that block has
+    // initialized it.
+    let bad = mutate(
+        CLUSTER,
+        "                T.fence_proxy_async()
+            T.cluster_sync()",
+        "                T.fence_proxy_async()
+            T.sync_threads()",
+    );
+    let d = error(&bad, (256, 256, 64));
+    assert!(
+        d.message
+            .contains("of the cluster's block 1 is used before `T.mbarrier_init`"),
+        "{d}"
+    );
+}
+
+#[test]
+fn a_multicast_that_misses_a_block_deadlocks() {
+    // Each half of A lands only in its loader's block: every `full` barrier waits for the
+    // 8192 bytes of the other half forever.
+    let bad = mutate(CLUSTER, "multicast=3", "multicast=0");
+    let d = error(&bad, (256, 256, 64));
+    assert!(d.message.contains("deadlock"), "{d}");
+    assert!(d.message.contains("8192 transaction bytes pending"), "{d}");
+}
+
+#[test]
+fn a_cluster_grid_of_a_partial_cluster_is_an_error() {
+    // N = 300: three tiles along x, not a whole number of clusters of two.
+    let d = error(CLUSTER, (256, 300, 64));
+    assert!(
+        d.message
+            .contains("a grid of 3 blocks along x is not a whole number of clusters of 2"),
+        "{d}"
+    );
+}

@@ -253,6 +253,19 @@ fn plan_kernel(k: &Launch, dims: &Dims) -> Result<KernelPlan> {
             *slot = u32::try_from(v).unwrap_or(u32::MAX);
         }
     }
+    // `.reqnctapercluster` makes the launch a cluster launch: the grid must be whole
+    // clusters (the driver's error would not say which axis).
+    for (i, (&g, &c)) in grid.iter().zip(&k.cluster).enumerate() {
+        if c > 1 && g % c != 0 {
+            let e = k.grid.get(i).map_or(String::new(), ToString::to_string);
+            return Err(RuntimeError::LaunchConfig(format!(
+                "grid.{} = {e} is {g} with {dims}; the kernel runs in clusters of {c} blocks \
+                 along {}, so it must be a multiple of {c}",
+                axis(i),
+                axis(i)
+            )));
+        }
+    }
     let mut block = [1u32; 3];
     for (slot, b) in block.iter_mut().zip(&k.block) {
         *slot = *b;

@@ -46,6 +46,7 @@ fn fp8_gemm() -> Manifest {
             grid: vec![blocks(&n), blocks(&m)],
             block: vec![384],
             shared_bytes: DimExpr::int(200_000),
+            cluster: Vec::new(),
         }],
         tensor_maps: ["A", "B"]
             .iter()

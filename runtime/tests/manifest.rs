@@ -56,6 +56,7 @@ fn gemm() -> Manifest {
             ],
             block: vec![128],
             shared_bytes: DimExpr::int(98304),
+            cluster: Vec::new(),
         }],
         tensor_maps: Vec::new(),
     }

@@ -15,6 +15,7 @@ fn launch(entry: &str, grid: DimExpr, block: u32, shared: i64) -> Launch {
         grid: vec![grid],
         block: vec![block],
         shared_bytes: DimExpr::int(shared),
+        cluster: Vec::new(),
     }
 }
 
@@ -223,5 +224,46 @@ fn every_kernel_gets_its_own_launch_plan() {
         err.to_string(),
         "invalid launch configuration: kernel `chain_k1`: grid.y = N is 70000 with N = 70000; \
          it must lie in 0..=65535"
+    );
+}
+
+/// A cluster shape rides in the launch (`cluster`, omitted without one, at the top level in
+/// version 1); a grid that is not whole clusters along an axis is refused at launch, naming
+/// the axis; a malformed cluster is a bad manifest.
+#[test]
+fn cluster_launches_round_trip_and_need_whole_clusters() {
+    let mut one = chain();
+    one.kernels.truncate(1);
+    one.kernels[0].cluster = vec![2];
+    let header = one.to_ptx_header();
+    assert!(header.contains(",\"cluster\":[2]"), "{header}");
+    let json = header.trim_start_matches("// tlc-manifest: ");
+    assert_eq!(Manifest::from_json(json).unwrap(), one);
+    assert!(!chain().to_ptx_header().contains("cluster"));
+
+    let f = DType::Float32;
+    // N = 1000: 8 blocks of 128, four clusters of two.
+    let p = check_args(&one, &[(f, &[1000]), (f, &[1000]), (f, &[1000])]).unwrap();
+    assert_eq!(p.kernels[0].grid, [8, 1, 1]);
+    // N = 1100: 9 blocks.
+    let err = plan(&one, Dims::from_pairs([("N", 1100)])).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid launch configuration: grid.x = ceildiv(N, 128) is 9 with N = 1100; the \
+         kernel runs in clusters of 2 blocks along x, so it must be a multiple of 2"
+    );
+
+    let mut bad = chain();
+    bad.kernels[1].cluster = vec![4, 4];
+    let msg = bad_manifest(&serde_json::to_string(&bad).unwrap());
+    assert!(
+        msg.contains("cluster has 2 entries; at most 3, and no more than the grid's"),
+        "{msg}"
+    );
+    bad.kernels[1].cluster = vec![16];
+    let msg = bad_manifest(&serde_json::to_string(&bad).unwrap());
+    assert!(
+        msg.contains("cluster has 16 blocks; at most 8 are allowed"),
+        "{msg}"
     );
 }

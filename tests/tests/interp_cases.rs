@@ -145,6 +145,25 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
                 }
             }
         }
+        "cluster_multicast" => {
+            // Block bx stores the pair's tile: A rows 32 * (bx // 2).., zeros outside A.
+            let (a, b) = (o["A"].to_f64(), o["B"].to_f64());
+            assert_eq!(
+                (o["A"].shape(), o["B"].shape()),
+                (&[100, 56][..], &[256, 64][..])
+            );
+            for i in 0..256 {
+                let src = (i / 64) * 32 + i % 32;
+                for j in 0..64 {
+                    let want = if src < 100 && j < 56 {
+                        a[src * 56 + j]
+                    } else {
+                        0.0
+                    };
+                    assert_eq!(b[i * 64 + j], want, "{stem}: B[{i}, {j}]");
+                }
+            }
+        }
         "thread_vectorized" => {
             let (x, y) = (o["X"].to_f64(), o["Y"].to_f64());
             for i in 0..y.len() {

@@ -412,3 +412,108 @@ fn a_source_that_is_no_parameter_is_a_located_error() {
         "{errs:?}"
     );
 }
+
+/// A kernel with `cluster_dims`: the entry declares its cluster (`.reqnctapercluster`, so a
+/// plain launch is a cluster launch) and the manifest carries it; a multicast `T.tma_load`
+/// takes a 16-bit CTA mask, a remote arrival maps the barrier's address into the target
+/// block (`mapa`) and arrives at cluster scope, `T.cluster_sync()` is the arrive / wait
+/// pair. In a cluster a block's shared addresses carry its rank above bit 23, so every
+/// wgmma descriptor masks the start address to its 14-bit field (without the mask the
+/// second block's LBO field was corrupted: wrong results on an H200); outside clusters the
+/// descriptor is unchanged. Everything assembles for sm_90a; sm_80 refuses clusters.
+#[test]
+fn cluster_kernels_declare_their_cluster_and_assemble() {
+    let out = tlc(&[
+        "compile",
+        "tests/cases/valid/cluster_multicast.tir",
+        "--target",
+        "sm_90a",
+        "-o",
+        "-",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let ptx = text(&out.stdout);
+    assemble("codegen_tma_cluster", &ptx, "cluster_multicast", "sm_90a");
+    let manifest = Manifest::from_ptx(&ptx).expect("a manifest");
+    assert_eq!(manifest.kernels[0].cluster, vec![2]);
+    assert!(ptx.contains("\n.reqnctapercluster 2, 1, 1\n"), "{ptx}");
+    let lines = instructions(&ptx);
+    let multicast: Vec<&&str> = lines
+        .iter()
+        .filter(|l| l.contains(".multicast::cluster"))
+        .collect();
+    assert_eq!(multicast.len(), 1, "{ptx}");
+    assert!(multicast[0].starts_with(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+    ));
+    let mask = multicast[0]
+        .rsplit(", ")
+        .next()
+        .unwrap_or("")
+        .trim_end_matches(';');
+    assert_eq!(definition(&ptx, mask), format!("mov.b16 \t{mask}, 3;"));
+    let syncs: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.starts_with("barrier.cluster."))
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(syncs.len(), 4, "two T.cluster_sync: {ptx}");
+    assert_eq!(lines[syncs[0]], "barrier.cluster.arrive.release.aligned;");
+    assert_eq!(lines[syncs[1]], "barrier.cluster.wait.acquire.aligned;");
+    assert_eq!(syncs[1], syncs[0] + 1);
+
+    let gemm = |file: &str| {
+        let out = tlc(&[
+            "compile", file, "--target", "sm_90a", "-D", "M=264", "-D", "N=456", "-D", "K=320",
+            "-o", "-",
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let ptx = gemm("ir-spec/tests/data/ws_gemm_cluster.tir");
+    assemble(
+        "codegen_tma_cluster_gemm",
+        &ptx,
+        "ws_gemm_cluster",
+        "sm_90a",
+    );
+    let lines = instructions(&ptx);
+    let mapa: Vec<&&str> = lines.iter().filter(|l| l.starts_with("mapa.")).collect();
+    assert_eq!(mapa.len(), 2, "{ptx}");
+    assert!(mapa[0].starts_with("mapa.shared::cluster.u32 \t") && mapa[0].ends_with(", 0;"));
+    assert!(mapa[1].ends_with(", 1;"));
+    let arrives = lines
+        .iter()
+        .filter(|l| l.starts_with("mbarrier.arrive.release.cluster.shared::cluster.b64 \t_, [%r"))
+        .count();
+    assert_eq!(arrives, 2, "{ptx}");
+    // Every descriptor's start field is masked to 14 bits in the cluster kernel, never in the
+    // same kernel without a cluster.
+    let masks = |ptx: &str| {
+        instructions(ptx)
+            .iter()
+            .filter(|l| l.starts_with("and.b32") && l.ends_with(", 16383;"))
+            .count()
+    };
+    assert!(masks(&ptx) >= 4, "{ptx}");
+    let plain = gemm("ir-spec/tests/data/ws_gemm_2c.tir");
+    assert_eq!(masks(&plain), 0);
+    assert!(!plain.contains(".reqnctapercluster"));
+
+    let out = tlc(&[
+        "compile",
+        "tests/cases/valid/cluster_multicast.tir",
+        "--target",
+        "sm_80",
+        "-o",
+        "-",
+    ]);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("a cluster of 2 blocks is more than the target allows (1)"),
+        "{err}"
+    );
+    assert!(err.contains("thread-block clusters need sm_90a"), "{err}");
+}

@@ -27,6 +27,9 @@ pub(super) struct Wire {
     block: Option<Vec<u32>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     shared_bytes: Option<DimExpr>,
+    /// Version 1's cluster shape (absent: none), as `Launch::cluster` in a `kernels` list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cluster: Option<Vec<u32>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     kernels: Option<Vec<Launch>>,
     /// Last, so the fields before it print in the order versions 1 and 2 always had.
@@ -46,6 +49,7 @@ impl From<Manifest> for Wire {
             grid: None,
             block: None,
             shared_bytes: None,
+            cluster: None,
             kernels: None,
             tensor_maps: None,
         };
@@ -60,6 +64,7 @@ impl From<Manifest> for Wire {
                 wire.grid = Some(one.grid);
                 wire.block = Some(one.block);
                 wire.shared_bytes = Some(one.shared_bytes);
+                wire.cluster = (!one.cluster.is_empty()).then_some(one.cluster);
             }
             Err(several) => wire.kernels = Some(several),
         }
@@ -76,6 +81,7 @@ impl TryFrom<Wire> for Manifest {
             ("grid", w.grid.is_some()),
             ("block", w.block.is_some()),
             ("shared_bytes", w.shared_bytes.is_some()),
+            ("cluster", w.cluster.is_some()),
         ];
         let kernels = match w.version {
             1 => {
@@ -90,6 +96,7 @@ impl TryFrom<Wire> for Manifest {
                     grid: w.grid.ok_or_else(|| missing("grid"))?,
                     block: w.block.ok_or_else(|| missing("block"))?,
                     shared_bytes: w.shared_bytes.ok_or_else(|| missing("shared_bytes"))?,
+                    cluster: w.cluster.unwrap_or_default(),
                 }]
             }
             v @ (2 | 3) => {

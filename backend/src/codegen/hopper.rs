@@ -195,7 +195,7 @@ impl Cg {
         &mut self,
         call: &Intrinsic,
         (dst, src, bar): (&ElemRef, &ElemRef, &ElemRef),
-        swizzle: i64,
+        (swizzle, multicast): (i64, i64),
         span: Span,
     ) {
         let Some((_, Place::Mem(_, daddr))) =
@@ -242,12 +242,50 @@ impl Cg {
             };
             coords.push(self.in_reg(v, Type::S32));
         }
+        // The verifier checked the mask (a 16-bit constant); 0 is no multicast.
+        let multicast = (multicast != 0).then(|| self.b.mov(Type::B16, Operand::Imm(multicast)));
         self.b.emit(Op::TmaLoad {
             dst: daddr,
             tmap,
             coords,
             bar: bar_addr,
+            multicast,
         });
+    }
+
+    /// `T.mbarrier_arrive_cluster(bar, rank)`: the barrier's shared::cta address in a
+    /// register, mapped into block `rank` (`mapa`), and a cluster-scope release arrival.
+    pub(super) fn mbarrier_arrive_cluster(&mut self, bar: &ElemRef, rank: &Expr) {
+        let Some(addr) = self.mbarrier(bar, "T.mbarrier_arrive_cluster") else {
+            return;
+        };
+        let rank = match self.const_eval(rank) {
+            Some(v) => Operand::Imm(v),
+            None => {
+                let Some(v) = self.expr_as(rank, DType::Int32) else {
+                    return;
+                };
+                self.in_reg(v, Type::U32).into()
+            }
+        };
+        let base = match &addr.base {
+            AddrBase::Reg(r) => Operand::Reg(*r),
+            AddrBase::Symbol(s) => Operand::Symbol(s.clone()),
+        };
+        let base = self.in_reg(base, Type::U32);
+        let local = if addr.offset == 0 {
+            base
+        } else {
+            self.b
+                .int(IntOp::Add, Type::U32, base, Operand::Imm(addr.offset))
+        };
+        let remote = self.b.new_reg(Type::U32);
+        self.b.emit(Op::Mapa {
+            dst: remote,
+            addr: local,
+            rank,
+        });
+        self.b.emit(Op::MbarrierArriveCluster { addr: remote });
     }
 
     /// A predicate register holding true.
@@ -271,7 +309,16 @@ impl Cg {
             self.b
                 .int(IntOp::Add, Type::U32, base, Operand::Imm(addr.offset))
         };
-        let field = self.b.int(IntOp::Shr, Type::U32, start, Operand::Imm(4));
+        // The start address field is 14 bits of `(addr & 0x3FFFF) >> 4`. Outside clusters
+        // shared addresses are below 2^18; in a cluster launch a block's shared::cta addresses
+        // carry its rank above bit 23 (block 1's window starts at 0x1000000, measured on an
+        // H200), which unmasked would spill into the leading-byte-offset field.
+        let mut field = self.b.int(IntOp::Shr, Type::U32, start, Operand::Imm(4));
+        if self.in_cluster {
+            field = self
+                .b
+                .int(IntOp::And, Type::B32, field, Operand::Imm(0x3FFF));
+        }
         let low = self
             .b
             .int(IntOp::Or, Type::B32, field, Operand::Imm(lo as i64));

@@ -163,8 +163,16 @@ impl Cg {
                 src,
                 bar,
                 swizzle,
+                multicast,
                 ..
-            } => self.tma_load(i, (dst, src, bar), *swizzle, span),
+            } => self.tma_load(i, (dst, src, bar), (*swizzle, *multicast), span),
+            Intrinsic::MbarrierArriveCluster { bar, rank } => {
+                self.mbarrier_arrive_cluster(bar, rank)
+            }
+            Intrinsic::ClusterSync => {
+                self.b.emit(Op::ClusterArrive);
+                self.b.emit(Op::ClusterWait);
+            }
         }
     }
 

@@ -275,10 +275,21 @@ fn launch(
         }
         None => 0,
     };
+    // The verifier checked it (K14): constants, trailing 1s dropped; a cluster of one
+    // block is none.
+    let cluster: Vec<u32> = match kernel.cluster_size() {
+        Some(n) if n > 1 => kernel
+            .cluster
+            .iter()
+            .map(|e| e.as_int().and_then(|v| u32::try_from(v).ok()).unwrap_or(1))
+            .collect(),
+        _ => Vec::new(),
+    };
     Some(Launch {
         entry,
         grid: grid?,
         block,
         shared_bytes: DimExpr::int(shared_bytes),
+        cluster,
     })
 }

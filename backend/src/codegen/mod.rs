@@ -173,6 +173,11 @@ fn emit_kernel(
     {
         b.minnctapersm(n);
     }
+    if let [x, rest @ ..] = launch.cluster.as_slice() {
+        let y = rest.first().copied().unwrap_or(1);
+        let z = rest.get(1).copied().unwrap_or(1);
+        b.reqnctapercluster([*x, y, z]);
+    }
     let mut cg = Cg {
         b,
         vars: HashMap::new(),
@@ -180,6 +185,7 @@ fn emit_kernel(
         errors: Vec::new(),
         smem: None,
         smem_align: arena_alignment(kernel),
+        in_cluster: !launch.cluster.is_empty(),
         threads: launch.block.clone(),
         thread_axes: HashMap::new(),
         vec_loads: Vec::new(),
@@ -321,6 +327,9 @@ struct Cg {
     /// The arena's alignment: 1024 when a buffer has the wgmma / TMA swizzle, which is
     /// computed from absolute shared addresses; else 16.
     smem_align: u32,
+    /// The kernel runs in thread-block clusters: its shared::cta addresses carry the block's
+    /// rank above bit 23 (block `r`'s window starts at `r << 24`).
+    in_cluster: bool,
     threads: Vec<u32>,
     /// The variables of the enclosing `threadIdx.*` loops, with their axes.
     thread_axes: HashMap<String, usize>,

@@ -81,6 +81,9 @@ pub struct Kernel {
     /// `.minnctapersm N`: ptxas budgets registers so that N blocks fit on one SM (with
     /// `.reqntid`, this fixes the register count at entry, which `setmaxnreg` needs).
     pub minnctapersm: Option<u32>,
+    /// `.reqnctapercluster x, y, z`: the kernel runs in thread-block clusters of this
+    /// shape (a plain launch becomes a cluster launch).
+    pub reqnctapercluster: Option<[u32; 3]>,
     pub body: Vec<Stmt>,
 }
 
@@ -1145,12 +1148,29 @@ pub enum Op {
     /// [dst], [tmap, {c...}], [bar]`: the TMA box at `coords` (`.s32` registers, INNERMOST
     /// first, N of them) through the tensor map at generic address `tmap` into shared memory
     /// at `dst`, its bytes completing on the mbarrier at `bar`.
+    /// With `multicast` (a `.b16` register, the CTA mask), `….multicast::cluster [dst],
+    /// [tmap, {c…}], [bar], mask`: the box lands at `dst` and completes on `bar` in every
+    /// block of the cluster whose bit is set.
     TmaLoad {
         dst: Address,
         tmap: Reg,
         coords: Vec<Reg>,
         bar: Address,
+        multicast: Option<Reg>,
     },
+    /// `mapa.shared::cluster.u32 dst, addr, rank`: the shared::cluster address of the byte
+    /// at shared::cta address `addr` (a `.u32` register) in block `rank` of the cluster.
+    Mapa { dst: Reg, addr: Reg, rank: Operand },
+    /// `mbarrier.arrive.release.cluster.shared::cluster.b64 _, [addr]`: one arrival on the
+    /// mbarrier at shared::cluster address `addr` (a `mapa` result), releasing at cluster
+    /// scope.
+    MbarrierArriveCluster { addr: Reg },
+    /// `barrier.cluster.arrive.release.aligned`: this thread's arrival on the cluster
+    /// barrier, releasing its earlier accesses at cluster scope.
+    ClusterArrive,
+    /// `barrier.cluster.wait.acquire.aligned`: waits until every thread of the cluster has
+    /// arrived (acquire).
+    ClusterWait,
     /// `ret`.
     Ret,
 }
@@ -1181,7 +1201,7 @@ impl Inst {
                 dsts.clone()
             }
             Op::Mma { d, .. } | Op::Wgmma { d, .. } => d.clone(),
-            Op::MbarrierTryWait { dst, .. } => vec![*dst],
+            Op::MbarrierTryWait { dst, .. } | Op::Mapa { dst, .. } => vec![*dst],
             Op::FenceProxyAsync
             | Op::WgmmaFence
             | Op::WgmmaCommit
@@ -1189,6 +1209,9 @@ impl Inst {
             | Op::SetMaxNReg { .. }
             | Op::MbarrierInit { .. }
             | Op::MbarrierArrive { .. }
+            | Op::MbarrierArriveCluster { .. }
+            | Op::ClusterArrive
+            | Op::ClusterWait
             | Op::TmaLoad { .. } => Vec::new(),
             Op::St { .. }
             | Op::RedAdd { .. }
@@ -1312,12 +1335,19 @@ impl Inst {
                 tmap,
                 coords,
                 bar,
+                multicast,
             } => {
                 addr(dst);
                 addr(bar);
                 regs.push(*tmap);
                 regs.extend(coords);
+                regs.extend(multicast);
             }
+            Op::Mapa { addr: a, rank, .. } => {
+                regs.push(*a);
+                op(rank);
+            }
+            Op::MbarrierArriveCluster { addr: a } => regs.push(*a),
             Op::FenceProxyAsync
             | Op::WgmmaFence
             | Op::WgmmaCommit
@@ -1328,6 +1358,8 @@ impl Inst {
             | Op::BarArrive { .. }
             | Op::CpAsyncCommit
             | Op::CpAsyncWait { .. }
+            | Op::ClusterArrive
+            | Op::ClusterWait
             | Op::Ret => {}
         }
         out.extend(addr_regs);

@@ -75,6 +75,7 @@ impl KernelBuilder {
                 reqntid: None,
                 maxnreg: None,
                 minnctapersm: None,
+                reqnctapercluster: None,
                 body: Vec::new(),
             },
             next_reg: [1; 6],
@@ -180,6 +181,10 @@ impl KernelBuilder {
     }
 
     /// `.minnctapersm n`.
+    pub fn reqnctapercluster(&mut self, cluster: [u32; 3]) {
+        self.kernel.reqnctapercluster = Some(cluster);
+    }
+
     pub fn minnctapersm(&mut self, n: u32) {
         self.kernel.minnctapersm = Some(n);
     }

@@ -76,6 +76,9 @@ fn print_kernel(out: &mut String, k: &Kernel) {
     if let Some(n) = k.minnctapersm {
         let _ = writeln!(out, ".minnctapersm {n}");
     }
+    if let Some([x, y, z]) = k.reqnctapercluster {
+        let _ = writeln!(out, ".reqnctapercluster {x}, {y}, {z}");
+    }
     out.push_str("{\n");
     let counts = register_counts(k);
     let mut any = false;
@@ -660,16 +663,38 @@ fn render(op: &Op) -> (String, Vec<String>) {
             tmap,
             coords,
             bar,
-        } => (
-            format!(
-                "cp.async.bulk.tensor.{}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
-                coords.len()
-            ),
-            vec![
+            multicast,
+        } => {
+            let mut args = vec![
                 address(dst),
                 format!("[{tmap}, {}]", reg_list(coords)),
                 address(bar),
-            ],
+            ];
+            args.extend(multicast.map(|m| m.to_string()));
+            (
+                format!(
+                    "cp.async.bulk.tensor.{}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes{}",
+                    coords.len(),
+                    if multicast.is_some() { ".multicast::cluster" } else { "" }
+                ),
+                args,
+            )
+        }
+        Op::Mapa { dst, addr, rank } => (
+            "mapa.shared::cluster.u32".to_string(),
+            vec![dst.to_string(), addr.to_string(), o(rank)],
+        ),
+        Op::MbarrierArriveCluster { addr } => (
+            "mbarrier.arrive.release.cluster.shared::cluster.b64".to_string(),
+            vec!["_".to_string(), format!("[{addr}]")],
+        ),
+        Op::ClusterArrive => (
+            "barrier.cluster.arrive.release.aligned".to_string(),
+            Vec::new(),
+        ),
+        Op::ClusterWait => (
+            "barrier.cluster.wait.acquire.aligned".to_string(),
+            Vec::new(),
         ),
         Op::Ret => ("ret".to_string(), Vec::new()),
     }

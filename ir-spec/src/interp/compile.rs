@@ -135,7 +135,17 @@ pub(crate) enum CCall {
         bar: CRef,
         box_dims: Vec<usize>,
         swizzle: Swizzle,
+        /// The cluster ranks the box lands in (`multicast=`); 0: the issuer's block only.
+        multicast: u32,
     },
+    /// `T.mbarrier_arrive_cluster(bar, rank)`.
+    MbarrierArriveCluster {
+        bar: CRef,
+        rank: CExpr,
+    },
+    /// `T.cluster_sync()`: the scheduler's (`tasks.rs`), a barrier over every thread of
+    /// the cluster.
+    ClusterSync,
     WgmmaFence,
     WgmmaCommit,
     WgmmaWait(usize),
@@ -258,6 +268,9 @@ pub(crate) struct CKernel {
     pub block_vars: Vec<usize>,
     /// The block shape, x first, padded to 3 with 1s.
     pub threads: [usize; 3],
+    /// Blocks per cluster along x, y, z (`[1, 1, 1]`: none). At the thread level the blocks
+    /// of a cluster run together (`exec.rs`).
+    pub cluster: [usize; 3],
     /// How many of `threads` the kernel declares (1 to 3), for messages.
     pub thread_dims: usize,
     /// The kernel has a `threadIdx.*` binding loop: its threads run in lockstep, local and
@@ -760,6 +773,10 @@ impl Compiler {
             grid,
             block_vars,
             threads,
+            cluster: k
+                .cluster_dims()
+                .unwrap_or([1, 1, 1])
+                .map(|c| usize::try_from(c).unwrap_or(1).max(1)),
             thread_dims: k.threads.len(),
             thread_level,
             allocs,
@@ -862,6 +879,7 @@ impl Compiler {
                 bar,
                 box_dims,
                 swizzle,
+                multicast,
             } => CCall::TmaLoad {
                 dst: self.elem_ref(dst, span)?,
                 src: self.elem_ref(src, span)?,
@@ -872,7 +890,13 @@ impl Compiler {
                     .map(|&d| usize::try_from(d).unwrap_or(1))
                     .collect(),
                 swizzle: Swizzle::from_bytes(*swizzle).unwrap_or(Swizzle::None),
+                multicast: u32::try_from(*multicast).unwrap_or(0),
             },
+            Intrinsic::MbarrierArriveCluster { bar, rank } => CCall::MbarrierArriveCluster {
+                bar: self.elem_ref(bar, span)?,
+                rank: self.int_expr(rank)?,
+            },
+            Intrinsic::ClusterSync => CCall::ClusterSync,
             Intrinsic::WgmmaFence => CCall::WgmmaFence,
             Intrinsic::WgmmaCommit => CCall::WgmmaCommit,
             Intrinsic::WgmmaWait { n } => CCall::WgmmaWait(usize::try_from(*n).unwrap_or(0)),

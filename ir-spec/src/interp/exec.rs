@@ -5,7 +5,7 @@ use crate::interp::compile::{
     loop_cost, BufRef, CAlloc, CCall, CExpr, CIntrinsic, CKernel, CStmt, CStmtKind,
 };
 use crate::interp::eval::{fault, Fault, Frame, Res};
-use crate::interp::lockstep::ThreadState;
+use crate::interp::lockstep::{ClusterThreads, ThreadState};
 use crate::interp::memory::{BlockLog, Buffer, Memory, MAX_LOOP_ITERATIONS};
 use crate::interp::ops;
 use crate::interp::parallel::{ParallelLog, Sharing};
@@ -301,9 +301,48 @@ pub(crate) fn launch(
         ));
     }
     drop(host);
+    // At the thread level the blocks of a cluster run together, as one unit; at the tile
+    // level nothing reaches across blocks, and each runs alone.
+    let cluster = if kernel.thread_level {
+        kernel.cluster
+    } else {
+        [1, 1, 1]
+    };
+    let ranks: usize = cluster.iter().product();
+    // A launch's rule (the runtime checks it too), whatever the level.
+    for (axis, (&g, &c)) in grid.iter().zip(&kernel.cluster).enumerate() {
+        if c > 1 && g % c != 0 {
+            let at = kernel.grid.get(axis).map_or(span, |e| e.span);
+            let name = ["x", "y", "z"].get(axis).copied().unwrap_or("?");
+            return Err(Diagnostic::error(
+                at,
+                format!(
+                    "a grid of {g} blocks along {name} is not a whole number of clusters of {c}"
+                ),
+            ));
+        }
+    }
+    let units: Vec<usize> = grid
+        .iter()
+        .zip(cluster.iter().chain(std::iter::repeat(&1)))
+        .map(|(&g, &c)| g / c.max(1))
+        .collect();
+    let n_units = n_blocks / ranks.max(1);
     let run_block = |index: usize| -> Result<BlockLog, Diagnostic> {
-        let coords = block_coords(index, &grid);
-        run_block(kernel, vars, globals, &coords)
+        let unit = block_coords(index, &units);
+        // Block `r` of the cluster: rank r = rx + cx * (ry + cy * rz).
+        let blocks: Vec<Vec<i64>> = (0..ranks)
+            .map(|r| {
+                let local = block_coords(r, &cluster[..unit.len().min(3)]);
+                unit.iter()
+                    .zip(&cluster)
+                    .zip(local.iter().chain(std::iter::repeat(&0)))
+                    .map(|((&u, &c), &l)| u * c as i64 + l)
+                    .collect()
+            })
+            .collect();
+        let coords = blocks.first().cloned().unwrap_or_default();
+        run_block(kernel, vars, globals, &blocks)
             .map_err(|f| to_diagnostic(*f, Some(&coords)))
             .map_err(|d| {
                 if d.span.is_dummy() {
@@ -313,9 +352,9 @@ pub(crate) fn launch(
                 }
             })
     };
-    let results: Vec<Result<BlockLog, Diagnostic>> = if threads <= 1 || n_blocks <= 1 {
+    let results: Vec<Result<BlockLog, Diagnostic>> = if threads <= 1 || n_units <= 1 {
         let mut out = Vec::new();
-        for index in 0..n_blocks {
+        for index in 0..n_units {
             let r = run_block(index);
             let failed = r.is_err();
             out.push(r);
@@ -325,7 +364,7 @@ pub(crate) fn launch(
         }
         out
     } else {
-        run_parallel(n_blocks, threads, &run_block)
+        run_parallel(n_units, threads, &run_block)
     };
     // The first failing block in linear order is the one reported, whatever the threads did.
     let mut logs = Vec::with_capacity(results.len());
@@ -455,19 +494,43 @@ fn block_coords(index: usize, grid: &[usize]) -> Vec<i64> {
         .collect()
 }
 
+/// Runs one block — or, at the thread level, the blocks of one cluster together (their
+/// coordinates in rank order): one frame whose arena holds each block's shared memory.
 fn run_block(
     kernel: &CKernel,
     vars: &[Scalar],
     globals: &[Buffer],
-    coords: &[i64],
+    blocks: &[Vec<i64>],
 ) -> Res<BlockLog> {
     let mut frame = Frame {
         vars: vars.to_vec(),
         mem: Memory::new(globals, Vec::new()),
         threads: None,
     };
+    let coords = blocks.first().map_or(&[][..], |c| c.as_slice());
     for (&slot, &c) in kernel.block_vars.iter().zip(coords) {
         frame.vars[slot] = Scalar::Int(c);
+    }
+    let ranks = blocks.len().max(1);
+    if ranks > 1 {
+        // The blocks share this frame: block-level code would run once for all of them.
+        let one_loop = matches!(
+            kernel.body.as_slice(),
+            [CStmt {
+                kind: CStmtKind::Loop {
+                    thread_axis: Some(_),
+                    ..
+                },
+                ..
+            }]
+        );
+        if !one_loop {
+            return fault(
+                kernel.body.first().map_or(Span::DUMMY, |s| s.span),
+                "the interpreter runs a cluster's blocks together only when the kernel's body \
+                 is one thread-binding loop",
+            );
+        }
     }
     // Shared buffers live in one byte arena when the kernel plans one, and at the thread
     // level (packed in declaration order then, so that races are tracked per byte).
@@ -515,15 +578,23 @@ fn run_block(
             .locals
             .push(Buffer::in_arena(&alloc.name, alloc.dtype, shape, offset));
     }
+    // In a cluster each block's bytes start on a 1024-byte boundary (every swizzle pattern
+    // repeats within 1024 bytes).
+    let bytes = kernel.arena.as_ref().map_or(packed, |a| a.bytes);
+    let stride = bytes.div_ceil(1024) * 1024;
     if byte_arena {
-        let bytes = kernel.arena.as_ref().map_or(packed, |a| a.bytes);
         if bytes > MAX_SHARED_BYTES {
             return fault(
                 Span::DUMMY,
                 format!("the block's shared memory ({bytes} bytes) is too large to interpret"),
             );
         }
-        frame.mem.shared = Some(SharedArena::new(bytes));
+        let total = if ranks > 1 { stride * ranks } else { bytes };
+        let mut arena = SharedArena::new(total);
+        if ranks > 1 {
+            arena.set_block_threads(kernel.threads.iter().product());
+        }
+        frame.mem.shared = Some(arena);
     }
     frame.mem.sharing = kernel
         .allocs
@@ -542,11 +613,36 @@ fn run_block(
             .filter(|(_, a)| a.per_thread)
             .map(|(i, _)| i)
             .collect();
+        let cluster = (ranks > 1).then(|| ClusterThreads {
+            ranks,
+            block_bytes: bytes,
+            stride,
+            shared: frame
+                .mem
+                .locals
+                .iter()
+                .enumerate()
+                .filter_map(|(i, b)| b.arena_offset.map(|o| (i, o)))
+                .collect(),
+            block_vars: blocks
+                .iter()
+                .map(|c| {
+                    kernel
+                        .block_vars
+                        .iter()
+                        .copied()
+                        .zip(c.iter().copied())
+                        .collect()
+                })
+                .collect(),
+            current: 0,
+        });
         frame.threads = Some(Box::new(ThreadState::new(
             kernel.threads,
             kernel.thread_dims,
             private,
             &frame.mem.locals,
+            cluster,
         )?));
     }
     frame.exec(&kernel.body)?;

@@ -55,13 +55,19 @@ use std::collections::{HashMap, HashSet, VecDeque};
 /// The threads of a warpgroup.
 const WARPGROUP: usize = WARPGROUP_SIZE as usize;
 
-/// The threads of one block: their registers (scalar slots and private buffers).
+/// The threads of one block — or of every block of a cluster, block after block in rank
+/// order — : their registers (scalar slots and private buffers).
 pub(crate) struct ThreadState {
     /// Block shape, x first.
     shape: [usize; 3],
     /// How many dimensions the kernel declares, for thread names in messages.
     dims: usize,
+    /// All threads: `block_n` per block.
     n: usize,
+    /// Threads per block.
+    block_n: usize,
+    /// The cluster the threads form, when they are several blocks'.
+    cluster: Option<Box<ClusterThreads>>,
     /// Each thread's scalar slots.
     vars: Vec<Vec<Scalar>>,
     /// The `Memory::locals` slots that are per thread (local and fragment allocations).
@@ -77,6 +83,29 @@ pub(crate) struct ThreadState {
     /// The named barriers (`T.bar_sync` / `T.bar_arrive`) by id.
     named: HashMap<i64, NamedBarrier>,
 }
+
+/// The blocks of a cluster interpreted together (`exec.rs`): their arena holds each
+/// block's `block_bytes` in rank order; each shared buffer is re-placed in the running
+/// thread's block when a thread of another block runs.
+pub(crate) struct ClusterThreads {
+    pub ranks: usize,
+    /// Each block's shared bytes, and the distance between two blocks' (`ClusterPos`).
+    pub block_bytes: usize,
+    pub stride: usize,
+    /// (allocation slot, byte offset in a block) of each shared buffer in the arena.
+    pub shared: Vec<(usize, usize)>,
+    /// Per rank: (slot, value) of its block variables.
+    pub block_vars: Vec<Vec<(usize, i64)>>,
+    /// The rank whose place the shared buffers have now.
+    pub current: usize,
+}
+
+/// The key of `T.cluster_sync()`'s barrier among the named barriers (those of
+/// `T.bar_sync(id, …)` are `id`, plus `NAMED_PER_BLOCK * rank` in a cluster).
+pub(crate) const CLUSTER_SYNC_KEY: i64 = -1;
+
+/// Named barrier ids per block (`bar.sync` takes 0..=15).
+const NAMED_PER_BLOCK: i64 = 16;
 
 /// A named barrier's state: the thread count of its current phase, the threads that have
 /// arrived in it, and how many phases have completed.
@@ -119,8 +148,11 @@ impl ThreadState {
         dims: usize,
         slots: Vec<usize>,
         locals: &[Buffer],
+        cluster: Option<ClusterThreads>,
     ) -> Res<ThreadState> {
-        let n: usize = shape.iter().product();
+        let block_n: usize = shape.iter().product();
+        let ranks = cluster.as_ref().map_or(1, |c| c.ranks.max(1));
+        let n = block_n.saturating_mul(ranks);
         let fresh: Vec<Buffer> = slots
             .iter()
             .filter_map(|&s| locals.get(s))
@@ -140,6 +172,8 @@ impl ThreadState {
             shape,
             dims,
             n,
+            block_n,
+            cluster: cluster.map(Box::new),
             vars: vec![Vec::new(); n],
             slots,
             private: vec![fresh; n],
@@ -150,8 +184,14 @@ impl ThreadState {
         })
     }
 
-    /// Thread `t`'s index along `axis`.
+    /// Thread `t`'s block in its cluster (0 outside clusters).
+    fn rank(&self, t: usize) -> usize {
+        t.checked_div(self.block_n).unwrap_or(0)
+    }
+
+    /// Thread `t`'s index along `axis` in its block.
     fn coord(&self, t: usize, axis: usize) -> usize {
+        let t = t.checked_rem(self.block_n).unwrap_or(t);
         let [x, y, _] = self.shape;
         let c = match axis {
             0 => t,
@@ -161,15 +201,30 @@ impl ThreadState {
         c % self.shape.get(axis).copied().unwrap_or(1).max(1)
     }
 
-    /// `5`, or `(5, 1)` for a 2-D block.
+    /// `5`, or `(5, 1)` for a 2-D block; `5 of the cluster's block 1` in a cluster.
     fn name(&self, t: usize) -> String {
-        if self.dims <= 1 {
-            return t.to_string();
+        let local = if self.dims <= 1 {
+            t.checked_rem(self.block_n).unwrap_or(t).to_string()
+        } else {
+            let parts: Vec<String> = (0..self.dims)
+                .map(|a| self.coord(t, a).to_string())
+                .collect();
+            format!("({})", parts.join(", "))
+        };
+        match &self.cluster {
+            Some(_) => format!("{local} of the cluster's block {}", self.rank(t)),
+            None => local,
         }
-        let parts: Vec<String> = (0..self.dims)
-            .map(|a| self.coord(t, a).to_string())
-            .collect();
-        format!("({})", parts.join(", "))
+    }
+
+    /// The threads of each block, for the scheduler's first tasks (one per block: the
+    /// blocks of a cluster run concurrently and meet only at cluster barriers and
+    /// mbarriers).
+    fn blocks(&self) -> Vec<Vec<usize>> {
+        (0..self.n)
+            .step_by(self.block_n.max(1))
+            .map(|b| (b..(b + self.block_n).min(self.n)).collect())
+            .collect()
     }
 }
 
@@ -180,19 +235,26 @@ impl Frame<'_> {
         let Some(mut st) = self.threads.take() else {
             return fault(stmt.span, "a thread loop outside a thread-level kernel");
         };
-        for vars in &mut st.vars {
+        for (t, vars) in st.vars.iter_mut().enumerate() {
             vars.clone_from(&self.vars);
+            if let Some(c) = &st.cluster {
+                let rank = t.checked_div(st.block_n).unwrap_or(0);
+                for &(slot, v) in c.block_vars.get(rank).map_or(&[][..], |b| b.as_slice()) {
+                    if let Some(x) = vars.get_mut(slot) {
+                        *x = Scalar::Int(v);
+                    }
+                }
+            }
         }
-        let all: Vec<usize> = (0..st.n).collect();
-        let result = tasks::run(
-            &mut Lockstep {
-                frame: self,
-                st: &mut st,
-                scratch: Vec::new(),
-            },
-            stmt,
-            all,
-        );
+        let blocks = st.blocks();
+        let mut lock = Lockstep {
+            frame: self,
+            st: &mut st,
+            scratch: Vec::new(),
+        };
+        let result = tasks::run(&mut lock, stmt, blocks);
+        // Block-level code sees the first block's shared buffers.
+        lock.set_rank(0);
         self.threads = Some(st);
         // A thread loop entered from block level runs every thread to completion before the
         // next statement, so its end orders memory like a barrier: a later loop reading what
@@ -277,22 +339,37 @@ impl Lockstep<'_, '_> {
         })
     }
 
-    /// `T.sync_threads()`: every thread of the block must be active.
+    /// `T.sync_threads()`: every thread of the block must be active. In a cluster (whose
+    /// tasks each hold one block's threads) it orders that block's threads only.
     pub fn barrier(&mut self, span: Span, active: &[usize]) -> Res<()> {
-        if active.len() != self.st.n {
+        if active.len() != self.st.block_n {
             return fault(
                 span,
                 format!(
                     "barrier reached by {} of {} threads",
                     active.len(),
-                    self.st.n
+                    self.st.block_n
                 ),
             );
         }
-        if let Some(shared) = &mut self.frame.mem.shared {
+        let Some(shared) = &mut self.frame.mem.shared else {
+            return Ok(());
+        };
+        if self.st.cluster.is_none() {
             shared.barrier();
+            return Ok(());
         }
-        Ok(())
+        let rank = active.first().map_or(0, |&t| self.st.rank(t));
+        let threads: Vec<u32> = active
+            .iter()
+            .filter_map(|&t| u32::try_from(t).ok())
+            .collect();
+        // Block `rank`'s `T.sync_threads()`: a barrier of its threads only, keyed apart from
+        // every `T.bar_sync` id.
+        let key = -2 - i64::try_from(rank).unwrap_or(0);
+        shared
+            .named_barrier(key, &threads)
+            .or_else(|why| fault(span, why))
     }
 
     /// The active threads arrive on named barrier `id` over `count` threads (`T.bar_sync`
@@ -307,8 +384,21 @@ impl Lockstep<'_, '_> {
         sync: bool,
         span: Span,
         active: &[usize],
-    ) -> Res<Option<u64>> {
-        let what = if sync { "T.bar_sync" } else { "T.bar_arrive" };
+    ) -> Res<Option<(i64, u64)>> {
+        let what = if id == CLUSTER_SYNC_KEY {
+            "T.cluster_sync"
+        } else if sync {
+            "T.bar_sync"
+        } else {
+            "T.bar_arrive"
+        };
+        // A block's named barriers are its own: in a cluster, keyed by its rank.
+        let key = match (&self.st.cluster, active.first()) {
+            (Some(_), Some(&t)) if id != CLUSTER_SYNC_KEY => {
+                id + NAMED_PER_BLOCK * i64::try_from(self.st.rank(t)).unwrap_or(0)
+            }
+            _ => id,
+        };
         let warp = WARP_SIZE as usize;
         let whole_warps = active.chunks(warp).all(|w| {
             w.len() == warp
@@ -330,7 +420,7 @@ impl Lockstep<'_, '_> {
                 ),
             );
         }
-        let bar = self.st.named.entry(id).or_default();
+        let bar = self.st.named.entry(key).or_default();
         if bar.arrived > 0 && bar.count != count {
             return fault(
                 span,
@@ -356,17 +446,25 @@ impl Lockstep<'_, '_> {
         bar.count = count;
         bar.arrived += active.len();
         if bar.arrived < count {
-            return Ok(sync.then_some(bar.completed));
+            return Ok(sync.then_some((key, bar.completed)));
         }
         bar.arrived = 0;
         bar.completed += 1;
+        if id == CLUSTER_SYNC_KEY {
+            // Every thread of the cluster has arrived (release) and none has passed its
+            // wait (acquire) yet: everything before it happens before everything after.
+            if let Some(shared) = &mut self.frame.mem.shared {
+                shared.barrier();
+            }
+            return Ok(None);
+        }
         if sync && active.len() == count {
             let threads: Vec<u32> = active
                 .iter()
                 .filter_map(|&t| u32::try_from(t).ok())
                 .collect();
             if let Some(shared) = &mut self.frame.mem.shared {
-                if let Err(why) = shared.named_barrier(id, &threads) {
+                if let Err(why) = shared.named_barrier(key, &threads) {
                     return fault(span, why);
                 }
             }
@@ -374,9 +472,37 @@ impl Lockstep<'_, '_> {
         Ok(None)
     }
 
-    /// Named barrier `id`'s state (a blocked `T.bar_sync` passes once its phase completed).
-    pub fn named_state(&self, id: i64) -> NamedBarrier {
-        self.st.named.get(&id).copied().unwrap_or_default()
+    /// The state of the named barrier of key `key` (`named_arrive`'s; a blocked
+    /// `T.bar_sync` passes once its phase completed).
+    pub fn named_state(&self, key: i64) -> NamedBarrier {
+        self.st.named.get(&key).copied().unwrap_or_default()
+    }
+
+    /// Every thread of the cluster (of the block outside clusters): `T.cluster_sync`'s
+    /// count.
+    pub fn cluster_threads(&self) -> usize {
+        self.st.n
+    }
+
+    /// Places the shared buffers in block `rank` of the cluster (nothing outside clusters).
+    pub(crate) fn set_rank(&mut self, rank: usize) {
+        let Some(c) = self.st.cluster.as_deref_mut() else {
+            return;
+        };
+        if c.current != rank {
+            for &(slot, offset) in &c.shared {
+                if let Some(b) = self.frame.mem.locals.get_mut(slot) {
+                    b.arena_offset = Some(offset + rank * c.stride);
+                }
+            }
+            c.current = rank;
+        }
+        self.frame.mem.cluster = Some(crate::interp::memory::ClusterPos {
+            rank,
+            ranks: c.ranks,
+            stride: c.stride,
+            block_bytes: c.block_bytes,
+        });
     }
 
     /// `T.thread_allreduce`: every thread of the block must be active. Each group (the
@@ -384,13 +510,13 @@ impl Lockstep<'_, '_> {
     /// indices) folds by the butterfly of `ir.rs`'s `AllReduce`: `v_t ← v_t ⊕ v_{t xor o}`
     /// for `o = g/2, …, 1`, each step in the result dtype (the rounding of `shfl` + `add`).
     pub fn allreduce(&mut self, r: &CAllReduce, span: Span, active: &[usize]) -> Res<()> {
-        if active.len() != self.st.n {
+        if active.len() != self.st.block_n {
             return fault(
                 span,
                 format!(
                     "all-reduce reached by {} of {} threads (every thread of the block must reach it)",
                     active.len(),
-                    self.st.n
+                    self.st.block_n
                 ),
             );
         }
@@ -550,9 +676,13 @@ impl Lockstep<'_, '_> {
                 bar,
                 box_dims,
                 swizzle,
+                multicast,
             } => self.on_thread(t, span, |f| {
-                f.tma_load((dst, src, bar), box_dims, *swizzle, span)
+                f.tma_load((dst, src, bar), box_dims, (*swizzle, *multicast), span)
             }),
+            CCall::MbarrierArriveCluster { bar, rank } => {
+                self.on_thread(t, span, |f| f.mbarrier_arrive_cluster(bar, rank, span))
+            }
             // The interpreter's async proxy sees every write at once.
             CCall::FenceProxyAsync => Ok(()),
             // Collectives (`collective`) and the mbarrier wait (the scheduler's, `tasks.rs`):
@@ -568,7 +698,8 @@ impl Lockstep<'_, '_> {
             | CCall::WgmmaWait(_)
             | CCall::SetMaxNReg
             | CCall::BarSync { .. }
-            | CCall::BarArrive { .. } => fault(
+            | CCall::BarArrive { .. }
+            | CCall::ClusterSync => fault(
                 span,
                 format!(
                     "internal error: `{}` is not a per-thread intrinsic",
@@ -681,7 +812,7 @@ impl Lockstep<'_, '_> {
             // A register-allocation hint: nothing the interpreter models.
             CCall::SetMaxNReg => Ok(()),
             // The scheduler's (`tasks.rs`: a sync may block), as a set of warps.
-            CCall::BarSync { .. } | CCall::BarArrive { .. } => fault(
+            CCall::BarSync { .. } | CCall::BarArrive { .. } | CCall::ClusterSync => fault(
                 span,
                 "internal error: a named barrier is run as a set of warps, not one warp",
             ),
@@ -691,6 +822,7 @@ impl Lockstep<'_, '_> {
             | CCall::Wait(_)
             | CCall::MbarrierInit { .. }
             | CCall::MbarrierArrive { .. }
+            | CCall::MbarrierArriveCluster { .. }
             | CCall::MbarrierWait { .. }
             | CCall::TmaLoad { .. }
             | CCall::FenceProxyAsync => fault(
@@ -876,8 +1008,10 @@ impl Lockstep<'_, '_> {
         })
     }
 
-    /// Exchanges thread `t`'s registers with the frame's (its own inverse).
+    /// Exchanges thread `t`'s registers with the frame's (its own inverse), its block's
+    /// shared buffers in place.
     fn swap(&mut self, t: usize) {
+        self.set_rank(self.st.rank(t));
         if let Some(regs) = self.st.regs.get_mut(t) {
             std::mem::swap(&mut self.frame.mem.regs, regs);
         }

@@ -92,6 +92,26 @@ impl Buffer {
     }
 }
 
+/// Where the running thread's block sits in its cluster's shared memory: the cluster's
+/// blocks are interpreted as one frame whose arena holds each block's `block_bytes`, one
+/// block every `stride` bytes (a multiple of 1024, so that every swizzle pattern is the
+/// same in each) in rank order (`exec.rs`): block `r`'s byte `x` is arena byte
+/// `r * stride + x`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ClusterPos {
+    pub rank: usize,
+    pub ranks: usize,
+    pub stride: usize,
+    pub block_bytes: usize,
+}
+
+impl ClusterPos {
+    /// The arena address of the byte at `addr` of the running block in block `rank`.
+    pub fn remote(&self, addr: usize, rank: usize) -> usize {
+        addr - self.rank * self.stride + rank * self.stride
+    }
+}
+
 /// A global write log: flat index → value (the last write wins).
 pub(crate) type Overlay = HashMap<usize, Scalar>;
 
@@ -119,6 +139,9 @@ pub(crate) struct Memory<'g> {
     pub shared: Option<SharedArena>,
     /// The thread running the current statement (thread level), for race detection.
     pub thread: Option<u32>,
+    /// In a cluster (the blocks of a thread-block cluster interpreted together): the
+    /// running thread's block and the cluster's shape of its arena (`ClusterPos`).
+    pub cluster: Option<ClusterPos>,
     /// The running thread's register guards (`T.wgmma`), swapped in with its registers.
     pub regs: RegGuard,
     /// The first access that broke a register guard since the last `take_race`.
@@ -180,6 +203,7 @@ impl<'g> Memory<'g> {
             locals,
             shared: None,
             thread: None,
+            cluster: None,
             regs: RegGuard::default(),
             reg_violation: RefCell::new(None),
             fresh_block: Vec::new(),

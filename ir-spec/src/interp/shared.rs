@@ -95,6 +95,10 @@ pub(crate) struct SharedArena {
     tma_regions: Vec<(usize, u64)>,
     /// What happens before what through mbarriers and `T.wgmma` retirements.
     order: Order,
+    /// In a cluster's arena (the blocks of a cluster interpreted together): threads per
+    /// block. A block's barrier then covers the threads of its block that touched shared
+    /// memory; the others touched only their own blocks' bytes. 0: one block.
+    block_threads: usize,
 }
 
 /// The state of one mbarrier (PTX ISA "mbarrier"): its phase (how many have completed),
@@ -146,7 +150,13 @@ impl SharedArena {
             tma_guard: vec![0; len],
             tma_regions: Vec::new(),
             order: Order::new(len),
+            block_threads: 0,
         }
+    }
+
+    /// The arena holds a cluster's blocks of `n` threads each (see `block_threads`).
+    pub fn set_block_threads(&mut self, n: usize) {
+        self.block_threads = n;
     }
 
     /// The arena's size in bytes.
@@ -189,13 +199,6 @@ impl SharedArena {
             return Err("is used before `T.mbarrier_init`".to_string());
         };
         b.tx += tx;
-        if b.tx < 0 {
-            return Err(format!(
-                "has a negative transaction count ({}) in phase {}: a `T.tma_load` completed \
-                 more bytes than `T.mbarrier_arrive_expect_tx` announced",
-                b.tx, b.phase
-            ));
-        }
         if arrive {
             if b.arrivals == 0 {
                 return Err(format!(
@@ -204,6 +207,18 @@ impl SharedArena {
                 ));
             }
             b.arrivals -= 1;
+        }
+        // The count may dip below zero while an arrival is pending (PTX's tx-count is
+        // signed: a block of a cluster may receive a multicast box before its own thread
+        // announces the bytes); with every arrival in, the bytes completed outnumber those
+        // announced.
+        if b.tx < 0 && b.arrivals == 0 {
+            return Err(format!(
+                "has a negative transaction count ({}) in phase {} with all its arrivals in: \
+                 `T.tma_load`s completed more bytes than `T.mbarrier_arrive_expect_tx` \
+                 announced",
+                b.tx, b.phase
+            ));
         }
         let (slot, phase) = (b.slot, b.phase + 1);
         if let (true, Some(t)) = (arrive, thread) {
@@ -663,11 +678,14 @@ impl SharedArena {
             }
         }
         self.epoch += 1;
+        let block = |t: u32| (t as usize).checked_div(self.block_threads);
+        let own = threads.first().map(|&t| block(t));
         let covers = self
             .touched
             .borrow()
             .1
             .iter()
+            .filter(|&&t| self.block_threads == 0 || Some(block(t)) == own)
             .all(|t| threads.binary_search(t).is_ok());
         match self.groups.iter_mut().find(|g| g.threads == threads) {
             Some(g) => {

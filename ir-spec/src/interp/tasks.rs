@@ -75,9 +75,10 @@ enum Stop {
     /// At a `T.mbarrier_wait` of this span: the first pending wait in thread order and every
     /// barrier address some thread waits on.
     Blocked(Span, PendingWait, Vec<usize>),
-    /// Past a `T.bar_sync` of this span whose phase has not completed: the barrier's id
-    /// and count, and the phases it had completed when the task arrived.
-    Named(Span, (i64, usize), u64),
+    /// Past a `T.bar_sync` (or `T.cluster_sync`) of this span whose phase has not
+    /// completed: the barrier's id and count, its key (`Lockstep::named_arrive`), and the
+    /// phases it had completed when the task arrived.
+    Named(Span, (i64, usize), (i64, u64)),
 }
 
 enum State {
@@ -110,6 +111,7 @@ enum On {
     Named {
         id: i64,
         count: usize,
+        key: i64,
         completed: u64,
     },
 }
@@ -120,25 +122,44 @@ struct Task<'s> {
     state: State,
 }
 
-/// Runs the thread loop `stmt` for the threads `all` (every thread of the block) until every
-/// task has finished.
-pub(crate) fn run(lock: &mut Lockstep, stmt: &CStmt, all: Vec<usize>) -> Res<()> {
-    let root = Cont {
+/// Runs the thread loop `stmt` for the threads of `blocks` (every thread of the block; of
+/// each block of a cluster, one first task per block) until every task has finished.
+pub(crate) fn run(lock: &mut Lockstep, stmt: &CStmt, blocks: Vec<Vec<usize>>) -> Res<()> {
+    let start = |threads: Vec<usize>| Cont {
         kind: ContKind::Stmts {
             stmts: std::slice::from_ref(stmt),
             pos: 0,
         },
-        mask: Some(all),
+        mask: Some(threads),
     };
-    let mut tasks = vec![Task {
-        conts: vec![root],
-        parent: None,
-        state: State::Ready,
-    }];
     let mut queue: VecDeque<usize> = VecDeque::new();
+    let mut tasks = Vec::with_capacity(blocks.len() + 1);
+    if blocks.len() == 1 {
+        tasks.extend(blocks.into_iter().map(|b| Task {
+            conts: vec![start(b)],
+            parent: None,
+            state: State::Ready,
+        }));
+    } else {
+        // Several blocks: an empty root joins one task per block; the first runs now, the
+        // others are queued.
+        tasks.push(Task {
+            conts: Vec::new(),
+            parent: None,
+            state: State::Joining(blocks.len()),
+        });
+        for b in blocks {
+            tasks.push(Task {
+                conts: vec![start(b)],
+                parent: Some(0),
+                state: State::Ready,
+            });
+        }
+        queue.extend(2..tasks.len());
+    }
+    let mut cur = usize::from(tasks.len() > 1);
     // The blocked tasks, in task order.
     let mut blocked_tasks: Vec<usize> = Vec::new();
-    let mut cur = 0usize;
     let mut clock = 0u64;
     loop {
         let stop = match tasks.get_mut(cur) {
@@ -173,11 +194,12 @@ pub(crate) fn run(lock: &mut Lockstep, stmt: &CStmt, all: Vec<usize>) -> Res<()>
                         let bars = addrs.iter().map(|&a| (a, lock.mbarrier_state(a))).collect();
                         (span, On::Mbarrier { wait, bars })
                     }
-                    Stop::Named(span, (id, count), completed) => (
+                    Stop::Named(span, (id, count), (key, completed)) => (
                         span,
                         On::Named {
                             id,
                             count,
+                            key,
                             completed,
                         },
                     ),
@@ -428,8 +450,18 @@ fn step<'s>(lock: &mut Lockstep, conts: &mut Vec<Cont<'s>>, stmt: &'s CStmt) -> 
                 let sync = matches!(i.call, CCall::BarSync { .. });
                 let pending = lock.named_arrive((id, count), sync, span, active(conts))?;
                 advance(conts);
-                if let Some(completed) = pending {
-                    return Ok(Some(Stop::Named(span, (id, count), completed)));
+                if let Some(key) = pending {
+                    return Ok(Some(Stop::Named(span, (id, count), key)));
+                }
+            }
+            // Every thread of the cluster arrives and waits: a barrier across the tasks.
+            CCall::ClusterSync => {
+                let id = crate::interp::lockstep::CLUSTER_SYNC_KEY;
+                let count = lock.cluster_threads();
+                let pending = lock.named_arrive((id, count), true, span, active(conts))?;
+                advance(conts);
+                if let Some(key) = pending {
+                    return Ok(Some(Stop::Named(span, (id, count), key)));
                 }
             }
             _ => {
@@ -516,7 +548,7 @@ fn wake(
         };
         let ready = match &b.on {
             On::Mbarrier { bars, .. } => bars.iter().any(|&(a, was)| lock.mbarrier_state(a) != was),
-            On::Named { id, completed, .. } => lock.named_state(*id).completed > *completed,
+            On::Named { key, completed, .. } => lock.named_state(*key).completed > *completed,
         };
         if ready {
             task.state = State::Ready;
@@ -588,11 +620,20 @@ fn waiting_for(lock: &Lockstep, on: &On) -> String {
             "`T.mbarrier_wait` waits for the phase of parity {}",
             barrier_text(lock, wait)
         ),
-        On::Named { id, count, .. } => format!(
-            "`T.bar_sync({id}, {count})` waits for its phase to complete, which has {} of its \
-             {count} arrivals",
-            lock.named_state(*id).arrived
+        On::Named { id, count, key, .. } => format!(
+            "`{}` waits for its phase to complete, which has {} of its {count} arrivals",
+            named_text(*id, *count),
+            lock.named_state(*key).arrived
         ),
+    }
+}
+
+/// `T.bar_sync(2, 256)`, or `T.cluster_sync()`.
+fn named_text(id: i64, count: usize) -> String {
+    if id == crate::interp::lockstep::CLUSTER_SYNC_KEY {
+        "T.cluster_sync()".to_string()
+    } else {
+        format!("T.bar_sync({id}, {count})")
     }
 }
 
@@ -601,9 +642,10 @@ fn waiting_for(lock: &Lockstep, on: &On) -> String {
 fn awaited(lock: &Lockstep, on: &On) -> String {
     match on {
         On::Mbarrier { wait, .. } => format!("the phase of parity {}", barrier_text(lock, wait)),
-        On::Named { id, count, .. } => format!(
-            "the phase of `T.bar_sync({id}, {count})`, which has {} of its {count} arrivals",
-            lock.named_state(*id).arrived
+        On::Named { id, count, key, .. } => format!(
+            "the phase of `{}`, which has {} of its {count} arrivals",
+            named_text(*id, *count),
+            lock.named_state(*key).arrived
         ),
     }
 }

@@ -77,11 +77,26 @@ intrinsic_table! {
     /// `T.fence_proxy_async()`: `fence.proxy.async.shared::cta`, orders this thread's earlier
     /// shared-memory writes before later reads by the async proxy (TMA, wgmma).
     FenceProxyAsync => FENCE_PROXY_ASYNC,
-    /// `T.tma_load(dst, src, bar, box=(b0, …), swizzle=0)`: one elected thread copies the box
-    /// of global `src` whose origin is `src`'s indices (outside the buffer: zeros) into shared
-    /// memory from `dst` on, row-major and swizzled (`crate::wgmma::swizzle_address`), and the
-    /// copy completes its bytes on the mbarrier `bar` (`cp.async.bulk.tensor`).
-    TmaLoad { dst: Ref, src: Ref, bar: Ref, box_dims: Ints, swizzle: Int } => TMA_LOAD,
+    /// `T.tma_load(dst, src, bar, box=(b0, …), swizzle=0, multicast=0)`: one elected thread
+    /// copies the box of global `src` whose origin is `src`'s indices (outside the buffer:
+    /// zeros) into shared memory from `dst` on, row-major and swizzled
+    /// (`crate::wgmma::swizzle_address`), and the copy completes its bytes on the mbarrier
+    /// `bar` (`cp.async.bulk.tensor`). With `multicast=MASK` (a kernel with `cluster_dims`)
+    /// the box lands at `dst`'s offset in the shared memory of every block of the cluster
+    /// whose rank's bit is set in MASK (the issuer's own only if its bit is), and completes
+    /// its bytes on the mbarrier at `bar`'s offset in each of them (`.multicast::cluster`).
+    TmaLoad { dst: Ref, src: Ref, bar: Ref, box_dims: Ints, swizzle: Int, multicast: Int } => TMA_LOAD,
+    /// `T.mbarrier_arrive_cluster(bar, rank)`: one arrival of this thread on the mbarrier at
+    /// `bar`'s offset in the shared memory of block `rank` of its cluster (`mapa` +
+    /// `mbarrier.arrive.release.cluster`); `rank` may be the thread's own block. It releases
+    /// the thread's earlier accesses to whoever waits on that barrier.
+    MbarrierArriveCluster { bar: Ref, rank: Value } => MBARRIER_ARRIVE_CLUSTER,
+    /// `T.cluster_sync()`: every thread of every block of the cluster arrives and waits for
+    /// all of them (`barrier.cluster.arrive.release` + `barrier.cluster.wait.acquire`); the
+    /// accesses before it happen before the accesses after it, across the cluster. Needed
+    /// after initializing mbarriers other blocks will use, and before a block exits while
+    /// others may still reach its shared memory.
+    ClusterSync => CLUSTER_SYNC,
     /// `T.wgmma_fence()` (warpgroup collective): `wgmma.fence.sync.aligned`, orders earlier
     /// register writes of the accumulators before the next `T.wgmma`.
     WgmmaFence => WGMMA_FENCE,
@@ -294,6 +309,8 @@ pub enum Needs {
     Nothing,
     AsyncCopy(AsyncCopy),
     Mma(MmaFamily),
+    /// Thread-block clusters (`TargetDesc::max_cluster_size` > 1).
+    Clusters,
 }
 
 impl Needs {
@@ -303,6 +320,7 @@ impl Needs {
             Needs::Nothing => true,
             Needs::AsyncCopy(k) => target.has_async_copy(k),
             Needs::Mma(f) => target.has_mma(f),
+            Needs::Clusters => target.desc().max_cluster_size > 1,
         }
     }
 
@@ -316,6 +334,7 @@ impl Needs {
             }
             Needs::Mma(MmaFamily::MmaSync) => "`mma.sync`",
             Needs::Mma(MmaFamily::Wgmma) => "warpgroup MMA (`wgmma`)",
+            Needs::Clusters => "thread-block clusters",
         }
     }
 }
@@ -747,11 +766,53 @@ static TMA_LOAD: IntrinsicDef = IntrinsicDef {
             },
             keyword: true,
         },
+        Param {
+            name: "multicast",
+            role: "multicast mask",
+            kind: ParamKind::IntRange {
+                min: 0,
+                max: MAX_CLUSTER_MASK,
+                step: 1,
+                default: Some(0),
+            },
+            keyword: true,
+        },
     ],
     collective: Collective::Thread,
     block_level: false,
     same_dtype: &[("dst", "src")],
     needs: TMA,
+};
+
+/// A multicast mask has one bit per block of the cluster (PTX's 16-bit `ctaMask`).
+pub const MAX_CLUSTER_MASK: i64 = 0xFFFF;
+
+static MBARRIER_ARRIVE_CLUSTER: IntrinsicDef = IntrinsicDef {
+    op: IntrinsicOp::MbarrierArriveCluster,
+    name: "T.mbarrier_arrive_cluster",
+    params: &[
+        barrier(Effect::Sync),
+        Param {
+            name: "rank",
+            role: "block rank in the cluster",
+            kind: ParamKind::Value,
+            keyword: false,
+        },
+    ],
+    collective: Collective::Thread,
+    block_level: false,
+    same_dtype: &[],
+    needs: Needs::Clusters,
+};
+
+static CLUSTER_SYNC: IntrinsicDef = IntrinsicDef {
+    op: IntrinsicOp::ClusterSync,
+    name: "T.cluster_sync",
+    params: &[],
+    collective: Collective::Thread,
+    block_level: false,
+    same_dtype: &[],
+    needs: Needs::Clusters,
 };
 
 static WGMMA_FENCE: IntrinsicDef = IntrinsicDef {
@@ -1636,6 +1697,7 @@ mod tests {
                 bar: r("bar"),
                 box_dims: vec![64, 64],
                 swizzle: 128,
+                multicast: 0,
             },
             Intrinsic::WgmmaFence,
             Intrinsic::WgmmaCommit,
@@ -1679,6 +1741,20 @@ mod tests {
                 b_sbo: 1024,
                 accumulate: None,
             },
+            // The cluster forms, last: the tests index the ones above.
+            Intrinsic::TmaLoad {
+                dst: r("S"),
+                src: r("A"),
+                bar: r("bar"),
+                box_dims: vec![32, 64],
+                swizzle: 128,
+                multicast: 3,
+            },
+            Intrinsic::MbarrierArriveCluster {
+                bar: r("bar"),
+                rank: Expr::var("peer"),
+            },
+            Intrinsic::ClusterSync,
         ]
     }
 
@@ -1833,6 +1909,7 @@ mod tests {
             bar: r("bar"),
             box_dims,
             swizzle,
+            multicast: 0,
         };
         assert_eq!(
             messages(&tma(vec![64], 0)),
@@ -1893,7 +1970,11 @@ mod tests {
             ]
         );
         // Register A: 16-bit registers of B's dtype.
-        let rs = s.last().cloned().unwrap_or(Intrinsic::WgmmaFence);
+        let rs = s
+            .iter()
+            .find(|i| matches!(i, Intrinsic::WgmmaRs { .. }))
+            .cloned()
+            .unwrap_or(Intrinsic::WgmmaFence);
         let Intrinsic::WgmmaRs { .. } = &rs else {
             panic!()
         };

@@ -275,13 +275,26 @@ impl Printer<'_> {
     /// the definition's name and every argument given, in parameter order, keyword
     /// parameters as `name=value` (a left-out predicate is not written).
     fn intrinsic(&mut self, i: &crate::ir::Intrinsic) -> fmt::Result {
-        use crate::intrinsic::Arg;
+        use crate::intrinsic::{Arg, ParamKind};
         let def = i.def();
         write!(self.out, "{}(", def.name)?;
         let mut first = true;
         for (param, arg) in def.params.iter().zip(i.args()) {
             if arg == Arg::Pred(None) {
                 continue;
+            }
+            // A keyword range parameter at its default is left out (`multicast=0`).
+            if let (
+                true,
+                ParamKind::IntRange {
+                    default: Some(d), ..
+                },
+                Arg::Int(v),
+            ) = (param.keyword, param.kind, arg)
+            {
+                if v == d {
+                    continue;
+                }
             }
             if !first {
                 self.out.push_str(", ");
@@ -363,6 +376,15 @@ impl Printer<'_> {
             self.out.push('(');
             write_list(&mut self.out, &k.threads)?;
             self.out.push(')');
+        }
+        match k.cluster.as_slice() {
+            [] => {}
+            [one] => write!(self.out, ", cluster_dims={one}")?,
+            many => {
+                self.out.push_str(", cluster_dims=(");
+                write_list(&mut self.out, many)?;
+                self.out.push(')');
+            }
         }
         self.out.push(')');
         match k.block_vars.as_slice() {

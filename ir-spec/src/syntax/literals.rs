@@ -80,7 +80,12 @@ impl Normalizer {
                 for v in &k.block_vars {
                     self.vars.insert(v.name.clone(), DType::Int32);
                 }
-                for e in k.grid.iter_mut().chain(k.threads.iter_mut()) {
+                for e in k
+                    .grid
+                    .iter_mut()
+                    .chain(k.threads.iter_mut())
+                    .chain(k.cluster.iter_mut())
+                {
                     self.root(e, Use::AsIs);
                 }
                 if let Some(s) = &mut k.swizzle {

@@ -51,10 +51,12 @@ impl Lowerer {
     ) -> Option<Stmt> {
         let mut grid = Vec::new();
         let mut threads = None;
+        let mut cluster = Some(Vec::new());
+        let mut keyword_seen = false;
         let mut ok = true;
         for arg in args {
             match &arg.name {
-                None if threads.is_some() => {
+                None if keyword_seen => {
                     self.error(Diagnostic::error(
                         arg.value.span,
                         "positional argument after a keyword argument",
@@ -62,14 +64,22 @@ impl Lowerer {
                     ok = false;
                 }
                 None => grid.push(self.expr(&arg.value)),
-                Some(kw) if kw.name == "threads" => threads = Some(self.threads(&arg.value)),
+                Some(kw) if kw.name == "threads" => {
+                    keyword_seen = true;
+                    threads = Some(self.threads(&arg.value));
+                }
+                Some(kw) if kw.name == "cluster_dims" => {
+                    keyword_seen = true;
+                    cluster = self.cluster_dims(&arg.value);
+                }
                 Some(kw) => {
+                    keyword_seen = true;
                     let mut d = Diagnostic::error(
                         kw.span,
                         format!("unknown keyword argument `{}` for `T.Kernel`", kw.name),
                     );
-                    if suggest(&kw.name, &["threads"]).is_some() {
-                        d = d.with_note("did you mean `threads`?");
+                    if let Some(near) = suggest(&kw.name, &["threads", "cluster_dims"]) {
+                        d = d.with_note(format!("did you mean `{near}`?"));
                     }
                     self.error(d);
                     ok = false;
@@ -106,11 +116,17 @@ impl Lowerer {
         // TileLang's default block is 128 threads.
         let threads = threads.unwrap_or_else(|| Some(vec![Expr::int(128)]));
         let grid: Option<Vec<Expr>> = grid.into_iter().collect();
-        let (grid, threads) = (grid?, threads?);
+        let (grid, threads, cluster) = (grid?, threads?, cluster?);
         if !ok {
             return None;
         }
         self.kernel(grid, block_vars, Some(threads), span, |lw| lw.block(body))
+            .map(|mut stmt| {
+                if let StmtKind::Kernel(k) = &mut stmt.kind {
+                    k.cluster = cluster;
+                }
+                stmt
+            })
     }
 
     /// `as bx` or `as (bx, by)`.
@@ -147,6 +163,33 @@ impl Lowerer {
             }
             _ => vec![self.const_int(e, "the thread count")?],
         };
+        self.block_shape(values, e.span)
+    }
+
+    /// `cluster_dims=2` or `cluster_dims=(2, 1, 1)`: constants (or one tunable), x first,
+    /// trailing 1s dropped; all ones is no cluster (empty).
+    fn cluster_dims(&mut self, e: &ast::Expr) -> Option<Vec<Expr>> {
+        if matches!(&e.kind, ast::ExprKind::Name(n) if self.tunables.contains(n)) {
+            let x = self.tunable_int(e, "the cluster shape")?;
+            if x.as_int().is_none() {
+                return Some(vec![x]);
+            }
+        }
+        let values = match &e.kind {
+            ast::ExprKind::Tuple(_) | ast::ExprKind::List(_) => {
+                self.const_int_list(e, "the cluster shape")?
+            }
+            _ => vec![self.const_int(e, "the cluster shape")?],
+        };
+        if values.is_empty() || values.len() > 3 {
+            return self.fail(Diagnostic::error(
+                e.span,
+                "a thread-block cluster has 1 to 3 dimensions",
+            ));
+        }
+        if values.iter().all(|&v| v == 1) {
+            return Some(Vec::new());
+        }
         self.block_shape(values, e.span)
     }
 
@@ -199,6 +242,7 @@ impl Lowerer {
                 threads,
                 swizzle: state.swizzle,
                 min_blocks_per_sm: state.min_blocks_per_sm.map(|(e, _)| e),
+                cluster: Vec::new(),
                 layouts: state.layouts,
                 reducers: state.reducers,
                 allocs: state.allocs,

@@ -69,6 +69,37 @@ impl<'f> Checker<'f> {
                 ));
             }
         }
+        // I8: a multicast reaches only blocks of the kernel's cluster; a constant rank of a
+        // remote arrival is one of them.
+        let ranks = self.cluster_size;
+        match i {
+            Intrinsic::TmaLoad { multicast, .. } if *multicast >> ranks.min(16) != 0 => {
+                self.push(
+                    Diagnostic::error(
+                        self.at(span),
+                        format!(
+                            "`T.tma_load` multicasts to mask {multicast:#x}, but the kernel's \
+                             cluster has {ranks} block{} (mask bits 0..{ranks})",
+                            if ranks == 1 { "" } else { "s" }
+                        ),
+                    )
+                    .with_note("give the kernel `cluster_dims=` on `T.Kernel`"),
+                );
+            }
+            Intrinsic::MbarrierArriveCluster { rank, .. } => {
+                if let Some(r) = const_int(rank).filter(|r| !(0..ranks).contains(r)) {
+                    self.error(
+                        rank.span,
+                        format!(
+                            "`T.mbarrier_arrive_cluster` to block {r}, but the kernel's cluster \
+                             has {ranks} block{}",
+                            if ranks == 1 { "" } else { "s" }
+                        ),
+                    );
+                }
+            }
+            _ => {}
+        }
         // I7: the target has the instruction.
         if let Some(target) = self.requirements.target {
             if !def.needs.met_by(target) {

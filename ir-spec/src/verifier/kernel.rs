@@ -103,6 +103,7 @@ impl<'f> Checker<'f> {
         if let Some(b) = &k.min_blocks_per_sm {
             self.min_blocks_per_sm(b, threads.as_deref(), span);
         }
+        let cluster = self.cluster(k, threads.as_deref(), span);
 
         // The kernel's scope: its allocations (visible in the whole kernel, wherever they
         // were written), then its block variables.
@@ -140,11 +141,16 @@ impl<'f> Checker<'f> {
         let outer_threads = (self.thread_loop.take(), self.vectorized.take());
         let outer_block = std::mem::replace(&mut self.block, threads.clone());
         let outer_axes = std::mem::take(&mut self.thread_axes);
+        let outer_cluster = std::mem::replace(
+            &mut self.cluster_size,
+            cluster.map_or(1, |c| c.iter().product()),
+        );
         let outer_divergence = self.divergence.take();
         self.body(&k.body);
         (self.thread_loop, self.vectorized) = outer_threads;
         self.block = outer_block;
         self.thread_axes = outer_axes;
+        self.cluster_size = outer_cluster;
         self.divergence = outer_divergence;
         self.kernel = outer;
         self.env.pop();
@@ -155,6 +161,7 @@ impl<'f> Checker<'f> {
                 block_vars: k.block_vars.iter().map(|v| v.name.clone()).collect(),
                 num_threads: threads.iter().product(),
                 threads,
+                cluster: cluster.unwrap_or([1, 1, 1]),
                 allocs: k.allocs.iter().map(|a| a.name.name.clone()).collect(),
                 arena_bytes: k.arena.as_ref().map(|a| a.bytes),
                 span,
@@ -187,6 +194,111 @@ impl<'f> Checker<'f> {
                 format!("`T.min_blocks_per_sm` must be an integer constant, found `{b}`"),
             ),
         }
+    }
+
+    /// K14: `cluster_dims` are integer constants ≥ 1, as many as the grid has dimensions
+    /// at most, their product within the target's cluster limit (1 on a target without
+    /// clusters); a constant grid extent is a multiple of the cluster's along its axis
+    /// (a symbolic one is checked at launch); the block is whole warps. The cluster's
+    /// extents, x first, when valid.
+    fn cluster(&mut self, k: &Kernel, threads: Option<&[i64]>, span: Span) -> Option<[i64; 3]> {
+        if k.cluster.is_empty() {
+            return Some([1, 1, 1]);
+        }
+        let at = |e: &Expr| if e.span.is_dummy() { span } else { e.span };
+        let mut dims = [1i64; 3];
+        let mut ok = true;
+        if k.cluster.len() > 3 {
+            self.error(
+                at(&k.cluster[0]),
+                "a thread-block cluster has 1 to 3 dimensions",
+            );
+            return None;
+        }
+        for (axis, e) in k.cluster.iter().enumerate() {
+            match const_int(e) {
+                Some(v) if v >= 1 => dims[axis] = v,
+                Some(v) => {
+                    self.error(at(e), format!("`cluster_dims` must be ≥ 1, found {v}"));
+                    ok = false;
+                }
+                None => {
+                    self.error(
+                        at(e),
+                        format!("`cluster_dims` must be integer constants, found `{e}`"),
+                    );
+                    ok = false;
+                }
+            }
+        }
+        if !ok {
+            return None;
+        }
+        let size: i64 = dims.iter().product();
+        let max = self
+            .requirements
+            .target
+            .map_or(crate::target::MAX_CLUSTER_SIZE, |t| {
+                t.desc().max_cluster_size
+            });
+        let first = at(&k.cluster[0]);
+        if size > max {
+            let mut d = Diagnostic::error(
+                first,
+                format!("a cluster of {size} blocks is more than the target allows ({max})"),
+            );
+            d = d.with_note(if max <= 1 {
+                "thread-block clusters need sm_90a".to_string()
+            } else {
+                format!("CUDA's portable cluster limit is {max} blocks")
+            });
+            self.push(d);
+            return None;
+        }
+        for (axis, &c) in dims.iter().enumerate() {
+            if c == 1 {
+                continue;
+            }
+            let name = ["x", "y", "z"][axis];
+            match k.grid.get(axis) {
+                None => {
+                    self.error(
+                        first,
+                        format!(
+                            "the cluster spans {c} blocks along {name}, but the grid has no {name} \
+                             dimension"
+                        ),
+                    );
+                    ok = false;
+                }
+                Some(g) => {
+                    if let Some(v) = const_int(g).filter(|v| *v > 0 && v % c != 0) {
+                        self.push(
+                            Diagnostic::error(
+                                self.at(g.span),
+                                format!(
+                                    "a grid of {v} blocks along {name} is not a whole number of \
+                                     clusters of {c}"
+                                ),
+                            )
+                            .with_note_at(first, "the cluster's shape is given here"),
+                        );
+                        ok = false;
+                    }
+                }
+            }
+        }
+        if let Some(t) = threads {
+            let n: i64 = t.iter().product();
+            if n % crate::target::WARP_SIZE != 0 {
+                self.error(
+                    first,
+                    format!("a block of a cluster is whole warps; this one has {n} threads"),
+                );
+                ok = false;
+            }
+        }
+        ok.then_some(dims)
     }
 
     /// The block shape as constants, when it is valid.

@@ -63,6 +63,8 @@ pub struct KernelInfo {
     pub threads: Vec<i64>,
     /// Threads per block: the product of `threads`, in `1..=1024`.
     pub num_threads: i64,
+    /// Blocks per thread-block cluster along x, y, z (`[1, 1, 1]`: no cluster).
+    pub cluster: [i64; 3],
     /// Names of the kernel's shared, fragment and local buffers, in declaration order.
     pub allocs: Vec<String>,
     /// The size in bytes of the kernel's dynamic shared-memory arena, when it has one
@@ -161,6 +163,8 @@ pub(crate) struct Checker<'f> {
     block: Option<Vec<i64>>,
     /// The variables of the enclosing `threadIdx.*` loops, with their axes.
     thread_axes: Vec<(String, usize)>,
+    /// Blocks per cluster of the kernel being checked (1 without a cluster).
+    cluster_size: i64,
     /// Inside thread loops: the innermost `if`, loop with non-constant bounds, or thread loop
     /// over part of the block, where threads may part ways (rule R1 of all-reduces).
     divergence: Option<Span>,
@@ -189,6 +193,7 @@ impl<'f> Checker<'f> {
             parallel: None,
             block: None,
             thread_axes: Vec::new(),
+            cluster_size: 1,
             divergence: None,
             stmt_span: func.span,
             empty_dims: Vec::new(),

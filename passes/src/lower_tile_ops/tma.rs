@@ -444,6 +444,7 @@ fn issue(
                 bar: bar(),
                 box_dims: load.box_dims.clone(),
                 swizzle: load.swizzle,
+                multicast: 0,
             },
             span,
         ));

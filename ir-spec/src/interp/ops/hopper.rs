@@ -30,6 +30,7 @@
 
 use crate::interp::compile::{BufRef, CExpr, CRef, CWgmma};
 use crate::interp::eval::{fault, Frame, Res};
+use crate::interp::memory::ClusterPos;
 use crate::interp::scalar::Scalar;
 use crate::interp::shared::{encode, SharedArena, MBARRIER_BYTES};
 use crate::span::Span;
@@ -134,12 +135,56 @@ impl Frame<'_> {
         Ok(WaitPoll::Pending(PendingWait { addr, name, parity }))
     }
 
-    /// `T.tma_load(dst, src, bar, box, swizzle)` issued by the running thread.
+    /// `T.mbarrier_arrive_cluster(bar, rank)`: an arrival on the barrier at `bar`'s place
+    /// in block `rank` of the running thread's cluster.
+    pub(crate) fn mbarrier_arrive_cluster(
+        &mut self,
+        bar: &CRef,
+        rank: &CExpr,
+        span: Span,
+    ) -> Res<()> {
+        const OP: &str = "`T.mbarrier_arrive_cluster`";
+        let (addr, name) = self.mbarrier_at(bar, span, OP)?;
+        let r = self.eval(rank)?.as_i64();
+        let pos = self.cluster_pos();
+        let Some(r) = usize::try_from(r).ok().filter(|&r| r < pos.ranks) else {
+            return fault(
+                span,
+                format!(
+                    "{OP} to block {r} of a cluster of {} block{}",
+                    pos.ranks,
+                    if pos.ranks == 1 { "" } else { "s" }
+                ),
+            );
+        };
+        let addr = pos.remote(addr, r);
+        let thread = self.mem.thread;
+        match self.arena(span, OP)?.mbarrier_update(addr, true, 0, thread) {
+            Ok(()) => Ok(()),
+            Err(why) => fault(
+                span,
+                format!("the mbarrier {name} of the cluster's block {r} {why}"),
+            ),
+        }
+    }
+
+    /// The running thread's place in its cluster (a block alone is a cluster of one).
+    fn cluster_pos(&self) -> ClusterPos {
+        let bytes = self.mem.shared.as_ref().map_or(0, SharedArena::len);
+        self.mem.cluster.unwrap_or(ClusterPos {
+            rank: 0,
+            ranks: 1,
+            stride: bytes,
+            block_bytes: bytes,
+        })
+    }
+
+    /// `T.tma_load(dst, src, bar, box, swizzle, multicast)` issued by the running thread.
     pub(crate) fn tma_load(
         &mut self,
         (dst, src, bar): (&CRef, &CRef, &CRef),
         box_dims: &[usize],
-        swizzle: Swizzle,
+        (swizzle, multicast): (Swizzle, u32),
         span: Span,
     ) -> Res<()> {
         const OP: &str = "`T.tma_load`";
@@ -209,33 +254,66 @@ impl Frame<'_> {
             BufRef::Local(i) => self.mem.tag_of(i),
             BufRef::Global(_) => 0,
         };
-        let arena = self.arena(span, OP)?;
-        let Some(m) = arena.mbarrier(baddr) else {
-            return fault(
-                span,
-                format!("the mbarrier {bname} is used before `T.mbarrier_init`"),
-            );
-        };
-        let region = arena.tma_region(m.slot, m.phase);
-        for (k, bytes) in data.iter().enumerate() {
-            let at = swizzle_address((daddr + k * esz) as u64, swizzle) as usize;
-            if at.saturating_add(esz) > arena.len() {
+        // The blocks the box lands in: the issuer's, or each block of the mask.
+        let pos = self.cluster_pos();
+        let targets: Vec<usize> = if multicast == 0 {
+            vec![pos.rank]
+        } else {
+            let past = (0..32).find(|&b| multicast >> b & 1 == 1 && b >= pos.ranks);
+            if let Some(b) = past {
                 return fault(
                     span,
                     format!(
-                        "{OP} writes shared byte {at}, past the {}-byte arena",
-                        arena.len()
+                        "{OP} multicasts to block {b} of a cluster of {} block{} (mask {multicast:#x})",
+                        pos.ranks,
+                        if pos.ranks == 1 { "" } else { "s" }
                     ),
                 );
             }
-            arena.tma_write(at, bytes.get(..esz).unwrap_or(&[]), region, thread);
-            arena.set_tags(at, esz, tag);
+            (0..pos.ranks)
+                .filter(|&r| multicast >> r & 1 == 1)
+                .collect()
+        };
+        let block_end = pos.rank * pos.stride + pos.block_bytes;
+        let arena = self.arena(span, OP)?;
+        for r in targets {
+            let baddr_r = pos.remote(baddr, r);
+            let Some(m) = arena.mbarrier(baddr_r) else {
+                return fault(
+                    span,
+                    format!(
+                        "the mbarrier {bname}{} is used before `T.mbarrier_init`",
+                        if r == pos.rank {
+                            String::new()
+                        } else {
+                            format!(" of the cluster's block {r}")
+                        }
+                    ),
+                );
+            };
+            let region = arena.tma_region(m.slot, m.phase);
+            for (k, bytes) in data.iter().enumerate() {
+                let at = swizzle_address((daddr + k * esz) as u64, swizzle) as usize;
+                if at.saturating_add(esz) > block_end {
+                    return fault(
+                        span,
+                        format!(
+                            "{OP} writes shared byte {}, past the {}-byte arena",
+                            at - pos.rank * pos.stride,
+                            pos.block_bytes
+                        ),
+                    );
+                }
+                let at = pos.remote(at, r);
+                arena.tma_write(at, bytes.get(..esz).unwrap_or(&[]), region, thread);
+                arena.set_tags(at, esz, tag);
+            }
+            let total = i64::try_from(count * esz).unwrap_or(i64::MAX);
+            if let Err(why) = arena.mbarrier_update(baddr_r, false, -total, None) {
+                return fault(span, format!("the mbarrier {bname} {why}"));
+            }
         }
-        let total = i64::try_from(count * esz).unwrap_or(i64::MAX);
-        match arena.mbarrier_update(baddr, false, -total, None) {
-            Ok(()) => Ok(()),
-            Err(why) => fault(span, format!("the mbarrier {bname} {why}")),
-        }
+        Ok(())
     }
 
     /// The shared start address of a `T.wgmma` operand (16-byte aligned) and its dtype size.

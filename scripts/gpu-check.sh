@@ -117,6 +117,13 @@ run bench/gemm_128x128x64_t128_s4.tir -D M=200 -D N=264 -D K=328
 run bench/gemm_128x128x64_t128_s4.tir -D M=1000 -D N=1032 -D K=1000
 TARGETS=sm_90a run bench/gemm_128x256x64_t256_s4.tir -D M=200 -D N=264 -D K=136
 TARGETS=sm_90a run bench/gemm_128x256x64_t256_s4.tir -D M=384 -D N=512 -D K=4096
+# Thread-block clusters (sm_90a): a warp-specialized GEMM written with the cluster
+# intrinsics (clusters of two sharing A by multicast), and the bench config in clusters of
+# two along y (`tma-multicast` shares B): one tile per block, then persistent (160 tiles:
+# 80 units of two over 66 clusters). `cluster_multicast.tir` runs with the valid cases.
+run ir-spec/tests/data/ws_gemm_cluster.tir -D M=264 -D N=456 -D K=320
+run bench/gemm_128x256x64_t256_s4_cluster.tir -D M=512 -D N=264 -D K=136
+run bench/gemm_128x256x64_t256_s4_cluster.tir -D M=2560 -D N=2048 -D K=64
 # FP8 GEMMs on wgmma's fp8 form (sm_90a only): ragged M and N, a ragged last K block, both
 # warpgroup configs of the block-scaled example, DeepGEMM's N = 2112, TileLang's example
 # (its scales_a loads are unmasked: M a multiple of 128).

@@ -214,3 +214,46 @@ fn fresh_names_skip_taken_ones_and_renamed_buffers_keep_their_references() {
     assert_eq!(loops, expected);
     assert_eq!(ok(&print_func(&f)), f);
 }
+
+/// `cluster_dims=`: one extent or a tuple, x first, constants or tunables; trailing 1s
+/// dropped, all ones is no cluster; it prints back as written canonically.
+#[test]
+fn cluster_dims_forms() {
+    let src = |dims: &str| {
+        format!(
+            "@T.prim_func\ndef f(A: T.Tensor((64,), \"float32\")):\n    with T.Kernel(4, 2, threads=32, cluster_dims={dims}) as (bx, by):\n        A[bx * 8 + by] = 1.0\n"
+        )
+    };
+    let shape = |dims: &str| -> Vec<i64> {
+        let f = ok(&src(dims));
+        let k = kernels(&f)[0];
+        k.cluster.iter().map(|e| e.as_int().unwrap_or(-1)).collect()
+    };
+    assert_eq!(shape("2"), [2]);
+    assert_eq!(shape("(2, 1)"), [2]);
+    assert_eq!(shape("(1, 2, 1)"), [1, 2]);
+    assert_eq!(shape("(1, 1)"), Vec::<i64>::new());
+    assert_eq!(shape("[4, 2]"), [4, 2]);
+    let printed = print_func(&ok(&src("(1, 2, 1)")));
+    assert!(
+        printed.contains("threads=32, cluster_dims=(1, 2)) as (bx, by):"),
+        "{printed}"
+    );
+    assert!(print_func(&ok(&src("(1, 1)"))).contains("threads=32) as (bx, by):"));
+    // A tunable extent stays a name until it is bound.
+    let tunable = format!("c = T.tunable([2, 1], default=2)\n{}", src("(c, 1)"));
+    let f = parse(&tunable).expect("parses");
+    let k = kernels(&f)[0];
+    assert_eq!(k.cluster.len(), 1);
+    assert!(matches!(&k.cluster[0].kind, ExprKind::Var(n) if n == "c"));
+    // Errors: too many extents, an extent that is not constant.
+    let err = |dims: &str| match parse(&src(dims)) {
+        Ok(_) => panic!("cluster_dims={dims} parsed"),
+        Err(d) => d.first().map(|d| d.message.clone()).unwrap_or_default(),
+    };
+    assert_eq!(
+        err("(1, 1, 1, 2)"),
+        "a thread-block cluster has 1 to 3 dimensions"
+    );
+    assert!(err("bx").contains("an extent of the cluster shape must be a constant integer"));
+}

@@ -26,6 +26,7 @@ pub mod sink_wgmma_wait;
 pub mod stage_fragment_reads;
 pub mod thread_binding;
 pub mod thread_sync;
+pub mod tma_multicast;
 pub mod unroll;
 pub mod version_masks;
 pub mod warp_specialize;

@@ -19,6 +19,7 @@ use crate::sink_wgmma_wait::SinkWgmmaWait;
 use crate::stage_fragment_reads::StageFragmentReads;
 use crate::thread_binding::ThreadBinding;
 use crate::thread_sync::ThreadSync;
+use crate::tma_multicast::TmaMulticast;
 use crate::unroll::Unroll;
 use crate::version_masks::VersionMasks;
 use crate::warp_specialize::WarpSpecialize;
@@ -41,6 +42,7 @@ static PIPELINE_PLANNING: PipelinePlanning = PipelinePlanning;
 static INJECT_SOFTWARE_PIPELINE: InjectSoftwarePipeline = InjectSoftwarePipeline;
 static LOWER_TILE_OPS: LowerTileOps = LowerTileOps;
 static WARP_SPECIALIZE: WarpSpecialize = WarpSpecialize;
+static TMA_MULTICAST: TmaMulticast = TmaMulticast;
 static PERSISTENT_TILES: PersistentTiles = PersistentTiles;
 static INJECT_CP_ASYNC: InjectCpAsync = InjectCpAsync;
 static SIMPLIFY: Simplify = Simplify;
@@ -55,7 +57,7 @@ static WIDEN_INDICES: WidenIndices = WidenIndices;
 /// (reducers, reductions, staged fragment reads, the block order, masks versioned), the buffers fresh in each loop iteration
 /// (before pipelining rewrites the loops), tile-level scheduling (layouts, pipelining), then the lowering to threads, then thread-level clean-up.
 pub fn registry() -> &'static [&'static dyn Pass] {
-    static ALL: [&dyn Pass; 21] = [
+    static ALL: [&dyn Pass; 22] = [
         &THREAD_SYNC,
         &LOWER_REDUCERS,
         &LOWER_REDUCTIONS,
@@ -69,6 +71,7 @@ pub fn registry() -> &'static [&'static dyn Pass] {
         &LOWER_TILE_OPS,
         &WARP_SPECIALIZE,
         &PERSISTENT_TILES,
+        &TMA_MULTICAST,
         &INJECT_CP_ASYNC,
         &RASTERIZE,
         &THREAD_BINDING,
@@ -159,7 +162,7 @@ pub fn default_pipeline(target: Target) -> Pipeline {
     // persistent kernel walks its tiles in the rasterized order itself).
     let schedule: &[&'static dyn Pass] = match target {
         Target::Sm80 => &[],
-        Target::Sm90a => &[&WARP_SPECIALIZE, &PERSISTENT_TILES],
+        Target::Sm90a => &[&WARP_SPECIALIZE, &PERSISTENT_TILES, &TMA_MULTICAST],
     };
     let thread_level: [&'static dyn Pass; 8] = [
         &INJECT_CP_ASYNC,
@@ -197,7 +200,7 @@ mod tests {
         let err = parse_pipeline("zzzzzzzzzz").err().unwrap();
         assert_eq!(err.suggestion, None);
         assert!(err.to_string().contains(
-            "known passes: thread-sync, lower-reducers, lower-reductions, stage-fragment-reads, longest-first, version-masks, mark-fresh-buffers, layout-inference, pipeline-planning, inject-software-pipeline, lower-tile-ops, warp-specialize, persistent-tiles, inject-cp-async, rasterize, thread-binding, sink-wgmma-wait, plan-shared-memory, unroll, simplify, widen-indices"
+            "known passes: thread-sync, lower-reducers, lower-reductions, stage-fragment-reads, longest-first, version-masks, mark-fresh-buffers, layout-inference, pipeline-planning, inject-software-pipeline, lower-tile-ops, warp-specialize, persistent-tiles, tma-multicast, inject-cp-async, rasterize, thread-binding, sink-wgmma-wait, plan-shared-memory, unroll, simplify, widen-indices"
         ));
         assert_eq!(resolve("raster").map(|p| p.name()).ok(), None);
         assert_eq!(

@@ -35,9 +35,10 @@ use crate::analysis::raster;
 use crate::context::PassContext;
 use crate::names::NameSet;
 use crate::pass::Pass;
+use tlc_ir::build::bin;
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::map_body_exprs;
-use tlc_ir::{Diagnostic, Expr, ExprKind, Ident, Kernel, PrimFunc, Stmt, StmtKind};
+use tlc_ir::{BinOp, Diagnostic, Expr, ExprKind, Ident, Kernel, PrimFunc, Stmt, StmtKind};
 
 pub struct Rasterize;
 
@@ -82,20 +83,62 @@ fn rasterize_kernel(k: &mut Kernel, names: &mut NameSet) -> Result<(), Diagnosti
         return Ok(());
     }
     let (bx, by) = (k.block_vars[0].name.clone(), k.block_vars[1].name.clone());
-    let r = raster::remap(
-        (&bx, &by),
-        (&k.grid[0], &k.grid[1]),
-        panel,
-        swizzle.order,
-        names,
-    );
+    // In clusters the clusters are rasterized and a block keeps its rank: cluster
+    // `(bx // cx, by // cy)` of the `(gx / cx, gy / cy)` grid of clusters plays the
+    // remapped cluster, and block `(bx, by)` its block `(bx % cx, by % cy)` of it — so the
+    // blocks of a cluster stay neighbours and keep sharing their multicast boxes.
+    let (cx, cy) = match k.cluster_dims() {
+        Some([cx, cy, _]) => (cx, cy),
+        None => {
+            return Err(Diagnostic::error(
+                swizzle.span,
+                "the cluster shape must be constant to rasterize its clusters",
+            ))
+        }
+    };
+    let mut lets: Vec<(String, Expr)> = Vec::new();
+    let clustered = cx > 1 || cy > 1;
+    let (ux, uy, gx, gy) = if clustered {
+        let ux = names.fresh(&format!("{bx}_cluster"));
+        let uy = names.fresh(&format!("{by}_cluster"));
+        lets.push((
+            ux.clone(),
+            bin(BinOp::FloorDiv, Expr::var(&bx), Expr::int(cx)),
+        ));
+        lets.push((
+            uy.clone(),
+            bin(BinOp::FloorDiv, Expr::var(&by), Expr::int(cy)),
+        ));
+        let gx = bin(BinOp::FloorDiv, k.grid[0].clone(), Expr::int(cx));
+        let gy = bin(BinOp::FloorDiv, k.grid[1].clone(), Expr::int(cy));
+        (ux, uy, gx, gy)
+    } else {
+        (bx.clone(), by.clone(), k.grid[0].clone(), k.grid[1].clone())
+    };
+    let r = raster::remap((&ux, &uy), (&gx, &gy), panel, swizzle.order, names);
+    lets.extend(r.lets);
+    let (px, py) = if clustered {
+        let px = names.fresh(&format!("{bx}_played"));
+        let py = names.fresh(&format!("{by}_played"));
+        let played = |raster: &str, hw: &str, c: i64| {
+            bin(
+                BinOp::Add,
+                bin(BinOp::Mul, Expr::var(raster), Expr::int(c)),
+                bin(BinOp::FloorMod, Expr::var(hw), Expr::int(c)),
+            )
+        };
+        lets.push((px.clone(), played(&r.x, &bx, cx)));
+        lets.push((py.clone(), played(&r.y, &by, cy)));
+        (px, py)
+    } else {
+        (r.x.clone(), r.y.clone())
+    };
     map_body_exprs(&mut k.body, &mut |e| match &e.kind {
-        ExprKind::Var(n) if *n == bx => Expr::new(ExprKind::Var(r.x.clone()), e.span),
-        ExprKind::Var(n) if *n == by => Expr::new(ExprKind::Var(r.y.clone()), e.span),
+        ExprKind::Var(n) if *n == bx => Expr::new(ExprKind::Var(px.clone()), e.span),
+        ExprKind::Var(n) if *n == by => Expr::new(ExprKind::Var(py.clone()), e.span),
         _ => e,
     });
-    let mut body: Vec<Stmt> = r
-        .lets
+    let mut body: Vec<Stmt> = lets
         .into_iter()
         .map(|(name, value)| {
             Stmt::new(

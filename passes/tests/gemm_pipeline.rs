@@ -50,6 +50,7 @@ fn changing(
                 | "longest-first"
                 | "version-masks"
                 | "mark-fresh-buffers"
+                | "tma-multicast"
         );
         if !(rewrite && f == prev) {
             out.push((pass, f.clone()));

@@ -160,3 +160,42 @@ fn mapping_is_tilelangs_and_a_bijection_for_many_grids() {
     }
     assert!(checked > 20_000);
 }
+
+/// In clusters the clusters are rasterized (TileLang's mapping on the grid of clusters) and
+/// a block keeps its place in its cluster: still a bijection of the grid, and the blocks of
+/// one cluster play the blocks of one cluster — neighbours that share what they load.
+#[test]
+fn clusters_are_rasterized_whole() {
+    let mut checked = 0;
+    for (cx, cy) in [(2, 1), (1, 2), (2, 2), (4, 1)] {
+        for ux in 1..=5 {
+            for uy in 1..=5 {
+                for panel in [1, 2, 3, 10] {
+                    for column in [false, true] {
+                        let (gx, gy) = (ux * cx, uy * cy);
+                        let src = kernel_src(gx, gy, panel, column).replace(
+                            "threads=32)",
+                            &format!("threads=32, cluster_dims=({cx}, {cy}))"),
+                        );
+                        let func = tlc_ir::parse(&src).unwrap();
+                        let map = mapping(&rasterized(func));
+                        let mut seen = vec![false; (gx * gy) as usize];
+                        for ((bx, by), (x, y)) in map {
+                            let unit = tilelang(bx / cx, by / cy, ux, uy, panel, column);
+                            assert_eq!(
+                                (x, y),
+                                (unit.0 * cx + bx % cx, unit.1 * cy + by % cy),
+                                "grid {gx}x{gy} cluster {cx}x{cy} panel {panel} block ({bx}, {by})"
+                            );
+                            let slot = &mut seen[(y * gx + x) as usize];
+                            assert!(!*slot, "({x}, {y}) played twice");
+                            *slot = true;
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 5_000);
+}

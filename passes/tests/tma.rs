@@ -24,7 +24,9 @@ fn lowered_in(func: &PrimFunc, cx: &PassContext) -> String {
     let mut f = func.clone();
     let mut lowered = false;
     for pass in default_pipeline(cx.target()) {
-        if lowered && !["warp-specialize", "persistent-tiles"].contains(&pass.name()) {
+        if lowered
+            && !["warp-specialize", "persistent-tiles", "tma-multicast"].contains(&pass.name())
+        {
             return print_func(&f);
         }
         f = pass

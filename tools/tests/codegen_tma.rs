@@ -485,7 +485,7 @@ fn cluster_kernels_declare_their_cluster_and_assemble() {
     assert!(mapa[1].ends_with(", 1;"));
     let arrives = lines
         .iter()
-        .filter(|l| l.starts_with("mbarrier.arrive.release.cluster.shared::cluster.b64 \t_, [%r"))
+        .filter(|l| l.starts_with("mbarrier.arrive.shared::cluster.b64 \t_, [%r"))
         .count();
     assert_eq!(arrives, 2, "{ptx}");
     // Every descriptor's start field is masked to 14 bits in the cluster kernel, never in the

@@ -29,6 +29,7 @@ fn passes_lists_every_pass_with_a_description() {
             "lower-tile-ops",
             "warp-specialize",
             "persistent-tiles",
+            "tma-multicast",
             "inject-cp-async",
             "rasterize",
             "thread-binding",
@@ -70,6 +71,8 @@ fn passes_with_a_target_prints_its_default_pipeline() {
                 assert_eq!(schedule, lowering.map(|i| i + 1), "{names:?}");
                 let persistent = names.iter().position(|n| n == "persistent-tiles");
                 assert_eq!(persistent, schedule.map(|i| i + 1), "{names:?}");
+                let multicast = names.iter().position(|n| n == "tma-multicast");
+                assert_eq!(multicast, schedule.map(|i| i + 2), "{names:?}");
             }
         }
     }

@@ -1161,9 +1161,11 @@ pub enum Op {
     /// `mapa.shared::cluster.u32 dst, addr, rank`: the shared::cluster address of the byte
     /// at shared::cta address `addr` (a `.u32` register) in block `rank` of the cluster.
     Mapa { dst: Reg, addr: Reg, rank: Operand },
-    /// `mbarrier.arrive.release.cluster.shared::cluster.b64 _, [addr]`: one arrival on the
-    /// mbarrier at shared::cluster address `addr` (a `mapa` result), releasing at cluster
-    /// scope.
+    /// `mbarrier.arrive.shared::cluster.b64 _, [addr]`: one arrival on the mbarrier at
+    /// shared::cluster address `addr` (a `mapa` result), with the default release at CTA
+    /// scope (CUTLASS's cluster barrier does the same: the releasing consumers' reads of the
+    /// stage are retired wgmma reads, and nothing they wrote is handed over). `.release.cluster`
+    /// measured 40 % slower on a multicast GEMM (docs/perf.md, "Clusters").
     MbarrierArriveCluster { addr: Reg },
     /// `barrier.cluster.arrive.release.aligned`: this thread's arrival on the cluster
     /// barrier, releasing its earlier accesses at cluster scope.

@@ -685,7 +685,7 @@ fn render(op: &Op) -> (String, Vec<String>) {
             vec![dst.to_string(), addr.to_string(), o(rank)],
         ),
         Op::MbarrierArriveCluster { addr } => (
-            "mbarrier.arrive.release.cluster.shared::cluster.b64".to_string(),
+            "mbarrier.arrive.shared::cluster.b64".to_string(),
             vec!["_".to_string(), format!("[{addr}]")],
         ),
         Op::ClusterArrive => (

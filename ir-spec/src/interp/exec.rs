@@ -513,22 +513,21 @@ fn run_block(
     }
     let ranks = blocks.len().max(1);
     if ranks > 1 {
-        // The blocks share this frame: block-level code would run once for all of them.
-        let one_loop = matches!(
-            kernel.body.as_slice(),
-            [CStmt {
-                kind: CStmtKind::Loop {
+        // The blocks share this frame: block-level code other than lets (evaluated per block,
+        // `cluster_body`) would run once for all of them.
+        if let Some(s) = kernel.body.iter().find(|s| {
+            !matches!(
+                s.kind,
+                CStmtKind::Loop {
                     thread_axis: Some(_),
                     ..
-                },
-                ..
-            }]
-        );
-        if !one_loop {
+                } | CStmtKind::Let { .. }
+            )
+        }) {
             return fault(
-                kernel.body.first().map_or(Span::DUMMY, |s| s.span),
+                s.span,
                 "the interpreter runs a cluster's blocks together only when the kernel's body \
-                 is one thread-binding loop",
+                 is thread-binding loops and lets",
             );
         }
     }
@@ -631,7 +630,7 @@ fn run_block(
                         .block_vars
                         .iter()
                         .copied()
-                        .zip(c.iter().copied())
+                        .zip(c.iter().map(|&v| Scalar::Int(v)))
                         .collect()
                 })
                 .collect(),
@@ -645,8 +644,53 @@ fn run_block(
             cluster,
         )?));
     }
-    frame.exec(&kernel.body)?;
+    if ranks > 1 {
+        cluster_body(&mut frame, kernel)?;
+    } else {
+        frame.exec(&kernel.body)?;
+    }
     Ok((frame.mem.overlays, frame.mem.atomics))
+}
+
+/// A cluster's body (thread loops and lets): each block-level let is evaluated once per
+/// block of the cluster, with that block's variables, and its value joins the variables
+/// the block's threads start with; the thread loops run every block's threads.
+fn cluster_body(frame: &mut Frame, kernel: &CKernel) -> Res<()> {
+    for stmt in &kernel.body {
+        let CStmtKind::Let { var, value } = &stmt.kind else {
+            frame.exec_one(stmt)?;
+            continue;
+        };
+        let mut st = frame.threads.take();
+        let result = per_block_let(frame, st.as_deref_mut(), (*var, value), stmt.span);
+        frame.threads = st;
+        result?;
+    }
+    Ok(())
+}
+
+/// Evaluates the block-level let `var = value` for each block of the cluster `st` holds.
+fn per_block_let(
+    frame: &mut Frame,
+    st: Option<&mut ThreadState>,
+    (var, value): (usize, &CExpr),
+    span: Span,
+) -> Res<()> {
+    let Some(c) = st.and_then(ThreadState::cluster_mut) else {
+        return fault(span, "internal error: a cluster without its blocks");
+    };
+    for rank_vars in &mut c.block_vars {
+        let saved = frame.vars.clone();
+        for &(slot, v) in rank_vars.iter() {
+            if let Some(x) = frame.vars.get_mut(slot) {
+                *x = v;
+            }
+        }
+        let v = frame.eval(value);
+        frame.vars = saved;
+        rank_vars.push((var, v?));
+    }
+    Ok(())
 }
 
 /// A shared buffer of `len` elements fits a block's shared memory on some target (the

@@ -94,8 +94,10 @@ pub(crate) struct ClusterThreads {
     pub stride: usize,
     /// (allocation slot, byte offset in a block) of each shared buffer in the arena.
     pub shared: Vec<(usize, usize)>,
-    /// Per rank: (slot, value) of its block variables.
-    pub block_vars: Vec<Vec<(usize, i64)>>,
+    /// Per rank: (slot, value) of its block variables and of the block-level lets before
+    /// the running thread loop (integers: a thread-level kernel's block-level lets compute
+    /// indices).
+    pub block_vars: Vec<Vec<(usize, Scalar)>>,
     /// The rank whose place the shared buffers have now.
     pub current: usize,
 }
@@ -184,6 +186,11 @@ impl ThreadState {
         })
     }
 
+    /// The cluster the threads form, if they are several blocks'.
+    pub(crate) fn cluster_mut(&mut self) -> Option<&mut ClusterThreads> {
+        self.cluster.as_deref_mut()
+    }
+
     /// Thread `t`'s block in its cluster (0 outside clusters).
     fn rank(&self, t: usize) -> usize {
         t.checked_div(self.block_n).unwrap_or(0)
@@ -241,7 +248,7 @@ impl Frame<'_> {
                 let rank = t.checked_div(st.block_n).unwrap_or(0);
                 for &(slot, v) in c.block_vars.get(rank).map_or(&[][..], |b| b.as_slice()) {
                     if let Some(x) = vars.get_mut(slot) {
-                        *x = Scalar::Int(v);
+                        *x = v;
                     }
                 }
             }
@@ -255,12 +262,28 @@ impl Frame<'_> {
         let result = tasks::run(&mut lock, stmt, blocks);
         // Block-level code sees the first block's shared buffers.
         lock.set_rank(0);
-        self.threads = Some(st);
         // A thread loop entered from block level runs every thread to completion before the
         // next statement, so its end orders memory like a barrier: a later loop reading what
         // this one wrote is not a race (the SIMT regions of `lower-tile-ops` rely on this).
+        // In a cluster, like each block's `T.sync_threads()`: the GPU orders nothing across
+        // blocks there.
+        let blocks = st.blocks();
+        let clustered = st.cluster.is_some();
+        self.threads = Some(st);
         if let Some(shared) = &mut self.mem.shared {
-            shared.barrier();
+            if !clustered {
+                shared.barrier();
+            }
+            for (rank, threads) in blocks.iter().enumerate().filter(|_| clustered) {
+                let threads: Vec<u32> = threads
+                    .iter()
+                    .filter_map(|&t| u32::try_from(t).ok())
+                    .collect();
+                let key = -2 - i64::try_from(rank).unwrap_or(0);
+                if let Err(why) = shared.named_barrier(key, &threads) {
+                    return fault(stmt.span, why);
+                }
+            }
         }
         result
     }

@@ -88,7 +88,7 @@ intrinsic_table! {
     TmaLoad { dst: Ref, src: Ref, bar: Ref, box_dims: Ints, swizzle: Int, multicast: Int } => TMA_LOAD,
     /// `T.mbarrier_arrive_cluster(bar, rank)`: one arrival of this thread on the mbarrier at
     /// `bar`'s offset in the shared memory of block `rank` of its cluster (`mapa` +
-    /// `mbarrier.arrive.release.cluster`); `rank` may be the thread's own block. It releases
+    /// `mbarrier.arrive.shared::cluster`); `rank` may be the thread's own block. It releases
     /// the thread's earlier accesses to whoever waits on that barrier.
     MbarrierArriveCluster { bar: Ref, rank: Value } => MBARRIER_ARRIVE_CLUSTER,
     /// `T.cluster_sync()`: every thread of every block of the cluster arrives and waits for

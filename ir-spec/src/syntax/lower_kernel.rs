@@ -166,31 +166,31 @@ impl Lowerer {
         self.block_shape(values, e.span)
     }
 
-    /// `cluster_dims=2` or `cluster_dims=(2, 1, 1)`: constants (or one tunable), x first,
-    /// trailing 1s dropped; all ones is no cluster (empty).
+    /// `cluster_dims=2` or `cluster_dims=(2, 1, 1)`, x first: each entry a constant or an
+    /// expression of tunables (bound before compiling); trailing constant 1s are dropped and
+    /// all ones is no cluster (empty).
     fn cluster_dims(&mut self, e: &ast::Expr) -> Option<Vec<Expr>> {
-        if matches!(&e.kind, ast::ExprKind::Name(n) if self.tunables.contains(n)) {
-            let x = self.tunable_int(e, "the cluster shape")?;
-            if x.as_int().is_none() {
-                return Some(vec![x]);
-            }
-        }
-        let values = match &e.kind {
-            ast::ExprKind::Tuple(_) | ast::ExprKind::List(_) => {
-                self.const_int_list(e, "the cluster shape")?
-            }
-            _ => vec![self.const_int(e, "the cluster shape")?],
+        let items: Vec<&ast::Expr> = match &e.kind {
+            ast::ExprKind::Tuple(items) | ast::ExprKind::List(items) => items.iter().collect(),
+            _ => vec![e],
         };
-        if values.is_empty() || values.len() > 3 {
+        if items.is_empty() || items.len() > 3 {
             return self.fail(Diagnostic::error(
                 e.span,
                 "a thread-block cluster has 1 to 3 dimensions",
             ));
         }
-        if values.iter().all(|&v| v == 1) {
+        let mut dims = Vec::with_capacity(items.len());
+        for item in items {
+            dims.push(self.tunable_int(item, "an extent of the cluster shape")?);
+        }
+        while dims.len() > 1 && dims.last().and_then(Expr::as_int) == Some(1) {
+            dims.pop();
+        }
+        if dims.iter().all(|d| d.as_int() == Some(1)) {
             return Some(Vec::new());
         }
-        self.block_shape(values, e.span)
+        Some(dims)
     }
 
     /// A block shape from constant extents, x first; trailing 1s are dropped.

@@ -23,7 +23,10 @@
 //! others and `T.use_swizzle` are consumed by the tile loops). Where there are more tiles
 //! than blocks but the form cannot be taken (other code in the kernel, a second pipeline,
 //! a tile-dependent k-loop), a `T.note("persistent blocks not used: …")` stands before the
-//! pipeline.
+//! pipeline. In thread-block clusters (`cluster_dims`, which must divide the grid) the
+//! clusters walk whole clusters' worth of tiles, `P / C` clusters of `C` blocks along the
+//! new 1-D grid, and the blocks of a cluster hold neighbouring tiles as launched one tile
+//! each (`tiles.rs`).
 
 mod tiles;
 
@@ -73,6 +76,9 @@ struct Rings {
 }
 
 fn persist_kernel(k: &mut Kernel, cx: &PassContext, names: &mut NameSet) {
+    let Some(cluster) = k.cluster_dims() else {
+        return;
+    };
     // `warp-specialize` writes the blocks per SM it budgeted the registers for.
     let Some(blocks_per_sm) = k.min_blocks_per_sm.as_ref().and_then(const_int) else {
         return;
@@ -103,10 +109,16 @@ fn persist_kernel(k: &mut Kernel, cx: &PassContext, names: &mut NameSet) {
     k.body = body;
     if let Some(blocks) = persistent {
         // The tiles' indices are computed in the tile loops (with the rasterization); the
-        // hardware index is the first block variable.
+        // hardware index is the first block variable, and a cluster lies along it.
         k.grid = vec![Expr::int(blocks)];
         k.block_vars.truncate(1);
         k.swizzle = None;
+        let size = cluster.iter().product::<i64>();
+        k.cluster = if size > 1 {
+            vec![Expr::int(size)]
+        } else {
+            Vec::new()
+        };
     }
 }
 
@@ -176,7 +188,7 @@ impl Visit<'_> {
         let tiles = Tiles::plan(
             &k.grid,
             &k.block_vars,
-            k.swizzle.as_ref(),
+            (k.swizzle.as_ref(), k.cluster_dims().unwrap_or([1, 1, 1])),
             (self.sms, self.blocks_per_sm),
             [&main.start, &main.stop],
         )?;

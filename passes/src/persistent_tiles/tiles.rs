@@ -41,6 +41,12 @@ pub(crate) struct Tiles {
     pub raster: Option<(i64, RasterOrder)>,
     /// Blocks launched: `P`.
     pub blocks: i64,
+    /// Blocks per cluster along x and y (`[1, 1]`: none). A cluster walks whole clusters'
+    /// worth of tiles: the `(gx / cx) × (gy / cy)` grid of units is walked (and rasterized)
+    /// by the `P / C` clusters, and block `r` of a cluster plays block `(r % cx, r / cx)` of
+    /// its unit — so the blocks of a cluster always hold neighbouring tiles, as they would
+    /// launched one tile each, and share what those share.
+    pub cluster: [i64; 2],
 }
 
 impl Tiles {
@@ -51,7 +57,7 @@ impl Tiles {
     pub fn plan(
         grid: &[Expr],
         vars: &[Ident],
-        swizzle: Option<&Swizzle>,
+        (swizzle, cluster): (Option<&Swizzle>, [i64; 3]),
         (sms, per_sm): (i64, i64),
         loop_bounds: [&Expr; 2],
     ) -> Result<Option<Tiles>, String> {
@@ -61,9 +67,18 @@ impl Tiles {
         if extents.is_empty() || extents.len() > 2 || vars.len() != extents.len() {
             return Ok(None);
         }
+        let [cx, cy, cz] = cluster;
+        let c = cx * cy;
+        let whole_units = extents
+            .iter()
+            .zip([cx, cy])
+            .all(|(&g, c)| c >= 1 && g % c == 0);
+        if cz != 1 || !whole_units || (extents.len() == 1 && cy != 1) {
+            return Ok(None);
+        }
         let (Some(tiles), Some(blocks)) = (
             extents.iter().try_fold(1i64, |a, &g| a.checked_mul(g)),
-            sms.checked_mul(per_sm),
+            sms.checked_mul(per_sm).map(|b| b / c * c),
         ) else {
             return Ok(None);
         };
@@ -94,29 +109,53 @@ impl Tiles {
             vars: vars.iter().map(|v| v.name.clone()).collect(),
             raster,
             blocks,
+            cluster: [cx, cy],
         }))
     }
 
+    /// Blocks per cluster.
+    pub fn cluster_size(&self) -> i64 {
+        self.cluster[0] * self.cluster[1]
+    }
+
+    /// The units the clusters walk (tiles, without clusters), along x and y.
+    fn units(&self) -> Vec<i64> {
+        self.grid
+            .iter()
+            .zip(self.cluster)
+            .map(|(&g, c)| g / c)
+            .collect()
+    }
+
     fn count(&self) -> i64 {
-        self.grid.iter().product()
+        self.units().iter().product()
     }
 
     /// `body` (one role's code for one tile, using the block variables) run for each of the
     /// block's tiles: `for i in T.serial(n): let t = …; <the tile's indices>; body`. `i`
     /// names the loop variable; the block's hardware index is the first block variable.
     pub fn tile_loop(&self, i: &str, mut body: Vec<Stmt>, names: &mut NameSet, span: Span) -> Stmt {
-        let b = Expr::var(&self.vars[0]);
+        let c = self.cluster_size();
+        // The walker: the block, or its cluster (`b // C`, the same in all its blocks).
+        let hw = Expr::var(&self.vars[0]);
+        let b = if c > 1 {
+            bin(BinOp::FloorDiv, hw.clone(), Expr::int(c))
+        } else {
+            hw.clone()
+        };
+        let walkers = self.blocks / c;
         let t = names.fresh("tile");
         let mut lets = vec![(
             t.clone(),
             bin(
                 BinOp::Add,
                 b.clone(),
-                bin(BinOp::Mul, Expr::var(i), Expr::int(self.blocks)),
+                bin(BinOp::Mul, Expr::var(i), Expr::int(walkers)),
             ),
         )];
         let mut played: Vec<String> = Vec::new();
-        if let [gx, gy] = self.grid[..] {
+        let units = self.units();
+        if let [gx, gy] = units[..] {
             let (x0, y0) = (names.fresh("tile_x"), names.fresh("tile_y"));
             lets.push((
                 x0.clone(),
@@ -143,6 +182,30 @@ impl Tiles {
         } else {
             played.push(t.clone());
         }
+        // Block `r` of the cluster plays block `(r % cx, r / cx)` of the unit.
+        if c > 1 {
+            let r = bin(BinOp::FloorMod, hw.clone(), Expr::int(c));
+            let [cx, cy] = self.cluster;
+            let within = [
+                bin(BinOp::FloorMod, r.clone(), Expr::int(cx)),
+                bin(BinOp::FloorDiv, r, Expr::int(cx)),
+            ];
+            for ((name, cl), offset) in played.iter_mut().zip([cx, cy]).zip(within) {
+                if cl == 1 {
+                    continue;
+                }
+                let block = names.fresh(&format!("{name}_block"));
+                lets.push((
+                    block.clone(),
+                    bin(
+                        BinOp::Add,
+                        bin(BinOp::Mul, Expr::var(name.as_str()), Expr::int(cl)),
+                        offset,
+                    ),
+                ));
+                *name = block;
+            }
+        }
         let vars = self.vars.clone();
         map_body_exprs(&mut body, &mut |e| match &e.kind {
             ExprKind::Var(n) => match vars.iter().position(|v| v == n) {
@@ -165,13 +228,13 @@ impl Tiles {
             })
             .collect();
         inner.append(&mut body);
-        // (tiles - 1 - b) // P + 1 tiles for block b < P <= tiles.
+        // (tiles - 1 - b) // P + 1 tiles for block b < P <= tiles (units and clusters).
         let n = bin(
             BinOp::Add,
             bin(
                 BinOp::FloorDiv,
                 bin(BinOp::Sub, Expr::int(self.count() - 1), b),
-                Expr::int(self.blocks),
+                Expr::int(walkers),
             ),
             Expr::int(1),
         );
@@ -298,26 +361,93 @@ mod tests {
     fn persistent_only_with_more_tiles_than_blocks() {
         let (g, v) = grid(&[16, 32]);
         let (zero, k) = (Expr::int(0), Expr::int(32));
-        let t = Tiles::plan(&g, &v, None, (132, 2), [&zero, &k])
+        let t = Tiles::plan(&g, &v, (None, [1, 1, 1]), (132, 2), [&zero, &k])
             .ok()
             .flatten()
             .expect("512 tiles, 264 blocks");
         assert_eq!((t.blocks, t.count()), (264, 512));
         // A k-loop whose length depends on the tile (a triangular GEMM) stays per tile.
         let by_plus_one = bin(BinOp::Add, Expr::var("by"), Expr::int(1));
-        let refused = Tiles::plan(&g, &v, None, (132, 2), [&zero, &by_plus_one]);
+        let refused = Tiles::plan(&g, &v, (None, [1, 1, 1]), (132, 2), [&zero, &by_plus_one]);
         assert!(refused
             .expect_err("tile-dependent")
             .contains("depend on the tile"));
         let (g, v) = grid(&[8, 8]);
-        assert_eq!(Tiles::plan(&g, &v, None, (132, 1), [&zero, &k]), Ok(None));
+        assert_eq!(
+            Tiles::plan(&g, &v, (None, [1, 1, 1]), (132, 1), [&zero, &k]),
+            Ok(None)
+        );
         let (g, v) = grid(&[1000]);
-        let one_d = Tiles::plan(&g, &v, None, (4, 1), [&zero, &k]).map(|t| t.map(|t| t.grid));
+        let one_d =
+            Tiles::plan(&g, &v, (None, [1, 1, 1]), (4, 1), [&zero, &k]).map(|t| t.map(|t| t.grid));
         assert_eq!(one_d, Ok(Some(vec![1000])));
         let symbolic = vec![Expr::var("N")];
         assert_eq!(
-            Tiles::plan(&symbolic, &v[..1], None, (4, 1), [&zero, &k]),
+            Tiles::plan(&symbolic, &v[..1], (None, [1, 1, 1]), (4, 1), [&zero, &k]),
             Ok(None)
         );
+    }
+
+    #[test]
+    fn clusters_walk_whole_units() {
+        let (g, v) = grid(&[16, 32]);
+        let (zero, k) = (Expr::int(0), Expr::int(32));
+        // Clusters of two along y: 16 x 16 units of two tiles, 131 SMs -> 130 blocks (65
+        // clusters of two).
+        let t = Tiles::plan(&g, &v, (None, [1, 2, 1]), (131, 1), [&zero, &k])
+            .ok()
+            .flatten()
+            .expect("512 tiles, 130 blocks");
+        assert_eq!((t.blocks, t.count(), t.cluster_size()), (130, 256, 2));
+        // A grid that is not whole clusters, or a cluster along z, stays as it is.
+        let (g15, v15) = grid(&[15, 32]);
+        assert_eq!(
+            Tiles::plan(&g15, &v15, (None, [2, 1, 1]), (132, 1), [&zero, &k]),
+            Ok(None)
+        );
+        assert_eq!(
+            Tiles::plan(&g, &v, (None, [1, 1, 2]), (132, 1), [&zero, &k]),
+            Ok(None)
+        );
+        // Each cluster's blocks hold the two tiles of one unit: b // 2 walks, b % 2 is the row.
+        let func = tlc_ir::parse("@T.prim_func\ndef f(A: T.Tensor((4,), \"float32\")):\n    with T.Kernel(1, threads=32) as bx:\n        A[0] = 1.0\n")
+            .expect("parses");
+        let loop_ = t.tile_loop("i", Vec::new(), &mut NameSet::of(&func), Span::DUMMY);
+        let StmtKind::For(f) = &loop_.kind else {
+            panic!("a loop")
+        };
+        let cluster = || bin(BinOp::FloorDiv, Expr::var("bx"), Expr::int(2));
+        let trips = bin(
+            BinOp::Add,
+            bin(
+                BinOp::FloorDiv,
+                bin(BinOp::Sub, Expr::int(255), cluster()),
+                Expr::int(65),
+            ),
+            Expr::int(1),
+        );
+        assert_eq!(f.stop, trips);
+        let lets: Vec<(&str, &Expr)> = f
+            .body
+            .iter()
+            .filter_map(|s| match &s.kind {
+                StmtKind::Let { var, value, .. } => Some((var.name.as_str(), value)),
+                _ => None,
+            })
+            .collect();
+        let tile = bin(
+            BinOp::Add,
+            cluster(),
+            bin(BinOp::Mul, Expr::var("i"), Expr::int(65)),
+        );
+        assert_eq!(lets.first().map(|l| l.1), Some(&tile));
+        // Only y has two blocks per unit: the row is the unit's row times two plus the rank.
+        let rows: Vec<&(&str, &Expr)> = lets.iter().filter(|l| l.0.ends_with("_block")).collect();
+        assert_eq!(rows.len(), 1, "{lets:?}");
+        let ExprKind::Binary(BinOp::Add, _, offset) = &rows[0].1.kind else {
+            panic!("{rows:?}")
+        };
+        let rank = bin(BinOp::FloorMod, Expr::var("bx"), Expr::int(2));
+        assert_eq!(**offset, bin(BinOp::FloorDiv, rank, Expr::int(1)));
     }
 }

@@ -268,17 +268,7 @@ impl Cg {
                 self.in_reg(v, Type::U32).into()
             }
         };
-        let base = match &addr.base {
-            AddrBase::Reg(r) => Operand::Reg(*r),
-            AddrBase::Symbol(s) => Operand::Symbol(s.clone()),
-        };
-        let base = self.in_reg(base, Type::U32);
-        let local = if addr.offset == 0 {
-            base
-        } else {
-            self.b
-                .int(IntOp::Add, Type::U32, base, Operand::Imm(addr.offset))
-        };
+        let local = self.address_in_reg(&addr);
         let remote = self.b.new_reg(Type::U32);
         self.b.emit(Op::Mapa {
             dst: remote,
@@ -286,6 +276,21 @@ impl Cg {
             rank,
         });
         self.b.emit(Op::MbarrierArriveCluster { addr: remote });
+    }
+
+    /// The shared address `addr` (base + constant offset) as one `.u32` register.
+    fn address_in_reg(&mut self, addr: &Address) -> Reg {
+        let base = match &addr.base {
+            AddrBase::Reg(r) => Operand::Reg(*r),
+            AddrBase::Symbol(s) => Operand::Symbol(s.clone()),
+        };
+        let base = self.in_reg(base, Type::U32);
+        if addr.offset == 0 {
+            base
+        } else {
+            self.b
+                .int(IntOp::Add, Type::U32, base, Operand::Imm(addr.offset))
+        }
     }
 
     /// A predicate register holding true.
@@ -298,17 +303,7 @@ impl Cg {
     fn descriptor(&mut self, addr: &Address, layout: &SmemOperand) -> Reg {
         let bits = layout.descriptor(0);
         let (lo, hi) = (bits & 0xFFFF_FFFF, bits >> 32);
-        let base = match &addr.base {
-            AddrBase::Reg(r) => Operand::Reg(*r),
-            AddrBase::Symbol(s) => Operand::Symbol(s.clone()),
-        };
-        let base = self.in_reg(base, Type::U32);
-        let start = if addr.offset == 0 {
-            base
-        } else {
-            self.b
-                .int(IntOp::Add, Type::U32, base, Operand::Imm(addr.offset))
-        };
+        let start = self.address_in_reg(addr);
         // The start address field is 14 bits of `(addr & 0x3FFFF) >> 4`. Outside clusters
         // shared addresses are below 2^18; in a cluster launch a block's shared::cta addresses
         // carry its rank above bit 23 (block 1's window starts at 0x1000000, measured on an

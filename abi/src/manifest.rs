@@ -502,11 +502,7 @@ impl Launch {
                 self.block.len()
             ));
         }
-        let threads = self
-            .block
-            .iter()
-            .try_fold(1u64, |acc, &b| (b > 0).then(|| acc * u64::from(b)));
-        match threads {
+        match positive_product(&self.block) {
             Some(t) if t <= 1024 => {}
             Some(t) => return Err(format!("block has {t} threads; at most 1024 are allowed")),
             None => return Err("block has a zero entry".into()),
@@ -517,11 +513,7 @@ impl Launch {
                 self.cluster.len()
             ));
         }
-        let blocks = self
-            .cluster
-            .iter()
-            .try_fold(1u64, |acc, &c| (c > 0).then(|| acc * u64::from(c)));
-        match blocks {
+        match positive_product(&self.cluster) {
             Some(b) if b <= tlc_ir::target::MAX_CLUSTER_SIZE as u64 => Ok(()),
             Some(b) => Err(format!(
                 "cluster has {b} blocks; at most {} are allowed",
@@ -530,6 +522,13 @@ impl Launch {
             None => Err("cluster has a zero entry".into()),
         }
     }
+}
+
+/// The product of `extents`, `None` when one is 0.
+fn positive_product(extents: &[u32]) -> Option<u64> {
+    extents
+        .iter()
+        .try_fold(1u64, |acc, &e| (e > 0).then(|| acc * u64::from(e)))
 }
 
 fn size_as_i64(param: &str, dim: usize, size: usize) -> Result<i64> {

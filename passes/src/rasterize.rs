@@ -97,42 +97,38 @@ fn rasterize_kernel(k: &mut Kernel, names: &mut NameSet) -> Result<(), Diagnosti
         }
     };
     let mut lets: Vec<(String, Expr)> = Vec::new();
-    let clustered = cx > 1 || cy > 1;
-    let (ux, uy, gx, gy) = if clustered {
-        let ux = names.fresh(&format!("{bx}_cluster"));
-        let uy = names.fresh(&format!("{by}_cluster"));
-        lets.push((
-            ux.clone(),
-            bin(BinOp::FloorDiv, Expr::var(&bx), Expr::int(cx)),
-        ));
-        lets.push((
-            uy.clone(),
-            bin(BinOp::FloorDiv, Expr::var(&by), Expr::int(cy)),
-        ));
-        let gx = bin(BinOp::FloorDiv, k.grid[0].clone(), Expr::int(cx));
-        let gy = bin(BinOp::FloorDiv, k.grid[1].clone(), Expr::int(cy));
-        (ux, uy, gx, gy)
-    } else {
-        (bx.clone(), by.clone(), k.grid[0].clone(), k.grid[1].clone())
+    // Per axis: the index the raster walks (the block's, or its cluster's `b // c`) and the
+    // grid of it; an axis of one block per cluster needs no indirection.
+    let mut unit = |b: &str, g: &Expr, c: i64, lets: &mut Vec<(String, Expr)>| {
+        if c == 1 {
+            return (b.to_string(), g.clone());
+        }
+        let u = names.fresh(&format!("{b}_cluster"));
+        lets.push((u.clone(), bin(BinOp::FloorDiv, Expr::var(b), Expr::int(c))));
+        (u, bin(BinOp::FloorDiv, g.clone(), Expr::int(c)))
     };
+    let (ux, gx) = unit(&bx, &k.grid[0], cx, &mut lets);
+    let (uy, gy) = unit(&by, &k.grid[1], cy, &mut lets);
     let r = raster::remap((&ux, &uy), (&gx, &gy), panel, swizzle.order, names);
     lets.extend(r.lets);
-    let (px, py) = if clustered {
-        let px = names.fresh(&format!("{bx}_played"));
-        let py = names.fresh(&format!("{by}_played"));
-        let played = |raster: &str, hw: &str, c: i64| {
+    // The block plays its place `b % c` in the remapped cluster.
+    let mut played = |raster: String, b: &str, c: i64, lets: &mut Vec<(String, Expr)>| {
+        if c == 1 {
+            return raster;
+        }
+        let p = names.fresh(&format!("{b}_played"));
+        lets.push((
+            p.clone(),
             bin(
                 BinOp::Add,
-                bin(BinOp::Mul, Expr::var(raster), Expr::int(c)),
-                bin(BinOp::FloorMod, Expr::var(hw), Expr::int(c)),
-            )
-        };
-        lets.push((px.clone(), played(&r.x, &bx, cx)));
-        lets.push((py.clone(), played(&r.y, &by, cy)));
-        (px, py)
-    } else {
-        (r.x.clone(), r.y.clone())
+                bin(BinOp::Mul, Expr::var(&raster), Expr::int(c)),
+                bin(BinOp::FloorMod, Expr::var(b), Expr::int(c)),
+            ),
+        ));
+        p
     };
+    let px = played(r.x, &bx, cx, &mut lets);
+    let py = played(r.y, &by, cy, &mut lets);
     map_body_exprs(&mut k.body, &mut |e| match &e.kind {
         ExprKind::Var(n) if *n == bx => Expr::new(ExprKind::Var(px.clone()), e.span),
         ExprKind::Var(n) if *n == by => Expr::new(ExprKind::Var(py.clone()), e.span),

@@ -219,10 +219,24 @@ fn holds_sync(body: &[Stmt]) -> bool {
 }
 
 /// Every block of a cluster runs the same barrier protocol: no loop bound depends on the
-/// cluster axis's index, and no `if` or `while` around a barrier, copy or wgmma does.
+/// cluster axis's index, no `if` or `while` around a barrier, copy or wgmma does, and no
+/// mbarrier operand's index does (a multicast completes, and a remote arrival arrives on,
+/// the barrier at the same offset in every block: it must be the same barrier there).
 fn uniform_protocol(body: &[Stmt], tainted: &HashSet<String>, rank: &ClusterAxis) -> bool {
     let mut ok = true;
     for_each_stmt(body, &mut |s| match &s.kind {
+        StmtKind::Intrinsic(i) => {
+            let bar = match i {
+                Intrinsic::MbarrierInit { bar, .. }
+                | Intrinsic::MbarrierArrive { bar }
+                | Intrinsic::MbarrierArriveExpectTx { bar, .. }
+                | Intrinsic::MbarrierWait { bar, .. }
+                | Intrinsic::MbarrierArriveCluster { bar, .. }
+                | Intrinsic::TmaLoad { bar, .. } => Some(bar),
+                _ => None,
+            };
+            ok &= !bar.is_some_and(|b| b.indices.iter().any(|e| varies(e, tainted, rank)));
+        }
         StmtKind::For(f) => {
             ok &= !varies(&f.start, tainted, rank) && !varies(&f.stop, tainted, rank)
         }

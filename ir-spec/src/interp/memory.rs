@@ -108,7 +108,8 @@ pub(crate) struct ClusterPos {
 impl ClusterPos {
     /// The arena address of the byte at `addr` of the running block in block `rank`.
     pub fn remote(&self, addr: usize, rank: usize) -> usize {
-        addr - self.rank * self.stride + rank * self.stride
+        // `addr` lies in the running block's bytes (at or past `rank * stride`).
+        addr.saturating_sub(self.rank * self.stride) + rank * self.stride
     }
 }
 

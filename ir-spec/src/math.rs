@@ -8,7 +8,9 @@
 //! forms (`ex2.approx.ftz.f32`, `lg2.approx.f32`, `rsqrt.approx.f32`,
 //! `sin.approx`, `cos.approx`, `tanh.approx`), as TileLang does with its default fast math,
 //! so its results differ from the interpreter's by the error bound `MathFn::f32_error`
-//! states; `sqrt`, `abs`, `floor`, `ceil`, `trunc`, `nearbyint` are exact on both.
+//! states; `sqrt`, `abs`, `floor`, `ceil`, `trunc`, `nearbyint` are exact on both, and so
+//! is `fma` (float32 only: the product unrounded, one rounding, `fma.rn.f32`; the front end
+//! writes every float32 `a * b ± c` as one, `syntax/contract.rs`).
 
 use crate::dtype::DType;
 
@@ -36,10 +38,12 @@ pub enum MathFn {
     Sigmoid,
     /// `T.pow(x, y)`: `2^(y · log2 x)` — `x ** y` for x > 0, NaN for x < 0.
     Pow,
+    /// `T.fma(a, b, c)`: `a · b + c` rounded once (float32).
+    Fma,
 }
 
 impl MathFn {
-    pub const ALL: [MathFn; 19] = [
+    pub const ALL: [MathFn; 20] = [
         MathFn::Exp,
         MathFn::Exp2,
         MathFn::Exp10,
@@ -59,6 +63,7 @@ impl MathFn {
         MathFn::Tanh,
         MathFn::Sigmoid,
         MathFn::Pow,
+        MathFn::Fma,
     ];
 
     /// The text name, without `T.`.
@@ -83,6 +88,7 @@ impl MathFn {
             MathFn::Tanh => "tanh",
             MathFn::Sigmoid => "sigmoid",
             MathFn::Pow => "pow",
+            MathFn::Fma => "fma",
         }
     }
 
@@ -93,19 +99,15 @@ impl MathFn {
 
     /// How many arguments it takes.
     pub fn arity(self) -> usize {
-        if self == MathFn::Pow {
-            2
-        } else {
-            1
-        }
+        self.params().len()
     }
 
     /// The argument names, for keyword binding and messages.
     pub fn params(self) -> &'static [&'static str] {
-        if self == MathFn::Pow {
-            &["x", "y"]
-        } else {
-            &["x"]
+        match self {
+            MathFn::Pow => &["x", "y"],
+            MathFn::Fma => &["a", "b", "c"],
+            _ => &["x"],
         }
     }
 
@@ -114,6 +116,11 @@ impl MathFn {
     /// form of (`sqrt.rn.f64`, `rsqrt.approx.f64`, `abs`, the `cvt` roundings); the
     /// transcendental functions have no float64 form in PTX. fp8: none (convert first).
     pub fn takes(self, dtype: DType) -> bool {
+        if self == MathFn::Fma {
+            // `fma.rn.f32`; the narrow floats' products are not fused (they round to their
+            // dtype at every operation), float64's not written yet.
+            return dtype == DType::Float32;
+        }
         match dtype {
             DType::Float16 | DType::BFloat16 | DType::Float32 => true,
             DType::Float64 => self.exact_in_f64(),
@@ -136,8 +143,13 @@ impl MathFn {
         )
     }
 
-    /// The exact value (the interpreter's semantics, before rounding to the dtype).
-    pub fn eval(self, x: f64, y: f64) -> f64 {
+    /// The exact value (the interpreter's semantics, before rounding to the dtype) of the
+    /// function at `args` (missing arguments read as 0). `fma` is exact here only for
+    /// float64 values: the interpreter computes float32's in float32 (`interp::scalar::math`,
+    /// one rounding), never as this value rounded again.
+    pub fn eval(self, args: &[f64]) -> f64 {
+        let arg = |i: usize| args.get(i).copied().unwrap_or(0.0);
+        let (x, y) = (arg(0), arg(1));
         match self {
             MathFn::Exp => x.exp(),
             MathFn::Exp2 => x.exp2(),
@@ -160,24 +172,13 @@ impl MathFn {
             // Defined as 2^(y·log2 x) (CUDA's fast `__powf`, what the GPU computes): NaN
             // for x < 0 and for x = y = 0.
             MathFn::Pow => (y * x.log2()).exp2(),
+            MathFn::Fma => x.mul_add(y, arg(2)),
         }
     }
 
     /// `T.abs` on an integer (wrapping at the dtype's minimum, like PTX `abs.s32`).
     pub fn eval_int(self, x: i64) -> i64 {
         x.wrapping_abs()
-    }
-
-    /// Whether the GPU evaluates this function's float32 argument, when it is `a * b + c`,
-    /// `a * b - c` or `c ± a * b` as a whole, as one fused multiply-add (`fma.rn.f32`, one
-    /// rounding instead of two, as nvcc does by default): the fast forms, whose results
-    /// carry [`MathFn::f32_error`] anyway. The argument then differs from the
-    /// interpreter's by at most half an ulp of `a * b` (the product's rounding, which the
-    /// interpreter makes and the GPU does not) — for `T.exp2(s * scale - m * scale)` in
-    /// attention, `|s · scale| < 2^7`, at most 2^-17 absolute, a relative 2^-17.5 on the
-    /// result. Everything outside such an argument rounds every operation.
-    pub fn contracts_argument(self) -> bool {
-        self.f32_error().is_some()
     }
 
     /// The GPU's error against the exact value for float32 evaluation, as a bound on
@@ -194,7 +195,8 @@ impl MathFn {
             | MathFn::Floor
             | MathFn::Ceil
             | MathFn::Trunc
-            | MathFn::Nearbyint => return None,
+            | MathFn::Nearbyint
+            | MathFn::Fma => return None,
             // ex2.approx.ftz: 2 ulp, and results below 2^-126 (subnormal) flushed to zero;
             // the scaling of x by log2(e) / log2(10) adds |x|·ulp·ln2 relative error,
             // bounded for |x| < 128 (larger |x| under- or overflows).
@@ -229,16 +231,18 @@ mod tests {
 
     #[test]
     fn exact_values() {
-        assert_eq!(MathFn::Exp2.eval(3.0, 0.0), 8.0);
-        assert_eq!(MathFn::Nearbyint.eval(2.5, 0.0), 2.0);
-        assert_eq!(MathFn::Nearbyint.eval(3.5, 0.0), 4.0);
-        assert_eq!(MathFn::Rsqrt.eval(4.0, 0.0), 0.5);
-        assert_eq!(MathFn::Pow.eval(2.0, 10.0), 1024.0);
-        assert!(MathFn::Pow.eval(-2.0, 2.0).is_nan());
-        assert_eq!(MathFn::Pow.eval(0.0, 3.0), 0.0);
-        assert_eq!(MathFn::Sigmoid.eval(0.0, 0.0), 0.5);
+        assert_eq!(MathFn::Exp2.eval(&[3.0, 0.0]), 8.0);
+        assert_eq!(MathFn::Nearbyint.eval(&[2.5, 0.0]), 2.0);
+        assert_eq!(MathFn::Nearbyint.eval(&[3.5, 0.0]), 4.0);
+        assert_eq!(MathFn::Rsqrt.eval(&[4.0, 0.0]), 0.5);
+        assert_eq!(MathFn::Pow.eval(&[2.0, 10.0]), 1024.0);
+        assert!(MathFn::Pow.eval(&[-2.0, 2.0]).is_nan());
+        assert_eq!(MathFn::Pow.eval(&[0.0, 3.0]), 0.0);
+        assert_eq!(MathFn::Sigmoid.eval(&[0.0, 0.0]), 0.5);
         assert_eq!(MathFn::Abs.eval_int(i64::MIN), i64::MIN);
-        assert!(MathFn::Log.eval(-1.0, 0.0).is_nan());
+        assert!(MathFn::Log.eval(&[-1.0, 0.0]).is_nan());
+        assert_eq!(MathFn::Fma.eval(&[3.0, 4.0, -5.0]), 7.0);
+        assert_eq!(MathFn::Fma.arity(), 3);
     }
 
     #[test]

@@ -10,6 +10,9 @@ pub fn parse(src: &str) -> Result<PrimFunc, Vec<Diagnostic>> {
     let lowered = crate::syntax::lower::lower_module(&module, src)?;
     let mut func = lowered.func;
     crate::uniquify::uniquify(&mut func);
+    // Contraction first: it reads the typed literals' casts as written (their meaning),
+    // and the normalizer types let values, which only contracted expressions do.
+    crate::syntax::contract::contract(&mut func);
     crate::syntax::literals::normalize(&mut func, lowered.typed_literals);
     Ok(func)
 }

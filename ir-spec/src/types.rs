@@ -183,6 +183,7 @@ pub fn math_result(f: MathFn, args: &[Typed]) -> Result<Typed, String> {
     let t = match args {
         [x] => *x,
         [x, y] => unify(*x, *y)?,
+        [x, y, z] => unify(unify(*x, *y)?, *z)?,
         _ => return Err(format!("T.{} takes {} arguments", f.name(), f.arity())),
     };
     if args.len() != f.arity() {
@@ -243,7 +244,25 @@ pub fn infer<'e>(
         ExprKind::Unary(op, a) => unary_result(*op, sub(a)?).map_err(|m| (expr, m)),
         ExprKind::Binary(op, a, b) => {
             let (ta, tb) = (sub(a)?, sub(b)?);
-            binary_result(*op, ta, tb).map_err(|m| (expr, m))
+            let t = binary_result(*op, ta, tb).map_err(|m| (expr, m))?;
+            // Rule T6: the IR writes a float32 multiply-add as `T.fma` (the parser contracts
+            // every one, `syntax/contract.rs`), so that a printed IR parses back equal and
+            // every stage computes the same roundings.
+            let product = |e: &Expr, t: Typed| {
+                t.dtype == DType::Float32 && matches!(e.kind, ExprKind::Binary(BinOp::Mul, ..))
+            };
+            if matches!(op, BinOp::Add | BinOp::Sub)
+                && t.dtype == DType::Float32
+                && (product(a, ta) || product(b, tb))
+            {
+                return Err((
+                    expr,
+                    "a float32 sum with a product operand is written `T.fma(a, b, c)` in the \
+                     IR (the parser contracts every one it reads)"
+                        .to_string(),
+                ));
+            }
+            Ok(t)
         }
         ExprKind::Cast(dtype, a) => {
             sub(a)?;

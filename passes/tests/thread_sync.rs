@@ -71,7 +71,7 @@ fn naive_gemv_gets_a_barrier_before_the_stores_and_one_before_the_loads() {
                     B_shared[tn, tk] = B[bn * 128 + tn, bk * 128 + tk]
                 T.sync_threads()
                 for tk_1 in T.serial(128):
-                    C_reg[0] = C_reg[0] + T.cast(A_shared[tk_1], "float32") * T.cast(B_shared[tn, tk_1], "float32")
+                    C_reg[0] = T.fma(T.cast(A_shared[tk_1], "float32"), T.cast(B_shared[tn, tk_1], "float32"), C_reg[0])
             C[bn * 128 + tn] = C_reg[0]
 "#
     );
@@ -124,7 +124,7 @@ def broadcast(
             if tn < 16:
                 S[tn] = A[c * 16 + tn]
             for k in T.serial(16):
-                acc[0] = acc[0] + S[k] * B[tn, c * 16 + k]
+                acc[0] = T.fma(S[k], B[tn, c * 16 + k], acc[0])
         C[tn] = acc[0]
 "#;
 
@@ -145,7 +145,7 @@ fn loop_carried_hazards_get_barriers_at_block_uniform_points() {
                     S[tn] = A[c * 16 + tn]
                 T.sync_threads()
                 for k in T.serial(16):
-                    acc[0] = acc[0] + S[k] * B[tn, c * 16 + k]
+                    acc[0] = T.fma(S[k], B[tn, c * 16 + k], acc[0])
             C[tn] = acc[0]
 "#
     );
@@ -163,7 +163,7 @@ fn loop_carried_hazards_get_barriers_at_block_uniform_points() {
         for (n, got) in c.iter().enumerate() {
             let mut acc = 0f32;
             for k in 0..64 {
-                acc += a[k] as f32 * b[n * 64 + k] as f32;
+                acc = (a[k] as f32).mul_add(b[n * 64 + k] as f32, acc);
             }
             assert_eq!(*got, f64::from(acc), "C[{n}] (seed {seed})");
         }

@@ -705,9 +705,11 @@ fn check_loop_carried_shared(o: &Outputs) {
 }
 
 /// `math_and_bits.tir`: every float operation rounded to float32 (math functions exact,
-/// then rounded once), integer bit operations at 32 bits.
+/// then rounded once; a multiply-add is one `T.fma`, rounded once: docs/ir.md
+/// "Contraction"), integer bit operations at 32 bits.
 fn check_math_and_bits(o: &Outputs) {
     let r = |v: f64| f64::from(v as f32);
+    let fma = |a: f64, b: f64, c: f64| f64::from((a as f32).mul_add(b as f32, c as f32));
     let (x, k) = (o["X"].to_f64(), o["K"].to_f64());
     let (y, z, w) = (o["Y"].to_f64(), o["Z"].to_f64(), o["W"].to_f64());
     for g in 0..y.len() {
@@ -716,10 +718,10 @@ fn check_math_and_bits(o: &Outputs) {
         #[allow(clippy::manual_clamp)]
         let clamped = xv.max(-1.0).min(1.0);
         let t = r(clamped * r(std::f64::consts::LOG2_E));
-        let y1 = r(r(r(t.exp2()) + r(xv.abs().sqrt())) - r(1.0 / r(r(xv * xv) + 1.0).sqrt()));
+        let y1 = r(r(r(t.exp2()) + r(xv.abs().sqrt())) - r(1.0 / fma(xv, xv, 1.0).sqrt()));
         let log = r(r(xv.abs() + 1.0).ln());
         let frac = r(r(r(xv * 4.0).floor()) / 4.0);
-        let y2 = r(y1 + r(r(log * r(xv.tanh())) + frac));
+        let y2 = r(y1 + fma(log, r(xv.tanh()), frac));
         assert_eq!(y[g], y2, "math_and_bits: Y[{g}]");
         let kv = k[g] as i32;
         let first = (kv.wrapping_shl(3) | ((kv >> 29) & 7)) ^ !(g as i32);

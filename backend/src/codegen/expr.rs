@@ -387,49 +387,6 @@ impl Cg {
         Some(self.convert(r.into(), work, d).into())
     }
 
-    /// `e`, a float32 `a * b + c`, `c + a * b`, `a * b - c` or `c - a * b`, as one
-    /// `fma.rn.f32` (the product unrounded). Only for the whole argument of a fast-form
-    /// math function (`math.rs`), where `MathFn::contracts_argument` bounds the
-    /// difference; `None` for any other expression.
-    pub(super) fn fused(&mut self, e: &Expr) -> Option<Reg> {
-        let ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub), a, b) = &e.kind else {
-            return None;
-        };
-        let (op, a, b) = (*op, &**a, &**b);
-        if self.typed(e).map(|t| t.dtype) != Some(DType::Float32) {
-            return None;
-        }
-        let product = |e: &Expr| match &e.kind {
-            ExprKind::Binary(BinOp::Mul, x, y) => Some(((**x).clone(), (**y).clone())),
-            _ => None,
-        };
-        let f32 = |cg: &mut Self, e: &Expr| cg.typed(e).map(|t| t.dtype) == Some(DType::Float32);
-        // The product on the left is taken first (`s * scale - m * scale`: the
-        // per-element product fuses, the per-row one stays a multiply).
-        let (mul, other, negate_product) = match (product(a), product(b)) {
-            (Some(m), _) if f32(self, a) => (m, b, false),
-            (_, Some(m)) if f32(self, b) => (m, a, op == BinOp::Sub),
-            _ => return None,
-        };
-        let x = self.operand_in(&mul.0, DType::Float32, DType::Float32)?;
-        let x = self.in_reg(x, Type::F32);
-        let y = self.operand_in(&mul.1, DType::Float32, DType::Float32)?;
-        let c = self.operand_in(other, DType::Float32, DType::Float32)?;
-        let negate_addend = op == BinOp::Sub && !negate_product;
-        let c = match c {
-            // A literal addend is negated here, not by an instruction.
-            Operand::F32(v) if negate_addend => Operand::F32(-v),
-            c if negate_addend => self.b.unary(PUn::Neg, Type::F32, c).into(),
-            c => c,
-        };
-        let x = if negate_product {
-            self.b.unary(PUn::Neg, Type::F32, x)
-        } else {
-            x
-        };
-        Some(self.b.fma(Type::F32, x, y, c))
-    }
-
     /// Operand `e` of an operation in dtype `common` computed in `work`: converted to
     /// `common` first (the interpreter's coercion: a literal, or an int32 next to a float16,
     /// rounds to `common`), then exactly widened to `work` (f32 for the narrow floats).

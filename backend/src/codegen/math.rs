@@ -3,8 +3,8 @@
 //! the interpreter does; the transcendental functions use PTX's fast forms (`ex2.approx.ftz`,
 //! `lg2.approx`, `rsqrt.approx`, `sin/cos.approx`, `tanh.approx`), whose error bounds
 //! `MathFn::f32_error` states. `sqrt`, `abs`, `floor`, `ceil`, `trunc` and `nearbyint` are
-//! exact (`sqrt.rn`, `abs`, `cvt.rmi/rpi/rzi/rni`). Integer `abs` is `abs.s32` / `abs.s64`
-//! (wrapped back for int8).
+//! exact (`sqrt.rn`, `abs`, `cvt.rmi/rpi/rzi/rni`), and so is float32 `fma` (`fma.rn.f32`).
+//! Integer `abs` is `abs.s32` / `abs.s64` (wrapped back for int8).
 
 use super::expr::is_narrow_float;
 use super::Cg;
@@ -44,16 +44,11 @@ impl Cg {
             );
             return None;
         }
+        if f == MathFn::Fma {
+            return self.fma_f32(args, span);
+        }
         let mut xs = Vec::with_capacity(args.len());
         for a in args {
-            // A fast form's float32 argument `a * b ± c` is one fma
-            // (`MathFn::contracts_argument`).
-            if d == DType::Float32 && f.contracts_argument() {
-                if let Some(r) = self.fused(a) {
-                    xs.push(r);
-                    continue;
-                }
-            }
             // Each argument in its dtype first (a literal rounds to it, as in the
             // interpreter), then exactly widened to float32.
             let v = self.expr_as(a, d)?;
@@ -62,6 +57,8 @@ impl Cg {
         }
         let x = *xs.first()?;
         let r = match f {
+            // Returned above.
+            MathFn::Fma => return None,
             MathFn::Exp2 => self.approx(FloatFn::Ex2, x),
             MathFn::Exp => self.exp2_of_scaled(x, LOG2_E),
             MathFn::Exp10 => self.exp2_of_scaled(x, LOG2_10),
@@ -108,6 +105,20 @@ impl Cg {
             }
         };
         Some(self.convert(r.into(), DType::Float32, d).into())
+    }
+
+    /// `T.fma(a, b, c)` (float32 only, `MathFn::takes`): `fma.rn.f32`, literals as
+    /// immediates (the product's first factor in a register).
+    fn fma_f32(&mut self, args: &[Expr], span: Span) -> Option<Operand> {
+        let [a, b, c] = args else {
+            self.err(span, "T.fma takes 3 arguments");
+            return None;
+        };
+        let x = self.expr_as(a, DType::Float32)?;
+        let x = self.in_reg(x, Type::F32);
+        let y = self.expr_as(b, DType::Float32)?;
+        let z = self.expr_as(c, DType::Float32)?;
+        Some(self.b.fma(Type::F32, x, y, z).into())
     }
 
     /// `func.approx.f32`; `ex2` in its `.ftz` form: without it ptxas wraps each MUFU.EX2 in

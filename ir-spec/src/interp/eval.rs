@@ -59,15 +59,11 @@ impl Frame<'_> {
             CKind::Not(a) => Scalar::Bool(!self.eval(a)?.as_bool()),
             CKind::BitNot(a) => bit_not(e.dtype, self.eval(a)?),
             CKind::Math(f, args) => {
-                let x = match args.first() {
-                    Some(a) => self.eval(a)?,
-                    None => Scalar::zero(e.dtype),
-                };
-                let y = match args.get(1) {
-                    Some(b) => self.eval(b)?,
-                    None => Scalar::zero(e.dtype),
-                };
-                math(*f, e.dtype, x, y)
+                let mut xs = [Scalar::zero(e.dtype); 3];
+                for (x, a) in xs.iter_mut().zip(args) {
+                    *x = self.eval(a)?;
+                }
+                math(*f, e.dtype, &xs[..args.len().min(3)])
             }
             CKind::Arith(op, a, b) => {
                 let (x, y) = (self.eval(a)?, self.eval(b)?);

@@ -229,12 +229,20 @@ pub fn bit_not(d: DType, a: Scalar) -> Scalar {
     Scalar::Int(wrap_int(d, !wrap_int(d, a.as_i64())))
 }
 
-/// Math function `f` (`math.rs`) on arguments of dtype `d`: exact, rounded once to `d`.
-pub fn math(f: MathFn, d: DType, x: Scalar, y: Scalar) -> Scalar {
+/// Math function `f` (`math.rs`) on `args` of dtype `d`: exact, rounded once to `d`.
+/// float32's `fma` is computed in float32 (`f32::mul_add`, one rounding): its exact value
+/// rounded through float64 first could round twice.
+pub fn math(f: MathFn, d: DType, args: &[Scalar]) -> Scalar {
+    let arg = |i: usize| args.get(i).copied().unwrap_or(Scalar::zero(d));
     if d.is_int() {
-        return Scalar::Int(wrap_int(d, f.eval_int(x.as_i64())));
+        return Scalar::Int(wrap_int(d, f.eval_int(arg(0).as_i64())));
     }
-    Scalar::Float(round_float(d, f.eval(x.as_f64(), y.as_f64())))
+    if f == MathFn::Fma && d == DType::Float32 {
+        let x = |i: usize| arg(i).as_f64() as f32;
+        return Scalar::Float(f64::from(x(0).mul_add(x(1), x(2))));
+    }
+    let xs: Vec<f64> = args.iter().map(|a| a.as_f64()).collect();
+    Scalar::Float(round_float(d, f.eval(&xs)))
 }
 
 /// `-a` in dtype `d`.
@@ -400,17 +408,30 @@ mod tests {
     #[test]
     fn math_rounds_once_to_the_dtype() {
         let f = Scalar::Float;
-        assert_eq!(math(MathFn::Exp2, DType::Float16, f(-1.0), f(0.0)), f(0.5));
-        let e = math(MathFn::Exp, DType::Float32, f(1.0), f(0.0));
+        assert_eq!(math(MathFn::Exp2, DType::Float16, &[f(-1.0)]), f(0.5));
+        let e = math(MathFn::Exp, DType::Float32, &[f(1.0)]);
         assert_eq!(e, f(f64::from(std::f32::consts::E)));
         assert_eq!(
-            math(MathFn::Abs, DType::Int32, Scalar::Int(-3), Scalar::Int(0)),
+            math(MathFn::Abs, DType::Int32, &[Scalar::Int(-3)]),
             Scalar::Int(3)
         );
         assert_eq!(
-            math(MathFn::Sqrt, DType::Float64, f(2.0), f(0.0)),
+            math(MathFn::Sqrt, DType::Float64, &[f(2.0)]),
             f(2f64.sqrt())
         );
+    }
+
+    #[test]
+    fn fma_rounds_once_in_float32() {
+        let f = Scalar::Float;
+        // (1 + 2^-12)^2 - 1 = 2^-11 + 2^-24: the product rounded to float32 first loses the
+        // 2^-24 (a tie, to even); fused, it stays.
+        let a = 1.0 + 2f64.powi(-12);
+        let fused = math(MathFn::Fma, DType::Float32, &[f(a), f(a), f(-1.0)]);
+        assert_eq!(fused, f(2f64.powi(-11) + 2f64.powi(-24)));
+        let product = arith(BinOp::Mul, DType::Float32, f(a), f(a)).unwrap_or(f(0.0));
+        let twice = arith(BinOp::Add, DType::Float32, product, f(-1.0)).unwrap_or(f(0.0));
+        assert_eq!(twice, f(2f64.powi(-11)));
     }
 
     #[test]

@@ -244,6 +244,21 @@ impl Normalizer {
                     self.expr(b);
                     self.operand_pair(a, b);
                 }
+                // `T.fma(a, b, c)`: its arguments convert to their common type, as a binary
+                // operator's do — a typed literal next to a non-literal of its dtype.
+                args if args.len() >= 3 => {
+                    for a in args.iter_mut() {
+                        self.expr(a);
+                    }
+                    for i in 0..args.len() {
+                        let beside = (0..args.len())
+                            .filter(|&j| j != i)
+                            .any(|j| self.replaceable_next_to(&args[i], &args[j]));
+                        if beside {
+                            unwrap_cast(&mut args[i]);
+                        }
+                    }
+                }
                 args => {
                     for a in args {
                         self.root(a, Use::AsIs);

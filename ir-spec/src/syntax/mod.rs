@@ -2,6 +2,7 @@
 //! surface AST (`grammar`, `ast`) → IR (`lower`).
 
 pub mod ast;
+pub mod contract;
 pub mod generated_names;
 pub mod indent;
 pub mod lexer;

@@ -136,6 +136,13 @@ impl<'f> Checker<'f> {
         self.parallel_locals(k);
         self.reducers(k);
         let outer = self.kernel.replace(span);
+        let sums = k
+            .reducers
+            .iter()
+            .filter(|r| r.op == crate::ir::ReducerOp::Sum)
+            .map(|r| r.buffer.name.clone())
+            .collect();
+        let outer_sums = std::mem::replace(&mut self.sum_reducers, sums);
         // Thread-binding and vectorized loops of an enclosing kernel do not reach into this
         // (invalid, nested) one.
         let outer_threads = (self.thread_loop.take(), self.vectorized.take());
@@ -153,6 +160,7 @@ impl<'f> Checker<'f> {
         self.cluster_size = outer_cluster;
         self.divergence = outer_divergence;
         self.kernel = outer;
+        self.sum_reducers = outer_sums;
         self.env.pop();
 
         if let Some(threads) = threads {

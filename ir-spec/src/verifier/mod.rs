@@ -32,7 +32,7 @@ pub use reducer::reducer_update;
 
 use crate::diagnostic::Diagnostic;
 use crate::dtype::DType;
-use crate::ir::{BufferDecl, Expr, Ident, PrimFunc, Scope, Stmt, StmtKind};
+use crate::ir::{BinOp, BufferDecl, Expr, ExprKind, Ident, PrimFunc, Scope, Stmt, StmtKind};
 use crate::span::Span;
 use crate::target::Target;
 use crate::types::{infer, Typed};
@@ -149,6 +149,9 @@ pub(crate) struct Checker<'f> {
     env: Env<'f>,
     /// The span of the innermost enclosing `T.Kernel`, if any.
     kernel: Option<Span>,
+    /// The sum reducers of the innermost enclosing `T.Kernel`: their updates
+    /// `r[idx] = r[idx] + value` keep the sum uncontracted (rule T6).
+    sum_reducers: Vec<String>,
     /// The variable of the innermost enclosing `threadIdx.*` binding loop of a kernel.
     thread_loop: Option<Span>,
     /// The variable of the innermost enclosing `T.vectorized` loop.
@@ -187,6 +190,7 @@ impl<'f> Checker<'f> {
             seen: HashMap::new(),
             env: Env::default(),
             kernel: None,
+            sum_reducers: Vec::new(),
             thread_loop: None,
             vectorized: None,
             overlapped: None,
@@ -419,7 +423,18 @@ impl<'f> Checker<'f> {
         for index in indices {
             self.expect_int(index, "buffer index");
         }
-        let value_type = self.check_expr(value);
+        let value_type = match self.reducer_sum(buffer, indices, value) {
+            // A sum reducer's update: its sum is the reducer's combine, never contracted
+            // (rule T6), so its two operands type on their own.
+            Some((own, update)) => {
+                let (a, b) = (self.check_expr(own), self.check_expr(update));
+                match (a, b) {
+                    (Some(a), Some(b)) => crate::types::binary_result(BinOp::Add, a, b).ok(),
+                    _ => None,
+                }
+            }
+            None => self.check_expr(value),
+        };
         let Some(decl) = decl else {
             return;
         };
@@ -436,6 +451,33 @@ impl<'f> Checker<'f> {
         self.check_indices(decl, indices, buffer.span);
         if let Some(t) = value_type {
             self.check_value_fits(decl, t.dtype, value.span);
+        }
+    }
+
+    /// `value` as the update `r[idx] + v` (or `v + r[idx]`) of a sum reducer `r` stored at
+    /// `r[idx]`: the load of `r[idx]` and `v`.
+    fn reducer_sum<'v>(
+        &self,
+        buffer: &Ident,
+        indices: &[Expr],
+        value: &'v Expr,
+    ) -> Option<(&'v Expr, &'v Expr)> {
+        if !self.sum_reducers.contains(&buffer.name) {
+            return None;
+        }
+        let ExprKind::Binary(BinOp::Add, a, b) = &value.kind else {
+            return None;
+        };
+        let own = |x: &Expr| {
+            matches!(&x.kind, ExprKind::Load { buffer: n, indices: ix }
+                if *n == buffer.name && ix.as_slice() == indices)
+        };
+        if own(a) {
+            Some((a, b))
+        } else if own(b) {
+            Some((b, a))
+        } else {
+            None
         }
     }
 

@@ -57,9 +57,10 @@ pub fn check_reference(stem: &str, func: &PrimFunc) {
             "simt_pipelined" => {
                 let (a, x, y) = (v("A"), v("x"), v("y"));
                 for r in 0..128 {
+                    // `acc[0] += A * x`: one float32 fma per step (docs/ir.md, "Contraction").
                     let mut acc = 0f32;
                     for k in 0..256 {
-                        acc += a[r * 256 + k] as f32 * x[k] as f32;
+                        acc = (a[r * 256 + k] as f32).mul_add(x[k] as f32, acc);
                     }
                     assert_eq!(y[r], acc as f64, "{stem}: y[{r}]");
                 }

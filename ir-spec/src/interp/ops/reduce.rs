@@ -88,7 +88,7 @@ pub(crate) fn reduce(frame: &mut Frame, r: &CReduce, span: Span) -> Res<()> {
                 };
                 let mut x = convert(x, d);
                 if r.kind.takes_abs() {
-                    x = crate::interp::scalar::math(MathFn::Abs, d, x, x);
+                    x = crate::interp::scalar::math(MathFn::Abs, d, &[x]);
                 }
                 acc = arith(r.kind.combine(), d, acc, x).unwrap_or(acc);
             }

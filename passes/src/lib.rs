@@ -20,6 +20,7 @@ pub mod persistent_tiles;
 pub mod pipeline;
 pub mod pipeline_planning;
 pub mod plan_shared_memory;
+pub mod prefetch_loads;
 pub mod rasterize;
 pub mod simplify;
 pub mod sink_wgmma_wait;

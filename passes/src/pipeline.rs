@@ -13,6 +13,7 @@ use crate::pass::Pass;
 use crate::persistent_tiles::PersistentTiles;
 use crate::pipeline_planning::PipelinePlanning;
 use crate::plan_shared_memory::PlanSharedMemory;
+use crate::prefetch_loads::PrefetchLoads;
 use crate::rasterize::Rasterize;
 use crate::simplify::Simplify;
 use crate::sink_wgmma_wait::SinkWgmmaWait;
@@ -36,6 +37,7 @@ static LOWER_REDUCTIONS: LowerReductions = LowerReductions;
 static STAGE_FRAGMENT_READS: StageFragmentReads = StageFragmentReads;
 static LONGEST_FIRST: LongestFirst = LongestFirst;
 static VERSION_MASKS: VersionMasks = VersionMasks;
+static PREFETCH_LOADS: PrefetchLoads = PrefetchLoads;
 static MARK_FRESH_BUFFERS: MarkFreshBuffers = MarkFreshBuffers;
 static LAYOUT_INFERENCE: LayoutInference = LayoutInference;
 static PIPELINE_PLANNING: PipelinePlanning = PipelinePlanning;
@@ -57,13 +59,14 @@ static WIDEN_INDICES: WidenIndices = WidenIndices;
 /// (reducers, reductions, staged fragment reads, the block order, masks versioned), the buffers fresh in each loop iteration
 /// (before pipelining rewrites the loops), tile-level scheduling (layouts, pipelining), then the lowering to threads, then thread-level clean-up.
 pub fn registry() -> &'static [&'static dyn Pass] {
-    static ALL: [&dyn Pass; 22] = [
+    static ALL: [&dyn Pass; 23] = [
         &THREAD_SYNC,
         &LOWER_REDUCERS,
         &LOWER_REDUCTIONS,
         &STAGE_FRAGMENT_READS,
         &LONGEST_FIRST,
         &VERSION_MASKS,
+        &PREFETCH_LOADS,
         &MARK_FRESH_BUFFERS,
         &LAYOUT_INFERENCE,
         &PIPELINE_PLANNING,
@@ -144,13 +147,14 @@ pub fn parse_pipeline(text: &str) -> Result<Pipeline, UnknownPass> {
 /// thread binding before the shared-memory plan that needs the merged thread loop, index
 /// widths last (after the simplifier, which then never meets the int64 casts).
 pub fn default_pipeline(target: Target) -> Pipeline {
-    let tile_level: [&'static dyn Pass; 11] = [
+    let tile_level: [&'static dyn Pass; 12] = [
         &THREAD_SYNC,
         &LOWER_REDUCERS,
         &LOWER_REDUCTIONS,
         &STAGE_FRAGMENT_READS,
         &LONGEST_FIRST,
         &VERSION_MASKS,
+        &PREFETCH_LOADS,
         &MARK_FRESH_BUFFERS,
         &LAYOUT_INFERENCE,
         &PIPELINE_PLANNING,
@@ -200,7 +204,7 @@ mod tests {
         let err = parse_pipeline("zzzzzzzzzz").err().unwrap();
         assert_eq!(err.suggestion, None);
         assert!(err.to_string().contains(
-            "known passes: thread-sync, lower-reducers, lower-reductions, stage-fragment-reads, longest-first, version-masks, mark-fresh-buffers, layout-inference, pipeline-planning, inject-software-pipeline, lower-tile-ops, warp-specialize, persistent-tiles, tma-multicast, inject-cp-async, rasterize, thread-binding, sink-wgmma-wait, plan-shared-memory, unroll, simplify, widen-indices"
+            "known passes: thread-sync, lower-reducers, lower-reductions, stage-fragment-reads, longest-first, version-masks, prefetch-loads, mark-fresh-buffers, layout-inference, pipeline-planning, inject-software-pipeline, lower-tile-ops, warp-specialize, persistent-tiles, tma-multicast, inject-cp-async, rasterize, thread-binding, sink-wgmma-wait, plan-shared-memory, unroll, simplify, widen-indices"
         ));
         assert_eq!(resolve("raster").map(|p| p.name()).ok(), None);
         assert_eq!(

@@ -22,6 +22,7 @@ fn passes_lists_every_pass_with_a_description() {
             "stage-fragment-reads",
             "longest-first",
             "version-masks",
+            "prefetch-loads",
             "mark-fresh-buffers",
             "layout-inference",
             "pipeline-planning",

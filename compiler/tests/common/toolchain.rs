@@ -77,15 +77,10 @@ pub fn ptxas_log(file: &Path, arch: &str) -> Result<String, String> {
     let log = format!("{}{}", text(&out.stdout), text(&out.stderr));
     // The Hopper warnings that cost the most speed while still assembling: wgmma serialized
     // (C7510–C7515, e.g. an accumulator touched by ordinary code inside the pipeline) and
-    // `setmaxnreg` ignored (C7508).
-    // Except C7514 from a double-buffered consumer loop, which declares it in its note:
-    // ptxas cannot tell which group's registers the promotion reads, and the kernel is
-    // measured faster with it (docs/perf.md).
-    let declared = ptx.contains(tlc_passes::warp_specialize::DOUBLE_BUFFERED_NOTE);
+    // `setmaxnreg` ignored (C7508). None is accepted.
     let hopper: Vec<&str> = log
         .lines()
         .filter(|l| HOPPER_WARNINGS.iter().any(|code| l.contains(code)))
-        .filter(|l| !(declared && l.contains("C7514")))
         .collect();
     if !hopper.is_empty() {
         return Err(format!(

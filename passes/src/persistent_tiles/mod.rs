@@ -606,7 +606,7 @@ fn in_form(region: &Stmt, rings: &Rings) -> Result<(), String> {
         return Err(not_form());
     }
     // The consumers never write a stage, and read stages only in steps that wait for them
-    // (their loop, and the first issue and last steps of a double-buffered one).
+    // (their loop, and the first k-tile and last steps of a deferred one).
     let staged: Vec<String> = {
         let mut b = tma_destinations(producer);
         b.extend([rings.full.clone(), rings.empty.clone()]);

@@ -16,10 +16,11 @@
 //! <G2(stop - 1)>; T.wgmma_wait(0)
 //! ```
 //!
-//! It is the same idea as the twin accumulator (`twin_accumulator.rs`: k-tile `k + 1`'s
-//! gemm issued before `k`'s register work), for a compute of two gemms: there the result
-//! of the next group needs a second accumulator; here the groups write different registers,
-//! so none is added and the register cost is nothing but the overlap.
+//! The groups in flight write different registers (the second gemm's accumulator, the
+//! first's of the next k-tile), so no accumulator is added and the register cost is
+//! nothing but the overlap. (A single gemm's promotion overlapped this way needs a second
+//! accumulator, read while the other group is in flight across the loop's back edge:
+//! ptxas then serializes every wgmma, C7514; tlc dropped that schedule, docs/perf.md.)
 //!
 //! Why meaning is kept: G2(ko - 1) moves past H(ko), which neither writes a buffer G2 touches
 //! nor touches a buffer G2 writes; Ma(ko) runs while G2(ko - 1) is in flight and touches none

@@ -4,17 +4,15 @@
 //! `T.mbarrier_arrive_expect_tx` + `T.tma_load`, each iteration starts with every thread
 //! waiting for its stage) becomes a producer warpgroup that issues the loads and consumer
 //! warpgroups that only compute, talking through `full` and `empty` mbarrier rings
-//! (`schedule.rs`), and a promotion after each k-tile's gemm runs on a twin accumulator
-//! (`twin_accumulator.rs`), or a second gemm after register work is deferred to run
-//! during the next k-tile's (`deferred_gemm.rs`, with ping-pong between consumer
-//! warpgroups). A pipeline that cannot be specialized stays as it is, with a
+//! (`schedule.rs`), and a second gemm after register work is deferred to run during the
+//! next k-tile's (`deferred_gemm.rs`, with ping-pong between consumer warpgroups). A pipeline that cannot be specialized stays as it is, with a
 //! `T.note` before it saying why. (`persistent-tiles` comes next: blocks that walk
 //! several tiles.)
 //!
 //! Everything the schedule decides is written into the kernel: its `threads=` grows by
 //! the producer warpgroup, `T.min_blocks_per_sm` holds the blocks per SM the registers
-//! were budgeted for (a later pipeline of the kernel keeps it), and the `empty` ring and
-//! twin accumulators are allocations of the kernel.
+//! were budgeted for (a later pipeline of the kernel keeps it), and the `empty` rings are
+//! allocations of the kernel.
 //!
 //! The consumers' own work right around a kernel-level pipeline (clearing the accumulator
 //! before, the epilogue from registers after) moves into their branch when it is private
@@ -22,10 +20,9 @@
 //! staged through shared memory moves too, each shared step behind a named barrier among
 //! the consumers (`schedule::shared_epilogue_code`, `T.bar_sync`).
 
+mod copies;
 mod deferred_gemm;
 mod schedule;
-mod twin_accumulator;
-pub use twin_accumulator::DOUBLE_BUFFERED_NOTE;
 
 use crate::analysis::block::Block;
 use crate::analysis::footprint;
@@ -55,7 +52,7 @@ impl Pass for WarpSpecialize {
     }
 
     fn description(&self) -> &'static str {
-        "TMA pipelines -> a producer warpgroup and consumer warpgroups on mbarrier rings (twin accumulators for a promotion)"
+        "TMA pipelines -> a producer warpgroup and consumer warpgroups on mbarrier rings"
     }
 
     fn requires(&self) -> Level {
@@ -88,14 +85,6 @@ impl Facts<'_> {
     pub fn buffer(&self, name: &str) -> Option<&BufferDecl> {
         self.decls.get(name).copied()
     }
-
-    /// Every register array of the kernel (relocated fragments and those lowering added).
-    pub fn local_arrays(&self) -> impl Iterator<Item = &BufferDecl> {
-        self.decls
-            .values()
-            .copied()
-            .filter(|b| b.scope == Scope::Local)
-    }
 }
 
 /// What specializing a kernel's pipelines changed, applied to the kernel at the end.
@@ -106,8 +95,6 @@ struct Changes {
     blocks_per_sm: Option<i64>,
     /// `(full ring, its empty ring, stages)` of each specialized pipeline.
     empties: Vec<(String, String, i64)>,
-    /// `(twin, accumulator)` register arrays.
-    twins: Vec<(String, String)>,
 }
 
 fn specialize_kernel(
@@ -156,13 +143,6 @@ fn specialize_kernel(
             .position(|b| b.name.name == full)
             .map_or(k.allocs.len(), |i| i + 1);
         k.allocs.insert(at, barrier_array(&empty, stages, span));
-    }
-    for (twin, of) in changes.twins {
-        if let Some(decl) = k.allocs.iter().find(|b| b.name.name == of) {
-            let mut decl = decl.clone();
-            decl.name.name = twin;
-            k.allocs.push(decl);
-        }
     }
 }
 
@@ -594,18 +574,6 @@ fn specialize(
             took_after += 1;
         }
     }
-    // What stays outside the region; a nested pipeline does not know it.
-    let named_outside = |name: &str| match &around {
-        None => true,
-        Some(a) => {
-            let stays = |s: &Stmt| twin_accumulator::mentions(std::slice::from_ref(s), name);
-            a.before
-                .iter()
-                .enumerate()
-                .any(|(i, s)| !taken_before.contains(&i) && stays(s))
-                || a.after.iter().skip(took_after).any(stays)
-        }
-    };
     let pipe = schedule::Pipeline {
         prologue,
         main: m,
@@ -616,7 +584,6 @@ fn specialize(
         stages: found.stages,
         full: &found.bars,
         copies: found.copies,
-        named_outside: &named_outside,
     };
     let built = schedule::build(pipe, roles, facts, names, span)?;
     changes
@@ -627,7 +594,6 @@ fn specialize(
             .empties
             .push((late.full.clone(), late.empty.clone(), found.stages));
     }
-    changes.twins.extend(built.twins);
     changes.blocks_per_sm = Some(roles.blocks_per_sm);
     let consumer_warps = facts.block.threads() / facts.target.warp_size();
     if let Some(around) = around {

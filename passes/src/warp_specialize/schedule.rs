@@ -43,12 +43,6 @@
 //!   previous k-tile's group, so the arrival releases the previous stage (`(ko - 1) % S`,
 //!   from the second k-tile on; the producer never waits for the last stage's release), and
 //!   a `T.wgmma_wait(0)` after the loop retires the last group before the epilogue.
-//! - Double-buffered accumulator: when the compute is one `clear_accum` gemm's wgmma code,
-//!   its `T.wgmma_wait(0)`, then register work reading the accumulator (the FP8
-//!   promotion), and a twin of the accumulator fits the registers, the consumers issue
-//!   k-tile `k + 1`'s group into the other accumulator before promoting `k` (retired by
-//!   `T.wgmma_wait(1)`), over branch-free pairs of k-tiles (`double_buffered`); the
-//!   tensor cores then run during the promotion. Two consumer warpgroups or more only.
 //! - Deferred second gemm (`deferred_gemm.rs`): when the compute is two gemms with
 //!   register work between them (attention), the second gemm of k-tile `k - 1` is issued
 //!   right after the first of `k` and runs during `k`'s register work; the stage buffers
@@ -70,10 +64,8 @@
 //!   for (`T.min_blocks_per_sm`, which codegen turns into `.minnctapersm` to pin the
 //!   budget at entry).
 
+use super::copies::copy_for;
 use super::deferred_gemm::{self, Deferred};
-use super::twin_accumulator::{
-    self as twin, double_buffered, fits_twin, mentions, DOUBLE_BUFFERED_NOTE,
-};
 use super::Facts;
 use crate::analysis::access::Access;
 use crate::analysis::block::Block;
@@ -132,18 +124,12 @@ pub(crate) struct Pipeline<'a> {
     /// stage's fill makes on one.
     pub full: &'a str,
     pub copies: i64,
-    /// Whether code outside the warp-specialized region (the kernel's other statements)
-    /// names a buffer: a twin accumulator is only for one nothing else reads, since after
-    /// the loop the last k-tile's product may sit in the twin.
-    pub named_outside: &'a dyn Fn(&str) -> bool,
 }
 
-/// A warp-specialized pipeline: its region, its `empty` ring (to allocate), and the twin
-/// accumulators it uses `(twin, accumulator)` (to allocate as copies of the accumulator).
+/// A warp-specialized pipeline: its region and its `empty` ring (to allocate).
 pub(crate) struct Built {
     pub region: Stmt,
     pub empty: String,
-    pub twins: Vec<(String, String)>,
     /// The rings of a deferred second gemm's stage buffers (`deferred_gemm.rs`), when it
     /// has any: then the first ring counts only the early arrivals.
     pub late: Option<LateRing>,
@@ -284,7 +270,6 @@ pub(crate) fn build(
     consumer_only(&pipe.compute, facts)?;
     let tx = names.fresh(facts.block.index_base());
     let compute = inline_regions(pipe.compute, &tx, threads)?;
-    let mut twins = Vec::new();
 
     let empty = names.fresh("tma_empty");
     let ko = Expr::var(&m.var.name);
@@ -347,24 +332,9 @@ pub(crate) fn build(
     }
     // The buffers indexed by stage.
     let staged = crate::analysis::tma::tma_destinations(&pipe.fills);
-    let buffered = if overlap {
-        None
-    } else {
-        // Two consumer warpgroups or more: with one (at two blocks per SM) the other
-        // block's warpgroup already overlaps the promotion, and the twin measured slower
-        // there (docs/perf.md).
-        double_buffered(&compute).filter(|b| {
-            stages >= 2
-                && roles.consumers >= 2
-                && !mentions(&head, &b.acc)
-                && !mentions(&tail, &b.acc)
-                && !(pipe.named_outside)(&b.acc)
-                && fits_twin(&b.acc, roles.consumer_registers, facts)
-        })
-    };
     // The deferred second gemm (`deferred_gemm.rs`): its late stage buffers on a ring of
     // their own, the producer's fills of them moved to it.
-    let deferred = if overlap || buffered.is_some() || stages < 2 {
+    let deferred = if overlap || stages < 2 {
         None
     } else {
         deferred_gemm::deferred(&compute, &staged).and_then(|d| {
@@ -376,8 +346,8 @@ pub(crate) fn build(
     // Where in `consumer_body` each consumer warpgroup waits for its turn to issue its
     // wgmmas and where it hands the turn on (ping-pong).
     let mut turns: Option<(usize, usize)> = None;
-    // Issued before and after the consumers' loop (double-buffered: the first k-tile's
-    // group, the last k-tiles).
+    // Issued before and after the consumers' loop (deferred: the first k-tile, the last
+    // one's second gemm).
     let mut first_issue: Vec<Stmt> = Vec::new();
     let mut last_steps: Vec<Stmt> = Vec::new();
     // The deferred schedule guards its first k-tile, its loop and its last steps with one
@@ -387,94 +357,14 @@ pub(crate) fn build(
     // block-dependent causal loop (320 bytes), which then ran slower than without the
     // deferral (docs/perf.md).
     let mut guard_all: Option<Expr> = None;
-    let mut loop_var = m.var.clone();
-    let (mut loop_start, mut loop_stop) = (m.start.clone(), m.stop.clone());
-    if let Some(b) = buffered {
-        // The next k-tile's group runs on the tensor cores while this k-tile's result is
-        // promoted (module doc): two accumulators, alternating, the loop over pairs.
-        let twin = names.fresh(&format!("{}_next", b.acc));
-        twins.push((twin.clone(), b.acc.clone()));
-        let var = m.var.name.clone();
-        let at = |code: &[Stmt], k: &Expr, buf: &str, names: &mut NameSet| {
-            twin::copy_for(code, (&var, k), Some((&b.acc, buf)), names)
-        };
-        let split = release_point(&b.rest, &staged);
-        // Promote k-tile `k` from `cur` and release its stage (one copy of the promotion, so
-        // that its lets stay in scope across the release).
-        let finish = |k: &Expr, cur: &str, names: &mut NameSet| {
-            let mut out = at(&b.rest, k, cur, names);
-            let after = out.split_off(split);
-            out.push(release_of(slot(k.clone())));
-            out.extend(after);
-            out
-        };
-        // Issue k-tile `k + 1` into `next`, then finish `k` (its group retired by wait(1)).
-        let step = |k: Expr, cur: &str, next: &str, names: &mut NameSet| {
-            let k1 = bin(BinOp::Add, k.clone(), Expr::int(1));
-            let mut out = vec![full_wait_at(k1.clone())];
-            out.extend(at(&b.gemm, &k1, next, names));
-            out.push(intrinsic(Intrinsic::WgmmaWait { n: 1 }, span));
-            out.extend(finish(&k, cur, names));
-            out
-        };
-        let last = |k: Expr, cur: &str, names: &mut NameSet| {
-            let mut out = vec![intrinsic(Intrinsic::WgmmaWait { n: 0 }, span)];
-            out.extend(finish(&k, cur, names));
-            out
-        };
-        // Branch-free pairs, so that ptxas sees one group in flight at every point of the
-        // loop (a conditional issue inside it makes ptxas serialize the wgmmas).
-        let pair = names.fresh(&format!("{var}_pair"));
-        let two = |e: Expr| bin(BinOp::Mul, e, Expr::int(2));
-        let k0 = bin(BinOp::Add, m.start.clone(), two(Expr::var(&pair)));
-        let mut body = b.notes.clone();
-        body.push(tlc_ir::build::note(DOUBLE_BUFFERED_NOTE.to_string(), span));
-        body.extend(step(k0.clone(), &b.acc, &twin, names));
-        body.extend(step(
-            bin(BinOp::Add, k0, Expr::int(1)),
-            &twin,
-            &b.acc,
-            names,
-        ));
-        consumer_body = body;
-        let n = bin(BinOp::Sub, m.stop.clone(), m.start.clone());
-        let issues = bin(BinOp::Sub, n, Expr::int(1));
-        let pairs = bin(BinOp::FloorDiv, issues.clone(), Expr::int(2));
-        let nonempty = bin(BinOp::Lt, m.start.clone(), m.stop.clone());
-        let mut issue = vec![full_wait_at(m.start.clone())];
-        issue.extend(at(&b.gemm, &m.start, &b.acc, names));
-        first_issue.push(if_then(nonempty.clone(), issue, span));
-        // After the pairs, k-tile `kl` is in flight on the first accumulator; one more
-        // issue when the issues were odd.
-        let kl = bin(BinOp::Add, m.start.clone(), two(pairs.clone()));
-        let kl1 = bin(BinOp::Add, kl.clone(), Expr::int(1));
-        let mut odd = step(kl.clone(), &b.acc, &twin, names);
-        odd.extend(last(kl1, &twin, names));
-        let even = last(kl, &b.acc, names);
-        let tail_steps = Stmt::new(
-            StmtKind::If {
-                cond: bin(
-                    BinOp::Eq,
-                    bin(BinOp::FloorMod, issues, Expr::int(2)),
-                    Expr::int(1),
-                ),
-                then_body: odd,
-                else_body: even,
-            },
-            span,
-        );
-        last_steps.push(if_then(nonempty, vec![tail_steps], span));
-        loop_var = tlc_ir::Ident::new(&pair, span);
-        loop_start = Expr::int(0);
-        loop_stop = pairs;
-    } else if let Some((d, late)) = &deferred {
+    let loop_var = m.var.clone();
+    let (mut loop_start, loop_stop) = (m.start.clone(), m.stop.clone());
+    if let Some((d, late)) = &deferred {
         // The previous k-tile's second gemm runs during this k-tile's register work
         // (module doc of `deferred_gemm.rs`): the first k-tile without it before the loop,
         // the last one's after.
         let var = m.var.name.clone();
-        let at = |code: &[Stmt], k: &Expr, names: &mut NameSet| {
-            twin::copy_for(code, (&var, k), None, names)
-        };
+        let at = |code: &[Stmt], k: &Expr, names: &mut NameSet| copy_for(code, (&var, k), names);
         let wait = |n: i64| intrinsic(Intrinsic::WgmmaWait { n }, span);
         let late_wait = |k: &Expr| late.as_ref().map(|r| full_wait_on(&r.full, k.clone()));
         let late_release = |k: &Expr| late.as_ref().map(|r| release_on(&r.empty, slot(k.clone())));
@@ -694,7 +584,6 @@ pub(crate) fn build(
     Ok(Built {
         region,
         empty,
-        twins,
         late: late.map(|r| LateRing {
             fills: Vec::new(),
             prologue: Vec::new(),

@@ -304,6 +304,35 @@ fn ints(values: impl Fn(i64) -> i64) -> Tensor {
     Tensor::from_f64(DType::Int32, &[64], &v).expect("tensor")
 }
 
+/// A contracted difference (`a * b - c` is `T.fma(a, b, -c)`, docs/ir.md "Contraction")
+/// subtracts the operand's float32 value, as the source does: an unsigned integer is
+/// converted before it is negated (negated as a uint32 it would wrap to ~4.29e9), and an
+/// int 0 subtracts +0.0 (a -0.0 product stays -0.0).
+#[test]
+fn contracted_differences_convert_integers_before_negating() {
+    let half = Tensor::from_f64(DType::Float32, &[64], &[0.5; 64]).expect("tensor");
+    let us: Vec<f64> = (0..64).map(f64::from).collect();
+    let u = Tensor::from_f64(DType::UInt32, &[64], &us).expect("tensor");
+    let out = run(
+        "F[i] = F[i] * F[i] - U[i]\nU[i] = 0",
+        vec![("F", half), ("U", u)],
+    );
+    let f = out["F"].to_f64();
+    for (i, v) in f.iter().enumerate() {
+        assert_eq!(*v, 0.25 - i as f64, "F[{i}]");
+    }
+    let negzero = Tensor::from_f64(DType::Float32, &[64], &[-0.0; 64]).expect("tensor");
+    let ones = Tensor::from_f64(DType::Float16, &[64], &[1.0; 64]).expect("tensor");
+    let out = run(
+        "F[i] = F[i] * T.cast(H[i], \"float32\") - I[i] * 0",
+        vec![("F", negzero), ("H", ones), ("I", ints(|i| i))],
+    );
+    assert!(out["F"]
+        .to_f64()
+        .iter()
+        .all(|v| *v == 0.0 && v.is_sign_negative()));
+}
+
 #[test]
 fn the_interpreter_computes_bit_operators_at_the_dtype_width() {
     let input = |i: i64| (i - 32) * 0x0101_0101 + i;

@@ -22,8 +22,10 @@
 //! iteration's clamped refill reloads what that iteration loaded, so no address the
 //! program did not read is read; the first load runs only when the loop does. A value
 //! that does not read the loop variable is left alone (hoisting, not prefetching, is its
-//! cure). Lets (`scale_b = scales_b[n, k]`) are not prefetched: a let's twin would be a
-//! block-level store before the loop, which `warp-specialize` keeps outside its roles, and
+//! cure), and so is a loop with an explicit `order=` / `stage=` (one entry per statement)
+//! or with bounds that read memory (the refill re-evaluates `stop` in the body). Lets
+//! (`scale_b = scales_b[n, k]`) are not prefetched: a let's twin would be a block-level
+//! store before the loop, which `warp-specialize` keeps outside its roles, and
 //! `persistent-tiles` then leaves the kernel non-persistent (measured 9 % slower).
 
 use crate::analysis::access::Access;
@@ -36,7 +38,7 @@ use crate::pass::Pass;
 use std::collections::BTreeSet;
 use tlc_ir::interval::Ranges;
 use tlc_ir::verifier::const_int;
-use tlc_ir::visit::{child_bodies_mut, for_each_stmt, for_each_subexpr};
+use tlc_ir::visit::{child_bodies_mut, for_each_stmt, for_each_subexpr, has_load};
 use tlc_ir::{
     BinOp, BufferDecl, Diagnostic, Expr, ExprKind, ForKind, Ident, Kernel, PrimFunc, Scope, Stmt,
     StmtKind,
@@ -50,7 +52,7 @@ impl Pass for PrefetchLoads {
     }
 
     fn description(&self) -> &'static str {
-        "a pipelined loop's per-iteration loads of read-only global memory into a fragment or a let -> loaded one iteration ahead into a twin"
+        "a pipelined loop's per-iteration fill of a fragment from read-only global memory -> loaded one iteration ahead into a twin fragment"
     }
 
     fn run(&self, mut func: PrimFunc, _cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
@@ -126,6 +128,16 @@ impl Rewrite<'_> {
         let StmtKind::For(f) = &mut stmt.kind else {
             return Vec::new();
         };
+        // A loop whose statements carry an explicit `order=` / `stage=` (one entry per
+        // statement) keeps its body; so does one whose bounds read memory (the refill
+        // re-evaluates `stop` inside the body, where the body may have changed it).
+        let explicit = matches!(
+            &f.kind,
+            ForKind::Pipelined { order, stage, .. } if !order.is_empty() || !stage.is_empty()
+        );
+        if explicit || has_load(&f.start) || has_load(&f.stop) {
+            return Vec::new();
+        }
         let (var, start, stop) = (f.var.name.clone(), f.start.clone(), f.stop.clone());
         // Names bound inside the loop (its variable aside): a fill may not read them.
         let mut inner = BTreeSet::new();

@@ -54,30 +54,62 @@ impl Env {
             }
             _ => None,
         };
-        // A literal is negated in place, as the parser reads `-1.0` (so the printed form
-        // parses back equal).
-        let neg = |e: Expr| {
-            let span = e.span;
-            let kind = match e.kind {
-                ExprKind::Float(v) => ExprKind::Float(-v),
-                ExprKind::Int(v) if v != i64::MIN => ExprKind::Int(-v),
-                kind => ExprKind::Unary(UnOp::Neg, Box::new(Expr::new(kind, span))),
-            };
-            Expr::new(kind, span)
-        };
         let (x, y, c) = match (product(a, ta), product(b, tb)) {
             (Some((x, y)), _) => {
                 let c = (**b).clone();
-                let c = if *op == BinOp::Sub { neg(c) } else { c };
+                let c = if *op == BinOp::Sub {
+                    self.negated(c)
+                } else {
+                    c
+                };
                 (x, y, c)
             }
             (None, Some((x, y))) => {
-                let x = if *op == BinOp::Sub { neg(x) } else { x };
+                let x = if *op == BinOp::Sub {
+                    self.negated(x)
+                } else {
+                    x
+                };
                 (x, y, (**a).clone())
             }
             (None, None) => return node,
         };
         Expr::new(ExprKind::Math(MathFn::Fma, vec![x, y, c]), node.span)
+    }
+
+    /// `-e` as the float32 value the sum subtracts, exactly. The source converts an operand
+    /// to float32 before it subtracts, so an integer (or a narrower float) is converted
+    /// first (`-T.cast(u, "float32")`: negated in its own dtype, an unsigned value or int8's
+    /// -128 would wrap). A literal float32 holds exactly is negated in place, as the parser
+    /// reads `-1.0` (an int `0` becomes `-0.0`, the float the subtraction used); a `T.fma`
+    /// by negating its first factor and its addend (round-to-nearest is symmetric), so a
+    /// chain of differences does not nest a `-` per level; `-(-x)` of a float32 is `x`.
+    fn negated(&self, e: Expr) -> Expr {
+        let span = e.span;
+        let float32 = |e: &Expr| self.dtype(e).is_some_and(|t| t.dtype == DType::Float32);
+        let neg = |e: Expr| Expr::new(ExprKind::Unary(UnOp::Neg, Box::new(e)), span);
+        match e.kind {
+            ExprKind::Float(v) => Expr::new(ExprKind::Float(-v), span),
+            ExprKind::Int(v) if v.unsigned_abs() <= 1 << 24 => {
+                Expr::new(ExprKind::Float(-(v as f64)), span)
+            }
+            ExprKind::Math(MathFn::Fma, args) => match <[Expr; 3]>::try_from(args) {
+                Ok([p, q, r]) => {
+                    let args = vec![self.negated(p), q, self.negated(r)];
+                    Expr::new(ExprKind::Math(MathFn::Fma, args), span)
+                }
+                Err(args) => neg(Expr::new(ExprKind::Math(MathFn::Fma, args), span)),
+            },
+            ExprKind::Unary(UnOp::Neg, x) if float32(&x) => *x,
+            kind => {
+                let e = Expr::new(kind, span);
+                if float32(&e) {
+                    neg(e)
+                } else {
+                    neg(Expr::new(ExprKind::Cast(DType::Float32, Box::new(e)), span))
+                }
+            }
+        }
     }
 }
 
@@ -220,12 +252,39 @@ mod tests {
     }
 
     #[test]
+    fn negations_convert_integers_and_sink_into_fma() {
+        let uints = "import tilelang.language as T\n\n@T.prim_func\ndef f(A: T.Tensor((16,), \"float32\"), U: T.Tensor((16,), \"uint32\")):\n    with T.Kernel(1, threads=16) as bx:\n        for i in T.Parallel(16):\n";
+        let text = body_of(&format!("{uints}            A[i] = A[i] * A[i] - U[i]\n"));
+        assert!(
+            text.contains("T.fma(A[i], A[i], -T.cast(U[i], \"float32\"))"),
+            "{text}"
+        );
+        let text = body_of(&format!("{uints}            A[i] = 1.0 - U[i] * A[i]\n"));
+        assert!(
+            text.contains("T.fma(-T.cast(U[i], \"float32\"), A[i], 1.0)"),
+            "{text}"
+        );
+        // An int literal: its float32 value negated (0 becomes -0.0); one past float32's
+        // exact integers, converted first.
+        assert!(kernel("A[i] = A[i] * B[i] - 0").contains("T.fma(A[i], B[i], -0.0)"));
+        assert!(kernel("A[i] = A[i] * B[i] - 16777217").contains("-T.cast(16777217, \"float32\")"));
+        // A chain of differences: the negation sinks into the inner fma, no `-` per level.
+        let text = kernel("A[i] = A[i] * B[i] - (B[i] * B[i] - (A[i] * A[i] - B[i]))");
+        assert!(
+            text.contains("T.fma(A[i], B[i], T.fma(-B[i], B[i], T.fma(A[i], A[i], -B[i])))"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn contracted_text_parses_back_equal() {
         for line in [
             "A[i] = B[i] - A[i] * B[i] * 0.5",
             "A[i] = A[i] * B[i] - 1.0",
             "A[i] = A[i] * B[i] - 2",
             "A[i] = A[i] * 3.0 - B[i] * 0.5",
+            "A[i] = A[i] - (-9223372036854775808) * B[i]",
+            "A[i] = A[i] * B[i] - I[i]",
         ] {
             let text = kernel(line);
             assert!(text.contains("T.fma"), "{text}");

@@ -192,7 +192,9 @@ pub fn math_result(f: MathFn, args: &[Typed]) -> Result<Typed, String> {
     if f.takes(t.dtype) {
         return Ok(t);
     }
-    let hint = if t.dtype == DType::Float64 {
+    let hint = if f == MathFn::Fma {
+        " (`T.fma` is float32 only; convert to float32 first)"
+    } else if t.dtype == DType::Float64 {
         " (PTX has no float64 form of it; convert to float32 first)"
     } else if t.dtype.is_int() || t.dtype.is_bool() {
         " (convert to a float first: `T.cast(x, \"float32\")`)"

@@ -473,6 +473,26 @@ fn cp_async_then_wait_and_barrier_delivers_the_data() {
     );
 }
 
+/// A `T.cp_async` whose predicate is constant false reads nothing (it zero-fills): its
+/// source may name an element outside the buffer — an unrolled pipeline's last guarded
+/// prefetch, `A[k + 1]` under `k + 1 < n`, is one. The verifier accepts it there, the
+/// interpreter fills zeros; without the predicate the same source is refused.
+#[test]
+fn a_cp_async_that_reads_nothing_may_name_an_element_past_the_end() {
+    let src = copy_kernel(
+        "T.cp_async(S[tx, 0], A[32, 0], 16, 3 < 3)\nT.cp_async_commit()\nT.cp_async_wait(0)\nfor j in T.serial(8):\n    O[tx, j] = S[tx, j]",
+    );
+    assert!(get(&outputs(&src, a_rows()), "O").iter().all(|v| *v == 0.0));
+    let src =
+        copy_kernel("T.cp_async(S[tx, 0], A[32, 0], 16)\nT.cp_async_commit()\nT.cp_async_wait(0)");
+    let f = tlc_ir::parse(&src).expect("parses");
+    let errs = tlc_ir::verifier::verify(&f).err().unwrap_or_default();
+    assert!(
+        errs.iter().any(|e| e.message.contains("out of bounds")),
+        "{errs:#?}"
+    );
+}
+
 #[test]
 fn reading_before_the_wait_is_an_error() {
     let src = copy_kernel(

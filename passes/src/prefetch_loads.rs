@@ -40,8 +40,7 @@ use tlc_ir::interval::Ranges;
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::{child_bodies_mut, for_each_stmt, for_each_subexpr, has_load};
 use tlc_ir::{
-    BinOp, BufferDecl, Diagnostic, Expr, ExprKind, ForKind, Ident, Kernel, PrimFunc, Scope, Stmt,
-    StmtKind,
+    BinOp, BufferDecl, Diagnostic, Expr, ExprKind, ForKind, Ident, PrimFunc, Scope, Stmt, StmtKind,
 };
 
 pub struct PrefetchLoads;
@@ -74,14 +73,10 @@ impl Pass for PrefetchLoads {
                 ranges: &ranges,
             };
             cx.body(&mut k.body, &mut names, &mut new_allocs);
-            add_allocs(k, new_allocs);
+            k.allocs.extend(new_allocs);
         });
         Ok(func)
     }
-}
-
-fn add_allocs(k: &mut Kernel, allocs: Vec<BufferDecl>) {
-    k.allocs.extend(allocs);
 }
 
 struct Rewrite<'a> {
@@ -217,39 +212,30 @@ impl Rewrite<'_> {
     /// read-only parameters, reads the loop variable `var`, and reads no other name bound
     /// inside the loop but its own nest's.
     fn fill(&self, stmt: &Stmt, var: &str, inner: &BTreeSet<String>) -> Option<String> {
-        match &stmt.kind {
-            StmtKind::For(_) => {
-                let (vars, extents, store) = fill_nest(stmt)?;
-                let StmtKind::Store {
-                    buffer,
-                    indices,
-                    value,
-                } = &store.kind
-                else {
-                    return None;
-                };
-                let decl = self.allocs.iter().find(|d| d.name.name == buffer.name)?;
-                if decl.scope != Scope::Fragment || decl.shape.len() != vars.len() {
-                    return None;
-                }
-                // Element for element: the nest's variables in order over the whole shape.
-                let whole = decl
-                    .shape
-                    .iter()
-                    .zip(&extents)
-                    .all(|(d, e)| const_int(d) == Some(*e));
-                let own = indices
-                    .iter()
-                    .zip(&vars)
-                    .all(|(i, v)| matches!(&i.kind, ExprKind::Var(n) if n == v));
-                if !(whole && own && indices.len() == vars.len()) {
-                    return None;
-                }
-                self.prefetchable(value, var, inner, &vars)
-                    .then(|| buffer.name.clone())
-            }
-            _ => None,
-        }
+        let (vars, extents, store) = fill_nest(stmt)?;
+        let StmtKind::Store {
+            buffer,
+            indices,
+            value,
+        } = &store.kind
+        else {
+            return None;
+        };
+        let decl = self.allocs.iter().find(|d| d.name.name == buffer.name)?;
+        // Element for element: the nest's variables in order over the whole shape.
+        let whole = decl.scope == Scope::Fragment
+            && decl.shape.len() == vars.len()
+            && indices.len() == vars.len()
+            && decl
+                .shape
+                .iter()
+                .zip(&extents)
+                .all(|(d, e)| const_int(d) == Some(*e))
+            && indices
+                .iter()
+                .zip(&vars)
+                .all(|(i, v)| matches!(&i.kind, ExprKind::Var(n) if n == v));
+        (whole && self.prefetchable(value, var, inner, &vars)).then(|| buffer.name.clone())
     }
 
     fn prefetchable(

@@ -714,6 +714,33 @@ fn the_fp8_pipeline_walks_its_tiles_with_its_scales_ahead() {
     assert!(walked.contains("row_scale_next"), "{walked}");
 }
 
+/// `prefetch-loads`' fills through the whole pipeline of each target, every stage against
+/// the tile-level interpreter (exact before `lower-tile-ops`): the unguarded first load
+/// (K >= 1), and the guarded one of a loop from 2, which at K = 3 runs once (its refill
+/// reloads that k-tile). (A constant K = 2 would be an empty loop, which the verifier
+/// refuses; a symbolic one keeps the guard, as the filetest shows.)
+#[test]
+fn prefetched_fills_keep_their_meaning_on_both_targets() {
+    let symbolic = load(&root().join("passes/tests/filetests/prefetch_loads.tir"));
+    for k in [3, 5] {
+        let bound =
+            tlc_ir::specialize::specialize(&symbolic, &[("K".to_string(), k)]).expect("specialize");
+        for target in [Target::Sm80, Target::Sm90a] {
+            let stages = stages_for(&bound, target);
+            let prefetched = stages
+                .iter()
+                .find(|(pass, _)| *pass == "prefetch-loads")
+                .map(|(_, f)| print_func(f))
+                .expect("the pass ran");
+            assert!(
+                prefetched.contains("s_next"),
+                "K = {k} on {target}:\n{prefetched}"
+            );
+            check_stages(&format!("prefetch K = {k} on {target}"), &bound, stages);
+        }
+    }
+}
+
 /// A k-loop whose trip count depends on the tile (triangular): the fills before a tile are
 /// not `tile_i * nk`, so the kernel keeps one tile per block — and its meaning — even on a
 /// GPU of one SM.

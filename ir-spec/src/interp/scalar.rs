@@ -241,8 +241,8 @@ pub fn math(f: MathFn, d: DType, args: &[Scalar]) -> Scalar {
         let x = |i: usize| arg(i).as_f64() as f32;
         return Scalar::Float(f64::from(x(0).mul_add(x(1), x(2))));
     }
-    let xs: Vec<f64> = args.iter().map(|a| a.as_f64()).collect();
-    Scalar::Float(round_float(d, f.eval(&xs)))
+    let xs = [arg(0).as_f64(), arg(1).as_f64(), arg(2).as_f64()];
+    Scalar::Float(round_float(d, f.eval(&xs[..args.len().min(3)])))
 }
 
 /// `-a` in dtype `d`.

@@ -7,7 +7,7 @@
 use super::consts::const_int;
 use super::Checker;
 use crate::diagnostic::Diagnostic;
-use crate::intrinsic::{self, Arg, Count, Needs, ParamKind};
+use crate::intrinsic::{self, Arg, Count, Effect, Needs, ParamKind};
 use crate::ir::{BufferDecl, ElemRef, Expr, Intrinsic, Layout, LayoutAnnotation, RowsOf, Scope};
 use crate::span::Span;
 use crate::target::Target;
@@ -23,12 +23,19 @@ impl<'f> Checker<'f> {
         // I2: operands that are well-formed, then the definition's rules on those (a
         // malformed operand has been reported; its scope and dtype are not checked).
         let mut malformed: Vec<&str> = Vec::new();
+        // A predicate that is constant false: the call reads nothing (`T.cp_async`'s
+        // zero fill; an unrolled pipeline's last guarded prefetch `k + 1 < n` is one).
+        let reads_nothing = i.pred().is_some_and(|p| {
+            crate::interval::decide(p, &crate::interval::Ranges::new()) == Some(false)
+        });
         for (param, arg) in def.params.iter().zip(i.args()) {
             match (param.kind, arg) {
                 (ParamKind::Ref(rule), Arg::Ref(r)) => {
-                    // A TMA source names coordinates, which may lie outside its buffer.
+                    // A TMA source names coordinates, which may lie outside its buffer; a
+                    // source that is not read may too.
                     let count = match rule.count {
                         Count::Box(_) => None,
+                        _ if reads_nothing && rule.effect == Effect::Read => None,
                         _ => Some(
                             self.env
                                 .buffer(&r.buffer.name)

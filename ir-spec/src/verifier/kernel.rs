@@ -140,7 +140,7 @@ impl<'f> Checker<'f> {
             .reducers
             .iter()
             .filter(|r| r.op == crate::ir::ReducerOp::Sum)
-            .map(|r| r.buffer.name.clone())
+            .cloned()
             .collect();
         let outer_sums = std::mem::replace(&mut self.sum_reducers, sums);
         // Thread-binding and vectorized loops of an enclosing kernel do not reach into this

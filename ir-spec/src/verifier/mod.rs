@@ -32,10 +32,10 @@ pub use reducer::reducer_update;
 
 use crate::diagnostic::Diagnostic;
 use crate::dtype::DType;
-use crate::ir::{BinOp, BufferDecl, Expr, ExprKind, Ident, PrimFunc, Scope, Stmt, StmtKind};
+use crate::ir::{BinOp, BufferDecl, Expr, Ident, PrimFunc, Scope, Stmt, StmtKind};
 use crate::span::Span;
 use crate::target::Target;
-use crate::types::{infer, Typed};
+use crate::types::{binary_result, infer, Typed};
 use scope::{all_definitions, Def, DefKind, Env};
 use std::collections::{BTreeMap, HashMap};
 
@@ -151,7 +151,7 @@ pub(crate) struct Checker<'f> {
     kernel: Option<Span>,
     /// The sum reducers of the innermost enclosing `T.Kernel`: their updates
     /// `r[idx] = r[idx] + value` keep the sum uncontracted (rule T6).
-    sum_reducers: Vec<String>,
+    sum_reducers: Vec<crate::ir::Reducer>,
     /// The variable of the innermost enclosing `threadIdx.*` binding loop of a kernel.
     thread_loop: Option<Span>,
     /// The variable of the innermost enclosing `T.vectorized` loop.
@@ -423,17 +423,18 @@ impl<'f> Checker<'f> {
         for index in indices {
             self.expect_int(index, "buffer index");
         }
-        let value_type = match self.reducer_sum(buffer, indices, value) {
-            // A sum reducer's update: its sum is the reducer's combine, never contracted
-            // (rule T6), so its two operands type on their own.
-            Some((own, update)) => {
-                let (a, b) = (self.check_expr(own), self.check_expr(update));
-                match (a, b) {
-                    (Some(a), Some(b)) => crate::types::binary_result(BinOp::Add, a, b).ok(),
-                    _ => None,
-                }
-            }
-            None => self.check_expr(value),
+        // A sum reducer's update `r[idx] = r[idx] + v`: its sum is the reducer's combine,
+        // never contracted (rule T6), so `v` types on its own beside `r`'s element.
+        let update = self
+            .sum_reducers
+            .iter()
+            .find(|r| r.buffer.name == buffer.name)
+            .and_then(|r| reducer_update(r, indices, value));
+        let value_type = match (update, decl) {
+            (Some(v), Some(decl)) => self
+                .check_expr(v)
+                .and_then(|t| binary_result(BinOp::Add, Typed::strong(decl.dtype), t).ok()),
+            _ => self.check_expr(value),
         };
         let Some(decl) = decl else {
             return;
@@ -451,33 +452,6 @@ impl<'f> Checker<'f> {
         self.check_indices(decl, indices, buffer.span);
         if let Some(t) = value_type {
             self.check_value_fits(decl, t.dtype, value.span);
-        }
-    }
-
-    /// `value` as the update `r[idx] + v` (or `v + r[idx]`) of a sum reducer `r` stored at
-    /// `r[idx]`: the load of `r[idx]` and `v`.
-    fn reducer_sum<'v>(
-        &self,
-        buffer: &Ident,
-        indices: &[Expr],
-        value: &'v Expr,
-    ) -> Option<(&'v Expr, &'v Expr)> {
-        if !self.sum_reducers.contains(&buffer.name) {
-            return None;
-        }
-        let ExprKind::Binary(BinOp::Add, a, b) = &value.kind else {
-            return None;
-        };
-        let own = |x: &Expr| {
-            matches!(&x.kind, ExprKind::Load { buffer: n, indices: ix }
-                if *n == buffer.name && ix.as_slice() == indices)
-        };
-        if own(a) {
-            Some((a, b))
-        } else if own(b) {
-            Some((b, a))
-        } else {
-            None
         }
     }
 

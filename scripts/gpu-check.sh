@@ -133,6 +133,10 @@ run examples/gemm_fp8_blockscaled.tir -D M=300 -D N=130 -D K=320 -D block_M=64 -
 run examples/gemm_fp8_blockscaled.tir -D M=256 -D N=2112 -D K=1024
 run examples/gemm_fp8_blockscaled.tir -D M=70 -D N=100 -D K=256 -D block_M=64 -D threads=128 -D block_N=16
 run examples/gemm_fp8_blockscaled.tir -D M=300 -D N=100 -D K=384 -D block_M=256 -D threads=256 -D block_N=32
+# DeepGEMM's widths: tiles that straddle two (112, 144) or three (200) of B's scale blocks.
+run examples/gemm_fp8_blockscaled.tir -D M=200 -D N=450 -D K=384 -D block_M=128 -D threads=256 -D block_N=112 -D num_stages=3
+run examples/gemm_fp8_blockscaled.tir -D M=70 -D N=450 -D K=256 -D block_M=64 -D threads=128 -D block_N=144 -D num_stages=4
+run examples/gemm_fp8_blockscaled.tir -D M=70 -D N=450 -D K=256 -D block_M=64 -D threads=128 -D block_N=200 -D num_stages=2
 run tests/cases/valid/gemm_fp8_scales_staged.tir -D M=200 -D N=192 -D K=384
 run tests/cases/valid/gemm_fp8_scales_staged.tir -D M=300 -D N=130 -D K=320 -D block_M=64 -D threads=128 -D block_N=64
 run tests/cases/valid/gemm_fp8_scales_staged.tir -D M=250 -D N=130 -D K=320

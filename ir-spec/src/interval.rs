@@ -276,7 +276,21 @@ pub fn interval(e: &Expr, env: &dyn Env) -> Interval {
         ExprKind::Int(v) => Interval::point(*v),
         ExprKind::Var(n) => env.range(n).unwrap_or(Interval::FULL),
         ExprKind::Unary(UnOp::Neg, a) => Interval::negate(interval(a, env)),
-        ExprKind::Binary(op, a, b) => Interval::binary(*op, interval(a, env), interval(b, env)),
+        ExprKind::Binary(op, a, b) => {
+            let r = Interval::binary(*op, interval(a, env), interval(b, env));
+            // `x * k % c` is a multiple of g = gcd(k, c): at most `c - g` (`bx * 64 % 128`
+            // is 0 or 64, not anything up to 127).
+            match (op, constant_factor(a), b.as_int()) {
+                (BinOp::FloorMod, Some(k), Some(c)) if c > 0 && r.lo >= 0 => {
+                    let g = gcd(k.unsigned_abs(), c.unsigned_abs());
+                    match i64::try_from(g) {
+                        Ok(g) if g > 1 => Interval::new(r.lo, r.hi.min(c - g)),
+                        _ => r,
+                    }
+                }
+                _ => r,
+            }
+        }
         // Widening keeps the value; narrowing keeps it when it fits (else it may wrap).
         ExprKind::Cast(DType::Int64, a) => interval(a, env),
         ExprKind::Cast(DType::Int32, a) => {
@@ -290,6 +304,22 @@ pub fn interval(e: &Expr, env: &dyn Env) -> Interval {
         // Either arm: the hull of both.
         ExprKind::Select(_, a, b) => interval(a, env).hull(interval(b, env)),
         _ => Interval::FULL,
+    }
+}
+
+/// The constant factor `k` of a product `x * k` or `k * x` (nonzero).
+fn constant_factor(e: &Expr) -> Option<i64> {
+    match &e.kind {
+        ExprKind::Binary(BinOp::Mul, a, b) => b.as_int().or(a.as_int()).filter(|k| *k != 0),
+        _ => None,
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
     }
 }
 
@@ -379,6 +409,51 @@ mod tests {
         assert_eq!(
             Interval::binary(BinOp::BitAnd, Interval::FULL, Interval::point(15)),
             Interval::new(0, 15)
+        );
+    }
+
+    /// `x * k % c` is a multiple of gcd(k, c): its interval ends at `c - gcd`, and holds
+    /// every value of members (brute force over small ranges, negative x and k included).
+    #[test]
+    fn a_multiple_modulo_ends_below_its_divisor() {
+        use crate::ir::Expr;
+        let mul = |k: i64| {
+            Expr::binary(
+                crate::ir::BinOp::Mul,
+                Expr::var("x"),
+                Expr::int(k),
+                crate::Span::DUMMY,
+            )
+        };
+        let modulo = |a: Expr, c: i64| {
+            Expr::binary(
+                crate::ir::BinOp::FloorMod,
+                a,
+                Expr::int(c),
+                crate::Span::DUMMY,
+            )
+        };
+        for (lo, hi) in [(0, 40), (-9, 9), (3, 3)] {
+            let env: Ranges = [("x".to_string(), Interval::new(lo, hi))]
+                .into_iter()
+                .collect();
+            for k in [-96, -6, 4, 6, 64, 112, 128] {
+                for c in [8, 12, 128] {
+                    let r = interval(&modulo(mul(k), c), &env);
+                    for x in lo..=hi {
+                        let v = floor_mod(x * k, c).unwrap_or(i64::MIN);
+                        assert!(r.lo <= v && v <= r.hi, "x*{k}%{c} at {x}: {v} not in {r:?}");
+                    }
+                }
+            }
+        }
+        let env: Ranges = [("x".to_string(), Interval::new(0, 1000))]
+            .into_iter()
+            .collect();
+        assert_eq!(interval(&modulo(mul(64), 128), &env), Interval::new(0, 64));
+        assert_eq!(
+            interval(&modulo(mul(112), 128), &env),
+            Interval::new(0, 112)
         );
     }
 

@@ -441,3 +441,68 @@ def k(A: T.Tensor((64, 32), "float16"), B: T.Tensor((64, 32), "float16"), V: T.T
         assert!(compared > 0, "{target}: nothing compared");
     }
 }
+
+/// DeepGEMM's promotion at a tile width whose flat rows would not spread regularly (112
+/// columns over 128 threads): `acc` is no gemm accumulator, but the nest ties it element
+/// for element to one (`blk`), so it takes the accumulator's layout, and the row vector `s`
+/// broadcast along both is served from registers — not staged through shared memory (which
+/// also kept warp specialization off). Without the gemm's tie (`acc` alone) the class goes.
+/// Every stage of both targets keeps the meaning.
+#[test]
+fn a_row_vector_follows_a_fragment_tied_to_an_accumulator_of_any_width() {
+    use tlc_passes::analysis::rows::RowVectors;
+    let kernel = |promote: &str| {
+        format!(
+            r#"@T.prim_func
+def k(A: T.Tensor((64, 32), "float16"), B: T.Tensor((112, 32), "float16"), S: T.Tensor((64,), "float32"), O: T.Tensor((64, 112), "float32")):
+    with T.Kernel(1, threads=128) as bx:
+        A_s = T.alloc_shared((64, 32), "float16")
+        B_s = T.alloc_shared((112, 32), "float16")
+        blk = T.alloc_fragment((64, 112), "float32")
+        acc = T.alloc_fragment((64, 112), "float32")
+        s = T.alloc_fragment((64,), "float32")
+        T.copy(A, A_s)
+        T.copy(B, B_s)
+        T.clear(acc)
+        T.gemm(A_s, B_s, blk, transpose_B=True, clear_accum=True, policy=T.GemmWarpPolicy.FullRow)
+        for i in T.Parallel(64):
+            s[i] = S[i]
+        for i, j in T.Parallel(64, 112):
+            {promote}
+        T.copy(acc, O)
+"#
+        )
+    };
+    let classes = |text: &str| {
+        let func = parse(text);
+        let mut out = Vec::new();
+        tlc_passes::analysis::kernels::for_each_kernel(&mut func.body.clone(), &mut |k, _| {
+            out = RowVectors::of(k, 128, tlc_ir::target::WARP_SIZE)
+                .classes
+                .iter()
+                .map(|c| c.members.iter().cloned().collect::<Vec<String>>())
+                .collect();
+        });
+        out
+    };
+    let tied = kernel("acc[i, j] += blk[i, j] * s[i]");
+    assert_eq!(classes(&tied), vec![vec!["s".to_string()]]);
+    assert!(classes(&kernel("acc[i, j] += s[i]")).is_empty());
+    let func = parse(&tied);
+    for target in [Target::Sm80, Target::Sm90a] {
+        let mut compared = 0;
+        for (pass, out) in stages(&func, target) {
+            if pass == "lower-tile-ops" {
+                let printed = print_func(&out);
+                assert!(
+                    !printed.contains("s_shared"),
+                    "{target}: the row vector went through shared memory\n{printed}"
+                );
+            }
+            if matches!(pass, "thread-binding" | "widen-indices") {
+                compared += assert_close_meaning(&format!("{target} {pass}"), &func, &out, 1e-3);
+            }
+        }
+        assert!(compared > 0, "{target}: nothing compared");
+    }
+}

@@ -318,19 +318,20 @@ const EXAMPLES: &[Example] = &[
         ],
         reference: blockscaled_fp8,
     },
-    // tlc's block-scaled FP8 GEMM: ragged M and N with two consumer warpgroups, then one
-    // warpgroup on 64 x 64 tiles with a ragged N, a ragged last K block and edge-case scales
-    // ([`given`]).
+    // tlc's block-scaled FP8 GEMM: ragged M and N with two consumer warpgroups on tiles 112
+    // wide (DeepGEMM's width: the second and third column tiles straddle B's 128-column
+    // scale blocks, the third is ragged), then one warpgroup on 64 x 64 tiles with a ragged
+    // N, a ragged last K block and edge-case scales ([`given`]).
     Example {
         stem: "examples/gemm_fp8_blockscaled",
         sizes: [
             &[
                 ("M", 200),
-                ("N", 192),
+                ("N", 300),
                 ("K", 384),
                 ("block_M", 128),
                 ("threads", 256),
-                ("block_N", 128),
+                ("block_N", 112),
                 ("num_stages", 3),
             ],
             &[
@@ -1680,6 +1681,31 @@ fn deepgemm_fp8_gemm_matches_its_reference() {
 #[test]
 fn blockscaled_fp8_gemm_example_matches_its_reference() {
     check_example("examples/gemm_fp8_blockscaled");
+}
+
+/// The FP8 example takes any wgmma width, not only those dividing B's 128-column scale
+/// blocks: 200-column tiles meet three of them (the second tile's columns 0..55, 56..183
+/// and 184..199 — the last two clamped at the ragged edge of N = 450), 144-column tiles two
+/// at every offset; tile level, against the reference.
+#[test]
+fn blockscaled_fp8_example_picks_b_scales_for_tiles_of_any_width() {
+    let stem = "examples/gemm_fp8_blockscaled";
+    let (name, text) = source(stem);
+    for block_n in [200, 144] {
+        let size: &[(&str, i64)] = &[
+            ("M", 70),
+            ("N", 450),
+            ("K", 256),
+            ("block_M", 64),
+            ("threads", 128),
+            ("block_N", block_n),
+            ("num_stages", 2),
+        ];
+        let func = check(&name, &text, size).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let what = format!("{stem} {size:?}");
+        let outs = run(&func, size, HashMap::new(), &what);
+        assert_matches(&what, &outs, &blockscaled_fp8(&outs));
+    }
 }
 
 #[test]

@@ -43,6 +43,67 @@ pub fn enter_loop(ranges: &mut Ranges, f: &For) {
     ranges.insert(f.var.name.clone(), Interval::new(lo, hi.max(lo)));
 }
 
+/// What taking one side of `if cond` tells about the variables in `ranges`: for each
+/// comparison of a known variable with a constant — every conjunct of `cond` on the `then`
+/// side (`taken`), `cond` itself negated on the `else` side — the variable's interval
+/// narrowed by it. A side that cannot run (an empty interval) narrows nothing.
+pub fn narrowed(cond: &Expr, taken: bool, ranges: &Ranges) -> Vec<(String, Interval)> {
+    use BinOp::{Eq, Ge, Gt, Le, Lt, Ne};
+    let tests: Vec<&Expr> = if taken { conjuncts(cond) } else { vec![cond] };
+    let mut out: Vec<(String, Interval)> = Vec::new();
+    for t in tests {
+        let ExprKind::Binary(op, a, b) = &t.kind else {
+            continue;
+        };
+        // `v op c`, or `c op v` read as `v op' c`.
+        let (v, op, c) = match (&a.kind, &b.kind) {
+            (ExprKind::Var(v), _) => (v, *op, constant(b, ranges)),
+            (_, ExprKind::Var(v)) => {
+                let mirrored = match op {
+                    Lt => Gt,
+                    Le => Ge,
+                    Gt => Lt,
+                    Ge => Le,
+                    other => *other,
+                };
+                (v, mirrored, constant(a, ranges))
+            }
+            _ => continue,
+        };
+        let (Some(c), Some(known)) = (c, ranges.get(v.as_str()).copied()) else {
+            continue;
+        };
+        let op = if taken {
+            op
+        } else {
+            match op {
+                Lt => Ge,
+                Le => Gt,
+                Gt => Le,
+                Ge => Lt,
+                Eq => Ne,
+                Ne => Eq,
+                _ => continue,
+            }
+        };
+        let current = out.iter().find(|(n, _)| n == v).map_or(known, |(_, r)| *r);
+        let (lo, hi) = match op {
+            Lt => (current.lo, current.hi.min(c.saturating_sub(1))),
+            Le => (current.lo, current.hi.min(c)),
+            Gt => (current.lo.max(c.saturating_add(1)), current.hi),
+            Ge => (current.lo.max(c), current.hi),
+            Eq => (current.lo.max(c), current.hi.min(c)),
+            _ => continue,
+        };
+        if lo > hi {
+            return Vec::new();
+        }
+        out.retain(|(n, _)| n != v);
+        out.push((v.clone(), Interval::new(lo, hi)));
+    }
+    out
+}
+
 /// The value of `e` when it is a constant under `env`.
 pub fn constant(e: &Expr, env: &dyn Env) -> Option<i64> {
     interval(e, env).constant()
@@ -212,6 +273,34 @@ mod tests {
         assert_eq!(off("i // 2"), None);
         assert!(mentions(&parse_expr("bx + i"), "i"));
         assert!(!mentions(&parse_expr("bx + 1"), "i"));
+    }
+
+    #[test]
+    fn a_branch_narrows_the_variables_it_compares() {
+        let env = ranges(&[("tx", 0, 383), ("k", 0, 9)]);
+        let side = |c: &str, taken: bool| {
+            let mut n = narrowed(&parse_expr(c), taken, &env);
+            n.sort_by(|a, b| a.0.cmp(&b.0));
+            n.into_iter()
+                .map(|(v, r)| format!("{v}:{}:{}", r.lo, r.hi))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert_eq!(side("tx < 256", true), "tx:0:255");
+        assert_eq!(side("tx < 256", false), "tx:256:383");
+        assert_eq!(side("256 <= tx", true), "tx:256:383");
+        assert_eq!(side("tx == 256", true), "tx:256:256");
+        assert_eq!(side("tx != 256", true), "");
+        assert_eq!(
+            side("tx >= 128 and tx < 256 and k > 2", true),
+            "k:3:9 tx:128:255"
+        );
+        // Negating a conjunction tells nothing about either side of it.
+        assert_eq!(side("tx >= 128 and tx < 256", false), "");
+        // A side that cannot run narrows nothing; an unknown variable is left alone.
+        assert_eq!(side("tx < 0", true), "");
+        assert_eq!(side("q < 4", true), "");
+        assert_eq!(side("tx < k", true), "");
     }
 
     #[test]

@@ -20,8 +20,9 @@
 //! it is broadcast somewhere, all its anchors (and fragment-free nests) have one shape
 //! `R x N` (or are gemm accumulators of `R` rows split by rows only, `FullRow`, of any
 //! widths), its members have 16- or 32-bit dtypes (what a shuffle moves), the block is whole
-//! warps, and either every anchor is a gemm accumulator (which always gets an accumulator
-//! layout, whose rows always serve) or registers pay on the flat layout
+//! warps, and either every anchor is a gemm accumulator or tied to one element for element
+//! by a nest (both always get an accumulator layout, whose rows always serve: DeepGEMM's
+//! `C_accum` of a 112-wide tile) or registers pay on the flat layout
 //! (`worth_registers`: the rows spread regularly — `N` a multiple of the thread count `T`,
 //! or a divisor of it that is a power of two up to 32 or a multiple of 32, `rows_of_flat` —
 //! and no thread holds just one element of each of several block-wide rows). Everything else
@@ -81,6 +82,7 @@ impl RowVectors {
             parent: BTreeMap::new(),
             anchors: BTreeMap::new(),
             flat: BTreeMap::new(),
+            ties: Vec::new(),
             bad: BTreeSet::new(),
         };
         for b in &k.allocs {
@@ -120,10 +122,11 @@ impl RowVectors {
             shapes.extend(flat.iter().copied());
             let shapes: Vec<[i64; 2]> = shapes.into_iter().collect();
             let accumulators = gemm_accumulators(k);
+            let laid_out_like_one = laid_out_like_accumulators(&accumulators, &cx.ties);
             let all_accumulators = flat.is_empty()
                 && anchors.iter().all(|a| {
                     accumulators.get(a) == Some(&WarpPolicy::FullRow)
-                        || accumulators.contains_key(a) && shapes.len() == 1
+                        || laid_out_like_one.contains(a) && shapes.len() == 1
                 });
             // One shape — or gemm accumulators of one row count split by rows only
             // (`FullRow`: every warp, or warpgroup, holds whole rows of each, whatever its
@@ -180,7 +183,55 @@ fn worth_registers(threads: i64, rows: i64, cols: i64) -> bool {
     }
 }
 
-/// The fragments the kernel's gemms accumulate into.
+/// The gemm accumulators and the fragments tied to one element for element by a parallel
+/// nest (DeepGEMM's promotion `C_accum[i, j] += C_block[i, j] * s[i]`), transitively:
+/// `layout-inference` joins the fragments of a nest, so each gets its accumulator's layout
+/// (whose rows always serve) whatever its width — where the flat layout's rows of a width
+/// like 112 would not spread regularly.
+fn laid_out_like_accumulators(
+    accumulators: &BTreeMap<String, WarpPolicy>,
+    ties: &[BTreeSet<String>],
+) -> BTreeSet<String> {
+    // Union-find over the fragments the ties name: one pass, then the classes that hold
+    // an accumulator.
+    let mut parent: BTreeMap<&str, &str> = BTreeMap::new();
+    fn root<'a>(parent: &BTreeMap<&'a str, &'a str>, mut n: &'a str) -> &'a str {
+        while let Some(&p) = parent.get(n) {
+            if p == n {
+                break;
+            }
+            n = p;
+        }
+        n
+    }
+    for t in ties {
+        let mut members = t.iter().map(String::as_str);
+        let Some(first) = members.next() else {
+            continue;
+        };
+        let r = root(&parent, first);
+        parent.entry(r).or_insert(r);
+        for m in members {
+            let rm = root(&parent, m);
+            if rm != r {
+                parent.insert(rm, r);
+            }
+        }
+    }
+    let held: BTreeSet<&str> = accumulators
+        .keys()
+        .map(|a| root(&parent, a.as_str()))
+        .collect();
+    let mut like: BTreeSet<String> = accumulators.keys().cloned().collect();
+    like.extend(
+        parent
+            .keys()
+            .filter(|f| held.contains(root(&parent, f)))
+            .map(|f| f.to_string()),
+    );
+    like
+}
+
 /// The kernel's gemm accumulators, each with its warp policy (`Square` when two gemms with
 /// different policies accumulate into it: not split by rows only).
 fn gemm_accumulators(k: &Kernel) -> BTreeMap<String, WarpPolicy> {
@@ -242,6 +293,9 @@ struct Uses<'a> {
     anchors: BTreeMap<String, BTreeSet<String>>,
     /// The shapes of the fragment-free nests each candidate is broadcast in.
     flat: BTreeMap<String, BTreeSet<[i64; 2]>>,
+    /// The 2-D fragments each `T.Parallel(R, N)` nest touches element for element:
+    /// `layout-inference` gives them one layout.
+    ties: Vec<BTreeSet<String>>,
     bad: BTreeSet<String>,
 }
 
@@ -413,6 +467,20 @@ impl Uses<'_> {
                 });
             }
         });
+        if let [r, n] = extents.as_slice() {
+            let consts = [Some(*r), Some(*n)];
+            let tied: BTreeSet<String> = accesses
+                .iter()
+                .filter(|(name, idx)| {
+                    self.matrix(name) == Some([*r, *n])
+                        && element_for_element(&[*r, *n], idx, &vars, &consts)
+                })
+                .map(|(name, _)| name.clone())
+                .collect();
+            if tied.len() > 1 {
+                self.ties.push(tied);
+            }
+        }
         // A parallel loop's bounds that are not constants: nothing here is a row use.
         let candidates: BTreeSet<String> = accesses
             .iter()

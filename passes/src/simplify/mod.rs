@@ -4,7 +4,10 @@
 //! extents, grid extents, shapes, let values, and the integer operands inside conditions and
 //! float expressions — is put in an e-graph (`lang.rs`) whose analysis folds constants and
 //! tracks intervals: symbolic dims are ≥ 1, block variables lie in `[0, grid)`, loop
-//! variables in `[start, stop)`, int32 lets in their value's interval. The named,
+//! variables in `[start, stop)`, int32 lets in their value's interval, and each side of an
+//! `if` comparing a variable with a constant its side of it (`analysis::int::narrowed`). A
+//! `T.if_then_else` whose condition the intervals decide becomes its side, and a let that
+//! nothing reads any more goes. The named,
 //! directional rules of `rules.rs` run under fixed limits (`LIMITS`), and the cheapest term
 //! (fewest operators, then fewest divisions) replaces the original only when it has fewer
 //! operators. Float arithmetic is never rewritten. int32 arithmetic is exact in the IR
@@ -100,7 +103,51 @@ fn simplify_with(mut func: PrimFunc, info: &FuncInfo) -> PrimFunc {
         }
     }
     s.body(&mut func.body);
+    drop_dead_lets(&mut func.body);
     func
+}
+
+/// Removes every let whose variable nothing reads: a select the intervals decided may leave
+/// the let it read unused (the FP8 GEMM's B scales of columns a tile never has), and its
+/// load would still be issued. Values have no side effects, so a dead let changes nothing
+/// (a load past the end it held was never needed). Names are unique (see `Simplifier`), so
+/// one set of the names read serves the whole function; a round frees the lets that only
+/// dead lets read, hence the loop (as many rounds as the longest chain of them).
+fn drop_dead_lets(body: &mut Vec<Stmt>) {
+    loop {
+        let mut read: std::collections::HashSet<String> = std::collections::HashSet::new();
+        for_each_stmt(body, &mut |st| {
+            for e in stmt_exprs(st) {
+                for_each_subexpr(e, &mut |x| {
+                    if let ExprKind::Var(v) = &x.kind {
+                        read.insert(v.clone());
+                    }
+                });
+            }
+        });
+        let mut dropped = false;
+        retain_lets(body, &mut |var| {
+            let keep = read.contains(var);
+            dropped |= !keep;
+            keep
+        });
+        if !dropped {
+            return;
+        }
+    }
+}
+
+/// Keeps, at every level of `body`, the lets whose variable `keep` accepts.
+fn retain_lets(body: &mut Vec<Stmt>, keep: &mut dyn FnMut(&str) -> bool) {
+    body.retain(|st| match &st.kind {
+        StmtKind::Let { var, .. } => keep(&var.name),
+        _ => true,
+    });
+    for st in body.iter_mut() {
+        for child in tlc_ir::visit::child_bodies_mut(st) {
+            retain_lets(child, keep);
+        }
+    }
 }
 
 struct Simplifier<'a> {
@@ -175,8 +222,23 @@ impl Simplifier<'_> {
                 else_body,
             } => {
                 *cond = self.expr(cond);
-                self.body(then_body);
-                self.body(else_body);
+                // Each side knows its side of a comparison of a variable with a constant
+                // (a warp-specialized consumer's `tx < 256` makes its `tx // 256` zero).
+                for (side, taken) in [(then_body, true), (else_body, false)] {
+                    let narrowed = int::narrowed(cond, taken, &self.env);
+                    let saved: Vec<(String, Option<Interval>)> = narrowed
+                        .iter()
+                        .map(|(v, _)| (v.clone(), self.env.get(v).copied()))
+                        .collect();
+                    self.env.extend(narrowed);
+                    self.body(side);
+                    for (v, r) in saved {
+                        match r {
+                            Some(r) => self.env.insert(v, r),
+                            None => self.env.remove(&v),
+                        };
+                    }
+                }
             }
             StmtKind::While { cond, body } => {
                 *cond = self.expr(cond);
@@ -273,7 +335,13 @@ impl Simplifier<'_> {
             }
             ExprKind::Select(..) => {
                 let (c, a, b) = (next(), next(), next());
-                ExprKind::Select(Box::new(c), Box::new(a), Box::new(b))
+                // A condition the intervals decide picks its side (a column test that holds
+                // for the whole tile: the FP8 GEMM's B scale at a block_N dividing 128).
+                match int::decide(&c, &self.env) {
+                    Some(true) => return a,
+                    Some(false) => return b,
+                    None => ExprKind::Select(Box::new(c), Box::new(a), Box::new(b)),
+                }
             }
             ExprKind::Math(f, args) => ExprKind::Math(*f, args.iter().map(|_| next()).collect()),
         };

@@ -279,9 +279,15 @@ pub fn interval(e: &Expr, env: &dyn Env) -> Interval {
         ExprKind::Binary(op, a, b) => {
             let r = Interval::binary(*op, interval(a, env), interval(b, env));
             // `x * k % c` is a multiple of g = gcd(k, c): at most `c - g` (`bx * 64 % 128`
-            // is 0 or 64, not anything up to 127).
+            // is 0 or 64, not anything up to 127) — when the product is exact: a product
+            // that may wrap (its interval is not finite) is a multiple of g no longer
+            // (`43 * 3` in int8 is -127, and -127 % 6 is 5).
+            let exact = || {
+                let p = interval(a, env);
+                p.lo != i64::MIN && p.hi != i64::MAX
+            };
             match (op, constant_factor(a), b.as_int()) {
-                (BinOp::FloorMod, Some(k), Some(c)) if c > 0 && r.lo >= 0 => {
+                (BinOp::FloorMod, Some(k), Some(c)) if c > 0 && r.lo >= 0 && exact() => {
                     let g = gcd(k.unsigned_abs(), c.unsigned_abs());
                     match i64::try_from(g) {
                         Ok(g) if g > 1 => Interval::new(r.lo, r.hi.min(c - g)),
@@ -451,6 +457,13 @@ mod tests {
             .into_iter()
             .collect();
         assert_eq!(interval(&modulo(mul(64), 128), &env), Interval::new(0, 64));
+        // A product that may wrap keeps the plain remainder interval.
+        let unknown: Ranges = Ranges::new();
+        assert_eq!(interval(&modulo(mul(3), 6), &unknown), Interval::new(0, 5));
+        let huge: Ranges = [("x".to_string(), Interval::new(0, i64::MAX / 2))]
+            .into_iter()
+            .collect();
+        assert_eq!(interval(&modulo(mul(6), 12), &huge), Interval::new(0, 11));
         assert_eq!(
             interval(&modulo(mul(112), 128), &env),
             Interval::new(0, 112)

@@ -104,6 +104,8 @@ impl RowVectors {
             let root = cx.find(&n);
             groups.entry(root).or_default().insert(n);
         }
+        let accumulators = gemm_accumulators(k);
+        let laid_out_like_one = laid_out_like_accumulators(&accumulators, &cx.ties);
         let mut classes = Vec::new();
         for members in groups.into_values() {
             if members.iter().any(|m| cx.bad.contains(m)) {
@@ -121,8 +123,6 @@ impl RowVectors {
                 anchors.iter().filter_map(|a| cx.matrix(a)).collect();
             shapes.extend(flat.iter().copied());
             let shapes: Vec<[i64; 2]> = shapes.into_iter().collect();
-            let accumulators = gemm_accumulators(k);
-            let laid_out_like_one = laid_out_like_accumulators(&accumulators, &cx.ties);
             let all_accumulators = flat.is_empty()
                 && anchors.iter().all(|a| {
                     accumulators.get(a) == Some(&WarpPolicy::FullRow)

@@ -38,7 +38,7 @@ use std::time::Duration;
 use tlc_ir::interval::Interval;
 use tlc_ir::verifier::{verify, FuncInfo};
 use tlc_ir::visit::{expr_children, for_each_stmt, for_each_subexpr, stmt_exprs};
-use tlc_ir::{DType, Diagnostic, Expr, ExprKind, PrimFunc, Region, Stmt, StmtKind, UnOp};
+use tlc_ir::{BinOp, DType, Diagnostic, Expr, ExprKind, PrimFunc, Region, Stmt, StmtKind, UnOp};
 
 pub use rules::rules;
 
@@ -336,8 +336,16 @@ impl Simplifier<'_> {
             ExprKind::Select(..) => {
                 let (c, a, b) = (next(), next(), next());
                 // A condition the intervals decide picks its side (a column test that holds
-                // for the whole tile: the FP8 GEMM's B scale at a block_N dividing 128).
-                match int::decide(&c, &self.env) {
+                // for the whole tile: the FP8 GEMM's B scale at a block_N dividing 128) —
+                // when it compares integers only: intervals read every operand as an exact
+                // integer, which a float (`x % 6 < 6` fails for x = -1e-30) or a narrow
+                // integer that wraps is not.
+                let decided = if self.integer_condition(&c) {
+                    int::decide(&c, &self.env)
+                } else {
+                    None
+                };
+                match decided {
                     Some(true) => return a,
                     Some(false) => return b,
                     None => ExprKind::Select(Box::new(c), Box::new(a), Box::new(b)),
@@ -346,6 +354,26 @@ impl Simplifier<'_> {
             ExprKind::Math(f, args) => ExprKind::Math(*f, args.iter().map(|_| next()).collect()),
         };
         Expr::new(kind, e.span)
+    }
+
+    /// Whether condition `c` is literals, `not`, `and`, `or` and comparisons of int32 or
+    /// int64 values (whose intervals are exact, or full where int64 may wrap).
+    fn integer_condition(&self, c: &Expr) -> bool {
+        match &c.kind {
+            ExprKind::Bool(_) => true,
+            ExprKind::Unary(UnOp::Not, a) => self.integer_condition(a),
+            ExprKind::Binary(BinOp::And | BinOp::Or, a, b) => {
+                self.integer_condition(a) && self.integer_condition(b)
+            }
+            ExprKind::Binary(
+                BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne,
+                a,
+                b,
+            ) => [a, b]
+                .iter()
+                .all(|x| matches!(self.info.expr_dtype(x), Some(DType::Int32 | DType::Int64))),
+            _ => false,
+        }
     }
 
     /// Simplifies the int32 arithmetic tree `e` in an e-graph.

@@ -278,7 +278,6 @@ fn the_register_reduction_reads_as_documented() {
 
 #[test]
 fn the_rows_analysis_takes_only_what_registers_can_serve() {
-    use tlc_passes::analysis::rows::RowVectors;
     let classes = |body: &str, threads: i64| -> Vec<Vec<String>> {
         let text = format!(
             r#"@T.prim_func
@@ -291,16 +290,7 @@ def k(X: T.Tensor((8, 64), "float32"), Y: T.Tensor((8,), "float32")):
         T.copy(X, x)
 {body}"#
         );
-        let func = parse(&text);
-        let mut out = Vec::new();
-        tlc_passes::analysis::kernels::for_each_kernel(&mut func.body.clone(), &mut |k, _| {
-            out = RowVectors::of(k, threads, tlc_ir::target::WARP_SIZE)
-                .classes
-                .iter()
-                .map(|c| c.members.iter().cloned().collect())
-                .collect();
-        });
-        out
+        row_classes(&text, threads)
     };
     let reduce = "        T.reduce_max(x, s, dim=1)\n";
     // A reduction, a per-row nest joining `t`, a broadcast, a copy out: one class.
@@ -379,7 +369,6 @@ fn a_reduction_left_for_lower_tile_ops_is_a_located_level_error() {
 /// the shared-memory path. Every stage of both targets keeps the meaning.
 #[test]
 fn row_vectors_follow_accumulators_of_different_widths_split_by_rows() {
-    use tlc_passes::analysis::rows::RowVectors;
     let kernel = |policy: &str| {
         format!(
             r#"@T.prim_func
@@ -408,38 +397,14 @@ def k(A: T.Tensor((64, 32), "float16"), B: T.Tensor((64, 32), "float16"), V: T.T
 "#
         )
     };
-    let classes = |text: &str| {
-        let func = parse(text);
-        let mut out = Vec::new();
-        tlc_passes::analysis::kernels::for_each_kernel(&mut func.body.clone(), &mut |k, _| {
-            out = RowVectors::of(k, 128, tlc_ir::target::WARP_SIZE)
-                .classes
-                .iter()
-                .map(|c| c.members.iter().cloned().collect::<Vec<String>>())
-                .collect();
-        });
-        out
-    };
+    let classes = |text: &str| row_classes(text, 128);
     let full_row = kernel("FullRow");
     assert_eq!(classes(&full_row), vec![vec!["m".to_string()]]);
     assert!(classes(&kernel("Square")).is_empty());
     let func = parse(&full_row);
-    for target in [Target::Sm80, Target::Sm90a] {
-        let mut compared = 0;
-        for (pass, out) in stages(&func, target) {
-            if pass == "lower-tile-ops" {
-                let printed = print_func(&out);
-                assert!(
-                    printed.contains("T.shfl_xor(") && !printed.contains("_red = T.alloc_shared"),
-                    "{target}: the row maximum is not reduced in registers\n{printed}"
-                );
-            }
-            if matches!(pass, "thread-binding" | "widen-indices") {
-                compared += assert_close_meaning(&format!("{target} {pass}"), &func, &out, 1e-3);
-            }
-        }
-        assert!(compared > 0, "{target}: nothing compared");
-    }
+    lowered_in_registers_keeping_meaning(&func, |printed| {
+        printed.contains("T.shfl_xor(") && !printed.contains("_red = T.alloc_shared")
+    });
 }
 
 /// DeepGEMM's promotion at a tile width whose flat rows would not spread regularly (112
@@ -450,7 +415,6 @@ def k(A: T.Tensor((64, 32), "float16"), B: T.Tensor((64, 32), "float16"), V: T.T
 /// Every stage of both targets keeps the meaning.
 #[test]
 fn a_row_vector_follows_a_fragment_tied_to_an_accumulator_of_any_width() {
-    use tlc_passes::analysis::rows::RowVectors;
     let kernel = |promote: &str| {
         format!(
             r#"@T.prim_func
@@ -473,34 +437,47 @@ def k(A: T.Tensor((64, 32), "float16"), B: T.Tensor((112, 32), "float16"), S: T.
 "#
         )
     };
-    let classes = |text: &str| {
-        let func = parse(text);
-        let mut out = Vec::new();
-        tlc_passes::analysis::kernels::for_each_kernel(&mut func.body.clone(), &mut |k, _| {
-            out = RowVectors::of(k, 128, tlc_ir::target::WARP_SIZE)
-                .classes
-                .iter()
-                .map(|c| c.members.iter().cloned().collect::<Vec<String>>())
-                .collect();
-        });
-        out
-    };
+    let classes = |text: &str| row_classes(text, 128);
     let tied = kernel("acc[i, j] += blk[i, j] * s[i]");
     assert_eq!(classes(&tied), vec![vec!["s".to_string()]]);
     assert!(classes(&kernel("acc[i, j] += s[i]")).is_empty());
     let func = parse(&tied);
+    lowered_in_registers_keeping_meaning(&func, |printed| !printed.contains("s_shared"));
+}
+
+/// The members of each row-vector class of the first kernel of `text` at `threads`.
+fn row_classes(text: &str, threads: i64) -> Vec<Vec<String>> {
+    use tlc_passes::analysis::rows::RowVectors;
+    let func = parse(text);
+    let mut out = Vec::new();
+    tlc_passes::analysis::kernels::for_each_kernel(&mut func.body.clone(), &mut |k, _| {
+        out = RowVectors::of(k, threads, tlc_ir::target::WARP_SIZE)
+            .classes
+            .iter()
+            .map(|c| c.members.iter().cloned().collect())
+            .collect();
+    });
+    out
+}
+
+/// On both targets, `lower-tile-ops`' output passes `in_registers` (the row vector's uses
+/// served from registers), and the thread-level stages keep `func`'s meaning.
+fn lowered_in_registers_keeping_meaning(
+    func: &tlc_ir::PrimFunc,
+    in_registers: impl Fn(&str) -> bool,
+) {
     for target in [Target::Sm80, Target::Sm90a] {
         let mut compared = 0;
-        for (pass, out) in stages(&func, target) {
+        for (pass, out) in stages(func, target) {
             if pass == "lower-tile-ops" {
                 let printed = print_func(&out);
                 assert!(
-                    !printed.contains("s_shared"),
-                    "{target}: the row vector went through shared memory\n{printed}"
+                    in_registers(&printed),
+                    "{target}: the row vector is not served from registers\n{printed}"
                 );
             }
             if matches!(pass, "thread-binding" | "widen-indices") {
-                compared += assert_close_meaning(&format!("{target} {pass}"), &func, &out, 1e-3);
+                compared += assert_close_meaning(&format!("{target} {pass}"), func, &out, 1e-3);
             }
         }
         assert!(compared > 0, "{target}: nothing compared");

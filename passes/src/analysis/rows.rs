@@ -467,19 +467,23 @@ impl Uses<'_> {
                 });
             }
         });
-        if let [r, n] = extents.as_slice() {
-            let consts = [Some(*r), Some(*n)];
-            let tied: BTreeSet<String> = accesses
-                .iter()
-                .filter(|(name, idx)| {
-                    self.matrix(name) == Some([*r, *n])
-                        && element_for_element(&[*r, *n], idx, &vars, &consts)
-                })
-                .map(|(name, _)| name.clone())
-                .collect();
-            if tied.len() > 1 {
-                self.ties.push(tied);
+        // The 2-D fragments the nest touches element for element (its anchors).
+        let tied: BTreeSet<String> = match extents.as_slice() {
+            [r, n] => {
+                let consts = [Some(*r), Some(*n)];
+                accesses
+                    .iter()
+                    .filter(|(name, idx)| {
+                        self.matrix(name) == Some([*r, *n])
+                            && element_for_element(&[*r, *n], idx, &vars, &consts)
+                    })
+                    .map(|(name, _)| name.clone())
+                    .collect()
             }
+            _ => BTreeSet::new(),
+        };
+        if tied.len() > 1 {
+            self.ties.push(tied.clone());
         }
         // A parallel loop's bounds that are not constants: nothing here is a row use.
         let candidates: BTreeSet<String> = accesses
@@ -500,18 +504,10 @@ impl Uses<'_> {
                 _ => false,
             }
         };
-        let consts: Vec<Option<i64>> = extents.iter().map(|&e| Some(e)).collect();
         let ok = match extents.as_slice() {
             // The broadcast: V[i] read beside anchors F[i, j].
             [r, n] => {
-                let anchors: BTreeSet<String> = accesses
-                    .iter()
-                    .filter(|(name, idx)| {
-                        self.matrix(name) == Some([*r, *n])
-                            && element_for_element(&[*r, *n], idx, &vars, &consts)
-                    })
-                    .map(|(name, _)| name.clone())
-                    .collect();
+                let anchors = tied;
                 let uses_ok = accesses
                     .iter()
                     .filter(|(name, _)| candidates.contains(name))

@@ -171,12 +171,13 @@ pub enum Command {
         #[command(flatten)]
         tuning: TuningFlags,
     },
-    /// Time a GEMM kernel's tuning space on GPU 0 (planned, compiled on every core, checked
-    /// as `tlc bench` checks: f16 against cuBLAS, FP8 block-scaled against the dequantized
-    /// float32 reference) and store the fastest config in the tuning cache.
+    /// Time a kernel's tuning space on GPU 0 (planned, compiled on every core, checked as
+    /// `tlc bench` checks: f16 GEMMs against cuBLAS, FP8 block-scaled GEMMs against the
+    /// dequantized float32 reference, any other kernel against its default config) and store
+    /// the fastest config in the tuning cache.
     Tune {
-        /// The kernel source (`.tir`): a GEMM (as `tlc bench` takes: f16, or FP8 with block
-        /// scales) with a tuning space.
+        /// The kernel source (`.tir`) with a tuning space: a GEMM (as `tlc bench` takes: f16,
+        /// or FP8 with block scales) or any other kernel.
         file: PathBuf,
         /// Bind a symbolic dimension (every one must be), or fix a tunable, e.g. `-D M=4096`.
         #[arg(short = 'D', value_name = "NAME=VALUE")]

@@ -111,3 +111,41 @@ fn tune_refuses_kernels_without_a_space() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("`--top` must be at least 1"));
 }
+
+/// A kernel that is no GEMM (flash attention) is tuned against its own default config: the
+/// dry run plans and compiles its space (no GPU), says what each config will be checked
+/// against, and prints no GEMM shape.
+#[test]
+fn tune_takes_any_kernel_with_a_space() {
+    let out = tlc(&[
+        "tune",
+        "examples/flash_attention.tir",
+        "--dry-run",
+        "--target",
+        "sm_90a",
+        "--top",
+        "3",
+        "-D",
+        "batch=1",
+        "-D",
+        "seq_len=256",
+        "-D",
+        "heads=2",
+        "-D",
+        "kv_heads=1",
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}\n{stdout}", text(&out.stderr));
+    assert!(
+        stdout.contains(
+            "dry run: tune `flash_attention` at batch=1 seq_len=256 heads=2 kv_heads=1 as sm_90a"
+        ) && stdout.contains("checked against the default config's")
+            && !stdout.contains("(shape "),
+        "{stdout}"
+    );
+    let planned = stdout
+        .lines()
+        .filter(|l| l.contains("block_M=") && l.contains("ok ("))
+        .count();
+    assert_eq!(planned, 3, "{stdout}");
+}

@@ -527,7 +527,7 @@ pub fn run(args: &CopyArgs) -> Result<String, UserError> {
 
 /// Seeded random bytes for every parameter (`tlc run`'s data: floats uniform in [-1, 1),
 /// signed integers in [-8, 8), unsigned in [0, 16)), generated on all cores.
-fn random_params(params: &[ParamBytes], seed: u64) -> Result<Vec<Vec<u8>>, UserError> {
+pub(crate) fn random_params(params: &[ParamBytes], seed: u64) -> Result<Vec<Vec<u8>>, UserError> {
     std::thread::scope(|s| {
         let handles: Vec<_> = params
             .iter()

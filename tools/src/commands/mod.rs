@@ -14,3 +14,4 @@ pub mod plan;
 pub mod run;
 pub mod run_device;
 pub mod tune;
+pub mod tune_any;

@@ -1,12 +1,13 @@
-//! `tlc tune FILE -D M=… -D N=… -D K=…`: times a GEMM kernel's tuning space on GPU 0 and
-//! keeps the fastest config in the tuning cache (docs/cli.md, "tlc tune").
+//! `tlc tune FILE -D NAME=VALUE…`: times a kernel's tuning space on GPU 0 and keeps the
+//! fastest config in the tuning cache (docs/cli.md, "tlc tune").
 //!
 //! The kernel's signature decides what a config is checked and timed against, as it
 //! decides `tlc bench`'s path ([`Gemm::of`]): a float16 GEMM `C = A @ B` against cuBLAS
 //! (`bench.rs`), an FP8 GEMM with block scales (a float8 parameter, DeepGEMM's
 //! `gemm_fp8_fp8_bf16_nt`) against the dequantized float32 reference and cuBLASLt's FP8
-//! GEMM (`bench_fp8.rs`). The signature and the shape are checked before the GPU is
-//! touched.
+//! GEMM (`bench_fp8.rs`), and any other kernel (attention, norms, …) against its own
+//! default config at the same shape (`tune_any.rs`). The signature and the shape are
+//! checked before the GPU is touched.
 //!
 //! 1. **Plan** (`plan::space::rank`, no GPU): every config of the space at the bound dims,
 //!    bound and run through the target's pipeline; configs the verifier or a pass refuses
@@ -22,7 +23,9 @@
 //!    the same process, warm-up runs, median of CUDA event timings); FP8 — one set of
 //!    quantized inputs and one reference for all configs (`bench_fp8::Fp8Inputs`), each
 //!    config launched on them into a NaN-filled C, checked with `tlc bench`'s FP8 limit and
-//!    timed (`bench_fp8::check_and_time`), cuBLASLt timed once (`bench_fp8::time_peer`).
+//!    timed (`bench_fp8::check_and_time`), cuBLASLt timed once (`bench_fp8::time_peer`);
+//!    any other kernel — seeded inputs, every parameter's final contents checked against
+//!    the default config's within the dtype's tolerance (`tune_any::AnyInputs`).
 //! 4. Print the table sorted by time (TFLOP/s, the ratio to the peer, the check), the wall
 //!    time of each phase, and store the fastest config that passed the check in the tuning
 //!    cache for (kernel, dims, GPU, target), which `compile` / `run` / `bench` then use. A
@@ -32,6 +35,7 @@ use crate::cache::{self, DeviceId, Entry, Key};
 use crate::commands::bench::{self, BenchArgs, GemmShape};
 use crate::commands::bench_fp8::{self, Fp8Inputs, Peer};
 use crate::commands::compile::device_target;
+use crate::commands::tune_any::AnyInputs;
 use crate::tunables::{self, Tuning};
 use std::num::NonZeroU128;
 use std::path::{Path, PathBuf};
@@ -71,12 +75,15 @@ pub enum Gemm {
     /// DeepGEMM's FP8 GEMM with block scales: checked against the dequantized float32
     /// reference, timed against cuBLASLt's FP8 GEMM.
     Fp8 { shape: GemmShape },
+    /// Any other kernel: checked and timed against its default config (`tune_any.rs`).
+    Any,
 }
 
 impl Gemm {
     /// Classifies `parsed` with its dims bound to `dims`, as `tlc bench` does: a float8
-    /// parameter makes it an FP8 GEMM (`bench_fp8::fp8_params`), anything else must be an
-    /// f16 GEMM. A wrong signature or shape is a located error.
+    /// parameter makes it an FP8 GEMM (`bench_fp8::fp8_params`; a wrong FP8 signature or
+    /// shape is a located error), the f16 GEMM signature an f16 GEMM, anything else any
+    /// kernel.
     pub fn of(file: &SourceFile, parsed: &PrimFunc, dims: &Config) -> Result<Gemm, UserError> {
         let bound =
             tlc_ir::specialize::specialize(parsed, dims).map_err(|d| UserError(file.render(&d)))?;
@@ -86,15 +93,20 @@ impl Gemm {
                 shape: bench_fp8::kernel_shape(file, &bound)?,
             });
         }
-        Ok(Gemm::F16 {
-            shape: bench::gemm_shape(file, parsed, dims)?,
-            c_dtype: bench::c_dtype(file, parsed)?,
-        })
+        match (
+            bench::gemm_shape(file, parsed, dims),
+            bench::c_dtype(file, parsed),
+        ) {
+            (Ok(shape), Ok(c_dtype)) => Ok(Gemm::F16 { shape, c_dtype }),
+            _ => Ok(Gemm::Any),
+        }
     }
 
-    pub fn shape(&self) -> GemmShape {
+    /// The GEMM's shape (`None` for any other kernel).
+    pub fn shape(&self) -> Option<GemmShape> {
         match *self {
-            Gemm::F16 { shape, .. } | Gemm::Fp8 { shape } => shape,
+            Gemm::F16 { shape, .. } | Gemm::Fp8 { shape } => Some(shape),
+            Gemm::Any => None,
         }
     }
 
@@ -103,6 +115,7 @@ impl Gemm {
         match self {
             Gemm::F16 { .. } => "cuBLAS",
             Gemm::Fp8 { .. } => "cuBLASLt",
+            Gemm::Any => "default",
         }
     }
 
@@ -118,6 +131,9 @@ impl Gemm {
                  (cuBLAS, rel err limit {:e}), timed against cuBLASLt's FP8 GEMM",
                 bench_fp8::MAX_REL_ERROR_FP8
             ),
+            Gemm::Any => "every parameter checked against the default config's (the dtype's \
+                          tolerance), timed against it"
+                .to_string(),
         }
     }
 }
@@ -215,11 +231,14 @@ pub fn plan_and_compile(
 struct Timed<'a> {
     candidate: &'a Candidate,
     median_ms: f32,
-    tflops: f64,
+    /// `None` for a kernel with no FLOP count (not a GEMM).
+    tflops: Option<f64>,
     /// The peer's time over this config's (`None`: the peer was not timed).
     ratio: Option<f64>,
     rel_err: String,
     passes: bool,
+    /// Why the check failed, where the check says more than its number.
+    why: Option<String>,
 }
 
 pub fn run(args: &TuneArgs) -> Result<String, UserError> {
@@ -257,7 +276,7 @@ pub fn run(args: &TuneArgs) -> Result<String, UserError> {
         .map_err(|e| UserError::plain(format!("progress bar: {e}")))?
         .progress_chars("=> "),
     );
-    let mut timer = Timer::new(&gpu, &blas, gemm, &parsed, args)?;
+    let mut timer = Timer::new(&gpu, &blas, gemm, (&file, &parsed, target), args)?;
     if let Some(note) = timer.peer_note() {
         notes.push(note);
     }
@@ -295,19 +314,25 @@ pub fn run(args: &TuneArgs) -> Result<String, UserError> {
         args.warmup
     );
     let peer = format!("vs {}", gemm.peer());
+    // Any kernel: the largest fraction of its dtype's tolerance a config used.
+    let err = match gemm {
+        Gemm::Any => "tol used",
+        _ => "rel err",
+    };
     out += &format!(
         "{:>4}  {:>4}  {:<64} {:>9} {:>8} {:>11} {:>9}  check\n",
-        "time", "plan", "config", "ms", "TFLOP/s", peer, "rel err"
+        "time", "plan", "config", "ms", "TFLOP/s", peer, err
     );
     for (i, r) in rows.iter().enumerate() {
         let ratio = r.ratio.map_or("-".to_string(), |x| format!("{x:.3}"));
+        let tflops = r.tflops.map_or("-".to_string(), |x| format!("{x:.1}"));
         out += &format!(
-            "{:>4}  {:>4}  {:<64} {:>9.4} {:>8.1} {:>11} {:>9}  {}\n",
+            "{:>4}  {:>4}  {:<64} {:>9.4} {:>8} {:>11} {:>9}  {}\n",
             i + 1,
             r.candidate.rank,
             describe(&r.candidate.config),
             r.median_ms,
-            r.tflops,
+            tflops,
             ratio,
             r.rel_err,
             if r.passes { "ok" } else { "FAIL" }
@@ -316,7 +341,10 @@ pub fn run(args: &TuneArgs) -> Result<String, UserError> {
     let failed: Vec<String> = rows
         .iter()
         .filter(|r| !r.passes)
-        .map(|r| describe(&r.candidate.config))
+        .map(|r| match &r.why {
+            Some(why) => format!("{} ({why})", describe(&r.candidate.config)),
+            None => describe(&r.candidate.config),
+        })
         .collect();
     if !failed.is_empty() {
         out += &format!(
@@ -343,18 +371,20 @@ pub fn run(args: &TuneArgs) -> Result<String, UserError> {
             let ratio = best
                 .ratio
                 .map_or(String::new(), |x| format!(", {x:.3} of {}", gemm.peer()));
+            let tflops = best
+                .tflops
+                .map_or(String::new(), |x| format!(", {x:.1} TFLOP/s"));
             out += &format!(
-                "best: {} ({:.4} ms, {:.1} TFLOP/s{ratio})\n",
+                "best: {} ({:.4} ms{tflops}{ratio})\n",
                 describe(&best.candidate.config),
                 best.median_ms,
-                best.tflops,
             );
             if args.store {
                 let key = Key::new(&parsed, &defines.dims, &DeviceId::of(&gpu), target);
                 let entry = Entry {
                     config: best.candidate.config.clone(),
                     time_ms: Some(f64::from(best.median_ms)),
-                    tflops: Some(best.tflops),
+                    tflops: best.tflops,
                 };
                 match cache::store(&key, &entry) {
                     Ok(path) => out += &format!("stored in the tuning cache: {}\n", path.display()),
@@ -380,11 +410,13 @@ fn dry_run(
     let sms = u32::try_from(target.desc().sm_count).unwrap_or(1).max(1);
     let planned = plan_and_compile(file, parsed, args.defines, target, sms, args.top)?;
     let ready = planned.candidates.iter().filter(|c| c.ptx.is_ok()).count();
+    let shape = gemm
+        .shape()
+        .map_or(String::new(), |s| format!(" (shape {s})"));
     let mut out = format!(
-        "dry run: tune `{}` at {dims_text} (shape {}) as {} on {sms} SMs: {}; {} configs, {} \
+        "dry run: tune `{}` at {dims_text}{shape} as {} on {sms} SMs: {}; {} configs, {} \
          planned and compiled, {ready} would be timed\n",
         parsed.name.name,
-        gemm.shape(),
         target.name(),
         gemm.check_text(),
         planned.total,
@@ -443,6 +475,13 @@ enum Timer<'a> {
         warmup: usize,
         iters: usize,
     },
+    /// One set of inputs; the default config's results and time as the reference.
+    Any {
+        gpu: &'a Gpu,
+        inputs: Box<AnyInputs>,
+        warmup: usize,
+        iters: usize,
+    },
 }
 
 impl<'a> Timer<'a> {
@@ -450,7 +489,7 @@ impl<'a> Timer<'a> {
         gpu: &'a Gpu,
         blas: &'a Cublas,
         gemm: Gemm,
-        parsed: &PrimFunc,
+        (file, parsed, target): (&SourceFile, &PrimFunc, Target),
         args: &'a TuneArgs,
     ) -> Result<Timer<'a>, UserError> {
         Ok(match gemm {
@@ -490,11 +529,38 @@ impl<'a> Timer<'a> {
                     iters: args.iters,
                 }
             }
+            Gemm::Any => {
+                // The dims as `-D` texts (the tunables come from the default config).
+                let dims: Vec<String> = frontend::split_defines(parsed, args.defines)?
+                    .dims
+                    .iter()
+                    .map(|(n, v)| format!("{n}={v}"))
+                    .collect();
+                let inputs = AnyInputs::prepare(
+                    gpu,
+                    file,
+                    parsed,
+                    (&dims, target),
+                    (args.seed, args.warmup, args.iters),
+                )?;
+                Timer::Any {
+                    gpu,
+                    inputs: Box::new(inputs),
+                    warmup: args.warmup,
+                    iters: args.iters,
+                }
+            }
         })
     }
 
     /// A line about the peer where it was not timed or computed a wrong product.
     fn peer_note(&self) -> Option<String> {
+        if let Timer::Any { inputs, .. } = self {
+            return Some(format!(
+                "the default config (every tunable at its default): {:.4} ms",
+                inputs.default_ms
+            ));
+        }
         let Timer::Fp8 { inputs, peer, .. } = self else {
             return None;
         };
@@ -531,10 +597,11 @@ impl<'a> Timer<'a> {
                 Ok(Timed {
                     candidate: c,
                     median_ms: row.tlc.median_ms,
-                    tflops: row.tlc_tflops(),
+                    tflops: Some(row.tlc_tflops()),
                     ratio: Some(row.ratio()),
                     rel_err: bench_fp8::rel_text(&row.err),
                     passes: row.err.passes(),
+                    why: None,
                 })
             }
             Timer::Fp8 {
@@ -557,10 +624,36 @@ impl<'a> Timer<'a> {
                 Ok(Timed {
                     candidate: c,
                     median_ms: tlc.median_ms,
-                    tflops: row.tflops(&tlc),
+                    tflops: Some(row.tflops(&tlc)),
                     ratio: row.ratio(),
                     rel_err: bench_fp8::rel_text(&err),
                     passes: row.passes(),
+                    why: None,
+                })
+            }
+            Timer::Any {
+                gpu,
+                inputs,
+                warmup,
+                iters,
+            } => {
+                let (ms, compared) = inputs
+                    .check_and_time(gpu, kernel, *warmup, *iters)
+                    .map_err(|e| UserError::plain(format!("{}: {e}", describe(&c.config))))?;
+                let passes = compared.first_bad.is_none();
+                Ok(Timed {
+                    candidate: c,
+                    median_ms: ms,
+                    tflops: None,
+                    ratio: Some(f64::from(inputs.default_ms) / f64::from(ms)),
+                    // The largest fraction of the tolerance used (above 1 fails).
+                    rel_err: if passes {
+                        format!("{:.2}", compared.used)
+                    } else {
+                        "over".to_string()
+                    },
+                    passes,
+                    why: compared.first_bad,
                 })
             }
         }

@@ -1,0 +1,342 @@
+//! `tlc tune` for a kernel that is no GEMM (attention, norms, casts, …): what a config is
+//! checked and timed against when there is no library peer.
+//!
+//! - **Inputs**: every parameter gets the seeded random data `tlc bench --vs copy` and
+//!   `tlc run` give it (floats uniform in [-1, 1), signed integers in [-8, 8), unsigned in
+//!   [0, 16)), generated once; each config starts from a fresh upload of those bytes, so an
+//!   output the kernel only partly writes, or a parameter it reads and writes, starts alike
+//!   for every config.
+//! - **Reference**: the kernel's default config (every tunable at its default) at the same
+//!   shape, compiled and launched once on the GPU: its final contents of every parameter.
+//! - **Check**: each config's final contents of every parameter it writes (the manifest's
+//!   access) against the reference's,
+//!   element by element, within the dtype's tolerance ([`tolerance`]): configs change tile
+//!   shapes and so the order of float sums, never the value beyond rounding. A NaN where the
+//!   reference has none (or the other way round) fails; integers and booleans must be equal.
+//!   A config that fails is marked FAIL and never stored.
+//! - **Time**: the median of CUDA-event timings of the whole launch (after warm-up runs), as
+//!   `tlc bench` times, on the checked launch's tensors (a kernel that reads what it wrote
+//!   runs on its own results then: its time, not its values, is what counts there); the
+//!   ratio column is the default config's time over the config's.
+
+use crate::commands::bench::{self, summarize};
+use crate::commands::bench_copy::{param_bytes, random_params, ParamBytes};
+use crate::commands::run_device::from_bytes;
+use crate::tunables::{self, Tuning};
+use tlc::diagnostics::SourceFile;
+use tlc::frontend::UserError;
+use tlc_abi::manifest::Access;
+use tlc_ir::{DType, PrimFunc};
+use tlc_passes::Target;
+use tlc_runtime::{DeviceTensor, Gpu, Kernel};
+
+/// The relative tolerance of a config's values of `dtype` against the default config's:
+/// eight units in the last place of the dtype's precision (a reordered float sum differs by
+/// a few), 1e-4 for float32 (whose sums over thousands of terms reorder further), exact for
+/// integers and booleans. Each element may differ by `tolerance · (|ref| + max |ref|)`: the
+/// second term lets values near zero (cancellations) move as much as the tensor's scale.
+pub fn tolerance(dtype: DType) -> f64 {
+    match dtype {
+        DType::Float64 => 1e-10,
+        DType::Float32 => 1e-4,
+        DType::Float16 => 8.0 * 2f64.powi(-10),
+        DType::BFloat16 => 8.0 * 2f64.powi(-7),
+        DType::Float8E4M3 => 2.0 * 2f64.powi(-3),
+        DType::Float8E5M2 => 2.0 * 2f64.powi(-2),
+        _ => 0.0,
+    }
+}
+
+/// How one parameter's values compare with the reference's.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Compared {
+    /// The largest `|x − ref| / bound` over the elements (0 when equal; above 1 fails).
+    pub used: f64,
+    /// The first element that fails, as text (`None`: every element passes).
+    pub first_bad: Option<String>,
+}
+
+/// Compares `got` with `want` (same length) for a parameter of `dtype`, on every core.
+pub fn compare(dtype: DType, got: &[f64], want: &[f64]) -> Compared {
+    if got.len() != want.len() {
+        return Compared {
+            used: f64::INFINITY,
+            first_bad: Some(format!("{} elements, not {}", got.len(), want.len())),
+        };
+    }
+    let rtol = tolerance(dtype);
+    let scale = want
+        .iter()
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, |m, v| m.max(v.abs()));
+    let chunk = want.len().div_ceil(tlc::parallel::workers()).max(1);
+    let mut parts: Vec<(usize, Compared)> = (0..want.len())
+        .step_by(chunk)
+        .map(|start| {
+            (
+                start,
+                Compared {
+                    used: 0.0,
+                    first_bad: None,
+                },
+            )
+        })
+        .collect();
+    tlc::parallel::for_each(&mut parts, |(start, out)| {
+        let end = (*start + chunk).min(want.len());
+        *out = compare_range(rtol, scale, (&got[*start..end], &want[*start..end]), *start);
+    });
+    let mut all = Compared {
+        used: 0.0,
+        first_bad: None,
+    };
+    for (_, c) in parts {
+        if c.first_bad.is_some() {
+            return c;
+        }
+        all.used = all.used.max(c.used);
+    }
+    all
+}
+
+/// [`compare`] on elements `offset..` of one parameter, `scale` its max |ref|.
+fn compare_range(rtol: f64, scale: f64, (got, want): (&[f64], &[f64]), offset: usize) -> Compared {
+    let mut used = 0.0f64;
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let ok = if w.is_nan() || g.is_nan() {
+            w.is_nan() && g.is_nan()
+        } else if w.is_infinite() || g.is_infinite() {
+            g == w
+        } else {
+            let bound = rtol * (w.abs() + scale);
+            let diff = (g - w).abs();
+            if bound > 0.0 {
+                used = used.max(diff / bound);
+            }
+            diff <= bound
+        };
+        if !ok {
+            return Compared {
+                used: f64::INFINITY,
+                first_bad: Some(format!(
+                    "element {}: {g} where the default config gives {w}",
+                    offset + i
+                )),
+            };
+        }
+    }
+    Compared {
+        used,
+        first_bad: None,
+    }
+}
+
+/// `bytes` holding elements of `dtype`, as numbers, decoded on every core.
+fn decode(dtype: DType, bytes: &[u8]) -> Result<Vec<f64>, String> {
+    let size = (dtype.bytes() as usize).max(1);
+    let count = bytes.len() / size;
+    let per = count.div_ceil(tlc::parallel::workers()).max(1) * size;
+    type Part<'b> = (&'b [u8], Result<Vec<f64>, String>);
+    let mut parts: Vec<Part> = bytes.chunks(per).map(|c| (c, Ok(Vec::new()))).collect();
+    tlc::parallel::for_each(&mut parts, |(c, out)| {
+        *out = from_bytes(dtype, &[c.len() / size], c).map(|t| t.to_f64());
+    });
+    let mut values = Vec::with_capacity(count);
+    for (_, part) in parts {
+        values.extend(part?);
+    }
+    Ok(values)
+}
+
+/// The final contents of the parameters a kernel writes, as numbers, by name.
+type Outputs = Vec<(String, Vec<f64>)>;
+
+/// The seeded inputs and the default config's results at one shape.
+pub struct AnyInputs {
+    params: Vec<ParamBytes>,
+    data: Vec<Vec<u8>>,
+    /// The default config's final contents of every parameter it writes, as numbers, by
+    /// name.
+    reference: Outputs,
+    /// The default config's median time.
+    pub default_ms: f32,
+}
+
+impl AnyInputs {
+    /// Binds the default config and `dim_defines` (`NAME=VALUE` for every dim), generates
+    /// the inputs, runs the default config once and times it.
+    pub fn prepare(
+        gpu: &Gpu,
+        file: &SourceFile,
+        parsed: &PrimFunc,
+        (dim_defines, target): (&[String], Target),
+        (seed, warmup, iters): (u64, usize, usize),
+    ) -> Result<AnyInputs, UserError> {
+        let (func, _) = tunables::prepare(file, parsed, dim_defines, &Tuning::DEFAULTS)?;
+        let params = param_bytes(file, &func)?;
+        let data = random_params(&params, seed)?;
+        let kernel = bench::load_kernel(file, gpu, target, func)?;
+        let mut inputs = AnyInputs {
+            params,
+            data,
+            reference: Vec::new(),
+            default_ms: 0.0,
+        };
+        let (outputs, ms) = inputs
+            .run(gpu, &kernel, warmup, iters)
+            .map_err(|e| UserError::plain(format!("the default config: {e}")))?;
+        inputs.reference = outputs;
+        inputs.default_ms = ms;
+        Ok(inputs)
+    }
+
+    /// Uploads the inputs, launches `kernel` once (checked), downloads every parameter it
+    /// writes, then times it on the same tensors: those contents by name, and the median ms.
+    fn run(
+        &self,
+        gpu: &Gpu,
+        kernel: &Kernel,
+        warmup: usize,
+        iters: usize,
+    ) -> Result<(Outputs, f32), String> {
+        let mut tensors = Vec::new();
+        for mp in &kernel.manifest().params {
+            let Some((p, bytes)) = self
+                .params
+                .iter()
+                .zip(&self.data)
+                .find(|(p, _)| p.name == mp.name)
+            else {
+                return Err(format!("the manifest names `{}`, no parameter", mp.name));
+            };
+            let t = DeviceTensor::from_bytes(gpu, p.dtype, &p.shape, bytes)
+                .map_err(|e| format!("cannot upload `{}`: {e}", p.name))?;
+            tensors.push(t);
+        }
+        let refs: Vec<&DeviceTensor> = tensors.iter().collect();
+        kernel
+            .launch(&refs)
+            .map_err(|e| format!("cannot launch: {e}"))?;
+        gpu.synchronize()
+            .map_err(|e| format!("the kernel failed on the GPU: {e}"))?;
+        let mut outputs = Vec::new();
+        for (mp, t) in kernel.manifest().params.iter().zip(&tensors) {
+            if mp.access == Access::Read {
+                continue;
+            }
+            let bytes = t
+                .to_bytes()
+                .map_err(|e| format!("cannot download `{}`: {e}", mp.name))?;
+            let values = decode(t.dtype(), &bytes).map_err(|e| format!("`{}`: {e}", mp.name))?;
+            outputs.push((mp.name.clone(), values));
+        }
+        let times = kernel
+            .time(&refs, warmup, iters)
+            .map_err(|e| format!("timing: {e}"))?;
+        let ms = summarize(&times)
+            .ok_or("the CUDA events gave no usable timing")?
+            .median_ms;
+        Ok((outputs, ms))
+    }
+
+    /// Checks and times one config's loaded kernel: its median ms, the largest fraction of
+    /// the tolerance any parameter used, and the first failure.
+    pub fn check_and_time(
+        &self,
+        gpu: &Gpu,
+        kernel: &Kernel,
+        warmup: usize,
+        iters: usize,
+    ) -> Result<(f32, Compared), String> {
+        let (outputs, ms) = self.run(gpu, kernel, warmup, iters)?;
+        let mut worst = Compared {
+            used: 0.0,
+            first_bad: None,
+        };
+        for (name, want) in &self.reference {
+            let dtype = self
+                .params
+                .iter()
+                .find(|p| &p.name == name)
+                .map_or(DType::Float32, |p| p.dtype);
+            let got = outputs
+                .iter()
+                .find(|(n, _)| n == name)
+                .map_or(&[][..], |(_, v)| v.as_slice());
+            let c = compare(dtype, got, want);
+            if let Some(bad) = c.first_bad {
+                return Ok((
+                    ms,
+                    Compared {
+                        used: f64::INFINITY,
+                        first_bad: Some(format!("`{name}` {bad}")),
+                    },
+                ));
+            }
+            worst.used = worst.used.max(c.used);
+        }
+        Ok((ms, worst))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_within_the_dtype_tolerance_pass() {
+        // float16: 8 ulps of the value plus the tensor's scale.
+        let want = [1.0, -2.0, 0.0, 4.0];
+        let c = compare(DType::Float16, &[1.001, -2.0, 0.01, 4.0], &want);
+        assert_eq!(c.first_bad, None);
+        assert!(c.used > 0.0 && c.used < 1.0, "{c:?}");
+        // 0.1 off a 1.0 in float16 is far past rounding.
+        let c = compare(DType::Float16, &[1.1, -2.0, 0.0, 4.0], &want);
+        assert!(c.first_bad.is_some_and(|b| b.contains("element 0")));
+        // float32 is tighter.
+        assert!(compare(DType::Float32, &[1.001, -2.0, 0.0, 4.0], &want)
+            .first_bad
+            .is_some());
+        // Integers are exact.
+        assert!(compare(DType::Int32, &[1.0, 2.0], &[1.0, 3.0])
+            .first_bad
+            .is_some());
+        assert_eq!(compare(DType::Int32, &[1.0, 2.0], &[1.0, 2.0]).used, 0.0);
+    }
+
+    #[test]
+    fn a_long_parameter_is_compared_in_chunks_and_names_its_first_bad_element() {
+        let want: Vec<f64> = (0..100_003).map(|i| f64::from(i % 97) - 48.0).collect();
+        let mut got = want.clone();
+        got[77_777] += 1.0;
+        got[90_000] += 1.0;
+        let c = compare(DType::Float16, &got, &want);
+        assert!(
+            c.first_bad
+                .as_deref()
+                .is_some_and(|b| b.starts_with("element 77777:")),
+            "{c:?}"
+        );
+        assert_eq!(compare(DType::Float16, &want, &want).used, 0.0);
+        let bytes: Vec<u8> = want
+            .iter()
+            .flat_map(|v| (*v as f32).to_le_bytes())
+            .collect();
+        assert_eq!(decode(DType::Float32, &bytes).unwrap(), want);
+    }
+
+    #[test]
+    fn nans_and_infinities_must_match() {
+        let nan = f64::NAN;
+        assert!(compare(DType::Float32, &[nan], &[nan]).first_bad.is_none());
+        assert!(compare(DType::Float32, &[nan], &[1.0]).first_bad.is_some());
+        assert!(compare(DType::Float32, &[1.0], &[nan]).first_bad.is_some());
+        let inf = f64::INFINITY;
+        assert!(compare(DType::Float16, &[inf], &[inf]).first_bad.is_none());
+        assert!(compare(DType::Float16, &[-inf], &[inf]).first_bad.is_some());
+        assert!(compare(DType::Float16, &[6e4], &[inf]).first_bad.is_some());
+        assert!(compare(DType::Float32, &[1.0], &[1.0, 2.0])
+            .first_bad
+            .is_some());
+    }
+}

@@ -179,9 +179,14 @@ pub enum Command {
         /// The kernel source (`.tir`) with a tuning space: a GEMM (as `tlc bench` takes: f16,
         /// or FP8 with block scales) or any other kernel.
         file: PathBuf,
-        /// Bind a symbolic dimension (every one must be), or fix a tunable, e.g. `-D M=4096`.
+        /// Bind a symbolic dimension (every one must be), or fix a tunable, e.g. `-D M=4096`;
+        /// a name given several times tunes each of its values (each shape on its own).
         #[arg(short = 'D', value_name = "NAME=VALUE")]
         define: Vec<String>,
+        /// Shapes to tune, `NAME=VALUE,...;NAME=VALUE,...`, each combined with the `-D`
+        /// values (as `tlc bench --vs copy --shapes`); each shape's winner is stored for it.
+        #[arg(long, value_name = "SHAPES")]
+        shapes: Option<String>,
         /// Time only the N configs `tlc plan` ranks best.
         #[arg(long, value_name = "N")]
         top: Option<usize>,

@@ -142,6 +142,7 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
         Command::Tune {
             file,
             define,
+            shapes,
             top,
             warmup,
             iters,
@@ -157,17 +158,32 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
             if iters == 0 || top == Some(0) {
                 return Err(UserError::plain("`--iters` and `--top` must be at least 1"));
             }
-            commands::tune::run(&commands::tune::TuneArgs {
-                file: &file,
-                defines: &define,
-                target,
-                top,
-                warmup,
-                iters,
-                seed,
-                store: !no_cache,
-                dry_run,
-            })
+            // Each shape is tuned on its own, its table printed as soon as it is done.
+            let bindings = commands::bench_copy::expand_bindings(&define, shapes.as_deref())
+                .map_err(UserError::plain)?;
+            let several = bindings.len() > 1;
+            for (i, binding) in bindings.iter().enumerate() {
+                let defines: Vec<String> =
+                    binding.iter().map(|(n, v)| format!("{n}={v}")).collect();
+                let table = commands::tune::run(&commands::tune::TuneArgs {
+                    file: &file,
+                    defines: &defines,
+                    target,
+                    top,
+                    warmup,
+                    iters,
+                    seed,
+                    store: !no_cache,
+                    dry_run,
+                })?;
+                let mut out = std::io::stdout().lock();
+                if several && i > 0 {
+                    let _ = out.write_all(b"\n");
+                }
+                let _ = out.write_all(table.as_bytes());
+                let _ = out.flush();
+            }
+            Ok(String::new())
         }
         Command::Bench {
             file,

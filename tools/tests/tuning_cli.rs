@@ -149,3 +149,53 @@ fn tune_takes_any_kernel_with_a_space() {
         .count();
     assert_eq!(planned, 3, "{stdout}");
 }
+
+/// Several shapes at once, as `tlc bench --vs copy` takes them: a repeated `-D` and
+/// `--shapes`, each shape planned (and on a GPU timed and stored) on its own, in order.
+#[test]
+fn tune_takes_several_shapes() {
+    let out = tlc(&[
+        "tune",
+        "examples/flash_attention.tir",
+        "--dry-run",
+        "--top",
+        "1",
+        "-D",
+        "batch=1",
+        "-D",
+        "heads=2",
+        "-D",
+        "kv_heads=1",
+        "--shapes",
+        "seq_len=256;seq_len=512",
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}\n{stdout}", text(&out.stderr));
+    let heads: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("dry run: tune `flash_attention`"))
+        .collect();
+    assert_eq!(heads.len(), 2, "{stdout}");
+    assert!(
+        heads[0].contains("at seq_len=256 batch=1 heads=2 kv_heads=1"),
+        "{}",
+        heads[0]
+    );
+    assert!(heads[1].contains("seq_len=512"), "{}", heads[1]);
+    // A name bound both ways is refused before any work.
+    let out = tlc(&[
+        "tune",
+        "examples/flash_attention.tir",
+        "--dry-run",
+        "-D",
+        "seq_len=128",
+        "--shapes",
+        "seq_len=256",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("is bound both by `-D` and by `--shapes`"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -159,15 +159,12 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
                 return Err(UserError::plain("`--iters` and `--top` must be at least 1"));
             }
             // Each shape is tuned on its own, its table printed as soon as it is done.
-            let bindings = commands::bench_copy::expand_bindings(&define, shapes.as_deref())
-                .map_err(UserError::plain)?;
-            let several = bindings.len() > 1;
-            for (i, binding) in bindings.iter().enumerate() {
-                let defines: Vec<String> =
-                    binding.iter().map(|(n, v)| format!("{n}={v}")).collect();
+            let shapes = commands::tune::shapes(&file, &define, shapes.as_deref())?;
+            let several = shapes.len() > 1;
+            for (i, defines) in shapes.iter().enumerate() {
                 let table = commands::tune::run(&commands::tune::TuneArgs {
                     file: &file,
-                    defines: &defines,
+                    defines,
                     target,
                     top,
                     warmup,
@@ -175,6 +172,14 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
                     seed,
                     store: !no_cache,
                     dry_run,
+                })
+                .map_err(|e| match several {
+                    true => UserError(format!(
+                        "{}note: while tuning shape {}\n",
+                        e.0,
+                        defines.join(" ")
+                    )),
+                    false => e,
                 })?;
                 let mut out = std::io::stdout().lock();
                 if several && i > 0 {

@@ -199,3 +199,51 @@ fn tune_takes_several_shapes() {
         text(&out.stderr)
     );
 }
+
+/// A tunable given two values is refused (its shapes would share one cache entry); the same
+/// shape given twice is tuned once.
+#[test]
+fn tune_refuses_a_swept_tunable_and_tunes_a_shape_once() {
+    let out = tlc(&[
+        "tune",
+        "examples/flash_attention.tir",
+        "--dry-run",
+        "-D",
+        "batch=1",
+        "-D",
+        "seq_len=256",
+        "-D",
+        "heads=2",
+        "-D",
+        "kv_heads=1",
+        "-D",
+        "threads=128",
+        "-D",
+        "threads=256",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr)
+            .contains("`threads` is a tunable of `flash_attention` and is given two values"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = tlc(&[
+        "tune",
+        "examples/flash_attention.tir",
+        "--dry-run",
+        "--top",
+        "1",
+        "-D",
+        "batch=1",
+        "-D",
+        "heads=2",
+        "-D",
+        "kv_heads=1",
+        "--shapes",
+        "seq_len=256;seq_len=256",
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(stdout.matches("dry run: tune").count(), 1, "{stdout}");
+}

@@ -59,6 +59,12 @@ fn is_fp8(d: DType) -> bool {
 /// Whether `func` is an FP8 block-scaled GEMM: `None` when it has no float8 parameter (not
 /// one of these: the other benches decide), else its signature checked — a located error
 /// at the offending parameter (or the function's name for a wrong count).
+/// Whether `func` has the FP8 GEMM's arity (five parameters) and a float8 one: what `tlc
+/// tune` checks as that GEMM (refusing a wrong detail, located) rather than as any kernel.
+pub fn meant_as_fp8_gemm(func: &PrimFunc) -> bool {
+    func.params.len() == ROLES.len() && func.params.iter().any(|p| is_fp8(p.dtype))
+}
+
 pub fn fp8_params(file: &SourceFile, func: &PrimFunc) -> Option<Result<(), UserError>> {
     if !func.params.iter().any(|p| is_fp8(p.dtype)) {
         return None;

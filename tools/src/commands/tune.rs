@@ -80,25 +80,45 @@ pub enum Gemm {
 }
 
 impl Gemm {
-    /// Classifies `parsed` with its dims bound to `dims`, as `tlc bench` does: a float8
-    /// parameter makes it an FP8 GEMM (`bench_fp8::fp8_params`; a wrong FP8 signature or
-    /// shape is a located error), the f16 GEMM signature an f16 GEMM, anything else any
-    /// kernel.
-    pub fn of(file: &SourceFile, parsed: &PrimFunc, dims: &Config) -> Result<Gemm, UserError> {
+    /// Classifies `parsed` with its dims bound to `dims`, as `tlc bench` does: five
+    /// parameters with a float8 one make it the FP8 GEMM (`bench_fp8::fp8_params`; a wrong
+    /// detail of that signature or shape is a located error), the f16 GEMM signature an f16
+    /// GEMM, anything else any kernel (float8 casts included). A kernel whose parameters
+    /// are named `A`, `B`, `C` but that is no f16 GEMM gets a note saying why it is checked
+    /// against its default config instead of cuBLAS.
+    pub fn of(
+        file: &SourceFile,
+        parsed: &PrimFunc,
+        dims: &Config,
+    ) -> Result<(Gemm, Option<String>), UserError> {
         let bound =
             tlc_ir::specialize::specialize(parsed, dims).map_err(|d| UserError(file.render(&d)))?;
-        if let Some(fp8) = bench_fp8::fp8_params(file, &bound) {
-            fp8?;
-            return Ok(Gemm::Fp8 {
-                shape: bench_fp8::kernel_shape(file, &bound)?,
-            });
+        if bench_fp8::meant_as_fp8_gemm(&bound) {
+            if let Some(fp8) = bench_fp8::fp8_params(file, &bound) {
+                fp8?;
+                let shape = bench_fp8::kernel_shape(file, &bound)?;
+                return Ok((Gemm::Fp8 { shape }, None));
+            }
         }
+        let gemm_like = {
+            let names: Vec<&str> = parsed.params.iter().map(|p| p.name.name.as_str()).collect();
+            names == ["A", "B", "C"]
+        };
         match (
             bench::gemm_shape(file, parsed, dims),
             bench::c_dtype(file, parsed),
         ) {
-            (Ok(shape), Ok(c_dtype)) => Ok(Gemm::F16 { shape, c_dtype }),
-            _ => Ok(Gemm::Any),
+            (Ok(shape), Ok(c_dtype)) => Ok((Gemm::F16 { shape, c_dtype }, None)),
+            (Err(e), _) | (_, Err(e)) if gemm_like => {
+                let why = e.0.lines().next().unwrap_or("").to_string();
+                Ok((
+                    Gemm::Any,
+                    Some(format!(
+                        "note: checked against its default config, not against cuBLAS: {why}"
+                    )),
+                ))
+            }
+            _ => Ok((Gemm::Any, None)),
         }
     }
 
@@ -136,6 +156,43 @@ impl Gemm {
                 .to_string(),
         }
     }
+}
+
+/// The shapes `tlc tune` is asked for, each as `-D` texts: the `-D`s and `--shapes`
+/// combined as `tlc bench --vs copy` combines them (a name given several times sweeps), the
+/// same shape once. Only dims may sweep: a tunable given several values is an error (its
+/// shapes would share one cache entry, the last run's winner overwriting the others).
+pub fn shapes(
+    file: &Path,
+    defines: &[String],
+    shapes: Option<&str>,
+) -> Result<Vec<Vec<String>>, UserError> {
+    let bindings =
+        crate::commands::bench_copy::expand_bindings(defines, shapes).map_err(UserError::plain)?;
+    let source = frontend::read_source(file)?;
+    let parsed = frontend::parse(&source)?;
+    let mut out: Vec<Vec<String>> = Vec::new();
+    for b in &bindings {
+        let texts: Vec<String> = b.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        if !out.contains(&texts) {
+            out.push(texts);
+        }
+    }
+    for (name, value) in bindings.iter().flatten() {
+        let other = bindings
+            .iter()
+            .flatten()
+            .find(|(n, v)| n == name && v != value);
+        if let (true, Some((_, v))) = (parsed.space.declares(name), other) {
+            return Err(UserError::plain(format!(
+                "`{name}` is a tunable of `{}` and is given two values ({value}, {v}): `tlc \
+                 tune` compares its values itself; fix it with one `-D {name}=…` or leave it \
+                 to the space",
+                parsed.name.name
+            )));
+        }
+    }
+    Ok(out)
 }
 
 /// One config on its way through the phases.
@@ -252,10 +309,14 @@ pub fn run(args: &TuneArgs) -> Result<String, UserError> {
         )));
     }
     let defines = frontend::split_defines(&parsed, args.defines)?;
-    let gemm = Gemm::of(&file, &parsed, &defines.dims)?;
+    let (gemm, kind_note) = Gemm::of(&file, &parsed, &defines.dims)?;
     let dims_text = describe(&defines.dims);
     if args.dry_run {
-        return dry_run(args, &file, &parsed, gemm, &dims_text);
+        let mut out = dry_run(args, &file, &parsed, gemm, &dims_text)?;
+        if let Some(n) = kind_note {
+            out += &format!("{n}\n");
+        }
+        return Ok(out);
     }
     let gpu = Gpu::new(0).map_err(|e| UserError::plain(format!("`tlc tune` needs a GPU: {e}")))?;
     let target = device_target(&gpu, args.target)?;
@@ -276,7 +337,9 @@ pub fn run(args: &TuneArgs) -> Result<String, UserError> {
         .map_err(|e| UserError::plain(format!("progress bar: {e}")))?
         .progress_chars("=> "),
     );
-    let mut timer = Timer::new(&gpu, &blas, gemm, (&file, &parsed, target), args)?;
+    notes.extend(kind_note);
+    let reference = planned.candidates.iter().find(|c| c.ptx.is_ok());
+    let mut timer = Timer::new(&gpu, &blas, gemm, (&file, &parsed, target, reference), args)?;
     if let Some(note) = timer.peer_note() {
         notes.push(note);
     }
@@ -489,7 +552,7 @@ impl<'a> Timer<'a> {
         gpu: &'a Gpu,
         blas: &'a Cublas,
         gemm: Gemm,
-        (file, parsed, target): (&SourceFile, &PrimFunc, Target),
+        (file, parsed, target, fallback): (&SourceFile, &PrimFunc, Target, Option<&Candidate>),
         args: &'a TuneArgs,
     ) -> Result<Timer<'a>, UserError> {
         Ok(match gemm {
@@ -530,17 +593,14 @@ impl<'a> Timer<'a> {
                 }
             }
             Gemm::Any => {
-                // The dims as `-D` texts (the tunables come from the default config).
-                let dims: Vec<String> = frontend::split_defines(parsed, args.defines)?
-                    .dims
-                    .iter()
-                    .map(|(n, v)| format!("{n}={v}"))
-                    .collect();
+                // The `-D`s bind the dims and fix tunables; the rest take their defaults —
+                // or, where that config does not run here, the plan's first that compiled.
+                let fallback = fallback.map(|c| c.config.clone());
                 let inputs = AnyInputs::prepare(
                     gpu,
                     file,
                     parsed,
-                    (&dims, target),
+                    (args.defines, target, fallback.as_ref()),
                     (args.seed, args.warmup, args.iters),
                 )?;
                 Timer::Any {
@@ -557,8 +617,8 @@ impl<'a> Timer<'a> {
     fn peer_note(&self) -> Option<String> {
         if let Timer::Any { inputs, .. } = self {
             return Some(format!(
-                "the default config (every tunable at its default): {:.4} ms",
-                inputs.default_ms
+                "the reference, {}: {:.4} ms",
+                inputs.reference_text, inputs.default_ms
             ));
         }
         let Timer::Fp8 { inputs, peer, .. } = self else {
@@ -761,7 +821,9 @@ mod tests {
         let parsed = frontend::parse(&file).map_err(|e| e.0)?;
         let dims: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
         let defines = frontend::split_defines(&parsed, &dims).map_err(|e| e.0)?;
-        Gemm::of(&file, &parsed, &defines.dims).map_err(|e| e.0)
+        Gemm::of(&file, &parsed, &defines.dims)
+            .map(|(g, _)| g)
+            .map_err(|e| e.0)
     }
 
     const FP8: &str = r#"M = T.symbolic("M")
@@ -817,6 +879,31 @@ def h(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tenso
         let e = gemm_of(&e5m2, &dims).unwrap_err();
         assert!(e.starts_with("k.tir:9:5: error: "), "{e}");
         assert!(e.contains("parameter 2 (`B`)"), "{e}");
+        // A float8 kernel of another arity (a cast) is any kernel.
+        let cast = r#"M = T.symbolic("M")
+block = T.tunable([64, 128], default=64)
+
+@T.prim_func
+def cast(X: T.Tensor((M,), "float16"), Y: T.Tensor((M,), "float8_e4m3")):
+    with T.Kernel(T.ceildiv(M, block), threads=block) as bx:
+        for i in T.Parallel(block):
+            Y[T.min(bx * block + i, M - 1)] = T.cast(X[T.min(bx * block + i, M - 1)], "float8_e4m3")
+"#;
+        assert_eq!(gemm_of(cast, &["M=1000"]), Ok(Gemm::Any));
+        // Named like a GEMM but not one: any kernel, with a note saying why.
+        let not_gemm = f16.replace("B: T.Tensor((K, N)", "B: T.Tensor((N, K)");
+        let file = SourceFile::new("k.tir", not_gemm.clone());
+        let parsed = frontend::parse(&file).expect("parses");
+        let dims: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+        let defines = frontend::split_defines(&parsed, &dims).expect("dims");
+        let (kind, note) = Gemm::of(&file, &parsed, &defines.dims).expect("classified");
+        assert_eq!(kind, Gemm::Any);
+        assert!(
+            note.as_deref().is_some_and(|n| n.starts_with(
+                "note: checked against its default config, not against cuBLAS: k.tir:"
+            )),
+            "{note:?}"
+        );
     }
 
     #[test]

@@ -6,8 +6,11 @@
 //!   [0, 16)), generated once; each config starts from a fresh upload of those bytes, so an
 //!   output the kernel only partly writes, or a parameter it reads and writes, starts alike
 //!   for every config.
-//! - **Reference**: the kernel's default config (every tunable at its default) at the same
-//!   shape, compiled and launched once on the GPU: its final contents of every parameter.
+//! - **Reference**: the kernel's default config (every tunable the `-D`s do not fix at its
+//!   default) at the same shape, compiled and launched once on the GPU: its final contents
+//!   of every parameter. Where that config does not compile or run at this shape (shared
+//!   memory over the target's limit, …), the plan's first config that compiled is the
+//!   reference instead, and the table's note says so.
 //! - **Check**: each config's final contents of every parameter it writes (the manifest's
 //!   access) against the reference's,
 //!   element by element, within the dtype's tolerance ([`tolerance`]): configs change tile
@@ -25,7 +28,9 @@ use crate::commands::run_device::from_bytes;
 use crate::tunables::{self, Tuning};
 use tlc::diagnostics::SourceFile;
 use tlc::frontend::UserError;
+use tlc::plan::space::describe;
 use tlc_abi::manifest::Access;
+use tlc_ir::tuning::Config;
 use tlc_ir::{DType, PrimFunc};
 use tlc_passes::Target;
 use tlc_runtime::{DeviceTensor, Gpu, Kernel};
@@ -158,33 +163,81 @@ pub struct AnyInputs {
     /// The default config's final contents of every parameter it writes, as numbers, by
     /// name.
     reference: Outputs,
-    /// The default config's median time.
+    /// The reference config's median time.
     pub default_ms: f32,
+    /// Which config the reference is, for the table's note.
+    pub reference_text: String,
 }
 
 impl AnyInputs {
-    /// Binds the default config and `dim_defines` (`NAME=VALUE` for every dim), generates
-    /// the inputs, runs the default config once and times it.
+    /// Binds `defines` (every dim, and any tunable they fix) with the other tunables at
+    /// their defaults, generates the inputs, runs that config once and times it; where it
+    /// does not compile or run, `fallback` (the plan's first compiled config) instead.
     pub fn prepare(
         gpu: &Gpu,
         file: &SourceFile,
         parsed: &PrimFunc,
-        (dim_defines, target): (&[String], Target),
+        (defines, target, fallback): (&[String], Target, Option<&Config>),
         (seed, warmup, iters): (u64, usize, usize),
     ) -> Result<AnyInputs, UserError> {
-        let (func, _) = tunables::prepare(file, parsed, dim_defines, &Tuning::DEFAULTS)?;
-        let params = param_bytes(file, &func)?;
-        let data = random_params(&params, seed)?;
-        let kernel = bench::load_kernel(file, gpu, target, func)?;
+        let default =
+            Self::prepare_config(gpu, file, parsed, (defines, target), (seed, warmup, iters));
+        let default_error = match default {
+            Ok(mut inputs) => {
+                inputs.reference_text = "the default config".to_string();
+                return Ok(inputs);
+            }
+            Err(e) => e,
+        };
+        let first_line = |e: &str| e.lines().next().unwrap_or("").to_string();
+        let Some(config) = fallback else {
+            return Err(UserError::plain(format!(
+                "the default config, the reference: {}",
+                default_error
+            )));
+        };
+        let mut with: Vec<String> = defines.to_vec();
+        with.extend(config.iter().map(|(n, v)| format!("{n}={v}")));
+        let mut inputs =
+            Self::prepare_config(gpu, file, parsed, (&with, target), (seed, warmup, iters))
+                .map_err(|e| {
+                    UserError::plain(format!(
+                        "the default config, the reference: {}\nthe plan's first config ({}), \
+                         in its place: {e}",
+                        first_line(&default_error),
+                        describe(config)
+                    ))
+                })?;
+        inputs.reference_text = format!(
+            "the plan's first config {} (the default config does not run here: {})",
+            describe(config),
+            first_line(&default_error)
+        );
+        Ok(inputs)
+    }
+
+    /// [`AnyInputs::prepare`] of the config `defines` bind (tunables not named at their
+    /// defaults).
+    fn prepare_config(
+        gpu: &Gpu,
+        file: &SourceFile,
+        parsed: &PrimFunc,
+        (defines, target): (&[String], Target),
+        (seed, warmup, iters): (u64, usize, usize),
+    ) -> Result<AnyInputs, String> {
+        let (func, _) =
+            tunables::prepare(file, parsed, defines, &Tuning::DEFAULTS).map_err(|e| e.0)?;
+        let params = param_bytes(file, &func).map_err(|e| e.0)?;
+        let data = random_params(&params, seed).map_err(|e| e.0)?;
+        let kernel = bench::load_kernel(file, gpu, target, func).map_err(|e| e.0)?;
         let mut inputs = AnyInputs {
             params,
             data,
             reference: Vec::new(),
             default_ms: 0.0,
+            reference_text: String::new(),
         };
-        let (outputs, ms) = inputs
-            .run(gpu, &kernel, warmup, iters)
-            .map_err(|e| UserError::plain(format!("the default config: {e}")))?;
+        let (outputs, ms) = inputs.run(gpu, &kernel, warmup, iters)?;
         inputs.reference = outputs;
         inputs.default_ms = ms;
         Ok(inputs)

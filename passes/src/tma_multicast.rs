@@ -186,7 +186,7 @@ fn varies(e: &Expr, names: &HashSet<String>, rank: &ClusterAxis) -> bool {
         {
             false
         }
-        _ => expr_children(e).into_iter().any(|x| varies(x, names, rank)),
+        _ => expr_children(e).any(|x| varies(x, names, rank)),
     }
 }
 

@@ -317,7 +317,7 @@ impl Simplifier<'_> {
 
     /// `e` with each direct subexpression simplified.
     fn children(&self, e: &Expr) -> Expr {
-        let mut kids = expr_children(e).into_iter().map(|c| self.expr(c));
+        let mut kids = expr_children(e).map(|c| self.expr(c));
         let mut next = || kids.next().unwrap_or_else(|| Expr::int(0));
         let kind = match &e.kind {
             ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Var(_) => {

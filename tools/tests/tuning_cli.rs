@@ -117,28 +117,12 @@ fn tune_refuses_kernels_without_a_space() {
 /// against, and prints no GEMM shape.
 #[test]
 fn tune_takes_any_kernel_with_a_space() {
-    let out = tlc(&[
-        "tune",
-        "examples/flash_attention.tir",
-        "--dry-run",
-        "--target",
-        "sm_90a",
-        "--top",
-        "3",
-        "-D",
-        "batch=1",
-        "-D",
-        "seq_len=256",
-        "-D",
-        "heads=2",
-        "-D",
-        "kv_heads=1",
-    ]);
+    let out = attention_dry_run(&["--target", "sm_90a", "--top", "3", "-D", "seq_len=256"]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{}\n{stdout}", text(&out.stderr));
     assert!(
         stdout.contains(
-            "dry run: tune `flash_attention` at batch=1 seq_len=256 heads=2 kv_heads=1 as sm_90a"
+            "dry run: tune `flash_attention` at batch=1 heads=2 kv_heads=1 seq_len=256 as sm_90a"
         ) && stdout.contains("checked against the default config's")
             && !stdout.contains("(shape "),
         "{stdout}"
@@ -154,21 +138,7 @@ fn tune_takes_any_kernel_with_a_space() {
 /// `--shapes`, each shape planned (and on a GPU timed and stored) on its own, in order.
 #[test]
 fn tune_takes_several_shapes() {
-    let out = tlc(&[
-        "tune",
-        "examples/flash_attention.tir",
-        "--dry-run",
-        "--top",
-        "1",
-        "-D",
-        "batch=1",
-        "-D",
-        "heads=2",
-        "-D",
-        "kv_heads=1",
-        "--shapes",
-        "seq_len=256;seq_len=512",
-    ]);
+    let out = attention_dry_run(&["--top", "1", "--shapes", "seq_len=256;seq_len=512"]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{}\n{stdout}", text(&out.stderr));
     let heads: Vec<&str> = stdout
@@ -183,15 +153,7 @@ fn tune_takes_several_shapes() {
     );
     assert!(heads[1].contains("seq_len=512"), "{}", heads[1]);
     // A name bound both ways is refused before any work.
-    let out = tlc(&[
-        "tune",
-        "examples/flash_attention.tir",
-        "--dry-run",
-        "-D",
-        "seq_len=128",
-        "--shapes",
-        "seq_len=256",
-    ]);
+    let out = attention_dry_run(&["-D", "seq_len=128", "--shapes", "seq_len=256"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
         text(&out.stderr).contains("is bound both by `-D` and by `--shapes`"),
@@ -204,18 +166,9 @@ fn tune_takes_several_shapes() {
 /// shape given twice is tuned once.
 #[test]
 fn tune_refuses_a_swept_tunable_and_tunes_a_shape_once() {
-    let out = tlc(&[
-        "tune",
-        "examples/flash_attention.tir",
-        "--dry-run",
-        "-D",
-        "batch=1",
+    let out = attention_dry_run(&[
         "-D",
         "seq_len=256",
-        "-D",
-        "heads=2",
-        "-D",
-        "kv_heads=1",
         "-D",
         "threads=128",
         "-D",
@@ -228,22 +181,26 @@ fn tune_refuses_a_swept_tunable_and_tunes_a_shape_once() {
         "{}",
         text(&out.stderr)
     );
-    let out = tlc(&[
+    let out = attention_dry_run(&["--top", "1", "--shapes", "seq_len=256;seq_len=256"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(stdout.matches("dry run: tune").count(), 1, "{stdout}");
+}
+
+/// `tlc tune examples/flash_attention.tir --dry-run -D batch=1 -D heads=2 -D kv_heads=1`
+/// with `args` after.
+fn attention_dry_run(args: &[&str]) -> std::process::Output {
+    let mut all = vec![
         "tune",
         "examples/flash_attention.tir",
         "--dry-run",
-        "--top",
-        "1",
         "-D",
         "batch=1",
         "-D",
         "heads=2",
         "-D",
         "kv_heads=1",
-        "--shapes",
-        "seq_len=256;seq_len=256",
-    ]);
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert_eq!(stdout.matches("dry run: tune").count(), 1, "{stdout}");
+    ];
+    all.extend_from_slice(args);
+    tlc(&all)
 }

@@ -3,7 +3,7 @@
 //! (`tlc_ir::uniquify::Names`).
 
 use std::collections::HashMap;
-use tlc_ir::visit::child_bodies_mut;
+use tlc_ir::visit::{child_bodies_mut, map_body_exprs};
 use tlc_ir::{Expr, ExprKind, Stmt, StmtKind};
 
 /// The names taken in one function, and a source of new ones (`base`, else `base_N`): the
@@ -66,6 +66,30 @@ fn base(name: &str) -> &str {
         }
         _ => name,
     }
+}
+
+/// A copy of `body` with the variable `var` replaced by `value` and fresh names for the
+/// variables it binds (copies share a scope: an unrolled iteration, the k-tile a deferred
+/// gemm is issued for). Binary operations are rebuilt so that literal operands fold
+/// (`0 % 4`), as the parser folds them: the printed IR parses back.
+pub fn instantiate(body: &[Stmt], var: &str, value: &Expr, names: &mut NameSet) -> Vec<Stmt> {
+    let mut copy = body.to_vec();
+    let mut renames: HashMap<String, String> = HashMap::new();
+    rename_binders(&mut copy, names, &mut renames);
+    map_body_exprs(&mut copy, &mut |e| match &e.kind {
+        ExprKind::Var(n) if n == var => {
+            let mut v = value.clone();
+            v.span = e.span;
+            v
+        }
+        ExprKind::Var(n) => match renames.get(n) {
+            Some(fresh) => Expr::new(ExprKind::Var(fresh.clone()), e.span),
+            None => e,
+        },
+        ExprKind::Binary(op, a, b) => Expr::binary(*op, (**a).clone(), (**b).clone(), e.span),
+        _ => e,
+    });
+    copy
 }
 
 #[cfg(test)]

@@ -8,12 +8,11 @@
 //! The copies of a function are bounded ([`MAX_UNROLLED_STMTS`]), counted before any is made.
 
 use crate::context::PassContext;
-use crate::names::{rename_binders, NameSet};
+use crate::names::{instantiate, NameSet};
 use crate::pass::Pass;
-use std::collections::HashMap;
 use tlc_ir::verifier::{const_int, eval_int};
-use tlc_ir::visit::{child_bodies_mut, map_body_exprs, take_notes};
-use tlc_ir::{Diagnostic, Expr, ExprKind, ForKind, PrimFunc, Stmt, StmtKind};
+use tlc_ir::visit::{child_bodies_mut, take_notes};
+use tlc_ir::{Diagnostic, Expr, ForKind, PrimFunc, Stmt, StmtKind};
 
 /// The most statement copies the pass may make in one function (trip counts × body
 /// lengths, nested unrolled loops included): beyond it the pass reports an error at the
@@ -106,7 +105,7 @@ fn unroll_body(
                 // unroll (within the count just made).
                 *budget -= f.body.len() as i64 * stop.saturating_sub(start).max(0);
                 for value in start..stop {
-                    let mut copy = instantiate(&f.body, &f.var.name, value, names);
+                    let mut copy = instantiate(&f.body, &f.var.name, &Expr::int(value), names);
                     if value > start {
                         // A note is said once, in the first copy.
                         take_notes(&mut copy);
@@ -169,22 +168,4 @@ fn copies<'a>(body: &'a [Stmt], values: &mut Vec<(&'a str, i64)>, limit: i64) ->
         }
     }
     Some(n)
-}
-
-/// A copy of `body` with `var` = `value` and fresh names for its binders.
-fn instantiate(body: &[Stmt], var: &str, value: i64, names: &mut NameSet) -> Vec<Stmt> {
-    let mut copy = body.to_vec();
-    let mut renames: HashMap<String, String> = HashMap::new();
-    rename_binders(&mut copy, names, &mut renames);
-    map_body_exprs(&mut copy, &mut |e| match &e.kind {
-        ExprKind::Var(n) if n == var => Expr::new(ExprKind::Int(value), e.span),
-        ExprKind::Var(n) => match renames.get(n) {
-            Some(fresh) => Expr::new(ExprKind::Var(fresh.clone()), e.span),
-            None => e,
-        },
-        // Rebuild binaries so that literal operands fold, as in the parser.
-        ExprKind::Binary(op, a, b) => Expr::binary(*op, (**a).clone(), (**b).clone(), e.span),
-        _ => e,
-    });
-    copy
 }

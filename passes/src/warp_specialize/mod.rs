@@ -20,7 +20,6 @@
 //! staged through shared memory moves too, each shared step behind a named barrier among
 //! the consumers (`schedule::shared_epilogue_code`, `T.bar_sync`).
 
-mod copies;
 mod deferred_gemm;
 mod schedule;
 

@@ -64,7 +64,6 @@
 //!   for (`T.min_blocks_per_sm`, which codegen turns into `.minnctapersm` to pin the
 //!   budget at entry).
 
-use super::copies::copy_for;
 use super::deferred_gemm::{self, Deferred};
 use super::Facts;
 use crate::analysis::access::Access;
@@ -364,7 +363,9 @@ pub(crate) fn build(
         // (module doc of `deferred_gemm.rs`): the first k-tile without it before the loop,
         // the last one's after.
         let var = m.var.name.clone();
-        let at = |code: &[Stmt], k: &Expr, names: &mut NameSet| copy_for(code, (&var, k), names);
+        let at = |code: &[Stmt], k: &Expr, names: &mut NameSet| {
+            crate::names::instantiate(code, &var, k, names)
+        };
         let wait = |n: i64| intrinsic(Intrinsic::WgmmaWait { n }, span);
         let late_wait = |k: &Expr| late.as_ref().map(|r| full_wait_on(&r.full, k.clone()));
         let late_release = |k: &Expr| late.as_ref().map(|r| release_on(&r.empty, slot(k.clone())));

@@ -377,14 +377,9 @@ pub fn run(args: &TuneArgs) -> Result<String, UserError> {
         args.warmup
     );
     let peer = format!("vs {}", gemm.peer());
-    // Any kernel: the largest fraction of its dtype's tolerance a config used.
-    let err = match gemm {
-        Gemm::Any => "tol used",
-        _ => "rel err",
-    };
     out += &format!(
         "{:>4}  {:>4}  {:<64} {:>9} {:>8} {:>11} {:>9}  check\n",
-        "time", "plan", "config", "ms", "TFLOP/s", peer, err
+        "time", "plan", "config", "ms", "TFLOP/s", peer, "rel err"
     );
     for (i, r) in rows.iter().enumerate() {
         let ratio = r.ratio.map_or("-".to_string(), |x| format!("{x:.3}"));
@@ -706,12 +701,7 @@ impl<'a> Timer<'a> {
                     median_ms: ms,
                     tflops: None,
                     ratio: Some(f64::from(inputs.default_ms) / f64::from(ms)),
-                    // The largest fraction of the tolerance used (above 1 fails).
-                    rel_err: if passes {
-                        format!("{:.2}", compared.used)
-                    } else {
-                        "over".to_string()
-                    },
+                    rel_err: format!("{:.2e}", compared.max_rel),
                     passes,
                     why: compared.first_bad,
                 })

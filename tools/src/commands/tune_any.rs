@@ -24,7 +24,7 @@
 
 use crate::commands::bench::{self, summarize};
 use crate::commands::bench_copy::{param_bytes, random_params, ParamBytes};
-use crate::commands::run_device::from_bytes;
+use crate::commands::run_device::{compare_within, from_bytes, Comparison};
 use crate::tunables::{self, Tuning};
 use tlc::diagnostics::SourceFile;
 use tlc::frontend::UserError;
@@ -55,85 +55,53 @@ pub fn tolerance(dtype: DType) -> f64 {
 /// How one parameter's values compare with the reference's.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Compared {
-    /// The largest `|x − ref| / bound` over the elements (0 when equal; above 1 fails).
-    pub used: f64,
+    /// The largest relative error over the elements whose reference is non-zero.
+    pub max_rel: f64,
     /// The first element that fails, as text (`None`: every element passes).
     pub first_bad: Option<String>,
 }
 
-/// Compares `got` with `want` (same length) for a parameter of `dtype`, on every core.
+/// Compares `got` with `want` for a parameter of `dtype` — `tlc run --device`'s element
+/// check (`run_device::compare_within`: NaN matches NaN, an infinity only itself) under
+/// `|x − ref| ≤ t · max |ref| + t · |ref|` with `t = tolerance(dtype)` (exact where `t` is
+/// 0) — in one chunk per core.
 pub fn compare(dtype: DType, got: &[f64], want: &[f64]) -> Compared {
     if got.len() != want.len() {
         return Compared {
-            used: f64::INFINITY,
+            max_rel: f64::INFINITY,
             first_bad: Some(format!("{} elements, not {}", got.len(), want.len())),
         };
     }
-    let rtol = tolerance(dtype);
+    let t = tolerance(dtype);
     let scale = want
         .iter()
         .filter(|v| v.is_finite())
         .fold(0.0f64, |m, v| m.max(v.abs()));
+    let tol = (t > 0.0).then_some((t * scale, t));
     let chunk = want.len().div_ceil(tlc::parallel::workers()).max(1);
-    let mut parts: Vec<(usize, Compared)> = (0..want.len())
+    let mut parts: Vec<(usize, Option<Comparison>)> = (0..want.len())
         .step_by(chunk)
-        .map(|start| {
-            (
-                start,
-                Compared {
-                    used: 0.0,
-                    first_bad: None,
-                },
-            )
-        })
+        .map(|start| (start, None))
         .collect();
     tlc::parallel::for_each(&mut parts, |(start, out)| {
         let end = (*start + chunk).min(want.len());
-        *out = compare_range(rtol, scale, (&got[*start..end], &want[*start..end]), *start);
+        *out = Some(compare_within(tol, &got[*start..end], &want[*start..end]));
     });
     let mut all = Compared {
-        used: 0.0,
+        max_rel: 0.0,
         first_bad: None,
     };
-    for (_, c) in parts {
-        if c.first_bad.is_some() {
-            return c;
+    for (start, c) in parts {
+        let Some(c) = c else { continue };
+        all.max_rel = all.max_rel.max(c.max_rel);
+        if let (None, Some((i, g, r))) = (&all.first_bad, c.first) {
+            all.first_bad = Some(format!(
+                "element {}: {g} where the default config gives {r}",
+                start + i
+            ));
         }
-        all.used = all.used.max(c.used);
     }
     all
-}
-
-/// [`compare`] on elements `offset..` of one parameter, `scale` its max |ref|.
-fn compare_range(rtol: f64, scale: f64, (got, want): (&[f64], &[f64]), offset: usize) -> Compared {
-    let mut used = 0.0f64;
-    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-        let ok = if w.is_nan() || g.is_nan() {
-            w.is_nan() && g.is_nan()
-        } else if w.is_infinite() || g.is_infinite() {
-            g == w
-        } else {
-            let bound = rtol * (w.abs() + scale);
-            let diff = (g - w).abs();
-            if bound > 0.0 {
-                used = used.max(diff / bound);
-            }
-            diff <= bound
-        };
-        if !ok {
-            return Compared {
-                used: f64::INFINITY,
-                first_bad: Some(format!(
-                    "element {}: {g} where the default config gives {w}",
-                    offset + i
-                )),
-            };
-        }
-    }
-    Compared {
-        used,
-        first_bad: None,
-    }
 }
 
 /// `bytes` holding elements of `dtype`, as numbers, decoded on every core.
@@ -292,8 +260,8 @@ impl AnyInputs {
         Ok((outputs, ms))
     }
 
-    /// Checks and times one config's loaded kernel: its median ms, the largest fraction of
-    /// the tolerance any parameter used, and the first failure.
+    /// Checks and times one config's loaded kernel: its median ms, the largest relative
+    /// error of any parameter it writes, and the first failure.
     pub fn check_and_time(
         &self,
         gpu: &Gpu,
@@ -303,7 +271,7 @@ impl AnyInputs {
     ) -> Result<(f32, Compared), String> {
         let (outputs, ms) = self.run(gpu, kernel, warmup, iters)?;
         let mut worst = Compared {
-            used: 0.0,
+            max_rel: 0.0,
             first_bad: None,
         };
         for (name, want) in &self.reference {
@@ -321,12 +289,12 @@ impl AnyInputs {
                 return Ok((
                     ms,
                     Compared {
-                        used: f64::INFINITY,
+                        max_rel: c.max_rel,
                         first_bad: Some(format!("`{name}` {bad}")),
                     },
                 ));
             }
-            worst.used = worst.used.max(c.used);
+            worst.max_rel = worst.max_rel.max(c.max_rel);
         }
         Ok((ms, worst))
     }
@@ -342,7 +310,7 @@ mod tests {
         let want = [1.0, -2.0, 0.0, 4.0];
         let c = compare(DType::Float16, &[1.001, -2.0, 0.01, 4.0], &want);
         assert_eq!(c.first_bad, None);
-        assert!(c.used > 0.0 && c.used < 1.0, "{c:?}");
+        assert!(c.max_rel > 0.0 && c.max_rel < 1e-2, "{c:?}");
         // 0.1 off a 1.0 in float16 is far past rounding.
         let c = compare(DType::Float16, &[1.1, -2.0, 0.0, 4.0], &want);
         assert!(c.first_bad.is_some_and(|b| b.contains("element 0")));
@@ -354,7 +322,13 @@ mod tests {
         assert!(compare(DType::Int32, &[1.0, 2.0], &[1.0, 3.0])
             .first_bad
             .is_some());
-        assert_eq!(compare(DType::Int32, &[1.0, 2.0], &[1.0, 2.0]).used, 0.0);
+        assert_eq!(
+            compare(DType::Int32, &[1.0, 2.0], &[1.0, 2.0]),
+            Compared {
+                max_rel: 0.0,
+                first_bad: None
+            }
+        );
     }
 
     #[test]
@@ -370,7 +344,8 @@ mod tests {
                 .is_some_and(|b| b.starts_with("element 77777:")),
             "{c:?}"
         );
-        assert_eq!(compare(DType::Float16, &want, &want).used, 0.0);
+        assert_eq!(compare(DType::Float16, &want, &want).first_bad, None);
+        assert_eq!(compare(DType::Float16, &want, &want).max_rel, 0.0);
         let bytes: Vec<u8> = want
             .iter()
             .flat_map(|v| (*v as f32).to_le_bytes())

@@ -42,7 +42,7 @@ use crate::analysis::access::{count_sites, SitesFrom};
 use crate::analysis::kernels::{contains_pipelined, for_each_kernel};
 use crate::analysis::schedule::{KernelFacts, LoopGraph};
 use crate::context::PassContext;
-use crate::names::{rename_binders, NameSet};
+use crate::names::NameSet;
 use crate::pass::Pass;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use tlc_ir::verifier::const_int;
@@ -448,26 +448,8 @@ fn add_stage_index_stmts(body: &mut [Stmt], index_of: &dyn Fn(&str) -> Option<Ex
     }
 }
 
-/// A copy of `body` with `var` replaced by `value` (literal arithmetic folds) and fresh names
-/// for the variables it binds.
+/// A copy of `body` for iteration `value` of `var` (`names::instantiate_with`, identities
+/// dropped as well as literals folded).
 fn instantiate(body: &[Stmt], var: &str, value: &Expr, names: &mut NameSet) -> Vec<Stmt> {
-    let mut copy = body.to_vec();
-    let mut renames: HashMap<String, String> = HashMap::new();
-    rename_binders(&mut copy, names, &mut renames);
-    map_body_exprs(&mut copy, &mut |e| match &e.kind {
-        ExprKind::Var(n) if n == var => {
-            let mut v = value.clone();
-            v.span = e.span;
-            v
-        }
-        ExprKind::Var(n) => match renames.get(n) {
-            Some(fresh) => Expr::new(ExprKind::Var(fresh.clone()), e.span),
-            None => e,
-        },
-        ExprKind::Binary(op, a, b) => {
-            tlc_ir::build::bin_at(*op, (**a).clone(), (**b).clone(), e.span)
-        }
-        _ => e,
-    });
-    copy
+    crate::names::instantiate_with(body, (var, value), names, tlc_ir::build::bin_at)
 }

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use tlc_ir::visit::{child_bodies_mut, map_body_exprs};
-use tlc_ir::{Expr, ExprKind, Stmt, StmtKind};
+use tlc_ir::{BinOp, Expr, ExprKind, Span, Stmt, StmtKind};
 
 /// The names taken in one function, and a source of new ones (`base`, else `base_N`): the
 /// IR crate's one definition, shared with the front end's `uniquify`.
@@ -73,6 +73,17 @@ fn base(name: &str) -> &str {
 /// gemm is issued for). Binary operations are rebuilt so that literal operands fold
 /// (`0 % 4`), as the parser folds them: the printed IR parses back.
 pub fn instantiate(body: &[Stmt], var: &str, value: &Expr, names: &mut NameSet) -> Vec<Stmt> {
+    instantiate_with(body, (var, value), names, Expr::binary)
+}
+
+/// [`instantiate`] with binary operations rebuilt by `rebuild` (inject-software-pipeline's
+/// stage copies also drop `x + 0` and `x * 1`: `tlc_ir::build::bin_at`).
+pub fn instantiate_with(
+    body: &[Stmt],
+    (var, value): (&str, &Expr),
+    names: &mut NameSet,
+    rebuild: fn(BinOp, Expr, Expr, Span) -> Expr,
+) -> Vec<Stmt> {
     let mut copy = body.to_vec();
     let mut renames: HashMap<String, String> = HashMap::new();
     rename_binders(&mut copy, names, &mut renames);
@@ -86,7 +97,7 @@ pub fn instantiate(body: &[Stmt], var: &str, value: &Expr, names: &mut NameSet) 
             Some(fresh) => Expr::new(ExprKind::Var(fresh.clone()), e.span),
             None => e,
         },
-        ExprKind::Binary(op, a, b) => Expr::binary(*op, (**a).clone(), (**b).clone(), e.span),
+        ExprKind::Binary(op, a, b) => rebuild(*op, (**a).clone(), (**b).clone(), e.span),
         _ => e,
     });
     copy

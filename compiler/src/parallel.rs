@@ -6,13 +6,27 @@ pub fn workers() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// Runs `f` on every item, the items split into one contiguous chunk per core.
+/// Runs `f` on every item, on one thread per core, each taking the next item left.
 pub fn for_each<T: Send>(items: &mut [T], f: impl Fn(&mut T) + Sync) {
-    let chunk = items.len().div_ceil(workers()).max(1);
-    let f = &f;
+    // Each worker takes the next item when it is done with one: the items' costs differ
+    // (a tuning space's large configs take seconds of ptxas, small ones milliseconds), so
+    // fixed chunks would leave workers idle behind the one holding the large items.
+    let threads = workers().min(items.len());
+    let next = std::sync::Mutex::new(items.iter_mut());
+    let (f, next) = (&f, &next);
     std::thread::scope(|s| {
-        for part in items.chunks_mut(chunk) {
-            s.spawn(move || part.iter_mut().for_each(f));
+        for _ in 0..threads {
+            s.spawn(move || loop {
+                let item = match next.lock() {
+                    Ok(mut it) => it.next(),
+                    // A worker panicked holding the lock; the scope re-raises its panic.
+                    Err(_) => None,
+                };
+                match item {
+                    Some(item) => f(item),
+                    None => break,
+                }
+            });
         }
     });
 }

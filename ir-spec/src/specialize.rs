@@ -3,8 +3,9 @@
 //! would have written with the number in place.
 
 use crate::diagnostic::Diagnostic;
-use crate::ir::{Expr, ExprKind, PrimFunc};
-use crate::visit::{map_body_exprs, map_expr};
+use crate::ir::{fold_int, BinOp, Expr, ExprKind, Kernel, PrimFunc, Stmt, StmtKind, UnOp};
+use crate::visit::{child_bodies_mut, map_body_exprs, map_expr};
+use std::collections::HashMap;
 
 /// Replaces each `(name, value)` dim of `func` with `value`. A name that is not a symbolic
 /// dimension of the function is an error (a typo in `-D` should not pass silently).
@@ -29,14 +30,7 @@ pub fn specialize(func: &PrimFunc, bindings: &[(String, i64)]) -> Result<PrimFun
         }
     }
     let value_of = |n: &str| bindings.iter().find(|(b, _)| b == n).map(|(_, v)| *v);
-    let mut subst = |e: Expr| match &e.kind {
-        ExprKind::Var(n) => match value_of(n) {
-            Some(v) => Expr::new(ExprKind::Int(v), e.span),
-            None => e,
-        },
-        ExprKind::Binary(op, a, b) => Expr::binary(*op, (**a).clone(), (**b).clone(), e.span),
-        _ => e,
-    };
+    let mut subst = |e: Expr| refold(e, &value_of);
     out.dims.retain(|d| value_of(&d.name).is_none());
     for param in &mut out.params {
         for dim in &mut param.shape {
@@ -44,7 +38,159 @@ pub fn specialize(func: &PrimFunc, bindings: &[(String, i64)]) -> Result<PrimFun
         }
     }
     map_body_exprs(&mut out.body, &mut subst);
+    // Binding nothing changes nothing (`tlc fmt` without `-D` prints the kernel as parsed).
+    if !bindings.is_empty() {
+        fold_constant_branches(&mut out.body);
+    }
     Ok(out)
+}
+
+/// `e` (whose operands were already rewritten) with a variable `value_of` knows replaced by
+/// its value, integer arithmetic on literals folded, an `and` / `or` with a constant side
+/// reduced, and a `T.if_then_else` whose condition became constant replaced by its side.
+pub fn refold(e: Expr, value_of: &dyn Fn(&str) -> Option<i64>) -> Expr {
+    match &e.kind {
+        ExprKind::Var(n) => match value_of(n) {
+            Some(v) => Expr::new(ExprKind::Int(v), e.span),
+            None => e,
+        },
+        ExprKind::Binary(op @ (BinOp::And | BinOp::Or), a, b) => {
+            // A constant side decides the operator or leaves the other side (expressions
+            // have no effects, so dropping one changes nothing else).
+            let and = *op == BinOp::And;
+            match (constant_condition(a), constant_condition(b)) {
+                (Some(v), _) | (_, Some(v)) if v != and => Expr::new(ExprKind::Bool(v), e.span),
+                (Some(_), _) => (**b).clone(),
+                (_, Some(_)) => (**a).clone(),
+                _ => e,
+            }
+        }
+        ExprKind::Binary(op, a, b) => Expr::binary(*op, (**a).clone(), (**b).clone(), e.span),
+        ExprKind::Select(c, a, b) => match constant_condition(c) {
+            Some(true) => (**a).clone(),
+            Some(false) => (**b).clone(),
+            None => e,
+        },
+        _ => e,
+    }
+}
+
+/// Folds what binding dims and tunables made constant, in place: a let of an integer
+/// literal (no declared dtype) is replaced by the literal in every use (`steps =
+/// T.ceildiv(T.ceildiv(K, 64), 1)` at `K = 4096` is 64), an `if` whose condition is then a
+/// constant by the statements of its taken side (`if split_k == 1:` at `split_k = 1`), and
+/// a kernel's last grid axis of extent 1 goes (`drop_unit_grid_axes`). The choices are made
+/// at compile time, so no pass lowers, and no kernel carries, the side that never runs, and
+/// the schedule passes see the kernel as if written with the numbers in place. Names are
+/// unique in a function (verifier rule N2), so a side's lets and loops keep their meaning
+/// in the enclosing body and one map of constant lets serves the whole function.
+pub fn fold_constant_branches(body: &mut Vec<Stmt>) {
+    fold_in(body, &mut HashMap::new());
+}
+
+fn fold_in(body: &mut Vec<Stmt>, lets: &mut HashMap<String, i64>) {
+    let mut out = Vec::with_capacity(body.len());
+    for mut stmt in std::mem::take(body) {
+        if !lets.is_empty() {
+            let known = |n: &str| lets.get(n).copied();
+            map_body_exprs(std::slice::from_mut(&mut stmt), &mut |e| refold(e, &known));
+        }
+        if let StmtKind::Let {
+            var,
+            dtype: None,
+            value,
+        } = &stmt.kind
+        {
+            if let Some(v) = value.as_int().filter(|v| i32::try_from(*v).is_ok()) {
+                lets.insert(var.name.clone(), v);
+                continue;
+            }
+        }
+        if let StmtKind::Kernel(k) = &mut stmt.kind {
+            drop_unit_grid_axes(k);
+        }
+        for child in child_bodies_mut(&mut stmt) {
+            fold_in(child, lets);
+        }
+        match stmt.kind {
+            StmtKind::If {
+                cond,
+                then_body,
+                else_body,
+            } => match constant_condition(&cond) {
+                Some(true) => out.extend(then_body),
+                Some(false) => out.extend(else_body),
+                None => out.push(Stmt {
+                    kind: StmtKind::If {
+                        cond,
+                        then_body,
+                        else_body,
+                    },
+                    ..stmt
+                }),
+            },
+            _ => out.push(stmt),
+        }
+    }
+    *body = out;
+}
+
+/// Drops a kernel's last grid axis while its extent is the constant 1 (`T.Kernel(nx, ny,
+/// split_k)` at `split_k = 1`), its block variable becoming 0: the same blocks, and a grid
+/// the schedule passes know (persistent tiles walk 1-D and 2-D grids). A rasterized kernel
+/// keeps two axes (its panels are along y), a cluster its axes.
+fn drop_unit_grid_axes(k: &mut Kernel) {
+    let keep = if k.swizzle.is_some() { 2 } else { 1 }.max(k.cluster.len());
+    while k.grid.len() > keep && k.grid.last().and_then(Expr::as_int) == Some(1) {
+        k.grid.pop();
+        let Some(var) = k.block_vars.pop() else {
+            return;
+        };
+        let zero = |n: &str| (n == var.name).then_some(0);
+        map_body_exprs(&mut k.body, &mut |e| refold(e, &zero));
+    }
+}
+
+/// The value of a condition built from literals only: integer comparisons (of folded
+/// integer arithmetic), `and`, `or`, `not` and boolean literals. `None` for anything that
+/// reads a variable or a buffer.
+fn constant_condition(e: &Expr) -> Option<bool> {
+    let int = |e: &Expr| -> Option<i64> {
+        match &e.kind {
+            ExprKind::Int(v) => Some(*v),
+            ExprKind::Binary(op, a, b) => fold_int(*op, a.as_int()?, b.as_int()?),
+            _ => None,
+        }
+    };
+    match &e.kind {
+        ExprKind::Bool(b) => Some(*b),
+        ExprKind::Unary(UnOp::Not, a) => constant_condition(a).map(|v| !v),
+        ExprKind::Binary(op, a, b) => match op {
+            BinOp::And => match (constant_condition(a), constant_condition(b)) {
+                (Some(false), _) | (_, Some(false)) => Some(false),
+                (Some(true), Some(true)) => Some(true),
+                _ => None,
+            },
+            BinOp::Or => match (constant_condition(a), constant_condition(b)) {
+                (Some(true), _) | (_, Some(true)) => Some(true),
+                (Some(false), Some(false)) => Some(false),
+                _ => None,
+            },
+            BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne => {
+                let (x, y) = (int(a)?, int(b)?);
+                Some(match op {
+                    BinOp::Lt => x < y,
+                    BinOp::Le => x <= y,
+                    BinOp::Gt => x > y,
+                    BinOp::Ge => x >= y,
+                    BinOp::Eq => x == y,
+                    _ => x != y,
+                })
+            }
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// Parses one `NAME=VALUE` definition from the command line.
@@ -138,5 +284,98 @@ mod tests {
             parse_defines(&texts(&["M=64", "M=64", "N=8"])).unwrap(),
             vec![("M".to_string(), 64), ("N".to_string(), 8)]
         );
+    }
+
+    /// `text` with `bindings` bound (tunables through `tuning::bind`, dims through
+    /// `specialize`), printed.
+    fn bound(text: &str, tunables: &[(&str, i64)], dims: &[(&str, i64)]) -> String {
+        let own = |b: &[(&str, i64)]| b.iter().map(|(n, v)| (n.to_string(), *v)).collect();
+        let f = crate::parse(text).unwrap_or_else(|d| panic!("{d:?}"));
+        let f = crate::tuning::bind(&f, &own(tunables), &own(dims)).expect("bind");
+        crate::printer::print_func(&specialize(&f, &own(dims)).expect("specialize"))
+    }
+
+    const SLICED: &str = r#"M = T.symbolic("M")
+K = T.symbolic("K")
+split_k = T.tunable([1, 2], default=1)
+
+@T.prim_func
+def f(A: T.Tensor((M, K), "float32"), C: T.Tensor((M,), "float32")):
+    with T.Kernel(T.if_then_else(split_k > 1, M, 0), threads=32) as bx:
+        C[bx] = T.float32(0)
+    with T.Kernel(M, split_k, threads=32) as (bx, bz):
+        steps = T.ceildiv(K, split_k)
+        first = bz * steps
+        for k in T.serial(T.min(steps, K - first)):
+            if split_k == 1 and bx >= 0:
+                C[bx] = A[bx, first + k]
+            elif split_k == 1:
+                C[bx] = T.float32(1)
+            else:
+                T.atomic_add(C[bx], A[bx, first + k])
+"#;
+
+    #[test]
+    fn binding_folds_what_became_constant() {
+        // One slice: the zeroing kernel's grid is empty, the slice axis goes (bz = 0), the
+        // constant lets are their values, and only the taken side of each decided `if`
+        // stays; the side whose condition reads `bx` stays an `if`.
+        let one = bound(SLICED, &[("split_k", 1)], &[("K", 64)]);
+        assert!(one.contains("with T.Kernel(0, threads=32) as bx:"), "{one}");
+        assert!(
+            one.contains("with T.Kernel(M, threads=32) as bx_1:"),
+            "{one}"
+        );
+        assert!(
+            !one.contains("bz") && !one.contains("steps") && !one.contains("first"),
+            "{one}"
+        );
+        assert!(one.contains("for k in T.serial(64):"), "{one}");
+        assert!(one.contains("if bx_1 >= 0:"), "{one}");
+        assert!(!one.contains("atomic_add"), "{one}");
+        // Two slices: everything that still depends on the slice stays.
+        let two = bound(SLICED, &[("split_k", 2)], &[("K", 64)]);
+        assert!(two.contains("with T.Kernel(M, threads=32) as bx:"), "{two}");
+        assert!(
+            two.contains("with T.Kernel(M, 2, threads=32) as (bx_1, bz):"),
+            "{two}"
+        );
+        assert!(two.contains("first = bz * 32"), "{two}");
+        assert!(
+            two.contains("T.atomic_add") && !two.contains("if 2 == 1"),
+            "{two}"
+        );
+        // Unbound K: `steps` is not a constant and stays a let.
+        let open = bound(SLICED, &[("split_k", 1)], &[]);
+        assert!(open.contains("steps = T.ceildiv(K, 1)"), "{open}");
+        // The folded IR parses back to itself and verifies.
+        let f = crate::parse(&one).unwrap_or_else(|d| panic!("{d:?}\n{one}"));
+        assert_eq!(crate::printer::print_func(&f), one);
+        crate::verifier::verify(&f).unwrap_or_else(|d| panic!("{d:?}\n{one}"));
+    }
+
+    #[test]
+    fn unit_grid_axes_go_but_a_rasterized_kernel_keeps_two() {
+        let text = |swizzle: &str| {
+            format!(
+                r#"@T.prim_func
+def f(C: T.Tensor((64,), "float32")):
+    with T.Kernel(2, 1, 1, threads=32) as (bx, by, bz):
+{swizzle}        C[bx * 32 + by + bz] = T.float32(1)
+"#
+            )
+        };
+        let plain = bound(&text(""), &[], &[]);
+        assert!(
+            plain.contains("with T.Kernel(2, threads=32) as bx:"),
+            "{plain}"
+        );
+        assert!(plain.contains("C[bx * 32 + 0 + 0]"), "{plain}");
+        let panels = bound(&text("        T.use_swizzle(panel_size=2)\n"), &[], &[]);
+        assert!(
+            panels.contains("with T.Kernel(2, 1, threads=32) as (bx, by):"),
+            "{panels}"
+        );
+        assert!(panels.contains("C[bx * 32 + by + 0]"), "{panels}");
     }
 }

@@ -160,7 +160,7 @@ impl TuningSpace {
                     .find(|(k, _)| k == n)
                     .map(|(_, v)| *v)
             };
-            let bound = map_expr(c, &mut |e: Expr| substitute(e, &value));
+            let bound = map_expr(c, &mut |e: Expr| crate::specialize::refold(e, &value));
             let mut open = false;
             crate::visit::for_each_subexpr(&bound, &mut |x| {
                 open |= matches!(x.kind, ExprKind::Var(_));
@@ -193,17 +193,6 @@ pub fn describe(config: &Config) -> String {
         .map(|(n, v)| format!("{n}={v}"))
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-fn substitute(e: Expr, value: &dyn Fn(&str) -> Option<i64>) -> Expr {
-    match &e.kind {
-        ExprKind::Var(n) => match value(n) {
-            Some(v) => Expr::new(ExprKind::Int(v), e.span),
-            None => e,
-        },
-        ExprKind::Binary(op, a, b) => Expr::binary(*op, (**a).clone(), (**b).clone(), e.span),
-        _ => e,
-    }
 }
 
 /// A constraint's truth value once every name is bound; `None` for what integer
@@ -270,7 +259,7 @@ pub fn bind(func: &PrimFunc, config: &Config, dims: &Config) -> Result<PrimFunc,
     let mut out = func.clone();
     out.space = TuningSpace::default();
     let value = |n: &str| full.iter().find(|(k, _)| k == n).map(|(_, v)| *v);
-    let mut subst = |e: Expr| substitute(e, &value);
+    let mut subst = |e: Expr| crate::specialize::refold(e, &value);
     for param in &mut out.params {
         for dim in &mut param.shape {
             *dim = map_expr(dim, &mut subst);
@@ -278,6 +267,7 @@ pub fn bind(func: &PrimFunc, config: &Config, dims: &Config) -> Result<PrimFunc,
     }
     crate::visit::map_body_exprs(&mut out.body, &mut subst);
     unpipeline_zero_stages(&mut out.body);
+    crate::specialize::fold_constant_branches(&mut out.body);
     Ok(out)
 }
 

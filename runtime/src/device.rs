@@ -175,6 +175,11 @@ impl Gpu {
         Kernel::load(self, ptx)
     }
 
+    /// Loads ptxas's `cubin` of a tlc kernel's `ptx` (`Kernel::load_assembled`).
+    pub fn load_assembled(&self, ptx: &str, cubin: &[u8]) -> Result<Kernel> {
+        Kernel::load_assembled(self, ptx, cubin)
+    }
+
     /// (free, total) device memory in bytes (`cuMemGetInfo`).
     pub fn memory_info(&self) -> Result<(usize, usize)> {
         self.bind()?;

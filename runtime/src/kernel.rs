@@ -79,8 +79,20 @@ enum Slot {
 }
 
 impl Kernel {
-    /// Loads `ptx` (with its manifest line) on `gpu`.
+    /// Loads `ptx` (with its manifest line) on `gpu`; the driver assembles it.
     pub fn load(gpu: &Gpu, ptx: &str) -> Result<Kernel> {
+        Kernel::load_with(gpu, ptx, None)
+    }
+
+    /// Loads `cubin`, ptxas's assembly of `ptx` for the GPU's architecture, with the manifest
+    /// of `ptx`: the driver does not assemble the PTX again (a tuning run loads many
+    /// configs it has assembled already). A cubin the driver refuses (another toolkit's
+    /// ELF version, another architecture) is an error, as a refused PTX is.
+    pub fn load_assembled(gpu: &Gpu, ptx: &str, cubin: &[u8]) -> Result<Kernel> {
+        Kernel::load_with(gpu, ptx, Some(cubin))
+    }
+
+    fn load_with(gpu: &Gpu, ptx: &str, cubin: Option<&[u8]>) -> Result<Kernel> {
         let manifest = Manifest::from_ptx(ptx)?;
         if !manifest.target.runs_on(gpu.capability()) {
             return Err(RuntimeError::TargetMismatch {
@@ -89,7 +101,10 @@ impl Kernel {
                 capability: gpu.capability(),
             });
         }
-        let module = load_module(gpu, ptx)?;
+        let module = match cubin {
+            Some(image) => load_module(gpu, Image::Cubin(image))?,
+            None => load_module(gpu, Image::Ptx(ptx))?,
+        };
         let mut funcs = Vec::with_capacity(manifest.kernels.len());
         for k in &manifest.kernels {
             let entry = CString::new(k.entry.as_str())
@@ -366,12 +381,27 @@ fn described<'a>(args: &[&'a DeviceTensor]) -> Vec<(&'a [usize], u64)> {
     args.iter().map(|a| (a.shape(), a.device_ptr())).collect()
 }
 
-/// `cuModuleLoadDataEx` with an error-log buffer, so a rejected PTX reports why.
-fn load_module(gpu: &Gpu, ptx: &str) -> Result<Module> {
-    let image = CString::new(ptx).map_err(|e| RuntimeError::PtxLoad {
-        code: "invalid PTX text".into(),
-        log: format!("the PTX contains a NUL byte at offset {}", e.nul_position()),
-    })?;
+/// What `cuModuleLoadDataEx` loads.
+enum Image<'a> {
+    /// PTX text, which the driver assembles.
+    Ptx(&'a str),
+    /// An ELF image from ptxas.
+    Cubin(&'a [u8]),
+}
+
+/// `cuModuleLoadDataEx` with an error-log buffer, so a rejected image reports why.
+fn load_module(gpu: &Gpu, image: Image) -> Result<Module> {
+    let text;
+    let bytes: &[u8] = match image {
+        Image::Ptx(ptx) => {
+            text = CString::new(ptx).map_err(|e| RuntimeError::PtxLoad {
+                code: "invalid PTX text".into(),
+                log: format!("the PTX contains a NUL byte at offset {}", e.nul_position()),
+            })?;
+            text.as_bytes_with_nul()
+        }
+        Image::Cubin(elf) => elf,
+    };
     let mut log = vec![0u8; JIT_LOG_BYTES];
     let mut options = [
         CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
@@ -384,12 +414,13 @@ fn load_module(gpu: &Gpu, ptx: &str) -> Result<Module> {
     ];
     let mut raw: sys::CUmodule = std::ptr::null_mut();
     gpu.bind()?;
-    // SAFETY: `image` is a NUL-terminated PTX string; `options`/`values` have 2 entries and
-    // `log` outlives the call.
+    // SAFETY: `bytes` is a NUL-terminated PTX string or a whole ELF image (the driver reads
+    // its size from the ELF header); `options`/`values` have 2 entries and `log` outlives
+    // the call.
     let status = unsafe {
         sys::cuModuleLoadDataEx(
             &mut raw,
-            image.as_ptr() as *const c_void,
+            bytes.as_ptr() as *const c_void,
             2,
             options.as_mut_ptr(),
             values.as_mut_ptr(),

@@ -44,6 +44,9 @@ fn dims_for(stem: &str) -> Vec<(&'static str, i64)> {
         // Defaults: 128 x 128 x 32 tiles; split-K's 3 k-steps over 4 slices (one empty);
         // stream-K's one tile, all stream-K: 3 iterations over 132 programs.
         "gemm_splitk" | "gemm_streamk" => vec![("M", 100), ("N", 90), ("K", 70)],
+        // Its defaults: 128 x 256 x 64 tiles, no K slices (the zeroing kernel's grid is
+        // empty); ragged in every dim.
+        "gemm" => vec![("M", 100), ("N", 300), ("K", 70)],
         // The seed kernel loads B with an unmasked T.Parallel loop: valid for divisible shapes only.
         "seed000_dims" => vec![("M", 256), ("N", 384), ("K", 96)],
         // Its defaults (dim 128, not causal, 128 x 128 tiles): 200 = 128 + 72 keys (a masked
@@ -291,7 +294,7 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
         "control_flow" => check_control_flow(o, initial),
         "while_loops" => check_while_loops(o, initial),
         "thread_regions" => check_thread_regions(o),
-        "gemm_seed000" | "seed000_dsl" | "seed000_dims" => {
+        "gemm_seed000" | "seed000_dsl" | "seed000_dims" | "gemm" => {
             check_gemm(stem, o, false, Round::F16);
         }
         "gemm_bf16_transposed" => check_gemm(stem, o, true, Round::Bf16),

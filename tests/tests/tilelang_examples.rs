@@ -275,6 +275,29 @@ const EXAMPLES: &[Example] = &[
         ],
         reference: gemm_splitk,
     },
+    // The GEMM a user starts from (examples/gemm.tir): K slices, 64 x 128 x 32 tiles
+    // (ragged M and N), K = 200 in 3 slices of 3, 3 and 1 k-steps (the zeroing kernel, then
+    // atomic adds); then its default schedule, 128 x 256 x 64 tiles over two consumer
+    // warpgroups, one slice (the zeroing kernel's grid empty, the tile stored by T.copy),
+    // ragged in every dim.
+    Example {
+        stem: "examples/gemm",
+        sizes: [
+            &[
+                ("M", 70),
+                ("N", 130),
+                ("K", 200),
+                ("block_M", 64),
+                ("block_N", 128),
+                ("threads", 128),
+                ("block_K", 32),
+                ("split_k", 3),
+                ("num_stages", 3),
+            ],
+            &[("M", 130), ("N", 300), ("K", 100)],
+        ],
+        reference: gemm_splitk,
+    },
     // tlc's stream-K example on 4 programs (a GPU of 4 SMs, as far as the schedule goes):
     // 64 x 128 tiles over 130 x 200 are 3 x 2 = 6 tiles of ceil(300 / 32) = 10 k-iterations;
     // 6 % 4 = 2 stream-K tiles (20 iterations, 5 per program: pieces that cross a tile's
@@ -1666,6 +1689,11 @@ fn streamk_gemm_matches_its_reference() {
 #[test]
 fn splitk_gemm_example_matches_its_reference() {
     check_example("examples/gemm_splitk");
+}
+
+#[test]
+fn the_gemm_example_matches_its_reference_sliced_and_whole() {
+    check_example("examples/gemm");
 }
 
 #[test]

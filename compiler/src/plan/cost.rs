@@ -21,11 +21,18 @@
 //!
 //! - Added to that, the time the whole GPU takes to fill shared memory with every block's
 //!   every step (`FILL_KB_PER_NS`): smaller tiles read the same operands more often.
+//! - With one stage (no pipelining) a block's wait for its operands and its work add up
+//!   (`max(c × work, latency + work)`): only the other blocks on the SM fill the gap.
+//! - Each launched kernel costs `LAUNCH_NS`, and the bytes a block adds into global memory
+//!   with atomic adds (split-K's partial tiles) go at the GPU's rate `ATOMIC_KB_PER_NS`:
+//!   a function of a zeroing kernel and K slices pays for both.
 //!
 //! The constants were fitted (least squares on log time) to `tlc tune`'s timings of seed
 //! 002's 36 configs at four shapes of different regimes on an H100 (sm_90a; 4096³,
 //! 1024×1024×14336, 128×4096×4096, 6144×6144×2048) and checked on all 26 shapes timed
-//! (docs/perf.md, "Heuristic quality"). They
+//! (docs/perf.md, "Heuristic quality"); `LAUNCH_NS` and `ATOMIC_KB_PER_NS` were chosen by
+//! a grid search over the full tune tables of `examples/gemm.tir` (160 configs, split-K
+//! included) at 12 shapes on an H200 (docs/perf.md, "The plan on examples/gemm.tir"). They
 //! describe tlc's own code on that GPU: another GPU or target gets the same constants, an
 //! estimate to rank by, not a prediction of milliseconds. The model knows nothing of
 //! registers beyond the resident count and nothing of bank conflicts or L2 reuse.
@@ -53,6 +60,13 @@ const PER_WAVE_NS: f64 = 1558.0;
 /// The whole GPU's rate of filling shared memory (KB per ns, all SMs together): every
 /// block's every step loads its operands, so smaller tiles load the same data more often.
 const FILL_KB_PER_NS: f64 = 82.6;
+/// One kernel launch that runs blocks (a kernel of an empty grid is not launched): a
+/// function of two kernels (split-K's zeroing kernel, then the slices) pays two, and the
+/// second waits for the first to drain.
+const LAUNCH_NS: f64 = 2000.0;
+/// The whole GPU's rate of atomic adds into global memory (KB per ns): split-K's slices
+/// each add a whole output tile, so more slices add the same tiles more often.
+const ATOMIC_KB_PER_NS: f64 = 0.5;
 
 /// One block's work per step: the iteration of its pipelined loop, or (without one) the
 /// whole block body as a single step.
@@ -70,14 +84,18 @@ pub struct Step {
     pub f16_flops: f64,
     /// Bytes the step's `T.copy`s write into shared memory.
     pub shared_bytes_in: f64,
+    /// Bytes one block adds into global memory with `T.atomic_add` over its whole run
+    /// (split-K's partial tiles; loops without a constant trip count add none).
+    pub atomic_bytes: f64,
 }
 
 impl Step {
     /// The step of the bound, tile-level kernel `k`; `None` when a trip count or an
     /// extent is not a constant (the kernel is then ranked by the wave rules alone).
-    pub fn of(k: &Kernel) -> Option<Step> {
+    pub fn of(k: &Kernel, params: &[BufferDecl]) -> Option<Step> {
         let mut env = Ranges::new();
         int::enter_kernel(&mut env, k);
+        let atomic_bytes = atomic_bytes(&k.body, params);
         match outermost_pipelined(&k.body, &mut env) {
             Some((trip, stages, body)) => {
                 let w = work(body, &k.allocs)?;
@@ -87,6 +105,7 @@ impl Step {
                     flops: w.flops,
                     f16_flops: w.f16_flops,
                     shared_bytes_in: w.bytes,
+                    atomic_bytes,
                 })
             }
             None => {
@@ -97,6 +116,7 @@ impl Step {
                     flops: w.flops,
                     f16_flops: w.f16_flops,
                     shared_bytes_in: w.bytes,
+                    atomic_bytes,
                 })
             }
         }
@@ -110,7 +130,17 @@ impl Step {
         let latency =
             LATENCY_NS + (FILL_NS + FILL_NS_PER_KB * self.shared_bytes_in / 1e3) / in_flight;
         let steps = self.steps as f64;
-        let wave = |sharing: u128| steps * (sharing as f64 * work).max(latency) + PER_WAVE_NS;
+        // With one stage a block waits for each step's operands and then computes: its
+        // own wait and work add up, and only the other blocks on the SM fill the gap.
+        let step = |sharing: u128| {
+            let busy = sharing as f64 * work;
+            if self.stages <= 1 {
+                busy.max(latency + work)
+            } else {
+                busy.max(latency)
+            }
+        };
+        let wave = |sharing: u128| steps * step(sharing) + PER_WAVE_NS;
         let slots = (sms * resident).max(1);
         let full = blocks / slots;
         let rest = blocks % slots;
@@ -120,7 +150,9 @@ impl Step {
             ns += wave(rest.div_ceil(sms.max(1)));
         }
         let fill_kb = blocks as f64 * steps * self.shared_bytes_in / 1e3;
-        ns + fill_kb / FILL_KB_PER_NS
+        let atomic_kb = blocks as f64 * self.atomic_bytes / 1e3;
+        let launch = if blocks > 0 { LAUNCH_NS } else { 0.0 };
+        ns + fill_kb / FILL_KB_PER_NS + atomic_kb / ATOMIC_KB_PER_NS + launch
     }
 }
 
@@ -167,6 +199,40 @@ fn outermost_pipelined<'a>(
         }
     }
     None
+}
+
+/// Bytes `body` adds into global parameters with atomic adds, loops counted once per
+/// iteration where their trip count is a constant (others contribute nothing).
+fn atomic_bytes(body: &[Stmt], params: &[BufferDecl]) -> f64 {
+    let mut total = 0.0;
+    for s in body {
+        match &s.kind {
+            StmtKind::AtomicAdd { buffer, .. } => {
+                if let Some(p) = params.iter().find(|p| p.name.name == buffer.name) {
+                    total += f64::from(p.dtype.bytes());
+                }
+            }
+            StmtKind::For(f) => {
+                if let (Some(a), Some(b)) = (const_int(&f.start), const_int(&f.stop)) {
+                    total += (b - a).max(0) as f64 * atomic_bytes(&f.body, params);
+                }
+            }
+            StmtKind::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                total += atomic_bytes(then_body, params).max(atomic_bytes(else_body, params));
+            }
+            StmtKind::Let { .. } => {}
+            _ => {
+                for child in tlc_ir::visit::child_bodies(s) {
+                    total += atomic_bytes(child, params);
+                }
+            }
+        }
+    }
+    total
 }
 
 /// How many times float16's dense tensor-core rate a gemm on `dtype` operands runs: 2 for
@@ -265,6 +331,7 @@ mod tests {
             flops: mflop * 1e6,
             f16_flops: mflop * 1e6,
             shared_bytes_in: kb * 1e3,
+            atomic_bytes: 0.0,
         }
     }
 
@@ -315,7 +382,7 @@ def g(A: T.Tensor((256, 1024), "{dtype}"), B: T.Tensor((256, 1024), "{dtype}"), 
         let mut step = None;
         tlc_ir::visit::for_each_stmt(&func.body, &mut |s| {
             if let StmtKind::Kernel(k) = &s.kind {
-                step = Step::of(k);
+                step = Step::of(k, &func.params);
             }
         });
         step.unwrap_or_else(|| panic!("no step in the {dtype} kernel"))
@@ -346,5 +413,58 @@ def g(A: T.Tensor((256, 1024), "{dtype}"), B: T.Tensor((256, 1024), "{dtype}"), 
         assert!(
             e4m3.estimate_ns(blocks, resident, sms) < as_f16.estimate_ns(blocks, resident, sms)
         );
+    }
+
+    #[test]
+    fn one_stage_pays_its_wait_and_its_work() {
+        let (one, two) = (step(64, 1, 1.05, 16.4), step(64, 2, 1.05, 16.4));
+        // Alone on the SM: the unpipelined block waits, then computes.
+        let latency = LATENCY_NS + FILL_NS + FILL_NS_PER_KB * 16.4;
+        let work = WORK_NS + WORK_NS_PER_MFLOP * 1.05;
+        let gap = one.estimate_ns(132, 1, 132) - two.estimate_ns(132, 1, 132);
+        assert!(
+            (gap - 64.0 * (latency + work - latency.max(work))).abs() < 1e-6,
+            "{gap}"
+        );
+    }
+
+    #[test]
+    fn split_k_pays_its_atomic_adds_and_its_second_launch() {
+        let text = r#"@T.prim_func
+def g(A: T.Tensor((256, 1024), "float16"), B: T.Tensor((1024, 256), "float16"), C: T.Tensor((256, 256), "float16")):
+    with T.Kernel(2, 2, 4, threads=128) as (bx, by, bz):
+        A_s = T.alloc_shared((128, 64), "float16")
+        B_s = T.alloc_shared((64, 128), "float16")
+        C_f = T.alloc_fragment((128, 128), "float32")
+        T.clear(C_f)
+        for kb in T.Pipelined(4, num_stages=3):
+            T.copy(A[by * 128, bz * 256 + kb * 64], A_s)
+            T.copy(B[bz * 256 + kb * 64, bx * 128], B_s)
+            T.gemm(A_s, B_s, C_f)
+        T.atomic_add(C[by * 128, bx * 128], C_f)
+"#;
+        let file = crate::diagnostics::SourceFile::new("g.tir", text);
+        let func = crate::frontend::parse(&file).unwrap_or_else(|e| panic!("{}", e.0));
+        let mut found = None;
+        tlc_ir::visit::for_each_stmt(&func.body, &mut |s| {
+            if let StmtKind::Kernel(k) = &s.kind {
+                found = Step::of(k, &func.params);
+            }
+        });
+        let split = found.expect("a step");
+        // Each block adds its 128 x 128 float16 tile once.
+        assert_eq!(split.atomic_bytes, 128.0 * 128.0 * 2.0);
+        let stored = Step {
+            atomic_bytes: 0.0,
+            ..split
+        };
+        let (blocks, resident, sms) = (16, 1, 132);
+        let extra =
+            split.estimate_ns(blocks, resident, sms) - stored.estimate_ns(blocks, resident, sms);
+        let want = 16.0 * 128.0 * 128.0 * 2.0 / 1e3 / ATOMIC_KB_PER_NS;
+        assert!((extra - want).abs() < 1e-6, "{extra} vs {want}");
+        // A launch costs the same whatever the grid; an empty grid is not launched.
+        assert_eq!(stored.estimate_ns(0, resident, sms), 0.0);
+        assert!(stored.estimate_ns(1, resident, sms) >= LAUNCH_NS);
     }
 }

@@ -354,7 +354,7 @@ fn estimate_floor(func: &PrimFunc, config: &Config, dims: &Config, gpu: Gpu) -> 
         let Some(blocks) = blocks else {
             return Floor::Unknown;
         };
-        let least = cost::Step::of(w).map(|step| {
+        let least = cost::Step::of(w, &bound.params).map(|step| {
             (1..=MAX_BLOCKS_PER_SM)
                 .map(|resident| {
                     let resident = u128::try_from(resident).unwrap_or(1);
@@ -415,6 +415,7 @@ fn footprint(
     // placed once (the facts still hold: a barrier declares nothing).
     let info = tlc_ir::verifier::verify(&bound).map_err(|d| format!("verifier: {}", first(&d)))?;
     let bound_grid = bound.body.clone();
+    let params = bound.params.clone();
     let synced = tlc_passes::thread_sync::thread_sync(bound).map_err(|d| first(&d))?;
     let sms = i64::try_from(gpu.sms.get()).unwrap_or(i64::MAX);
     let mut cx = PassContext::new(gpu.target)
@@ -488,7 +489,7 @@ fn footprint(
                 format!("no block fits on an SM ({threads} threads, {shared_bytes} shared bytes)")
             })?;
         let waves = Waves::of(blocks, slots);
-        let estimate_ns = cost::Step::of(w).map(|step| {
+        let estimate_ns = cost::Step::of(w, &params).map(|step| {
             let ns = step.estimate_ns(blocks, slots.get() / gpu.sms.get(), gpu.sms.get());
             // Finite and non-negative: a sum of products of non-negative constants.
             ns.round().min(u64::MAX as f64) as u64

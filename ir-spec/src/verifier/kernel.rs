@@ -54,8 +54,11 @@ impl<'f> Checker<'f> {
         for (axis, g) in k.grid.iter().enumerate() {
             if self.expect_int(g, "a grid extent").is_some() {
                 match (const_int(g), MAX_GRID_DIMS.get(axis)) {
-                    (Some(v), _) if v <= 0 => {
-                        self.error(g.span, format!("grid extent must be positive, found {v}"))
+                    // K3: an empty grid (a zero extent: a `-D` value or a tunable that makes a
+                    // kernel unnecessary, e.g. the zeroing kernel of split-K at one slice)
+                    // runs no block, as a symbolic extent that is zero at launch does.
+                    (Some(v), _) if v < 0 => {
+                        self.error(g.span, format!("a grid extent is at least 0, found {v}"))
                     }
                     // K3: CUDA's grid limits (a `-D` value makes a symbolic extent constant,
                     // so a binding past them is refused here too; an extent still symbolic

@@ -912,9 +912,14 @@ fn grid_dimensions_and_block_variables() {
         &f,
         "the kernel has 1 grid dimension but binds 2 block variables",
     );
+    // An empty grid runs no block (split-K's zeroing kernel at one slice); a negative
+    // extent is an error.
     let mut f = kern(Vec::new(), Vec::new());
     kernel_of(&mut f).grid = vec![int(0)];
-    one(&f, "grid extent must be positive, found 0");
+    assert!(verify(&f).is_ok(), "an empty grid is valid");
+    let mut f = kern(Vec::new(), Vec::new());
+    kernel_of(&mut f).grid = vec![int(-1)];
+    one(&f, "a grid extent is at least 0, found -1");
 }
 
 #[test]

@@ -90,6 +90,7 @@ pub fn rules() -> Vec<Rewrite> {
         rw!("mul-one";   "(* ?a 1)" => "?a"),
         rw!("mul-zero";  "(* ?a 0)" => "0"),
         rw!("div-one";   "(// ?a 1)" => "?a"),
+        rw!("ceildiv-one"; "(ceildiv ?a 1)" => "?a"),
         rw!("mod-one";   "(% ?a 1)" => "0"),
         rw!("neg-neg";   "(neg (neg ?a))" => "?a"),
         rw!("min-self";  "(min ?a ?a)" => "?a"),

@@ -660,7 +660,7 @@ pub(crate) fn c_dtype(file: &SourceFile, parsed: &PrimFunc) -> Result<DType, Use
     Ok(gemm_params(file, parsed)?[2].dtype)
 }
 
-/// Checks and times one shape.
+/// Benchmarks `kernel` against cuBLAS at one shape (`F16Inputs`, made for this kernel).
 pub(crate) fn bench_shape(
     gpu: &Gpu,
     blas: &Cublas,
@@ -669,54 +669,109 @@ pub(crate) fn bench_shape(
     c_dtype: DType,
     args: &BenchArgs,
 ) -> Result<Row, UserError> {
-    let GemmShape { m, n, k } = shape;
-    let at = |what: &str| format!("shape {shape}: {what}");
-    let a = random_f16(m * k, args.seed, 1);
-    let b = random_f16(k * n, args.seed, 2);
-    let a = DeviceTensor::from_slice(gpu, &[m, k], &a).map_err(runtime(at("uploading A")))?;
-    let b = DeviceTensor::from_slice(gpu, &[k, n], &b).map_err(runtime(at("uploading B")))?;
-    let c = DeviceTensor::from_bytes(gpu, c_dtype, &[m, n], &nan_bytes(c_dtype, m * n))
-        .map_err(runtime(at("allocating C")))?;
-    let c_ref = DeviceTensor::zeros(gpu, c_dtype, &[m, n]).map_err(runtime(at("allocating C")))?;
+    F16Inputs::prepare(gpu, blas, shape, c_dtype, args)?.check_and_time(kernel, args)
+}
 
-    // The kernel's parameters in its manifest's order (the same names as the function's).
-    let manifest = kernel.manifest();
-    let by_name: HashMap<&str, &DeviceTensor> = manifest
-        .params
-        .iter()
-        .map(|p| p.name.as_str())
-        .zip([&a, &b, &c])
-        .collect();
-    let kargs: Vec<&DeviceTensor> = manifest
-        .params
-        .iter()
-        .filter_map(|p| by_name.get(p.name.as_str()).copied())
-        .collect();
-    kernel
-        .launch(&kargs)
-        .map_err(runtime(at("cannot launch")))?;
-    gpu.synchronize()
-        .map_err(runtime(at("the kernel failed on the GPU")))?;
-    blas.gemm_f16(&a, &b, &c_ref, m, n, k)
-        .map_err(runtime(at("cuBLAS failed")))?;
-    let got = download_f32(&c).map_err(runtime(at("downloading C")))?;
-    let want = download_f32(&c_ref).map_err(runtime(at("downloading cuBLAS's C")))?;
-    let err = compare_parallel(&got, &want);
-    drop((got, want));
+/// One shape's f16 GEMM inputs, made once for any number of kernels (`tlc tune` checks
+/// and times every config on them): seeded random A and B, cuBLAS's C downloaded, and
+/// cuBLAS's timing.
+pub(crate) struct F16Inputs {
+    shape: GemmShape,
+    a: DeviceTensor,
+    b: DeviceTensor,
+    /// The kernel's C, set to NaN from `nan` before each kernel's checked launch (an
+    /// element it does not write stays NaN and fails the check).
+    c: DeviceTensor,
+    nan: DeviceTensor,
+    want: Vec<f32>,
+    cublas: Timing,
+}
 
-    let tlc_ms = kernel
-        .time(&kargs, args.warmup, args.iters)
-        .map_err(runtime(at("timing the kernel")))?;
-    let blas_ms = blas
-        .time_gemm_f16(&a, &b, &c_ref, (m, n, k), args.warmup, args.iters)
-        .map_err(runtime(at("timing cuBLAS")))?;
-    let bad = || UserError::plain(at("the CUDA events gave no usable timing"));
-    Ok(Row {
-        shape,
-        err,
-        tlc: summarize(&tlc_ms).ok_or_else(bad)?,
-        cublas: summarize(&blas_ms).ok_or_else(bad)?,
-    })
+impl F16Inputs {
+    pub(crate) fn prepare(
+        gpu: &Gpu,
+        blas: &Cublas,
+        shape: GemmShape,
+        c_dtype: DType,
+        args: &BenchArgs,
+    ) -> Result<F16Inputs, UserError> {
+        let GemmShape { m, n, k } = shape;
+        let at = |what: &str| format!("shape {shape}: {what}");
+        let a = random_f16(m * k, args.seed, 1);
+        let b = random_f16(k * n, args.seed, 2);
+        let a = DeviceTensor::from_slice(gpu, &[m, k], &a).map_err(runtime(at("uploading A")))?;
+        let b = DeviceTensor::from_slice(gpu, &[k, n], &b).map_err(runtime(at("uploading B")))?;
+        let nan = DeviceTensor::from_bytes(gpu, c_dtype, &[m, n], &nan_bytes(c_dtype, m * n))
+            .map_err(runtime(at("allocating C")))?;
+        let c = DeviceTensor::zeros(gpu, c_dtype, &[m, n]).map_err(runtime(at("allocating C")))?;
+        let c_ref =
+            DeviceTensor::zeros(gpu, c_dtype, &[m, n]).map_err(runtime(at("allocating C")))?;
+        blas.gemm_f16(&a, &b, &c_ref, m, n, k)
+            .map_err(runtime(at("cuBLAS failed")))?;
+        let want = download_f32(&c_ref).map_err(runtime(at("downloading cuBLAS's C")))?;
+        let blas_ms = blas
+            .time_gemm_f16(&a, &b, &c_ref, (m, n, k), args.warmup, args.iters)
+            .map_err(runtime(at("timing cuBLAS")))?;
+        let cublas = summarize(&blas_ms)
+            .ok_or_else(|| UserError::plain(at("the CUDA events gave no usable timing")))?;
+        Ok(F16Inputs {
+            shape,
+            a,
+            b,
+            c,
+            nan,
+            want,
+            cublas,
+        })
+    }
+
+    /// Launches `kernel` once into a NaN-filled C, compares C with cuBLAS's, then times it
+    /// (on the same tensors).
+    pub(crate) fn check_and_time(
+        &mut self,
+        kernel: &Kernel,
+        args: &BenchArgs,
+    ) -> Result<Row, UserError> {
+        let shape = self.shape;
+        let at = |what: &str| format!("shape {shape}: {what}");
+        self.c
+            .copy_from(&self.nan)
+            .map_err(runtime(at("resetting C")))?;
+        let (a, b, c) = (&self.a, &self.b, &self.c);
+        // The kernel's parameters in its manifest's order (the same names as the function's).
+        let manifest = kernel.manifest();
+        let by_name: HashMap<&str, &DeviceTensor> = manifest
+            .params
+            .iter()
+            .map(|p| p.name.as_str())
+            .zip([a, b, c])
+            .collect();
+        let kargs: Vec<&DeviceTensor> = manifest
+            .params
+            .iter()
+            .filter_map(|p| by_name.get(p.name.as_str()).copied())
+            .collect();
+        kernel
+            .launch(&kargs)
+            .map_err(runtime(at("cannot launch")))?;
+        kernel
+            .gpu()
+            .synchronize()
+            .map_err(runtime(at("the kernel failed on the GPU")))?;
+        let got = download_f32(c).map_err(runtime(at("downloading C")))?;
+        let err = compare_parallel(&got, &self.want);
+        drop(got);
+        let tlc_ms = kernel
+            .time(&kargs, args.warmup, args.iters)
+            .map_err(runtime(at("timing the kernel")))?;
+        let bad = || UserError::plain(at("the CUDA events gave no usable timing"));
+        Ok(Row {
+            shape,
+            err,
+            tlc: summarize(&tlc_ms).ok_or_else(bad)?,
+            cublas: self.cublas,
+        })
+    }
 }
 
 #[cfg(test)]

@@ -32,7 +32,7 @@
 //!    config that fails the check is marked FAIL and never stored.
 
 use crate::cache::{self, DeviceId, Entry, Key};
-use crate::commands::bench::{self, BenchArgs, GemmShape};
+use crate::commands::bench::{self, BenchArgs, F16Inputs, GemmShape};
 use crate::commands::bench_fp8::{self, Fp8Inputs, Peer};
 use crate::commands::compile::device_target;
 use crate::commands::tune_any::AnyInputs;
@@ -202,6 +202,30 @@ pub struct Candidate {
     pub config: Config,
     /// Its PTX, or why it was dropped after the plan (compile or ptxas).
     pub ptx: Result<String, String>,
+    /// ptxas's assembly of the PTX, loaded instead of the PTX (the driver does not
+    /// assemble it again); `None` without ptxas.
+    pub cubin: Option<Vec<u8>>,
+}
+
+impl Candidate {
+    /// Loads the config on `gpu`: ptxas's cubin where there is one and the driver takes it,
+    /// else the PTX — with the driver's reason for refusing the cubin.
+    pub fn load(&self, gpu: &Gpu) -> Result<Option<(Kernel, Option<String>)>, UserError> {
+        let Ok(ptx) = &self.ptx else {
+            return Ok(None);
+        };
+        let refused = match &self.cubin {
+            Some(cubin) => match gpu.load_assembled(ptx, cubin) {
+                Ok(kernel) => return Ok(Some((kernel, None))),
+                Err(e) => Some(e.to_string()),
+            },
+            None => None,
+        };
+        let kernel = gpu
+            .load(ptx)
+            .map_err(bench::runtime("cannot load a config on the GPU".into()))?;
+        Ok(Some((kernel, refused)))
+    }
 }
 
 /// Phases 1 and 2: the kept configs compiled (and assembled where ptxas is found).
@@ -247,28 +271,29 @@ pub fn plan_and_compile(
             rank: i + 1,
             config: r.config.clone(),
             ptx: Err(String::new()),
+            cubin: None,
         })
         .collect();
     let dims_ref = &dims;
+    let ptxas = find_ptxas();
+    let ptxas_ref = ptxas.as_deref();
+    // Each worker compiles a config and assembles it: ptxas takes most of the time.
     tlc::parallel::for_each(&mut candidates, |c| {
         c.ptx = compile_config(file, parsed, &c.config, dims_ref, target, sms);
-    });
-    let mut notes = Vec::new();
-    match find_ptxas() {
-        Some(p) => {
-            for c in &mut candidates {
-                if let Ok(ptx) = &c.ptx {
-                    if let Err(reason) = assemble(&p, ptx, target) {
-                        c.ptx = Err(reason);
-                    }
-                }
+        if let (Ok(ptx), Some(p)) = (&c.ptx, ptxas_ref) {
+            match assemble(p, ptx, target) {
+                Ok(cubin) => c.cubin = Some(cubin),
+                Err(reason) => c.ptx = Err(reason),
             }
         }
-        None => notes.push(
+    });
+    let mut notes = Vec::new();
+    if ptxas.is_none() {
+        notes.push(
             "warning: no ptxas found (TLC_PTXAS, PATH, /usr/local/cuda/bin): spills and register \
              counts were not checked"
                 .to_string(),
-        ),
+        );
     }
     Ok(Planned {
         total: ranking.ranked.len() + ranking.dropped.len(),
@@ -344,22 +369,30 @@ pub fn run(args: &TuneArgs) -> Result<String, UserError> {
         notes.push(note);
     }
     let mut rows = Vec::new();
+    // (how many, the first reason): configs whose cubin the driver refused.
+    let mut cubins_refused: Option<(usize, String)> = None;
     for c in &planned.candidates {
         if let Err(reason) = &c.ptx {
             dropped.push((describe(&c.config), reason.clone()));
             continue;
         }
         progress.set_message(describe(&c.config));
-        let kernel = match &c.ptx {
-            Ok(ptx) => gpu
-                .load(ptx)
-                .map_err(bench::runtime("cannot load a config on the GPU".into()))?,
-            Err(_) => continue,
+        let Some((kernel, refused)) = c.load(&gpu)? else {
+            continue;
         };
+        if let Some(why) = refused {
+            cubins_refused.get_or_insert((0, why)).0 += 1;
+        }
         rows.push(timer.time(c, &kernel)?);
         progress.inc(1);
     }
     progress.finish_and_clear();
+    if let Some((n, why)) = cubins_refused {
+        notes.push(format!(
+            "note: the driver refused ptxas's cubin of {n} configs (the first: {why}); their \
+             PTX was loaded instead"
+        ));
+    }
     let time_s = time_start.elapsed().as_secs_f64();
     rows.sort_by(|a, b| a.median_ms.total_cmp(&b.median_ms));
 
@@ -517,11 +550,9 @@ fn dropped_text(dropped: &[(String, String)]) -> String {
 
 /// Checks and times configs of one GEMM on the GPU, as `tlc bench` does for its kind.
 enum Timer<'a> {
+    /// One set of inputs and one cuBLAS product for every config; cuBLAS timed once.
     F16 {
-        gpu: &'a Gpu,
-        blas: &'a Cublas,
-        shape: GemmShape,
-        c_dtype: DType,
+        inputs: Box<F16Inputs>,
         bench: BenchArgs<'a>,
     },
     /// One set of inputs and one reference for every config; cuBLASLt timed once.
@@ -551,12 +582,8 @@ impl<'a> Timer<'a> {
         args: &'a TuneArgs,
     ) -> Result<Timer<'a>, UserError> {
         Ok(match gemm {
-            Gemm::F16 { shape, c_dtype } => Timer::F16 {
-                gpu,
-                blas,
-                shape,
-                c_dtype,
-                bench: BenchArgs {
+            Gemm::F16 { shape, c_dtype } => {
+                let bench = BenchArgs {
                     file: args.file,
                     defines: args.defines,
                     sweep: None,
@@ -567,8 +594,13 @@ impl<'a> Timer<'a> {
                     specialize: true,
                     seed: args.seed,
                     tuning: Tuning::DEFAULTS,
-                },
-            },
+                };
+                let inputs = F16Inputs::prepare(gpu, blas, shape, c_dtype, &bench)?;
+                Timer::F16 {
+                    inputs: Box::new(inputs),
+                    bench,
+                }
+            }
             Gemm::Fp8 { shape } => {
                 let inputs = Fp8Inputs::prepare(gpu, blas, shape, args.seed)?;
                 let peer = match CublasLt::new(gpu) {
@@ -641,14 +673,8 @@ impl<'a> Timer<'a> {
     /// Checks and times one config's loaded kernel.
     fn time<'c>(&mut self, c: &'c Candidate, kernel: &Kernel) -> Result<Timed<'c>, UserError> {
         match self {
-            Timer::F16 {
-                gpu,
-                blas,
-                shape,
-                c_dtype,
-                bench,
-            } => {
-                let row = bench::bench_shape(gpu, blas, kernel, *shape, *c_dtype, bench)?;
+            Timer::F16 { inputs, bench } => {
+                let row = inputs.check_and_time(kernel, bench)?;
                 Ok(Timed {
                     candidate: c,
                     median_ms: row.tlc.median_ms,
@@ -756,9 +782,9 @@ fn find_ptxas() -> Option<PathBuf> {
     })
 }
 
-/// Assembles `ptx`; the reason a config is dropped when ptxas fails, spills, or uses more
-/// than 255 registers (its `-v` report).
-fn assemble(ptxas: &Path, ptx: &str, target: Target) -> Result<(), String> {
+/// Assembles `ptx` into a cubin; the reason a config is dropped when ptxas fails, spills,
+/// or uses more than 255 registers (its `-v` report).
+fn assemble(ptxas: &Path, ptx: &str, target: Target) -> Result<Vec<u8>, String> {
     let dir = tempfile::tempdir().map_err(|e| format!("ptxas: no temporary directory: {e}"))?;
     let input = dir.path().join("k.ptx");
     std::fs::write(&input, ptx).map_err(|e| format!("ptxas: {e}"))?;
@@ -789,7 +815,7 @@ fn assemble(ptxas: &Path, ptx: &str, target: Target) -> Result<(), String> {
             }
         }
     }
-    Ok(())
+    std::fs::read(dir.path().join("k.cubin")).map_err(|e| format!("ptxas wrote no cubin: {e}"))
 }
 
 /// The integer just before `suffix` in `line` (`"Used 168 registers"` → 168).

@@ -22,6 +22,7 @@ struct GpuInner {
     capability: (i32, i32),
     max_shared_optin: u32,
     sm_count: u32,
+    driver_version: i32,
 }
 
 /// What a GPU is, as [`Gpu::info`] reads it without opening the GPU.
@@ -33,6 +34,21 @@ pub struct DeviceInfo {
     pub capability: (i32, i32),
     /// Streaming multiprocessors (as [`Gpu::sm_count`]).
     pub sm_count: u32,
+    /// The CUDA driver's version, as `cuDriverGetVersion` gives it (13000 for 13.0).
+    pub driver_version: i32,
+}
+
+/// `cuDriverGetVersion` (the driver is initialized).
+fn driver_version() -> Result<i32> {
+    let mut version: std::ffi::c_int = 0;
+    // SAFETY: a plain out-parameter call into the loaded driver.
+    let status = unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut version) };
+    if status != CUresult::CUDA_SUCCESS {
+        return Err(driver_err("cuDriverGetVersion")(result::DriverError(
+            status,
+        )));
+    }
+    Ok(version)
 }
 
 /// Runs `f` (a driver call sequence) only when a driver is loadable, and turns cudarc's
@@ -99,6 +115,7 @@ impl Gpu {
                 capability,
                 max_shared_optin: u32::try_from(optin).unwrap_or(0),
                 sm_count: u32::try_from(sms).unwrap_or(0),
+                driver_version: driver_version()?,
             }),
         })
     }
@@ -130,6 +147,7 @@ impl Gpu {
             name,
             capability: (major, minor),
             sm_count: u32::try_from(sms).unwrap_or(0),
+            driver_version: driver_version()?,
         })
     }
 
@@ -168,6 +186,11 @@ impl Gpu {
     /// Streaming multiprocessors (132 on an H100 SXM).
     pub fn sm_count(&self) -> u32 {
         self.inner.sm_count
+    }
+
+    /// The CUDA driver's version (`cuDriverGetVersion`: 13000 for 13.0).
+    pub fn driver_version(&self) -> i32 {
+        self.inner.driver_version
     }
 
     /// Loads a tlc kernel (PTX with its `// tlc-manifest:` line) from memory.

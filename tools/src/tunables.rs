@@ -350,6 +350,7 @@ impl<'t> GpuFacts<'t> {
         Ok(DeviceId {
             name: info.name.clone(),
             sms: info.sm_count,
+            driver: info.driver_version,
         })
     }
 }

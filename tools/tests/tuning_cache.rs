@@ -16,7 +16,7 @@ use tlc_ir::Target;
 use tlc_tools::cache::{Cache, DeviceId, Entry, Key};
 
 const FILE: &str = "bench/gemm_tunable.tir";
-const DEVICE: &str = "NVIDIA H100 80GB HBM3:132";
+const DEVICE: &str = "NVIDIA H100 80GB HBM3:132:13000";
 const DIMS: [&str; 6] = ["-D", "M=256", "-D", "N=256", "-D", "K=256"];
 
 /// The tuned config the tests store (not the defaults, and `block_K` no candidate).
@@ -134,7 +134,7 @@ fn compile_takes_the_cached_config_and_says_so() {
         stderr,
         format!(
             "tlc: tunables from the tuning cache (entry {} for `gemm_tunable` with K=256 M=256 \
-             N=256 on NVIDIA H100 80GB HBM3 (132 SMs) for sm_90a): threads=128 block_M=64 \
+             N=256 on NVIDIA H100 80GB HBM3 (132 SMs, driver 13000) for sm_90a): threads=128 block_M=64 \
              block_N=128 block_K=64 num_stages=3\n",
             path(&setup.entry)
         )
@@ -219,7 +219,7 @@ fn other_dims_targets_and_devices_miss() {
     assert!(
         stderr.starts_with(&format!(
             "{FROM_PLAN}; no tuning-cache entry for `gemm_tunable` with K=256 M=512 N=256 on \
-             NVIDIA H100 80GB HBM3 (132 SMs) for sm_90a: "
+             NVIDIA H100 80GB HBM3 (132 SMs, driver 13000) for sm_90a: "
         )),
         "{stderr}"
     );
@@ -246,7 +246,10 @@ fn other_dims_targets_and_devices_miss() {
     let (ptx, stderr) = ok(&other_gpu);
     // One wave on 114 SMs as on 132: the same first config.
     assert_eq!(ptx, planned);
-    assert!(stderr.contains("on NVIDIA H100 PCIe (114 SMs)"), "{stderr}");
+    assert!(
+        stderr.contains("on NVIDIA H100 PCIe (114 SMs, driver 0)"),
+        "{stderr}"
+    );
     assert!(stderr.contains("for sm_90a on 114 SMs;"), "{stderr}");
 }
 
@@ -361,6 +364,6 @@ fn a_malformed_device_identity_is_an_error() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         text(&out.stderr),
-        "error: TLC_CACHE_DEVICE=`H100`: expected NAME:SMS, e.g. `NVIDIA H100 80GB HBM3:132`\n"
+        "error: TLC_CACHE_DEVICE=`H100`: expected NAME:SMS or NAME:SMS:DRIVER, e.g. `NVIDIA H100 80GB HBM3:132:13000`\n"
     );
 }

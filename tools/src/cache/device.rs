@@ -16,11 +16,19 @@ pub struct DeviceId {
     pub name: String,
     /// Streaming multiprocessors (132 on an H100 SXM).
     pub sms: u32,
+    /// The CUDA driver's version as `cuDriverGetVersion` gives it (13000 for 13.0): a
+    /// driver update may change what the fastest config is (its PTX JIT, its scheduling), so
+    /// it is part of the key. 0 when `TLC_CACHE_DEVICE` names none.
+    pub driver: i32,
 }
 
 impl fmt::Display for DeviceId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({} SMs)", self.name, self.sms)
+        write!(
+            f,
+            "{} ({} SMs, driver {})",
+            self.name, self.sms, self.driver
+        )
     }
 }
 
@@ -30,16 +38,30 @@ impl DeviceId {
         DeviceId {
             name: gpu.name().to_string(),
             sms: gpu.sm_count(),
+            driver: gpu.driver_version(),
         }
     }
 
-    /// Parses `NAME:SMS` (the name may itself contain `:`; the count is after the last).
+    /// Parses `NAME:SMS` or `NAME:SMS:DRIVER` (the name may itself contain `:`; the
+    /// numbers are the last one or two fields; without DRIVER it is 0).
     pub fn parse(text: &str) -> Result<DeviceId, String> {
         let bad = || {
-            format!("{DEVICE_ENV}=`{text}`: expected NAME:SMS, e.g. `NVIDIA H100 80GB HBM3:132`")
+            format!(
+                "{DEVICE_ENV}=`{text}`: expected NAME:SMS or NAME:SMS:DRIVER, e.g. `NVIDIA H100 \
+                 80GB HBM3:132:13000`"
+            )
         };
-        let (name, sms) = text.rsplit_once(':').ok_or_else(bad)?;
-        let sms: u32 = sms.trim().parse().map_err(|_| bad())?;
+        let (rest, last) = text.rsplit_once(':').ok_or_else(bad)?;
+        let last: u32 = last.trim().parse().map_err(|_| bad())?;
+        // NAME:SMS:DRIVER when the field before the last is a number too.
+        let (name, sms, driver) = match rest.rsplit_once(':') {
+            Some((name, sms)) if sms.trim().parse::<u32>().is_ok() => {
+                let sms = sms.trim().parse::<u32>().map_err(|_| bad())?;
+                let driver = i32::try_from(last).map_err(|_| bad())?;
+                (name, sms, driver)
+            }
+            _ => (rest, last, 0),
+        };
         let name = name.trim();
         if name.is_empty() || sms == 0 {
             return Err(bad());
@@ -47,6 +69,7 @@ impl DeviceId {
         Ok(DeviceId {
             name: name.to_string(),
             sms,
+            driver,
         })
     }
 
@@ -71,9 +94,22 @@ mod tests {
     fn parses_name_and_sm_count() {
         let d = DeviceId::parse("NVIDIA H100 80GB HBM3:132").unwrap();
         assert_eq!(d.name, "NVIDIA H100 80GB HBM3");
-        assert_eq!(d.sms, 132);
+        assert_eq!((d.sms, d.driver), (132, 0));
+        let d = DeviceId::parse("NVIDIA H200:132:13000").unwrap();
+        assert_eq!(
+            (d.name.as_str(), d.sms, d.driver),
+            ("NVIDIA H200", 132, 13000)
+        );
         assert_eq!(DeviceId::parse("a:b:7").unwrap().name, "a:b");
-        for bad in ["H100", "H100:", ":132", "H100:0", "H100:x"] {
+        for bad in [
+            "H100",
+            "H100:",
+            ":132",
+            "H100:0",
+            "H100:x",
+            "H100:0:13000",
+            ":1:2",
+        ] {
             let e = DeviceId::parse(bad).unwrap_err();
             assert!(e.contains("expected NAME:SMS"), "{bad}: {e}");
         }

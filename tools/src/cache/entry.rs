@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use tlc_ir::tuning::Config;
 
 /// The entry format's version; an entry of another format is ignored with a warning.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
 /// What `tlc tune` stores for a key: the winning config and, when measured, its time.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -30,6 +30,8 @@ pub(super) struct Stored {
     pub dims: BTreeMap<String, i64>,
     pub device: String,
     pub sms: u32,
+    /// The CUDA driver's version (`cuDriverGetVersion`).
+    pub driver: i32,
     pub target: String,
     pub tlc_version: String,
     pub config: BTreeMap<String, i64>,
@@ -50,6 +52,7 @@ impl Stored {
             dims: key.dims.iter().cloned().collect(),
             device: key.device.name.clone(),
             sms: key.device.sms,
+            driver: key.device.driver,
             target: key.target.name().to_string(),
             tlc_version: key.version.clone(),
             config: entry.config.iter().cloned().collect(),
@@ -76,13 +79,14 @@ impl Stored {
                 s.dims.clone(),
                 s.device.clone(),
                 s.sms,
+                s.driver,
                 s.target.clone(),
                 s.tlc_version.clone(),
             )
         };
         if inputs(self) != inputs(&mine) {
             return Err(
-                "the key it records (kernel, dims, device, target, tlc version) is not this \
+                "the key it records (kernel, dims, device, driver, target, tlc version) is not this \
                  compile's (an edited file, or a hash collision)"
                     .to_string(),
             );

@@ -10,7 +10,7 @@ use tlc_ir::{PrimFunc, Target};
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// Bumped when the key's fields or their encoding change (every old entry then misses).
-const SCHEME: &str = "tlc-tuning-key/1";
+const SCHEME: &str = "tlc-tuning-key/2";
 
 /// What a cached config is keyed by (docs/cli.md, "Tunables and the tuning cache").
 #[derive(Clone, Debug, PartialEq)]
@@ -87,6 +87,7 @@ impl Key {
         h.field(&self.dims_text());
         h.field(&self.device.name);
         h.field(&self.device.sms.to_string());
+        h.field(&self.device.driver.to_string());
         h.field(self.target.name());
         h.field(&self.version);
         h.finish()

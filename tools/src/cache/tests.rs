@@ -10,6 +10,7 @@ fn h100() -> DeviceId {
     DeviceId {
         name: "NVIDIA H100 80GB HBM3".into(),
         sms: 132,
+        driver: 13000,
     }
 }
 
@@ -55,8 +56,8 @@ fn the_key_hash_is_stable() {
         "0.1.0",
     );
     assert_eq!(key.dims, config(&[("M", 4096), ("N", 1024)]), "sorted");
-    assert_eq!(key.hash(), 0x826f_4459_2445_2428);
-    assert_eq!(key.file_name(), "gemm-826f445924452428.json");
+    assert_eq!(key.hash(), 0x2c8c_a7c6_2596_549a);
+    assert_eq!(key.file_name(), "gemm-2c8ca7c62596549a.json");
 }
 
 #[test]
@@ -84,6 +85,9 @@ fn every_field_is_in_the_key() {
     let mut k = base();
     k.device.sms = 114;
     assert_ne!(k.hash(), h, "SM count");
+    let mut k = base();
+    k.device.driver = 13010;
+    assert_ne!(k.hash(), h, "driver");
     let mut k = base();
     k.target = Target::Sm90a;
     assert_ne!(k.hash(), h, "target");
@@ -268,8 +272,8 @@ fn a_corrupt_entry_is_ignored() {
         "not a tuning-cache entry",
     );
     ignored_because(
-        lookup_after(|t| t.replace("\"format\": 1", "\"format\": 2")),
-        "format 2",
+        lookup_after(|t| t.replace("\"format\": 2", "\"format\": 1")),
+        "format 1",
     );
     // Unreadable: a directory where the file should be.
     let dir = temp();
@@ -283,6 +287,10 @@ fn a_corrupt_entry_is_ignored() {
 fn an_entry_of_another_key_is_ignored() {
     ignored_because(
         lookup_after(|t| t.replace("\"sms\": 132", "\"sms\": 114")),
+        "not this compile's",
+    );
+    ignored_because(
+        lookup_after(|t| t.replace("\"driver\": 13000", "\"driver\": 12080")),
         "not this compile's",
     );
     ignored_because(

@@ -3,9 +3,8 @@
 //! would have written with the number in place.
 
 use crate::diagnostic::Diagnostic;
-use crate::ir::{fold_int, BinOp, Expr, ExprKind, Kernel, PrimFunc, Stmt, StmtKind, UnOp};
+use crate::ir::{fold_int, BinOp, Expr, ExprKind, ForKind, Kernel, PrimFunc, Stmt, StmtKind, UnOp};
 use crate::visit::{child_bodies_mut, map_body_exprs, map_expr};
-use std::collections::HashMap;
 
 /// Replaces each `(name, value)` dim of `func` with `value`. A name that is not a symbolic
 /// dimension of the function is an error (a typo in `-D` should not pass silently).
@@ -46,8 +45,8 @@ pub fn specialize(func: &PrimFunc, bindings: &[(String, i64)]) -> Result<PrimFun
 }
 
 /// `e` (whose operands were already rewritten) with a variable `value_of` knows replaced by
-/// its value, integer arithmetic on literals folded, an `and` / `or` with a constant side
-/// reduced, and a `T.if_then_else` whose condition became constant replaced by its side.
+/// its value, integer arithmetic on literals folded, and an `and` / `or` with a constant
+/// side reduced (both sides are bool, rule T7).
 pub fn refold(e: Expr, value_of: &dyn Fn(&str) -> Option<i64>) -> Expr {
     match &e.kind {
         ExprKind::Var(n) => match value_of(n) {
@@ -66,51 +65,48 @@ pub fn refold(e: Expr, value_of: &dyn Fn(&str) -> Option<i64>) -> Expr {
             }
         }
         ExprKind::Binary(op, a, b) => Expr::binary(*op, (**a).clone(), (**b).clone(), e.span),
-        ExprKind::Select(c, a, b) => match constant_condition(c) {
-            Some(true) => (**a).clone(),
-            Some(false) => (**b).clone(),
-            None => e,
-        },
+        // A `T.if_then_else` is not folded: its type is its sides' common type, which the
+        // chosen side alone (a weak literal) may not have.
         _ => e,
     }
 }
 
-/// Folds what binding dims and tunables made constant, in place: a let of an integer
-/// literal (no declared dtype) is replaced by the literal in every use (`steps =
-/// T.ceildiv(T.ceildiv(K, 64), 1)` at `K = 4096` is 64), an `if` whose condition is then a
-/// constant by the statements of its taken side (`if split_k == 1:` at `split_k = 1`), and
-/// a kernel's last grid axis of extent 1 goes (`drop_unit_grid_axes`). The choices are made
-/// at compile time, so no pass lowers, and no kernel carries, the side that never runs, and
-/// the schedule passes see the kernel as if written with the numbers in place. Names are
-/// unique in a function (verifier rule N2), so a side's lets and loops keep their meaning
-/// in the enclosing body and one map of constant lets serves the whole function.
+/// Folds what binding dims and tunables made constant, in place: an `if` whose condition
+/// is a constant becomes the statements of its taken side (`if split_k == 1:` at
+/// `split_k = 1`), and a kernel's last grid axis of extent 1 goes (`drop_unit_grid_axes`).
+/// The choice is made at compile time, so no pass lowers, and no kernel carries, the side
+/// that never runs, and the schedule passes see the kernel as if written with the numbers
+/// in place. What folding must not change is kept: a side that binds a name at its top
+/// level (a let, whose scope would widen to the enclosing body) stays an `if`, and so does
+/// every `if` directly in a `T.Pipelined` body with `order=` / `stage=` lists (they are
+/// positional: one entry per statement of the body). Lets are not replaced by their
+/// values: a let is strongly typed and a literal is not (`x = 100; A[i] + x` adds in int32
+/// where `A[i] + 100` adds in A's dtype).
 pub fn fold_constant_branches(body: &mut Vec<Stmt>) {
-    fold_in(body, &mut HashMap::new());
-}
-
-fn fold_in(body: &mut Vec<Stmt>, lets: &mut HashMap<String, i64>) {
     let mut out = Vec::with_capacity(body.len());
     for mut stmt in std::mem::take(body) {
-        if !lets.is_empty() {
-            let known = |n: &str| lets.get(n).copied();
-            map_body_exprs(std::slice::from_mut(&mut stmt), &mut |e| refold(e, &known));
-        }
-        if let StmtKind::Let {
-            var,
-            dtype: None,
-            value,
-        } = &stmt.kind
-        {
-            if let Some(v) = value.as_int().filter(|v| i32::try_from(*v).is_ok()) {
-                lets.insert(var.name.clone(), v);
-                continue;
-            }
-        }
         if let StmtKind::Kernel(k) = &mut stmt.kind {
             drop_unit_grid_axes(k);
         }
+        let positional = matches!(
+            &stmt.kind,
+            StmtKind::For(f) if matches!(
+                &f.kind,
+                ForKind::Pipelined { order, stage, .. } if !order.is_empty() || !stage.is_empty()
+            )
+        );
         for child in child_bodies_mut(&mut stmt) {
-            fold_in(child, lets);
+            match positional {
+                // Its own statements stay as they are; deeper bodies fold.
+                true => {
+                    for s in child.iter_mut() {
+                        for inner in child_bodies_mut(s) {
+                            fold_constant_branches(inner);
+                        }
+                    }
+                }
+                false => fold_constant_branches(child),
+            }
         }
         match stmt.kind {
             StmtKind::If {
@@ -118,9 +114,9 @@ fn fold_in(body: &mut Vec<Stmt>, lets: &mut HashMap<String, i64>) {
                 then_body,
                 else_body,
             } => match constant_condition(&cond) {
-                Some(true) => out.extend(then_body),
-                Some(false) => out.extend(else_body),
-                None => out.push(Stmt {
+                Some(true) if !binds_names(&then_body) => out.extend(then_body),
+                Some(false) if !binds_names(&else_body) => out.extend(else_body),
+                _ => out.push(Stmt {
                     kind: StmtKind::If {
                         cond,
                         then_body,
@@ -133,6 +129,12 @@ fn fold_in(body: &mut Vec<Stmt>, lets: &mut HashMap<String, i64>) {
         }
     }
     *body = out;
+}
+
+/// Whether `body` binds a name at its top level (a let), which splicing it into the
+/// enclosing body would put in scope after it.
+fn binds_names(body: &[Stmt]) -> bool {
+    body.iter().any(|s| matches!(s.kind, StmtKind::Let { .. }))
 }
 
 /// Drops a kernel's last grid axis while its extent is the constant 1 (`T.Kernel(nx, ny,
@@ -301,57 +303,82 @@ split_k = T.tunable([1, 2], default=1)
 
 @T.prim_func
 def f(A: T.Tensor((M, K), "float32"), C: T.Tensor((M,), "float32")):
-    with T.Kernel(T.if_then_else(split_k > 1, M, 0), threads=32) as bx:
+    with T.Kernel(M * T.min(split_k - 1, 1), threads=32) as bx:
         C[bx] = T.float32(0)
     with T.Kernel(M, split_k, threads=32) as (bx, bz):
-        steps = T.ceildiv(K, split_k)
-        first = bz * steps
-        for k in T.serial(T.min(steps, K - first)):
+        for k in T.serial(T.min(T.ceildiv(K, split_k), K - bz * T.ceildiv(K, split_k))):
             if split_k == 1 and bx >= 0:
-                C[bx] = A[bx, first + k]
+                C[bx] = A[bx, bz * T.ceildiv(K, split_k) + k]
             elif split_k == 1:
-                C[bx] = T.float32(1)
+                C[bx] = T.if_then_else(split_k == 1, 1, A[bx, k])
             else:
-                T.atomic_add(C[bx], A[bx, first + k])
+                T.atomic_add(C[bx], A[bx, bz * T.ceildiv(K, split_k) + k])
 "#;
 
     #[test]
     fn binding_folds_what_became_constant() {
-        // One slice: the zeroing kernel's grid is empty, the slice axis goes (bz = 0), the
-        // constant lets are their values, and only the taken side of each decided `if`
-        // stays; the side whose condition reads `bx` stays an `if`.
-        let one = bound(SLICED, &[("split_k", 1)], &[("K", 64)]);
+        // One slice: the zeroing kernel's grid is empty, the slice axis goes (bz = 0), and
+        // only the taken side of each decided `if` stays; the side whose condition reads
+        // `bx` stays an `if`, and a `T.if_then_else` keeps its sides (its type is theirs).
+        let one = bound(SLICED, &[("split_k", 1)], &[("K", 64), ("M", 8)]);
         assert!(one.contains("with T.Kernel(0, threads=32) as bx:"), "{one}");
         assert!(
-            one.contains("with T.Kernel(M, threads=32) as bx_1:"),
+            one.contains("with T.Kernel(8, threads=32) as bx_1:"),
             "{one}"
         );
-        assert!(
-            !one.contains("bz") && !one.contains("steps") && !one.contains("first"),
-            "{one}"
-        );
+        assert!(!one.contains("bz"), "{one}");
         assert!(one.contains("for k in T.serial(64):"), "{one}");
         assert!(one.contains("if bx_1 >= 0:"), "{one}");
+        assert!(
+            one.contains("T.if_then_else(1 == 1, 1, A[bx_1, k])"),
+            "{one}"
+        );
         assert!(!one.contains("atomic_add"), "{one}");
         // Two slices: everything that still depends on the slice stays.
-        let two = bound(SLICED, &[("split_k", 2)], &[("K", 64)]);
-        assert!(two.contains("with T.Kernel(M, threads=32) as bx:"), "{two}");
+        let two = bound(SLICED, &[("split_k", 2)], &[("K", 64), ("M", 8)]);
+        assert!(two.contains("with T.Kernel(8, threads=32) as bx:"), "{two}");
         assert!(
-            two.contains("with T.Kernel(M, 2, threads=32) as (bx_1, bz):"),
+            two.contains("with T.Kernel(8, 2, threads=32) as (bx_1, bz):"),
             "{two}"
         );
-        assert!(two.contains("first = bz * 32"), "{two}");
         assert!(
             two.contains("T.atomic_add") && !two.contains("if 2 == 1"),
             "{two}"
         );
-        // Unbound K: `steps` is not a constant and stays a let.
-        let open = bound(SLICED, &[("split_k", 1)], &[]);
-        assert!(open.contains("steps = T.ceildiv(K, 1)"), "{open}");
         // The folded IR parses back to itself and verifies.
         let f = crate::parse(&one).unwrap_or_else(|d| panic!("{d:?}\n{one}"));
         assert_eq!(crate::printer::print_func(&f), one);
         crate::verifier::verify(&f).unwrap_or_else(|d| panic!("{d:?}\n{one}"));
+    }
+
+    /// What folding must not change: a let keeps its value's type (it is not replaced by a
+    /// weak literal), a decided side that binds a let stays an `if` (its scope would widen),
+    /// and the statements of a pipelined body with `order=` / `stage=` stay as many.
+    #[test]
+    fn binding_keeps_lets_scopes_and_positional_bodies() {
+        let text = r#"S = T.tunable([2], default=2)
+
+@T.prim_func
+def f(A: T.Tensor((64,), "int8"), C: T.Tensor((64,), "int8")):
+    with T.Kernel(1, threads=64) as bx:
+        x = 100
+        for i in T.Parallel(64):
+            C[i] = A[i] + x
+        if S == 2:
+            y = 3
+            C[0] = A[0] + y
+        for k in T.Pipelined(2, num_stages=S, order=[0, 1], stage=[0, 1]):
+            if S == 2:
+                C[k] = A[k]
+            C[k + 1] = A[k]
+"#;
+        let out = bound(text, &[], &[]);
+        assert!(out.contains("x = 100") && out.contains("A[i] + x"), "{out}");
+        assert!(out.contains("if 2 == 2:\n            y = 3"), "{out}");
+        assert!(
+            out.contains("            if 2 == 2:\n                C[k] = A[k]"),
+            "{out}"
+        );
     }
 
     #[test]

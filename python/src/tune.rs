@@ -1,5 +1,5 @@
-//! `tune(path, defines, ...)`: `tlc tune FILE` — times a kernel's tuning space on GPU 0 and
-//! stores the fastest config in the tuning cache that `compile` then reads
+//! `tune(path, defines, ...)`: `tlc tune FILE` — times a kernel's tuning space on every visible
+//! GPU (one model) and stores the fastest config in the tuning cache that `compile` then reads
 //! (`commands::tune::run`). Returns the report `tlc tune` prints.
 
 use crate::errors::compile_error;
@@ -10,7 +10,8 @@ use tlc::frontend::UserError;
 use tlc_tools::commands::tune::{run as run_tune, TuneArgs};
 
 /// Tunes the kernel in file `path` with the `-D` bindings `defines`; raises `CompileError`
-/// (the CLI's words) without a GPU or for a kernel with no tuning space.
+/// (the CLI's words) without a GPU, for a kernel with no tuning space, or when no config
+/// passed the check (the message holds the table).
 #[pyfunction]
 #[pyo3(signature = (path, defines, target=None, top=None, warmup=10, iters=50, seed=0, store=true))]
 #[allow(clippy::too_many_arguments)] // one per `tlc tune` flag
@@ -30,7 +31,7 @@ pub fn tune(
         if iters == 0 || top == Some(0) {
             return Err(UserError::plain("`iters` and `top` must be at least 1"));
         }
-        run_tune(&TuneArgs {
+        let (table, passed) = run_tune(&TuneArgs {
             file: Path::new(path),
             defines: &defines,
             target,
@@ -40,7 +41,15 @@ pub fn tune(
             seed,
             store,
             dry_run: false,
-        })
+        })?;
+        // As `tlc tune` exits 1: a tune where no config passed the check is an error, its
+        // table the message.
+        match passed {
+            true => Ok(table),
+            false => Err(UserError(format!(
+                "{table}error: no config passed the check: nothing was stored\n"
+            ))),
+        }
     };
     py.detach(work).map_err(compile_error)
 }

@@ -161,8 +161,9 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
             // Each shape is tuned on its own, its table printed as soon as it is done.
             let shapes = commands::tune::shapes(&file, &define, shapes.as_deref())?;
             let several = shapes.len() > 1;
+            let mut none_passed = Vec::new();
             for (i, defines) in shapes.iter().enumerate() {
-                let table = commands::tune::run(&commands::tune::TuneArgs {
+                let (table, passed) = commands::tune::run(&commands::tune::TuneArgs {
                     file: &file,
                     defines,
                     target,
@@ -187,8 +188,17 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
                 }
                 let _ = out.write_all(table.as_bytes());
                 let _ = out.flush();
+                if !passed {
+                    none_passed.push(defines.join(" "));
+                }
             }
-            Ok(String::new())
+            match none_passed.is_empty() {
+                true => Ok(String::new()),
+                false => Err(UserError::plain(format!(
+                    "no config passed the check at {}: nothing was stored",
+                    none_passed.join("; ")
+                ))),
+            }
         }
         Command::Bench {
             file,

@@ -455,6 +455,11 @@ fn footprint(
             })
         };
         let blocks = constant("grid extent", &w.grid)?;
+        if blocks == 0 {
+            // An empty grid is not launched (split-K's zeroing kernel at one slice): it
+            // costs nothing and has no threads, blocks or waves to rank by.
+            continue;
+        }
         let grid_x = constant("grid extent", &w.grid[..1.min(w.grid.len())])?;
         let threads = i64::try_from(constant("block extent", &k.threads)?).unwrap_or(i64::MAX);
         let shared_bytes = k.arena.as_ref().map_or(0, |a| a.bytes);

@@ -309,6 +309,76 @@ pub fn plan_and_compile(
     })
 }
 
+/// Every visible GPU (`CUDA_VISIBLE_DEVICES` chooses), opened: `tlc tune` times one
+/// config on each at a time. They must be one model (name and SM count), since their
+/// timings are compared; another model is refused with the fix.
+fn open_gpus() -> Result<Vec<Gpu>, UserError> {
+    let first =
+        Gpu::new(0).map_err(|e| UserError::plain(format!("`tlc tune` needs a GPU: {e}")))?;
+    let mut gpus = vec![first];
+    for i in 1..Gpu::count() {
+        let g = Gpu::new(i)
+            .map_err(|e| UserError::plain(format!("`tlc tune` cannot open GPU {i}: {e}")))?;
+        if g.name() != gpus[0].name() || g.sm_count() != gpus[0].sm_count() {
+            return Err(UserError::plain(format!(
+                "`tlc tune` times configs on every visible GPU and compares their times, so \
+                 they must be one model: GPU 0 is {} ({} SMs), GPU {i} is {} ({} SMs); set \
+                 CUDA_VISIBLE_DEVICES to GPUs of one model",
+                gpus[0].name(),
+                gpus[0].sm_count(),
+                g.name(),
+                g.sm_count()
+            )));
+        }
+        gpus.push(g);
+    }
+    Ok(gpus)
+}
+
+/// What one GPU's timing thread returns.
+struct GpuRun<'c> {
+    rows: Vec<Timed<'c>>,
+    peer_note: Option<String>,
+    /// (how many, the first reason): configs whose cubin the driver refused.
+    cubins_refused: Option<(usize, String)>,
+}
+
+/// Checks and times configs from `queue` on `gpu` until none is left, with its own inputs,
+/// reference and peer (`Timer`).
+fn time_on<'c, I: Iterator<Item = &'c Candidate>>(
+    gpu: &Gpu,
+    queue: &std::sync::Mutex<I>,
+    progress: &indicatif::ProgressBar,
+    gemm: Gemm,
+    context: (&SourceFile, &PrimFunc, Target, Option<&Candidate>),
+    args: &TuneArgs,
+) -> Result<GpuRun<'c>, UserError> {
+    let blas = Cublas::new(gpu).map_err(bench::runtime("cannot start cuBLAS".into()))?;
+    let mut timer = Timer::new(gpu, &blas, gemm, context, args)?;
+    let mut run = GpuRun {
+        rows: Vec::new(),
+        peer_note: timer.peer_note(),
+        cubins_refused: None,
+    };
+    loop {
+        let next = match queue.lock() {
+            Ok(mut q) => q.next(),
+            Err(_) => None,
+        };
+        let Some(c) = next else { break };
+        progress.set_message(describe(&c.config));
+        let Some((kernel, refused)) = c.load(gpu)? else {
+            continue;
+        };
+        if let Some(why) = refused {
+            run.cubins_refused.get_or_insert((0, why)).0 += 1;
+        }
+        run.rows.push(timer.time(c, &kernel)?);
+        progress.inc(1);
+    }
+    Ok(run)
+}
+
 /// One timed config's result, whatever the GEMM.
 struct Timed<'a> {
     candidate: &'a Candidate,
@@ -323,7 +393,9 @@ struct Timed<'a> {
     why: Option<String>,
 }
 
-pub fn run(args: &TuneArgs) -> Result<String, UserError> {
+/// Tunes one shape: its table (for stdout), and whether a config passed the check (a tune
+/// where none did is a failure: the command exits 1 after printing the table).
+pub fn run(args: &TuneArgs) -> Result<(String, bool), UserError> {
     let start = Instant::now();
     let file = frontend::read_source(args.file)?;
     let parsed = frontend::parse(&file)?;
@@ -341,18 +413,24 @@ pub fn run(args: &TuneArgs) -> Result<String, UserError> {
         if let Some(n) = kind_note {
             out += &format!("{n}\n");
         }
-        return Ok(out);
+        return Ok((out, true));
     }
-    let gpu = Gpu::new(0).map_err(|e| UserError::plain(format!("`tlc tune` needs a GPU: {e}")))?;
-    let target = device_target(&gpu, args.target)?;
+    let gpus = open_gpus()?;
+    let gpu = &gpus[0];
+    let target = device_target(gpu, args.target)?;
     let sms = gpu.sm_count().max(1);
     let planned = plan_and_compile(&file, &parsed, args.defines, target, sms, args.top)?;
 
-    // Time, one config after another.
+    // Time on every GPU at once: each takes the next config left, loads, checks and times
+    // it against its own inputs and peer.
     let time_start = Instant::now();
-    let blas = Cublas::new(&gpu).map_err(bench::runtime("cannot start cuBLAS".into()))?;
     let mut dropped = planned.dropped.clone();
     let mut notes = planned.notes.clone();
+    for c in &planned.candidates {
+        if let Err(reason) = &c.ptx {
+            dropped.push((describe(&c.config), reason.clone()));
+        }
+    }
     let timed_count = planned.candidates.iter().filter(|c| c.ptx.is_ok()).count();
     // Progress on a terminal only: indicatif draws nothing when stderr is not one.
     let progress = indicatif::ProgressBar::new(timed_count as u64).with_style(
@@ -364,29 +442,47 @@ pub fn run(args: &TuneArgs) -> Result<String, UserError> {
     );
     notes.extend(kind_note);
     let reference = planned.candidates.iter().find(|c| c.ptx.is_ok());
-    let mut timer = Timer::new(&gpu, &blas, gemm, (&file, &parsed, target, reference), args)?;
-    if let Some(note) = timer.peer_note() {
-        notes.push(note);
-    }
-    let mut rows = Vec::new();
-    // (how many, the first reason): configs whose cubin the driver refused.
-    let mut cubins_refused: Option<(usize, String)> = None;
-    for c in &planned.candidates {
-        if let Err(reason) = &c.ptx {
-            dropped.push((describe(&c.config), reason.clone()));
-            continue;
-        }
-        progress.set_message(describe(&c.config));
-        let Some((kernel, refused)) = c.load(&gpu)? else {
-            continue;
-        };
-        if let Some(why) = refused {
-            cubins_refused.get_or_insert((0, why)).0 += 1;
-        }
-        rows.push(timer.time(c, &kernel)?);
-        progress.inc(1);
-    }
+    let queue = std::sync::Mutex::new(planned.candidates.iter().filter(|c| c.ptx.is_ok()));
+    let context = (&file, &parsed, target, reference);
+    let runs: Vec<Result<GpuRun, UserError>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = gpus
+            .iter()
+            .map(|g| {
+                let (queue, progress) = (&queue, &progress);
+                scope.spawn(move || time_on(g, queue, progress, gemm, context, args))
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join().unwrap_or_else(|_| {
+                    Err(UserError::plain(
+                        "a GPU's timing thread panicked".to_string(),
+                    ))
+                })
+            })
+            .collect()
+    });
     progress.finish_and_clear();
+    let mut rows = Vec::new();
+    let mut cubins_refused: Option<(usize, String)> = None;
+    for (i, run) in runs.into_iter().enumerate() {
+        let run = run?;
+        rows.extend(run.rows);
+        // The peer's note once (every GPU is the same model); where it differs, per GPU.
+        if let Some(note) = run.peer_note {
+            let note = match i {
+                0 => note,
+                _ => format!("GPU {i}: {note}"),
+            };
+            if i == 0 || !notes.iter().any(|n| n.ends_with(&note)) {
+                notes.push(note);
+            }
+        }
+        if let Some((n, why)) = run.cubins_refused {
+            cubins_refused.get_or_insert((0, why)).0 += n;
+        }
+    }
     if let Some((n, why)) = cubins_refused {
         notes.push(format!(
             "note: the driver refused ptxas's cubin of {n} configs (the first: {why}); their \
@@ -397,11 +493,14 @@ pub fn run(args: &TuneArgs) -> Result<String, UserError> {
     rows.sort_by(|a, b| a.median_ms.total_cmp(&b.median_ms));
 
     let mut out = String::new();
+    let on = match gpus.len() {
+        1 => gpu.name().to_string(),
+        n => format!("{n} × {} (each config on one of them)", gpu.name()),
+    };
     out += &format!(
-        "tune `{}` at {dims_text} on {} ({sms} SMs) as {}: {}; {} configs, {} timed (median of \
+        "tune `{}` at {dims_text} on {on} ({sms} SMs) as {}: {}; {} configs, {} timed (median of \
          {} after {} warm-up runs)\n",
         parsed.name.name,
-        gpu.name(),
         target.name(),
         gemm.check_text(),
         planned.total,
@@ -471,7 +570,7 @@ pub fn run(args: &TuneArgs) -> Result<String, UserError> {
                 best.median_ms,
             );
             if args.store {
-                let key = Key::new(&parsed, &defines.dims, &DeviceId::of(&gpu), target);
+                let key = Key::new(&parsed, &defines.dims, &DeviceId::of(gpu), target);
                 let entry = Entry {
                     config: best.candidate.config.clone(),
                     time_ms: Some(f64::from(best.median_ms)),
@@ -484,7 +583,8 @@ pub fn run(args: &TuneArgs) -> Result<String, UserError> {
             }
         }
     }
-    Ok(out)
+    let passed = rows.iter().any(|r| r.passes);
+    Ok((out, passed))
 }
 
 /// `--dry-run`: phases 1 and 2 for `--target` (default sm_90a) on its usual SM count, and

@@ -26,13 +26,16 @@
 //! - Each launched kernel costs `LAUNCH_NS`, and the bytes a block adds into global memory
 //!   with atomic adds (split-K's partial tiles) go at the GPU's rate `ATOMIC_KB_PER_NS`:
 //!   a function of a zeroing kernel and K slices pays for both.
+//! - Each wave pays a block's epilogue (`EPILOGUE_NS_PER_KB` per KB of the tile it stores
+//!   with `T.copy`) divided by the blocks resident per SM, which hide it for each other.
 //!
 //! The constants were fitted (least squares on log time) to `tlc tune`'s timings of seed
 //! 002's 36 configs at four shapes of different regimes on an H100 (sm_90a; 4096³,
 //! 1024×1024×14336, 128×4096×4096, 6144×6144×2048) and checked on all 26 shapes timed
 //! (docs/perf.md, "Heuristic quality"); `LAUNCH_NS` and `ATOMIC_KB_PER_NS` were chosen by
 //! a grid search over the full tune tables of `examples/gemm.tir` (160 configs, split-K
-//! included) at 12 shapes on an H200 (docs/perf.md, "The plan on examples/gemm.tir"). They
+//! included) at 12 shapes on an H200, `EPILOGUE_NS_PER_KB` on half of 30 shapes' tables
+//! and checked on the other half (docs/perf.md, "The plan on examples/gemm.tir"). They
 //! describe tlc's own code on that GPU: another GPU or target gets the same constants, an
 //! estimate to rank by, not a prediction of milliseconds. The model knows nothing of
 //! registers beyond the resident count and nothing of bank conflicts or L2 reuse.
@@ -67,6 +70,10 @@ const LAUNCH_NS: f64 = 2000.0;
 /// The whole GPU's rate of atomic adds into global memory (KB per ns): split-K's slices
 /// each add a whole output tile, so more slices add the same tiles more often.
 const ATOMIC_KB_PER_NS: f64 = 0.5;
+/// A block's epilogue per KB of output tile it stores, exposed once per wave divided by
+/// the blocks resident on an SM (another block computes while one stores): a 128 × 256
+/// tile alone on its SM pays it in full, short K loops cannot hide it.
+const EPILOGUE_NS_PER_KB: f64 = 50.0;
 
 /// One block's work per step: the iteration of its pipelined loop, or (without one) the
 /// whole block body as a single step.
@@ -87,6 +94,9 @@ pub struct Step {
     /// Bytes one block adds into global memory with `T.atomic_add` over its whole run
     /// (split-K's partial tiles; loops without a constant trip count add none).
     pub atomic_bytes: f64,
+    /// Bytes one block stores into global parameters with `T.copy` (its output tile: the
+    /// epilogue).
+    pub stored_bytes: f64,
 }
 
 impl Step {
@@ -96,6 +106,7 @@ impl Step {
         let mut env = Ranges::new();
         int::enter_kernel(&mut env, k);
         let atomic_bytes = atomic_bytes(&k.body, params);
+        let stored_bytes = stored_bytes(&k.body, params);
         match outermost_pipelined(&k.body, &mut env) {
             Some((trip, stages, body)) => {
                 let w = work(body, &k.allocs)?;
@@ -106,6 +117,7 @@ impl Step {
                     f16_flops: w.f16_flops,
                     shared_bytes_in: w.bytes,
                     atomic_bytes,
+                    stored_bytes,
                 })
             }
             None => {
@@ -117,6 +129,7 @@ impl Step {
                     f16_flops: w.f16_flops,
                     shared_bytes_in: w.bytes,
                     atomic_bytes,
+                    stored_bytes,
                 })
             }
         }
@@ -140,7 +153,10 @@ impl Step {
                 busy.max(latency)
             }
         };
-        let wave = |sharing: u128| steps * step(sharing) + PER_WAVE_NS;
+        // A block's epilogue (storing its tile) stalls its SM's tensor cores unless another
+        // block on the SM computes meanwhile: exposed in full at one block per SM.
+        let epilogue = EPILOGUE_NS_PER_KB * self.stored_bytes / 1e3 / resident.max(1) as f64;
+        let wave = |sharing: u128| steps * step(sharing) + PER_WAVE_NS + epilogue;
         let slots = (sms * resident).max(1);
         let full = blocks / slots;
         let rest = blocks % slots;
@@ -199,6 +215,45 @@ fn outermost_pipelined<'a>(
         }
     }
     None
+}
+
+/// Bytes `body` copies into global parameters with `T.copy` (a tile's epilogue), loops
+/// counted once per iteration where their trip count is a constant.
+fn stored_bytes(body: &[Stmt], params: &[BufferDecl]) -> f64 {
+    let mut total = 0.0;
+    for s in body {
+        match &s.kind {
+            StmtKind::Copy { dst, .. } => {
+                if let Some(p) = params.iter().find(|p| p.name.name == dst.buffer.name) {
+                    let elems = dst
+                        .ranges
+                        .iter()
+                        .try_fold(1i64, |acc, r| Some(acc * const_int(&r.extent)?));
+                    if let Some(n) = elems {
+                        total += (n * i64::from(p.dtype.bytes())) as f64;
+                    }
+                }
+            }
+            StmtKind::For(f) => {
+                if let (Some(a), Some(b)) = (const_int(&f.start), const_int(&f.stop)) {
+                    total += (b - a).max(0) as f64 * stored_bytes(&f.body, params);
+                }
+            }
+            StmtKind::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                total += stored_bytes(then_body, params).max(stored_bytes(else_body, params));
+            }
+            _ => {
+                for child in tlc_ir::visit::child_bodies(s) {
+                    total += stored_bytes(child, params);
+                }
+            }
+        }
+    }
+    total
 }
 
 /// Bytes `body` adds into global parameters with atomic adds, loops counted once per
@@ -332,6 +387,7 @@ mod tests {
             f16_flops: mflop * 1e6,
             shared_bytes_in: kb * 1e3,
             atomic_bytes: 0.0,
+            stored_bytes: 0.0,
         }
     }
 
@@ -454,6 +510,8 @@ def g(A: T.Tensor((256, 1024), "float16"), B: T.Tensor((1024, 256), "float16"), 
         let split = found.expect("a step");
         // Each block adds its 128 x 128 float16 tile once.
         assert_eq!(split.atomic_bytes, 128.0 * 128.0 * 2.0);
+        // It stores nothing with T.copy (the atomic add is its epilogue).
+        assert_eq!(split.stored_bytes, 0.0);
         let stored = Step {
             atomic_bytes: 0.0,
             ..split
@@ -466,5 +524,23 @@ def g(A: T.Tensor((256, 1024), "float16"), B: T.Tensor((1024, 256), "float16"), 
         // A launch costs the same whatever the grid; an empty grid is not launched.
         assert_eq!(stored.estimate_ns(0, resident, sms), 0.0);
         assert!(stored.estimate_ns(1, resident, sms) >= LAUNCH_NS);
+    }
+
+    #[test]
+    fn the_epilogue_is_exposed_by_one_block_per_sm_and_hidden_by_two() {
+        let tile = Step {
+            stored_bytes: 128.0 * 256.0 * 2.0,
+            ..step(16, 4, 4.2, 49.2)
+        };
+        let bare = Step {
+            stored_bytes: 0.0,
+            ..tile
+        };
+        let exposed = EPILOGUE_NS_PER_KB * 128.0 * 256.0 * 2.0 / 1e3;
+        // Four full waves: each pays the epilogue, in full at one block per SM, half at two.
+        let one = tile.estimate_ns(528, 1, 132) - bare.estimate_ns(528, 1, 132);
+        assert!((one - 4.0 * exposed).abs() < 1e-6, "{one}");
+        let two = tile.estimate_ns(1056, 2, 132) - bare.estimate_ns(1056, 2, 132);
+        assert!((two - 4.0 * exposed / 2.0).abs() < 1e-6, "{two}");
     }
 }

@@ -41,6 +41,7 @@ pub fn tune(
             seed,
             store,
             dry_run: false,
+            json: false,
         })?;
         // As `tlc tune` exits 1: a tune where no config passed the check is an error, its
         // table the message.

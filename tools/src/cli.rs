@@ -210,6 +210,9 @@ pub enum Command {
         /// `--target`, default sm_90a, on its usual SM count).
         #[arg(long)]
         dry_run: bool,
+        /// Print each shape's result as one line of JSON instead of the table.
+        #[arg(long)]
+        json: bool,
     },
     /// Choose a kernel's configuration without running anything: `FILE -D …` ranks the
     /// kernel's tuning space by waves over the SMs; `--deepgemm M N K` prints DeepGEMM's

@@ -150,6 +150,7 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
             seed,
             no_cache,
             dry_run,
+            json,
         } => {
             let target = target
                 .as_deref()
@@ -173,6 +174,7 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
                     seed,
                     store: !no_cache,
                     dry_run,
+                    json,
                 })
                 .map_err(|e| match several {
                     true => UserError(format!(
@@ -183,7 +185,8 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
                     false => e,
                 })?;
                 let mut out = std::io::stdout().lock();
-                if several && i > 0 {
+                // Tables are separated by a blank line; JSON is one line per shape.
+                if several && i > 0 && !json {
                     let _ = out.write_all(b"\n");
                 }
                 let _ = out.write_all(table.as_bytes());

@@ -204,3 +204,38 @@ fn attention_dry_run(args: &[&str]) -> std::process::Output {
     all.extend_from_slice(args);
     tlc(&all)
 }
+
+/// `--json` prints one JSON object per shape: with `--dry-run`, the configs that compiled
+/// (plan rank, config, PTX size) and the dropped ones with their reasons.
+#[test]
+fn tune_dry_run_prints_json() {
+    let out = attention_dry_run(&[
+        "--top",
+        "2",
+        "--json",
+        "-D",
+        "seq_len=256",
+        "-D",
+        "seq_len=512",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "one line per shape: {stdout}");
+    for (line, len) in lines.iter().zip([256, 512]) {
+        let v: serde_json::Value = serde_json::from_str(line).expect("JSON");
+        assert_eq!(v["dry_run"], true);
+        assert_eq!(v["kernel"], "flash_attention");
+        assert!(
+            v["dims"]
+                .as_str()
+                .is_some_and(|d| d.contains(&format!("seq_len={len}"))),
+            "{v}"
+        );
+        let ready = v["ready"].as_array().expect("ready");
+        assert!(!ready.is_empty() && ready.len() <= 2, "{v}");
+        assert_eq!(ready[0]["plan_rank"], 1);
+        assert!(ready[0]["config"]["block_M"].is_i64(), "{v}");
+        assert!(ready[0]["ptx_lines"].as_u64() > Some(100), "{v}");
+    }
+}

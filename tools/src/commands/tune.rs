@@ -65,6 +65,8 @@ pub struct TuneArgs<'a> {
     pub store: bool,
     /// `--dry-run`: plan, compile and assemble only; no GPU.
     pub dry_run: bool,
+    /// `--json`: one JSON object per shape instead of the table.
+    pub json: bool,
 }
 
 /// The GEMM a kernel computes, by its signature: what its configs are checked against.
@@ -418,7 +420,7 @@ pub fn run(args: &TuneArgs) -> Result<(String, bool), UserError> {
     let dims_text = describe(&defines.dims);
     if args.dry_run {
         let mut out = dry_run(args, &file, &parsed, gemm, &dims_text)?;
-        if let Some(n) = kind_note {
+        if let (Some(n), false) = (kind_note, args.json) {
             out += &format!("{n}\n");
         }
         return Ok((out, true));
@@ -503,100 +505,241 @@ pub fn run(args: &TuneArgs) -> Result<(String, bool), UserError> {
     }
     let time_s = time_start.elapsed().as_secs_f64();
     rows.sort_by(|a, b| a.median_ms.total_cmp(&b.median_ms));
-
-    let mut out = String::new();
-    let on = match gpus.len() {
-        1 => gpu.name().to_string(),
-        n => format!("{n} × {} (each config on one of them)", gpu.name()),
+    let best = rows.iter().find(|r| r.passes);
+    // The winner in the tuning cache (unless `--no-cache`): its path, or why not.
+    let stored = match best {
+        Some(best) if args.store => {
+            let key = Key::new(&parsed, &defines.dims, &DeviceId::of(gpu), target);
+            let entry = Entry {
+                config: best.candidate.config.clone(),
+                time_ms: Some(f64::from(best.median_ms)),
+                tflops: best.tflops,
+            };
+            Some(cache::store(&key, &entry).map_err(|e| e.to_string()))
+        }
+        _ => None,
     };
-    out += &format!(
-        "tune `{}` at {dims_text} on {on} ({sms} SMs) as {}: {}; {} configs, {} timed (median of \
-         {} after {} warm-up runs)\n",
-        parsed.name.name,
-        target.name(),
-        gemm.check_text(),
-        planned.total,
-        rows.len(),
-        args.iters,
-        args.warmup
-    );
-    let peer = format!("vs {}", gemm.peer());
-    out += &format!(
-        "{:>4}  {:>4}  {:<64} {:>9} {:>8} {:>11} {:>9}  check\n",
-        "time", "plan", "config", "ms", "TFLOP/s", peer, "rel err"
-    );
-    for (i, r) in rows.iter().enumerate() {
-        let ratio = r.ratio.map_or("-".to_string(), |x| format!("{x:.3}"));
-        let tflops = r.tflops.map_or("-".to_string(), |x| format!("{x:.1}"));
+    let passed = best.is_some();
+    let phases = Phases {
+        total_s: start.elapsed().as_secs_f64(),
+        plan_s: planned.plan_s,
+        compile_s: planned.compile_s,
+        time_s,
+    };
+    let report = Report {
+        kernel: &parsed.name.name,
+        dims_text: &dims_text,
+        device: gpu.name(),
+        gpus: gpus.len(),
+        sms,
+        target,
+        gemm,
+        total: planned.total,
+        rows: &rows,
+        dropped: &dropped,
+        notes: &notes,
+        phases,
+        stored: &stored,
+        args,
+    };
+    let out = match args.json {
+        true => report.json(),
+        false => report.text(),
+    };
+    Ok((out, passed))
+}
+
+/// Seconds of a tune's phases.
+#[derive(Clone, Copy)]
+struct Phases {
+    total_s: f64,
+    plan_s: f64,
+    compile_s: f64,
+    time_s: f64,
+}
+
+/// One shape's tune, for printing.
+struct Report<'r, 'c> {
+    kernel: &'r str,
+    dims_text: &'r str,
+    device: &'r str,
+    gpus: usize,
+    sms: u32,
+    target: Target,
+    gemm: Gemm,
+    total: usize,
+    /// Sorted by time, fastest first.
+    rows: &'r [Timed<'c>],
+    dropped: &'r [(String, String)],
+    notes: &'r [String],
+    phases: Phases,
+    stored: &'r Option<Result<PathBuf, String>>,
+    args: &'r TuneArgs<'r>,
+}
+
+impl Report<'_, '_> {
+    /// The table `tlc tune` prints.
+    fn text(&self) -> String {
+        let mut out = String::new();
+        let on = match self.gpus {
+            1 => self.device.to_string(),
+            n => format!("{n} × {} (each config on one of them)", self.device),
+        };
         out += &format!(
-            "{:>4}  {:>4}  {:<64} {:>9.4} {:>8} {:>11} {:>9}  {}\n",
-            i + 1,
-            r.candidate.rank,
-            describe(&r.candidate.config),
-            r.median_ms,
-            tflops,
-            ratio,
-            r.rel_err,
-            if r.passes { "ok" } else { "FAIL" }
+            "tune `{}` at {} on {on} ({} SMs) as {}: {}; {} configs, {} timed (median of {} \
+             after {} warm-up runs)\n",
+            self.kernel,
+            self.dims_text,
+            self.sms,
+            self.target.name(),
+            self.gemm.check_text(),
+            self.total,
+            self.rows.len(),
+            self.args.iters,
+            self.args.warmup
         );
-    }
-    let failed: Vec<String> = rows
-        .iter()
-        .filter(|r| !r.passes)
-        .map(|r| match &r.why {
-            Some(why) => format!("{} ({why})", describe(&r.candidate.config)),
-            None => describe(&r.candidate.config),
-        })
-        .collect();
-    if !failed.is_empty() {
+        let peer = format!("vs {}", self.gemm.peer());
         out += &format!(
-            "failed the check ({}; never stored): {}\n",
-            failed.len(),
-            failed.join("; ")
+            "{:>4}  {:>4}  {:<64} {:>9} {:>8} {:>11} {:>9}  check\n",
+            "time", "plan", "config", "ms", "TFLOP/s", peer, "rel err"
         );
-    }
-    out += &dropped_text(&dropped);
-    for n in &notes {
-        out += &format!("{n}\n");
-    }
-    out += &format!(
-        "{:.2} s in all: plan {:.2} s, compile and ptxas {:.2} s ({} threads), timing \
-         {time_s:.2} s\n",
-        start.elapsed().as_secs_f64(),
-        planned.plan_s,
-        planned.compile_s,
-        tlc::parallel::workers()
-    );
-    match rows.iter().find(|r| r.passes) {
-        None => out += "no config passed the check: nothing stored\n",
-        Some(best) => {
-            let ratio = best
-                .ratio
-                .map_or(String::new(), |x| format!(", {x:.3} of {}", gemm.peer()));
-            let tflops = best
-                .tflops
-                .map_or(String::new(), |x| format!(", {x:.1} TFLOP/s"));
+        for (i, r) in self.rows.iter().enumerate() {
+            let ratio = r.ratio.map_or("-".to_string(), |x| format!("{x:.3}"));
+            let tflops = r.tflops.map_or("-".to_string(), |x| format!("{x:.1}"));
             out += &format!(
-                "best: {} ({:.4} ms{tflops}{ratio})\n",
-                describe(&best.candidate.config),
-                best.median_ms,
+                "{:>4}  {:>4}  {:<64} {:>9.4} {:>8} {:>11} {:>9}  {}\n",
+                i + 1,
+                r.candidate.rank,
+                describe(&r.candidate.config),
+                r.median_ms,
+                tflops,
+                ratio,
+                r.rel_err,
+                if r.passes { "ok" } else { "FAIL" }
             );
-            if args.store {
-                let key = Key::new(&parsed, &defines.dims, &DeviceId::of(gpu), target);
-                let entry = Entry {
-                    config: best.candidate.config.clone(),
-                    time_ms: Some(f64::from(best.median_ms)),
-                    tflops: best.tflops,
-                };
-                match cache::store(&key, &entry) {
-                    Ok(path) => out += &format!("stored in the tuning cache: {}\n", path.display()),
-                    Err(e) => out += &format!("warning: not stored in the tuning cache: {e}\n"),
-                }
+        }
+        let failed: Vec<String> = self
+            .rows
+            .iter()
+            .filter(|r| !r.passes)
+            .map(|r| match &r.why {
+                Some(why) => format!("{} ({why})", describe(&r.candidate.config)),
+                None => describe(&r.candidate.config),
+            })
+            .collect();
+        if !failed.is_empty() {
+            out += &format!(
+                "failed the check ({}; never stored): {}\n",
+                failed.len(),
+                failed.join("; ")
+            );
+        }
+        out += &dropped_text(self.dropped);
+        for n in self.notes {
+            out += &format!("{n}\n");
+        }
+        let p = self.phases;
+        out += &format!(
+            "{:.2} s in all: plan {:.2} s, compile and ptxas {:.2} s ({} threads), timing \
+             {:.2} s\n",
+            p.total_s,
+            p.plan_s,
+            p.compile_s,
+            tlc::parallel::workers(),
+            p.time_s
+        );
+        match self.rows.iter().find(|r| r.passes) {
+            None => out += "no config passed the check: nothing stored\n",
+            Some(best) => {
+                let ratio = best.ratio.map_or(String::new(), |x| {
+                    format!(", {x:.3} of {}", self.gemm.peer())
+                });
+                let tflops = best
+                    .tflops
+                    .map_or(String::new(), |x| format!(", {x:.1} TFLOP/s"));
+                out += &format!(
+                    "best: {} ({:.4} ms{tflops}{ratio})\n",
+                    describe(&best.candidate.config),
+                    best.median_ms,
+                );
             }
         }
+        match self.stored {
+            Some(Ok(path)) => out += &format!("stored in the tuning cache: {}\n", path.display()),
+            Some(Err(e)) => out += &format!("warning: not stored in the tuning cache: {e}\n"),
+            None => {}
+        }
+        out
     }
-    let passed = rows.iter().any(|r| r.passes);
-    Ok((out, passed))
+
+    /// `--json`: the same facts as one JSON object on one line (docs/cli.md).
+    fn json(&self) -> String {
+        let config = |c: &Config| -> serde_json::Value {
+            c.iter()
+                .map(|(n, v)| (n.clone(), serde_json::Value::from(*v)))
+                .collect::<serde_json::Map<_, _>>()
+                .into()
+        };
+        let finite = |x: f64| x.is_finite().then_some(x);
+        let rows: Vec<serde_json::Value> = self
+            .rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                serde_json::json!({
+                    "time_rank": i + 1,
+                    "plan_rank": r.candidate.rank,
+                    "config": config(&r.candidate.config),
+                    "ms": finite(f64::from(r.median_ms)),
+                    "tflops": r.tflops.and_then(finite),
+                    "ratio": r.ratio.and_then(finite),
+                    "rel_err": r.rel_err,
+                    "passes": r.passes,
+                    "why": r.why,
+                })
+            })
+            .collect();
+        let best = self.rows.iter().find(|r| r.passes).map(|b| {
+            serde_json::json!({
+                "config": config(&b.candidate.config),
+                "ms": finite(f64::from(b.median_ms)),
+                "tflops": b.tflops.and_then(finite),
+                "ratio": b.ratio.and_then(finite),
+            })
+        });
+        let dropped: Vec<serde_json::Value> = self
+            .dropped
+            .iter()
+            .map(|(c, why)| serde_json::json!({"config": c, "reason": why}))
+            .collect();
+        let (stored, store_error) = match self.stored {
+            Some(Ok(path)) => (Some(path.display().to_string()), None),
+            Some(Err(e)) => (None, Some(e.clone())),
+            None => (None, None),
+        };
+        let p = self.phases;
+        let v = serde_json::json!({
+            "kernel": self.kernel,
+            "dims": self.dims_text,
+            "device": self.device,
+            "gpus": self.gpus,
+            "sms": self.sms,
+            "target": self.target.name(),
+            "check": self.gemm.check_text(),
+            "peer": self.gemm.peer(),
+            "configs": self.total,
+            "warmup": self.args.warmup,
+            "iters": self.args.iters,
+            "rows": rows,
+            "dropped": dropped,
+            "notes": self.notes,
+            "best": best,
+            "stored": stored,
+            "store_error": store_error,
+            "seconds": {"total": p.total_s, "plan": p.plan_s, "compile": p.compile_s, "timing": p.time_s},
+        });
+        format!("{v}\n")
+    }
 }
 
 /// `--dry-run`: phases 1 and 2 for `--target` (default sm_90a) on its usual SM count, and
@@ -639,6 +782,42 @@ fn dry_run(
             }
             Err(reason) => dropped.push((describe(&c.config), reason.clone())),
         }
+    }
+    if args.json {
+        let ready: Vec<serde_json::Value> = planned
+            .candidates
+            .iter()
+            .filter_map(|c| {
+                let ptx = c.ptx.as_ref().ok()?;
+                let config: serde_json::Map<String, serde_json::Value> = c
+                    .config
+                    .iter()
+                    .map(|(n, v)| (n.clone(), serde_json::Value::from(*v)))
+                    .collect();
+                Some(serde_json::json!({
+                    "plan_rank": c.rank,
+                    "config": config,
+                    "ptx_lines": ptx.lines().count(),
+                }))
+            })
+            .collect();
+        let dropped: Vec<serde_json::Value> = dropped
+            .iter()
+            .map(|(c, why)| serde_json::json!({"config": c, "reason": why}))
+            .collect();
+        let v = serde_json::json!({
+            "dry_run": true,
+            "kernel": parsed.name.name,
+            "dims": dims_text,
+            "target": target.name(),
+            "sms": sms,
+            "check": gemm.check_text(),
+            "configs": planned.total,
+            "ready": ready,
+            "dropped": dropped,
+            "notes": planned.notes,
+        });
+        return Ok(format!("{v}\n"));
     }
     out += &dropped_text(&dropped);
     for n in &planned.notes {

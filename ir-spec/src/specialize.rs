@@ -3,7 +3,8 @@
 //! would have written with the number in place.
 
 use crate::diagnostic::Diagnostic;
-use crate::ir::{fold_int, BinOp, Expr, ExprKind, ForKind, Kernel, PrimFunc, Stmt, StmtKind, UnOp};
+use crate::ir::{BinOp, Expr, ExprKind, ForKind, Kernel, PrimFunc, Stmt, StmtKind};
+use crate::verifier::const_bool;
 use crate::visit::{child_bodies_mut, map_body_exprs, map_expr};
 
 /// Replaces each `(name, value)` dim of `func` with `value`. A name that is not a symbolic
@@ -57,7 +58,7 @@ pub fn refold(e: Expr, value_of: &dyn Fn(&str) -> Option<i64>) -> Expr {
             // A constant side decides the operator or leaves the other side (expressions
             // have no effects, so dropping one changes nothing else).
             let and = *op == BinOp::And;
-            match (constant_condition(a), constant_condition(b)) {
+            match (const_bool(a), const_bool(b)) {
                 (Some(v), _) | (_, Some(v)) if v != and => Expr::new(ExprKind::Bool(v), e.span),
                 (Some(_), _) => (**b).clone(),
                 (_, Some(_)) => (**a).clone(),
@@ -113,7 +114,7 @@ pub fn fold_constant_branches(body: &mut Vec<Stmt>) {
                 cond,
                 then_body,
                 else_body,
-            } => match constant_condition(&cond) {
+            } => match const_bool(&cond) {
                 Some(true) if !binds_names(&then_body) => out.extend(then_body),
                 Some(false) if !binds_names(&else_body) => out.extend(else_body),
                 _ => out.push(Stmt {
@@ -150,48 +151,6 @@ fn drop_unit_grid_axes(k: &mut Kernel) {
         };
         let zero = |n: &str| (n == var.name).then_some(0);
         map_body_exprs(&mut k.body, &mut |e| refold(e, &zero));
-    }
-}
-
-/// The value of a condition built from literals only: integer comparisons (of folded
-/// integer arithmetic), `and`, `or`, `not` and boolean literals. `None` for anything that
-/// reads a variable or a buffer.
-fn constant_condition(e: &Expr) -> Option<bool> {
-    let int = |e: &Expr| -> Option<i64> {
-        match &e.kind {
-            ExprKind::Int(v) => Some(*v),
-            ExprKind::Binary(op, a, b) => fold_int(*op, a.as_int()?, b.as_int()?),
-            _ => None,
-        }
-    };
-    match &e.kind {
-        ExprKind::Bool(b) => Some(*b),
-        ExprKind::Unary(UnOp::Not, a) => constant_condition(a).map(|v| !v),
-        ExprKind::Binary(op, a, b) => match op {
-            BinOp::And => match (constant_condition(a), constant_condition(b)) {
-                (Some(false), _) | (_, Some(false)) => Some(false),
-                (Some(true), Some(true)) => Some(true),
-                _ => None,
-            },
-            BinOp::Or => match (constant_condition(a), constant_condition(b)) {
-                (Some(true), _) | (_, Some(true)) => Some(true),
-                (Some(false), Some(false)) => Some(false),
-                _ => None,
-            },
-            BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne => {
-                let (x, y) = (int(a)?, int(b)?);
-                Some(match op {
-                    BinOp::Lt => x < y,
-                    BinOp::Le => x <= y,
-                    BinOp::Gt => x > y,
-                    BinOp::Ge => x >= y,
-                    BinOp::Eq => x == y,
-                    _ => x != y,
-                })
-            }
-            _ => None,
-        },
-        _ => None,
     }
 }
 

@@ -217,59 +217,42 @@ fn outermost_pipelined<'a>(
     None
 }
 
-/// Bytes `body` copies into global parameters with `T.copy` (a tile's epilogue), loops
-/// counted once per iteration where their trip count is a constant.
+/// Bytes `body` copies into global parameters with `T.copy` (a tile's epilogue).
 fn stored_bytes(body: &[Stmt], params: &[BufferDecl]) -> f64 {
-    let mut total = 0.0;
-    for s in body {
-        match &s.kind {
-            StmtKind::Copy { dst, .. } => {
-                if let Some(p) = params.iter().find(|p| p.name.name == dst.buffer.name) {
-                    let elems = dst
-                        .ranges
-                        .iter()
-                        .try_fold(1i64, |acc, r| Some(acc * const_int(&r.extent)?));
-                    if let Some(n) = elems {
-                        total += (n * i64::from(p.dtype.bytes())) as f64;
-                    }
-                }
-            }
-            StmtKind::For(f) => {
-                if let (Some(a), Some(b)) = (const_int(&f.start), const_int(&f.stop)) {
-                    total += (b - a).max(0) as f64 * stored_bytes(&f.body, params);
-                }
-            }
-            StmtKind::If {
-                then_body,
-                else_body,
-                ..
-            } => {
-                total += stored_bytes(then_body, params).max(stored_bytes(else_body, params));
-            }
-            _ => {
-                for child in tlc_ir::visit::child_bodies(s) {
-                    total += stored_bytes(child, params);
-                }
-            }
-        }
-    }
-    total
+    global_bytes(body, params, &|s, p| match &s.kind {
+        StmtKind::Copy { dst, .. } if p.name.name == dst.buffer.name => dst
+            .ranges
+            .iter()
+            .try_fold(1i64, |acc, r| Some(acc * const_int(&r.extent)?))
+            .map_or(0.0, |n| (n * i64::from(p.dtype.bytes())) as f64),
+        _ => 0.0,
+    })
 }
 
-/// Bytes `body` adds into global parameters with atomic adds, loops counted once per
-/// iteration where their trip count is a constant (others contribute nothing).
+/// Bytes `body` adds into global parameters with atomic adds.
 fn atomic_bytes(body: &[Stmt], params: &[BufferDecl]) -> f64 {
+    global_bytes(body, params, &|s, p| match &s.kind {
+        StmtKind::AtomicAdd { buffer, .. } if p.name.name == buffer.name => {
+            f64::from(p.dtype.bytes())
+        }
+        _ => 0.0,
+    })
+}
+
+/// The bytes `bytes` gives each statement of `body` writing a global parameter (it is
+/// asked for each parameter), loops counted once per iteration where their trip count is a
+/// constant (others add nothing), the larger side of an `if`.
+fn global_bytes(
+    body: &[Stmt],
+    params: &[BufferDecl],
+    bytes: &dyn Fn(&Stmt, &BufferDecl) -> f64,
+) -> f64 {
     let mut total = 0.0;
     for s in body {
         match &s.kind {
-            StmtKind::AtomicAdd { buffer, .. } => {
-                if let Some(p) = params.iter().find(|p| p.name.name == buffer.name) {
-                    total += f64::from(p.dtype.bytes());
-                }
-            }
             StmtKind::For(f) => {
                 if let (Some(a), Some(b)) = (const_int(&f.start), const_int(&f.stop)) {
-                    total += (b - a).max(0) as f64 * atomic_bytes(&f.body, params);
+                    total += (b - a).max(0) as f64 * global_bytes(&f.body, params, bytes);
                 }
             }
             StmtKind::If {
@@ -277,12 +260,16 @@ fn atomic_bytes(body: &[Stmt], params: &[BufferDecl]) -> f64 {
                 else_body,
                 ..
             } => {
-                total += atomic_bytes(then_body, params).max(atomic_bytes(else_body, params));
+                let (a, b) = (
+                    global_bytes(then_body, params, bytes),
+                    global_bytes(else_body, params, bytes),
+                );
+                total += a.max(b);
             }
-            StmtKind::Let { .. } => {}
             _ => {
+                total += params.iter().map(|p| bytes(s, p)).sum::<f64>();
                 for child in tlc_ir::visit::child_bodies(s) {
-                    total += atomic_bytes(child, params);
+                    total += global_bytes(child, params, bytes);
                 }
             }
         }

@@ -3,9 +3,10 @@
 //! would have written with the number in place.
 
 use crate::diagnostic::Diagnostic;
-use crate::ir::{BinOp, Expr, ExprKind, ForKind, Kernel, PrimFunc, Stmt, StmtKind};
-use crate::verifier::const_bool;
+use crate::dtype::DType;
+use crate::ir::{fold_int, BinOp, Expr, ExprKind, ForKind, Kernel, PrimFunc, Stmt, StmtKind, UnOp};
 use crate::visit::{child_bodies_mut, map_body_exprs, map_expr};
+use std::collections::HashSet;
 
 /// Replaces each `(name, value)` dim of `func` with `value`. A name that is not a symbolic
 /// dimension of the function is an error (a typo in `-D` should not pass silently).
@@ -29,6 +30,10 @@ pub fn specialize(func: &PrimFunc, bindings: &[(String, i64)]) -> Result<PrimFun
             .with_note(note));
         }
     }
+    // Binding nothing changes nothing (`tlc fmt` without `-D` prints the kernel as parsed).
+    if bindings.is_empty() {
+        return Ok(out);
+    }
     let value_of = |n: &str| bindings.iter().find(|(b, _)| b == n).map(|(_, v)| *v);
     let mut subst = |e: Expr| refold(e, &value_of);
     out.dims.retain(|d| value_of(&d.name).is_none());
@@ -38,10 +43,8 @@ pub fn specialize(func: &PrimFunc, bindings: &[(String, i64)]) -> Result<PrimFun
         }
     }
     map_body_exprs(&mut out.body, &mut subst);
-    // Binding nothing changes nothing (`tlc fmt` without `-D` prints the kernel as parsed).
-    if !bindings.is_empty() {
-        fold_constant_branches(&mut out.body);
-    }
+    let int32 = int32_dims(&out);
+    fold_constant_branches(&mut out.body, &int32);
     Ok(out)
 }
 
@@ -55,13 +58,15 @@ pub fn refold(e: Expr, value_of: &dyn Fn(&str) -> Option<i64>) -> Expr {
             None => e,
         },
         ExprKind::Binary(op @ (BinOp::And | BinOp::Or), a, b) => {
-            // A constant side decides the operator or leaves the other side (expressions
-            // have no effects, so dropping one changes nothing else).
+            // `and` / `or` evaluate their left side first and stop when it decides: a
+            // constant left side decides or leaves the right one; a constant right side
+            // that does not decide leaves the left one. (`X and False` keeps X: evaluating
+            // it may fault.)
             let and = *op == BinOp::And;
-            match (const_bool(a), const_bool(b)) {
-                (Some(v), _) | (_, Some(v)) if v != and => Expr::new(ExprKind::Bool(v), e.span),
+            match (constant_condition(a), constant_condition(b)) {
+                (Some(v), _) if v != and => Expr::new(ExprKind::Bool(v), e.span),
                 (Some(_), _) => (**b).clone(),
-                (_, Some(_)) => (**a).clone(),
+                (_, Some(v)) if v == and => (**a).clone(),
                 _ => e,
             }
         }
@@ -83,11 +88,11 @@ pub fn refold(e: Expr, value_of: &dyn Fn(&str) -> Option<i64>) -> Expr {
 /// positional: one entry per statement of the body). Lets are not replaced by their
 /// values: a let is strongly typed and a literal is not (`x = 100; A[i] + x` adds in int32
 /// where `A[i] + 100` adds in A's dtype).
-pub fn fold_constant_branches(body: &mut Vec<Stmt>) {
+pub fn fold_constant_branches(body: &mut Vec<Stmt>, int32: &HashSet<String>) {
     let mut out = Vec::with_capacity(body.len());
     for mut stmt in std::mem::take(body) {
         if let StmtKind::Kernel(k) = &mut stmt.kind {
-            drop_unit_grid_axes(k);
+            drop_unit_grid_axes(k, int32);
         }
         let positional = matches!(
             &stmt.kind,
@@ -102,11 +107,11 @@ pub fn fold_constant_branches(body: &mut Vec<Stmt>) {
                 true => {
                     for s in child.iter_mut() {
                         for inner in child_bodies_mut(s) {
-                            fold_constant_branches(inner);
+                            fold_constant_branches(inner, int32);
                         }
                     }
                 }
-                false => fold_constant_branches(child),
+                false => fold_constant_branches(child, int32),
             }
         }
         match stmt.kind {
@@ -114,7 +119,7 @@ pub fn fold_constant_branches(body: &mut Vec<Stmt>) {
                 cond,
                 then_body,
                 else_body,
-            } => match const_bool(&cond) {
+            } => match constant_condition(&cond) {
                 Some(true) if !binds_names(&then_body) => out.extend(then_body),
                 Some(false) if !binds_names(&else_body) => out.extend(else_body),
                 _ => out.push(Stmt {
@@ -138,19 +143,205 @@ fn binds_names(body: &[Stmt]) -> bool {
     body.iter().any(|s| matches!(s.kind, StmtKind::Let { .. }))
 }
 
+/// The function's int32 symbolic dims (the names `drop_unit_grid_axes` may count on).
+pub fn int32_dims(func: &PrimFunc) -> HashSet<String> {
+    func.dims
+        .iter()
+        .filter(|d| d.dtype == DType::Int32)
+        .map(|d| d.name.clone())
+        .collect()
+}
+
 /// Drops a kernel's last grid axis while its extent is the constant 1 (`T.Kernel(nx, ny,
 /// split_k)` at `split_k = 1`), its block variable becoming 0: the same blocks, and a grid
 /// the schedule passes know (persistent tiles walk 1-D and 2-D grids). A rasterized kernel
-/// keeps two axes (its panels are along y), a cluster its axes.
-fn drop_unit_grid_axes(k: &mut Kernel) {
+/// keeps two axes (its panels are along y), a clustered one its cluster's. The literal 0
+/// has no type of its own (it takes its operand's) where the block variable is an int32:
+/// the axis goes only where that changes no value (`zero_keeps_meaning`).
+fn drop_unit_grid_axes(k: &mut Kernel, int32: &HashSet<String>) {
     let keep = if k.swizzle.is_some() { 2 } else { 1 }.max(k.cluster.len());
     while k.grid.len() > keep && k.grid.last().and_then(Expr::as_int) == Some(1) {
-        k.grid.pop();
-        let Some(var) = k.block_vars.pop() else {
+        let Some(var) = k.block_vars.last().map(|v| v.name.clone()) else {
             return;
         };
-        let zero = |n: &str| (n == var.name).then_some(0);
+        let mut safe = int32.clone();
+        safe.extend(k.block_vars.iter().map(|v| v.name.clone()));
+        if !zero_keeps_meaning(&k.body, &var, &mut safe) {
+            return;
+        }
+        k.grid.pop();
+        k.block_vars.pop();
+        let zero = |n: &str| (n == var).then_some(0);
         map_body_exprs(&mut k.body, &mut |e| refold(e, &zero));
+    }
+}
+
+/// Whether every use of the int32 `var` in `body` keeps its value with `var` replaced by the
+/// untyped literal 0: each maximal integer tree holding `var` (arithmetic and comparisons)
+/// has only literals and names known to be int32 (`safe`: int32 dims, block variables, and
+/// loop and let variables whose bounds or values are such trees) as leaves, so it computes
+/// in int32 either way, and its value is not a side of a `T.if_then_else` or an argument of
+/// a math function or intrinsic (whose types it would set). Conservative: `false` keeps the
+/// axis.
+fn zero_keeps_meaning(body: &[Stmt], var: &str, safe: &mut HashSet<String>) -> bool {
+    for s in body {
+        let in_intrinsic = matches!(s.kind, StmtKind::Intrinsic(_));
+        for e in crate::visit::stmt_exprs(s) {
+            if !uses_keep_meaning(e, var, safe, !in_intrinsic) {
+                return false;
+            }
+        }
+        match &s.kind {
+            StmtKind::For(f) if int_tree_of(&f.start, safe) && int_tree_of(&f.stop, safe) => {
+                safe.insert(f.var.name.clone());
+            }
+            StmtKind::Let {
+                var: v,
+                dtype: None | Some(DType::Int32),
+                value,
+            } if int_tree_of(value, safe) => {
+                safe.insert(v.name.clone());
+            }
+            _ => {}
+        }
+        for child in crate::visit::child_bodies(s) {
+            if !zero_keeps_meaning(child, var, safe) {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// An integer tree node: arithmetic, a comparison, a negation, a literal or a name.
+fn is_tree_node(e: &Expr) -> bool {
+    match &e.kind {
+        // Bitwise operators and shifts are left out: their operand types matter bit for
+        // bit, and a use of `var` under one keeps the axis.
+        ExprKind::Binary(op, _, _) => !matches!(
+            op,
+            BinOp::And
+                | BinOp::Or
+                | BinOp::BitAnd
+                | BinOp::BitOr
+                | BinOp::BitXor
+                | BinOp::Shl
+                | BinOp::Shr
+        ),
+        ExprKind::Unary(UnOp::Neg, _) | ExprKind::Int(_) | ExprKind::Var(_) => true,
+        _ => false,
+    }
+}
+
+/// Whether `e` is an integer tree whose leaves are literals and names in `safe`.
+fn int_tree_of(e: &Expr, safe: &HashSet<String>) -> bool {
+    match &e.kind {
+        ExprKind::Int(_) => true,
+        ExprKind::Var(n) => safe.contains(n),
+        _ if is_tree_node(e) => crate::visit::expr_children(e).all(|c| int_tree_of(c, safe)),
+        _ => false,
+    }
+}
+
+/// Whether `e` mentions `var`.
+fn mentions(e: &Expr, var: &str) -> bool {
+    match &e.kind {
+        ExprKind::Var(n) => n == var,
+        _ => crate::visit::expr_children(e).any(|c| mentions(c, var)),
+    }
+}
+
+/// [`zero_keeps_meaning`] for one expression whose value is used where its type does not
+/// matter (`typeless`: an index, a bound, a stored value, a condition) or does.
+fn uses_keep_meaning(e: &Expr, var: &str, safe: &HashSet<String>, typeless: bool) -> bool {
+    if !mentions(e, var) {
+        return true;
+    }
+    if is_tree_node(e) {
+        // The maximal tree from here: `var` among its leaves needs every leaf safe; a
+        // non-tree leaf (a load's indices, a cast) is checked on its own.
+        let mut leaves = Vec::new();
+        tree_leaves(e, &mut leaves);
+        let direct = leaves
+            .iter()
+            .any(|l| matches!(&l.kind, ExprKind::Var(n) if n == var));
+        if direct && !(typeless && int_tree_of(e, safe)) {
+            return false;
+        }
+        return leaves
+            .iter()
+            .filter(|l| !is_tree_node(l))
+            .all(|l| uses_keep_meaning(l, var, safe, true));
+    }
+    match &e.kind {
+        ExprKind::Select(c, a, b) => {
+            uses_keep_meaning(c, var, safe, true)
+                && uses_keep_meaning(a, var, safe, false)
+                && uses_keep_meaning(b, var, safe, false)
+        }
+        ExprKind::Load { .. } | ExprKind::Cast(..) | ExprKind::Unary(UnOp::Not, _) => {
+            crate::visit::expr_children(e).all(|c| uses_keep_meaning(c, var, safe, true))
+        }
+        ExprKind::Binary(BinOp::And | BinOp::Or, a, b) => {
+            uses_keep_meaning(a, var, safe, true) && uses_keep_meaning(b, var, safe, true)
+        }
+        _ => crate::visit::expr_children(e).all(|c| uses_keep_meaning(c, var, safe, false)),
+    }
+}
+
+/// The leaves of the maximal integer tree at `e`: its literals, names and non-tree
+/// subexpressions.
+fn tree_leaves<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+    match &e.kind {
+        ExprKind::Binary(..) | ExprKind::Unary(UnOp::Neg, _) if is_tree_node(e) => {
+            for c in crate::visit::expr_children(e) {
+                tree_leaves(c, out);
+            }
+        }
+        _ => out.push(e),
+    }
+}
+
+/// The value of a condition on untyped integer literals alone: comparisons of literals (and
+/// of their folded arithmetic), `and`, `or`, `not`, boolean literals. Not the verifier's
+/// `const_bool`, which sees through casts: `T.int8(100) < 200` compares in int8 (200 wraps)
+/// in the interpreter, so a typed literal is left to it. `None` for anything else.
+fn constant_condition(e: &Expr) -> Option<bool> {
+    let int = |e: &Expr| -> Option<i64> {
+        match &e.kind {
+            ExprKind::Int(v) => Some(*v),
+            ExprKind::Binary(op, a, b) => fold_int(*op, a.as_int()?, b.as_int()?),
+            _ => None,
+        }
+    };
+    match &e.kind {
+        ExprKind::Bool(b) => Some(*b),
+        ExprKind::Unary(UnOp::Not, a) => constant_condition(a).map(|v| !v),
+        ExprKind::Binary(op, a, b) => match op {
+            BinOp::And => match (constant_condition(a), constant_condition(b)) {
+                (Some(false), _) | (_, Some(false)) => Some(false),
+                (Some(true), Some(true)) => Some(true),
+                _ => None,
+            },
+            BinOp::Or => match (constant_condition(a), constant_condition(b)) {
+                (Some(true), _) | (_, Some(true)) => Some(true),
+                (Some(false), Some(false)) => Some(false),
+                _ => None,
+            },
+            BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne => {
+                let (x, y) = (int(a)?, int(b)?);
+                Some(match op {
+                    BinOp::Lt => x < y,
+                    BinOp::Le => x <= y,
+                    BinOp::Gt => x > y,
+                    BinOp::Ge => x >= y,
+                    BinOp::Eq => x == y,
+                    _ => x != y,
+                })
+            }
+            _ => None,
+        },
+        _ => None,
     }
 }
 
@@ -363,5 +554,42 @@ def f(C: T.Tensor((64,), "float32")):
             "{panels}"
         );
         assert!(panels.contains("C[bx * 32 + by + 0]"), "{panels}");
+    }
+
+    /// A unit axis goes only where its block variable, now the untyped literal 0, keeps
+    /// every value: next to an int8 load (`bz - A[i]` computes in int32, `0 - A[i]` would
+    /// in int8), under a bitwise operator or as a side of a `T.if_then_else` it stays.
+    #[test]
+    fn a_unit_axis_stays_where_its_zero_would_change_a_type() {
+        let text = |body: &str| {
+            format!(
+                r#"@T.prim_func
+def f(A: T.Tensor((4,), "int8"), C: T.Tensor((4,), "int32")):
+    with T.Kernel(1, 1, threads=4) as (bx, bz):
+        for i in T.Parallel(4):
+            {body}
+"#
+            )
+        };
+        for body in [
+            "C[i] = bz - A[i]",
+            "C[i] = T.cast(A[i] < bz + 200, \"int32\")",
+            "C[i] = (bz | 3) + A[i]",
+            "C[i] = T.if_then_else(i < 2, bz + 200, A[i])",
+        ] {
+            let out = bound(&text(body), &[], &[]);
+            assert!(out.contains("as (bx, bz):"), "{body}: {out}");
+        }
+        // As an index, in int32 arithmetic, or stored: the axis goes.
+        for body in [
+            "C[bz * 4 + i] = T.cast(A[i + bz], \"int32\")",
+            "C[i] = bz * 4 + i",
+        ] {
+            let out = bound(&text(body), &[], &[]);
+            assert!(
+                out.contains("with T.Kernel(1, threads=4) as bx:"),
+                "{body}: {out}"
+            );
+        }
     }
 }

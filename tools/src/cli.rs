@@ -171,7 +171,7 @@ pub enum Command {
         #[command(flatten)]
         tuning: TuningFlags,
     },
-    /// Time a kernel's tuning space on GPU 0 (planned, compiled on every core, checked as
+    /// Time a kernel's tuning space on every visible GPU (planned, compiled on every core, checked as
     /// `tlc bench` checks: f16 GEMMs against cuBLAS, FP8 block-scaled GEMMs against the
     /// dequantized float32 reference, any other kernel against its default config) and store
     /// the fastest config in the tuning cache.

@@ -154,9 +154,11 @@ impl Step {
             }
         };
         // A block's epilogue (storing its tile) stalls its SM's tensor cores unless another
-        // block on the SM computes meanwhile: exposed in full at one block per SM.
-        let epilogue = EPILOGUE_NS_PER_KB * self.stored_bytes / 1e3 / resident.max(1) as f64;
-        let wave = |sharing: u128| steps * step(sharing) + PER_WAVE_NS + epilogue;
+        // block on the SM computes meanwhile: exposed in full when a block is alone on its
+        // SM (one resident, or a partial last wave of one block per SM).
+        let epilogue =
+            |sharing: u128| EPILOGUE_NS_PER_KB * self.stored_bytes / 1e3 / sharing.max(1) as f64;
+        let wave = |sharing: u128| steps * step(sharing) + PER_WAVE_NS + epilogue(sharing);
         let slots = (sms * resident).max(1);
         let full = blocks / slots;
         let rest = blocks % slots;

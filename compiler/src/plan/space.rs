@@ -354,6 +354,10 @@ fn estimate_floor(func: &PrimFunc, config: &Config, dims: &Config, gpu: Gpu) -> 
         let Some(blocks) = blocks else {
             return Floor::Unknown;
         };
+        if blocks == 0 {
+            // Not launched, as `footprint` counts it.
+            continue;
+        }
         let least = cost::Step::of(w, &bound.params).map(|step| {
             (1..=MAX_BLOCKS_PER_SM)
                 .map(|resident| {

@@ -480,18 +480,18 @@ pub fn run(args: &TuneArgs) -> Result<(String, bool), UserError> {
     progress.finish_and_clear();
     let mut rows = Vec::new();
     let mut cubins_refused: Option<(usize, String)> = None;
+    let mut peer_notes: Vec<String> = Vec::new();
     for (i, run) in runs.into_iter().enumerate() {
         let run = run?;
         rows.extend(run.rows);
         // The peer's note once (every GPU is the same model); where it differs, per GPU.
         if let Some(note) = run.peer_note {
-            let note = match i {
-                0 => note,
-                _ => format!("GPU {i}: {note}"),
-            };
-            if i == 0 || !notes.iter().any(|n| n.ends_with(&note)) {
-                notes.push(note);
+            if peer_notes.is_empty() {
+                notes.push(note.clone());
+            } else if !peer_notes.contains(&note) {
+                notes.push(format!("GPU {i}: {note}"));
             }
+            peer_notes.push(note);
         }
         if let Some((n, why)) = run.cubins_refused {
             cubins_refused.get_or_insert((0, why)).0 += n;

@@ -945,6 +945,20 @@ pub fn fold_int(op: BinOp, x: i64, y: i64) -> Option<i64> {
     }
 }
 
+/// Integer semantics of the comparison operators, shared by constant folding and the
+/// verifier's constant conditions. `None` for non-comparison operators.
+pub fn compare_int(op: BinOp, x: i64, y: i64) -> Option<bool> {
+    match op {
+        BinOp::Lt => Some(x < y),
+        BinOp::Le => Some(x <= y),
+        BinOp::Gt => Some(x > y),
+        BinOp::Ge => Some(x >= y),
+        BinOp::Eq => Some(x == y),
+        BinOp::Ne => Some(x != y),
+        _ => None,
+    }
+}
+
 /// Floor division: rounds toward negative infinity.
 pub fn floor_div(x: i64, y: i64) -> Option<i64> {
     let q = x.checked_div(y)?;

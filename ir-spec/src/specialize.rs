@@ -4,7 +4,9 @@
 
 use crate::diagnostic::Diagnostic;
 use crate::dtype::DType;
-use crate::ir::{fold_int, BinOp, Expr, ExprKind, ForKind, Kernel, PrimFunc, Stmt, StmtKind, UnOp};
+use crate::ir::{
+    compare_int, fold_int, BinOp, Expr, ExprKind, ForKind, Kernel, PrimFunc, Stmt, StmtKind, UnOp,
+};
 use crate::visit::{child_bodies_mut, map_body_exprs, map_expr};
 use std::collections::HashSet;
 
@@ -328,18 +330,7 @@ fn constant_condition(e: &Expr) -> Option<bool> {
                 (Some(false), Some(false)) => Some(false),
                 _ => None,
             },
-            BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne => {
-                let (x, y) = (int(a)?, int(b)?);
-                Some(match op {
-                    BinOp::Lt => x < y,
-                    BinOp::Le => x <= y,
-                    BinOp::Gt => x > y,
-                    BinOp::Ge => x >= y,
-                    BinOp::Eq => x == y,
-                    _ => x != y,
-                })
-            }
-            _ => None,
+            _ => compare_int(*op, int(a)?, int(b)?),
         },
         _ => None,
     }

@@ -1,6 +1,6 @@
 //! Compile-time integer values of expressions.
 
-use crate::ir::{fold_int, BinOp, Expr, ExprKind, UnOp};
+use crate::ir::{compare_int, fold_int, BinOp, Expr, ExprKind, UnOp};
 
 /// The value of `e` when it is an integer constant after folding: literals, unary minus,
 /// the integer operators (with the IR's floor / truncation semantics), `T.min`/`T.max`/
@@ -40,18 +40,7 @@ pub fn eval_bool(e: &Expr, vars: &dyn Fn(&str) -> Option<i64>) -> Option<bool> {
             true => Some(true),
             false => eval_bool(b, vars),
         },
-        ExprKind::Binary(op, a, b) => {
-            let (x, y) = (eval_int(a, vars)?, eval_int(b, vars)?);
-            match op {
-                BinOp::Lt => Some(x < y),
-                BinOp::Le => Some(x <= y),
-                BinOp::Gt => Some(x > y),
-                BinOp::Ge => Some(x >= y),
-                BinOp::Eq => Some(x == y),
-                BinOp::Ne => Some(x != y),
-                _ => None,
-            }
-        }
+        ExprKind::Binary(op, a, b) => compare_int(*op, eval_int(a, vars)?, eval_int(b, vars)?),
         _ => None,
     }
 }

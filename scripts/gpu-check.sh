@@ -44,6 +44,8 @@ run tests/cases/valid/atomic_colsum.tir -D M=200 -D N=1000
 run tests/cases/valid/while_loops.tir -D M=1000
 run tests/cases/valid/thread_regions.tir -D M=1001
 run tests/cases/valid/elementwise_int64_dim.tir -D N=1000
+run tests/cases/valid/dim_typed_uses.tir -D M=1000
+run tests/cases/valid/dim_typed_uses.tir -D M=200
 run examples/scale_cast.tir -D M=100 -D N=130
 run examples/transpose.tir -D M=100 -D N=130
 run tests/cases/valid/index_math.tir -D M=77

@@ -249,6 +249,26 @@ impl Interval {
 pub trait Env {
     /// The values variable `name` may take; `None`: nothing is known.
     fn range(&self, name: &str) -> Option<Interval>;
+
+    /// The dtype of buffer `name`'s elements, when known: a load of an integer dtype holds
+    /// only that dtype's values.
+    fn buffer_dtype(&self, _name: &str) -> Option<DType> {
+        None
+    }
+}
+
+impl Interval {
+    /// The values of integer dtype `d` (`None` for floats and bool).
+    pub fn of_dtype(d: DType) -> Option<Interval> {
+        match d {
+            DType::Int8 => Some(Interval::new(i8::MIN.into(), i8::MAX.into())),
+            DType::UInt8 => Some(Interval::new(0, u8::MAX.into())),
+            DType::Int32 => Some(Interval::INT32),
+            DType::UInt32 => Some(Interval::new(0, u32::MAX.into())),
+            DType::Int64 => Some(Interval::FULL),
+            _ => None,
+        }
+    }
 }
 
 /// Known ranges by variable name (names are unique in a function, so no scoping is
@@ -309,6 +329,10 @@ pub fn interval(e: &Expr, env: &dyn Env) -> Interval {
         }
         // Either arm: the hull of both.
         ExprKind::Select(_, a, b) => interval(a, env).hull(interval(b, env)),
+        ExprKind::Load { buffer, .. } => env
+            .buffer_dtype(buffer)
+            .and_then(Interval::of_dtype)
+            .unwrap_or(Interval::FULL),
         _ => Interval::FULL,
     }
 }
@@ -385,6 +409,44 @@ pub fn decide(cond: &Expr, env: &dyn Env) -> Option<bool> {
 mod tests {
     use super::*;
     use crate::{floor_div, floor_mod};
+
+    /// A load holds only its integer dtype's values where the environment knows the
+    /// buffer's dtype; anything otherwise.
+    #[test]
+    fn a_load_is_within_its_dtype() {
+        struct Int8Buffers;
+        impl Env for Int8Buffers {
+            fn range(&self, _: &str) -> Option<Interval> {
+                None
+            }
+            fn buffer_dtype(&self, name: &str) -> Option<DType> {
+                (name == "A").then_some(DType::Int8)
+            }
+        }
+        let load = |b: &str| {
+            Expr::new(
+                ExprKind::Load {
+                    buffer: b.to_string(),
+                    indices: vec![Expr::int(0)],
+                },
+                crate::span::Span::DUMMY,
+            )
+        };
+        let e = Expr::binary(
+            BinOp::Sub,
+            Expr::int(256),
+            load("A"),
+            crate::span::Span::DUMMY,
+        );
+        assert_eq!(interval(&e, &Int8Buffers), Interval::new(129, 384));
+        assert_eq!(interval(&load("B"), &Int8Buffers), Interval::FULL);
+        assert_eq!(interval(&load("A"), &Unknown), Interval::FULL);
+        assert_eq!(
+            Interval::of_dtype(DType::UInt32),
+            Some(Interval::new(0, 4_294_967_295))
+        );
+        assert_eq!(Interval::of_dtype(DType::Float16), None);
+    }
 
     /// The bit rules contain every result of the interpreter's bit operators (int32, whose
     /// operands wrap) on members.

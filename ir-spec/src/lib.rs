@@ -16,6 +16,7 @@ pub mod parse;
 pub mod printer;
 pub mod span;
 pub mod specialize;
+pub mod substitute;
 pub mod syntax;
 pub mod target;
 pub mod tuning;

@@ -3,12 +3,11 @@
 //! would have written with the number in place.
 
 use crate::diagnostic::Diagnostic;
-use crate::dtype::DType;
 use crate::ir::{
     compare_int, fold_int, BinOp, Expr, ExprKind, ForKind, Kernel, PrimFunc, Stmt, StmtKind, UnOp,
 };
-use crate::visit::{child_bodies_mut, map_body_exprs, map_expr};
-use std::collections::HashSet;
+use crate::substitute::{substitute, Scope};
+use crate::visit::{child_bodies_mut, map_expr};
 
 /// Replaces each `(name, value)` dim of `func` with `value`. A name that is not a symbolic
 /// dimension of the function is an error (a typo in `-D` should not pass silently).
@@ -37,16 +36,16 @@ pub fn specialize(func: &PrimFunc, bindings: &[(String, i64)]) -> Result<PrimFun
         return Ok(out);
     }
     let value_of = |n: &str| bindings.iter().find(|(b, _)| b == n).map(|(_, v)| *v);
-    let mut subst = |e: Expr| refold(e, &value_of);
     out.dims.retain(|d| value_of(&d.name).is_none());
+    // A parameter's shape is a size: its type never matters.
     for param in &mut out.params {
         for dim in &mut param.shape {
-            *dim = map_expr(dim, &mut subst);
+            *dim = map_expr(dim, &mut |e| refold(e, &value_of));
         }
     }
-    map_body_exprs(&mut out.body, &mut subst);
-    let int32 = int32_dims(&out);
-    fold_constant_branches(&mut out.body, &int32);
+    // The body's uses take literals where they mean the same (`substitute.rs`).
+    substitute(&mut out.body, bindings, &mut Scope::of(func));
+    fold_constant_branches(&mut out);
     Ok(out)
 }
 
@@ -73,6 +72,12 @@ pub fn refold(e: Expr, value_of: &dyn Fn(&str) -> Option<i64>) -> Expr {
             }
         }
         ExprKind::Binary(op, a, b) => Expr::binary(*op, (**a).clone(), (**b).clone(), e.span),
+        // A negated literal is the literal the parser reads for `-4` (printed text parses
+        // back to the same IR).
+        ExprKind::Unary(UnOp::Neg, a) => match a.as_int().and_then(i64::checked_neg) {
+            Some(v) => Expr::new(ExprKind::Int(v), e.span),
+            None => e,
+        },
         // A `T.if_then_else` is not folded: its type is its sides' common type, which the
         // chosen side alone (a weak literal) may not have.
         _ => e,
@@ -90,12 +95,20 @@ pub fn refold(e: Expr, value_of: &dyn Fn(&str) -> Option<i64>) -> Expr {
 /// positional: one entry per statement of the body). Lets are not replaced by their
 /// values: a let is strongly typed and a literal is not (`x = 100; A[i] + x` adds in int32
 /// where `A[i] + 100` adds in A's dtype).
-pub fn fold_constant_branches(body: &mut Vec<Stmt>, int32: &HashSet<String>) {
+pub fn fold_constant_branches(func: &mut PrimFunc) {
+    let mut scope = Scope::of(func);
+    fold_body(&mut func.body, &mut scope);
+}
+
+/// [`fold_constant_branches`] on one body, which starts in `scope`.
+fn fold_body(body: &mut Vec<Stmt>, scope: &mut Scope) {
+    let mark = scope.mark();
     let mut out = Vec::with_capacity(body.len());
     for mut stmt in std::mem::take(body) {
         if let StmtKind::Kernel(k) = &mut stmt.kind {
-            drop_unit_grid_axes(k, int32);
+            drop_unit_grid_axes(k, scope);
         }
+        scope.enter(&stmt);
         let positional = matches!(
             &stmt.kind,
             StmtKind::For(f) if matches!(
@@ -107,13 +120,16 @@ pub fn fold_constant_branches(body: &mut Vec<Stmt>, int32: &HashSet<String>) {
             match positional {
                 // Its own statements stay as they are; deeper bodies fold.
                 true => {
+                    let inner_mark = scope.mark();
                     for s in child.iter_mut() {
+                        scope.enter(s);
                         for inner in child_bodies_mut(s) {
-                            fold_constant_branches(inner, int32);
+                            fold_body(inner, scope);
                         }
                     }
+                    scope.restore(inner_mark);
                 }
-                false => fold_constant_branches(child, int32),
+                false => fold_body(child, scope),
             }
         }
         match stmt.kind {
@@ -137,6 +153,7 @@ pub fn fold_constant_branches(body: &mut Vec<Stmt>, int32: &HashSet<String>) {
         }
     }
     *body = out;
+    scope.restore(mark);
 }
 
 /// Whether `body` binds a name at its top level (a let), which splicing it into the
@@ -145,162 +162,23 @@ fn binds_names(body: &[Stmt]) -> bool {
     body.iter().any(|s| matches!(s.kind, StmtKind::Let { .. }))
 }
 
-/// The function's int32 symbolic dims (the names `drop_unit_grid_axes` may count on).
-pub fn int32_dims(func: &PrimFunc) -> HashSet<String> {
-    func.dims
-        .iter()
-        .filter(|d| d.dtype == DType::Int32)
-        .map(|d| d.name.clone())
-        .collect()
-}
-
 /// Drops a kernel's last grid axis while its extent is the constant 1 (`T.Kernel(nx, ny,
 /// split_k)` at `split_k = 1`), its block variable becoming 0: the same blocks, and a grid
 /// the schedule passes know (persistent tiles walk 1-D and 2-D grids). A rasterized kernel
-/// keeps two axes (its panels are along y), a clustered one its cluster's. The literal 0
-/// has no type of its own (it takes its operand's) where the block variable is an int32:
-/// the axis goes only where that changes no value (`zero_keeps_meaning`).
-fn drop_unit_grid_axes(k: &mut Kernel, int32: &HashSet<String>) {
+/// keeps two axes (its panels are along y), a clustered one its cluster's. The block
+/// variable is replaced as a bound dim is (`substitute.rs`): by the literal 0 where that
+/// types alike, else by `T.cast(0, "int32")`.
+fn drop_unit_grid_axes(k: &mut Kernel, scope: &Scope) {
     let keep = if k.swizzle.is_some() { 2 } else { 1 }.max(k.cluster.len());
     while k.grid.len() > keep && k.grid.last().and_then(Expr::as_int) == Some(1) {
         let Some(var) = k.block_vars.last().map(|v| v.name.clone()) else {
             return;
         };
-        let mut safe = int32.clone();
-        safe.extend(k.block_vars.iter().map(|v| v.name.clone()));
-        if !zero_keeps_meaning(&k.body, &var, &mut safe) {
-            return;
-        }
+        let mut inside = scope.clone();
+        inside.enter_kernel(k);
+        substitute(&mut k.body, &[(var, 0)], &mut inside);
         k.grid.pop();
         k.block_vars.pop();
-        let zero = |n: &str| (n == var).then_some(0);
-        map_body_exprs(&mut k.body, &mut |e| refold(e, &zero));
-    }
-}
-
-/// Whether every use of the int32 `var` in `body` keeps its value with `var` replaced by the
-/// untyped literal 0: each maximal integer tree holding `var` (arithmetic and comparisons)
-/// has only literals and names known to be int32 (`safe`: int32 dims, block variables, and
-/// loop and let variables whose bounds or values are such trees) as leaves, so it computes
-/// in int32 either way, and its value is not a side of a `T.if_then_else` or an argument of
-/// a math function or intrinsic (whose types it would set). Conservative: `false` keeps the
-/// axis.
-fn zero_keeps_meaning(body: &[Stmt], var: &str, safe: &mut HashSet<String>) -> bool {
-    for s in body {
-        let in_intrinsic = matches!(s.kind, StmtKind::Intrinsic(_));
-        for e in crate::visit::stmt_exprs(s) {
-            if !uses_keep_meaning(e, var, safe, !in_intrinsic) {
-                return false;
-            }
-        }
-        match &s.kind {
-            StmtKind::For(f) if int_tree_of(&f.start, safe) && int_tree_of(&f.stop, safe) => {
-                safe.insert(f.var.name.clone());
-            }
-            StmtKind::Let {
-                var: v,
-                dtype: None | Some(DType::Int32),
-                value,
-            } if int_tree_of(value, safe) => {
-                safe.insert(v.name.clone());
-            }
-            _ => {}
-        }
-        for child in crate::visit::child_bodies(s) {
-            if !zero_keeps_meaning(child, var, safe) {
-                return false;
-            }
-        }
-    }
-    true
-}
-
-/// An integer tree node: arithmetic, a comparison, a negation, a literal or a name.
-fn is_tree_node(e: &Expr) -> bool {
-    match &e.kind {
-        // Bitwise operators and shifts are left out: their operand types matter bit for
-        // bit, and a use of `var` under one keeps the axis.
-        ExprKind::Binary(op, _, _) => !matches!(
-            op,
-            BinOp::And
-                | BinOp::Or
-                | BinOp::BitAnd
-                | BinOp::BitOr
-                | BinOp::BitXor
-                | BinOp::Shl
-                | BinOp::Shr
-        ),
-        ExprKind::Unary(UnOp::Neg, _) | ExprKind::Int(_) | ExprKind::Var(_) => true,
-        _ => false,
-    }
-}
-
-/// Whether `e` is an integer tree whose leaves are literals and names in `safe`.
-fn int_tree_of(e: &Expr, safe: &HashSet<String>) -> bool {
-    match &e.kind {
-        ExprKind::Int(_) => true,
-        ExprKind::Var(n) => safe.contains(n),
-        _ if is_tree_node(e) => crate::visit::expr_children(e).all(|c| int_tree_of(c, safe)),
-        _ => false,
-    }
-}
-
-/// Whether `e` mentions `var`.
-fn mentions(e: &Expr, var: &str) -> bool {
-    match &e.kind {
-        ExprKind::Var(n) => n == var,
-        _ => crate::visit::expr_children(e).any(|c| mentions(c, var)),
-    }
-}
-
-/// [`zero_keeps_meaning`] for one expression whose value is used where its type does not
-/// matter (`typeless`: an index, a bound, a stored value, a condition) or does.
-fn uses_keep_meaning(e: &Expr, var: &str, safe: &HashSet<String>, typeless: bool) -> bool {
-    if !mentions(e, var) {
-        return true;
-    }
-    if is_tree_node(e) {
-        // The maximal tree from here: `var` among its leaves needs every leaf safe; a
-        // non-tree leaf (a load's indices, a cast) is checked on its own.
-        let mut leaves = Vec::new();
-        tree_leaves(e, &mut leaves);
-        let direct = leaves
-            .iter()
-            .any(|l| matches!(&l.kind, ExprKind::Var(n) if n == var));
-        if direct && !(typeless && int_tree_of(e, safe)) {
-            return false;
-        }
-        return leaves
-            .iter()
-            .filter(|l| !is_tree_node(l))
-            .all(|l| uses_keep_meaning(l, var, safe, true));
-    }
-    match &e.kind {
-        ExprKind::Select(c, a, b) => {
-            uses_keep_meaning(c, var, safe, true)
-                && uses_keep_meaning(a, var, safe, false)
-                && uses_keep_meaning(b, var, safe, false)
-        }
-        ExprKind::Load { .. } | ExprKind::Cast(..) | ExprKind::Unary(UnOp::Not, _) => {
-            crate::visit::expr_children(e).all(|c| uses_keep_meaning(c, var, safe, true))
-        }
-        ExprKind::Binary(BinOp::And | BinOp::Or, a, b) => {
-            uses_keep_meaning(a, var, safe, true) && uses_keep_meaning(b, var, safe, true)
-        }
-        _ => crate::visit::expr_children(e).all(|c| uses_keep_meaning(c, var, safe, false)),
-    }
-}
-
-/// The leaves of the maximal integer tree at `e`: its literals, names and non-tree
-/// subexpressions.
-fn tree_leaves<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
-    match &e.kind {
-        ExprKind::Binary(..) | ExprKind::Unary(UnOp::Neg, _) if is_tree_node(e) => {
-            for c in crate::visit::expr_children(e) {
-                tree_leaves(c, out);
-            }
-        }
-        _ => out.push(e),
     }
 }
 
@@ -547,11 +425,12 @@ def f(C: T.Tensor((64,), "float32")):
         assert!(panels.contains("C[bx * 32 + by + 0]"), "{panels}");
     }
 
-    /// A unit axis goes only where its block variable, now the untyped literal 0, keeps
-    /// every value: next to an int8 load (`bz - A[i]` computes in int32, `0 - A[i]` would
-    /// in int8), under a bitwise operator or as a side of a `T.if_then_else` it stays.
+    /// A unit axis goes; its block variable becomes the untyped literal 0 where that types
+    /// alike, and the typed `T.cast(0, "int32")` where it would not: next to an int8 load
+    /// (`bz - A[i]` computes in int32, `0 - A[i]` would in int8), in a comparison with one,
+    /// under a bitwise operator beside it, or as a side of a `T.if_then_else` with one.
     #[test]
-    fn a_unit_axis_stays_where_its_zero_would_change_a_type() {
+    fn a_unit_axis_goes_and_its_zero_keeps_the_type_where_it_matters() {
         let text = |body: &str| {
             format!(
                 r#"@T.prim_func
@@ -569,16 +448,20 @@ def f(A: T.Tensor((4,), "int8"), C: T.Tensor((4,), "int32")):
             "C[i] = T.if_then_else(i < 2, bz + 200, A[i])",
         ] {
             let out = bound(&text(body), &[], &[]);
-            assert!(out.contains("as (bx, bz):"), "{body}: {out}");
+            assert!(
+                out.contains("with T.Kernel(1, threads=4) as bx:")
+                    && out.contains("T.cast(0, \"int32\")"),
+                "{body}: {out}"
+            );
         }
-        // As an index, in int32 arithmetic, or stored: the axis goes.
+        // As an index, in int32 arithmetic, or stored: the literal.
         for body in [
             "C[bz * 4 + i] = T.cast(A[i + bz], \"int32\")",
             "C[i] = bz * 4 + i",
         ] {
             let out = bound(&text(body), &[], &[]);
             assert!(
-                out.contains("with T.Kernel(1, threads=4) as bx:"),
+                out.contains("with T.Kernel(1, threads=4) as bx:") && !out.contains("T.cast(0"),
                 "{body}: {out}"
             );
         }

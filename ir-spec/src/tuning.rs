@@ -267,8 +267,7 @@ pub fn bind(func: &PrimFunc, config: &Config, dims: &Config) -> Result<PrimFunc,
     }
     crate::visit::map_body_exprs(&mut out.body, &mut subst);
     unpipeline_zero_stages(&mut out.body);
-    let int32 = crate::specialize::int32_dims(&out);
-    crate::specialize::fold_constant_branches(&mut out.body, &int32);
+    crate::specialize::fold_constant_branches(&mut out);
     Ok(out)
 }
 

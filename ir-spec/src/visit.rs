@@ -232,6 +232,17 @@ pub fn map_expr(expr: &Expr, f: &mut dyn FnMut(Expr) -> Expr) -> Expr {
 /// including region bounds, loop bounds, kernel extents, allocation shapes) with `f`, applied
 /// bottom-up as in [`map_expr`].
 pub fn map_body_exprs(body: &mut [Stmt], f: &mut dyn FnMut(Expr) -> Expr) {
+    for stmt in body.iter_mut() {
+        map_stmt_exprs(stmt, f);
+        for child in child_bodies_mut(stmt) {
+            map_body_exprs(child, f);
+        }
+    }
+}
+
+/// Rewrites, in place, the expressions `stmt` holds directly (those [`stmt_exprs`] lists, not
+/// those of nested statements) with `f`, applied bottom-up as in [`map_expr`].
+pub fn map_stmt_exprs(stmt: &mut Stmt, f: &mut dyn FnMut(Expr) -> Expr) {
     fn region(r: &mut Region, f: &mut dyn FnMut(Expr) -> Expr) {
         for range in &mut r.ranges {
             range.start = map_expr(&range.start, f);
@@ -243,65 +254,60 @@ pub fn map_body_exprs(body: &mut [Stmt], f: &mut dyn FnMut(Expr) -> Expr) {
             *e = map_expr(e, f);
         }
     }
-    for stmt in body.iter_mut() {
-        match &mut stmt.kind {
-            StmtKind::Kernel(k) => {
-                all(&mut k.grid, f);
-                all(&mut k.threads, f);
-                all(&mut k.cluster, f);
-                if let Some(s) = &mut k.swizzle {
-                    s.panel_size = map_expr(&s.panel_size, f);
-                }
-                if let Some(b) = &mut k.min_blocks_per_sm {
-                    *b = map_expr(b, f);
-                }
-                for alloc in &mut k.allocs {
-                    all(&mut alloc.shape, f);
-                }
+    match &mut stmt.kind {
+        StmtKind::Kernel(k) => {
+            all(&mut k.grid, f);
+            all(&mut k.threads, f);
+            all(&mut k.cluster, f);
+            if let Some(s) = &mut k.swizzle {
+                s.panel_size = map_expr(&s.panel_size, f);
             }
-            StmtKind::For(l) => {
-                l.start = map_expr(&l.start, f);
-                l.stop = map_expr(&l.stop, f);
-                if let ForKind::Pipelined { num_stages, .. } = &mut l.kind {
-                    *num_stages = map_expr(num_stages, f);
-                }
+            if let Some(b) = &mut k.min_blocks_per_sm {
+                *b = map_expr(b, f);
             }
-            StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => *cond = map_expr(cond, f),
-            StmtKind::Let { value, .. } => *value = map_expr(value, f),
-            StmtKind::Store { indices, value, .. } | StmtKind::AtomicAdd { indices, value, .. } => {
-                all(indices, f);
-                *value = map_expr(value, f);
-            }
-            StmtKind::Copy { src, dst } => {
-                region(src, f);
-                region(dst, f);
-            }
-            StmtKind::Gemm(g) => {
-                region(&mut g.a, f);
-                region(&mut g.b, f);
-                region(&mut g.c, f);
-            }
-            StmtKind::Fill { dst, value } => {
-                region(dst, f);
-                *value = map_expr(value, f);
-            }
-            StmtKind::Barrier
-            | StmtKind::Note(_)
-            | StmtKind::Fresh(_)
-            | StmtKind::Reduce(_)
-            | StmtKind::FinalizeReducer(_) => {}
-            StmtKind::AllReduce(r) => {
-                all(&mut r.indices, f);
-                r.value = map_expr(&r.value, f);
-            }
-            StmtKind::Intrinsic(i) => {
-                for e in i.exprs_mut() {
-                    *e = map_expr(e, f);
-                }
+            for alloc in &mut k.allocs {
+                all(&mut alloc.shape, f);
             }
         }
-        for child in child_bodies_mut(stmt) {
-            map_body_exprs(child, f);
+        StmtKind::For(l) => {
+            l.start = map_expr(&l.start, f);
+            l.stop = map_expr(&l.stop, f);
+            if let ForKind::Pipelined { num_stages, .. } = &mut l.kind {
+                *num_stages = map_expr(num_stages, f);
+            }
+        }
+        StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => *cond = map_expr(cond, f),
+        StmtKind::Let { value, .. } => *value = map_expr(value, f),
+        StmtKind::Store { indices, value, .. } | StmtKind::AtomicAdd { indices, value, .. } => {
+            all(indices, f);
+            *value = map_expr(value, f);
+        }
+        StmtKind::Copy { src, dst } => {
+            region(src, f);
+            region(dst, f);
+        }
+        StmtKind::Gemm(g) => {
+            region(&mut g.a, f);
+            region(&mut g.b, f);
+            region(&mut g.c, f);
+        }
+        StmtKind::Fill { dst, value } => {
+            region(dst, f);
+            *value = map_expr(value, f);
+        }
+        StmtKind::Barrier
+        | StmtKind::Note(_)
+        | StmtKind::Fresh(_)
+        | StmtKind::Reduce(_)
+        | StmtKind::FinalizeReducer(_) => {}
+        StmtKind::AllReduce(r) => {
+            all(&mut r.indices, f);
+            r.value = map_expr(&r.value, f);
+        }
+        StmtKind::Intrinsic(i) => {
+            for e in i.exprs_mut() {
+                *e = map_expr(e, f);
+            }
         }
     }
 }

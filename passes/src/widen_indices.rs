@@ -67,6 +67,20 @@ struct Widen {
     buffers: HashMap<String, DType>,
 }
 
+/// The walk's facts as an interval environment: the variables' ranges, and a load's values
+/// within its buffer's dtype (`256 - A[i]` on an int8 `A` stays within int32).
+struct Known<'a>(&'a Widen);
+
+impl int::Env for Known<'_> {
+    fn range(&self, name: &str) -> Option<tlc_ir::interval::Interval> {
+        self.0.ranges.get(name).copied()
+    }
+
+    fn buffer_dtype(&self, name: &str) -> Option<DType> {
+        self.0.buffers.get(name).copied()
+    }
+}
+
 impl Widen {
     fn body(&mut self, body: &mut [Stmt]) {
         for stmt in body {
@@ -102,7 +116,7 @@ impl Widen {
             StmtKind::Let { var, dtype, value } => {
                 *value = self.expr(value);
                 let d = self.dtype(value);
-                let r = int::interval(value, &self.ranges);
+                let r = int::interval(value, &Known(self));
                 // A let declared `T.int32` converts its value, wrapping one that leaves int32
                 // (docs/ir.md, "Let"): it is widened only where the value provably fits, and
                 // otherwise keeps its declared conversion of the (now exact int64) value.
@@ -213,7 +227,7 @@ impl Widen {
         };
         let pinned = |x: Box<Expr>| -> Box<Expr> {
             match x.kind {
-                _ if !widenable(&x) || int::interval(&x, &self.ranges).fits_i32() => x,
+                _ if !widenable(&x) || int::interval(&x, &Known(self)).fits_i32() => x,
                 _ => {
                     let span = x.span;
                     Box::new(Expr::new(ExprKind::Cast(DType::Int32, x), span))
@@ -255,7 +269,7 @@ impl Widen {
         if !over_widened || self.dtype(node) != Some(DType::Int64) {
             return false;
         }
-        int::interval(node, &self.ranges).fits_i32()
+        int::interval(node, &Known(self)).fits_i32()
     }
 
     /// Whether `node` is int32 arithmetic whose value may leave int32 (its children are
@@ -273,6 +287,6 @@ impl Widen {
             return false;
         }
         // `/` (truncating) has no interval rule: FULL, so it is widened unless constant.
-        !int::interval(node, &self.ranges).fits_i32()
+        !int::interval(node, &Known(self)).fits_i32()
     }
 }

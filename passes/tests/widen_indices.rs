@@ -60,7 +60,7 @@ fn small_specialized_kernels_are_untouched() {
     for (name, func) in corpus() {
         if name == "while_loops" || name == "gemm_streamk" {
             // Its index math reads scalar variables from memory (`it[0] + 2`; stream-K's
-            // tile from `start[0]`), which no interval bounds: widened at any size.
+            // tile from `start[0]`), bounded only by int32: widened at any size.
             continue;
         }
         let dims: Vec<(String, i64)> = func.dims.iter().map(|d| (d.name.clone(), 256)).collect();

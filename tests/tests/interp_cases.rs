@@ -21,6 +21,8 @@ fn dims_for(stem: &str) -> Vec<(&'static str, i64)> {
             vec![("N", 1000)]
         }
         "index_math" => vec![("M", 40)],
+        // 196 blocks, the last with 40 rows; M * M + i leaves int32 once shifted by 3.
+        "dim_typed_uses" => vec![("M", 25_000)],
         "row_softmax" => vec![("M", 37)],
         // 74 chunks over 3 blocks of 25: rows 12 and 37 split between two blocks.
         "while_loops" => vec![("M", 37)],
@@ -288,6 +290,7 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
         "math_and_bits" => check_math_and_bits(o),
         "fp8_cast" => check_fp8_cast(o),
         "int8_ops" => check_int8_ops(o),
+        "dim_typed_uses" => check_dim_typed_uses(o),
         "row_softmax" => check_row_softmax(o),
         "atomic_colsum" => check_atomic_colsum(o, initial),
         "copy_regions" => check_copy_regions(o, initial),
@@ -763,6 +766,36 @@ fn check_fp8_cast(o: &Outputs) {
 /// `int8_ops.tir`: int8 / uint8 arithmetic wraps to the width (so the whole expression
 /// does, modulo 256), `>>` is arithmetic on int8 and logical on uint8, float → int8
 /// truncates and saturates.
+/// `dim_typed_uses.tir`: the dim `M` is an int32 name in every use (docs/ir.md, "Symbolic
+/// dimensions"): `M - A` in int32, `M * 0.5` a float32 that the float16 `H` widens to, a
+/// `T.if_then_else` side in int32, `(M * M + i) << 3` shifted at 32 bits.
+fn check_dim_typed_uses(o: &Outputs) {
+    let (a, h) = (o["A"].to_f64(), o["H"].to_f64());
+    let m = a.len() as i64;
+    for g in 0..a.len() {
+        let (av, i) = (a[g] as i64, (g % 128) as i64);
+        assert_eq!(
+            o["C"].to_f64()[g],
+            (m - av) as f64,
+            "dim_typed_uses: C[{g}]"
+        );
+        let want_f = (m as f32 * 0.5) * h[g] as f32;
+        assert_eq!(
+            o["F"].to_f64()[g],
+            f64::from(want_f),
+            "dim_typed_uses: F[{g}]"
+        );
+        let want_s = if i < 64 { m } else { av };
+        assert_eq!(o["S"].to_f64()[g], want_s as f64, "dim_typed_uses: S[{g}]");
+        let want_x = ((m * m + i) as i32).wrapping_shl(3);
+        assert_eq!(
+            o["X"].to_f64()[g],
+            f64::from(want_x),
+            "dim_typed_uses: X[{g}]"
+        );
+    }
+}
+
 fn check_int8_ops(o: &Outputs) {
     let (a, b, m, x) = (
         o["A"].to_f64(),

@@ -323,11 +323,7 @@ pub(crate) fn compile(func: &PrimFunc) -> Result<CFunc, Diagnostic> {
         bound_axes: [false; 3],
         thread_vars: Vec::new(),
     };
-    let dim_slots = func
-        .dims
-        .iter()
-        .map(|d| c.bind(&d.name, DType::Int32))
-        .collect();
+    let dim_slots = func.dims.iter().map(|d| c.bind(&d.name, d.dtype)).collect();
     let body = c.body(&func.body)?;
     Ok(CFunc {
         n_vars: c.n_vars,

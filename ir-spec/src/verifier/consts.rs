@@ -1,25 +1,42 @@
 //! Compile-time integer values of expressions.
 
+use crate::dtype::DType;
 use crate::ir::{compare_int, fold_int, BinOp, Expr, ExprKind, UnOp};
 
 /// The value of `e` when it is an integer constant after folding: literals, unary minus,
 /// the integer operators (with the IR's floor / truncation semantics), `T.min`/`T.max`/
 /// `T.ceildiv`, and casts to an integer type that hold the value. `None` for anything that
 /// depends on a variable or a buffer, and for undefined results (division by zero, overflow).
+/// A cast to a narrower or unsigned integer is a constant alone (`T.uint32(1)`) but not as
+/// an operand: arithmetic with it runs at its width (`T.cast(100, "int8") + 100` is -56, the
+/// literal adopting int8), which the exact arithmetic here does not model.
 pub fn const_int(e: &Expr) -> Option<i64> {
     eval_int(e, &|_| None)
 }
 
-/// [`const_int`] with values for some variables (`vars` answers `None` for the others).
+/// [`const_int`] with values for some variables (`vars` answers `None` for the others; they
+/// are int32 or int64 names).
 pub fn eval_int(e: &Expr, vars: &dyn Fn(&str) -> Option<i64>) -> Option<i64> {
+    eval_typed(e, vars).map(|(v, _)| v)
+}
+
+/// The value, and whether its dtype is narrower than int32 or unsigned (an operand that
+/// exact arithmetic cannot take).
+fn eval_typed(e: &Expr, vars: &dyn Fn(&str) -> Option<i64>) -> Option<(i64, bool)> {
+    let wide = |e: &Expr| match eval_typed(e, vars)? {
+        (v, false) => Some(v),
+        (_, true) => None,
+    };
     match &e.kind {
-        ExprKind::Int(v) => Some(*v),
-        ExprKind::Var(name) => vars(name),
-        ExprKind::Unary(UnOp::Neg, a) => eval_int(a, vars)?.checked_neg(),
-        ExprKind::Binary(op, a, b) => fold_int(*op, eval_int(a, vars)?, eval_int(b, vars)?),
+        ExprKind::Int(v) => Some((*v, false)),
+        ExprKind::Var(name) => vars(name).map(|v| (v, false)),
+        ExprKind::Unary(UnOp::Neg, a) => Some((wide(a)?.checked_neg()?, false)),
+        ExprKind::Binary(op, a, b) => Some((fold_int(*op, wide(a)?, wide(b)?)?, false)),
         ExprKind::Cast(dtype, a) => {
-            let v = eval_int(a, vars)?;
-            dtype.holds_int(v).then_some(v)
+            let (v, _) = eval_typed(a, vars)?;
+            dtype
+                .holds_int(v)
+                .then_some((v, !matches!(dtype, DType::Int32 | DType::Int64)))
         }
         _ => None,
     }
@@ -40,7 +57,13 @@ pub fn eval_bool(e: &Expr, vars: &dyn Fn(&str) -> Option<i64>) -> Option<bool> {
             true => Some(true),
             false => eval_bool(b, vars),
         },
-        ExprKind::Binary(op, a, b) => compare_int(*op, eval_int(a, vars)?, eval_int(b, vars)?),
+        ExprKind::Binary(op, a, b) => {
+            let wide = |e: &Expr| match eval_typed(e, vars)? {
+                (v, false) => Some(v),
+                (_, true) => None,
+            };
+            compare_int(*op, wide(a)?, wide(b)?)
+        }
         _ => None,
     }
 }
@@ -84,6 +107,25 @@ mod tests {
             Span::DUMMY,
         );
         assert_eq!(const_int(&cast), Some(300));
+        // int8 arithmetic wraps at 8 bits: not a constant of the exact arithmetic.
+        let narrow = raw(
+            BinOp::Add,
+            Expr::new(
+                ExprKind::Cast(DType::Int8, Box::new(Expr::int(100))),
+                Span::DUMMY,
+            ),
+            Expr::int(100),
+        );
+        assert_eq!(const_int(&narrow), None);
+        let alone = Expr::new(
+            ExprKind::Cast(DType::UInt32, Box::new(Expr::int(1))),
+            Span::DUMMY,
+        );
+        assert_eq!(const_int(&alone), Some(1));
+        assert_eq!(
+            super::const_bool(&raw(BinOp::Gt, narrow, Expr::int(150))),
+            None
+        );
     }
 
     #[test]

@@ -39,6 +39,7 @@ pub fn tune(
             warmup,
             iters,
             seed,
+            inputs: &[],
             store,
             dry_run: false,
             json: false,

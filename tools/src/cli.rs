@@ -203,6 +203,12 @@ pub enum Command {
         /// Seed of the random inputs.
         #[arg(long, default_value_t = 0)]
         seed: u64,
+        /// A parameter's data instead of seeded random values, e.g. `--input idx=idx.npy`
+        /// (repeatable; its dtype and shape must match the parameter at every tuned shape):
+        /// index tensors and other inputs random data would make invalid. Kernels checked
+        /// against their default config only (the GEMM kinds make their own inputs).
+        #[arg(long = "input", value_name = "NAME=X.npy")]
+        inputs: Vec<String>,
         /// Do not store the winner in the tuning cache.
         #[arg(long)]
         no_cache: bool,

@@ -148,6 +148,7 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
             iters,
             target,
             seed,
+            inputs,
             no_cache,
             dry_run,
             json,
@@ -172,6 +173,7 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
                     warmup,
                     iters,
                     seed,
+                    inputs: &inputs,
                     store: !no_cache,
                     dry_run,
                     json,
@@ -195,9 +197,13 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
                     none_passed.push(defines.join(" "));
                 }
             }
-            match none_passed.is_empty() {
-                true => Ok(String::new()),
-                false => Err(UserError::plain(format!(
+            match (none_passed.is_empty(), dry_run) {
+                (true, _) => Ok(String::new()),
+                (false, true) => Err(UserError::plain(format!(
+                    "no config compiled at {}: nothing would be timed",
+                    none_passed.join("; ")
+                ))),
+                (false, false) => Err(UserError::plain(format!(
                     "no config passed the check at {}: nothing was stored",
                     none_passed.join("; ")
                 ))),

@@ -239,3 +239,119 @@ fn tune_dry_run_prints_json() {
         assert!(ready[0]["ptx_lines"].as_u64() > Some(100), "{v}");
     }
 }
+
+/// A dry run in which no config compiles (every one needs more shared memory than the
+/// target has) prints why each was dropped and exits 1: nothing would be timed.
+#[test]
+fn a_dry_run_with_nothing_to_time_fails() {
+    let dir = std::env::temp_dir().join(format!("tlc-dry-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("too_big.tir");
+    std::fs::write(
+        &file,
+        r#"N = T.symbolic("N")
+block = T.tunable([512, 1024], default=512)
+
+@T.prim_func
+def too_big(A: T.Tensor((N, N), "float32"), B: T.Tensor((N, N), "float32")):
+    with T.Kernel(T.ceildiv(N, block), threads=128) as bx:
+        S = T.alloc_shared((block, block), "float32")
+        T.copy(A[bx * block, 0], S)
+        T.copy(S, B[bx * block, 0])
+"#,
+    )
+    .expect("write kernel");
+    let path = file.to_str().expect("utf-8 path");
+    let out = tlc(&[
+        "tune",
+        path,
+        "-D",
+        "N=2048",
+        "--dry-run",
+        "--target",
+        "sm_90a",
+    ]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("0 would be timed"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(
+        text(&out.stderr).contains("no config compiled at N=2048: nothing would be timed"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// `tlc tune --input NAME=X.npy` replaces a parameter's seeded data. The files are read and
+/// checked before any GPU work (a dry run checks them): a name that is no parameter, or a
+/// shape other than the parameter's at the tuned dims, is an error located at the kernel;
+/// the GEMM kinds, which make their own inputs, refuse `--input`.
+#[test]
+fn tune_inputs_are_checked_before_the_gpu() {
+    use tlc_ir::interp::{write_npy, Tensor};
+    use tlc_ir::DType;
+    let dir = std::env::temp_dir().join(format!("tlc-tune-input-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let npy = |name: &str, shape: &[usize]| {
+        let n: usize = shape.iter().product();
+        let t = Tensor::from_f64(DType::Float16, shape, &vec![0.25; n]).expect("tensor");
+        let path = dir.join(name);
+        std::fs::write(&path, write_npy(&t).expect("npy")).expect("write npy");
+        path.to_str().expect("utf-8 path").to_string()
+    };
+    // Q at batch 1, seq_len 256, 2 heads, dim 128.
+    let good = format!("Q={}", npy("q.npy", &[1, 256, 2, 128]));
+    let short = format!("Q={}", npy("q_short.npy", &[1, 255, 2, 128]));
+    let other = format!("X={}", npy("x.npy", &[4]));
+    let base = ["--target", "sm_90a", "--top", "1", "-D", "seq_len=256"];
+    let with = |input: &str| {
+        let mut args = base.to_vec();
+        args.extend(["--input", input]);
+        attention_dry_run(&args)
+    };
+    let out = with(&good);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = with(&short);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains(
+            "input `Q` has shape [1, 255, 2, 128], the parameter [1, 256, 2, 128] at batch=1 \
+             heads=2 kv_heads=1 seq_len=256"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = with(&other);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("`X` is not a parameter of `flash_attention`"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = tlc(&[
+        "tune",
+        FILE,
+        "-D",
+        "M=64",
+        "-D",
+        "N=64",
+        "-D",
+        "K=64",
+        "--dry-run",
+        "--input",
+        &good,
+    ]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains(
+            "`--input` gives data to kernels checked against their default config; `gemm_tunable` \
+             is checked against cuBLAS on inputs of its own"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -35,7 +35,7 @@ use crate::cache::{self, DeviceId, Entry, Key};
 use crate::commands::bench::{self, BenchArgs, F16Inputs, GemmShape};
 use crate::commands::bench_fp8::{self, Fp8Inputs, Peer};
 use crate::commands::compile::device_target;
-use crate::commands::tune_any::AnyInputs;
+use crate::commands::tune_any::{self, AnyInputs};
 use crate::tunables::{self, Tuning};
 use std::num::NonZeroU128;
 use std::path::{Path, PathBuf};
@@ -61,6 +61,9 @@ pub struct TuneArgs<'a> {
     pub warmup: usize,
     pub iters: usize,
     pub seed: u64,
+    /// `--input NAME=X.npy`: parameters' data instead of seeded random values (kernels
+    /// checked against their default config).
+    pub inputs: &'a [String],
     /// `--no-cache`: do not store the winner.
     pub store: bool,
     /// `--dry-run`: plan, compile and assemble only; no GPU.
@@ -418,12 +421,24 @@ pub fn run(args: &TuneArgs) -> Result<(String, bool), UserError> {
     let defines = frontend::split_defines(&parsed, args.defines)?;
     let (gemm, kind_note) = Gemm::of(&file, &parsed, &defines.dims)?;
     let dims_text = describe(&defines.dims);
+    if !args.inputs.is_empty() && gemm != Gemm::Any {
+        return Err(UserError::plain(format!(
+            "`--input` gives data to kernels checked against their default config; `{}` is \
+             checked against {} on inputs of its own",
+            parsed.name.name,
+            gemm.peer()
+        )));
+    }
+    // Read and checked before any GPU work (a dry run checks them too); each GPU's timer
+    // reads them again for its own upload.
+    tune_any::given_inputs(&file, &parsed, args.defines, args.inputs)?;
     if args.dry_run {
-        let mut out = dry_run(args, &file, &parsed, gemm, &dims_text)?;
+        let (mut out, ready) = dry_run(args, &file, &parsed, gemm, &dims_text)?;
         if let (Some(n), false) = (kind_note, args.json) {
             out += &format!("{n}\n");
         }
-        return Ok((out, true));
+        // A dry run "passes" when some config would be timed.
+        return Ok((out, ready > 0));
     }
     let gpus = open_gpus()?;
     let gpu = &gpus[0];
@@ -750,18 +765,18 @@ fn dry_run(
     parsed: &PrimFunc,
     gemm: Gemm,
     dims_text: &str,
-) -> Result<String, UserError> {
+) -> Result<(String, usize), UserError> {
     let target = args.target.unwrap_or(Target::Sm90a);
     // A target's usual SM count: a small positive constant.
     let sms = u32::try_from(target.desc().sm_count).unwrap_or(1).max(1);
     let planned = plan_and_compile(file, parsed, args.defines, target, sms, args.top)?;
-    let ready = planned.candidates.iter().filter(|c| c.ptx.is_ok()).count();
+    let ready_count = planned.candidates.iter().filter(|c| c.ptx.is_ok()).count();
     let shape = gemm
         .shape()
         .map_or(String::new(), |s| format!(" (shape {s})"));
     let mut out = format!(
         "dry run: tune `{}` at {dims_text}{shape} as {} on {sms} SMs: {}; {} configs, {} \
-         planned and compiled, {ready} would be timed\n",
+         planned and compiled, {ready_count} would be timed\n",
         parsed.name.name,
         target.name(),
         gemm.check_text(),
@@ -817,13 +832,13 @@ fn dry_run(
             "dropped": dropped,
             "notes": planned.notes,
         });
-        return Ok(format!("{v}\n"));
+        return Ok((format!("{v}\n"), ready_count));
     }
     out += &dropped_text(&dropped);
     for n in &planned.notes {
         out += &format!("{n}\n");
     }
-    Ok(out)
+    Ok((out, ready_count))
 }
 
 /// The dropped configs, each with the first line of its reason.
@@ -914,12 +929,13 @@ impl<'a> Timer<'a> {
                 // The `-D`s bind the dims and fix tunables; the rest take their defaults —
                 // or, where that config does not run here, the plan's first that compiled.
                 let fallback = fallback.map(|c| c.config.clone());
+                let given = tune_any::given_inputs(file, parsed, args.defines, args.inputs)?;
                 let inputs = AnyInputs::prepare(
                     gpu,
                     file,
                     parsed,
                     (args.defines, target, fallback.as_ref()),
-                    (args.seed, args.warmup, args.iters),
+                    (args.seed, given, args.warmup, args.iters),
                 )?;
                 Timer::Any {
                     gpu,

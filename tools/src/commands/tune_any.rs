@@ -24,14 +24,15 @@
 
 use crate::commands::bench::{self, summarize};
 use crate::commands::bench_copy::{param_bytes, random_params, ParamBytes};
-use crate::commands::run_device::{compare_within, from_bytes, Comparison};
+use crate::commands::run::load_inputs;
+use crate::commands::run_device::{compare_within, from_bytes, to_bytes, Comparison};
 use crate::tunables::{self, Tuning};
 use tlc::diagnostics::SourceFile;
 use tlc::frontend::UserError;
 use tlc::plan::space::describe;
 use tlc_abi::manifest::Access;
 use tlc_ir::tuning::Config;
-use tlc_ir::{DType, PrimFunc};
+use tlc_ir::{DType, Diagnostic, PrimFunc};
 use tlc_passes::Target;
 use tlc_runtime::{DeviceTensor, Gpu, Kernel};
 
@@ -134,6 +135,48 @@ fn decode(dtype: DType, bytes: &[u8]) -> Result<Vec<f64>, String> {
 /// The final contents of the parameters a kernel writes, as numbers, by name.
 type Outputs = Vec<(String, Vec<f64>)>;
 
+/// Parameters' data given with `--input NAME=X.npy`, as the bytes uploaded, by name.
+pub type Given = Vec<(String, Vec<u8>)>;
+
+/// Reads `--input NAME=X.npy` files for the kernel `parsed` at the dims `defines` bind
+/// (its tunables at their defaults: parameter shapes come from the dims): each names a
+/// parameter, holds its dtype (`tlc run`'s reading: integers and floats convert exactly or
+/// are refused) and has its shape at these dims, or it is an error located at the
+/// parameter.
+pub fn given_inputs(
+    file: &SourceFile,
+    parsed: &PrimFunc,
+    defines: &[String],
+    specs: &[String],
+) -> Result<Given, UserError> {
+    if specs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (func, _) = tunables::prepare(file, parsed, defines, &Tuning::DEFAULTS)?;
+    let shapes = param_bytes(file, &func)?;
+    let tensors = load_inputs(file, &func, specs)?;
+    let mut given = Vec::with_capacity(tensors.len());
+    for p in &shapes {
+        let Some(t) = tensors.get(&p.name) else {
+            continue;
+        };
+        if t.shape() != p.shape.as_slice() {
+            let decl = func.params.iter().find(|d| d.name.name == p.name);
+            let span = decl.map_or(func.name.span, |d| d.span);
+            let message = format!(
+                "input `{}` has shape {:?}, the parameter {:?} at {}",
+                p.name,
+                t.shape(),
+                p.shape,
+                defines.join(" ")
+            );
+            return Err(UserError(file.render(&Diagnostic::error(span, message))));
+        }
+        given.push((p.name.clone(), to_bytes(t)));
+    }
+    Ok(given)
+}
+
 /// The seeded inputs and the default config's results at one shape.
 pub struct AnyInputs {
     params: Vec<ParamBytes>,
@@ -156,10 +199,15 @@ impl AnyInputs {
         file: &SourceFile,
         parsed: &PrimFunc,
         (defines, target, fallback): (&[String], Target, Option<&Config>),
-        (seed, warmup, iters): (u64, usize, usize),
+        (seed, given, warmup, iters): (u64, Given, usize, usize),
     ) -> Result<AnyInputs, UserError> {
-        let default =
-            Self::prepare_config(gpu, file, parsed, (defines, target), (seed, warmup, iters));
+        let default = Self::prepare_config(
+            gpu,
+            file,
+            parsed,
+            (defines, target),
+            (seed, &given, warmup, iters),
+        );
         let default_error = match default {
             Ok(mut inputs) => {
                 inputs.reference_text = "the default config".to_string();
@@ -176,16 +224,21 @@ impl AnyInputs {
         };
         let mut with: Vec<String> = defines.to_vec();
         with.extend(config.iter().map(|(n, v)| format!("{n}={v}")));
-        let mut inputs =
-            Self::prepare_config(gpu, file, parsed, (&with, target), (seed, warmup, iters))
-                .map_err(|e| {
-                    UserError::plain(format!(
-                        "the default config, the reference: {}\nthe plan's first config ({}), \
+        let mut inputs = Self::prepare_config(
+            gpu,
+            file,
+            parsed,
+            (&with, target),
+            (seed, &given, warmup, iters),
+        )
+        .map_err(|e| {
+            UserError::plain(format!(
+                "the default config, the reference: {}\nthe plan's first config ({}), \
                          in its place: {e}",
-                        first_line(&default_error),
-                        describe(config)
-                    ))
-                })?;
+                first_line(&default_error),
+                describe(config)
+            ))
+        })?;
         inputs.reference_text = format!(
             "the plan's first config {} (the default config does not run here: {})",
             describe(config),
@@ -201,12 +254,17 @@ impl AnyInputs {
         file: &SourceFile,
         parsed: &PrimFunc,
         (defines, target): (&[String], Target),
-        (seed, warmup, iters): (u64, usize, usize),
+        (seed, given, warmup, iters): (u64, &Given, usize, usize),
     ) -> Result<AnyInputs, String> {
         let (func, _) =
             tunables::prepare(file, parsed, defines, &Tuning::DEFAULTS).map_err(|e| e.0)?;
         let params = param_bytes(file, &func).map_err(|e| e.0)?;
-        let data = random_params(&params, seed).map_err(|e| e.0)?;
+        let mut data = random_params(&params, seed).map_err(|e| e.0)?;
+        for (p, bytes) in params.iter().zip(&mut data) {
+            if let Some((_, g)) = given.iter().find(|(n, _)| *n == p.name) {
+                bytes.clone_from(g);
+            }
+        }
         let kernel = bench::load_kernel(file, gpu, target, func).map_err(|e| e.0)?;
         let mut inputs = AnyInputs {
             params,

@@ -1,4 +1,4 @@
-//! `tune(path, defines, ...)`: `tlc tune FILE` — times a kernel's tuning space on every visible
+//! `tune(name, text, defines, ...)`: `tlc tune FILE` — times a kernel's tuning space on every visible
 //! GPU (one model) and stores the fastest config in the tuning cache that `compile` then reads
 //! (`commands::tune::run`). Returns the report `tlc tune` prints.
 
@@ -9,15 +9,17 @@ use tlc::driver::parse_target;
 use tlc::frontend::UserError;
 use tlc_tools::commands::tune::{run as run_tune, TuneArgs};
 
-/// Tunes the kernel in file `path` with the `-D` bindings `defines`; raises `CompileError`
+/// Tunes the kernel source `text` (named `name` in diagnostics: its file, or `<string>`) with
+/// the `-D` bindings `defines`; raises `CompileError`
 /// (the CLI's words) without a GPU, for a kernel with no tuning space, or when no config
 /// passed the check (the message holds the table).
 #[pyfunction]
-#[pyo3(signature = (path, defines, target=None, top=None, warmup=10, iters=50, seed=0, store=true))]
+#[pyo3(signature = (name, text, defines, target=None, top=None, warmup=10, iters=50, seed=0, store=true))]
 #[allow(clippy::too_many_arguments)] // one per `tlc tune` flag
 pub fn tune(
     py: Python<'_>,
-    path: &str,
+    name: &str,
+    text: &str,
     defines: Vec<String>,
     target: Option<&str>,
     top: Option<usize>,
@@ -32,7 +34,8 @@ pub fn tune(
             return Err(UserError::plain("`iters` and `top` must be at least 1"));
         }
         let (table, passed) = run_tune(&TuneArgs {
-            file: Path::new(path),
+            file: Path::new(name),
+            source: Some((name, text)),
             defines: &defines,
             target,
             top,

@@ -222,3 +222,66 @@ def test_an_eager_tensor_without_a_declaration_is_named():
 
     with pytest.raises(T.LanguageError, match="parameter `X` has no value"):
         T.eager(broken, block=32)
+
+
+def tunable_matmul(M, N, K):
+    # The tile sizes are the kernel's tuning space: the names stay and the text declares
+    # them, so `tlc.plan` ranks the space and `tlc.tune` times it.
+    block_M = T.tunable([64, 128], default=128)
+    block_N = T.tunable([64, 128])
+    num_stages = T.tunable([2, 3], default=3)
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, K), "float16"),
+        B: T.Tensor((K, N), "float16"),
+        C: T.Tensor((M, N), "float"),
+    ):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            A_shared = T.alloc_shared((block_M, 32), "float16")
+            B_shared = T.alloc_shared((32, block_N), "float16")
+            C_local = T.alloc_fragment((block_M, block_N), "float")
+            T.clear(C_local)
+            for ko in T.Pipelined(T.ceildiv(K, 32), num_stages=num_stages):
+                T.copy(A[by * block_M, ko * 32], A_shared)
+                T.copy(B[ko * 32, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, C_local)
+            T.copy(C_local, C[by * block_M, bx * block_N])
+
+    return main
+
+
+def test_tunables_of_a_python_kernel_are_its_space():
+    f = tunable_matmul(256, 256, 128)
+    text = str(f)
+    assert "block_M = T.tunable([64, 128], default=128)\n" in text
+    assert "block_N = T.tunable([64, 128], default=64)\n" in text
+    assert "num_stages=num_stages" in text
+    ranking = tlc.plan(f, target="sm_90a", sms=132)
+    configs = [r["config"] for r in ranking["ranked"]] + [d["config"] for d in ranking["dropped"]]
+    assert len(configs) == 8  # 2 x 2 x 2
+    assert all(set(r["config"]) == {"block_M", "block_N", "num_stages"} for r in ranking["ranked"])
+    # The names bind as a .tir file's tunables do: 128 x 64 tiles are a grid of 256 / 64
+    # by 256 / 128 blocks, 64 x 128 tiles the other way round.
+    k = tlc.compile(f, target="sm_80", block_M=128, block_N=64)
+    assert k.manifest["grid"] == [{"int": 4}, {"int": 2}]
+    k = tlc.compile(f, target="sm_80", block_M=64, block_N=128)
+    assert k.manifest["grid"] == [{"int": 2}, {"int": 4}]
+    with pytest.raises(T.LanguageError, match="not one of"):
+        T.tunable([64, 128], default=96)
+    with pytest.raises(T.LanguageError, match="non-empty list of integers"):
+        T.tunable([])
+
+
+def test_tune_takes_a_python_kernel_and_source_text():
+    if tlc.driver_available():
+        pytest.skip("a CUDA driver is present")
+    # A PrimFunc (no TypeError): its space is read, and the GPU is what it lacks.
+    with pytest.raises(tlc.CompileError, match="`tlc tune` needs a GPU"):
+        tlc.tune(tunable_matmul(256, 256, 128))
+    # Source text with an error: located in `<string>`, before any GPU work.
+    with pytest.raises(tlc.CompileError, match="<string>:2:"):
+        tlc.tune("@T.prim_func\ndef f(A: T.Tensor((4,), \"float32\"):\n    pass\n")
+    # A kernel without a space says so.
+    with pytest.raises(tlc.CompileError, match="declares no tuning space"):
+        tlc.tune(scale(64, 1, 2.0))

@@ -418,7 +418,7 @@ def plan(
 
 
 def tune(
-    path: "Union[str, os.PathLike[str]]",
+    source_or_path: Source,
     target: Optional[str] = None,
     top: Optional[int] = None,
     warmup: int = 10,
@@ -427,10 +427,11 @@ def tune(
     store: bool = True,
     **dims: int,
 ) -> str:
-    """Times a kernel's tuning space on GPU 0 and stores the fastest config in the tuning
-    cache, which ``compile`` then reads (``tlc tune FILE``; ``top``: time only the N
-    configs ``plan`` ranks best; ``store=False``: ``--no-cache``). Returns the report
-    ``tlc tune`` prints. Needs a GPU; raises ``CompileError`` otherwise."""
-    return str(
-        _tune(os.fspath(path), _defines(dims), target, top, warmup, iters, seed, store)
-    )
+    """Times a kernel's tuning space on every visible GPU and stores the fastest config in
+    the tuning cache, which ``compile`` then reads (``tlc tune FILE``; ``top``: time only
+    the N configs ``plan`` ranks best; ``store=False``: ``--no-cache``). The kernel is a
+    path, source text, or a ``tlc.language.PrimFunc`` (its ``T.tunable`` names make the
+    space), as ``compile`` takes it. Returns the report ``tlc tune`` prints. Needs a GPU;
+    raises ``CompileError`` otherwise."""
+    name, text = _read_source(source_or_path)
+    return str(_tune(name, text, _defines(dims), target, top, warmup, iters, seed, store))

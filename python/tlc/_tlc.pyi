@@ -44,7 +44,8 @@ def plan(
 ) -> str: ...
 def driver_available() -> bool: ...
 def tune(
-    path: str,
+    name: str,
+    text: str,
     defines: List[str],
     target: Optional[str] = None,
     top: Optional[int] = None,

@@ -46,7 +46,7 @@ import ast
 import inspect
 import sys
 import textwrap
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 __all__ = ["DataType", "ceildiv", "Expr", "LanguageError", "PrimFunc", "eager", "prim_func", "symbolic"]
 
@@ -162,6 +162,29 @@ def symbolic(name: str, dtype: str = "int32") -> Symbolic:
     return Symbolic(name, dtype)
 
 
+class Tunable(NamedTuple):
+    """One name of a kernel's tuning space: ``block_M = T.tunable([64, 128], default=128)``
+    at module level or in a factory (docs/ir.md, "Tuning space"). The kernel keeps the name
+    and its text declares it, so ``tlc.plan`` / ``tlc.tune`` see the space and ``compile``
+    binds the cached or default value."""
+
+    candidates: Tuple[int, ...]
+    default: int
+
+
+def tunable(candidates: Sequence[int], default: Optional[int] = None) -> Tunable:
+    """A tunable integer: its candidates, and the value used when nothing else chooses (the
+    first candidate by default). One name per tunable here (the ``.tir`` language's tuple
+    form ``block_M, block_N = T.tunable([(…), …])`` is written in a ``.tir`` file)."""
+    values = tuple(candidates)
+    if not values or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        raise LanguageError(f"T.tunable takes a non-empty list of integers, not {candidates!r}")
+    chosen = values[0] if default is None else default
+    if chosen not in values:
+        raise LanguageError(f"T.tunable's default {chosen!r} is not one of {list(values)}")
+    return Tunable(values, chosen)
+
+
 def ceildiv(a: Any, b: Any) -> Any:
     """``T.ceildiv`` evaluated by Python where a factory computes a size with it
     (``TILE_K = T.ceildiv(BLOCK_K, reduce_threads)``): a number for numbers, an expression
@@ -255,10 +278,15 @@ def _substitute(source: str, first_line: int, scope: Dict[str, Any]) -> str:
     bound = _bound_names(func)
     edits: List[Tuple[int, int, int, str]] = []  # (line, start col, end col, text)
     symbols: Dict[str, Symbolic] = {}
+    tunables: Dict[str, Tunable] = {}
     for node in ast.walk(func):
         if not isinstance(node, ast.Name) or not isinstance(node.ctx, ast.Load):
             continue
         if node.id in bound or node.id not in scope or node.end_col_offset is None:
+            continue
+        if isinstance(scope[node.id], Tunable):
+            # The name stays; the text declares it.
+            tunables[node.id] = scope[node.id]
             continue
         replacement = _literal(scope[node.id], symbols)
         if replacement is not None and replacement != node.id:
@@ -270,6 +298,7 @@ def _substitute(source: str, first_line: int, scope: Dict[str, Any]) -> str:
         out[line - 1] = row[:start] + new + row[end:]
     body = _fold_branches("".join(out))
     header = [_declare(s) for s in symbols.values()]
+    header += [_declare_tunable(n, t) for n, t in sorted(tunables.items())]
     # Blank lines up to the function's first line, so diagnostics give the .py's line.
     pad = max(first_line - 1 - len(header), 0)
     return "".join(header) + "\n" * pad + body
@@ -279,6 +308,11 @@ def _declare(s: Symbolic) -> str:
     """The line declaring a symbolic dim, in the canonical spelling (docs/ir.md)."""
     dtype = "" if s.dtype == "int32" else f', "{s.dtype}"'
     return f'{s.name} = T.symbolic("{s.name}"{dtype})\n'
+
+
+def _declare_tunable(name: str, t: Tunable) -> str:
+    """The line declaring a tunable (docs/ir.md, "Tuning space")."""
+    return f"{name} = T.tunable([{', '.join(map(str, t.candidates))}], default={t.default})\n"
 
 
 def _bound_names(func: ast.AST) -> Set[str]:

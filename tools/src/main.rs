@@ -167,6 +167,7 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
             for (i, defines) in shapes.iter().enumerate() {
                 let (table, passed) = commands::tune::run(&commands::tune::TuneArgs {
                     file: &file,
+                    source: None,
                     defines,
                     target,
                     top,

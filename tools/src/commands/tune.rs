@@ -54,6 +54,9 @@ use tlc_runtime::{Cublas, CublasLt, Gpu, Kernel};
 /// What `tlc tune` was asked to do.
 pub struct TuneArgs<'a> {
     pub file: &'a Path,
+    /// The kernel's source already read (Python's `tlc.tune` of a `PrimFunc` or a string):
+    /// `(name shown in diagnostics, text)`; `None` reads `file`.
+    pub source: Option<(&'a str, &'a str)>,
     pub defines: &'a [String],
     pub target: Option<Target>,
     /// Time only the N configs the plan ranks best.
@@ -410,7 +413,10 @@ struct Timed<'a> {
 /// where none did is a failure: the command exits 1 after printing the table).
 pub fn run(args: &TuneArgs) -> Result<(String, bool), UserError> {
     let start = Instant::now();
-    let file = frontend::read_source(args.file)?;
+    let file = match args.source {
+        Some((name, text)) => SourceFile::new(name, text),
+        None => frontend::read_source(args.file)?,
+    };
     let parsed = frontend::parse(&file)?;
     if parsed.space.is_empty() {
         return Err(UserError::plain(format!(

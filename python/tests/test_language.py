@@ -285,3 +285,52 @@ def test_tune_takes_a_python_kernel_and_source_text():
     # A kernel without a space says so.
     with pytest.raises(tlc.CompileError, match="declares no tuning space"):
         tlc.tune(scale(64, 1, 2.0))
+
+
+def _keep(fn):
+    # A decorator of the user's own, as eager functions in scripts often carry.
+    return fn
+
+
+@_keep
+def decorated_eager_add(A, B, block, dtype=T.float32):
+    M, N = T.const("M, N")
+    A: T.Tensor((M, N), dtype)
+    B: T.Tensor((M, N), dtype)
+    C = T.empty((M, N), dtype)
+    with T.Kernel(T.ceildiv(N, block), T.ceildiv(M, block), threads=128) as (bx, by):
+        for i, j in T.Parallel(block, block):
+            if by * block + i < M and bx * block + j < N:
+                C[by * block + i, bx * block + j] = A[by * block + i, bx * block + j] + B[by * block + i, bx * block + j]
+
+
+def test_an_eager_kernel_may_carry_decorators():
+    f = T.eager(decorated_eager_add, block=32, N=40)
+    def_line = inspect.getsourcelines(decorated_eager_add)[1] + 1  # after `@_keep`
+    assert f.source.splitlines()[def_line - 1].startswith("def decorated_eager_add(")
+    k = tlc.compile(f, target="sm_80")
+    a, b = np.ones((33, 40), np.float32), np.full((33, 40), 0.5, np.float32)
+    _, _, c = tlc.interpret(k, a, b, None)
+    np.testing.assert_array_equal(c, a + b)
+
+
+def test_an_unknown_decorator_is_a_located_error_not_a_placeholder():
+    line = inspect.currentframe().f_lineno + 3
+    with pytest.raises(T.LanguageError, match=rf"test_language.py:{line}: `T.jit` decorates `f`"):
+
+        @T.jit
+        def f(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=32) as bx:
+                A[0] = 1.0
+
+    with pytest.raises(T.LanguageError, match="`T.macro` decorates `g`, but it is not part"):
+
+        @T.macro
+        def g(x):
+            return x
+
+    # A placeholder never loops: iterating one is an error, and compile refuses one.
+    with pytest.raises(T.LanguageError, match="Python cannot iterate it"):
+        list(T.something)
+    with pytest.raises(TypeError, match="expected a path, source text or a tlc.language.PrimFunc"):
+        tlc.compile(T.something, target="sm_80")

@@ -66,6 +66,11 @@ def _read_source(source_or_path: Source) -> Tuple[str, str]:
         return source_or_path.filename, source_or_path.source
     if isinstance(source_or_path, os.PathLike):
         path = os.fspath(source_or_path)
+    elif not isinstance(source_or_path, str):
+        raise TypeError(
+            "expected a path, source text or a tlc.language.PrimFunc, not "
+            f"{type(source_or_path).__name__} ({source_or_path!r})"
+        )
     elif "\n" not in source_or_path and (
         source_or_path.endswith(".tir") or os.path.isfile(source_or_path)
     ):

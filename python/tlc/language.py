@@ -452,8 +452,9 @@ def eager(fn: Callable[..., Any], **values: Any) -> PrimFunc:
     out_idx = [names.index(r) for r in returned if r in names]
     # The `def` line (after any decorators) takes the whole signature; its other lines and
     # the removed statements stay as blank lines.
-    def_line = func.lineno - 1 + len(func.decorator_list)
-    while not lines[def_line].lstrip().startswith("def "):
+    # (`FunctionDef.lineno` is the `def` line itself, after the decorators.)
+    def_line = func.lineno - 1
+    while def_line < len(lines) - 1 and not lines[def_line].lstrip().startswith("def "):
         def_line += 1
     body_first = func.body[0].lineno - 1
     out = ["\n"] * len(lines)
@@ -632,9 +633,27 @@ class DataType:
 
 class _Anything:
     """What ``T.Tensor((M, K), dtype)`` and the like evaluate to in Python: nothing. They
-    matter only as source text; Python evaluates annotations when the function is defined."""
+    matter only as source text; Python evaluates annotations when the function is defined.
+    Never a value Python code goes on with: decorating a function with one (``@T.jit``,
+    ``@T.macro``) or iterating one is a ``LanguageError`` naming it."""
+
+    def __init__(self, name: str = "") -> None:
+        self._name = name
 
     def __call__(self, *args: Any, **kwargs: Any) -> "_Anything":
+        if len(args) == 1 and not kwargs and inspect.isfunction(args[0]):
+            fn = args[0]
+            code = fn.__code__
+            hint = (
+                "write the kernel as `@T.prim_func` (TileLang's `@tilelang.jit` factory: "
+                "call the factory, then `tlc.compile` its result)"
+                if self._name == "jit"
+                else "tlc.language has no such decorator"
+            )
+            raise LanguageError(
+                f"{code.co_filename}:{code.co_firstlineno}: `T.{self._name}` decorates "
+                f"`{fn.__name__}`, but it is not part of tlc's language: {hint}"
+            )
         return self
 
     def __getattr__(self, name: str) -> "_Anything":
@@ -642,6 +661,12 @@ class _Anything:
 
     def __getitem__(self, key: Any) -> "_Anything":
         return self
+
+    def __iter__(self) -> Any:
+        raise LanguageError(
+            f"`T.{self._name}` is a placeholder for the compiler (it has meaning only in a "
+            f"kernel's text): Python cannot iterate it"
+        )
 
 
 _ANYTHING = _Anything()
@@ -654,4 +679,4 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(name)
     if name in _DTYPE_ALIASES:
         return _DTYPE_ALIASES[name]
-    return _ANYTHING
+    return _Anything(name)

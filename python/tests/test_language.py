@@ -334,3 +334,79 @@ def test_an_unknown_decorator_is_a_located_error_not_a_placeholder():
         list(T.something)
     with pytest.raises(TypeError, match="expected a path, source text or a tlc.language.PrimFunc"):
         tlc.compile(T.something, target="sm_80")
+
+
+CONFIGS = [
+    {"block_M": 128, "block_N": 128, "num_stages": 3},
+    {"block_M": 64, "block_N": 128, "num_stages": 2},
+    {"block_M": 64, "block_N": 64, "num_stages": 2},
+]
+
+
+@tlc.autotune(configs=CONFIGS, top=2)
+def autotuned_matmul(M, N, K, block_M=None, block_N=None, num_stages=None):
+    bm = block_M  # held under another name: the text still says `block_M`
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, K), "float16"),
+        B: T.Tensor((K, N), "float16"),
+        C: T.Tensor((M, N), "float"),
+    ):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, bm), threads=128) as (bx, by):
+            A_shared = T.alloc_shared((bm, 32), "float16")
+            B_shared = T.alloc_shared((32, block_N), "float16")
+            C_local = T.alloc_fragment((bm, block_N), "float")
+            T.clear(C_local)
+            for ko in T.Pipelined(T.ceildiv(K, 32), num_stages=num_stages):
+                T.copy(A[by * bm, ko * 32], A_shared)
+                T.copy(B[ko * 32, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, C_local)
+            T.copy(C_local, C[by * bm, bx * block_N])
+
+    return main
+
+
+def test_autotune_makes_the_configs_the_kernels_space():
+    f = autotuned_matmul.prim_func(256, 256, 128)
+    assert (
+        "block_M, block_N, num_stages = T.tunable([(128, 128, 3), (64, 128, 2), (64, 64, 2)], "
+        "default=(128, 128, 3))\n" in f.source
+    )
+    assert "T.ceildiv(256, block_M)" in f.source and "bm" not in f.source
+    ranking = tlc.plan(f, target="sm_80", sms=108)
+    configs = [r["config"] for r in ranking["ranked"]]
+    assert len(configs) + len(ranking["dropped"]) == 3
+    assert all(c in CONFIGS for c in configs)
+    if not tlc.driver_available():
+        # Nothing to time: a warning, and the plan's first config compiled.
+        with pytest.warns(UserWarning, match="no GPU, nothing timed"):
+            k = autotuned_matmul(256, 256, 128)
+        assert k.tune_report is None
+        a = np.ones((256, 128), np.float16)
+        b = np.full((128, 256), 0.5, np.float16)
+        _, _, c = tlc.interpret(k, a, b, None)
+        np.testing.assert_array_equal(c, np.full((256, 256), 64.0, np.float32))
+
+
+def test_autotune_refuses_what_it_cannot_tune():
+    with pytest.raises(T.LanguageError, match="same keys"):
+        tlc.autotune(configs=[{"a": 1}, {"b": 2}])
+    with pytest.raises(T.LanguageError, match="integers"):
+        tlc.autotune(configs=[{"a": True}])
+
+    @tlc.autotune(configs=[{"block": 32}, {"block": 64}])
+    def computes(n, block=None):
+        half = block // 2  # Python arithmetic on a tunable: it has no value yet
+
+        @T.prim_func
+        def main(X: T.Tensor((n,), "float32")):
+            with T.Kernel(1, threads=half) as bx:
+                X[0] = 1.0
+
+        return main
+
+    with pytest.raises(T.LanguageError, match="is a tunable: it has a value only when"):
+        computes.prim_func(64)
+    with pytest.raises(TypeError, match="are tuned; do not pass them"):
+        autotuned_matmul.prim_func(256, 256, 128, block_M=64)

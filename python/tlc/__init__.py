@@ -13,10 +13,12 @@ Importing the package and everything but launching need no GPU and no CUDA.
 
 from __future__ import annotations
 
+import functools
 import json
 import operator
 import os
 import sys
+import warnings
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _arrays, _tensors
@@ -27,13 +29,14 @@ from ._tlc import interpret as _interpret
 from ._tlc import param_names as _param_names
 from ._tlc import plan as _plan
 from ._tlc import tune as _tune
-from .language import PrimFunc
+from .language import ConfigSpace, PrimFunc
 
 __all__ = [
     "__version__",
     "CompileError",
     "Kernel",
     "LaunchError",
+    "autotune",
     "compile",
     "driver_available",
     "interpret",
@@ -118,6 +121,8 @@ class Kernel:
         self._loaded: Dict[int, Any] = {}
         self._signatures: Dict[Any, _Signature] = {}
         self.manifest: Dict[str, Any] = json.loads(compiled.manifest_json)
+        self.tune_report: Optional[str] = None
+        """``tlc.autotune``'s report of the tune that chose this kernel's config."""
         """The launch manifest (docs/manifest.md) as a dict: params, dims, kernels."""
         # Read once: every launch matches its tensors to these names.
         self._params: List[str] = [p["name"] for p in self.manifest["params"]]
@@ -440,3 +445,56 @@ def tune(
     raises ``CompileError`` otherwise."""
     name, text = _read_source(source_or_path)
     return str(_tune(name, text, _defines(dims), target, top, warmup, iters, seed, store))
+
+
+def autotune(
+    configs: Sequence[Dict[str, int]], **tune_options: Any
+) -> Any:
+    """A decorator for a kernel factory (TileLang's ``@tilelang.autotune(configs=...)``): the
+    factory's keyword arguments named by ``configs`` (a list of dicts with the same integer
+    keys) become the kernel's tuning space, its candidates exactly these configs.
+
+    Calling the decorated factory with its other arguments builds the kernel once, the
+    config names kept in its text as one tuple tunable (so the factory may use them only
+    inside the kernel), tunes it with ``tlc.tune`` (``tune_options``: ``top``, ``warmup``,
+    ``iters``, ``seed``, ``target``, ``store``) on every visible GPU, which stores the
+    winner in the tuning cache, and returns ``tlc.compile`` of it — the winner. The tune's
+    report is the kernel's ``tune_report``. Without a GPU nothing is timed: a warning says
+    so, and the kernel is the plan's first config. The decorated function's ``prim_func``
+    builds the kernel without tuning (for ``tlc.plan``)."""
+    space = ConfigSpace(configs)
+    target = tune_options.get("target")
+
+    def decorate(factory: Any) -> Any:
+        def prim_func(*args: Any, **kwargs: Any) -> PrimFunc:
+            clash = sorted(set(space.names) & set(kwargs))
+            if clash:
+                raise TypeError(f"autotune: {clash} are tuned; do not pass them")
+            built = factory(*args, **kwargs, **space.members())
+            if not isinstance(built, PrimFunc):
+                raise TypeError(
+                    f"autotune: `{getattr(factory, '__name__', factory)}` returned "
+                    f"{type(built).__name__}, not a T.prim_func kernel"
+                )
+            return built
+
+        @functools.wraps(factory)
+        def build(*args: Any, **kwargs: Any) -> Kernel:
+            kernel_func = prim_func(*args, **kwargs)
+            report = None
+            if driver_available():
+                report = tune(kernel_func, **tune_options)
+            else:
+                warnings.warn(
+                    "tlc.autotune: no GPU, nothing timed: the kernel is the plan's first config",
+                    stacklevel=2,
+                )
+            kernel = compile(kernel_func, target=target)
+            kernel.tune_report = report
+            return kernel
+
+        build.prim_func = prim_func  # type: ignore[attr-defined]
+        build.space = space  # type: ignore[attr-defined]
+        return build
+
+    return decorate

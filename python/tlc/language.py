@@ -162,27 +162,96 @@ def symbolic(name: str, dtype: str = "int32") -> Symbolic:
     return Symbolic(name, dtype)
 
 
-class Tunable(NamedTuple):
+class _Name:
+    """A name the kernel's text keeps (a tunable): Python code cannot compute with it."""
+
+    def _refuse(self, *_: Any) -> Any:
+        raise LanguageError(
+            f"{self!r} is a tunable: it has a value only when the kernel is compiled, so it may "
+            "be used inside the kernel, not in the factory's Python arithmetic or tests"
+        )
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse
+    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __truediv__ = __rtruediv__ = _refuse
+    __neg__ = __lt__ = __le__ = __gt__ = __ge__ = __bool__ = __iter__ = __index__ = _refuse
+    __int__ = _refuse
+
+
+class Tunable(_Name):
     """One name of a kernel's tuning space: ``block_M = T.tunable([64, 128], default=128)``
     at module level or in a factory (docs/ir.md, "Tuning space"). The kernel keeps the name
     and its text declares it, so ``tlc.plan`` / ``tlc.tune`` see the space and ``compile``
-    binds the cached or default value."""
+    binds the cached, planned or given value."""
 
-    candidates: Tuple[int, ...]
-    default: int
+    def __init__(self, candidates: Tuple[int, ...], default: int) -> None:
+        self.candidates = candidates
+        self.default = default
+
+    def __repr__(self) -> str:
+        return f"T.tunable({list(self.candidates)}, default={self.default})"
+
+
+def _ints(values: Sequence[Any]) -> bool:
+    return all(isinstance(v, int) and not isinstance(v, bool) for v in values)
 
 
 def tunable(candidates: Sequence[int], default: Optional[int] = None) -> Tunable:
     """A tunable integer: its candidates, and the value used when nothing else chooses (the
-    first candidate by default). One name per tunable here (the ``.tir`` language's tuple
-    form ``block_M, block_N = T.tunable([(…), …])`` is written in a ``.tir`` file)."""
+    first candidate by default). One name per tunable here; names tuned together are
+    ``tlc.autotune``'s configs (or the ``.tir`` language's tuple form)."""
     values = tuple(candidates)
-    if not values or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+    if not values or not _ints(values):
         raise LanguageError(f"T.tunable takes a non-empty list of integers, not {candidates!r}")
     chosen = values[0] if default is None else default
     if chosen not in values:
         raise LanguageError(f"T.tunable's default {chosen!r} is not one of {list(values)}")
     return Tunable(values, chosen)
+
+
+class ConfigSpace:
+    """Names tuned together, each config a row: ``tlc.autotune(configs=[{"block_M": 128,
+    "block_N": 128}, ...])``. The kernel's text declares them as one tuple tunable
+    (``block_M, block_N = T.tunable([(128, 128), ...], default=(128, 128))``), its
+    candidates exactly the configs given, the first the default."""
+
+    def __init__(self, configs: Sequence[Dict[str, int]]) -> None:
+        rows = list(configs)
+        if not rows or not all(isinstance(c, dict) and c for c in rows):
+            raise LanguageError("autotune: configs must be a non-empty list of non-empty dicts")
+        self.names = tuple(rows[0])
+        for c in rows:
+            if set(c) != set(self.names):
+                raise LanguageError(
+                    f"autotune: every config must name the same keys; {sorted(c)} is not "
+                    f"{sorted(self.names)}"
+                )
+            if not _ints(list(c.values())):
+                raise LanguageError(
+                    f"autotune: config values are integers (tunables), not {c!r}"
+                )
+        self.rows = [tuple(c[n] for n in self.names) for c in rows]
+
+    def members(self) -> Dict[str, "ConfigName"]:
+        """One placeholder per name, for the factory's keyword arguments."""
+        return {n: ConfigName(self, n) for n in self.names}
+
+    def declaration(self) -> str:
+        """The line declaring the names as one tunable."""
+        def tup(row: Tuple[int, ...]) -> str:
+            return str(row[0]) if len(row) == 1 else f"({', '.join(map(str, row))})"
+        rows = ", ".join(tup(r) for r in self.rows)
+        return f"{', '.join(self.names)} = T.tunable([{rows}], default={tup(self.rows[0])})\n"
+
+
+class ConfigName(_Name):
+    """One name of a ``ConfigSpace``, passed to the factory in place of its value."""
+
+    def __init__(self, space: ConfigSpace, name: str) -> None:
+        self.space = space
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<autotune config name {self.name}>"
 
 
 def ceildiv(a: Any, b: Any) -> Any:
@@ -279,6 +348,7 @@ def _substitute(source: str, first_line: int, scope: Dict[str, Any]) -> str:
     edits: List[Tuple[int, int, int, str]] = []  # (line, start col, end col, text)
     symbols: Dict[str, Symbolic] = {}
     tunables: Dict[str, Tunable] = {}
+    spaces: Dict[int, ConfigSpace] = {}
     for node in ast.walk(func):
         if not isinstance(node, ast.Name) or not isinstance(node.ctx, ast.Load):
             continue
@@ -287,6 +357,14 @@ def _substitute(source: str, first_line: int, scope: Dict[str, Any]) -> str:
         if isinstance(scope[node.id], Tunable):
             # The name stays; the text declares it.
             tunables[node.id] = scope[node.id]
+            continue
+        if isinstance(scope[node.id], ConfigName):
+            # The config's own name (the factory may hold it under another); the text
+            # declares the whole space.
+            member = scope[node.id]
+            spaces[id(member.space)] = member.space
+            if member.name != node.id:
+                edits.append((node.lineno, node.col_offset, node.end_col_offset, member.name))
             continue
         replacement = _literal(scope[node.id], symbols)
         if replacement is not None and replacement != node.id:
@@ -299,6 +377,7 @@ def _substitute(source: str, first_line: int, scope: Dict[str, Any]) -> str:
     body = _fold_branches("".join(out))
     header = [_declare(s) for s in symbols.values()]
     header += [_declare_tunable(n, t) for n, t in sorted(tunables.items())]
+    header += [space.declaration() for space in spaces.values()]
     # Blank lines up to the function's first line, so diagnostics give the .py's line.
     pad = max(first_line - 1 - len(header), 0)
     return "".join(header) + "\n" * pad + body

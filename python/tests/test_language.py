@@ -410,3 +410,47 @@ def test_autotune_refuses_what_it_cannot_tune():
         computes.prim_func(64)
     with pytest.raises(TypeError, match="are tuned; do not pass them"):
         autotuned_matmul.prim_func(256, 256, 128, block_M=64)
+
+
+SHARED = T.tunable([64, 128], default=128)
+
+
+def test_a_tunable_never_becomes_a_silent_python_value():
+    b = T.tunable([64, 128])
+    with pytest.raises(T.LanguageError, match="is a tunable"):
+        b == 128  # noqa: B015 - a comparison in a factory would be a silent False
+    with pytest.raises(T.LanguageError, match="is a tunable"):
+        T.ceildiv(1024, b)
+    with pytest.raises(T.LanguageError, match="twice"):
+        T.tunable([64, 64])
+    with pytest.raises(T.LanguageError, match="default True is not one of"):
+        T.tunable([0, 1], default=True)
+    with pytest.raises(T.LanguageError, match="only in a .tir file"):
+        T.tune_constraint("block_M * block_N <= 16384")
+
+    def aliased(n):
+        block_M = SHARED
+        block_N = SHARED
+
+        @T.prim_func
+        def main(X: T.Tensor((n,), "float32")):
+            with T.Kernel(T.ceildiv(n, block_M), threads=block_N) as bx:
+                X[bx] = 1.0
+
+        return main
+
+    with pytest.raises(T.LanguageError, match="used as both"):
+        aliased(256)
+
+    def in_a_tuple(n):
+        shape = (SHARED, 4)
+
+        @T.prim_func
+        def main(X: T.Tensor(shape, "float32")):
+            with T.Kernel(1, threads=32) as bx:
+                X[0, 0] = 1.0
+
+        return main
+
+    with pytest.raises(T.LanguageError, match="inside a tuple or list"):
+        in_a_tuple(256)

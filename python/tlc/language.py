@@ -48,7 +48,10 @@ import sys
 import textwrap
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
-__all__ = ["DataType", "ceildiv", "Expr", "LanguageError", "PrimFunc", "eager", "prim_func", "symbolic"]
+__all__ = [
+    "DataType", "ceildiv", "Expr", "LanguageError", "PrimFunc", "eager", "prim_func", "symbolic",
+    "tunable", "tune_constraint",
+]
 
 
 class _Arith:
@@ -174,7 +177,10 @@ class _Name:
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse
     __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __truediv__ = __rtruediv__ = _refuse
     __neg__ = __lt__ = __le__ = __gt__ = __ge__ = __bool__ = __iter__ = __index__ = _refuse
-    __int__ = _refuse
+    __int__ = __pow__ = __rpow__ = __lshift__ = __rshift__ = __and__ = __or__ = _refuse
+    # `if block_M == 128:` in a factory would be a silent False: refused too.
+    __eq__ = __ne__ = _refuse  # type: ignore[assignment]
+    __hash__ = object.__hash__
 
 
 class Tunable(_Name):
@@ -202,10 +208,21 @@ def tunable(candidates: Sequence[int], default: Optional[int] = None) -> Tunable
     values = tuple(candidates)
     if not values or not _ints(values):
         raise LanguageError(f"T.tunable takes a non-empty list of integers, not {candidates!r}")
+    if len(set(values)) != len(values):
+        raise LanguageError(f"T.tunable lists a candidate twice: {list(values)}")
     chosen = values[0] if default is None else default
-    if chosen not in values:
+    if not _ints([chosen]) or chosen not in values:
         raise LanguageError(f"T.tunable's default {chosen!r} is not one of {list(values)}")
     return Tunable(values, chosen)
+
+
+def tune_constraint(*_: Any, **__: Any) -> None:
+    """Not in Python-written kernels: a constraint on tunables is written in a ``.tir`` file
+    (or the configs listed whole: ``tlc.autotune(configs=...)``)."""
+    raise LanguageError(
+        "T.tune_constraint is read only in a .tir file; in Python, list the allowed configs "
+        "with tlc.autotune(configs=[...])"
+    )
 
 
 class ConfigSpace:
@@ -260,6 +277,8 @@ def ceildiv(a: Any, b: Any) -> Any:
     over symbolic dims for those. (In a kernel's body it is the compiler's.)"""
     if isinstance(a, int) and isinstance(b, int) and b != 0:
         return -(-a // b)
+    if isinstance(a, _Name) or isinstance(b, _Name):
+        (a if isinstance(a, _Name) else b)._refuse()
     arith = (int, _Arith, Symbolic)
     if isinstance(a, arith) and isinstance(b, arith):
         ta, tb = (_literal(v) if isinstance(v, int) else v._text() for v in (a, b))
@@ -355,7 +374,14 @@ def _substitute(source: str, first_line: int, scope: Dict[str, Any]) -> str:
         if node.id in bound or node.id not in scope or node.end_col_offset is None:
             continue
         if isinstance(scope[node.id], Tunable):
-            # The name stays; the text declares it.
+            # The name stays; the text declares it. One tunable is one name: the same object
+            # under two names would become two independent tunables.
+            for other, t in tunables.items():
+                if t is scope[node.id] and other != node.id:
+                    raise LanguageError(
+                        f"the tunable {t!r} is used as both `{other}` and `{node.id}`: one "
+                        "T.tunable per name (names tuned together: tlc.autotune's configs)"
+                    )
             tunables[node.id] = scope[node.id]
             continue
         if isinstance(scope[node.id], ConfigName):
@@ -374,6 +400,17 @@ def _substitute(source: str, first_line: int, scope: Dict[str, Any]) -> str:
     for line, start, end, new in sorted(edits, reverse=True):
         row = out[line - 1]
         out[line - 1] = row[:start] + new + row[end:]
+    # A tunable (kept by name) whose name the kernel also binds, or a dim also declares,
+    # would be another thing there.
+    for name in tunables:
+        if name in symbols:
+            raise LanguageError(f"`{name}` names both a symbolic dim and a tunable")
+    scope_names = {n for n, v in scope.items() if isinstance(v, Tunable)}
+    for name in sorted(scope_names & bound):
+        raise LanguageError(
+            f"the kernel binds `{name}` (a parameter, loop or assigned name), which is also a "
+            "tunable of the factory: rename one"
+        )
     body = _fold_branches("".join(out))
     header = [_declare(s) for s in symbols.values()]
     header += [_declare_tunable(n, t) for n, t in sorted(tunables.items())]
@@ -428,6 +465,12 @@ def _literal(value: Any, symbols: Optional[Dict[str, Symbolic]] = None) -> Optio
         escaped = value.replace("\\", "\\\\").replace('"', '\\"')
         return f'"{escaped}"'
     if isinstance(value, (tuple, list)):
+        for v in value:
+            if isinstance(v, _Name):
+                raise LanguageError(
+                    f"{v!r} is inside a tuple or list the factory built: a tunable may be "
+                    "used by its name inside the kernel only"
+                )
         items = [_literal(v, symbols) for v in value]
         if any(i is None for i in items):
             return None

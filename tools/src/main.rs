@@ -162,6 +162,7 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
             }
             // Each shape is tuned on its own, its table printed as soon as it is done.
             let shapes = commands::tune::shapes(&file, &define, shapes.as_deref())?;
+            commands::tune::check_inputs(&file, &shapes, &inputs)?;
             let several = shapes.len() > 1;
             let mut none_passed = Vec::new();
             for (i, defines) in shapes.iter().enumerate() {

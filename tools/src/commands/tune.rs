@@ -409,6 +409,50 @@ struct Timed<'a> {
     why: Option<String>,
 }
 
+/// Checks `--input` files against every shape before any is tuned (a file that fits the
+/// first shape but not a later one would otherwise be found out after the first shape's
+/// GPU work and cache entry).
+pub fn check_inputs(
+    file: &Path,
+    shapes: &[Vec<String>],
+    inputs: &[String],
+) -> Result<(), UserError> {
+    if inputs.is_empty() {
+        return Ok(());
+    }
+    let source = frontend::read_source(file)?;
+    let parsed = frontend::parse(&source)?;
+    for defines in shapes {
+        let dims = frontend::split_defines(&parsed, defines)?.dims;
+        inputs_allowed(Gemm::of(&source, &parsed, &dims)?.0, &parsed, inputs)?;
+        tune_any::given_inputs(&source, &parsed, defines, inputs).map_err(|e| {
+            match shapes.len() {
+                1 => e,
+                _ => UserError(format!(
+                    "{}note: one `--input` file serves every shape; this is shape {}\n",
+                    e.0,
+                    defines.join(" ")
+                )),
+            }
+        })?;
+    }
+    Ok(())
+}
+
+/// `--input` is for kernels checked against their default config: the GEMM kinds make their
+/// own inputs.
+fn inputs_allowed(gemm: Gemm, parsed: &PrimFunc, inputs: &[String]) -> Result<(), UserError> {
+    if inputs.is_empty() || gemm == Gemm::Any {
+        return Ok(());
+    }
+    Err(UserError::plain(format!(
+        "`--input` gives data to kernels checked against their default config; `{}` is \
+         checked against {} on inputs of its own",
+        parsed.name.name,
+        gemm.peer()
+    )))
+}
+
 /// Tunes one shape: its table (for stdout), and whether a config passed the check (a tune
 /// where none did is a failure: the command exits 1 after printing the table).
 pub fn run(args: &TuneArgs) -> Result<(String, bool), UserError> {
@@ -427,14 +471,7 @@ pub fn run(args: &TuneArgs) -> Result<(String, bool), UserError> {
     let defines = frontend::split_defines(&parsed, args.defines)?;
     let (gemm, kind_note) = Gemm::of(&file, &parsed, &defines.dims)?;
     let dims_text = describe(&defines.dims);
-    if !args.inputs.is_empty() && gemm != Gemm::Any {
-        return Err(UserError::plain(format!(
-            "`--input` gives data to kernels checked against their default config; `{}` is \
-             checked against {} on inputs of its own",
-            parsed.name.name,
-            gemm.peer()
-        )));
-    }
+    inputs_allowed(gemm, &parsed, args.inputs)?;
     // Read and checked before any GPU work (a dry run checks them too); each GPU's timer
     // reads them again for its own upload.
     tune_any::given_inputs(&file, &parsed, args.defines, args.inputs)?;

@@ -138,11 +138,10 @@ type Outputs = Vec<(String, Vec<f64>)>;
 /// Parameters' data given with `--input NAME=X.npy`, as the bytes uploaded, by name.
 pub type Given = Vec<(String, Vec<u8>)>;
 
-/// Reads `--input NAME=X.npy` files for the kernel `parsed` at the dims `defines` bind
-/// (its tunables at their defaults: parameter shapes come from the dims): each names a
-/// parameter, holds its dtype (`tlc run`'s reading: integers and floats convert exactly or
-/// are refused) and has its shape at these dims, or it is an error located at the
-/// parameter.
+/// Reads `--input NAME=X.npy` files for the kernel `parsed` at the dims `defines` bind:
+/// each names a parameter whose shape no tunable sets (one file serves every config), holds
+/// exactly its dtype (`tlc run`'s reading: no casts) and has its shape at these dims, or it
+/// is an error.
 pub fn given_inputs(
     file: &SourceFile,
     parsed: &PrimFunc,
@@ -151,6 +150,40 @@ pub fn given_inputs(
 ) -> Result<Given, UserError> {
     if specs.is_empty() {
         return Ok(Vec::new());
+    }
+    // A parameter whose shape depends on a tunable has another shape in other configs: one
+    // file cannot be its data for all of them (a tunable `-D` fixes, or with one candidate,
+    // is one value).
+    let fixed = |t: &str| {
+        defines
+            .iter()
+            .any(|d| d.split_once('=').is_some_and(|(n, _)| n == t))
+            || parsed
+                .space
+                .tunables
+                .iter()
+                .any(|g| g.candidates.len() == 1 && g.names.iter().any(|n| n.name == t))
+    };
+    for spec in specs {
+        let name = spec.split_once('=').map_or(spec.as_str(), |(n, _)| n);
+        let Some(decl) = parsed.params.iter().find(|p| p.name.name == name) else {
+            continue;
+        };
+        let tunable = decl.shape.iter().find_map(|d| {
+            parsed
+                .space
+                .names()
+                .find(|t| !fixed(t) && tlc_ir::substitute::mentions(d, t))
+        });
+        if let Some(t) = tunable {
+            let message = format!(
+                "`--input {name}=…`: `{name}`'s shape depends on the tunable `{t}`, so it \
+                 differs between configs; give it with `-D {t}=…` fixed, or let tune seed it"
+            );
+            return Err(UserError(
+                file.render(&Diagnostic::error(decl.span, message)),
+            ));
+        }
     }
     let (func, _) = tunables::prepare(file, parsed, defines, &Tuning::DEFAULTS)?;
     let shapes = param_bytes(file, &func)?;

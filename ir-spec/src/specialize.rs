@@ -71,7 +71,11 @@ pub fn refold(e: Expr, value_of: &dyn Fn(&str) -> Option<i64>) -> Expr {
                 _ => e,
             }
         }
-        ExprKind::Binary(op, a, b) => Expr::binary(*op, (**a).clone(), (**b).clone(), e.span),
+        ExprKind::Binary(..) => match e.kind {
+            // By value: the rebuilt operands move (no clone at every level).
+            ExprKind::Binary(op, a, b) => Expr::binary(op, *a, *b, e.span),
+            kind => Expr::new(kind, e.span),
+        },
         // A negated literal is the literal the parser reads for `-4` (printed text parses
         // back to the same IR).
         ExprKind::Unary(UnOp::Neg, a) => match a.as_int().and_then(i64::checked_neg) {

@@ -87,18 +87,20 @@ pub fn instantiate_with(
     let mut copy = body.to_vec();
     let mut renames: HashMap<String, String> = HashMap::new();
     rename_binders(&mut copy, names, &mut renames);
-    map_body_exprs(&mut copy, &mut |e| match &e.kind {
+    // Each node is taken by value (its children already rebuilt), so a binary node's
+    // operands move into `rebuild` rather than being cloned at every level.
+    map_body_exprs(&mut copy, &mut |e| match e.kind {
         ExprKind::Var(n) if n == var => {
             let mut v = value.clone();
             v.span = e.span;
             v
         }
-        ExprKind::Var(n) => match renames.get(n) {
+        ExprKind::Var(n) => match renames.get(&n) {
             Some(fresh) => Expr::new(ExprKind::Var(fresh.clone()), e.span),
-            None => e,
+            None => Expr::new(ExprKind::Var(n), e.span),
         },
-        ExprKind::Binary(op, a, b) => rebuild(*op, (**a).clone(), (**b).clone(), e.span),
-        _ => e,
+        ExprKind::Binary(op, a, b) => rebuild(op, *a, *b, e.span),
+        kind => Expr::new(kind, e.span),
     });
     copy
 }

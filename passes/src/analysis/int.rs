@@ -173,16 +173,15 @@ pub fn mentions_any(e: &Expr, vars: &std::collections::HashSet<String>) -> bool 
 
 /// `e` with variable `var` replaced by `value`, literal arithmetic folded (`Expr::binary`).
 pub fn substitute(e: &Expr, var: &str, value: &Expr) -> Expr {
-    map_expr(e, &mut |x| match &x.kind {
+    // Nodes by value: a binary node's rebuilt operands move, not cloned at every level.
+    map_expr(e, &mut |x| match x.kind {
         ExprKind::Var(n) if n == var => {
             let mut v = value.clone();
             v.span = x.span;
             v
         }
-        ExprKind::Binary(op, a, b) => {
-            tlc_ir::build::bin_at(*op, (**a).clone(), (**b).clone(), x.span)
-        }
-        _ => x,
+        ExprKind::Binary(op, a, b) => tlc_ir::build::bin_at(op, *a, *b, x.span),
+        kind => Expr::new(kind, x.span),
     })
 }
 

@@ -228,6 +228,37 @@ pub fn map_expr(expr: &Expr, f: &mut dyn FnMut(Expr) -> Expr) -> Expr {
     f(Expr::new(kind, expr.span))
 }
 
+/// [`map_expr`] of an expression the caller owns: the nodes are rewritten where they are
+/// (`f` still sees each one by value, its children rewritten first), so no node is
+/// allocated again unless `f` makes a new one.
+pub fn map_expr_owned(mut expr: Expr, f: &mut dyn FnMut(Expr) -> Expr) -> Expr {
+    fn go(slot: &mut Expr, f: &mut dyn FnMut(Expr) -> Expr) {
+        *slot = map_expr_owned(take(slot), f);
+    }
+    match &mut expr.kind {
+        ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Var(_) => {}
+        ExprKind::Load { indices, .. } => indices.iter_mut().for_each(|i| go(i, f)),
+        ExprKind::Unary(_, a) | ExprKind::Cast(_, a) => go(a, f),
+        ExprKind::Binary(_, a, b) => {
+            go(a, f);
+            go(b, f);
+        }
+        ExprKind::Select(c, a, b) => {
+            go(c, f);
+            go(a, f);
+            go(b, f);
+        }
+        ExprKind::Math(_, args) => args.iter_mut().for_each(|a| go(a, f)),
+    }
+    f(expr)
+}
+
+/// `e`'s expression, a placeholder left in its place.
+fn take(e: &mut Expr) -> Expr {
+    let placeholder = Expr::new(ExprKind::Bool(false), e.span);
+    std::mem::replace(e, placeholder)
+}
+
 /// Rewrites, in place, every expression held by the statements of `body` (recursively, and
 /// including region bounds, loop bounds, kernel extents, allocation shapes) with `f`, applied
 /// bottom-up as in [`map_expr`].
@@ -245,13 +276,13 @@ pub fn map_body_exprs(body: &mut [Stmt], f: &mut dyn FnMut(Expr) -> Expr) {
 pub fn map_stmt_exprs(stmt: &mut Stmt, f: &mut dyn FnMut(Expr) -> Expr) {
     fn region(r: &mut Region, f: &mut dyn FnMut(Expr) -> Expr) {
         for range in &mut r.ranges {
-            range.start = map_expr(&range.start, f);
-            range.extent = map_expr(&range.extent, f);
+            range.start = map_expr_owned(take(&mut range.start), f);
+            range.extent = map_expr_owned(take(&mut range.extent), f);
         }
     }
     fn all(list: &mut [Expr], f: &mut dyn FnMut(Expr) -> Expr) {
         for e in list {
-            *e = map_expr(e, f);
+            *e = map_expr_owned(take(e), f);
         }
     }
     match &mut stmt.kind {
@@ -260,27 +291,29 @@ pub fn map_stmt_exprs(stmt: &mut Stmt, f: &mut dyn FnMut(Expr) -> Expr) {
             all(&mut k.threads, f);
             all(&mut k.cluster, f);
             if let Some(s) = &mut k.swizzle {
-                s.panel_size = map_expr(&s.panel_size, f);
+                s.panel_size = map_expr_owned(take(&mut s.panel_size), f);
             }
             if let Some(b) = &mut k.min_blocks_per_sm {
-                *b = map_expr(b, f);
+                *b = map_expr_owned(take(b), f);
             }
             for alloc in &mut k.allocs {
                 all(&mut alloc.shape, f);
             }
         }
         StmtKind::For(l) => {
-            l.start = map_expr(&l.start, f);
-            l.stop = map_expr(&l.stop, f);
+            l.start = map_expr_owned(take(&mut l.start), f);
+            l.stop = map_expr_owned(take(&mut l.stop), f);
             if let ForKind::Pipelined { num_stages, .. } = &mut l.kind {
-                *num_stages = map_expr(num_stages, f);
+                *num_stages = map_expr_owned(take(num_stages), f);
             }
         }
-        StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => *cond = map_expr(cond, f),
-        StmtKind::Let { value, .. } => *value = map_expr(value, f),
+        StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => {
+            *cond = map_expr_owned(take(cond), f)
+        }
+        StmtKind::Let { value, .. } => *value = map_expr_owned(take(value), f),
         StmtKind::Store { indices, value, .. } | StmtKind::AtomicAdd { indices, value, .. } => {
             all(indices, f);
-            *value = map_expr(value, f);
+            *value = map_expr_owned(take(value), f);
         }
         StmtKind::Copy { src, dst } => {
             region(src, f);
@@ -293,7 +326,7 @@ pub fn map_stmt_exprs(stmt: &mut Stmt, f: &mut dyn FnMut(Expr) -> Expr) {
         }
         StmtKind::Fill { dst, value } => {
             region(dst, f);
-            *value = map_expr(value, f);
+            *value = map_expr_owned(take(value), f);
         }
         StmtKind::Barrier
         | StmtKind::Note(_)
@@ -302,11 +335,11 @@ pub fn map_stmt_exprs(stmt: &mut Stmt, f: &mut dyn FnMut(Expr) -> Expr) {
         | StmtKind::FinalizeReducer(_) => {}
         StmtKind::AllReduce(r) => {
             all(&mut r.indices, f);
-            r.value = map_expr(&r.value, f);
+            r.value = map_expr_owned(take(&mut r.value), f);
         }
         StmtKind::Intrinsic(i) => {
             for e in i.exprs_mut() {
-                *e = map_expr(e, f);
+                *e = map_expr_owned(take(e), f);
             }
         }
     }
@@ -330,6 +363,19 @@ mod tests {
             _ => e,
         });
         assert_eq!(out, Expr::int(7));
+        // The owned form rewrites the same nodes in the same order, to the same result.
+        let mut seen = Vec::new();
+        let owned = map_expr_owned(e.clone(), &mut |e| {
+            seen.push(e.clone());
+            match e.kind {
+                ExprKind::Var(_) => Expr::int(5),
+                ExprKind::Binary(op, a, b) => Expr::binary(op, *a, *b, e.span),
+                _ => e,
+            }
+        });
+        assert_eq!(owned, Expr::int(7));
+        assert_eq!(seen.len(), 3);
+        assert_eq!(seen[0], Expr::var("x"));
         let mut count = 0;
         for_each_subexpr(&e, &mut |_| count += 1);
         assert_eq!(count, 3);

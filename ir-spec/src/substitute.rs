@@ -22,7 +22,7 @@
 use crate::dtype::DType;
 use crate::ir::{fold_int, BufferDecl, Expr, ExprKind, Kernel, PrimFunc, Stmt, StmtKind, UnOp};
 use crate::types::{self, Typed};
-use crate::visit::{child_bodies_mut, for_each_subexpr, map_stmt_exprs, stmt_exprs};
+use crate::visit::{child_bodies_mut, map_stmt_exprs, mentions, stmt_exprs};
 
 /// The scalar names and buffers in scope with their types, as a walk meets them. An unknown
 /// name (a let whose value cannot be typed) is absent, and nothing about it is proven.
@@ -96,7 +96,7 @@ impl Scope {
             StmtKind::Let { var, dtype, value } => {
                 let t = match dtype {
                     Some(d) => Some(Typed::strong(*d)),
-                    None => types_of(value, &[], self).map(|(t, _)| Typed::strong(t.dtype)),
+                    None => typed_pair(value, &[], self).map(|(t, _, _)| Typed::strong(t.dtype)),
                 };
                 if let Some(t) = t {
                     self.vars.push((var.name.clone(), t));
@@ -173,7 +173,7 @@ pub fn literals_keep_meaning(stmt: &Stmt, named: &[(&str, i64)], scope: &Scope) 
         if !named.iter().any(|(n, _)| mentions(e, n)) {
             return true;
         }
-        let Some((written, literal)) = types_of(e, named, scope) else {
+        let Some((written, literal, _)) = typed_pair(e, named, scope) else {
             return false;
         };
         match root {
@@ -197,15 +197,9 @@ enum Root {
 }
 
 /// The types of `e` as written and with the `named` names as untyped literals, when every
-/// node agrees (module summary); `None` where one does not, or a name or buffer is unknown,
-/// or `e` does not type.
-fn types_of(e: &Expr, named: &[(&str, i64)], scope: &Scope) -> Option<(Typed, Typed)> {
-    let (written, literal, _) = typed_pair(e, named, scope)?;
-    Some((written, literal))
-}
-
-/// [`types_of`], with the value the literal side folds to where it is a constant. Folding
-/// is modelled as `refold` does it (`Expr::binary` folds integer arithmetic on two
+/// node agrees (module summary; `None` where one does not, or a name or buffer is unknown,
+/// or `e` does not type), with the value the literal side folds to where it is a constant.
+/// Folding is modelled as `refold` does it (`Expr::binary` folds integer arithmetic on two
 /// literals): a folded node is a new literal, typed by its value (`65536 * 65536` is an
 /// int64 literal, where `M * M` is int32).
 fn typed_pair(
@@ -332,15 +326,6 @@ fn agree(a: DType, b: DType) -> bool {
             (a, b),
             (DType::Int32, DType::Int64) | (DType::Int64, DType::Int32)
         )
-}
-
-/// Whether `e` mentions the name `var`.
-pub fn mentions(e: &Expr, var: &str) -> bool {
-    let mut found = false;
-    for_each_subexpr(e, &mut |x| {
-        found |= matches!(&x.kind, ExprKind::Var(n) if n == var)
-    });
-    found
 }
 
 #[cfg(test)]

@@ -201,6 +201,16 @@ pub fn has_load(expr: &Expr) -> bool {
     found
 }
 
+/// Whether `expr` mentions the scalar name `var` (the one definition: the verifier, binding
+/// and the passes' analyses use it).
+pub fn mentions(expr: &Expr, var: &str) -> bool {
+    let mut found = false;
+    for_each_subexpr(expr, &mut |x| {
+        found |= matches!(&x.kind, ExprKind::Var(n) if n == var)
+    });
+    found
+}
+
 /// Rebuilds `expr` bottom-up: `f` sees each node after its children were rewritten.
 pub fn map_expr(expr: &Expr, f: &mut dyn FnMut(Expr) -> Expr) -> Expr {
     let kind = match &expr.kind {

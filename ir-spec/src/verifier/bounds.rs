@@ -45,7 +45,7 @@ use crate::diagnostic::Diagnostic;
 use crate::interval::{decide, interval, Interval, Ranges};
 use crate::ir::{BinOp, BufferDecl, Expr, ExprKind, ForKind, PrimFunc, Stmt, StmtKind};
 use crate::span::Span;
-use crate::visit::{expr_children, stmt_exprs};
+use crate::visit::{expr_children, mentions, stmt_exprs};
 use std::collections::HashMap;
 
 /// Variable combinations the "reaches outside" rule evaluates one by one at most, for an
@@ -664,13 +664,6 @@ fn collect_vars(e: &Expr, out: &mut Vec<String>) {
     for c in expr_children(e) {
         collect_vars(c, out);
     }
-}
-
-/// Whether `e` mentions variable `var`.
-fn mentions(e: &Expr, var: &str) -> bool {
-    let mut vars = Vec::new();
-    collect_vars(e, &mut vars);
-    vars.iter().any(|v| v == var)
 }
 
 /// Whether `e` is `a · var + b` with `a` and `b` free of `var`, whatever the other

@@ -11,6 +11,7 @@
 use tlc_ir::affine::constant_difference;
 use tlc_ir::interval::Interval;
 pub use tlc_ir::interval::{decide, interval, Env, Ranges, Unknown};
+pub use tlc_ir::visit::mentions;
 use tlc_ir::visit::{for_each_subexpr, map_expr};
 use tlc_ir::{BinOp, Expr, ExprKind, For, Kernel, PrimFunc, UnOp};
 
@@ -149,15 +150,6 @@ pub fn multiple_of(e: &Expr, k: i64, env: &dyn Env) -> bool {
         }
         _ => false,
     }
-}
-
-/// Whether `e` mentions variable `var`.
-pub fn mentions(e: &Expr, var: &str) -> bool {
-    let mut found = false;
-    for_each_subexpr(e, &mut |x| {
-        found |= matches!(&x.kind, ExprKind::Var(n) if n == var)
-    });
-    found
 }
 
 /// Whether `e` mentions any variable of `vars`.

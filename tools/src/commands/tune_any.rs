@@ -173,7 +173,7 @@ pub fn given_inputs(
             parsed
                 .space
                 .names()
-                .find(|t| !fixed(t) && tlc_ir::substitute::mentions(d, t))
+                .find(|t| !fixed(t) && tlc_ir::visit::mentions(d, t))
         });
         if let Some(t) = tunable {
             let message = format!(

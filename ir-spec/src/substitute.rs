@@ -257,8 +257,9 @@ fn typed_pair(
             // A comparison's operands are converted to their common dtype first: that must
             // agree too (`A[i] < bz + 200` compares in int32; `A[i] < 200` in int8).
             if op.is_comparison() {
-                let (x, y) = (types::unify(xa, xb).ok()?, types::unify(ya, yb).ok()?);
-                if !agree(x.dtype, y.dtype) {
+                let x = types::comparison_dtype(xa, xb).ok()?;
+                let y = types::comparison_dtype(ya, yb).ok()?;
+                if !agree(x, y) {
                     return None;
                 }
             }

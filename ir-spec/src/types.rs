@@ -12,7 +12,9 @@
 //!   (on equal width the signed one); an integer and a float give the float; two floats give
 //!   the wider, and two different 16-bit or 8-bit floats give `float32`.
 //! - Comparisons give `bool`; `and`, `or`, `not` and conditions take `bool`.
-//! - `bool` never takes part in arithmetic; `& | ^` on two bools are logical.
+//! - `bool` never takes part in arithmetic; `& | ^` on two bools are logical. A comparison
+//!   reads a `bool` beside an integer as that integer's 0 or 1 (TVM's `mask[k] != 0`), and
+//!   two bools as int32 0 / 1.
 //! - `& | ^ << >> ~` take integers (unified as for arithmetic); `<<` / `>>` give the left
 //!   operand's dtype (the count is converted to it), unless the left is a literal.
 //! - A math function (`math.rs`) gives its argument's dtype (`T.pow`: the unified one), and
@@ -110,6 +112,28 @@ impl DType {
     }
 }
 
+/// The dtype both operands of a comparison are converted to before they compare: their
+/// common dtype, except that a `bool` beside an integer reads as that integer (0 or 1), and
+/// two bools as int32.
+pub fn comparison_dtype(a: Typed, b: Typed) -> Result<DType, String> {
+    match (a.dtype.is_bool(), b.dtype.is_bool()) {
+        (false, false) => Ok(unify(a, b)?.dtype),
+        (true, true) => Ok(DType::Int32),
+        (true, false) | (false, true) => {
+            let other = if a.dtype.is_bool() { b } else { a };
+            if other.dtype.is_int() {
+                // A bare literal is int32, or int64 when it does not fit: its own dtype.
+                Ok(other.dtype)
+            } else {
+                Err(format!(
+                    "a bool compares only with a bool or an integer, found {} and {}",
+                    a.dtype, b.dtype
+                ))
+            }
+        }
+    }
+}
+
 /// The result type of `a op b`, or why the operands do not fit the operator.
 pub fn binary_result(op: BinOp, a: Typed, b: Typed) -> Result<Typed, String> {
     if op.is_logical() {
@@ -145,10 +169,11 @@ pub fn binary_result(op: BinOp, a: Typed, b: Typed) -> Result<Typed, String> {
         }
         return unify(a, b);
     }
-    let common = unify(a, b)?;
     if op.is_comparison() {
+        comparison_dtype(a, b)?;
         return Ok(Typed::strong(DType::Bool));
     }
+    let common = unify(a, b)?;
     if op == BinOp::CeilDiv && !common.dtype.is_int() {
         return Err(format!("T.ceildiv takes integers, found {}", common.dtype));
     }
@@ -357,5 +382,31 @@ mod tests {
         assert!(binary_result(BinOp::And, s(DType::Int32), s(DType::Bool)).is_err());
         assert!(binary_result(BinOp::CeilDiv, s(DType::Float32), w(DType::Int32)).is_err());
         assert!(unary_result(UnOp::Not, s(DType::Int32)).is_err());
+    }
+
+    #[test]
+    fn bool_in_comparisons() {
+        // `mask[k] != 0`: the bool reads as the integer's 0 / 1.
+        assert_eq!(
+            comparison_dtype(s(DType::Bool), w(DType::Int32)),
+            Ok(DType::Int32)
+        );
+        assert_eq!(
+            comparison_dtype(s(DType::UInt8), s(DType::Bool)),
+            Ok(DType::UInt8)
+        );
+        assert_eq!(
+            comparison_dtype(s(DType::Bool), w(DType::Int64)),
+            Ok(DType::Int64)
+        );
+        assert_eq!(
+            comparison_dtype(s(DType::Bool), s(DType::Bool)),
+            Ok(DType::Int32)
+        );
+        assert!(comparison_dtype(s(DType::Bool), s(DType::Float32)).is_err());
+        assert!(comparison_dtype(w(DType::Float32), s(DType::Bool)).is_err());
+        assert!(binary_result(BinOp::Ne, s(DType::Bool), w(DType::Int32)).is_ok());
+        // Arithmetic still refuses it.
+        assert!(binary_result(BinOp::Add, s(DType::Bool), w(DType::Int32)).is_err());
     }
 }

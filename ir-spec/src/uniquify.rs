@@ -4,8 +4,10 @@
 //! two kernels of one function may both allocate an `A_shared`.
 //!
 //! A loop variable, block variable or let whose name was bound *earlier* by a binder whose
-//! scope has ended is renamed to a fresh `name_N`, together with its uses. A binder whose name
-//! is still in scope is left alone: that is shadowing, which the verifier reports. Likewise a
+//! scope has ended is renamed to a fresh `name_N`, together with its uses. A loop variable
+//! whose name is still in scope shadows it for its body (TVMScript's scoping): it is renamed
+//! too, with the uses it binds. Any other binder whose name is still in scope is left alone:
+//! that is shadowing, which the verifier reports. Likewise a
 //! kernel's allocation whose name an earlier kernel allocated (that kernel has ended) is
 //! renamed with every reference to it in its kernel; one that repeats a parameter's name or
 //! another allocation of its own kernel is left for the verifier to report.
@@ -140,7 +142,16 @@ fn walk(body: &mut [Stmt], scope: &mut Vec<String>, state: &mut State) {
                 scope.push(var.name.clone());
             }
             StmtKind::For(f) => {
-                if let Some(fresh) = state.bind(&f.var.name, scope) {
+                // A loop variable that shadows one in scope (`for i in T.serial(..)` around
+                // `for i, j in T.Parallel(..)`) is TVMScript's scoping: the inner one is a new
+                // variable for its body, the outer one again after it. The inner one gets a
+                // fresh name; only the uses it binds follow.
+                if scope.iter().any(|s| *s == f.var.name) {
+                    let fresh = state.fresh(&f.var.name);
+                    state.bound.insert(fresh.clone());
+                    rename_bound_uses(&mut f.body, &f.var.name, &fresh);
+                    f.var.name = fresh;
+                } else if let Some(fresh) = state.bind(&f.var.name, scope) {
                     rename_uses(&mut f.body, &f.var.name, &fresh);
                     f.var.name = fresh;
                 }
@@ -185,6 +196,35 @@ fn walk(body: &mut [Stmt], scope: &mut Vec<String>, state: &mut State) {
         }
     }
     scope.truncate(depth);
+}
+
+/// Renames the uses of `from` in `body` that refer to the binder around it: not those under
+/// a nested binder of the same name (a loop's body, the rest of a block after a let), which
+/// refer to that one.
+fn rename_bound_uses(body: &mut [Stmt], from: &str, to: &str) {
+    let mut rename = |e: Expr| match &e.kind {
+        ExprKind::Var(name) if name == from => Expr::new(ExprKind::Var(to.to_string()), e.span),
+        _ => e,
+    };
+    for stmt in body.iter_mut() {
+        crate::visit::map_stmt_exprs(stmt, &mut rename);
+        if let StmtKind::AllReduce(r) = &mut stmt.kind {
+            for t in &mut r.threads {
+                if t.name == from {
+                    t.name = to.to_string();
+                }
+            }
+        }
+        match &stmt.kind {
+            StmtKind::For(f) if f.var.name == from => continue,
+            StmtKind::Kernel(k) if k.block_vars.iter().any(|v| v.name == from) => continue,
+            StmtKind::Let { var, .. } if var.name == from => return,
+            _ => {}
+        }
+        for child in child_bodies_mut(stmt) {
+            rename_bound_uses(child, from, to);
+        }
+    }
 }
 
 fn rename_uses(body: &mut [Stmt], from: &str, to: &str) {

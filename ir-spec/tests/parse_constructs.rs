@@ -951,3 +951,26 @@ fn while_loops_and_alloc_var_round_trip() {
     let e = tlc_ir::parse(bad).expect_err("a shared variable");
     assert!(e[0].message.contains("unsupported scope"), "{e:?}");
 }
+
+#[test]
+fn tuple_assignment_is_one_assignment_per_pair() {
+    same(
+        "i_b, i_h = bx // 2, bx % 2\nC[i_b, i_h] = 1.0",
+        "i_b = bx // 2\ni_h = bx % 2\nC[i_b, i_h] = 1.0",
+    );
+    // Element stores and parenthesized targets too.
+    same(
+        "(C[0, 0], C[0, 1]) = (1.0, 2.0)",
+        "C[0, 0] = 1.0\nC[0, 1] = 2.0",
+    );
+}
+
+#[test]
+fn a_loop_variable_may_shadow_one_in_scope() {
+    // TVMScript's scoping: each inner `i` binds its own body; the outer `i` is back after it.
+    let shadowed =
+        "for i in T.serial(2):\n    for i in T.serial(3):\n        for i in T.serial(4):\n            C[i, 0] = 1.0\n        C[i, 1] = 2.0\n    C[i, 2] = 3.0";
+    let renamed =
+        "for i in T.serial(2):\n    for i_1 in T.serial(3):\n        for i_2 in T.serial(4):\n            C[i_2, 0] = 1.0\n        C[i_1, 1] = 2.0\n    C[i, 2] = 3.0";
+    same(shadowed, renamed);
+}

@@ -23,6 +23,8 @@ fn dims_for(stem: &str) -> Vec<(&'static str, i64)> {
         "index_math" => vec![("M", 40)],
         // 196 blocks, the last with 40 rows; M * M + i leaves int32 once shifted by 3.
         "dim_typed_uses" => vec![("M", 25_000)],
+        // Rows 0..7: b = 0 or 1, h = 0..3.
+        "tilelang_spellings" => vec![("BH", 7)],
         "row_softmax" => vec![("M", 37)],
         // 74 chunks over 3 blocks of 25: rows 12 and 37 split between two blocks.
         "while_loops" => vec![("M", 37)],
@@ -291,6 +293,7 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
         "fp8_cast" => check_fp8_cast(o),
         "int8_ops" => check_int8_ops(o),
         "dim_typed_uses" => check_dim_typed_uses(o),
+        "tilelang_spellings" => check_tilelang_spellings(o),
         "row_softmax" => check_row_softmax(o),
         "atomic_colsum" => check_atomic_colsum(o, initial),
         "copy_regions" => check_copy_regions(o, initial),
@@ -824,6 +827,28 @@ fn check_int8_ops(o: &Outputs) {
         let sat = (x[n] as f32 * 200.0) as i8 as i64;
         let want_g = (sat.div_euclid(3) + i64::from((-av) as u8 % 7)) as i8;
         assert_eq!(g[n], f64::from(want_g), "int8_ops: G[{n}]");
+    }
+}
+
+/// `tilelang_spellings.tir`: `i_b, i_h = r // 4, r % 4`; the inner `i` shadows the outer
+/// one only in its body; `Mask != 0` reads the bool as 0 / 1. `x * s + b` is contracted to
+/// one fused multiply-add (docs/ir.md), so the reference rounds once.
+fn check_tilelang_spellings(o: &Outputs) {
+    let (x, mask) = (o["X"].to_f64(), o["Mask"].to_f64());
+    let (out, last) = (o["Out"].to_f64(), o["Last"].to_f64());
+    assert_eq!(last.len(), 7);
+    for (r, l) in last.iter().enumerate() {
+        assert_eq!(*l, 3.0, "tilelang_spellings: Last[{r}]");
+        let (b, h) = ((r / 4) as f32, (r % 4) as f32);
+        for k in 0..64 {
+            let n = r * 64 + k;
+            let want = if mask[n] != 0.0 {
+                f64::from((x[n] as f32).mul_add(h + 1.0, b))
+            } else {
+                0.0
+            };
+            assert_eq!(out[n], want, "tilelang_spellings: Out[{r}, {k}]");
+        }
     }
 }
 

@@ -8,7 +8,7 @@ use crate::ptx::{
     Operand, Reg, Space, Type, UnOp as PUn,
 };
 use tlc_ir::interp::{fp8, scalar, Scalar};
-use tlc_ir::types::{infer, unify, Typed};
+use tlc_ir::types::{comparison_dtype, infer, unify, Typed};
 use tlc_ir::visit::has_load;
 use tlc_ir::{BinOp, DType, Expr, ExprKind, UnOp};
 
@@ -315,6 +315,13 @@ impl Cg {
         let common = match unify(ta, tb) {
             // A shift computes in its own (the left operand's) dtype.
             Ok(_) if matches!(op, BinOp::Shl | BinOp::Shr) => d,
+            _ if op.is_comparison() => match comparison_dtype(ta, tb) {
+                Ok(c) => c,
+                Err(m) => {
+                    self.err(span, m);
+                    return None;
+                }
+            },
             Ok(t) => t.dtype,
             Err(m) => {
                 self.err(span, m);

@@ -1094,7 +1094,7 @@ impl Compiler {
                     // `a ^ b` on bools: `a != b`.
                     CKind::Compare(BinOp::Ne, Box::new(a), Box::new(b))
                 } else if op.is_comparison() {
-                    let common = types::unify(ta, tb).map_err(err)?.dtype;
+                    let common = types::comparison_dtype(ta, tb).map_err(err)?;
                     CKind::Compare(
                         *op,
                         Box::new(coerce(a, common)),

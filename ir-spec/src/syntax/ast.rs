@@ -197,6 +197,47 @@ impl Expr {
     }
 }
 
+impl Expr {
+    /// Calls `f` with every name this expression reads (the base names of attributes and
+    /// calls included; a lambda's parameters too).
+    pub fn for_each_name(&self, f: &mut dyn FnMut(&str)) {
+        match &self.kind {
+            ExprKind::Name(n) => f(n),
+            ExprKind::Int(_)
+            | ExprKind::Float(_)
+            | ExprKind::Str(_)
+            | ExprKind::Bool(_)
+            | ExprKind::None => {}
+            ExprKind::Attr(e, _) | ExprKind::Unary(_, e) | ExprKind::Lambda(_, e) => {
+                e.for_each_name(f)
+            }
+            ExprKind::Call(func, args) => {
+                func.for_each_name(f);
+                args.iter().for_each(|a| a.value.for_each_name(f));
+            }
+            ExprKind::Subscript(e, items) => {
+                e.for_each_name(f);
+                items.iter().for_each(|i| i.for_each_name(f));
+            }
+            ExprKind::Slice(a, b, c) => [a, b, c]
+                .into_iter()
+                .flatten()
+                .for_each(|e| e.for_each_name(f)),
+            ExprKind::Tuple(items) | ExprKind::List(items) => {
+                items.iter().for_each(|i| i.for_each_name(f))
+            }
+            ExprKind::Dict(items) => items.iter().for_each(|(k, v)| {
+                k.for_each_name(f);
+                v.for_each_name(f);
+            }),
+            ExprKind::Binary(_, a, b) | ExprKind::Compare(_, a, b) | ExprKind::BoolOp(_, a, b) => {
+                a.for_each_name(f);
+                b.for_each_name(f);
+            }
+        }
+    }
+}
+
 impl ExprKind {
     fn child_depth(&self) -> u32 {
         fn max<'a>(it: impl Iterator<Item = &'a Expr>) -> u32 {

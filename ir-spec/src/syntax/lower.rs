@@ -522,6 +522,12 @@ impl Lowerer {
             ast::StmtKind::Pass | ast::StmtKind::Return(None) => None,
             ast::StmtKind::Expr(e) if matches!(e.kind, ast::ExprKind::Str(_)) => None,
             ast::StmtKind::Expr(e) => self.call_stmt(e),
+            ast::StmtKind::Assign { target, value }
+                if matches!(target.kind, ast::ExprKind::Tuple(_)) =>
+            {
+                self.tuple_assign(target, value, out);
+                None
+            }
             ast::StmtKind::Assign { target, value } => self.assign(target, value, None, span),
             ast::StmtKind::AnnAssign {
                 target,
@@ -686,6 +692,89 @@ impl Lowerer {
                 target.span,
                 "can only assign to a name or to a buffer element",
             )),
+        }
+    }
+
+    /// `a, b = x, y` (TileLang's `i_b, i_h = i_bh // H, i_bh % H`): one assignment per
+    /// pair, in order. Python evaluates every value before it assigns any target, which the
+    /// assignments in order do only when no value reads a target of the same statement; a
+    /// statement where one does (`x, y = y, x`) is refused rather than read differently.
+    fn tuple_assign(&mut self, target: &ast::Expr, value: &ast::Expr, out: &mut Vec<Stmt>) {
+        let ast::ExprKind::Tuple(targets) = &target.kind else {
+            return;
+        };
+        let values = match &value.kind {
+            ast::ExprKind::Tuple(values) | ast::ExprKind::List(values) => values,
+            _ => {
+                self.error(
+                    Diagnostic::error(
+                        value.span,
+                        format!(
+                            "expected {} values separated by commas to unpack into {} targets",
+                            targets.len(),
+                            targets.len()
+                        ),
+                    )
+                    .with_note("tlc unpacks only a written tuple: `a, b = x, y`"),
+                );
+                return;
+            }
+        };
+        if values.len() != targets.len() {
+            self.error(Diagnostic::error(
+                value.span,
+                format!(
+                    "{} targets but {} values: each target needs exactly one value",
+                    targets.len(),
+                    values.len()
+                ),
+            ));
+            return;
+        }
+        // The names the targets write (a name, or the buffer of an element store).
+        let written: Vec<(&str, Span)> = targets
+            .iter()
+            .filter_map(|t| match &t.kind {
+                ast::ExprKind::Name(n) => Some((n.as_str(), t.span)),
+                ast::ExprKind::Subscript(base, _) => match &base.kind {
+                    ast::ExprKind::Name(n) => Some((n.as_str(), base.span)),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect();
+        for (i, v) in values.iter().enumerate() {
+            let mut clash = None;
+            v.for_each_name(&mut |n| {
+                if clash.is_none() {
+                    clash = written[..i.min(written.len())]
+                        .iter()
+                        .find(|(w, _)| *w == n)
+                        .copied();
+                }
+            });
+            if let Some((name, at)) = clash {
+                self.error(
+                    Diagnostic::error(
+                        v.span,
+                        format!("this value reads `{name}`, which an earlier target of the same statement writes"),
+                    )
+                    .with_note_at(at, "written here")
+                    .with_note("Python reads every value before it assigns: write the statement as separate assignments through a temporary"),
+                );
+                return;
+            }
+        }
+        for (t, v) in targets.iter().zip(values) {
+            if matches!(t.kind, ast::ExprKind::Tuple(_)) {
+                self.error(Diagnostic::error(
+                    t.span,
+                    "nested tuple targets are not supported: unpack one level at a time",
+                ));
+                return;
+            }
+            let span = t.span.to(v.span);
+            out.extend(self.assign(t, v, None, span));
         }
     }
 

@@ -234,7 +234,8 @@ impl Lowerer {
                     .with_note("add `T.sblock_attr({\"tl.launch_threads\": [128, 1, 1]})`"),
             );
         };
-        let body = self.bind_thread_vars(&state.thread_vars, &state.allocs, &threads, body)?;
+        let mut body = self.bind_thread_vars(&state.thread_vars, &state.allocs, &threads, body)?;
+        self.wrap_fragment_stores(&state.allocs, &mut body);
         Some(Stmt::new(
             StmtKind::Kernel(Kernel {
                 grid,
@@ -251,6 +252,55 @@ impl Lowerer {
             }),
             span,
         ))
+    }
+
+    /// A store into a fragment element at block level (`D_local[0] = D[bz]`, TileLang's
+    /// Mamba kernels), outside any `T.Parallel` or thread loop, is the block writing that one
+    /// element: the same as a one-iteration `T.Parallel` nest around it, which is what it
+    /// becomes (so layout inference and lowering see an ordinary nest).
+    fn wrap_fragment_stores(&self, allocs: &[crate::ir::BufferDecl], body: &mut [Stmt]) {
+        use crate::ir::{ForKind, Scope};
+        let fragment = |name: &str| {
+            allocs
+                .iter()
+                .any(|a| a.name.name == name && a.scope == Scope::Fragment)
+        };
+        for stmt in body.iter_mut() {
+            match &mut stmt.kind {
+                StmtKind::Store { buffer, .. } if fragment(&buffer.name) => {
+                    let span = stmt.span;
+                    let store = std::mem::replace(stmt, Stmt::new(StmtKind::Barrier, span));
+                    *stmt = Stmt::new(
+                        StmtKind::For(crate::ir::For {
+                            var: Ident::new(self.generated_name("i"), span),
+                            start: Expr::new(ExprKind::Int(0), span),
+                            stop: Expr::new(ExprKind::Int(1), span),
+                            kind: ForKind::Parallel,
+                            body: vec![store],
+                        }),
+                        span,
+                    );
+                }
+                StmtKind::For(f)
+                    if matches!(
+                        f.kind,
+                        ForKind::Serial | ForKind::Unroll | ForKind::Pipelined { .. }
+                    ) =>
+                {
+                    self.wrap_fragment_stores(allocs, &mut f.body)
+                }
+                StmtKind::If {
+                    then_body,
+                    else_body,
+                    ..
+                } => {
+                    self.wrap_fragment_stores(allocs, then_body);
+                    self.wrap_fragment_stores(allocs, else_body);
+                }
+                StmtKind::While { body, .. } => self.wrap_fragment_stores(allocs, body),
+                _ => {}
+            }
+        }
     }
 
     /// Thread variables used in a kernel body make it per-thread code, as in TileLang where

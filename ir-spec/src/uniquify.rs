@@ -146,7 +146,7 @@ fn walk(body: &mut [Stmt], scope: &mut Vec<String>, state: &mut State) {
                 // `for i, j in T.Parallel(..)`) is TVMScript's scoping: the inner one is a new
                 // variable for its body, the outer one again after it. The inner one gets a
                 // fresh name; only the uses it binds follow.
-                if scope.iter().any(|s| *s == f.var.name) {
+                if scope.contains(&f.var.name) {
                     let fresh = state.fresh(&f.var.name);
                     state.bound.insert(fresh.clone());
                     rename_bound_uses(&mut f.body, &f.var.name, &fresh);

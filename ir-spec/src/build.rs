@@ -84,22 +84,11 @@ pub fn reduce_identity(kind: ReduceKind, d: DType) -> Expr {
 }
 
 fn int_min(d: DType) -> i64 {
-    match d {
-        DType::Int8 => i64::from(i8::MIN),
-        DType::Int32 => i64::from(i32::MIN),
-        DType::UInt8 | DType::UInt32 => 0,
-        _ => i64::MIN,
-    }
+    d.int_range().map_or(i64::MIN, |r| r.0)
 }
 
 fn int_max(d: DType) -> i64 {
-    match d {
-        DType::Int8 => i64::from(i8::MAX),
-        DType::UInt8 => i64::from(u8::MAX),
-        DType::Int32 => i64::from(i32::MAX),
-        DType::UInt32 => i64::from(u32::MAX),
-        _ => i64::MAX,
-    }
+    d.int_range().map_or(i64::MAX, |r| r.1)
 }
 
 /// `buffer[indices]` as an expression.

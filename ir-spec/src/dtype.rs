@@ -16,15 +16,17 @@ pub enum DType {
     Float8E4M3,
     Float8E5M2,
     Int8,
+    Int16,
     Int32,
     Int64,
     UInt8,
+    UInt16,
     UInt32,
     Bool,
 }
 
 impl DType {
-    pub const ALL: [DType; 12] = [
+    pub const ALL: [DType; 14] = [
         DType::Float16,
         DType::BFloat16,
         DType::Float32,
@@ -32,9 +34,11 @@ impl DType {
         DType::Float8E4M3,
         DType::Float8E5M2,
         DType::Int8,
+        DType::Int16,
         DType::Int32,
         DType::Int64,
         DType::UInt8,
+        DType::UInt16,
         DType::UInt32,
         DType::Bool,
     ];
@@ -49,9 +53,11 @@ impl DType {
             DType::Float8E4M3 => "float8_e4m3",
             DType::Float8E5M2 => "float8_e5m2",
             DType::Int8 => "int8",
+            DType::Int16 => "int16",
             DType::Int32 => "int32",
             DType::Int64 => "int64",
             DType::UInt8 => "uint8",
+            DType::UInt16 => "uint16",
             DType::UInt32 => "uint32",
             DType::Bool => "bool",
         }
@@ -72,7 +78,7 @@ impl DType {
     pub fn bits(self) -> u32 {
         match self {
             DType::Float8E4M3 | DType::Float8E5M2 | DType::Int8 | DType::UInt8 | DType::Bool => 8,
-            DType::Float16 | DType::BFloat16 => 16,
+            DType::Float16 | DType::BFloat16 | DType::Int16 | DType::UInt16 => 16,
             DType::Float32 | DType::Int32 | DType::UInt32 => 32,
             DType::Float64 | DType::Int64 => 64,
         }
@@ -97,17 +103,44 @@ impl DType {
     pub fn is_int(self) -> bool {
         matches!(
             self,
-            DType::Int8 | DType::Int32 | DType::Int64 | DType::UInt8 | DType::UInt32
+            DType::Int8
+                | DType::Int16
+                | DType::Int32
+                | DType::Int64
+                | DType::UInt8
+                | DType::UInt16
+                | DType::UInt32
         )
+    }
+
+    /// The smallest and largest value of this integer dtype (`None` for floats and bool).
+    pub fn int_range(self) -> Option<(i64, i64)> {
+        Some(match self {
+            DType::Int8 => (i8::MIN.into(), i8::MAX.into()),
+            DType::Int16 => (i16::MIN.into(), i16::MAX.into()),
+            DType::Int32 => (i32::MIN.into(), i32::MAX.into()),
+            DType::Int64 => (i64::MIN, i64::MAX),
+            DType::UInt8 => (0, u8::MAX.into()),
+            DType::UInt16 => (0, u16::MAX.into()),
+            DType::UInt32 => (0, u32::MAX.into()),
+            _ => return None,
+        })
+    }
+
+    /// Whether this is an unsigned integer dtype.
+    pub fn is_unsigned(self) -> bool {
+        matches!(self, DType::UInt8 | DType::UInt16 | DType::UInt32)
     }
 
     /// Whether integer `v` is a value of this integer dtype (false for non-integer dtypes).
     pub fn holds_int(self, v: i64) -> bool {
         match self {
             DType::Int8 => i8::try_from(v).is_ok(),
+            DType::Int16 => i16::try_from(v).is_ok(),
             DType::Int32 => i32::try_from(v).is_ok(),
             DType::Int64 => true,
             DType::UInt8 => u8::try_from(v).is_ok(),
+            DType::UInt16 => u16::try_from(v).is_ok(),
             DType::UInt32 => u32::try_from(v).is_ok(),
             _ => false,
         }

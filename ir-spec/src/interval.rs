@@ -260,14 +260,7 @@ pub trait Env {
 impl Interval {
     /// The values of integer dtype `d` (`None` for floats and bool).
     pub fn of_dtype(d: DType) -> Option<Interval> {
-        match d {
-            DType::Int8 => Some(Interval::new(i8::MIN.into(), i8::MAX.into())),
-            DType::UInt8 => Some(Interval::new(0, u8::MAX.into())),
-            DType::Int32 => Some(Interval::INT32),
-            DType::UInt32 => Some(Interval::new(0, u32::MAX.into())),
-            DType::Int64 => Some(Interval::FULL),
-            _ => None,
-        }
+        d.int_range().map(|(lo, hi)| Interval::new(lo, hi))
     }
 }
 

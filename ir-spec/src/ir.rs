@@ -773,6 +773,9 @@ pub enum ExprKind {
     Binary(BinOp, Box<Expr>, Box<Expr>),
     /// `T.cast(x, "dtype")`.
     Cast(DType, Box<Expr>),
+    /// `T.reinterpret("dtype", x)`: `x`'s bits read as a value of `dtype` (of the same
+    /// width).
+    Reinterpret(DType, Box<Expr>),
     /// `T.if_then_else(cond, a, b)`.
     Select(Box<Expr>, Box<Expr>, Box<Expr>),
     /// `T.exp(x)`, `T.pow(x, y)`, …: a math function (`math.rs`) of `arity()` arguments.
@@ -800,6 +803,7 @@ impl PartialEq for ExprKind {
             (K::Unary(op, a), K::Unary(oq, b)) => op == oq && a == b,
             (K::Binary(op, a, x), K::Binary(oq, b, y)) => op == oq && a == b && x == y,
             (K::Cast(d, a), K::Cast(e, b)) => d == e && a == b,
+            (K::Reinterpret(d, a), K::Reinterpret(e, b)) => d == e && a == b,
             (K::Select(c, a, x), K::Select(d, b, y)) => c == d && a == b && x == y,
             (K::Math(f, a), K::Math(g, b)) => f == g && a == b,
             _ => false,

@@ -273,6 +273,14 @@ fn typed_pair(
             sub(a)?;
             both(Typed::strong(*dtype))
         }
+        // The bits of the operand: its dtype must not change with the literal.
+        ExprKind::Reinterpret(dtype, a) => {
+            let (x, y, _) = sub(a)?;
+            if x.dtype != y.dtype {
+                return None;
+            }
+            both(Typed::strong(*dtype))
+        }
         ExprKind::Select(c, a, b) => {
             sub(c)?;
             let (xa, ya, _) = sub(a)?;

@@ -80,7 +80,7 @@ pub fn unify(a: Typed, b: Typed) -> Result<Typed, String> {
                 } else {
                     b.dtype
                 }
-            } else if matches!(a.dtype, DType::UInt8 | DType::UInt32) {
+            } else if a.dtype.is_unsigned() {
                 b.dtype
             } else {
                 a.dtype
@@ -178,6 +178,25 @@ pub fn binary_result(op: BinOp, a: Typed, b: Typed) -> Result<Typed, String> {
         return Err(format!("T.ceildiv takes integers, found {}", common.dtype));
     }
     Ok(common)
+}
+
+/// Whether `T.reinterpret` may read the bits of a `from` value as a `to` value: two
+/// non-bool dtypes of one width (a literal operand has its literal dtype: `T.reinterpret(
+/// "float32", 1065353216)` reads an int32).
+pub fn reinterpret_ok(from: DType, to: DType) -> Result<(), String> {
+    if from.is_bool() || to.is_bool() {
+        return Err(format!(
+            "`T.reinterpret` takes no bool (from {from} to {to}): a bool has no bit pattern of its own"
+        ));
+    }
+    if from.bits() != to.bits() {
+        return Err(format!(
+            "`T.reinterpret` keeps the bits, so both dtypes need one width: {from} has {} bits, {to} {}",
+            from.bits(),
+            to.bits()
+        ));
+    }
+    Ok(())
 }
 
 /// The result type of a unary operator.
@@ -293,6 +312,11 @@ pub fn infer<'e>(
         }
         ExprKind::Cast(dtype, a) => {
             sub(a)?;
+            Ok(Typed::strong(*dtype))
+        }
+        ExprKind::Reinterpret(dtype, a) => {
+            let from = sub(a)?.dtype;
+            reinterpret_ok(from, *dtype).map_err(|m| (expr, m))?;
             Ok(Typed::strong(*dtype))
         }
         ExprKind::Select(c, a, b) => {

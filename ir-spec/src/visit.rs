@@ -176,7 +176,9 @@ pub fn expr_children(expr: &Expr) -> impl Iterator<Item = &Expr> {
             ([None; 3], &[])
         }
         ExprKind::Load { indices, .. } => ([None; 3], indices),
-        ExprKind::Unary(_, a) | ExprKind::Cast(_, a) => ([Some(a), None, None], &[]),
+        ExprKind::Unary(_, a) | ExprKind::Cast(_, a) | ExprKind::Reinterpret(_, a) => {
+            ([Some(a), None, None], &[])
+        }
         ExprKind::Binary(_, a, b) => ([Some(a), Some(b), None], &[]),
         ExprKind::Select(c, a, b) => ([Some(c), Some(a), Some(b)], &[]),
         ExprKind::Math(_, args) => ([None; 3], args),
@@ -223,6 +225,7 @@ pub fn map_expr(expr: &Expr, f: &mut dyn FnMut(Expr) -> Expr) -> Expr {
         },
         ExprKind::Unary(op, a) => ExprKind::Unary(*op, Box::new(map_expr(a, f))),
         ExprKind::Cast(dt, a) => ExprKind::Cast(*dt, Box::new(map_expr(a, f))),
+        ExprKind::Reinterpret(dt, a) => ExprKind::Reinterpret(*dt, Box::new(map_expr(a, f))),
         ExprKind::Binary(op, a, b) => {
             ExprKind::Binary(*op, Box::new(map_expr(a, f)), Box::new(map_expr(b, f)))
         }
@@ -248,7 +251,7 @@ pub fn map_expr_owned(mut expr: Expr, f: &mut dyn FnMut(Expr) -> Expr) -> Expr {
     match &mut expr.kind {
         ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Var(_) => {}
         ExprKind::Load { indices, .. } => indices.iter_mut().for_each(|i| go(i, f)),
-        ExprKind::Unary(_, a) | ExprKind::Cast(_, a) => go(a, f),
+        ExprKind::Unary(_, a) | ExprKind::Cast(_, a) | ExprKind::Reinterpret(_, a) => go(a, f),
         ExprKind::Binary(_, a, b) => {
             go(a, f);
             go(b, f);

@@ -214,8 +214,8 @@ impl Widen {
         })
     }
 
-    /// Wraps the operands of int32 bit operators whose value may leave int32 in
-    /// `T.cast(…, "int32")`.
+    /// Wraps the operands of int32 bit operators (and of `T.reinterpret` of an int32) whose
+    /// value may leave int32 in `T.cast(…, "int32")`.
     fn pin_bit_operands(&self, e: &Expr) -> Expr {
         // Only arithmetic can be widened (loads, casts and bit operators keep their width).
         let widenable = |x: &Expr| match &x.kind {
@@ -234,9 +234,11 @@ impl Widen {
                 }
             }
         };
+        // `T.reinterpret` of an int32 reads its 32 bits too.
         let bit_int32 = |node: &Expr| match &node.kind {
             ExprKind::Binary(op, _, _) => op.is_bitwise() && self.dtype(node) == Some(DType::Int32),
             ExprKind::Unary(UnOp::BitNot, _) => self.dtype(node) == Some(DType::Int32),
+            ExprKind::Reinterpret(_, a) => self.dtype(a) == Some(DType::Int32),
             _ => false,
         };
         map_expr(e, &mut |node| {
@@ -247,6 +249,7 @@ impl Widen {
             let kind = match node.kind {
                 ExprKind::Binary(op, a, b) => ExprKind::Binary(op, pinned(a), pinned(b)),
                 ExprKind::Unary(op, a) => ExprKind::Unary(op, pinned(a)),
+                ExprKind::Reinterpret(d, a) => ExprKind::Reinterpret(d, pinned(a)),
                 other => other,
             };
             Expr::new(kind, span)

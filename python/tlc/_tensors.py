@@ -18,9 +18,11 @@ _TORCH_DTYPES = {
     "float8_e4m3fn": "float8_e4m3",
     "float8_e5m2": "float8_e5m2",
     "int8": "int8",
+    "int16": "int16",
     "int32": "int32",
     "int64": "int64",
     "uint8": "uint8",
+    "uint16": "uint16",
     "uint32": "uint32",
     "bool": "bool",
 }
@@ -31,9 +33,11 @@ _TYPESTRS = {
     "<f4": "float32",
     "<f8": "float64",
     "|i1": "int8",
+    "<i2": "int16",
     "<i4": "int32",
     "<i8": "int64",
     "|u1": "uint8",
+    "<u2": "uint16",
     "<u4": "uint32",
     "|b1": "bool",
 }
@@ -42,9 +46,11 @@ _TYPESTRS = {
 # 6 bool, 10 float8_e4m3fn, 13 float8_e5m2 (dlpack.h, v1.1).
 _DLPACK_DTYPES = {
     (0, 8): "int8",
+    (0, 16): "int16",
     (0, 32): "int32",
     (0, 64): "int64",
     (1, 8): "uint8",
+    (1, 16): "uint16",
     (1, 32): "uint32",
     (2, 16): "float16",
     (2, 32): "float32",

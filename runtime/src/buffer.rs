@@ -28,9 +28,11 @@ element! {
     half::f16 => Float16,
     half::bf16 => BFloat16,
     i8 => Int8,
+    i16 => Int16,
     i32 => Int32,
     i64 => Int64,
     u8 => UInt8,
+    u16 => UInt16,
     u32 => UInt32,
 }
 

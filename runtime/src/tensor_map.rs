@@ -226,6 +226,7 @@ pub fn data_type(dtype: DType) -> Option<CUtensorMapDataType> {
         DType::Float8E4M3 | DType::Float8E5M2 | DType::Int8 | DType::UInt8 => {
             CU_TENSOR_MAP_DATA_TYPE_UINT8
         }
+        DType::Int16 | DType::UInt16 => CU_TENSOR_MAP_DATA_TYPE_UINT16,
         DType::Int32 => CU_TENSOR_MAP_DATA_TYPE_INT32,
         DType::UInt32 => CU_TENSOR_MAP_DATA_TYPE_UINT32,
         DType::Int64 => CU_TENSOR_MAP_DATA_TYPE_INT64,

@@ -294,6 +294,7 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
         "int8_ops" => check_int8_ops(o),
         "dim_typed_uses" => check_dim_typed_uses(o),
         "tilelang_spellings" => check_tilelang_spellings(o),
+        "reinterpret_int16" => check_reinterpret_int16(o),
         "row_softmax" => check_row_softmax(o),
         "atomic_colsum" => check_atomic_colsum(o, initial),
         "copy_regions" => check_copy_regions(o, initial),
@@ -849,6 +850,53 @@ fn check_tilelang_spellings(o: &Outputs) {
             };
             assert_eq!(out[n], want, "tilelang_spellings: Out[{r}, {k}]");
         }
+    }
+}
+
+/// `reinterpret_int16.tir`: 16-bit integers wrap to 16 bits; `T.reinterpret` reads bits
+/// (float32 ↔ int32 / uint32, float16 ↔ int16, uint8 → int8 for int4 nibbles, uint8 →
+/// float8_e4m3, decoded here from the OCP E4M3FN definition).
+fn check_reinterpret_int16(o: &Outputs) {
+    let e4m3 = |bits: u8| -> f64 {
+        let sign = if bits & 0x80 != 0 { -1.0 } else { 1.0 };
+        let (e, m) = (i32::from((bits >> 3) & 0xF), f64::from(bits & 7));
+        match (e, m as u8) {
+            (15, 7) => f64::NAN,
+            (0, _) => sign * m / 8.0 * 2f64.powi(-6),
+            _ => sign * (1.0 + m / 8.0) * 2f64.powi(e - 7),
+        }
+    };
+    let get = |name: &str| o[name].to_f64();
+    let (a_in, b_in, x, q_in, hf) = (get("A"), get("B"), get("X"), get("Q"), get("Hf"));
+    for n in 0..256usize {
+        let at = |name: &str| get(name)[n];
+        let a = (n as i64 * 131 + a_in[n] as i64) as i16;
+        let b = (n as i64 * 257 + b_in[n] as i64) as u16;
+        let q = (n as i64 * 37 + q_in[n] as i64) as u8;
+        let xf = x[n] as f32;
+        assert_eq!(
+            at("S"),
+            f64::from((i64::from(a) * 5000 + 7) as i16),
+            "S[{n}]"
+        );
+        assert_eq!(at("U"), f64::from((b << 11) ^ !b), "U[{n}]");
+        let t16 = (f64::from(xf * 40000.0).trunc()).clamp(-32768.0, 32767.0);
+        assert_eq!(at("T16"), t16, "T16[{n}]");
+        assert_eq!(at("Bits"), f64::from(xf.to_bits() as i32), "Bits[{n}]");
+        assert_eq!(at("Flip"), f64::from(-xf), "Flip[{n}]");
+        assert_eq!(at("Lo"), f64::from(((q << 4) as i8) >> 4), "Lo[{n}]");
+        assert_eq!(at("Hi"), f64::from((q as i8) >> 4), "Hi[{n}]");
+        let h = half::f16::from_f64(hf[n]).to_bits() as i16;
+        assert_eq!(at("H16"), f64::from(h), "H16[{n}]");
+        let back = half::f16::from_bits(h.wrapping_add(1) as u16).to_f64();
+        let got = at("Back");
+        assert!(got == back || (got.is_nan() && back.is_nan()), "Back[{n}]");
+        let want = e4m3(q);
+        let got = at("E8");
+        assert!(
+            got == want || (got.is_nan() && want.is_nan()),
+            "E8[{n}]: {got} vs {want}"
+        );
     }
 }
 

@@ -106,7 +106,7 @@ impl Cg {
             (ExprKind::Int(v), DType::Int32 | DType::UInt32 | DType::Int64) => {
                 return Some(Operand::Imm(*v))
             }
-            (ExprKind::Int(v), DType::Int8 | DType::UInt8) => {
+            (ExprKind::Int(v), DType::Int8 | DType::UInt8 | DType::Int16 | DType::UInt16) => {
                 return Some(Operand::Imm(scalar::wrap_int(want, *v)))
             }
             (ExprKind::Int(v), DType::Float32) => return Some(Operand::F32(*v as f32)),
@@ -150,6 +150,7 @@ impl Cg {
             },
             ExprKind::Load { buffer, indices } => self.load(buffer, indices, span),
             ExprKind::Cast(to, a) => self.expr_as(a, *to),
+            ExprKind::Reinterpret(to, a) => self.reinterpret(a, *to, span),
             ExprKind::Unary(UnOp::Not, a) => {
                 let p = self.expr(a, DType::Bool)?;
                 let p = self.in_reg(p, Type::Pred);
@@ -174,9 +175,10 @@ impl Cg {
                 let v = self.expr_as(a, d)?;
                 let v = self.in_reg(v, ty);
                 let r = self.b.unary(PUn::Not, bits(ty), v);
-                // ~x of a sign-extended int8 stays sign-extended; a uint8's upper bits flip.
+                // ~x of a sign-extended int8 / int16 stays sign-extended; a uint8's or
+                // uint16's upper bits flip.
                 Some(
-                    if d == DType::UInt8 {
+                    if is_narrow_int(d) && d.is_unsigned() {
                         self.wrap_byte(r, d)
                     } else {
                         r
@@ -409,13 +411,58 @@ impl Cg {
         Some(self.convert(v, common, work).into())
     }
 
-    /// `r` (a 32-bit register) wrapped to `d`'s width when `d` is int8 / uint8 (sign- or
-    /// zero-extending its low byte); `r` itself otherwise.
+    /// `T.reinterpret(to, a)`: `a`'s bits read as a value of `to` (the verifier holds the
+    /// widths equal). Through a 32-bit word that holds the bits in its low bits: an f32's
+    /// register moved as is, a 16-bit float's (or an fp8's `.b16`) zero-extended, an
+    /// integer's register itself (8- and 16-bit integers are sign- or zero-extended, so
+    /// their low bits are their bits); then into `to`'s register form.
+    fn reinterpret(&mut self, a: &Expr, to: DType, span: tlc_ir::Span) -> Option<Operand> {
+        let from = self.typed(a)?.dtype;
+        let (Some(fty), Some(tty)) = (ptx_type(from), ptx_type(to)) else {
+            self.err(
+                span,
+                format!("codegen does not support `T.reinterpret` from {from} to {to}"),
+            );
+            return None;
+        };
+        let v = self.expr_as(a, from)?;
+        let v = self.in_reg(v, fty);
+        if from.bits() == 64 {
+            // int64 ↔ int64 (float64 has no register form here).
+            return Some(self.b.mov(tty, v).into());
+        }
+        let word = match fty {
+            Type::F32 => self.b.mov(Type::B32, v),
+            Type::F16 | Type::Bf16 | Type::B16 => self.b.cvt(Type::U32, Type::U16, v),
+            _ => v,
+        };
+        let out = match to {
+            DType::Float32 => {
+                let dst = self.b.new_reg(Type::F32);
+                self.b.emit(Op::Mov {
+                    ty: Type::B32,
+                    dst,
+                    src: word.into(),
+                });
+                dst
+            }
+            DType::Float16 | DType::BFloat16 => self.b.cvt(Type::U16, Type::U32, word),
+            DType::Float8E4M3 | DType::Float8E5M2 => {
+                let byte = self.b.int(IntOp::And, Type::B32, word, Operand::Imm(0xFF));
+                self.b.cvt(Type::U16, Type::U32, byte)
+            }
+            _ => self.wrap_byte(word, to),
+        };
+        Some(out.into())
+    }
+
+    /// `r` (a 32-bit register) wrapped to `d`'s width when `d` is an 8- or 16-bit integer
+    /// (sign- or zero-extending its low bits); `r` itself otherwise.
     pub(super) fn wrap_byte(&mut self, r: Reg, d: DType) -> Reg {
-        match d {
-            DType::Int8 => self.b.cvt(Type::S32, Type::S8, r),
-            DType::UInt8 => self.b.cvt(Type::U32, Type::U8, r),
-            _ => r,
+        match narrow_type(d) {
+            Some(t) if d.is_unsigned() => self.b.cvt(Type::U32, t, r),
+            Some(t) => self.b.cvt(Type::S32, t, r),
+            None => r,
         }
     }
 
@@ -571,7 +618,7 @@ impl Cg {
             return self.b.new_reg(Type::B32);
         };
         let same_register = from.is_int() && to.is_int() && ft.bytes() == tt.bytes();
-        if from == to || (same_register && !is_byte_int(to)) {
+        if from == to || (same_register && !is_narrow_int(to)) {
             return self.in_reg(v, ft);
         }
         let v = self.in_reg(v, ft);
@@ -605,7 +652,10 @@ impl Cg {
         }
         match (from.is_float(), to.is_float()) {
             // Into int8 / uint8: the low byte, sign- or zero-extended (from any width).
-            (false, false) if is_byte_int(to) => self.b.cvt(tt, byte_type(to), v),
+            (false, false) if is_narrow_int(to) => match narrow_type(to) {
+                Some(t) => self.b.cvt(tt, t, v),
+                None => v,
+            },
             (false, false) => self.b.cvt(tt, ft, v),
             (false, true) => {
                 let f = self.b.cvt_with(Some(CvtRound::Rn), false, Type::F32, ft, v);
@@ -625,6 +675,11 @@ impl Cg {
                         self.b.int(IntOp::Min, Type::S32, lo, Operand::Imm(127))
                     }
                     DType::UInt8 => self.b.int(IntOp::Min, Type::U32, i, Operand::Imm(255)),
+                    DType::Int16 => {
+                        let lo = self.b.int(IntOp::Max, Type::S32, i, Operand::Imm(-32768));
+                        self.b.int(IntOp::Min, Type::S32, lo, Operand::Imm(32767))
+                    }
+                    DType::UInt16 => self.b.int(IntOp::Min, Type::U32, i, Operand::Imm(65535)),
                     _ => i,
                 }
             }
@@ -897,7 +952,7 @@ impl Cg {
                 let byte = self.b.ld_widened(space, mt, Type::U32, addr);
                 self.b.setp(Cmp::Ne, Type::U32, byte, Operand::Imm(0))
             }
-            DType::Int8 | DType::UInt8 => self.b.ld_widened(space, mt, ty, addr),
+            _ if is_narrow_int(d) => self.b.ld_widened(space, mt, ty, addr),
             _ => self.b.ld(space, mt, addr),
         })
     }
@@ -935,17 +990,19 @@ pub(super) fn is_narrow_float(d: DType) -> bool {
     is_half(d) || is_fp8(d)
 }
 
-/// int8 and uint8: 32-bit registers, wrapped to the byte after arithmetic.
-pub(super) fn is_byte_int(d: DType) -> bool {
-    matches!(d, DType::Int8 | DType::UInt8)
+/// 8- and 16-bit integers: 32-bit registers, wrapped to their width after arithmetic.
+pub(super) fn is_narrow_int(d: DType) -> bool {
+    narrow_type(d).is_some()
 }
 
-/// The `cvt` source type that reads a register's low byte as `d` (int8 / uint8).
-fn byte_type(d: DType) -> Type {
-    if d == DType::Int8 {
-        Type::S8
-    } else {
-        Type::U8
+/// The `cvt` source type that reads a register's low bits as the 8- or 16-bit integer `d`.
+fn narrow_type(d: DType) -> Option<Type> {
+    match d {
+        DType::Int8 => Some(Type::S8),
+        DType::UInt8 => Some(Type::U8),
+        DType::Int16 => Some(Type::S16),
+        DType::UInt16 => Some(Type::U16),
+        _ => None,
     }
 }
 

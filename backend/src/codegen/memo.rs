@@ -53,6 +53,11 @@ impl Cg {
                 self.write_key(a, out)?;
                 out.push(')');
             }
+            ExprKind::Reinterpret(d, a) => {
+                write!(out, "bits<{d}>(").ok()?;
+                self.write_key(a, out)?;
+                out.push(')');
+            }
             ExprKind::Unary(op, a) => {
                 write!(out, "{op:?}(").ok()?;
                 self.write_key(a, out)?;

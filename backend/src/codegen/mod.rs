@@ -370,14 +370,14 @@ struct Cg {
 }
 
 /// The PTX register type of a dtype's values, or `None` for dtypes codegen does not handle
-/// (float64). int8 / uint8 values live in 32-bit registers, sign- / zero-extended (every
+/// (float64). 8- and 16-bit integers live in 32-bit registers, sign- / zero-extended (every
 /// operation that may leave the width wraps back, as the interpreter does); fp8 values are
 /// their bits in the low byte of a `.b16` register (`fp8.rs` converts them); bools are
 /// predicates.
 fn ptx_type(d: DType) -> Option<Type> {
     Some(match d {
-        DType::Int8 | DType::Int32 => Type::S32,
-        DType::UInt8 | DType::UInt32 => Type::U32,
+        DType::Int8 | DType::Int16 | DType::Int32 => Type::S32,
+        DType::UInt8 | DType::UInt16 | DType::UInt32 => Type::U32,
         DType::Int64 => Type::S64,
         DType::Float32 => Type::F32,
         DType::Float16 => Type::F16,
@@ -388,12 +388,14 @@ fn ptx_type(d: DType) -> Option<Type> {
     })
 }
 
-/// The type of a memory access of one element of `d`: `.s8` for int8 (a load sign-extends
-/// into the 32-bit register), `.u8` for uint8, fp8 and bool (one byte, 0 / 1 for a bool),
-/// `.b16` for f16 / bf16, the register type otherwise.
+/// The type of a memory access of one element of `d`: `.s8` / `.s16` for int8 / int16 (a
+/// load sign-extends into the 32-bit register), `.u8` for uint8, fp8 and bool (one byte,
+/// 0 / 1 for a bool), `.u16` for uint16, `.b16` for f16 / bf16, the register type otherwise.
 fn elem_mem_type(d: DType) -> Option<Type> {
     Some(match d {
         DType::Int8 => Type::S8,
+        DType::Int16 => Type::S16,
+        DType::UInt16 => Type::U16,
         DType::UInt8 | DType::Bool | DType::Float8E4M3 | DType::Float8E5M2 => Type::U8,
         _ => expr::mov_type(ptx_type(d)?),
     })

@@ -51,6 +51,11 @@ impl Cg {
             _ => return None,
         }
         let bytes = buf.dtype.bytes();
+        // 16-bit integers live in 32-bit registers, which the 2-byte lanes (f16 / bf16
+        // registers) do not take: accessed one element at a time.
+        if matches!(buf.dtype, DType::Int16 | DType::UInt16) {
+            return None;
+        }
         if !matches!(bytes, 1 | 2 | 4) || (lanes * i64::from(bytes)) % 4 != 0 {
             return None;
         }

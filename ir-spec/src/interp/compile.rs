@@ -55,6 +55,8 @@ pub(crate) enum CKind {
     Or(Box<CExpr>, Box<CExpr>),
     /// Conversion of the operand to the node's dtype (`T.cast` or implicit).
     Convert(Box<CExpr>),
+    /// The operand's bits (its dtype's width) read as a value of the node's dtype.
+    Reinterpret(Box<CExpr>),
     /// `T.if_then_else`; both branches already have the node's dtype.
     Select(Box<CExpr>, Box<CExpr>, Box<CExpr>),
 }
@@ -1112,6 +1114,16 @@ impl Compiler {
             ExprKind::Cast(dtype, a) => {
                 let (a, _) = self.expr(a)?;
                 (coerce(a, *dtype), Typed::strong(*dtype))
+            }
+            ExprKind::Reinterpret(dtype, a) => {
+                let (a, ta) = self.expr(a)?;
+                types::reinterpret_ok(ta.dtype, *dtype).map_err(err)?;
+                // A literal operand is a value of its literal dtype (types.rs).
+                let a = coerce(a, ta.dtype);
+                (
+                    node(CKind::Reinterpret(Box::new(a)), *dtype),
+                    Typed::strong(*dtype),
+                )
             }
             ExprKind::Select(c, a, b) => {
                 let c = self.bool_expr(c)?;

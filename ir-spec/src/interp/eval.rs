@@ -81,6 +81,10 @@ impl Frame<'_> {
             CKind::And(a, b) => Scalar::Bool(self.eval(a)?.as_bool() && self.eval(b)?.as_bool()),
             CKind::Or(a, b) => Scalar::Bool(self.eval(a)?.as_bool() || self.eval(b)?.as_bool()),
             CKind::Convert(a) => convert(self.eval(a)?, e.dtype),
+            CKind::Reinterpret(a) => {
+                let bits = super::shared::encode(a.dtype, self.eval(a)?);
+                super::shared::decode(e.dtype, &bits)
+            }
             CKind::Select(c, a, b) => {
                 // Only the taken branch runs, so `T.if_then_else(i < n, A[i], 0)` is safe.
                 if self.eval(c)?.as_bool() {

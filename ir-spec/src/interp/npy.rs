@@ -33,6 +33,8 @@ pub fn npy_descr(dtype: DType) -> &'static str {
         DType::Float64 => "<f8",
         DType::Float8E4M3 | DType::Float8E5M2 | DType::UInt8 => "|u1",
         DType::Int8 => "|i1",
+        DType::Int16 => "<i2",
+        DType::UInt16 => "<u2",
         DType::Int32 => "<i4",
         DType::Int64 => "<i8",
         DType::UInt32 => "<u4",
@@ -166,6 +168,8 @@ pub fn read_npy(bytes: &[u8], expected: DType) -> Result<Tensor, String> {
             fp8::decode(fp8::E5M2, b)
         }),
         DType::Int8 => ints(npy.into_vec::<i8>().map_err(bad)?),
+        DType::Int16 => ints(npy.into_vec::<i16>().map_err(bad)?),
+        DType::UInt16 => ints(npy.into_vec::<u16>().map_err(bad)?),
         DType::Int32 => ints(npy.into_vec::<i32>().map_err(bad)?),
         DType::Int64 => ints(npy.into_vec::<i64>().map_err(bad)?),
         DType::UInt8 => ints(npy.into_vec::<u8>().map_err(bad)?),
@@ -258,6 +262,8 @@ pub fn write_npy(tensor: &Tensor) -> Result<Vec<u8>, String> {
         }
         // Stored integers are already inside their dtype's range, so `as` is exact.
         DType::Int8 => write_rows(descr, &shape, i().iter().map(|&x| x as i8)),
+        DType::Int16 => write_rows(descr, &shape, i().iter().map(|&x| x as i16)),
+        DType::UInt16 => write_rows(descr, &shape, i().iter().map(|&x| x as u16)),
         DType::Int32 => write_rows(descr, &shape, i().iter().map(|&x| x as i32)),
         DType::Int64 => write_rows(descr, &shape, i().iter().copied()),
         DType::UInt8 => write_rows(descr, &shape, i().iter().map(|&x| x as u8)),

@@ -42,7 +42,7 @@ pub fn random_tensor(
             Scalar::Float(2.0 * u - 1.0)
         } else if dtype.is_bool() {
             Scalar::Bool(draw & 1 == 1)
-        } else if matches!(dtype, DType::UInt8 | DType::UInt32) {
+        } else if dtype.is_unsigned() {
             Scalar::Int((draw >> 60) as i64)
         } else {
             Scalar::Int((draw >> 60) as i64 - 8)

@@ -80,8 +80,10 @@ pub fn convert(v: Scalar, to: DType) -> Scalar {
 pub fn wrap_int(to: DType, v: i64) -> i64 {
     match to {
         DType::Int8 => i64::from(v as i8),
+        DType::Int16 => i64::from(v as i16),
         DType::Int32 => i64::from(v as i32),
         DType::UInt8 => i64::from(v as u8),
+        DType::UInt16 => i64::from(v as u16),
         DType::UInt32 => i64::from(v as u32),
         _ => v,
     }
@@ -103,8 +105,10 @@ fn exact_or_wrap(d: DType, v: i64) -> i64 {
 fn float_to_int(to: DType, x: f64) -> i64 {
     match to {
         DType::Int8 => i64::from(x as i8),
+        DType::Int16 => i64::from(x as i16),
         DType::Int32 => i64::from(x as i32),
         DType::UInt8 => i64::from(x as u8),
+        DType::UInt16 => i64::from(x as u16),
         DType::UInt32 => i64::from(x as u32),
         _ => x as i64,
     }
@@ -196,7 +200,7 @@ fn float_op<F: num_like::Float>(op: BinOp, x: F, y: F) -> F {
 fn bitwise(op: BinOp, d: DType, x: i64, y: i64) -> i64 {
     let bits = i64::from(d.bits());
     let (x, y) = (wrap_int(d, x), wrap_int(d, y));
-    let unsigned = matches!(d, DType::UInt8 | DType::UInt32);
+    let unsigned = d.is_unsigned();
     // The count as the hardware reads it: the operand's bits as an unsigned number.
     let count = if y < 0 { bits } else { y.min(bits) };
     let mask: u64 = if bits == 64 {

@@ -1007,6 +1007,8 @@ pub(crate) fn encode(dtype: DType, value: Scalar) -> [u8; 8] {
         // Integers are stored in range, so these casts are exact.
         DType::Int8 => put(&(value.as_i64() as i8).to_le_bytes()),
         DType::UInt8 => put(&(value.as_i64() as u8).to_le_bytes()),
+        DType::Int16 => put(&(value.as_i64() as i16).to_le_bytes()),
+        DType::UInt16 => put(&(value.as_i64() as u16).to_le_bytes()),
         DType::Int32 => put(&(value.as_i64() as i32).to_le_bytes()),
         DType::UInt32 => put(&(value.as_i64() as u32).to_le_bytes()),
         DType::Int64 => put(&value.as_i64().to_le_bytes()),
@@ -1033,6 +1035,8 @@ pub(crate) fn decode(dtype: DType, raw: &[u8]) -> Scalar {
         DType::Float8E5M2 => Scalar::Float(fp8::decode(fp8::E5M2, b0)),
         DType::Int8 => Scalar::Int(i64::from(i8::from_le_bytes([b0]))),
         DType::UInt8 => Scalar::Int(i64::from(b0)),
+        DType::Int16 => Scalar::Int(i64::from(i16::from_le_bytes(two))),
+        DType::UInt16 => Scalar::Int(i64::from(u16::from_le_bytes(two))),
         DType::Int32 => Scalar::Int(i64::from(i32::from_le_bytes(four))),
         DType::UInt32 => Scalar::Int(i64::from(u32::from_le_bytes(four))),
         DType::Int64 => Scalar::Int(i64::from_le_bytes(buf)),

@@ -138,6 +138,11 @@ pub(crate) fn write_expr(out: &mut dyn Write, expr: &Expr) -> fmt::Result {
             write_expr(out, a)?;
             write!(out, ", \"{dtype}\")")
         }
+        ExprKind::Reinterpret(dtype, a) => {
+            write!(out, "T.reinterpret(\"{dtype}\", ")?;
+            write_expr(out, a)?;
+            out.write_char(')')
+        }
         ExprKind::Select(c, a, b) => {
             out.write_str("T.if_then_else(")?;
             write_list(out, [c.as_ref(), a.as_ref(), b.as_ref()])?;

@@ -224,7 +224,9 @@ impl Normalizer {
                     *e = Expr::new(folded, e.span);
                 }
             }
-            ExprKind::Unary(_, a) | ExprKind::Cast(_, a) => self.expr(a),
+            ExprKind::Unary(_, a) | ExprKind::Cast(_, a) | ExprKind::Reinterpret(_, a) => {
+                self.expr(a)
+            }
             ExprKind::Binary(op, a, b) => {
                 self.expr(a);
                 self.expr(b);

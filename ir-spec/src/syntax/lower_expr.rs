@@ -441,6 +441,12 @@ impl Lowerer {
             "T.floormod" => self.call_binary(BinOp::FloorMod, &name, span, args),
             "T.cast" => self.call_cast(&name, span, args, &["value", "dtype"], 1, 0),
             "T.Cast" => self.call_cast(&name, span, args, &["dtype", "value"], 0, 1),
+            "T.reinterpret" => {
+                let a = self.bind(&name, span, args, &["dtype", "value"], 2)?;
+                let dt = self.dtype(a[0]?);
+                let x = self.expr(a[1]?);
+                Some(Expr::new(ExprKind::Reinterpret(dt?, Box::new(x?)), span))
+            }
             "T.if_then_else" => self.call_select(&name, span, args),
             "T.infinity" => self.call_infinity(&name, span, args),
             "float" => self.call_float(span, args),

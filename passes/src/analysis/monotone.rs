@@ -62,6 +62,11 @@ pub fn trend(e: &Expr, var: &str, lets: &HashMap<String, Trend>) -> Trend {
         ExprKind::Load { .. } => Unknown,
         ExprKind::Unary(UnOp::Neg, a) => trend(a, var, lets).flip(),
         ExprKind::Cast(_, a) => trend(a, var, lets),
+        // Bits read as another dtype follow no order (a float's bits as an int, and back).
+        ExprKind::Reinterpret(_, a) => match trend(a, var, lets) {
+            Flat => Flat,
+            _ => Unknown,
+        },
         ExprKind::Select(c, a, b) => match const_bool(c) {
             Some(true) => trend(a, var, lets),
             Some(false) => trend(b, var, lets),

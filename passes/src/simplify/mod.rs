@@ -329,6 +329,7 @@ impl Simplifier<'_> {
             },
             ExprKind::Unary(op, _) => ExprKind::Unary(*op, Box::new(next())),
             ExprKind::Cast(dt, _) => ExprKind::Cast(*dt, Box::new(next())),
+            ExprKind::Reinterpret(dt, _) => ExprKind::Reinterpret(*dt, Box::new(next())),
             ExprKind::Binary(op, _, _) => {
                 let (a, b) = (next(), next());
                 return Expr::binary(*op, a, b, e.span);

@@ -346,6 +346,7 @@ pub fn to_bytes(t: &Tensor) -> Vec<u8> {
             for &x in v {
                 match dtype {
                     DType::Int8 | DType::UInt8 => out.push(x as u8),
+                    DType::Int16 | DType::UInt16 => out.extend((x as u16).to_le_bytes()),
                     DType::Int64 => out.extend(x.to_le_bytes()),
                     _ => out.extend((x as u32).to_le_bytes()),
                 }
@@ -373,6 +374,7 @@ pub fn from_bytes(dtype: DType, shape: &[usize], bytes: &[u8]) -> Result<Tensor,
             words
                 .map(|bits| match d {
                     DType::Int8 => i64::from(bits as u8 as i8),
+                    DType::Int16 => i64::from(bits as u16 as i16),
                     DType::Int32 => i64::from(bits as u32 as i32),
                     _ => bits as i64,
                 })

@@ -40,13 +40,7 @@ fn identity(kind: ReduceKind, d: DType) -> Scalar {
 
 /// The smallest and largest value of integer dtype `d`.
 fn int_range(d: DType) -> (i64, i64) {
-    match d {
-        DType::Int8 => (i64::from(i8::MIN), i64::from(i8::MAX)),
-        DType::UInt8 => (0, i64::from(u8::MAX)),
-        DType::Int32 => (i64::from(i32::MIN), i64::from(i32::MAX)),
-        DType::UInt32 => (0, i64::from(u32::MAX)),
-        _ => (i64::MIN, i64::MAX),
-    }
+    d.int_range().unwrap_or((i64::MIN, i64::MAX))
 }
 
 pub(crate) fn reduce(frame: &mut Frame, r: &CReduce, span: Span) -> Res<()> {

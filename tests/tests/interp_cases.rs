@@ -293,7 +293,7 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
         "fp8_cast" => check_fp8_cast(o),
         "int8_ops" => check_int8_ops(o),
         "dim_typed_uses" => check_dim_typed_uses(o),
-        "tilelang_spellings" => check_tilelang_spellings(o),
+        "tilelang_spellings" => check_tilelang_spellings(o, initial),
         "reinterpret_int16" => check_reinterpret_int16(o),
         "row_softmax" => check_row_softmax(o),
         "atomic_colsum" => check_atomic_colsum(o, initial),
@@ -832,12 +832,23 @@ fn check_int8_ops(o: &Outputs) {
 }
 
 /// `tilelang_spellings.tir`: `i_b, i_h = r // 4, r % 4`; the inner `i` shadows the outer
-/// one only in its body; `Mask != 0` reads the bool as 0 / 1. `x * s + b` is contracted to
-/// one fused multiply-add (docs/ir.md), so the reference rounds once.
-fn check_tilelang_spellings(o: &Outputs) {
+/// one only in its body; `Mask != 0` reads the bool as 0 / 1; a partial fragment copy
+/// copies rows 2 and 3, and a tile atomic adds them into a 4-D region. `x * s + b` is contracted to one fused multiply-add (docs/ir.md), so
+/// the reference rounds once.
+fn check_tilelang_spellings(o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
     let (x, mask) = (o["X"].to_f64(), o["Mask"].to_f64());
     let (out, last) = (o["Out"].to_f64(), o["Last"].to_f64());
+    let (rows, acc, acc0) = (o["Rows"].to_f64(), o["Acc"].to_f64(), initial("Acc"));
     assert_eq!(last.len(), 7);
+    assert_eq!(rows.len(), 7 * 128);
+    for (n, got) in rows.iter().enumerate() {
+        let (r, j, k) = (n / 128, n / 64 % 2, n % 64);
+        let want = f64::from(x[r * 64 + k] as f32 * (j + 2) as f32);
+        assert_eq!(*got, want, "tilelang_spellings: Rows[{r}, {j}, {k}]");
+        // Acc (BH, 2, 1, 64) has the layout of Rows: one float32 add.
+        let sum = f64::from(acc0[n] as f32 + want as f32);
+        assert_eq!(acc[n], sum, "tilelang_spellings: Acc[{r}, {j}, 0, {k}]");
+    }
     for (r, l) in last.iter().enumerate() {
         assert_eq!(*l, 3.0, "tilelang_spellings: Last[{r}]");
         let (b, h) = ((r / 4) as f32, (r % 4) as f32);

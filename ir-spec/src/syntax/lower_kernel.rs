@@ -254,10 +254,15 @@ impl Lowerer {
         ))
     }
 
-    /// A store into a fragment element at block level (`D_local[0] = D[bz]`, TileLang's
-    /// Mamba kernels), outside any `T.Parallel` or thread loop, is the block writing that one
-    /// element: the same as a one-iteration `T.Parallel` nest around it, which is what it
-    /// becomes (so layout inference and lowering see an ordinary nest).
+    /// Fragment accesses at block level that are not whole-fragment tile ops become
+    /// `T.Parallel` nests, so layout inference and lowering see ordinary nests:
+    /// - a store into a fragment element outside any `T.Parallel` or thread loop
+    ///   (`D_local[0] = D[bz]`, TileLang's Mamba kernels) is the block writing that one
+    ///   element: a one-iteration nest around it;
+    /// - a `T.copy` of part of a fragment to or from an on-chip buffer (`T.copy(acc_o[:4,
+    ///   :], O_shared)`, TileLang's flash decoding) is the element-wise copy it means: a nest
+    ///   over the copied extents (on-chip regions stay inside their buffers, R3 / R4, so no
+    ///   partial-tile masking is needed).
     fn wrap_fragment_stores(&self, allocs: &[crate::ir::BufferDecl], body: &mut [Stmt]) {
         use crate::ir::{ForKind, Scope};
         let fragment = |name: &str| {
@@ -266,6 +271,12 @@ impl Lowerer {
                 .any(|a| a.name.name == name && a.scope == Scope::Fragment)
         };
         for stmt in body.iter_mut() {
+            if let StmtKind::Copy { src, dst } = &stmt.kind {
+                if let Some(nest) = self.partial_fragment_copy(allocs, src, dst, stmt.span) {
+                    *stmt = nest;
+                    continue;
+                }
+            }
             match &mut stmt.kind {
                 StmtKind::Store { buffer, .. } if fragment(&buffer.name) => {
                     let span = stmt.span;
@@ -301,6 +312,88 @@ impl Lowerer {
                 _ => {}
             }
         }
+    }
+
+    /// The `T.Parallel` nest of a copy between on-chip buffers that covers part of a
+    /// fragment (see [`Self::wrap_fragment_stores`]), or `None` when the copy is not one
+    /// (a whole fragment, a global operand, extents not constant or not matching).
+    fn partial_fragment_copy(
+        &self,
+        allocs: &[crate::ir::BufferDecl],
+        src: &crate::ir::Region,
+        dst: &crate::ir::Region,
+        span: Span,
+    ) -> Option<Stmt> {
+        use crate::ir::{ForKind, Scope};
+        let decl = |r: &crate::ir::Region| allocs.iter().find(|a| a.name.name == r.buffer.name);
+        let (s, d) = (decl(src)?, decl(dst)?);
+        let whole = |r: &crate::ir::Region, b: &crate::ir::BufferDecl| {
+            r.ranges.len() == b.shape.len()
+                && r.ranges.iter().zip(&b.shape).all(|(range, dim)| {
+                    range.start.as_int() == Some(0) && range.extent.as_int() == dim.as_int()
+                })
+        };
+        let partial = |r, b: &crate::ir::BufferDecl| b.scope == Scope::Fragment && !whole(r, b);
+        if !(partial(src, s) || partial(dst, d)) {
+            return None;
+        }
+        // The extents that are not 1, per side: the copy pairs them in order.
+        let extents = |r: &crate::ir::Region| -> Option<Vec<i64>> {
+            let all: Option<Vec<i64>> = r.ranges.iter().map(|x| x.extent.as_int()).collect();
+            Some(all?.into_iter().filter(|&e| e != 1).collect())
+        };
+        let shape = extents(src)?;
+        if shape != extents(dst)? || shape.is_empty() {
+            return None;
+        }
+        let vars: Vec<String> = (0..shape.len())
+            .map(|k| self.generated_name(&format!("i{k}")))
+            .collect();
+        let indices = |r: &crate::ir::Region| -> Vec<Expr> {
+            let mut k = 0;
+            r.ranges
+                .iter()
+                .map(|x| {
+                    if x.extent.as_int() == Some(1) {
+                        return x.start.clone();
+                    }
+                    let v = Expr::new(ExprKind::Var(vars[k].clone()), span);
+                    k += 1;
+                    match x.start.as_int() {
+                        Some(0) => v,
+                        _ => Expr::binary(crate::ir::BinOp::Add, x.start.clone(), v, span),
+                    }
+                })
+                .collect()
+        };
+        let value = Expr::new(
+            ExprKind::Load {
+                buffer: src.buffer.name.clone(),
+                indices: indices(src),
+            },
+            span,
+        );
+        let mut nest = Stmt::new(
+            StmtKind::Store {
+                buffer: dst.buffer.clone(),
+                indices: indices(dst),
+                value,
+            },
+            span,
+        );
+        for (var, extent) in vars.iter().zip(&shape).rev() {
+            nest = Stmt::new(
+                StmtKind::For(crate::ir::For {
+                    var: Ident::new(var.clone(), span),
+                    start: Expr::new(ExprKind::Int(0), span),
+                    stop: Expr::new(ExprKind::Int(*extent), span),
+                    kind: ForKind::Parallel,
+                    body: vec![nest],
+                }),
+                span,
+            );
+        }
+        Some(nest)
     }
 
     /// Thread variables used in a kernel body make it per-thread code, as in TileLang where

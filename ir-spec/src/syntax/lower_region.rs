@@ -499,35 +499,90 @@ impl Lowerer {
         span: Span,
     ) -> Option<Stmt> {
         let shape = self.buffer_shape(src, src_span)?;
-        let (buffer, starts) = match self.operand(dst)? {
-            Operand::Full(r) => (
-                r.buffer,
-                r.ranges.into_iter().map(|r| r.start).collect::<Vec<_>>(),
-            ),
-            Operand::Corner { buffer, starts, .. } => (buffer, starts),
+        // Per destination dimension: its start, and whether the tile spans it (else the tile
+        // has extent 1 there). As in `T.copy`, dimensions of extent 1 are dropped before the
+        // shapes are matched: `T.atomic_add(O[b, i*64:(i+1)*64, h, 0:64], o_shared)` adds a
+        // 64 x 64 tile into a 4-D tensor; a corner destination of a higher rank takes the
+        // tile in its last dimensions.
+        let (buffer, starts, spans, extents) = match self.operand(dst)? {
+            Operand::Full(r) => {
+                let spans = r
+                    .ranges
+                    .iter()
+                    .map(|x| x.extent.as_int() != Some(1))
+                    .collect();
+                let extents: Vec<Option<i64>> =
+                    r.ranges.iter().map(|x| x.extent.as_int()).collect();
+                let starts = r.ranges.into_iter().map(|r| r.start).collect::<Vec<_>>();
+                (r.buffer, starts, spans, extents)
+            }
+            Operand::Corner { buffer, starts, .. } => {
+                let lead = starts.len().saturating_sub(shape.len());
+                let spans = (0..starts.len()).map(|d| d >= lead).collect::<Vec<bool>>();
+                let extents = vec![None; starts.len()];
+                (buffer, starts, spans, extents)
+            }
         };
-        if starts.len() != shape.len() {
+        let tile_dims: Vec<usize> = (0..shape.len())
+            .filter(|&d| starts.len() == shape.len() || shape[d].as_int() != Some(1))
+            .collect();
+        let spanned: Vec<usize> = (0..starts.len())
+            .filter(|&d| starts.len() == shape.len() || spans[d])
+            .collect();
+        if spanned.len() != tile_dims.len() {
             return self.fail(Diagnostic::error(
                 dst.span,
                 format!(
-                    "`T.atomic_add` of `{src}` (rank {}) into `{}` needs a destination of rank {}",
+                    "`T.atomic_add` of `{src}` (rank {}) into `{}`: the destination spans {} dimensions, the tile {} (dimensions of extent 1 aside)",
                     shape.len(),
                     buffer.name,
-                    shape.len()
+                    spanned.len(),
+                    tile_dims.len()
                 ),
             ));
+        }
+        // A region destination's constant extents must be the tile's.
+        for (&d, &t) in spanned.iter().zip(&tile_dims) {
+            if let (Some(Some(want)), Some(have)) = (extents.get(d), shape[t].as_int()) {
+                if *want != have {
+                    return self.fail(Diagnostic::error(
+                        dst.span,
+                        format!(
+                            "`T.atomic_add` of `{src}` into `{}`: dimension {d} of the destination has extent {want}, the tile {have}",
+                            buffer.name
+                        ),
+                    ));
+                }
+            }
         }
         let dims = self.buffer_shape(&buffer.name, buffer.span)?;
         let vars: Vec<String> = (0..shape.len())
             .map(|d| self.generated_name(&format!("atomic_i{d}")))
             .collect();
+        // The tile's extent and loop variable along each destination dimension.
+        let along: Vec<Option<(Expr, &String)>> = (0..starts.len())
+            .map(|d| {
+                let k = spanned.iter().position(|&x| x == d)?;
+                let t = tile_dims[k];
+                Some((shape[t].clone(), &vars[t]))
+            })
+            .collect();
         let at: Vec<Expr> = starts
             .iter()
-            .zip(&vars)
-            .map(|(s, v)| crate::build::bin_at(BinOp::Add, s.clone(), Expr::var(v), span))
+            .zip(&along)
+            .map(|(s, a)| match a {
+                Some((_, v)) => {
+                    crate::build::bin_at(BinOp::Add, s.clone(), Expr::var(v.as_str()), span)
+                }
+                None => s.clone(),
+            })
+            .collect();
+        let extents: Vec<Expr> = along
+            .iter()
+            .map(|a| a.as_ref().map_or(Expr::int(1), |(n, _)| n.clone()))
             .collect();
         let mut guard: Option<Expr> = None;
-        for (((e, d), s), n) in at.iter().zip(&dims).zip(&starts).zip(&shape) {
+        for (((e, d), s), n) in at.iter().zip(&dims).zip(&starts).zip(&extents) {
             // A dimension the tile provably fits needs no guard.
             if let (Some(s), Some(d), Some(n)) = (s.as_int(), d.as_int(), n.as_int()) {
                 if s >= 0 && s + n <= d {

@@ -25,6 +25,8 @@ fn dims_for(stem: &str) -> Vec<(&'static str, i64)> {
         "dim_typed_uses" => vec![("M", 25_000)],
         // Rows 0..7: b = 0 or 1, h = 0..3.
         "tilelang_spellings" => vec![("BH", 7)],
+        // Two blocks of 8 rows, the second ragged (rows past M read as zeros).
+        "cumsum" => vec![("M", 13)],
         "row_softmax" => vec![("M", 37)],
         // 74 chunks over 3 blocks of 25: rows 12 and 37 split between two blocks.
         "while_loops" => vec![("M", 37)],
@@ -295,6 +297,7 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
         "dim_typed_uses" => check_dim_typed_uses(o),
         "tilelang_spellings" => check_tilelang_spellings(o, initial),
         "reinterpret_int16" => check_reinterpret_int16(o),
+        "cumsum" => check_cumsum(o),
         "row_softmax" => check_row_softmax(o),
         "atomic_colsum" => check_atomic_colsum(o, initial),
         "copy_regions" => check_copy_regions(o, initial),
@@ -908,6 +911,25 @@ fn check_reinterpret_int16(o: &Outputs) {
             got == want || (got.is_nan() && want.is_nan()),
             "E8[{n}]: {got} vs {want}"
         );
+    }
+}
+
+/// `cumsum.tir`: prefix sums in float32, in order along the dimension, within each block's
+/// 8-row tile (rows past M are zeros and not written).
+fn check_cumsum(o: &Outputs) {
+    let (x, y, z) = (o["X"].to_f64(), o["Y"].to_f64(), o["Z"].to_f64());
+    let rows = x.len() / 32;
+    assert_eq!(rows, 13);
+    for i in 0..rows {
+        for j in 0..32 {
+            let tile = i / 8 * 8;
+            let down = (tile..=i).fold(0f32, |acc, r| acc + x[r * 32 + j] as f32);
+            assert_eq!(y[i * 32 + j], f64::from(down), "cumsum: Y[{i}, {j}]");
+            let back = (j..32)
+                .rev()
+                .fold(0f32, |acc, k| acc + x[i * 32 + k] as f32);
+            assert_eq!(z[i * 32 + j], f64::from(back), "cumsum: Z[{i}, {j}]");
+        }
     }
 }
 

@@ -521,6 +521,10 @@ impl Lowerer {
         let lowered = match &stmt.kind {
             ast::StmtKind::Pass | ast::StmtKind::Return(None) => None,
             ast::StmtKind::Expr(e) if matches!(e.kind, ast::ExprKind::Str(_)) => None,
+            ast::StmtKind::Expr(e) if is_call(e, "T.cumsum") => {
+                self.cumsum(e, out);
+                None
+            }
             ast::StmtKind::Expr(e) => self.call_stmt(e),
             ast::StmtKind::Assign { target, value }
                 if matches!(target.kind, ast::ExprKind::Tuple(_)) =>

@@ -46,6 +46,12 @@ run tests/cases/valid/thread_regions.tir -D M=1001
 run tests/cases/valid/elementwise_int64_dim.tir -D N=1000
 run tests/cases/valid/dim_typed_uses.tir -D M=1000
 run tests/cases/valid/dim_typed_uses.tir -D M=200
+run tests/cases/valid/tilelang_spellings.tir -D BH=7
+run tests/cases/valid/tilelang_spellings.tir -D BH=300
+run tests/cases/valid/cumsum.tir -D M=13
+run tests/cases/valid/cumsum.tir -D M=1000
+run tests/cases/valid/split_combine_scratch.tir -D M=45
+run tests/cases/valid/split_combine_scratch.tir -D M=1000
 run examples/scale_cast.tir -D M=100 -D N=130
 run examples/transpose.tir -D M=100 -D N=130
 run tests/cases/valid/index_math.tir -D M=77

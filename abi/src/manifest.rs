@@ -92,6 +92,10 @@ pub struct Launch {
 pub struct Manifest {
     pub target: Target,
     pub params: Vec<Param>,
+    /// The function's own global tensors (`T.alloc_global`): the runtime allocates each for
+    /// a launch, zero-filled, with its shape over the bound dims; every entry takes their
+    /// addresses after those of `params`. Empty for most kernels.
+    pub scratch: Vec<Param>,
     pub dims: Vec<DimDecl>,
     /// At least one. Launched in this order on one stream, each a full grid, so kernel
     /// `i + 1` sees everything kernel `i` wrote. Every entry takes the same parameter list.
@@ -240,7 +244,7 @@ impl Manifest {
             }
         }
         let mut names = BTreeSet::new();
-        for p in &self.params {
+        for p in self.params.iter().chain(&self.scratch) {
             if p.name.is_empty() || !names.insert(p.name.as_str()) {
                 return bad(format!("parameter name `{}` is empty or repeated", p.name));
             }
@@ -260,7 +264,7 @@ impl Manifest {
         // Every expression may only mention declared dims.
         let several = self.kernels.len() > 1;
         let mut exprs: Vec<(String, &DimExpr)> = Vec::new();
-        for p in &self.params {
+        for p in self.params.iter().chain(&self.scratch) {
             for (i, e) in p.shape.iter().enumerate() {
                 exprs.push((format!("shape of `{}` (dim {i})", p.name), e));
             }
@@ -308,7 +312,8 @@ impl Manifest {
                 });
             }
         }
-        tensor_map::check(self.target, &self.params, &self.tensor_maps)
+        let tensors: Vec<Param> = self.params.iter().chain(&self.scratch).cloned().collect();
+        tensor_map::check(self.target, &tensors, &self.tensor_maps)
             .map_err(RuntimeError::BadManifest)
     }
 

@@ -110,8 +110,14 @@ pub struct PrimFunc {
     /// Symbolic dimensions (`M = T.symbolic("M")` before the function), usable in buffer
     /// shapes and expressions.
     pub dims: Vec<Dim>,
-    /// Buffer parameters, all in `Scope::Global`.
+    /// Buffer parameters, all in `Scope::Global`: the caller's tensors, then the function's
+    /// own global tensors (`scratch`).
     pub params: Vec<BufferDecl>,
+    /// The names of the trailing `params` that the function allocates itself (`x =
+    /// T.alloc_global(shape, dtype)` in its body, before the kernels: TileLang's flash
+    /// decoding passes partial results from one kernel to the next in them). The runtime
+    /// allocates them for each launch, zero-filled, and the caller passes only the others.
+    pub scratch: Vec<String>,
     pub body: Vec<Stmt>,
     pub span: Span,
     /// Tunables and constraints (`block_M = T.tunable([64, 128], default=128)` before the
@@ -986,6 +992,18 @@ pub fn floor_mod(x: i64, y: i64) -> Option<i64> {
 impl PrimFunc {
     /// Every buffer declaration of the function: parameters, then allocations in the order
     /// the kernels declare them.
+    /// Whether parameter `name` is one the function allocates itself (`T.alloc_global`).
+    pub fn is_scratch(&self, name: &str) -> bool {
+        self.scratch.iter().any(|s| s == name)
+    }
+
+    /// The parameters the caller passes (every one but the scratch tensors), in order.
+    pub fn inputs(&self) -> impl Iterator<Item = &BufferDecl> {
+        self.params
+            .iter()
+            .filter(|p| !self.is_scratch(&p.name.name))
+    }
+
     pub fn buffers(&self) -> Vec<&BufferDecl> {
         let mut out: Vec<&BufferDecl> = self.params.iter().collect();
         crate::visit::for_each_stmt(&self.body, &mut |stmt| {

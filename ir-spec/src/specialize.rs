@@ -275,6 +275,7 @@ mod tests {
                 scope: Scope::Global,
                 span: Span::DUMMY,
             }],
+            scratch: Vec::new(),
             body: Vec::new(),
             span: Span::DUMMY,
             space: Default::default(),

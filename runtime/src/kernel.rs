@@ -272,7 +272,23 @@ impl Kernel {
         if plan.kernels.iter().all(|k| k.is_empty()) {
             return Ok(());
         }
+        let scratch = Scratch::alloc(self, plan, stream)?;
+        let result = self.launch_with(plan, args, &scratch, stream);
+        // Freed on the stream after the kernels, whether or not they launched.
+        let freed = scratch.free(stream);
+        result.and(freed)
+    }
+
+    /// [`Kernel::launch_planned`] with the launch's scratch tensors allocated.
+    fn launch_with(
+        &self,
+        plan: &LaunchPlan,
+        args: &[(&[usize], u64)],
+        scratch: &Scratch,
+        stream: sys::CUstream,
+    ) -> Result<()> {
         let mut slots: Vec<Slot> = args.iter().map(|&(_, ptr)| Slot::Ptr(ptr)).collect();
+        slots.extend(scratch.tensors.iter().map(|(_, ptr)| Slot::Ptr(*ptr)));
         for (decl, (_, value)) in self.manifest.dims.iter().zip(plan.dims.iter()) {
             slots.push(match decl.dtype {
                 // `bind_dims` checked that int32 dims fit.
@@ -282,7 +298,9 @@ impl Kernel {
         }
         // Encoded before the first launch, so a tensor TMA cannot describe is refused before
         // any kernel writes an output.
-        slots.extend(self.tensor_maps(args)?.into_iter().map(Slot::Map));
+        let mut described: Vec<(&[usize], u64)> = args.to_vec();
+        described.extend(scratch.tensors.iter().map(|(s, p)| (s.as_slice(), *p)));
+        slots.extend(self.tensor_maps(&described)?.into_iter().map(Slot::Map));
         let mut params: Vec<*mut c_void> = slots
             .iter_mut()
             .map(|s| match s {
@@ -329,6 +347,12 @@ impl Kernel {
             })?;
         }
         Ok(())
+    }
+
+    /// The GPU this kernel runs on, bound to the calling thread (for driver calls).
+    fn bound_gpu(&self) -> Result<&Gpu> {
+        self.gpu().bind()?;
+        Ok(self.gpu())
     }
 
     /// Raises entry `i`'s `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` when `bytes`
@@ -438,4 +462,94 @@ fn load_module(gpu: &Gpu, image: Image) -> Result<Module> {
         gpu: gpu.clone(),
         raw,
     })
+}
+
+/// The function's own global tensors (`T.alloc_global`, the manifest's `scratch`) for one
+/// launch: allocated on the launch's stream (stream-ordered, so concurrent launches on
+/// other streams, and graph captures, each get their own), zero-filled there, and freed
+/// there after the kernels.
+struct Scratch {
+    /// (shape, device address) per scratch tensor, in manifest order; 0 for an empty one.
+    tensors: Vec<(Vec<usize>, u64)>,
+}
+
+impl Scratch {
+    fn alloc(kernel: &Kernel, plan: &LaunchPlan, stream: sys::CUstream) -> Result<Scratch> {
+        let mut out = Scratch {
+            tensors: Vec::new(),
+        };
+        if kernel.manifest.scratch.is_empty() {
+            return Ok(out);
+        }
+        kernel.bound_gpu()?;
+        for p in &kernel.manifest.scratch {
+            let lookup = |n: &str| plan.dims.get(n);
+            let mut shape = Vec::with_capacity(p.shape.len());
+            for e in &p.shape {
+                let v = e.eval(&lookup)?;
+                let v = usize::try_from(v).map_err(|_| {
+                    RuntimeError::LaunchConfig(format!(
+                        "the scratch tensor `{}` would have a dimension of {v}",
+                        p.name
+                    ))
+                })?;
+                shape.push(v);
+            }
+            let (_, bytes) = crate::buffer::tensor_bytes(p.dtype, &shape)?;
+            let ptr = if bytes == 0 {
+                0
+            } else {
+                // SAFETY: a plain stream-ordered allocation on this kernel's context (bound
+                // above); freed by `free` on the same stream.
+                let ptr = unsafe { result::malloc_async(stream, bytes) }.map_err(|e| {
+                    RuntimeError::Driver {
+                        call: "cuMemAllocAsync",
+                        code: error_name(&e),
+                        message: format!("{bytes} bytes for the scratch tensor `{}`", p.name),
+                    }
+                });
+                let ptr = match ptr {
+                    Ok(p) => p,
+                    Err(e) => {
+                        let _ = out.free(stream);
+                        return Err(e);
+                    }
+                };
+                out.tensors.push((shape, ptr));
+                // SAFETY: `ptr` holds `bytes` bytes, allocated on `stream` just above.
+                if let Err(e) = unsafe { result::memset_d8_async(ptr, 0, bytes, stream) } {
+                    let _ = out.free(stream);
+                    return Err(RuntimeError::Driver {
+                        call: "cuMemsetD8Async",
+                        code: error_name(&e),
+                        message: format!("zeroing the scratch tensor `{}`", p.name),
+                    });
+                }
+                continue;
+            };
+            out.tensors.push((shape, ptr));
+        }
+        Ok(out)
+    }
+
+    /// Frees every tensor on `stream` (after the work enqueued before).
+    fn free(&self, stream: sys::CUstream) -> Result<()> {
+        let mut first = Ok(());
+        for &(_, ptr) in &self.tensors {
+            if ptr == 0 {
+                continue;
+            }
+            // SAFETY: allocated by `alloc` on `stream`, freed once.
+            if let Err(e) = unsafe { result::free_async(ptr, stream) } {
+                if first.is_ok() {
+                    first = Err(RuntimeError::Driver {
+                        call: "cuMemFreeAsync",
+                        code: error_name(&e),
+                        message: "freeing a scratch tensor".into(),
+                    });
+                }
+            }
+        }
+        first
+    }
 }

@@ -153,9 +153,11 @@ pub fn map_args(m: &Manifest, args: &[(&[usize], u64)]) -> Result<Vec<EncodeArgs
     m.tensor_maps
         .iter()
         .map(|desc| {
+            // `args`: the parameters' tensors, then the launch's scratch tensors.
             let found = m
                 .params
                 .iter()
+                .chain(&m.scratch)
                 .zip(args)
                 .find(|(p, _)| p.name == desc.param);
             let Some((p, (shape, address))) = found else {

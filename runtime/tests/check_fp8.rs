@@ -27,6 +27,7 @@ fn fp8_gemm() -> Manifest {
     };
     let m = Manifest {
         target: Target::Sm90a,
+        scratch: Vec::new(),
         params: vec![
             param("A", E4M3, vec![m.clone(), k.clone()], Access::Read),
             param("B", E4M3, vec![n.clone(), k.clone()], Access::Read),

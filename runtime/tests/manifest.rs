@@ -21,6 +21,7 @@ fn gemm() -> Manifest {
     let (m, n, k) = (DimExpr::dim("M"), DimExpr::dim("N"), DimExpr::dim("K"));
     Manifest {
         target: Target::Sm90a,
+        scratch: Vec::new(),
         params: vec![
             param(
                 "A",

@@ -30,6 +30,7 @@ fn chain() -> Manifest {
     };
     Manifest {
         target: Target::Sm80,
+        scratch: Vec::new(),
         params: vec![
             tensor("A", Access::Read),
             tensor("B", Access::ReadWrite),
@@ -266,4 +267,41 @@ fn cluster_launches_round_trip_and_need_whole_clusters() {
         msg.contains("cluster has 16 blocks; at most 8 are allowed"),
         "{msg}"
     );
+}
+
+/// `chain` with `B` as the function's own tensor (`T.alloc_global`): listed in `scratch`,
+/// not in `params`, so a launch takes `A` and `C` only.
+#[test]
+fn scratch_tensors_round_trip_and_are_no_arguments() {
+    let mut m = chain();
+    let b = m.params.remove(1);
+    m.scratch.push(b);
+    m.validate().expect("a manifest with scratch validates");
+    let header = m.to_ptx_header();
+    assert!(
+        header.contains(
+            "\"scratch\":[{\"name\":\"B\",\"dtype\":\"float32\",\"shape\":[{\"dim\":\"N\"}],\
+             \"access\":\"readwrite\"}]"
+        ),
+        "{header}"
+    );
+    let back = Manifest::from_ptx(&format!("{header}\n.version 8.0\n")).expect("reads back");
+    assert_eq!(back, m);
+    // The caller passes two tensors; three (B too) is the wrong count.
+    let n = [100usize];
+    let two = [(DType::Float32, &n[..]), (DType::Float32, &n[..])];
+    assert!(check_args(&m, &two).is_ok());
+    let three = [two[0], two[0], two[0]];
+    assert!(matches!(
+        check_args(&m, &three),
+        Err(RuntimeError::ArgCount { .. })
+    ));
+    // One namespace for both lists; scratch shapes use declared dims only.
+    let mut twice = m.clone();
+    twice.scratch[0].name = "A".into();
+    assert!(twice.validate().is_err());
+    let mut undeclared = m.clone();
+    undeclared.scratch[0].shape = vec![DimExpr::dim("K")];
+    let msg = format!("{:?}", undeclared.validate());
+    assert!(msg.contains("uses dim `K`"), "{msg}");
 }

@@ -18,6 +18,7 @@ fn tma_gemm() -> Manifest {
     };
     Manifest {
         target: Target::Sm90a,
+        scratch: Vec::new(),
         params: vec![
             tensor("A", vec![m.clone(), k.clone()], Access::Read),
             tensor("B", vec![k.clone(), n.clone()], Access::Read),

@@ -27,6 +27,8 @@ fn dims_for(stem: &str) -> Vec<(&'static str, i64)> {
         "tilelang_spellings" => vec![("BH", 7)],
         // Two blocks of 8 rows, the second ragged (rows past M read as zeros).
         "cumsum" => vec![("M", 13)],
+        // Two blocks of the combine kernel, the second ragged.
+        "split_combine_scratch" => vec![("M", 45)],
         "row_softmax" => vec![("M", 37)],
         // 74 chunks over 3 blocks of 25: rows 12 and 37 split between two blocks.
         "while_loops" => vec![("M", 37)],
@@ -298,6 +300,7 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
         "tilelang_spellings" => check_tilelang_spellings(o, initial),
         "reinterpret_int16" => check_reinterpret_int16(o),
         "cumsum" => check_cumsum(o),
+        "split_combine_scratch" => check_split_combine_scratch(o),
         "row_softmax" => check_row_softmax(o),
         "atomic_colsum" => check_atomic_colsum(o, initial),
         "copy_regions" => check_copy_regions(o, initial),
@@ -931,6 +934,29 @@ fn check_cumsum(o: &Outputs) {
             assert_eq!(z[i * 32 + j], f64::from(back), "cumsum: Z[{i}, {j}]");
         }
     }
+}
+
+/// `split_combine_scratch.tir`: the second kernel reads what the first wrote into the
+/// function's own tensor; its unwritten column is zero. A row's half sums are float32 sums
+/// in T.reduce_sum's order (docs/ir.md: the fold in index order), then added.
+fn check_split_combine_scratch(o: &Outputs) {
+    let (a, out, seen) = (o["A"].to_f64(), o["Out"].to_f64(), o["Seen"].to_f64());
+    assert_eq!(out.len(), 45);
+    for m in 0..45 {
+        let half = |s: usize| (0..32).fold(0f32, |acc, k| acc + a[m * 64 + s * 32 + k] as f32);
+        assert_eq!(
+            out[m],
+            f64::from(half(0) + half(1)),
+            "split_combine_scratch: Out[{m}]"
+        );
+        assert_eq!(seen[m], 0.0, "split_combine_scratch: Seen[{m}]");
+    }
+    assert!(o["part"]
+        .to_f64()
+        .iter()
+        .skip(2)
+        .step_by(3)
+        .all(|&x| x == 0.0));
 }
 
 /// `row_softmax.tir`: the tile-level semantics — reductions fold in index order in float32

@@ -35,6 +35,11 @@ pub(super) struct Wire {
     /// Last, so the fields before it print in the order versions 1 and 2 always had.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     tensor_maps: Option<Vec<TensorMapDesc>>,
+    /// The function's own tensors (any version; absent: none). Added without a new
+    /// version, as `cluster` was: a reader that predates it refuses it as an unknown field
+    /// rather than launching without them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    scratch: Vec<Param>,
 }
 
 impl From<Manifest> for Wire {
@@ -45,6 +50,7 @@ impl From<Manifest> for Wire {
             entry: None,
             target: m.target,
             params: m.params,
+            scratch: m.scratch,
             dims: m.dims,
             grid: None,
             block: None,
@@ -137,6 +143,7 @@ impl TryFrom<Wire> for Manifest {
         Ok(Manifest {
             target: w.target,
             params: w.params,
+            scratch: w.scratch,
             dims: w.dims,
             kernels,
             tensor_maps,

@@ -106,7 +106,22 @@ pub(super) fn build(
     for (kernel, _) in kernels {
         accesses(&kernel.body, &mut read, &mut written);
     }
-    let mut params = Vec::new();
+    let (mut params, mut scratch) = (Vec::new(), Vec::new());
+    // Every entry takes the caller's tensors, then the scratch ones (`params_from_manifest`
+    // declares them so, and code generation binds `func.params` to them in order).
+    let trailing = func.params.len() - func.scratch.len().min(func.params.len());
+    if func
+        .params
+        .iter()
+        .enumerate()
+        .any(|(i, p)| func.is_scratch(&p.name.name) != (i >= trailing))
+    {
+        errors.push(Diagnostic::error(
+            func.span,
+            "internal error: the function's own tensors (`T.alloc_global`) are not its last parameters",
+        ));
+        return None;
+    }
     for p in &func.params {
         if super::ptx_type(p.dtype).is_none() {
             errors.push(Diagnostic::error(
@@ -122,7 +137,12 @@ pub(super) fn build(
             (false, true) => Access::Write,
             _ => Access::Read,
         };
-        params.push(Param {
+        let list = if func.is_scratch(&p.name.name) {
+            &mut scratch
+        } else {
+            &mut params
+        };
+        list.push(Param {
             name: p.name.name.clone(),
             dtype: p.dtype,
             shape: shape?,
@@ -169,6 +189,7 @@ pub(super) fn build(
     let m = Manifest {
         target,
         params,
+        scratch,
         dims,
         kernels: launches.into_iter().collect::<Option<Vec<_>>>()?,
         tensor_maps,

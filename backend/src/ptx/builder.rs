@@ -135,9 +135,11 @@ impl KernelBuilder {
     /// one 128-byte tensor map per entry of `tensor_maps`, in order.
     /// Returns (tensor params, dim params); map `i` is `tensor_map_symbol(i)`.
     pub fn params_from_manifest(&mut self, m: &Manifest) -> (Vec<ParamRef>, Vec<ParamRef>) {
+        // The caller's tensors, then the function's own (`scratch`).
         let tensors = m
             .params
             .iter()
+            .chain(&m.scratch)
             .map(|p| self.param(&p.name, Type::U64))
             .collect();
         let dims = m

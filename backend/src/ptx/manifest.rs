@@ -32,6 +32,7 @@ pub fn check_manifest(module: &Module, manifest: &Manifest) -> Result<(), String
     let expected: Vec<(String, Slot)> = manifest
         .params
         .iter()
+        .chain(&manifest.scratch)
         .map(|p| (format!("tensor `{}`", p.name), Slot::Scalar(&[Type::U64])))
         .chain(manifest.dims.iter().map(|d| {
             let tys: &[Type] = match d.dtype {
@@ -75,7 +76,7 @@ fn check_params(
             kernel.name,
             kernel.params.len(),
             expected.len(),
-            manifest.params.len(),
+            manifest.params.len() + manifest.scratch.len(),
             manifest.dims.len(),
             manifest.tensor_maps.len()
         ));

@@ -98,8 +98,9 @@ pub struct RunOptions {
 ///
 /// `dims` gives symbolic dimensions by name (others are taken from the input shapes);
 /// `inputs` gives parameters by name (others are drawn with [`random_input`] from
-/// `opts.seed`). Returns every parameter after the run: inputs as used, outputs as
-/// produced. Any error — a type error, a dim conflict, an input of the wrong dtype or
+/// `opts.seed`; the function's own tensors, `T.alloc_global`, start as zeros, as the
+/// runtime allocates them, and are no inputs). Returns every parameter after the run:
+/// inputs as used, outputs as produced. Any error — a type error, a dim conflict, an input of the wrong dtype or
 /// shape, a run-time fault — is a `Diagnostic`.
 pub fn run(
     func: &PrimFunc,
@@ -108,14 +109,31 @@ pub fn run(
     opts: &RunOptions,
 ) -> Result<HashMap<String, Tensor>, Diagnostic> {
     let cfunc = compile::compile(func)?;
+    if let Some(p) = func
+        .params
+        .iter()
+        .find(|p| func.is_scratch(&p.name.name) && inputs.contains_key(&p.name.name))
+    {
+        return Err(Diagnostic::error(
+            p.span,
+            format!(
+                "`{}` is the function's own tensor (`T.alloc_global`), not an input: it starts as zeros",
+                p.name.name
+            ),
+        ));
+    }
     let resolved = dims::resolve(func, dims, &inputs)?;
     let mut globals: Vec<Buffer> = Vec::with_capacity(func.params.len());
     for (param, shape) in func.params.iter().zip(&resolved.shapes) {
         let name = &param.name.name;
+        let made = if func.is_scratch(name) {
+            Tensor::zeros(param.dtype, shape)
+        } else {
+            random_input(param, shape, opts.seed)
+        };
         let tensor = match inputs.remove(name) {
             Some(t) => t,
-            None => random_input(param, shape, opts.seed)
-                .map_err(|e| Diagnostic::error(param.span, format!("`{name}`: {e}")))?,
+            None => made.map_err(|e| Diagnostic::error(param.span, format!("`{name}`: {e}")))?,
         };
         globals.push(Buffer {
             name: name.clone(),

@@ -8,11 +8,29 @@ use std::fmt;
 /// Element storage. Floats of every format are kept as `f64` values that are exactly
 /// representable in the tensor's dtype; integers of every width as `i64` values inside the
 /// dtype's range; bools as `bool`. Every constructor enforces this.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub enum TensorData {
     Float(Vec<f64>),
     Int(Vec<i64>),
     Bool(Vec<bool>),
+}
+
+/// Equal values; every NaN equals every NaN (a run that gives NaN where another gives NaN
+/// computed the same thing: the text form and the interpreter's conversions have one NaN).
+impl PartialEq for TensorData {
+    fn eq(&self, other: &TensorData) -> bool {
+        match (self, other) {
+            (TensorData::Float(a), TensorData::Float(b)) => {
+                a.len() == b.len()
+                    && a.iter()
+                        .zip(b)
+                        .all(|(x, y)| x == y || (x.is_nan() && y.is_nan()))
+            }
+            (TensorData::Int(a), TensorData::Int(b)) => a == b,
+            (TensorData::Bool(a), TensorData::Bool(b)) => a == b,
+            _ => false,
+        }
+    }
 }
 
 impl TensorData {

@@ -110,17 +110,28 @@ impl Printer<'_> {
         }
         self.space(&func.space)?;
         self.out.push_str("@T.prim_func\n");
-        if func.params.is_empty() {
+        let inputs: Vec<&crate::ir::BufferDecl> = func.inputs().collect();
+        if inputs.is_empty() {
             writeln!(self.out, "def {}():", func.name.name)?;
         } else {
             writeln!(self.out, "def {}(", func.name.name)?;
-            for param in &func.params {
+            for param in inputs {
                 self.indent(1);
                 write!(self.out, "{}: T.Tensor(", param.name.name)?;
                 self.shape(&param.shape)?;
                 writeln!(self.out, ", \"{}\"),", param.dtype)?;
             }
             self.out.push_str("):\n");
+        }
+        // The function's own tensors, first in its body.
+        for param in func.params.iter().filter(|p| func.is_scratch(&p.name.name)) {
+            self.indent(1);
+            write!(self.out, "{} = T.alloc_global(", param.name.name)?;
+            self.shape(&param.shape)?;
+            writeln!(self.out, ", \"{}\")", param.dtype)?;
+        }
+        if func.body.is_empty() && !func.scratch.is_empty() {
+            return Ok(());
         }
         self.body(&func.body, 1)
     }

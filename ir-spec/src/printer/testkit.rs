@@ -170,6 +170,7 @@ pub fn func(name: &str, params: Vec<BufferDecl>, body: Vec<Stmt>) -> PrimFunc {
         name: id(name),
         dims: Vec::new(),
         params,
+        scratch: Vec::new(),
         body,
         span: Span::DUMMY,
         space: Default::default(),

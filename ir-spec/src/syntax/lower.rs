@@ -235,9 +235,15 @@ impl Lowerer {
                 }
             }
         }
-        // `X = T.match_buffer(X_handle, ...)` statements bind handles to buffers.
+        // `X = T.match_buffer(X_handle, ...)` statements bind handles to buffers;
+        // `X = T.alloc_global(shape, dtype)` ones declare the function's own tensors.
         let mut body_stmts: Vec<&ast::Stmt> = Vec::new();
+        let mut scratch: Vec<&ast::Stmt> = Vec::new();
         for stmt in &f.body {
+            if alloc_global_call(stmt).is_some() {
+                scratch.push(stmt);
+                continue;
+            }
             match match_buffer_call(stmt) {
                 Some((target, call_span, args)) => {
                     if let Some((handle, decl)) = self.match_buffer(target, call_span, args) {
@@ -268,13 +274,21 @@ impl Lowerer {
                 format!("handle `{name}` has no `T.match_buffer`"),
             ));
         }
+        let mut params: Vec<BufferDecl> = params.into_iter().flatten().collect();
+        let mut scratch_names = Vec::new();
+        for stmt in scratch {
+            if let Some(decl) = self.alloc_global(stmt) {
+                scratch_names.push(decl.name.name.clone());
+                params.push(decl);
+            }
+        }
         self.params = self.buffers.keys().cloned().collect();
         let body = self.block_refs(&body_stmts);
-        let params: Vec<BufferDecl> = params.into_iter().flatten().collect();
         Some(PrimFunc {
             name: Ident::new(f.name.name.clone(), f.name.span),
             dims,
             params,
+            scratch: scratch_names,
             body,
             span,
             space: crate::tuning::TuningSpace::default(),
@@ -360,6 +374,26 @@ impl Lowerer {
             None => Some(DType::Float32),
         };
         self.declare(name, shape?, dtype?, Scope::Global, span)
+    }
+
+    /// `X = T.alloc_global(shape, dtype)` at function level: a global tensor of the
+    /// function's own (`PrimFunc::scratch`).
+    fn alloc_global(&mut self, stmt: &ast::Stmt) -> Option<BufferDecl> {
+        let (target, call_span, args) = alloc_global_call(stmt)?;
+        let ast::ExprKind::Name(name) = &target.kind else {
+            return self.fail(Diagnostic::error(target.span, "expected a name"));
+        };
+        let a = self.bind("T.alloc_global", call_span, args, &["shape", "dtype"], 1)?;
+        let shape = self.shape(a[0]?);
+        let dtype = match a[1] {
+            Some(d) => self.dtype(d),
+            None => Some(DType::Float32),
+        };
+        let ident = ast::Ident {
+            name: name.clone(),
+            span: target.span,
+        };
+        self.declare(&ident, shape?, dtype?, Scope::Global, stmt.span)
     }
 
     /// A shape: a tuple or list of extents, or a single extent for 1-D.
@@ -636,6 +670,15 @@ impl Lowerer {
                                 value.span,
                                 "`T.match_buffer` belongs at the top of the function body",
                             ))
+                        }
+                        "T.alloc_global" => {
+                            return self.fail(
+                                Diagnostic::error(
+                                    value.span,
+                                    "`T.alloc_global` allocates a global tensor of the whole function: write it in the function body, outside every `T.Kernel`",
+                                )
+                                .with_note("the runtime allocates it (zero-filled) for each launch; every kernel of the function may read and write it"),
+                            )
                         }
                         "T.symbolic" => {
                             return self.fail(Diagnostic::error(
@@ -1098,6 +1141,17 @@ fn module_level_error(span: Span) -> Diagnostic {
 }
 
 /// `X = T.match_buffer(...)`: the target, the call's span and its arguments.
+/// `target = T.alloc_global(args)`: the target, the call's span and its arguments.
+fn alloc_global_call(stmt: &ast::Stmt) -> Option<(&ast::Expr, Span, &[ast::Arg])> {
+    let ast::StmtKind::Assign { target, value } = &stmt.kind else {
+        return None;
+    };
+    let ast::ExprKind::Call(func, args) = &value.kind else {
+        return None;
+    };
+    (func.dotted().as_deref() == Some("T.alloc_global")).then_some((target, value.span, args))
+}
+
 fn match_buffer_call(stmt: &ast::Stmt) -> Option<(&ast::Expr, Span, &[ast::Arg])> {
     let ast::StmtKind::Assign { target, value } = &stmt.kind else {
         return None;

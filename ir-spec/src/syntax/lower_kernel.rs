@@ -256,9 +256,9 @@ impl Lowerer {
 
     /// Fragment accesses at block level that are not whole-fragment tile ops become
     /// `T.Parallel` nests, so layout inference and lowering see ordinary nests:
-    /// - a store into a fragment element outside any `T.Parallel` or thread loop
-    ///   (`D_local[0] = D[bz]`, TileLang's Mamba kernels) is the block writing that one
-    ///   element: a one-iteration nest around it;
+    /// - a store into or from a fragment element outside any `T.Parallel` or thread loop
+    ///   (`D_local[0] = D[bz]`, TileLang's Mamba kernels; `Out[bx] = r[0]`) is the block
+    ///   writing that one element: a one-iteration nest around it;
     /// - a `T.copy` of part of a fragment to or from an on-chip buffer (`T.copy(acc_o[:4,
     ///   :], O_shared)`, TileLang's flash decoding) is the element-wise copy it means: a nest
     ///   over the copied extents (on-chip regions stay inside their buffers, R3 / R4, so no
@@ -277,8 +277,24 @@ impl Lowerer {
                     continue;
                 }
             }
+            let touches_fragment = |st: &Stmt| match &st.kind {
+                StmtKind::Store { buffer, .. } => {
+                    fragment(&buffer.name)
+                        || visit::stmt_exprs(st).into_iter().any(|e| {
+                            let mut found = false;
+                            visit::for_each_subexpr(e, &mut |x| {
+                                if let ExprKind::Load { buffer, .. } = &x.kind {
+                                    found |= fragment(buffer);
+                                }
+                            });
+                            found
+                        })
+                }
+                _ => false,
+            };
+            let wrap = touches_fragment(stmt);
             match &mut stmt.kind {
-                StmtKind::Store { buffer, .. } if fragment(&buffer.name) => {
+                StmtKind::Store { .. } if wrap => {
                     let span = stmt.span;
                     let store = std::mem::replace(stmt, Stmt::new(StmtKind::Barrier, span));
                     *stmt = Stmt::new(

@@ -230,6 +230,7 @@ pub fn func(name: &str, dims: &[&str], params: Vec<BufferDecl>, body: Vec<Stmt>)
             .map(|d| tlc_ir::Dim::int32(*d, Span::DUMMY))
             .collect(),
         params,
+        scratch: Vec::new(),
         body,
         space: Default::default(),
         span: Span::DUMMY,

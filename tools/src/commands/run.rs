@@ -54,6 +54,8 @@ pub fn run(args: &RunArgs) -> Result<String, UserError> {
         };
         let origin = if given_names.contains(name) {
             "input".to_string()
+        } else if func.is_scratch(name) {
+            "the function's own tensor (T.alloc_global), zeros at the start".to_string()
         } else {
             format!("initialized randomly (seed {})", args.seed)
         };

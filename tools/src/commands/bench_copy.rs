@@ -157,12 +157,13 @@ pub struct ParamBytes {
     pub bytes: u64,
 }
 
-/// Every parameter of a kernel whose dims are all bound, with its size in bytes: the bytes
-/// model counts each once. A parameter whose shape is not constant, or negative, is an error
-/// at its extent.
+/// Every parameter the caller passes (not the function's own `T.alloc_global` tensors,
+/// which the runtime allocates) of a kernel whose dims are all bound, with its size in
+/// bytes: the bytes model counts each once. A parameter whose shape is not constant, or
+/// negative, is an error at its extent.
 pub fn param_bytes(file: &SourceFile, func: &PrimFunc) -> Result<Vec<ParamBytes>, UserError> {
     let mut out = Vec::new();
-    for p in &func.params {
+    for p in func.inputs() {
         let mut shape = Vec::new();
         for d in &p.shape {
             match d.as_int().and_then(|v| usize::try_from(v).ok()) {

@@ -168,8 +168,10 @@ pub fn run(args: &RunArgs, target: Option<Target>) -> Result<String, UserError> 
     };
     let reference = interp::run(&func, &HashMap::new(), given.clone(), &opts)
         .map_err(|d| UserError(file.render(&d)))?;
+    // The caller's tensors; the function's own (`T.alloc_global`) live on the GPU only for
+    // the launch (the runtime's), so they are neither uploaded nor compared.
     let mut initial: HashMap<String, Tensor> = HashMap::new();
-    for param in &func.params {
+    for param in func.inputs() {
         let name = &param.name.name;
         let tensor = match given.get(name) {
             Some(t) => t.clone(),
@@ -243,7 +245,7 @@ pub fn run(args: &RunArgs, target: Option<Target>) -> Result<String, UserError> 
     }
     let mut failed: Vec<String> = Vec::new();
     let fp8_gemm = has_fp8_gemm(&func);
-    for param in &func.params {
+    for param in func.inputs() {
         let name = &param.name.name;
         let (Some(gpu_t), Some(ref_t)) = (
             results.get(name).or_else(|| initial.get(name)),

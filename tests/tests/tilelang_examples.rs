@@ -89,6 +89,15 @@ const EXAMPLES: &[Example] = &[
         sizes: [&[("M", 70), ("N", 45)], &[("M", 64), ("N", 96)]],
         reference: elementwise_add,
     },
+    // 64-position chunks along S: 150 = 2 * 64 + 22 (a ragged last chunk), then whole ones.
+    Example {
+        stem: "cumsum_chunk_local",
+        sizes: [
+            &[("B", 1), ("S", 150), ("H", 3)],
+            &[("B", 2), ("S", 128), ("H", 2)],
+        ],
+        reference: chunk_local_cumsum,
+    },
     // One row per block; N is the constant 1024.
     Example {
         stem: "norm_rms",
@@ -544,6 +553,25 @@ fn elementwise_add(o: &Outputs) -> Expected {
         .map(|(x, y)| exact(Fp::F32.round(x + y)))
         .collect();
     vec![("C", c)]
+}
+
+/// `cumsum_chunk_local.tir`: per (b, h) and chunk of 64 positions along S, the reversed
+/// cumulative sum G_new[b, t, h] = Σ_{t ≤ u < chunk end, u < S} G[b, u, h] (float32 sums).
+fn chunk_local_cumsum(o: &Outputs) -> Expected {
+    let g = &o["G"];
+    let (batch, seq, heads) = (g.shape()[0], g.shape()[1], g.shape()[2]);
+    let gv = g.to_f64();
+    let mut out = Vec::with_capacity(gv.len());
+    for b in 0..batch {
+        for t in 0..seq {
+            for h in 0..heads {
+                let end = ((t / 64 + 1) * 64).min(seq);
+                let terms = (t..end).map(|u| exact(gv[(b * seq + u) * heads + h]));
+                out.push(Approx::sum(terms, Fp::F32));
+            }
+        }
+    }
+    vec![("G_new", out)]
 }
 
 /// `norm_rms.tir`, `norm_rms_splitk.tir`: B[r, j] = A[r, j] / sqrt(mean_j A[r, j]^2 + 1e-12),
@@ -1506,6 +1534,11 @@ fn dequant_gemm_matches_its_reference() {
 #[test]
 fn elementwise_add_matches_its_reference() {
     check_example("elementwise_add");
+}
+
+#[test]
+fn chunk_local_cumsum_matches_its_reference() {
+    check_example("cumsum_chunk_local");
 }
 
 #[test]

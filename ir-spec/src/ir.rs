@@ -327,6 +327,10 @@ pub struct Kernel {
     /// `T.min_blocks_per_sm(B)`: the kernel is compiled so that `B` blocks fit on one SM
     /// at once (registers budgeted for it, PTX `.minnctapersm`); an integer constant.
     pub min_blocks_per_sm: Option<Expr>,
+    /// `T.no_set_max_nreg()`: a warp-specialized schedule of this kernel keeps every
+    /// thread's register count as compiled (no `setmaxnreg` rebalancing between the
+    /// producer and the consumers).
+    pub no_set_max_nreg: bool,
     /// `T.annotate_layout({...})`.
     pub layouts: Vec<LayoutAnnotation>,
     /// `R = T.alloc_reducer(...)` (tile level): which fragment allocations are reducers, and

@@ -850,3 +850,26 @@ def rs_inflight(
         "a group reading register A was kept in flight"
     );
 }
+
+/// `T.no_set_max_nreg()` (TileLang's warp-specialized kernels): the same warp-specialized
+/// schedule, its meaning kept at every stage, without `setmaxnreg`.
+#[test]
+fn no_set_max_nreg_keeps_the_schedule_without_setmaxnreg() {
+    let wide = load(&root().join("bench/gemm_128x256x32_t256_s3.tir"));
+    let text = tlc_ir::printer::print_func(&wide);
+    let marked = text.replacen(
+        "threads=256) as (bx, by):\n",
+        "threads=256) as (bx, by):\n        T.no_set_max_nreg()\n",
+        1,
+    );
+    assert_ne!(marked, text, "the kernel header moved: {text}");
+    let func = bound_mnk(&common::load_text("marked", &marked), 200, 264, 72);
+    let printed = sm90a_stages_keep_meaning("no setmaxnreg 200x264x72", &func);
+    let last = printed.last().expect("stages");
+    assert!(
+        last.contains("T.mbarrier_wait"),
+        "not warp-specialized:\n{last}"
+    );
+    assert!(!last.contains("T.setmaxnreg("), "{last}");
+    assert!(last.contains("T.no_set_max_nreg()"), "{last}");
+}

@@ -426,6 +426,11 @@ impl Printer<'_> {
             self.out.push_str(")\n");
             wrote = true;
         }
+        if k.no_set_max_nreg {
+            self.indent(inner);
+            self.out.push_str("T.no_set_max_nreg()\n");
+            wrote = true;
+        }
         for alloc in &k.allocs {
             match k.reducers.iter().find(|r| r.buffer.name == alloc.name.name) {
                 Some(r) => self.reducer(alloc, r, inner)?,

@@ -156,6 +156,7 @@ pub fn kernel(grid: &[i64], vars: &[&str], threads: &[i64], allocs: Vec<BufferDe
         threads: threads.iter().map(|&t| int(t)).collect(),
         swizzle: None,
         min_blocks_per_sm: None,
+        no_set_max_nreg: false,
         cluster: Vec::new(),
         layouts: Vec::new(),
         reducers: Vec::new(),

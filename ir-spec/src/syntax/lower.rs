@@ -1055,6 +1055,10 @@ impl Lowerer {
                 self.min_blocks_per_sm(span, args);
                 None
             }
+            "T.no_set_max_nreg" => {
+                self.no_set_max_nreg(span, args);
+                None
+            }
             "T.shared_arena" => {
                 self.shared_arena(span, args);
                 None

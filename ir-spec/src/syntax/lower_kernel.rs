@@ -25,6 +25,8 @@ pub struct KernelState {
     pub swizzle: Option<Swizzle>,
     /// `T.min_blocks_per_sm(B)`, with the span of its call (for "given twice").
     pub min_blocks_per_sm: Option<(Expr, Span)>,
+    /// `T.no_set_max_nreg()`.
+    pub no_set_max_nreg: bool,
     pub layouts: Vec<LayoutAnnotation>,
     pub reducers: Vec<crate::ir::Reducer>,
     /// `T.shared_arena(...)`, with the span of its call (for "given twice").
@@ -243,6 +245,7 @@ impl Lowerer {
                 threads,
                 swizzle: state.swizzle,
                 min_blocks_per_sm: state.min_blocks_per_sm.map(|(e, _)| e),
+                no_set_max_nreg: state.no_set_max_nreg,
                 cluster: Vec::new(),
                 layouts: state.layouts,
                 reducers: state.reducers,
@@ -966,6 +969,17 @@ impl Lowerer {
             );
         } else {
             k.swizzle = Some(swizzle);
+        }
+    }
+
+    /// `T.no_set_max_nreg()` (TileLang's warp-specialized kernels): no `setmaxnreg` in
+    /// this kernel's schedule.
+    pub fn no_set_max_nreg(&mut self, span: Span, args: &[ast::Arg]) {
+        if self.bind("T.no_set_max_nreg", span, args, &[], 0).is_none() {
+            return;
+        }
+        if let Some(kernel) = self.open_kernel(span, "`T.no_set_max_nreg`") {
+            kernel.no_set_max_nreg = true;
         }
     }
 

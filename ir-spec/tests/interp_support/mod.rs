@@ -110,6 +110,7 @@ pub fn kernel(grid: Vec<Expr>, vars: &[&str], allocs: Vec<BufferDecl>, body: Vec
         threads: vec![int(128)],
         swizzle: None,
         min_blocks_per_sm: None,
+        no_set_max_nreg: false,
         cluster: Vec::new(),
         layouts: Vec::new(),
         reducers: Vec::new(),

@@ -96,6 +96,16 @@ struct Changes {
     empties: Vec<(String, String, i64)>,
 }
 
+/// Removes every `T.setmaxnreg` from `body`, at any depth.
+fn drop_set_max_nreg(body: &mut Vec<Stmt>) {
+    body.retain(|s| !matches!(&s.kind, StmtKind::Intrinsic(Intrinsic::SetMaxNReg { .. })));
+    for s in body.iter_mut() {
+        for child in tlc_ir::visit::child_bodies_mut(s) {
+            drop_set_max_nreg(child);
+        }
+    }
+}
+
 fn specialize_kernel(
     k: &mut Kernel,
     span: Span,
@@ -130,6 +140,11 @@ fn specialize_kernel(
     };
     k.threads = vec![Expr::int(facts.block.threads() + WARPGROUP_SIZE)];
     k.min_blocks_per_sm = Some(Expr::int(blocks_per_sm));
+    if k.no_set_max_nreg {
+        // The user keeps every thread's registers as compiled: the schedule's rebalancing
+        // goes (the roles are otherwise the same).
+        drop_set_max_nreg(&mut k.body);
+    }
     // Each `empty` ring right after its `full` ring (the shared-memory plan's order); a
     // deferred gemm's late `full` ring is new, after the kernel's other buffers.
     for (full, empty, stages) in changes.empties {

@@ -36,11 +36,12 @@ pub(super) fn check(func: &PrimFunc, target: Option<Target>) -> Vec<Diagnostic> 
     diags
 }
 
-/// B5: each dim is some parameter's whole extent.
+/// B5: each dim is some parameter's whole extent — of a parameter the caller passes (the
+/// function's own `T.alloc_global` tensors are sized from the dims, not the other way).
 fn launchable_dims(func: &PrimFunc) -> Vec<Diagnostic> {
     let mut diags = Vec::new();
     for d in &func.dims {
-        let bound = func.params.iter().any(|p| {
+        let bound = func.inputs().any(|p| {
             p.shape
                 .iter()
                 .any(|e| matches!(&e.kind, ExprKind::Var(v) if *v == d.name))

@@ -124,7 +124,7 @@ impl MathFn {
         match dtype {
             DType::Float16 | DType::BFloat16 | DType::Float32 => true,
             DType::Float64 => self.exact_in_f64(),
-            DType::Int8 | DType::Int32 | DType::Int64 => self == MathFn::Abs,
+            DType::Int8 | DType::Int16 | DType::Int32 | DType::Int64 => self == MathFn::Abs,
             _ => false,
         }
     }

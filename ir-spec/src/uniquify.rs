@@ -136,7 +136,7 @@ fn walk(body: &mut [Stmt], scope: &mut Vec<String>, state: &mut State) {
         match &mut stmt.kind {
             StmtKind::Let { var, .. } => {
                 if let Some(fresh) = state.bind(&var.name, scope) {
-                    rename_uses(rest, &var.name, &fresh);
+                    rename_bound_uses(rest, &var.name, &fresh);
                     var.name = fresh;
                 }
                 scope.push(var.name.clone());
@@ -152,7 +152,7 @@ fn walk(body: &mut [Stmt], scope: &mut Vec<String>, state: &mut State) {
                     rename_bound_uses(&mut f.body, &f.var.name, &fresh);
                     f.var.name = fresh;
                 } else if let Some(fresh) = state.bind(&f.var.name, scope) {
-                    rename_uses(&mut f.body, &f.var.name, &fresh);
+                    rename_bound_uses(&mut f.body, &f.var.name, &fresh);
                     f.var.name = fresh;
                 }
                 scope.push(f.var.name.clone());
@@ -164,7 +164,7 @@ fn walk(body: &mut [Stmt], scope: &mut Vec<String>, state: &mut State) {
                 let before = scope.len();
                 for var in &mut k.block_vars {
                     if let Some(fresh) = state.bind(&var.name, scope) {
-                        rename_uses(&mut k.body, &var.name, &fresh);
+                        rename_bound_uses(&mut k.body, &var.name, &fresh);
                         var.name = fresh;
                     }
                     scope.push(var.name.clone());
@@ -223,30 +223,6 @@ fn rename_bound_uses(body: &mut [Stmt], from: &str, to: &str) {
         }
         for child in child_bodies_mut(stmt) {
             rename_bound_uses(child, from, to);
-        }
-    }
-}
-
-fn rename_uses(body: &mut [Stmt], from: &str, to: &str) {
-    map_body_exprs(body, &mut |e: Expr| match &e.kind {
-        ExprKind::Var(name) if name == from => Expr::new(ExprKind::Var(to.to_string()), e.span),
-        _ => e,
-    });
-    rename_thread_names(body, from, to);
-}
-
-/// The thread variables an all-reduce names (identifiers, not expressions).
-fn rename_thread_names(body: &mut [Stmt], from: &str, to: &str) {
-    for stmt in body {
-        if let StmtKind::AllReduce(r) = &mut stmt.kind {
-            for t in &mut r.threads {
-                if t.name == from {
-                    t.name = to.to_string();
-                }
-            }
-        }
-        for child in child_bodies_mut(stmt) {
-            rename_thread_names(child, from, to);
         }
     }
 }

@@ -958,10 +958,11 @@ fn tuple_assignment_is_one_assignment_per_pair() {
         "i_b, i_h = bx // 2, bx % 2\nC[i_b, i_h] = 1.0",
         "i_b = bx // 2\ni_h = bx % 2\nC[i_b, i_h] = 1.0",
     );
-    // Element stores and parenthesized targets too.
+    // Element stores (parenthesized targets too): the values are read first, into
+    // temporaries, then stored (`C[0, 0], C[0, 1] = C[0, 1], C[0, 0]` swaps).
     same(
-        "(C[0, 0], C[0, 1]) = (1.0, 2.0)",
-        "C[0, 0] = 1.0\nC[0, 1] = 2.0",
+        "(C[0, 0], C[0, 1]) = (C[0, 1], 2.0)",
+        "tuple_v0 = C[0, 1]\ntuple_v1 = 2.0\nC[0, 0] = tuple_v0\nC[0, 1] = tuple_v1",
     );
 }
 
@@ -972,5 +973,15 @@ fn a_loop_variable_may_shadow_one_in_scope() {
         "for i in T.serial(2):\n    for i in T.serial(3):\n        for i in T.serial(4):\n            C[i, 0] = 1.0\n        C[i, 1] = 2.0\n    C[i, 2] = 3.0";
     let renamed =
         "for i in T.serial(2):\n    for i_1 in T.serial(3):\n        for i_2 in T.serial(4):\n            C[i_2, 0] = 1.0\n        C[i_1, 1] = 2.0\n    C[i, 2] = 3.0";
+    same(shadowed, renamed);
+}
+
+#[test]
+fn a_shadowing_loop_after_a_sibling_of_the_same_name_binds_its_own_uses() {
+    // The second outer `i` is renamed as a sibling of the first; its uses stop at the inner
+    // `i`, which binds its own (a sibling rename once renamed through it, and the inner
+    // loop then wrote nothing it should).
+    let shadowed = "for i in T.serial(2):\n    C[i, 0] = 1.0\nfor i in T.serial(2):\n    for i in T.serial(5):\n        C[i, 1] = 2.0\n    C[i, 2] = 3.0";
+    let renamed = "for i in T.serial(2):\n    C[i, 0] = 1.0\nfor i_1 in T.serial(2):\n    for i_2 in T.serial(5):\n        C[i_2, 1] = 2.0\n    C[i_1, 2] = 3.0";
     same(shadowed, renamed);
 }

@@ -846,6 +846,18 @@ fn check_tilelang_spellings(o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
     let (out, last) = (o["Out"].to_f64(), o["Last"].to_f64());
     let (rows, acc, acc0) = (o["Rows"].to_f64(), o["Acc"].to_f64(), initial("Acc"));
     assert_eq!(last.len(), 7);
+    assert_eq!(
+        o["Count"].to_f64()[0],
+        initial("Count")[0] + 7.0,
+        "tilelang_spellings: Count"
+    );
+    for (r, got) in o["Swap"].to_f64().iter().enumerate() {
+        assert_eq!(
+            *got,
+            ((r % 4) * 10 + r / 4) as f64,
+            "tilelang_spellings: Swap[{r}]"
+        );
+    }
     assert_eq!(rows.len(), 7 * 128);
     for (n, got) in rows.iter().enumerate() {
         let (r, j, k) = (n / 128, n / 64 % 2, n % 64);
@@ -897,6 +909,8 @@ fn check_reinterpret_int16(o: &Outputs) {
             "S[{n}]"
         );
         assert_eq!(at("U"), f64::from((b << 11) ^ !b), "U[{n}]");
+        let ab = ((i64::from(a) * 9) as i16).wrapping_abs();
+        assert_eq!(at("Ab"), f64::from(ab), "Ab[{n}]");
         let t16 = (f64::from(xf * 40000.0).trunc()).clamp(-32768.0, 32767.0);
         assert_eq!(at("T16"), t16, "T16[{n}]");
         assert_eq!(at("Bits"), f64::from(xf.to_bits() as i32), "Bits[{n}]");

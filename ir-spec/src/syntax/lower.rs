@@ -239,10 +239,25 @@ impl Lowerer {
         // `X = T.alloc_global(shape, dtype)` ones declare the function's own tensors.
         let mut body_stmts: Vec<&ast::Stmt> = Vec::new();
         let mut scratch: Vec<&ast::Stmt> = Vec::new();
+        let mut kernel_seen: Option<Span> = None;
         for stmt in &f.body {
             if alloc_global_call(stmt).is_some() {
+                // Python reads the body in order: a kernel written before the allocation
+                // could not name it.
+                if let Some(at) = kernel_seen {
+                    self.error(
+                        Diagnostic::error(
+                            stmt.span,
+                            "`T.alloc_global` after a kernel: write the function's own tensors before its kernels",
+                        )
+                        .with_note_at(at, "the first kernel is here"),
+                    );
+                }
                 scratch.push(stmt);
                 continue;
+            }
+            if kernel_seen.is_none() && matches!(stmt.kind, ast::StmtKind::With { .. }) {
+                kernel_seen = Some(stmt.span);
             }
             match match_buffer_call(stmt) {
                 Some((target, call_span, args)) => {
@@ -742,10 +757,13 @@ impl Lowerer {
         }
     }
 
-    /// `a, b = x, y` (TileLang's `i_b, i_h = i_bh // H, i_bh % H`): one assignment per
-    /// pair, in order. Python evaluates every value before it assigns any target, which the
-    /// assignments in order do only when no value reads a target of the same statement; a
-    /// statement where one does (`x, y = y, x`) is refused rather than read differently.
+    /// `a, b = x, y` (TileLang's `i_b, i_h = i_bh // H, i_bh % H`). Python reads every
+    /// value before it assigns any target. When every target is a new name (a let), that is
+    /// one let per pair in order — unless a value reads a target of an earlier pair, which
+    /// Python would read as it was before the statement: refused. When a target is a buffer
+    /// element or a `T.alloc_var` variable (memory, which a value may read through any name:
+    /// `x, y = y, x`, a buffer view of the same tensor), every value goes into a temporary
+    /// let first, then the targets are assigned from them.
     fn tuple_assign(&mut self, target: &ast::Expr, value: &ast::Expr, out: &mut Vec<Stmt>) {
         let ast::ExprKind::Tuple(targets) = &target.kind else {
             return;
@@ -778,15 +796,40 @@ impl Lowerer {
             ));
             return;
         }
-        // The names the targets write (a name, or the buffer of an element store).
+        if let Some(t) = targets
+            .iter()
+            .find(|t| matches!(t.kind, ast::ExprKind::Tuple(_)))
+        {
+            self.error(Diagnostic::error(
+                t.span,
+                "nested tuple targets are not supported: unpack one level at a time",
+            ));
+            return;
+        }
+        let lets_only = targets
+            .iter()
+            .all(|t| matches!(&t.kind, ast::ExprKind::Name(n) if !self.is_var(n)));
+        if !lets_only {
+            let temps: Vec<ast::Expr> = values
+                .iter()
+                .enumerate()
+                .map(|(k, v)| {
+                    let name = self.generated_name(&format!("tuple_v{k}"));
+                    ast::Expr::new(ast::ExprKind::Name(name), v.span)
+                })
+                .collect();
+            for (tmp, v) in temps.iter().zip(values) {
+                out.extend(self.assign(tmp, v, None, v.span));
+            }
+            for (t, tmp) in targets.iter().zip(&temps) {
+                out.extend(self.assign(t, tmp, None, t.span.to(tmp.span)));
+            }
+            return;
+        }
         let written: Vec<(&str, Span)> = targets
             .iter()
             .filter_map(|t| match &t.kind {
                 ast::ExprKind::Name(n) => Some((n.as_str(), t.span)),
-                ast::ExprKind::Subscript(base, _) => match &base.kind {
-                    ast::ExprKind::Name(n) => Some((n.as_str(), base.span)),
-                    _ => None,
-                },
                 _ => None,
             })
             .collect();
@@ -804,22 +847,15 @@ impl Lowerer {
                 self.error(
                     Diagnostic::error(
                         v.span,
-                        format!("this value reads `{name}`, which an earlier target of the same statement writes"),
+                        format!("this value reads `{name}`, which an earlier target of the same statement defines"),
                     )
-                    .with_note_at(at, "written here")
-                    .with_note("Python reads every value before it assigns: write the statement as separate assignments through a temporary"),
+                    .with_note_at(at, "defined here")
+                    .with_note("Python reads every value before it assigns: write the statement as separate assignments"),
                 );
                 return;
             }
         }
         for (t, v) in targets.iter().zip(values) {
-            if matches!(t.kind, ast::ExprKind::Tuple(_)) {
-                self.error(Diagnostic::error(
-                    t.span,
-                    "nested tuple targets are not supported: unpack one level at a time",
-                ));
-                return;
-            }
             let span = t.span.to(v.span);
             out.extend(self.assign(t, v, None, span));
         }
@@ -1145,10 +1181,17 @@ fn module_level_error(span: Span) -> Diagnostic {
 }
 
 /// `X = T.match_buffer(...)`: the target, the call's span and its arguments.
-/// `target = T.alloc_global(args)`: the target, the call's span and its arguments.
+/// `target = T.alloc_global(args)` (or `target: T.Buffer = ...`): the target, the call's
+/// span and its arguments.
 fn alloc_global_call(stmt: &ast::Stmt) -> Option<(&ast::Expr, Span, &[ast::Arg])> {
-    let ast::StmtKind::Assign { target, value } = &stmt.kind else {
-        return None;
+    let (target, value) = match &stmt.kind {
+        ast::StmtKind::Assign { target, value } => (target, value),
+        ast::StmtKind::AnnAssign {
+            target,
+            value: Some(value),
+            ..
+        } => (target, value),
+        _ => return None,
     };
     let ast::ExprKind::Call(func, args) = &value.kind else {
         return None;

@@ -90,6 +90,18 @@ impl Lowerer {
                 .buffers
                 .get(&d.name)
                 .and_then(|b| b.shape.iter().map(Expr::as_int).collect());
+            let ddtype = self.buffers.get(&d.name).map(|b| b.dtype);
+            let sdtype = self.buffers.get(&src.name).map(|b| b.dtype);
+            if ddtype != sdtype {
+                self.error(Diagnostic::error(
+                    d.span,
+                    format!(
+                        "`T.cumsum` sums in the tile's dtype: `{}` must have the dtype of `{}`",
+                        d.name, src.name
+                    ),
+                ));
+                return;
+            }
             if dshape.as_ref() != Some(&extents) {
                 self.error(Diagnostic::error(
                     d.span,
@@ -114,10 +126,16 @@ impl Lowerer {
             let Some(dtype) = self.buffers.get(&src.name).map(|b| b.dtype) else {
                 return;
             };
-            let name = ast::Ident {
-                name: self.generated_name(&format!("{}_scan", src.name)),
-                span,
-            };
+            // A name no source name and no buffer of the function has (a second scan of the
+            // same fragment gets `<src>_scan_1`).
+            let base = format!("{}_scan", src.name);
+            let mut fresh = self.generated_name(&base);
+            let mut n = 1;
+            while self.buffers.contains_key(&fresh) {
+                fresh = self.generated_name(&format!("{base}_{n}"));
+                n += 1;
+            }
+            let name = ast::Ident { name: fresh, span };
             let Some(decl) = self.declare(&name, shape.clone(), dtype, Scope::Shared, span) else {
                 return;
             };

@@ -261,7 +261,8 @@ impl Lowerer {
     /// `T.Parallel` nests, so layout inference and lowering see ordinary nests:
     /// - a store into or from a fragment element outside any `T.Parallel` or thread loop
     ///   (`D_local[0] = D[bz]`, TileLang's Mamba kernels; `Out[bx] = r[0]`) is the block
-    ///   writing that one element: a one-iteration nest around it;
+    ///   writing that one element, and an element `T.atomic_add` there is the block adding
+    ///   once: a one-iteration nest around it;
     /// - a `T.copy` of part of a fragment to or from an on-chip buffer (`T.copy(acc_o[:4,
     ///   :], O_shared)`, TileLang's flash decoding) is the element-wise copy it means: a nest
     ///   over the copied extents (on-chip regions stay inside their buffers, R3 / R4, so no
@@ -295,9 +296,11 @@ impl Lowerer {
                 }
                 _ => false,
             };
-            let wrap = touches_fragment(stmt);
+            // An atomic add at block level is the block adding once: every thread running
+            // it would add once per thread.
+            let wrap = touches_fragment(stmt) || matches!(stmt.kind, StmtKind::AtomicAdd { .. });
             match &mut stmt.kind {
-                StmtKind::Store { .. } if wrap => {
+                StmtKind::Store { .. } | StmtKind::AtomicAdd { .. } if wrap => {
                     let span = stmt.span;
                     let store = std::mem::replace(stmt, Stmt::new(StmtKind::Barrier, span));
                     *stmt = Stmt::new(

@@ -300,6 +300,7 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
         "tilelang_spellings" => check_tilelang_spellings(o, initial),
         "reinterpret_int16" => check_reinterpret_int16(o),
         "cumsum" => check_cumsum(o),
+        "sync_threads_named" => check_sync_threads_named(o, initial),
         "split_combine_scratch" => check_split_combine_scratch(o),
         "row_softmax" => check_row_softmax(o),
         "atomic_colsum" => check_atomic_colsum(o, initial),
@@ -971,6 +972,26 @@ fn check_split_combine_scratch(o: &Outputs) {
         .skip(2)
         .step_by(3)
         .all(|&x| x == 0.0));
+}
+
+/// `sync_threads_named.tir`: reversals across a named barrier of half the block and across
+/// the block barrier; B's upper half keeps its initial values.
+fn check_sync_threads_named(o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
+    let (a, b, c, b0) = (
+        o["A"].to_f64(),
+        o["B"].to_f64(),
+        o["C"].to_f64(),
+        initial("B"),
+    );
+    for i in 0..256 {
+        assert_eq!(c[i], a[255 - i], "sync_threads_named: C[{i}]");
+        let want = if i < 128 {
+            f64::from(a[127 - i] as f32 * 2.0)
+        } else {
+            b0[i]
+        };
+        assert_eq!(b[i], want, "sync_threads_named: B[{i}]");
+    }
 }
 
 /// `row_softmax.tir`: the tile-level semantics — reductions fold in index order in float32

@@ -921,7 +921,34 @@ impl Lowerer {
                 }
             }
         } else {
-            self.bind("T.sync_threads", span, args, &[], 0)?;
+            // TileLang's `T.sync_threads(barrier_id, arrive_count)`: over the whole block it
+            // is the block barrier (the id changes nothing then); over fewer threads, the
+            // named barrier `T.bar_sync(id, count)` (thread level).
+            let a = self.bind(
+                "T.sync_threads",
+                span,
+                args,
+                &["barrier_id", "arrive_count"],
+                0,
+            )?;
+            if let (Some(id), Some(count)) = (a[0], a[1]) {
+                let block: Option<i64> = self
+                    .kernels
+                    .last()
+                    .and_then(|k| k.threads.as_ref())
+                    .and_then(|t| t.iter().map(Expr::as_int).product());
+                let count_value = self.const_int(count, "`arrive_count`")?;
+                if block != Some(count_value) {
+                    let positional: Vec<ast::Arg> = [id, count]
+                        .into_iter()
+                        .map(|e| ast::Arg {
+                            name: None,
+                            value: e.clone(),
+                        })
+                        .collect();
+                    return self.intrinsic("T.bar_sync", span, &positional);
+                }
+            }
         }
         Some(Stmt::new(StmtKind::Barrier, span))
     }

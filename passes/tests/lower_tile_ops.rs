@@ -274,10 +274,11 @@ fn unsupported_inputs_are_clear_errors() {
         "{}",
         errs[0].message
     );
-    // A fragment read by a scalar statement.
+    // A fragment read by a scalar statement (a let: the parser makes a block-level store
+    // of a fragment element a one-iteration nest, docs/ir.md "Store").
     let src = FRAGMENT.replace(
         "        T.copy(C_local, C[bx * 16, 0])\n",
-        "        C[0, 0] = C_local[0, 0]\n",
+        "        c = C_local[0, 0]\n        T.copy(C_local, C[bx * 16, 0])\n",
     );
     let errs = LowerTileOps.run(parse(&src), &common::cx()).unwrap_err();
     assert!(

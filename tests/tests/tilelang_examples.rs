@@ -139,6 +139,15 @@ const EXAMPLES: &[Example] = &[
         ],
         reference: attention_bshd,
     },
+    // 64-row tiles over 64 query heads in 4 KV groups: 100 (ragged), then 64 positions.
+    Example {
+        stem: "flash_attn_gqa_fwd_bshd",
+        sizes: [
+            &[("batch", 1), ("seq_len", 100)],
+            &[("batch", 1), ("seq_len", 64)],
+        ],
+        reference: gqa_fwd_bshd,
+    },
     // 64-row tiles: 100 queries over 130 keys (past_len 30, both ragged), then 128 over 128.
     Example {
         stem: "flash_attn_fwd_bhsd_causal",
@@ -1133,6 +1142,27 @@ fn attention_bhsd_causal(o: &Outputs) -> Expected {
 /// and V expanded to the query heads (head h reads KV head h / (heads / kv_heads)), key tiles
 /// of `block_n`, and the scale the kernel computes, float32(1.44269504 / sqrt(float32(dim))).
 fn flash_attention_gqa(o: &Outputs, causal: bool, block_n: usize) -> Expected {
+    let dim = o["Q"].shape()[3];
+    let scale = LOG2_E_WRITTEN as f32 / (dim as f32).sqrt();
+    attention(
+        &kv_expanded(o),
+        Layout::Bshd,
+        causal,
+        block_n,
+        f64::from(scale),
+    )
+}
+
+/// `flash_attn_gqa_fwd_bshd.tir` (TileLang's GQA example, 16 query heads per KV head, 64-key
+/// tiles): [`attention`]'s model with K and V expanded, and the scale TileLang's Python
+/// computes, the literal 0.1275174307460247.
+fn gqa_fwd_bshd(o: &Outputs) -> Expected {
+    attention(&kv_expanded(o), Layout::Bshd, false, 64, 0.1275174307460247)
+}
+
+/// `o` with K and V (BSHD, `kv_heads` heads) expanded to Q's heads: head h reads KV head
+/// h / (heads / kv_heads).
+fn kv_expanded(o: &Outputs) -> Outputs {
     let (q, k) = (&o["Q"], &o["K"]);
     let (batch, seq, heads, dim) = (q.shape()[0], q.shape()[1], q.shape()[2], q.shape()[3]);
     let kv_heads = k.shape()[2];
@@ -1151,8 +1181,7 @@ fn flash_attention_gqa(o: &Outputs, causal: bool, block_n: usize) -> Expected {
     let mut expanded = o.clone();
     expanded.insert("K".to_string(), expand("K"));
     expanded.insert("V".to_string(), expand("V"));
-    let scale = LOG2_E_WRITTEN as f32 / (dim as f32).sqrt();
-    attention(&expanded, Layout::Bshd, causal, block_n, f64::from(scale))
+    expanded
 }
 
 /// `examples/flash_attention.tir` with `is_causal=1` and `block_N=32` (its [`EXAMPLES`] sizes).
@@ -1539,6 +1568,11 @@ fn elementwise_add_matches_its_reference() {
 #[test]
 fn chunk_local_cumsum_matches_its_reference() {
     check_example("cumsum_chunk_local");
+}
+
+#[test]
+fn gqa_fwd_bshd_matches_its_reference() {
+    check_example("flash_attn_gqa_fwd_bshd");
 }
 
 #[test]

@@ -677,9 +677,10 @@ fn thread_level_spelling_errors() {
         err("T.tvm_storage_sync(\"global\")"),
         "unsupported storage sync scope \"global\""
     );
+    // TileLang's `T.sync_threads(barrier_id, arrive_count)` takes two at most.
     assert_eq!(
-        err("T.sync_threads(1)"),
-        "`T.sync_threads` takes at most 0 positional arguments"
+        err("T.sync_threads(1, 128, 3)"),
+        "`T.sync_threads` takes at most 2 positional arguments"
     );
     assert_eq!(
         err("T.shared_arena(bytes=16, offsets={})\nT.shared_arena(bytes=16, offsets={})"),
@@ -984,4 +985,15 @@ fn a_shadowing_loop_after_a_sibling_of_the_same_name_binds_its_own_uses() {
     let shadowed = "for i in T.serial(2):\n    C[i, 0] = 1.0\nfor i in T.serial(2):\n    for i in T.serial(5):\n        C[i, 1] = 2.0\n    C[i, 2] = 3.0";
     let renamed = "for i in T.serial(2):\n    C[i, 0] = 1.0\nfor i_1 in T.serial(2):\n    for i_2 in T.serial(5):\n        C[i_2, 1] = 2.0\n    C[i_1, 2] = 3.0";
     same(shadowed, renamed);
+}
+
+#[test]
+fn sync_threads_with_a_barrier_id_over_the_whole_block_is_the_block_barrier() {
+    // `wrap`'s kernel has 128 threads.
+    same("T.sync_threads(1)", "T.sync_threads()");
+    same("T.sync_threads(3, 128)", "T.sync_threads()");
+    same(
+        "for tx in T.thread_binding(128, thread=\"threadIdx.x\"):\n    if tx < 64:\n        T.sync_threads(1, 64)",
+        "for tx in T.thread_binding(128, thread=\"threadIdx.x\"):\n    if tx < 64:\n        T.bar_sync(1, 64)",
+    );
 }

@@ -19,6 +19,7 @@
 //!   operand's dtype (the count is converted to it), unless the left is a literal.
 //! - A math function (`math.rs`) gives its argument's dtype (`T.pow`: the unified one), and
 //!   takes only the dtypes `MathFn::takes` allows.
+//! - `T.reinterpret("d", x)` gives `d`, for an `x` of the same width (`reinterpret_ok`).
 
 use crate::dtype::DType;
 use crate::ir::{BinOp, Expr, ExprKind, MathFn, UnOp};

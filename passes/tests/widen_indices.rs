@@ -130,6 +130,32 @@ def k(A: T.Tensor((N,), "int32")):
     assert_same_meaning("bit operators", &func, &out);
 }
 
+/// `T.reinterpret` of an int32 reads its 32 bits, as a bit operator does: arithmetic under
+/// it that may pass 2^31 is widened, then narrowed back before the reinterpret (which must
+/// keep a 32-bit operand: an int64 one is not the same width as its float32 result).
+#[test]
+fn reinterpret_keeps_reading_32_bits_of_widened_operands() {
+    let src = r#"N = T.symbolic("N")
+
+@T.prim_func
+def k(A: T.Tensor((N,), "float32")):
+    with T.Kernel(T.ceildiv(N, 128), threads=128) as bx:
+        for tx in T.thread_binding(128, thread="threadIdx.x"):
+            if bx * 128 + tx < N:
+                A[bx * 128 + tx] = T.reinterpret("float32", (bx * 128 + tx) * 1000000)
+"#;
+    let func = tlc_ir::parse(src).expect("parses");
+    let out = widened(func.clone());
+    let text = print_func(&out);
+    assert!(
+        text.contains(
+            "T.reinterpret(\"float32\", T.cast(T.cast(bx * 128 + tx, \"int64\") * 1000000, \"int32\"))"
+        ),
+        "{text}"
+    );
+    assert_same_meaning("reinterpret", &func, &out);
+}
+
 /// A let declared `T.int32` converts its value (docs/ir.md, "Let"): where the value may
 /// leave int32 the conversion wraps it, and the pass must keep that wrap — widening the
 /// let to int64 made `S[r, c]` read row 2^34 (a campaign finding). Where the value

@@ -75,6 +75,8 @@ pub mod tensor;
 pub use npy::{npy_descr, read_npy, read_npy_file, write_npy, write_npy_file};
 pub use random::{random_input, random_tensor};
 pub use scalar::Scalar;
+/// One element's bytes in memory (shared memory, device transfers): the one codec.
+pub use shared::{decode as decode_element, encode as encode_element};
 pub use tensor::{Tensor, TensorData};
 
 use crate::diagnostic::Diagnostic;

@@ -990,7 +990,7 @@ pub(crate) fn pending_message(verb: &str, what: &str, thread: Option<u32>, issue
 
 /// `value` (exactly representable in `dtype`) as `dtype.bytes()` little-endian bytes, in the
 /// first bytes of the result.
-pub(crate) fn encode(dtype: DType, value: Scalar) -> [u8; 8] {
+pub fn encode(dtype: DType, value: Scalar) -> [u8; 8] {
     let mut out = [0u8; 8];
     let mut put = |b: &[u8]| {
         if let Some(dst) = out.get_mut(..b.len()) {
@@ -1018,7 +1018,7 @@ pub(crate) fn encode(dtype: DType, value: Scalar) -> [u8; 8] {
 }
 
 /// The value of `dtype` whose little-endian bytes start `raw` (any bit pattern decodes).
-pub(crate) fn decode(dtype: DType, raw: &[u8]) -> Scalar {
+pub fn decode(dtype: DType, raw: &[u8]) -> Scalar {
     let mut buf = [0u8; 8];
     if let Some(dst) = buf.get_mut(..raw.len().min(8)) {
         dst.copy_from_slice(raw.get(..dst.len()).unwrap_or(&[]));

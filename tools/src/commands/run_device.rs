@@ -10,14 +10,13 @@
 use crate::commands::compile::{device_context, device_target};
 use crate::commands::run::{load_inputs, save, RunArgs};
 use crate::tunables;
-use half::{bf16, f16};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use tlc::driver::compile_func;
 use tlc::driver::Emit;
 use tlc::frontend::UserError;
-use tlc_ir::interp::{self, fp8, RunOptions, Tensor, TensorData};
+use tlc_ir::interp::{self, RunOptions, Scalar, Tensor, TensorData};
 use tlc_ir::DType;
 use tlc_passes::{Instrumentation, Target};
 use tlc_runtime::check::{KernelPlan, LaunchPlan};
@@ -326,74 +325,31 @@ fn launch_config(k: &KernelPlan) -> String {
 }
 
 /// The device encoding of a tensor: little-endian elements of its dtype, row-major (bfloat16
-/// and fp8 as their bits, bool as one byte).
+/// and fp8 as their bits, bool as one byte) — the interpreter's element codec.
 pub fn to_bytes(t: &Tensor) -> Vec<u8> {
     let dtype = t.dtype();
-    let mut out = Vec::with_capacity(t.len() * dtype.bytes() as usize);
+    let width = dtype.bytes() as usize;
+    let mut out = Vec::with_capacity(t.len() * width);
+    let mut put = |x: Scalar| out.extend_from_slice(&interp::encode_element(dtype, x)[..width]);
     match t.data() {
-        TensorData::Float(v) => {
-            for &x in v {
-                match dtype {
-                    DType::Float16 => out.extend(f16::from_f64(x).to_le_bytes()),
-                    DType::BFloat16 => out.extend(bf16::from_f64(x).to_le_bytes()),
-                    DType::Float64 => out.extend(x.to_le_bytes()),
-                    DType::Float8E4M3 => out.push(fp8::bits(fp8::E4M3, x)),
-                    DType::Float8E5M2 => out.push(fp8::bits(fp8::E5M2, x)),
-                    _ => out.extend((x as f32).to_le_bytes()),
-                }
-            }
-        }
-        // Stored integers are inside their dtype's range, so the truncating casts are exact.
-        TensorData::Int(v) => {
-            for &x in v {
-                match dtype {
-                    DType::Int8 | DType::UInt8 => out.push(x as u8),
-                    DType::Int16 | DType::UInt16 => out.extend((x as u16).to_le_bytes()),
-                    DType::Int64 => out.extend(x.to_le_bytes()),
-                    _ => out.extend((x as u32).to_le_bytes()),
-                }
-            }
-        }
-        TensorData::Bool(v) => out.extend(v.iter().map(|&b| u8::from(b))),
+        TensorData::Float(v) => v.iter().for_each(|&x| put(Scalar::Float(x))),
+        TensorData::Int(v) => v.iter().for_each(|&x| put(Scalar::Int(x))),
+        TensorData::Bool(v) => v.iter().for_each(|&x| put(Scalar::Bool(x))),
     }
     out
 }
 
-/// The inverse of [`to_bytes`]. A bool byte other than 0 reads as true.
+/// The inverse of [`to_bytes`]. A bool byte other than 0 reads as true; decoded values are
+/// values of the dtype, kept as they are (an e5m2 infinity included).
 pub fn from_bytes(dtype: DType, shape: &[usize], bytes: &[u8]) -> Result<Tensor, String> {
     let width = dtype.bytes() as usize;
-    let chunks = bytes.chunks_exact(width);
-    let le = |c: &[u8]| -> u64 {
-        c.iter()
-            .rev()
-            .fold(0u64, |acc, &b| (acc << 8) | u64::from(b))
-    };
-    let words = chunks.map(le);
-    // Decoded values are values of the dtype: kept as they are (an e5m2 infinity included).
+    let values = bytes
+        .chunks_exact(width)
+        .map(|c| interp::decode_element(dtype, c));
     let data = match dtype {
-        DType::Bool => TensorData::Bool(words.map(|b| b != 0).collect()),
-        d if d.is_int() => TensorData::Int(
-            words
-                .map(|bits| match d {
-                    DType::Int8 => i64::from(bits as u8 as i8),
-                    DType::Int16 => i64::from(bits as u16 as i16),
-                    DType::Int32 => i64::from(bits as u32 as i32),
-                    _ => bits as i64,
-                })
-                .collect(),
-        ),
-        d => TensorData::Float(
-            words
-                .map(|bits| match d {
-                    DType::Float16 => f16::from_bits(bits as u16).to_f64(),
-                    DType::BFloat16 => bf16::from_bits(bits as u16).to_f64(),
-                    DType::Float32 => f64::from(f32::from_bits(bits as u32)),
-                    DType::Float8E4M3 => fp8::decode(fp8::E4M3, bits as u8),
-                    DType::Float8E5M2 => fp8::decode(fp8::E5M2, bits as u8),
-                    _ => f64::from_bits(bits),
-                })
-                .collect(),
-        ),
+        DType::Bool => TensorData::Bool(values.map(|v| v.as_bool()).collect()),
+        d if d.is_int() => TensorData::Int(values.map(|v| v.as_i64()).collect()),
+        _ => TensorData::Float(values.map(|v| v.as_f64()).collect()),
     };
     Tensor::from_stored(dtype, shape, data)
 }

@@ -30,6 +30,8 @@ fn dims_for(stem: &str) -> Vec<(&'static str, i64)> {
         // Two blocks of the combine kernel, the second ragged.
         "split_combine_scratch" => vec![("M", 45)],
         "row_softmax" => vec![("M", 37)],
+        // 3 blocks of 16 rows, the last with 5.
+        "macros" => vec![("M", 37)],
         // 74 chunks over 3 blocks of 25: rows 12 and 37 split between two blocks.
         "while_loops" => vec![("M", 37)],
         // 10 blocks of 4 rows, the last with one row.
@@ -303,6 +305,7 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
         "sync_threads_named" => check_sync_threads_named(o, initial),
         "split_combine_scratch" => check_split_combine_scratch(o),
         "row_softmax" => check_row_softmax(o),
+        "macros" => check_macros(o),
         "atomic_colsum" => check_atomic_colsum(o, initial),
         "copy_regions" => check_copy_regions(o, initial),
         "control_flow" => check_control_flow(o, initial),
@@ -1011,6 +1014,27 @@ fn check_row_softmax(o: &Outputs) {
         for (j, &ev) in e.iter().enumerate() {
             let want = f16::from_f64(r(ev / s)).to_f64();
             assert_eq!(y[row * 96 + j], want, "row_softmax: Y[{row}, {j}]");
+        }
+    }
+}
+
+/// `macros.tir`: Y = softmax(X), Z = softmax(X / 2) + 1, row-wise in float32, as its macros
+/// expand: the row maximum, each `exp((x - m) * scale)` rounded, the sum in index order, then
+/// the quotient plus the call count.
+fn check_macros(o: &Outputs) {
+    let r = |v: f64| f64::from(v as f32);
+    let x = o["X"].to_f64();
+    for (name, scale, bias) in [("Y", 1.0, 0.0), ("Z", 0.5, 1.0)] {
+        let out = o[name].to_f64();
+        for row in 0..x.len() / 64 {
+            let line = &x[row * 64..row * 64 + 64];
+            let m = line.iter().fold(f64::NEG_INFINITY, |a, &v| a.max(v));
+            let e: Vec<f64> = line.iter().map(|&v| r(r(r(v - m) * scale).exp())).collect();
+            let s = e.iter().fold(0.0, |a, &v| r(a + v));
+            for (j, &ev) in e.iter().enumerate() {
+                let want = r(r(ev / s) + bias);
+                assert_eq!(out[row * 64 + j], want, "macros: {name}[{row}, {j}]");
+            }
         }
     }
 }

@@ -55,6 +55,8 @@ pub struct Lowerer {
     /// Every identifier of the source: names lowering makes up avoid them
     /// (`syntax::generated_names`).
     pub source_names: HashSet<String>,
+    /// `@T.macro` definitions and the expansion state (`syntax::lower_macro`).
+    pub macros: crate::syntax::lower_macro::Macros,
 }
 
 /// What lowering gives: the function, and the spans (start, end) of its TVMScript typed
@@ -98,6 +100,9 @@ pub fn lower_module(module: &[ast::Stmt], src: &str) -> Result<Lowered, Vec<Diag
                 if let Some(dim) = lw.symbolic_dim(target, value, &dims) {
                     dims.push(dim);
                 }
+            }
+            ast::StmtKind::FuncDef(f) if crate::syntax::lower_macro::is_macro(f) => {
+                lw.define_macro(f);
             }
             ast::StmtKind::FuncDef(f) => {
                 if func.is_some() {
@@ -574,7 +579,17 @@ impl Lowerer {
                 self.cumsum(e, out);
                 None
             }
-            ast::StmtKind::Expr(e) => self.call_stmt(e),
+            ast::StmtKind::Expr(e) => match self.called_macro(e) {
+                Some(m) => {
+                    self.expand_macro(&m, e, out);
+                    None
+                }
+                None => self.call_stmt(e),
+            },
+            ast::StmtKind::FuncDef(f) if crate::syntax::lower_macro::is_macro(f) => {
+                self.define_macro(f);
+                None
+            }
             ast::StmtKind::Assign { target, value }
                 if matches!(target.kind, ast::ExprKind::Tuple(_)) =>
             {

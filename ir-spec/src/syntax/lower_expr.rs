@@ -452,6 +452,13 @@ impl Lowerer {
             "float" => self.call_float(span, args),
             _ => match name.strip_prefix("T.").and_then(DType::parse) {
                 Some(dt) => self.call_typed_literal(dt, &name, span, args),
+                None if self.macros.defs.contains_key(&name) => self.fail(
+                    Diagnostic::error(
+                        func.span,
+                        format!("the macro `{name}` is a statement, not a value"),
+                    )
+                    .with_note("call it on a line of its own; a macro that computes a value writes it into a `T.alloc_var` or a buffer passed to it"),
+                ),
                 None => self.fail(call_error(&name, func.span, span)),
             },
         }

@@ -40,6 +40,7 @@ run examples/elementwise_add.tir -D N=1000
 run tests/cases/valid/math_and_bits.tir -D N=1000
 run tests/cases/valid/fp8_cast.tir -D N=1000
 run tests/cases/valid/row_softmax.tir -D M=1000
+run tests/cases/valid/macros.tir -D M=1000
 run tests/cases/valid/atomic_colsum.tir -D M=200 -D N=1000
 run tests/cases/valid/while_loops.tir -D M=1000
 run tests/cases/valid/thread_regions.tir -D M=1001
@@ -139,6 +140,9 @@ run bench/gemm_128x256x64_t256_s4_cluster.tir -D M=2560 -D N=2048 -D K=64
 # warpgroup configs of the block-scaled example, DeepGEMM's N = 2112, TileLang's example
 # (its scales_a loads are unmasked: M a multiple of 128).
 run tests/cases/valid/gemm_fp8_nt.tir -D M=200 -D N=136 -D K=320
+# int8 x int8 -> int32 on wgmma's integer form (sm_90a only): ragged, then whole tiles.
+run tests/cases/valid/gemm_int8.tir -D M=100 -D N=150 -D K=300
+run tests/cases/valid/gemm_int8.tir -D M=512 -D N=384 -D K=1024
 run examples/gemm_fp8_blockscaled.tir -D M=200 -D N=192 -D K=384
 run examples/gemm_fp8_blockscaled.tir -D M=300 -D N=130 -D K=320 -D block_M=64 -D threads=128 -D block_N=64
 run examples/gemm_fp8_blockscaled.tir -D M=256 -D N=2112 -D K=1024

@@ -12,20 +12,49 @@ use crate::dtype::DType;
 
 /// The k of one `wgmma.mma_async` for shared operands of `dtype` (PTX ISA, "Matrix
 /// shape"): 16 for float16 / bfloat16 (`m64nNk16`), 32 for float8_e4m3 / float8_e5m2
-/// (`m64nNk32`, the two fp8 types may mix); `None` for a dtype tlc does not give wgmma.
+/// (`m64nNk32`, the two fp8 types may mix) and for int8 (`m64nNk32.s32.s8.s8`); `None` for
+/// a dtype tlc does not give wgmma.
 pub const fn instruction_k(dtype: DType) -> Option<i64> {
     match dtype {
         DType::Float16 | DType::BFloat16 => Some(16),
-        DType::Float8E4M3 | DType::Float8E5M2 => Some(32),
+        DType::Float8E4M3 | DType::Float8E5M2 | DType::Int8 => Some(32),
         _ => None,
     }
 }
 
 /// Whether wgmma reads operands of `dtype` only K-major: its transpose flags
 /// (`imm-trans-a` / `imm-trans-b`, MN-major operands) exist for float16 / bfloat16 only,
-/// so an fp8 A must be stored (M, K) and an fp8 B (N, K) (`transpose_B=True`).
+/// so an fp8 or int8 A must be stored (M, K) and B (N, K) (`transpose_B=True`).
 pub const fn k_major_only(dtype: DType) -> bool {
+    matches!(dtype, DType::Float8E4M3 | DType::Float8E5M2 | DType::Int8)
+}
+
+/// The float8 dtypes, which wgmma lets A and B mix (`.e4m3.e5m2`).
+const fn is_float8(dtype: DType) -> bool {
     matches!(dtype, DType::Float8E4M3 | DType::Float8E5M2)
+}
+
+/// The accumulator dtype wgmma has for `operand` inputs: int32 for int8 (`.s32`, sums
+/// wrap modulo 2^32 as the hardware's do without `.satfinite`), float32 for the rest.
+pub const fn accumulator_dtype(operand: DType) -> DType {
+    match operand {
+        DType::Int8 => DType::Int32,
+        _ => DType::Float32,
+    }
+}
+
+/// The rule on a wgmma accumulator `(name, dtype)` for `operand` inputs
+/// ([`accumulator_dtype`]).
+pub fn accumulator_rule(acc: (&str, DType), operand: DType) -> Result<(), String> {
+    let want = accumulator_dtype(operand);
+    if acc.1 == want {
+        Ok(())
+    } else {
+        Err(format!(
+            "the accumulator `{}` of a wgmma on {operand} inputs must be {want}, not {}",
+            acc.0, acc.1
+        ))
+    }
 }
 
 /// `T.wgmma`'s rule on its operands `(name, dtype)` and major flags: A and B have one dtype,
@@ -37,8 +66,7 @@ pub fn operand_rule(
     trans_a: bool,
     trans_b: bool,
 ) -> Result<(), String> {
-    let fp8 = |d: DType| k_major_only(d);
-    if a.1 != b.1 && !(fp8(a.1) && fp8(b.1)) {
+    if a.1 != b.1 && !(is_float8(a.1) && is_float8(b.1)) {
         return Err(format!(
             "the A operand and the B operand of `T.wgmma` must have one dtype (fp8 may mix \
              e4m3 and e5m2): `{}` is {}, `{}` is {}",
@@ -46,7 +74,7 @@ pub fn operand_rule(
         ));
     }
     for ((name, dtype), trans, flag) in [(a, trans_a, "trans_a"), (b, trans_b, "trans_b")] {
-        if trans && fp8(dtype) {
+        if trans && k_major_only(dtype) {
             return Err(format!(
                 "`T.wgmma` reads {dtype} operands K-major only: `{name}` cannot take \
                  `{flag}=True` (wgmma's transpose exists for float16 / bfloat16)"
@@ -244,7 +272,12 @@ mod tests {
         assert_eq!(instruction_k(DType::BFloat16), Some(16));
         assert_eq!(instruction_k(DType::Float8E4M3), Some(32));
         assert_eq!(instruction_k(DType::Float8E5M2), Some(32));
-        assert_eq!(instruction_k(DType::Int8), None);
+        assert_eq!(instruction_k(DType::Int8), Some(32));
+        assert_eq!(instruction_k(DType::Int32), None);
+        assert!(k_major_only(DType::Int8));
+        assert_eq!(accumulator_dtype(DType::Int8), DType::Int32);
+        assert!(operand_rule(("a", DType::Int8), ("b", DType::Float8E4M3), false, false).is_err());
+        assert!(accumulator_rule(("c", DType::Float32), DType::Int8).is_err());
         assert!(k_major_only(DType::Float8E5M2));
         assert!(!k_major_only(DType::BFloat16));
     }

@@ -210,11 +210,14 @@ fn infer(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diagnostic
         let Some(c) = allocs.iter().find(|b| b.name.name == g.c.buffer.name) else {
             continue;
         };
-        if c.scope != Scope::Fragment || !matches!(c.dtype, DType::Float32 | DType::Float16) {
+        // int32 accumulates int8 inputs (wgmma's `.s32` form; the verifier pairs the dtypes).
+        if c.scope != Scope::Fragment
+            || !matches!(c.dtype, DType::Float32 | DType::Float16 | DType::Int32)
+        {
             layouts.errors.push(Diagnostic::error(
                 g.c.span,
                 format!(
-                    "the T.gemm accumulator `{}` must be a float32 or float16 T.alloc_fragment (it is {} {})",
+                    "the T.gemm accumulator `{}` must be a float32, float16 (or, for int8 inputs, int32) T.alloc_fragment (it is {} {})",
                     c.name.name,
                     c.scope.name(),
                     c.dtype

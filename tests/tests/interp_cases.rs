@@ -45,6 +45,8 @@ fn dims_for(stem: &str) -> Vec<(&'static str, i64)> {
         // fp8 (tile level: no K alignment needed); the block-scaled one with a ragged last
         // 128-wide K block.
         "gemm_fp8_nt" => vec![("M", 100), ("N", 90), ("K", 70)],
+        // Ragged in every dim: 2 x 2 blocks, 3 k-steps of 128 (the last with 44).
+        "gemm_int8" => vec![("M", 100), ("N", 150), ("K", 300)],
         "gemm_fp8_blockscaled" | "gemm_fp8_scales_staged" => {
             vec![("M", 100), ("N", 150), ("K", 300)]
         }
@@ -329,6 +331,7 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
         "gemm_splitk_atomic" => check_gemm(stem, o, false, Round::F32),
         // fp8 products are exact in f32: the f16 gemm's bound holds.
         "gemm_fp8_nt" => check_gemm(stem, o, true, Round::F32),
+        "gemm_int8" => check_gemm_int8(o),
         "gemm_fp8_blockscaled" => check_blockscaled_fp8(stem, o, false),
         "gemm_fp8_scales_staged" => check_blockscaled_fp8(stem, o, true),
         "gemm_column_max_into_rows" => check_column_max_into_rows(stem, o),
@@ -393,6 +396,22 @@ enum Round {
     F16,
     Bf16,
     F32,
+}
+
+/// `gemm_int8.tir`: C = A @ B^T in integers, exactly (the sums stay inside int32).
+fn check_gemm_int8(o: &Outputs) {
+    let (a, b, c) = (o["A"].to_f64(), o["B"].to_f64(), o["C"].to_f64());
+    let (m, k) = (o["A"].shape()[0], o["A"].shape()[1]);
+    let n = o["C"].shape()[1];
+    assert!(a.iter().any(|&x| x != 0.0), "gemm_int8: A is all zeros");
+    for i in 0..m {
+        for j in 0..n {
+            let want: i64 = (0..k)
+                .map(|kk| a[i * k + kk] as i64 * b[j * k + kk] as i64)
+                .sum();
+            assert_eq!(c[i * n + j], want as f64, "gemm_int8: C[{i}, {j}]");
+        }
+    }
 }
 
 /// C = A @ B (or A @ B^T), checked on every element when small, else on a fixed sample.

@@ -743,6 +743,8 @@ pub enum WgmmaInput {
     Bf16,
     E4m3,
     E5m2,
+    /// int8 (`.s8`), into an int32 accumulator (`.s32`).
+    S8,
 }
 
 impl WgmmaInput {
@@ -754,6 +756,7 @@ impl WgmmaInput {
             DType::BFloat16 => WgmmaInput::Bf16,
             DType::Float8E4M3 => WgmmaInput::E4m3,
             DType::Float8E5M2 => WgmmaInput::E5m2,
+            DType::Int8 => WgmmaInput::S8,
             _ => return None,
         })
     }
@@ -765,6 +768,7 @@ impl WgmmaInput {
             WgmmaInput::Bf16 => DType::BFloat16,
             WgmmaInput::E4m3 => DType::Float8E4M3,
             WgmmaInput::E5m2 => DType::Float8E5M2,
+            WgmmaInput::S8 => DType::Int8,
         }
     }
 
@@ -774,7 +778,22 @@ impl WgmmaInput {
             WgmmaInput::Bf16 => ".bf16",
             WgmmaInput::E4m3 => ".e4m3",
             WgmmaInput::E5m2 => ".e5m2",
+            WgmmaInput::S8 => ".s8",
         }
+    }
+
+    /// The accumulator's type suffix: `.s32` for integer inputs, else `.f32`.
+    pub fn accumulator(self) -> &'static str {
+        match self {
+            WgmmaInput::S8 => ".s32",
+            _ => ".f32",
+        }
+    }
+
+    /// Whether the instruction takes the scale immediates `imm-scale-a`, `imm-scale-b`
+    /// (the floating-point forms; the integer form has none).
+    pub fn scalable(self) -> bool {
+        !matches!(self, WgmmaInput::S8)
     }
 
     /// The instruction's k.

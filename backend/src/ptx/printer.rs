@@ -606,14 +606,10 @@ fn render(op: &Op) -> (String, Vec<String>) {
                 WgmmaA::Desc(r) => r.to_string(),
                 WgmmaA::Regs(words) => reg_list(words),
             };
-            let mut args = vec![
-                reg_list(d),
-                a_text,
-                desc_b.to_string(),
-                scale_d.to_string(),
-                "1".to_string(),
-                "1".to_string(),
-            ];
+            let mut args = vec![reg_list(d), a_text, desc_b.to_string(), scale_d.to_string()];
+            if a_ty.scalable() {
+                args.extend(["1".to_string(), "1".to_string()]);
+            }
             // The fp8 forms take no transpose operands (K-major only); the register-A form
             // only B's (register A is K-major).
             if a_ty.transposable() && b_ty.transposable() {
@@ -624,8 +620,9 @@ fn render(op: &Op) -> (String, Vec<String>) {
             }
             (
                 format!(
-                    "wgmma.mma_async.sync.aligned.m64n{n}k{}.f32{}{}",
+                    "wgmma.mma_async.sync.aligned.m64n{n}k{}{}{}{}",
                     a_ty.k(),
+                    a_ty.accumulator(),
                     a_ty.suffix(),
                     b_ty.suffix()
                 ),

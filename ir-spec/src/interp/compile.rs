@@ -684,11 +684,16 @@ impl Compiler {
                 "a thread block has at most 1024 threads",
             ));
         }
-        // Local and fragment buffers named inside a `threadIdx` loop are per thread; in a
-        // kernel that mixes tile ops with thread regions (docs/ir.md, "Thread regions"),
-        // those the tile ops use stay whole tiles.
+        // Fragment buffers named inside a `threadIdx` loop are per thread, and so are local
+        // buffers written there (or named as an operand); in a kernel that mixes tile ops
+        // with thread regions (docs/ir.md, "Thread regions"), those the tile ops use stay
+        // whole tiles. A local the regions only read — a `T.alloc_var` the block writes
+        // outside them, as lower-tile-ops leaves `count = 0` — holds one value for the
+        // whole block, the value every thread's copy has once thread-binding puts the
+        // write inside the binding loop.
         let mut thread_level = false;
         let mut in_regions: Vec<&str> = Vec::new();
+        let mut written_in_regions: Vec<&str> = Vec::new();
         crate::visit::for_each_stmt(&k.body, &mut |s| {
             if let StmtKind::For(f) = &s.kind {
                 if let ForKind::ThreadBinding(tag) = f.kind {
@@ -697,6 +702,11 @@ impl Compiler {
                         crate::visit::for_each_stmt(&f.body, &mut |inner| {
                             in_regions
                                 .extend(crate::visit::stmt_buffer_uses(inner).iter().map(|u| u.0));
+                            written_in_regions.extend(
+                                crate::visit::stmt_buffer_idents(inner)
+                                    .iter()
+                                    .map(|i| i.name.as_str()),
+                            );
                         });
                     }
                 }
@@ -747,9 +757,13 @@ impl Compiler {
                 .iter()
                 .map(|e| self.int_expr(e))
                 .collect::<R<_>>()?;
+            let name = decl.name.name.as_str();
             let per_thread = thread_level
-                && matches!(decl.scope, Scope::Local | Scope::Fragment)
-                && in_regions.contains(&decl.name.name.as_str());
+                && match decl.scope {
+                    Scope::Fragment => in_regions.contains(&name),
+                    Scope::Local => written_in_regions.contains(&name),
+                    _ => false,
+                };
             allocs.push(CAlloc {
                 name: decl.name.name.clone(),
                 dtype: decl.dtype,

@@ -423,6 +423,7 @@ const WGMMA_OPERAND: &[DType] = &[
     DType::BFloat16,
     DType::Float8E4M3,
     DType::Float8E5M2,
+    DType::Int8,
 ];
 
 static CP_ASYNC: IntrinsicDef = IntrinsicDef {
@@ -884,7 +885,8 @@ const WGMMA_ACC: Param = Param {
     role: "accumulator",
     kind: ParamKind::Ref(RefParam {
         scopes: REGISTERS,
-        dtypes: &[DType::Float32],
+        // int32 for int8 operands (`crate::wgmma::accumulator_rule`).
+        dtypes: &[DType::Float32, DType::Int32],
         count: Count::Per("n", 2),
         effect: Effect::ReadWrite,
     }),
@@ -1559,7 +1561,8 @@ pub fn check<'a, 'b>(
             }
         }
     }
-    // wgmma's operands: one dtype or two fp8s, and fp8 read K-major only.
+    // wgmma's operands: one dtype or two fp8s, fp8 and int8 read K-major only; the
+    // accumulator is int32 for int8 inputs, float32 otherwise.
     if let Intrinsic::Wgmma {
         trans_a, trans_b, ..
     } = i
@@ -1569,6 +1572,21 @@ pub fn check<'a, 'b>(
             if let Err(message) =
                 crate::wgmma::operand_rule((a.name, a.dtype), (b.name, b.dtype), *trans_a, *trans_b)
             {
+                out.push(Violation {
+                    at: Some(r),
+                    message,
+                });
+            }
+        }
+    }
+    if let Intrinsic::Wgmma { .. } | Intrinsic::WgmmaRs { .. } = i {
+        let find = |n: &str| typed.iter().find(|(p, _, _)| *p == n);
+        // (An accumulator of neither dtype is already reported by its parameter's rule.)
+        let paired = find("acc")
+            .zip(find("a"))
+            .filter(|((_, _, acc), _)| matches!(acc.dtype, DType::Float32 | DType::Int32));
+        if let Some(((_, r, acc), (_, _, a))) = paired {
+            if let Err(message) = crate::wgmma::accumulator_rule((acc.name, acc.dtype), a.dtype) {
                 out.push(Violation {
                     at: Some(r),
                     message,
@@ -1893,6 +1911,8 @@ mod tests {
                 "A" => Some(facts("A", Scope::Global, DType::Float16, 2)),
                 "bar" => Some(facts("bar", Scope::Shared, DType::Int64, 1)),
                 "C" => Some(facts("C", Scope::Local, DType::Float32, 1)),
+                "CI" => Some(facts("CI", Scope::Local, DType::Int32, 1)),
+                "SI" => Some(facts("SI", Scope::Shared, DType::Int8, 2)),
                 _ => None,
             }
         };
@@ -1966,8 +1986,37 @@ mod tests {
                 "the A stride byte offset of `T.wgmma` (`a_sbo`) must be a multiple of 16 in \
                  0..=262128, found 1000",
                 "the accumulator of `T.wgmma` must be a local buffer, but `S` is a shared buffer",
-                "the accumulator of `T.wgmma` must be float32; `S` is float16"
+                "the accumulator of `T.wgmma` must be float32 or int32; `S` is float16"
             ]
+        );
+        // The accumulator's dtype follows the operands': int32 for int8, float32 otherwise.
+        let with = |acc: &str, ab: &str| {
+            let mut w = s[15].clone();
+            if let Intrinsic::Wgmma {
+                acc: c,
+                a,
+                b,
+                trans_a,
+                trans_b,
+                ..
+            } = &mut w
+            {
+                *c = r(acc);
+                *a = r(ab);
+                *b = r(ab);
+                *trans_a = false;
+                *trans_b = false;
+            }
+            messages(&w)
+        };
+        assert_eq!(with("CI", "SI"), Vec::<String>::new());
+        assert_eq!(
+            with("CI", "SA"),
+            ["the accumulator `CI` of a wgmma on float16 inputs must be float32, not int32"]
+        );
+        assert_eq!(
+            with("C", "SI"),
+            ["the accumulator `C` of a wgmma on int8 inputs must be int32, not float32"]
         );
         // Register A: 16-bit registers of B's dtype.
         let rs = s

@@ -139,22 +139,29 @@ pub fn fp8_operand(g: &Gemm, buffer: &dyn Fn(&str) -> Option<BufferDecl>) -> Opt
         .find(|&d| wgmma::k_major_only(d))
 }
 
-/// The error of a float8 gemm that cannot run on wgmma (`why`: [`plan`]'s reason): fp8
-/// tensor-core math exists only as wgmma (sm_90a); sm_80's mma.sync has no fp8 form, so
-/// there is no fallback — never a wrong result.
+/// The error of a float8 or int8 gemm that cannot run on wgmma (`why`: [`plan`]'s reason):
+/// fp8 tensor-core math exists only as wgmma (sm_90a); sm_80's mma.sync has no fp8 form,
+/// and its int8 form (`m16n8k32.s32.s8.s8`) is not built — so there is no fallback, never
+/// a wrong result.
 pub fn fp8_refusal(span: Span, fp8: DType, why: &str) -> Diagnostic {
     let k = wgmma::instruction_k(fp8).unwrap_or(32);
+    let acc = wgmma::accumulator_dtype(fp8);
+    let note = if fp8 == DType::Int8 {
+        "tlc builds int8 x int8 -> int32 tensor-core math on sm_90a's wgmma only (sm_80's \
+         mma.sync int8 form is not built yet): compile for sm_90a"
+    } else {
+        "sm_80's mma.sync has no fp8 form: compile for sm_90a, or convert the tiles to float16 \
+         or bfloat16 (T.copy converts) before T.gemm"
+    };
     Diagnostic::error(
         span,
         format!(
-            "a {fp8} T.gemm runs on sm_90a's wgmma only (k = {k} per instruction, both operands \
-             K-major: A as (M, K), B as (N, K) with transpose_B=True), and this one cannot: {why}"
+            "a {fp8} T.gemm runs on sm_90a's wgmma only (k = {k} per instruction, a {acc} \
+             accumulator, both operands K-major: A as (M, K), B as (N, K) with \
+             transpose_B=True), and this one cannot: {why}"
         ),
     )
-    .with_note(
-        "sm_80's mma.sync has no fp8 form: compile for sm_90a, or convert the tiles to float16 \
-         or bfloat16 (T.copy converts) before T.gemm",
-    )
+    .with_note(note)
 }
 
 /// How one gemm runs on wgmma.
@@ -239,14 +246,17 @@ pub fn plan(
     if threads % WARPGROUP != 0 {
         return Err(format!("{threads} threads are not whole warpgroups"));
     }
-    // wgmma's f16-accumulator form (`.f16.f16.f16`) is not built: such a gemm keeps
-    // mma.sync's `.f16.f16.f16.f16` form.
-    if buffer(&g.c.buffer.name).is_some_and(|c| c.dtype != DType::Float32) {
-        return Err("the accumulator is not float32".into());
-    }
     let (Some(a), Some(b)) = (buffer(&g.a.buffer.name), buffer(&g.b.buffer.name)) else {
         return Err("an operand is not a known buffer".into());
     };
+    // wgmma's f16-accumulator form (`.f16.f16.f16`) is not built: such a gemm keeps
+    // mma.sync's `.f16.f16.f16.f16` form. int8 accumulates in int32 (`.s32.s8.s8`).
+    if let Some(c) = buffer(&g.c.buffer.name) {
+        let want = wgmma::accumulator_dtype(a.dtype);
+        if c.dtype != want {
+            return Err(format!("the accumulator is not {want}"));
+        }
+    }
     let a_registers = register_a_candidate(g, &a);
     let mut spans = [0i64; 2];
     for (i, (slot, (r, buf))) in spans.iter_mut().zip([(&g.a, &a), (&g.b, &b)]).enumerate() {
@@ -256,7 +266,7 @@ pub fn plan(
         let name = &buf.name.name;
         if buf.scope != Scope::Shared || wgmma::instruction_k(buf.dtype).is_none() {
             return Err(format!(
-                "`{name}` is not a float16 / bfloat16 / float8 shared tile"
+                "`{name}` is not a float16 / bfloat16 / float8 / int8 shared tile"
             ));
         }
         if !whole_tile(r, buf) {

@@ -73,7 +73,7 @@ fn operand<'a>(
     };
     if !path_takes {
         let (path, dtypes) = if wgmma {
-            ("wgmma", "float16, bfloat16 or float8")
+            ("wgmma", "float16, bfloat16, float8 or int8")
         } else {
             ("mma.sync", "float16 or bfloat16")
         };
@@ -180,6 +180,8 @@ pub(crate) fn lower(
     };
     match (cbuf.dtype, a.buf.dtype) {
         (DType::Float32, _) | (DType::Float16, DType::Float16) => {}
+        // int8 runs on wgmma only (`fp8_refusal` stops it on the mma.sync path).
+        (DType::Int32, DType::Int8) if wgmma_layout => {}
         (DType::Float16, other) => {
             return Err(vec![Diagnostic::error(
                 g.a.span,

@@ -414,6 +414,26 @@ impl Frame<'_> {
             // its sums — about 14 per DeepSeek-V3's measurement; docs/ir.md says how tests
             // bound the difference.)
             let wk = w.k;
+            if self.mem.buffer(w.acc.buf).dtype == crate::dtype::DType::Int32 {
+                // int8 inputs, int32 accumulator: exact products and sums, wrapping modulo
+                // 2^32 like the hardware's `.s32` form (the operands hold int8 values, exact
+                // in f32).
+                let mut sum = 0i64;
+                for k in 0..wk {
+                    let x = a.get(row * wk + k).copied().unwrap_or(0.0) as i64;
+                    let y = b.get(col * wk + k).copied().unwrap_or(0.0) as i64;
+                    sum += x * y;
+                }
+                let d = if accumulate {
+                    let c = self.read_elem(w.acc.buf, flat + i, span, OP)?.as_i64();
+                    sum.wrapping_add(c)
+                } else {
+                    sum
+                };
+                self.mem
+                    .write(w.acc.buf, flat + i, Scalar::Int(i64::from(d as i32)));
+                continue;
+            }
             let mut sum = 0f32;
             for k in 0..wk {
                 let x = a.get(row * wk + k).copied().unwrap_or(0.0);

@@ -148,6 +148,16 @@ const EXAMPLES: &[Example] = &[
         ],
         reference: gqa_fwd_bshd,
     },
+    // The backward pass's row dot products, 32-row blocks: 100 = 3 * 32 + 4 rows (a masked
+    // last block) over two batches of 3 heads, then two whole blocks.
+    Example {
+        stem: "flash_attn_bwd_preprocess",
+        sizes: [
+            &[("batch", 2), ("seq_len", 100), ("heads", 3)],
+            &[("batch", 1), ("seq_len", 64), ("heads", 2)],
+        ],
+        reference: flash_bwd_preprocess,
+    },
     // 64-row tiles: 100 queries over 130 keys (past_len 30, both ragged), then 128 over 128.
     Example {
         stem: "flash_attn_fwd_bhsd_causal",
@@ -1281,6 +1291,28 @@ fn attention(o: &Outputs, layout: Layout, causal: bool, block_n: usize, c: f64) 
     vec![("Output", out)]
 }
 
+/// `flash_attn_bwd_preprocess.tir`: Delta[b, h, q] = Σ_d O[b, q, h, d]·dO[b, q, h, d]. Each
+/// product is a float16 multiply (two float16 operands: rounded to float16), the 64 of a row
+/// summed in float32 in any order (two per accumulator element, then the row reduction).
+fn flash_bwd_preprocess(o: &Outputs) -> Expected {
+    let (out, grad) = (&o["O"], o["dO"].to_f64());
+    let s = out.shape();
+    let (batch, seq, heads, dim) = (s[0], s[1], s[2], s[3]);
+    let ov = out.to_f64();
+    let mut delta = Vec::with_capacity(batch * heads * seq);
+    for b in 0..batch {
+        for h in 0..heads {
+            for t in 0..seq {
+                let base = ((b * seq + t) * heads + h) * dim;
+                let products = (base..base + dim).map(|i| ov[i] * grad[i]);
+                let rounded = products.clone().map(|p| exact(p).round(Fp::F16));
+                delta.push(expect(products.sum(), Approx::sum(rounded, Fp::F32)));
+            }
+        }
+    }
+    vec![("Delta", delta)]
+}
+
 // ---------------------------------------------------------------------------------------
 // The checks.
 
@@ -1826,6 +1858,11 @@ fn conv_im2col_matches_its_reference() {
 #[test]
 fn splitk_gemv_matches_its_reference() {
     check_example("gemv_splitk_vectorized");
+}
+
+#[test]
+fn flash_attention_bwd_preprocess_matches_its_reference() {
+    check_example("flash_attn_bwd_preprocess");
 }
 
 /// The files of [`RACY`] parse and verify, and without `thread-sync` the tile-level

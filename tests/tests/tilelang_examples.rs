@@ -273,6 +273,17 @@ const EXAMPLES: &[Example] = &[
         ],
         reference: conv_im2col,
     },
+    // Chunked linear attention, chunks of 64 positions (S a multiple of 64: no masking): two
+    // heads over 4 chunks, then two batches of one head over 8 (the original's S = 512). O
+    // zeroed ([`given`]: the kernel adds into it).
+    Example {
+        stem: "linear_attn_fwd",
+        sizes: [
+            &[("B", 1), ("H", 2), ("S", 256)],
+            &[("B", 2), ("H", 1), ("S", 512)],
+        ],
+        reference: linear_attn_fwd,
+    },
     // tlc's split-K example: 64 x 128 x 32 tiles (ragged M and N); K = 200 is 7 k-steps in
     // 3 slices of 3, 3 and 1 (K not a multiple of a slice, a ragged last k-step); then more
     // slices than k-steps: K = 40 is 2 k-steps over 4 slices of 1 (the last two run 0 and
@@ -484,7 +495,26 @@ fn given(stem: &str, size: usize) -> HashMap<String, Tensor> {
         let t = Tensor::from_i64(DType::Int32, &[sizes.len()], sizes).expect("batch sizes");
         inputs.insert("batch_sizes".to_string(), t);
     }
+    if stem == "linear_attn_fwd" {
+        // The caller zeroes O (both key blocks add their part into it).
+        let dim = |name| size_of(stem, size, name);
+        let o = Tensor::zeros(DType::Float32, &[dim("B"), dim("S"), dim("H"), 128]).expect("O");
+        inputs.insert("O".to_string(), o);
+    }
     inputs
+}
+
+/// The binding of dim `name` in size `size` of the example `stem`.
+fn size_of(stem: &str, size: usize, name: &str) -> usize {
+    let example = EXAMPLES
+        .iter()
+        .find(|e| e.stem == stem)
+        .expect("an example");
+    let (_, v) = example.sizes[size]
+        .iter()
+        .find(|(n, _)| *n == name)
+        .unwrap_or_else(|| panic!("{stem}: no {name} in size {size}"));
+    usize::try_from(*v).expect("a size")
 }
 
 /// Supported kernels a target refuses, with a fragment of the located error: fp8 GEMMs on
@@ -1313,6 +1343,92 @@ fn flash_bwd_preprocess(o: &Outputs) -> Expected {
     vec![("Delta", delta)]
 }
 
+/// `linear_attn_fwd.tir`: with q = Q·scale (scale = 128^-1/2), per (b, h) the causal linear
+/// attention O[t, :] = Σ_{s ≤ t} (q_t · K_s) V_s (O zeroed by the caller) and final_state =
+/// Σ_s K_s^T V_s (128 x 128).
+///
+/// The model follows the header, per 64-wide block kb of the key dims and chunk n of 64
+/// positions: q = float16(Q·float16(scale)); s = q @ k^T (float32), s_shared =
+/// float16(tril(s)); o_kb = s_shared @ v + q @ float16(h) (float32, any order), h the
+/// state before the chunk, then h += k^T @ v (float32); O = o_0 + o_1 (float32 atomic adds
+/// into the zeros, either order); final_state = h. float16 products are exact in float32.
+fn linear_attn_fwd(o: &Outputs) -> Expected {
+    const CHUNK: usize = 64;
+    let (q, kt, vt) = (&o["Q"], o["K"].to_f64(), o["V"].to_f64());
+    let s = q.shape();
+    let (batch, seq, heads, dim) = (s[0], s[1], s[2], s[3]);
+    let qv = q.to_f64();
+    let at = |b: usize, t: usize, h: usize| ((b * seq + t) * heads + h) * dim;
+    let scale = (dim as f64).powf(-0.5);
+    let scale16 = Approx::literal(0.08838834764831845, scale, Fp::F16);
+    let mut out = vec![exact(0.0); batch * seq * heads * dim];
+    let mut state = vec![exact(0.0); batch * heads * dim * dim];
+    for b in 0..batch {
+        for h in 0..heads {
+            let (qr, kr, vr) = (
+                |t: usize| &qv[at(b, t, h)..][..dim],
+                |t: usize| &kt[at(b, t, h)..][..dim],
+                |t: usize| &vt[at(b, t, h)..][..dim],
+            );
+            // The reference.
+            let mut want = vec![0.0; seq * dim];
+            for t in 0..seq {
+                for u in 0..=t {
+                    let a = scale * qr(t).iter().zip(kr(u)).map(|(x, y)| x * y).sum::<f64>();
+                    for (w, &x) in want[t * dim..][..dim].iter_mut().zip(vr(u)) {
+                        *w += a * x;
+                    }
+                }
+            }
+            // The model, per key block.
+            let qm: Vec<Approx> = (0..seq * dim)
+                .map(|i| (exact(qr(i / dim)[i % dim]) * scale16).round(Fp::F16))
+                .collect();
+            let mut parts = vec![Vec::new(); seq * dim];
+            for kb in (0..dim).step_by(CHUNK) {
+                let kd = kb..kb + CHUNK;
+                // h[d - kb][col], all value columns at once.
+                let mut hs = vec![exact(0.0); CHUNK * dim];
+                for n in (0..seq).step_by(CHUNK) {
+                    let h16: Vec<Approx> = hs.iter().map(|x| x.round(Fp::F16)).collect();
+                    for t in n..n + CHUNK {
+                        let s16: Vec<Approx> = (n..=t)
+                            .map(|u| {
+                                let p = kd.clone().map(|d| qm[t * dim + d] * exact(kr(u)[d]));
+                                Approx::sum(p, Fp::F32).round(Fp::F16)
+                            })
+                            .collect();
+                        for col in 0..dim {
+                            let intra = (n..=t).map(|u| s16[u - n] * exact(vr(u)[col]));
+                            let inter = kd
+                                .clone()
+                                .map(|d| qm[t * dim + d] * h16[(d - kb) * dim + col]);
+                            parts[t * dim + col].push(Approx::sum(intra.chain(inter), Fp::F32));
+                        }
+                    }
+                    for (i, slot) in hs.iter_mut().enumerate() {
+                        let (d, col) = (kb + i / dim, i % dim);
+                        let kv = (n..n + CHUNK).map(|u| exact(kr(u)[d] * vr(u)[col]));
+                        *slot = Approx::sum(std::iter::once(*slot).chain(kv), Fp::F32);
+                    }
+                }
+                for (i, &x) in hs.iter().enumerate() {
+                    let (d, col) = (kb + i / dim, i % dim);
+                    let w: f64 = (0..seq).map(|u| kr(u)[d] * vr(u)[col]).sum();
+                    state[((b * heads + h) * dim + d) * dim + col] = expect(w, x);
+                }
+            }
+            for t in 0..seq {
+                for col in 0..dim {
+                    let model = Approx::sum(parts[t * dim + col].iter().copied(), Fp::F32);
+                    out[at(b, t, h) + col] = expect(want[t * dim + col], model);
+                }
+            }
+        }
+    }
+    vec![("O", out), ("final_state", state)]
+}
+
 // ---------------------------------------------------------------------------------------
 // The checks.
 
@@ -1863,6 +1979,11 @@ fn splitk_gemv_matches_its_reference() {
 #[test]
 fn flash_attention_bwd_preprocess_matches_its_reference() {
     check_example("flash_attn_bwd_preprocess");
+}
+
+#[test]
+fn linear_attention_matches_its_reference() {
+    check_example("linear_attn_fwd");
 }
 
 /// The files of [`RACY`] parse and verify, and without `thread-sync` the tile-level

@@ -284,6 +284,16 @@ const EXAMPLES: &[Example] = &[
         ],
         reference: linear_attn_fwd,
     },
+    // Chunked retention, chunks of 64 positions (S a multiple of 64: no masking): two heads
+    // (decays 1 - 2^-5 and 1 - 2^-6) over 4 chunks, then two batches of one head over 8.
+    Example {
+        stem: "retention_fwd",
+        sizes: [
+            &[("B", 1), ("H", 2), ("S", 256)],
+            &[("B", 2), ("H", 1), ("S", 512)],
+        ],
+        reference: retention_fwd,
+    },
     // tlc's split-K example: 64 x 128 x 32 tiles (ragged M and N); K = 200 is 7 k-steps in
     // 3 slices of 3, 3 and 1 (K not a multiple of a slice, a ragged last k-step); then more
     // slices than k-steps: K = 40 is 2 k-steps over 4 slices of 1 (the last two run 0 and
@@ -1429,6 +1439,102 @@ fn linear_attn_fwd(o: &Outputs) -> Expected {
     vec![("O", out), ("final_state", state)]
 }
 
+/// `retention_fwd.tir`: with q = Q·scale (scale = 128^-1/2) and head h's decay γ = 1 −
+/// 2^(−5 − h), per (b, h) and 64-wide block kb of the key dims, O[kb, b, t, h, :] =
+/// Σ_{s ≤ t} γ^(t − s) (q_t · K_s over kb's dims) V_s (the caller sums over kb).
+///
+/// The model follows the header, per chunk of 64 positions (rows r, columns c within it),
+/// with ld = float32(log2 γ) and each decay exp2(float32(n·ld)) rounded to float32:
+/// q = float16(Q·float16(scale)); s_shared[r, c] = float16(s[r, c]·exp2((r − c)·ld)) for
+/// c ≤ r, s = q @ k^T (float32); o = exp2((r + 1)·ld)·(q @ float16(h)) + s_shared @ v (float32);
+/// O = float16(o); then v = float16(v·exp2((63 − r)·ld)) and h = exp2(64·ld)·h + k^T @ v
+/// (float32). float16 products are exact in float32.
+fn retention_fwd(o: &Outputs) -> Expected {
+    const CHUNK: usize = 64;
+    let (q, kt, vt) = (&o["Q"], o["K"].to_f64(), o["V"].to_f64());
+    let s = q.shape();
+    let (batch, seq, heads, dim) = (s[0], s[1], s[2], s[3]);
+    let qv = q.to_f64();
+    let at = |b: usize, t: usize, h: usize| ((b * seq + t) * heads + h) * dim;
+    let scale = (dim as f64).powf(-0.5);
+    let scale16 = Approx::literal(0.08838834764831845, scale, Fp::F16);
+    let f32r = |a: Approx| a.round(Fp::F32);
+    let blocks = dim / CHUNK;
+    let mut out = vec![exact(0.0); blocks * batch * seq * heads * dim];
+    for b in 0..batch {
+        for h in 0..heads {
+            let (qr, kr, vr) = (
+                |t: usize| &qv[at(b, t, h)..][..dim],
+                |t: usize| &kt[at(b, t, h)..][..dim],
+                |t: usize| &vt[at(b, t, h)..][..dim],
+            );
+            let gamma = 1.0 - 2f64.powi(-5 - h as i32);
+            let ld = exact(gamma.log2()).round(Fp::F32);
+            let decay = |n: f64| f32r(f32r(exact(n) * ld).exp2());
+            let qm: Vec<Approx> = (0..seq * dim)
+                .map(|i| (exact(qr(i / dim)[i % dim]) * scale16).round(Fp::F16))
+                .collect();
+            for kb in 0..blocks {
+                let kd = kb * CHUNK..(kb + 1) * CHUNK;
+                // The reference, by the recurrence S_t = γ·S_{t−1} + K_t^T V_t over kb's dims:
+                // O_t = q_t · S_t = Σ_{s ≤ t} γ^(t − s) (q_t · K_s) V_s.
+                let mut st = vec![0.0; CHUNK * dim];
+                let mut want = vec![0.0; seq * dim];
+                for t in 0..seq {
+                    for (i, x) in st.iter_mut().enumerate() {
+                        *x = gamma * *x + kr(t)[kb * CHUNK + i / dim] * vr(t)[i % dim];
+                    }
+                    for (i, w) in want[t * dim..][..dim].iter_mut().enumerate() {
+                        let terms = kd.clone().map(|d| qr(t)[d] * st[(d - kd.start) * dim + i]);
+                        *w = scale * terms.sum::<f64>();
+                    }
+                }
+                // The model.
+                let mut hs = vec![exact(0.0); CHUNK * dim];
+                for n in (0..seq).step_by(CHUNK) {
+                    let h16: Vec<Approx> = hs.iter().map(|x| x.round(Fp::F16)).collect();
+                    for t in n..n + CHUNK {
+                        let r = t - n;
+                        let s16: Vec<Approx> = (n..=t)
+                            .map(|u| {
+                                let p = kd.clone().map(|d| qm[t * dim + d] * exact(kr(u)[d]));
+                                let s = Approx::sum(p, Fp::F32);
+                                f32r(s * decay((t - u) as f64)).round(Fp::F16)
+                            })
+                            .collect();
+                        let row_decay = decay((r + 1) as f64);
+                        for col in 0..dim {
+                            let inter = kd
+                                .clone()
+                                .map(|d| qm[t * dim + d] * h16[(d - kd.start) * dim + col]);
+                            let inter = f32r(row_decay * Approx::sum(inter, Fp::F32));
+                            let intra = (n..=t).map(|u| s16[u - n] * exact(vr(u)[col]));
+                            let model = Approx::sum(std::iter::once(inter).chain(intra), Fp::F32);
+                            let i = (((kb * batch + b) * seq + t) * heads + h) * dim + col;
+                            out[i] = expect(want[t * dim + col], model.round(Fp::F16));
+                        }
+                    }
+                    let vdec: Vec<Approx> = (0..CHUNK * dim)
+                        .map(|i| {
+                            let (r, col) = (i / dim, i % dim);
+                            let x = exact(vr(n + r)[col]) * decay((CHUNK - 1 - r) as f64);
+                            f32r(x).round(Fp::F16)
+                        })
+                        .collect();
+                    let chunk_decay = decay(CHUNK as f64);
+                    for (i, slot) in hs.iter_mut().enumerate() {
+                        let (d, col) = (kd.start + i / dim, i % dim);
+                        let kv = (0..CHUNK).map(|r| exact(kr(n + r)[d]) * vdec[r * dim + col]);
+                        let kept = f32r(chunk_decay * *slot);
+                        *slot = Approx::sum(std::iter::once(kept).chain(kv), Fp::F32);
+                    }
+                }
+            }
+        }
+    }
+    vec![("O", out)]
+}
+
 // ---------------------------------------------------------------------------------------
 // The checks.
 
@@ -1984,6 +2090,11 @@ fn flash_attention_bwd_preprocess_matches_its_reference() {
 #[test]
 fn linear_attention_matches_its_reference() {
     check_example("linear_attn_fwd");
+}
+
+#[test]
+fn retention_matches_its_reference() {
+    check_example("retention_fwd");
 }
 
 /// The files of [`RACY`] parse and verify, and without `thread-sync` the tile-level

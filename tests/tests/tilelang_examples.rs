@@ -61,7 +61,8 @@ type Outputs = HashMap<String, Tensor>;
 /// `e` of a computed value's distance from it.
 type Expected = Vec<(&'static str, Vec<Approx>)>;
 
-/// log2 e as the softmax example writes it (the float16 literal `1.44269504`).
+/// log2 e as TileLang's examples write it, `1.44269504` (a float16 literal in the softmax
+/// example, float32 in the Mamba ones).
 #[allow(clippy::approx_constant)]
 const LOG2_E_WRITTEN: f64 = 1.44269504;
 
@@ -293,6 +294,34 @@ const EXAMPLES: &[Example] = &[
             &[("B", 2), ("H", 1), ("S", 512)],
         ],
         reference: retention_fwd,
+    },
+    // Mamba-2 chunk states, 64 x 128 output tiles over 64-row k-steps: 200 positions in
+    // chunks of 128 (the last chunk 72 rows: its x and B rows past seqlen read as 0), 4 heads
+    // in 2 groups, headdim 80 and dstate 100 (partial tiles); then two batches of whole
+    // tiles, one group.
+    Example {
+        stem: "mamba_chunk_state",
+        sizes: [
+            &[
+                ("batch", 1),
+                ("seqlen", 200),
+                ("chunk_size", 128),
+                ("ngroups", 2),
+                ("nheads", 4),
+                ("headdim", 80),
+                ("dstate", 100),
+            ],
+            &[
+                ("batch", 2),
+                ("seqlen", 256),
+                ("chunk_size", 128),
+                ("ngroups", 1),
+                ("nheads", 2),
+                ("headdim", 64),
+                ("dstate", 128),
+            ],
+        ],
+        reference: mamba_chunk_state,
     },
     // tlc's split-K example: 64 x 128 x 32 tiles (ragged M and N); K = 200 is 7 k-steps in
     // 3 slices of 3, 3 and 1 (K not a multiple of a slice, a ragged last k-step); then more
@@ -1535,6 +1564,65 @@ fn retention_fwd(o: &Outputs) -> Expected {
     vec![("O", out)]
 }
 
+/// `mamba_chunk_state.tir`: per batch b, chunk c, head h (group g = h / (nheads / ngroups)),
+/// Output[b, c, h, p, n] = Σ_l B[b, c·cs + l, g, n]·exp(dA[cs − 1] − dA[l])·dt[l]·x[b, c·cs +
+/// l, h, p] over the chunk's positions before seqlen (dA, dt: dA_cumsum[b, h, c, :],
+/// dt[b, h, c, :]).
+///
+/// The model follows the header: with p = float32(1.44269504) standing for log2 e,
+/// scale[l] = float32(exp2(dA[cs − 1]·p − dA[l]·p) · dt[l]) (float32 ops),
+/// xt[p, l] = float16(x·scale[l]) (a float32 product stored in a float16 fragment), Output
+/// = float16(Σ_l xt[p, l]·B[l, n]) (float32 gemm, float16 products exact).
+fn mamba_chunk_state(o: &Outputs) -> Expected {
+    let (bm, x, dt, da) = (&o["B"], &o["x"], o["dt"].to_f64(), o["dA_cumsum"].to_f64());
+    let (batch, seqlen, ngroups, dstate) =
+        (bm.shape()[0], bm.shape()[1], bm.shape()[2], bm.shape()[3]);
+    let (nheads, headdim) = (x.shape()[2], x.shape()[3]);
+    let (nchunks, cs) = (o["dt"].shape()[2], o["dt"].shape()[3]);
+    let (bv, xv) = (bm.to_f64(), x.to_f64());
+    let p = Approx::literal(LOG2_E_WRITTEN, LOG2_E, Fp::F32);
+    let f32r = |a: Approx| a.round(Fp::F32);
+    let mut out = Vec::with_capacity(batch * nchunks * nheads * headdim * dstate);
+    for b in 0..batch {
+        for c in 0..nchunks {
+            for h in 0..nheads {
+                let g = h / (nheads / ngroups);
+                let at = ((b * nheads + h) * nchunks + c) * cs;
+                let (dt, da) = (&dt[at..][..cs], &da[at..][..cs]);
+                let rows: Vec<usize> = (0..cs).filter(|l| c * cs + l < seqlen).collect();
+                let last = da[cs - 1];
+                let xs =
+                    |l: usize, q: usize| xv[((b * seqlen + c * cs + l) * nheads + h) * headdim + q];
+                let bs =
+                    |l: usize, n: usize| bv[((b * seqlen + c * cs + l) * ngroups + g) * dstate + n];
+                let scale: Vec<Approx> = rows
+                    .iter()
+                    .map(|&l| {
+                        let arg = f32r(exact(last) * p - f32r(exact(da[l]) * p));
+                        f32r(f32r(arg.exp2()) * exact(dt[l]))
+                    })
+                    .collect();
+                for q in 0..headdim {
+                    let xt: Vec<Approx> = rows
+                        .iter()
+                        .zip(&scale)
+                        .map(|(&l, &s)| f32r(exact(xs(l, q)) * s).round(Fp::F16))
+                        .collect();
+                    for n in 0..dstate {
+                        let want: f64 = rows
+                            .iter()
+                            .map(|&l| bs(l, n) * (last - da[l]).exp() * dt[l] * xs(l, q))
+                            .sum();
+                        let terms = rows.iter().zip(&xt).map(|(&l, &t)| t * exact(bs(l, n)));
+                        out.push(expect(want, Approx::sum(terms, Fp::F32).round(Fp::F16)));
+                    }
+                }
+            }
+        }
+    }
+    vec![("Output", out)]
+}
+
 // ---------------------------------------------------------------------------------------
 // The checks.
 
@@ -2095,6 +2183,11 @@ fn linear_attention_matches_its_reference() {
 #[test]
 fn retention_matches_its_reference() {
     check_example("retention_fwd");
+}
+
+#[test]
+fn mamba_chunk_state_matches_its_reference() {
+    check_example("mamba_chunk_state");
 }
 
 /// The files of [`RACY`] parse and verify, and without `thread-sync` the tile-level

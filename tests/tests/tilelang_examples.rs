@@ -323,6 +323,34 @@ const EXAMPLES: &[Example] = &[
         ],
         reference: mamba_chunk_state,
     },
+    // Mamba-2 chunk scan, 64 x 64 output tiles: the same shapes as mamba_chunk_state (a
+    // partial last chunk, whose rows past seqlen are not stored; headdim 80 and dstate 100
+    // zero-filled past their ends), then two batches of whole tiles. chunk_size stays a
+    // multiple of the 64-row tile and dstate at most 128 (the header).
+    Example {
+        stem: "mamba_chunk_scan",
+        sizes: [
+            &[
+                ("batch", 1),
+                ("seqlen", 200),
+                ("chunk_size", 128),
+                ("ngroups", 2),
+                ("nheads", 4),
+                ("headdim", 80),
+                ("dstate", 100),
+            ],
+            &[
+                ("batch", 2),
+                ("seqlen", 256),
+                ("chunk_size", 128),
+                ("ngroups", 1),
+                ("nheads", 2),
+                ("headdim", 64),
+                ("dstate", 128),
+            ],
+        ],
+        reference: mamba_chunk_scan,
+    },
     // tlc's split-K example: 64 x 128 x 32 tiles (ragged M and N); K = 200 is 7 k-steps in
     // 3 slices of 3, 3 and 1 (K not a multiple of a slice, a ragged last k-step); then more
     // slices than k-steps: K = 40 is 2 k-steps over 4 slices of 1 (the last two run 0 and
@@ -1623,6 +1651,80 @@ fn mamba_chunk_state(o: &Outputs) -> Expected {
     vec![("Output", out)]
 }
 
+/// `mamba_chunk_scan.tir`: per batch b, chunk c, head h (group g), position l of the chunk
+/// (t = c·cs + l < seqlen) and p < headdim, with dA, dt the chunk's rows of dA_cumsum and dt:
+/// Output[b, t, h, p] = Σ_{s ≤ l} cb[b, c, g, l, s]·exp(dA[l] − dA[s])·dt[s]·x[b, c·cs + s,
+/// h, p] + exp(dA[l])·Σ_n C[b, t, g, n]·prev_states[b, c, h, p, n] + D[h]·x[b, t, h, p].
+///
+/// The model follows the header (p = float32(1.44269504) standing for log2 e): acc =
+/// float32(exp2(dA[l]·p)) · (C @ prev_states^T) (float32 ops); the scores rounded to
+/// float16 twice, float16(float16(cb·exp2(dA[l]·p − dA[s]·p))·dt[s]) (float32 products
+/// stored in the float16 fragment), summed with acc in float32 against x (float16
+/// products exact); then acc + x·D in one float32 rounding (`T.fma`); Output = float16.
+fn mamba_chunk_scan(o: &Outputs) -> Expected {
+    let (cb, x, cm) = (&o["cb"], &o["x"], &o["C"]);
+    let (dt, da, d) = (o["dt"].to_f64(), o["dA_cumsum"].to_f64(), o["D"].to_f64());
+    let (batch, nchunks, ngroups, cs) =
+        (cb.shape()[0], cb.shape()[1], cb.shape()[2], cb.shape()[3]);
+    let (seqlen, nheads, headdim) = (x.shape()[1], x.shape()[2], x.shape()[3]);
+    let dstate = cm.shape()[3];
+    assert!(
+        cs % 64 == 0 && dstate <= 128,
+        "mamba_chunk_scan: chunk_size a multiple of 64, dstate at most 128 (its header)"
+    );
+    let (cbv, xv, cv, pv) = (
+        cb.to_f64(),
+        x.to_f64(),
+        cm.to_f64(),
+        o["prev_states"].to_f64(),
+    );
+    let p = Approx::literal(LOG2_E_WRITTEN, LOG2_E, Fp::F32);
+    let f32r = |a: Approx| a.round(Fp::F32);
+    let mut out = vec![exact(0.0); batch * seqlen * nheads * headdim];
+    for b in 0..batch {
+        for c in 0..nchunks {
+            for h in 0..nheads {
+                let g = h / (nheads / ngroups);
+                let at = ((b * nheads + h) * nchunks + c) * cs;
+                let (dt, da) = (&dt[at..][..cs], &da[at..][..cs]);
+                let xs =
+                    |l: usize, q: usize| xv[((b * seqlen + c * cs + l) * nheads + h) * headdim + q];
+                let prev = |q: usize, n: usize| {
+                    pv[(((b * nchunks + c) * nheads + h) * headdim + q) * dstate + n]
+                };
+                for l in (0..cs).filter(|l| c * cs + l < seqlen) {
+                    let cbs = |s: usize| cbv[(((b * nchunks + c) * ngroups + g) * cs + l) * cs + s];
+                    let crow = &cv[((b * seqlen + c * cs + l) * ngroups + g) * dstate..][..dstate];
+                    let dal = f32r(exact(da[l]) * p);
+                    let scale_m = f32r(dal.exp2());
+                    let scores: Vec<Approx> = (0..=l)
+                        .map(|s| {
+                            let arg = f32r(exact(da[l]) * p - f32r(exact(da[s]) * p));
+                            let decayed = f32r(exact(cbs(s)) * f32r(arg.exp2())).round(Fp::F16);
+                            f32r(decayed * exact(dt[s])).round(Fp::F16)
+                        })
+                        .collect();
+                    for q in 0..headdim {
+                        let want_prev: f64 = (0..dstate).map(|n| crow[n] * prev(q, n)).sum();
+                        let want_intra: f64 = (0..=l)
+                            .map(|s| cbs(s) * (da[l] - da[s]).exp() * dt[s] * xs(s, q))
+                            .sum();
+                        let want = want_intra + da[l].exp() * want_prev + d[h] * xs(l, q);
+                        let inter = (0..dstate).map(|n| exact(crow[n] * prev(q, n)));
+                        let acc = f32r(Approx::sum(inter, Fp::F32) * scale_m);
+                        let intra = scores.iter().enumerate().map(|(s, &w)| w * exact(xs(s, q)));
+                        let acc = Approx::sum(std::iter::once(acc).chain(intra), Fp::F32);
+                        let model = f32r(acc + exact(xs(l, q) * d[h])).round(Fp::F16);
+                        out[((b * seqlen + c * cs + l) * nheads + h) * headdim + q] =
+                            expect(want, model);
+                    }
+                }
+            }
+        }
+    }
+    vec![("Output", out)]
+}
+
 // ---------------------------------------------------------------------------------------
 // The checks.
 
@@ -2188,6 +2290,11 @@ fn retention_matches_its_reference() {
 #[test]
 fn mamba_chunk_state_matches_its_reference() {
     check_example("mamba_chunk_state");
+}
+
+#[test]
+fn mamba_chunk_scan_matches_its_reference() {
+    check_example("mamba_chunk_scan");
 }
 
 /// The files of [`RACY`] parse and verify, and without `thread-sync` the tile-level

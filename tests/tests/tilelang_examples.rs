@@ -149,6 +149,19 @@ const EXAMPLES: &[Example] = &[
         ],
         reference: gqa_fwd_bshd,
     },
+    // Split-K decoding: 8 splits of seqlen_kv / 8 keys in 128-key tiles, then the combine
+    // kernel. 256 keys: splits of 32, one tile each, its last 96 columns masked (keys of the
+    // next split, and past the end for the last split); then two batches of 2048 keys: two
+    // whole tiles per split (the running max and rescaling across tiles), KV head 5's second
+    // tiles wholly masked ([`given`]).
+    Example {
+        stem: "flash_decoding_gqa",
+        sizes: [
+            &[("batch", 1), ("seqlen_kv", 256)],
+            &[("batch", 2), ("seqlen_kv", 2048)],
+        ],
+        reference: flash_decoding_gqa,
+    },
     // The backward pass's row dot products, 32-row blocks: 100 = 3 * 32 + 4 rows (a masked
     // last block) over two batches of 3 heads, then two whole blocks.
     Example {
@@ -567,6 +580,26 @@ fn given(stem: &str, size: usize) -> HashMap<String, Tensor> {
         let dim = |name| size_of(stem, size, name);
         let o = Tensor::zeros(DType::Float32, &[dim("B"), dim("S"), dim("H"), 128]).expect("O");
         inputs.insert("O".to_string(), o);
+    }
+    if stem == "flash_decoding_gqa" {
+        // mask (batch, seqlen_kv, 8): about a third of the keys hidden, pseudo-randomly, but
+        // never a split's first key (a split whose first tile is wholly masked computes NaN,
+        // as the original does); KV head 5 sees nothing of a split's keys 128 and on (a
+        // wholly masked tile after the first, where there is one).
+        let (batch, seq) = (
+            size_of(stem, size, "batch"),
+            size_of(stem, size, "seqlen_kv"),
+        );
+        let split = seq / 8;
+        let values: Vec<i64> = (0..batch * seq * 8)
+            .map(|i| {
+                let (g, s) = (i % 8, i / 8 % seq);
+                let hidden = (i * 2_654_435_761) % 97 < 32 || (g == 5 && s % split >= 128);
+                i64::from(s % split == 0 || !hidden)
+            })
+            .collect();
+        let t = Tensor::from_i64(DType::UInt8, &[batch, seq, 8], &values).expect("mask");
+        inputs.insert("mask".to_string(), t);
     }
     inputs
 }
@@ -1343,37 +1376,16 @@ fn attention(o: &Outputs, layout: Layout, causal: bool, block_n: usize, c: f64) 
                 let w: Vec<f64> = scaled.iter().map(|s| (s - top).exp()).collect();
                 let total: f64 = w.iter().sum();
                 // The model, tile by tile.
-                let (mut m, mut l) = (exact(0.0), exact(0.0));
-                let mut acc = vec![exact(0.0); dim];
-                for (t, tile) in dots.chunks(block_n).enumerate() {
-                    let first = t * block_n;
-                    let tile_max = tile.iter().map(|d| d.1).reduce(Approx::max).expect("a key");
-                    let m_new = if t == 0 { tile_max } else { m.max(tile_max) };
-                    let mc = f32r(m_new * c);
-                    let p: Vec<Approx> = tile
-                        .iter()
-                        .map(|d| f32r(f32r(f32r(d.1 * c) - mc).exp2()))
-                        .collect();
-                    let alpha = (t > 0).then(|| f32r(f32r(f32r(m * c) - mc).exp2()));
-                    let sum = Approx::sum(p.iter().copied(), Fp::F32);
-                    l = match alpha {
-                        None => sum,
-                        Some(a) => f32r(f32r(l * a) + sum),
-                    };
-                    for (col, slot) in acc.iter_mut().enumerate() {
-                        let pv = p.iter().enumerate().map(|(j, &pj)| {
-                            let vj = vv[at(b, h, first + j, seq_kv) + col];
-                            pj.round(Fp::F16) * exact(vj)
-                        });
-                        *slot = match alpha {
-                            None => Approx::sum(pv, Fp::F32),
-                            Some(a) => {
-                                Approx::sum(std::iter::once(f32r(*slot * a)).chain(pv), Fp::F32)
-                            }
-                        };
-                    }
-                    m = m_new;
-                }
+                let tiles: Vec<Vec<(usize, Approx)>> = dots
+                    .chunks(block_n)
+                    .enumerate()
+                    .map(|(t, tile)| {
+                        let keys = tile.iter().enumerate();
+                        keys.map(|(j, d)| (t * block_n + j, d.1)).collect()
+                    })
+                    .collect();
+                let (acc, l, _) =
+                    online_softmax(&tiles, |j, col| vv[at(b, h, j, seq_kv) + col], dim, c);
                 let base = at(b, h, i, seq_q);
                 for (col, slot) in acc.iter().enumerate() {
                     let want: f64 = (0..keys)
@@ -1386,6 +1398,158 @@ fn attention(o: &Outputs, layout: Layout, causal: bool, block_n: usize, c: f64) 
         }
     }
     vec![("Output", out)]
+}
+
+/// One query row of the flash attention loop as the headers state it, over key tiles (per
+/// tile, its keys the row sees: the index `v_at` takes and the score's model; masked keys
+/// are left out, their P being exactly 0): m = the running max (a tile with no key keeps
+/// it), P = exp2(S·c − m·c) in float32, alpha = exp2(m_old·c − m_new·c), l = l·alpha + Σ P,
+/// O = O·alpha + float16(P) @ V (float32). Returns O, l and the last m. The first tile must
+/// have a key: a wholly masked first tile is NaN in the kernels.
+fn online_softmax(
+    tiles: &[Vec<(usize, Approx)>],
+    v_at: impl Fn(usize, usize) -> f64,
+    dim: usize,
+    c: Approx,
+) -> (Vec<Approx>, Approx, Approx) {
+    let f32r = |a: Approx| a.round(Fp::F32);
+    let (mut m, mut l) = (None::<Approx>, exact(0.0));
+    let mut acc = vec![exact(0.0); dim];
+    for tile in tiles {
+        let tile_max = tile.iter().map(|d| d.1).reduce(Approx::max);
+        let m_new = match (m, tile_max) {
+            (None, None) => panic!("a first key tile with no key (NaN in the kernel)"),
+            (None, Some(t)) | (Some(t), None) => t,
+            (Some(m), Some(t)) => m.max(t),
+        };
+        let mc = f32r(m_new * c);
+        let p: Vec<Approx> = tile
+            .iter()
+            .map(|d| f32r(f32r(f32r(d.1 * c) - mc).exp2()))
+            .collect();
+        let alpha = m.map(|m| f32r(f32r(f32r(m * c) - mc).exp2()));
+        let sum = Approx::sum(p.iter().copied(), Fp::F32);
+        l = match alpha {
+            None => sum,
+            Some(a) => f32r(f32r(l * a) + sum),
+        };
+        for (col, slot) in acc.iter_mut().enumerate() {
+            let pv = tile
+                .iter()
+                .zip(&p)
+                .map(|(&(j, _), &pj)| pj.round(Fp::F16) * exact(v_at(j, col)));
+            *slot = match alpha {
+                None => Approx::sum(pv, Fp::F32),
+                Some(a) => Approx::sum(std::iter::once(f32r(*slot * a)).chain(pv), Fp::F32),
+            };
+        }
+        m = Some(m_new);
+    }
+    (acc, l, m.expect("a key tile"))
+}
+
+/// `flash_decoding_gqa.tir`: per query head h (of 32, over KV head g = h / 4), Output[b, h, :]
+/// = Σ_s P[s]·V[b, s, g, :] with P = softmax_s(Q[b, h, :] · K[b, s, g, :] / sqrt(128)) over the
+/// keys s < 8·(seqlen_kv / 8) with mask[b, s, g] ≠ 0. Also checked: the split kernel's
+/// results in its `T.alloc_global` tensors, which the combine kernel reads: per split k (keys
+/// k·L ≤ s < (k + 1)·L, L = seqlen_kv / 8), Output_partial[b, h, k, :] (that split's softmax
+/// of the same form) and glse[b, h, k] = log2 Σ_s exp2(S[s]·c), c = log2(e) / sqrt(128).
+///
+/// The model follows the header: per split, [`online_softmax`] over its tiles of 128 keys
+/// (L at most 128 or a multiple of it, the original's assumption), scores summed in float32
+/// (float16 products exact), c the float32 literal 0.1275174307460247;
+/// Output_partial = float16(O / l), glse = float16(log2(l) + m·c). The combine (float32):
+/// lse_max = max_k glse, lse = log2(Σ_k exp2(glse_k − lse_max)) + lse_max,
+/// Output = float16(Σ_k Output_partial_k · exp2(glse_k − lse)).
+fn flash_decoding_gqa(o: &Outputs) -> Expected {
+    const SPLITS: usize = 8;
+    const TILE: usize = 128;
+    let (q, k, v, mask) = (&o["Q"], &o["K"], &o["V"], o["mask"].to_f64());
+    let (batch, heads, dim) = (q.shape()[0], q.shape()[1], q.shape()[2]);
+    let (seq, kv_heads) = (k.shape()[1], k.shape()[2]);
+    let (group, split) = (heads / kv_heads, seq / SPLITS);
+    assert!(
+        seq % SPLITS == 0 && (split <= TILE || split % TILE == 0),
+        "flash_decoding_gqa covers every key only for these seqlen_kv (its header)"
+    );
+    let (qv, kv, vv) = (q.to_f64(), k.to_f64(), v.to_f64());
+    let row = |b: usize, s: usize, g: usize| ((b * seq + s) * kv_heads + g) * dim;
+    let c = Approx::literal(0.1275174307460247, LOG2_E / (dim as f64).sqrt(), Fp::F32);
+    let f32r = |a: Approx| a.round(Fp::F32);
+    let (mut out, mut partial, mut glse) = (Vec::new(), Vec::new(), Vec::new());
+    for b in 0..batch {
+        for h in 0..heads {
+            let g = h / group;
+            let qrow = &qv[(b * heads + h) * dim..][..dim];
+            // (key, exact score, the score's model) for the keys the head sees.
+            let seen: Vec<(usize, f64, Approx)> = (0..seq)
+                .filter(|&s| mask[(b * seq + s) * kv_heads + g] != 0.0)
+                .map(|s| {
+                    let products = qrow
+                        .iter()
+                        .zip(&kv[row(b, s, g)..][..dim])
+                        .map(|(x, y)| x * y);
+                    let model = Approx::sum(products.clone().map(exact), Fp::F32);
+                    (s, products.sum::<f64>(), model)
+                })
+                .collect();
+            // The reference: softmaxes in f64, over all keys and over each split's.
+            let softmax = |keys: &[(usize, f64, Approx)]| {
+                let scaled: Vec<f64> = keys.iter().map(|d| d.1 / (dim as f64).sqrt()).collect();
+                let top = scaled.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x));
+                let w: Vec<f64> = scaled.iter().map(|x| (x - top).exp()).collect();
+                let total: f64 = w.iter().sum();
+                let lse = (top + total.ln()) * LOG2_E;
+                let o: Vec<f64> = (0..dim)
+                    .map(|col| {
+                        let terms = keys
+                            .iter()
+                            .zip(&w)
+                            .map(|(d, w)| w * vv[row(b, d.0, g) + col]);
+                        terms.sum::<f64>() / total
+                    })
+                    .collect();
+                (o, lse)
+            };
+            // The model: each split, then the combine.
+            let (mut po, mut lses) = (Vec::new(), Vec::new());
+            for sid in 0..SPLITS {
+                let keys: Vec<(usize, f64, Approx)> = seen
+                    .iter()
+                    .filter(|d| d.0 / split == sid)
+                    .copied()
+                    .collect();
+                let tiles: Vec<Vec<(usize, Approx)>> = (0..split.div_ceil(TILE))
+                    .map(|t| {
+                        let in_tile = keys.iter().filter(|d| (d.0 % split) / TILE == t);
+                        in_tile.map(|d| (d.0, d.2)).collect()
+                    })
+                    .collect();
+                let (acc, l, m) = online_softmax(&tiles, |s, col| vv[row(b, s, g) + col], dim, c);
+                let (want_o, want_lse) = softmax(&keys);
+                let o_k: Vec<Approx> = acc
+                    .iter()
+                    .zip(&want_o)
+                    .map(|(&a, &w)| expect(w, f32r(a / l).round(Fp::F16)))
+                    .collect();
+                let lse_k = f32r(f32r(l.log2()) + f32r(m * c)).round(Fp::F16);
+                lses.push(expect(want_lse, lse_k));
+                po.push(o_k);
+            }
+            let lse_max = lses.iter().copied().reduce(Approx::max).expect("8 splits");
+            let terms = lses.iter().map(|&x| f32r(f32r(x - lse_max).exp2()));
+            let lse = f32r(f32r(Approx::sum(terms, Fp::F32).log2()) + lse_max);
+            let scales: Vec<Approx> = lses.iter().map(|&x| f32r(f32r(x - lse).exp2())).collect();
+            let (want, _) = softmax(&seen);
+            for (col, w) in want.into_iter().enumerate() {
+                let terms = po.iter().zip(&scales).map(|(p, &s)| f32r(p[col] * s));
+                out.push(expect(w, Approx::sum(terms, Fp::F32).round(Fp::F16)));
+            }
+            glse.extend(lses);
+            partial.extend(po.into_iter().flatten());
+        }
+    }
+    vec![("Output", out), ("glse", glse), ("Output_partial", partial)]
 }
 
 /// `flash_attn_bwd_preprocess.tir`: Delta[b, h, q] = Σ_d O[b, q, h, d]·dO[b, q, h, d]. Each
@@ -2270,6 +2434,11 @@ fn conv_im2col_matches_its_reference() {
 #[test]
 fn splitk_gemv_matches_its_reference() {
     check_example("gemv_splitk_vectorized");
+}
+
+#[test]
+fn flash_decoding_gqa_matches_its_reference() {
+    check_example("flash_decoding_gqa");
 }
 
 #[test]

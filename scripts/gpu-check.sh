@@ -226,4 +226,23 @@ run examples/gemm_streamk.tir -D M=300 -D N=500 -D K=1000 -D programs=132
 # rows-multiple-of-64 shape) with a 32-multiple of taps.
 run tests/tilelang/conv_im2col.tir -D N=1 -D C=5 -D H=5 -D W=7 -D F=100
 run tests/tilelang/conv_im2col.tir -D N=2 -D C=32 -D H=16 -D W=16 -D F=128
+# Attention decoding and the linear-attention family: the test's ragged (or smallest) sizes,
+# then the originals' where the interpreter keeps up. flash_decoding_gqa covers every key
+# for seqlen_kv a multiple of 8 with seqlen_kv / 8 at most 128 or a multiple of 128 (256:
+# masked 32-key splits; 8192: the original's); linear_attn_fwd and retention_fwd need S a
+# multiple of 64 (the original test's B = 1, H = 16, S = 512; main()'s S = 4096 over 4
+# heads); mamba_chunk_scan a chunk_size multiple of 64 and dstate at most 128 (the
+# originals' chunk_size, headdim, dstate and seqlen, over 8 heads of one batch).
+run tests/tilelang/flash_decoding_gqa.tir -D batch=1 -D seqlen_kv=256
+run tests/tilelang/flash_decoding_gqa.tir -D batch=1 -D seqlen_kv=8192
+run tests/tilelang/flash_attn_bwd_preprocess.tir -D batch=2 -D seq_len=100 -D heads=3
+run tests/tilelang/flash_attn_bwd_preprocess.tir -D batch=1 -D seq_len=512 -D heads=16
+run tests/tilelang/linear_attn_fwd.tir -D B=1 -D H=2 -D S=256
+run tests/tilelang/linear_attn_fwd.tir -D B=1 -D H=16 -D S=512
+run tests/tilelang/retention_fwd.tir -D B=1 -D H=2 -D S=256
+run tests/tilelang/retention_fwd.tir -D B=1 -D H=4 -D S=4096
+run tests/tilelang/mamba_chunk_state.tir -D batch=1 -D seqlen=200 -D chunk_size=128 -D ngroups=2 -D nheads=4 -D headdim=80 -D dstate=100
+run tests/tilelang/mamba_chunk_state.tir -D batch=1 -D seqlen=4096 -D chunk_size=256 -D ngroups=1 -D nheads=8 -D headdim=64 -D dstate=128
+run tests/tilelang/mamba_chunk_scan.tir -D batch=1 -D seqlen=200 -D chunk_size=128 -D ngroups=2 -D nheads=4 -D headdim=80 -D dstate=100
+run tests/tilelang/mamba_chunk_scan.tir -D batch=1 -D seqlen=4096 -D chunk_size=256 -D ngroups=1 -D nheads=8 -D headdim=64 -D dstate=128
 exit $fail

@@ -237,12 +237,21 @@ run tests/tilelang/flash_decoding_gqa.tir -D batch=1 -D seqlen_kv=256
 run tests/tilelang/flash_decoding_gqa.tir -D batch=1 -D seqlen_kv=8192
 run tests/tilelang/flash_attn_bwd_preprocess.tir -D batch=2 -D seq_len=100 -D heads=3
 run tests/tilelang/flash_attn_bwd_preprocess.tir -D batch=1 -D seq_len=512 -D heads=16
-run tests/tilelang/linear_attn_fwd.tir -D B=1 -D H=2 -D S=256
-run tests/tilelang/linear_attn_fwd.tir -D B=1 -D H=16 -D S=512
+# Widened tolerances (docs/cli.md, "--atol / --rtol"), measured on an H200 (2026-11-30):
+# linear attention adds float32 tile atomics into O in the GPU's order and carries its
+# state h between chunks in float16, so a reassociated sum can flip an h rounding (O off by
+# up to 1.6e-3 where the default float32 bound is 1e-5); retention's and the chunk state's
+# float16 intermediates come from the GPU's approximate exp2 and flip roundings in long
+# float16-fed sums (retention at S = 4096: 5 of 4M outputs off by up to 3.9e-3, all near
+# zero after cancellation; chunk state: 1 of 1M just past 1e-3 + 1e-3·|ref|). The CPU test
+# bounds the interpreter against float64 (tests/tests/tilelang_examples.rs); a wrong or
+# unwritten element moves by O(1) and still fails.
+run tests/tilelang/linear_attn_fwd.tir -D B=1 -D H=2 -D S=256 --atol 4e-3
+run tests/tilelang/linear_attn_fwd.tir -D B=1 -D H=16 -D S=512 --atol 4e-3
 run tests/tilelang/retention_fwd.tir -D B=1 -D H=2 -D S=256
-run tests/tilelang/retention_fwd.tir -D B=1 -D H=4 -D S=4096
+run tests/tilelang/retention_fwd.tir -D B=1 -D H=4 -D S=4096 --atol 8e-3
 run tests/tilelang/mamba_chunk_state.tir -D batch=1 -D seqlen=200 -D chunk_size=128 -D ngroups=2 -D nheads=4 -D headdim=80 -D dstate=100
-run tests/tilelang/mamba_chunk_state.tir -D batch=1 -D seqlen=4096 -D chunk_size=256 -D ngroups=1 -D nheads=8 -D headdim=64 -D dstate=128
+run tests/tilelang/mamba_chunk_state.tir -D batch=1 -D seqlen=4096 -D chunk_size=256 -D ngroups=1 -D nheads=8 -D headdim=64 -D dstate=128 --rtol 4e-3
 run tests/tilelang/mamba_chunk_scan.tir -D batch=1 -D seqlen=200 -D chunk_size=128 -D ngroups=2 -D nheads=4 -D headdim=80 -D dstate=100
 run tests/tilelang/mamba_chunk_scan.tir -D batch=1 -D seqlen=4096 -D chunk_size=256 -D ngroups=1 -D nheads=8 -D headdim=64 -D dstate=128
 exit $fail

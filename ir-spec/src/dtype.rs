@@ -100,6 +100,11 @@ impl DType {
         )
     }
 
+    /// The 8-bit floats (`float8_e4m3`, `float8_e5m2`).
+    pub fn is_fp8(self) -> bool {
+        matches!(self, DType::Float8E4M3 | DType::Float8E5M2)
+    }
+
     pub fn is_int(self) -> bool {
         matches!(
             self,

@@ -29,11 +29,6 @@ pub const fn k_major_only(dtype: DType) -> bool {
     matches!(dtype, DType::Float8E4M3 | DType::Float8E5M2 | DType::Int8)
 }
 
-/// The float8 dtypes, which wgmma lets A and B mix (`.e4m3.e5m2`).
-const fn is_float8(dtype: DType) -> bool {
-    matches!(dtype, DType::Float8E4M3 | DType::Float8E5M2)
-}
-
 /// The accumulator dtype wgmma has for `operand` inputs: int32 for int8 (`.s32`, sums
 /// wrap modulo 2^32 as the hardware's do without `.satfinite`), float32 for the rest.
 pub const fn accumulator_dtype(operand: DType) -> DType {
@@ -66,7 +61,7 @@ pub fn operand_rule(
     trans_a: bool,
     trans_b: bool,
 ) -> Result<(), String> {
-    if a.1 != b.1 && !(is_float8(a.1) && is_float8(b.1)) {
+    if a.1 != b.1 && !(a.1.is_fp8() && b.1.is_fp8()) {
         return Err(format!(
             "the A operand and the B operand of `T.wgmma` must have one dtype (fp8 may mix \
              e4m3 and e5m2): `{}` is {}, `{}` is {}",

@@ -386,7 +386,8 @@ def f(B: T.Tensor((128,), "float32")):
 
 #[test]
 fn thread_level_structure_errors() {
-    // A per-thread buffer used by block-level code.
+    // A local the block writes and the threads only read holds one value for the block
+    // (what every thread's copy holds once thread-binding moves the write inside the loop).
     let src = r#"@T.prim_func
 def f(B: T.Tensor((128,), "float32")):
     with T.Kernel(1, threads=128) as bx:
@@ -394,6 +395,16 @@ def f(B: T.Tensor((128,), "float32")):
         acc[0] = 1.0
         for tx in T.thread_binding(128, thread="threadIdx.x"):
             B[tx] = acc[0]
+"#;
+    assert_eq!(values(get(&outputs(src, 1), "B")), vec![1.0; 128]);
+    // A per-thread buffer (written by the threads) used by block-level code.
+    let src = r#"@T.prim_func
+def f(B: T.Tensor((128,), "float32")):
+    with T.Kernel(1, threads=128) as bx:
+        acc = T.alloc_local((1,), "float32")
+        for tx in T.thread_binding(128, thread="threadIdx.x"):
+            acc[0] = T.cast(tx, "float32")
+        B[0] = acc[0]
 "#;
     let d = error(src);
     assert!(

@@ -16,6 +16,7 @@ fn runtime_errors_render_located_diagnostics() {
     for path in paths {
         let rel = relative(&path);
         let args = tlc_tools::commands::run::RunArgs {
+            widen: None,
             file: &rel,
             defines: &[],
             inputs: &[],

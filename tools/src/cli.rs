@@ -97,6 +97,14 @@ pub enum Command {
         define: Vec<String>,
         #[command(flatten)]
         tuning: TuningFlags,
+        /// With `--device`: widen the absolute tolerance of float outputs to at least X (for
+        /// kernels whose float16 intermediates or float32 atomics the GPU rounds or orders
+        /// otherwise than the interpreter; docs/cli.md).
+        #[arg(long, value_name = "X", conflicts_with = "interp", value_parser = nonnegative_float)]
+        atol: Option<f64>,
+        /// With `--device`: widen the relative tolerance of float outputs to at least X.
+        #[arg(long, value_name = "X", conflicts_with = "interp", value_parser = nonnegative_float)]
+        rtol: Option<f64>,
     },
     /// Run chosen passes on a kernel (any level's text) and print the resulting IR.
     Opt {
@@ -366,5 +374,13 @@ impl InstrumentFlags {
             time_passes: self.time_passes,
             verify_each: !self.no_verify_each,
         }
+    }
+}
+
+/// A finite, non-negative float (`--atol`, `--rtol`).
+fn nonnegative_float(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("`{s}` is not a finite non-negative number")),
     }
 }

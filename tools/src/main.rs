@@ -87,6 +87,8 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
             save_dir,
             define,
             tuning,
+            atol,
+            rtol,
         } => {
             let target = target
                 .as_deref()
@@ -98,7 +100,10 @@ fn dispatch(cli: Cli) -> Result<String, UserError> {
                 (true, Some(t)) => TuneTarget::Given(t),
                 (true, None) => TuneTarget::OfGpu,
             };
+            let widen = (atol.is_some() || rtol.is_some())
+                .then(|| (atol.unwrap_or(0.0), rtol.unwrap_or(0.0)));
             let args = commands::run::RunArgs {
+                widen,
                 file: &file,
                 defines: &define,
                 inputs: &inputs,

@@ -24,6 +24,10 @@ pub struct RunArgs<'a> {
     pub save_dir: Option<&'a Path>,
     /// How the tunables `-D` leaves open are chosen.
     pub tuning: Tuning,
+    /// `--device`: `(atol, rtol)` that widen the per-dtype tolerance of float outputs
+    /// (`--atol`, `--rtol`), for kernels whose float16 intermediates or float32 atomics the
+    /// GPU may round or order otherwise than the interpreter.
+    pub widen: Option<(f64, f64)>,
 }
 
 /// Runs the kernel and returns the report printed on stdout.

@@ -64,6 +64,11 @@ pub struct DimDecl {
     /// `int32` (a `.u32`/`.s32` PTX parameter) or `int64` (`.u64`/`.s64`).
     #[serde(with = "dtype_text")]
     pub dtype: DType,
+    /// A scalar parameter of the function (`n: T.int32`): its position in the caller's
+    /// argument list (tensors and scalars as written). The caller gives its value by name;
+    /// no shape needs to hold it. Absent for dims read off shapes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arg: Option<usize>,
 }
 
 /// One `.entry` of the module and how to launch it.
@@ -289,8 +294,8 @@ impl Manifest {
                 ));
             }
         }
-        // Every dim must be readable off some argument's shape.
-        for d in &self.dims {
+        // Every dim must be readable off some argument's shape, or be a scalar argument.
+        for d in self.dims.iter().filter(|d| d.arg.is_none()) {
             let bindable = self
                 .params
                 .iter()

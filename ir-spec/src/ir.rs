@@ -42,6 +42,18 @@ pub struct Dim {
     pub span: Span,
     /// `Int32` or `Int64`: the dim's type in expressions and as a kernel parameter.
     pub dtype: DType,
+    /// A scalar parameter of the function (`max_seqlen_q: T.int32` in its signature): its
+    /// position among the written parameters. The caller passes its value there instead of
+    /// a launch reading it off a tensor's shape; it is a dim in every other way (same
+    /// range, `-D` binds it).
+    pub param: Option<usize>,
+}
+
+/// One parameter of a function's written signature ([`PrimFunc::signature`]).
+#[derive(Clone, Copy, Debug)]
+pub enum SigParam<'a> {
+    Tensor(&'a BufferDecl),
+    Scalar(&'a Dim),
 }
 
 /// The largest value of an int32 symbolic dim: 2^30, so that index math near a dim
@@ -58,6 +70,7 @@ impl Dim {
             name: name.into(),
             span,
             dtype,
+            param: None,
         }
     }
 
@@ -1006,6 +1019,44 @@ impl PrimFunc {
         self.params
             .iter()
             .filter(|p| !self.is_scratch(&p.name.name))
+    }
+
+    /// The written signature: the caller's tensors ([`PrimFunc::inputs`]) with the scalar
+    /// parameters (dims with a `param` position) at their places, in order.
+    pub fn signature(&self) -> Vec<SigParam<'_>> {
+        let mut scalars: Vec<&Dim> = self.dims.iter().filter(|d| d.param.is_some()).collect();
+        scalars.sort_by_key(|d| d.param);
+        let mut tensors = self.inputs();
+        let mut out = Vec::new();
+        for s in scalars {
+            while out.len() < s.param.unwrap_or(0) {
+                match tensors.next() {
+                    Some(t) => out.push(SigParam::Tensor(t)),
+                    None => break,
+                }
+            }
+            out.push(SigParam::Scalar(s));
+        }
+        out.extend(tensors.map(SigParam::Tensor));
+        out
+    }
+
+    /// Renumbers the scalar parameters by their places in [`PrimFunc::signature`], as the
+    /// parser numbers them (after `-D` removed some, the rest close up).
+    pub fn renumber_scalar_params(&mut self) {
+        let order: Vec<String> = self
+            .signature()
+            .iter()
+            .map(|p| match p {
+                SigParam::Tensor(t) => t.name.name.clone(),
+                SigParam::Scalar(d) => d.name.clone(),
+            })
+            .collect();
+        for d in &mut self.dims {
+            if d.param.is_some() {
+                d.param = order.iter().position(|n| *n == d.name);
+            }
+        }
     }
 
     pub fn buffers(&self) -> Vec<&BufferDecl> {

@@ -37,6 +37,7 @@ pub fn specialize(func: &PrimFunc, bindings: &[(String, i64)]) -> Result<PrimFun
     }
     let value_of = |n: &str| bindings.iter().find(|(b, _)| b == n).map(|(_, v)| *v);
     out.dims.retain(|d| value_of(&d.name).is_none());
+    out.renumber_scalar_params();
     // A parameter's shape is a size: its type never matters.
     for param in &mut out.params {
         for dim in &mut param.shape {

@@ -997,3 +997,54 @@ fn sync_threads_with_a_barrier_id_over_the_whole_block_is_the_block_barrier() {
         "for tx in T.thread_binding(128, thread=\"threadIdx.x\"):\n    if tx < 64:\n        T.bar_sync(1, 64)",
     );
 }
+
+#[test]
+fn scalar_parameters_are_dims_at_their_places() {
+    let f = ok("M = T.symbolic(\"M\")\n\n@T.prim_func\ndef f(\n    A: T.Tensor((M,), \"float32\"),\n    n: T.int32,\n    B: T.Tensor((M,), \"float32\"),\n    big: \"int64\",\n):\n    with T.Kernel(1, threads=32) as bx:\n        A[0] = B[n + big]\n");
+    let dims: Vec<(&str, DType, Option<usize>)> = f
+        .dims
+        .iter()
+        .map(|d| (d.name.as_str(), d.dtype, d.param))
+        .collect();
+    assert_eq!(
+        dims,
+        [
+            ("M", DType::Int32, None),
+            ("n", DType::Int32, Some(1)),
+            ("big", DType::Int64, Some(3)),
+        ]
+    );
+    // The printed signature keeps the places; binding one closes the others up.
+    let text = tlc_ir::printer::print_func(&f);
+    assert!(
+        text.contains("    A: T.Tensor((M,), \"float32\"),\n    n: T.int32,\n    B: T.Tensor((M,), \"float32\"),\n    big: T.int64,\n"),
+        "{text}"
+    );
+    let bound = tlc_ir::specialize::specialize(&f, &[("n".to_string(), 4)]).expect("bind n");
+    assert_eq!(
+        bound
+            .dims
+            .iter()
+            .find(|d| d.name == "big")
+            .and_then(|d| d.param),
+        Some(2)
+    );
+    assert_eq!(
+        tlc_ir::parse(&tlc_ir::printer::print_func(&bound)).ok(),
+        Some(bound)
+    );
+}
+
+#[test]
+fn t_dynamic_declares_dims_one_or_several_at_a_time() {
+    let f = ok("total = T.dynamic(\"total\")\nB, H = T.dynamic(\"B, H\", \"int64\")\n\n@T.prim_func\ndef f(A: T.Tensor((total, H), \"float32\"), C: T.Tensor((B, H), \"float32\")):\n    with T.Kernel(1, threads=32) as bx:\n        C[0, 0] = A[0, 0]\n");
+    let dims: Vec<(&str, DType)> = f.dims.iter().map(|d| (d.name.as_str(), d.dtype)).collect();
+    assert_eq!(
+        dims,
+        [
+            ("total", DType::Int32),
+            ("B", DType::Int64),
+            ("H", DType::Int64)
+        ]
+    );
+}

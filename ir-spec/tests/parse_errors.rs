@@ -423,8 +423,8 @@ fn structure_errors() {
         "unexpected statement at module level",
     );
     has(
-        "@T.prim_func\ndef f(n: T.int32):\n    pass\n",
-        "scalar parameters are not supported",
+        "@T.prim_func\ndef f(x: T.float32):\n    pass\n",
+        "a scalar parameter is int32 or int64, not float32",
     );
     has(
         "@T.prim_func\ndef f():\n    S = T.alloc_shared((4,), \"float16\")\n",

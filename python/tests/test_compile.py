@@ -104,3 +104,25 @@ def test_tune_without_a_gpu_says_it_needs_one(repo):
         pytest.skip("a CUDA driver is present")
     with pytest.raises(tlc.CompileError, match="`tlc tune` needs a GPU"):
         tlc.tune(repo / "bench/gemm_tunable.tir", M=256, N=256, K=256)
+
+
+def test_scalar_parameters_are_dims_the_caller_passes_in_place(repo):
+    k = tlc.compile(repo / "tests/cases/valid/scalar_params.tir", target="sm_80")
+    assert k.params == ["X", "Y"]
+    dims = {d["name"]: d.get("arg") for d in k.manifest["dims"]}
+    assert dims == {"M": None, "limit": 1, "scale": 3}
+    # A call's places: X, limit, Y, scale — the ints become dims, the rest the tensors.
+    x, y = object(), object()
+    tensors, given = k._split_scalars((x, 20, y, 3), {})
+    assert tensors == (x, y) and given == {"limit": 20, "scale": 3}
+    # By name, the call is left as it is.
+    assert k._split_scalars((x, y), {"limit": 20}) == ((x, y), {"limit": 20})
+    with pytest.raises(TypeError, match="given twice"):
+        k._split_scalars((x, 20, y, 3), {"limit": 21})
+    # With out_idx (tensor indices): the inputs with the scalars at their places.
+    k_out = tlc.compile(repo / "tests/cases/valid/scalar_params.tir", target="sm_80", out_idx=[1])
+    assert k_out._split_scalars((x, 20, 3), {}) == ((x,), {"limit": 20, "scale": 3})
+    # Bound like -D, a scalar parameter leaves the signature.
+    bound = tlc.compile(repo / "tests/cases/valid/scalar_params.tir", target="sm_80", limit=7)
+    assert [d["name"] for d in bound.manifest["dims"]] == ["M", "scale"]
+    assert bound.manifest["dims"][1]["arg"] == 2

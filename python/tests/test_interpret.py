@@ -131,3 +131,11 @@ def test_fp8_comes_back_as_raw_bytes(repo):
     # Y = X * 600 in e4m3: saturated at 448, else within half a step (2^-4 relative).
     want = np.clip(x * 600, -448, 448)
     np.testing.assert_allclose(_e4m3(y), want, rtol=2**-4, atol=2**-9)
+
+
+def test_scalar_parameters_interpret_by_name(repo):
+    x = np.random.default_rng(3).uniform(-1, 1, (37, 64)).astype(np.float32)
+    y0 = np.full((37, 64), 5.0, np.float32)
+    _, y = tlc.interpret(repo / "tests/cases/valid/scalar_params.tir", x, y0, limit=20, scale=3)
+    want = np.where(np.arange(37)[:, None] < 20, x * np.float32(3), np.float32(0))
+    np.testing.assert_array_equal(y, want)

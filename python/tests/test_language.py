@@ -454,3 +454,50 @@ def test_a_tunable_never_becomes_a_silent_python_value():
 
     with pytest.raises(T.LanguageError, match="inside a tuple or list"):
         in_a_tuple(256)
+
+
+def softmax_rows(M, N, scale):
+    # TileLang's habit: the kernel's steps as @T.macro functions of the factory, closing
+    # over its values (`N`, `scale`), one calling another, one called twice.
+    @T.macro
+    def row_max(src, dst):
+        T.reduce_max(src, dst, dim=1, clear=True)
+
+    @T.macro
+    def exp_rows(buf, m):
+        row_max(buf, m)
+        for i, j in T.Parallel(16, N):
+            buf[i, j] = T.exp((buf[i, j] - m[i]) * scale)
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float32"), Y: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(M, 16), threads=128) as bx:
+            x = T.alloc_fragment((16, N), "float32")
+            m = T.alloc_fragment((16,), "float32")
+            s = T.alloc_fragment((16,), "float32")
+            T.copy(X[bx * 16, 0], x)
+            exp_rows(x, m)
+            T.reduce_sum(x, s, dim=1)
+            for i, j in T.Parallel(16, N):
+                x[i, j] = x[i, j] / s[i]
+            exp_rows(x, m)
+            T.copy(x, Y[bx * 16, 0])
+
+    return main
+
+
+def test_macros_of_the_factory_expand_in_the_kernel():
+    f = softmax_rows(T.symbolic("M"), 64, 0.5)
+    text = str(f)
+    assert "@T.macro\ndef row_max(src, dst):" in text
+    assert "T.exp((buf[i, j] - m[i]) * 0.5)" in text
+    assert text.count("@T.macro") == 2
+    x = np.random.default_rng(5).uniform(-1, 1, (37, 64)).astype(np.float32)
+    _, y = tlc.interpret(f, x, np.zeros_like(x))
+    e = np.exp((x - x.max(axis=1, keepdims=True)) * 0.5)
+    p = e / e.sum(axis=1, keepdims=True)
+    want = np.exp((p - p.max(axis=1, keepdims=True)) * 0.5)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+    tlc.compile(f, target="sm_80")
+    with pytest.raises(T.LanguageError, match="expands inside a kernel"):
+        T.macro(lambda a: None)(1)

@@ -131,6 +131,10 @@ class Kernel:
         self._inputs: Tuple[int, ...] = tuple(
             i for i in range(len(self._params)) if i not in self._out_idx
         )
+        # Scalar parameters (`n: T.int32`): their places in the written signature.
+        self._scalars: Dict[int, str] = {
+            int(d["arg"]): str(d["name"]) for d in self.manifest.get("dims", []) if "arg" in d
+        }
 
     @property
     def ptx(self) -> str:
@@ -184,7 +188,13 @@ class Kernel:
         an int, ``ValueError`` or ``LaunchError`` naming the parameter.
 
         The checks run once per signature (dtypes, shapes, strides, devices, dims), which
-        is then cached; later calls with the same signature only check the addresses."""
+        is then cached; later calls with the same signature only check the addresses.
+
+        A kernel with scalar parameters (``n: T.int32``) takes their values where the
+        signature has them, as ints (``kernel(a, 128, c)``); they may also be given by name
+        (``n=128``)."""
+        if self._scalars:
+            tensors, dims = self._split_scalars(tensors, dims)
         names = self._params
         if len(tensors) == len(names):
             given = range(len(names))
@@ -235,6 +245,36 @@ class Kernel:
             allocated[i] if i in allocated else tensors[i] for i in self._out_idx
         )
         return outs[0] if len(outs) == 1 else outs
+
+    def _split_scalars(
+        self, args: Tuple[Any, ...], dims: Dict[str, Any]
+    ) -> Tuple[Tuple[Any, ...], Dict[str, Any]]:
+        """The tensors of a call and its dims, the scalar parameters' values taken from
+        their places in ``args`` (all parameters, or all but the ``out_idx`` outputs)."""
+        full = len(self._params) + len(self._scalars)
+        if len(args) == full:
+            skip: Tuple[int, ...] = ()
+        elif self._out_idx and len(args) == full - len(self._out_idx):
+            skip = self._out_idx
+        else:
+            # Given by name (or a wrong count, which the tensor check reports).
+            return args, dims
+        tensors: List[Any] = []
+        dims = dict(dims)
+        rest = iter(args)
+        tensor_index = 0
+        for place in range(full):
+            if place in self._scalars:
+                name = self._scalars[place]
+                value = next(rest)
+                if name in dims and dims[name] != value:
+                    raise TypeError(f"scalar parameter `{name}` given twice")
+                dims[name] = value
+            else:
+                if tensor_index not in skip:
+                    tensors.append(next(rest))
+                tensor_index += 1
+        return tuple(tensors), dims
 
     def _count_error(self, found: int) -> str:
         names = self._params

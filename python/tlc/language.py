@@ -49,8 +49,8 @@ import textwrap
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 __all__ = [
-    "DataType", "ceildiv", "Expr", "LanguageError", "PrimFunc", "eager", "prim_func", "symbolic",
-    "tunable", "tune_constraint",
+    "DataType", "ceildiv", "Expr", "LanguageError", "Macro", "PrimFunc", "eager", "macro",
+    "prim_func", "symbolic", "tunable", "tune_constraint",
 ]
 
 
@@ -357,10 +357,75 @@ def _function(text: str) -> ast.FunctionDef:
     return func
 
 
+class Macro:
+    """A ``@T.macro`` function (TileLang's statement macro): not run either. A kernel that
+    calls it gets the macro's text — its own free names' values substituted as a kernel's
+    are — after its own (docs/ir.md, "Macros"), and the compiler expands each call."""
+
+    def __init__(self, fn: Callable[..., Any], scope: Dict[str, Any]) -> None:
+        self.name = fn.__name__
+        self._filename, self._text, _ = _source(fn)
+        self._scope = scope
+
+    def __call__(self, *_: Any, **__: Any) -> Any:
+        raise LanguageError(
+            f"the macro `{self.name}` expands inside a kernel's text; Python cannot call it"
+        )
+
+    def __repr__(self) -> str:
+        return f"<tlc.language.Macro {self.name} from {self._filename}>"
+
+
+def macro(fn: Optional[Callable[..., Any]] = None, **_options: Any) -> Any:
+    """``@T.macro`` (or ``@T.macro(hygienic=...)``): a statement macro for kernels written
+    in Python (see ``Macro``)."""
+    if fn is None:
+        frame = sys._getframe(1)
+        return lambda f: Macro(f, _scope(f, frame))
+    return Macro(fn, _scope(fn, sys._getframe(1)))
+
+
+class _Parts(NamedTuple):
+    """A function's substituted text and what it needs declared around it."""
+
+    body: str
+    symbols: Dict[str, "Symbolic"]
+    tunables: Dict[str, "Tunable"]
+    spaces: Dict[int, "ConfigSpace"]
+    macros: Dict[str, Macro]
+
+
 def _substitute(source: str, first_line: int, scope: Dict[str, Any]) -> str:
     """The function's text with its free names' literal values in place, Python-level
     branches on them resolved, symbolic dims declared above it, placed so that it starts
-    on ``first_line``."""
+    on ``first_line``; the macros it calls (theirs too) follow it."""
+    parts = _parts(source, scope)
+    symbols, tunables, spaces = dict(parts.symbols), dict(parts.tunables), dict(parts.spaces)
+    macros: List[str] = []
+    pending = list(parts.macros.values())
+    done: Set[str] = set()
+    while pending:
+        m = pending.pop(0)
+        if m.name in done:
+            continue
+        done.add(m.name)
+        inner = _parts(m._text, m._scope)
+        symbols.update(inner.symbols)
+        tunables.update(inner.tunables)
+        spaces.update(inner.spaces)
+        pending.extend(inner.macros.values())
+        macros.append("\n\n" + inner.body)
+    header = [_declare(s) for s in symbols.values()]
+    header += [_declare_tunable(n, t) for n, t in sorted(tunables.items())]
+    header += [space.declaration() for space in spaces.values()]
+    # Blank lines up to the function's first line, so diagnostics give the .py's line.
+    pad = max(first_line - 1 - len(header), 0)
+    return "".join(header) + "\n" * pad + parts.body + "".join(macros)
+
+
+def _parts(source: str, scope: Dict[str, Any]) -> _Parts:
+    """[`_substitute`]'s work on one function: its text with the values in place, and the
+    dims, tunables, config spaces and macros it names."""
     text = textwrap.dedent(source)
     func = _function(text)
     bound = _bound_names(func)
@@ -368,10 +433,18 @@ def _substitute(source: str, first_line: int, scope: Dict[str, Any]) -> str:
     symbols: Dict[str, Symbolic] = {}
     tunables: Dict[str, Tunable] = {}
     spaces: Dict[int, ConfigSpace] = {}
+    macros: Dict[str, Macro] = {}
     for node in ast.walk(func):
         if not isinstance(node, ast.Name) or not isinstance(node.ctx, ast.Load):
             continue
         if node.id in bound or node.id not in scope or node.end_col_offset is None:
+            continue
+        if isinstance(scope[node.id], Macro):
+            # Kept by name (the macro's own, which its text defines).
+            m = scope[node.id]
+            macros[m.name] = m
+            if m.name != node.id:
+                edits.append((node.lineno, node.col_offset, node.end_col_offset, m.name))
             continue
         if isinstance(scope[node.id], Tunable):
             # The name stays; the text declares it. One tunable is one name: the same object
@@ -412,12 +485,7 @@ def _substitute(source: str, first_line: int, scope: Dict[str, Any]) -> str:
             "tunable of the factory: rename one"
         )
     body = _fold_branches("".join(out))
-    header = [_declare(s) for s in symbols.values()]
-    header += [_declare_tunable(n, t) for n, t in sorted(tunables.items())]
-    header += [space.declaration() for space in spaces.values()]
-    # Blank lines up to the function's first line, so diagnostics give the .py's line.
-    pad = max(first_line - 1 - len(header), 0)
-    return "".join(header) + "\n" * pad + body
+    return _Parts(body, symbols, tunables, spaces, macros)
 
 
 def _declare(s: Symbolic) -> str:
@@ -758,8 +826,8 @@ class DataType:
 class _Anything:
     """What ``T.Tensor((M, K), dtype)`` and the like evaluate to in Python: nothing. They
     matter only as source text; Python evaluates annotations when the function is defined.
-    Never a value Python code goes on with: decorating a function with one (``@T.jit``,
-    ``@T.macro``) or iterating one is a ``LanguageError`` naming it."""
+    Never a value Python code goes on with: decorating a function with one (``@T.jit``)
+    or iterating one is a ``LanguageError`` naming it."""
 
     def __init__(self, name: str = "") -> None:
         self._name = name

@@ -40,6 +40,7 @@ fn fp8_gemm() -> Manifest {
             .map(|d| DimDecl {
                 name: d.to_string(),
                 dtype: DType::Int32,
+                arg: None,
             })
             .collect(),
         kernels: vec![Launch {

@@ -47,6 +47,7 @@ fn gemm() -> Manifest {
             .map(|d| DimDecl {
                 name: d.to_string(),
                 dtype: DType::Int32,
+                arg: None,
             })
             .collect(),
         kernels: vec![Launch {
@@ -210,6 +211,32 @@ fn dims_bind_from_argument_shapes() {
     assert_eq!(dims.get("N"), Some(300));
     assert_eq!(dims.get("K"), Some(64));
     assert_eq!(dims.to_string(), "M = 1000, N = 300, K = 64");
+}
+
+/// A scalar parameter (`limit: T.int32`): a dim no shape holds, valid because the caller
+/// passes it (`arg`), bound only when given by name.
+#[test]
+fn scalar_argument_dims_are_given_by_the_caller() {
+    let mut m = gemm();
+    m.dims.push(DimDecl {
+        name: "limit".into(),
+        dtype: DType::Int32,
+        arg: Some(1),
+    });
+    m.validate().unwrap();
+    let shapes: [Option<&[usize]>; 3] = [Some(&[1000, 64]), Some(&[64, 300]), Some(&[1000, 300])];
+    let dims = m.bind_dims_with(&shapes, &[("limit", 20)]).unwrap();
+    assert_eq!(dims.get("limit"), Some(20));
+    let err = m.bind_dims_with(&shapes, &[]).unwrap_err().to_string();
+    assert!(err.contains("limit"), "{err}");
+    // Out of a dim's range (0..=2^30), as any given dim.
+    assert!(m.bind_dims_with(&shapes, &[("limit", -1)]).is_err());
+    assert!(m
+        .bind_dims_with(&shapes, &[("limit", (1 << 30) + 1)])
+        .is_err());
+    // Without `arg` nothing could bind it: the manifest is refused.
+    m.dims.last_mut().unwrap().arg = None;
+    assert!(m.validate().is_err());
 }
 
 #[test]

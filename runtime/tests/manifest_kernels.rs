@@ -39,6 +39,7 @@ fn chain() -> Manifest {
         dims: vec![DimDecl {
             name: "N".into(),
             dtype: DType::Int32,
+            arg: None,
         }],
         kernels: vec![
             launch(

@@ -29,6 +29,7 @@ fn tma_gemm() -> Manifest {
             .map(|d| DimDecl {
                 name: d.to_string(),
                 dtype: DType::Int32,
+                arg: None,
             })
             .collect(),
         kernels: vec![Launch {

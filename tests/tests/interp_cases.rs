@@ -32,6 +32,8 @@ fn dims_for(stem: &str) -> Vec<(&'static str, i64)> {
         "row_softmax" => vec![("M", 37)],
         // 3 blocks of 16 rows, the last with 5.
         "macros" => vec![("M", 37)],
+        // The scalar parameters given by name, as dims are: a limit inside the second block.
+        "scalar_params" => vec![("M", 37), ("limit", 20), ("scale", 3)],
         // 74 chunks over 3 blocks of 25: rows 12 and 37 split between two blocks.
         "while_loops" => vec![("M", 37)],
         // 10 blocks of 4 rows, the last with one row.
@@ -308,6 +310,7 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
         "split_combine_scratch" => check_split_combine_scratch(o),
         "row_softmax" => check_row_softmax(o),
         "macros" => check_macros(o),
+        "scalar_params" => check_scalar_params(o),
         "atomic_colsum" => check_atomic_colsum(o, initial),
         "copy_regions" => check_copy_regions(o, initial),
         "control_flow" => check_control_flow(o, initial),
@@ -1034,6 +1037,20 @@ fn check_row_softmax(o: &Outputs) {
             let want = f16::from_f64(r(ev / s)).to_f64();
             assert_eq!(y[row * 96 + j], want, "row_softmax: Y[{row}, {j}]");
         }
+    }
+}
+
+/// `scalar_params.tir`: rows below `limit` (20) of Y are X * `scale` (3) in float32, the rest
+/// zeros.
+fn check_scalar_params(o: &Outputs) {
+    let (x, y) = (o["X"].to_f64(), o["Y"].to_f64());
+    for (k, (&xv, &yv)) in x.iter().zip(&y).enumerate() {
+        let want = if k / 64 < 20 {
+            f64::from((xv * 3.0) as f32)
+        } else {
+            0.0
+        };
+        assert_eq!(yv, want, "scalar_params: Y[{}, {}]", k / 64, k % 64);
     }
 }
 

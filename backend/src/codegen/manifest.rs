@@ -155,6 +155,7 @@ pub(super) fn build(
         .map(|d| DimDecl {
             name: d.name.clone(),
             dtype: d.dtype,
+            arg: d.param,
         })
         .collect();
     // The verifier lists every kernel in program order, nested ones too; they are the

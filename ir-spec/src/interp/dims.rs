@@ -132,13 +132,15 @@ pub(crate) fn resolve(
     let mut dims = Vec::with_capacity(known.len());
     for (i, k) in known.iter().enumerate() {
         let Some((v, from)) = k else {
-            return Err(Diagnostic::error(
-                func.dims[i].span,
+            let name = &dim_names[i];
+            let message = if func.dims[i].param.is_some() {
+                format!("the scalar parameter `{name}` needs a value: give it (`-D {name}=VALUE`)")
+            } else {
                 format!(
-                    "the value of dimension `{}` is not known: give it (`-D {}=VALUE`) or give an input whose shape uses it",
-                    dim_names[i], dim_names[i]
-                ),
-            ));
+                    "the value of dimension `{name}` is not known: give it (`-D {name}=VALUE`) or give an input whose shape uses it"
+                )
+            };
+            return Err(Diagnostic::error(func.dims[i].span, message));
         };
         let dim = &func.dims[i];
         if let Some(why) = crate::ir::dim_range_error(&dim.name, dim.dtype, *v) {

@@ -94,7 +94,9 @@ impl Printer<'_> {
     }
 
     fn func(&mut self, func: &PrimFunc) -> fmt::Result {
-        for dim in &func.dims {
+        let module_dims: Vec<&crate::ir::Dim> =
+            func.dims.iter().filter(|d| d.param.is_none()).collect();
+        for dim in &module_dims {
             if dim.dtype == DType::Int32 {
                 writeln!(self.out, "{0} = T.symbolic(\"{0}\")", dim.name)?;
             } else {
@@ -105,21 +107,28 @@ impl Printer<'_> {
                 )?;
             }
         }
-        if !func.dims.is_empty() {
+        if !module_dims.is_empty() {
             self.out.push('\n');
         }
         self.space(&func.space)?;
         self.out.push_str("@T.prim_func\n");
-        let inputs: Vec<&crate::ir::BufferDecl> = func.inputs().collect();
-        if inputs.is_empty() {
+        let signature = func.signature();
+        if signature.is_empty() {
             writeln!(self.out, "def {}():", func.name.name)?;
         } else {
             writeln!(self.out, "def {}(", func.name.name)?;
-            for param in inputs {
+            for param in signature {
                 self.indent(1);
-                write!(self.out, "{}: T.Tensor(", param.name.name)?;
-                self.shape(&param.shape)?;
-                writeln!(self.out, ", \"{}\"),", param.dtype)?;
+                match param {
+                    crate::ir::SigParam::Tensor(param) => {
+                        write!(self.out, "{}: T.Tensor(", param.name.name)?;
+                        self.shape(&param.shape)?;
+                        writeln!(self.out, ", \"{}\"),", param.dtype)?;
+                    }
+                    crate::ir::SigParam::Scalar(d) => {
+                        writeln!(self.out, "{}: T.{},", d.name, d.dtype)?;
+                    }
+                }
             }
             self.out.push_str("):\n");
         }

@@ -97,7 +97,7 @@ pub fn lower_module(module: &[ast::Stmt], src: &str) -> Result<Lowered, Vec<Diag
                 }
             }
             ast::StmtKind::Assign { target, value } => {
-                if let Some(dim) = lw.symbolic_dim(target, value, &dims) {
+                for dim in lw.symbolic_dims(target, value, &dims) {
                     dims.push(dim);
                 }
             }
@@ -160,15 +160,65 @@ impl Lowerer {
         None
     }
 
-    /// `M = T.symbolic("M")` at module level; `dims`: the ones declared above it.
+    /// `M, N = T.dynamic("M, N")` at module level (TileLang's spelling of several dims at
+    /// once; with one name it is `T.symbolic`'s form): one dim per name, in order.
+    fn symbolic_dims(&mut self, target: &ast::Expr, value: &ast::Expr, dims: &[Dim]) -> Vec<Dim> {
+        let (ast::ExprKind::Tuple(items), ast::ExprKind::Call(func, args)) =
+            (&target.kind, &value.kind)
+        else {
+            return self.symbolic_dim(target, value, dims).into_iter().collect();
+        };
+        if func.dotted().as_deref() != Some("T.dynamic") {
+            self.error(module_level_error(value.span));
+            return Vec::new();
+        }
+        let Some((first, rest)) = args.split_first() else {
+            self.error(Diagnostic::error(value.span, "`T.dynamic` needs the names"));
+            return Vec::new();
+        };
+        let ast::ExprKind::Str(written) = &first.value.kind else {
+            self.error(Diagnostic::error(
+                first.value.span,
+                "`T.dynamic` takes the names as one string: `M, N = T.dynamic(\"M, N\")`",
+            ));
+            return Vec::new();
+        };
+        let names: Vec<&str> = written.split(',').map(str::trim).collect();
+        if names.len() != items.len() {
+            self.error(Diagnostic::error(
+                first.value.span,
+                format!("{} names for {} targets", names.len(), items.len()),
+            ));
+            return Vec::new();
+        }
+        let mut out: Vec<Dim> = Vec::new();
+        for (item, name) in items.iter().zip(names) {
+            // The one-name form of the call, for this target.
+            let mut one = vec![ast::Arg {
+                name: first.name.clone(),
+                value: ast::Expr::new(ast::ExprKind::Str(name.to_string()), first.value.span),
+            }];
+            one.extend(rest.iter().cloned());
+            let call = ast::Expr::new(ast::ExprKind::Call(func.clone(), one), value.span);
+            let seen: Vec<Dim> = dims.iter().chain(out.iter()).cloned().collect();
+            if let Some(d) = self.symbolic_dim(item, &call, &seen) {
+                out.push(d);
+            }
+        }
+        out
+    }
+
+    /// `M = T.symbolic("M")` (or TileLang's `T.dynamic("M")`) at module level; `dims`: the
+    /// ones declared above it.
     fn symbolic_dim(&mut self, target: &ast::Expr, value: &ast::Expr, dims: &[Dim]) -> Option<Dim> {
         let ast::ExprKind::Call(func, args) = &value.kind else {
             return self.fail(module_level_error(value.span));
         };
-        if func.dotted().as_deref() != Some("T.symbolic") {
+        let callee = func.dotted().unwrap_or_default();
+        if callee != "T.symbolic" && callee != "T.dynamic" {
             return self.fail(module_level_error(value.span));
         }
-        let a = self.bind("T.symbolic", value.span, args, &["name", "dtype"], 1)?;
+        let a = self.bind(&callee, value.span, args, &["name", "dtype"], 1)?;
         let name = self.string(a[0]?, "the name of a symbolic dimension")?;
         let mut dtype = DType::Int32;
         if let Some(dt) = a[1] {
@@ -204,7 +254,7 @@ impl Lowerer {
         Some(Dim::new(var.clone(), target.span, dtype))
     }
 
-    fn func(&mut self, f: &ast::FuncDef, dims: Vec<Dim>, span: Span) -> Option<PrimFunc> {
+    fn func(&mut self, f: &ast::FuncDef, mut dims: Vec<Dim>, span: Span) -> Option<PrimFunc> {
         self.decorators(f);
         if let Some(r) = &f.returns {
             self.error(Diagnostic::error(r.span, "a prim_func returns nothing"));
@@ -233,6 +283,15 @@ impl Lowerer {
             if ann.dotted().as_deref() == Some("T.handle") {
                 handles.insert(p.name.name.clone(), (i, p.name.span));
                 continue;
+            }
+            match self.scalar_param(&p.name, ann, i, &dims) {
+                Some(Some(dim)) => {
+                    dims.push(dim);
+                    continue;
+                }
+                // A scalar type refused (reported).
+                Some(None) => continue,
+                None => {}
             }
             if let Some(decl) = self.param_decl(&p.name, ann, p.span) {
                 if let Some(slot) = params.get_mut(i) {
@@ -350,6 +409,52 @@ impl Lowerer {
 
     /// A parameter `A: T.Tensor((M, N), "float16")` (or `T.Buffer`), or TileLang's
     /// subscript spelling `A: T.Tensor[(M, N), T.float16]` (the same two arguments).
+    /// `n: T.int32` (or `T.int64`, or the dtype as a string) in the signature: a scalar
+    /// parameter, which is a dim the caller passes at position `index`. `None` when `ann`
+    /// is no scalar type (a tensor's); `Some(None)` after reporting another scalar dtype or
+    /// a name a module-level dim has.
+    fn scalar_param(
+        &mut self,
+        name: &ast::Ident,
+        ann: &ast::Expr,
+        index: usize,
+        dims: &[Dim],
+    ) -> Option<Option<Dim>> {
+        let written = match &ann.kind {
+            ast::ExprKind::Str(s) => s.clone(),
+            _ => ann.dotted()?.strip_prefix("T.")?.to_string(),
+        };
+        let dtype = DType::parse(&written)?;
+        if !matches!(dtype, DType::Int32 | DType::Int64) {
+            return Some(
+                self.fail(
+                    Diagnostic::error(
+                        ann.span,
+                        format!("a scalar parameter is int32 or int64, not {dtype}"),
+                    )
+                    .with_note("pass other values in a one-element tensor (`T.Tensor((1,), …)`)"),
+                ),
+            );
+        }
+        if let Some(first) = dims.iter().find(|d| d.name == name.name) {
+            return Some(
+                self.fail(
+                    Diagnostic::error(
+                        name.span,
+                        format!(
+                            "`{}` is both a symbolic dimension and a scalar parameter",
+                            name.name
+                        ),
+                    )
+                    .with_note_at(first.span, "declared here"),
+                ),
+            );
+        }
+        let mut dim = Dim::new(name.name.clone(), name.span, dtype);
+        dim.param = Some(index);
+        Some(Some(dim))
+    }
+
     fn param_decl(&mut self, name: &ast::Ident, ann: &ast::Expr, span: Span) -> Option<BufferDecl> {
         let subscript_args: Vec<ast::Arg>;
         let (func, args) = match &ann.kind {
@@ -368,12 +473,11 @@ impl Lowerer {
             }
             _ => {
                 let msg = match ann.dotted().as_deref().and_then(|d| d.strip_prefix("T.")) {
-                Some(dt) if DType::parse(dt).is_some() => {
-                    "scalar parameters are not supported; declare a symbolic dimension with `M = T.symbolic(\"M\")` before the function"
-                        .to_string()
-                }
-                _ => "expected a buffer type `T.Tensor((d0, d1), \"dtype\")`".to_string(),
-            };
+                    Some(dt) if DType::parse(dt).is_some() => {
+                        "a scalar parameter is int32 or int64 (`n: T.int32`)".to_string()
+                    }
+                    _ => "expected a buffer type `T.Tensor((d0, d1), \"dtype\")`".to_string(),
+                };
                 return self.fail(Diagnostic::error(ann.span, msg));
             }
         };

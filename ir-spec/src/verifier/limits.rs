@@ -40,7 +40,8 @@ pub(super) fn check(func: &PrimFunc, target: Option<Target>) -> Vec<Diagnostic> 
 /// function's own `T.alloc_global` tensors are sized from the dims, not the other way).
 fn launchable_dims(func: &PrimFunc) -> Vec<Diagnostic> {
     let mut diags = Vec::new();
-    for d in &func.dims {
+    // A scalar parameter is passed by the caller, not read off a shape.
+    for d in func.dims.iter().filter(|d| d.param.is_none()) {
         let bound = func.inputs().any(|p| {
             p.shape
                 .iter()

@@ -323,9 +323,9 @@ def test_an_unknown_decorator_is_a_located_error_not_a_placeholder():
             with T.Kernel(1, threads=32) as bx:
                 A[0] = 1.0
 
-    with pytest.raises(T.LanguageError, match="`T.macro` decorates `g`, but it is not part"):
+    with pytest.raises(T.LanguageError, match="`T.inline` decorates `g`, but it is not part"):
 
-        @T.macro
+        @T.inline
         def g(x):
             return x
 

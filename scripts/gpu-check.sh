@@ -42,6 +42,7 @@ run tests/cases/valid/fp8_cast.tir -D N=1000
 run tests/cases/valid/row_softmax.tir -D M=1000
 run tests/cases/valid/macros.tir -D M=1000
 run tests/cases/valid/scalar_params.tir -D M=1000 -D limit=600 -D scale=3
+run tests/cases/valid/break_continue.tir -D M=1000
 run tests/cases/valid/atomic_colsum.tir -D M=200 -D N=1000
 run tests/cases/valid/while_loops.tir -D M=1000
 run tests/cases/valid/thread_regions.tir -D M=1001

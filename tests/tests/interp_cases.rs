@@ -34,6 +34,8 @@ fn dims_for(stem: &str) -> Vec<(&'static str, i64)> {
         "macros" => vec![("M", 37)],
         // The scalar parameters given by name, as dims are: a limit inside the second block.
         "scalar_params" => vec![("M", 37), ("limit", 20), ("scale", 3)],
+        // Two blocks of 32 rows, the second with 13.
+        "break_continue" => vec![("M", 45)],
         // 74 chunks over 3 blocks of 25: rows 12 and 37 split between two blocks.
         "while_loops" => vec![("M", 37)],
         // 10 blocks of 4 rows, the last with one row.
@@ -311,6 +313,7 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
         "row_softmax" => check_row_softmax(o),
         "macros" => check_macros(o),
         "scalar_params" => check_scalar_params(o),
+        "break_continue" => check_break_continue(o, initial),
         "atomic_colsum" => check_atomic_colsum(o, initial),
         "copy_regions" => check_copy_regions(o, initial),
         "control_flow" => check_control_flow(o, initial),
@@ -1036,6 +1039,42 @@ fn check_row_softmax(o: &Outputs) {
         for (j, &ev) in e.iter().enumerate() {
             let want = f16::from_f64(r(ev / s)).to_f64();
             assert_eq!(y[row * 96 + j], want, "row_softmax: Y[{row}, {j}]");
+        }
+    }
+}
+
+/// `break_continue.tir`: Python's meaning of each loop, computed here with Rust's own
+/// `break` / `continue` (float32 sums in order, as the kernel adds).
+fn check_break_continue(o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
+    let r32 = |v: f64| f64::from(v as f32);
+    let x = o["X"].to_f64();
+    let (y, z, w) = (o["Y"].to_f64(), o["Z"].to_f64(), o["W"].to_f64());
+    let w0 = initial("W");
+    assert!(x.iter().any(|&v| v < 0.0) && x.iter().any(|&v| v > 0.5));
+    for r in 0..y.len() {
+        let mut acc = 0.0;
+        for k in 0..8 {
+            let v = x[r * 8 + k];
+            if v < 0.0 {
+                break;
+            }
+            if v > 0.5 {
+                continue;
+            }
+            acc = r32(acc + v);
+        }
+        assert_eq!(y[r], acc, "break_continue: Y[{r}]");
+        // One rounding: the parser contracts `x * 50.0 + 50.0` into a float32 fma.
+        let bound = r32(x[r * 8] * 50.0 + 50.0);
+        let first = (1..100).find(|&n| (n * n) as f64 > bound).unwrap_or(0);
+        assert_eq!(z[r], first as f64, "break_continue: Z[{r}]");
+        for c in 0..8 {
+            let want = if c < 3 {
+                r32(x[r * 8 + c] + 1.0)
+            } else {
+                w0[r * 8 + c]
+            };
+            assert_eq!(w[r * 8 + c], want, "break_continue: W[{r}, {c}]");
         }
     }
 }

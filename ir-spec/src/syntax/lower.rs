@@ -713,12 +713,26 @@ impl Lowerer {
                 targets,
                 iter,
                 body,
-            } => self.for_loop(targets, iter, body, span),
+            } => match self.loop_with_jumps(stmt) {
+                Some(stmts) => {
+                    let refs: Vec<&ast::Stmt> = stmts.iter().collect();
+                    self.block_into(&refs, out);
+                    None
+                }
+                None => self.for_loop(targets, iter, body, span),
+            },
             ast::StmtKind::If {
                 branches,
                 else_body,
             } => self.if_chain(branches, else_body.as_deref(), span),
-            ast::StmtKind::While { cond, body } => self.while_loop(cond, body, span),
+            ast::StmtKind::While { cond, body } => match self.loop_with_jumps(stmt) {
+                Some(stmts) => {
+                    let refs: Vec<&ast::Stmt> = stmts.iter().collect();
+                    self.block_into(&refs, out);
+                    None
+                }
+                None => self.while_loop(cond, body, span),
+            },
             ast::StmtKind::With { item, target, body } => {
                 self.with_stmt(item, target.as_ref(), body, span, out);
                 None
@@ -1307,16 +1321,18 @@ fn stmt_error(stmt: &ast::Stmt) -> Diagnostic {
 }
 
 /// An expression statement that is not a call. Python's `break` and `continue` are names to
-/// this grammar (they are not tokens), so they land here: they get their own message, not
-/// "does nothing", which would hide that the loop does not stop.
+/// this grammar (they are not tokens), so they land here when no serial loop or `while`
+/// takes them (`syntax::lower_break`): their own message, not "does nothing".
 fn not_a_call(e: &ast::Expr) -> Diagnostic {
     match &e.kind {
-        ast::ExprKind::Name(n) if n == "break" || n == "continue" => {
-            Diagnostic::error(e.span, format!("`{n}` is not supported")).with_note(
-                "a loop runs its whole range in tlc; put the rest of the body under an `if`, or \
-             use a `while` loop whose condition ends it",
-            )
-        }
+        ast::ExprKind::Name(n) if n == "break" || n == "continue" => Diagnostic::error(
+            e.span,
+            format!("`{n}` outside a serial loop or a `while` loop"),
+        )
+        .with_note(
+            "`break` / `continue` stop a `T.serial` / `range` / `T.unroll` / `T.Pipelined` loop or a \
+             `while`; a `T.Parallel` nest has no order to stop in: put the rest of its body under an `if`",
+        ),
         _ => Diagnostic::error(e.span, "this expression does nothing"),
     }
 }

@@ -9,6 +9,7 @@ pub mod lexer;
 pub mod literals;
 pub mod lower;
 pub mod lower_allreduce;
+pub mod lower_break;
 pub mod lower_cumsum;
 pub mod lower_expr;
 pub mod lower_im2col;

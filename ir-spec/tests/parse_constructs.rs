@@ -1048,3 +1048,13 @@ fn t_dynamic_declares_dims_one_or_several_at_a_time() {
         ]
     );
 }
+
+#[test]
+fn a_macro_called_in_a_macro_reads_the_callers_names() {
+    // `inner`'s free `c` is what `c` means where it is called: `outer`'s own `c` (renamed
+    // for the expansion), not the kernel's.
+    let macros = "@T.macro\ndef inner(A):\n    A[0] = c\n\n@T.macro\ndef outer(A, v):\n    c = v\n    inner(A)\n\n";
+    let kernel = "@T.prim_func\ndef f(B: T.Tensor((4,), \"int32\")):\n    with T.Kernel(1, threads=1) as bx:\n        c = 3\n        outer(B, 7)\n";
+    let expanded = "@T.prim_func\ndef f(B: T.Tensor((4,), \"int32\")):\n    with T.Kernel(1, threads=1) as bx:\n        c = 3\n        c_1 = 7\n        B[0] = c_1\n";
+    assert_eq!(ok(&format!("{macros}{kernel}")), ok(expanded));
+}

@@ -115,10 +115,12 @@ def test_scalar_parameters_are_dims_the_caller_passes_in_place(repo):
     x, y = object(), object()
     tensors, given = k._split_scalars((x, 20, y, 3), {})
     assert tensors == (x, y) and given == {"limit": 20, "scale": 3}
-    # By name, the call is left as it is.
+    # With a scalar given by name, all are by name: the arguments are the tensors (a call
+    # with scalars in place too then fails the count check, naming the parameters).
     assert k._split_scalars((x, y), {"limit": 20}) == ((x, y), {"limit": 20})
-    with pytest.raises(TypeError, match="given twice"):
-        k._split_scalars((x, 20, y, 3), {"limit": 21})
+    assert k._split_scalars((x, 20, y, 3), {"limit": 21}) == ((x, 20, y, 3), {"limit": 21})
+    with pytest.raises(TypeError, match="kernel takes 2 tensors"):
+        k(x, 20, y, 3, limit=21)
     # With out_idx (tensor indices): the inputs with the scalars at their places.
     k_out = tlc.compile(repo / "tests/cases/valid/scalar_params.tir", target="sm_80", out_idx=[1])
     assert k_out._split_scalars((x, 20, 3), {}) == ((x,), {"limit": 20, "scale": 3})

@@ -501,3 +501,29 @@ def test_macros_of_the_factory_expand_in_the_kernel():
     tlc.compile(f, target="sm_80")
     with pytest.raises(T.LanguageError, match="expands inside a kernel"):
         T.macro(lambda a: None)(1)
+
+
+def make_scaler(factor):
+    @T.macro
+    def step(A):
+        for i in T.serial(4):
+            A[i] = A[i] * factor
+
+    return step
+
+
+def test_two_macros_of_one_name_stay_two():
+    # A macro factory called twice: two macros named `step`, each with its own value.
+    s2, s3 = make_scaler(2.0), make_scaler(3.0)
+
+    @T.prim_func
+    def main(A: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=32) as bx:
+            s2(A)
+            s3(A)
+
+    text = str(main)
+    assert "def step(A):" in text and "def step_1(A):" in text
+    a = np.arange(1, 5, dtype=np.float32)
+    (out,) = tlc.interpret(main, a.copy())
+    np.testing.assert_array_equal(out, a * 6)

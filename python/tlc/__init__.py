@@ -191,8 +191,8 @@ class Kernel:
         is then cached; later calls with the same signature only check the addresses.
 
         A kernel with scalar parameters (``n: T.int32``) takes their values where the
-        signature has them, as ints (``kernel(a, 128, c)``); they may also be given by name
-        (``n=128``)."""
+        signature has them, as ints (``kernel(a, 128, c)``), or all of them by name
+        (``n=128``) with only the tensors in place."""
         if self._scalars:
             tensors, dims = self._split_scalars(tensors, dims)
         names = self._params
@@ -252,6 +252,9 @@ class Kernel:
         """The tensors of a call and its dims, the scalar parameters' values taken from
         their places in ``args`` (all parameters, or all but the ``out_idx`` outputs)."""
         full = len(self._params) + len(self._scalars)
+        if any(name in dims for name in self._scalars.values()):
+            # Scalars by name: then all of them (the arguments are the tensors).
+            return args, dims
         if len(args) == full:
             skip: Tuple[int, ...] = ()
         elif self._out_idx and len(args) == full - len(self._out_idx):
@@ -265,11 +268,7 @@ class Kernel:
         tensor_index = 0
         for place in range(full):
             if place in self._scalars:
-                name = self._scalars[place]
-                value = next(rest)
-                if name in dims and dims[name] != value:
-                    raise TypeError(f"scalar parameter `{name}` given twice")
-                dims[name] = value
+                dims[self._scalars[place]] = next(rest)
             else:
                 if tensor_index not in skip:
                     tensors.append(next(rest))

@@ -398,18 +398,20 @@ class _Parts(NamedTuple):
 def _substitute(source: str, first_line: int, scope: Dict[str, Any]) -> str:
     """The function's text with its free names' literal values in place, Python-level
     branches on them resolved, symbolic dims declared above it, placed so that it starts
-    on ``first_line``; the macros it calls (theirs too) follow it."""
-    parts = _parts(source, scope)
+    on ``first_line``; the macros it calls (theirs too) follow it, one definition per
+    ``Macro`` object (two of one name — a macro factory's — get distinct names)."""
+    names: Dict[int, str] = {}
+    parts = _parts(source, scope, names)
     symbols, tunables, spaces = dict(parts.symbols), dict(parts.tunables), dict(parts.spaces)
     macros: List[str] = []
     pending = list(parts.macros.values())
-    done: Set[str] = set()
+    done: Set[int] = set()
     while pending:
         m = pending.pop(0)
-        if m.name in done:
+        if id(m) in done:
             continue
-        done.add(m.name)
-        inner = _parts(m._text, m._scope)
+        done.add(id(m))
+        inner = _parts(m._text, m._scope, names, rename_def=(m.name, names[id(m)]))
         symbols.update(inner.symbols)
         tunables.update(inner.tunables)
         spaces.update(inner.spaces)
@@ -423,13 +425,26 @@ def _substitute(source: str, first_line: int, scope: Dict[str, Any]) -> str:
     return "".join(header) + "\n" * pad + parts.body + "".join(macros)
 
 
-def _parts(source: str, scope: Dict[str, Any]) -> _Parts:
+def _parts(
+    source: str,
+    scope: Dict[str, Any],
+    names: Dict[int, str],
+    rename_def: Optional[Tuple[str, str]] = None,
+) -> _Parts:
     """[`_substitute`]'s work on one function: its text with the values in place, and the
-    dims, tunables, config spaces and macros it names."""
+    dims, tunables, config spaces and macros it names (``names``: each ``Macro`` object's
+    name in the text, shared by the whole kernel; ``rename_def``: a macro's own name and
+    its name in the text)."""
     text = textwrap.dedent(source)
     func = _function(text)
     bound = _bound_names(func)
     edits: List[Tuple[int, int, int, str]] = []  # (line, start col, end col, text)
+    if rename_def is not None and rename_def[0] != rename_def[1]:
+        line = text.splitlines()[func.lineno - 1]
+        col = line.find(f"def {rename_def[0]}")
+        if col >= 0:
+            start = col + len("def ")
+            edits.append((func.lineno, start, start + len(rename_def[0]), rename_def[1]))
     symbols: Dict[str, Symbolic] = {}
     tunables: Dict[str, Tunable] = {}
     spaces: Dict[int, ConfigSpace] = {}
@@ -440,11 +455,18 @@ def _parts(source: str, scope: Dict[str, Any]) -> _Parts:
         if node.id in bound or node.id not in scope or node.end_col_offset is None:
             continue
         if isinstance(scope[node.id], Macro):
-            # Kept by name (the macro's own, which its text defines).
+            # Kept by name: the one its text defines (the macro's own, unless another macro
+            # object of the kernel has it).
             m = scope[node.id]
-            macros[m.name] = m
-            if m.name != node.id:
-                edits.append((node.lineno, node.col_offset, node.end_col_offset, m.name))
+            if id(m) not in names:
+                taken = set(names.values())
+                name, k = m.name, 1
+                while name in taken:
+                    name, k = f"{m.name}_{k}", k + 1
+                names[id(m)] = name
+            macros[names[id(m)]] = m
+            if names[id(m)] != node.id:
+                edits.append((node.lineno, node.col_offset, node.end_col_offset, names[id(m)]))
             continue
         if isinstance(scope[node.id], Tunable):
             # The name stays; the text declares it. One tunable is one name: the same object

@@ -172,13 +172,16 @@ impl Lowerer {
             self.error(module_level_error(value.span));
             return Vec::new();
         }
-        let Some((first, rest)) = args.split_first() else {
-            self.error(Diagnostic::error(value.span, "`T.dynamic` needs the names"));
+        let Some(a) = self.bind("T.dynamic", value.span, args, &["name", "dtype"], 1) else {
             return Vec::new();
         };
-        let ast::ExprKind::Str(written) = &first.value.kind else {
+        let Some(first) = a[0] else {
+            return Vec::new();
+        };
+        let dtype_arg = a[1].cloned();
+        let ast::ExprKind::Str(written) = &first.kind else {
             self.error(Diagnostic::error(
-                first.value.span,
+                first.span,
                 "`T.dynamic` takes the names as one string: `M, N = T.dynamic(\"M, N\")`",
             ));
             return Vec::new();
@@ -186,7 +189,7 @@ impl Lowerer {
         let names: Vec<&str> = written.split(',').map(str::trim).collect();
         if names.len() != items.len() {
             self.error(Diagnostic::error(
-                first.value.span,
+                first.span,
                 format!("{} names for {} targets", names.len(), items.len()),
             ));
             return Vec::new();
@@ -195,10 +198,13 @@ impl Lowerer {
         for (item, name) in items.iter().zip(names) {
             // The one-name form of the call, for this target.
             let mut one = vec![ast::Arg {
-                name: first.name.clone(),
-                value: ast::Expr::new(ast::ExprKind::Str(name.to_string()), first.value.span),
+                name: None,
+                value: ast::Expr::new(ast::ExprKind::Str(name.to_string()), first.span),
             }];
-            one.extend(rest.iter().cloned());
+            one.extend(dtype_arg.iter().map(|d| ast::Arg {
+                name: None,
+                value: d.clone(),
+            }));
             let call = ast::Expr::new(ast::ExprKind::Call(func.clone(), one), value.span);
             let seen: Vec<Dim> = dims.iter().chain(out.iter()).cloned().collect();
             if let Some(d) = self.symbolic_dim(item, &call, &seen) {
@@ -435,6 +441,20 @@ impl Lowerer {
                     .with_note("pass other values in a one-element tensor (`T.Tensor((1,), …)`)"),
                 ),
             );
+        }
+        if self.tunables.contains(&name.name) || name.name == "T" {
+            let what = if name.name == "T" {
+                "the language's `T.`"
+            } else {
+                "a tunable"
+            };
+            return Some(self.fail(Diagnostic::error(
+                name.span,
+                format!(
+                    "the scalar parameter `{}` has the name of {what}",
+                    name.name
+                ),
+            )));
         }
         if let Some(first) = dims.iter().find(|d| d.name == name.name) {
             return Some(

@@ -34,6 +34,17 @@ pub const MAX_MACRO_DEPTH: usize = 16;
 /// Most statements all macro expansions of one function may produce.
 pub const MAX_MACRO_STMTS: usize = 100_000;
 
+/// Most expression nodes all macro expansions of one function may produce (an argument
+/// standing in an argument doubles the text at each level; this stops it early).
+pub const MAX_MACRO_NODES: usize = 2_000_000;
+
+/// One expansion under way: its parameters' arguments and its renamed names.
+#[derive(Clone, Debug, Default)]
+pub struct Scope {
+    params: HashMap<String, ast::Expr>,
+    renames: HashMap<String, String>,
+}
+
 /// A defined macro: its `def`, as parsed.
 #[derive(Clone, Debug)]
 pub struct Macro {
@@ -50,6 +61,10 @@ pub struct Macros {
     count: usize,
     /// Statements expanded so far.
     stmts: usize,
+    /// Expression nodes the expansions' substitutions made so far.
+    nodes: usize,
+    /// The expansions under way, innermost last: what their bodies' names stand for.
+    scopes: Vec<Scope>,
     /// Names made up for expansions (kept apart from the source's and each other).
     made: HashSet<String>,
 }
@@ -152,20 +167,11 @@ impl Lowerer {
         self.macros.count += 1;
         let count = self.macros.count;
         let mut renames = HashSet::new();
-        let mut bad = Vec::new();
+        let mut bad: Vec<Diagnostic> = Vec::new();
         self.collect_bound(&def.body, &subst, &mut renames, &mut bad);
         if !bad.is_empty() {
-            for (span, p) in bad {
-                self.error(
-                    Diagnostic::error(
-                        span,
-                        format!(
-                            "the macro assigns to its parameter `{p}`, whose argument is not a name"
-                        ),
-                    )
-                    .with_note_at(e.span, "in this call")
-                    .with_note("pass a `T.alloc_var` (or a buffer element) for a parameter the macro writes"),
-                );
+            for d in bad {
+                self.error(d.with_note_at(e.span, "in this call"));
             }
             return;
         }
@@ -183,8 +189,21 @@ impl Lowerer {
         let sub = Subst {
             params: &subst,
             renames: &renames,
+            enclosing: &self.macros.scopes,
+            budget: std::cell::Cell::new(MAX_MACRO_NODES.saturating_sub(self.macros.nodes)),
         };
         let body: Vec<ast::Stmt> = def.body.iter().map(|s| sub.stmt(s)).collect();
+        let left = sub.budget.get();
+        if left == 0 {
+            self.error(Diagnostic::error(
+                e.span,
+                format!(
+                    "macro expansions exceed {MAX_MACRO_NODES} expression nodes in all (arguments copied into arguments grow the text exponentially)"
+                ),
+            ));
+            return;
+        }
+        self.macros.nodes = MAX_MACRO_NODES - left;
         if let Some(deep) = body.iter().find_map(too_deep) {
             self.error(
                 Diagnostic::error(
@@ -207,8 +226,14 @@ impl Lowerer {
         }
         let errors_before = self.errors.len();
         self.macros.depth += 1;
+        // Macros called in this body resolve their free names here, as if written here.
+        self.macros.scopes.push(Scope {
+            params: subst,
+            renames,
+        });
         let refs: Vec<&ast::Stmt> = body.iter().collect();
         self.block_into(&refs, out);
+        self.macros.scopes.pop();
         self.macros.depth -= 1;
         // Errors inside the body point into the macro; say which call expanded it.
         // (Once per call: a recursive macro's calls share one span.)
@@ -243,14 +268,12 @@ impl Lowerer {
         stmts: &[ast::Stmt],
         params: &HashMap<String, ast::Expr>,
         out: &mut HashSet<String>,
-        bad: &mut Vec<(Span, String)>,
+        bad: &mut Vec<Diagnostic>,
     ) {
-        let target = |t: &ast::Expr,
-                      alloc: bool,
-                      out: &mut HashSet<String>,
-                      bad: &mut Vec<(Span, String)>| {
-            self.bound_target(t, alloc, params, out, bad)
-        };
+        let target =
+            |t: &ast::Expr, alloc: bool, out: &mut HashSet<String>, bad: &mut Vec<Diagnostic>| {
+                self.bound_target(t, alloc, params, out, bad)
+            };
         for s in stmts {
             match &s.kind {
                 ast::StmtKind::Assign { target: t, value } => {
@@ -259,7 +282,18 @@ impl Lowerer {
                 ast::StmtKind::AnnAssign { target: t, .. } => target(t, true, out, bad),
                 ast::StmtKind::For { targets, body, .. } => {
                     for t in targets {
-                        if !params.contains_key(&t.name) {
+                        if params.contains_key(&t.name) {
+                            bad.push(
+                                Diagnostic::error(
+                                    t.span,
+                                    format!(
+                                        "the macro's parameter `{}` is also its loop variable here",
+                                        t.name
+                                    ),
+                                )
+                                .with_note("rename the loop variable or the parameter"),
+                            );
+                        } else {
                             out.insert(t.name.clone());
                         }
                     }
@@ -285,8 +319,14 @@ impl Lowerer {
                     }
                     self.collect_bound(body, params, out, bad);
                 }
-                ast::StmtKind::FuncDef(_)
-                | ast::StmtKind::Import
+                ast::StmtKind::FuncDef(f) => bad.push(
+                    Diagnostic::error(
+                        f.name.span,
+                        format!("`{}` is defined inside a macro's body", f.name.name),
+                    )
+                    .with_note("define macros at module level or among the kernel's statements"),
+                ),
+                ast::StmtKind::Import
                 | ast::StmtKind::AugAssign { .. }
                 | ast::StmtKind::Expr(_)
                 | ast::StmtKind::Pass
@@ -304,7 +344,7 @@ impl Lowerer {
         alloc: bool,
         params: &HashMap<String, ast::Expr>,
         out: &mut HashSet<String>,
-        bad: &mut Vec<(Span, String)>,
+        bad: &mut Vec<Diagnostic>,
     ) {
         let names: Vec<&ast::Expr> = match &t.kind {
             ast::ExprKind::Tuple(items) | ast::ExprKind::List(items) => items.iter().collect(),
@@ -316,7 +356,17 @@ impl Lowerer {
             };
             if let Some(arg) = params.get(n) {
                 if !matches!(arg.kind, ast::ExprKind::Name(_)) {
-                    bad.push((t.span, n.clone()));
+                    bad.push(
+                        Diagnostic::error(
+                            t.span,
+                            format!(
+                                "the macro assigns to its parameter `{n}`, whose argument is not a name"
+                            ),
+                        )
+                        .with_note(
+                            "pass a `T.alloc_var` (or a buffer element) for a parameter the macro writes",
+                        ),
+                    );
                 }
             } else if alloc || !(self.is_var(n) || self.buffers.contains_key(n)) {
                 out.insert(n.clone());
@@ -337,6 +387,22 @@ fn is_allocation(value: &ast::Expr) -> bool {
                 "T.decl_buffer" | "T.sblock_alloc_buffer" | "T.Tensor" | "T.Buffer"
             )
     })
+}
+
+/// The nodes of an expression tree.
+fn nodes(e: &ast::Expr) -> usize {
+    use ast::ExprKind as E;
+    let all = |items: &[ast::Expr]| items.iter().map(nodes).sum::<usize>();
+    1 + match &e.kind {
+        E::Name(_) | E::Int(_) | E::Float(_) | E::Str(_) | E::Bool(_) | E::None => 0,
+        E::Attr(x, _) | E::Unary(_, x) | E::Lambda(_, x) => nodes(x),
+        E::Call(f, args) => nodes(f) + args.iter().map(|a| nodes(&a.value)).sum::<usize>(),
+        E::Subscript(x, items) => nodes(x) + all(items),
+        E::Slice(a, b, c) => [a, b, c].into_iter().flatten().map(|x| nodes(x)).sum(),
+        E::Tuple(items) | E::List(items) => all(items),
+        E::Dict(items) => items.iter().map(|(k, v)| nodes(k) + nodes(v)).sum(),
+        E::Binary(_, a, b) | E::Compare(_, a, b) | E::BoolOp(_, a, b) => nodes(a) + nodes(b),
+    }
 }
 
 /// The span of an expression of `s` deeper than the grammar allows, if any.
@@ -429,6 +495,11 @@ fn visit_exprs(s: &ast::Stmt, f: &mut dyn FnMut(&ast::Expr)) {
 struct Subst<'a> {
     params: &'a HashMap<String, ast::Expr>,
     renames: &'a HashMap<String, String>,
+    /// The enclosing expansions (innermost last): a name neither of the above stands for
+    /// what it stands for at the call, inside those bodies.
+    enclosing: &'a [Scope],
+    /// Expression nodes this substitution may still make.
+    budget: std::cell::Cell<usize>,
 }
 
 impl Subst<'_> {
@@ -504,18 +575,44 @@ impl Subst<'_> {
         ast::Stmt { kind, span: s.span }
     }
 
+    /// A copy of the argument `arg`, paid from the budget (a leaf once it is spent).
+    fn spend_on(&self, arg: &ast::Expr) -> ast::Expr {
+        let size = nodes(arg);
+        let left = self.budget.get();
+        if size > left {
+            self.budget.set(0);
+            return ast::Expr::new(ast::ExprKind::None, arg.span);
+        }
+        self.budget.set(left - size);
+        arg.clone()
+    }
+
     /// `e` with the substitution applied, except to the names `bound` (a lambda's).
     fn expr(&self, e: &ast::Expr, bound: &HashSet<String>) -> ast::Expr {
         use ast::ExprKind as E;
+        if self.budget.get() == 0 {
+            return ast::Expr::new(E::None, e.span);
+        }
+        self.budget.set(self.budget.get() - 1);
         let sub = |x: &ast::Expr| Box::new(self.expr(x, bound));
         let kind = match &e.kind {
             E::Name(n) if !bound.contains(n) => {
                 if let Some(arg) = self.params.get(n) {
-                    return arg.clone();
+                    return self.spend_on(arg);
                 }
-                match self.renames.get(n) {
-                    Some(r) => E::Name(r.clone()),
-                    None => E::Name(n.clone()),
+                if let Some(r) = self.renames.get(n) {
+                    E::Name(r.clone())
+                } else {
+                    match self.enclosing.iter().rev().find_map(|s| {
+                        s.renames
+                            .get(n)
+                            .map(|r| Err(r.clone()))
+                            .or_else(|| s.params.get(n).map(Ok))
+                    }) {
+                        Some(Ok(arg)) => return self.spend_on(arg),
+                        Some(Err(r)) => E::Name(r),
+                        None => E::Name(n.clone()),
+                    }
                 }
             }
             E::Name(_) | E::Int(_) | E::Float(_) | E::Str(_) | E::Bool(_) | E::None => {

@@ -148,7 +148,7 @@ pub fn fp8_refusal(span: Span, fp8: DType, why: &str) -> Diagnostic {
     let acc = wgmma::accumulator_dtype(fp8);
     let note = if fp8 == DType::Int8 {
         "tlc builds int8 x int8 -> int32 tensor-core math on sm_90a's wgmma only (sm_80's \
-         mma.sync int8 form is not built yet): compile for sm_90a"
+         mma.sync int8 form is not built yet)"
     } else {
         "sm_80's mma.sync has no fp8 form: compile for sm_90a, or convert the tiles to float16 \
          or bfloat16 (T.copy converts) before T.gemm"
@@ -156,9 +156,10 @@ pub fn fp8_refusal(span: Span, fp8: DType, why: &str) -> Diagnostic {
     Diagnostic::error(
         span,
         format!(
-            "a {fp8} T.gemm runs on sm_90a's wgmma only (k = {k} per instruction, a {acc} \
+            "{} {fp8} T.gemm runs on sm_90a's wgmma only (k = {k} per instruction, a {acc} \
              accumulator, both operands K-major: A as (M, K), B as (N, K) with \
-             transpose_B=True), and this one cannot: {why}"
+             transpose_B=True), and this one cannot: {why}",
+            if fp8 == DType::Int8 { "an" } else { "a" }
         ),
     )
     .with_note(note)

@@ -83,6 +83,30 @@ struct Example {
     reference: fn(&Outputs) -> Expected,
 }
 
+/// The Mamba-2 kernels' sizes (chunk state and chunk scan take the same): 200 positions
+/// in chunks of 128 (the last chunk 72 rows), 4 heads in 2 groups, headdim 80 and dstate
+/// 100 (partial tiles); then two batches of whole tiles, one group.
+const MAMBA_SIZES: [&[(&str, i64)]; 2] = [
+    &[
+        ("batch", 1),
+        ("seqlen", 200),
+        ("chunk_size", 128),
+        ("ngroups", 2),
+        ("nheads", 4),
+        ("headdim", 80),
+        ("dstate", 100),
+    ],
+    &[
+        ("batch", 2),
+        ("seqlen", 256),
+        ("chunk_size", 128),
+        ("ngroups", 1),
+        ("nheads", 2),
+        ("headdim", 64),
+        ("dstate", 128),
+    ],
+];
+
 const EXAMPLES: &[Example] = &[
     // 32 x 32 tiles, masked by T.copy: ragged in both dims, then whole tiles.
     Example {
@@ -314,26 +338,7 @@ const EXAMPLES: &[Example] = &[
     // tiles, one group.
     Example {
         stem: "mamba_chunk_state",
-        sizes: [
-            &[
-                ("batch", 1),
-                ("seqlen", 200),
-                ("chunk_size", 128),
-                ("ngroups", 2),
-                ("nheads", 4),
-                ("headdim", 80),
-                ("dstate", 100),
-            ],
-            &[
-                ("batch", 2),
-                ("seqlen", 256),
-                ("chunk_size", 128),
-                ("ngroups", 1),
-                ("nheads", 2),
-                ("headdim", 64),
-                ("dstate", 128),
-            ],
-        ],
+        sizes: MAMBA_SIZES,
         reference: mamba_chunk_state,
     },
     // Mamba-2 chunk scan, 64 x 64 output tiles: the same shapes as mamba_chunk_state (a
@@ -342,26 +347,7 @@ const EXAMPLES: &[Example] = &[
     // multiple of the 64-row tile and dstate at most 128 (the header).
     Example {
         stem: "mamba_chunk_scan",
-        sizes: [
-            &[
-                ("batch", 1),
-                ("seqlen", 200),
-                ("chunk_size", 128),
-                ("ngroups", 2),
-                ("nheads", 4),
-                ("headdim", 80),
-                ("dstate", 100),
-            ],
-            &[
-                ("batch", 2),
-                ("seqlen", 256),
-                ("chunk_size", 128),
-                ("ngroups", 1),
-                ("nheads", 2),
-                ("headdim", 64),
-                ("dstate", 128),
-            ],
-        ],
+        sizes: MAMBA_SIZES,
         reference: mamba_chunk_scan,
     },
     // tlc's split-K example: 64 x 128 x 32 tiles (ragged M and N); K = 200 is 7 k-steps in

@@ -139,3 +139,11 @@ def test_scalar_parameters_interpret_by_name(repo):
     _, y = tlc.interpret(repo / "tests/cases/valid/scalar_params.tir", x, y0, limit=20, scale=3)
     want = np.where(np.arange(37)[:, None] < 20, x * np.float32(3), np.float32(0))
     np.testing.assert_array_equal(y, want)
+
+
+def test_a_kernel_interprets_with_its_scalars_in_place(repo):
+    k = tlc.compile(repo / "tests/cases/valid/scalar_params.tir", target="sm_80")
+    x = np.random.default_rng(4).uniform(-1, 1, (37, 64)).astype(np.float32)
+    _, y = k.interpret(x, 20, np.zeros_like(x), 3)
+    want = np.where(np.arange(37)[:, None] < 20, x * np.float32(3), np.float32(0))
+    np.testing.assert_array_equal(y, want)

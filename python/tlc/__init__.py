@@ -420,8 +420,12 @@ def interpret(
     arrays given. dtypes are NumPy's, except **bfloat16**: ``uint16`` raw bits, and
     **float8_e4m3 / float8_e5m2**: ``uint8`` raw bits (``ml_dtypes`` arrays are viewed as
     those). ``dims`` bind symbolic dims (others come from the shapes); for source, tunables
-    too. Raises ``CompileError`` (rendered) for a refused kernel or a fault in the run."""
+    too. A compiled kernel's scalar parameters may also be given as ints at their places,
+    as its call takes them. Raises ``CompileError`` (rendered) for a refused kernel or a
+    fault in the run."""
     inputs: Dict[str, bytes] = {}
+    if isinstance(kernel_or_source, Kernel) and kernel_or_source._scalars:
+        arrays, dims = kernel_or_source._split_scalars(arrays, dims)
     if isinstance(kernel_or_source, Kernel):
         _given(inputs, kernel_or_source.params, arrays)
         bound = {k: int(v) for k, v in dims.items()}

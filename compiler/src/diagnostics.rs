@@ -44,11 +44,23 @@ impl SourceFile {
         out
     }
 
-    /// Renders every diagnostic, in source order.
+    /// Renders every diagnostic, in source order. One located in a macro's body gets notes
+    /// at the macro's calls (lowering's own errors there already have them).
     pub fn render_all(&self, diags: &[Diagnostic]) -> String {
         let mut sorted: Vec<&Diagnostic> = diags.iter().collect();
         sorted.sort_by_key(|d| (d.span.start, d.span.end));
-        sorted.into_iter().map(|d| self.render(d)).collect()
+        let sites = if self.text.contains("T.macro") {
+            tlc_ir::syntax::lower_macro::macro_sites(&self.text)
+        } else {
+            Vec::new()
+        };
+        sorted
+            .into_iter()
+            .map(|d| match with_macro_calls(d, &sites) {
+                Some(noted) => self.render(&noted),
+                None => self.render(d),
+            })
+            .collect()
     }
 
     fn snippet(&self, diag: &Diagnostic, span: Span) -> String {
@@ -105,6 +117,38 @@ fn clamp_to_char_boundary(text: &str, offset: usize) -> usize {
         offset -= 1;
     }
     offset
+}
+
+/// `d` with a note at each call of the macro whose body holds its span, unless it already
+/// points at one (the lowering's "in this expansion" notes); `None` when it needs none.
+fn with_macro_calls(
+    d: &Diagnostic,
+    sites: &[tlc_ir::syntax::lower_macro::MacroSite],
+) -> Option<Diagnostic> {
+    // Spans compare equal whatever their positions (IR equality ignores them): offsets.
+    let inside = |s: Span, outer: Span| outer.start <= s.start && s.end <= outer.end;
+    let same = |a: Span, b: Span| (a.start, a.end) == (b.start, b.end);
+    let site = sites.iter().find(|m| inside(d.span, m.def))?;
+    let noted = d.notes.iter().any(|n| {
+        n.span
+            .is_some_and(|s| site.calls.iter().any(|&c| same(s, c)))
+    });
+    if noted || site.calls.is_empty() {
+        return None;
+    }
+    const SHOWN: usize = 3;
+    let mut out = d.clone();
+    for &c in site.calls.iter().take(SHOWN) {
+        out = out.with_note_at(c, format!("the macro `{}` is called here", site.name));
+    }
+    if site.calls.len() > SHOWN {
+        out = out.with_note(format!(
+            "and {} more calls of `{}`",
+            site.calls.len() - SHOWN,
+            site.name
+        ));
+    }
+    Some(out)
 }
 
 #[cfg(test)]

@@ -660,3 +660,69 @@ impl Subst<'_> {
         out
     }
 }
+
+/// Where a macro is defined and called in a source text: what an error found after
+/// lowering (verifier, passes, code generation), located in a macro's body, is shown with.
+#[derive(Clone, Debug)]
+pub struct MacroSite {
+    pub name: String,
+    /// The whole `def` (decorators and body).
+    pub def: Span,
+    /// Every statement that calls it, in source order.
+    pub calls: Vec<Span>,
+}
+
+/// The macros of `src` and their calls (none when it does not parse).
+pub fn macro_sites(src: &str) -> Vec<MacroSite> {
+    let Ok(module) = crate::syntax::parse_module(src) else {
+        return Vec::new();
+    };
+    let mut sites: Vec<MacroSite> = Vec::new();
+    let mut calls: Vec<(String, Span)> = Vec::new();
+    walk_sites(&module, &mut sites, &mut calls);
+    for (name, span) in calls {
+        if let Some(site) = sites.iter_mut().find(|s| s.name == name) {
+            site.calls.push(span);
+        }
+    }
+    sites
+}
+
+fn walk_sites(stmts: &[ast::Stmt], sites: &mut Vec<MacroSite>, calls: &mut Vec<(String, Span)>) {
+    for s in stmts {
+        match &s.kind {
+            ast::StmtKind::FuncDef(f) => {
+                if is_macro(f) {
+                    sites.push(MacroSite {
+                        name: f.name.name.clone(),
+                        def: s.span,
+                        calls: Vec::new(),
+                    });
+                }
+                walk_sites(&f.body, sites, calls);
+            }
+            ast::StmtKind::Expr(e) => {
+                if let ast::ExprKind::Call(func, _) = &e.kind {
+                    if let ast::ExprKind::Name(n) = &func.kind {
+                        calls.push((n.clone(), e.span));
+                    }
+                }
+            }
+            ast::StmtKind::For { body, .. }
+            | ast::StmtKind::While { body, .. }
+            | ast::StmtKind::With { body, .. } => walk_sites(body, sites, calls),
+            ast::StmtKind::If {
+                branches,
+                else_body,
+            } => {
+                for (_, b) in branches {
+                    walk_sites(b, sites, calls);
+                }
+                if let Some(b) = else_body {
+                    walk_sites(b, sites, calls);
+                }
+            }
+            _ => {}
+        }
+    }
+}

@@ -527,3 +527,14 @@ def test_two_macros_of_one_name_stay_two():
     a = np.arange(1, 5, dtype=np.float32)
     (out,) = tlc.interpret(main, a.copy())
     np.testing.assert_array_equal(out, a * 6)
+
+
+def test_t_dynamic_makes_symbolic_dims():
+    M, N = T.dynamic("M, N")
+    total = T.dynamic("total", "int64")
+    assert (M, N) == (T.symbolic("M"), T.symbolic("N"))
+    assert total == T.symbolic("total", "int64")
+    f = scale(M, 3, 2.0)
+    assert 'M = T.symbolic("M")' in str(f)
+    with pytest.raises(T.LanguageError, match="not a name"):
+        T.dynamic("M N")

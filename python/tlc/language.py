@@ -49,8 +49,8 @@ import textwrap
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 __all__ = [
-    "DataType", "ceildiv", "Expr", "LanguageError", "Macro", "PrimFunc", "eager", "macro",
-    "prim_func", "symbolic", "tunable", "tune_constraint",
+    "DataType", "ceildiv", "dynamic", "Expr", "LanguageError", "Macro", "PrimFunc", "eager",
+    "macro", "prim_func", "symbolic", "tunable", "tune_constraint",
 ]
 
 
@@ -163,6 +163,17 @@ Symbolic._symbols = lambda self: (self,)  # type: ignore[attr-defined]
 def symbolic(name: str, dtype: str = "int32") -> Symbolic:
     """A symbolic dim, for a factory argument or a module-level name the kernel uses."""
     return Symbolic(name, dtype)
+
+
+def dynamic(name: str, dtype: str = "int32") -> Any:
+    """TileLang's ``T.dynamic``: ``T.dynamic("M")`` is ``T.symbolic("M")``, and
+    ``M, N = T.dynamic("M, N")`` one symbolic dim per comma-separated name."""
+    names = [n.strip() for n in name.split(",")]
+    if not all(n.isidentifier() for n in names):
+        raise LanguageError(f"T.dynamic: {name!r} is not a name or comma-separated names")
+    if len(names) == 1:
+        return Symbolic(names[0], dtype)
+    return tuple(Symbolic(n, dtype) for n in names)
 
 
 class _Name:

@@ -118,16 +118,20 @@ def k(A: T.Tensor((N,), "int32")):
             if bx * 128 + tx < N:
                 A[bx * 128 + tx] = (bx * 128 + tx) * 3 >> 2 ^ tx & 7
 "#;
+    widens_to(
+        "bit operators",
+        src,
+        "A[bx * 128 + tx] = T.cast(T.cast(bx * 128 + tx, \"int64\") * 3, \"int32\") >> 2 ^ tx & 7",
+    );
+}
+
+/// Widens `src`, checks that the result holds `expected` and means what `src` means.
+fn widens_to(what: &str, src: &str, expected: &str) {
     let func = tlc_ir::parse(src).expect("parses");
     let out = widened(func.clone());
     let text = print_func(&out);
-    assert!(
-        text.contains(
-            "A[bx * 128 + tx] = T.cast(T.cast(bx * 128 + tx, \"int64\") * 3, \"int32\") >> 2 ^ tx & 7"
-        ),
-        "{text}"
-    );
-    assert_same_meaning("bit operators", &func, &out);
+    assert!(text.contains(expected), "{what}: {text}");
+    assert_same_meaning(what, &func, &out);
 }
 
 /// `T.reinterpret` of an int32 reads its 32 bits, as a bit operator does: arithmetic under
@@ -144,16 +148,11 @@ def k(A: T.Tensor((N,), "float32")):
             if bx * 128 + tx < N:
                 A[bx * 128 + tx] = T.reinterpret("float32", (bx * 128 + tx) * 1000000)
 "#;
-    let func = tlc_ir::parse(src).expect("parses");
-    let out = widened(func.clone());
-    let text = print_func(&out);
-    assert!(
-        text.contains(
-            "T.reinterpret(\"float32\", T.cast(T.cast(bx * 128 + tx, \"int64\") * 1000000, \"int32\"))"
-        ),
-        "{text}"
+    widens_to(
+        "reinterpret",
+        src,
+        "T.reinterpret(\"float32\", T.cast(T.cast(bx * 128 + tx, \"int64\") * 1000000, \"int32\"))",
     );
-    assert_same_meaning("reinterpret", &func, &out);
 }
 
 /// A let declared `T.int32` converts its value (docs/ir.md, "Let"): where the value may

@@ -1076,6 +1076,15 @@ fn check_break_continue(o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
             };
             assert_eq!(w[r * 8 + c], want, "break_continue: W[{r}, {c}]");
         }
+        // Each T.Parallel row's own flag.
+        let mut sum = 0.0;
+        for &v in &x[r * 8..r * 8 + 8] {
+            if v < -0.5 {
+                break;
+            }
+            sum = r32(sum + v);
+        }
+        assert_eq!(o["V"].to_f64()[r], sum, "break_continue: V[{r}]");
     }
 }
 

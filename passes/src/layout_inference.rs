@@ -366,6 +366,11 @@ fn row_layouts(rows: &RowVectors, layouts: &mut Layouts, span: Span) {
             .collect::<Vec<_>>()
             .join("`, `");
         let [of] = of.as_slice() else {
+            // An anchor that got no layout (an error already reported) reads as flat here:
+            // that error is the cause, not this one.
+            if !layouts.errors.is_empty() {
+                continue;
+            }
             layouts.errors.push(
                 Diagnostic::error(
                     span,

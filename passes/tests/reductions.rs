@@ -407,6 +407,67 @@ def k(A: T.Tensor((64, 32), "float16"), B: T.Tensor((64, 32), "float16"), V: T.T
     });
 }
 
+/// MLA decoding's statistics: the scores (64 x 128) and the output (64 x 256) both split by
+/// columns only (`FullCol`: every warp, or warpgroup, holds a column strip of every row, in
+/// a `1 x U` grid whatever the width), so the row vector follows both in registers — the
+/// reduction folds a thread's elements, shuffles within the warp and combines the warps
+/// through a `64 x U` shared buffer, not a staged copy of the whole tile (which put MLA
+/// decode 16 KB over sm_90a's shared memory). Mixed one-dimensional policies (`FullRow` for
+/// the scores, `FullCol` for the output) split the rows differently: a vector that follows
+/// both is no class. Every stage
+/// of both targets keeps the meaning (8 warps: 8 column strips on sm_80, 2 warpgroups'
+/// on sm_90a).
+#[test]
+fn row_vectors_follow_accumulators_split_by_columns() {
+    let kernel = |scores: &str, output: &str| {
+        format!(
+            r#"@T.prim_func
+def k(A: T.Tensor((64, 32), "float16"), B: T.Tensor((128, 32), "float16"), V: T.Tensor((128, 256), "float16"), O: T.Tensor((64, 256), "float32")):
+    with T.Kernel(1, threads=256) as bx:
+        A_s = T.alloc_shared((64, 32), "float16")
+        B_s = T.alloc_shared((128, 32), "float16")
+        V_s = T.alloc_shared((128, 256), "float16")
+        S = T.alloc_fragment((64, 128), "float32")
+        P = T.alloc_shared((64, 128), "float16")
+        acc = T.alloc_fragment((64, 256), "float32")
+        m = T.alloc_fragment((64,), "float32")
+        l = T.alloc_fragment((64,), "float32")
+        T.copy(A, A_s)
+        T.copy(B, B_s)
+        T.copy(V, V_s)
+        T.gemm(A_s, B_s, S, transpose_B=True, clear_accum=True, policy=T.GemmWarpPolicy.{scores})
+        T.reduce_max(S, m, dim=1)
+        for i, j in T.Parallel(64, 128):
+            S[i, j] = T.exp2(S[i, j] - m[i])
+        T.reduce_sum(S, l, dim=1)
+        T.copy(S, P)
+        T.clear(acc)
+        T.gemm(P, V_s, acc, policy=T.GemmWarpPolicy.{output})
+        for i, j in T.Parallel(64, 256):
+            acc[i, j] = acc[i, j] / l[i]
+        T.copy(acc, O)
+"#
+        )
+    };
+    let classes = |text: &str| row_classes(text, 256);
+    let full_col = kernel("FullCol", "FullCol");
+    assert_eq!(
+        classes(&full_col),
+        vec![vec!["l".to_string()], vec!["m".to_string()]]
+    );
+    // `m` follows the scores only; `l` both, split differently.
+    assert_eq!(
+        classes(&kernel("FullRow", "FullCol")),
+        vec![vec!["m".to_string()]]
+    );
+    let func = parse(&full_col);
+    lowered_in_registers_keeping_meaning(&func, |printed| {
+        printed.contains("T.shfl_xor(")
+            && printed.contains("l_warps = T.alloc_shared((64, ")
+            && !printed.contains("_red = T.alloc_shared")
+    });
+}
+
 /// DeepGEMM's promotion at a tile width whose flat rows would not spread regularly (112
 /// columns over 128 threads): `acc` is no gemm accumulator, but the nest ties it element
 /// for element to one (`blk`), so it takes the accumulator's layout, and the row vector `s`

@@ -186,6 +186,17 @@ const EXAMPLES: &[Example] = &[
         ],
         reference: flash_decoding_gqa,
     },
+    // DeepSeek MLA decoding, one KV head under 128 query heads in 64-head blocks, 64-key
+    // tiles (the original leaves a ragged last tile unmasked: whole tiles only): two tiles
+    // of one batch (the running max and rescaling), then two batches of one tile.
+    Example {
+        stem: "mla_decode",
+        sizes: [
+            &[("batch", 1), ("seqlen_kv", 128)],
+            &[("batch", 2), ("seqlen_kv", 64)],
+        ],
+        reference: mla_decode,
+    },
     // The backward pass's row dot products, 32-row blocks: 100 = 3 * 32 + 4 rows (a masked
     // last block) over two batches of 3 heads, then two whole blocks.
     Example {
@@ -608,6 +619,13 @@ fn size_of(stem: &str, size: usize, name: &str) -> usize {
 /// bytes of shared memory until its C_shared could take the pipeline stages' bytes within a
 /// tile iteration (`T.fresh`), needs 147456.)
 const REFUSED: &[(&str, Target, &str)] = &[
+    // A Hopper example (its two stages need 224 KiB of shared memory, over sm_80's
+    // 163 KiB anyway); mma.sync warp tiles are 16 x 16 multiples, TileLang's 64 x 8.
+    (
+        "mla_decode",
+        Target::Sm80,
+        "cannot split a 64 x 64 tile into warp tiles of multiples of 16 x 16",
+    ),
     (
         "gemm_deepgemm_fp8_2xacc",
         Target::Sm80,
@@ -1538,6 +1556,66 @@ fn flash_decoding_gqa(o: &Outputs) -> Expected {
     vec![("Output", out), ("glse", glse), ("Output_partial", partial)]
 }
 
+/// `mla_decode.tir`: Output[b, h, :] = Σ_s P[s]·KV[b, s, 0, :] with P = softmax_s((Q[b, h, :] ·
+/// KV[b, s, 0, :] + Q_pe[b, h, :] · K_pe[b, s, 0, :]) / sqrt(576)) over every key. The model
+/// is [`online_softmax`]'s over 64-key tiles: each score the float32 sum of its 576 products
+/// (the two gemms accumulate into one float32 fragment: one order among any), c the float32
+/// literal 0.06011229333333333 for log2(e) / sqrt(576); Output = float16(O / l).
+fn mla_decode(o: &Outputs) -> Expected {
+    const TILE: usize = 64;
+    let (q, kv) = (&o["Q"], &o["KV"]);
+    let (batch, heads, dim) = (q.shape()[0], q.shape()[1], q.shape()[2]);
+    let (seq, pe) = (kv.shape()[1], o["Q_pe"].shape()[2]);
+    let (qv, qpe, kvv, kpe) = (
+        q.to_f64(),
+        o["Q_pe"].to_f64(),
+        kv.to_f64(),
+        o["K_pe"].to_f64(),
+    );
+    let width = (dim + pe) as f64;
+    let c = Approx::literal(0.06011229333333333, LOG2_E / width.sqrt(), Fp::F32);
+    let f32r = |a: Approx| a.round(Fp::F32);
+    let mut out = Vec::new();
+    for b in 0..batch {
+        for h in 0..heads {
+            let (qrow, perow) = (
+                &qv[(b * heads + h) * dim..][..dim],
+                &qpe[(b * heads + h) * pe..][..pe],
+            );
+            let dots: Vec<(f64, Approx)> = (0..seq)
+                .map(|s| {
+                    let content = qrow.iter().zip(&kvv[(b * seq + s) * dim..][..dim]);
+                    let position = perow.iter().zip(&kpe[(b * seq + s) * pe..][..pe]);
+                    let products: Vec<f64> = content.chain(position).map(|(x, y)| x * y).collect();
+                    let model = Approx::sum(products.iter().map(|&x| exact(x)), Fp::F32);
+                    (products.iter().sum::<f64>(), model)
+                })
+                .collect();
+            let scaled: Vec<f64> = dots.iter().map(|d| d.0 / width.sqrt()).collect();
+            let top = scaled.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x));
+            let w: Vec<f64> = scaled.iter().map(|x| (x - top).exp()).collect();
+            let total: f64 = w.iter().sum();
+            let tiles: Vec<Vec<(usize, Approx)>> = dots
+                .chunks(TILE)
+                .enumerate()
+                .map(|(t, tile)| {
+                    tile.iter()
+                        .enumerate()
+                        .map(|(j, d)| (t * TILE + j, d.1))
+                        .collect()
+                })
+                .collect();
+            let v_at = |s: usize, col: usize| kvv[(b * seq + s) * dim + col];
+            let (acc, l, _) = online_softmax(&tiles, v_at, dim, c);
+            for (col, slot) in acc.iter().enumerate() {
+                let want = (0..seq).map(|s| w[s] * v_at(s, col)).sum::<f64>() / total;
+                out.push(expect(want, f32r(*slot / l).round(Fp::F16)));
+            }
+        }
+    }
+    vec![("Output", out)]
+}
+
 /// `flash_attn_bwd_preprocess.tir`: Delta[b, h, q] = Σ_d O[b, q, h, d]·dO[b, q, h, d]. Each
 /// product is a float16 multiply (two float16 operands: rounded to float16), the 64 of a row
 /// summed in float32 in any order (two per accumulator element, then the row reduction).
@@ -2162,6 +2240,11 @@ fn elementwise_add_matches_its_reference() {
 #[test]
 fn chunk_local_cumsum_matches_its_reference() {
     check_example("cumsum_chunk_local");
+}
+
+#[test]
+fn mla_decode_matches_its_reference() {
+    check_example("mla_decode");
 }
 
 #[test]

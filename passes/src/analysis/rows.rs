@@ -123,15 +123,28 @@ impl RowVectors {
                 anchors.iter().filter_map(|a| cx.matrix(a)).collect();
             shapes.extend(flat.iter().copied());
             let shapes: Vec<[i64; 2]> = shapes.into_iter().collect();
+            // Gemm accumulators split along one dimension only, all by the same policy:
+            // `FullRow` (every warp, or warpgroup, holds whole rows) or `FullCol` (every
+            // warp holds a column strip of every row) puts the units in a `U x 1` or
+            // `1 x U` grid whatever the widths (`analysis::block::unit_grid`), so their
+            // rows layouts are the same.
+            let one_dim_policy =
+                |p: &WarpPolicy| matches!(p, WarpPolicy::FullRow | WarpPolicy::FullCol);
+            let mut policies: Vec<WarpPolicy> = anchors
+                .iter()
+                .filter_map(|a| accumulators.get(a).copied())
+                .filter(one_dim_policy)
+                .collect();
+            policies.dedup();
             let all_accumulators = flat.is_empty()
                 && anchors.iter().all(|a| {
-                    accumulators.get(a) == Some(&WarpPolicy::FullRow)
+                    accumulators.get(a).is_some_and(one_dim_policy) && policies.len() == 1
                         || laid_out_like_one.contains(a) && shapes.len() == 1
                 });
-            // One shape — or gemm accumulators of one row count split by rows only
-            // (`FullRow`: every warp, or warpgroup, holds whole rows of each, whatever its
-            // width: flash attention's scores and output at a head dim other than the key
-            // tile's), whose rows layouts are then the same.
+            // One shape — or gemm accumulators of one row count split along one dimension
+            // by one policy, whatever their widths (flash attention's scores and output at
+            // a head dim other than the key tile's; MLA's column-split 64 x 64 scores and
+            // 64 x 512 output), whose rows layouts are then the same.
             let same_rows = shapes.windows(2).all(|w| w[0][0] == w[1][0]);
             let Some(first) = members.first() else {
                 continue;

@@ -239,6 +239,9 @@ run tests/tilelang/flash_decoding_gqa.tir -D batch=1 -D seqlen_kv=256
 run tests/tilelang/flash_decoding_gqa.tir -D batch=1 -D seqlen_kv=8192
 run tests/tilelang/flash_attn_bwd_preprocess.tir -D batch=2 -D seq_len=100 -D heads=3
 run tests/tilelang/flash_attn_bwd_preprocess.tir -D batch=1 -D seq_len=512 -D heads=16
+# MLA decode's two stages need 224 KiB of shared memory: sm_90a only (as TileLang's).
+TARGETS=sm_90a run tests/tilelang/mla_decode.tir -D batch=1 -D seqlen_kv=128
+TARGETS=sm_90a run tests/tilelang/mla_decode.tir -D batch=2 -D seqlen_kv=2048
 # Widened tolerances (docs/cli.md, "--atol / --rtol"), measured on an H200 (2026-11-30):
 # linear attention adds float32 tile atomics into O in the GPU's order and carries its
 # state h between chunks in float16, so a reassociated sum can flip an h rounding (O off by

@@ -55,6 +55,8 @@ run tests/cases/valid/cumsum.tir -D M=13
 run tests/cases/valid/cumsum.tir -D M=1000
 run tests/cases/valid/split_combine_scratch.tir -D M=45
 run tests/cases/valid/split_combine_scratch.tir -D M=1000
+run tests/cases/valid/global_layout.tir -D M=44
+run tests/cases/valid/global_layout.tir -D M=1000
 run examples/scale_cast.tir -D M=100 -D N=130
 run examples/transpose.tir -D M=100 -D N=130
 run tests/cases/valid/index_math.tir -D M=77

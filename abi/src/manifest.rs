@@ -69,6 +69,10 @@ pub struct DimDecl {
     /// no shape needs to hold it. Absent for dims read off shapes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arg: Option<usize>,
+    /// Every value must be a multiple of this (`T.symbolic(..., multiple_of=M)`); checked
+    /// at launch. Absent: any value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multiple_of: Option<i64>,
 }
 
 /// One `.entry` of the module and how to launch it.
@@ -412,7 +416,9 @@ impl Manifest {
             let Some(&(value, from)) = bound.get(d.name.as_str()) else {
                 return Err(self.unbound(&d.name, shapes));
             };
-            if let Some(why) = tlc_ir::dim_range_error(&d.name, d.dtype, value) {
+            if let Some(why) =
+                tlc_ir::dim_range_error(&d.name, d.dtype, d.multiple_of.unwrap_or(1), value)
+            {
                 return Err(match from {
                     Origin::Param(param) => RuntimeError::ArgShape {
                         param: param.to_string(),

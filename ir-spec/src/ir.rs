@@ -47,6 +47,11 @@ pub struct Dim {
     /// a launch reading it off a tensor's shape; it is a dim in every other way (same
     /// range, `-D` binds it).
     pub param: Option<usize>,
+    /// Every value the dim may take is a multiple of this (1: any): `T.symbolic("L",
+    /// multiple_of=8)`, or what a layout of a global tensor needs to be a bijection
+    /// (`T.Layout(shape, lambda …)` splitting an index by 8). Checked wherever the dim gets
+    /// its value: `-D`, the interpreter, the runtime at launch (the manifest's dim).
+    pub multiple_of: i64,
 }
 
 /// One parameter of a function's written signature ([`PrimFunc::signature`]).
@@ -71,6 +76,7 @@ impl Dim {
             span,
             dtype,
             param: None,
+            multiple_of: 1,
         }
     }
 
@@ -101,9 +107,17 @@ pub fn dim_max(dtype: DType) -> i64 {
 /// Why `value` cannot be bound to the symbolic dim `name` of `dtype` (`None` when it can),
 /// to follow "`name` = value is": the one wording of the range rule, used by the
 /// interpreter and the runtime.
-pub fn dim_range_error(name: &str, dtype: DType, value: i64) -> Option<String> {
+pub fn dim_range_error(name: &str, dtype: DType, multiple_of: i64, value: i64) -> Option<String> {
     let max = dim_max(dtype);
     if (0..=max).contains(&value) {
+        if multiple_of > 1 && value % multiple_of != 0 {
+            return Some(format!(
+                "not a multiple of {multiple_of}, which the kernel requires of `{name}` \
+                 (`multiple_of={multiple_of}`: declared by its `T.symbolic`, or needed by a \
+                 `T.Layout` of a global tensor that splits an index over `{name}` by \
+                 {multiple_of})"
+            ));
+        }
         return None;
     }
     let fix = if dtype == DType::Int64 || value < 0 {

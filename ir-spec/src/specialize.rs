@@ -36,6 +36,21 @@ pub fn specialize(func: &PrimFunc, bindings: &[(String, i64)]) -> Result<PrimFun
         return Ok(out);
     }
     let value_of = |n: &str| bindings.iter().find(|(b, _)| b == n).map(|(_, v)| *v);
+    for dim in &func.dims {
+        if let Some(v) = value_of(&dim.name) {
+            if dim.multiple_of > 1 && v % dim.multiple_of != 0 {
+                return Err(Diagnostic::error(
+                    dim.span,
+                    format!(
+                        "`-D {}={v}`: {}",
+                        dim.name,
+                        crate::ir::dim_range_error(&dim.name, dim.dtype, dim.multiple_of, v)
+                            .unwrap_or_default()
+                    ),
+                ));
+            }
+        }
+    }
     out.dims.retain(|d| value_of(&d.name).is_none());
     out.renumber_scalar_params();
     // A parameter's shape is a size: its type never matters.

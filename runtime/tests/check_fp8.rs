@@ -41,6 +41,7 @@ fn fp8_gemm() -> Manifest {
                 name: d.to_string(),
                 dtype: DType::Int32,
                 arg: None,
+                multiple_of: None,
             })
             .collect(),
         kernels: vec![Launch {

@@ -48,6 +48,7 @@ fn gemm() -> Manifest {
                 name: d.to_string(),
                 dtype: DType::Int32,
                 arg: None,
+                multiple_of: None,
             })
             .collect(),
         kernels: vec![Launch {
@@ -222,6 +223,7 @@ fn scalar_argument_dims_are_given_by_the_caller() {
         name: "limit".into(),
         dtype: DType::Int32,
         arg: Some(1),
+        multiple_of: None,
     });
     m.validate().unwrap();
     let shapes: [Option<&[usize]>; 3] = [Some(&[1000, 64]), Some(&[64, 300]), Some(&[1000, 300])];
@@ -237,6 +239,27 @@ fn scalar_argument_dims_are_given_by_the_caller() {
     // Without `arg` nothing could bind it: the manifest is refused.
     m.dims.last_mut().unwrap().arg = None;
     assert!(m.validate().is_err());
+}
+
+/// A dim declared `multiple_of` (what a layout of a global tensor needs): a launch whose
+/// shapes make it another value is refused, naming the dim and the multiple.
+#[test]
+fn a_dim_that_must_be_a_multiple_is_checked_at_launch() {
+    let mut m = gemm();
+    m.dims[0].multiple_of = Some(8);
+    assert_eq!(m.dims[0].name, "M");
+    let ok = m
+        .bind_dims(&[&[1000, 64], &[64, 300], &[1000, 300]])
+        .unwrap();
+    assert_eq!(ok.get("M"), Some(1000));
+    let err = m
+        .bind_dims(&[&[1001, 64], &[64, 300], &[1001, 300]])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("M = 1001") && err.contains("not a multiple of 8"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -40,6 +40,7 @@ fn chain() -> Manifest {
             name: "N".into(),
             dtype: DType::Int32,
             arg: None,
+            multiple_of: None,
         }],
         kernels: vec![
             launch(

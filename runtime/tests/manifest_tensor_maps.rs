@@ -30,6 +30,7 @@ fn tma_gemm() -> Manifest {
                 name: d.to_string(),
                 dtype: DType::Int32,
                 arg: None,
+                multiple_of: None,
             })
             .collect(),
         kernels: vec![Launch {

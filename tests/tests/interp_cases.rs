@@ -36,6 +36,8 @@ fn dims_for(stem: &str) -> Vec<(&'static str, i64)> {
         "scalar_params" => vec![("M", 37), ("limit", 20), ("scale", 3)],
         // Two blocks of 32 rows, the second with 13.
         "break_continue" => vec![("M", 45)],
+        // 3 blocks of 16 rows, the last with 12 (M a multiple of 4, as Y's layout needs).
+        "global_layout" => vec![("M", 44)],
         // 74 chunks over 3 blocks of 25: rows 12 and 37 split between two blocks.
         "while_loops" => vec![("M", 37)],
         // 10 blocks of 4 rows, the last with one row.
@@ -314,6 +316,7 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
         "macros" => check_macros(o),
         "scalar_params" => check_scalar_params(o),
         "break_continue" => check_break_continue(o, initial),
+        "global_layout" => check_global_layout(o, initial),
         "atomic_colsum" => check_atomic_colsum(o, initial),
         "copy_regions" => check_copy_regions(o, initial),
         "control_flow" => check_control_flow(o, initial),
@@ -1039,6 +1042,31 @@ fn check_row_softmax(o: &Outputs) {
         for (j, &ev) in e.iter().enumerate() {
             let want = f16::from_f64(r(ev / s)).to_f64();
             assert_eq!(y[row * 96 + j], want, "row_softmax: Y[{row}, {j}]");
+        }
+    }
+}
+
+/// `global_layout.tir`: Y's memory holds 2 X in the `[M // 4, 8, 4]` order, Z = 2 X + 1, and
+/// W's memory (the transposed order) gained 2 X, then 1 (two float32 adds in kernel order).
+fn check_global_layout(o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
+    let r32 = |v: f64| f64::from(v as f32);
+    let x = o["X"].to_f64();
+    let m = x.len() / 8;
+    let (y, z, w, w0) = (
+        o["Y"].to_f64(),
+        o["Z"].to_f64(),
+        o["W"].to_f64(),
+        initial("W"),
+    );
+    for i in 0..m {
+        for j in 0..8 {
+            let twice = 2.0 * x[i * 8 + j];
+            let at = ((i / 4) * 8 + j) * 4 + i % 4;
+            assert_eq!(y[at], twice, "global_layout: Y({i}, {j}) at {at}");
+            assert_eq!(z[i * 8 + j], r32(twice + 1.0), "global_layout: Z[{i}, {j}]");
+            let wt = j * m + i;
+            let want = r32(r32(w0[wt] + twice) + 1.0);
+            assert_eq!(w[wt], want, "global_layout: W({i}, {j}) at {wt}");
         }
     }
 }

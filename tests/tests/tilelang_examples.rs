@@ -207,6 +207,27 @@ const EXAMPLES: &[Example] = &[
         ],
         reference: flash_bwd_preprocess,
     },
+    // The backward pass's main kernel (64 x 64 blocks, dQ added through its T.Layout): two
+    // key blocks over two query blocks of 2 heads, then two batches of one block each.
+    // seq_len a multiple of 64: the original's dQ atomics are unguarded.
+    Example {
+        stem: "flash_attn_bwd",
+        sizes: [
+            &[("batch", 1), ("seq_len", 128), ("heads", 2)],
+            &[("batch", 2), ("seq_len", 64), ("heads", 1)],
+        ],
+        reference: flash_bwd,
+    },
+    // The post-process: dQ read through the layout (64-row blocks; seq_len a multiple of 8,
+    // as the layout declares): a ragged last block, then whole ones.
+    Example {
+        stem: "flash_attn_bwd_postprocess",
+        sizes: [
+            &[("batch", 1), ("seq_len", 104), ("heads", 3)],
+            &[("batch", 2), ("seq_len", 128), ("heads", 1)],
+        ],
+        reference: flash_bwd_postprocess,
+    },
     // 64-row tiles: 100 queries over 130 keys (past_len 30, both ragged), then 128 over 128.
     Example {
         stem: "flash_attn_fwd_bhsd_causal",
@@ -571,6 +592,16 @@ fn given(stem: &str, size: usize) -> HashMap<String, Tensor> {
         let sizes: &[i64] = [&[3i64, 6][..], &[4, 0, 8][..]][size];
         let t = Tensor::from_i64(DType::Int32, &[sizes.len()], sizes).expect("batch sizes");
         inputs.insert("batch_sizes".to_string(), t);
+    }
+    if stem == "flash_attn_bwd" {
+        // The caller zeroes dQ (every key block adds its part into it).
+        let dim = |name| size_of(stem, size, name);
+        let dq = Tensor::zeros(
+            DType::Float32,
+            &[dim("batch"), dim("seq_len"), dim("heads"), 64],
+        )
+        .expect("dQ");
+        inputs.insert("dQ".to_string(), dq);
     }
     if stem == "linear_attn_fwd" {
         // The caller zeroes O (both key blocks add their part into it).
@@ -1638,6 +1669,101 @@ fn flash_bwd_preprocess(o: &Outputs) -> Expected {
     vec![("Delta", delta)]
 }
 
+/// Where `make_dq_layout` (the flash-attention backward's `T.Layout` of its float32 dQ,
+/// BSHD, head dim 64) stores element (b, l, h, d): the row-major position of
+/// [b, l // 8, h, d // 8, d % 2, 4 (l % 8) + (d % 8) / 2] in the box (batch, seq / 8, heads,
+/// 8, 2, 32).
+fn dq_position(b: usize, l: usize, h: usize, d: usize, seq: usize, heads: usize) -> usize {
+    ((((b * (seq / 8) + l / 8) * heads + h) * 8 + d / 8) * 2 + d % 2) * 32
+        + 4 * (l % 8)
+        + (d % 8) / 2
+}
+
+/// `flash_attn_bwd.tir` on random inputs (lse and Delta as given, not the forward's): per
+/// (b, h), key i, query j, with c the float32 literal 0.18033688 for log2(e) / 8,
+/// P[i, j] = exp2(K_i · Q_j · c − lse[j]), dP[i, j] = V_i · dO_j,
+/// dS[i, j] = P[i, j] (dP[i, j] − Delta[j]) / 8; dV_i = Σ_j P[i, j] dO_j,
+/// dK_i = Σ_j dS[i, j] Q_j, dQ_j = Σ_i dS[i, j] K_i (into the zeros, stored through the
+/// layout: [`dq_position`]). The model: the dot products float32 sums of exact float16
+/// products; P = float32(exp2(float32(float32(s·c) − lse))); dS = float16(float32(float32(P ·
+/// float32(dP − Delta)) · 0.125)); dV = float16(Σ float16(P) dO), dK = float16(Σ dS Q) and dQ
+/// = Σ dS K in float32 in any order (gemm k-steps, then float32 atomics across key blocks).
+fn flash_bwd(o: &Outputs) -> Expected {
+    let (q, dq) = (&o["Q"], &o["dQ"]);
+    let (batch, seq, heads, dim) = (q.shape()[0], q.shape()[1], q.shape()[2], q.shape()[3]);
+    let [qv, kv, vv, dov] = ["Q", "K", "V", "dO"].map(|n| o[n].to_f64());
+    let (lse, delta) = (o["lse"].to_f64(), o["Delta"].to_f64());
+    let at = |b: usize, s: usize, h: usize| ((b * seq + s) * heads + h) * dim;
+    let row = |b: usize, h: usize, s: usize| (b * heads + h) * seq + s;
+    let c = Approx::literal(0.18033688, LOG2_E / 8.0, Fp::F32);
+    let f32r = |a: Approx| a.round(Fp::F32);
+    let dot = |x: &[f64], y: &[f64]| {
+        let products: Vec<f64> = x.iter().zip(y).map(|(a, b)| a * b).collect();
+        let model = Approx::sum(products.iter().map(|&p| exact(p)), Fp::F32);
+        expect(products.iter().sum(), model)
+    };
+    let n = batch * seq * heads * dim;
+    let (mut dk, mut dv) = (vec![exact(0.0); n], vec![exact(0.0); n]);
+    let mut dq_out = vec![exact(0.0); dq.len()];
+    for b in 0..batch {
+        for h in 0..heads {
+            // P (with its float16 rounding, as the dV gemm reads it) and dS, per key i and
+            // query j.
+            let (mut p16, mut ds) = (Vec::new(), Vec::new());
+            for i in 0..seq {
+                for j in 0..seq {
+                    let s = dot(&kv[at(b, i, h)..][..dim], &qv[at(b, j, h)..][..dim]);
+                    let dp = dot(&vv[at(b, i, h)..][..dim], &dov[at(b, j, h)..][..dim]);
+                    let l = exact(lse[row(b, h, j)]);
+                    let p = f32r(f32r(f32r(s * c) - l).exp2());
+                    let d = f32r(dp - exact(delta[row(b, h, j)]));
+                    p16.push(p.round(Fp::F16));
+                    ds.push(f32r(f32r(p * d) * exact(0.125)).round(Fp::F16));
+                }
+            }
+            for col in 0..dim {
+                for i in 0..seq {
+                    let v_terms =
+                        (0..seq).map(|j| p16[i * seq + j] * exact(dov[at(b, j, h) + col]));
+                    dv[at(b, i, h) + col] = Approx::sum(v_terms, Fp::F32).round(Fp::F16);
+                    let k_terms = (0..seq).map(|j| ds[i * seq + j] * exact(qv[at(b, j, h) + col]));
+                    dk[at(b, i, h) + col] = Approx::sum(k_terms, Fp::F32).round(Fp::F16);
+                }
+                for j in 0..seq {
+                    let q_terms = (0..seq).map(|i| ds[i * seq + j] * exact(kv[at(b, i, h) + col]));
+                    dq_out[dq_position(b, j, h, col, seq, heads)] = Approx::sum(q_terms, Fp::F32);
+                }
+            }
+        }
+    }
+    vec![("dQ", dq_out), ("dK", dk), ("dV", dv)]
+}
+
+/// `flash_attn_bwd_postprocess.tir`: dQ_out[b, l, h, d] = float16 of the float32 stored at
+/// [`dq_position`] (b, l, h, d) of dQ's memory — exact.
+fn flash_bwd_postprocess(o: &Outputs) -> Expected {
+    let out = &o["dQ_out"];
+    let (batch, seq, heads, dim) = (
+        out.shape()[0],
+        out.shape()[1],
+        out.shape()[2],
+        out.shape()[3],
+    );
+    let dq = o["dQ"].to_f64();
+    let mut want = Vec::with_capacity(out.len());
+    for b in 0..batch {
+        for l in 0..seq {
+            for h in 0..heads {
+                for d in 0..dim {
+                    let x = dq[dq_position(b, l, h, d, seq, heads)];
+                    want.push(exact(Fp::F16.round(x)));
+                }
+            }
+        }
+    }
+    vec![("dQ_out", want)]
+}
+
 /// `linear_attn_fwd.tir`: with q = Q·scale (scale = 128^-1/2), per (b, h) the causal linear
 /// attention O[t, :] = Σ_{s ≤ t} (q_t · K_s) V_s (O zeroed by the caller) and final_state =
 /// Σ_s K_s^T V_s (128 x 128).
@@ -2240,6 +2366,16 @@ fn elementwise_add_matches_its_reference() {
 #[test]
 fn chunk_local_cumsum_matches_its_reference() {
     check_example("cumsum_chunk_local");
+}
+
+#[test]
+fn flash_attn_bwd_matches_its_reference() {
+    check_example("flash_attn_bwd");
+}
+
+#[test]
+fn flash_attn_bwd_postprocess_matches_its_reference() {
+    check_example("flash_attn_bwd_postprocess");
 }
 
 #[test]

@@ -156,6 +156,7 @@ pub(super) fn build(
             name: d.name.clone(),
             dtype: d.dtype,
             arg: d.param,
+            multiple_of: (d.multiple_of > 1).then_some(d.multiple_of),
         })
         .collect();
     // The verifier lists every kernel in program order, nested ones too; they are the

@@ -143,7 +143,7 @@ pub(crate) fn resolve(
             return Err(Diagnostic::error(func.dims[i].span, message));
         };
         let dim = &func.dims[i];
-        if let Some(why) = crate::ir::dim_range_error(&dim.name, dim.dtype, *v) {
+        if let Some(why) = crate::ir::dim_range_error(&dim.name, dim.dtype, dim.multiple_of, *v) {
             return Err(Diagnostic::error(
                 dim.span,
                 format!("dimension `{}` = {v} ({from}) is {why}", dim.name),

@@ -97,15 +97,14 @@ impl Printer<'_> {
         let module_dims: Vec<&crate::ir::Dim> =
             func.dims.iter().filter(|d| d.param.is_none()).collect();
         for dim in &module_dims {
-            if dim.dtype == DType::Int32 {
-                writeln!(self.out, "{0} = T.symbolic(\"{0}\")", dim.name)?;
-            } else {
-                writeln!(
-                    self.out,
-                    "{0} = T.symbolic(\"{0}\", \"{1}\")",
-                    dim.name, dim.dtype
-                )?;
+            write!(self.out, "{0} = T.symbolic(\"{0}\"", dim.name)?;
+            if dim.dtype != DType::Int32 {
+                write!(self.out, ", \"{}\"", dim.dtype)?;
             }
+            if dim.multiple_of > 1 {
+                write!(self.out, ", multiple_of={}", dim.multiple_of)?;
+            }
+            writeln!(self.out, ")")?;
         }
         if !module_dims.is_empty() {
             self.out.push('\n');

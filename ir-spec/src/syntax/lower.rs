@@ -57,6 +57,9 @@ pub struct Lowerer {
     pub source_names: HashSet<String>,
     /// `@T.macro` definitions and the expansion state (`syntax::lower_macro`).
     pub macros: crate::syntax::lower_macro::Macros,
+    /// Multiples that layouts of global tensors require of symbolic dims
+    /// (`syntax::lower_global_layout`): dim, multiple, the layout part that needs it.
+    pub dim_multiples: Vec<(String, i64, Span)>,
 }
 
 /// What lowering gives: the function, and the spans (start, end) of its TVMScript typed
@@ -172,13 +175,20 @@ impl Lowerer {
             self.error(module_level_error(value.span));
             return Vec::new();
         }
-        let Some(a) = self.bind("T.dynamic", value.span, args, &["name", "dtype"], 1) else {
+        let Some(a) = self.bind(
+            "T.dynamic",
+            value.span,
+            args,
+            &["name", "dtype", "multiple_of"],
+            1,
+        ) else {
             return Vec::new();
         };
         let Some(first) = a[0] else {
             return Vec::new();
         };
         let dtype_arg = a[1].cloned();
+        let multiple_arg = a[2].cloned();
         let ast::ExprKind::Str(written) = &first.kind else {
             self.error(Diagnostic::error(
                 first.span,
@@ -205,6 +215,13 @@ impl Lowerer {
                 name: None,
                 value: d.clone(),
             }));
+            one.extend(multiple_arg.iter().map(|m| ast::Arg {
+                name: Some(ast::Ident {
+                    name: "multiple_of".to_string(),
+                    span: m.span,
+                }),
+                value: m.clone(),
+            }));
             let call = ast::Expr::new(ast::ExprKind::Call(func.clone(), one), value.span);
             let seen: Vec<Dim> = dims.iter().chain(out.iter()).cloned().collect();
             if let Some(d) = self.symbolic_dim(item, &call, &seen) {
@@ -224,7 +241,13 @@ impl Lowerer {
         if callee != "T.symbolic" && callee != "T.dynamic" {
             return self.fail(module_level_error(value.span));
         }
-        let a = self.bind(&callee, value.span, args, &["name", "dtype"], 1)?;
+        let a = self.bind(
+            &callee,
+            value.span,
+            args,
+            &["name", "dtype", "multiple_of"],
+            1,
+        )?;
         let name = self.string(a[0]?, "the name of a symbolic dimension")?;
         let mut dtype = DType::Int32;
         if let Some(dt) = a[1] {
@@ -257,7 +280,18 @@ impl Lowerer {
                 .with_note_at(first.span, format!("`{var}` is first declared here")),
             );
         }
-        Some(Dim::new(var.clone(), target.span, dtype))
+        let mut dim = Dim::new(var.clone(), target.span, dtype);
+        if let Some(m) = a[2] {
+            let v = self.const_int(m, "`multiple_of`")?;
+            if !(1..=1 << 20).contains(&v) {
+                return self.fail(Diagnostic::error(
+                    m.span,
+                    format!("`multiple_of` is {v}; it must lie in 1..=1048576"),
+                ));
+            }
+            dim.multiple_of = v;
+        }
+        Some(dim)
     }
 
     fn func(&mut self, f: &ast::FuncDef, mut dims: Vec<Dim>, span: Span) -> Option<PrimFunc> {
@@ -369,6 +403,18 @@ impl Lowerer {
         }
         self.params = self.buffers.keys().cloned().collect();
         let body = self.block_refs(&body_stmts);
+        for (name, m, at) in std::mem::take(&mut self.dim_multiples) {
+            match dims.iter_mut().find(|d| d.name == name) {
+                Some(d) if d.param.is_none() => {
+                    d.multiple_of = lcm(d.multiple_of, m);
+                }
+                _ => self.error(Diagnostic::error(
+                    at,
+                    format!("this layout needs `{name}` to be a multiple of {m}, which only a symbolic dimension can promise"),
+                )
+                .with_note(format!("declare `{name} = T.symbolic(\"{name}\", multiple_of={m})` before the function"))),
+            }
+        }
         Some(PrimFunc {
             name: Ident::new(f.name.name.clone(), f.name.span),
             dims,
@@ -1396,4 +1442,13 @@ fn is_comm_reducer(args: &[ast::Arg]) -> bool {
     args.first().is_some_and(|a| {
         matches!(&a.value.kind, ast::ExprKind::Call(f, _) if f.dotted().as_deref() == Some("T.comm_reducer"))
     })
+}
+
+/// The least common multiple of two positive numbers (saturating).
+fn lcm(a: i64, b: i64) -> i64 {
+    let (mut x, mut y) = (a, b);
+    while y != 0 {
+        (x, y) = (y, x % y);
+    }
+    (a / x.max(1)).saturating_mul(b)
 }

@@ -39,6 +39,11 @@ pub struct KernelState {
     /// ones are dropped; if the body uses some, it becomes per-thread code (see
     /// `bind_thread_vars`).
     pub thread_vars: Vec<(Ident, usize)>,
+    /// Layouts of global tensors (`syntax::lower_global_layout`), by parameter.
+    pub global_layouts:
+        std::collections::HashMap<String, crate::syntax::lower_global_layout::GlobalLayout>,
+    /// The parameters the kernel has used so far (a layout must come before them).
+    pub touched: std::collections::HashSet<String>,
 }
 
 impl Lowerer {
@@ -1209,6 +1214,12 @@ impl Lowerer {
                 self.error(Diagnostic::error(k.span, "expected a buffer name"));
                 continue;
             };
+            let is_layout_call = matches!(&v.kind, ast::ExprKind::Call(f, _)
+                if matches!(f.dotted().as_deref(), Some("T.Layout" | "T.layout.Layout")));
+            if is_layout_call && self.params.contains(buf) {
+                self.global_layout(buf, v, k.span.to(v.span));
+                continue;
+            }
             let Some(layout) = self.layout(buf, v) else {
                 continue;
             };

@@ -33,7 +33,13 @@ impl Lowerer {
             if let Some(shape) = self.view_shape(name) {
                 return Some(shape);
             }
+        } else if self.global_layout_of(name).is_some() {
+            return self.fail(
+                Diagnostic::error(span, format!("`{name}` has a layout in this kernel and cannot be used here"))
+                    .with_note("a global tensor with a layout can be indexed, copied from or to with `T.copy`, and added to with `T.atomic_add`"),
+            );
         }
+        self.touch(name);
         self.view_misuse(name, span)?;
         match self.buffers.get(name) {
             Some(b) => Some(b.shape.clone()),
@@ -334,9 +340,13 @@ impl Lowerer {
                 (s, d)
             }
         };
-        if self.views.contains_key(&src.buffer.name) || self.views.contains_key(&dst.buffer.name) {
+        let remapped =
+            |lw: &Self, n: &str| lw.views.contains_key(n) || lw.global_layout_of(n).is_some();
+        if remapped(self, &src.buffer.name) || remapped(self, &dst.buffer.name) {
             return self.view_copy(src, dst, span);
         }
+        self.touch(&src.buffer.name);
+        self.touch(&dst.buffer.name);
         Some(Stmt::new(StmtKind::Copy { src, dst }, span))
     }
 
@@ -504,7 +514,11 @@ impl Lowerer {
         // shapes are matched: `T.atomic_add(O[b, i*64:(i+1)*64, h, 0:64], o_shared)` adds a
         // 64 x 64 tile into a 4-D tensor; a corner destination of a higher rank takes the
         // tile in its last dimensions.
-        let (buffer, starts, spans, extents) = match self.operand(dst)? {
+        // The destination may be a view or have a global layout: its elements are remapped.
+        let saved = std::mem::replace(&mut self.view_regions, true);
+        let operand = self.operand(dst);
+        self.view_regions = saved;
+        let (buffer, starts, spans, extents) = match operand? {
             Operand::Full(r) => {
                 let spans = r
                     .ranges
@@ -555,7 +569,10 @@ impl Lowerer {
                 }
             }
         }
-        let dims = self.buffer_shape(&buffer.name, buffer.span)?;
+        let saved = std::mem::replace(&mut self.view_regions, true);
+        let dims = self.buffer_shape(&buffer.name, buffer.span);
+        self.view_regions = saved;
+        let dims = dims?;
         let vars: Vec<String> = (0..shape.len())
             .map(|d| self.generated_name(&format!("atomic_i{d}")))
             .collect();
@@ -595,9 +612,10 @@ impl Lowerer {
                 Some(g) => Expr::binary(BinOp::And, g, c, span),
             });
         }
+        let (target, at) = self.element_target(&buffer.name, at, span)?;
         let add = Stmt::new(
             StmtKind::AtomicAdd {
-                buffer,
+                buffer: Ident::new(target, buffer.span),
                 indices: at,
                 value: Expr::new(
                     ExprKind::Load {

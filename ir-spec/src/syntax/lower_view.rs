@@ -107,8 +107,11 @@ impl Lowerer {
         indices: Vec<Expr>,
         span: Span,
     ) -> Option<(String, Vec<Expr>)> {
+        self.touch(name);
         if self.views.contains_key(name) {
             self.view_access(name, indices, span)
+        } else if let Some(layout) = self.global_layout_of(name) {
+            Some((name.to_string(), layout.access(&indices, span)))
         } else {
             Some((name.to_string(), indices))
         }
@@ -267,12 +270,9 @@ impl Lowerer {
         self.buffers.get(name).map(|b| b.dtype)
     }
 
-    /// `buf[idx]` resolved through a view.
+    /// `buf[idx]` resolved through a view or a global layout.
     fn resolve(&mut self, name: &str, idx: Vec<Expr>, span: Span) -> Option<(String, Vec<Expr>)> {
-        if self.views.contains_key(name) {
-            return self.view_access(name, idx, span);
-        }
-        Some((name.to_string(), idx))
+        self.element_target(name, idx, span)
     }
 
     /// `0 <= idx < shape` per dimension for a global buffer or view (`None`: always in,
@@ -312,7 +312,7 @@ pub fn arith(op: BinOp, a: Expr, b: Expr, span: Span) -> Expr {
 /// `indices` of a `vshape` array, as indices of a `pshape` array at the same row-major
 /// position. A common suffix of structurally equal extents keeps its indices; the rest is
 /// linearized and delinearized (`(lin // stride) % extent`, the outermost without `%`).
-fn remap(indices: &[Expr], vshape: &[Expr], pshape: &[Expr], span: Span) -> Vec<Expr> {
+pub(crate) fn remap(indices: &[Expr], vshape: &[Expr], pshape: &[Expr], span: Span) -> Vec<Expr> {
     let mut common = 0;
     while common < vshape.len().min(pshape.len()).saturating_sub(1)
         && vshape[vshape.len() - 1 - common] == pshape[pshape.len() - 1 - common]

@@ -12,6 +12,7 @@ pub mod lower_allreduce;
 pub mod lower_break;
 pub mod lower_cumsum;
 pub mod lower_expr;
+pub mod lower_global_layout;
 pub mod lower_im2col;
 pub mod lower_intrinsic;
 pub mod lower_kernel;

@@ -197,6 +197,85 @@ const EXAMPLES: &[Example] = &[
         ],
         reference: mla_decode,
     },
+    // Causal attention with a sink logit per head, 128-row tiles: 100 queries over 130 keys
+    // (past_len 30: a masked second key tile, a partial query tile) in 2 heads, then two
+    // batches of 128 queries over 300 keys (three key tiles, the last ragged).
+    Example {
+        stem: "attn_sink_mha_fwd_bhsd",
+        sizes: [
+            &[("batch", 1), ("heads", 2), ("seq_q", 100), ("seq_kv", 130)],
+            &[("batch", 2), ("heads", 1), ("seq_q", 128), ("seq_kv", 300)],
+        ],
+        reference: attention_sink,
+    },
+    // Groups of 5, 9 and 13 rows ([`given`]: the offsets the caller computes), one 64-row
+    // block each (rows of the next groups and past the end computed, not stored): K = 100
+    // (a ragged last k-step, zero-filled), then two column tiles over two whole k-steps. N
+    // stays a multiple of 64 (the header: the column store is unguarded).
+    Example {
+        stem: "grouped_gemm_fwd",
+        sizes: [&[("K", 100), ("N", 64)], &[("K", 64), ("N", 128)]],
+        reference: grouped_gemm,
+    },
+    // dLLM block-causal attention, 64-row tiles, dllm blocks of 16: the sequence is two
+    // halves of whole tiles (the original asserts it), so its edges are the masks: the
+    // noisy diagonal (qb = kb), the clean boundary tile (qb > kb, wholly masked for the
+    // first dllm block: the first tile wiped by the next's alpha = 0) and the clean diagonal
+    // (qb >= kb). One tile per half, two heads; then two batches of two tiles per half.
+    Example {
+        stem: "block_causal_attn_fwd",
+        sizes: [
+            &[("batch", 1), ("seq_len", 128), ("heads", 2)],
+            &[("batch", 2), ("seq_len", 256), ("heads", 1)],
+        ],
+        reference: block_causal_attention,
+    },
+    // Native sparse attention, one selected 32-key block per token and KV head ([`given`]:
+    // a block among 0..max(1, t / 32), as main() draws them), keys past the token masked:
+    // main()'s shape (2 x 64 tokens, 16 query heads on one KV head: every token's block is
+    // 0, the first 32 tokens' masked past the token), then 100 tokens over 2 KV heads
+    // (tokens 64..99 pick among blocks 0..2).
+    Example {
+        stem: "nsa_fwd",
+        sizes: [
+            &[("batch", 2), ("seq_len", 64), ("heads", 16)],
+            &[("batch", 1), ("seq_len", 100), ("heads", 32)],
+        ],
+        reference: nsa_fwd,
+    },
+    // The MoE's shared expert, 128 x 128 tiles: 150 tokens, dhidden 130 and dexpert 200
+    // (every dim ragged: the copies mask both kernels' edges), then 64 tokens over whole
+    // tiles in dhidden and dexpert.
+    Example {
+        stem: "fusedmoe_shared",
+        sizes: [
+            &[("dhidden", 130), ("dexpert", 200), ("num_tokens", 150)],
+            &[("dhidden", 128), ("dexpert", 256), ("num_tokens", 64)],
+        ],
+        reference: fusedmoe_shared,
+    },
+    // The MoE's routed experts: 256 rows in 8 experts' groups of 130, 0, 30, 16, 20, 10, 50
+    // and 0 rows ([`given`]: the caller's offsets and block table): expert 0 spans two
+    // 128-row blocks (the second stores 2 rows), empty experts' blocks store nothing, each
+    // block reads rows of the next groups (ragged groups). dhidden and dexpert multiples of
+    // 128 (the header).
+    Example {
+        stem: "fusedmoe_routed",
+        sizes: [
+            &[("dhidden", 128), ("dexpert", 256), ("n_routed_experts", 8)],
+            &[("dhidden", 256), ("dexpert", 128), ("n_routed_experts", 8)],
+        ],
+        reference: fusedmoe_routed,
+    },
+    // MLA decoding over a paged cache (pages of 64 rows, at most 4 per sequence:
+    // max_seqlen_pad = 256), tiles in reverse order ([`given`]: permuted page tables and
+    // the lengths): 130 keys (the first tile processed, the last, masked past key 130),
+    // then two sequences of 256 and 64 keys (whole tiles).
+    Example {
+        stem: "mla_decode_paged",
+        sizes: [&[("batch", 1)], &[("batch", 2)]],
+        reference: mla_decode_paged,
+    },
     // The backward pass's row dot products, 32-row blocks: 100 = 3 * 32 + 4 rows (a masked
     // last block) over two batches of 3 heads, then two whole blocks.
     Example {
@@ -603,6 +682,74 @@ fn given(stem: &str, size: usize) -> HashMap<String, Tensor> {
         .expect("dQ");
         inputs.insert("dQ".to_string(), dq);
     }
+    if stem == "grouped_gemm_fwd" {
+        // The group sizes the kernel was built for, and the offsets construct_inputs derives
+        // (padded to 64-row blocks).
+        for (name, values) in [
+            ("batch_sizes", [5, 9, 13]),
+            ("batch_offsets", [0, 5, 14]),
+            ("batch_padded_offsets", [0, 64, 128]),
+        ] {
+            let t = Tensor::from_i64(DType::Int32, &[3], &values).expect("offsets");
+            inputs.insert(name.to_string(), t);
+        }
+    }
+    if stem == "nsa_fwd" {
+        // BlockIndices (batch, seq_len, heads / 16, 1): for token t a block among
+        // 0..max(1, t / 32), pseudo-randomly (main() draws one with randperm).
+        let dim = |name| size_of(stem, size, name);
+        let (batch, seq, kv_heads) = (dim("batch"), dim("seq_len"), dim("heads") / 16);
+        let values: Vec<i64> = (0..batch * seq * kv_heads)
+            .map(|i| {
+                let t = i / kv_heads % seq;
+                ((i * 2_654_435_761) % 101 % (t / 32).max(1)) as i64
+            })
+            .collect();
+        let t = Tensor::from_i64(DType::Int32, &[batch, seq, kv_heads, 1], &values)
+            .expect("block indices");
+        inputs.insert("BlockIndices".to_string(), t);
+    }
+    if stem == "fusedmoe_routed" {
+        // 8 experts' groups of the 256 rows, and what the caller derives from them: the
+        // offsets, the offsets padded to ceil((size + 1) / 128) * 128, and each of the 10
+        // blocks' expert (the last whose padded offset is at most bx * 128).
+        let sizes = [130i64, 0, 30, 16, 20, 10, 50, 0];
+        let (mut offsets, mut padded) = (vec![0i64], vec![0i64]);
+        for w in sizes.windows(2) {
+            offsets.push(offsets.last().expect("an offset") + w[0]);
+            padded.push(padded.last().expect("an offset") + (w[0] + 1 + 127) / 128 * 128);
+        }
+        let table: Vec<i64> = (0..10)
+            .map(|bx| {
+                padded
+                    .iter()
+                    .rposition(|&p| bx * 128 >= p)
+                    .expect("expert 0") as i64
+            })
+            .collect();
+        for (name, values) in [
+            ("group_sizes", &sizes[..]),
+            ("group_offsets", &offsets),
+            ("group_padded_offsets", &padded),
+            ("group_idx_for_bx", &table),
+        ] {
+            let t = Tensor::from_i64(DType::Int32, &[values.len()], values).expect("groups");
+            inputs.insert(name.to_string(), t);
+        }
+    }
+    if stem == "mla_decode_paged" {
+        // Each sequence's 4 logical pages on a permutation of the batch's physical pages,
+        // and its length.
+        let (table, lens): (&[i64], &[i64]) = match size {
+            0 => (&[2, 0, 3, 1], &[130]),
+            _ => (&[5, 7, 1, 0, 6, 2, 4, 3], &[256, 64]),
+        };
+        let batch = lens.len();
+        let t = Tensor::from_i64(DType::Int32, &[batch, 4], table).expect("block table");
+        inputs.insert("block_table".to_string(), t);
+        let t = Tensor::from_i64(DType::Int32, &[batch], lens).expect("lengths");
+        inputs.insert("cache_seqlens".to_string(), t);
+    }
     if stem == "linear_attn_fwd" {
         // The caller zeroes O (both key blocks add their part into it).
         let dim = |name| size_of(stem, size, name);
@@ -657,6 +804,18 @@ const REFUSED: &[(&str, Target, &str)] = &[
         Target::Sm80,
         "cannot split a 64 x 64 tile into warp tiles of multiples of 16 x 16",
     ),
+    // Q, O and two stages of K and V, 128 x 128 float16 each: 192 KiB (O_shared, used
+    // after the key loop, keeps bytes of its own), over sm_80's 163 KiB.
+    (
+        "attn_sink_mha_fwd_bhsd",
+        Target::Sm80,
+        "this kernel needs 196608 bytes of shared memory, more than the 166912 a block may have on sm_80",
+    ),
+    (
+        "mla_decode_paged",
+        Target::Sm80,
+        "cannot split a 64 x 64 tile into warp tiles of multiples of 16 x 16",
+    ),
     (
         "gemm_deepgemm_fp8_2xacc",
         Target::Sm80,
@@ -682,6 +841,12 @@ const PTXAS_EXPECTED: &[(&str, Target, &str)] = &[
     // promoted sum): ptxas spills. tlc's own example splits such a tile over two consumer
     // warpgroups.
     ("gemm_deepgemm_fp8_2xacc", Target::Sm90a, SPILLS),
+    // The MoE's gate / up kernels hold two 128 x 128 float32 accumulators and the 128 x 128
+    // float16 A fragment at 256 threads (about 160 registers of tiles): on sm_90a ptxas
+    // fits them (about 230 registers), on sm_80 (mma.sync) it spills — the shared expert's
+    // kernel at 128 registers, ptxas's own choice (`--maxrregcount 255` changes nothing).
+    ("fusedmoe_shared", Target::Sm80, SPILLS),
+    ("fusedmoe_routed", Target::Sm80, SPILLS),
 ];
 
 /// A [`PTXAS_EXPECTED`] entry for a kernel ptxas assembles without a warning but with
@@ -1647,6 +1812,411 @@ fn mla_decode(o: &Outputs) -> Expected {
     vec![("Output", out)]
 }
 
+/// `attn_sink_mha_fwd_bhsd.tir`: causal attention (BHSD, keys k ≤ q + seq_kv − seq_q) with
+/// one sink logit per head in the softmax's denominator: Output[b, h, q, :] = Σ_k w_k·V[k, :] /
+/// (Σ_k w_k + exp(Sinks[h] − t)), w_k = exp(x_k − t), x_k = Q[q, :]·K[k, :] / sqrt(128), t any
+/// shift. The model is [`online_softmax`]'s over 128-key tiles (c the float32 literal
+/// 0.1275174307460247), then l += exp2(float16(sink·float16(1.44269504)) − m·c) (float32:
+/// the product with the literal is a float16 multiply), Output = float16(O / l).
+fn attention_sink(o: &Outputs) -> Expected {
+    const TILE: usize = 128;
+    let (q, k, v) = (&o["Q"], &o["K"], &o["V"]);
+    let (batch, heads, seq_q, dim) = (q.shape()[0], q.shape()[1], q.shape()[2], q.shape()[3]);
+    let seq_kv = k.shape()[2];
+    let (qv, kv, vv, sinks) = (q.to_f64(), k.to_f64(), v.to_f64(), o["Sinks"].to_f64());
+    let c = Approx::literal(0.1275174307460247, LOG2_E / (dim as f64).sqrt(), Fp::F32);
+    let log2e = Approx::literal(LOG2_E_WRITTEN, LOG2_E, Fp::F16);
+    let f32r = |a: Approx| a.round(Fp::F32);
+    let mut out = Vec::with_capacity(qv.len());
+    for b in 0..batch {
+        for (h, &sink) in sinks.iter().enumerate() {
+            let row = |s: usize, seq: usize| ((b * heads + h) * seq + s) * dim;
+            for i in 0..seq_q {
+                let keys = (i + seq_kv - seq_q + 1).min(seq_kv);
+                let qrow = &qv[row(i, seq_q)..][..dim];
+                let dots: Vec<(f64, Approx)> = (0..keys)
+                    .map(|j| {
+                        let krow = &kv[row(j, seq_kv)..][..dim];
+                        let products = qrow.iter().zip(krow).map(|(x, y)| x * y);
+                        let model = Approx::sum(products.clone().map(exact), Fp::F32);
+                        (products.sum::<f64>(), model)
+                    })
+                    .collect();
+                // The reference: softmax in f64 with the sink in the denominator.
+                let scaled: Vec<f64> = dots.iter().map(|d| d.0 / (dim as f64).sqrt()).collect();
+                let top = scaled.iter().fold(sink, |m, &x| m.max(x));
+                let w: Vec<f64> = scaled.iter().map(|x| (x - top).exp()).collect();
+                let total = w.iter().sum::<f64>() + (sink - top).exp();
+                // The model, tile by tile, then the sink's term.
+                let tiles: Vec<Vec<(usize, Approx)>> = dots
+                    .chunks(TILE)
+                    .enumerate()
+                    .map(|(t, tile)| {
+                        let keys = tile.iter().enumerate();
+                        keys.map(|(j, d)| (t * TILE + j, d.1)).collect()
+                    })
+                    .collect();
+                let v_at = |j: usize, col: usize| vv[row(j, seq_kv) + col];
+                let (acc, l, m) = online_softmax(&tiles, v_at, dim, c);
+                let sink_term = (exact(sink) * log2e).round(Fp::F16);
+                let l = f32r(l + f32r(f32r(sink_term - f32r(m * c)).exp2()));
+                for (col, slot) in acc.iter().enumerate() {
+                    let want = (0..keys).map(|j| w[j] * v_at(j, col)).sum::<f64>() / total;
+                    out.push(expect(want, f32r(*slot / l).round(Fp::F16)));
+                }
+            }
+        }
+    }
+    vec![("Output", out)]
+}
+
+/// `grouped_gemm_fwd.tir`: the groups (5, 9, 13) of A's 27 rows, each times its own B:
+/// C[r, :] = float16(A[r, :] @ B[g, :, :]) for row r of group g (float16 products exact in
+/// float32, summed in any order).
+fn grouped_gemm(o: &Outputs) -> Expected {
+    const GROUPS: [usize; 3] = [5, 9, 13];
+    let (a, b) = (&o["A"], &o["B"]);
+    let (k, n) = (a.shape()[1], b.shape()[2]);
+    let (av, bv) = (a.to_f64(), b.to_f64());
+    let group_of = |r: usize| {
+        let mut end = 0;
+        GROUPS.iter().position(|&s| {
+            end += s;
+            r < end
+        })
+    };
+    let mut c = Vec::with_capacity(27 * n);
+    for r in 0..GROUPS.iter().sum() {
+        let g = group_of(r).expect("a group");
+        for j in 0..n {
+            let products = (0..k).map(|l| av[r * k + l] * bv[(g * k + l) * n + j]);
+            let model = Approx::sum(products.clone().map(exact), Fp::F32).round(Fp::F16);
+            c.push(expect(products.sum(), model));
+        }
+    }
+    vec![("C", c)]
+}
+
+/// `block_causal_attn_fwd.tir` (dllm blocks of 16): the sequence's halves, noisy then clean,
+/// positions local to their half in blocks of 16 (qb, kb); query q sees key k when both are
+/// noisy and qb = kb, q noisy and k clean and qb > kb, or both clean and qb ≥ kb.
+/// Output[b, q, h, :] = softmax over those keys of (Q·K · 0.125) applied to V;
+/// LSE[b, h, q] = log2 Σ_k exp2(Q·K · 0.125 · log2 e).
+///
+/// The model is [`online_softmax`]'s over the 64-key tiles in the kernel's order (a noisy
+/// query tile bx: clean key tiles 0..=bx, then its own noisy tile; a clean one c: clean key
+/// tiles 0..=c), c the float32 literal 0.18033688011112042. Tiles where the row sees no key
+/// before its first seen key are left out: there m is near -1e6 and the next tile's alpha,
+/// exp2(about -1.8e5), is exactly 0, which zeroes what they summed (the header). Output =
+/// float16(O / (l + 1e-30)), LSE = log2(l + 1e-30) + m·c (float32).
+fn block_causal_attention(o: &Outputs) -> Expected {
+    const TILE: usize = 64;
+    const DLLM: usize = 16;
+    let (q, k, v) = (&o["Q"], &o["K"], &o["V"]);
+    let (batch, seq, heads, dim) = (q.shape()[0], q.shape()[1], q.shape()[2], q.shape()[3]);
+    let half = seq / 2;
+    assert_eq!(
+        half % TILE,
+        0,
+        "block_causal_attn_fwd: seq_len a multiple of 128"
+    );
+    let (qv, kv, vv) = (q.to_f64(), k.to_f64(), v.to_f64());
+    let row = |b: usize, s: usize, h: usize| ((b * seq + s) * heads + h) * dim;
+    let sees = |q: usize, k: usize| {
+        let (qc, kc) = (q >= half, k >= half);
+        let (qb, kb) = ((q % half) / DLLM, (k % half) / DLLM);
+        match (qc, kc) {
+            (false, false) => qb == kb,
+            (false, true) => qb > kb,
+            (true, true) => qb >= kb,
+            (true, false) => false,
+        }
+    };
+    let scale = 0.125;
+    let c = Approx::literal(0.18033688011112042, LOG2_E * scale, Fp::F32);
+    let tiny = Approx::literal(1e-30, 0.0, Fp::F32);
+    let f32r = |a: Approx| a.round(Fp::F32);
+    let mut out = vec![exact(0.0); qv.len()];
+    let mut lse = vec![exact(0.0); batch * heads * seq];
+    for b in 0..batch {
+        for h in 0..heads {
+            for i in 0..seq {
+                let bx = i / TILE;
+                // The key tiles in the kernel's order.
+                let key_tiles: Vec<usize> = match i < half {
+                    true => (0..=bx).map(|s| half / TILE + s).chain([bx]).collect(),
+                    false => (0..=bx - half / TILE).map(|s| half / TILE + s).collect(),
+                };
+                let qrow = &qv[row(b, i, h)..][..dim];
+                let dot = |j: usize| {
+                    let products = qrow
+                        .iter()
+                        .zip(&kv[row(b, j, h)..][..dim])
+                        .map(|(x, y)| x * y);
+                    let model = Approx::sum(products.clone().map(exact), Fp::F32);
+                    (products.sum::<f64>(), model)
+                };
+                let mut tiles: Vec<Vec<(usize, Approx)>> = key_tiles
+                    .iter()
+                    .map(|&t| {
+                        let keys = (t * TILE..(t + 1) * TILE).filter(|&j| sees(i, j));
+                        keys.map(|j| (j, dot(j).1)).collect()
+                    })
+                    .collect();
+                let first = tiles.iter().position(|t| !t.is_empty()).expect("a key");
+                tiles.drain(..first);
+                let seen: Vec<usize> = tiles.iter().flatten().map(|d| d.0).collect();
+                // The reference: a plain softmax in f64.
+                let scaled: Vec<f64> = seen.iter().map(|&j| dot(j).0 * scale).collect();
+                let top = scaled.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x));
+                let w: Vec<f64> = scaled.iter().map(|x| (x - top).exp()).collect();
+                let total: f64 = w.iter().sum();
+                let v_at = |j: usize, col: usize| vv[row(b, j, h) + col];
+                let (acc, l, m) = online_softmax(&tiles, v_at, dim, c);
+                let l_eps = f32r(l + tiny);
+                for (col, slot) in acc.iter().enumerate() {
+                    let want = seen
+                        .iter()
+                        .zip(&w)
+                        .map(|(&j, w)| w * v_at(j, col))
+                        .sum::<f64>()
+                        / total;
+                    out[row(b, i, h) + col] = expect(want, f32r(*slot / l_eps).round(Fp::F16));
+                }
+                let want_lse = (top + total.ln()) * LOG2_E;
+                let model = f32r(f32r(l_eps.log2()) + f32r(m * c));
+                lse[(b * heads + h) * seq + i] = expect(want_lse, model);
+            }
+        }
+    }
+    vec![("Output", out), ("LSE", lse)]
+}
+
+/// `nsa_fwd.tir` (one selected block of 32 keys, 16 query heads per KV head): for token t
+/// and KV head g, the block i_s = 32·BlockIndices[b, t, g, 0] (within 0..=t):
+/// Output[b, t, 16g + r, :] = softmax over the keys i_s ≤ k ≤ t of (0.1·Q·K) applied to V.
+/// The model is [`online_softmax`]'s over that one tile, c the float32 literal 0.144269504
+/// standing for 0.1·log2 e; Output = float16(O / l).
+fn nsa_fwd(o: &Outputs) -> Expected {
+    const BS: usize = 32;
+    const G: usize = 16;
+    let (q, k, v) = (&o["Q"], &o["K"], &o["V"]);
+    let (batch, seq, heads, dim) = (q.shape()[0], q.shape()[1], q.shape()[2], q.shape()[3]);
+    let kv_heads = heads / G;
+    let (qv, kv, vv, bi) = (
+        q.to_f64(),
+        k.to_f64(),
+        v.to_f64(),
+        o["BlockIndices"].to_f64(),
+    );
+    let c = Approx::literal(0.144269504, 0.1 * LOG2_E, Fp::F32);
+    let f32r = |a: Approx| a.round(Fp::F32);
+    let mut out = Vec::with_capacity(qv.len());
+    for b in 0..batch {
+        for t in 0..seq {
+            for h in 0..heads {
+                let g = h / G;
+                let start = bi[(b * seq + t) * kv_heads + g] as usize * BS;
+                assert!(start <= t, "nsa_fwd: a skipped block is NaN (the header)");
+                let kv_row = |s: usize| ((b * seq + s) * kv_heads + g) * dim;
+                let qrow = &qv[((b * seq + t) * heads + h) * dim..][..dim];
+                let keys: Vec<usize> = (start..(start + BS).min(t + 1)).collect();
+                let dots: Vec<(f64, Approx)> = keys
+                    .iter()
+                    .map(|&s| {
+                        let products = qrow.iter().zip(&kv[kv_row(s)..][..dim]).map(|(x, y)| x * y);
+                        let model = Approx::sum(products.clone().map(exact), Fp::F32);
+                        (products.sum::<f64>(), model)
+                    })
+                    .collect();
+                let scaled: Vec<f64> = dots.iter().map(|d| 0.1 * d.0).collect();
+                let top = scaled.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x));
+                let w: Vec<f64> = scaled.iter().map(|x| (x - top).exp()).collect();
+                let total: f64 = w.iter().sum();
+                let tile: Vec<(usize, Approx)> =
+                    keys.iter().zip(&dots).map(|(&s, d)| (s, d.1)).collect();
+                let v_at = |s: usize, col: usize| vv[kv_row(s) + col];
+                let (acc, l, _) = online_softmax(&[tile], v_at, dim, c);
+                for (col, slot) in acc.iter().enumerate() {
+                    let want = keys
+                        .iter()
+                        .zip(&w)
+                        .map(|(&s, w)| w * v_at(s, col))
+                        .sum::<f64>()
+                        / total;
+                    out.push(expect(want, f32r(*slot / l).round(Fp::F16)));
+                }
+            }
+        }
+    }
+    vec![("Output", out)]
+}
+
+/// The SwiGLU step of the MoE kernels (`fusedmoe_shared.tir`, `fusedmoe_routed.tir`) for one
+/// row `x` (dhidden) and one expert's gate and up weights (dexpert rows of dhidden):
+/// float16(u·g'), g = x·W_gate[j], u = x·W_up[j] (float16 products exact in float32,
+/// summed in any order), g' = g·(1 / (1 + exp2(−g·1.44269504))) in float32 (the float32
+/// literal standing for log2 e). Returns the exact values and their models.
+fn swiglu_row(x: &[f64], gate: &[f64], up: &[f64], dhidden: usize) -> Vec<(f64, Approx)> {
+    let f32r = |a: Approx| a.round(Fp::F32);
+    let log2e = Approx::literal(LOG2_E_WRITTEN, LOG2_E, Fp::F32);
+    let dot = |w: &[f64]| {
+        let products = x.iter().zip(w).map(|(a, b)| a * b);
+        let model = Approx::sum(products.clone().map(exact), Fp::F32);
+        (products.sum::<f64>(), model)
+    };
+    gate.chunks(dhidden)
+        .zip(up.chunks(dhidden))
+        .map(|(wg, wu)| {
+            let ((g, gm), (u, um)) = (dot(wg), dot(wu));
+            let want = u * g / (1.0 + (-g).exp());
+            let e = f32r(f32r(exact(0.0) - gm * log2e).exp2());
+            let silu = f32r(gm * f32r(exact(1.0) / f32r(exact(1.0) + e)));
+            (want, f32r(um * silu).round(Fp::F16))
+        })
+        .collect()
+}
+
+/// `fusedmoe_shared.tir`: up_logits = float16(SwiGLU(input)) ([`swiglu_row`]), output =
+/// float16(up_logits @ W_down^T) (float32 sums in any order; up_logits as its model).
+fn fusedmoe_shared(o: &Outputs) -> Expected {
+    let x = &o["input"];
+    let (tokens, dhidden) = (x.shape()[0], x.shape()[1]);
+    let dexpert = o["shared_W_gate"].shape()[0];
+    let (xv, wg, wu, wd) = (
+        x.to_f64(),
+        o["shared_W_gate"].to_f64(),
+        o["shared_W_up"].to_f64(),
+        o["shared_W_down"].to_f64(),
+    );
+    let (mut up, mut out) = (Vec::new(), Vec::new());
+    for t in 0..tokens {
+        let row = swiglu_row(&xv[t * dhidden..][..dhidden], &wg, &wu, dhidden);
+        for wrow in wd.chunks(dexpert) {
+            let want = row.iter().zip(wrow).map(|(u, w)| u.0 * w).sum::<f64>();
+            let terms = row.iter().zip(wrow).map(|(u, &w)| u.1 * exact(w));
+            out.push(expect(want, Approx::sum(terms, Fp::F32).round(Fp::F16)));
+        }
+        up.extend(row.into_iter().map(|(want, model)| expect(want, model)));
+    }
+    vec![("up_logits", up), ("output", out)]
+}
+
+/// `fusedmoe_routed.tir`: for row r of expert e (its rows given by group_sizes and
+/// group_offsets), up_logits[r] = float16(SwiGLU(input[r])) with expert e's weights
+/// ([`swiglu_row`]), output[r] = float16(float32(up_logits[r] @ W_down[e]^T) ·
+/// weights[r]) (float32 sums in any order, the product in float32).
+fn fusedmoe_routed(o: &Outputs) -> Expected {
+    let x = &o["input"];
+    let (rows, dhidden) = (x.shape()[0], x.shape()[1]);
+    let dexpert = o["routed_expert_gate"].shape()[1];
+    let (xv, wg, wu, wd, weights) = (
+        x.to_f64(),
+        o["routed_expert_gate"].to_f64(),
+        o["routed_expert_up"].to_f64(),
+        o["routed_expert_down"].to_f64(),
+        o["routed_expert_weights"].to_f64(),
+    );
+    let (sizes, offsets) = (o["group_sizes"].to_f64(), o["group_offsets"].to_f64());
+    let (mut up, mut out) = (
+        vec![exact(0.0); rows * dexpert],
+        vec![exact(0.0); rows * dhidden],
+    );
+    let mut covered = 0;
+    for (e, (&size, &offset)) in sizes.iter().zip(&offsets).enumerate() {
+        let (size, offset) = (size as usize, offset as usize);
+        let size_e = dexpert * dhidden;
+        fn part(w: &[f64], at: usize, len: usize) -> &[f64] {
+            &w[at..][..len]
+        }
+        let expert = |w| part(w, e * size_e, size_e);
+        for r in offset..offset + size {
+            let row = swiglu_row(
+                &xv[r * dhidden..][..dhidden],
+                expert(&wg),
+                expert(&wu),
+                dhidden,
+            );
+            for (j, wrow) in expert(&wd).chunks(dexpert).enumerate() {
+                let want = row.iter().zip(wrow).map(|(u, w)| u.0 * w).sum::<f64>() * weights[r];
+                let terms = row.iter().zip(wrow).map(|(u, &w)| u.1 * exact(w));
+                let model = (Approx::sum(terms, Fp::F32) * exact(weights[r])).round(Fp::F32);
+                out[r * dhidden + j] = expect(want, model.round(Fp::F16));
+            }
+            for (j, (want, model)) in row.into_iter().enumerate() {
+                up[r * dexpert + j] = expect(want, model);
+            }
+            covered += 1;
+        }
+    }
+    assert_eq!(covered, rows, "fusedmoe_routed: the groups cover every row");
+    vec![("up_logits", up), ("output", out)]
+}
+
+/// `mla_decode_paged.tir`: [`mla_decode`]'s attention over a paged cache: sequence b's key s
+/// (s < cache_seqlens[b]) is row block_table[b, s / 64]·64 + s % 64 of KV and K_pe. The model
+/// is [`online_softmax`]'s over the 64-key tiles in the kernel's order, the last (ragged,
+/// masked) tile first; c the float32 literal 0.06011229333333333.
+fn mla_decode_paged(o: &Outputs) -> Expected {
+    const TILE: usize = 64;
+    let (q, kv) = (&o["Q"], &o["KV"]);
+    let (batch, heads, dim) = (q.shape()[0], q.shape()[1], q.shape()[2]);
+    let pe = o["Q_pe"].shape()[2];
+    let (qv, qpe, kvv, kpe) = (
+        q.to_f64(),
+        o["Q_pe"].to_f64(),
+        kv.to_f64(),
+        o["K_pe"].to_f64(),
+    );
+    let (table, lens) = (o["block_table"].to_f64(), o["cache_seqlens"].to_f64());
+    let pages = o["block_table"].shape()[1];
+    let width = (dim + pe) as f64;
+    let c = Approx::literal(0.06011229333333333, LOG2_E / width.sqrt(), Fp::F32);
+    let f32r = |a: Approx| a.round(Fp::F32);
+    let mut out = Vec::new();
+    for b in 0..batch {
+        let len = lens[b] as usize;
+        let row = |s: usize| table[b * pages + s / TILE] as usize * TILE + s % TILE;
+        for h in 0..heads {
+            let (qrow, perow) = (
+                &qv[(b * heads + h) * dim..][..dim],
+                &qpe[(b * heads + h) * pe..][..pe],
+            );
+            let dots: Vec<(f64, Approx)> = (0..len)
+                .map(|s| {
+                    let content = qrow.iter().zip(&kvv[row(s) * dim..][..dim]);
+                    let position = perow.iter().zip(&kpe[row(s) * pe..][..pe]);
+                    let products: Vec<f64> = content.chain(position).map(|(x, y)| x * y).collect();
+                    let model = Approx::sum(products.iter().map(|&x| exact(x)), Fp::F32);
+                    (products.iter().sum::<f64>(), model)
+                })
+                .collect();
+            let scaled: Vec<f64> = dots.iter().map(|d| d.0 / width.sqrt()).collect();
+            let top = scaled.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x));
+            let w: Vec<f64> = scaled.iter().map(|x| (x - top).exp()).collect();
+            let total: f64 = w.iter().sum();
+            let tiles: Vec<Vec<(usize, Approx)>> = dots
+                .chunks(TILE)
+                .enumerate()
+                .rev()
+                .map(|(t, tile)| {
+                    tile.iter()
+                        .enumerate()
+                        .map(|(j, d)| (t * TILE + j, d.1))
+                        .collect()
+                })
+                .collect();
+            let v_at = |s: usize, col: usize| kvv[row(s) * dim + col];
+            let (acc, l, _) = online_softmax(&tiles, v_at, dim, c);
+            for (col, slot) in acc.iter().enumerate() {
+                let want = (0..len).map(|s| w[s] * v_at(s, col)).sum::<f64>() / total;
+                out.push(expect(want, f32r(*slot / l).round(Fp::F16)));
+            }
+        }
+    }
+    vec![("Output", out)]
+}
+
 /// `flash_attn_bwd_preprocess.tir`: Delta[b, h, q] = Σ_d O[b, q, h, d]·dO[b, q, h, d]. Each
 /// product is a float16 multiply (two float16 operands: rounded to float16), the 64 of a row
 /// summed in float32 in any order (two per accumulator element, then the row reduction).
@@ -2386,6 +2956,41 @@ fn mla_decode_matches_its_reference() {
 #[test]
 fn gqa_fwd_bshd_matches_its_reference() {
     check_example("flash_attn_gqa_fwd_bshd");
+}
+
+#[test]
+fn attention_sink_matches_its_reference() {
+    check_example("attn_sink_mha_fwd_bhsd");
+}
+
+#[test]
+fn grouped_gemm_matches_its_reference() {
+    check_example("grouped_gemm_fwd");
+}
+
+#[test]
+fn block_causal_attention_matches_its_reference() {
+    check_example("block_causal_attn_fwd");
+}
+
+#[test]
+fn nsa_fwd_matches_its_reference() {
+    check_example("nsa_fwd");
+}
+
+#[test]
+fn fusedmoe_shared_matches_its_reference() {
+    check_example("fusedmoe_shared");
+}
+
+#[test]
+fn fusedmoe_routed_matches_its_reference() {
+    check_example("fusedmoe_routed");
+}
+
+#[test]
+fn mla_decode_paged_matches_its_reference() {
+    check_example("mla_decode_paged");
 }
 
 #[test]

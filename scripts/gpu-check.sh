@@ -100,6 +100,35 @@ np.save(f"{sys.argv[1]}/dq_B.npy", (lo | (hi << 4)).astype(np.int8))
 # exactly.
 np.save(f"{sys.argv[1]}/sk_A.npy", rng.integers(-1, 2, (200, 2000)).astype(np.float16))
 np.save(f"{sys.argv[1]}/sk_B.npy", rng.integers(-1, 2, (2000, 300)).astype(np.float16))
+import math
+# Index inputs of the TileLang translations that read tables (the same values as their
+# EXAMPLES `given` inputs in tests/tests/tilelang_examples.rs, plus larger ones).
+d = sys.argv[1]
+def save(name, a): np.save(f"{d}/{name}.npy", a)
+# grouped_gemm_fwd: batch_sizes_list (5, 9, 13) is compiled in.
+save("gg_bs", np.array([5, 9, 13], np.int32))
+save("gg_bo", np.array([0, 5, 14], np.int32))
+save("gg_bp", np.array([0, 64, 128], np.int32))
+# fusedmoe_routed: 256 rows in 8 experts, 10 blocks.
+sizes = [130, 0, 30, 16, 20, 10, 50, 0]
+off = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+pad = [0]
+for i in range(1, 8): pad.append(pad[-1] + math.ceil((sizes[i - 1] + 1) / 128) * 128)
+gib = [max(i for i in range(8) if bx * 128 >= pad[i]) for bx in range(10)]
+for n, v in [("moe_gs", sizes), ("moe_go", off), ("moe_gp", pad), ("moe_gib", gib)]:
+    save(n, np.array(v, np.int32))
+# mla_decode_paged: batch 1 (130 keys) and batch 2 (256 and 64 keys), max_seqlen_pad 256.
+save("mlap_bt1", np.array([[2, 0, 3, 1]], np.int32)); save("mlap_cs1", np.array([130], np.int32))
+save("mlap_bt2", np.array([[5, 7, 1, 0], [6, 2, 4, 3]], np.int32)); save("mlap_cs2", np.array([256, 64], np.int32))
+# nsa_fwd: a block among 0 .. max(1, t // 32) - 1 per token and KV head.
+rng = np.random.default_rng(3)
+for name, (B, T, H) in {"nsa_bi_a": (2, 64, 1), "nsa_bi_b": (1, 100, 2), "nsa_bi_c": (2, 1024, 2)}.items():
+    bi = np.zeros((B, T, H, 1), np.int32)
+    for b in range(B):
+        for t in range(T):
+            for h in range(H):
+                bi[b, t, h, 0] = rng.integers(0, max(1, t // 32))
+    save(name, bi)
 PY
 then
     run tests/cases/valid/gemm_f16_acc.tir -D M=200 -D N=136 -D K=72 --input A=$ints/A_200_72.npy --input B=$ints/B_136_72.npy
@@ -244,6 +273,22 @@ run tests/tilelang/flash_attn_bwd_preprocess.tir -D batch=1 -D seq_len=512 -D he
 # MLA decode's two stages need 224 KiB of shared memory: sm_90a only (as TileLang's).
 TARGETS=sm_90a run tests/tilelang/mla_decode.tir -D batch=1 -D seqlen_kv=128
 TARGETS=sm_90a run tests/tilelang/mla_decode.tir -D batch=2 -D seqlen_kv=2048
+TARGETS=sm_90a run tests/tilelang/attn_sink_mha_fwd_bhsd.tir -D batch=1 -D heads=2 -D seq_q=100 -D seq_kv=130
+TARGETS=sm_90a run tests/tilelang/attn_sink_mha_fwd_bhsd.tir -D batch=1 -D heads=8 -D seq_q=256 -D seq_kv=256
+TARGETS=sm_90a run tests/tilelang/mla_decode_paged.tir -D batch=1 --input block_table=$ints/mlap_bt1.npy --input cache_seqlens=$ints/mlap_cs1.npy
+TARGETS=sm_90a run tests/tilelang/mla_decode_paged.tir -D batch=2 --input block_table=$ints/mlap_bt2.npy --input cache_seqlens=$ints/mlap_cs2.npy
+run tests/tilelang/block_causal_attn_fwd.tir -D batch=1 -D seq_len=128 -D heads=2
+run tests/tilelang/block_causal_attn_fwd.tir -D batch=2 -D seq_len=256 -D heads=2
+run tests/tilelang/nsa_fwd.tir -D batch=1 -D seq_len=100 -D heads=32 --input BlockIndices=$ints/nsa_bi_b.npy
+run tests/tilelang/nsa_fwd.tir -D batch=2 -D seq_len=1024 -D heads=32 --input BlockIndices=$ints/nsa_bi_c.npy
+run tests/tilelang/grouped_gemm_fwd.tir -D K=100 -D N=64 --input batch_sizes=$ints/gg_bs.npy --input batch_offsets=$ints/gg_bo.npy --input batch_padded_offsets=$ints/gg_bp.npy
+run tests/tilelang/grouped_gemm_fwd.tir -D K=1024 -D N=512 --input batch_sizes=$ints/gg_bs.npy --input batch_offsets=$ints/gg_bo.npy --input batch_padded_offsets=$ints/gg_bp.npy
+run tests/tilelang/fusedmoe_shared.tir -D dhidden=130 -D dexpert=200 -D num_tokens=150
+run tests/tilelang/fusedmoe_shared.tir -D dhidden=1024 -D dexpert=256 -D num_tokens=1024
+run tests/tilelang/fusedmoe_routed.tir -D dhidden=128 -D dexpert=256 -D n_routed_experts=8 --input group_sizes=$ints/moe_gs.npy --input group_offsets=$ints/moe_go.npy --input group_padded_offsets=$ints/moe_gp.npy --input group_idx_for_bx=$ints/moe_gib.npy
+run tests/tilelang/fusedmoe_routed.tir -D dhidden=1024 -D dexpert=256 -D n_routed_experts=8 --input group_sizes=$ints/moe_gs.npy --input group_offsets=$ints/moe_go.npy --input group_padded_offsets=$ints/moe_gp.npy --input group_idx_for_bx=$ints/moe_gib.npy
+run tests/tilelang/flash_attn_bwd_postprocess.tir -D batch=1 -D seq_len=104 -D heads=3
+run tests/tilelang/flash_attn_bwd_postprocess.tir -D batch=2 -D seq_len=512 -D heads=3
 # Widened tolerances (docs/cli.md, "--atol / --rtol"), measured on an H200 (2026-11-30):
 # linear attention adds float32 tile atomics into O in the GPU's order and carries its
 # state h between chunks in float16, so a reassociated sum can flip an h rounding (O off by
@@ -253,6 +298,12 @@ TARGETS=sm_90a run tests/tilelang/mla_decode.tir -D batch=2 -D seqlen_kv=2048
 # zero after cancellation; chunk state: 1 of 1M just past 1e-3 + 1e-3·|ref|). The CPU test
 # bounds the interpreter against float64 (tests/tests/tilelang_examples.rs); a wrong or
 # unwritten element moves by O(1) and still fails.
+# flash-attention backward: dQ is float32 atomics from every key block in the GPU's order,
+# and the float16 roundings of P and dS follow the GPU's approximate exp2 (measured on an
+# H200, 2026-11-30, random lse / Delta: dQ off by up to 1.0e-3, dV at 3 of 16k / 8 of 196k
+# elements by an f16 flip of P, ~2e-3).
+run tests/tilelang/flash_attn_bwd.tir -D batch=1 -D seq_len=128 -D heads=2 --atol 4e-3 --rtol 4e-3
+run tests/tilelang/flash_attn_bwd.tir -D batch=2 -D seq_len=512 -D heads=3 --atol 4e-3 --rtol 4e-3
 run tests/tilelang/linear_attn_fwd.tir -D B=1 -D H=2 -D S=256 --atol 4e-3
 run tests/tilelang/linear_attn_fwd.tir -D B=1 -D H=16 -D S=512 --atol 4e-3
 run tests/tilelang/retention_fwd.tir -D B=1 -D H=2 -D S=256

@@ -107,6 +107,46 @@ fn int64_symbolic_dims_round_trip() {
     assert_eq!(tlc_ir::printer::print_func(&f), src);
 }
 
+/// `multiple_of=` on a symbolic dim (also through `T.dynamic`, several names at once) is
+/// printed after the dtype and parses back equal; `-D` of another value is refused.
+#[test]
+fn symbolic_dims_with_multiples_round_trip() {
+    let src = "M = T.symbolic(\"M\", multiple_of=8)\nN = T.symbolic(\"N\", \"int64\", multiple_of=4)\n\n@T.prim_func\ndef g(\n    A: T.Tensor((M, N), \"float32\"),\n):\n    with T.Kernel(T.ceildiv(N, 128), threads=128) as bx:\n        for i in T.Parallel(128):\n            if bx * 128 + i < N:\n                A[0, bx * 128 + i] = 0.0\n";
+    let f = ok(src);
+    let multiples: Vec<i64> = f.dims.iter().map(|d| d.multiple_of).collect();
+    assert_eq!(multiples, [8, 4]);
+    assert_eq!(tlc_ir::printer::print_func(&f), src);
+    let dynamic = src.replace(
+        "M = T.symbolic(\"M\", multiple_of=8)\nN = T.symbolic(\"N\", \"int64\", multiple_of=4)",
+        "M = T.symbolic(\"M\", multiple_of=8)\nN = T.dynamic(\"N\", \"int64\", multiple_of=4)",
+    );
+    assert_eq!(ok(&dynamic), f);
+    assert!(tlc_ir::specialize::specialize(&f, &[("M".to_string(), 16)]).is_ok());
+    let err = tlc_ir::specialize::specialize(&f, &[("M".to_string(), 12)]).unwrap_err();
+    assert!(err.to_string().contains("not a multiple of 8"), "{err}");
+}
+
+/// `T.copy(..., disable_tma=True)` with a global side is the element nest it means (never
+/// TMA); `False`, or a copy between on-chip buffers, stays a `T.copy`.
+#[test]
+fn copies_without_tma_are_their_element_nests() {
+    let b = body(
+        "A_s = T.alloc_shared((128, 64), \"float16\")\nT.copy(A, A_s, disable_tma=True)\nT.copy(A, A_s, disable_tma=False)\nT.copy(A_s, A_s, disable_tma=True)",
+    );
+    assert!(matches!(b[0].kind, StmtKind::For(_)), "{:?}", b[0].kind);
+    assert!(matches!(b[1].kind, StmtKind::Copy { .. }));
+    assert!(matches!(b[2].kind, StmtKind::Copy { .. }));
+}
+
+/// Python's conditional expression is `T.if_then_else` (right-associative, as in Python).
+#[test]
+fn conditional_expressions_are_if_then_else() {
+    same(
+        "x = 1.0 if bx < 2 else 2.0 if by < 1 else 3.0",
+        "x = T.if_then_else(bx < 2, 1.0, T.if_then_else(by < 1, 2.0, 3.0))",
+    );
+}
+
 #[test]
 fn function_without_params() {
     let f = ok("@T.prim_func\ndef g():\n    with T.Kernel(1) as bx:\n        pass\n");

@@ -313,10 +313,14 @@ impl Lowerer {
         Some(whole)
     }
 
-    /// `T.copy(src, dst)`.
+    /// `T.copy(src, dst[, disable_tma=B])`.
     pub fn copy(&mut self, span: Span, args: &[ast::Arg]) -> Option<Stmt> {
-        let a = self.bind("T.copy", span, args, &["src", "dst"], 2)?;
+        let a = self.bind("T.copy", span, args, &["src", "dst", "disable_tma"], 2)?;
         let (src_e, dst_e) = (a[0]?, a[1]?);
+        let no_tma = match a[2] {
+            Some(e) => self.const_bool(e, "`disable_tma`")?,
+            None => false,
+        };
         self.view_regions = true;
         let (src, dst) = (self.operand(src_e), self.operand(dst_e));
         self.view_regions = false;
@@ -343,6 +347,12 @@ impl Lowerer {
         let remapped =
             |lw: &Self, n: &str| lw.views.contains_key(n) || lw.global_layout_of(n).is_some();
         if remapped(self, &src.buffer.name) || remapped(self, &dst.buffer.name) {
+            return self.view_copy(src, dst, span);
+        }
+        // `disable_tma=True` on a copy with global memory: the element nest it means, which
+        // the pipeline never turns into TMA (it may still use cp.async).
+        let global = |lw: &Self, n: &str| lw.params.contains(n);
+        if no_tma && (global(self, &src.buffer.name) || global(self, &dst.buffer.name)) {
             return self.view_copy(src, dst, span);
         }
         self.touch(&src.buffer.name);

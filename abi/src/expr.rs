@@ -113,6 +113,28 @@ impl DimExpr {
         }
     }
 
+    /// The dim this extent solves for at launch, as (dim, factor, offset) with extent =
+    /// factor · dim + offset: `tlc_ir::solvable_extent`'s forms (`d`, `d + c`, `d - c`,
+    /// `d * c`, either order), solved by `tlc_ir::solve_extent`.
+    pub fn solvable(&self) -> Option<(&str, i64, i64)> {
+        let lit = |x: &DimExpr| match x {
+            DimExpr::Int(v) => Some(*v),
+            _ => None,
+        };
+        match self {
+            DimExpr::Dim(d) => Some((d.as_str(), 1, 0)),
+            DimExpr::Op(op, a, b) => match (op, &**a, &**b) {
+                (Op::Add, DimExpr::Dim(d), _) => Some((d.as_str(), 1, lit(b)?)),
+                (Op::Add, _, DimExpr::Dim(d)) => Some((d.as_str(), 1, lit(a)?)),
+                (Op::Sub, DimExpr::Dim(d), _) => Some((d.as_str(), 1, lit(b)?.checked_neg()?)),
+                (Op::Mul, DimExpr::Dim(d), _) => Some((d.as_str(), lit(b).filter(|&c| c >= 1)?, 0)),
+                (Op::Mul, _, DimExpr::Dim(d)) => Some((d.as_str(), lit(a).filter(|&c| c >= 1)?, 0)),
+                _ => None,
+            },
+            DimExpr::Int(_) => None,
+        }
+    }
+
     /// Every dim name the expression mentions.
     pub fn dims(&self, out: &mut BTreeSet<String>) {
         match self {

@@ -300,10 +300,11 @@ impl Manifest {
         }
         // Every dim must be readable off some argument's shape, or be a scalar argument.
         for d in self.dims.iter().filter(|d| d.arg.is_none()) {
-            let bindable = self
-                .params
-                .iter()
-                .any(|p| p.shape.iter().any(|e| *e == DimExpr::Dim(d.name.clone())));
+            let bindable = self.params.iter().any(|p| {
+                p.shape
+                    .iter()
+                    .any(|e| e.solvable().is_some_and(|(v, _, _)| v == d.name))
+            });
             if !bindable {
                 return bad(format!(
                     "dim `{}` is not the size of any parameter dimension, so it cannot be \
@@ -409,6 +410,27 @@ impl Manifest {
                         bound.insert(name, (value, Origin::Param(&p.name)));
                     }
                 }
+            }
+        }
+        // Pass 1b: a dim still unbound from an extent it solves for (`batch + 1`); pass 2
+        // checks every such extent against the bound value.
+        for (p, s) in self.params.iter().zip(shapes) {
+            let Some(s) = s else { continue };
+            for (i, (e, &size)) in p.shape.iter().zip(s.iter()).enumerate() {
+                let Some((name, factor, offset)) = e.solvable() else {
+                    continue;
+                };
+                if bound.contains_key(name) {
+                    continue;
+                }
+                let size = size_as_i64(&p.name, i, size)?;
+                let value = tlc_ir::solve_extent(factor, offset, size).map_err(|why| {
+                    RuntimeError::ArgShape {
+                        param: p.name.clone(),
+                        message: format!("dim {i} is {size} where the kernel declares {e}: {why}"),
+                    }
+                })?;
+                bound.insert(name, (value, Origin::Param(&p.name)));
             }
         }
         let mut dims = Vec::with_capacity(self.dims.len());

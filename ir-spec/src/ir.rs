@@ -130,6 +130,41 @@ pub fn dim_range_error(name: &str, dtype: DType, multiple_of: i64, value: i64) -
     ))
 }
 
+/// A tensor extent a launch can solve for a dim: `d`, `d + c`, `c + d`, `d - c`, `d * c` or
+/// `c * d` (`c` a literal, a factor at least 1), as (dim, factor, offset): extent = factor
+/// · d + offset. Varlen kernels size `cu_seqlens` as `batch + 1`. The runtime's manifest
+/// recognizes the same forms (`tlc_abi::DimExpr::solvable`); [`solve_extent`] is the rule.
+pub fn solvable_extent(e: &Expr) -> Option<(&str, i64, i64)> {
+    let lit = |x: &Expr| x.as_int();
+    match &e.kind {
+        ExprKind::Var(d) => Some((d.as_str(), 1, 0)),
+        ExprKind::Binary(op, a, b) => match (op, &a.kind, &b.kind) {
+            (BinOp::Add, ExprKind::Var(d), _) => Some((d.as_str(), 1, lit(b)?)),
+            (BinOp::Add, _, ExprKind::Var(d)) => Some((d.as_str(), 1, lit(a)?)),
+            (BinOp::Sub, ExprKind::Var(d), _) => Some((d.as_str(), 1, lit(b)?.checked_neg()?)),
+            (BinOp::Mul, ExprKind::Var(d), _) => Some((d.as_str(), lit(b).filter(|&c| c >= 1)?, 0)),
+            (BinOp::Mul, _, ExprKind::Var(d)) => Some((d.as_str(), lit(a).filter(|&c| c >= 1)?, 0)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The dim `d` with `factor · d + offset = extent`, or why there is none (not an integer,
+/// negative).
+pub fn solve_extent(factor: i64, offset: i64, extent: i64) -> Result<i64, String> {
+    let rest = extent.checked_sub(offset).ok_or("overflows")?;
+    if factor < 1 || rest < 0 || rest % factor != 0 {
+        let form = match (factor, offset) {
+            (1, o) if o >= 0 => format!("d + {o}"),
+            (1, o) => format!("d - {}", -o),
+            (f, _) => format!("{f} * d"),
+        };
+        return Err(format!("{extent} is not {form} for any size d >= 0"));
+    }
+    Ok(rest / factor)
+}
+
 /// One kernel: `@T.prim_func def name(params): body`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PrimFunc {

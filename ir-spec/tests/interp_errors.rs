@@ -432,3 +432,36 @@ fn launches_past_the_hardware_are_located_errors() {
     );
     assert_eq!(text(&s, &d), "N - 3");
 }
+
+/// Dims a launch solves from extents of other forms (`batch + 1`, `H * 2`: a varlen
+/// kernel's `cu_seqlens`): read off the inputs; an extent no size solves is a located
+/// error naming the form.
+#[test]
+fn dims_solved_from_offset_and_scaled_extents() {
+    let src = "batch = T.symbolic(\"batch\")\nH = T.symbolic(\"H\")\n\n@T.prim_func\ndef f(\n    cu: T.Tensor((batch + 1,), \"int32\"),\n    X: T.Tensor((H * 2, 4), \"float32\"),\n    Out: T.Tensor((batch + 1, H * 2), \"float32\"),\n):\n    with T.Kernel(batch, threads=32) as b:\n        for h in T.Parallel(32):\n            if h < H * 2:\n                Out[b, h] = T.cast(cu[b + 1] - cu[b], \"float32\") * X[h, 0]\n";
+    let f = tlc_ir::parse(src).expect("parses");
+    tlc_ir::verifier::verify(&f).expect("B5 accepts dims solved from `batch + 1`, `H * 2`");
+    let cu = Tensor::from_i64(DType::Int32, &[5], &[0, 3, 4, 9, 9]).unwrap();
+    let x = random_tensor("X", DType::Float32, &[6, 4], 0).unwrap();
+    let out = try_run(&f, &[], vec![("cu", cu), ("X", x.clone())], 1).expect("runs");
+    assert_eq!(out["Out"].shape(), &[5, 6]);
+    let (o, xv) = (out["Out"].to_f64(), x.to_f64());
+    assert_eq!(
+        o[6 + 2],
+        1.0 * xv[2 * 4],
+        "Out[1, 2] = (cu[2] - cu[1]) * X[2, 0]"
+    );
+    let empty = Tensor::from_i64(DType::Int32, &[0], &[]).unwrap();
+    let d = err(&f, &[], vec![("cu", empty), ("X", x)]);
+    assert!(
+        d.message
+            .contains("extent 0 where the parameter declares `batch + 1`")
+            && d.message.contains("is not d + 1 for any size"),
+        "{}",
+        d.message
+    );
+    let odd = random_tensor("X", DType::Float32, &[7, 4], 0).unwrap();
+    let cu = Tensor::from_i64(DType::Int32, &[2], &[0, 1]).unwrap();
+    let d = err(&f, &[], vec![("cu", cu), ("X", odd)]);
+    assert!(d.message.contains("7 is not 2 * d"), "{}", d.message);
+}

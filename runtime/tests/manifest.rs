@@ -181,7 +181,7 @@ fn validation_rejects_inconsistent_manifests() {
     );
     check(
         &|m| {
-            m.params[0].shape[1] = DimExpr::op(Op::Mul, DimExpr::dim("K"), DimExpr::int(1));
+            m.params[0].shape[1] = DimExpr::op(Op::CeilDiv, DimExpr::dim("K"), DimExpr::int(2));
             m.params[1].shape[0] = DimExpr::int(64);
         },
         "dim `K` is not the size of any parameter dimension",
@@ -260,6 +260,25 @@ fn a_dim_that_must_be_a_multiple_is_checked_at_launch() {
         err.contains("M = 1001") && err.contains("not a multiple of 8"),
         "{err}"
     );
+}
+
+/// A dim no shape holds bare, but one holds as `M + 1` (a varlen kernel's offsets): the
+/// manifest is valid, a launch solves it, and a size no M solves is refused.
+#[test]
+fn dims_solve_from_offset_extents_at_launch() {
+    let mut m = gemm();
+    m.params[0].shape[0] = DimExpr::op(Op::Add, DimExpr::dim("M"), DimExpr::int(1));
+    m.params[2].shape[0] = DimExpr::op(Op::Add, DimExpr::dim("M"), DimExpr::int(1));
+    m.validate().unwrap();
+    let dims = m
+        .bind_dims(&[&[1001, 64], &[64, 300], &[1001, 300]])
+        .unwrap();
+    assert_eq!(dims.get("M"), Some(1000));
+    let err = m
+        .bind_dims(&[&[0, 64], &[64, 300], &[0, 300]])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("is not d + 1"), "{err}");
 }
 
 #[test]

@@ -84,6 +84,38 @@ pub(crate) fn resolve(
             }
         }
     }
+    // Then dims still unknown from extents a launch solves (`batch + 1`, `d * 4`).
+    for param in &func.params {
+        let Some(input) = inputs.get(&param.name.name) else {
+            continue;
+        };
+        for (e, &n) in param.shape.iter().zip(input.shape()) {
+            let Some((v, factor, offset)) = crate::ir::solvable_extent(e) else {
+                continue;
+            };
+            let Some(i) = dim_names.iter().position(|d| *d == v) else {
+                continue;
+            };
+            if known[i].is_some() {
+                continue;
+            }
+            match crate::ir::solve_extent(factor, offset, n as i64) {
+                Ok(value) => {
+                    let from = format!("from the shape of input `{}` ({e})", param.name.name);
+                    known[i] = Some((value, from));
+                }
+                Err(why) => {
+                    return Err(Diagnostic::error(
+                        param.span,
+                        format!(
+                            "input `{}` has extent {n} where the parameter declares `{e}`: {why}",
+                            param.name.name
+                        ),
+                    ))
+                }
+            }
+        }
+    }
     // Inputs whose declared shapes are already known must match them: a conflict is a more
     // useful message than a dim that is still missing.
     let partial: HashMap<&str, i64> = dim_names

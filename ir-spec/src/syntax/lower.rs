@@ -405,9 +405,16 @@ impl Lowerer {
         let body = self.block_refs(&body_stmts);
         for (name, m, at) in std::mem::take(&mut self.dim_multiples) {
             match dims.iter_mut().find(|d| d.name == name) {
-                Some(d) if d.param.is_none() => {
+                Some(d) if d.param.is_none() && lcm(d.multiple_of, m) <= 1 << 20 => {
                     d.multiple_of = lcm(d.multiple_of, m);
                 }
+                Some(d) if d.param.is_none() => self.error(Diagnostic::error(
+                    at,
+                    format!(
+                        "this layout needs `{name}` to be a multiple of {}, more than the 1048576 a dim may declare",
+                        lcm(d.multiple_of, m)
+                    ),
+                )),
                 _ => self.error(Diagnostic::error(
                     at,
                     format!("this layout needs `{name}` to be a multiple of {m}, which only a symbolic dimension can promise"),

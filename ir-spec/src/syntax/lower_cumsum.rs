@@ -28,6 +28,7 @@ impl Lowerer {
         let name = |lw: &mut Self, x: &ast::Expr| -> Option<Ident> {
             match &x.kind {
                 ast::ExprKind::Name(n) if lw.buffers.contains_key(n) => {
+                    lw.view_misuse(n, x.span)?;
                     Some(Ident::new(n.clone(), x.span))
                 }
                 _ => lw.fail(Diagnostic::error(

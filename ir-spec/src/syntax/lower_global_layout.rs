@@ -27,6 +27,10 @@ use crate::syntax::ast;
 use crate::syntax::lower::Lowerer;
 use crate::syntax::lower_view::arith;
 
+/// The largest place value a layout digit may have (and so the largest multiple it may
+/// require of a dim: `T.symbolic`'s `multiple_of` bound).
+const MAX_PLACE: i64 = 1 << 20;
+
 /// A global tensor's layout in one kernel.
 #[derive(Clone, Debug)]
 pub struct GlobalLayout {
@@ -110,7 +114,14 @@ impl Lowerer {
 
     /// `P: T.Layout(shape, lambda …: […])` in `T.annotate_layout`, `P` a parameter.
     pub fn global_layout(&mut self, buf: &str, v: &ast::Expr, span: Span) {
+        let before = self.errors.len();
         let Some(layout) = self.build_global_layout(buf, v) else {
+            if self.errors.len() == before {
+                self.error(Diagnostic::error(
+                    span,
+                    format!("tlc cannot build the layout of `{buf}`"),
+                ));
+            }
             return;
         };
         let Some(kernel) = self.kernels.last_mut() else {
@@ -169,6 +180,14 @@ impl Lowerer {
                 "a layout's map is a lambda over the tensor's indices: `lambda i, j: [i // 8, j, i % 8]`",
             ));
         };
+        for (k, v) in vars.iter().enumerate() {
+            if let Some(first) = vars[..k].iter().find(|w| w.name == v.name) {
+                return self.fail(
+                    Diagnostic::error(v.span, format!("the lambda names `{}` twice", v.name))
+                        .with_note_at(first.span, "first here"),
+                );
+            }
+        }
         if vars.len() != shape.len() {
             return self.fail(Diagnostic::error(
                 fn_e.span,
@@ -422,7 +441,12 @@ impl Lowerer {
                         ));
                     }
                 }
-                let place = lo.checked_mul(c)?;
+                let Some(place) = lo.checked_mul(c).filter(|&p| p <= MAX_PLACE) else {
+                    return self.fail(Diagnostic::error(
+                        e.span,
+                        format!("this part of the index divides by more than {MAX_PLACE}"),
+                    ));
+                };
                 Some(match op {
                     ast::BinaryOp::FloorDiv => (var, place, hi),
                     _ => (var, lo, Some(place)),

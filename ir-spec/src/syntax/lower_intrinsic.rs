@@ -110,6 +110,7 @@ impl Lowerer {
                 .with_note("the operand covers consecutive elements from that element on"),
             );
         }
+        self.view_misuse(buffer, base.span)?;
         let indices = self.indices(items)?;
         Some(ElemRef {
             buffer: Ident::new(buffer.clone(), base.span),

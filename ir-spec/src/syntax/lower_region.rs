@@ -33,13 +33,10 @@ impl Lowerer {
             if let Some(shape) = self.view_shape(name) {
                 return Some(shape);
             }
-        } else if self.global_layout_of(name).is_some() {
-            return self.fail(
-                Diagnostic::error(span, format!("`{name}` has a layout in this kernel and cannot be used here"))
-                    .with_note("a global tensor with a layout can be indexed, copied from or to with `T.copy`, and added to with `T.atomic_add`"),
-            );
+            if self.global_layout_of(name).is_some() {
+                return self.buffers.get(name).map(|b| b.shape.clone());
+            }
         }
-        self.touch(name);
         self.view_misuse(name, span)?;
         match self.buffers.get(name) {
             Some(b) => Some(b.shape.clone()),

@@ -144,6 +144,19 @@ impl Lowerer {
 
     /// The error for a view used where only element accesses and `T.copy` take one.
     pub fn view_misuse(&mut self, name: &str, span: Span) -> Option<()> {
+        self.touch(name);
+        if self.global_layout_of(name).is_some() {
+            return self.fail(
+                Diagnostic::error(
+                    span,
+                    format!("`{name}` has a layout in this kernel and cannot be used here"),
+                )
+                .with_note(
+                    "a global tensor with a layout can be indexed, copied from or to with \
+                     `T.copy`, and added to with `T.atomic_add`",
+                ),
+            );
+        }
         if self.views.contains_key(name) {
             return self.fail(
                 Diagnostic::error(span, format!("buffer view `{name}` cannot be used here"))

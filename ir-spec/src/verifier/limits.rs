@@ -2,7 +2,8 @@
 //! so that `tlc check` refuses what no launch could run instead of a later stage failing
 //! somewhere else:
 //!
-//! - **B5**: every symbolic dim is the whole extent of some parameter's dimension. A launch
+//! - **B5**: every symbolic dim is the extent of some parameter's dimension — whole, or in a
+//!   form a launch solves (`d + 1`, `d * 4`: `ir::solvable_extent`). A launch
 //!   reads dims off its arguments' shapes (`-D` binds the others before verification); a
 //!   dim used only inside an expression (`(M * 4,)`), a grid or a loop bound could be
 //!   read off nothing, and codegen's launch manifest would be refused — located at another
@@ -16,7 +17,7 @@
 
 use super::consts::eval_int;
 use crate::diagnostic::Diagnostic;
-use crate::ir::{BufferDecl, ExprKind, PrimFunc, Scope, StmtKind};
+use crate::ir::{BufferDecl, PrimFunc, Scope, StmtKind};
 use crate::target::{Target, MAX_TENSOR_BYTES};
 use crate::visit::for_each_stmt;
 
@@ -45,7 +46,7 @@ fn launchable_dims(func: &PrimFunc) -> Vec<Diagnostic> {
         let bound = func.inputs().any(|p| {
             p.shape
                 .iter()
-                .any(|e| matches!(&e.kind, ExprKind::Var(v) if *v == d.name))
+                .any(|e| crate::ir::solvable_extent(e).is_some_and(|(v, _, _)| v == d.name))
         });
         if !bound {
             diags.push(
@@ -58,8 +59,8 @@ fn launchable_dims(func: &PrimFunc) -> Vec<Diagnostic> {
                     ),
                 )
                 .with_note(format!(
-                    "use `{0}` as a whole extent of a parameter (`T.Tensor(({0}, …), …)`), or \
-                     bind it with `-D {0}=VALUE`",
+                    "use `{0}` as an extent of a parameter (`T.Tensor(({0}, …), …)`, or `{0} + 1`, \
+                     `{0} * 4`: a launch solves those), or bind it with `-D {0}=VALUE`",
                     d.name
                 )),
             );

@@ -1234,13 +1234,17 @@ fn arena_rules() {
 fn a_dim_no_argument_gives_is_refused() {
     let mut f = kern(Vec::new(), Vec::new());
     f.dims = vec![dim("N"), dim("K")];
-    // `N` is A's first extent; `K` only a part of C's.
+    // `N` is A's first extent; `K` only a part of C's that no launch solves (`K * K`).
     f.params[0].shape[0] = var("N");
-    f.params[1].shape[0] = mul(var("K"), int(2));
+    f.params[1].shape[0] = mul(var("K"), var("K"));
     one(
         &f,
         "symbolic dimension `K` is not the extent of any parameter's dimension, so a launch cannot read it off the arguments",
     );
+    // `K * 2` (or `K + 1`) is solved at launch, as a whole extent is read.
+    f.params[1].shape[0] = mul(var("K"), int(2));
+    ok(&f);
+    f.params[1].shape[0] = mul(var("K"), var("K"));
     f.params[1].shape[1] = var("K");
     ok(&f);
 }

@@ -100,6 +100,11 @@ np.save(f"{sys.argv[1]}/dq_B.npy", (lo | (hi << 4)).astype(np.int8))
 # exactly.
 np.save(f"{sys.argv[1]}/sk_A.npy", rng.integers(-1, 2, (200, 2000)).astype(np.float16))
 np.save(f"{sys.argv[1]}/sk_B.npy", rng.integers(-1, 2, (2000, 300)).astype(np.float16))
+# blocksparse_attn_fwd: about half the 64 x 64 blocks, always column 0 (every row sees key 0).
+for name, shape in [("bsa_mask1", (1, 2, 4, 4)), ("bsa_mask2", (2, 4, 4, 4))]:
+    m = rng.random(shape) < 0.5
+    m[..., 0] = True
+    np.save(f"{sys.argv[1]}/{name}.npy", m)
 import math
 # Index inputs of the TileLang translations that read tables (the same values as their
 # EXAMPLES `given` inputs in tests/tests/tilelang_examples.rs, plus larger ones).
@@ -277,6 +282,8 @@ TARGETS=sm_90a run tests/tilelang/attn_sink_mha_fwd_bhsd.tir -D batch=1 -D heads
 TARGETS=sm_90a run tests/tilelang/attn_sink_mha_fwd_bhsd.tir -D batch=1 -D heads=8 -D seq_q=256 -D seq_kv=256
 TARGETS=sm_90a run tests/tilelang/mla_decode_paged.tir -D batch=1 --input block_table=$ints/mlap_bt1.npy --input cache_seqlens=$ints/mlap_cs1.npy
 TARGETS=sm_90a run tests/tilelang/mla_decode_paged.tir -D batch=2 --input block_table=$ints/mlap_bt2.npy --input cache_seqlens=$ints/mlap_cs2.npy
+run tests/tilelang/blocksparse_attn_fwd.tir -D batch=1 -D heads=2 -D seq_len=200 --input BlockSparseMask=$ints/bsa_mask1.npy
+run tests/tilelang/blocksparse_attn_fwd.tir -D batch=2 -D heads=4 -D seq_len=256 --input BlockSparseMask=$ints/bsa_mask2.npy
 run tests/tilelang/block_causal_attn_fwd.tir -D batch=1 -D seq_len=128 -D heads=2
 run tests/tilelang/block_causal_attn_fwd.tir -D batch=2 -D seq_len=256 -D heads=2
 run tests/tilelang/nsa_fwd.tir -D batch=1 -D seq_len=100 -D heads=32 --input BlockIndices=$ints/nsa_bi_b.npy

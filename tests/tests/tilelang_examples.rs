@@ -286,6 +286,16 @@ const EXAMPLES: &[Example] = &[
         ],
         reference: flash_bwd_preprocess,
     },
+    // Block-sparse causal attention, 64 x 64 blocks over a 4 x 4 block mask ([`given`]):
+    // 200 positions (a ragged last block), then 256 over two batches.
+    Example {
+        stem: "blocksparse_attn_fwd",
+        sizes: [
+            &[("batch", 1), ("heads", 2), ("seq_len", 200)],
+            &[("batch", 2), ("heads", 1), ("seq_len", 256)],
+        ],
+        reference: blocksparse_attention,
+    },
     // The backward pass's main kernel (64 x 64 blocks, dQ added through its T.Layout): two
     // key blocks over two query blocks of 2 heads, then two batches of one block each.
     // seq_len a multiple of 64: the original's dQ atomics are unguarded.
@@ -671,6 +681,18 @@ fn given(stem: &str, size: usize) -> HashMap<String, Tensor> {
         let sizes: &[i64] = [&[3i64, 6][..], &[4, 0, 8][..]][size];
         let t = Tensor::from_i64(DType::Int32, &[sizes.len()], sizes).expect("batch sizes");
         inputs.insert("batch_sizes".to_string(), t);
+    }
+    if stem == "blocksparse_attn_fwd" {
+        // BlockSparseMask (batch, heads, 4, 4): about half the blocks, pseudo-randomly, but
+        // always column 0 (the original's test keeps it: every row sees key 0).
+        let dim = |name| size_of(stem, size, name);
+        let n = dim("batch") * dim("heads") * 16;
+        let values: Vec<i64> = (0..n)
+            .map(|i| i64::from(i % 4 == 0 || (i * 2_654_435_761) % 97 < 48))
+            .collect();
+        let t = Tensor::from_i64(DType::Bool, &[dim("batch"), dim("heads"), 4, 4], &values)
+            .expect("mask");
+        inputs.insert("BlockSparseMask".to_string(), t);
     }
     if stem == "flash_attn_bwd" {
         // The caller zeroes dQ (every key block adds its part into it).
@@ -1612,6 +1634,19 @@ fn online_softmax(
     dim: usize,
     c: Approx,
 ) -> (Vec<Approx>, Approx, Approx) {
+    flash_softmax(tiles, v_at, dim, c, true)
+}
+
+/// [`online_softmax`], or with `running` false the block-sparse example's variant: m is the
+/// current tile's max only (its `T.reduce_max(..., clear=False)` follows a fill), so alpha =
+/// exp2(m_prev·c − m·c) may exceed 1 — the same softmax, other roundings.
+fn flash_softmax(
+    tiles: &[Vec<(usize, Approx)>],
+    v_at: impl Fn(usize, usize) -> f64,
+    dim: usize,
+    c: Approx,
+    running: bool,
+) -> (Vec<Approx>, Approx, Approx) {
     let f32r = |a: Approx| a.round(Fp::F32);
     let (mut m, mut l) = (None::<Approx>, exact(0.0));
     let mut acc = vec![exact(0.0); dim];
@@ -1620,6 +1655,7 @@ fn online_softmax(
         let m_new = match (m, tile_max) {
             (None, None) => panic!("a first key tile with no key (NaN in the kernel)"),
             (None, Some(t)) | (Some(t), None) => t,
+            (Some(_), Some(t)) if !running => t,
             (Some(m), Some(t)) => m.max(t),
         };
         let mc = f32r(m_new * c);
@@ -2237,6 +2273,67 @@ fn flash_bwd_preprocess(o: &Outputs) -> Expected {
         }
     }
     vec![("Delta", delta)]
+}
+
+/// `blocksparse_attn_fwd.tir`: causal attention over the keys k <= q whose 64 x 64 block
+/// BlockSparseMask[b, h, q / 64, k / 64] is set (BHSD, head dim 64). The model: per query
+/// row, the key tiles its block's mask keeps, in order, through [`flash_softmax`] without a
+/// running max (the original's), c the float32 literal 0.18033688 for log2(e) / 8.
+fn blocksparse_attention(o: &Outputs) -> Expected {
+    const TILE: usize = 64;
+    let q = &o["Q"];
+    let (batch, heads, seq, dim) = (q.shape()[0], q.shape()[1], q.shape()[2], q.shape()[3]);
+    let [qv, kv, vv] = ["Q", "K", "V"].map(|n| o[n].to_f64());
+    let mask = o["BlockSparseMask"].to_f64();
+    let at = |b: usize, h: usize, s: usize| ((b * heads + h) * seq + s) * dim;
+    let c = Approx::literal(0.18033688, LOG2_E / (dim as f64).sqrt(), Fp::F32);
+    let mut out = Vec::new();
+    for b in 0..batch {
+        for h in 0..heads {
+            for i in 0..seq {
+                let kept = |t: usize| mask[((b * heads + h) * 4 + i / TILE) * 4 + t] != 0.0;
+                let keys: Vec<usize> = (0..=i).filter(|&j| kept(j / TILE)).collect();
+                let qrow = &qv[at(b, h, i)..][..dim];
+                let dots: Vec<(usize, f64, Approx)> = keys
+                    .iter()
+                    .map(|&j| {
+                        let products: Vec<f64> = qrow
+                            .iter()
+                            .zip(&kv[at(b, h, j)..][..dim])
+                            .map(|(x, y)| x * y)
+                            .collect();
+                        let model = Approx::sum(products.iter().map(|&p| exact(p)), Fp::F32);
+                        (j, products.iter().sum::<f64>(), model)
+                    })
+                    .collect();
+                let scaled: Vec<f64> = dots.iter().map(|d| d.1 / (dim as f64).sqrt()).collect();
+                let top = scaled.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x));
+                let w: Vec<f64> = scaled.iter().map(|x| (x - top).exp()).collect();
+                let total: f64 = w.iter().sum();
+                let tiles: Vec<Vec<(usize, Approx)>> = (0..=i / TILE)
+                    .filter(|&t| kept(t))
+                    .map(|t| {
+                        dots.iter()
+                            .filter(|d| d.0 / TILE == t)
+                            .map(|d| (d.0, d.2))
+                            .collect()
+                    })
+                    .collect();
+                let v_at = |j: usize, col: usize| vv[at(b, h, j) + col];
+                let (acc, l, _) = flash_softmax(&tiles, v_at, dim, c, false);
+                for (col, slot) in acc.iter().enumerate() {
+                    let want = dots
+                        .iter()
+                        .zip(&w)
+                        .map(|(d, w)| w * v_at(d.0, col))
+                        .sum::<f64>()
+                        / total;
+                    out.push(expect(want, (*slot / l).round(Fp::F32).round(Fp::F16)));
+                }
+            }
+        }
+    }
+    vec![("Output", out)]
 }
 
 /// Where `make_dq_layout` (the flash-attention backward's `T.Layout` of its float32 dQ,
@@ -2936,6 +3033,11 @@ fn elementwise_add_matches_its_reference() {
 #[test]
 fn chunk_local_cumsum_matches_its_reference() {
     check_example("cumsum_chunk_local");
+}
+
+#[test]
+fn blocksparse_attn_fwd_matches_its_reference() {
+    check_example("blocksparse_attn_fwd");
 }
 
 #[test]

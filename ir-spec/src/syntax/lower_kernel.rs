@@ -243,6 +243,8 @@ impl Lowerer {
         };
         let mut body = self.bind_thread_vars(&state.thread_vars, &state.allocs, &threads, body)?;
         self.wrap_fragment_stores(&state.allocs, &mut body);
+        let mut allocs = state.allocs;
+        shared_if_read_uniformly(&mut allocs, &body);
         Some(Stmt::new(
             StmtKind::Kernel(Kernel {
                 grid,
@@ -254,7 +256,7 @@ impl Lowerer {
                 cluster: Vec::new(),
                 layouts: state.layouts,
                 reducers: state.reducers,
-                allocs: state.allocs,
+                allocs,
                 arena: state.arena,
                 body,
             }),
@@ -1415,4 +1417,64 @@ fn tile_construct(allocs: &[crate::ir::BufferDecl], body: &[Stmt]) -> Option<(St
         found = Some((what.to_string(), stmt.span));
     });
     found
+}
+
+/// Fragments whose elements the block reads as one value — in an `if` or `while`
+/// condition, a serial loop's bounds or a block-level `let` (TileLang's block-sparse
+/// attention: `T.copy(BlockSparseMask[b, h, q, :], block_mask)`, then `if block_mask[k]:`
+/// around the loop's tile ops) — are shared buffers: every thread must see every element,
+/// which a fragment, spread over the threads, does not give. The scope changes nothing the
+/// tile ops mean (the tile-level interpreter holds both alike); a gemm accumulator keeps
+/// its scope (it must be a fragment: `lower-tile-ops` reports the read).
+fn shared_if_read_uniformly(allocs: &mut [crate::ir::BufferDecl], body: &[Stmt]) {
+    use crate::ir::{ForKind, Scope};
+    fn reads(e: &Expr, out: &mut Vec<String>) {
+        visit::for_each_subexpr(e, &mut |x| {
+            if let ExprKind::Load { buffer, .. } = &x.kind {
+                out.push(buffer.clone());
+            }
+        });
+    }
+    fn walk(stmts: &[Stmt], out: &mut Vec<String>, accumulators: &mut Vec<String>) {
+        for s in stmts {
+            match &s.kind {
+                StmtKind::If {
+                    cond,
+                    then_body,
+                    else_body,
+                } => {
+                    reads(cond, out);
+                    walk(then_body, out, accumulators);
+                    walk(else_body, out, accumulators);
+                }
+                StmtKind::While { cond, body } => {
+                    reads(cond, out);
+                    walk(body, out, accumulators);
+                }
+                StmtKind::For(f)
+                    if matches!(
+                        f.kind,
+                        ForKind::Serial | ForKind::Unroll | ForKind::Pipelined { .. }
+                    ) =>
+                {
+                    reads(&f.start, out);
+                    reads(&f.stop, out);
+                    walk(&f.body, out, accumulators);
+                }
+                StmtKind::Let { value, .. } => reads(value, out),
+                StmtKind::Gemm(g) => accumulators.push(g.c.buffer.name.clone()),
+                _ => {}
+            }
+        }
+    }
+    let (mut read, mut accumulators) = (Vec::new(), Vec::new());
+    walk(body, &mut read, &mut accumulators);
+    for a in allocs.iter_mut() {
+        if a.scope == Scope::Fragment
+            && read.contains(&a.name.name)
+            && !accumulators.contains(&a.name.name)
+        {
+            a.scope = Scope::Shared;
+        }
+    }
 }

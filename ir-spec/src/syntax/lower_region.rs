@@ -312,12 +312,17 @@ impl Lowerer {
 
     /// `T.copy(src, dst[, disable_tma=B])`.
     pub fn copy(&mut self, span: Span, args: &[ast::Arg]) -> Option<Stmt> {
-        let a = self.bind("T.copy", span, args, &["src", "dst", "disable_tma"], 2)?;
+        // `disable_tma` is keyword-only (TileLang's third positional is `coalesced_width`).
+        let (flags, args): (Vec<&ast::Arg>, Vec<&ast::Arg>) = args
+            .iter()
+            .partition(|a| a.name.as_ref().is_some_and(|n| n.name == "disable_tma"));
+        let args: Vec<ast::Arg> = args.into_iter().cloned().collect();
+        let a = self.bind("T.copy", span, &args, &["src", "dst"], 2)?;
         let (src_e, dst_e) = (a[0]?, a[1]?);
-        let no_tma = match a[2] {
-            Some(e) => self.const_bool(e, "`disable_tma`")?,
-            None => false,
-        };
+        let mut no_tma = false;
+        for f in flags {
+            no_tma = self.const_bool(&f.value, "`disable_tma`")?;
+        }
         self.view_regions = true;
         let (src, dst) = (self.operand(src_e), self.operand(dst_e));
         self.view_regions = false;

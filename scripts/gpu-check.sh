@@ -105,6 +105,10 @@ for name, shape in [("bsa_mask1", (1, 2, 4, 4)), ("bsa_mask2", (2, 4, 4, 4))]:
     m = rng.random(shape) < 0.5
     m[..., 0] = True
     np.save(f"{sys.argv[1]}/{name}.npy", m)
+# flash_attn_fwd_varlen_causal: sequence offsets (batch_size is read off their extent).
+for name, v in [("vl_q1", [0, 50, 150, 157]), ("vl_k1", [0, 60, 160, 163]),
+                ("vl_q2", [0, 492, 1004, 1504, 2016]), ("vl_k2", [0, 500, 1000, 1512, 2016])]:
+    np.save(f"{sys.argv[1]}/{name}.npy", np.array(v, np.int32))
 import math
 # Index inputs of the TileLang translations that read tables (the same values as their
 # EXAMPLES `given` inputs in tests/tests/tilelang_examples.rs, plus larger ones).
@@ -284,6 +288,8 @@ TARGETS=sm_90a run tests/tilelang/mla_decode_paged.tir -D batch=1 --input block_
 TARGETS=sm_90a run tests/tilelang/mla_decode_paged.tir -D batch=2 --input block_table=$ints/mlap_bt2.npy --input cache_seqlens=$ints/mlap_cs2.npy
 run tests/tilelang/blocksparse_attn_fwd.tir -D batch=1 -D heads=2 -D seq_len=200 --input BlockSparseMask=$ints/bsa_mask1.npy
 run tests/tilelang/blocksparse_attn_fwd.tir -D batch=2 -D heads=4 -D seq_len=256 --input BlockSparseMask=$ints/bsa_mask2.npy
+run tests/tilelang/flash_attn_fwd_varlen_causal.tir -D UQ=157 -D UKV=163 -D heads=2 -D max_seqlen_q=100 --input cu_seqlens_q=$ints/vl_q1.npy --input cu_seqlens_k=$ints/vl_k1.npy
+run tests/tilelang/flash_attn_fwd_varlen_causal.tir -D UQ=2016 -D UKV=2016 -D heads=16 -D max_seqlen_q=512 --input cu_seqlens_q=$ints/vl_q2.npy --input cu_seqlens_k=$ints/vl_k2.npy
 run tests/tilelang/block_causal_attn_fwd.tir -D batch=1 -D seq_len=128 -D heads=2
 run tests/tilelang/block_causal_attn_fwd.tir -D batch=2 -D seq_len=256 -D heads=2
 run tests/tilelang/nsa_fwd.tir -D batch=1 -D seq_len=100 -D heads=32 --input BlockIndices=$ints/nsa_bi_b.npy

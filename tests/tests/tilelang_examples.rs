@@ -286,6 +286,23 @@ const EXAMPLES: &[Example] = &[
         ],
         reference: flash_bwd_preprocess,
     },
+    // Varlen causal attention over packed sequences ([`given`]: the offsets): three
+    // sequences of 50 / 100 / 7 queries over 60 / 100 / 3 keys (ragged tiles, a query
+    // block past a short sequence), then two of 64 / 40 over 64 / 20 (20 rows of the second
+    // see no key: 0). batch_size is read off the offsets' extent, batch_size + 1.
+    Example {
+        stem: "flash_attn_fwd_varlen_causal",
+        sizes: [
+            &[
+                ("UQ", 157),
+                ("UKV", 163),
+                ("heads", 2),
+                ("max_seqlen_q", 100),
+            ],
+            &[("UQ", 104), ("UKV", 84), ("heads", 1), ("max_seqlen_q", 64)],
+        ],
+        reference: varlen_attention,
+    },
     // Block-sparse causal attention, 64 x 64 blocks over a 4 x 4 block mask ([`given`]):
     // 200 positions (a ragged last block), then 256 over two batches.
     Example {
@@ -681,6 +698,16 @@ fn given(stem: &str, size: usize) -> HashMap<String, Tensor> {
         let sizes: &[i64] = [&[3i64, 6][..], &[4, 0, 8][..]][size];
         let t = Tensor::from_i64(DType::Int32, &[sizes.len()], sizes).expect("batch sizes");
         inputs.insert("batch_sizes".to_string(), t);
+    }
+    if stem == "flash_attn_fwd_varlen_causal" {
+        let (q, k): (&[i64], &[i64]) = match size {
+            0 => (&[0, 50, 150, 157], &[0, 60, 160, 163]),
+            _ => (&[0, 64, 104], &[0, 64, 84]),
+        };
+        for (name, v) in [("cu_seqlens_q", q), ("cu_seqlens_k", k)] {
+            let t = Tensor::from_i64(DType::Int32, &[v.len()], v).expect("offsets");
+            inputs.insert(name.to_string(), t);
+        }
     }
     if stem == "blocksparse_attn_fwd" {
         // BlockSparseMask (batch, heads, 4, 4): about half the blocks, pseudo-randomly, but
@@ -2275,6 +2302,71 @@ fn flash_bwd_preprocess(o: &Outputs) -> Expected {
     vec![("Delta", delta)]
 }
 
+/// `flash_attn_fwd_varlen_causal.tir`: per sequence b (queries cu_seqlens_q[b] ..,
+/// keys cu_seqlens_k[b] .., lengths lq, lk, offset = lk − lq) and head h, query row r sees
+/// keys c <= r + offset: Output = softmax(Q K^T / 8) V over them, 0 for a row that sees
+/// none. The model is [`online_softmax`] over 64-key tiles of the visible keys (a masked
+/// key's P underflows to exactly 0, a tile without a visible key changes nothing), c the
+/// float32 literal 0.18033688 for log2(e) / 8; Output = float16(O / l).
+fn varlen_attention(o: &Outputs) -> Expected {
+    const TILE: usize = 64;
+    let q = &o["Q_unpad"];
+    let (heads, dim) = (q.shape()[1], q.shape()[2]);
+    let [qv, kv, vv] = ["Q_unpad", "K_unpad", "V_unpad"].map(|n| o[n].to_f64());
+    let offsets = |n: &str| -> Vec<usize> { o[n].to_f64().iter().map(|&x| x as usize).collect() };
+    let (cq, ck) = (offsets("cu_seqlens_q"), offsets("cu_seqlens_k"));
+    let at = |row: usize, h: usize| (row * heads + h) * dim;
+    let c = Approx::literal(0.18033688, LOG2_E / (dim as f64).sqrt(), Fp::F32);
+    let mut out = vec![exact(0.0); qv.len()];
+    for b in 0..cq.len() - 1 {
+        let (qs, ks) = (cq[b], ck[b]);
+        let (lq, lk) = (cq[b + 1] - qs, ck[b + 1] - ks);
+        for h in 0..heads {
+            for r in 0..lq {
+                let seen = (r + lk)
+                    .checked_sub(lq)
+                    .map_or(0, |last| (last + 1).min(lk));
+                let qrow = &qv[at(qs + r, h)..][..dim];
+                let dots: Vec<(usize, f64, Approx)> = (0..seen)
+                    .map(|j| {
+                        let products: Vec<f64> = qrow
+                            .iter()
+                            .zip(&kv[at(ks + j, h)..][..dim])
+                            .map(|(x, y)| x * y)
+                            .collect();
+                        let model = Approx::sum(products.iter().map(|&p| exact(p)), Fp::F32);
+                        (j, products.iter().sum::<f64>(), model)
+                    })
+                    .collect();
+                if dots.is_empty() {
+                    continue;
+                }
+                let scaled: Vec<f64> = dots.iter().map(|d| d.1 / (dim as f64).sqrt()).collect();
+                let top = scaled.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x));
+                let w: Vec<f64> = scaled.iter().map(|x| (x - top).exp()).collect();
+                let total: f64 = w.iter().sum();
+                let tiles: Vec<Vec<(usize, Approx)>> = dots
+                    .chunks(TILE)
+                    .map(|t| t.iter().map(|d| (d.0, d.2)).collect())
+                    .collect();
+                let v_at = |j: usize, col: usize| vv[at(ks + j, h) + col];
+                let (acc, l, _) = online_softmax(&tiles, v_at, dim, c);
+                for (col, slot) in acc.iter().enumerate() {
+                    let want = dots
+                        .iter()
+                        .zip(&w)
+                        .map(|(d, w)| w * v_at(d.0, col))
+                        .sum::<f64>()
+                        / total;
+                    out[at(qs + r, h) + col] =
+                        expect(want, (*slot / l).round(Fp::F32).round(Fp::F16));
+                }
+            }
+        }
+    }
+    vec![("Output_unpad", out)]
+}
+
 /// `blocksparse_attn_fwd.tir`: causal attention over the keys k <= q whose 64 x 64 block
 /// BlockSparseMask[b, h, q / 64, k / 64] is set (BHSD, head dim 64). The model: per query
 /// row, the key tiles its block's mask keeps, in order, through [`flash_softmax`] without a
@@ -3033,6 +3125,11 @@ fn elementwise_add_matches_its_reference() {
 #[test]
 fn chunk_local_cumsum_matches_its_reference() {
     check_example("cumsum_chunk_local");
+}
+
+#[test]
+fn varlen_attention_matches_its_reference() {
+    check_example("flash_attn_fwd_varlen_causal");
 }
 
 #[test]

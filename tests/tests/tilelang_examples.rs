@@ -387,6 +387,57 @@ const EXAMPLES: &[Example] = &[
         ],
         reference: flash_bwd_gqa_split,
     },
+    // The attention-sink backward's forward pass (causal, 64 x 64 tiles, head dim 128,
+    // Output and lse with the sink): 100 positions of 2 heads (ragged tiles), then two
+    // batches of 128.
+    Example {
+        stem: "attn_sink_mha_bwd_bhsd_fwd",
+        sizes: [
+            &[("batch", 1), ("heads", 2), ("seq_len", 100)],
+            &[("batch", 2), ("heads", 1), ("seq_len", 128)],
+        ],
+        reference: attention_sink_lse,
+    },
+    // Its pre-process (head dim 128).
+    Example {
+        stem: "attn_sink_mha_bwd_bhsd_preprocess",
+        sizes: [
+            &[("batch", 2), ("heads", 3), ("seq_len", 100)],
+            &[("batch", 1), ("heads", 2), ("seq_len", 64)],
+        ],
+        reference: flash_bwd_preprocess_bhsd,
+    },
+    // Its causal main kernel (128-key blocks, 32-row query blocks from the block's
+    // diagonal): 136 = 128 + 8 positions of 2 heads (a key block of 8 keys, a query block
+    // of 8 rows: the causal mask and dQ's masked tile atomics), then two batches of two
+    // whole key blocks.
+    Example {
+        stem: "attn_sink_mha_bwd_bhsd",
+        sizes: [
+            &[("batch", 1), ("heads", 2), ("seq_len", 136)],
+            &[("batch", 2), ("heads", 1), ("seq_len", 256)],
+        ],
+        reference: attention_sink_bwd,
+    },
+    // Its post-process (head dim 128): a ragged last 64-row block, then whole ones.
+    Example {
+        stem: "attn_sink_mha_bwd_bhsd_postprocess",
+        sizes: [
+            &[("batch", 1), ("heads", 3), ("seq_len", 104)],
+            &[("batch", 2), ("heads", 1), ("seq_len", 128)],
+        ],
+        reference: flash_bwd_postprocess_bhsd,
+    },
+    // The sinks' gradient per position, 128-position blocks: a ragged last block, then
+    // one whole block.
+    Example {
+        stem: "attn_sink_mha_bwd_bhsd_dsink",
+        sizes: [
+            &[("batch", 2), ("heads", 3), ("seq_len", 200)],
+            &[("batch", 1), ("heads", 2), ("seq_len", 128)],
+        ],
+        reference: attention_sink_dsink,
+    },
     // The GQA post-process (head dim 192): a ragged last 64-row block, then whole ones.
     Example {
         stem: "flash_attn_gqa_bwd_postprocess",
@@ -761,13 +812,20 @@ fn given(stem: &str, size: usize) -> HashMap<String, Tensor> {
         let t = Tensor::from_i64(DType::Int32, &[sizes.len()], sizes).expect("batch sizes");
         inputs.insert("batch_sizes".to_string(), t);
     }
-    if stem == "flash_attn_bwd" || stem == "flash_attn_bwd_bhsd" {
+    if [
+        "flash_attn_bwd",
+        "flash_attn_bwd_bhsd",
+        "attn_sink_mha_bwd_bhsd",
+    ]
+    .contains(&stem)
+    {
         // The caller zeroes dQ (every key block adds its part into it).
         let dim = |name| size_of(stem, size, name);
         let (b, s, h) = (dim("batch"), dim("seq_len"), dim("heads"));
-        let shape = match stem == "flash_attn_bwd" {
-            true => [b, s, h, 64],
-            false => [b, h, s, 64],
+        let shape = match stem {
+            "flash_attn_bwd" => [b, s, h, 64],
+            "flash_attn_bwd_bhsd" => [b, h, s, 64],
+            _ => [b, h, s, 128],
         };
         let dq = Tensor::zeros(DType::Float32, &shape).expect("dQ");
         inputs.insert("dQ".to_string(), dq);
@@ -1960,15 +2018,26 @@ fn mla_decode(o: &Outputs) -> Expected {
 /// 0.1275174307460247), then l += exp2(float16(sink·float16(1.44269504)) − m·c) (float32:
 /// the product with the literal is a float16 multiply), Output = float16(O / l).
 fn attention_sink(o: &Outputs) -> Expected {
-    const TILE: usize = 128;
+    sink_attention(o, 128, 0.1275174307460247)
+}
+
+/// `attn_sink_mha_bwd_bhsd_fwd.tir`: [`attention_sink`]'s attention over 64-key tiles, and
+/// its base-2 lse, log2(Σ_k 2^(x_k·log2 e) + 2^(sink·log2 e)), computed as
+/// float32(float32(log2 l) + float32(m·c)), l with the sink's term.
+fn attention_sink_lse(o: &Outputs) -> Expected {
+    sink_attention(o, 64, 0.1275174307460247)
+}
+
+fn sink_attention(o: &Outputs, tile: usize, c: f64) -> Expected {
     let (q, k, v) = (&o["Q"], &o["K"], &o["V"]);
     let (batch, heads, seq_q, dim) = (q.shape()[0], q.shape()[1], q.shape()[2], q.shape()[3]);
     let seq_kv = k.shape()[2];
     let (qv, kv, vv, sinks) = (q.to_f64(), k.to_f64(), v.to_f64(), o["Sinks"].to_f64());
-    let c = Approx::literal(0.1275174307460247, LOG2_E / (dim as f64).sqrt(), Fp::F32);
+    let c = Approx::literal(c, LOG2_E / (dim as f64).sqrt(), Fp::F32);
     let log2e = Approx::literal(LOG2_E_WRITTEN, LOG2_E, Fp::F16);
     let f32r = |a: Approx| a.round(Fp::F32);
     let mut out = Vec::with_capacity(qv.len());
+    let mut lse = Vec::new();
     for b in 0..batch {
         for (h, &sink) in sinks.iter().enumerate() {
             let row = |s: usize, seq: usize| ((b * heads + h) * seq + s) * dim;
@@ -1990,11 +2059,11 @@ fn attention_sink(o: &Outputs) -> Expected {
                 let total = w.iter().sum::<f64>() + (sink - top).exp();
                 // The model, tile by tile, then the sink's term.
                 let tiles: Vec<Vec<(usize, Approx)>> = dots
-                    .chunks(TILE)
+                    .chunks(tile)
                     .enumerate()
-                    .map(|(t, tile)| {
-                        let keys = tile.iter().enumerate();
-                        keys.map(|(j, d)| (t * TILE + j, d.1)).collect()
+                    .map(|(t, chunk)| {
+                        let keys = chunk.iter().enumerate();
+                        keys.map(|(j, d)| (t * tile + j, d.1)).collect()
                     })
                     .collect();
                 let v_at = |j: usize, col: usize| vv[row(j, seq_kv) + col];
@@ -2005,10 +2074,37 @@ fn attention_sink(o: &Outputs) -> Expected {
                     let want = (0..keys).map(|j| w[j] * v_at(j, col)).sum::<f64>() / total;
                     out.push(expect(want, f32r(*slot / l).round(Fp::F16)));
                 }
+                let want = (total.ln() + top) / std::f64::consts::LN_2;
+                lse.push(expect(want, f32r(f32r(l.log2()) + f32r(m * c))));
             }
         }
     }
-    vec![("Output", out)]
+    match o.contains_key("lse") {
+        true => vec![("Output", out), ("lse", lse)],
+        false => vec![("Output", out)],
+    }
+}
+
+/// `attn_sink_mha_bwd_bhsd_dsink.tir`: dsinks[b, h, q] = −P_sink·Delta[b, h, q], P_sink =
+/// exp2(Sinks[h]·log2 e − lse[b, h, q]) (lse as given). The model:
+/// −float32(float32(exp2(float32(float16(sink·float16(1.44269504)) − lse))) · Delta) (the
+/// sink a float16 scalar: its product with the literal a float16 multiply).
+fn attention_sink_dsink(o: &Outputs) -> Expected {
+    let (sinks, lse, delta) = (o["Sinks"].to_f64(), o["lse"].to_f64(), o["Delta"].to_f64());
+    let s = o["dsinks"].shape();
+    let (heads, seq) = (s[1], s[2]);
+    let log2e = Approx::literal(LOG2_E_WRITTEN, LOG2_E, Fp::F16);
+    let f32r = |a: Approx| a.round(Fp::F32);
+    let out = (0..lse.len())
+        .map(|i| {
+            let sink = sinks[i / seq % heads];
+            let want = -(sink * LOG2_E - lse[i]).exp2() * delta[i];
+            let term = (exact(sink) * log2e).round(Fp::F16);
+            let p = f32r(f32r(term - exact(lse[i])).exp2());
+            expect(want, exact(0.0) - f32r(p * exact(delta[i])))
+        })
+        .collect();
+    vec![("dsinks", out)]
 }
 
 /// `grouped_gemm_fwd.tir`: the groups (5, 9, 13) of A's 27 rows, each times its own B:
@@ -2454,6 +2550,13 @@ fn flash_bwd_bhsd(o: &Outputs) -> Expected {
     bwd(o, Layout::Bhsd, (0.18033688, 0.125), KvGrads::Float16)
 }
 
+/// `attn_sink_mha_bwd_bhsd.tir`: the causal BHSD backward at head dim 128 (the sink enters
+/// through lse only).
+fn attention_sink_bwd(o: &Outputs) -> Expected {
+    let scales = (0.1275174307460247, 0.08838834764831845);
+    bwd_masked(o, Layout::Bhsd, scales, KvGrads::Float16, true)
+}
+
 fn flash_bwd_gqa(o: &Outputs) -> Expected {
     bwd(
         o,
@@ -2484,6 +2587,18 @@ fn flash_bwd_gqa_split(o: &Outputs) -> Expected {
 /// delivered as [`KvGrads`] says (Atomic: one sum over the group's query heads too); dQ =
 /// Σ dS K in float32 in any order (gemm k-steps, then float32 atomics across key blocks).
 fn bwd(o: &Outputs, layout: Layout, scales: (f64, f64), grads: KvGrads) -> Expected {
+    bwd_masked(o, layout, scales, grads, false)
+}
+
+/// [`bwd`], with `causal`: P[i, j] = 0 (exactly: the kernel's `T.if_then_else`) for key i
+/// after query j.
+fn bwd_masked(
+    o: &Outputs,
+    layout: Layout,
+    scales: (f64, f64),
+    grads: KvGrads,
+    causal: bool,
+) -> Expected {
     let (q, k, v, dq) = (&o["Q"], &o["K"], &o["V"], &o["dQ"]);
     let (qs, ks) = (q.shape(), k.shape());
     let (batch, seq, heads, kv_heads) = match layout {
@@ -2532,7 +2647,10 @@ fn bwd(o: &Outputs, layout: Layout, scales: (f64, f64), grads: KvGrads) -> Expec
                         &dov[at(b, j, h, heads, dim_v)..][..dim_v],
                     );
                     let l = exact(lse[row(b, h, j)]);
-                    let p = f32r(f32r(f32r(s * c) - l).exp2());
+                    let p = match causal && i > j {
+                        true => exact(0.0),
+                        false => f32r(f32r(f32r(s * c) - l).exp2()),
+                    };
                     let d = f32r(dp - exact(delta[row(b, h, j)]));
                     p16.push(p.round(Fp::F16));
                     ds.push(f32r(f32r(p * d) * t).round(Fp::F16));
@@ -3272,6 +3390,31 @@ fn flash_attn_gqa_bwd_matches_its_reference() {
 #[test]
 fn flash_attn_gqa_bwd_split_matches_its_reference() {
     check_example("flash_attn_gqa_bwd_split");
+}
+
+#[test]
+fn attn_sink_mha_bwd_bhsd_fwd_matches_its_reference() {
+    check_example("attn_sink_mha_bwd_bhsd_fwd");
+}
+
+#[test]
+fn attn_sink_mha_bwd_bhsd_preprocess_matches_its_reference() {
+    check_example("attn_sink_mha_bwd_bhsd_preprocess");
+}
+
+#[test]
+fn attn_sink_mha_bwd_bhsd_matches_its_reference() {
+    check_example("attn_sink_mha_bwd_bhsd");
+}
+
+#[test]
+fn attn_sink_mha_bwd_bhsd_postprocess_matches_its_reference() {
+    check_example("attn_sink_mha_bwd_bhsd_postprocess");
+}
+
+#[test]
+fn attn_sink_mha_bwd_bhsd_dsink_matches_its_reference() {
+    check_example("attn_sink_mha_bwd_bhsd_dsink");
 }
 
 #[test]

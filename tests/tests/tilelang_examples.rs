@@ -334,6 +334,146 @@ const EXAMPLES: &[Example] = &[
         ],
         reference: flash_bwd_postprocess,
     },
+    // The BHSD backward's forward pass (64 x 64 tiles, Output and the base-2 lse): 100
+    // positions (a masked last key tile, a partial query tile) over 2 heads, then two
+    // batches of two whole tiles.
+    Example {
+        stem: "flash_attn_bwd_bhsd_fwd",
+        sizes: [
+            &[("batch", 1), ("heads", 2), ("seq_len", 100)],
+            &[("batch", 2), ("heads", 1), ("seq_len", 128)],
+        ],
+        reference: attention_bhsd_lse,
+    },
+    // The BHSD pre-process, as flash_attn_bwd_preprocess: a masked last 32-row block, then
+    // whole ones.
+    Example {
+        stem: "flash_attn_bwd_bhsd_preprocess",
+        sizes: [
+            &[("batch", 2), ("heads", 3), ("seq_len", 100)],
+            &[("batch", 1), ("heads", 2), ("seq_len", 64)],
+        ],
+        reference: flash_bwd_preprocess_bhsd,
+    },
+    // The BHSD main kernel, as flash_attn_bwd (dQ's layout [b, h, l // 8, ...]).
+    Example {
+        stem: "flash_attn_bwd_bhsd",
+        sizes: [
+            &[("batch", 1), ("heads", 2), ("seq_len", 128)],
+            &[("batch", 2), ("heads", 1), ("seq_len", 64)],
+        ],
+        reference: flash_bwd_bhsd,
+    },
+    // The BHSD post-process: a ragged last 64-row block, then whole ones.
+    Example {
+        stem: "flash_attn_bwd_bhsd_postprocess",
+        sizes: [
+            &[("batch", 1), ("heads", 3), ("seq_len", 104)],
+            &[("batch", 2), ("heads", 1), ("seq_len", 128)],
+        ],
+        reference: flash_bwd_postprocess_bhsd,
+    },
+    // The GQA backward's forward pass (16 query heads per KV head, head dims 192 / 128,
+    // 128 x 64 tiles): 64 positions of 16 heads (a partial query tile), then 100 positions
+    // (a masked second key tile) of 32 heads over 2 KV heads.
+    Example {
+        stem: "flash_attn_gqa_bwd_fwd",
+        sizes: [
+            &[("batch", 1), ("seq_len", 64), ("heads", 16)],
+            &[("batch", 1), ("seq_len", 100), ("heads", 32)],
+        ],
+        reference: gqa_bwd_fwd,
+    },
+    // The GQA pre-process (head dim 128: four 32-wide column blocks).
+    Example {
+        stem: "flash_attn_gqa_bwd_preprocess",
+        sizes: [
+            &[("batch", 2), ("seq_len", 100), ("heads", 3)],
+            &[("batch", 1), ("seq_len", 64), ("heads", 2)],
+        ],
+        reference: flash_bwd_preprocess,
+    },
+    // The GQA main kernel with dK / dV tile atomics (128-key blocks, 32-row query blocks;
+    // seq_len a multiple of 32, the dQ atomics being unguarded): 16 query heads adding into
+    // one KV head, one query block in a key block of 32 keys (its other 96 rows past
+    // seq_len: the tile atomics' mask); then 32 heads over 2 KV heads, two query blocks.
+    Example {
+        stem: "flash_attn_gqa_bwd",
+        sizes: [
+            &[("batch", 1), ("seq_len", 32), ("heads", 16)],
+            &[("batch", 1), ("seq_len", 64), ("heads", 32)],
+        ],
+        reference: flash_bwd_gqa,
+    },
+    // The GQA main kernel's split form (per-query-head float16 dK / dV), same sizes.
+    Example {
+        stem: "flash_attn_gqa_bwd_split",
+        sizes: [
+            &[("batch", 1), ("seq_len", 32), ("heads", 16)],
+            &[("batch", 1), ("seq_len", 64), ("heads", 32)],
+        ],
+        reference: flash_bwd_gqa_split,
+    },
+    // The attention-sink backward's forward pass (causal, 64 x 64 tiles, head dim 128,
+    // Output and lse with the sink): 100 positions of 2 heads (ragged tiles), then two
+    // batches of 128.
+    Example {
+        stem: "attn_sink_mha_bwd_bhsd_fwd",
+        sizes: [
+            &[("batch", 1), ("heads", 2), ("seq_len", 100)],
+            &[("batch", 2), ("heads", 1), ("seq_len", 128)],
+        ],
+        reference: attention_sink_lse,
+    },
+    // Its pre-process (head dim 128).
+    Example {
+        stem: "attn_sink_mha_bwd_bhsd_preprocess",
+        sizes: [
+            &[("batch", 2), ("heads", 3), ("seq_len", 100)],
+            &[("batch", 1), ("heads", 2), ("seq_len", 64)],
+        ],
+        reference: flash_bwd_preprocess_bhsd,
+    },
+    // Its causal main kernel (128-key blocks, 32-row query blocks from the block's
+    // diagonal): 136 = 128 + 8 positions of 2 heads (a key block of 8 keys, a query block
+    // of 8 rows: the causal mask and dQ's masked tile atomics), then two batches of two
+    // whole key blocks.
+    Example {
+        stem: "attn_sink_mha_bwd_bhsd",
+        sizes: [
+            &[("batch", 1), ("heads", 2), ("seq_len", 136)],
+            &[("batch", 2), ("heads", 1), ("seq_len", 256)],
+        ],
+        reference: attention_sink_bwd,
+    },
+    // Its post-process (head dim 128): a ragged last 64-row block, then whole ones.
+    Example {
+        stem: "attn_sink_mha_bwd_bhsd_postprocess",
+        sizes: [
+            &[("batch", 1), ("heads", 3), ("seq_len", 104)],
+            &[("batch", 2), ("heads", 1), ("seq_len", 128)],
+        ],
+        reference: flash_bwd_postprocess_bhsd,
+    },
+    // The sinks' gradient per position, 128-position blocks: a ragged last block, then
+    // one whole block.
+    Example {
+        stem: "attn_sink_mha_bwd_bhsd_dsink",
+        sizes: [
+            &[("batch", 2), ("heads", 3), ("seq_len", 200)],
+            &[("batch", 1), ("heads", 2), ("seq_len", 128)],
+        ],
+        reference: attention_sink_dsink,
+    },
+    // The GQA post-process (head dim 192): a ragged last 64-row block, then whole ones.
+    Example {
+        stem: "flash_attn_gqa_bwd_postprocess",
+        sizes: [
+            &[("batch", 1), ("seq_len", 104), ("heads", 3)],
+            &[("batch", 2), ("seq_len", 64), ("heads", 2)],
+        ],
+        reference: flash_bwd_postprocess,
+    },
     // 64-row tiles: 100 queries over 130 keys (past_len 30, both ragged), then 128 over 128.
     Example {
         stem: "flash_attn_fwd_bhsd_causal",
@@ -721,15 +861,37 @@ fn given(stem: &str, size: usize) -> HashMap<String, Tensor> {
             .expect("mask");
         inputs.insert("BlockSparseMask".to_string(), t);
     }
-    if stem == "flash_attn_bwd" {
+    if [
+        "flash_attn_bwd",
+        "flash_attn_bwd_bhsd",
+        "attn_sink_mha_bwd_bhsd",
+    ]
+    .contains(&stem)
+    {
         // The caller zeroes dQ (every key block adds its part into it).
         let dim = |name| size_of(stem, size, name);
-        let dq = Tensor::zeros(
-            DType::Float32,
-            &[dim("batch"), dim("seq_len"), dim("heads"), 64],
-        )
-        .expect("dQ");
+        let (b, s, h) = (dim("batch"), dim("seq_len"), dim("heads"));
+        let shape = match stem {
+            "flash_attn_bwd" => [b, s, h, 64],
+            "flash_attn_bwd_bhsd" => [b, h, s, 64],
+            _ => [b, h, s, 128],
+        };
+        let dq = Tensor::zeros(DType::Float32, &shape).expect("dQ");
         inputs.insert("dQ".to_string(), dq);
+    }
+    if stem == "flash_attn_gqa_bwd" || stem == "flash_attn_gqa_bwd_split" {
+        // The caller zeroes dQ, and for the atomic form dK and dV (heads / 16 KV heads,
+        // head dims 192 and 128).
+        let dim = |name| size_of(stem, size, name);
+        let (b, s, h) = (dim("batch"), dim("seq_len"), dim("heads"));
+        let mut zeros = vec![("dQ", [b, s, h, 192])];
+        if stem == "flash_attn_gqa_bwd" {
+            zeros.extend([("dK", [b, s, h / 16, 192]), ("dV", [b, s, h / 16, 128])]);
+        }
+        for (name, shape) in zeros {
+            let t = Tensor::zeros(DType::Float32, &shape).expect("zeros");
+            inputs.insert(name.to_string(), t);
+        }
     }
     if stem == "grouped_gemm_fwd" {
         // The group sizes the kernel was built for, and the offsets construct_inputs derives
@@ -896,6 +1058,13 @@ const PTXAS_EXPECTED: &[(&str, Target, &str)] = &[
     // kernel at 128 registers, ptxas's own choice (`--maxrregcount 255` changes nothing).
     ("fusedmoe_shared", Target::Sm80, SPILLS),
     ("fusedmoe_routed", Target::Sm80, SPILLS),
+    // TileLang's GQA backward (split form) at 256 threads: float32 accumulators dk (128 x
+    // 192), dv (128 x 128), dq (32 x 192) and the score tiles are about 220 registers of
+    // tiles; with mma.sync's operand fragments sm_80 runs out of its 255 registers and
+    // spills (the split form 12 to 112 bytes, the atomic form 8, depending on which dims
+    // are bound); sm_90a's wgmma fits (238 to 254 registers).
+    ("flash_attn_gqa_bwd", Target::Sm80, SPILLS),
+    ("flash_attn_gqa_bwd_split", Target::Sm80, SPILLS),
 ];
 
 /// A [`PTXAS_EXPECTED`] entry for a kernel ptxas assembles without a warning but with
@@ -1523,6 +1692,23 @@ fn attention_bshd(o: &Outputs) -> Expected {
     attention(o, Layout::Bshd, false, 128, 0.1275174307460247)
 }
 
+/// `flash_attn_bwd_bhsd_fwd.tir`: non-causal BHSD attention with its lse, 64-key tiles.
+fn attention_bhsd_lse(o: &Outputs) -> Expected {
+    attention(o, Layout::Bhsd, false, 64, 0.18033688)
+}
+
+/// `flash_attn_gqa_bwd_fwd.tir`: [`attention`] with K and V expanded (16 query heads per KV
+/// head; V's head dim 128, Q's 192), 64-key tiles, the literal scale of its header, and lse.
+fn gqa_bwd_fwd(o: &Outputs) -> Expected {
+    attention(
+        &kv_expanded(o),
+        Layout::Bshd,
+        false,
+        64,
+        0.10411754621281724,
+    )
+}
+
 fn attention_bhsd_causal(o: &Outputs) -> Expected {
     attention(o, Layout::Bhsd, true, 64, 0.18033688)
 }
@@ -1549,15 +1735,16 @@ fn gqa_fwd_bshd(o: &Outputs) -> Expected {
     attention(&kv_expanded(o), Layout::Bshd, false, 64, 0.1275174307460247)
 }
 
-/// `o` with K and V (BSHD, `kv_heads` heads) expanded to Q's heads: head h reads KV head
-/// h / (heads / kv_heads).
+/// `o` with K and V (BSHD, `kv_heads` heads, each of its own head dim) expanded to Q's
+/// heads: head h reads KV head h / (heads / kv_heads).
 fn kv_expanded(o: &Outputs) -> Outputs {
     let (q, k) = (&o["Q"], &o["K"]);
-    let (batch, seq, heads, dim) = (q.shape()[0], q.shape()[1], q.shape()[2], q.shape()[3]);
+    let (batch, seq, heads) = (q.shape()[0], q.shape()[1], q.shape()[2]);
     let kv_heads = k.shape()[2];
     assert_eq!(heads % kv_heads, 0, "heads is a multiple of kv_heads");
     let group = heads / kv_heads;
     let expand = |name: &str| {
+        let dim = o[name].shape()[3];
         let t = o[name].to_f64();
         let values: Vec<f64> = (0..batch * seq * heads * dim)
             .map(|i| {
@@ -1586,7 +1773,10 @@ fn flash_attention_causal(o: &Outputs) -> Expected {
 /// float32 (float16 products are exact), m = running max, P = exp2(S·c − m·c) in float32 with
 /// c the float32 literal standing for log2(e) / sqrt(dim), l = l·alpha + Σ P,
 /// O = O·alpha + float16(P) @ V (float32), alpha = exp2(m_old·c − m_new·c); Output =
-/// float16(O / l).
+/// float16(O / l). V's head dim may differ from Q's and K's (Output has V's). Where the
+/// kernel also writes `lse` ((batch, heads, seq_q) float32: the backward's forward pass),
+/// it is checked too: lse = log2 Σ_k exp2(Q_q · K_k · log2(e) / sqrt(dim)) over the keys the
+/// row sees, computed as float32(float32(log2 l) + float32(m·c)).
 fn attention(o: &Outputs, layout: Layout, causal: bool, block_n: usize, c: f64) -> Expected {
     let (q, k, v) = (&o["Q"], &o["K"], &o["V"]);
     let (qs, ks) = (q.shape(), k.shape());
@@ -1594,14 +1784,18 @@ fn attention(o: &Outputs, layout: Layout, causal: bool, block_n: usize, c: f64) 
         Layout::Bshd => (qs[0], qs[2], qs[1], qs[3], ks[1]),
         Layout::Bhsd => (qs[0], qs[1], qs[2], qs[3], ks[2]),
     };
-    let at = |b: usize, h: usize, s: usize, seq: usize| match layout {
+    let dim_v = v.shape()[3];
+    let at_dim = |b: usize, h: usize, s: usize, seq: usize, dim: usize| match layout {
         Layout::Bshd => ((b * seq + s) * heads + h) * dim,
         Layout::Bhsd => ((b * heads + h) * seq + s) * dim,
     };
+    let at = |b: usize, h: usize, s: usize, seq: usize| at_dim(b, h, s, seq, dim);
+    let at_v = |b: usize, h: usize, s: usize, seq: usize| at_dim(b, h, s, seq, dim_v);
     let (qv, kv, vv) = (q.to_f64(), k.to_f64(), v.to_f64());
     let c = Approx::literal(c, LOG2_E / (dim as f64).sqrt(), Fp::F32);
     let f32r = |a: Approx| a.round(Fp::F32);
-    let mut out = vec![exact(0.0); qv.len()];
+    let mut out = vec![exact(0.0); batch * heads * seq_q * dim_v];
+    let mut lse = Vec::new();
     for b in 0..batch {
         for h in 0..heads {
             for i in 0..seq_q {
@@ -1633,20 +1827,25 @@ fn attention(o: &Outputs, layout: Layout, causal: bool, block_n: usize, c: f64) 
                         keys.map(|(j, d)| (t * block_n + j, d.1)).collect()
                     })
                     .collect();
-                let (acc, l, _) =
-                    online_softmax(&tiles, |j, col| vv[at(b, h, j, seq_kv) + col], dim, c);
-                let base = at(b, h, i, seq_q);
+                let (acc, l, m) =
+                    online_softmax(&tiles, |j, col| vv[at_v(b, h, j, seq_kv) + col], dim_v, c);
+                let base = at_v(b, h, i, seq_q);
                 for (col, slot) in acc.iter().enumerate() {
                     let want: f64 = (0..keys)
-                        .map(|j| w[j] * vv[at(b, h, j, seq_kv) + col])
+                        .map(|j| w[j] * vv[at_v(b, h, j, seq_kv) + col])
                         .sum::<f64>()
                         / total;
                     out[base + col] = expect(want, f32r(*slot / l).round(Fp::F16));
                 }
+                let want = (total.ln() + top) / std::f64::consts::LN_2;
+                lse.push(expect(want, f32r(f32r(l.log2()) + f32r(m * c))));
             }
         }
     }
-    vec![("Output", out)]
+    match o.contains_key("lse") {
+        true => vec![("Output", out), ("lse", lse)],
+        false => vec![("Output", out)],
+    }
 }
 
 /// One query row of the flash attention loop as the headers state it, over key tiles (per
@@ -1882,15 +2081,26 @@ fn mla_decode(o: &Outputs) -> Expected {
 /// 0.1275174307460247), then l += exp2(float16(sink·float16(1.44269504)) − m·c) (float32:
 /// the product with the literal is a float16 multiply), Output = float16(O / l).
 fn attention_sink(o: &Outputs) -> Expected {
-    const TILE: usize = 128;
+    sink_attention(o, 128, 0.1275174307460247)
+}
+
+/// `attn_sink_mha_bwd_bhsd_fwd.tir`: [`attention_sink`]'s attention over 64-key tiles, and
+/// its base-2 lse, log2(Σ_k 2^(x_k·log2 e) + 2^(sink·log2 e)), computed as
+/// float32(float32(log2 l) + float32(m·c)), l with the sink's term.
+fn attention_sink_lse(o: &Outputs) -> Expected {
+    sink_attention(o, 64, 0.1275174307460247)
+}
+
+fn sink_attention(o: &Outputs, tile: usize, c: f64) -> Expected {
     let (q, k, v) = (&o["Q"], &o["K"], &o["V"]);
     let (batch, heads, seq_q, dim) = (q.shape()[0], q.shape()[1], q.shape()[2], q.shape()[3]);
     let seq_kv = k.shape()[2];
     let (qv, kv, vv, sinks) = (q.to_f64(), k.to_f64(), v.to_f64(), o["Sinks"].to_f64());
-    let c = Approx::literal(0.1275174307460247, LOG2_E / (dim as f64).sqrt(), Fp::F32);
+    let c = Approx::literal(c, LOG2_E / (dim as f64).sqrt(), Fp::F32);
     let log2e = Approx::literal(LOG2_E_WRITTEN, LOG2_E, Fp::F16);
     let f32r = |a: Approx| a.round(Fp::F32);
     let mut out = Vec::with_capacity(qv.len());
+    let mut lse = Vec::new();
     for b in 0..batch {
         for (h, &sink) in sinks.iter().enumerate() {
             let row = |s: usize, seq: usize| ((b * heads + h) * seq + s) * dim;
@@ -1912,11 +2122,11 @@ fn attention_sink(o: &Outputs) -> Expected {
                 let total = w.iter().sum::<f64>() + (sink - top).exp();
                 // The model, tile by tile, then the sink's term.
                 let tiles: Vec<Vec<(usize, Approx)>> = dots
-                    .chunks(TILE)
+                    .chunks(tile)
                     .enumerate()
-                    .map(|(t, tile)| {
-                        let keys = tile.iter().enumerate();
-                        keys.map(|(j, d)| (t * TILE + j, d.1)).collect()
+                    .map(|(t, chunk)| {
+                        let keys = chunk.iter().enumerate();
+                        keys.map(|(j, d)| (t * tile + j, d.1)).collect()
                     })
                     .collect();
                 let v_at = |j: usize, col: usize| vv[row(j, seq_kv) + col];
@@ -1927,10 +2137,37 @@ fn attention_sink(o: &Outputs) -> Expected {
                     let want = (0..keys).map(|j| w[j] * v_at(j, col)).sum::<f64>() / total;
                     out.push(expect(want, f32r(*slot / l).round(Fp::F16)));
                 }
+                let want = (total.ln() + top) / std::f64::consts::LN_2;
+                lse.push(expect(want, f32r(f32r(l.log2()) + f32r(m * c))));
             }
         }
     }
-    vec![("Output", out)]
+    match o.contains_key("lse") {
+        true => vec![("Output", out), ("lse", lse)],
+        false => vec![("Output", out)],
+    }
+}
+
+/// `attn_sink_mha_bwd_bhsd_dsink.tir`: dsinks[b, h, q] = −P_sink·Delta[b, h, q], P_sink =
+/// exp2(Sinks[h]·log2 e − lse[b, h, q]) (lse as given). The model:
+/// −float32(float32(exp2(float32(float16(sink·float16(1.44269504)) − lse))) · Delta) (the
+/// sink a float16 scalar: its product with the literal a float16 multiply).
+fn attention_sink_dsink(o: &Outputs) -> Expected {
+    let (sinks, lse, delta) = (o["Sinks"].to_f64(), o["lse"].to_f64(), o["Delta"].to_f64());
+    let s = o["dsinks"].shape();
+    let (heads, seq) = (s[1], s[2]);
+    let log2e = Approx::literal(LOG2_E_WRITTEN, LOG2_E, Fp::F16);
+    let f32r = |a: Approx| a.round(Fp::F32);
+    let out = (0..lse.len())
+        .map(|i| {
+            let sink = sinks[i / seq % heads];
+            let want = -(sink * LOG2_E - lse[i]).exp2() * delta[i];
+            let term = (exact(sink) * log2e).round(Fp::F16);
+            let p = f32r(f32r(term - exact(lse[i])).exp2());
+            expect(want, exact(0.0) - f32r(p * exact(delta[i])))
+        })
+        .collect();
+    vec![("dsinks", out)]
 }
 
 /// `grouped_gemm_fwd.tir`: the groups (5, 9, 13) of A's 27 rows, each times its own B:
@@ -2280,19 +2517,31 @@ fn mla_decode_paged(o: &Outputs) -> Expected {
     vec![("Output", out)]
 }
 
-/// `flash_attn_bwd_preprocess.tir`: Delta[b, h, q] = Σ_d O[b, q, h, d]·dO[b, q, h, d]. Each
-/// product is a float16 multiply (two float16 operands: rounded to float16), the 64 of a row
-/// summed in float32 in any order (two per accumulator element, then the row reduction).
+/// `flash_attn_bwd_preprocess.tir` (BSHD) and its BHSD and GQA (head dim 128) siblings:
+/// Delta[b, h, q] = Σ_d O[b, q, h, d]·dO[b, q, h, d]. Each product is a float16 multiply
+/// (two float16 operands: rounded to float16), the products of a row summed in float32 in
+/// any order (one per 32-wide column block per accumulator element, then the row reduction).
 fn flash_bwd_preprocess(o: &Outputs) -> Expected {
+    bwd_preprocess(o, Layout::Bshd)
+}
+
+fn flash_bwd_preprocess_bhsd(o: &Outputs) -> Expected {
+    bwd_preprocess(o, Layout::Bhsd)
+}
+
+fn bwd_preprocess(o: &Outputs, layout: Layout) -> Expected {
     let (out, grad) = (&o["O"], o["dO"].to_f64());
     let s = out.shape();
-    let (batch, seq, heads, dim) = (s[0], s[1], s[2], s[3]);
+    let (batch, seq, heads, dim) = match layout {
+        Layout::Bshd => (s[0], s[1], s[2], s[3]),
+        Layout::Bhsd => (s[0], s[2], s[1], s[3]),
+    };
     let ov = out.to_f64();
     let mut delta = Vec::with_capacity(batch * heads * seq);
     for b in 0..batch {
         for h in 0..heads {
             for t in 0..seq {
-                let base = ((b * seq + t) * heads + h) * dim;
+                let base = bwd_at(layout, b, t, h, seq, heads, dim);
                 let products = (base..base + dim).map(|i| ov[i] * grad[i]);
                 let rounded = products.clone().map(|p| exact(p).round(Fp::F16));
                 delta.push(expect(products.sum(), Approx::sum(rounded, Fp::F32)));
@@ -2428,94 +2677,254 @@ fn blocksparse_attention(o: &Outputs) -> Expected {
     vec![("Output", out)]
 }
 
-/// Where `make_dq_layout` (the flash-attention backward's `T.Layout` of its float32 dQ,
-/// BSHD, head dim 64) stores element (b, l, h, d): the row-major position of
-/// [b, l // 8, h, d // 8, d % 2, 4 (l % 8) + (d % 8) / 2] in the box (batch, seq / 8, heads,
-/// 8, 2, 32).
-fn dq_position(b: usize, l: usize, h: usize, d: usize, seq: usize, heads: usize) -> usize {
-    ((((b * (seq / 8) + l / 8) * heads + h) * 8 + d / 8) * 2 + d % 2) * 32
-        + 4 * (l % 8)
-        + (d % 8) / 2
+/// The offset of row (b, s, h) of a (batch, seq, heads, dim) tensor in `layout`.
+fn bwd_at(
+    layout: Layout,
+    b: usize,
+    s: usize,
+    h: usize,
+    seq: usize,
+    heads: usize,
+    dim: usize,
+) -> usize {
+    match layout {
+        Layout::Bshd => ((b * seq + s) * heads + h) * dim,
+        Layout::Bhsd => ((b * heads + h) * seq + s) * dim,
+    }
 }
 
-/// `flash_attn_bwd.tir` on random inputs (lse and Delta as given, not the forward's): per
-/// (b, h), key i, query j, with c the float32 literal 0.18033688 for log2(e) / 8,
+/// Where `make_dq_layout` (the flash-attention backward's `T.Layout` of its float32 dQ)
+/// stores element (b, l, h, d) (l the position, h the head, d < dim, a multiple of 8): the
+/// row-major position of [b, l // 8, h, d // 8, d % 2, 4 (l % 8) + (d % 8) / 2] in the box
+/// (batch, seq / 8, heads, dim / 8, 2, 32) for BSHD, of [b, h, l // 8, d // 8, ...] in
+/// (batch, heads, seq / 8, dim / 8, 2, 32) for BHSD.
+#[allow(clippy::too_many_arguments)]
+fn dq_position(
+    layout: Layout,
+    b: usize,
+    l: usize,
+    h: usize,
+    d: usize,
+    seq: usize,
+    heads: usize,
+    dim: usize,
+) -> usize {
+    let outer = match layout {
+        Layout::Bshd => (b * (seq / 8) + l / 8) * heads + h,
+        Layout::Bhsd => (b * heads + h) * (seq / 8) + l / 8,
+    };
+    ((outer * (dim / 8) + d / 8) * 2 + d % 2) * 32 + 4 * (l % 8) + (d % 8) / 2
+}
+
+/// How a flash-attention backward kernel delivers dK and dV.
+#[derive(Clone, Copy, PartialEq)]
+enum KvGrads {
+    /// float16 of the block's float32 accumulators, one block per KV head and key block
+    /// (MHA).
+    Float16,
+    /// float32 tile atomics of each query head's accumulators into the caller's zeros (GQA:
+    /// the group's query heads add into one KV head, in any order).
+    Atomic,
+    /// float16 of each query head's accumulators at [h % group, b, s, h / group, :] (GQA
+    /// split: the caller sums the group).
+    Split,
+}
+
+/// `flash_attn_bwd.tir` (BSHD, head dim 64) and its BHSD and GQA siblings.
+fn flash_bwd(o: &Outputs) -> Expected {
+    bwd(o, Layout::Bshd, (0.18033688, 0.125), KvGrads::Float16)
+}
+
+fn flash_bwd_bhsd(o: &Outputs) -> Expected {
+    bwd(o, Layout::Bhsd, (0.18033688, 0.125), KvGrads::Float16)
+}
+
+/// `attn_sink_mha_bwd_bhsd.tir`: the causal BHSD backward at head dim 128 (the sink enters
+/// through lse only).
+fn attention_sink_bwd(o: &Outputs) -> Expected {
+    let scales = (0.1275174307460247, 0.08838834764831845);
+    bwd_masked(o, Layout::Bhsd, scales, KvGrads::Float16, true)
+}
+
+fn flash_bwd_gqa(o: &Outputs) -> Expected {
+    bwd(
+        o,
+        Layout::Bshd,
+        (0.10411754621281724, 0.07216878364870322),
+        KvGrads::Atomic,
+    )
+}
+
+fn flash_bwd_gqa_split(o: &Outputs) -> Expected {
+    bwd(
+        o,
+        Layout::Bshd,
+        (0.10411754621281724, 0.07216878364870322),
+        KvGrads::Split,
+    )
+}
+
+/// The flash-attention backward main pass on random inputs (lse and Delta as given, not the
+/// forward's): per (b, query head h, with KV head g = h / group), key i, query j, with
+/// (c, t) the float32 literals written for log2(e)/sqrt(dim) and 1/sqrt(dim) (`scales`),
 /// P[i, j] = exp2(K_i · Q_j · c − lse[j]), dP[i, j] = V_i · dO_j,
-/// dS[i, j] = P[i, j] (dP[i, j] − Delta[j]) / 8; dV_i = Σ_j P[i, j] dO_j,
+/// dS[i, j] = P[i, j] (dP[i, j] − Delta[j]) · t; dV_i = Σ_j P[i, j] dO_j,
 /// dK_i = Σ_j dS[i, j] Q_j, dQ_j = Σ_i dS[i, j] K_i (into the zeros, stored through the
 /// layout: [`dq_position`]). The model: the dot products float32 sums of exact float16
 /// products; P = float32(exp2(float32(float32(s·c) − lse))); dS = float16(float32(float32(P ·
-/// float32(dP − Delta)) · 0.125)); dV = float16(Σ float16(P) dO), dK = float16(Σ dS Q) and dQ
-/// = Σ dS K in float32 in any order (gemm k-steps, then float32 atomics across key blocks).
-fn flash_bwd(o: &Outputs) -> Expected {
-    let (q, dq) = (&o["Q"], &o["dQ"]);
-    let (batch, seq, heads, dim) = (q.shape()[0], q.shape()[1], q.shape()[2], q.shape()[3]);
+/// float32(dP − Delta)) · t)); dV = Σ float16(P) dO and dK = Σ dS Q in float32 in any order,
+/// delivered as [`KvGrads`] says (Atomic: one sum over the group's query heads too); dQ =
+/// Σ dS K in float32 in any order (gemm k-steps, then float32 atomics across key blocks).
+fn bwd(o: &Outputs, layout: Layout, scales: (f64, f64), grads: KvGrads) -> Expected {
+    bwd_masked(o, layout, scales, grads, false)
+}
+
+/// [`bwd`], with `causal`: P[i, j] = 0 (exactly: the kernel's `T.if_then_else`) for key i
+/// after query j.
+fn bwd_masked(
+    o: &Outputs,
+    layout: Layout,
+    scales: (f64, f64),
+    grads: KvGrads,
+    causal: bool,
+) -> Expected {
+    let (q, k, v, dq) = (&o["Q"], &o["K"], &o["V"], &o["dQ"]);
+    let (qs, ks) = (q.shape(), k.shape());
+    let (batch, seq, heads, kv_heads) = match layout {
+        Layout::Bshd => (qs[0], qs[1], qs[2], ks[2]),
+        Layout::Bhsd => (qs[0], qs[2], qs[1], ks[1]),
+    };
+    let (dim, dim_v) = (qs[3], v.shape()[3]);
+    let group = heads / kv_heads;
     let [qv, kv, vv, dov] = ["Q", "K", "V", "dO"].map(|n| o[n].to_f64());
     let (lse, delta) = (o["lse"].to_f64(), o["Delta"].to_f64());
-    let at = |b: usize, s: usize, h: usize| ((b * seq + s) * heads + h) * dim;
+    let at =
+        |b: usize, s: usize, h: usize, hs: usize, d: usize| bwd_at(layout, b, s, h, seq, hs, d);
     let row = |b: usize, h: usize, s: usize| (b * heads + h) * seq + s;
-    let c = Approx::literal(0.18033688, LOG2_E / 8.0, Fp::F32);
+    let root = (dim as f64).sqrt();
+    let c = Approx::literal(scales.0, LOG2_E / root, Fp::F32);
+    let t = Approx::literal(scales.1, 1.0 / root, Fp::F32);
     let f32r = |a: Approx| a.round(Fp::F32);
     let dot = |x: &[f64], y: &[f64]| {
         let products: Vec<f64> = x.iter().zip(y).map(|(a, b)| a * b).collect();
         let model = Approx::sum(products.iter().map(|&p| exact(p)), Fp::F32);
         expect(products.iter().sum(), model)
     };
-    let n = batch * seq * heads * dim;
-    let (mut dk, mut dv) = (vec![exact(0.0); n], vec![exact(0.0); n]);
+    // Per KV element, the terms of dK and dV from every query head that reads it.
+    let mut dk_terms = vec![Vec::new(); batch * seq * kv_heads * dim];
+    let mut dv_terms = vec![Vec::new(); batch * seq * kv_heads * dim_v];
+    let (mut dk_split, mut dv_split) = (Vec::new(), Vec::new());
+    if grads == KvGrads::Split {
+        dk_split = vec![exact(0.0); group * dk_terms.len()];
+        dv_split = vec![exact(0.0); group * dv_terms.len()];
+    }
     let mut dq_out = vec![exact(0.0); dq.len()];
     for b in 0..batch {
         for h in 0..heads {
+            let g = h / group;
             // P (with its float16 rounding, as the dV gemm reads it) and dS, per key i and
             // query j.
             let (mut p16, mut ds) = (Vec::new(), Vec::new());
             for i in 0..seq {
                 for j in 0..seq {
-                    let s = dot(&kv[at(b, i, h)..][..dim], &qv[at(b, j, h)..][..dim]);
-                    let dp = dot(&vv[at(b, i, h)..][..dim], &dov[at(b, j, h)..][..dim]);
+                    let s = dot(
+                        &kv[at(b, i, g, kv_heads, dim)..][..dim],
+                        &qv[at(b, j, h, heads, dim)..][..dim],
+                    );
+                    let dp = dot(
+                        &vv[at(b, i, g, kv_heads, dim_v)..][..dim_v],
+                        &dov[at(b, j, h, heads, dim_v)..][..dim_v],
+                    );
                     let l = exact(lse[row(b, h, j)]);
-                    let p = f32r(f32r(f32r(s * c) - l).exp2());
+                    let p = match causal && i > j {
+                        true => exact(0.0),
+                        false => f32r(f32r(f32r(s * c) - l).exp2()),
+                    };
                     let d = f32r(dp - exact(delta[row(b, h, j)]));
                     p16.push(p.round(Fp::F16));
-                    ds.push(f32r(f32r(p * d) * exact(0.125)).round(Fp::F16));
+                    ds.push(f32r(f32r(p * d) * t).round(Fp::F16));
                 }
             }
-            for col in 0..dim {
-                for i in 0..seq {
-                    let v_terms =
-                        (0..seq).map(|j| p16[i * seq + j] * exact(dov[at(b, j, h) + col]));
-                    dv[at(b, i, h) + col] = Approx::sum(v_terms, Fp::F32).round(Fp::F16);
-                    let k_terms = (0..seq).map(|j| ds[i * seq + j] * exact(qv[at(b, j, h) + col]));
-                    dk[at(b, i, h) + col] = Approx::sum(k_terms, Fp::F32).round(Fp::F16);
+            for i in 0..seq {
+                for col in 0..dim_v {
+                    let terms = (0..seq)
+                        .map(|j| p16[i * seq + j] * exact(dov[at(b, j, h, heads, dim_v) + col]));
+                    let slot = at(b, i, g, kv_heads, dim_v) + col;
+                    match grads {
+                        KvGrads::Split => {
+                            let x = Approx::sum(terms, Fp::F32).round(Fp::F16);
+                            dv_split[(h % group) * dv_terms.len() + slot] = x;
+                        }
+                        _ => dv_terms[slot].extend(terms),
+                    }
                 }
-                for j in 0..seq {
-                    let q_terms = (0..seq).map(|i| ds[i * seq + j] * exact(kv[at(b, i, h) + col]));
-                    dq_out[dq_position(b, j, h, col, seq, heads)] = Approx::sum(q_terms, Fp::F32);
+                for col in 0..dim {
+                    let terms = (0..seq)
+                        .map(|j| ds[i * seq + j] * exact(qv[at(b, j, h, heads, dim) + col]));
+                    let slot = at(b, i, g, kv_heads, dim) + col;
+                    match grads {
+                        KvGrads::Split => {
+                            let x = Approx::sum(terms, Fp::F32).round(Fp::F16);
+                            dk_split[(h % group) * dk_terms.len() + slot] = x;
+                        }
+                        _ => dk_terms[slot].extend(terms),
+                    }
+                }
+            }
+            for j in 0..seq {
+                for col in 0..dim {
+                    let terms = (0..seq)
+                        .map(|i| ds[i * seq + j] * exact(kv[at(b, i, g, kv_heads, dim) + col]));
+                    dq_out[dq_position(layout, b, j, h, col, seq, heads, dim)] =
+                        Approx::sum(terms, Fp::F32);
                 }
             }
         }
     }
+    let (dk, dv) = match grads {
+        KvGrads::Split => (dk_split, dv_split),
+        KvGrads::Float16 | KvGrads::Atomic => {
+            let finish = |terms: Vec<Vec<Approx>>| -> Vec<Approx> {
+                terms
+                    .into_iter()
+                    .map(|t| match grads {
+                        KvGrads::Float16 => Approx::sum(t, Fp::F32).round(Fp::F16),
+                        _ => Approx::sum(t, Fp::F32),
+                    })
+                    .collect()
+            };
+            (finish(dk_terms), finish(dv_terms))
+        }
+    };
     vec![("dQ", dq_out), ("dK", dk), ("dV", dv)]
 }
 
-/// `flash_attn_bwd_postprocess.tir`: dQ_out[b, l, h, d] = float16 of the float32 stored at
-/// [`dq_position`] (b, l, h, d) of dQ's memory — exact.
+/// `flash_attn_bwd_postprocess.tir` (BSHD) and its BHSD and GQA (head dim 192) siblings:
+/// dQ_out[b, l, h, d] = float16 of the float32 stored at [`dq_position`] (b, l, h, d) of
+/// dQ's memory — exact.
 fn flash_bwd_postprocess(o: &Outputs) -> Expected {
+    bwd_postprocess(o, Layout::Bshd)
+}
+
+fn flash_bwd_postprocess_bhsd(o: &Outputs) -> Expected {
+    bwd_postprocess(o, Layout::Bhsd)
+}
+
+fn bwd_postprocess(o: &Outputs, layout: Layout) -> Expected {
     let out = &o["dQ_out"];
-    let (batch, seq, heads, dim) = (
-        out.shape()[0],
-        out.shape()[1],
-        out.shape()[2],
-        out.shape()[3],
-    );
+    let s = out.shape();
+    let (batch, seq, heads, dim) = match layout {
+        Layout::Bshd => (s[0], s[1], s[2], s[3]),
+        Layout::Bhsd => (s[0], s[2], s[1], s[3]),
+    };
     let dq = o["dQ"].to_f64();
-    let mut want = Vec::with_capacity(out.len());
+    let mut want = vec![exact(0.0); out.len()];
     for b in 0..batch {
         for l in 0..seq {
             for h in 0..heads {
                 for d in 0..dim {
-                    let x = dq[dq_position(b, l, h, d, seq, heads)];
-                    want.push(exact(Fp::F16.round(x)));
+                    let x = dq[dq_position(layout, b, l, h, d, seq, heads, dim)];
+                    want[bwd_at(layout, b, l, h, seq, heads, dim) + d] = exact(Fp::F16.round(x));
                 }
             }
         }
@@ -3140,6 +3549,76 @@ fn blocksparse_attn_fwd_matches_its_reference() {
 #[test]
 fn flash_attn_bwd_matches_its_reference() {
     check_example("flash_attn_bwd");
+}
+
+#[test]
+fn flash_attn_bwd_bhsd_fwd_matches_its_reference() {
+    check_example("flash_attn_bwd_bhsd_fwd");
+}
+
+#[test]
+fn flash_attn_bwd_bhsd_preprocess_matches_its_reference() {
+    check_example("flash_attn_bwd_bhsd_preprocess");
+}
+
+#[test]
+fn flash_attn_bwd_bhsd_matches_its_reference() {
+    check_example("flash_attn_bwd_bhsd");
+}
+
+#[test]
+fn flash_attn_bwd_bhsd_postprocess_matches_its_reference() {
+    check_example("flash_attn_bwd_bhsd_postprocess");
+}
+
+#[test]
+fn flash_attn_gqa_bwd_fwd_matches_its_reference() {
+    check_example("flash_attn_gqa_bwd_fwd");
+}
+
+#[test]
+fn flash_attn_gqa_bwd_preprocess_matches_its_reference() {
+    check_example("flash_attn_gqa_bwd_preprocess");
+}
+
+#[test]
+fn flash_attn_gqa_bwd_matches_its_reference() {
+    check_example("flash_attn_gqa_bwd");
+}
+
+#[test]
+fn flash_attn_gqa_bwd_split_matches_its_reference() {
+    check_example("flash_attn_gqa_bwd_split");
+}
+
+#[test]
+fn attn_sink_mha_bwd_bhsd_fwd_matches_its_reference() {
+    check_example("attn_sink_mha_bwd_bhsd_fwd");
+}
+
+#[test]
+fn attn_sink_mha_bwd_bhsd_preprocess_matches_its_reference() {
+    check_example("attn_sink_mha_bwd_bhsd_preprocess");
+}
+
+#[test]
+fn attn_sink_mha_bwd_bhsd_matches_its_reference() {
+    check_example("attn_sink_mha_bwd_bhsd");
+}
+
+#[test]
+fn attn_sink_mha_bwd_bhsd_postprocess_matches_its_reference() {
+    check_example("attn_sink_mha_bwd_bhsd_postprocess");
+}
+
+#[test]
+fn attn_sink_mha_bwd_bhsd_dsink_matches_its_reference() {
+    check_example("attn_sink_mha_bwd_bhsd_dsink");
+}
+
+#[test]
+fn flash_attn_gqa_bwd_postprocess_matches_its_reference() {
+    check_example("flash_attn_gqa_bwd_postprocess");
 }
 
 #[test]

@@ -138,6 +138,16 @@ fn copies_without_tma_are_their_element_nests() {
     assert!(matches!(b[2].kind, StmtKind::Copy { .. }));
 }
 
+/// `T.clear(v)` / `T.fill(v, x)` on a `T.alloc_var` scalar is the assignment `v = 0` /
+/// `v = x` (TileLang's combine kernels clear their scalars so).
+#[test]
+fn fills_of_scalar_variables_are_assignments() {
+    same(
+        "v = T.alloc_var(\"float32\")\nw = T.alloc_var(\"int32\")\nT.clear(v)\nT.fill(w, 3)",
+        "v = T.alloc_var(\"float32\")\nw = T.alloc_var(\"int32\")\nv = 0\nw = 3",
+    );
+}
+
 /// Python's conditional expression is `T.if_then_else` (right-associative, as in Python).
 #[test]
 fn conditional_expressions_are_if_then_else() {

@@ -667,13 +667,22 @@ impl Lowerer {
 
     /// `T.fill(dst, value)` / `T.clear(dst)`.
     pub fn fill(&mut self, span: Span, args: &[ast::Arg], clear: bool) -> Option<Stmt> {
-        let (dst, value) = if clear {
-            let a = self.bind("T.clear", span, args, &["buffer"], 1)?;
-            (self.region(a[0]?), Some(Expr::int(0)))
-        } else {
-            let a = self.bind("T.fill", span, args, &["buffer", "value"], 2)?;
-            (self.region(a[0]?), self.expr(a[1]?))
+        let what = if clear { "T.clear" } else { "T.fill" };
+        let names: &[&str] = if clear { &["buffer"] } else { &["buffer", "value"] };
+        let a = self.bind(what, span, args, names, names.len())?;
+        let value = match a.get(1).copied().flatten() {
+            Some(v) => self.expr(v),
+            None => Some(Expr::int(0)),
         };
+        // On a `T.alloc_var` scalar (TileLang's combine kernels `T.clear(lse_logsum_local)`):
+        // the assignment `x = value`.
+        if let ast::ExprKind::Name(n) = &a[0]?.kind {
+            if self.is_var(n) {
+                let at = a[0].map_or(span, |e| e.span);
+                return Some(crate::syntax::lower_var::element_store(n, at, value?, span));
+            }
+        }
+        let dst = self.region(a[0]?);
         Some(Stmt::new(
             StmtKind::Fill {
                 dst: dst?,

@@ -668,7 +668,11 @@ impl Lowerer {
     /// `T.fill(dst, value)` / `T.clear(dst)`.
     pub fn fill(&mut self, span: Span, args: &[ast::Arg], clear: bool) -> Option<Stmt> {
         let what = if clear { "T.clear" } else { "T.fill" };
-        let names: &[&str] = if clear { &["buffer"] } else { &["buffer", "value"] };
+        let names: &[&str] = if clear {
+            &["buffer"]
+        } else {
+            &["buffer", "value"]
+        };
         let a = self.bind(what, span, args, names, names.len())?;
         let value = match a.get(1).copied().flatten() {
             Some(v) => self.expr(v),

@@ -149,8 +149,92 @@ pub fn suggest<'c>(name: &str, candidates: &[&'c str]) -> Option<&'c str> {
         .map(|(_, c)| c)
 }
 
+/// What tlc writes instead of its warp specialization by hand.
+const WS_INSTEAD: &str = "write the producer's copies and the consumers' gemms in one \
+    `T.Pipelined` loop: tlc's `warp-specialize` pass makes the producer and consumer warps, \
+    their mbarriers and register budgets itself (docs/passes.md); at thread level tlc's own \
+    `T.mbarrier_*`, `T.tma_load` and `T.bar_sync` intrinsics are there (docs/ir.md)";
+
+/// TileLang constructs tlc knows and does not support, with what to write instead: the
+/// error names them as such, not as typos.
+const DECLINED: &[(&str, &str, &str)] = &[
+    ("ws", "hand-written warp specialization", WS_INSTEAD),
+    ("alloc_barrier", "hand-written warp specialization", WS_INSTEAD),
+    ("barrier_arrive", "hand-written warp specialization", WS_INSTEAD),
+    ("barrier_wait", "hand-written warp specialization", WS_INSTEAD),
+    ("mbarrier_wait_parity", "hand-written warp specialization", WS_INSTEAD),
+    ("tma_copy", "hand-written warp specialization", WS_INSTEAD),
+    (
+        "set_max_nreg",
+        "register reallocation by hand",
+        "tlc's warp-specialize pass sets each role's registers (`T.setmaxnreg` at thread \
+         level); `T.no_set_max_nreg()` turns that off",
+    ),
+    (
+        "alloc_tmem",
+        "Blackwell tensor memory (sm_100)",
+        "tlc targets sm_80 and sm_90a; write the gemm with `T.gemm` into a fragment",
+    ),
+    (
+        "import_source",
+        "external CUDA source",
+        "write the computation with tile ops or tlc's thread-level intrinsics",
+    ),
+    (
+        "call_extern",
+        "a call of external CUDA code",
+        "write the computation with tile ops or tlc's thread-level intrinsics",
+    ),
+    (
+        "tvm_warp_shuffle",
+        "a warp shuffle from a lane computed at run time",
+        "use `T.shfl_xor(dst, src, offset)` or `T.shfl_down(dst, src, offset)` with a \
+         constant offset (docs/ir.md \"Thread-level intrinsics\")",
+    ),
+    (
+        "Fragment",
+        "a hand-written fragment layout",
+        "tlc chooses fragment layouts (layout-inference): drop the annotation",
+    ),
+    (
+        "reshape",
+        "a reshaped tile",
+        "for a global tensor declare a buffer view `v = T.Tensor(shape, dtype, P.data)`; \
+         for a tile, allocate it in the shape it is used in",
+    ),
+    (
+        "view",
+        "a reshaped tile",
+        "for a global tensor declare a buffer view `v = T.Tensor(shape, dtype, P.data)`; \
+         for a tile, allocate it in the shape it is used in",
+    ),
+    (
+        "dp4a",
+        "`dp4a`",
+        "write the int8 dot product as int32 arithmetic in a `T.Parallel` nest",
+    ),
+    (
+        "sync_grid",
+        "a grid-wide barrier",
+        "split the work into kernels of one function: a kernel sees everything an earlier \
+         one wrote",
+    ),
+    (
+        "print",
+        "`T.print`",
+        "run the kernel with `tlc run --interp --save-dir DIR` and read the saved values",
+    ),
+];
+
 /// The error for an unknown `T.name`.
 pub fn unknown_construct(dotted: &str, span: Span) -> Diagnostic {
+    if let Some((_, what, instead)) = dotted
+        .strip_prefix("T.")
+        .and_then(|rest| DECLINED.iter().find(|(n, _, _)| *n == rest))
+    {
+        return Diagnostic::error(span, format!("`{dotted}` ({what}) is not supported by tlc"))
+            .with_note(*instead);
+    }
     let mut d = Diagnostic::error(span, format!("unknown TileLang construct `{dotted}`"));
     if let Some(rest) = dotted.strip_prefix("T.") {
         if let Some(s) = suggest(rest, &known_t_names()) {
@@ -192,6 +276,13 @@ fn compare_op(op: CmpOp) -> BinOp {
 #[inline(never)]
 fn call_error(name: &str, func_span: Span, span: Span) -> Diagnostic {
     match name.strip_prefix("T.") {
+        Some("atomic_add") => Diagnostic::error(
+            span,
+            "`T.atomic_add` as a value (TileLang's `return_prev=True`) is not supported by tlc",
+        )
+        .with_note(
+            "tlc's atomic add is a statement, `T.atomic_add(dst[i], value)`; it returns nothing",
+        ),
         Some(rest) if is_known_t_name(rest) => {
             Diagnostic::error(span, format!("`{name}` is not a scalar expression"))
         }

@@ -276,6 +276,74 @@ const EXAMPLES: &[Example] = &[
         sizes: [&[("batch", 1)], &[("batch", 2)]],
         reference: mla_decode_paged,
     },
+    // Sparse GQA decoding over selected 32-key blocks ([`given`]: block lists sorted in
+    // descending order, -1 padded, and the lengths), 4 query heads per KV head, split over
+    // the block list: 200 keys (the first block ragged, masked at the length; KV heads with
+    // fewer blocks than splits: an empty split, glse 0), 5 list positions in 2 splits; then
+    // two sequences of 512 and 77 keys, 4 positions in 3 splits.
+    Example {
+        stem: "sparse_gqa_decode_varlen_indice",
+        sizes: [
+            &[
+                ("batch", 1),
+                ("num_split", 2),
+                ("max_cache_seqlen", 256),
+                ("max_selected_blocks", 5),
+            ],
+            &[
+                ("batch", 2),
+                ("num_split", 3),
+                ("max_cache_seqlen", 512),
+                ("max_selected_blocks", 4),
+            ],
+        ],
+        reference: sparse_gqa_decode_indice,
+    },
+    // The mask variant: split s walks its contiguous share of the blocks, the masked-out
+    // ones skipped ([`given`]: every split up to the last nonempty one keeps a block, the
+    // header's quirk), every block masked at the length: 200 keys in 8 blocks, 2 splits;
+    // then 512 and 77 keys in 16 blocks, 3 splits (the short sequence's later splits empty).
+    Example {
+        stem: "sparse_gqa_decode_varlen_mask",
+        sizes: [
+            &[
+                ("batch", 1),
+                ("num_split", 2),
+                ("max_cache_seqlen", 256),
+                ("num_blocks", 8),
+            ],
+            &[
+                ("batch", 2),
+                ("num_split", 3),
+                ("max_cache_seqlen", 512),
+                ("num_blocks", 16),
+            ],
+        ],
+        reference: sparse_gqa_decode_mask,
+    },
+    // MHA decoding-style inference, keys split in 4 (seqlen_kv a multiple of 256: the
+    // split's 64-key tiles are unmasked, the header), 128-row query blocks: 100 queries (a
+    // partial block: rows computed on zero-filled Q, not stored) over 256 keys in 2 heads,
+    // then two batches of 130 queries (a second, 2-row block) over 512 keys (two tiles per
+    // split: the running max and rescaling).
+    Example {
+        stem: "flash_decoding_mha_inference",
+        sizes: [
+            &[
+                ("batch", 1),
+                ("heads", 2),
+                ("seqlen_q", 100),
+                ("seqlen_kv", 256),
+            ],
+            &[
+                ("batch", 2),
+                ("heads", 1),
+                ("seqlen_q", 130),
+                ("seqlen_kv", 512),
+            ],
+        ],
+        reference: flash_decoding_mha,
+    },
     // The backward pass's row dot products, 32-row blocks: 100 = 3 * 32 + 4 rows (a masked
     // last block) over two batches of 3 heads, then two whole blocks.
     Example {
@@ -987,6 +1055,64 @@ fn given(stem: &str, size: usize) -> HashMap<String, Tensor> {
         let t = Tensor::from_i64(DType::UInt8, &[batch, seq, 8], &values).expect("mask");
         inputs.insert("mask".to_string(), t);
     }
+    if stem == "sparse_gqa_decode_varlen_indice" || stem == "sparse_gqa_decode_varlen_mask" {
+        // Per sequence its length; per (sequence, KV head) a pseudo-random choice among the
+        // blocks below the length, always the last (ragged) one for even KV heads: as a list
+        // sorted in descending order with -1 padding (indice), or as a mask (mask) keeping
+        // at least one block in each split up to the last split holding one.
+        let lens: &[i64] = [&[200i64][..], &[512, 77][..]][size];
+        let batch = lens.len();
+        let t = Tensor::from_i64(DType::Int32, &[batch], lens).expect("lengths");
+        inputs.insert("cache_seqlens".to_string(), t);
+        let chosen = |b: usize, g: usize| -> Vec<i64> {
+            let valid = (lens[b] as usize).div_ceil(32);
+            (0..valid)
+                .filter(|&i| {
+                    (g.is_multiple_of(2) && i + 1 == valid) || ((b * 8 + g) * 31 + i * 17) % 7 < 3
+                })
+                .map(|i| i as i64)
+                .collect()
+        };
+        if stem == "sparse_gqa_decode_varlen_indice" {
+            let width = size_of(stem, size, "max_selected_blocks");
+            let mut values = Vec::new();
+            for b in 0..batch {
+                for g in 0..8 {
+                    let mut blocks = chosen(b, g);
+                    blocks.reverse();
+                    blocks.resize(width, -1);
+                    values.extend(blocks);
+                }
+            }
+            let t = Tensor::from_i64(DType::Int32, &[batch, 8, width], &values).expect("indices");
+            inputs.insert("block_indices".to_string(), t);
+        } else {
+            let (blocks, splits) = (
+                size_of(stem, size, "num_blocks"),
+                size_of(stem, size, "num_split"),
+            );
+            let mut values = Vec::new();
+            for (b, &len) in lens.iter().enumerate() {
+                for g in 0..8 {
+                    let mut keep = vec![0i64; blocks];
+                    for i in chosen(b, g) {
+                        keep[i as usize] = 1;
+                    }
+                    // The first block of each split below the length, where the split has
+                    // none (the combine's quirk needs no empty split before a nonempty one).
+                    let valid = (len as usize).div_ceil(32);
+                    for (start, count) in split_ranges(blocks, splits) {
+                        if start < valid && keep[start..start + count].iter().all(|&k| k == 0) {
+                            keep[start] = 1;
+                        }
+                    }
+                    values.extend(keep);
+                }
+            }
+            let t = Tensor::from_i64(DType::Bool, &[batch, 8, blocks], &values).expect("mask");
+            inputs.insert("block_mask".to_string(), t);
+        }
+    }
     inputs
 }
 
@@ -1065,6 +1191,13 @@ const PTXAS_EXPECTED: &[(&str, Target, &str)] = &[
     // are bound); sm_90a's wgmma fits (238 to 254 registers).
     ("flash_attn_gqa_bwd", Target::Sm80, SPILLS),
     ("flash_attn_gqa_bwd_split", Target::Sm80, SPILLS),
+    // TileLang's MHA inference at 128 threads: the combine kernel holds a 128 x 128 float32
+    // accumulator and a 128 x 128 float16 partial tile per block (192 registers of tiles per
+    // thread) and spills on both targets (72 to 144 bytes); the split kernel's 128 x 128
+    // output and 128 x 64 score accumulators (192 registers) fit sm_90a's wgmma (250
+    // registers) but spill on sm_80 (84 bytes).
+    ("flash_decoding_mha_inference", Target::Sm80, SPILLS),
+    ("flash_decoding_mha_inference", Target::Sm90a, SPILLS),
 ];
 
 /// A [`PTXAS_EXPECTED`] entry for a kernel ptxas assembles without a warning but with
@@ -2009,6 +2142,258 @@ fn flash_decoding_gqa(o: &Outputs) -> Expected {
             }
             glse.extend(lses);
             partial.extend(po.into_iter().flatten());
+        }
+    }
+    vec![("Output", out), ("glse", glse), ("Output_partial", partial)]
+}
+
+/// The sparse GQA decode kernels' split of `n` list positions over `splits`: split s takes
+/// n / splits of them, the first n % splits splits one more, contiguously: (start, count).
+fn split_ranges(n: usize, splits: usize) -> Vec<(usize, usize)> {
+    let (per, rem) = (n / splits, n % splits);
+    (0..splits)
+        .map(|s| (per * s + s.min(rem), per + usize::from(s < rem)))
+        .collect()
+}
+
+fn sparse_gqa_decode_indice(o: &Outputs) -> Expected {
+    sparse_gqa_decode(o, true)
+}
+
+fn sparse_gqa_decode_mask(o: &Outputs) -> Expected {
+    sparse_gqa_decode(o, false)
+}
+
+/// `sparse_gqa_decode_varlen_indice.tir` (`indices`) and `_mask.tir`: per query head h (of
+/// 32, over KV head g = h / 4), Output[b, h, :] = softmax(Q[b, h, :] K^T / sqrt(128)) V over
+/// the keys s < cache_seqlens[b] of the selected 32-key blocks of (b, g); glse[b, h, k] and
+/// Output_partial[b, h, k, :] the same over split k's blocks (log2 Σ exp2(S·c) and that
+/// split's softmax), 0 for a split without a block. Split k walks its share
+/// ([`split_ranges`]) of the block list (indice: block_indices[b, g, pos], -1 skipped, keys
+/// masked at the length in the split's first block only; mask: block pos where
+/// block_mask[b, g, pos], every block masked). The model: per split, [`online_softmax`] over
+/// its blocks in order (c the float32 literal 0.1275174307460247), Output_partial = float32(O
+/// / l), glse = float32(float32(log2 l) + float32(m·c)); the combine (float32) over the
+/// splits up to the last nonempty one: lse_max = max glse, lse = log2(Σ exp2(glse_k −
+/// lse_max)) + lse_max, Output = float16(Σ Output_partial_k · exp2(glse_k − lse)).
+fn sparse_gqa_decode(o: &Outputs, indices: bool) -> Expected {
+    const BLOCK: usize = 32;
+    let (q, k) = (&o["Q"], &o["K"]);
+    let (batch, heads, dim) = (q.shape()[0], q.shape()[1], q.shape()[2]);
+    let (seq, kv_heads) = (k.shape()[1], k.shape()[2]);
+    let group = heads / kv_heads;
+    let splits = o["glse"].shape()[2];
+    let [qv, kv, vv] = ["Q", "K", "V"].map(|n| o[n].to_f64());
+    let lens = o["cache_seqlens"].to_f64();
+    let (list, list_len) = match indices {
+        true => (o["block_indices"].to_f64(), o["block_indices"].shape()[2]),
+        false => (o["block_mask"].to_f64(), o["block_mask"].shape()[2]),
+    };
+    let row = |b: usize, s: usize, g: usize| ((b * seq + s) * kv_heads + g) * dim;
+    let c = Approx::literal(0.1275174307460247, LOG2_E / (dim as f64).sqrt(), Fp::F32);
+    let f32r = |a: Approx| a.round(Fp::F32);
+    let (mut out, mut partial, mut glse) = (Vec::new(), Vec::new(), Vec::new());
+    for b in 0..batch {
+        let len = lens[b] as usize;
+        for h in 0..heads {
+            let g = h / group;
+            let qrow = &qv[(b * heads + h) * dim..][..dim];
+            let score = |s: usize| {
+                let products = qrow
+                    .iter()
+                    .zip(&kv[row(b, s, g)..][..dim])
+                    .map(|(x, y)| x * y);
+                let model = Approx::sum(products.clone().map(exact), Fp::F32);
+                (s, products.sum::<f64>(), model)
+            };
+            // Per split, its blocks' tiles: (key, exact score, the score's model).
+            let split_tiles: Vec<Vec<Vec<(usize, f64, Approx)>>> = split_ranges(list_len, splits)
+                .into_iter()
+                .map(|(start, count)| {
+                    (0..count)
+                        .filter_map(|kk| {
+                            let at = (b * kv_heads + g) * list_len + start + kk;
+                            let (block, masked) = match indices {
+                                true if list[at] < 0.0 => return None,
+                                true => (list[at] as usize, kk == 0),
+                                false if list[at] == 0.0 => return None,
+                                false => (start + kk, true),
+                            };
+                            let keys = (block * BLOCK..(block + 1) * BLOCK)
+                                .filter(|&s| !masked || s < len);
+                            Some(keys.map(score).collect())
+                        })
+                        .collect()
+                })
+                .collect();
+            // The reference: softmaxes in f64.
+            let softmax = |keys: &[&(usize, f64, Approx)]| {
+                let scaled: Vec<f64> = keys.iter().map(|d| d.1 / (dim as f64).sqrt()).collect();
+                let top = scaled.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x));
+                let w: Vec<f64> = scaled.iter().map(|x| (x - top).exp()).collect();
+                let total: f64 = w.iter().sum();
+                let o: Vec<f64> = (0..dim)
+                    .map(|col| {
+                        let terms = keys
+                            .iter()
+                            .zip(&w)
+                            .map(|(d, w)| w * vv[row(b, d.0, g) + col]);
+                        terms.sum::<f64>() / total
+                    })
+                    .collect();
+                (o, (top + total.ln()) * LOG2_E)
+            };
+            let (mut po, mut lses) = (Vec::new(), Vec::new());
+            for tiles in &split_tiles {
+                if tiles.is_empty() {
+                    po.push(vec![exact(0.0); dim]);
+                    lses.push(None);
+                    continue;
+                }
+                let model_tiles: Vec<Vec<(usize, Approx)>> = tiles
+                    .iter()
+                    .map(|t| t.iter().map(|d| (d.0, d.2)).collect())
+                    .collect();
+                let v_at = |s: usize, col: usize| vv[row(b, s, g) + col];
+                let (acc, l, m) = online_softmax(&model_tiles, v_at, dim, c);
+                let keys: Vec<&(usize, f64, Approx)> = tiles.iter().flatten().collect();
+                let (want_o, want_lse) = softmax(&keys);
+                po.push(
+                    acc.iter()
+                        .zip(&want_o)
+                        .map(|(&a, &w)| expect(w, f32r(a / l)))
+                        .collect(),
+                );
+                lses.push(Some(expect(want_lse, f32r(f32r(l.log2()) + f32r(m * c)))));
+            }
+            let last = lses
+                .iter()
+                .rposition(Option::is_some)
+                .expect("a nonempty split");
+            assert!(
+                lses[..last].iter().all(Option::is_some),
+                "an empty split before the last nonempty one (the header's quirk)"
+            );
+            let used: Vec<Approx> = lses[..=last].iter().map(|x| x.expect("nonempty")).collect();
+            let lse_max = used.iter().copied().reduce(Approx::max).expect("a split");
+            let terms = used.iter().map(|&x| f32r(f32r(x - lse_max).exp2()));
+            let lse = f32r(f32r(Approx::sum(terms, Fp::F32).log2()) + lse_max);
+            let scales: Vec<Approx> = used.iter().map(|&x| f32r(f32r(x - lse).exp2())).collect();
+            // Every selected block's keys below the length, whatever split holds it.
+            let selected = (0..list_len).filter_map(|pos| {
+                let x = list[(b * kv_heads + g) * list_len + pos];
+                match indices {
+                    true => (x >= 0.0).then_some(x as usize),
+                    false => (x != 0.0).then_some(pos),
+                }
+            });
+            let every: Vec<(usize, f64, Approx)> = selected
+                .flat_map(|i| (i * BLOCK..(i + 1) * BLOCK).filter(|&s| s < len))
+                .map(score)
+                .collect();
+            let (want, _) = softmax(&every.iter().collect::<Vec<_>>());
+            for (col, w) in want.into_iter().enumerate() {
+                let terms = po.iter().zip(&scales).map(|(p, &s)| f32r(p[col] * s));
+                out.push(expect(w, Approx::sum(terms, Fp::F32).round(Fp::F16)));
+            }
+            glse.extend(lses.into_iter().map(|x| x.unwrap_or(exact(0.0))));
+            partial.extend(po.into_iter().flatten());
+        }
+    }
+    vec![("Output", out), ("glse", glse), ("Output_partial", partial)]
+}
+
+/// `flash_decoding_mha_inference.tir`: Output[b, q, h, :] = softmax_k(Q[b, q, h, :] ·
+/// K[b, k, h, :] / sqrt(128)) V[b, k, h, :] over every key (BSHD). Also checked: the split
+/// kernel's `T.alloc_global` results, per split s (keys s·L ≤ k < (s + 1)·L, L = seqlen_kv /
+/// 4): glse[b, h, s, q] = log2 Σ_k exp2(S·c) and Output_partial[b, q, h, s, :] (that
+/// split's softmax). The model: per split, [`online_softmax`] over its 64-key tiles (c the
+/// float32 literal 0.1275174307460247), Output_partial = float16(float32(O / l)), glse =
+/// float16(log2(l) + m·c); the combine (float32): lse_max = max_s glse, lse = log2(Σ_s
+/// exp2(glse_s − lse_max)) + lse_max, Output = float16(Σ_s Output_partial_s · exp2(glse_s −
+/// lse)).
+fn flash_decoding_mha(o: &Outputs) -> Expected {
+    const SPLITS: usize = 4;
+    const TILE: usize = 64;
+    let (q, k) = (&o["Q"], &o["K"]);
+    let (batch, seq_q, heads, dim) = (q.shape()[0], q.shape()[1], q.shape()[2], q.shape()[3]);
+    let seq = k.shape()[1];
+    let split = seq / SPLITS;
+    assert!(
+        split.is_multiple_of(TILE),
+        "the splits' key tiles are unmasked: seqlen_kv a multiple of 256 (the header)"
+    );
+    let [qv, kv, vv] = ["Q", "K", "V"].map(|n| o[n].to_f64());
+    let at = |b: usize, s: usize, h: usize, len: usize| ((b * len + s) * heads + h) * dim;
+    let c = Approx::literal(0.1275174307460247, LOG2_E / (dim as f64).sqrt(), Fp::F32);
+    let f32r = |a: Approx| a.round(Fp::F32);
+    let mut out = vec![exact(0.0); batch * seq_q * heads * dim];
+    let mut partial = vec![exact(0.0); batch * seq_q * heads * SPLITS * dim];
+    let mut glse = vec![exact(0.0); batch * heads * SPLITS * seq_q];
+    for b in 0..batch {
+        for h in 0..heads {
+            for i in 0..seq_q {
+                let qrow = &qv[at(b, i, h, seq_q)..][..dim];
+                let dots: Vec<(f64, Approx)> = (0..seq)
+                    .map(|j| {
+                        let products = qrow.iter().zip(&kv[at(b, j, h, seq)..][..dim]);
+                        let products = products.map(|(x, y)| x * y);
+                        let model = Approx::sum(products.clone().map(exact), Fp::F32);
+                        (products.sum::<f64>(), model)
+                    })
+                    .collect();
+                let v_at = |j: usize, col: usize| vv[at(b, j, h, seq) + col];
+                // The reference: a softmax in f64 over keys `from..to`: (output, base-2 lse).
+                let softmax = |from: usize, to: usize| {
+                    let scaled: Vec<f64> = dots[from..to]
+                        .iter()
+                        .map(|d| d.0 / (dim as f64).sqrt())
+                        .collect();
+                    let top = scaled.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x));
+                    let w: Vec<f64> = scaled.iter().map(|x| (x - top).exp()).collect();
+                    let total: f64 = w.iter().sum();
+                    let o: Vec<f64> = (0..dim)
+                        .map(|col| {
+                            let terms = w.iter().enumerate().map(|(j, w)| w * v_at(from + j, col));
+                            terms.sum::<f64>() / total
+                        })
+                        .collect();
+                    (o, (top + total.ln()) * LOG2_E)
+                };
+                let (mut po, mut lses) = (Vec::new(), Vec::new());
+                for sid in 0..SPLITS {
+                    let tiles: Vec<Vec<(usize, Approx)>> = (0..split / TILE)
+                        .map(|t| {
+                            let first = sid * split + t * TILE;
+                            (first..first + TILE).map(|j| (j, dots[j].1)).collect()
+                        })
+                        .collect();
+                    let (acc, l, m) = online_softmax(&tiles, v_at, dim, c);
+                    let (want_o, want_lse) = softmax(sid * split, (sid + 1) * split);
+                    let o_s: Vec<Approx> = acc
+                        .iter()
+                        .zip(&want_o)
+                        .map(|(&a, &w)| expect(w, f32r(a / l).round(Fp::F16)))
+                        .collect();
+                    let lse_s = expect(want_lse, f32r(f32r(l.log2()) + f32r(m * c)).round(Fp::F16));
+                    glse[((b * heads + h) * SPLITS + sid) * seq_q + i] = lse_s;
+                    let base = (((b * seq_q + i) * heads + h) * SPLITS + sid) * dim;
+                    partial[base..base + dim].copy_from_slice(&o_s);
+                    lses.push(lse_s);
+                    po.push(o_s);
+                }
+                let lse_max = lses.iter().copied().reduce(Approx::max).expect("4 splits");
+                let terms = lses.iter().map(|&x| f32r(f32r(x - lse_max).exp2()));
+                let lse = f32r(f32r(Approx::sum(terms, Fp::F32).log2()) + lse_max);
+                let scales: Vec<Approx> =
+                    lses.iter().map(|&x| f32r(f32r(x - lse).exp2())).collect();
+                let (want, _) = softmax(0, seq);
+                let base = at(b, i, h, seq_q);
+                for (col, w) in want.into_iter().enumerate() {
+                    let terms = po.iter().zip(&scales).map(|(p, &s)| f32r(p[col] * s));
+                    out[base + col] = expect(w, Approx::sum(terms, Fp::F32).round(Fp::F16));
+                }
+            }
         }
     }
     vec![("Output", out), ("glse", glse), ("Output_partial", partial)]
@@ -3624,6 +4009,21 @@ fn flash_attn_gqa_bwd_postprocess_matches_its_reference() {
 #[test]
 fn flash_attn_bwd_postprocess_matches_its_reference() {
     check_example("flash_attn_bwd_postprocess");
+}
+
+#[test]
+fn sparse_gqa_decode_varlen_indice_matches_its_reference() {
+    check_example("sparse_gqa_decode_varlen_indice");
+}
+
+#[test]
+fn sparse_gqa_decode_varlen_mask_matches_its_reference() {
+    check_example("sparse_gqa_decode_varlen_mask");
+}
+
+#[test]
+fn flash_decoding_mha_inference_matches_its_reference() {
+    check_example("flash_decoding_mha_inference");
 }
 
 #[test]

@@ -138,6 +138,16 @@ fn copies_without_tma_are_their_element_nests() {
     assert!(matches!(b[2].kind, StmtKind::Copy { .. }));
 }
 
+/// A macro whose body is lets and a `return` is a value where it is called: its value with
+/// the arguments and lets substituted (nested value macros too).
+#[test]
+fn value_macros_are_their_substituted_expressions() {
+    let macros = "@T.macro\ndef half(x):\n    return x // 2\n\n@T.macro\ndef mix(a, b) -> T.int32:\n    s = a + b\n    t = s * 3\n    return half(t) - a\n\n";
+    let kernel = "@T.prim_func\ndef f(A: T.Tensor((64,), \"int32\")):\n    with T.Kernel(1, threads=64) as bx:\n        for i in T.Parallel(64):\n            A[i] = mix(A[i], i + 1)\n";
+    let expanded = "@T.prim_func\ndef f(A: T.Tensor((64,), \"int32\")):\n    with T.Kernel(1, threads=64) as bx:\n        for i in T.Parallel(64):\n            A[i] = ((A[i] + (i + 1)) * 3) // 2 - A[i]\n";
+    assert_eq!(ok(&format!("{macros}{kernel}")), ok(expanded));
+}
+
 /// `T.clear(v)` / `T.fill(v, x)` on a `T.alloc_var` scalar is the assignment `v = 0` /
 /// `v = x` (TileLang's combine kernels clear their scalars so).
 #[test]

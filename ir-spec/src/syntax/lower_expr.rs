@@ -159,10 +159,26 @@ const WS_INSTEAD: &str = "write the producer's copies and the consumers' gemms i
 /// error names them as such, not as typos.
 const DECLINED: &[(&str, &str, &str)] = &[
     ("ws", "hand-written warp specialization", WS_INSTEAD),
-    ("alloc_barrier", "hand-written warp specialization", WS_INSTEAD),
-    ("barrier_arrive", "hand-written warp specialization", WS_INSTEAD),
-    ("barrier_wait", "hand-written warp specialization", WS_INSTEAD),
-    ("mbarrier_wait_parity", "hand-written warp specialization", WS_INSTEAD),
+    (
+        "alloc_barrier",
+        "hand-written warp specialization",
+        WS_INSTEAD,
+    ),
+    (
+        "barrier_arrive",
+        "hand-written warp specialization",
+        WS_INSTEAD,
+    ),
+    (
+        "barrier_wait",
+        "hand-written warp specialization",
+        WS_INSTEAD,
+    ),
+    (
+        "mbarrier_wait_parity",
+        "hand-written warp specialization",
+        WS_INSTEAD,
+    ),
     ("tma_copy", "hand-written warp specialization", WS_INSTEAD),
     (
         "set_max_nreg",
@@ -543,13 +559,14 @@ impl Lowerer {
             "float" => self.call_float(span, args),
             _ => match name.strip_prefix("T.").and_then(DType::parse) {
                 Some(dt) => self.call_typed_literal(dt, &name, span, args),
-                None if self.macros.defs.contains_key(&name) => self.fail(
-                    Diagnostic::error(
-                        func.span,
-                        format!("the macro `{name}` is a statement, not a value"),
-                    )
-                    .with_note("call it on a line of its own; a macro that computes a value writes it into a `T.alloc_var` or a buffer passed to it"),
-                ),
+                None if self.macros.defs.contains_key(&name) => {
+                    let m = self.macros.defs.get(&name).cloned()?;
+                    let call = ast::Expr::new(
+                        ast::ExprKind::Call(Box::new(func.clone()), args.to_vec()),
+                        span,
+                    );
+                    self.macro_value_expr(&m, &call)
+                }
                 None => self.fail(call_error(&name, func.span, span)),
             },
         }

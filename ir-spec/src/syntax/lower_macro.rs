@@ -92,12 +92,6 @@ impl Lowerer {
             );
             return;
         }
-        if let Some(r) = &f.returns {
-            self.error(Diagnostic::error(
-                r.span,
-                "a `T.macro` is called as a statement: it returns nothing",
-            ));
-        }
         for p in &f.params {
             if p.name.name == "T" {
                 self.error(Diagnostic::error(
@@ -142,28 +136,9 @@ impl Lowerer {
             );
             return;
         }
-        let params: Vec<&str> = def.params.iter().map(|p| p.name.name.as_str()).collect();
-        let required = def
-            .params
-            .iter()
-            .position(|p| p.default.is_some())
-            .unwrap_or(params.len());
-        let Some(bound) = self.bind(name, e.span, args, &params, required) else {
+        let Some(subst) = self.macro_arguments(def, e.span, args) else {
             return;
         };
-        let mut subst: HashMap<String, ast::Expr> = HashMap::new();
-        for (p, arg) in def.params.iter().zip(bound) {
-            let Some(value) = arg.or(p.default.as_ref()) else {
-                self.error(Diagnostic::error(
-                    e.span,
-                    format!("`{name}` needs its argument `{}`", p.name.name),
-                ));
-                return;
-            };
-            let mut value = value.clone();
-            value.parens = true;
-            subst.insert(p.name.name.clone(), value);
-        }
         self.macros.count += 1;
         let count = self.macros.count;
         let mut renames = HashSet::new();
@@ -246,6 +221,138 @@ impl Lowerer {
                     .with_note_at(e.span, format!("in this expansion of the macro `{name}`"));
             }
         }
+    }
+
+    /// Each parameter of `def` with its argument's expression in the call `args` (the
+    /// default where none is given), parenthesized as it will stand in the body.
+    fn macro_arguments(
+        &mut self,
+        def: &ast::FuncDef,
+        span: Span,
+        args: &[ast::Arg],
+    ) -> Option<HashMap<String, ast::Expr>> {
+        let name = &def.name.name;
+        let params: Vec<&str> = def.params.iter().map(|p| p.name.name.as_str()).collect();
+        let required = def
+            .params
+            .iter()
+            .position(|p| p.default.is_some())
+            .unwrap_or(params.len());
+        let bound = self.bind(name, span, args, &params, required)?;
+        let mut subst: HashMap<String, ast::Expr> = HashMap::new();
+        for (p, arg) in def.params.iter().zip(bound) {
+            let Some(value) = arg.or(p.default.as_ref()) else {
+                return self.fail(Diagnostic::error(
+                    span,
+                    format!("`{name}` needs its argument `{}`", p.name.name),
+                ));
+            };
+            let mut value = value.clone();
+            value.parens = true;
+            subst.insert(p.name.name.clone(), value);
+        }
+        Some(subst)
+    }
+
+    /// The value of the call `e` of macro `m` in an expression (TileLang's helper macros
+    /// that `return` a value, such as fp4 → bf16 conversions): its body must be
+    /// assignments to new names, each a let, and a final `return value`; the value, with
+    /// every parameter replaced by its argument's expression and every let by its value,
+    /// is the call's expression (each argument and let is evaluated where it is used —
+    /// pure expressions mean the same either way).
+    pub fn macro_value(&mut self, m: &Macro, e: &ast::Expr) -> Option<ast::Expr> {
+        let ast::ExprKind::Call(_, args) = &e.kind else {
+            return None;
+        };
+        let def = &m.def;
+        let name = &def.name.name;
+        if self.macros.depth >= MAX_MACRO_DEPTH {
+            return self.fail(
+                Diagnostic::error(
+                    e.span,
+                    format!(
+                        "macro calls nest more than {MAX_MACRO_DEPTH} deep (does `{name}` call itself?)"
+                    ),
+                )
+                .with_note_at(def.name.span, "the macro is defined here"),
+            );
+        }
+        let mut params = self.macro_arguments(def, e.span, args)?;
+        let body: Vec<&ast::Stmt> = def
+            .body
+            .iter()
+            .filter(|s| {
+                !matches!(&s.kind, ast::StmtKind::Pass)
+                    && !matches!(&s.kind, ast::StmtKind::Expr(x) if matches!(x.kind, ast::ExprKind::Str(_)))
+            })
+            .collect();
+        let shape_error = |at: Span| {
+            Diagnostic::error(
+                e.span,
+                format!("the macro `{name}` is used as a value, but its body is not assignments and a `return`"),
+            )
+            .with_note_at(at, "a macro used as a value may only assign new names and end with `return value`; call other macros on a line of their own")
+        };
+        let Some((last, lets)) = body.split_last() else {
+            return self.fail(shape_error(def.name.span));
+        };
+        let ast::StmtKind::Return(Some(value)) = &last.kind else {
+            return self.fail(shape_error(last.span));
+        };
+        let no_renames = HashMap::new();
+        let mut nodes_left = MAX_MACRO_NODES.saturating_sub(self.macros.nodes);
+        let mut substitute = |params: &HashMap<String, ast::Expr>, x: &ast::Expr| {
+            let sub = Subst {
+                params,
+                renames: &no_renames,
+                enclosing: &self.macros.scopes,
+                budget: std::cell::Cell::new(nodes_left),
+            };
+            let out = sub.expr(x, &HashSet::new());
+            nodes_left = sub.budget.get();
+            out
+        };
+        for s in lets {
+            let ast::StmtKind::Assign { target, value } = &s.kind else {
+                return self.fail(shape_error(s.span));
+            };
+            let ast::ExprKind::Name(n) = &target.kind else {
+                return self.fail(shape_error(s.span));
+            };
+            let mut v = substitute(&params, value);
+            v.parens = true;
+            params.insert(n.clone(), v);
+        }
+        let out = substitute(&params, value);
+        if nodes_left == 0 {
+            return self.fail(Diagnostic::error(
+                e.span,
+                format!(
+                    "macro expansions exceed {MAX_MACRO_NODES} expression nodes in all (arguments copied into arguments grow the text exponentially)"
+                ),
+            ));
+        }
+        self.macros.nodes = MAX_MACRO_NODES - nodes_left;
+        Some(out)
+    }
+
+    /// The call `e` of macro `m` as a value ([`Self::macro_value`]), lowered.
+    pub fn macro_value_expr(&mut self, m: &Macro, e: &ast::Expr) -> Option<crate::ir::Expr> {
+        let value = self.macro_value(m, e)?;
+        let name = &m.def.name.name;
+        self.macros.depth += 1;
+        let before = self.errors.len();
+        let lowered = self.expr(&value);
+        self.macros.depth -= 1;
+        let here = |s: Span| (s.start, s.end) == (e.span.start, e.span.end);
+        for d in self.errors.iter_mut().skip(before) {
+            if !here(d.span) && !d.notes.iter().any(|n| n.span.is_some_and(here)) {
+                *d = d
+                    .clone()
+                    .with_note_at(e.span, format!("in this expansion of the macro `{name}`"));
+            }
+        }
+        lowered
     }
 
     /// A name for `base` in expansion `count`: `base_count`, or the first variant no source

@@ -110,9 +110,30 @@ for name, v in [("vl_q1", [0, 50, 150, 157]), ("vl_k1", [0, 60, 160, 163]),
                 ("vl_q2", [0, 492, 1004, 1504, 2016]), ("vl_k2", [0, 500, 1000, 1512, 2016])]:
     np.save(f"{sys.argv[1]}/{name}.npy", np.array(v, np.int32))
 import math
+# sparse GQA decode: block indices / masks and cache lengths (as their EXAMPLES `given`).
+d = sys.argv[1]
+def sg_chosen(lens, b, g):
+    valid = math.ceil(lens[b] / 32)
+    return [i for i in range(valid) if (g % 2 == 0 and i + 1 == valid) or ((b * 8 + g) * 31 + i * 17) % 7 < 3]
+def sg_splits(n, s):
+    per, rem = n // s, n % s
+    return [(per * k + min(k, rem), per + (k < rem)) for k in range(s)]
+for name, lens, width, blocks, nsplit in [("a", [200], 5, 8, 2), ("b", [512, 77], 4, 16, 3)]:
+    B = len(lens)
+    np.save(f"{d}/sg_{name}_cs.npy", np.array(lens, np.int32))
+    bi = np.full((B, 8, width), -1, np.int32); mask = np.zeros((B, 8, blocks), bool)
+    for b in range(B):
+        valid = math.ceil(lens[b] / 32)
+        for g in range(8):
+            c = sg_chosen(lens, b, g)
+            lst = sorted(c, reverse=True)[:width]; bi[b, g, :len(lst)] = lst
+            mask[b, g, c] = True
+            for start, n in sg_splits(blocks, nsplit):
+                if start < valid and not mask[b, g, start:start + n].any():
+                    mask[b, g, start] = True
+    np.save(f"{d}/sg_{name}_bi.npy", bi); np.save(f"{d}/sg_{name}_mask.npy", mask)
 # Index inputs of the TileLang translations that read tables (the same values as their
 # EXAMPLES `given` inputs in tests/tests/tilelang_examples.rs, plus larger ones).
-d = sys.argv[1]
 def save(name, a): np.save(f"{d}/{name}.npy", a)
 # grouped_gemm_fwd: batch_sizes_list (5, 9, 13) is compiled in.
 save("gg_bs", np.array([5, 9, 13], np.int32))
@@ -290,6 +311,14 @@ run tests/tilelang/blocksparse_attn_fwd.tir -D batch=1 -D heads=2 -D seq_len=200
 run tests/tilelang/blocksparse_attn_fwd.tir -D batch=2 -D heads=4 -D seq_len=256 --input BlockSparseMask=$ints/bsa_mask2.npy
 run tests/tilelang/flash_attn_fwd_varlen_causal.tir -D UQ=157 -D UKV=163 -D heads=2 -D max_seqlen_q=100 --input cu_seqlens_q=$ints/vl_q1.npy --input cu_seqlens_k=$ints/vl_k1.npy
 run tests/tilelang/flash_attn_fwd_varlen_causal.tir -D UQ=2016 -D UKV=2016 -D heads=16 -D max_seqlen_q=512 --input cu_seqlens_q=$ints/vl_q2.npy --input cu_seqlens_k=$ints/vl_k2.npy
+run tests/tilelang/sparse_gqa_decode_varlen_indice.tir -D batch=1 -D num_split=2 -D max_cache_seqlen=256 -D max_selected_blocks=5 --input block_indices=$ints/sg_a_bi.npy --input cache_seqlens=$ints/sg_a_cs.npy
+run tests/tilelang/sparse_gqa_decode_varlen_indice.tir -D batch=2 -D num_split=3 -D max_cache_seqlen=512 -D max_selected_blocks=4 --input block_indices=$ints/sg_b_bi.npy --input cache_seqlens=$ints/sg_b_cs.npy
+run tests/tilelang/sparse_gqa_decode_varlen_mask.tir -D batch=1 -D num_split=2 -D max_cache_seqlen=256 -D num_blocks=8 --input block_mask=$ints/sg_a_mask.npy --input cache_seqlens=$ints/sg_a_cs.npy
+run tests/tilelang/sparse_gqa_decode_varlen_mask.tir -D batch=2 -D num_split=3 -D max_cache_seqlen=512 -D num_blocks=16 --input block_mask=$ints/sg_b_mask.npy --input cache_seqlens=$ints/sg_b_cs.npy
+run tests/tilelang/flash_decoding_mha_inference.tir -D batch=1 -D heads=2 -D seqlen_q=100 -D seqlen_kv=256
+run tests/tilelang/flash_decoding_mha_inference.tir -D batch=2 -D heads=4 -D seqlen_q=130 -D seqlen_kv=2048
+run tests/tilelang/dequant_gemm_fp4_hopper.tir -D M=100 -D N=130 -D K=256
+run tests/tilelang/dequant_gemm_fp4_hopper.tir -D M=1024 -D N=1024 -D K=1024
 run tests/tilelang/block_causal_attn_fwd.tir -D batch=1 -D seq_len=128 -D heads=2
 run tests/tilelang/block_causal_attn_fwd.tir -D batch=2 -D seq_len=256 -D heads=2
 run tests/tilelang/nsa_fwd.tir -D batch=1 -D seq_len=100 -D heads=32 --input BlockIndices=$ints/nsa_bi_b.npy

@@ -371,6 +371,16 @@ const EXAMPLES: &[Example] = &[
         ],
         reference: varlen_attention,
     },
+    // fp4 (e2m1) weights dequantized by a value macro, 128 x 128 x 128 tiles, K a multiple
+    // of 128 (the loop has no tail): ragged M and N, then whole tiles.
+    Example {
+        stem: "dequant_gemm_fp4_hopper",
+        sizes: [
+            &[("M", 100), ("N", 130), ("K", 256)],
+            &[("M", 128), ("N", 256), ("K", 128)],
+        ],
+        reference: dequant_gemm_fp4,
+    },
     // Block-sparse causal attention, 64 x 64 blocks over a 4 x 4 block mask ([`given`]):
     // 200 positions (a ragged last block), then 256 over two batches.
     Example {
@@ -3001,6 +3011,35 @@ fn varlen_attention(o: &Outputs) -> Expected {
     vec![("Output_unpad", out)]
 }
 
+/// `dequant_gemm_fp4_hopper.tir`: Ct[j, i] = float16(Σ_l W[j, l] · A[i, l]) where W[j, l] is
+/// the fp4 (e2m1) nibble l % 2 of B[j, l / 2] decoded as the header's float16 bits: sign s,
+/// exponent ((f & 6) >> 1) + 14, mantissa bit f & 1 — (−1)^s · 2^(e − 15) · (1 + m / 2),
+/// exact in float16, so every product is exact in float32; the sum is float32 in any order.
+fn dequant_gemm_fp4(o: &Outputs) -> Expected {
+    let (a, b) = (&o["A"], &o["B"]);
+    let (m, k, n) = (a.shape()[0], a.shape()[1], b.shape()[0]);
+    let (av, bv) = (a.to_f64(), b.to_f64());
+    let w = |j: usize, l: usize| {
+        let f = ((bv[j * (k / 2) + l / 2] as i64) >> (4 * (l % 2))) & 15;
+        let (s, e, mant) = (f >> 3, ((f & 6) >> 1) + 14, f & 1);
+        let v = 2f64.powi(e as i32 - 15) * (1.0 + mant as f64 / 2.0);
+        if s == 1 {
+            -v
+        } else {
+            v
+        }
+    };
+    let mut c = Vec::with_capacity(m * n);
+    for j in 0..n {
+        for i in 0..m {
+            let products: Vec<f64> = (0..k).map(|l| w(j, l) * av[i * k + l]).collect();
+            let model = Approx::sum(products.iter().map(|&p| exact(p)), Fp::F32).round(Fp::F16);
+            c.push(expect(products.iter().sum(), model));
+        }
+    }
+    vec![("Ct", c)]
+}
+
 /// `blocksparse_attn_fwd.tir`: causal attention over the keys k <= q whose 64 x 64 block
 /// BlockSparseMask[b, h, q / 64, k / 64] is set (BHSD, head dim 64). The model: per query
 /// row, the key tiles its block's mask keeps, in order, through [`flash_softmax`] without a
@@ -3924,6 +3963,11 @@ fn chunk_local_cumsum_matches_its_reference() {
 #[test]
 fn varlen_attention_matches_its_reference() {
     check_example("flash_attn_fwd_varlen_causal");
+}
+
+#[test]
+fn dequant_gemm_fp4_matches_its_reference() {
+    check_example("dequant_gemm_fp4_hopper");
 }
 
 #[test]

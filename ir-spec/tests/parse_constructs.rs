@@ -148,6 +148,19 @@ fn value_macros_are_their_substituted_expressions() {
     assert_eq!(ok(&format!("{macros}{kernel}")), ok(expanded));
 }
 
+/// `T.reinterpret` in TVM's order (dtype, value) and TileLang's (value, dtype) is one IR.
+#[test]
+fn reinterpret_takes_either_argument_order() {
+    same(
+        "x = T.reinterpret(T.float32(1.5), \"uint32\")",
+        "x = T.reinterpret(\"uint32\", T.float32(1.5))",
+    );
+    same(
+        "x = T.reinterpret(T.float32(1.5), T.uint32)",
+        "x = T.reinterpret(T.uint32, T.float32(1.5))",
+    );
+}
+
 /// `T.clear(v)` / `T.fill(v, x)` on a `T.alloc_var` scalar is the assignment `v = 0` /
 /// `v = x` (TileLang's combine kernels clear their scalars so).
 #[test]

@@ -287,6 +287,18 @@ fn compare_op(op: CmpOp) -> BinOp {
     }
 }
 
+/// Whether `e` spells a dtype: `"float16"` or `T.float16`.
+fn spells_dtype(e: &ast::Expr) -> bool {
+    match &e.kind {
+        ast::ExprKind::Str(s) => DType::parse(s).is_some(),
+        _ => e
+            .dotted()
+            .as_deref()
+            .and_then(|d| d.strip_prefix("T."))
+            .is_some_and(|d| DType::parse(d).is_some()),
+    }
+}
+
 /// The error for a call that is not a scalar expression.
 #[cold]
 #[inline(never)]
@@ -549,9 +561,25 @@ impl Lowerer {
             "T.cast" => self.call_cast(&name, span, args, &["value", "dtype"], 1, 0),
             "T.Cast" => self.call_cast(&name, span, args, &["dtype", "value"], 0, 1),
             "T.reinterpret" => {
-                let a = self.bind(&name, span, args, &["dtype", "value"], 2)?;
-                let dt = self.dtype(a[0]?);
-                let x = self.expr(a[1]?);
+                // TVM's order is (dtype, value); TileLang's `T.reinterpret(value, dtype)`
+                // is also written: a positional dtype spelling in second place means that.
+                let second_is_dtype = args.len() == 2
+                    && args.iter().all(|a| a.name.is_none())
+                    && !spells_dtype(&args[0].value)
+                    && spells_dtype(&args[1].value);
+                let order: &[&str] = if second_is_dtype {
+                    &["value", "dtype"]
+                } else {
+                    &["dtype", "value"]
+                };
+                let a = self.bind(&name, span, args, order, 2)?;
+                let (dt_e, x_e) = if second_is_dtype {
+                    (a[1]?, a[0]?)
+                } else {
+                    (a[0]?, a[1]?)
+                };
+                let dt = self.dtype(dt_e);
+                let x = self.expr(x_e);
                 Some(Expr::new(ExprKind::Reinterpret(dt?, Box::new(x?)), span))
             }
             "T.if_then_else" => self.call_select(&name, span, args),

@@ -131,7 +131,7 @@ REFUSED = {
     # then the same kind of TIR builder as above.
     "dequant_gemv_fp16xint4": (
         lambda: dequant_gemv_fp16xint4.dequantize_gemv(1, 1024, 1024, T.float16, T.float16, T.float16),
-        "unknown TileLang construct `T.import_source`",
+        "`T.import_source` (external CUDA source) is not supported by tlc",
     ),
 }
 

@@ -479,7 +479,8 @@ impl Manifest {
     }
 
     /// Why dim `name` has no value: no argument binds it. With every argument given the
-    /// manifest is at fault (the compiler makes every dim appear bare in some shape); else
+    /// manifest is at fault (the compiler makes every dim appear, bare or solvable, in some
+    /// shape); else
     /// only the missing outputs bind it and the caller must give it.
     fn unbound(&self, name: &str, shapes: &[Option<&[usize]>]) -> RuntimeError {
         let missing: Vec<&str> = self

@@ -2,7 +2,8 @@
 //! parameter declarations.
 //!
 //! A dim's value comes from `dims` (the CLI's `-D NAME=VALUE`) or, failing that, from the
-//! first given input (in parameter order) whose declared shape has the bare dim at some
+//! first given input (in parameter order) whose declared shape has the bare dim (else a form
+//! it solves from, `d + 1`, `d * 4`: `ir::solvable_extent`) at some
 //! position. Then every declared shape is evaluated and each given input must match it
 //! exactly (dtype and shape); any disagreement is an error naming both sides.
 

@@ -319,6 +319,17 @@ impl Lowerer {
             let ast::ExprKind::Name(n) = &target.kind else {
                 return self.fail(shape_error(s.span));
             };
+            // As a statement, such an assignment writes the call site's variable; as a value
+            // it would be a let: refuse rather than mean something else.
+            if self.is_var(n) || self.buffers.contains_key(n) {
+                return self.fail(
+                    Diagnostic::error(
+                        e.span,
+                        format!("the macro `{name}` is used as a value, but it assigns `{n}`, a variable of the call site"),
+                    )
+                    .with_note_at(s.span, "call it as a statement to write the variable"),
+                );
+            }
             let mut v = substitute(&params, value);
             v.parens = true;
             params.insert(n.clone(), v);

@@ -12,6 +12,7 @@ use codespan_reporting::term::{self, Chars, Config};
 use tlc_ir::{Diagnostic, Span};
 
 /// A source file as the user named it.
+#[derive(Clone, Debug)]
 pub struct SourceFile {
     pub name: String,
     pub text: String,

@@ -255,6 +255,13 @@ pub trait Env {
     fn buffer_dtype(&self, _name: &str) -> Option<DType> {
         None
     }
+
+    /// A number every value of variable `name` is a multiple of (1: nothing known). A
+    /// symbolic dim's declared `multiple_of`: what lets a row stride `K * 2` be proved a
+    /// multiple of 16 bytes when `K` is only known at launch.
+    fn multiple(&self, _name: &str) -> i64 {
+        1
+    }
 }
 
 impl Interval {
@@ -265,12 +272,68 @@ impl Interval {
 }
 
 /// Known ranges by variable name (names are unique in a function, so no scoping is
-/// needed; a walk adds a loop's variable on entry).
-pub type Ranges = HashMap<String, Interval>;
+/// needed; a walk adds a loop's variable on entry), and known divisors: the symbolic dims'
+/// declared `multiple_of` (checked at launch), which every copy of the map keeps.
+/// A map by `Deref`: `insert`, `get`, `iter` are `HashMap`'s.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Ranges {
+    intervals: HashMap<String, Interval>,
+    multiples: std::sync::Arc<HashMap<String, i64>>,
+}
+
+impl Ranges {
+    /// Nothing known.
+    pub fn new() -> Ranges {
+        Ranges::default()
+    }
+
+    /// These ranges, and every value of variable `name` a multiple of `m` (a dim's
+    /// `multiple_of`): the caller guarantees it (the runtime checks dims at launch).
+    pub fn with_multiple(mut self, name: &str, m: i64) -> Ranges {
+        if m > 1 {
+            std::sync::Arc::make_mut(&mut self.multiples).insert(name.to_string(), m);
+        }
+        self
+    }
+}
+
+impl std::ops::Deref for Ranges {
+    type Target = HashMap<String, Interval>;
+    fn deref(&self) -> &Self::Target {
+        &self.intervals
+    }
+}
+
+impl std::ops::DerefMut for Ranges {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.intervals
+    }
+}
+
+impl FromIterator<(String, Interval)> for Ranges {
+    fn from_iter<I: IntoIterator<Item = (String, Interval)>>(iter: I) -> Ranges {
+        Ranges {
+            intervals: iter.into_iter().collect(),
+            multiples: Default::default(),
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a Ranges {
+    type Item = (&'a String, &'a Interval);
+    type IntoIter = std::collections::hash_map::Iter<'a, String, Interval>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.intervals.iter()
+    }
+}
 
 impl Env for Ranges {
     fn range(&self, name: &str) -> Option<Interval> {
         self.get(name).copied()
+    }
+
+    fn multiple(&self, name: &str) -> i64 {
+        self.multiples.get(name).copied().unwrap_or(1)
     }
 }
 

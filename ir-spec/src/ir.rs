@@ -93,7 +93,26 @@ impl Dim {
     pub fn max(&self) -> i64 {
         dim_max(self.dtype)
     }
+
+    /// The dim promising also to be a multiple of `m`: `multiple_of` becomes the least
+    /// common multiple; `Err` with that multiple when it would pass [`MAX_MULTIPLE`].
+    pub fn require_multiple(&mut self, m: i64) -> Result<(), i64> {
+        let (mut x, mut y) = (self.multiple_of.max(1), m.max(1));
+        while y != 0 {
+            (x, y) = (y, x % y);
+        }
+        let lcm = (self.multiple_of.max(1) / x).saturating_mul(m.max(1));
+        if lcm > MAX_MULTIPLE {
+            return Err(lcm);
+        }
+        self.multiple_of = lcm;
+        Ok(())
+    }
 }
+
+/// The largest `multiple_of` a dim may declare (2^20): a dim is at most 2^30 (int32), and
+/// the printed number must parse back.
+pub const MAX_MULTIPLE: i64 = 1 << 20;
 
 /// The largest value a symbolic dim of `dtype` may take.
 pub fn dim_max(dtype: DType) -> i64 {

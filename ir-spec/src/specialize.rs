@@ -65,6 +65,50 @@ pub fn specialize(func: &PrimFunc, bindings: &[(String, i64)]) -> Result<PrimFun
     Ok(out)
 }
 
+/// `func` with each `(name, m)` dim promising to be a multiple of `m` as well (its
+/// `multiple_of` becomes the least common multiple): what `T.symbolic(name,
+/// multiple_of=m)` would have declared, checked wherever the dim gets its value. A compile
+/// for sizes known to be aligned (the Python layer's per-alignment variants) proves rows
+/// 16-byte aligned with it. A name that is not a symbolic dim, or one that is a scalar
+/// parameter, is an error.
+pub fn declare_multiples(
+    func: &PrimFunc,
+    multiples: &[(String, i64)],
+) -> Result<PrimFunc, Diagnostic> {
+    let mut out = func.clone();
+    for (name, m) in multiples {
+        let Some(dim) = out.dims.iter_mut().find(|d| &d.name == name && d.param.is_none())
+        else {
+            return Err(Diagnostic::error(
+                func.name.span,
+                format!(
+                    "`{name}` is not a symbolic dimension of `{}` read off a tensor's shape: only those can be declared multiples",
+                    func.name.name
+                ),
+            ));
+        };
+        if !(1..=crate::ir::MAX_MULTIPLE).contains(m) {
+            return Err(Diagnostic::error(
+                dim.span,
+                format!(
+                    "a multiple of {m} for `{name}`: it must lie in 1..={}",
+                    crate::ir::MAX_MULTIPLE
+                ),
+            ));
+        }
+        if let Err(lcm) = dim.require_multiple(*m) {
+            return Err(Diagnostic::error(
+                dim.span,
+                format!(
+                    "`{name}` would have to be a multiple of {lcm}, more than the {} a dim may declare",
+                    crate::ir::MAX_MULTIPLE
+                ),
+            ));
+        }
+    }
+    Ok(out)
+}
+
 /// `e` (whose operands were already rewritten) with a variable `value_of` knows replaced by
 /// its value, integer arithmetic on literals folded, and an `and` / `or` with a constant
 /// side reduced (both sides are bool, rule T7).
@@ -296,6 +340,22 @@ mod tests {
             span: Span::DUMMY,
             space: Default::default(),
         }
+    }
+
+    #[test]
+    fn declared_multiples_join_the_dims_own() {
+        let mut f = func_with_dim();
+        f.dims[0].multiple_of = 4;
+        let out = declare_multiples(&f, &[("M".to_string(), 6)]).unwrap();
+        assert_eq!(out.dims[0].multiple_of, 12);
+        // The dim then refuses a value that is not a multiple at -D.
+        assert!(specialize(&out, &[("M".to_string(), 18)]).is_err());
+        assert!(specialize(&out, &[("M".to_string(), 24)]).is_ok());
+        let unknown = declare_multiples(&f, &[("Q".to_string(), 8)]).unwrap_err();
+        assert!(unknown.message.contains("`Q` is not a symbolic dimension"));
+        let big = declare_multiples(&f, &[("M".to_string(), 1 << 20), ("M".to_string(), 3)]);
+        assert!(big.unwrap_err().message.contains("more than the 1048576"));
+        assert!(declare_multiples(&f, &[("M".to_string(), 0)]).is_err());
     }
 
     #[test]

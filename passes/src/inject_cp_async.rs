@@ -35,7 +35,8 @@
 
 use crate::analysis::access::count_sites;
 use crate::analysis::int::{
-    conjuncts, mentions, multiple_of, provably_true, substitute, unit_offset, Env, Ranges,
+    conjuncts, mentions, multiple_of, provably_true, rows_aligned, substitute, unit_offset, Env,
+    Ranges,
 };
 use crate::analysis::kernels::for_each_kernel;
 use crate::context::PassContext;
@@ -62,6 +63,9 @@ impl Pass for InjectCpAsync {
 
     fn run(&self, mut func: PrimFunc, _cx: &PassContext) -> Result<PrimFunc, Vec<Diagnostic>> {
         let params = func.params.clone();
+        // The dims' ranges and declared multiples: a row `K` declared `multiple_of=8`
+        // keeps 16-byte copies aligned.
+        let dims = crate::analysis::int::dim_ranges(&func);
         for_each_kernel(&mut func.body, &mut |k, _| {
             let decls: HashMap<String, BufferDecl> = params
                 .iter()
@@ -70,7 +74,7 @@ impl Pass for InjectCpAsync {
                 .collect();
             let cx = Cx {
                 decls: &decls,
-                ranges: Ranges::new(),
+                ranges: dims.clone(),
             };
             convert_list(&mut k.body, &|_| false, &cx);
         });
@@ -83,7 +87,8 @@ impl Pass for InjectCpAsync {
 #[derive(Clone)]
 struct Cx<'k> {
     decls: &'k HashMap<String, BufferDecl>,
-    /// The values of the enclosing loop variables with constant bounds.
+    /// The dims' ranges and multiples, and the values of the enclosing loop variables
+    /// with constant bounds.
     ranges: Ranges,
 }
 
@@ -405,8 +410,7 @@ fn plan_vector(f: &For, cx: &Cx) -> Option<(String, Stmt)> {
             return None;
         }
         let off = unit_offset(last, v)?;
-        let row = decl.shape.last().and_then(const_int)?;
-        if row % lanes != 0 || !multiple_of(&off, lanes, &cx.ranges) {
+        if !rows_aligned(decl, lanes, &cx.ranges) || !multiple_of(&off, lanes, &cx.ranges) {
             return None;
         }
     }

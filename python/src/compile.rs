@@ -88,6 +88,21 @@ impl Compiled {
             .map_err(compile_error)
     }
 
+    /// The same kernel compiled again with each `(dim, m)` declared a multiple of `m`
+    /// (`tlc_ir::specialize::declare_multiples`, as `T.symbolic(dim, multiple_of=m)`
+    /// would; the runtime checks it at launch), its tunables as chosen here: what a call
+    /// with sizes known to be aligned runs (`Kernel` in tlc/__init__.py), since symbolic
+    /// row strides proven 16-byte multiples get TMA and vector copies.
+    fn variant(&self, py: Python<'_>, multiples: Vec<(String, i64)>) -> PyResult<Compiled> {
+        let work = || -> Result<Compiled, UserError> {
+            let parsed = tlc_ir::specialize::declare_multiples(&self.parsed, &multiples)
+                .map_err(|d| UserError(self.file.render(&d)))?;
+            let file = self.file.clone();
+            build(file, parsed, self.defines.clone(), self.target, self.sms)
+        };
+        py.detach(work).map_err(compile_error)
+    }
+
     /// Runs the kernel as compiled (its tunables bound) in the reference interpreter:
     /// `inputs` maps parameter names to `.npy` bytes, `dims` binds symbolic dims the shapes
     /// leave open; every parameter comes back, in order.
@@ -116,6 +131,36 @@ fn resolve_target(given: Option<&str>) -> Result<(Target, Option<i64>), UserErro
         }
     }
     Ok((Target::Sm80, None))
+}
+
+/// `parsed` bound by `defines` compiled to PTX for `target`, kept with what prints its
+/// stages again.
+fn build(
+    file: SourceFile,
+    parsed: PrimFunc,
+    defines: Vec<String>,
+    target: Target,
+    sms: Option<i64>,
+) -> Result<Compiled, UserError> {
+    let opts = Instrumentation::default();
+    let (func, out) = run_driver(&file, &parsed, &defines, target, sms, &opts, Emit::Ptx)?;
+    let Output::Ptx { text, manifest } = out else {
+        return Err(UserError::plain(
+            "the pipeline stopped before code generation",
+        ));
+    };
+    let manifest_json = serde_json::to_string(&manifest)
+        .map_err(|e| UserError::plain(format!("cannot write the manifest as JSON: {e}")))?;
+    Ok(Compiled {
+        ptx: text,
+        manifest_json,
+        file,
+        parsed,
+        defines,
+        func,
+        target,
+        sms,
+    })
 }
 
 /// The parsed kernel bound by `defines` through the driver for `target`: the bound kernel
@@ -155,25 +200,7 @@ pub fn compile(
     let work = || -> Result<Compiled, UserError> {
         let (target, sms) = resolve_target(target)?;
         let (file, parsed, defines) = source::resolve(name, text, &defines, target)?;
-        let opts = Instrumentation::default();
-        let (func, out) = run_driver(&file, &parsed, &defines, target, sms, &opts, Emit::Ptx)?;
-        let Output::Ptx { text, manifest } = out else {
-            return Err(UserError::plain(
-                "the pipeline stopped before code generation",
-            ));
-        };
-        let manifest_json = serde_json::to_string(&manifest)
-            .map_err(|e| UserError::plain(format!("cannot write the manifest as JSON: {e}")))?;
-        Ok(Compiled {
-            ptx: text,
-            manifest_json,
-            file,
-            parsed,
-            defines,
-            func,
-            target,
-            sms,
-        })
+        build(file, parsed, defines, target, sms)
     };
     py.detach(work).map_err(compile_error)
 }

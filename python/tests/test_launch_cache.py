@@ -16,18 +16,23 @@ class _Recorder:
     """Stands in for `tlc._tlc.Loaded`: records each launch instead of making it."""
 
     runs = []
+    #: The PTX each launch ran, in launch order.
+    ptxs = []
 
     def __init__(self, ptx, device):
         self.device = device
+        self.ptx = ptx
 
     def run(self, prepared, ptrs, stream):
         _Recorder.runs.append((self.device, list(ptrs), stream, dict(prepared.dims)))
+        _Recorder.ptxs.append(self.ptx)
 
 
 @pytest.fixture
 def launches(monkeypatch):
     """The launches made during the test, as (device, ptrs, stream, dims)."""
     _Recorder.runs = []
+    _Recorder.ptxs = []
     monkeypatch.setattr(_tlc, "Loaded", _Recorder)
     return _Recorder.runs
 
@@ -64,8 +69,11 @@ def test_a_signature_is_checked_once_and_only_for_its_own_tensors(repo, launches
     k = tlc.compile(repo / "examples/elementwise_add.tir", target="sm_80")
     a, b, c = (_Cuda((1000,), ptr=0x7F0000001000 + i * 0x1000) for i in range(3))
     k(a, b, c)
+    checked = len(prepares)
     k(b, a, c)
-    assert len(prepares) == 1
+    # N = 1000 is a multiple of 8: checked against the kernel, then against its variant
+    # for that alignment (`Kernel._aligned`); the second call checks nothing.
+    assert checked == 2 and len(prepares) == 2
     assert [r[1] for r in launches] == [
         [0x7F0000001000, 0x7F0000002000, 0x7F0000003000],
         [0x7F0000002000, 0x7F0000001000, 0x7F0000003000],
@@ -92,9 +100,43 @@ def test_dims_given_to_a_call_must_be_ints(repo, launches, prepares):
             k(a, a, a, N=bad)
     k(a, a, a, N=1000)
     k(a, a, a, N=np.int64(1000))
-    assert len(launches) == 2 and len(prepares) == 1
+    assert len(launches) == 2 and len(prepares) == 2  # the kernel, then its aligned variant
     with pytest.raises(tlc.LaunchError, match=r"parameter `A` dim 0 is 1000 but N = 1 was given"):
         k(a, a, a, N=1)
+
+
+def _manifest_dims(ptx):
+    import json
+
+    return {d["name"]: d.get("multiple_of", 1) for d in json.loads(ptx.split("\n")[0].split(": ", 1)[1])["dims"]}
+
+
+def test_a_call_whose_rows_are_aligned_launches_the_variant_compiled_for_it(repo, launches, prepares):
+    # examples/gemm.tir's M, N, K are symbolic: compiled once, nothing proves the rows of A
+    # (K) and B, C (N) 16-byte aligned, so its copies are element-wise. A call whose K and N
+    # are multiples of 8 runs a variant declaring that (checked at launch): TMA on sm_90a.
+    k = tlc.compile(repo / "examples/gemm.tir", target="sm_90a")
+    assert "cp.async.bulk.tensor" not in k.ptx
+
+    def call(m, n, kk):
+        f2 = "<f2"
+        k(_Cuda((m, kk), typestr=f2), _Cuda((kk, n), typestr=f2), _Cuda((m, n), typestr=f2))
+        return launches[-1][3], _Recorder.ptxs[-1]
+
+    dims, ptx = call(100, 4096, 1000)
+    assert dims == {"M": 100, "N": 4096, "K": 1000}
+    assert _manifest_dims(ptx) == {"M": 1, "N": 16, "K": 8}
+    assert "cp.async.bulk.tensor" in ptx
+    # Odd K: the kernel as compiled (a variant for N alone proves no A row aligned).
+    dims, ptx = call(100, 4096, 999)
+    assert _manifest_dims(ptx) == {"M": 1, "N": 16, "K": 1}
+    assert "cp.async.bulk.tensor" not in ptx
+    dims, ptx = call(7, 7, 7)
+    assert ptx == k.ptx
+    # One variant per alignment, compiled once; signatures keep theirs.
+    before = len(k._variants)
+    call(300, 8192, 3000)  # N 16, K 8 again
+    assert len(k._variants) == before
 
 
 class _FakeTorchTensor:

@@ -19,7 +19,7 @@ import operator
 import os
 import sys
 import warnings
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple, Union
 
 from . import _arrays, _tensors
 from ._tlc import CompileError, LaunchError
@@ -105,6 +105,9 @@ class _Signature(NamedTuple):
     dtypes, shapes, strides, devices and dims reuses."""
 
     prepared: Any
+    #: The PTX this signature launches: the kernel's, or its variant for the dims'
+    #: alignment (``Kernel._aligned``).
+    ptx: str
     #: The given tensors' GPU; ``None`` when no tensor is given (every parameter is an
     #: output): then torch's current device at each call.
     device: Optional[int]
@@ -118,7 +121,10 @@ class Kernel:
 
     def __init__(self, compiled: Any, out_idx: OutIdx = None) -> None:
         self._compiled = compiled
-        self._loaded: Dict[int, Any] = {}
+        # Loaded modules by (device, PTX): the kernel's and its alignment variants'.
+        self._loaded: Dict[Tuple[int, str], Any] = {}
+        # Variants by the multiples they declare (None: the variant did not compile).
+        self._variants: Dict[Tuple[Tuple[str, int], ...], Optional[str]] = {}
         self._signatures: Dict[Any, _Signature] = {}
         self.manifest: Dict[str, Any] = json.loads(compiled.manifest_json)
         self.tune_report: Optional[str] = None
@@ -131,6 +137,9 @@ class Kernel:
         self._inputs: Tuple[int, ...] = tuple(
             i for i in range(len(self._params)) if i not in self._out_idx
         )
+        # The symbolic dims a parameter's rows are measured in (its innermost extent):
+        # their alignment decides whether copies can be 16-byte vectors or TMA.
+        self._row_dims: Tuple[str, ...] = _row_dims(self.manifest)
         # Scalar parameters (`n: T.int32`): their places in the written signature.
         self._scalars: Dict[int, str] = {
             int(d["arg"]): str(d["name"]) for d in self.manifest.get("dims", []) if "arg" in d
@@ -233,11 +242,11 @@ class Kernel:
         if stream is None:
             # Outputs allocated here were allocated (and zeroed) on torch's current stream.
             stream = _torch_stream(tensors, device, bool(allocated))
-        loaded = self._loaded.get(device)
+        loaded = self._loaded.get((device, sig.ptx))
         if loaded is None:
             from ._tlc import Loaded
 
-            loaded = self._loaded[device] = Loaded(self._ptx, device)
+            loaded = self._loaded[(device, sig.ptx)] = Loaded(sig.ptx, device)
         loaded.run(sig.prepared, ptrs, stream)
         if not self._out_idx:
             return None
@@ -308,10 +317,40 @@ class Kernel:
                 )
             specs[i] = (a.dtype, list(a.shape), _list(a.strides))
         prepared = prepare(self._ptx, specs, list(_dim_values(dims)))
+        ptx = self._aligned(dict(prepared.dims))
+        if ptx is not self._ptx:
+            prepared = prepare(ptx, specs, list(_dim_values(dims)))
         outputs = tuple(
             (i, tuple(shape), dtype, zeroed) for i, shape, dtype, zeroed in prepared.outputs
         )
-        return _Signature(prepared, device, outputs)
+        return _Signature(prepared, ptx, device, outputs)
+
+    def _aligned(self, dims: Dict[str, int]) -> str:
+        """The PTX to launch for these dim values: the kernel compiled with each row dim
+        declared a multiple of the power of two (at most 16) its value is, when that
+        declares anything (``Compiled.variant``; compiled once per alignment, in
+        milliseconds). With symbolic row lengths nothing proves rows 16-byte aligned, so
+        the kernel as compiled copies element by element; the variant, whose multiples the
+        runtime checks at every launch, gets vector copies and TMA. A variant that does not
+        compile leaves the kernel as compiled, with a warning."""
+        multiples = tuple(
+            (name, min(16, value & -value))
+            for name in self._row_dims
+            if (value := dims.get(name, 0)) > 0 and value & 1 == 0
+        )
+        if not multiples:
+            return self._ptx
+        if multiples not in self._variants:
+            try:
+                self._variants[multiples] = str(self._compiled.variant(list(multiples)).ptx)
+            except CompileError as e:
+                warnings.warn(
+                    f"tlc: the variant for {dict(multiples)} did not compile; launching the "
+                    f"kernel as compiled (element-wise copies): {e}",
+                    stacklevel=3,
+                )
+                self._variants[multiples] = None
+        return self._variants[multiples] or self._ptx
 
     def interpret(self, *arrays: Any, seed: int = 0, **dims: int) -> Tuple[Any, ...]:
         """``tlc.interpret(self, *arrays, ...)``: see ``interpret``."""
@@ -322,6 +361,28 @@ class Kernel:
         kernels = self.manifest.get("kernels") or [self.manifest]
         entries = ", ".join(str(k.get("entry")) for k in kernels)
         return f"<tlc.Kernel {entries} for {self.target}>"
+
+
+def _row_dims(manifest: Dict[str, Any]) -> Tuple[str, ...]:
+    """The symbolic dims (not scalar parameters) in any parameter's innermost extent, in
+    the manifest's order of dims."""
+    found: Set[str] = set()
+
+    def walk(e: Any) -> None:
+        if isinstance(e, dict):
+            if "dim" in e:
+                found.add(str(e["dim"]))
+            for a in e.get("args", []):
+                walk(a)
+
+    for p in manifest.get("params", []):
+        if p.get("shape"):
+            walk(p["shape"][-1])
+    return tuple(
+        str(d["name"])
+        for d in manifest.get("dims", [])
+        if d["name"] in found and "arg" not in d
+    )
 
 
 def _normalize_out_idx(out_idx: OutIdx, names: List[str]) -> Tuple[int, ...]:

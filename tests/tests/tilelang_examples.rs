@@ -1194,13 +1194,6 @@ const PTXAS_EXPECTED: &[(&str, Target, &str)] = &[
     // kernel at 128 registers, ptxas's own choice (`--maxrregcount 255` changes nothing).
     ("fusedmoe_shared", Target::Sm80, SPILLS),
     ("fusedmoe_routed", Target::Sm80, SPILLS),
-    // TileLang's GQA backward (split form) at 256 threads: float32 accumulators dk (128 x
-    // 192), dv (128 x 128), dq (32 x 192) and the score tiles are about 220 registers of
-    // tiles; with mma.sync's operand fragments sm_80 runs out of its 255 registers and
-    // spills (the split form 12 to 112 bytes, the atomic form 8, depending on which dims
-    // are bound); sm_90a's wgmma fits (238 to 254 registers).
-    ("flash_attn_gqa_bwd", Target::Sm80, SPILLS),
-    ("flash_attn_gqa_bwd_split", Target::Sm80, SPILLS),
     // TileLang's MHA inference at 128 threads: the combine kernel holds a 128 x 128 float32
     // accumulator and a 128 x 128 float16 partial tile per block (192 registers of tiles per
     // thread) and spills on both targets (72 to 144 bytes); the split kernel's 128 x 128

@@ -200,6 +200,11 @@ fn emit_kernel(
         tensor_maps: Vec::new(),
         repeated: false,
         target: manifest.target,
+        dim_multiples: func
+            .dims
+            .iter()
+            .map(|d| (d.name.clone(), d.multiple_of))
+            .collect(),
     };
     for (p, decl) in tensor_params.iter().zip(&func.params) {
         let base = cg.b.global_ptr(p);
@@ -367,6 +372,9 @@ struct Cg {
     repeated: bool,
     /// The target compiled for (its `TargetDesc` facts).
     target: Target,
+    /// The symbolic dims' declared `multiple_of` (checked at launch), for the vector
+    /// check's `multiple_of` — the same facts `analysis::int::dim_ranges` gives the passes.
+    dim_multiples: HashMap<String, i64>,
 }
 
 /// The PTX register type of a dtype's values, or `None` for dtypes codegen does not handle

@@ -26,12 +26,20 @@ pub(super) struct Access {
 }
 
 /// What codegen knows of a variable: unrolled loop variables (and lets of constants) are
-/// constants, for the one `multiple_of` of the analysis floor.
+/// constants, and dims are multiples of their declared `multiple_of`, for the one
+/// `multiple_of` of the analysis floor.
 impl Env for Cg {
     fn range(&self, name: &str) -> Option<Interval> {
         match self.vars.get(name) {
             Some(Bind::Const(v)) => Some(Interval::point(*v)),
             _ => None,
+        }
+    }
+
+    fn multiple(&self, name: &str) -> i64 {
+        match self.vars.get(name) {
+            Some(Bind::Const(_)) => 1,
+            _ => self.dim_multiples.get(name).copied().unwrap_or(1),
         }
     }
 }

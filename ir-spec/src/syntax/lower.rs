@@ -283,7 +283,7 @@ impl Lowerer {
         let mut dim = Dim::new(var.clone(), target.span, dtype);
         if let Some(m) = a[2] {
             let v = self.const_int(m, "`multiple_of`")?;
-            if !(1..=1 << 20).contains(&v) {
+            if !(1..=crate::ir::MAX_MULTIPLE).contains(&v) {
                 return self.fail(Diagnostic::error(
                     m.span,
                     format!("`multiple_of` is {v}; it must lie in 1..=1048576"),
@@ -405,16 +405,17 @@ impl Lowerer {
         let body = self.block_refs(&body_stmts);
         for (name, m, at) in std::mem::take(&mut self.dim_multiples) {
             match dims.iter_mut().find(|d| d.name == name) {
-                Some(d) if d.param.is_none() && lcm(d.multiple_of, m) <= 1 << 20 => {
-                    d.multiple_of = lcm(d.multiple_of, m);
+                Some(d) if d.param.is_none() => {
+                    if let Err(lcm) = d.require_multiple(m) {
+                        self.error(Diagnostic::error(
+                            at,
+                            format!(
+                                "this layout needs `{name}` to be a multiple of {lcm}, more than the {} a dim may declare",
+                                crate::ir::MAX_MULTIPLE
+                            ),
+                        ));
+                    }
                 }
-                Some(d) if d.param.is_none() => self.error(Diagnostic::error(
-                    at,
-                    format!(
-                        "this layout needs `{name}` to be a multiple of {}, more than the 1048576 a dim may declare",
-                        lcm(d.multiple_of, m)
-                    ),
-                )),
                 _ => self.error(Diagnostic::error(
                     at,
                     format!("this layout needs `{name}` to be a multiple of {m}, which only a symbolic dimension can promise"),
@@ -1449,13 +1450,4 @@ fn is_comm_reducer(args: &[ast::Arg]) -> bool {
     args.first().is_some_and(|a| {
         matches!(&a.value.kind, ast::ExprKind::Call(f, _) if f.dotted().as_deref() == Some("T.comm_reducer"))
     })
-}
-
-/// The least common multiple of two positive numbers (saturating).
-fn lcm(a: i64, b: i64) -> i64 {
-    let (mut x, mut y) = (a, b);
-    while y != 0 {
-        (x, y) = (y, x % y);
-    }
-    (a / x.max(1)).saturating_mul(b)
 }

@@ -18,10 +18,14 @@ use tlc_ir::{BinOp, Expr, ExprKind, For, Kernel, PrimFunc, UnOp};
 /// The ranges of a function's symbolic dims: every one is at least 1 (a dim of 0 leaves
 /// nothing to run) and at most its `Dim::max` (checked at launch).
 pub fn dim_ranges(func: &PrimFunc) -> Ranges {
-    func.dims
+    let ranges: Ranges = func
+        .dims
         .iter()
         .map(|d| (d.name.clone(), Interval::new(1, d.max())))
-        .collect()
+        .collect();
+    func.dims
+        .iter()
+        .fold(ranges, |r, d| r.with_multiple(&d.name, d.multiple_of))
 }
 
 /// Adds what entering kernel `k` tells: each block variable lies in `[0, grid)`.
@@ -123,7 +127,8 @@ pub fn gcd(a: i64, b: i64) -> i64 {
 /// sums and differences of multiples; a product whose constant factor `c` leaves the other
 /// factor to be a multiple of `k / gcd(c, k)`, or one of whose factors is a multiple;
 /// `a % m` with `a` and `m` multiples (`a % m = a - m · (a // m)`: swizzled columns spell
-/// `c * 8 % 8`).
+/// `c * 8 % 8`); a variable whose known divisor (`Env::multiple`: a dim's `multiple_of`)
+/// is.
 pub fn multiple_of(e: &Expr, k: i64, env: &dyn Env) -> bool {
     if k <= 1 {
         return true;
@@ -148,8 +153,17 @@ pub fn multiple_of(e: &Expr, k: i64, env: &dyn Env) -> bool {
         ExprKind::Binary(BinOp::FloorMod, a, m) => {
             constant(m, env).is_some_and(|c| c % k == 0) && multiple_of(a, k, env)
         }
+        ExprKind::Var(n) => env.multiple(n) % k == 0,
         _ => false,
     }
+}
+
+/// Whether the rows of `buf` keep `v`-element alignment: its innermost extent is positive
+/// and a multiple of `v` — a constant, or a dim declared `multiple_of` (`Env::multiple`).
+pub fn rows_aligned(buf: &tlc_ir::BufferDecl, v: i64, env: &dyn Env) -> bool {
+    buf.shape
+        .last()
+        .is_some_and(|n| interval(n, env).lo > 0 && multiple_of(n, v, env))
 }
 
 /// Whether `e` mentions any variable of `vars`.
@@ -250,6 +264,17 @@ mod tests {
         let env = ranges(&[("i", 3, 3)]);
         assert!(multiple_of(&parse_expr("i * 4 + 4"), 16, &env));
         assert!(!multiple_of(&parse_expr("i * 4"), 8, &env));
+        // A dim declared `multiple_of=8`: `K * 2` bytes are a multiple of 16, `K` itself
+        // of 8 and 4 but not of 16.
+        let dims = Ranges::new().with_multiple("K", 8);
+        assert!(multiple_of(&parse_expr("K * 2"), 16, &dims));
+        assert!(multiple_of(&parse_expr("K"), 4, &dims));
+        assert!(!multiple_of(&parse_expr("K"), 16, &dims));
+        assert!(!multiple_of(&parse_expr("K * 2"), 16, &Ranges::new()));
+        // Kept by every copy of the map a walk extends.
+        let mut inner = dims.clone();
+        inner.insert("i".to_string(), Interval::new(0, 3));
+        assert!(multiple_of(&parse_expr("i * 64 + K"), 8, &inner));
     }
 
     #[test]

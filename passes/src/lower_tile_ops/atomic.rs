@@ -138,7 +138,7 @@ pub(crate) fn vectors(body: &[Stmt], j: &str, start: &Expr, lanes: i64, ctx: &Ct
     lanes > 1
         && const_int(start) == Some(0)
         && !ctx.fragments.contains(&buffer.name)
-        && rows_aligned(dst, lanes)
+        && rows_aligned(dst, lanes, &*bounds)
         && !reads_dst
         && rest.iter().all(|i| !mentions(i, j))
         && unit_offset(last, j).is_some_and(|o| aligned(&o))

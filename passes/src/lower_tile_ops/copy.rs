@@ -70,7 +70,7 @@ pub(crate) fn lower(
                     && r.ranges
                         .last()
                         .is_some_and(|l| multiple_of(&l.start, v, &bounds))
-                    && rows_aligned(b, v)
+                    && rows_aligned(b, v, &bounds)
             });
     let vec = if vectorize { v } else { 1 };
     let src_frag = ctx.fragments.contains(&sb.name.name);
@@ -165,7 +165,7 @@ pub(crate) fn lower(
                     .ranges
                     .last()
                     .is_some_and(|l| multiple_of(&l.start, 2, &bounds))
-                && rows_aligned(other.1, 2);
+                && rows_aligned(other.1, 2, &bounds);
             mma_layout::build(&layout, &ctx.block, pairs, span, names, body)
         }
         None => build(

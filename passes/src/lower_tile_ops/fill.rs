@@ -37,7 +37,7 @@ pub(crate) fn lower(
             const_int(&l.extent).is_some_and(|e| e % v == 0)
                 && multiple_of(&l.start, v, &*ctx.bounds.borrow())
         })
-        && rows_aligned(db, v);
+        && rows_aligned(db, v, &*ctx.bounds.borrow());
     let vec = if vectorize { v } else { 1 };
     let converted = Expr::new(
         ExprKind::Cast(db.dtype, Box::new(value.clone())),

@@ -3,11 +3,11 @@
 //! `V`-aligned elements of every buffer it touches: the innermost extent is a constant
 //! multiple of `V`, every access's innermost index is `<offset> + lane` with the offset a
 //! provable multiple of `V` (`analysis::int::multiple_of`, the rule codegen's vector check
-//! uses too), and the innermost dimension of every buffer touched is a constant multiple of
-//! `V` (so rows stay aligned). Anything unproven gives `V = 1`, which is always correct.
+//! uses too), and the innermost dimension of every buffer touched is a multiple of `V` — a
+//! constant, or a dim declared `multiple_of` (`analysis::int::rows_aligned`; rows stay
+//! aligned). Anything unproven gives `V = 1`, which is always correct.
 
-use tlc_ir::verifier::const_int;
-use tlc_ir::BufferDecl;
+pub(crate) use crate::analysis::int::rows_aligned;
 
 /// Bytes per vector access (`ld.v4.b32`).
 pub(crate) const VECTOR_BYTES: i64 = 16;
@@ -15,14 +15,6 @@ pub(crate) const VECTOR_BYTES: i64 = 16;
 /// The vector width for elements of `bytes` bytes.
 pub(crate) fn width(bytes: u32) -> i64 {
     (VECTOR_BYTES / i64::from(bytes.max(1))).max(1)
-}
-
-/// Whether the innermost dimension of `buf` is a constant multiple of `v`.
-pub(crate) fn rows_aligned(buf: &BufferDecl, v: i64) -> bool {
-    buf.shape
-        .last()
-        .and_then(const_int)
-        .is_some_and(|n| n > 0 && n % v == 0)
 }
 
 #[cfg(test)]

@@ -320,6 +320,12 @@ class PrimFunc:
         self.out_idx = out_idx
         """The parameters a call allocates (an eager kernel's ``T.empty`` outputs), for
         ``tlc.compile``'s ``out_idx`` when that is not given; ``None`` for ``T.prim_func``."""
+        self.consts: List[str] = []
+        """An eager kernel's ``T.const`` names left symbolic (not given to ``eager``): the
+        sizes TileLang specializes per call (``tlc.tilelang.jit`` binds them with ``-D``)."""
+        self.shapes: Dict[str, Optional[Tuple[Any, ...]]] = {}
+        """An eager kernel's tensor parameters' declared shapes as Python evaluates them
+        (ints, symbolic dims, expressions over them), ``None`` where it cannot."""
 
     def __str__(self) -> str:
         return self.source
@@ -823,7 +829,33 @@ def eager(fn: Callable[..., Any], **values: Any) -> PrimFunc:
         raise LanguageError(f"{filename}:{first_line + func.lineno - 1}: `{fn.__name__}` has no kernel")
     # Decorated on the line above the def (a blank one: the text starts at the def).
     source = _substitute("@T.prim_func\n" + "".join(out[def_line:]), first_line + def_line - 1, scope)
-    return PrimFunc(func.name, filename, source, out_idx)
+    made = PrimFunc(func.name, filename, source, out_idx)
+    made.consts = [n for stmt in func.body if _is_const(stmt) for n in (t.id for t in _targets(stmt)) if n not in values]
+    made.shapes = {t: _declared_shape(declared[t], scope) for t in tensors}
+    return made
+
+
+def _declared_shape(annotation: str, scope: Dict[str, Any]) -> Optional[Tuple[Any, ...]]:
+    """The shape of ``T.Tensor(shape, dtype)`` / ``T.Tensor[shape, dtype]`` as Python
+    evaluates it in ``scope``, or ``None``."""
+    try:
+        node = ast.parse(annotation.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    if isinstance(node, ast.Call) and node.args:
+        shape_node: ast.expr = node.args[0]
+    elif isinstance(node, ast.Subscript):
+        inner = node.slice
+        shape_node = inner.elts[0] if isinstance(inner, ast.Tuple) and inner.elts else inner
+    else:
+        return None
+    try:
+        value = eval(compile(ast.Expression(shape_node), "<shape>", "eval"), dict(scope))
+    except Exception:  # a shape only the compiler can read
+        return None
+    if isinstance(value, (list, tuple)):
+        return tuple(value)
+    return (value,)
 
 
 def _defaults(fn: Callable[..., Any]) -> Dict[str, Any]:

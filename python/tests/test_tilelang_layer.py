@@ -308,3 +308,183 @@ def test_small_helpers():
     assert "ld.global" in k.get_kernel_source() and k.kernel_source == k.ptx
     with pytest.raises(T.UnknownName, match="`T.jit_compile` is not part"):
         T.jit_compile
+
+
+class NumpyTorch:
+    """The part of torch's API the profiler, do_bench and the autotuner call, on NumPy
+    arrays and the host clock: enough to run their logic end to end on the CPU, with the
+    kernel's launches done by the reference interpreter."""
+
+    float16, float32, int32, int8 = np.float16, np.float32, np.int32, np.int8
+    float = np.float32
+
+    class Tensor:
+        def __init__(self, a):
+            self.a = a
+
+        shape = property(lambda self: self.a.shape)
+        dtype = property(lambda self: self.a.dtype.type)
+        device = "cuda:0"
+
+        def numel(self):
+            return self.a.size
+
+        def to(self, dtype):
+            return NumpyTorch.Tensor(self.a.astype(dtype))
+
+        def cpu(self):
+            return self
+
+        def sum(self):
+            return NumpyTorch.Tensor(self.a.sum())
+
+        def item(self):
+            return self.a.item()
+
+        def nonzero(self):
+            return NumpyTorch.Tensor(np.argwhere(self.a))
+
+        def __getitem__(self, i):
+            return NumpyTorch.Tensor(self.a[i])
+
+        def tolist(self):
+            return self.a.tolist()
+
+        def __invert__(self):
+            return NumpyTorch.Tensor(~self.a)
+
+        def zero_(self):
+            return self
+
+        def uniform_(self, lo, hi):
+            self.a[...] = RNG_LAYER.uniform(lo, hi, self.a.shape)
+            return self
+
+    class cuda:
+        @staticmethod
+        def current_device():
+            return 0
+
+        @staticmethod
+        def synchronize(*_):
+            pass
+
+        class device:
+            def __init__(self, index):
+                pass
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *_):
+                return False
+
+        class Event:
+            def __init__(self, enable_timing):
+                self.t = None
+
+            def record(self):
+                import time
+
+                self.t = time.perf_counter()
+
+            def synchronize(self):
+                pass
+
+            def elapsed_time(self, end):
+                return (end.t - self.t) * 1e3
+
+    @staticmethod
+    def device(kind, index=None):
+        return f"{kind}:{index}"
+
+    @classmethod
+    def empty(cls, shape, device=None, dtype=np.float32):
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        # The L2 flush buffer (256 MiB) is never read: a placeholder of its shape.
+        return cls.Tensor(np.empty(shape if np.prod(shape) < 1 << 20 else (1,), dtype))
+
+    @classmethod
+    def tensor(cls, values, dtype=None):
+        return cls.Tensor(np.asarray(values, dtype))
+
+    @classmethod
+    def mean(cls, t):
+        return cls.Tensor(t.a.mean())
+
+    @classmethod
+    def isclose(cls, a, b, rtol, atol, equal_nan):
+        return cls.Tensor(np.isclose(a.a, b.a, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+RNG_LAYER = np.random.default_rng(7)
+
+
+@pytest.fixture
+def numpy_torch(monkeypatch):
+    """torch as NumpyTorch, launches run by the interpreter on the arrays."""
+    import sys
+
+    import tlc._tensors as tensors
+
+    monkeypatch.setitem(sys.modules, "torch", NumpyTorch)
+    monkeypatch.setattr(tensors, "_import_torch", lambda param: NumpyTorch)
+    monkeypatch.setattr(tensors, "_torch_dtype", lambda torch, d: {"float32": np.float32, "float16": np.float16}[d])
+    launched = []
+
+    def interpret(kernel, *tensors_):
+        launched.append(kernel)
+        arrays = [t.a for t in tensors_] + [None] * len(kernel.out_idx)
+        out = tlc.interpret(kernel, *arrays)
+        outs = tuple(NumpyTorch.Tensor(out[i]) for i in kernel.out_idx)
+        return outs[0] if len(outs) == 1 else (outs or None)
+
+    monkeypatch.setattr(tlc.Kernel, "__call__", interpret)
+    return launched
+
+
+def test_profiler_checks_and_times_through_torchs_api(numpy_torch):
+    k = scale(100, 32, 2.0)
+    profiler = k.get_profiler()
+    profiler.assert_allclose(lambda a: NumpyTorch.Tensor(a.a * 2), rtol=0, atol=0)
+    with pytest.raises(AssertionError, match="differ in 100 of 100 elements"):
+        profiler.assert_allclose(lambda a: NumpyTorch.Tensor(a.a * 2 + 1))
+    ms = profiler.do_bench(n_warmup=1, n_repeat=3)
+    assert isinstance(ms, float) and ms > 0
+    ref_ms = profiler.do_bench(lambda a: a, warmup=1, rep=1)
+    assert ref_ms >= 0 and len(numpy_torch) >= 1 + 1 + 5 + 1 + 3
+
+
+def test_autotune_on_a_gpu_checks_times_and_keeps_the_fastest(numpy_torch, monkeypatch):
+    import tlc.tilelang.autotuner as tuner_module
+
+    monkeypatch.setattr(tuner_module, "_gpu_present", lambda: True)
+    times = {32: 2.0, 64: 1.0, 16: 3.0}
+    monkeypatch.setattr(
+        tlc.tilelang.profiler.Profiler, "do_bench",
+        lambda self, func=None, **kw: 5.0 if func is not None else times[self._func.prim_func_block],
+    )
+    built = []
+
+    def factory(block):
+        built.append(block)
+        return scale.func(100, block, 2.0)
+
+    class Tuner(AutoTuner):
+        def _build(self, config):
+            k = super()._build(config)
+            k.prim_func_block = config["block"]
+            return k
+
+    result = (
+        Tuner.from_kernel(kernel=factory, configs=[{"block": b} for b in (32, 64, 16)])
+        .set_compile_args(out_idx=[1])
+        .set_profile_args(ref_prog=lambda a: NumpyTorch.Tensor(a.a * 2))
+        .run(warmup=1, rep=1)
+    )
+    assert result.config == {"block": 64} and result.latency == 1.0 and result.ref_latency == 5.0
+    assert result.kernel.latency == 1.0 and result.kernel.ref_latency == 5.0 and built == [32, 64, 16]
+    # A config whose output differs from the reference is skipped.
+    bad = Tuner.from_kernel(kernel=factory, configs=[{"block": 32}]).set_compile_args(out_idx=[1])
+    with pytest.warns(UserWarning, match="differs from the reference"), pytest.raises(RuntimeError, match="no config"):
+        bad.set_profile_args(ref_prog=lambda a: NumpyTorch.Tensor(a.a)).run()

@@ -13,7 +13,6 @@ import importlib
 import importlib.util
 import sys
 import types
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -292,4 +291,3 @@ def test_flash_decoding_kernels_compile():
 def test_no_script_left_a_stand_in_behind():
     for name in ("torch", "einops", "triton"):
         assert not isinstance(sys.modules.get(name), _StandIn)
-    warnings.simplefilter("default")

@@ -304,7 +304,7 @@ def ceildiv(a: Any, b: Any) -> Any:
         ta, tb = (_literal(v) if isinstance(v, int) else v._text() for v in (a, b))
         syms = tuple(s for v in (a, b) if not isinstance(v, int) for s in v._symbols())
         return Expr(f"T.ceildiv({ta}, {tb})", syms)
-    return _ANYTHING
+    return _Anything("ceildiv")
 
 
 class PrimFunc:
@@ -1060,8 +1060,6 @@ class _Anything:
             f"kernel's text): Python cannot iterate it"
         )
 
-
-_ANYTHING = _Anything()
 
 
 class UnknownName(LanguageError):

@@ -392,4 +392,11 @@ run tests/tilelang/mamba_chunk_state.tir -D batch=1 -D seqlen=200 -D chunk_size=
 run tests/tilelang/mamba_chunk_state.tir -D batch=1 -D seqlen=4096 -D chunk_size=256 -D ngroups=1 -D nheads=8 -D headdim=64 -D dstate=128 --rtol 4e-3
 run tests/tilelang/mamba_chunk_scan.tir -D batch=1 -D seqlen=200 -D chunk_size=128 -D ngroups=2 -D nheads=4 -D headdim=80 -D dstate=100
 run tests/tilelang/mamba_chunk_scan.tir -D batch=1 -D seqlen=4096 -D chunk_size=256 -D ngroups=1 -D nheads=8 -D headdim=64 -D dstate=128
+# TileLang's example scripts, their own main() through the tlc wheel's tlc.tilelang (needs
+# python3 with the wheel and torch; minutes): run when they are installed.
+if python3 -c "import tlc.tilelang, torch" 2>/dev/null; then
+    scripts/gpu-scripts.sh python3 || fail=1
+else
+    echo "skip  scripts/gpu-scripts.sh: python3 lacks the tlc wheel or torch"
+fi
 exit $fail

@@ -6,6 +6,7 @@ mod compile;
 mod errors;
 mod interpret;
 mod launch;
+mod names;
 mod plan;
 mod source;
 mod tune;
@@ -25,6 +26,9 @@ mod _tlc {
 
     #[pymodule_export]
     use crate::source::param_names;
+
+    #[pymodule_export]
+    use crate::names::{language_declines, language_names};
 
     #[pymodule_export]
     use crate::plan::plan;

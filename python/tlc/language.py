@@ -36,8 +36,15 @@ substituted as its text. ``eager(fn, **values)`` takes TileLang's eager ``@tilel
 form (``T.const`` / ``T.empty`` / ``return``).
 
 Everything else ``T.`` spells (``T.Tensor``, ``T.Kernel``, ``T.float16``, ...) exists here
-only so that the annotations Python evaluates at definition time do not fail; the meaning
-is the compiler's (docs/ir.md).
+only so that the annotations Python evaluates at definition time do not fail, and only for
+the names the compiler reads (or declines with its own explanation, ``T.print``); the
+meaning is the compiler's (docs/ir.md). Any other ``T.x`` is an ``UnknownName`` error at
+the line that spells it.
+
+Python's ``min`` / ``max`` / ``abs`` / ``int`` / ``float`` / ``round`` in a kernel body are
+evaluated when their arguments are literals after substitution (``min``/``max`` of
+run-time values become ``T.min``/``T.max``); a name the kernel binds that a symbolic dim
+also has is renamed (``k`` → ``k_1``).
 """
 
 from __future__ import annotations
@@ -46,11 +53,13 @@ import ast
 import inspect
 import sys
 import textwrap
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
+from typing import (
+    Any, Callable, Dict, FrozenSet, List, NamedTuple, Optional, Sequence, Set, Tuple,
+)
 
 __all__ = [
     "DataType", "ceildiv", "dynamic", "Expr", "LanguageError", "Macro", "PrimFunc", "eager",
-    "macro", "prim_func", "symbolic", "tunable", "tune_constraint",
+    "macro", "prim_func", "symbolic", "tunable", "tune_constraint", "UnknownName",
 ]
 
 
@@ -295,7 +304,7 @@ def ceildiv(a: Any, b: Any) -> Any:
         ta, tb = (_literal(v) if isinstance(v, int) else v._text() for v in (a, b))
         syms = tuple(s for v in (a, b) if not isinstance(v, int) for s in v._symbols())
         return Expr(f"T.ceildiv({ta}, {tb})", syms)
-    return _ANYTHING
+    return _Anything("ceildiv")
 
 
 class PrimFunc:
@@ -311,6 +320,12 @@ class PrimFunc:
         self.out_idx = out_idx
         """The parameters a call allocates (an eager kernel's ``T.empty`` outputs), for
         ``tlc.compile``'s ``out_idx`` when that is not given; ``None`` for ``T.prim_func``."""
+        self.consts: List[str] = []
+        """An eager kernel's ``T.const`` names left symbolic (not given to ``eager``): the
+        sizes TileLang specializes per call (``tlc.tilelang.jit`` binds them with ``-D``)."""
+        self.shapes: Dict[str, Optional[Tuple[Any, ...]]] = {}
+        """An eager kernel's tensor parameters' declared shapes as Python evaluates them
+        (ints, symbolic dims, expressions over them), ``None`` where it cannot."""
 
     def __str__(self) -> str:
         return self.source
@@ -404,30 +419,32 @@ class _Parts(NamedTuple):
     tunables: Dict[str, "Tunable"]
     spaces: Dict[int, "ConfigSpace"]
     macros: Dict[str, Macro]
+    #: The names the function binds (parameters, loop, ``with`` and assignment targets),
+    #: before any renaming.
+    bound: Set[str]
 
 
 def _substitute(source: str, first_line: int, scope: Dict[str, Any]) -> str:
     """The function's text with its free names' literal values in place, Python-level
     branches on them resolved, symbolic dims declared above it, placed so that it starts
     on ``first_line``; the macros it calls (theirs too) follow it, one definition per
-    ``Macro`` object (two of one name — a macro factory's — get distinct names)."""
-    names: Dict[int, str] = {}
-    parts = _parts(source, scope, names)
+    ``Macro`` object (two of one name — a macro factory's — get distinct names).
+
+    A name the kernel (or a macro) binds that is also a symbolic dim's name (a loop ``k``
+    beside ``T.symbolic("k")``) is renamed in the text: the dim's name is fixed — it is the
+    name launches bind — while the loop's is the author's choice."""
+    parts, macro_parts = _collect(source, scope, frozenset())
+    symbols: Dict[str, Symbolic] = {}
+    for p in [parts] + macro_parts:
+        symbols.update(p.symbols)
+    if any(p.bound & set(symbols) for p in [parts] + macro_parts):
+        parts, macro_parts = _collect(source, scope, frozenset(symbols))
     symbols, tunables, spaces = dict(parts.symbols), dict(parts.tunables), dict(parts.spaces)
-    macros: List[str] = []
-    pending = list(parts.macros.values())
-    done: Set[int] = set()
-    while pending:
-        m = pending.pop(0)
-        if id(m) in done:
-            continue
-        done.add(id(m))
-        inner = _parts(m._text, m._scope, names, rename_def=(m.name, names[id(m)]))
+    for inner in macro_parts:
         symbols.update(inner.symbols)
         tunables.update(inner.tunables)
         spaces.update(inner.spaces)
-        pending.extend(inner.macros.values())
-        macros.append("\n\n" + inner.body)
+    macros = ["\n\n" + inner.body for inner in macro_parts]
     header = [_declare(s) for s in symbols.values()]
     header += [_declare_tunable(n, t) for n, t in sorted(tunables.items())]
     header += [space.declaration() for space in spaces.values()]
@@ -436,20 +453,52 @@ def _substitute(source: str, first_line: int, scope: Dict[str, Any]) -> str:
     return "".join(header) + "\n" * pad + parts.body + "".join(macros)
 
 
+def _collect(
+    source: str, scope: Dict[str, Any], reserved: FrozenSet[str]
+) -> Tuple["_Parts", List["_Parts"]]:
+    """The kernel's parts and those of the macros it calls, transitively (``reserved``:
+    the symbolic dims' names, which the texts must not bind)."""
+    names: Dict[int, str] = {}
+    parts = _parts(source, scope, names, reserved=reserved)
+    macro_parts: List[_Parts] = []
+    pending = list(parts.macros.values())
+    done: Set[int] = set()
+    while pending:
+        m = pending.pop(0)
+        if id(m) in done:
+            continue
+        done.add(id(m))
+        inner = _parts(m._text, m._scope, names, rename_def=(m.name, names[id(m)]), reserved=reserved)
+        pending.extend(inner.macros.values())
+        macro_parts.append(inner)
+    return parts, macro_parts
+
+
 def _parts(
     source: str,
     scope: Dict[str, Any],
     names: Dict[int, str],
     rename_def: Optional[Tuple[str, str]] = None,
+    reserved: FrozenSet[str] = frozenset(),
 ) -> _Parts:
     """[`_substitute`]'s work on one function: its text with the values in place, and the
     dims, tunables, config spaces and macros it names (``names``: each ``Macro`` object's
     name in the text, shared by the whole kernel; ``rename_def``: a macro's own name and
-    its name in the text)."""
+    its name in the text; ``reserved``: names the function may not bind, renamed)."""
     text = textwrap.dedent(source)
     func = _function(text)
     bound = _bound_names(func)
+    params = {a.arg for a in ast.walk(func) if isinstance(a, ast.arg)}
     edits: List[Tuple[int, int, int, str]] = []  # (line, start col, end col, text)
+    for name in sorted(params & reserved):
+        raise LanguageError(
+            f"`{func.name}`'s parameter `{name}` has the name of a symbolic dim of the "
+            "kernel: rename the parameter"
+        )
+    renames = _fresh_names(text, (bound - params) & reserved, reserved)
+    for node in ast.walk(func):
+        if isinstance(node, ast.Name) and node.id in renames and node.end_col_offset is not None:
+            edits.append((node.lineno, node.col_offset, node.end_col_offset, renames[node.id]))
     if rename_def is not None and rename_def[0] != rename_def[1]:
         line = text.splitlines()[func.lineno - 1]
         col = line.find(f"def {rename_def[0]}")
@@ -517,8 +566,95 @@ def _parts(
             f"the kernel binds `{name}` (a parameter, loop or assigned name), which is also a "
             "tunable of the factory: rename one"
         )
-    body = _fold_branches("".join(out))
-    return _Parts(body, symbols, tunables, spaces, macros)
+    body = _fold_branches(_fold_builtins("".join(out), scope, bound))
+    return _Parts(body, symbols, tunables, spaces, macros, bound)
+
+
+def _fresh_names(text: str, names: Set[str], taken: FrozenSet[str]) -> Dict[str, str]:
+    """A new name for each of ``names``: ``k`` becomes ``k_1`` (``k_2``, ...), one that
+    appears nowhere in ``text`` and is none of ``taken``."""
+    used = {n.id for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Name)} | set(taken)
+    out: Dict[str, str] = {}
+    for name in sorted(names):
+        i = 1
+        while f"{name}_{i}" in used:
+            i += 1
+        out[name] = f"{name}_{i}"
+        used.add(out[name])
+    return out
+
+
+#: Python builtins a kernel body may call on the factory's values, which TileLang's
+#: Python evaluates while it builds the kernel (``min(block_N, dim)``).
+_BUILTINS = {"min": min, "max": max, "abs": abs, "int": int, "float": float, "round": round}
+
+
+def _fold_builtins(text: str, scope: Dict[str, Any], bound: Set[str]) -> str:
+    """Calls of Python's ``min``, ``max``, ``abs``, ``int``, ``float``, ``round`` whose
+    arguments are literals after substitution are replaced by their value, as TileLang's
+    Python computes them; ``min`` / ``max`` of run-time values become ``T.min`` /
+    ``T.max`` (the same value). A name the kernel binds, or the module defines, is not the
+    builtin and stays; a call that cannot be folded stays too (the compiler reports it,
+    located)."""
+    while True:
+        func = _function(text)
+        # Innermost first (`ast.walk` is breadth-first), so nested calls fold whole.
+        for node in reversed(list(ast.walk(func))):
+            new = _folded_call(node, scope, bound, text)
+            if new is not None:
+                break
+        else:
+            return text
+        assert isinstance(node, ast.Call) and node.end_col_offset is not None
+        lines = text.splitlines(keepends=True)
+        first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+        row = lines[first][: node.col_offset] + new + lines[last][node.end_col_offset :]
+        lines[first : last + 1] = [row] + ["\n"] * (last - first)
+        text = "".join(lines)
+
+
+def _folded_call(node: ast.AST, scope: Dict[str, Any], bound: Set[str], text: str) -> Optional[str]:
+    """The text replacing ``node`` when it is a call of one of ``_BUILTINS`` that folds."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+        return None
+    name = node.func.id
+    builtin = _BUILTINS.get(name)
+    if builtin is None or name in bound or scope.get(name, builtin) is not builtin:
+        return None
+    if node.keywords or not node.args or node.end_col_offset is None:
+        return None
+    if any(isinstance(a, ast.Starred) for a in node.args):
+        return None
+    values = [_constant(a) for a in node.args]
+    if all(v is not _UNDECIDED for v in values):
+        try:
+            value = builtin(*values)
+        except Exception:  # e.g. int("x"): left for the compiler, which says where
+            value = None
+        new = _literal(value) if value is not None else None
+        if new is not None:
+            return f"({new})" if new.startswith("-") else new
+    if name in ("min", "max") and len(node.args) >= 2:
+        args = [" ".join((ast.get_source_segment(text, a) or "").split()) for a in node.args]
+        out = args[0]
+        for a in args[1:]:
+            out = f"T.{name}({out}, {a})"
+        return out
+    return None
+
+
+_UNDECIDED = object()
+
+
+def _constant(node: ast.expr) -> Any:
+    """The value of an expression made only of literals and operators (after
+    substitution), else ``_UNDECIDED``."""
+    if not all(isinstance(n, _DECIDABLE) for n in ast.walk(node)):
+        return _UNDECIDED
+    try:
+        return eval(compile(ast.Expression(node), "<value>", "eval"), {"__builtins__": {}})
+    except Exception:
+        return _UNDECIDED
 
 
 def _declare(s: Symbolic) -> str:
@@ -644,6 +780,8 @@ def eager(fn: Callable[..., Any], **values: Any) -> PrimFunc:
             try:
                 assert isinstance(stmt, ast.Assign)
                 value = eval(compile(ast.Expression(stmt.value), filename, "eval"), dict(scope))
+            except UnknownName:
+                continue  # a name only the compiler can judge: it says where
             except LanguageError:
                 raise
             except Exception:  # a TIR expression or a call Python cannot make here: a let
@@ -656,6 +794,8 @@ def eager(fn: Callable[..., Any], **values: Any) -> PrimFunc:
         elif isinstance(stmt, ast.Assert):
             try:
                 holds = eval(compile(ast.Expression(stmt.test), filename, "eval"), dict(scope))
+            except UnknownName:
+                continue
             except LanguageError:
                 raise
             except Exception:
@@ -689,7 +829,33 @@ def eager(fn: Callable[..., Any], **values: Any) -> PrimFunc:
         raise LanguageError(f"{filename}:{first_line + func.lineno - 1}: `{fn.__name__}` has no kernel")
     # Decorated on the line above the def (a blank one: the text starts at the def).
     source = _substitute("@T.prim_func\n" + "".join(out[def_line:]), first_line + def_line - 1, scope)
-    return PrimFunc(func.name, filename, source, out_idx)
+    made = PrimFunc(func.name, filename, source, out_idx)
+    made.consts = [n for stmt in func.body if _is_const(stmt) for n in (t.id for t in _targets(stmt)) if n not in values]
+    made.shapes = {t: _declared_shape(declared[t], scope) for t in tensors}
+    return made
+
+
+def _declared_shape(annotation: str, scope: Dict[str, Any]) -> Optional[Tuple[Any, ...]]:
+    """The shape of ``T.Tensor(shape, dtype)`` / ``T.Tensor[shape, dtype]`` as Python
+    evaluates it in ``scope``, or ``None``."""
+    try:
+        node = ast.parse(annotation.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    if isinstance(node, ast.Call) and node.args:
+        shape_node: ast.expr = node.args[0]
+    elif isinstance(node, ast.Subscript):
+        inner = node.slice
+        shape_node = inner.elts[0] if isinstance(inner, ast.Tuple) and inner.elts else inner
+    else:
+        return None
+    try:
+        value = eval(compile(ast.Expression(shape_node), "<shape>", "eval"), dict(scope))
+    except Exception:  # a shape only the compiler can read
+        return None
+    if isinstance(value, (list, tuple)):
+        return tuple(value)
+    return (value,)
 
 
 def _defaults(fn: Callable[..., Any]) -> Dict[str, Any]:
@@ -832,6 +998,12 @@ _DTYPE_ALIASES = {
 _BITS = {"bool": 8, "float": 32}
 
 
+class dtype(str):  # noqa: N801  (TileLang's spelling)
+    """TileLang's ``T.dtype``: a dtype name. Factories use it as a parameter annotation
+    (``dtype: T.dtype = T.float16``) and to name a dtype (``T.dtype("float16")``); the
+    value is the name, which kernels read as text."""
+
+
 class DataType:
     """TVM's ``DataType(dtype)`` as TileLang's factories use it: ``DataType(in_dtype).bits``
     (``from tvm import DataType`` becomes ``from tlc.language import DataType``)."""
@@ -859,8 +1031,9 @@ class DataType:
 class _Anything:
     """What ``T.Tensor((M, K), dtype)`` and the like evaluate to in Python: nothing. They
     matter only as source text; Python evaluates annotations when the function is defined.
-    Never a value Python code goes on with: decorating a function with one (``@T.jit``)
-    or iterating one is a ``LanguageError`` naming it."""
+    Only names the compiler reads are placeholders (any other ``T.x`` is an
+    ``UnknownName`` error at its line), and never a value Python code goes on with:
+    decorating a function with one or iterating one is a ``LanguageError`` naming it."""
 
     def __init__(self, name: str = "") -> None:
         self._name = name
@@ -869,15 +1042,9 @@ class _Anything:
         if len(args) == 1 and not kwargs and inspect.isfunction(args[0]):
             fn = args[0]
             code = fn.__code__
-            hint = (
-                "write the kernel as `@T.prim_func` (TileLang's `@tilelang.jit` factory: "
-                "call the factory, then `tlc.compile` its result)"
-                if self._name == "jit"
-                else "tlc.language has no such decorator"
-            )
             raise LanguageError(
                 f"{code.co_filename}:{code.co_firstlineno}: `T.{self._name}` decorates "
-                f"`{fn.__name__}`, but it is not part of tlc's language: {hint}"
+                f"`{fn.__name__}`, but it is a construct of a kernel's text, not a decorator"
             )
         return self
 
@@ -894,14 +1061,50 @@ class _Anything:
         )
 
 
-_ANYTHING = _Anything()
+
+class UnknownName(LanguageError):
+    """``T.x`` for a name that neither ``tlc.language`` nor the compiler reads."""
 
 
-def __getattr__(name: str) -> Any:
-    # Module-level fallback (PEP 562): `T.Tensor`, `T.Kernel`, `T.handle`, ... for Python's
-    # evaluation of annotations; private names stay errors.
+_COMPILER_NAMES: Optional[FrozenSet[str]] = None
+
+
+def _compiler_reads(name: str) -> bool:
+    """Whether the compiler's front end reads ``T.name`` — or declines it with its own
+    located explanation (``T.print``), which it then gives where the kernel uses it."""
+    global _COMPILER_NAMES
+    from . import _tlc
+
+    if _COMPILER_NAMES is None:
+        _COMPILER_NAMES = frozenset(_tlc.language_names())
+    return name in _COMPILER_NAMES or bool(_tlc.language_declines(name))
+
+
+#: What to write instead of TileLang names that are Python-level there.
+_INSTEAD = {
+    "jit": "write the kernel as `@T.prim_func` (and call `tlc.compile` on it), or use "
+    "`tlc.tilelang.jit` (`import tlc.tilelang as tilelang`)",
+}
+
+
+def lookup(name: str, depth: int = 1) -> Any:
+    """``T.name`` for a name this module does not define: a dtype alias, or a placeholder
+    for a name the compiler reads (its meaning is the compiler's); any other name is an
+    ``UnknownName`` error located at the line that spelled it (``depth``: the frames between
+    that line and this function)."""
     if name.startswith("_"):
         raise AttributeError(name)
     if name in _DTYPE_ALIASES:
         return _DTYPE_ALIASES[name]
-    return _Anything(name)
+    if _compiler_reads(name):
+        return _Anything(name)
+    frame = sys._getframe(depth + 1)
+    where = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+    hint = _INSTEAD.get(name, "see docs/ir.md for the language tlc reads")
+    raise UnknownName(f"{where}: `T.{name}` is not part of tlc's language: {hint}")
+
+
+def __getattr__(name: str) -> Any:
+    # Module-level fallback (PEP 562): `T.Tensor`, `T.Kernel`, `T.handle`, ... for Python's
+    # evaluation of annotations; private names stay AttributeErrors.
+    return lookup(name, 1)

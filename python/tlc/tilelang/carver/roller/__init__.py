@@ -1,0 +1,1 @@
+"""``tilelang.carver.roller``: present for imports only (see ``tlc.tilelang.carver``)."""

@@ -1,0 +1,7 @@
+"""``tilelang.carver.template``: present for imports only (see ``tlc.tilelang.carver``)."""
+
+from . import Unavailable
+
+
+class MatmulTemplate(Unavailable):
+    pass

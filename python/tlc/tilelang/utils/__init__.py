@@ -1,0 +1,1 @@
+"""TileLang's ``tilelang.utils`` (the parts scripts import): ``tensor``."""

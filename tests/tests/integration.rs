@@ -11,5 +11,6 @@ mod pipeline_mutations;
 mod refused;
 mod roundtrip;
 mod run_errors;
+mod safe_memory;
 mod tilelang_examples;
 mod topology;

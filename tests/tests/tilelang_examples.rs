@@ -667,6 +667,17 @@ const EXAMPLES: &[Example] = &[
         ],
         reference: conv_im2col,
     },
+    // The same convolution with the kernel size a symbolic dim (T.im2col's kernel and pad
+    // expressions of K): K = 3 as conv_im2col's first size, then K = 5 (pad 2, 25 taps of 8
+    // channels over 7 k-steps).
+    Example {
+        stem: "conv_im2col_symbolic_k",
+        sizes: [
+            &[("N", 1), ("C", 5), ("H", 5), ("W", 7), ("F", 100), ("K", 3)],
+            &[("N", 2), ("C", 8), ("H", 4), ("W", 8), ("F", 128), ("K", 5)],
+        ],
+        reference: conv_im2col,
+    },
     // Chunked linear attention, chunks of 64 positions (S a multiple of 64: no masking): two
     // heads over 4 chunks, then two batches of one head over 8 (the original's S = 512). O
     // zeroed ([`given`]: the kernel adds into it).
@@ -1510,21 +1521,24 @@ fn conv_im2col(o: &Outputs) -> Expected {
     let (d, k) = (&o["data"], &o["kernel"]);
     let [n, h, w, c] = [d.shape()[0], d.shape()[1], d.shape()[2], d.shape()[3]];
     let f = k.shape()[3];
+    // An odd kernel size K with "same" padding (K - 1) / 2: conv_im2col.tir's K = 3,
+    // conv_im2col_symbolic_k.tir's K bound by the sizes.
+    let (ks, pad) = (k.shape()[0], (k.shape()[0] as i64 - 1) / 2);
     let (dv, kv) = (d.to_f64(), k.to_f64());
     let mut out = Vec::with_capacity(n * h * w * f);
     for (b, oh, ow) in (0..n).flat_map(|b| (0..h).flat_map(move |y| (0..w).map(move |x| (b, y, x))))
     {
         for j in 0..f {
             let mut products = Vec::new();
-            for (kh, kw) in (0..3).flat_map(|a| (0..3).map(move |e| (a, e))) {
-                let (y, x) = ((oh + kh) as i64 - 1, (ow + kw) as i64 - 1);
+            for (kh, kw) in (0..ks).flat_map(|a| (0..ks).map(move |e| (a, e))) {
+                let (y, x) = ((oh + kh) as i64 - pad, (ow + kw) as i64 - pad);
                 if y < 0 || x < 0 || y >= h as i64 || x >= w as i64 {
                     continue;
                 }
                 let (y, x) = (y as usize, x as usize);
                 for ci in 0..c {
                     let a = dv[((b * h + y) * w + x) * c + ci];
-                    products.push(a * kv[((kh * 3 + kw) * c + ci) * f + j]);
+                    products.push(a * kv[((kh * ks + kw) * c + ci) * f + j]);
                 }
             }
             let model = Approx::sum(products.iter().copied().map(exact), Fp::F32).round(Fp::F16);
@@ -4354,6 +4368,11 @@ fn naive_gemv_matches_its_reference() {
 #[test]
 fn conv_im2col_matches_its_reference() {
     check_example("conv_im2col");
+}
+
+#[test]
+fn conv_im2col_symbolic_k_matches_its_reference() {
+    check_example("conv_im2col_symbolic_k");
 }
 
 #[test]

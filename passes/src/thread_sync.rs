@@ -119,11 +119,17 @@ fn thread_axis(kind: &ForKind) -> Option<usize> {
     }
 }
 
-/// Whether `body` synchronizes itself: a barrier or an intrinsic anywhere in it.
+/// Whether `body` synchronizes itself: a barrier or an intrinsic anywhere in it — other than
+/// a warp shuffle, which exchanges registers and orders no memory access (Hadamard's
+/// butterflies shuffle between exchanges through shared memory that need barriers).
 fn synchronizes_itself(body: &[Stmt]) -> bool {
     let mut found = false;
     for_each_stmt(body, &mut |s| {
-        found |= matches!(s.kind, StmtKind::Barrier | StmtKind::Intrinsic(_));
+        found |= match &s.kind {
+            StmtKind::Barrier => true,
+            StmtKind::Intrinsic(i) => !i.is_register_exchange(),
+            _ => false,
+        };
     });
     found
 }

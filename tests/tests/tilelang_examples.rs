@@ -866,7 +866,72 @@ const EXAMPLES: &[Example] = &[
         ],
         reference: flash_attention_causal,
     },
+    // The Hadamard transform at its default n = 8192 (256 threads of 32 elements: 5 levels
+    // in a thread, 5 over lanes by warp shuffles, 3 over warps through shared memory) for 3
+    // rows, then n = 2048 (8 elements a thread) for 1. HADAMARD_MORE checks the other
+    // configurations.
+    Example {
+        stem: "hadamard",
+        sizes: [&[("b", 3)], HADAMARD_2048_B1],
+        reference: hadamard,
+    },
 ];
+
+/// `hadamard.tir` at n = 2048 for one row: its tunable group as the factory computes it.
+const HADAMARD_2048_B1: &[(&str, i64)] = &[
+    ("b", 1),
+    ("n", 2048),
+    ("threads", 256),
+    ("thread_elem", 8),
+    ("thread_round", 3),
+    ("warps", 8),
+    ("warp_round", 5),
+    ("warp_size", 32),
+    ("block_round", 3),
+    ("exchange_round", 1),
+    ("thread_elem_in_smem", 8),
+];
+
+/// `hadamard.tir`'s other configurations, each pair checked as an [`Example`]'s sizes (the
+/// first also lowered for both targets and assembled): n = 64 (8 threads of 8 elements, the
+/// shuffles in segments of 8 lanes of a block of 8 threads) for 3 rows, then n = 256 (one
+/// warp, 5 shuffle levels, no shared memory) for 1; n = 256 for 2 rows, then n = 64 for 1;
+/// n = 16384 (64 elements a thread: 2 exchange rounds of 32 through the 32 KiB of shared
+/// memory) for 1 row, then n = 2048 for 2.
+const HADAMARD_MORE: [[&[(&str, i64)]; 2]; 3] = [
+    [&hadamard_config(3, 64), &hadamard_config(1, 256)],
+    [&hadamard_config(2, 256), &hadamard_config(1, 64)],
+    [&hadamard_config(1, 16384), &hadamard_config(2, 2048)],
+];
+
+/// `hadamard.tir`'s binding for `rows` rows of `n`: the factory's Python arithmetic
+/// (threads from its table by log2 n, the rest derived), which the file's tunable tuples
+/// hold.
+const fn hadamard_config(rows: i64, n: i64) -> [(&'static str, i64); 11] {
+    const THREADS: [i64; 16] = [
+        0, 1, 1, 1, 2, 4, 8, 16, 32, 32, 128, 256, 256, 256, 256, 256,
+    ];
+    let log_n = n.trailing_zeros() as usize;
+    let threads = THREADS[log_n];
+    let thread_elem = n / threads;
+    let warps = if threads <= 32 { 1 } else { threads / 32 };
+    let warp_size = threads / warps;
+    // 32 KiB of float32 shared memory at most.
+    let exchange_round = if n * 4 > 32768 { n * 4 / 32768 } else { 1 };
+    [
+        ("b", rows),
+        ("n", n),
+        ("threads", threads),
+        ("thread_elem", thread_elem),
+        ("thread_round", thread_elem.trailing_zeros() as i64),
+        ("warps", warps),
+        ("warp_round", warp_size.trailing_zeros() as i64),
+        ("warp_size", warp_size),
+        ("block_round", warps.trailing_zeros() as i64),
+        ("exchange_round", exchange_round),
+        ("thread_elem_in_smem", thread_elem / exchange_round),
+    ]
+}
 
 /// Inputs a kernel needs to be meaningful (the others are random): per stem and size (the
 /// index into [`Example::sizes`]).
@@ -1229,6 +1294,8 @@ const RACY: &[(&str, &[(&str, i64)])] = &[
     // The tk == 0 thread zeroes C_shared[tn], the 32 threads of the row add to it
     // atomically and read it back.
     ("gemv_splitk_vectorized", &[("N", 2), ("K", 256)]),
+    // Each thread writes its row of `shared` and reads the transposed thread's.
+    ("hadamard", HADAMARD_2048_B1),
 ];
 
 // ---------------------------------------------------------------------------------------
@@ -1384,6 +1451,53 @@ fn softmax(o: &Outputs) -> Expected {
         }
     }
     vec![("Y", y)]
+}
+
+/// `hadamard.tir`: per row x of A (b × n float32), B[r, k] = Σ_i x_i (−1)^popcount(i & k),
+/// computed directly. The bound follows the kernel's float32 butterflies over the index
+/// bits, lowest first: the first log2(n / threads) levels inside a thread as `s = a + b`
+/// then `s − 2b` (each rounded; `2b` exact), the others `a + b` and `a − b` (the shuffle
+/// levels and the exchanged ones alike), threads by the factory's table.
+fn hadamard(o: &Outputs) -> Expected {
+    const THREADS: [usize; 16] = [
+        0, 1, 1, 1, 2, 4, 8, 16, 32, 32, 128, 256, 256, 256, 256, 256,
+    ];
+    let a = &o["A"];
+    let n = a.shape()[1];
+    let in_thread = (n / THREADS[n.trailing_zeros() as usize]).trailing_zeros();
+    let av = a.to_f64();
+    let mut out = Vec::with_capacity(av.len());
+    for row in av.chunks(n) {
+        let mut v: Vec<Approx> = row.iter().map(|&x| exact(x)).collect();
+        let mut half = 1;
+        let mut level = 0;
+        while half < n {
+            for base in (0..n).step_by(2 * half) {
+                for k in base..base + half {
+                    let (p, q) = (v[k], v[k + half]);
+                    let (s, d) = if level < in_thread {
+                        let s = (p + q).round(Fp::F32);
+                        (s, (s - exact(2.0) * q).round(Fp::F32))
+                    } else {
+                        ((p + q).round(Fp::F32), (p - q).round(Fp::F32))
+                    };
+                    v[k] = s;
+                    v[k + half] = d;
+                }
+            }
+            half *= 2;
+            level += 1;
+        }
+        for (k, model) in v.into_iter().enumerate() {
+            let want: f64 = row
+                .iter()
+                .enumerate()
+                .map(|(i, &x)| if (i & k).count_ones() % 2 == 0 { x } else { -x })
+                .sum();
+            out.push(expect(want, model));
+        }
+    }
+    vec![("B", out)]
 }
 
 /// `topk_topk.tir`: per row, the 6 largest values in decreasing order and their column
@@ -3885,11 +3999,17 @@ fn assemble(stem: &str, lowered: &PrimFunc, target: Target) {
 }
 
 fn check_example(stem: &str) {
-    let start = std::time::Instant::now();
     let example = EXAMPLES
         .iter()
         .find(|e| e.stem == stem)
         .unwrap_or_else(|| panic!("no example {stem}"));
+    check_example_at(example);
+}
+
+/// [`check_example`] for one example's sizes and reference.
+fn check_example_at(example: &Example) {
+    let start = std::time::Instant::now();
+    let stem = example.stem;
     let (name, text) = source(stem);
     let checked = |size: &[(&str, i64)]| {
         check(&name, &text, size).unwrap_or_else(|e| panic!("`tlc check` refuses {name}:\n{e}"))
@@ -4410,14 +4530,23 @@ fn the_racy_examples_stop_at_a_data_race_without_thread_sync() {
         );
         let (name, text) = source(stem);
         let file = SourceFile::new(&name, &text);
-        let func = tlc::frontend::parse(&file)
-            .and_then(|f| tlc::frontend::verify(&file, &f).map(|_| f))
-            .unwrap_or_else(|e| panic!("{name} does not parse and verify:\n{}", e.0));
+        let parsed = tlc::frontend::parse(&file)
+            .unwrap_or_else(|e| panic!("{name} does not parse:\n{}", e.0));
+        let func = bind_tunables(&parsed, size, &name);
+        if let Err(e) = tlc::frontend::verify(&file, &func) {
+            panic!("{name} does not verify:\n{}", e.0);
+        }
+        // The dims of the size (its tunables are bound above).
+        let dims: Vec<(&str, i64)> = size
+            .iter()
+            .copied()
+            .filter(|(n, _)| !parsed.space.declares(n))
+            .collect();
         let opts = RunOptions {
             seed: SEED,
             threads: 0,
         };
-        let err = match interp::run(&func, &dims_of(size), HashMap::new(), &opts) {
+        let err = match interp::run(&func, &dims_of(&dims), HashMap::new(), &opts) {
             Ok(_) => panic!(
                 "{name} {size:?} runs without a data race and without thread-sync's barriers: \
                  remove it from RACY"
@@ -4486,5 +4615,23 @@ fn the_other_examples_are_refused_with_located_errors() {
             };
             assert_located(&name, &err);
         }
+    }
+}
+
+#[test]
+fn hadamard_matches_its_reference() {
+    check_example("hadamard");
+}
+
+/// `hadamard.tir` at its other configurations ([`HADAMARD_MORE`]): segments of fewer lanes
+/// than a warp, one warp, and two exchange rounds.
+#[test]
+fn hadamard_matches_its_reference_at_more_sizes() {
+    for sizes in HADAMARD_MORE {
+        check_example_at(&Example {
+            stem: "hadamard",
+            sizes,
+            reference: hadamard,
+        });
     }
 }

@@ -675,34 +675,43 @@ impl Lowerer {
         callee: &str,
         call_span: Span,
         args: &[ast::Arg],
-    ) {
+    ) -> Option<Stmt> {
         let required = usize::from(callee == "T.launch_thread_idx");
-        let Some(a) = self.bind(callee, call_span, args, &["dim"], required) else {
-            return;
-        };
+        let a = self.bind(callee, call_span, args, &["dim"], required)?;
         let axis = match a[0] {
             None => 0,
-            Some(dim) => match self.const_int(dim, "the thread dimension") {
-                Some(d @ 0..=2) => d as usize,
-                Some(d) => {
-                    self.error(Diagnostic::error(
+            Some(dim) => match self.const_int(dim, "the thread dimension")? {
+                d @ 0..=2 => d as usize,
+                d => {
+                    return self.fail(Diagnostic::error(
                         dim.span,
                         format!("the thread dimension is 0, 1 or 2 (x, y, z), found {d}"),
-                    ));
-                    return;
+                    ))
                 }
-                None => return,
             },
         };
-        match self.kernels.last_mut() {
-            Some(k) => k
-                .thread_vars
-                .push((Ident::new(ident.name.clone(), ident.span), axis)),
-            None => self.error(Diagnostic::error(
+        let Some(k) = self.kernels.last_mut() else {
+            return self.fail(Diagnostic::error(
                 call_span,
                 format!("`{callee}` outside a kernel"),
-            )),
+            ));
+        };
+        // The axis asked for again (a macro's own `tx = T.get_thread_binding(0)`): the same
+        // thread index as the first variable of the axis, which its loop binds.
+        if let Some((first, _)) = k.thread_vars.iter().find(|(_, a)| *a == axis) {
+            let value = Expr::new(ExprKind::Var(first.name.clone()), call_span);
+            return Some(Stmt::new(
+                StmtKind::Let {
+                    var: Ident::new(ident.name.clone(), ident.span),
+                    dtype: None,
+                    value,
+                },
+                ident.span.to(call_span),
+            ));
         }
+        k.thread_vars
+            .push((Ident::new(ident.name.clone(), ident.span), axis));
+        None
     }
 
     /// `tx = T.thread_binding(0, 32, thread="threadIdx.x")` inside `T.Kernel` (TileLang's

@@ -222,6 +222,36 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
                 }
             }
         }
+        "warp_shfl_sync" => {
+            // CUDA's documented rules, lane by lane (the header's table): a segment is
+            // `width` lanes; a source past the segment's end (before its start for `up`)
+            // gives the lane its own value.
+            let f = |n: &str| o[n].to_f64();
+            let (a, h, i, b8, l64) = (f("A"), f("H"), f("I"), f("B8"), f("L64"));
+            let seg = |l: usize, w: usize| l / w * w;
+            for t in 0..96 {
+                let (w, l) = (t / 32, t % 32);
+                let at = |j: usize| w * 32 + j;
+                assert_eq!(f("P")[t], a[at((5 * l + 3) % 32)], "{stem}: P[{t}]");
+                let j = l ^ (l % 16);
+                let j = if j < seg(l, 8) + 8 { j } else { l };
+                let want = (a[at(j)] as f32 * 2.0) as f64;
+                assert_eq!(f("X")[t], want, "{stem}: X[{t}]");
+                let j = l + l % 5;
+                let j = if j < seg(l, 16) + 16 { j } else { l };
+                assert_eq!(f("D")[t], h[at(j)], "{stem}: D[{t}]");
+                let j = if l >= w + 1 { l - (w + 1) } else { l };
+                assert_eq!(f("U")[t], i[at(j)], "{stem}: U[{t}]");
+                assert_eq!(f("Q")[t], b8[at(l ^ 1)], "{stem}: Q[{t}]");
+                assert_eq!(f("L")[t], l64[at(31 - l)], "{stem}: L[{t}]");
+                let want = if l < 16 { a[at((l + 1) % 16)] } else { a[t] };
+                assert_eq!(f("M")[t], want, "{stem}: M[{t}]");
+            }
+            for t in 0..8 {
+                let want = (a[(t + 3) % 8] as f32 + a[t ^ 2] as f32) as f64;
+                assert_eq!(f("S")[t], want, "{stem}: S[{t}]");
+            }
+        }
         "named_barrier" => {
             // R is A doubled and reversed (through shared memory, behind barrier 1); B the
             // last warpgroup's thread indices.

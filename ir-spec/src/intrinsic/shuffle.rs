@@ -277,6 +277,47 @@ mod tests {
         );
     }
 
+    /// The verifier's rules on constant operands (`intrinsic::check`): a width that is no
+    /// power of two, a mask with no lane; run-time ones are the interpreter's.
+    #[test]
+    fn constant_widths_and_masks_are_checked() {
+        let e = |name: &str| ElemRef {
+            buffer: crate::ir::Ident::new(name.to_string(), crate::span::Span::DUMMY),
+            indices: vec![Expr::int(0)],
+        };
+        let call = |width: Expr, mask: Expr| {
+            Intrinsic::shuffle_of(
+                ShuffleMode::Down,
+                (e("t"), e("v")),
+                Expr::int(1),
+                width,
+                mask,
+            )
+        };
+        let messages = |i: &Intrinsic| -> Vec<String> {
+            super::super::check(i, &|_| None)
+                .into_iter()
+                .map(|v| v.message)
+                .collect()
+        };
+        assert_eq!(
+            messages(&call(Expr::int(8), Expr::int(0xFF))),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            messages(&call(Expr::var("w"), Expr::var("m"))),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            messages(&call(Expr::int(12), Expr::int(-1))),
+            ["the segment width (`width`) of `T.shfl_sync_down` must be 1, 2, 4, 8, 16 or 32, found 12"]
+        );
+        assert_eq!(
+            messages(&call(Expr::int(32), Expr::int(0x1_0000_0000))),
+            ["the member mask (`mask`) of `T.shfl_sync_down` names no lane (its low 32 bits are 0)"]
+        );
+    }
+
     #[test]
     fn widths_are_powers_of_two_and_masks_32_bits() {
         for w in [1, 2, 4, 8, 16, 32] {

@@ -65,6 +65,9 @@ impl Cg {
             Intrinsic::ShflDown { dst, src, offset } => {
                 self.shfl(dst, src, (ShflMode::Down, *offset), span)
             }
+            Intrinsic::AtomicAddRet { old, dst, value } => {
+                self.atomic_add_ret((old, dst, value), span)
+            }
             Intrinsic::ShflSyncIdx { .. }
             | Intrinsic::ShflSyncBfly { .. }
             | Intrinsic::ShflSyncDown { .. }

@@ -1016,6 +1016,15 @@ pub enum Op {
         addr: Address,
         srcs: Vec<Operand>,
     },
+    /// `atom{.space}.add.T d, [addr], a`: the atomic add of `red` that also returns the
+    /// element's old value in `d`.
+    AtomAdd {
+        space: Space,
+        ty: Type,
+        dst: Reg,
+        addr: Address,
+        src: Operand,
+    },
     /// `cvta{.to}.space.u64 d, a`: generic ↔ state-space address.
     Cvta {
         to_space: bool,
@@ -1224,7 +1233,9 @@ impl Inst {
                 dsts.clone()
             }
             Op::Mma { d, .. } | Op::Wgmma { d, .. } => d.clone(),
-            Op::MbarrierTryWait { dst, .. } | Op::Mapa { dst, .. } => vec![*dst],
+            Op::MbarrierTryWait { dst, .. } | Op::Mapa { dst, .. } | Op::AtomAdd { dst, .. } => {
+                vec![*dst]
+            }
             Op::FenceProxyAsync
             | Op::WgmmaFence
             | Op::WgmmaCommit
@@ -1328,6 +1339,10 @@ impl Inst {
             Op::RedAdd { addr: a, srcs, .. } => {
                 addr(a);
                 srcs.iter().for_each(&mut op);
+            }
+            Op::AtomAdd { addr: a, src, .. } => {
+                addr(a);
+                op(src);
             }
             Op::Cvta { src, .. } => regs.push(*src),
             Op::CpAsync {

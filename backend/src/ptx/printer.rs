@@ -431,6 +431,16 @@ fn render(op: &Op) -> (String, Vec<String>) {
                 vec![address(addr), s],
             )
         }
+        Op::AtomAdd {
+            space,
+            ty,
+            dst,
+            addr,
+            src,
+        } => (
+            format!("atom{}.add{ty}", space.suffix()),
+            vec![dst.to_string(), address(addr), o(src)],
+        ),
         Op::Cvta {
             to_space,
             space,

@@ -128,6 +128,12 @@ pub(crate) enum CCall {
         a: CRef,
         b: CRef,
     },
+    /// `T.atomic_add_ret`: `dst += value` atomically, the old value into `old`.
+    AtomicAddRet {
+        old: CRef,
+        dst: CRef,
+        value: CRef,
+    },
     MbarrierInit {
         bar: CRef,
         count: i64,
@@ -890,6 +896,11 @@ impl Compiler {
                     mask: self.int_expr(s.mask)?,
                 }
             }
+            Intrinsic::AtomicAddRet { old, dst, value } => CCall::AtomicAddRet {
+                old: self.elem_ref(old, span)?,
+                dst: self.elem_ref(dst, span)?,
+                value: self.elem_ref(value, span)?,
+            },
             Intrinsic::Mma { acc, a, b } => CCall::Mma {
                 acc: self.elem_ref(acc, span)?,
                 a: self.elem_ref(a, span)?,

@@ -714,6 +714,9 @@ impl Lockstep<'_, '_> {
             CCall::MbarrierInit { bar, count } => {
                 self.on_thread(t, span, |f| f.mbarrier_init(bar, *count, span))
             }
+            CCall::AtomicAddRet { old, dst, value } => {
+                self.on_thread(t, span, |f| f.atomic_add_ret((old, dst, value), span))
+            }
             CCall::MbarrierArrive { bar, tx } => {
                 self.on_thread(t, span, |f| f.mbarrier_arrive(bar, *tx, span))
             }
@@ -871,6 +874,7 @@ impl Lockstep<'_, '_> {
             ),
             // Per-thread calls (`thread_intrinsic`) and the mbarrier wait (`tasks.rs`).
             CCall::CpAsync { .. }
+            | CCall::AtomicAddRet { .. }
             | CCall::Commit
             | CCall::Wait(_)
             | CCall::MbarrierInit { .. }

@@ -161,6 +161,12 @@ intrinsic_table! {
     /// `l` reads lane `l - delta` of its segment, or keeps its own before the segment's
     /// start — CUDA's `__shfl_up_sync`.
     ShflSyncUp { dst: Ref, src: Ref, delta: Value, width: Value, mask: Value } => SHFL_SYNC_UP,
+    /// `T.atomic_add_ret(old, dst, value)`: `atom.shared.add` — the thread adds its `value`
+    /// (a register element of `dst`'s dtype) to the shared element `dst` as one indivisible
+    /// read-modify-write, as `T.atomic_add` does, and receives the element's value before
+    /// its add in the register element `old` (TileLang's `T.atomic_add(dst, value,
+    /// return_prev=True)`).
+    AtomicAddRet { old: Ref, dst: Ref, value: Ref } => ATOMIC_ADD_RET,
     /// `T.bar_sync(id, count)`: the named barrier `id` (1..=15; 0 is `T.sync_threads()`'s)
     /// over `count` threads (a multiple of 32) — `bar.sync id, count`. The reaching warps
     /// arrive and wait until `count` threads in all have arrived (here, elsewhere, or by
@@ -1223,6 +1229,61 @@ static SHFL_SYNC_DOWN: IntrinsicDef =
 static SHFL_SYNC_UP: IntrinsicDef =
     shfl_sync_def!(ShflSyncUp, "T.shfl_sync_up", "delta", "lane offset");
 
+/// What `T.atomic_add_ret` adds: the dtypes of PTX's `atom.shared.add` (int64 as `.u64`).
+const ATOMIC_RET: &[DType] = &[
+    DType::Int32,
+    DType::UInt32,
+    DType::Int64,
+    DType::Float32,
+    DType::Float64,
+];
+
+static ATOMIC_ADD_RET: IntrinsicDef = IntrinsicDef {
+    op: IntrinsicOp::AtomicAddRet,
+    name: "T.atomic_add_ret",
+    params: &[
+        Param {
+            name: "old",
+            role: "old value",
+            kind: ParamKind::Ref(RefParam {
+                scopes: REGISTERS,
+                dtypes: ATOMIC_RET,
+                count: Count::Elems(1),
+                effect: Effect::Write,
+            }),
+            keyword: false,
+        },
+        Param {
+            name: "dst",
+            role: "destination",
+            // Shared memory only: the interpreter orders the adds of a block's threads, not
+            // those of several blocks (docs/ir.md).
+            kind: ParamKind::Ref(RefParam {
+                scopes: &[Scope::Shared],
+                dtypes: ATOMIC_RET,
+                count: Count::Elems(1),
+                effect: Effect::ReadWrite,
+            }),
+            keyword: false,
+        },
+        Param {
+            name: "value",
+            role: "added value",
+            kind: ParamKind::Ref(RefParam {
+                scopes: REGISTERS,
+                dtypes: ATOMIC_RET,
+                count: Count::Elems(1),
+                effect: Effect::Read,
+            }),
+            keyword: false,
+        },
+    ],
+    collective: Collective::Thread,
+    block_level: false,
+    same_dtype: &[("old", "dst"), ("value", "dst")],
+    needs: Needs::Nothing,
+};
+
 /// A named barrier's operands (`T.bar_sync`, `T.bar_arrive`): its id (0 is
 /// `T.sync_threads()`'s) and its thread count, whole warps.
 const NAMED_BARRIER_PARAMS: &[Param] = &[
@@ -1900,6 +1961,11 @@ mod tests {
                 delta: Expr::int(1),
                 width: Expr::int(16),
                 mask: Expr::int(-1),
+            },
+            Intrinsic::AtomicAddRet {
+                old: r("t"),
+                dst: r("hist"),
+                value: r("acc"),
             },
             Intrinsic::BarSync { id: 1, count: 256 },
             Intrinsic::BarArrive { id: 2, count: 256 },

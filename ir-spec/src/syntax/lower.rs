@@ -64,6 +64,9 @@ pub struct Lowerer {
     /// How deep the expression being lowered is inside a conditionally evaluated part
     /// (`T.if_then_else`'s branches, the right side of `and` / `or`).
     pub conditional: usize,
+    /// The buffers (and calls) of the atomic adds hoisted for the assignment being lowered
+    /// (`syntax::lower_value_call`'s order rule).
+    pub hoisted_atomics: Vec<(String, Span)>,
     /// Multiples that layouts of global tensors require of symbolic dims
     /// (`syntax::lower_global_layout`): dim, multiple, the layout part that needs it.
     pub dim_multiples: Vec<(String, i64, Span)>,

@@ -303,13 +303,6 @@ fn spells_dtype(e: &ast::Expr) -> bool {
 #[inline(never)]
 fn call_error(name: &str, func_span: Span, span: Span) -> Diagnostic {
     match name.strip_prefix("T.") {
-        Some("atomic_add") => Diagnostic::error(
-            span,
-            "`T.atomic_add` as a value (TileLang's `return_prev=True`) is not supported by tlc",
-        )
-        .with_note(
-            "tlc's atomic add is a statement, `T.atomic_add(dst[i], value)`; it returns nothing",
-        ),
         Some(rest) if is_known_t_name(rest) => {
             Diagnostic::error(span, format!("`{name}` is not a scalar expression"))
         }

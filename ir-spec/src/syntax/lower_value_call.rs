@@ -1,13 +1,15 @@
-//! Calls that are values but act on other threads: TileLang's warp shuffles written as values
+//! Calls that are values but act: TileLang's warp shuffles written as values
 //! (`T.shfl_sync(v, lane)`, `T.shfl_xor(v, mask)`, `T.shfl_down` / `T.shfl_up(v, delta)`,
 //! each with `width=` and `mask=`, and TVM's `T.tvm_warp_shuffle(mask, v, lane, width,
-//! warp_size)` with its `_down` / `_up` forms).
+//! warp_size)` with its `_down` / `_up` forms), and `T.atomic_add(dst, value,
+//! return_prev=True)`, the atomic add that returns the element's old value.
 //!
 //! tlc's IR has no expression with an effect: a shuffle is the thread-level statement
-//! `T.shfl_sync_{idx|bfly|down|up}(dst, src, lane, width=W, mask=M)` (docs/ir.md), which
-//! writes one register element. A value-form call is therefore **hoisted**: it becomes that
-//! statement, placed before the statement being lowered and writing a fresh one-element
-//! local buffer, and the expression reads the buffer's element. That is exact where the
+//! `T.shfl_sync_{idx|bfly|down|up}(dst, src, lane, width=W, mask=M)` (docs/ir.md), and the
+//! atomic add `T.atomic_add_ret(old, dst, value)`, each writing one register element. A
+//! value-form call is therefore **hoisted**: it becomes that statement, placed before the
+//! statement being lowered and writing a fresh one-element local buffer, and the
+//! expression reads the buffer's element. That is exact where the
 //! statement evaluates its expression once, unconditionally, before it does anything else —
 //! the value of an assignment (`x = …`, `buf[i] = …`, `x += …`), the only place hoisting is
 //! open (`Lowerer::hoisted`). Anywhere else (a loop bound or a condition, evaluated again
@@ -15,7 +17,9 @@
 //! the right side of `and` / `or` (which run only for some threads: a shuffle there would
 //! run for all) the call is a located error. Where an assignment stores the shuffle as it
 //! is into a register element of the value's dtype, the shuffle writes that element itself
-//! (`buf[j] = T.tvm_warp_shuffle(…)`, Hadamard's exchange).
+//! (`buf[j] = T.tvm_warp_shuffle(…)`, Hadamard's exchange). An atomic add changes memory,
+//! so the rest of its statement must not read the buffer it adds to (Python may read it
+//! before the add), and one statement holds at most one: both located errors.
 //!
 //! The lane, `width` and `mask` operands are any integer expressions, evaluated by each lane
 //! as it runs (CUDA's are run-time values too). TVM's `warp_size` argument only matters to
@@ -55,7 +59,7 @@ fn shuffle_spelling(name: &str) -> Option<(ShuffleMode, Spelling)> {
 
 /// Whether `name` is a call this file lowers as a value.
 pub fn is_value_call(name: &str) -> bool {
-    shuffle_spelling(name).is_some()
+    shuffle_spelling(name).is_some() || name == "T.atomic_add"
 }
 
 /// A value-form shuffle's arguments, lowered.
@@ -73,9 +77,14 @@ impl Lowerer {
     pub fn hoisting(&mut self, out: &mut Vec<Stmt>, lower: impl FnOnce(&mut Self) -> Option<Stmt>) {
         let outer = self.hoisted.replace(Vec::new());
         let outer_cond = std::mem::take(&mut self.conditional);
+        let outer_atomics = std::mem::take(&mut self.hoisted_atomics);
         let stmt = lower(self);
         let before = std::mem::replace(&mut self.hoisted, outer).unwrap_or_default();
+        let atomics = std::mem::replace(&mut self.hoisted_atomics, outer_atomics);
         self.conditional = outer_cond;
+        if let (Some(s), false) = (&stmt, atomics.is_empty()) {
+            self.atomic_order(s, &atomics);
+        }
         out.extend(before);
         out.extend(stmt);
     }
@@ -91,11 +100,14 @@ impl Lowerer {
 
     /// A value-form call (`is_value_call`) in an expression: hoisted, read back.
     pub fn value_call(&mut self, name: &str, span: Span, args: &[ast::Arg]) -> Option<Expr> {
+        if name == "T.atomic_add" {
+            return self.atomic_value(span, args);
+        }
         let (mode, spelling) = shuffle_spelling(name)?;
         self.hoist_open(name, span)?;
         let a = self.shuffle_args(name, mode, spelling, span, args)?;
         let dtype = self.value_dtype(&a.value, name)?;
-        let src = self.register_operand(a.value, dtype, span)?;
+        let src = self.register_operand(a.value, (dtype, "shfl_src"), span)?;
         let dst = self.temp(dtype, "shfl_v", span)?;
         let call = Intrinsic::shuffle_of(a.mode, (dst.clone(), src), a.lane, a.width, a.mask);
         self.hoist(Stmt::new(StmtKind::Intrinsic(call), span));
@@ -147,7 +159,7 @@ impl Lowerer {
             buffer: Ident::new(buffer.to_string(), target_span),
             indices,
         };
-        let src = self.register_operand(a.value, dtype, value.span)?;
+        let src = self.register_operand(a.value, (dtype, "shfl_src"), value.span)?;
         if dtype == target {
             let call = Intrinsic::shuffle_of(a.mode, (dst, src), a.lane, a.width, a.mask);
             return Some(Stmt::new(StmtKind::Intrinsic(call), span));
@@ -171,6 +183,126 @@ impl Lowerer {
             },
             span,
         ))
+    }
+
+    /// `T.atomic_add(dst, value, return_prev=True)` as a value: `T.atomic_add_ret(old,
+    /// dst, value)` hoisted, `old` read back. The value is converted to `dst`'s dtype on its
+    /// way into a register, as `T.atomic_add` converts it.
+    fn atomic_value(&mut self, span: Span, args: &[ast::Arg]) -> Option<Expr> {
+        const NAME: &str = "T.atomic_add";
+        let names = ["dst", "value", "memory_order", "return_prev"];
+        let a = self.bind(NAME, span, args, &names, 2)?;
+        let returns = match a[3] {
+            Some(e) => self.const_bool(e, "`return_prev`")?,
+            None => false,
+        };
+        if !returns {
+            return self.fail(
+                Diagnostic::error(
+                    span,
+                    "`T.atomic_add` is a value only with `return_prev=True`",
+                )
+                .with_note(
+                    "without it the add returns nothing: write it as a statement, \
+                         `T.atomic_add(dst[i], value)`",
+                ),
+            );
+        }
+        self.hoist_open("`T.atomic_add(..., return_prev=True)`", span)?;
+        if let Some(order) = a[2] {
+            self.relaxed_order(order)?;
+        }
+        let (dst, value) = (a[0]?, a[1]?);
+        let ast::ExprKind::Subscript(base, items) = &dst.kind else {
+            return self.fail(Diagnostic::error(
+                dst.span,
+                "`T.atomic_add(..., return_prev=True)` adds into one buffer element `buf[i]`",
+            ));
+        };
+        let ast::ExprKind::Name(buffer) = &base.kind else {
+            return self.fail(Diagnostic::error(base.span, "expected a buffer name"));
+        };
+        if let Some(s) = items
+            .iter()
+            .find(|i| matches!(i.kind, ast::ExprKind::Slice(..)))
+        {
+            return self.fail(Diagnostic::error(
+                s.span,
+                "`T.atomic_add(..., return_prev=True)` adds into one element; slices return no \
+                 one value",
+            ));
+        }
+        let indices = self.indices(items);
+        let value = self.expr(value);
+        let (buffer, indices) = self.element_target(buffer, indices?, base.span)?;
+        let value = value?;
+        let Some(dtype) = self.buffers.get(&buffer).map(|b| b.dtype) else {
+            return self.fail(Diagnostic::error(
+                base.span,
+                format!("undefined buffer `{buffer}`"),
+            ));
+        };
+        let src = self.register_operand(value, (dtype, "atomic_v"), span)?;
+        let old = self.temp(dtype, "atomic_prev", span)?;
+        self.hoisted_atomics.push((buffer.clone(), span));
+        let dst = ElemRef {
+            buffer: Ident::new(buffer, base.span),
+            indices,
+        };
+        let call = Intrinsic::AtomicAddRet {
+            old: old.clone(),
+            dst,
+            value: src,
+        };
+        self.hoist(Stmt::new(StmtKind::Intrinsic(call), span));
+        Some(Expr::new(
+            ExprKind::Load {
+                buffer: old.buffer.name,
+                indices: old.indices,
+            },
+            span,
+        ))
+    }
+
+    /// The order rule of hoisted atomic adds: the statement `stmt` (lowered) runs after its
+    /// atomics, where Python may have read their buffers first (`h[0] + T.atomic_add(h[i],
+    /// …)`), and two atomics of one statement would run in the order hoisting gives them —
+    /// both located errors.
+    fn atomic_order(&mut self, stmt: &Stmt, atomics: &[(String, Span)]) {
+        if let Some((_, second)) = atomics.get(1) {
+            self.error(
+                Diagnostic::error(
+                    *second,
+                    "a second `T.atomic_add(..., return_prev=True)` in one statement",
+                )
+                .with_note("write each in an assignment of its own, in the order they must run"),
+            );
+        }
+        for (buffer, at) in atomics {
+            let mut read = None;
+            for e in crate::visit::stmt_exprs(stmt) {
+                crate::visit::for_each_subexpr(e, &mut |x| {
+                    if let ExprKind::Load { buffer: b, .. } = &x.kind {
+                        if b == buffer && read.is_none() {
+                            read = Some(x.span);
+                        }
+                    }
+                });
+            }
+            if let Some(r) = read {
+                self.error(
+                    Diagnostic::error(
+                        r,
+                        format!(
+                            "this statement reads `{buffer}`, which its `T.atomic_add(..., \
+                             return_prev=True)` changes"
+                        ),
+                    )
+                    .with_note_at(*at, "the atomic add runs before the rest of the statement")
+                    .with_note("read it in a statement of its own, before or after the add"),
+                );
+            }
+        }
     }
 
     /// Binds and lowers a value-form shuffle's arguments.
@@ -279,7 +411,12 @@ impl Lowerer {
 
     /// `value` as a register operand of `dtype`: the element itself when it is one of a
     /// local buffer of that dtype, else a fresh element that the value is stored into first.
-    fn register_operand(&mut self, value: Expr, dtype: DType, span: Span) -> Option<ElemRef> {
+    fn register_operand(
+        &mut self,
+        value: Expr,
+        (dtype, base): (DType, &str),
+        span: Span,
+    ) -> Option<ElemRef> {
         if let ExprKind::Load { buffer, indices } = &value.kind {
             if self.local_dtype(buffer) == Some(dtype) {
                 return Some(ElemRef {
@@ -288,7 +425,7 @@ impl Lowerer {
                 });
             }
         }
-        let tmp = self.temp(dtype, "shfl_src", span)?;
+        let tmp = self.temp(dtype, base, span)?;
         self.hoist(Stmt::new(
             StmtKind::Store {
                 buffer: tmp.buffer.clone(),

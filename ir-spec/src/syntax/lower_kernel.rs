@@ -450,7 +450,8 @@ impl Lowerer {
         // threads' strided loops (TileLang's top-k selector zeroes its histogram so between
         // explicit barriers).
         if let (Some((tx, 0, _)), [block]) = (used.iter().find(|u| u.1 == 0), threads) {
-            if only_shared_fills(allocs, &body) {
+            let names: Vec<&str> = used.iter().map(|u| u.0.name.as_str()).collect();
+            if only_shared_fills(allocs, &body, &names) {
                 let threads = block.clone();
                 shared_fills_per_thread(allocs, (&tx.name, &threads), &mut body, &|base| {
                     self.generated_name(base)
@@ -1417,29 +1418,60 @@ fn per_thread_fills(
 }
 
 /// Whether the only tile-level constructs of `body` ([`tile_construct`]) are fills of shared
-/// buffers over regions of constant extents.
-fn only_shared_fills(allocs: &[crate::ir::BufferDecl], body: &[Stmt]) -> bool {
+/// buffers over regions of constant extents, none under an `if`, loop or `while` whose own
+/// condition or bounds name a thread variable of `thread_vars` (`if tx < 64: T.clear(S)`
+/// stays a tile op, refused as one: a tile op runs on the whole block).
+fn only_shared_fills(
+    allocs: &[crate::ir::BufferDecl],
+    body: &[Stmt],
+    thread_vars: &[&str],
+) -> bool {
+    fn walk(
+        allocs: &[crate::ir::BufferDecl],
+        body: &[Stmt],
+        thread_vars: &[&str],
+        (under_thread, fills): (bool, &mut usize),
+    ) -> bool {
+        let names_thread = |s: &Stmt| {
+            visit::stmt_exprs(s).into_iter().any(|e| {
+                let mut hit = false;
+                visit::for_each_subexpr(e, &mut |x| {
+                    hit |= matches!(&x.kind, ExprKind::Var(n) if thread_vars.contains(&n.as_str()));
+                });
+                hit
+            })
+        };
+        for stmt in body {
+            match &stmt.kind {
+                StmtKind::Fill { dst, .. } => {
+                    let shared = allocs
+                        .iter()
+                        .any(|a| a.name.name == dst.buffer.name && a.scope == Scope::Shared);
+                    let constant = dst.ranges.iter().all(|r| r.extent.as_int().is_some());
+                    if !shared || !constant || under_thread {
+                        return false;
+                    }
+                    *fills += 1;
+                }
+                StmtKind::Copy { .. } | StmtKind::Gemm(_) => return false,
+                StmtKind::For(f) if f.kind == crate::ir::ForKind::Parallel => return false,
+                _ => {
+                    let here = under_thread || names_thread(stmt);
+                    for child in visit::child_bodies(stmt) {
+                        if !walk(allocs, child, thread_vars, (here, &mut *fills)) {
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+        true
+    }
     if allocs.iter().any(|a| a.scope == Scope::Fragment) {
         return false;
     }
     let mut fills = 0;
-    let mut other = false;
-    visit::for_each_stmt(body, &mut |stmt| match &stmt.kind {
-        StmtKind::Fill { dst, .. } => {
-            let shared = allocs
-                .iter()
-                .any(|a| a.name.name == dst.buffer.name && a.scope == Scope::Shared);
-            if shared && dst.ranges.iter().all(|r| r.extent.as_int().is_some()) {
-                fills += 1;
-            } else {
-                other = true;
-            }
-        }
-        StmtKind::Copy { .. } | StmtKind::Gemm(_) => other = true,
-        StmtKind::For(f) if f.kind == crate::ir::ForKind::Parallel => other = true,
-        _ => {}
-    });
-    fills > 0 && !other
+    walk(allocs, body, thread_vars, (false, &mut fills)) && fills > 0
 }
 
 /// Rewrites each `T.fill(S[region], v)` of a shared buffer in `body` into the block's

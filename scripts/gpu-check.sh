@@ -392,6 +392,20 @@ run tests/tilelang/mamba_chunk_state.tir -D batch=1 -D seqlen=200 -D chunk_size=
 run tests/tilelang/mamba_chunk_state.tir -D batch=1 -D seqlen=4096 -D chunk_size=256 -D ngroups=1 -D nheads=8 -D headdim=64 -D dstate=128 --rtol 4e-3
 run tests/tilelang/mamba_chunk_scan.tir -D batch=1 -D seqlen=200 -D chunk_size=128 -D ngroups=2 -D nheads=4 -D headdim=80 -D dstate=100
 run tests/tilelang/mamba_chunk_scan.tir -D batch=1 -D seqlen=4096 -D chunk_size=256 -D ngroups=1 -D nheads=8 -D headdim=64 -D dstate=128
+# TileLang's Hadamard transform (warp shuffles from a lane computed at run time): each
+# configuration of its tunable group, for 3 rows and for the original's batch of 64. At
+# n = 64 a block of 8 threads shuffles in segments of 8 lanes under a full mask (PTX waits
+# only for the lanes the block has), at 16384 through two exchange rounds.
+H64="-D n=64 -D threads=8 -D thread_elem=8 -D thread_round=3 -D warps=1 -D warp_round=3 -D warp_size=8 -D block_round=0 -D exchange_round=1 -D thread_elem_in_smem=8"
+H256="-D n=256 -D threads=32 -D thread_elem=8 -D thread_round=3 -D warps=1 -D warp_round=5 -D warp_size=32 -D block_round=0 -D exchange_round=1 -D thread_elem_in_smem=8"
+H2048="-D n=2048 -D threads=256 -D thread_elem=8 -D thread_round=3 -D warps=8 -D warp_round=5 -D warp_size=32 -D block_round=3 -D exchange_round=1 -D thread_elem_in_smem=8"
+H16384="-D n=16384 -D threads=256 -D thread_elem=64 -D thread_round=6 -D warps=8 -D warp_round=5 -D warp_size=32 -D block_round=3 -D exchange_round=2 -D thread_elem_in_smem=32"
+for h in "$H64" "$H256" "$H2048" "" "$H16384"; do
+    # shellcheck disable=SC2086 # each configuration is several -D arguments
+    run tests/tilelang/hadamard.tir -D b=3 $h
+    # shellcheck disable=SC2086
+    run tests/tilelang/hadamard.tir -D b=64 $h
+done
 # TileLang's example scripts, their own main() through the tlc wheel's tlc.tilelang (needs
 # python3 with the wheel and torch; minutes): run when they are installed.
 if python3 -c "import tlc.tilelang, torch" 2>/dev/null; then

@@ -39,7 +39,10 @@ impl Lowerer {
                 (ParamKind::IntTuple { .. }, Some(e)) => {
                     self.const_int_list(e, &what).map(ArgValue::Ints)
                 }
-                (ParamKind::Value, Some(e)) => self.expr(e).map(ArgValue::Value),
+                (ParamKind::Value { .. }, Some(e)) => self.expr(e).map(ArgValue::Value),
+                (ParamKind::Value { default: Some(v) }, None) => {
+                    Some(ArgValue::Value(crate::ir::Expr::int(v)))
+                }
                 (ParamKind::Bool { .. }, Some(e)) => self.const_bool(e, &what).map(ArgValue::Bool),
                 (ParamKind::Bool { default }, None) => match default {
                     Some(b) => Some(ArgValue::Bool(b)),
@@ -49,9 +52,10 @@ impl Lowerer {
                 (ParamKind::Pred, None) => Some(ArgValue::Pred(None)),
                 // A parameter after the first optional one may still be required
                 // (`T.wgmma`'s `a_lbo`): `bind` checks only the leading ones.
-                (ParamKind::Ref(_) | ParamKind::IntTuple { .. } | ParamKind::Value, None) => {
-                    self.missing(def.name, param.name, span)
-                }
+                (
+                    ParamKind::Ref(_) | ParamKind::IntTuple { .. } | ParamKind::Value { .. },
+                    None,
+                ) => self.missing(def.name, param.name, span),
             };
             match value {
                 Some(v) => values.push(v),

@@ -270,9 +270,9 @@ fn pipeline_loop(
         xs.sort_by_key(|&x| order[x]);
         xs
     };
-    let group = |members: &[usize], all_lets: bool| -> Vec<Stmt> {
+    let group = |members: Vec<usize>, all_lets: bool| -> Vec<Stmt> {
         let mut needed: HashSet<String> = HashSet::new();
-        for &m in members {
+        for &m in &members {
             needed.extend(graph.stmts[m].uses.iter().cloned());
         }
         let mut lets = Vec::new();
@@ -288,14 +288,23 @@ fn pipeline_loop(
             }
         }
         lets.reverse();
-        lets.iter()
-            .chain(members)
+        // The last stage keeps a let that loads (an index, a scale) where `order` puts it
+        // among its statements, as the body had it; lets that only compute, and every let
+        // of the stage-0 copies, come first.
+        let (loads, first): (Vec<usize>, Vec<usize>) = lets
+            .into_iter()
+            .partition(|&x| all_lets && !graph.stmts[x].access.reads.is_empty());
+        let mut rest = members;
+        rest.extend(loads);
+        first
+            .iter()
+            .chain(&by_order(rest))
             .map(|&x| body[x].clone())
             .collect()
     };
-    let early_group = group(&by_order(early), false);
+    let early_group = group(by_order(early), false);
     // Unused pure lets stay with the last stage.
-    let mut late_group = group(&by_order(late), true);
+    let mut late_group = group(by_order(late), true);
     add_stage_index(&mut late_group, &buffers, &stage_of(Expr::var(&ko)));
 
     // The prologue: a `T.unroll` loop (constant regions could be out of their buffer when

@@ -366,6 +366,40 @@ fn every_sm90a_pass_keeps_the_meaning_of_tma_pipelines() {
     }
 }
 
+/// Pipelines past a constant start and plain addresses (issue 38): a loop from a
+/// block-level let (stages and mbarrier phases counted from it; the blocks run 7, 5, 3, 1
+/// and no k-tile), and copies whose origin is read from a page table (each page's entry
+/// loaded with its copy, ahead of the loop; the random entries, -8 .. 7 over 8 pages, put
+/// some boxes outside the tensor, which read zeros). Every pass of both targets keeps
+/// their meaning: on sm_80 on cp.async, on sm_90a on TMA with a producer warpgroup — and
+/// with one SM, the paged GEMM's block walking both its tiles.
+#[test]
+fn every_pass_keeps_the_meaning_of_pipelines_from_lets_and_through_page_tables() {
+    for stem in ["pipe_from_let", "pipe_paged_gemm"] {
+        let func = local_case(stem);
+        let (compared, texts) = compare_every_stage(stem, &func, Target::Sm80);
+        assert!(compared > 0, "{stem}: nothing compared");
+        let last = texts.last().expect("stages");
+        assert!(
+            last.contains("T.cp_async(B_shared"),
+            "{stem} on sm_80:\n{last}"
+        );
+        let printed = sm90a_stages_keep_meaning(stem, &func);
+        let last = printed.last().expect("stages");
+        for form in ["T.tma_load(B_shared", "T.setmaxnreg("] {
+            assert!(last.contains(form), "{stem} on sm_90a: no `{form}`\n{last}");
+        }
+    }
+    let one_sm = PassContext::new(Target::Sm90a).with_sms(1);
+    let printed = sm90a_stages_keep_meaning_in(
+        "pipe_paged_gemm on one SM",
+        &local_case("pipe_paged_gemm"),
+        &one_sm,
+    );
+    let last = printed.last().expect("stages");
+    assert!(last.contains("for tile_i in"), "not persistent:\n{last}");
+}
+
 /// Partial tiles from `-D` (issue 14): dims bound below a tile (`-D M=64` for a 128-row
 /// tile) verify, every pass of both targets' pipelines keeps them valid, and what the
 /// pipeline makes of the bound kernel computes what the symbolic kernel computes at those

@@ -24,9 +24,11 @@
 //! - The prologue is a `T.unroll` loop rather than unrolled here: with a small constant trip
 //!   count a substituted region could lie statically outside its buffer, which the verifier
 //!   rejects (at run time it is masked); `unroll` expands it at the thread level.
-//! - Statements keep their `order` within their stage. Lets whose value reads no memory are
-//!   evaluated wherever they are needed (copied into the prologue and the look-ahead with
-//!   their `ko`). Every let and loop variable bound inside a copy gets a fresh name.
+//! - Statements keep their `order` within their stage. Pure lets (no memory read, or only
+//!   index tensors the loop never writes: `analysis::schedule`) are evaluated wherever they
+//!   are needed (copied into the prologue and the look-ahead with their `ko`, under their
+//!   guards); in the last stage a let that loads keeps its place in `order`. Every let and
+//!   loop variable bound inside a copy gets a fresh name.
 //! - The commit / wait pairs are no-ops until `inject-cp-async` makes the copies
 //!   asynchronous; with them, `T.cp_async_wait(S - 2)` at the top of iteration `ko` has
 //!   retired the groups of iterations `0 .. ko` (`S - 1` prologue groups and one per

@@ -111,8 +111,8 @@ impl std::fmt::Display for Dep {
 /// other dependency of the pairwise definition (RAW, WAR, WAW, scalar) follows by a path
 /// of these (writers of a buffer form a chain), so the graph has the same reachability,
 /// and every edge is a dependency of the pairwise definition (with the same reason). A
-/// pure let's predecessors are pure lets too (it reads no memory), so no path between two
-/// other statements passes through one.
+/// pure let's predecessors are pure lets too (it reads no memory the loop writes), so no
+/// path between two other statements passes through one.
 pub struct LoopGraph<'a> {
     pub body: &'a [Stmt],
     pub stmts: Vec<StmtDeps>,

@@ -37,6 +37,11 @@
 //! - Copies into plain shared buffers (no wgmma layout) join the TMA loads of a loop that
 //!   loads wgmma operands, as unswizzled boxes (`analysis::tma`); a loop of plain copies
 //!   only keeps cp.async.
+//! - The loop may start at any block-uniform value the loop does not write (a causal lower
+//!   bound): the fill order is proven symbolically (`analysis::tma::stage_of_fill`).
+//! - A box origin the variables' ranges do not keep within `.s32` (one computed from a
+//!   loaded page-table entry) is clamped to `[-box, dim]`: wholly outside stays wholly
+//!   outside (zeros), inside is unchanged.
 //! - A loop with any stage copy TMA cannot take keeps cp.async for all of them, with a
 //!   `T.note` before it giving `analysis::tma::plan_copy`'s reason (targets without TMA get
 //!   no note).

@@ -150,6 +150,8 @@ for n, v in [("moe_gs", sizes), ("moe_go", off), ("moe_gp", pad), ("moe_gib", gi
 # mla_decode_paged: batch 1 (130 keys) and batch 2 (256 and 64 keys), max_seqlen_pad 256.
 save("mlap_bt1", np.array([[2, 0, 3, 1]], np.int32)); save("mlap_cs1", np.array([130], np.int32))
 save("mlap_bt2", np.array([[5, 7, 1, 0], [6, 2, 4, 3]], np.int32)); save("mlap_cs2", np.array([256, 64], np.int32))
+# pipe_paged_gemm: every page of its table inside `B_pages` (8 pages of 32 rows).
+save("pg_table", np.array([3, 0, 7, 5, 2], np.int32))
 # nsa_fwd: a block among 0 .. max(1, t // 32) - 1 per token and KV head.
 rng = np.random.default_rng(3)
 for name, (B, T, H) in {"nsa_bi_a": (2, 64, 1), "nsa_bi_b": (1, 100, 2), "nsa_bi_c": (2, 1024, 2)}.items():
@@ -177,6 +179,14 @@ run passes/tests/cases/gemm_ragged_tn.tir -D M=136 -D N=72 -D K=40
 run passes/tests/cases/gemm_ragged_tn.tir -D M=64 -D N=64 -D K=32
 run passes/tests/cases/gemm_fullcol_epilogue.tir -D M=96 -D N=128 -D K=48
 run passes/tests/cases/pipe_simt_gemm.tir -D M=100 -D N=70 -D K=50
+# Pipelines from a block-level let (the blocks run 7, 5, 3, 1 and no k-tile) and a GEMM
+# through a page table (issue 38): on sm_90a TMA with a producer warpgroup (the page entry
+# loaded by the producer thread, the box origin clamped to the rows), on sm_80 cp.async at
+# addresses from the entry. The random table (entries -8 .. 7) puts some pages outside the
+# tensor (zeros); pg_table none.
+run passes/tests/cases/pipe_from_let.tir
+run passes/tests/cases/pipe_paged_gemm.tir
+run passes/tests/cases/pipe_paged_gemm.tir --input table=$ints/pg_table.npy
 run bench/gemm_128x256x32_t256_s3.tir -D M=256 -D N=512 -D K=128
 run bench/gemm_128x128x64_t128_s3.tir -D M=256 -D N=256 -D K=256
 # Dims bound below a tile (partial tiles, issue 14): masked copies, and on sm_90a TMA boxes

@@ -5,67 +5,21 @@ on the CPU: each is imported unchanged and its own kernel functions are called t
 compiled for sm_80 and sm_90a and, where the interpreter is quick, run against NumPy.
 Their `main()`s (torch, a GPU) run on the GPU machine: scripts/gpu-scripts.sh.
 
-torch, einops and triton are not installed here: while the scripts are imported, stand-in
-modules take their place (a script's top level only imports them and seeds torch's RNG);
-the stand-ins are removed again, so nothing else sees them, and nothing here calls them."""
+torch, einops and triton are not installed here: while the scripts are imported, stand-ins
+take their place (script_stand_ins.py: a script's top level only imports them, makes
+tensors of some shape and seeds torch's RNG); they are removed again, so nothing else sees
+them, and no test reads what they compute."""
 
-import importlib
-import importlib.util
 import sys
-import types
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import tlc
-import tlc.tilelang as tilelang
+from script_harness import HERE, attention, compiled_for_both, e4m3, f64, import_scripts, rand
+from script_stand_ins import is_stand_in
 
-HERE = Path(__file__).resolve().parent / "tilelang_scripts"
-RNG = np.random.default_rng(39)
-
-
-class _Absent:
-    """Whatever a script's top level touches on a stand-in module."""
-
-    def __getattr__(self, name):
-        return _Absent()
-
-    def __call__(self, *args, **kwargs):
-        return _Absent()
-
-
-class _StandIn(types.ModuleType):
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return _Absent()
-
-
-def _import_scripts(names):
-    absent = [m for m in ("torch", "einops", "triton") if importlib.util.find_spec(m) is None]
-    stand_ins = {}
-    for m in absent:
-        for sub in {"torch": ["torch", "torch.nn", "torch.nn.functional"]}.get(m, [m]):
-            stand_ins[sub] = _StandIn(sub)
-    sys.modules.update(stand_ins)
-    try:
-        return {n: _load(n) for n in names}
-    finally:
-        for sub in stand_ins:
-            sys.modules.pop(sub, None)
-
-
-def _load(name):
-    # Under a name of its own: tilelang_py/ has modules of the same names (rms_norm).
-    spec = importlib.util.spec_from_file_location(f"tilelang_scripts_{name}", HERE / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-S = _import_scripts([
+S = import_scripts([
     "example_gemm", "example_gemm_autotune", "example_tilelang_gemm_splitk", "example_dynamic",
     "example_elementwise_add", "rms_norm", "example_per_token_cast_to_fp8",
     "example_mha_fwd_bshd", "example_gqa_fwd_bshd", "example_gemv", "example_convolution",
@@ -74,25 +28,9 @@ S = _import_scripts([
 T = S["example_gemm"].T  # the scripts' `tlc.tilelang.language`
 
 
-def rand(*shape, dtype=np.float32):
-    return RNG.uniform(-1, 1, shape).astype(dtype)
-
-
 def both_targets(jit_fn, *args, **kwargs):
-    """The kernel the script's function builds for these arguments, compiled for both
-    targets with the function's own pass_configs; the sm_80 one is returned."""
-    func = jit_fn.get_tir(*args, **kwargs)
-    kernels = {
-        t: tilelang.compile(func, target=t, pass_configs=jit_fn.pass_configs, out_idx=jit_fn.out_idx)
-        for t in ("sm_80", "sm_90a")
-    }
-    for t, k in kernels.items():
-        assert k.target == t and ".entry" in k.get_kernel_source()
-    return kernels["sm_80"]
-
-
-def f64(x):
-    return np.asarray(x, dtype=np.float64)
+    """The script function's kernel compiled for sm_80 and sm_90a; the sm_80 one."""
+    return compiled_for_both(jit_fn, *args, **kwargs)
 
 
 def test_the_scripts_import_unchanged_but_for_their_imports():
@@ -184,15 +122,6 @@ def test_rms_norm_with_its_pass_configs():
         both_targets(fn, M=4, N=1024, blk_m=1, **extra)
 
 
-def e4m3(bits):
-    """float8_e4m3 (OCP E4M3FN) bit patterns as float64."""
-    bits = np.asarray(bits, np.uint8).astype(np.int64)
-    sign = np.where(bits & 0x80, -1.0, 1.0)
-    exp, man = (bits >> 3) & 0xF, bits & 0x7
-    normal = (1 + man / 8.0) * np.exp2(exp - 7.0)
-    return sign * np.where(exp == 0, man / 8.0 * 2.0**-6, normal)
-
-
 def test_per_token_cast_to_fp8():
     m = S["example_per_token_cast_to_fp8"]
     k = m.per_token_cast_to_fp8.compile(M=16, N=256, blk_m=8)
@@ -205,15 +134,6 @@ def test_per_token_cast_to_fp8():
     deq = e4m3(q).reshape(16, 2, 128) * scale[:, :, None]
     np.testing.assert_allclose(deq, groups, rtol=0.07, atol=1e-3)  # e4m3 keeps 3 mantissa bits
     both_targets(m.per_token_cast_to_fp8, M=16, N=256, blk_m=8)
-
-
-def attention(q, k, v, groups=1):
-    """softmax(q kᵀ / sqrt(d)) v per batch and head, bshd layout, float64."""
-    k, v = np.repeat(f64(k), groups, axis=2), np.repeat(f64(v), groups, axis=2)
-    s = np.einsum("bqhd,bkhd->bhqk", f64(q), k) / np.sqrt(q.shape[-1])
-    p = np.exp(s - s.max(axis=-1, keepdims=True))
-    p /= p.sum(axis=-1, keepdims=True)
-    return np.einsum("bhqk,bkhd->bqhd", p, v)
 
 
 def test_mha_forward_with_its_config_given():
@@ -289,5 +209,5 @@ def test_flash_decoding_kernels_compile():
 
 
 def test_no_script_left_a_stand_in_behind():
-    for name in ("torch", "einops", "triton"):
-        assert not isinstance(sys.modules.get(name), _StandIn)
+    for name in ("torch", "torch.nn", "einops", "triton"):
+        assert not is_stand_in(sys.modules.get(name))

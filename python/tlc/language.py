@@ -57,6 +57,8 @@ from typing import (
     Any, Callable, Dict, FrozenSet, List, NamedTuple, Optional, Sequence, Set, Tuple,
 )
 
+from ._inline import inline_helpers
+
 __all__ = [
     "DataType", "ceildiv", "dynamic", "Expr", "LanguageError", "Macro", "PrimFunc", "eager",
     "macro", "prim_func", "symbolic", "tunable", "tune_constraint", "UnknownName",
@@ -402,6 +404,51 @@ class Macro:
         return f"<tlc.language.Macro {self.name} from {self._filename}>"
 
 
+#: The macro standing for each plain helper function a kernel calls (one per function, so
+#: that two kernels, or two calls, share its definition).
+_HELPERS: Dict[Any, Macro] = {}
+
+
+def _is_helper_function(value: Any) -> bool:
+    """Whether ``value`` is a plain Python function defined outside tlc (a script's helper
+    building an expression)."""
+    return inspect.isfunction(value) and value.__module__.split(".")[0] != "tlc"
+
+
+def _is_helper(value: Any, node: ast.Name, func: ast.FunctionDef) -> bool:
+    """Whether ``node`` (a name the kernel reads) calls ``value``, a helper function
+    ``_inline`` could not write as an expression, in the shape of a value macro (plain
+    parameters; assignments, then one ``return``): it becomes a macro. Any other function
+    stays a name, which the compiler reports where it is called."""
+    if not _is_helper_function(value) or not _value_macro_shape(value):
+        return False
+    return any(
+        isinstance(call, ast.Call) and call.func is node for call in ast.walk(func)
+    )
+
+
+def _value_macro_shape(fn: Callable[..., Any]) -> bool:
+    try:
+        tree = _function(_without_docstring(textwrap.dedent(inspect.getsource(fn))))
+    except (OSError, TypeError, SyntaxError, LanguageError):
+        return False
+    a = tree.args
+    if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or tree.decorator_list:
+        return False
+    body = [s for s in tree.body if not isinstance(s, ast.Pass)]
+    lets = (ast.Assign, ast.AnnAssign, ast.AugAssign)
+    return bool(body) and isinstance(body[-1], ast.Return) and all(isinstance(s, lets) for s in body[:-1])
+
+
+def _helper_macro(fn: Callable[..., Any]) -> Macro:
+    found = _HELPERS.get(fn)
+    if found is None:
+        found = _HELPERS[fn] = Macro(fn, _scope(fn, None))
+        # Its text is a macro's once marked one (it has no decorator of its own).
+        found._text = "@T.macro\n" + found._text
+    return found
+
+
 def macro(fn: Optional[Callable[..., Any]] = None, **_options: Any) -> Any:
     """``@T.macro`` (or ``@T.macro(hygienic=...)``): a statement macro for kernels written
     in Python (see ``Macro``)."""
@@ -485,7 +532,8 @@ def _parts(
     dims, tunables, config spaces and macros it names (``names``: each ``Macro`` object's
     name in the text, shared by the whole kernel; ``rename_def``: a macro's own name and
     its name in the text; ``reserved``: names the function may not bind, renamed)."""
-    text = textwrap.dedent(source)
+    text = _without_docstring(textwrap.dedent(source))
+    text = inline_helpers(text, scope, _is_helper_function)
     func = _function(text)
     bound = _bound_names(func)
     params = {a.arg for a in ast.walk(func) if isinstance(a, ast.arg)}
@@ -514,7 +562,12 @@ def _parts(
             continue
         if node.id in bound or node.id not in scope or node.end_col_offset is None:
             continue
-        if isinstance(scope[node.id], Macro):
+        value = scope[node.id]
+        if _is_helper(value, node, func):
+            # A plain Python function the kernel calls (TileLang runs it while tracing, on
+            # the expressions it is given): the same computation as a macro of its text.
+            value = scope[node.id] = _helper_macro(value)
+        if isinstance(value, Macro):
             # Kept by name: the one its text defines (the macro's own, unless another macro
             # object of the kernel has it).
             m = scope[node.id]
@@ -568,6 +621,22 @@ def _parts(
         )
     body = _fold_branches(_fold_builtins("".join(out), scope, bound))
     return _Parts(body, symbols, tunables, spaces, macros, bound)
+
+
+def _without_docstring(text: str) -> str:
+    """The function's text with its docstring's lines blank (documentation, which the
+    compiler's grammar has no triple-quoted strings for; lines keep their numbers)."""
+    func = _function(text)
+    first = func.body[0]
+    if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)):
+        return text
+    lines = text.splitlines(keepends=True)
+    for i in range(first.lineno - 1, first.end_lineno or first.lineno):
+        lines[i] = "\n"
+    if len(func.body) == 1:
+        # Nothing else: `pass` keeps the body a statement.
+        lines[first.lineno - 1] = " " * first.col_offset + "pass\n"
+    return "".join(lines)
 
 
 def _fresh_names(text: str, names: Set[str], taken: FrozenSet[str]) -> Dict[str, str]:
@@ -739,10 +808,15 @@ def eager(fn: Callable[..., Any], **values: Any) -> PrimFunc:
     func = _function(text)
     lines = text.splitlines(keepends=True)
     scope = _scope(fn, None)
-    scope.update(_defaults(fn))
-    scope.update(values)
+    given = _defaults(fn)
+    given.update(values)
     params = [a.arg for a in func.args.args]
-    tensors = [p for p in params if p not in scope]
+    # A parameter shadows the module's name: one without a value is a tensor even when the
+    # module has a global of its name (a script's `X = torch.randn(...)` beside `def f(X)`).
+    tensors = [p for p in params if p not in given]
+    for p in tensors:
+        scope.pop(p, None)
+    scope.update(given)
     declared: Dict[str, str] = {}
     outputs: List[Tuple[str, str]] = []
     returned: List[str] = []

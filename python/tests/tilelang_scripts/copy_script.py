@@ -8,6 +8,8 @@ Import lines rewritten (whole lines, nothing else):
 - ``import tilelang`` -> ``import tlc.tilelang as tilelang``; ``import tilelang as tl`` ->
   ``import tlc.tilelang as tl``;
 - ``import tilelang.language as T`` -> ``import tlc.tilelang.language as T``;
+- ``import tilelang.x`` -> ``import tlc.tilelang as tilelang, tlc.tilelang.x`` (binds
+  ``tilelang`` and loads its submodule, as the original does);
 - ``from tilelang import x`` / ``from tilelang.y import x`` -> ``from tlc.tilelang...``;
 - ``from tvm import DataType`` -> ``from tlc.tilelang.language import DataType`` (TVM's
   dtype helper, which TileLang re-exports).
@@ -26,6 +28,8 @@ RULES = [
     (re.compile(r"^(\s*)import tilelang$"), r"\1import tlc.tilelang as tilelang"),
     (re.compile(r"^(\s*)import tilelang as (\w+)$"), r"\1import tlc.tilelang as \2"),
     (re.compile(r"^(\s*)import tilelang\.language as (\w+)$"), r"\1import tlc.tilelang.language as \2"),
+    # `import tilelang.testing` binds `tilelang` (the package) and loads the submodule.
+    (re.compile(r"^(\s*)import tilelang\.([\w.]+)$"), r"\1import tlc.tilelang as tilelang, tlc.tilelang.\2"),
     (re.compile(r"^(\s*)from tilelang import (.*)$"), r"\1from tlc.tilelang import \2"),
     (re.compile(r"^(\s*)from tilelang\.([\w.]+) import (.*)$"), r"\1from tlc.tilelang.\2 import \3"),
     (re.compile(r"^(\s*)from tvm import DataType$"), r"\1from tlc.tilelang.language import DataType"),

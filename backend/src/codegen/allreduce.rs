@@ -61,9 +61,8 @@ impl Cg {
         let mut mine = self.in_reg(v, ty);
         let mut off = group / 2;
         while off >= 1 {
-            let lane = i64::try_from(off).unwrap_or(1);
             let c = i64::from(ShflMode::Bfly.clamp());
-            let how = (ShflMode::Bfly, Operand::Imm(lane), Operand::Imm(c));
+            let how = (ShflMode::Bfly, Operand::Imm(off), Operand::Imm(c));
             let theirs = self.shuffle(mine, ty, how, Operand::Imm(i64::from(member_mask)));
             self.vars.insert(MINE.to_string(), Bind::Reg(mine, d));
             self.vars.insert(THEIRS.to_string(), Bind::Reg(theirs, d));

@@ -34,6 +34,11 @@ run() {
     done
 }
 for f in tests/cases/valid/*.tir passes/tests/cases/simt_*.tir examples/gemm_seed000.tir; do
+    # atomic_add_prev's slots (P, F, L) are one serialization of its atomics: the GPU picks
+    # another order than the interpreter's thread order, so an element-wise comparison
+    # cannot hold (H200, 2026-11-30: C, the counts, exact on both targets; P / F / L
+    # differ as orders do). Its order-free properties are checked by the interpreter tests.
+    case "$f" in *atomic_add_prev.tir) continue ;; esac
     grep -q 'T.symbolic' "$f" || run "$f"
 done
 run examples/elementwise_add.tir -D N=1000

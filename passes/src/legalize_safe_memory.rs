@@ -202,30 +202,24 @@ impl Walk {
                 indices,
                 value,
             } => {
-                let indices: Vec<Expr> = indices.into_iter().map(|e| self.expr(e)).collect();
-                let guard = self.guard(&buffer.name, &indices, span);
-                let value = self.guarded_value(value, guard.as_ref());
-                let store = StmtKind::Store {
+                let store = |buffer, indices, value| StmtKind::Store {
                     buffer,
                     indices,
                     value,
                 };
-                return wrap(guard, Stmt::new(store, span));
+                return self.element_write(buffer, indices, value, span, store);
             }
             StmtKind::AtomicAdd {
                 buffer,
                 indices,
                 value,
             } => {
-                let indices: Vec<Expr> = indices.into_iter().map(|e| self.expr(e)).collect();
-                let guard = self.guard(&buffer.name, &indices, span);
-                let value = self.guarded_value(value, guard.as_ref());
-                let add = StmtKind::AtomicAdd {
+                let add = |buffer, indices, value| StmtKind::AtomicAdd {
                     buffer,
                     indices,
                     value,
                 };
-                return wrap(guard, Stmt::new(add, span));
+                return self.element_write(buffer, indices, value, span, add);
             }
             // Loads in a tile operation's region starts and values (a paged copy's
             // `K[table[k], ...]`): TileLang lowers these to loops before guarding.
@@ -240,6 +234,22 @@ impl Walk {
             other => other,
         };
         s
+    }
+
+    /// A store or element atomic (`make` builds it) with its indices' and value's loads
+    /// walked, under `if in_bounds:` when it needs a guard; its value is read under it.
+    fn element_write(
+        &mut self,
+        buffer: tlc_ir::Ident,
+        indices: Vec<Expr>,
+        value: Expr,
+        span: Span,
+        make: impl FnOnce(tlc_ir::Ident, Vec<Expr>, Expr) -> StmtKind,
+    ) -> Stmt {
+        let indices: Vec<Expr> = indices.into_iter().map(|e| self.expr(e)).collect();
+        let guard = self.guard(&buffer.name, &indices, span);
+        let value = self.guarded_value(value, guard.as_ref());
+        wrap(guard, Stmt::new(make(buffer, indices, value), span))
     }
 
     fn region(&mut self, mut r: tlc_ir::Region) -> tlc_ir::Region {

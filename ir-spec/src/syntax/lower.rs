@@ -70,6 +70,9 @@ pub struct Lowerer {
     /// Multiples that layouts of global tensors require of symbolic dims
     /// (`syntax::lower_global_layout`): dim, multiple, the layout part that needs it.
     pub dim_multiples: Vec<(String, i64, Span)>,
+    /// The function's symbolic dims' names (what a size argument may be an expression of:
+    /// `T.im2col`'s kernel size).
+    pub dim_names: HashSet<String>,
 }
 
 /// What lowering gives: the function, and the spans (start, end) of its TVMScript typed
@@ -305,6 +308,7 @@ impl Lowerer {
     }
 
     fn func(&mut self, f: &ast::FuncDef, mut dims: Vec<Dim>, span: Span) -> Option<PrimFunc> {
+        self.dim_names = dims.iter().map(|d| d.name.clone()).collect();
         self.decorators(f);
         if let Some(r) = &f.returns {
             self.error(Diagnostic::error(r.span, "a prim_func returns nothing"));

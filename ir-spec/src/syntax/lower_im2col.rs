@@ -77,17 +77,26 @@ impl Lowerer {
             let e = a[4 + k]?;
             let v = self.expr(e)?;
             let min = if k == 3 { 0 } else { 1 };
-            match v.as_int() {
-                Some(n) if !(min..=1 << 16).contains(&n) => {
+            let mut names = Vec::new();
+            crate::visit::for_each_subexpr(&v, &mut |x| {
+                if let ExprKind::Var(n) = &x.kind {
+                    names.push(n.clone());
+                }
+            });
+            let value = crate::interval::interval(&v, &crate::interval::Unknown).constant();
+            let of_dims = !names.is_empty() && names.iter().all(|n| self.dim_names.contains(n));
+            match value {
+                Some(n) if (min..=1 << 16).contains(&n) => args.push(Expr::int(n)),
+                None if of_dims => args.push(v),
+                _ => {
                     return self.fail(Diagnostic::error(
                         e.span,
                         format!(
-                            "`T.im2col`'s `{}` must lie in {min}..=65536 (it is {n})",
+                            "`T.im2col`'s `{}` must be an integer literal in {min}..=65536, or an expression of symbolic dims",
                             NAMES[4 + k]
                         ),
                     ))
                 }
-                _ => args.push(v),
             }
         }
         let [kk, s, d, p]: [Expr; 4] = match args.try_into() {

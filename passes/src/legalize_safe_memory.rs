@@ -167,10 +167,12 @@ impl Walk {
             }
             StmtKind::While { cond, body } => {
                 let cond = self.expr(cond);
-                let facts = self.facts.len();
+                let (facts, tests) = (self.facts.len(), self.tests.len());
                 self.assume(&cond, true);
+                self.test_variables(&cond);
                 let body = self.body(body);
                 self.facts.truncate(facts);
+                self.tests.truncate(tests);
                 StmtKind::While { cond, body }
             }
             StmtKind::If {
@@ -179,10 +181,12 @@ impl Walk {
                 else_body,
             } => {
                 let cond = self.expr(cond);
-                let facts = self.facts.len();
+                let (facts, tests) = (self.facts.len(), self.tests.len());
                 self.assume(&cond, true);
+                self.test_variables(&cond);
                 let then_body = self.body(then_body);
                 self.facts.truncate(facts);
+                self.tests.truncate(tests);
                 self.assume(&cond, false);
                 let else_body = self.body(else_body);
                 self.facts.truncate(facts);
@@ -290,6 +294,17 @@ impl Walk {
         self.facts.truncate(facts);
         self.tests.truncate(tests);
         value
+    }
+
+    /// Adds the conjuncts of `cond` that read no memory as tests holding under a statement:
+    /// variables never change, so they hold in the whole body (a guard this pass placed, as
+    /// compiled IR prints it, proves its access when the front end reads it again).
+    fn test_variables(&mut self, cond: &Expr) {
+        let pure = crate::analysis::int::conjuncts(cond)
+            .into_iter()
+            .filter(|c| !reads_memory(c))
+            .cloned();
+        self.tests.extend(pure);
     }
 
     /// Adds `cond`'s conjuncts as tests holding inside the current expression.

@@ -208,7 +208,7 @@ mod tests {
         let err = parse_pipeline("zzzzzzzzzz").err().unwrap();
         assert_eq!(err.suggestion, None);
         assert!(err.to_string().contains(
-            "known passes: thread-sync, lower-reducers, lower-reductions, stage-fragment-reads, longest-first, version-masks, prefetch-loads, mark-fresh-buffers, layout-inference, pipeline-planning, inject-software-pipeline, lower-tile-ops, warp-specialize, persistent-tiles, tma-multicast, inject-cp-async, rasterize, thread-binding, sink-wgmma-wait, plan-shared-memory, unroll, simplify, widen-indices"
+            "known passes: legalize-safe-memory, thread-sync, lower-reducers, lower-reductions, stage-fragment-reads, longest-first, version-masks, prefetch-loads, mark-fresh-buffers, layout-inference, pipeline-planning, inject-software-pipeline, lower-tile-ops, warp-specialize, persistent-tiles, tma-multicast, inject-cp-async, rasterize, thread-binding, sink-wgmma-wait, plan-shared-memory, unroll, simplify, widen-indices"
         ));
         assert_eq!(resolve("raster").map(|p| p.name()).ok(), None);
         assert_eq!(

@@ -16,6 +16,7 @@ fn passes_lists_every_pass_with_a_description() {
     assert_eq!(
         names,
         [
+            "legalize-safe-memory",
             "thread-sync",
             "lower-reducers",
             "lower-reductions",

@@ -191,6 +191,13 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
                 assert_eq!(y[i], (x[i] as f32 * 2.0 + 1.0) as f64, "{stem}: Y[{i}]");
             }
         }
+        "print" => {
+            // What it prints: print.rs.
+            let (a, b) = (o["A"].to_f64(), o["B"].to_f64());
+            for i in 0..b.len() {
+                assert_eq!(b[i], a[i] * 2.0, "{stem}: B[{i}]");
+            }
+        }
         "thread_level" => {
             let (a, b) = (o["A"].to_f64(), o["B"].to_f64());
             for i in 0..b.len() {

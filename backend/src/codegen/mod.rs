@@ -58,6 +58,7 @@ mod manifest;
 mod math;
 mod memo;
 mod offset;
+mod print;
 mod stmt;
 mod vector;
 

@@ -66,12 +66,15 @@ pub mod npy;
 mod ops;
 mod order;
 mod parallel;
+mod print;
 pub mod random;
 pub mod scalar;
 mod shared;
 mod tasks;
 pub mod tensor;
 
+/// The print intrinsics' lines kept instead of written (`print.rs`).
+pub use print::{capture as capture_prints, format_value as format_printed};
 pub use npy::{npy_descr, read_npy, read_npy_file, write_npy, write_npy_file};
 pub use random::{random_input, random_tensor};
 pub use scalar::Scalar;

@@ -8,7 +8,8 @@
 //!
 //! Argument kinds: `Ref` (an element reference, `ElemRef`), `Int` (`i64`), `Bool`, `Ints`
 //! (an integer tuple, `Vec<i64>`), `Pred` (an optional run-time predicate,
-//! `Option<Expr>`), `Value` (a run-time value, `Expr`). A call holds at most one `Pred` or
+//! `Option<Expr>`), `Value` (a run-time value, `Expr`), `Text` (a string literal,
+//! `String`). A call holds at most one `Pred` or
 //! `Value` (`parts_mut` returns it beside the references; the table's tests check it).
 
 /// The Rust type of a field of argument kind `$kind`.
@@ -19,6 +20,7 @@ macro_rules! intrinsic_field_type {
     (Ints) => { Vec<i64> };
     (Pred) => { Option<Expr> };
     (Value) => { Expr };
+    (Text) => { String };
 }
 
 /// The borrowed [`Arg`] of a field bound by reference.
@@ -40,6 +42,9 @@ macro_rules! intrinsic_arg {
     };
     (Value, $f:ident) => {
         Arg::Value($f)
+    };
+    (Text, $f:ident) => {
+        Arg::Text($f.as_str())
     };
 }
 

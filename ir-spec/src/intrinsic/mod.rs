@@ -153,7 +153,24 @@ intrinsic_table! {
     /// signalling a consumer's `T.bar_sync`; the ping-pong of warp-specialized consumers).
     /// It orders no memory access.
     BarArrive { id: Int, count: Int } => BAR_ARRIVE,
+    /// `T.print(value, msg="…")` (any level outside `T.Parallel`): every thread that runs it
+    /// prints one line with `value` (a scalar of any dtype), its block and thread indices
+    /// (`print.rs` has the line). Nothing it prints is read back.
+    Print { value: Value, msg: Text } => PRINT,
+    /// `T.print_msg(msg="…")`: every thread that runs it prints the message and its block
+    /// and thread indices.
+    PrintMsg { msg: Text } => PRINT_MSG,
+    /// `T.print_elem(buf[i, j], index, msg="…", lane=0)`: the block's thread `lane` (its
+    /// linear index; -1: every thread) prints the element `buf[i, j]` of a shared or global
+    /// buffer, labelled with the buffer's name and `index` (the front end's expansion of
+    /// `T.print(buf)` passes the element's flat index).
+    PrintElem { elem: Ref, index: Value, msg: Text, lane: Int } => PRINT_ELEM,
 }
+
+mod print;
+
+pub use print::{elem_tail, line_parts, Format, Printed, EVERY_LANE};
+use print::{PRINT, PRINT_ELEM, PRINT_MSG};
 
 /// Who executes an intrinsic together.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -268,6 +285,11 @@ pub enum ParamKind {
     },
     /// An `int32` expression evaluated by each thread at run time.
     Value,
+    /// A string literal (`msg="…"`); empty when the call leaves it out.
+    Text,
+    /// An expression of any scalar dtype evaluated by each thread at run time (what
+    /// `T.print` prints).
+    Scalar,
 }
 
 impl ParamKind {
@@ -385,6 +407,8 @@ impl IntrinsicDef {
                 ParamKind::Bool { default } => default.is_none(),
                 ParamKind::IntTuple { .. } | ParamKind::Value => true,
                 ParamKind::Pred => false,
+                ParamKind::Scalar => true,
+                ParamKind::Text => false,
             })
             .count()
     }
@@ -402,6 +426,8 @@ pub enum Arg<'a> {
     Ints(&'a [i64]),
     /// A run-time value.
     Value(&'a Expr),
+    /// A string literal.
+    Text(&'a str),
 }
 
 /// One argument of a call, owned: what the parser builds an intrinsic from.
@@ -413,6 +439,7 @@ pub enum ArgValue {
     Pred(Option<Expr>),
     Ints(Vec<i64>),
     Value(Expr),
+    Text(String),
 }
 
 const REGISTERS: &[Scope] = &[Scope::Local];
@@ -1773,6 +1800,20 @@ mod tests {
                 rank: Expr::var("peer"),
             },
             Intrinsic::ClusterSync,
+            // The prints, appended.
+            Intrinsic::Print {
+                value: Expr::var("x"),
+                msg: "x is".to_string(),
+            },
+            Intrinsic::PrintMsg {
+                msg: String::new(),
+            },
+            Intrinsic::PrintElem {
+                elem: r("S"),
+                index: Expr::var("i"),
+                msg: "tile".to_string(),
+                lane: 0,
+            },
         ]
     }
 
@@ -1784,6 +1825,7 @@ mod tests {
             Arg::Pred(p) => ArgValue::Pred(p.cloned()),
             Arg::Ints(v) => ArgValue::Ints(v.to_vec()),
             Arg::Value(e) => ArgValue::Value(e.clone()),
+            Arg::Text(t) => ArgValue::Text(t.to_string()),
         }
     }
 
@@ -1804,6 +1846,8 @@ mod tests {
                         | (ParamKind::IntRange { .. }, Arg::Int(_))
                         | (ParamKind::IntTuple { .. }, Arg::Ints(_))
                         | (ParamKind::Value, Arg::Value(_))
+                        | (ParamKind::Scalar, Arg::Value(_))
+                        | (ParamKind::Text, Arg::Text(_))
                 );
                 assert!(fits, "{} {}", def.name, p.name);
             }
@@ -1829,7 +1873,7 @@ mod tests {
             let values = d
                 .params
                 .iter()
-                .filter(|p| matches!(p.kind, ParamKind::Pred | ParamKind::Value))
+                .filter(|p| matches!(p.kind, ParamKind::Pred | ParamKind::Value | ParamKind::Scalar))
                 .count();
             assert!(
                 values <= 1,

@@ -235,11 +235,6 @@ const DECLINED: &[(&str, &str, &str)] = &[
         "split the work into kernels of one function: a kernel sees everything an earlier \
          one wrote",
     ),
-    (
-        "print",
-        "`T.print`",
-        "run the kernel with `tlc run --interp --save-dir DIR` and read the saved values",
-    ),
 ];
 
 /// The error for an unknown `T.name`.

@@ -39,7 +39,9 @@ impl Lowerer {
                 (ParamKind::IntTuple { .. }, Some(e)) => {
                     self.const_int_list(e, &what).map(ArgValue::Ints)
                 }
-                (ParamKind::Value, Some(e)) => self.expr(e).map(ArgValue::Value),
+                (ParamKind::Value | ParamKind::Scalar, Some(e)) => self.expr(e).map(ArgValue::Value),
+                (ParamKind::Text, Some(e)) => self.string(e, &what).map(|t| ArgValue::Text(t.to_string())),
+                (ParamKind::Text, None) => Some(ArgValue::Text(String::new())),
                 (ParamKind::Bool { .. }, Some(e)) => self.const_bool(e, &what).map(ArgValue::Bool),
                 (ParamKind::Bool { default }, None) => match default {
                     Some(b) => Some(ArgValue::Bool(b)),
@@ -49,7 +51,10 @@ impl Lowerer {
                 (ParamKind::Pred, None) => Some(ArgValue::Pred(None)),
                 // A parameter after the first optional one may still be required
                 // (`T.wgmma`'s `a_lbo`): `bind` checks only the leading ones.
-                (ParamKind::Ref(_) | ParamKind::IntTuple { .. } | ParamKind::Value, None) => {
+                (
+                    ParamKind::Ref(_) | ParamKind::IntTuple { .. } | ParamKind::Value | ParamKind::Scalar,
+                    None,
+                ) => {
                     self.missing(def.name, param.name, span)
                 }
             };

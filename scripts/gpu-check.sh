@@ -150,6 +150,8 @@ for n, v in [("moe_gs", sizes), ("moe_go", off), ("moe_gp", pad), ("moe_gib", gi
 # mla_decode_paged: batch 1 (130 keys) and batch 2 (256 and 64 keys), max_seqlen_pad 256.
 save("mlap_bt1", np.array([[2, 0, 3, 1]], np.int32)); save("mlap_cs1", np.array([130], np.int32))
 save("mlap_bt2", np.array([[5, 7, 1, 0], [6, 2, 4, 3]], np.int32)); save("mlap_cs2", np.array([256, 64], np.int32))
+# pipe_paged_gemm: every page of its table inside `B_pages` (8 pages of 32 rows).
+save("pg_table", np.array([3, 0, 7, 5, 2], np.int32))
 # nsa_fwd: a block among 0 .. max(1, t // 32) - 1 per token and KV head.
 rng = np.random.default_rng(3)
 for name, (B, T, H) in {"nsa_bi_a": (2, 64, 1), "nsa_bi_b": (1, 100, 2), "nsa_bi_c": (2, 1024, 2)}.items():
@@ -177,6 +179,14 @@ run passes/tests/cases/gemm_ragged_tn.tir -D M=136 -D N=72 -D K=40
 run passes/tests/cases/gemm_ragged_tn.tir -D M=64 -D N=64 -D K=32
 run passes/tests/cases/gemm_fullcol_epilogue.tir -D M=96 -D N=128 -D K=48
 run passes/tests/cases/pipe_simt_gemm.tir -D M=100 -D N=70 -D K=50
+# Pipelines from a block-level let (the blocks run 7, 5, 3, 1 and no k-tile) and a GEMM
+# through a page table (issue 38): on sm_90a TMA with a producer warpgroup (the page entry
+# loaded by the producer thread, the box origin clamped to the rows), on sm_80 cp.async at
+# addresses from the entry. The random table (entries -8 .. 7) puts some pages outside the
+# tensor (zeros); pg_table none.
+run passes/tests/cases/pipe_from_let.tir
+run passes/tests/cases/pipe_paged_gemm.tir
+run passes/tests/cases/pipe_paged_gemm.tir --input table=$ints/pg_table.npy
 run bench/gemm_128x256x32_t256_s3.tir -D M=256 -D N=512 -D K=128
 run bench/gemm_128x128x64_t128_s3.tir -D M=256 -D N=256 -D K=256
 # Dims bound below a tile (partial tiles, issue 14): masked copies, and on sm_90a TMA boxes
@@ -392,6 +402,20 @@ run tests/tilelang/mamba_chunk_state.tir -D batch=1 -D seqlen=200 -D chunk_size=
 run tests/tilelang/mamba_chunk_state.tir -D batch=1 -D seqlen=4096 -D chunk_size=256 -D ngroups=1 -D nheads=8 -D headdim=64 -D dstate=128 --rtol 4e-3
 run tests/tilelang/mamba_chunk_scan.tir -D batch=1 -D seqlen=200 -D chunk_size=128 -D ngroups=2 -D nheads=4 -D headdim=80 -D dstate=100
 run tests/tilelang/mamba_chunk_scan.tir -D batch=1 -D seqlen=4096 -D chunk_size=256 -D ngroups=1 -D nheads=8 -D headdim=64 -D dstate=128
+# TileLang's Hadamard transform (warp shuffles from a lane computed at run time): each
+# configuration of its tunable group, for 3 rows and for the original's batch of 64. At
+# n = 64 a block of 8 threads shuffles in segments of 8 lanes under a full mask (PTX waits
+# only for the lanes the block has), at 16384 through two exchange rounds.
+H64="-D n=64 -D threads=8 -D thread_elem=8 -D thread_round=3 -D warps=1 -D warp_round=3 -D warp_size=8 -D block_round=0 -D exchange_round=1 -D thread_elem_in_smem=8"
+H256="-D n=256 -D threads=32 -D thread_elem=8 -D thread_round=3 -D warps=1 -D warp_round=5 -D warp_size=32 -D block_round=0 -D exchange_round=1 -D thread_elem_in_smem=8"
+H2048="-D n=2048 -D threads=256 -D thread_elem=8 -D thread_round=3 -D warps=8 -D warp_round=5 -D warp_size=32 -D block_round=3 -D exchange_round=1 -D thread_elem_in_smem=8"
+H16384="-D n=16384 -D threads=256 -D thread_elem=64 -D thread_round=6 -D warps=8 -D warp_round=5 -D warp_size=32 -D block_round=3 -D exchange_round=2 -D thread_elem_in_smem=32"
+for h in "$H64" "$H256" "$H2048" "" "$H16384"; do
+    # shellcheck disable=SC2086 # each configuration is several -D arguments
+    run tests/tilelang/hadamard.tir -D b=3 $h
+    # shellcheck disable=SC2086
+    run tests/tilelang/hadamard.tir -D b=64 $h
+done
 # TileLang's example scripts, their own main() through the tlc wheel's tlc.tilelang (needs
 # python3 with the wheel and torch; minutes): run when they are installed.
 if python3 -c "import tlc.tilelang, torch" 2>/dev/null; then

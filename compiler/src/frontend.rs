@@ -87,11 +87,13 @@ pub fn prepare(
     finish(file, func)
 }
 
-/// A bound kernel made ready for every command: verified (once), then thread-sync's
-/// barriers. The verifier's facts describe the result too: a barrier declares nothing (no
+/// A bound kernel made ready for every command: global accesses in loops that may fall
+/// outside their tensor guarded (`legalize-safe-memory`, TileLang's semantics: loads read
+/// 0, stores are dropped), verified (once), then thread-sync's barriers. The verifier's facts describe the result too: a barrier declares nothing (no
 /// buffer, variable or kernel), and the pipeline's first verification (the target's rules,
 /// `PassManager::run_timed`) checks the synchronized function whole.
 pub fn finish(file: &SourceFile, func: PrimFunc) -> Result<(PrimFunc, FuncInfo), UserError> {
+    let func = tlc_passes::legalize_safe_memory::legalize_safe_memory(func);
     let info = verify(file, &func)?;
     let func = sync(file, func)?;
     Ok((func, info))
@@ -142,5 +144,11 @@ pub fn bind_config(
 
 /// Runs the verifier, rendering all its errors.
 pub fn verify(file: &SourceFile, func: &PrimFunc) -> Result<FuncInfo, UserError> {
-    tlc_ir::verifier::verify(func).map_err(|diags| UserError(file.render_all(&diags)))
+    tlc_ir::verifier::verify(func).map_err(|mut diags| {
+        // One error per place: legalize-safe-memory's guards repeat an access's indices,
+        // so an error in an index (an undefined name) would otherwise come three times.
+        let mut seen = std::collections::HashSet::new();
+        diags.retain(|d| seen.insert((d.span.start, d.span.end, d.message.clone())));
+        UserError(file.render_all(&diags))
+    })
 }

@@ -77,7 +77,10 @@ pub fn declare_multiples(
 ) -> Result<PrimFunc, Diagnostic> {
     let mut out = func.clone();
     for (name, m) in multiples {
-        let Some(dim) = out.dims.iter_mut().find(|d| &d.name == name && d.param.is_none())
+        let Some(dim) = out
+            .dims
+            .iter_mut()
+            .find(|d| &d.name == name && d.param.is_none())
         else {
             return Err(Diagnostic::error(
                 func.name.span,

@@ -24,9 +24,11 @@
 //! - The prologue is a `T.unroll` loop rather than unrolled here: with a small constant trip
 //!   count a substituted region could lie statically outside its buffer, which the verifier
 //!   rejects (at run time it is masked); `unroll` expands it at the thread level.
-//! - Statements keep their `order` within their stage. Lets whose value reads no memory are
-//!   evaluated wherever they are needed (copied into the prologue and the look-ahead with
-//!   their `ko`). Every let and loop variable bound inside a copy gets a fresh name.
+//! - Statements keep their `order` within their stage. Pure lets (no memory read, or only
+//!   index tensors the loop never writes: `analysis::schedule`) are evaluated wherever they
+//!   are needed (copied into the prologue and the look-ahead with their `ko`, under their
+//!   guards); in the last stage a let that loads keeps its place in `order`. Every let and
+//!   loop variable bound inside a copy gets a fresh name.
 //! - The commit / wait pairs are no-ops until `inject-cp-async` makes the copies
 //!   asynchronous; with them, `T.cp_async_wait(S - 2)` at the top of iteration `ko` has
 //!   retired the groups of iterations `0 .. ko` (`S - 1` prologue groups and one per
@@ -270,9 +272,9 @@ fn pipeline_loop(
         xs.sort_by_key(|&x| order[x]);
         xs
     };
-    let group = |members: &[usize], all_lets: bool| -> Vec<Stmt> {
+    let group = |members: Vec<usize>, all_lets: bool| -> Vec<Stmt> {
         let mut needed: HashSet<String> = HashSet::new();
-        for &m in members {
+        for &m in &members {
             needed.extend(graph.stmts[m].uses.iter().cloned());
         }
         let mut lets = Vec::new();
@@ -288,14 +290,23 @@ fn pipeline_loop(
             }
         }
         lets.reverse();
-        lets.iter()
-            .chain(members)
+        // The last stage keeps a let that loads (an index, a scale) where `order` puts it
+        // among its statements, as the body had it; lets that only compute, and every let
+        // of the stage-0 copies, come first.
+        let (loads, first): (Vec<usize>, Vec<usize>) = lets
+            .into_iter()
+            .partition(|&x| all_lets && !graph.stmts[x].access.reads.is_empty());
+        let mut rest = members;
+        rest.extend(loads);
+        first
+            .iter()
+            .chain(&by_order(rest))
             .map(|&x| body[x].clone())
             .collect()
     };
-    let early_group = group(&by_order(early), false);
+    let early_group = group(by_order(early), false);
     // Unused pure lets stay with the last stage.
-    let mut late_group = group(&by_order(late), true);
+    let mut late_group = group(by_order(late), true);
     add_stage_index(&mut late_group, &buffers, &stage_of(Expr::var(&ko)));
 
     // The prologue: a `T.unroll` loop (constant regions could be out of their buffer when

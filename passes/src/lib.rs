@@ -8,6 +8,7 @@ pub mod inject_cp_async;
 pub mod inject_software_pipeline;
 pub mod instrument;
 pub mod layout_inference;
+pub mod legalize_safe_memory;
 pub mod longest_first;
 pub mod lower_reducers;
 pub mod lower_reductions;

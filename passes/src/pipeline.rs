@@ -4,6 +4,7 @@
 use crate::inject_cp_async::InjectCpAsync;
 use crate::inject_software_pipeline::InjectSoftwarePipeline;
 use crate::layout_inference::LayoutInference;
+use crate::legalize_safe_memory::LegalizeSafeMemory;
 use crate::longest_first::LongestFirst;
 use crate::lower_reducers::LowerReducers;
 use crate::lower_reductions::LowerReductions;
@@ -31,6 +32,7 @@ use tlc_ir::Target;
 /// An ordered list of passes.
 pub type Pipeline = Vec<&'static dyn Pass>;
 
+static LEGALIZE_SAFE_MEMORY: LegalizeSafeMemory = LegalizeSafeMemory;
 static THREAD_SYNC: ThreadSync = ThreadSync;
 static LOWER_REDUCERS: LowerReducers = LowerReducers;
 static LOWER_REDUCTIONS: LowerReductions = LowerReductions;
@@ -55,11 +57,13 @@ static SINK_WGMMA_WAIT: SinkWgmmaWait = SinkWgmmaWait;
 static PLAN_SHARED_MEMORY: PlanSharedMemory = PlanSharedMemory;
 static WIDEN_INDICES: WidenIndices = WidenIndices;
 
-/// Every pass, in the order of the default pipeline: tile-level rewrites first
-/// (reducers, reductions, staged fragment reads, the block order, masks versioned), the buffers fresh in each loop iteration
+/// Every pass, in the order of the default pipeline (`legalize-safe-memory` first: the
+/// front end runs it for every command, so the pipeline's input has its guards already):
+/// tile-level rewrites first (reducers, reductions, staged fragment reads, the block order, masks versioned), the buffers fresh in each loop iteration
 /// (before pipelining rewrites the loops), tile-level scheduling (layouts, pipelining), then the lowering to threads, then thread-level clean-up.
 pub fn registry() -> &'static [&'static dyn Pass] {
-    static ALL: [&dyn Pass; 23] = [
+    static ALL: [&dyn Pass; 24] = [
+        &LEGALIZE_SAFE_MEMORY,
         &THREAD_SYNC,
         &LOWER_REDUCERS,
         &LOWER_REDUCTIONS,

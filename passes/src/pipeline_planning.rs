@@ -12,8 +12,11 @@
 //!   write shared buffers that only stage-0 statements write and that nothing before the loop
 //!   touches (`inject-software-pipeline` gives them one copy per stage);
 //! - **stage `num_stages - 1`**: everything else;
-//! - a let whose value reads no memory (a *pure* let) takes stage 0 when a stage-0 statement
-//!   needs it (`inject-software-pipeline` evaluates pure lets wherever they are needed);
+//! - a *pure* let — its value reads no memory, or only global or shared buffers the loop
+//!   never writes (an index tensor: a page table), so it is the same wherever in the loop it
+//!   is evaluated — takes stage 0 when a stage-0 statement needs it
+//!   (`inject-software-pipeline` evaluates pure lets wherever they are needed): a copy whose
+//!   origin is loaded from a page table runs ahead with its entry;
 //! - **order**: a topological order of the graph, stage-0 statements first where the
 //!   dependencies allow, else in body order (`order[i]` is statement `i`'s position);
 //! - a note (`T.note`) takes the stage of the statement it annotates (the next one that is

@@ -38,8 +38,8 @@ use tlc_ir::affine::constant_difference;
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::{child_bodies_mut, for_each_stmt, for_each_subexpr, map_expr, stmt_exprs};
 use tlc_ir::{
-    BinOp, BufferDecl, Diagnostic, Expr, ExprKind, For, ForKind, Kernel, PrimFunc, Scope, Span,
-    Stmt, StmtKind, ThreadTag,
+    BinOp, BufferDecl, Diagnostic, Expr, ExprKind, For, ForKind, Intrinsic, Kernel, PrimFunc,
+    Scope, Span, Stmt, StmtKind, ThreadTag,
 };
 
 pub struct ThreadSync;
@@ -119,11 +119,20 @@ fn thread_axis(kind: &ForKind) -> Option<usize> {
     }
 }
 
-/// Whether `body` synchronizes itself: a barrier or an intrinsic anywhere in it.
+/// Whether `body` synchronizes itself: a barrier or an intrinsic anywhere in it — other than
+/// a warp shuffle, which exchanges registers and orders no memory access (Hadamard's
+/// butterflies shuffle between exchanges through shared memory that need barriers), and an
+/// atomic add returning its old value (an atomic add, which `touches` sees as one).
 fn synchronizes_itself(body: &[Stmt]) -> bool {
     let mut found = false;
     for_each_stmt(body, &mut |s| {
-        found |= matches!(s.kind, StmtKind::Barrier | StmtKind::Intrinsic(_));
+        found |= match &s.kind {
+            StmtKind::Barrier => true,
+            StmtKind::Intrinsic(i) => {
+                !(i.is_register_exchange() || matches!(i, Intrinsic::AtomicAddRet { .. }))
+            }
+            _ => false,
+        };
     });
     found
 }
@@ -576,6 +585,13 @@ impl Cx<'_> {
                     buffer, indices, ..
                 } => {
                     if let Some(t) = self.touch(&buffer.name, indices, &local, &lets, &ranges) {
+                        push_new(&mut acc.writes, t.clone());
+                        push_new(&mut acc.reads, t);
+                    }
+                }
+                StmtKind::Intrinsic(Intrinsic::AtomicAddRet { dst, .. }) => {
+                    let (buffer, indices) = (&dst.buffer.name, &dst.indices);
+                    if let Some(t) = self.touch(buffer, indices, &local, &lets, &ranges) {
                         push_new(&mut acc.writes, t.clone());
                         push_new(&mut acc.reads, t);
                     }

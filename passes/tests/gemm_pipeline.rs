@@ -366,6 +366,85 @@ fn every_sm90a_pass_keeps_the_meaning_of_tma_pipelines() {
     }
 }
 
+/// Pipelines past a constant start and plain addresses (issue 38): a loop from a
+/// block-level let (stages and mbarrier phases counted from it; the blocks run 7, 5, 3, 1
+/// and no k-tile), and copies whose origin is read from a page table (each page's entry
+/// loaded with its copy, ahead of the loop; the random entries, -8 .. 7 over 8 pages, put
+/// some boxes outside the tensor, which read zeros). Every pass of both targets keeps
+/// their meaning: on sm_80 on cp.async, on sm_90a on TMA with a producer warpgroup — and
+/// with one SM, the paged GEMM's block walking both its tiles.
+#[test]
+fn every_pass_keeps_the_meaning_of_pipelines_from_lets_and_through_page_tables() {
+    for stem in ["pipe_from_let", "pipe_paged_gemm"] {
+        let func = local_case(stem);
+        let (compared, texts) = compare_every_stage(stem, &func, Target::Sm80);
+        assert!(compared > 0, "{stem}: nothing compared");
+        let last = texts.last().expect("stages");
+        assert!(
+            last.contains("T.cp_async(B_shared"),
+            "{stem} on sm_80:\n{last}"
+        );
+        let printed = sm90a_stages_keep_meaning(stem, &func);
+        let last = printed.last().expect("stages");
+        for form in ["T.tma_load(B_shared", "T.setmaxnreg("] {
+            assert!(last.contains(form), "{stem} on sm_90a: no `{form}`\n{last}");
+        }
+    }
+    let one_sm = PassContext::new(Target::Sm90a).with_sms(1);
+    let printed = sm90a_stages_keep_meaning_in(
+        "pipe_paged_gemm on one SM",
+        &local_case("pipe_paged_gemm"),
+        &one_sm,
+    );
+    let last = printed.last().expect("stages");
+    assert!(last.contains("for tile_i in"), "not persistent:\n{last}");
+}
+
+/// `examples/flash_attention.tir` causal with a sliding window: each query block's key loop
+/// starts at the key tile before its diagonal, `T.max(0, bx * 2 - 1)` (64-key tiles, 128
+/// query rows). At 256 threads and 2 stages the pipeline is warp-specialized with the
+/// deferred second gemm and ping-pong: its first k-tile, its waits and the producer's all
+/// count from that start. Every sm_90a pass keeps the meaning (200 keys: block 1 runs
+/// tiles 1 .. 3, block 0 tiles 0 .. 1).
+#[test]
+fn every_sm90a_pass_keeps_the_meaning_of_an_attention_window_from_a_let() {
+    let path = root().join("examples/flash_attention.tir");
+    let text = std::fs::read_to_string(&path).expect("read the example");
+    let from = "        for k in T.Pipelined(loop_range, num_stages=num_stages):\n";
+    let windowed = text.replace(
+        from,
+        "        lo = T.max(0, bx * 2 - 1)\n        for k in T.Pipelined(lo, loop_range, num_stages=num_stages):\n",
+    );
+    assert_ne!(windowed, text, "the loop header moved");
+    let written = tlc_ir::parse(&windowed).expect("parse the window");
+    let config = tlc_ir::tuning::bind(
+        &written,
+        &vec![
+            ("is_causal".to_string(), 1),
+            ("block_N".to_string(), 64),
+            ("num_stages".to_string(), 2),
+            ("threads".to_string(), 256),
+        ],
+        &Vec::new(),
+    )
+    .expect("bind the window's config");
+    let dims = [
+        ("batch", 1),
+        ("seq_len", 200),
+        ("heads", 2),
+        ("kv_heads", 1),
+    ]
+    .map(|(n, v)| (n.to_string(), v));
+    let bound = tlc_ir::specialize::specialize(&config, &dims).expect("bind the dims");
+    tlc_ir::verifier::verify(&bound).expect("the window verifies");
+    let bound = tlc_passes::thread_sync::thread_sync(bound).expect("thread-sync");
+    let printed = sm90a_stages_keep_meaning("attention window from a let", &bound);
+    let last = printed.last().expect("stages");
+    for form in ["T.tma_load(", "T.bar_sync(", "for k in T.serial(lo + 1, "] {
+        assert!(last.contains(form), "no `{form}`:\n{last}");
+    }
+}
+
 /// Partial tiles from `-D` (issue 14): dims bound below a tile (`-D M=64` for a 128-row
 /// tile) verify, every pass of both targets' pipelines keeps them valid, and what the
 /// pipeline makes of the bound kernel computes what the symbolic kernel computes at those

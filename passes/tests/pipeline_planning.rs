@@ -137,10 +137,20 @@ fn what_a_copy_may_not_run_ahead_of_keeps_it_in_the_last_stage() {
         ),
         [2, 2]
     );
-    // Needs a let that reads memory (a later-stage statement).
+    // Needs a let that reads memory the loop writes (a later-stage statement; a let that
+    // reads an index tensor the loop never writes goes along:
+    // `a_let_reading_an_index_tensor_runs_ahead_with_its_copy`).
     assert_eq!(
         late(
-            &format!("            kb = T.cast(A[0, 0], \"int32\")\n            T.copy(A[0, kb], S)\n{use_s}"),
+            &format!("            kb = T.cast(G[0, 0], \"int32\")\n            T.copy(A[0, kb], S)\n{use_s}            T.copy(F, G)\n"),
+            ""
+        ),
+        [2, 2, 2, 2]
+    );
+    // ... or per-thread storage.
+    assert_eq!(
+        late(
+            &format!("            kb = T.cast(F[0, 0], \"int32\")\n            T.copy(A[0, kb], S)\n{use_s}"),
             ""
         ),
         [2, 2, 2]
@@ -155,6 +165,22 @@ fn what_a_copy_may_not_run_ahead_of_keeps_it_in_the_last_stage() {
     );
     // ... and one that writes a fragment neither.
     assert_eq!(late("            T.copy(A[0, ko * 32], F)\n", ""), [2]);
+}
+
+/// A let that loads from a tensor the loop never writes (a page table's entry) has the same
+/// value anywhere in the loop: it takes stage 0 with the copy whose origin it computes,
+/// through a pure let as well, and the plan keeps the meaning.
+#[test]
+fn a_let_reading_an_index_tensor_runs_ahead_with_its_copy() {
+    let use_s = "            for i, j in T.Parallel(64, 32):\n                F[i, j] = F[i, j] + S[i, j]\n";
+    let f = kernel(
+        &format!("            kb = T.cast(A[0, ko], \"int32\") % 8\n            col = kb * 32\n            T.copy(A[0, col], S)\n{use_s}"),
+        "",
+    );
+    let out = planned(f.clone());
+    assert!(notes_in_loop(&out).is_empty(), "{:?}", notes_in_loop(&out));
+    assert_eq!(plans(&out), [(vec![0, 1, 2, 3], vec![0, 0, 0, 2])]);
+    assert!(assert_same_meaning("index let", &f, &out) > 0);
 }
 
 /// The notes at the head of the first pipelined loop's body.

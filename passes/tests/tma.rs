@@ -494,3 +494,71 @@ fn a_promotion_waits_for_its_own_group_with_its_scales_loaded_ahead() {
     assert!(ir.contains("T.wgmma_wait(0)"), "{ir}");
     assert!(ir.contains("row_scale_next"), "{ir}");
 }
+
+#[test]
+fn a_loop_from_a_block_level_let_counts_its_stages_and_phases_from_it() {
+    // `for ko in T.Pipelined(lo, 6)`, `lo` a let of the block index: the fills' stages are
+    // proven `fill % S` symbolically (no constant start to evaluate from), the producer
+    // and the consumers count their phases from `lo`.
+    let ir = lowered(&local_case("pipe_from_let"), Target::Sm90a);
+    for form in [
+        "if s + lo < 6:",
+        "T.tma_load(A_shared[(s + lo) % 3, 0, 0], A[by * 128, (s + lo) * 32]",
+        "for ko_1 in T.serial(lo, 6):",
+        "T.mbarrier_wait(tma_empty[(ko_1 + 2) % 3], (ko_1 - lo - 1) // 3 % 2)",
+        "T.mbarrier_wait(tma_bars[ko % 3], (ko - lo) // 3 % 2)",
+    ] {
+        assert!(ir.contains(form), "no `{form}`:\n{ir}");
+    }
+    assert!(!ir.contains("T.cp_async"), "{ir}");
+}
+
+#[test]
+fn a_start_the_loop_writes_or_that_differs_between_threads_keeps_cp_async() {
+    // The waits' parities evaluate the start again in every iteration (and the producer on
+    // a thread of its own): a start read from a variable the loop writes, or from one each
+    // thread holds its own value of, keeps the thread copies, with the reason.
+    let written = edited(
+        "passes/tests/cases/pipe_from_let.tir",
+        "        lo = by * 2 - 1\n        T.clear(C_local)\n        for ko in T.Pipelined(lo, 6, num_stages=3):\n",
+        "        lo = T.alloc_var(T.int32, 0)\n        lo = by * 2 - 1\n        T.clear(C_local)\n        for ko in T.Pipelined(lo, 6, num_stages=3):\n            lo = lo + 0\n",
+    );
+    let ir = lowered(&written, Target::Sm90a);
+    assert!(
+        ir.contains("the pipelined loop's start `lo[0]` reads `lo`, which the loop writes; this pipeline keeps cp.async"),
+        "{ir}"
+    );
+    assert!(!ir.contains("T.tma_load("), "{ir}");
+    let per_thread = edited(
+        "passes/tests/cases/pipe_from_let.tir",
+        "        lo = by * 2 - 1\n",
+        "        mine = T.alloc_local((1,), \"int32\")\n        for t in T.Parallel(256):\n            mine[0] = t % 2\n        lo = mine[0] + by * 2 - 1\n",
+    );
+    let ir = lowered(&per_thread, Target::Sm90a);
+    assert!(
+        ir.contains("the pipelined loop's start `lo` may differ between the block's threads; this pipeline keeps cp.async"),
+        "{ir}"
+    );
+    assert!(!ir.contains("T.tma_load("), "{ir}");
+}
+
+#[test]
+fn a_paged_copy_takes_its_page_with_its_fill() {
+    // The page entry is loaded where the fill is issued — by the producer thread, in the
+    // prologue and for iteration `ko + 2` — and the box origin computed from it is clamped
+    // to the rows (a `.s32` coordinate; out of range it reads zeros either way). The A
+    // copy's origin, bounded by the loop, is not clamped. On sm_80 the same lets feed the
+    // thread copies' addresses (cp.async: `gemm_pipeline.rs`).
+    let ir = lowered(&local_case("pipe_paged_gemm"), Target::Sm90a);
+    for form in [
+        "page_1 = table[s]",
+        "T.tma_load(B_shared[s, 0, 0], B_pages[T.max(T.min(page_1 * 32, 256), -32), bx * 256]",
+        "page_2 = table[ko_1 + 2]",
+        "T.tma_load(A_shared[s, 0, 0], A[by * 128, s * 32]",
+        "T.setmaxnreg(",
+    ] {
+        assert!(ir.contains(form), "no `{form}`:\n{ir}");
+    }
+    let ir = lowered(&local_case("pipe_paged_gemm"), Target::Sm80);
+    assert!(ir.contains("page_2 = table[ko + 2]"), "{ir}");
+}

@@ -12,5 +12,6 @@ mod print;
 mod refused;
 mod roundtrip;
 mod run_errors;
+mod safe_memory;
 mod tilelang_examples;
 mod topology;

@@ -229,6 +229,79 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
                 }
             }
         }
+        "atomic_add_prev" => {
+            // Any order of the adds is a valid run (the interpreter's is thread order): each
+            // bin's slots are 0..count and the counts are the bins' sizes; F's old values
+            // are 0.5 + 1.5 k, k = 0..64, once each; L's old values, sorted, are 5e9 plus
+            // the prefix sums of the thread indices in the order their adds ran.
+            let f = |n: &str| o[n].to_f64();
+            let (a, p, c, fl, l) = (f("A"), f("P"), f("C"), f("F"), f("L"));
+            for bin in 0..4 {
+                let members: Vec<usize> = (0..64)
+                    .filter(|&t| a[t].rem_euclid(4.0) as usize == bin)
+                    .collect();
+                let mut slots: Vec<i64> = members
+                    .iter()
+                    .map(|&t| (p[t] as i64 - bin as i64) / 4)
+                    .collect();
+                assert!(
+                    members
+                        .iter()
+                        .all(|&t| (p[t] as i64).rem_euclid(4) == bin as i64),
+                    "{stem}: P's bins"
+                );
+                slots.sort_unstable();
+                let want: Vec<i64> = (0..members.len() as i64).collect();
+                assert_eq!(slots, want, "{stem}: the slots of bin {bin}");
+                assert_eq!(c[bin], members.len() as f64, "{stem}: C[{bin}]");
+            }
+            let mut olds: Vec<f64> = fl.clone();
+            olds.sort_by(f64::total_cmp);
+            let want: Vec<f64> = (0..64).map(|k| 0.5 + 1.5 * k as f64).collect();
+            assert_eq!(olds, want, "{stem}: F");
+            // Thread t's old value plus t is the next add's old value, in the order they ran.
+            let mut order: Vec<usize> = (0..64).collect();
+            order.sort_by(|&x, &y| l[x].total_cmp(&l[y]));
+            assert_eq!(l[order[0]], 5e9, "{stem}: the first add's old value");
+            for w in order.windows(2) {
+                assert_eq!(
+                    l[w[1]],
+                    l[w[0]] + w[0] as f64,
+                    "{stem}: L after thread {}",
+                    w[0]
+                );
+            }
+        }
+        "warp_shfl_sync" => {
+            // CUDA's documented rules, lane by lane (the header's table): a segment is
+            // `width` lanes; a source past the segment's end (before its start for `up`)
+            // gives the lane its own value.
+            let f = |n: &str| o[n].to_f64();
+            let (a, h, i, b8, l64) = (f("A"), f("H"), f("I"), f("B8"), f("L64"));
+            let seg = |l: usize, w: usize| l / w * w;
+            for t in 0..96 {
+                let (w, l) = (t / 32, t % 32);
+                let at = |j: usize| w * 32 + j;
+                assert_eq!(f("P")[t], a[at((5 * l + 3) % 32)], "{stem}: P[{t}]");
+                let j = l ^ (l % 16);
+                let j = if j < seg(l, 8) + 8 { j } else { l };
+                let want = (a[at(j)] as f32 * 2.0) as f64;
+                assert_eq!(f("X")[t], want, "{stem}: X[{t}]");
+                let j = l + l % 5;
+                let j = if j < seg(l, 16) + 16 { j } else { l };
+                assert_eq!(f("D")[t], h[at(j)], "{stem}: D[{t}]");
+                let j = if l >= w + 1 { l - (w + 1) } else { l };
+                assert_eq!(f("U")[t], i[at(j)], "{stem}: U[{t}]");
+                assert_eq!(f("Q")[t], b8[at(l ^ 1)], "{stem}: Q[{t}]");
+                assert_eq!(f("L")[t], l64[at(31 - l)], "{stem}: L[{t}]");
+                let want = if l < 16 { a[at((l + 1) % 16)] } else { a[t] };
+                assert_eq!(f("M")[t], want, "{stem}: M[{t}]");
+            }
+            for t in 0..8 {
+                let want = (a[(t + 3) % 8] as f32 + a[t ^ 2] as f32) as f64;
+                assert_eq!(f("S")[t], want, "{stem}: S[{t}]");
+            }
+        }
         "named_barrier" => {
             // R is A doubled and reversed (through shared memory, behind barrier 1); B the
             // last warpgroup's thread indices.

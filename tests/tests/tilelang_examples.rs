@@ -667,6 +667,17 @@ const EXAMPLES: &[Example] = &[
         ],
         reference: conv_im2col,
     },
+    // The same convolution with the kernel size a symbolic dim (T.im2col's kernel and pad
+    // expressions of K): K = 3 as conv_im2col's first size, then K = 5 (pad 2, 25 taps of 8
+    // channels over 7 k-steps).
+    Example {
+        stem: "conv_im2col_symbolic_k",
+        sizes: [
+            &[("N", 1), ("C", 5), ("H", 5), ("W", 7), ("F", 100), ("K", 3)],
+            &[("N", 2), ("C", 8), ("H", 4), ("W", 8), ("F", 128), ("K", 5)],
+        ],
+        reference: conv_im2col,
+    },
     // Chunked linear attention, chunks of 64 positions (S a multiple of 64: no masking): two
     // heads over 4 chunks, then two batches of one head over 8 (the original's S = 512). O
     // zeroed ([`given`]: the kernel adds into it).
@@ -866,7 +877,85 @@ const EXAMPLES: &[Example] = &[
         ],
         reference: flash_attention_causal,
     },
+    // The Hadamard transform at its default n = 8192 (256 threads of 32 elements: 5 levels
+    // in a thread, 5 over lanes by warp shuffles, 3 over warps through shared memory) for 3
+    // rows, then n = 2048 (8 elements a thread) for 1. HADAMARD_MORE checks the other
+    // configurations.
+    Example {
+        stem: "hadamard",
+        sizes: [&[("b", 3)], HADAMARD_2048_B1],
+        reference: hadamard,
+    },
+    // DeepSeek v3.2's top-k selector (1024 threads a row): two rows of 5000 with ragged
+    // ranges, the top 300 (the threshold found in the float16 pass or the first tail
+    // rounds); then one row of 4000 made of 7 repeated values, the top 1000 (a run of ties
+    // through every tail round, the last one's `l_out_pos < topk` cut). `given` writes the
+    // ranges and the ties; `canonical` compares the selected values.
+    Example {
+        stem: "topk_selector",
+        sizes: [
+            &[("batch", 2), ("seq_len", 5000), ("topk", 300)],
+            &[("batch", 1), ("seq_len", 4000), ("topk", 1000)],
+        ],
+        reference: topk_selector,
+    },
 ];
+
+/// `hadamard.tir` at n = 2048 for one row: its tunable group as the factory computes it.
+const HADAMARD_2048_B1: &[(&str, i64)] = &[
+    ("b", 1),
+    ("n", 2048),
+    ("threads", 256),
+    ("thread_elem", 8),
+    ("thread_round", 3),
+    ("warps", 8),
+    ("warp_round", 5),
+    ("warp_size", 32),
+    ("block_round", 3),
+    ("exchange_round", 1),
+    ("thread_elem_in_smem", 8),
+];
+
+/// `hadamard.tir`'s other configurations, each pair checked as an [`Example`]'s sizes (the
+/// first also lowered for both targets and assembled): n = 64 (8 threads of 8 elements, the
+/// shuffles in segments of 8 lanes of a block of 8 threads) for 3 rows, then n = 256 (one
+/// warp, 5 shuffle levels, no shared memory) for 1; n = 256 for 2 rows, then n = 64 for 1;
+/// n = 16384 (64 elements a thread: 2 exchange rounds of 32 through the 32 KiB of shared
+/// memory) for 1 row, then n = 2048 for 2.
+const HADAMARD_MORE: [[&[(&str, i64)]; 2]; 3] = [
+    [&hadamard_config(3, 64), &hadamard_config(1, 256)],
+    [&hadamard_config(2, 256), &hadamard_config(1, 64)],
+    [&hadamard_config(1, 16384), &hadamard_config(2, 2048)],
+];
+
+/// `hadamard.tir`'s binding for `rows` rows of `n`: the factory's Python arithmetic
+/// (threads from its table by log2 n, the rest derived), which the file's tunable tuples
+/// hold.
+const fn hadamard_config(rows: i64, n: i64) -> [(&'static str, i64); 11] {
+    const THREADS: [i64; 16] = [
+        0, 1, 1, 1, 2, 4, 8, 16, 32, 32, 128, 256, 256, 256, 256, 256,
+    ];
+    let log_n = n.trailing_zeros() as usize;
+    let threads = THREADS[log_n];
+    let thread_elem = n / threads;
+    let warps = if threads <= 32 { 1 } else { threads / 32 };
+    let warp_size = threads / warps;
+    // 32 KiB of float32 shared memory at most.
+    let exchange_round = if n * 4 > 32768 { n * 4 / 32768 } else { 1 };
+    [
+        ("b", rows),
+        ("n", n),
+        ("threads", threads),
+        ("thread_elem", thread_elem),
+        ("thread_round", thread_elem.trailing_zeros() as i64),
+        ("warps", warps),
+        ("warp_round", warp_size.trailing_zeros() as i64),
+        ("warp_size", warp_size),
+        ("block_round", warps.trailing_zeros() as i64),
+        ("exchange_round", exchange_round),
+        ("thread_elem_in_smem", thread_elem / exchange_round),
+    ]
+}
 
 /// Inputs a kernel needs to be meaningful (the others are random): per stem and size (the
 /// index into [`Example::sizes`]).
@@ -1123,7 +1212,62 @@ fn given(stem: &str, size: usize) -> HashMap<String, Tensor> {
             inputs.insert("block_mask".to_string(), t);
         }
     }
+    if stem == "topk_selector" {
+        // Each row's range [starts, ends) holds at least topk elements (the original returns
+        // fewer otherwise, the rest of its row unwritten): ragged in the first size; the
+        // second size's row is the whole input, of 7 values repeated, so the top 1000 take
+        // part of a run of ties through all four tail rounds.
+        let (starts, ends): (&[i64], &[i64]) = match size {
+            0 => (&[0, 137], &[5000, 4870]),
+            _ => (&[0], &[4000]),
+        };
+        let int = |v: &[i64]| Tensor::from_i64(DType::Int32, &[v.len()], v).expect("range");
+        inputs.insert("starts".to_string(), int(starts));
+        inputs.insert("ends".to_string(), int(ends));
+        if size == 1 {
+            let ties: Vec<f64> = (0..4000)
+                .map(|i| ((i * 3) % 7) as f64 * 0.25 - 0.5)
+                .collect();
+            let t = Tensor::from_f64(DType::Float32, &[1, 4000], &ties).expect("ties");
+            inputs.insert("input".to_string(), t);
+        }
+    }
     inputs
+}
+
+/// Outputs whose order the kernel leaves open, put in a canonical form before they are
+/// compared: `topk_selector`'s `index` rows hold the top k of a row in the order its
+/// atomic slots were taken — each row becomes the selected input values sorted downwards
+/// (the one multiset every valid selection has, ties or not), and an index out of the row's
+/// range or chosen twice becomes NaN.
+fn canonical(stem: &str, mut outs: Outputs) -> Outputs {
+    if stem != "topk_selector" {
+        return outs;
+    }
+    let (x, idx) = (&outs["input"], &outs["index"]);
+    let (n, k) = (x.shape()[1], idx.shape()[1]);
+    let (xv, iv) = (x.to_f64(), idx.to_f64());
+    let (starts, ends) = (outs["starts"].to_f64(), outs["ends"].to_f64());
+    let mut values = Vec::with_capacity(iv.len());
+    for (r, row) in iv.chunks(k).enumerate() {
+        let mut seen = std::collections::HashSet::new();
+        let mut picked: Vec<f64> = row
+            .iter()
+            .map(|&i| {
+                let ok = i >= starts[r] && i < ends[r] && seen.insert(i as i64);
+                if ok {
+                    xv[r * n + i as usize]
+                } else {
+                    f64::NAN
+                }
+            })
+            .collect();
+        picked.sort_by(|a, b| b.total_cmp(a));
+        values.extend(picked);
+    }
+    let t = Tensor::from_f64(DType::Float32, idx.shape(), &values).expect("values");
+    outs.insert("index".to_string(), t);
+    outs
 }
 
 /// The binding of dim `name` in size `size` of the example `stem`.
@@ -1222,6 +1366,8 @@ const RACY: &[(&str, &[(&str, i64)])] = &[
     // The tk == 0 thread zeroes C_shared[tn], the 32 threads of the row add to it
     // atomically and read it back.
     ("gemv_splitk_vectorized", &[("N", 2), ("K", 256)]),
+    // Each thread writes its row of `shared` and reads the transposed thread's.
+    ("hadamard", HADAMARD_2048_B1),
 ];
 
 // ---------------------------------------------------------------------------------------
@@ -1379,6 +1525,71 @@ fn softmax(o: &Outputs) -> Expected {
     vec![("Y", y)]
 }
 
+/// `hadamard.tir`: per row x of A (b × n float32), B[r, k] = Σ_i x_i (−1)^popcount(i & k),
+/// computed directly. The bound follows the kernel's float32 butterflies over the index
+/// bits, lowest first: the first log2(n / threads) levels inside a thread as `s = a + b`
+/// then `s − 2b` (each rounded; `2b` exact), the others `a + b` and `a − b` (the shuffle
+/// levels and the exchanged ones alike), threads by the factory's table.
+fn hadamard(o: &Outputs) -> Expected {
+    const THREADS: [usize; 16] = [
+        0, 1, 1, 1, 2, 4, 8, 16, 32, 32, 128, 256, 256, 256, 256, 256,
+    ];
+    let a = &o["A"];
+    let n = a.shape()[1];
+    let in_thread = (n / THREADS[n.trailing_zeros() as usize]).trailing_zeros();
+    let av = a.to_f64();
+    let mut out = Vec::with_capacity(av.len());
+    for row in av.chunks(n) {
+        let mut v: Vec<Approx> = row.iter().map(|&x| exact(x)).collect();
+        let mut half = 1;
+        let mut level = 0;
+        while half < n {
+            for base in (0..n).step_by(2 * half) {
+                for k in base..base + half {
+                    let (p, q) = (v[k], v[k + half]);
+                    let (s, d) = if level < in_thread {
+                        let s = (p + q).round(Fp::F32);
+                        (s, (s - exact(2.0) * q).round(Fp::F32))
+                    } else {
+                        ((p + q).round(Fp::F32), (p - q).round(Fp::F32))
+                    };
+                    v[k] = s;
+                    v[k + half] = d;
+                }
+            }
+            half *= 2;
+            level += 1;
+        }
+        for (k, model) in v.into_iter().enumerate() {
+            let want: f64 = row
+                .iter()
+                .enumerate()
+                .map(|(i, &x)| if (i & k).count_ones() % 2 == 0 { x } else { -x })
+                .sum();
+            out.push(expect(want, model));
+        }
+    }
+    vec![("B", out)]
+}
+
+/// `topk_selector.tir` (outputs in `canonical`'s form): per row r, the topk largest values of
+/// input[r, starts[r]:ends[r]], sorted downwards — what any valid selection of indices
+/// reads, exactly.
+fn topk_selector(o: &Outputs) -> Expected {
+    let (x, idx) = (&o["input"], &o["index"]);
+    let (n, k) = (x.shape()[1], idx.shape()[1]);
+    let xv = x.to_f64();
+    let (starts, ends) = (o["starts"].to_f64(), o["ends"].to_f64());
+    let mut out = Vec::new();
+    for r in 0..x.shape()[0] {
+        let mut row: Vec<f64> = xv[r * n + starts[r] as usize..r * n + ends[r] as usize].to_vec();
+        assert!(row.len() >= k, "topk_selector: a range shorter than topk");
+        row.sort_by(|a, b| b.total_cmp(a));
+        out.extend(row[..k].iter().map(|&v| exact(v)));
+    }
+    vec![("index", out)]
+}
+
 /// `topk_topk.tir`: per row, the 6 largest values in decreasing order and their column
 /// indices (the largest index first among equal values; the header removes all copies of a
 /// maximum at once, which only matters for ties, and the random rows have none among the
@@ -1510,21 +1721,24 @@ fn conv_im2col(o: &Outputs) -> Expected {
     let (d, k) = (&o["data"], &o["kernel"]);
     let [n, h, w, c] = [d.shape()[0], d.shape()[1], d.shape()[2], d.shape()[3]];
     let f = k.shape()[3];
+    // An odd kernel size K with "same" padding (K - 1) / 2: conv_im2col.tir's K = 3,
+    // conv_im2col_symbolic_k.tir's K bound by the sizes.
+    let (ks, pad) = (k.shape()[0], (k.shape()[0] as i64 - 1) / 2);
     let (dv, kv) = (d.to_f64(), k.to_f64());
     let mut out = Vec::with_capacity(n * h * w * f);
     for (b, oh, ow) in (0..n).flat_map(|b| (0..h).flat_map(move |y| (0..w).map(move |x| (b, y, x))))
     {
         for j in 0..f {
             let mut products = Vec::new();
-            for (kh, kw) in (0..3).flat_map(|a| (0..3).map(move |e| (a, e))) {
-                let (y, x) = ((oh + kh) as i64 - 1, (ow + kw) as i64 - 1);
+            for (kh, kw) in (0..ks).flat_map(|a| (0..ks).map(move |e| (a, e))) {
+                let (y, x) = ((oh + kh) as i64 - pad, (ow + kw) as i64 - pad);
                 if y < 0 || x < 0 || y >= h as i64 || x >= w as i64 {
                     continue;
                 }
                 let (y, x) = (y as usize, x as usize);
                 for ci in 0..c {
                     let a = dv[((b * h + y) * w + x) * c + ci];
-                    products.push(a * kv[((kh * 3 + kw) * c + ci) * f + j]);
+                    products.push(a * kv[((kh * ks + kw) * c + ci) * f + j]);
                 }
             }
             let model = Approx::sum(products.iter().copied().map(exact), Fp::F32).round(Fp::F16);
@@ -3878,11 +4092,17 @@ fn assemble(stem: &str, lowered: &PrimFunc, target: Target) {
 }
 
 fn check_example(stem: &str) {
-    let start = std::time::Instant::now();
     let example = EXAMPLES
         .iter()
         .find(|e| e.stem == stem)
         .unwrap_or_else(|| panic!("no example {stem}"));
+    check_example_at(example);
+}
+
+/// [`check_example`] for one example's sizes and reference.
+fn check_example_at(example: &Example) {
+    let start = std::time::Instant::now();
+    let stem = example.stem;
     let (name, text) = source(stem);
     let checked = |size: &[(&str, i64)]| {
         check(&name, &text, size).unwrap_or_else(|e| panic!("`tlc check` refuses {name}:\n{e}"))
@@ -3891,7 +4111,7 @@ fn check_example(stem: &str) {
     let mut first = None;
     for (i, size) in example.sizes.iter().enumerate() {
         let what = format!("{stem} {size:?}");
-        let outs = run(&checked(size), size, given(stem, i), &what);
+        let outs = canonical(stem, run(&checked(size), size, given(stem, i), &what));
         let expected = (example.reference)(&outs);
         let used = assert_matches(&what, &outs, &expected);
         report.push(format!("{size:?}: {used:.3} of the bound"));
@@ -3920,7 +4140,7 @@ fn check_example(stem: &str) {
             (Err(e), None) => panic!("{name} on {target}:\n{e}"),
         };
         let what = format!("{stem} {size:?} lowered for {target}");
-        let low = run(&lowered, size, given(stem, 0), &what);
+        let low = canonical(stem, run(&lowered, size, given(stem, 0), &what));
         let used = assert_matches(&what, &low, &expected);
         assert_lowered_agrees(&what, &tile, &low, &expected);
         report.push(format!("{target}: {used:.3} of the bound"));
@@ -3931,6 +4151,60 @@ fn check_example(stem: &str) {
         report.join("; "),
         start.elapsed().as_secs_f64()
     );
+}
+
+/// Size `which` of [`check_example`]'s with its dims bound (`-D`, as `tlc compile -D` binds
+/// them) and lowered for sm_90a, where the binding makes the row strides provable and the
+/// pipelines take TMA (`analysis::tma`): the lowered kernel must issue `T.tma_load`s,
+/// match the reference and the tile level's outputs, and pass ptxas.
+fn check_example_on_tma(stem: &str, which: usize) {
+    let example = EXAMPLES
+        .iter()
+        .find(|e| e.stem == stem)
+        .unwrap_or_else(|| panic!("no example {stem}"));
+    let (name, text) = source(stem);
+    let size = example.sizes[which];
+    let func =
+        check(&name, &text, size).unwrap_or_else(|e| panic!("`tlc check` refuses {name}:\n{e}"));
+    let what = format!("{stem} {size:?}");
+    let tile = run(&func, size, given(stem, which), &what);
+    let expected = (example.reference)(&tile);
+    assert_matches(&what, &tile, &expected);
+    let dims: Vec<(String, i64)> = size
+        .iter()
+        .filter(|(n, _)| func.dims.iter().any(|d| d.name == *n))
+        .map(|(n, v)| (n.to_string(), *v))
+        .collect();
+    let bound = tlc_ir::specialize::specialize(&func, &dims)
+        .unwrap_or_else(|e| panic!("{what}: binding the dims: {}", e.message));
+    let lowered = lower(&name, &text, &bound, Target::Sm90a)
+        .unwrap_or_else(|e| panic!("{name} bound on sm_90a:\n{e}"));
+    let printed = tlc_ir::printer::print_func(&lowered);
+    assert!(
+        printed.contains("T.tma_load("),
+        "{what}: the bound kernel keeps cp.async:\n{printed}"
+    );
+    let what = format!("{what} bound and lowered for sm_90a");
+    let low = run(&lowered, size, given(stem, which), &what);
+    let used = assert_matches(&what, &low, &expected);
+    assert_lowered_agrees(&what, &tile, &low, &expected);
+    assemble(stem, &lowered, Target::Sm90a);
+    eprintln!("{what}: {used:.3} of the bound");
+}
+
+/// The causal backward's key loop starts at the block's diagonal (`T.floordiv(by * 128,
+/// 32)`): on TMA once the dims are bound (issue 38). Its whole-tile size: bound to the
+/// ragged 136 positions, ptxas spills this kernel (255 registers) with TMA or without.
+#[test]
+fn attn_sink_mha_bwd_bhsd_bound_runs_on_tma() {
+    check_example_on_tma("attn_sink_mha_bwd_bhsd", 1);
+}
+
+/// The paged MLA decode's copies read their rows through the page table: the entry is
+/// loaded with each stage's TMA fill (issue 38).
+#[test]
+fn mla_decode_paged_bound_runs_on_tma() {
+    check_example_on_tma("mla_decode_paged", 0);
 }
 
 #[test]
@@ -4357,6 +4631,11 @@ fn conv_im2col_matches_its_reference() {
 }
 
 #[test]
+fn conv_im2col_symbolic_k_matches_its_reference() {
+    check_example("conv_im2col_symbolic_k");
+}
+
+#[test]
 fn splitk_gemv_matches_its_reference() {
     check_example("gemv_splitk_vectorized");
 }
@@ -4403,14 +4682,23 @@ fn the_racy_examples_stop_at_a_data_race_without_thread_sync() {
         );
         let (name, text) = source(stem);
         let file = SourceFile::new(&name, &text);
-        let func = tlc::frontend::parse(&file)
-            .and_then(|f| tlc::frontend::verify(&file, &f).map(|_| f))
-            .unwrap_or_else(|e| panic!("{name} does not parse and verify:\n{}", e.0));
+        let parsed = tlc::frontend::parse(&file)
+            .unwrap_or_else(|e| panic!("{name} does not parse:\n{}", e.0));
+        let func = bind_tunables(&parsed, size, &name);
+        if let Err(e) = tlc::frontend::verify(&file, &func) {
+            panic!("{name} does not verify:\n{}", e.0);
+        }
+        // The dims of the size (its tunables are bound above).
+        let dims: Vec<(&str, i64)> = size
+            .iter()
+            .copied()
+            .filter(|(n, _)| !parsed.space.declares(n))
+            .collect();
         let opts = RunOptions {
             seed: SEED,
             threads: 0,
         };
-        let err = match interp::run(&func, &dims_of(size), HashMap::new(), &opts) {
+        let err = match interp::run(&func, &dims_of(&dims), HashMap::new(), &opts) {
             Ok(_) => panic!(
                 "{name} {size:?} runs without a data race and without thread-sync's barriers: \
                  remove it from RACY"
@@ -4480,4 +4768,27 @@ fn the_other_examples_are_refused_with_located_errors() {
             assert_located(&name, &err);
         }
     }
+}
+
+#[test]
+fn hadamard_matches_its_reference() {
+    check_example("hadamard");
+}
+
+/// `hadamard.tir` at its other configurations ([`HADAMARD_MORE`]): segments of fewer lanes
+/// than a warp, one warp, and two exchange rounds.
+#[test]
+fn hadamard_matches_its_reference_at_more_sizes() {
+    for sizes in HADAMARD_MORE {
+        check_example_at(&Example {
+            stem: "hadamard",
+            sizes,
+            reference: hadamard,
+        });
+    }
+}
+
+#[test]
+fn topk_selector_matches_its_reference() {
+    check_example("topk_selector");
 }

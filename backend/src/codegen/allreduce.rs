@@ -7,7 +7,7 @@
 
 use super::{ptx_type, Bind, Cg};
 use crate::codegen::expr::Place;
-use crate::ptx::{Op, ShflMode};
+use crate::ptx::{Op, Operand, ShflMode};
 use tlc_ir::{AllReduce, Expr, ExprKind, Span};
 
 /// The names the combine reads its two operands through (not valid identifiers, so they
@@ -61,8 +61,10 @@ impl Cg {
         let mut mine = self.in_reg(v, ty);
         let mut off = group / 2;
         while off >= 1 {
-            let lane = (ShflMode::Bfly, u32::try_from(off).unwrap_or(1));
-            let theirs = self.shuffle(mine, d, ty, lane, member_mask);
+            let lane = i64::try_from(off).unwrap_or(1);
+            let c = i64::from(ShflMode::Bfly.clamp());
+            let how = (ShflMode::Bfly, Operand::Imm(lane), Operand::Imm(c));
+            let theirs = self.shuffle(mine, ty, how, Operand::Imm(i64::from(member_mask)));
             self.vars.insert(MINE.to_string(), Bind::Reg(mine, d));
             self.vars.insert(THEIRS.to_string(), Bind::Reg(theirs, d));
             let var = |n: &str| Expr::new(ExprKind::Var(n.to_string()), span);

@@ -1,4 +1,5 @@
-//! `T.atomic_add` as PTX `red` (an atomic add whose old value nobody reads).
+//! `T.atomic_add` as PTX `red` (an atomic add whose old value nobody reads), and
+//! `T.atomic_add_ret` as `atom.shared.add` (the same add, returning the old value).
 //!
 //! - One element: `red.{global|shared}.add.T` (int64 as `.u64`, the same two's complement
 //!   bits; float16 / bfloat16 with `.noftz`, bfloat16 only where the target has it).
@@ -90,6 +91,68 @@ impl Cg {
                 buffer.span,
                 "`T.atomic_add` into a register buffer: only global and shared buffers take atomics",
             ),
+            None => {}
+        }
+    }
+
+    /// `T.atomic_add_ret(old, dst, value)`: `atom.shared.add.T old, [dst], value` — the
+    /// value loaded like any register element, the old value stored into `old` like a store.
+    pub(super) fn atomic_add_ret(
+        &mut self,
+        (old, dst, value): (&tlc_ir::ElemRef, &tlc_ir::ElemRef, &tlc_ir::ElemRef),
+        span: Span,
+    ) {
+        let Some(d) = self.bufs.get(&dst.buffer.name).map(|b| b.dtype) else {
+            self.err(
+                dst.buffer.span,
+                format!("undefined buffer `{}`", dst.buffer.name),
+            );
+            return;
+        };
+        let Some(ty) = self.red_type(d, span) else {
+            return;
+        };
+        let Some(reg_ty) = self.ty(d, span) else {
+            return;
+        };
+        let load = tlc_ir::Expr::new(
+            ExprKind::Load {
+                buffer: value.buffer.name.clone(),
+                indices: value.indices.clone(),
+            },
+            value.buffer.span,
+        );
+        let Some(v) = self.expr(&load, d) else {
+            return;
+        };
+        let v = self.in_reg(v, reg_ty);
+        let Some(Place::Mem(space, addr)) = self.address(&dst.buffer.name, &dst.indices, span)
+        else {
+            self.err(
+                dst.buffer.span,
+                "`T.atomic_add_ret` adds into a shared buffer; this one is not in memory",
+            );
+            return;
+        };
+        let got = self.b.new_reg(reg_ty);
+        self.b.emit(Op::AtomAdd {
+            space,
+            ty,
+            dst: got,
+            addr,
+            src: v.into(),
+        });
+        match self.address(&old.buffer.name, &old.indices, span) {
+            Some(Place::Reg(r)) => {
+                self.forget_packed(r);
+                self.b.emit(Op::Mov {
+                    ty: super::expr::mov_type(reg_ty),
+                    dst: r,
+                    src: got.into(),
+                });
+                self.refresh_word(&old.buffer.name, &old.indices);
+            }
+            Some(Place::Mem(space, addr)) => self.store_elem(space, addr, d, got.into()),
             None => {}
         }
     }

@@ -65,6 +65,17 @@ impl Cg {
             Intrinsic::ShflDown { dst, src, offset } => {
                 self.shfl(dst, src, (ShflMode::Down, *offset), span)
             }
+            Intrinsic::AtomicAddRet { old, dst, value } => {
+                self.atomic_add_ret((old, dst, value), span)
+            }
+            Intrinsic::ShflSyncIdx { .. }
+            | Intrinsic::ShflSyncBfly { .. }
+            | Intrinsic::ShflSyncDown { .. }
+            | Intrinsic::ShflSyncUp { .. } => {
+                if let Some(s) = i.shuffle() {
+                    self.shfl_sync(&s, span);
+                }
+            }
             Intrinsic::BarSync { id, count } => match (u32::try_from(*id), u32::try_from(*count)) {
                 (Ok(id), Ok(threads)) => self.b.emit(Op::BarSync {
                     id,
@@ -386,46 +397,18 @@ impl Cg {
         let (Some(&s), Some(&t), Some(ty)) = (s.first(), t.first(), super::ptx_type(d)) else {
             return;
         };
-        let got = self.shuffle(s, d, ty, (mode, lane), u32::MAX);
+        let how = (
+            mode,
+            Operand::Imm(i64::from(lane)),
+            Operand::Imm(i64::from(mode.clamp())),
+        );
+        let got = self.shuffle(s, ty, how, Operand::Imm(i64::from(u32::MAX)));
         self.forget_packed(t);
         self.b.emit(Op::Mov {
             ty: super::expr::mov_type(ty),
             dst: t,
             src: got.into(),
         });
-    }
-
-    /// One shuffle of register `src` (dtype `d`, register type `ty`): the value of the lane
-    /// `mode` picks with `lane` among `member_mask`'s lanes. A 32-bit value moves as it is;
-    /// a 16-bit one travels in the low half of a `.b32` (packed with itself, unpacked on
-    /// arrival) — the one place both `T.shfl_xor` and `T.thread_allreduce` shuffle.
-    pub(super) fn shuffle(
-        &mut self,
-        src: Reg,
-        d: DType,
-        ty: Type,
-        (mode, lane): (ShflMode, u32),
-        member_mask: u32,
-    ) -> Reg {
-        let half = d.bytes() == 2;
-        let word = if half {
-            self.b.pack(Type::B32, vec![src.into(), src.into()])
-        } else {
-            src
-        };
-        let got = self.b.new_reg(if half { Type::B32 } else { ty });
-        self.b.emit(Op::Shfl {
-            mode,
-            dst: got,
-            src: word,
-            lane,
-            member_mask,
-        });
-        if !half {
-            return got;
-        }
-        let lanes = self.b.unpack(Type::B32, ty, 2, got);
-        lanes.first().copied().unwrap_or(got)
     }
 
     fn mma(&mut self, acc: &ElemRef, a: &ElemRef, b: &ElemRef) {

@@ -1026,6 +1026,15 @@ pub enum Op {
         addr: Address,
         srcs: Vec<Operand>,
     },
+    /// `atom{.space}.add.T d, [addr], a`: the atomic add of `red` that also returns the
+    /// element's old value in `d`.
+    AtomAdd {
+        space: Space,
+        ty: Type,
+        dst: Reg,
+        addr: Address,
+        src: Operand,
+    },
     /// `cvta{.to}.space.u64 d, a`: generic ↔ state-space address.
     Cvta {
         to_space: bool,
@@ -1087,15 +1096,17 @@ pub enum Op {
     BarSync { id: u32, threads: Option<u32> },
     /// `bar.arrive id, threads`.
     BarArrive { id: u32, threads: u32 },
-    /// `shfl.sync.{mode}.b32 d, a, lane, clamp, member_mask` over the whole warp: `d` = `a`
-    /// of the lane `mode` picks with `lane` (every lane of `member_mask` executes it
-    /// together).
+    /// `shfl.sync.{mode}.b32 d, a, lane, c, member_mask`: `d` = `a` of the lane `mode`
+    /// picks with `lane` (an immediate or a register) within the segments and clamp that
+    /// `c` encodes (`ShflMode::clamp` over the whole warp); every lane of `member_mask`
+    /// executes it together.
     Shfl {
         mode: ShflMode,
         dst: Reg,
         src: Reg,
-        lane: u32,
-        member_mask: u32,
+        lane: Operand,
+        c: Operand,
+        member_mask: Operand,
     },
     /// `cp.async.{ca|cg}.shared.global [dst], [src], size{, src_size}`: with `src_size`
     /// fewer than `size` bytes are read and the rest zero-filled (masked tails).
@@ -1237,7 +1248,9 @@ impl Inst {
                 dsts.clone()
             }
             Op::Mma { d, .. } | Op::Wgmma { d, .. } => d.clone(),
-            Op::MbarrierTryWait { dst, .. } | Op::Mapa { dst, .. } => vec![*dst],
+            Op::MbarrierTryWait { dst, .. } | Op::Mapa { dst, .. } | Op::AtomAdd { dst, .. } => {
+                vec![*dst]
+            }
             Op::FenceProxyAsync
             | Op::WgmmaFence
             | Op::WgmmaCommit
@@ -1283,7 +1296,19 @@ impl Inst {
         match &self.op {
             Op::Mov { src, .. } => op(src),
             Op::Pack { srcs, .. } => srcs.iter().for_each(&mut op),
-            Op::Unpack { src, .. } | Op::Shfl { src, .. } => regs.push(*src),
+            Op::Unpack { src, .. } => regs.push(*src),
+            Op::Shfl {
+                src,
+                lane,
+                c,
+                member_mask,
+                ..
+            } => {
+                regs.push(*src);
+                op(lane);
+                op(c);
+                op(member_mask);
+            }
             Op::Int { a, b, .. } | Op::Float { a, b, .. } => {
                 op(a);
                 op(b);
@@ -1330,6 +1355,10 @@ impl Inst {
             Op::RedAdd { addr: a, srcs, .. } => {
                 addr(a);
                 srcs.iter().for_each(&mut op);
+            }
+            Op::AtomAdd { addr: a, src, .. } => {
+                addr(a);
+                op(src);
             }
             Op::Cvta { src, .. } => regs.push(*src),
             Op::CpAsync {

@@ -465,6 +465,16 @@ fn render(op: &Op) -> (String, Vec<String>) {
                 vec![address(addr), s],
             )
         }
+        Op::AtomAdd {
+            space,
+            ty,
+            dst,
+            addr,
+            src,
+        } => (
+            format!("atom{}.add{ty}", space.suffix()),
+            vec![dst.to_string(), address(addr), o(src)],
+        ),
         Op::Cvta {
             to_space,
             space,
@@ -540,15 +550,19 @@ fn render(op: &Op) -> (String, Vec<String>) {
             dst,
             src,
             lane,
+            c,
             member_mask,
         } => (
             format!("shfl.sync{}.b32", mode.suffix()),
             vec![
                 dst.to_string(),
                 src.to_string(),
-                lane.to_string(),
-                mode.clamp().to_string(),
-                format!("0x{member_mask:08x}"),
+                operand(lane),
+                operand(c),
+                match member_mask {
+                    Operand::Imm(m) => format!("0x{:08x}", m & 0xFFFF_FFFF),
+                    m => operand(m),
+                },
             ],
         ),
         Op::BarSync { id, threads } => {

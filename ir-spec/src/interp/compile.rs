@@ -112,10 +112,27 @@ pub(crate) enum CCall {
         src: CRef,
         offset: usize,
     },
+    /// `T.shfl_sync_*`: the lanes of `mask` exchange `src` at the lane each computes from
+    /// its `lane` operand and its segment `width` (`intrinsic::ShuffleMode::source`); the
+    /// operands are evaluated by each lane.
+    ShflSync {
+        mode: intrinsic::ShuffleMode,
+        dst: CRef,
+        src: CRef,
+        lane: CExpr,
+        width: CExpr,
+        mask: CExpr,
+    },
     Mma {
         acc: CRef,
         a: CRef,
         b: CRef,
+    },
+    /// `T.atomic_add_ret`: `dst += value` atomically, the old value into `old`.
+    AtomicAddRet {
+        old: CRef,
+        dst: CRef,
+        value: CRef,
     },
     MbarrierInit {
         bar: CRef,
@@ -864,6 +881,27 @@ impl Compiler {
                 src: self.elem_ref(src, span)?,
                 // `check` above admitted it (1..=31).
                 offset: usize::try_from(*offset).unwrap_or(0),
+            },
+            Intrinsic::ShflSyncIdx { .. }
+            | Intrinsic::ShflSyncBfly { .. }
+            | Intrinsic::ShflSyncDown { .. }
+            | Intrinsic::ShflSyncUp { .. } => {
+                let Some(s) = i.shuffle() else {
+                    return Err(Diagnostic::error(span, "internal error: not a shuffle"));
+                };
+                CCall::ShflSync {
+                    mode: s.mode,
+                    dst: self.elem_ref(s.dst, span)?,
+                    src: self.elem_ref(s.src, span)?,
+                    lane: self.int_expr(s.lane)?,
+                    width: self.int_expr(s.width)?,
+                    mask: self.int_expr(s.mask)?,
+                }
+            }
+            Intrinsic::AtomicAddRet { old, dst, value } => CCall::AtomicAddRet {
+                old: self.elem_ref(old, span)?,
+                dst: self.elem_ref(dst, span)?,
+                value: self.elem_ref(value, span)?,
             },
             Intrinsic::Mma { acc, a, b } => CCall::Mma {
                 acc: self.elem_ref(acc, span)?,

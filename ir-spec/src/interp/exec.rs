@@ -2,7 +2,7 @@
 
 use crate::diagnostic::Diagnostic;
 use crate::interp::compile::{
-    loop_cost, BufRef, CAlloc, CCall, CExpr, CIntrinsic, CKernel, CStmt, CStmtKind,
+    loop_cost, BufRef, CAlloc, CCall, CExpr, CIntrinsic, CKernel, CRef, CStmt, CStmtKind,
 };
 use crate::interp::eval::{fault, Fault, Frame, Res};
 use crate::interp::lockstep::{ClusterThreads, ThreadState};
@@ -53,6 +53,23 @@ impl Frame<'_> {
             return fault(span, self.unwritten(buf, flat, indices));
         }
         Ok(())
+    }
+
+    /// `T.atomic_add_ret(old, dst, value)`: `dst`'s element gets `value` added as
+    /// `T.atomic_add` adds (`Memory::atomic_add`: race-tracked as an atomic), and the
+    /// thread's `old` the element's value before the add (same dtype, the verifier's rule).
+    pub(crate) fn atomic_add_ret(
+        &mut self,
+        (old, dst, value): (&CRef, &CRef, &CRef),
+        span: Span,
+    ) -> Res<()> {
+        const OP: &str = "`T.atomic_add_ret`";
+        let v = self.shfl_read(value, span, OP)?;
+        let flat = self.run_start(dst, 1, span, OP)?;
+        let Some((before, _)) = self.mem.atomic_add(dst.buf, flat, v) else {
+            return fault(span, self.unwritten(dst.buf, flat, &dst.indices));
+        };
+        self.shfl_write(old, before, span, OP)
     }
 
     /// Takes `n` iterations of a starting loop (and of the constant loops it holds: see

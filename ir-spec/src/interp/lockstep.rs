@@ -52,6 +52,8 @@ use crate::span::Span;
 use crate::target::{WARPGROUP_SIZE, WARP_SIZE};
 use std::collections::{HashMap, HashSet, VecDeque};
 
+mod shuffle;
+
 /// The threads of a warpgroup.
 const WARPGROUP: usize = WARPGROUP_SIZE as usize;
 
@@ -624,6 +626,28 @@ impl Lockstep<'_, '_> {
     /// A thread-level intrinsic for the active threads: per thread, or per group of
     /// threads that run it together (a warp, a warpgroup: every one of them must be active).
     pub fn intrinsic(&mut self, i: &CIntrinsic, span: Span, active: &[usize]) -> Res<()> {
+        // The run-time shuffles take the lanes of their mask, which may be fewer than a
+        // warp (`lockstep/shuffle.rs`).
+        if let CCall::ShflSync {
+            mode,
+            dst,
+            src,
+            lane,
+            width,
+            mask,
+        } = &i.call
+        {
+            let call = shuffle::ShuffleCall {
+                name: i.def.name,
+                mode: *mode,
+                dst,
+                src,
+                lane,
+                width,
+                mask,
+            };
+            return self.shfl_sync(&call, span, active);
+        }
         let width = match i.def.collective {
             Collective::Thread => {
                 for &t in active {
@@ -690,6 +714,9 @@ impl Lockstep<'_, '_> {
             CCall::MbarrierInit { bar, count } => {
                 self.on_thread(t, span, |f| f.mbarrier_init(bar, *count, span))
             }
+            CCall::AtomicAddRet { old, dst, value } => {
+                self.on_thread(t, span, |f| f.atomic_add_ret((old, dst, value), span))
+            }
             CCall::MbarrierArrive { bar, tx } => {
                 self.on_thread(t, span, |f| f.mbarrier_arrive(bar, *tx, span))
             }
@@ -714,6 +741,7 @@ impl Lockstep<'_, '_> {
             CCall::Ldmatrix { .. }
             | CCall::ShflXor { .. }
             | CCall::ShflDown { .. }
+            | CCall::ShflSync { .. }
             | CCall::Mma { .. }
             | CCall::MbarrierWait { .. }
             | CCall::Wgmma(_)
@@ -835,6 +863,11 @@ impl Lockstep<'_, '_> {
             }
             // A register-allocation hint: nothing the interpreter models.
             CCall::SetMaxNReg => Ok(()),
+            // Over the lanes of a mask (`intrinsic` sends it to `shuffle.rs`).
+            CCall::ShflSync { .. } => fault(
+                span,
+                "internal error: a run-time shuffle is run over its mask's lanes",
+            ),
             // The scheduler's (`tasks.rs`: a sync may block), as a set of warps.
             CCall::BarSync { .. } | CCall::BarArrive { .. } | CCall::ClusterSync => fault(
                 span,
@@ -842,6 +875,7 @@ impl Lockstep<'_, '_> {
             ),
             // Per-thread calls (`thread_intrinsic`) and the mbarrier wait (`tasks.rs`).
             CCall::CpAsync { .. }
+            | CCall::AtomicAddRet { .. }
             | CCall::Commit
             | CCall::Wait(_)
             | CCall::MbarrierInit { .. }

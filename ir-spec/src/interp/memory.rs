@@ -407,9 +407,15 @@ impl<'g> Memory<'g> {
     }
 
     /// `T.atomic_add`: element `flat` (in bounds) of `b` becomes `old + delta` in the
-    /// buffer's dtype; `None` when the element was never written. Global adds are logged
-    /// for the grid's merge; shared ones in an arena are race-tracked as atomics.
-    pub fn atomic_add(&mut self, b: BufRef, flat: usize, delta: Scalar) -> Option<Scalar> {
+    /// buffer's dtype; `(old, new)`, or `None` when the element was never written. Global
+    /// adds are logged for the grid's merge; shared ones in an arena are race-tracked as
+    /// atomics.
+    pub fn atomic_add(
+        &mut self,
+        b: BufRef,
+        flat: usize,
+        delta: Scalar,
+    ) -> Option<(Scalar, Scalar)> {
         let dtype = self.buffer(b).dtype;
         // The sum is stored: converted to the buffer's dtype, so an integer sum past its
         // range wraps (as the hardware's `atom.add` does) — the IR's exact int32 arithmetic
@@ -437,7 +443,8 @@ impl<'g> Memory<'g> {
                 }
             }
         }
-        let new = add(self.read_unlogged(b, flat)?);
+        let old = self.read_unlogged(b, flat)?;
+        let new = add(old);
         match b {
             BufRef::Global(i) => {
                 self.overlays[i].insert(flat, new);
@@ -447,7 +454,7 @@ impl<'g> Memory<'g> {
             }
             BufRef::Local(_) => self.write_unlogged(b, flat, new),
         }
-        Some(new)
+        Some((old, new))
     }
 
     /// Writes `value` (already of the buffer's dtype) to element `flat` (in bounds).

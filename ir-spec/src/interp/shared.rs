@@ -440,7 +440,8 @@ impl SharedArena {
     }
 
     /// `T.atomic_add` of `delta` to the element of `dtype` at `offset` by `thread`
-    /// (`None`: block-level code): the new value, `add(old, delta)`, is written in place.
+    /// (`None`: block-level code): the new value, `add(old, delta)`, is written in place;
+    /// `(old, new)`.
     /// Other threads' atomic adds since the last barrier are no race; their plain reads or
     /// writes are. `None` when the element was never written (or lies outside the arena).
     pub fn atomic_add(
@@ -450,7 +451,7 @@ impl SharedArena {
         add: &dyn Fn(Scalar) -> Scalar,
         thread: Option<u32>,
         what: &dyn Fn() -> String,
-    ) -> Option<Scalar> {
+    ) -> Option<(Scalar, Scalar)> {
         let n = dtype.bytes() as usize;
         let end = offset.checked_add(n).filter(|&e| e <= self.bytes.len())?;
         if !self.written.get(offset..end)?.iter().all(|&w| w) {
@@ -503,7 +504,7 @@ impl SharedArena {
         if let (Some(dst), Some(src)) = (self.bytes.get_mut(offset..end), encoded.get(..n)) {
             dst.copy_from_slice(src);
         }
-        Some(new)
+        Some((old, new))
     }
 
     /// A raw read for the async proxy (`T.wgmma`'s operands) on behalf of `thread`: the

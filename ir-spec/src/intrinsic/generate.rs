@@ -8,9 +8,8 @@
 //!
 //! Argument kinds: `Ref` (an element reference, `ElemRef`), `Int` (`i64`), `Bool`, `Ints`
 //! (an integer tuple, `Vec<i64>`), `Pred` (an optional run-time predicate,
-//! `Option<Expr>`), `Value` (a run-time value, `Expr`), `Text` (a string literal,
-//! `String`). A call holds at most one `Pred` or
-//! `Value` (`parts_mut` returns it beside the references; the table's tests check it).
+//! `Option<Expr>`), `Value` (a run-time value, `Expr`), `Text` (a string literal, `String`);
+//! `parts_mut` returns the predicate and values beside the references.
 
 /// The Rust type of a field of argument kind `$kind`.
 macro_rules! intrinsic_field_type {
@@ -48,16 +47,16 @@ macro_rules! intrinsic_arg {
     };
 }
 
-/// Collects a field bound by mutable reference into the references or the one expression.
+/// Collects a field bound by mutable reference into the references or the expressions.
 macro_rules! intrinsic_part {
     (Ref, $f:ident, $refs:ident, $value:ident) => {
         $refs.push($f)
     };
     (Pred, $f:ident, $refs:ident, $value:ident) => {
-        $value = $f.as_mut()
+        $value.extend($f.as_mut())
     };
     (Value, $f:ident, $refs:ident, $value:ident) => {
-        $value = Some($f)
+        $value.push($f)
     };
     ($other:ident, $f:ident, $refs:ident, $value:ident) => {
         let _ = $f;
@@ -126,11 +125,11 @@ macro_rules! intrinsic_table {
                 }
             }
 
-            /// The element references and the predicate or run-time value, mutably, in
+            /// The element references and the predicate or run-time values, mutably, in
             /// parameter order: everything of the call that holds expressions.
-            fn parts_mut(&mut self) -> (Vec<&mut ElemRef>, Option<&mut Expr>) {
+            fn parts_mut(&mut self) -> (Vec<&mut ElemRef>, Vec<&mut Expr>) {
                 let mut refs: Vec<&mut ElemRef> = Vec::new();
-                let mut value: Option<&mut Expr> = None;
+                let mut value: Vec<&mut Expr> = Vec::new();
                 match self {
                     $(
                         Intrinsic::$variant $({ $($field),* })? => {

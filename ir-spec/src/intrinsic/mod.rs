@@ -23,6 +23,9 @@
 
 #[macro_use]
 mod generate;
+pub mod shuffle;
+
+pub use shuffle::{Shuffle, ShuffleMode};
 
 use crate::dtype::DType;
 use crate::ir::{BufferDecl, Expr, Ident, Scope};
@@ -140,6 +143,30 @@ intrinsic_table! {
     /// its own `src` when `l + offset > 31` (`offset` in 1..=31). One element of a 32- or
     /// 16-bit dtype, as `T.shfl_xor`.
     ShflDown { dst: Ref, src: Ref, offset: Int } => SHFL_DOWN,
+    /// `T.shfl_sync_idx(dst, src, lane, width=32, mask=0xffffffff)` (warp collective over
+    /// the lanes of `mask`): `shfl.sync.idx.b32` — each lane writes to `dst` the `src` of
+    /// lane `lane` (a run-time integer, taken modulo `width`) of its own segment of `width`
+    /// lanes, CUDA's `__shfl_sync(mask, v, lane, width)`. The lanes that take part and the
+    /// lane each reads are `shuffle.rs`'s (PTX's rule); one element of any dtype but bool.
+    ShflSyncIdx { dst: Ref, src: Ref, lane: Value, width: Value, mask: Value } => SHFL_SYNC_IDX,
+    /// `T.shfl_sync_bfly(dst, src, lane_mask, width=32, mask=0xffffffff)`:
+    /// `shfl.sync.bfly.b32`, lane `l` reads lane `l ^ lane_mask` (a run-time integer), or
+    /// keeps its own value past the end of its segment — CUDA's `__shfl_xor_sync`.
+    ShflSyncBfly { dst: Ref, src: Ref, lane_mask: Value, width: Value, mask: Value } => SHFL_SYNC_BFLY,
+    /// `T.shfl_sync_down(dst, src, delta, width=32, mask=0xffffffff)`: `shfl.sync.down.b32`,
+    /// lane `l` reads lane `l + delta` of its segment, or keeps its own past the segment's
+    /// end — CUDA's `__shfl_down_sync`.
+    ShflSyncDown { dst: Ref, src: Ref, delta: Value, width: Value, mask: Value } => SHFL_SYNC_DOWN,
+    /// `T.shfl_sync_up(dst, src, delta, width=32, mask=0xffffffff)`: `shfl.sync.up.b32`, lane
+    /// `l` reads lane `l - delta` of its segment, or keeps its own before the segment's
+    /// start — CUDA's `__shfl_up_sync`.
+    ShflSyncUp { dst: Ref, src: Ref, delta: Value, width: Value, mask: Value } => SHFL_SYNC_UP,
+    /// `T.atomic_add_ret(old, dst, value)`: `atom.shared.add` — the thread adds its `value`
+    /// (a register element of `dst`'s dtype) to the shared element `dst` as one indivisible
+    /// read-modify-write, as `T.atomic_add` does, and receives the element's value before
+    /// its add in the register element `old` (TileLang's `T.atomic_add(dst, value,
+    /// return_prev=True)`).
+    AtomicAddRet { old: Ref, dst: Ref, value: Ref } => ATOMIC_ADD_RET,
     /// `T.bar_sync(id, count)`: the named barrier `id` (1..=15; 0 is `T.sync_threads()`'s)
     /// over `count` threads (a multiple of 32) — `bar.sync id, count`. The reaching warps
     /// arrive and wait until `count` threads in all have arrived (here, elsewhere, or by
@@ -283,8 +310,9 @@ pub enum ParamKind {
         max: i64,
         rank_of: &'static str,
     },
-    /// An `int32` expression evaluated by each thread at run time.
-    Value,
+    /// An integer expression evaluated by each thread at run time; `default` (a literal)
+    /// when the call may leave it out.
+    Value { default: Option<i64> },
     /// A string literal (`msg="…"`); empty when the call leaves it out.
     Text,
     /// An expression of any scalar dtype evaluated by each thread at run time (what
@@ -405,7 +433,8 @@ impl IntrinsicDef {
                 ParamKind::Int { default, .. } => default.is_none(),
                 ParamKind::IntRange { default, .. } => default.is_none(),
                 ParamKind::Bool { default } => default.is_none(),
-                ParamKind::IntTuple { .. } | ParamKind::Value => true,
+                ParamKind::IntTuple { .. } => true,
+                ParamKind::Value { default } => default.is_none(),
                 ParamKind::Pred => false,
                 ParamKind::Scalar => true,
                 ParamKind::Text => false,
@@ -706,7 +735,7 @@ static MBARRIER_WAIT: IntrinsicDef = IntrinsicDef {
         Param {
             name: "parity",
             role: "phase parity",
-            kind: ParamKind::Value,
+            kind: ParamKind::Value { default: None },
             keyword: false,
         },
     ],
@@ -823,7 +852,7 @@ static MBARRIER_ARRIVE_CLUSTER: IntrinsicDef = IntrinsicDef {
         Param {
             name: "rank",
             role: "block rank in the cluster",
-            kind: ParamKind::Value,
+            kind: ParamKind::Value { default: None },
             keyword: false,
         },
     ],
@@ -1129,6 +1158,159 @@ static SHFL_DOWN: IntrinsicDef = IntrinsicDef {
     needs: Needs::Nothing,
 };
 
+/// What a run-time shuffle moves: one element of any dtype but bool (PTX moves 32 bits;
+/// narrower values travel in the low bits of the word, 64-bit ones as two words).
+const SHUFFLED_ANY: &[DType] = &[
+    DType::Float16,
+    DType::BFloat16,
+    DType::Float32,
+    DType::Float64,
+    DType::Float8E4M3,
+    DType::Float8E5M2,
+    DType::Int8,
+    DType::Int16,
+    DType::Int32,
+    DType::Int64,
+    DType::UInt8,
+    DType::UInt16,
+    DType::UInt32,
+];
+
+/// The operands of the run-time shuffles (`T.shfl_sync_*`): `dst` and `src` one register
+/// element each, the lane operand (`value` is its name and role), the segment width and
+/// the member mask.
+macro_rules! shfl_sync_params {
+    ($value:literal, $role:literal) => {
+        &[
+            Param {
+                name: "dst",
+                role: "destination",
+                kind: ParamKind::Ref(RefParam {
+                    scopes: REGISTERS,
+                    dtypes: SHUFFLED_ANY,
+                    count: Count::Elems(1),
+                    effect: Effect::Write,
+                }),
+                keyword: false,
+            },
+            Param {
+                name: "src",
+                role: "source",
+                kind: ParamKind::Ref(RefParam {
+                    scopes: REGISTERS,
+                    dtypes: SHUFFLED_ANY,
+                    count: Count::Elems(1),
+                    effect: Effect::Read,
+                }),
+                keyword: false,
+            },
+            Param {
+                name: $value,
+                role: $role,
+                kind: ParamKind::Value { default: None },
+                keyword: false,
+            },
+            Param {
+                name: "width",
+                role: "segment width",
+                // A power of two in 1..=32 (`shuffle::constant_rules`, and the interpreter
+                // at run time).
+                kind: ParamKind::Value { default: Some(32) },
+                keyword: true,
+            },
+            Param {
+                name: "mask",
+                role: "member mask",
+                // Its low 32 bits, PTX's `.b32` operand.
+                kind: ParamKind::Value {
+                    default: Some(0xFFFF_FFFF),
+                },
+                keyword: true,
+            },
+        ]
+    };
+}
+
+/// A run-time shuffle's definition: `$name` with its lane operand.
+macro_rules! shfl_sync_def {
+    ($op:ident, $name:literal, $value:literal, $role:literal) => {
+        IntrinsicDef {
+            op: IntrinsicOp::$op,
+            name: $name,
+            params: shfl_sync_params!($value, $role),
+            // The lanes of the mask, together (the interpreter's rule: `shuffle.rs`).
+            collective: Collective::Warp,
+            block_level: false,
+            same_dtype: &[("dst", "src")],
+            needs: Needs::Nothing,
+        }
+    };
+}
+
+static SHFL_SYNC_IDX: IntrinsicDef =
+    shfl_sync_def!(ShflSyncIdx, "T.shfl_sync_idx", "lane", "source lane");
+static SHFL_SYNC_BFLY: IntrinsicDef =
+    shfl_sync_def!(ShflSyncBfly, "T.shfl_sync_bfly", "lane_mask", "lane mask");
+static SHFL_SYNC_DOWN: IntrinsicDef =
+    shfl_sync_def!(ShflSyncDown, "T.shfl_sync_down", "delta", "lane offset");
+static SHFL_SYNC_UP: IntrinsicDef =
+    shfl_sync_def!(ShflSyncUp, "T.shfl_sync_up", "delta", "lane offset");
+
+/// What `T.atomic_add_ret` adds: the dtypes of PTX's `atom.shared.add` (int64 as `.u64`).
+const ATOMIC_RET: &[DType] = &[
+    DType::Int32,
+    DType::UInt32,
+    DType::Int64,
+    DType::Float32,
+    DType::Float64,
+];
+
+static ATOMIC_ADD_RET: IntrinsicDef = IntrinsicDef {
+    op: IntrinsicOp::AtomicAddRet,
+    name: "T.atomic_add_ret",
+    params: &[
+        Param {
+            name: "old",
+            role: "old value",
+            kind: ParamKind::Ref(RefParam {
+                scopes: REGISTERS,
+                dtypes: ATOMIC_RET,
+                count: Count::Elems(1),
+                effect: Effect::Write,
+            }),
+            keyword: false,
+        },
+        Param {
+            name: "dst",
+            role: "destination",
+            // Shared memory only: the interpreter orders the adds of a block's threads, not
+            // those of several blocks (docs/ir.md).
+            kind: ParamKind::Ref(RefParam {
+                scopes: &[Scope::Shared],
+                dtypes: ATOMIC_RET,
+                count: Count::Elems(1),
+                effect: Effect::ReadWrite,
+            }),
+            keyword: false,
+        },
+        Param {
+            name: "value",
+            role: "added value",
+            kind: ParamKind::Ref(RefParam {
+                scopes: REGISTERS,
+                dtypes: ATOMIC_RET,
+                count: Count::Elems(1),
+                effect: Effect::Read,
+            }),
+            keyword: false,
+        },
+    ],
+    collective: Collective::Thread,
+    block_level: false,
+    same_dtype: &[("old", "dst"), ("value", "dst")],
+    needs: Needs::Nothing,
+};
+
 /// A named barrier's operands (`T.bar_sync`, `T.bar_arrive`): its id (0 is
 /// `T.sync_threads()`'s) and its thread count, whole warps.
 const NAMED_BARRIER_PARAMS: &[Param] = &[
@@ -1267,12 +1449,12 @@ impl Intrinsic {
 
     /// [`Intrinsic::exprs`], mutably.
     pub fn exprs_mut(&mut self) -> Vec<&mut Expr> {
-        let (refs, pred) = self.parts_mut();
+        let (refs, values) = self.parts_mut();
         let mut out: Vec<&mut Expr> = Vec::new();
         for r in refs {
             out.extend(r.indices.iter_mut());
         }
-        out.extend(pred);
+        out.extend(values);
         out
     }
 
@@ -1588,6 +1770,12 @@ pub fn check<'a, 'b>(
             }
         }
     }
+    // A shuffle's constant width and mask (others are checked as they run).
+    if let Some(s) = i.shuffle() {
+        for message in shuffle::constant_rules(&s) {
+            out.push(Violation { at: None, message });
+        }
+    }
     // wgmma's operands: one dtype or two fp8s, fp8 and int8 read K-major only; the
     // accumulator is int32 for int8 inputs, float32 otherwise.
     if let Intrinsic::Wgmma {
@@ -1773,6 +1961,39 @@ mod tests {
                 src: r("acc"),
                 offset: 3,
             },
+            Intrinsic::ShflSyncIdx {
+                dst: r("t"),
+                src: r("acc"),
+                lane: Expr::var("l"),
+                width: Expr::int(8),
+                mask: Expr::int(0xFFFF_FFFF),
+            },
+            Intrinsic::ShflSyncBfly {
+                dst: r("t"),
+                src: r("acc"),
+                lane_mask: Expr::int(4),
+                width: Expr::var("w"),
+                mask: Expr::int(0xFF),
+            },
+            Intrinsic::ShflSyncDown {
+                dst: r("t"),
+                src: r("acc"),
+                delta: Expr::var("d"),
+                width: Expr::int(32),
+                mask: Expr::var("m"),
+            },
+            Intrinsic::ShflSyncUp {
+                dst: r("t"),
+                src: r("acc"),
+                delta: Expr::int(1),
+                width: Expr::int(16),
+                mask: Expr::int(-1),
+            },
+            Intrinsic::AtomicAddRet {
+                old: r("t"),
+                dst: r("hist"),
+                value: r("acc"),
+            },
             Intrinsic::BarSync { id: 1, count: 256 },
             Intrinsic::BarArrive { id: 2, count: 256 },
             Intrinsic::WgmmaRs {
@@ -1845,7 +2066,7 @@ mod tests {
                         | (ParamKind::Pred, Arg::Pred(_))
                         | (ParamKind::IntRange { .. }, Arg::Int(_))
                         | (ParamKind::IntTuple { .. }, Arg::Ints(_))
-                        | (ParamKind::Value, Arg::Value(_))
+                        | (ParamKind::Value { .. }, Arg::Value(_))
                         | (ParamKind::Scalar, Arg::Value(_))
                         | (ParamKind::Text, Arg::Text(_))
                 );
@@ -1868,18 +2089,6 @@ mod tests {
         }
         for (k, d) in defs.iter().enumerate() {
             assert!(defs[..k].iter().all(|e| e.name != d.name && e.op != d.op));
-            // The generated `parts_mut` holds one predicate or run-time value per call: a
-            // second would be dropped from `exprs_mut`, and passes would not rewrite it.
-            let values = d
-                .params
-                .iter()
-                .filter(|p| matches!(p.kind, ParamKind::Pred | ParamKind::Value | ParamKind::Scalar))
-                .count();
-            assert!(
-                values <= 1,
-                "{}: {values} predicates / run-time values",
-                d.name
-            );
             for (a, b) in d.same_dtype {
                 assert!(d.param(a).is_some() && d.param(b).is_some(), "{}", d.name);
             }

@@ -66,7 +66,7 @@ pub(super) static PRINT_ELEM: IntrinsicDef = IntrinsicDef {
         Param {
             name: "index",
             role: "element index",
-            kind: ParamKind::Value,
+            kind: ParamKind::Value { default: None },
             keyword: false,
         },
         MSG,

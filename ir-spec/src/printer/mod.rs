@@ -302,18 +302,20 @@ impl Printer<'_> {
             if arg == Arg::Pred(None) {
                 continue;
             }
-            // A keyword range parameter at its default is left out (`multicast=0`).
-            if let (
-                true,
-                ParamKind::IntRange {
-                    default: Some(d), ..
-                },
-                Arg::Int(v),
-            ) = (param.keyword, param.kind, arg)
-            {
-                if v == d {
-                    continue;
+            // A keyword range parameter at its default is left out (`multicast=0`), and so
+            // is a keyword run-time value that is its default's literal (`width=32`).
+            match (param.keyword, param.kind, arg) {
+                (
+                    true,
+                    ParamKind::IntRange {
+                        default: Some(d), ..
+                    },
+                    Arg::Int(v),
+                ) if v == d => continue,
+                (true, ParamKind::Value { default: Some(d) }, Arg::Value(e)) if matches!(e.kind, crate::ir::ExprKind::Int(v) if v == d) => {
+                    continue
                 }
+                _ => {}
             }
             // A message left out stays out (`T.print_msg` always has one).
             if param.keyword && arg == Arg::Text("") {

@@ -57,6 +57,16 @@ pub struct Lowerer {
     pub source_names: HashSet<String>,
     /// `@T.macro` definitions and the expansion state (`syntax::lower_macro`).
     pub macros: crate::syntax::lower_macro::Macros,
+    /// While an assignment is lowered: the statements its value-form calls (a warp shuffle
+    /// written as a value) run before it (`syntax::lower_value_call`); `None` elsewhere,
+    /// where such a call is an error.
+    pub hoisted: Option<Vec<Stmt>>,
+    /// How deep the expression being lowered is inside a conditionally evaluated part
+    /// (`T.if_then_else`'s branches, the right side of `and` / `or`).
+    pub conditional: usize,
+    /// The buffers (and calls) of the atomic adds hoisted for the assignment being lowered
+    /// (`syntax::lower_value_call`'s order rule).
+    pub hoisted_atomics: Vec<(String, Span)>,
     /// Multiples that layouts of global tensors require of symbolic dims
     /// (`syntax::lower_global_layout`): dim, multiple, the layout part that needs it.
     pub dim_multiples: Vec<(String, i64, Span)>,
@@ -778,14 +788,21 @@ impl Lowerer {
                 self.tuple_assign(target, value, out);
                 None
             }
-            ast::StmtKind::Assign { target, value } => self.assign(target, value, None, span),
+            ast::StmtKind::Assign { target, value } => {
+                self.hoisting(out, |lw| lw.assign(target, value, None, span));
+                None
+            }
             ast::StmtKind::AnnAssign {
                 target,
                 annotation,
                 value: Some(value),
-            } => self.assign(target, value, Some(annotation), span),
+            } => {
+                self.hoisting(out, |lw| lw.assign(target, value, Some(annotation), span));
+                None
+            }
             ast::StmtKind::AugAssign { target, op, value } => {
-                self.aug_assign(target, *op, value, span)
+                self.hoisting(out, |lw| lw.aug_assign(target, *op, value, span));
+                None
             }
             ast::StmtKind::For {
                 targets,
@@ -878,8 +895,7 @@ impl Lowerer {
                             return self.alloc_var(&ident, value.span, args, span);
                         }
                         "T.launch_thread_idx" | "T.get_thread_binding" => {
-                            self.thread_var(&ident, &callee, value.span, args);
-                            return None;
+                            return self.thread_var(&ident, &callee, value.span, args);
                         }
                         "T.thread_binding" => {
                             self.thread_binding_var(&ident, value.span, args);
@@ -948,6 +964,9 @@ impl Lowerer {
                         )
                         .with_note("use `T.fill` or `T.copy` for regions"),
                     );
+                }
+                if self.is_shuffle_into(buffer, items, value) {
+                    return self.shuffle_into((buffer, base.span), items, value, span);
                 }
                 let indices = self.indices(items);
                 let value = self.expr(value);
@@ -1030,10 +1049,10 @@ impl Lowerer {
                 })
                 .collect();
             for (tmp, v) in temps.iter().zip(values) {
-                out.extend(self.assign(tmp, v, None, v.span));
+                self.hoisting(out, |lw| lw.assign(tmp, v, None, v.span));
             }
             for (t, tmp) in targets.iter().zip(&temps) {
-                out.extend(self.assign(t, tmp, None, t.span.to(tmp.span)));
+                self.hoisting(out, |lw| lw.assign(t, tmp, None, t.span.to(tmp.span)));
             }
             return;
         }
@@ -1068,7 +1087,7 @@ impl Lowerer {
         }
         for (t, v) in targets.iter().zip(values) {
             let span = t.span.to(v.span);
-            out.extend(self.assign(t, v, None, span));
+            self.hoisting(out, |lw| lw.assign(t, v, None, span));
         }
     }
 

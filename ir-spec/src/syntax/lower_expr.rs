@@ -80,6 +80,11 @@ const KNOWN_T_NAMES: &[&str] = &[
     "if_then_else",
     "clamp",
     "atomic_add",
+    "shfl_sync",
+    "shfl_up",
+    "tvm_warp_shuffle",
+    "tvm_warp_shuffle_down",
+    "tvm_warp_shuffle_up",
     "reduce_sum",
     "reduce_max",
     "reduce_min",
@@ -202,12 +207,6 @@ const DECLINED: &[(&str, &str, &str)] = &[
         "write the computation with tile ops or tlc's thread-level intrinsics",
     ),
     (
-        "tvm_warp_shuffle",
-        "a warp shuffle from a lane computed at run time",
-        "use `T.shfl_xor(dst, src, offset)` or `T.shfl_down(dst, src, offset)` with a \
-         constant offset (docs/ir.md \"Thread-level intrinsics\")",
-    ),
-    (
         "Fragment",
         "a hand-written fragment layout",
         "tlc chooses fragment layouts (layout-inference): drop the annotation",
@@ -299,13 +298,6 @@ fn spells_dtype(e: &ast::Expr) -> bool {
 #[inline(never)]
 fn call_error(name: &str, func_span: Span, span: Span) -> Diagnostic {
     match name.strip_prefix("T.") {
-        Some("atomic_add") => Diagnostic::error(
-            span,
-            "`T.atomic_add` as a value (TileLang's `return_prev=True`) is not supported by tlc",
-        )
-        .with_note(
-            "tlc's atomic add is a statement, `T.atomic_add(dst[i], value)`; it returns nothing",
-        ),
         Some(rest) if is_known_t_name(rest) => {
             Diagnostic::error(span, format!("`{name}` is not a scalar expression"))
         }
@@ -417,7 +409,7 @@ impl Lowerer {
                 } else {
                     BinOp::Or
                 };
-                self.expr_binary(op, a, b, e.span)
+                self.expr_bool_op(op, a, b, e.span)
             }
             ast::ExprKind::Unary(UnaryOp::Pos, a) => self.expr(a),
             ast::ExprKind::Unary(op, a) => self.expr_unary(*op, a, e.span),
@@ -431,6 +423,20 @@ impl Lowerer {
     fn expr_binary(&mut self, op: BinOp, a: &ast::Expr, b: &ast::Expr, span: Span) -> Option<Expr> {
         let a = self.expr(a);
         let b = self.expr(b);
+        Some(Expr::binary(op, a?, b?, span))
+    }
+
+    /// `a and b`, `a or b`: `b` is evaluated only when `a` does not decide.
+    #[inline(never)]
+    fn expr_bool_op(
+        &mut self,
+        op: BinOp,
+        a: &ast::Expr,
+        b: &ast::Expr,
+        span: Span,
+    ) -> Option<Expr> {
+        let a = self.expr(a);
+        let b = self.conditionally(|lw| lw.expr(b));
         Some(Expr::binary(op, a?, b?, span))
     }
 
@@ -578,6 +584,9 @@ impl Lowerer {
                 Some(Expr::new(ExprKind::Reinterpret(dt?, Box::new(x?)), span))
             }
             "T.if_then_else" => self.call_select(&name, span, args),
+            _ if crate::syntax::lower_value_call::is_value_call(&name) => {
+                self.value_call(&name, span, args)
+            }
             "T.infinity" => self.call_infinity(&name, span, args),
             "float" => self.call_float(span, args),
             _ => match name.strip_prefix("T.").and_then(DType::parse) {
@@ -665,8 +674,8 @@ impl Lowerer {
     fn call_select(&mut self, name: &str, span: Span, args: &[ast::Arg]) -> Option<Expr> {
         let a = self.bind(name, span, args, &["cond", "t", "f"], 3)?;
         let c = self.expr(a[0]?);
-        let t = self.expr(a[1]?);
-        let f = self.expr(a[2]?);
+        let t = self.conditionally(|lw| lw.expr(a[1]?));
+        let f = self.conditionally(|lw| lw.expr(a[2]?));
         Some(Expr::new(
             ExprKind::Select(Box::new(c?), Box::new(t?), Box::new(f?)),
             span,

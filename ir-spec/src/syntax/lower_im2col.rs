@@ -69,25 +69,31 @@ impl Lowerer {
         }
         let nhw_step = self.expr(a[2]?)?;
         let c_step = self.expr(a[3]?)?;
-        let mut lits = [0i64; 4];
-        for (k, slot) in lits.iter_mut().enumerate() {
+        // Kernel size, stride, dilation, padding: literals in range, or integer expressions
+        // of dims (a `T.const` a launch binds: TileLang's eager `jit` passes the kernel
+        // size so), which the verifier types.
+        let mut args: Vec<Expr> = Vec::with_capacity(4);
+        for k in 0..4 {
             let e = a[4 + k]?;
-            let v = self.expr(e)?.as_int();
+            let v = self.expr(e)?;
             let min = if k == 3 { 0 } else { 1 };
-            match v {
-                Some(v) if (min..=1 << 16).contains(&v) => *slot = v,
-                _ => {
+            match v.as_int() {
+                Some(n) if !(min..=1 << 16).contains(&n) => {
                     return self.fail(Diagnostic::error(
                         e.span,
                         format!(
-                            "`T.im2col`'s `{}` must be an integer literal in {min}..=65536",
+                            "`T.im2col`'s `{}` must lie in {min}..=65536 (it is {n})",
                             NAMES[4 + k]
                         ),
                     ))
                 }
+                _ => args.push(v),
             }
         }
-        let [kk, s, d, p] = lits;
+        let [kk, s, d, p]: [Expr; 4] = match args.try_into() {
+            Ok(a) => a,
+            Err(_) => return None,
+        };
         let b = |op, x: Expr, y: Expr| arith(op, x, y, span);
         let int = Expr::int;
         let (n_, h_, w_, c_) = (
@@ -96,15 +102,29 @@ impl Lowerer {
             ishape[2].clone(),
             ishape[3].clone(),
         );
+        // 2P - D(K-1): what a stride-1 output adds to the input's extent (a literal when
+        // all four are).
+        let grow = match (kk.as_int(), d.as_int(), p.as_int()) {
+            (Some(kk), Some(d), Some(p)) => int(2 * p - d * (kk - 1)),
+            _ => b(
+                BinOp::Sub,
+                b(BinOp::Mul, int(2), p.clone()),
+                b(BinOp::Mul, d.clone(), b(BinOp::Sub, kk.clone(), int(1))),
+            ),
+        };
+        let grow_less_1 = match grow.as_int() {
+            Some(g) => int(g - 1),
+            None => b(BinOp::Sub, grow.clone(), int(1)),
+        };
         // OH = (H + 2P - D(K-1) - 1) // S + 1, and OW alike.
-        let out_dim = |x: Expr| match s {
-            1 => b(BinOp::Add, x, int(2 * p - d * (kk - 1))),
+        let out_dim = |x: Expr| match s.as_int() {
+            Some(1) => b(BinOp::Add, x, grow.clone()),
             _ => b(
                 BinOp::Add,
                 b(
                     BinOp::FloorDiv,
-                    b(BinOp::Add, x, int(2 * p - d * (kk - 1) - 1)),
-                    int(s),
+                    b(BinOp::Add, x, grow_less_1.clone()),
+                    s.clone(),
                 ),
                 int(1),
             ),
@@ -136,12 +156,12 @@ impl Lowerer {
         let kh = b(
             BinOp::FloorDiv,
             k.clone(),
-            b(BinOp::Mul, int(kk), c_.clone()),
+            b(BinOp::Mul, kk.clone(), c_.clone()),
         );
         let kw = b(
             BinOp::FloorMod,
             b(BinOp::FloorDiv, k.clone(), c_.clone()),
-            int(kk),
+            kk,
         );
         let c = b(BinOp::FloorMod, k, c_);
         let tap = |o: Expr, t: Expr| {
@@ -149,10 +169,10 @@ impl Lowerer {
                 BinOp::Sub,
                 b(
                     BinOp::Add,
-                    b(BinOp::Mul, o, int(s)),
-                    b(BinOp::Mul, t, int(d)),
+                    b(BinOp::Mul, o, s.clone()),
+                    b(BinOp::Mul, t, d.clone()),
                 ),
-                int(p),
+                p.clone(),
             )
         };
         let (h, w) = (tap(oh, kh), tap(ow, kw));

@@ -446,6 +446,18 @@ impl Lowerer {
         // (`T.alloc_local`) buffer is each thread's own loop over its elements.
         let mut body = body;
         per_thread_fills(allocs, &mut body, &|base| self.generated_name(base));
+        // Fills of shared memory that are the only tile-level code left: the block's
+        // threads' strided loops (TileLang's top-k selector zeroes its histogram so between
+        // explicit barriers).
+        if let (Some((tx, 0, _)), [block]) = (used.iter().find(|u| u.1 == 0), threads) {
+            let names: Vec<&str> = used.iter().map(|u| u.0.name.as_str()).collect();
+            if only_shared_fills(allocs, &body, &names) {
+                let threads = block.clone();
+                shared_fills_per_thread(allocs, (&tx.name, &threads), &mut body, &|base| {
+                    self.generated_name(base)
+                });
+            }
+        }
         if tile_construct(allocs, &body).is_some() {
             let vars: Vec<(Ident, usize)> = used.iter().map(|(v, a, _)| (v.clone(), *a)).collect();
             return match super::thread_regions::Regions::new(&vars, allocs, threads).wrap(body) {
@@ -675,34 +687,43 @@ impl Lowerer {
         callee: &str,
         call_span: Span,
         args: &[ast::Arg],
-    ) {
+    ) -> Option<Stmt> {
         let required = usize::from(callee == "T.launch_thread_idx");
-        let Some(a) = self.bind(callee, call_span, args, &["dim"], required) else {
-            return;
-        };
+        let a = self.bind(callee, call_span, args, &["dim"], required)?;
         let axis = match a[0] {
             None => 0,
-            Some(dim) => match self.const_int(dim, "the thread dimension") {
-                Some(d @ 0..=2) => d as usize,
-                Some(d) => {
-                    self.error(Diagnostic::error(
+            Some(dim) => match self.const_int(dim, "the thread dimension")? {
+                d @ 0..=2 => d as usize,
+                d => {
+                    return self.fail(Diagnostic::error(
                         dim.span,
                         format!("the thread dimension is 0, 1 or 2 (x, y, z), found {d}"),
-                    ));
-                    return;
+                    ))
                 }
-                None => return,
             },
         };
-        match self.kernels.last_mut() {
-            Some(k) => k
-                .thread_vars
-                .push((Ident::new(ident.name.clone(), ident.span), axis)),
-            None => self.error(Diagnostic::error(
+        let Some(k) = self.kernels.last_mut() else {
+            return self.fail(Diagnostic::error(
                 call_span,
                 format!("`{callee}` outside a kernel"),
-            )),
+            ));
+        };
+        // The axis asked for again (a macro's own `tx = T.get_thread_binding(0)`): the same
+        // thread index as the first variable of the axis, which its loop binds.
+        if let Some((first, _)) = k.thread_vars.iter().find(|(_, a)| *a == axis) {
+            let value = Expr::new(ExprKind::Var(first.name.clone()), call_span);
+            return Some(Stmt::new(
+                StmtKind::Let {
+                    var: Ident::new(ident.name.clone(), ident.span),
+                    dtype: None,
+                    value,
+                },
+                ident.span.to(call_span),
+            ));
         }
+        k.thread_vars
+            .push((Ident::new(ident.name.clone(), ident.span), axis));
+        None
     }
 
     /// `tx = T.thread_binding(0, 32, thread="threadIdx.x")` inside `T.Kernel` (TileLang's
@@ -1392,6 +1413,147 @@ fn per_thread_fills(
         }
         for child in visit::child_bodies_mut(stmt) {
             per_thread_fills(allocs, child, name);
+        }
+    }
+}
+
+/// Whether the only tile-level constructs of `body` ([`tile_construct`]) are fills of shared
+/// buffers over regions of constant extents, none under an `if`, loop or `while` whose own
+/// condition or bounds name a thread variable of `thread_vars` (`if tx < 64: T.clear(S)`
+/// stays a tile op, refused as one: a tile op runs on the whole block).
+fn only_shared_fills(
+    allocs: &[crate::ir::BufferDecl],
+    body: &[Stmt],
+    thread_vars: &[&str],
+) -> bool {
+    fn walk(
+        allocs: &[crate::ir::BufferDecl],
+        body: &[Stmt],
+        thread_vars: &[&str],
+        (under_thread, fills): (bool, &mut usize),
+    ) -> bool {
+        let names_thread = |s: &Stmt| {
+            visit::stmt_exprs(s).into_iter().any(|e| {
+                let mut hit = false;
+                visit::for_each_subexpr(e, &mut |x| {
+                    hit |= matches!(&x.kind, ExprKind::Var(n) if thread_vars.contains(&n.as_str()));
+                });
+                hit
+            })
+        };
+        for stmt in body {
+            match &stmt.kind {
+                StmtKind::Fill { dst, .. } => {
+                    let shared = allocs
+                        .iter()
+                        .any(|a| a.name.name == dst.buffer.name && a.scope == Scope::Shared);
+                    let constant = dst.ranges.iter().all(|r| r.extent.as_int().is_some());
+                    if !shared || !constant || under_thread {
+                        return false;
+                    }
+                    *fills += 1;
+                }
+                StmtKind::Copy { .. } | StmtKind::Gemm(_) => return false,
+                StmtKind::For(f) if f.kind == crate::ir::ForKind::Parallel => return false,
+                _ => {
+                    let here = under_thread || names_thread(stmt);
+                    for child in visit::child_bodies(stmt) {
+                        if !walk(allocs, child, thread_vars, (here, &mut *fills)) {
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+        true
+    }
+    if allocs.iter().any(|a| a.scope == Scope::Fragment) {
+        return false;
+    }
+    let mut fills = 0;
+    walk(allocs, body, thread_vars, (false, &mut fills)) && fills > 0
+}
+
+/// Rewrites each `T.fill(S[region], v)` of a shared buffer in `body` into the block's
+/// threads' share of it, as TileLang lowers a fill — element `e` of the region's `n`
+/// (row-major) by thread `e % threads`, with no barrier of its own:
+/// `for k in T.serial(ceildiv(n, threads)): if k * threads + tx < n: S[start + unflat] = v`.
+/// `(tx, threads)`: the x thread variable and the block's (one-dimensional) size.
+fn shared_fills_per_thread(
+    allocs: &[crate::ir::BufferDecl],
+    (tx, threads): (&str, &Expr),
+    body: &mut [Stmt],
+    name: &dyn Fn(&str) -> String,
+) {
+    use crate::ir::BinOp;
+    for stmt in body.iter_mut() {
+        if let StmtKind::Fill { dst, value } = &stmt.kind {
+            let shared = allocs
+                .iter()
+                .any(|a| a.name.name == dst.buffer.name && a.scope == Scope::Shared);
+            let extents: Option<Vec<i64>> = dst.ranges.iter().map(|r| r.extent.as_int()).collect();
+            if let (true, Some(extents)) = (shared, extents) {
+                let span = stmt.span;
+                let n: i64 = extents.iter().product();
+                let k = name(&format!("{}_fill", dst.buffer.name));
+                let var = |v: &str| Expr::new(ExprKind::Var(v.to_string()), span);
+                let e = Expr::binary(
+                    BinOp::Add,
+                    Expr::binary(BinOp::Mul, var(&k), threads.clone(), span),
+                    var(tx),
+                    span,
+                );
+                // Row-major: the last dimension varies fastest; `e < n` keeps the first in
+                // its extent without a `%`.
+                let mut indices = Vec::with_capacity(extents.len());
+                let mut inner: i64 = 1;
+                for (d, (r, &ext)) in dst.ranges.iter().zip(&extents).enumerate().rev() {
+                    let mut at = e.clone();
+                    if inner > 1 {
+                        at = Expr::binary(BinOp::FloorDiv, at, Expr::int(inner), span);
+                    }
+                    if d > 0 {
+                        at = Expr::binary(BinOp::FloorMod, at, Expr::int(ext), span);
+                    }
+                    indices.push(match r.start.as_int() {
+                        Some(0) => at,
+                        _ => Expr::binary(BinOp::Add, r.start.clone(), at, span),
+                    });
+                    inner *= ext;
+                }
+                indices.reverse();
+                let store = Stmt::new(
+                    StmtKind::Store {
+                        buffer: dst.buffer.clone(),
+                        indices,
+                        value: value.clone(),
+                    },
+                    span,
+                );
+                let guard = Stmt::new(
+                    StmtKind::If {
+                        cond: Expr::binary(BinOp::Lt, e, Expr::int(n), span),
+                        then_body: vec![store],
+                        else_body: Vec::new(),
+                    },
+                    span,
+                );
+                let trips = Expr::binary(BinOp::CeilDiv, Expr::int(n), threads.clone(), span);
+                *stmt = Stmt::new(
+                    StmtKind::For(crate::ir::For {
+                        var: Ident::new(k, span),
+                        start: Expr::int(0),
+                        stop: trips,
+                        kind: crate::ir::ForKind::Serial,
+                        body: vec![guard],
+                    }),
+                    span,
+                );
+                continue;
+            }
+        }
+        for child in visit::child_bodies_mut(stmt) {
+            shared_fills_per_thread(allocs, (tx, threads), child, name);
         }
     }
 }

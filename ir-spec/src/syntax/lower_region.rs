@@ -448,27 +448,19 @@ impl Lowerer {
     /// written as a `T.Parallel` nest over `value`'s shape of element atomic adds, each
     /// guarded by `dst`'s bounds (a partial tile at the edge of a global tensor).
     pub fn atomic_add(&mut self, span: Span, args: &[ast::Arg]) -> Option<Stmt> {
+        // `return_prev=True` as a statement: the old value is not used, the add is the same.
         let a = self.bind(
             "T.atomic_add",
             span,
             args,
-            &["dst", "value", "memory_order"],
+            &["dst", "value", "memory_order", "return_prev"],
             2,
         )?;
         if let Some(order) = a[2] {
-            let text = self.string(order, "`memory_order`")?;
-            if text != "relaxed" {
-                return self.fail(
-                    Diagnostic::error(
-                        order.span,
-                        format!("`memory_order=\"{text}\"` is not supported; tlc's atomic adds are relaxed"),
-                    )
-                    .with_note(
-                        "order other accesses around the adds with a barrier (`T.sync_threads()`) \
-                         or by ending the kernel",
-                    ),
-                );
-            }
+            self.relaxed_order(order)?;
+        }
+        if let Some(r) = a[3] {
+            self.const_bool(r, "`return_prev`")?;
         }
         let (dst, value) = (a[0]?, a[1]?);
         if let ast::ExprKind::Name(src) = &value.kind {
@@ -509,6 +501,26 @@ impl Lowerer {
             },
             span,
         ))
+    }
+
+    /// `memory_order=` of `T.atomic_add`: `"relaxed"`, the only order tlc's adds have.
+    pub fn relaxed_order(&mut self, order: &ast::Expr) -> Option<()> {
+        let text = self.string(order, "`memory_order`")?;
+        if text != "relaxed" {
+            return self.fail(
+                Diagnostic::error(
+                    order.span,
+                    format!(
+                        "`memory_order=\"{text}\"` is not supported; tlc's atomic adds are relaxed"
+                    ),
+                )
+                .with_note(
+                    "order other accesses around the adds with a barrier (`T.sync_threads()`) \
+                     or by ending the kernel",
+                ),
+            );
+        }
+        Some(())
     }
 
     /// The tile form: `for i0, i1 in T.Parallel(shape of src): if in bounds:

@@ -65,7 +65,7 @@ impl<'f> Checker<'f> {
                 (ParamKind::Pred, Arg::Pred(Some(p))) => {
                     self.expect_bool(p, &format!("the {} of `{}`", param.role, def.name));
                 }
-                (ParamKind::Value, Arg::Value(v)) => {
+                (ParamKind::Value { .. }, Arg::Value(v)) => {
                     self.expect_int(v, &format!("the {} of `{}`", param.role, def.name));
                 }
                 (ParamKind::Scalar, Arg::Value(v)) => {

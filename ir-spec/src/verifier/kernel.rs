@@ -13,9 +13,6 @@ use crate::target::{
 };
 use std::collections::HashMap;
 
-/// The element counts a `T.vectorized` loop may have (up to a 16-byte access of 8-bit data).
-const VECTOR_WIDTHS: [i64; 5] = [1, 2, 4, 8, 16];
-
 impl<'f> Checker<'f> {
     pub(super) fn kernel(&mut self, k: &'f Kernel, span: Span) {
         if let Some(outer) = self.kernel {
@@ -525,15 +522,10 @@ impl<'f> Checker<'f> {
             );
         } else {
             match const_int(&f.stop) {
-                Some(n) if VECTOR_WIDTHS.contains(&n) => {}
-                Some(n) if n <= 0 => {} // L1 already reported it.
-                Some(n) => self.push(
-                    Diagnostic::error(
-                        self.at(f.stop.span),
-                        format!("vectorized loop `{}` has {n} iterations", f.var.name),
-                    )
-                    .with_note("a vector access has 1, 2, 4, 8 or 16 elements"),
-                ),
+                // Any constant count: the back end makes vector accesses of what it can
+                // (1, 2, 4, 8 or 16 elements at a time) and unrolls the rest; as a loop it
+                // means its iterations in order.
+                Some(_) => {} // L1 reports a count that is not positive.
                 None => self.error(
                     f.stop.span,
                     format!(

@@ -63,8 +63,14 @@ pub struct StmtDeps {
     pub defines: Option<String>,
     /// Scalar variables the statement uses.
     pub uses: BTreeSet<String>,
-    /// A let whose value reads no memory and uses only outer variables and pure lets.
+    /// A let that has the same value wherever in the loop it is evaluated: its value reads
+    /// only global or shared buffers that no statement of the loop writes (an index
+    /// tensor: a page table, a block list) and uses only outer variables and pure lets.
+    /// `inject-software-pipeline` evaluates it wherever it is needed (the prologue, the
+    /// look-ahead), so the copies whose addresses it computes can run ahead.
     pub pure_let: bool,
+    /// For a let that is not pure: why it cannot be evaluated ahead.
+    pub impure_because: Option<String>,
     /// A global → shared copy (a stage-0 candidate).
     pub copy: bool,
     /// A `T.Parallel` nest not proven to write each element at most once (its stores, made
@@ -105,8 +111,8 @@ impl std::fmt::Display for Dep {
 /// other dependency of the pairwise definition (RAW, WAR, WAW, scalar) follows by a path
 /// of these (writers of a buffer form a chain), so the graph has the same reachability,
 /// and every edge is a dependency of the pairwise definition (with the same reason). A
-/// pure let's predecessors are pure lets too (it reads no memory), so no path between two
-/// other statements passes through one.
+/// pure let's predecessors are pure lets too (it reads no memory the loop writes), so no
+/// path between two other statements passes through one.
 pub struct LoopGraph<'a> {
     pub body: &'a [Stmt],
     pub stmts: Vec<StmtDeps>,
@@ -135,6 +141,9 @@ impl<'a> LoopGraph<'a> {
                 _ => None,
             })
             .collect();
+        // What the loop writes: a let reading none of it reads the same values in every
+        // iteration (and ahead of it).
+        let written = Access::of_body(body).writes;
         let mut pure: HashSet<String> = HashSet::new();
         let mut stmts = Vec::with_capacity(body.len());
         for s in body {
@@ -149,19 +158,24 @@ impl<'a> LoopGraph<'a> {
                     });
                 }
             });
-            let (defines, pure_let) = match &s.kind {
+            let (defines, impure_because) = match &s.kind {
                 StmtKind::Let { var, .. } => {
-                    let p = access.reads.is_empty()
-                        && uses
-                            .iter()
-                            .all(|u| !defined.contains(u) || pure.contains(u));
-                    if p {
+                    let why = impure_let(
+                        &var.name,
+                        &access,
+                        &uses,
+                        (&defined, &pure),
+                        &written,
+                        facts,
+                    );
+                    if why.is_none() {
                         pure.insert(var.name.clone());
                     }
-                    (Some(var.name.clone()), p)
+                    (Some(var.name.clone()), why)
                 }
-                _ => (None, false),
+                _ => (None, None),
             };
+            let pure_let = defines.is_some() && impure_because.is_none();
             let used_outside = access
                 .writes
                 .iter()
@@ -180,6 +194,7 @@ impl<'a> LoopGraph<'a> {
                 defines,
                 uses,
                 pure_let,
+                impure_because,
                 used_outside,
             });
         }
@@ -425,7 +440,15 @@ impl<'a> LoopGraph<'a> {
                         y + 1
                     )
                 } else if let Some((y, dep)) = self.last_late_dependency(x, stage, last) {
-                    format!("it depends on statement {} of the body ({dep})", y + 1)
+                    // A let it needs stays in place: say why it cannot move along.
+                    let because = match (&dep, &self.stmts[y].impure_because) {
+                        (Dep::Scalar(_), Some(why)) => format!("; {why}"),
+                        _ => String::new(),
+                    };
+                    format!(
+                        "it depends on statement {} of the body ({dep}{because})",
+                        y + 1
+                    )
                 } else {
                     "a later-stage statement writes what it reads or writes".to_string()
                 };
@@ -879,6 +902,42 @@ fn is_global_to_shared_copy(s: &Stmt, facts: &KernelFacts) -> bool {
         }
         _ => false,
     }
+}
+
+/// Why the let of `var` (its `access`es and the variables it `uses`) may not be evaluated
+/// anywhere in the loop, with the value it has in place; `None` when it may (a pure let).
+/// `defined`: the variables the body's lets bind, `pure` those found pure so far (lets
+/// come in body order); `written`: the buffers the loop writes.
+///
+/// Its loads must read global or shared buffers (an index tensor; not per-thread storage,
+/// which a producer thread would not hold) that the loop never writes: moved ahead of
+/// statements of its iteration or into an earlier iteration, such a load reads the same
+/// value. Loads the loop writes, or per-thread ones, keep the let (and what uses it) in
+/// place.
+fn impure_let(
+    var: &str,
+    access: &Access,
+    uses: &BTreeSet<String>,
+    (defined, pure): (&HashSet<String>, &HashSet<String>),
+    written: &BTreeSet<String>,
+    facts: &KernelFacts,
+) -> Option<String> {
+    if let Some(b) = access.reads.iter().find(|b| written.contains(*b)) {
+        return Some(format!("`{var}` reads `{b}`, which the loop writes"));
+    }
+    if let Some(b) = access
+        .reads
+        .iter()
+        .find(|b| !facts.globals.contains(*b) && !facts.is_shared(b))
+    {
+        return Some(format!(
+            "`{var}` reads `{b}` ({}), not a global or shared index tensor",
+            facts.scope_name(b)
+        ));
+    }
+    uses.iter()
+        .find(|u| defined.contains(*u) && !pure.contains(*u))
+        .map(|u| format!("`{var}` uses `{u}`, which cannot be evaluated ahead either"))
 }
 
 /// Whether two regions of one buffer provably share no element: in some dimension their

@@ -27,6 +27,7 @@
 
 use crate::analysis::int::{interval, mentions, multiple_of, unit_offset, Env};
 use crate::analysis::wgmma::Panels;
+use tlc_ir::affine::constant_difference;
 use tlc_ir::intrinsic::{MAX_BOX_DIM, MAX_TMA_DIM};
 use tlc_ir::target::AsyncCopy;
 use tlc_ir::verifier::const_int;
@@ -286,6 +287,10 @@ fn add(e: Expr, k: i64) -> Expr {
     tlc_ir::build::bin(BinOp::Add, e, Expr::int(k))
 }
 
+fn add_expr(a: Expr, b: Expr) -> Expr {
+    tlc_ir::build::bin(BinOp::Add, a, b)
+}
+
 /// A nest of `T.Parallel` loops that is a plain tile copy — one store
 /// `dst[.., i, j] = src[..]` of a load of the same dtype, the destination's last indices the
 /// nest's variables in order (every loop from 0), each variable in exactly one source index
@@ -411,21 +416,90 @@ pub fn tma_destinations(body: &[Stmt]) -> Vec<String> {
     out
 }
 
-/// Whether `stage` (over loop variable `var`) is `fill(v) % stages` for every `v` of
-/// `values` (the prologue's iterations; two periods of the loop's).
-pub fn stages_match(
+/// Whether `stage` (over loop variable `var`) is `fill % stages` for every value the
+/// pipeline gives `var`, `fill` being the fill number as an expression of `var` (the
+/// prologue's `start + s`, the look-ahead's `ko + S - 1`). Proven for any loop start when
+/// `stage` is `x % stages` with `x - fill` a constant multiple of `stages` (the form
+/// `inject-software-pipeline` writes); otherwise, when the start is a constant, by
+/// evaluation over `values` (the prologue's iterations; two periods of the loop's).
+pub fn stage_of_fill(
     stage: &Expr,
     var: &str,
-    fill: &dyn Fn(i64) -> i64,
-    values: std::ops::Range<i64>,
+    fill: &Expr,
+    values: Option<Values>,
     stages: i64,
 ) -> bool {
+    if stages <= 0 {
+        return false;
+    }
+    if let ExprKind::Binary(BinOp::FloorMod, x, m) = &stage.kind {
+        let period = m.as_int() == Some(stages);
+        if period && constant_difference(x, fill).is_some_and(|d| d.rem_euclid(stages) == 0) {
+            return true;
+        }
+    }
+    let Some(values) = values else {
+        return false;
+    };
     values.into_iter().all(|v| {
         let env: crate::analysis::int::Ranges =
             [(var.to_string(), tlc_ir::interval::Interval::point(v))]
                 .into_iter()
                 .collect();
-        crate::analysis::int::constant(stage, &env) == Some(fill(v).rem_euclid(stages))
+        let at = |e: &Expr| crate::analysis::int::constant(e, &env);
+        matches!((at(stage), at(fill)), (Some(s), Some(f)) if s == f.rem_euclid(stages))
+    })
+}
+
+/// Values of a loop variable.
+pub type Values = std::ops::Range<i64>;
+
+/// The values over which [`stage_of_fill`] evaluates a pipeline's fills when its loop
+/// starts at the constant `start`: the prologue's `s` in `0..S - 1`, the loop's `ko` over
+/// two periods from the start. `None` for a start that is not a constant (or too large to
+/// count from), which only the symbolic proof serves.
+pub fn fill_values(start: &Expr, stages: i64) -> (Option<Values>, Option<Values>) {
+    let start = const_int(start).filter(|v| v.unsigned_abs() <= 1 << 40);
+    match start {
+        Some(a) if (1..=1 << 20).contains(&stages) => {
+            (Some(0..stages - 1), Some(a..a + 2 * stages))
+        }
+        _ => (None, None),
+    }
+}
+
+/// Why the loop of a pipeline on mbarriers may not start at `start` (not a constant): the
+/// waits' parities `(ko - start) // S % 2` evaluate it again in every iteration — and
+/// `warp-specialize`'s producer on a thread of its own — so it must read nothing the loop
+/// (`bodies`: its prologue and body) writes and have one value in every thread of the
+/// block (`uniform`). `None` when it may.
+pub fn unstable_start(
+    start: &Expr,
+    bodies: &[&[Stmt]],
+    uniform: &dyn Fn(&Expr) -> bool,
+) -> Option<String> {
+    if const_int(start).is_some() {
+        return None;
+    }
+    let written: std::collections::BTreeSet<String> = bodies
+        .iter()
+        .flat_map(|b| crate::analysis::access::Access::of_body(b).writes)
+        .collect();
+    let mut clash = None;
+    tlc_ir::visit::for_each_subexpr(start, &mut |e| {
+        if let ExprKind::Load { buffer, .. } = &e.kind {
+            if written.contains(buffer) && clash.is_none() {
+                clash = Some(buffer.clone());
+            }
+        }
+    });
+    if let Some(b) = clash {
+        return Some(format!(
+            "the pipelined loop's start `{start}` reads `{b}`, which the loop writes"
+        ));
+    }
+    (!uniform(start)).then(|| {
+        format!("the pipelined loop's start `{start}` may differ between the block's threads")
     })
 }
 
@@ -433,17 +507,18 @@ pub fn stages_match(
 /// `p` with its issuing thread's code, the loop `m` with its fills) are the ones its waits
 /// assume: fill `k` into stage `k % S` —
 /// the prologue's `s` fills `start + s`, the loop's `ko` fills `ko + S - 1` under `if ko +
-/// S - 1 < stop` — and each TMA load writes the stage its barrier counts (checked by
-/// evaluation over the prologue and two periods of the loop).
+/// S - 1 < stop` — and each TMA load writes the stage its barrier counts ([`stage_of_fill`]:
+/// symbolically, or by evaluation over the prologue and two periods of the loop when the
+/// loop starts at a constant). A start that is not a constant must be stable
+/// ([`unstable_start`], the caller's to check).
 pub fn fills_in_order(
     (bars, s): (&str, i64),
     (p, first): (&For, &[Stmt]),
     (m, ahead): (&For, &[Stmt]),
 ) -> Result<(), String> {
-    // (Bounded, so that the fill numbers below cannot overflow.)
-    let start = const_int(&m.start)
-        .filter(|v| v.unsigned_abs() <= 1 << 40 && (1..=1 << 20).contains(&s))
-        .ok_or("the pipelined loop's start is not a constant")?;
+    if !(1..=1 << 20).contains(&s) {
+        return Err(format!("{s} stages"));
+    }
     let guard = tlc_ir::build::bin(
         BinOp::Lt,
         tlc_ir::build::bin(BinOp::Add, Expr::var(&m.var.name), Expr::int(s - 1)),
@@ -459,16 +534,12 @@ pub fn fills_in_order(
     if !guarded {
         return Err("a stage fill of the loop is not under its look-ahead guard".into());
     }
-    let prologue_fill = |v: i64| start + v;
-    let ahead_fill = |ko: i64| ko + s - 1;
+    let (prologue_values, loop_values) = fill_values(&m.start, s);
+    let prologue_fill = add_expr(m.start.clone(), Expr::var(&p.var.name));
+    let ahead_fill = add(Expr::var(&m.var.name), s - 1);
     for (code, var, fill, values) in [
-        (
-            first,
-            &p.var.name,
-            &prologue_fill as &dyn Fn(i64) -> i64,
-            0..s - 1,
-        ),
-        (ahead, &m.var.name, &ahead_fill, start..start + 2 * s),
+        (first, &p.var.name, &prologue_fill, prologue_values),
+        (ahead, &m.var.name, &ahead_fill, loop_values),
     ] {
         let mut ok = true;
         tlc_ir::visit::for_each_stmt(code, &mut |st| {
@@ -483,7 +554,7 @@ pub fn fills_in_order(
             let in_order = |e: &tlc_ir::ElemRef| {
                 e.indices
                     .first()
-                    .is_some_and(|stage| stages_match(stage, var, fill, values.clone(), s))
+                    .is_some_and(|stage| stage_of_fill(stage, var, fill, values.clone(), s))
             };
             ok &= bar.buffer.name == bars
                 && bar.indices.len() == 1

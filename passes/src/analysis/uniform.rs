@@ -62,6 +62,40 @@ pub fn uniform_locals(k: &Kernel) -> HashSet<String> {
     }
 }
 
+/// What makes a value of kernel `k` block-uniform: its per-thread buffers, the uniform
+/// ones among them, and the variables that may differ between threads.
+pub struct Uniformity {
+    private: HashSet<String>,
+    uniform: HashSet<String>,
+    dependent: HashSet<String>,
+}
+
+impl Uniformity {
+    pub fn of(k: &Kernel) -> Uniformity {
+        let private = private_buffers(k);
+        let uniform = uniform_locals(k);
+        // One more walk under the settled buffers collects the thread-dependent variables.
+        let mut w = Walk {
+            private: &private,
+            uniform: &uniform,
+            dependent: HashSet::new(),
+            dropped: HashSet::new(),
+        };
+        w.body(&k.body, false);
+        let dependent = w.dependent;
+        Uniformity {
+            private,
+            uniform,
+            dependent,
+        }
+    }
+
+    /// Whether `e` has one value in every thread of the block ([`is_uniform`]).
+    pub fn holds(&self, e: &Expr) -> bool {
+        is_uniform(e, &self.private, &self.uniform, &self.dependent)
+    }
+}
+
 /// Whether `e` is uniform, given the uniform local buffers and the thread-dependent
 /// variables (`dependent`).
 pub fn is_uniform(
@@ -212,5 +246,31 @@ def f(A: T.Tensor((64,), "int32")):
             A[j2] = y[0]
 "#;
         assert_eq!(uniform_of(src), Vec::<String>::new());
+    }
+
+    #[test]
+    fn lets_of_per_thread_values_are_not_uniform() {
+        let src = r#"
+@T.prim_func
+def f(A: T.Tensor((64,), "int32")):
+    with T.Kernel(4, threads=32) as bx:
+        x = T.alloc_local((1,), "int32")
+        x[0] = 0
+        for j in T.Parallel(32):
+            x[0] = A[j]
+        lo = bx * 2 + A[bx]
+        mine = x[0] + 1
+        for j2 in T.Parallel(32):
+            A[j2] = lo + mine
+"#;
+        let f = tlc_ir::parse::parse(src).expect("parses");
+        let StmtKind::Kernel(k) = &f.body[0].kind else {
+            panic!("a kernel")
+        };
+        let u = Uniformity::of(k);
+        assert!(u.holds(&Expr::var("lo")));
+        assert!(u.holds(&Expr::var("bx")));
+        assert!(!u.holds(&Expr::var("mine")));
+        assert!(!u.holds(&Expr::var("j2")));
     }
 }

@@ -93,6 +93,8 @@ pub(crate) struct Ctx<'a> {
     pub bounds: std::cell::RefCell<Ranges>,
     /// Buffers the lowering adds to the kernel (gemm operand fragments, TMA mbarriers).
     pub new_allocs: std::cell::RefCell<Vec<BufferDecl>>,
+    /// Which values of the kernel every thread agrees on (a TMA pipeline's loop start must).
+    pub uniformity: crate::analysis::uniform::Uniformity,
 }
 
 impl Ctx<'_> {
@@ -144,6 +146,7 @@ fn lower_kernel(
         errors.append(&mut bad_layouts);
         return;
     }
+    let uniformity = crate::analysis::uniform::Uniformity::of(k);
     let body = std::mem::take(&mut k.body);
     let new_body = {
         let buffers: Vec<&BufferDecl> = params.iter().chain(k.allocs.iter()).collect();
@@ -158,6 +161,7 @@ fn lower_kernel(
             fragments: &fragments,
             layouts: k.layouts.clone(),
             new_allocs: std::cell::RefCell::new(Vec::new()),
+            uniformity,
             bounds: std::cell::RefCell::new({
                 let mut ranges = dims.clone();
                 int::enter_kernel(&mut ranges, k);

@@ -335,7 +335,8 @@ fn vector_width(
         let Some((last, rest)) = indices.split_last() else {
             return false;
         };
-        ctx.buffer(name).is_some_and(|b| rows_aligned(b, v, &*ctx.bounds.borrow()))
+        ctx.buffer(name)
+            .is_some_and(|b| rows_aligned(b, v, &*ctx.bounds.borrow()))
             && rest.iter().all(|i| !mentions(i, j))
             && unit_offset(last, j).is_some_and(|off| multiple_of(&off, v, &*ctx.bounds.borrow()))
     });

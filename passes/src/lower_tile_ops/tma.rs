@@ -37,17 +37,25 @@
 //! - Copies into plain shared buffers (no wgmma layout) join the TMA loads of a loop that
 //!   loads wgmma operands, as unswizzled boxes (`analysis::tma`); a loop of plain copies
 //!   only keeps cp.async.
+//! - The loop may start at any block-uniform value the loop does not write (a causal lower
+//!   bound): the fill order is proven symbolically (`analysis::tma::stage_of_fill`).
+//! - A box origin the variables' ranges do not keep within `.s32` (one computed from a
+//!   loaded page-table entry) is clamped to `[-box, dim]`: wholly outside stays wholly
+//!   outside (zeros), inside is unchanged.
 //! - A loop with any stage copy TMA cannot take keeps cp.async for all of them, with a
 //!   `T.note` before it giving `analysis::tma::plan_copy`'s reason (targets without TMA get
 //!   no note).
 
 use super::region::thread_region;
 use super::Ctx;
+use crate::analysis::int::{self, Ranges};
 use crate::analysis::tma::{
-    barrier_array, init_region, parallel_copy, plan_copy, stages_match, TmaCopy,
+    barrier_array, fill_values, init_region, parallel_copy, plan_copy, stage_of_fill,
+    unstable_start, TmaCopy,
 };
 use crate::names::NameSet;
 use tlc_ir::build::{bin, elem, intrinsic, note};
+use tlc_ir::intrinsic::MAX_BOX_DIM;
 use tlc_ir::target::AsyncCopy;
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::take_notes;
@@ -59,11 +67,14 @@ pub(crate) fn rewrite(body: Vec<Stmt>, ctx: &Ctx, names: &mut NameSet) -> Vec<St
     if !ctx.target.has_async_copy(AsyncCopy::BulkTensor) {
         return body;
     }
-    rewrite_list(body, ctx, names)
+    let mut env = ctx.bounds.borrow().clone();
+    rewrite_list(body, ctx, names, &mut env)
 }
 
-/// [`rewrite`] of one statement list.
-fn rewrite_list(body: Vec<Stmt>, ctx: &Ctx, names: &mut NameSet) -> Vec<Stmt> {
+/// [`rewrite`] of one statement list; `env`: the ranges of the variables in scope (dims,
+/// block indices, enclosing loops, the lets before), which say where a box origin needs no
+/// clamp ([`issue`]).
+fn rewrite_list(body: Vec<Stmt>, ctx: &Ctx, names: &mut NameSet, env: &mut Ranges) -> Vec<Stmt> {
     let mut out: Vec<Stmt> = Vec::with_capacity(body.len());
     let mut rest: std::collections::VecDeque<Stmt> = body.into();
     while let Some(mut stmt) = rest.pop_front() {
@@ -81,7 +92,7 @@ fn rewrite_list(body: Vec<Stmt>, ctx: &Ctx, names: &mut NameSet) -> Vec<Stmt> {
             {
                 match copies_per_stage(&p, &m, stages, ctx) {
                     Ok(copies) => {
-                        let mut done = on_tma(p, m, stages, copies, span, ctx, names);
+                        let mut done = on_tma(p, m, (stages, copies), span, ctx, names, env);
                         out.append(&mut done);
                     }
                     Err(why) => {
@@ -94,8 +105,23 @@ fn rewrite_list(body: Vec<Stmt>, ctx: &Ctx, names: &mut NameSet) -> Vec<Stmt> {
             }
             continue;
         }
+        let looped = match &stmt.kind {
+            StmtKind::For(f) => {
+                int::enter_loop(env, f);
+                Some(f.var.name.clone())
+            }
+            _ => None,
+        };
         for child in tlc_ir::visit::child_bodies_mut(&mut stmt) {
-            *child = rewrite_list(std::mem::take(child), ctx, names);
+            *child = rewrite_list(std::mem::take(child), ctx, names, env);
+        }
+        if let Some(v) = looped {
+            env.remove(&v);
+        }
+        // Names are unique: a let's range holds for the rest of the list.
+        if let StmtKind::Let { var, value, .. } = &stmt.kind {
+            let range = int::interval(value, &*env);
+            env.insert(var.name.clone(), range);
         }
         out.push(stmt);
     }
@@ -142,22 +168,21 @@ fn copies_per_stage(p: &For, m: &For, stages: i64, ctx: &Ctx) -> Result<usize, S
     };
     // The barriers and parities assume fill `k` lands in stage `k % S`: the prologue's
     // `s` fills `start + s`, the loop's look-ahead `ko + S - 1`. Checked, not assumed (a
-    // hand-written protocol may index its stages otherwise).
-    let start = const_int(&m.start)
-        .ok_or_else(|| "the pipelined loop's start is not a constant".to_string())?;
-    let prologue_fill = |s: i64| start + s;
-    let ahead_fill = |ko: i64| ko + stages - 1;
+    // hand-written protocol may index its stages otherwise): symbolically, which serves a
+    // loop from a block-level let (a causal or varlen lower bound), or by evaluation from a
+    // constant start.
+    if let Some(why) = unstable_start(&m.start, &[&p.body, &m.body], &|e| ctx.uniformity.holds(e)) {
+        return Err(why);
+    }
+    let (prologue_values, loop_values) = fill_values(&m.start, stages);
+    let prologue_fill = bin(BinOp::Add, m.start.clone(), Expr::var(&p.var.name));
+    let ahead_fill = bin(BinOp::Add, Expr::var(&m.var.name), Expr::int(stages - 1));
     for (plans, var, fill, values) in [
-        (
-            &first,
-            &p.var.name,
-            &prologue_fill as &dyn Fn(i64) -> i64,
-            0..stages - 1,
-        ),
-        (&ahead, &m.var.name, &ahead_fill, start..start + 2 * stages),
+        (&first, &p.var.name, &prologue_fill, prologue_values),
+        (&ahead, &m.var.name, &ahead_fill, loop_values),
     ] {
         for (_, stage) in plans.iter() {
-            if !stages_match(stage, var, fill, values.clone(), stages) {
+            if !stage_of_fill(stage, var, fill, values.clone(), stages) {
                 return Err(format!(
                     "stage index `{}` is not the pipeline's fill order",
                     stage
@@ -180,11 +205,11 @@ fn copies_per_stage(p: &For, m: &For, stages: i64, ctx: &Ctx) -> Result<usize, S
 fn on_tma(
     mut p: For,
     mut m: For,
-    stages: i64,
-    copies: usize,
+    (stages, copies): (i64, usize),
     span: Span,
     ctx: &Ctx,
     names: &mut NameSet,
+    env: &Ranges,
 ) -> Vec<Stmt> {
     let bars = names.fresh("tma_bars");
     ctx.new_allocs
@@ -194,8 +219,11 @@ fn on_tma(
         name: &bars,
         stages,
     };
-    p.body = lower_copies(std::mem::take(&mut p.body), &b, ctx, names);
-    m.body = lower_copies(std::mem::take(&mut m.body), &b, ctx, names);
+    for f in [&mut p, &mut m] {
+        let mut inside = env.clone();
+        int::enter_loop(&mut inside, f);
+        f.body = lower_copies(std::mem::take(&mut f.body), &b, ctx, names, &mut inside);
+    }
     // The wait of iteration `ko`: the `(ko - start) // S`-th phase of `bars[ko % S]`.
     let ko = Expr::var(&m.var.name);
     let fill = bin(BinOp::Sub, ko.clone(), m.start.clone());
@@ -383,8 +411,15 @@ fn plan_stmt(
     )
 }
 
-/// `body` with its stage copies issued on TMA and its commits dropped.
-fn lower_copies(body: Vec<Stmt>, b: &Barriers, ctx: &Ctx, names: &mut NameSet) -> Vec<Stmt> {
+/// `body` with its stage copies issued on TMA and its commits dropped; `env`: the ranges
+/// of the variables in scope (the lets of the body join as they come).
+fn lower_copies(
+    body: Vec<Stmt>,
+    b: &Barriers,
+    ctx: &Ctx,
+    names: &mut NameSet,
+    env: &mut Ranges,
+) -> Vec<Stmt> {
     let mut out = Vec::with_capacity(body.len());
     for mut s in body {
         if matches!(s.kind, StmtKind::Intrinsic(Intrinsic::CommitGroup)) {
@@ -399,7 +434,9 @@ fn lower_copies(body: Vec<Stmt>, b: &Barriers, ctx: &Ctx, names: &mut NameSet) -
             if let StmtKind::For(f) = &mut s.kind {
                 out.extend(take_notes(&mut f.body));
             }
-            let loads = issue(&plan, &stage, &src, &dst, b, s.span);
+            let src_decl = ctx.buffer(&src.buffer.name);
+            let shape = src_decl.map_or(&[][..], |d| d.shape.as_slice());
+            let loads = issue(&plan, &stage, (&src, &dst, shape), b, s.span, env);
             // Thread 0 issues them, in a region of its own.
             out.push(one_thread(loads, ctx, s.span, names));
             continue;
@@ -410,8 +447,12 @@ fn lower_copies(body: Vec<Stmt>, b: &Barriers, ctx: &Ctx, names: &mut NameSet) -
             ..
         } = &mut s.kind
         {
-            *then_body = lower_copies(std::mem::take(then_body), b, ctx, names);
-            *else_body = lower_copies(std::mem::take(else_body), b, ctx, names);
+            *then_body = lower_copies(std::mem::take(then_body), b, ctx, names, env);
+            *else_body = lower_copies(std::mem::take(else_body), b, ctx, names, env);
+        }
+        if let StmtKind::Let { var, value, .. } = &s.kind {
+            let range = int::interval(value, &*env);
+            env.insert(var.name.clone(), range);
         }
         out.push(s);
     }
@@ -419,14 +460,14 @@ fn lower_copies(body: Vec<Stmt>, b: &Barriers, ctx: &Ctx, names: &mut NameSet) -
 }
 
 /// The issuing thread arrives on the stage's barrier with the copy's bytes and issues its
-/// boxes.
+/// boxes (`shape`: the source's).
 fn issue(
     plan: &TmaCopy,
     stage: &Expr,
-    src: &Region,
-    dst: &Region,
+    (src, dst, shape): (&Region, &Region, &[Expr]),
     b: &Barriers,
     span: Span,
+    env: &Ranges,
 ) -> Vec<Stmt> {
     let bar = || elem(b.name, vec![stage.clone()], span);
     let mut body = vec![intrinsic(
@@ -437,10 +478,17 @@ fn issue(
         span,
     )];
     for load in &plan.loads {
+        let origin = load
+            .origin
+            .iter()
+            .zip(&load.box_dims)
+            .enumerate()
+            .map(|(d, (o, &extent))| s32_origin(o, extent, shape.get(d), env))
+            .collect();
         body.push(intrinsic(
             Intrinsic::TmaLoad {
                 dst: elem(&dst.buffer.name, load.dst.clone(), span),
-                src: elem(&src.buffer.name, load.origin.clone(), span),
+                src: elem(&src.buffer.name, origin, span),
                 bar: bar(),
                 box_dims: load.box_dims.clone(),
                 swizzle: load.swizzle,
@@ -450,6 +498,24 @@ fn issue(
         ));
     }
     body
+}
+
+/// A box origin that is a `.s32` coordinate with the meaning of `origin`. TMA takes 32-bit
+/// coordinates; an origin the variables' ranges do not keep within them — one computed
+/// from a loaded value, a page table's entry times the page size — is clamped to
+/// `[-extent, dim]`, which reads the same zeros where the box lies wholly outside the tensor
+/// and changes nothing inside (`dim`, the tensor's, is at most `MAX_TMA_DIM`).
+fn s32_origin(origin: &Expr, extent: i64, dim: Option<&Expr>, env: &Ranges) -> Expr {
+    let range = int::interval(origin, env);
+    let fits = range.lo >= i64::from(i32::MIN) && range.hi <= i64::from(i32::MAX) - MAX_BOX_DIM;
+    match dim {
+        Some(dim) if !fits => bin(
+            BinOp::Max,
+            bin(BinOp::Min, origin.clone(), dim.clone()),
+            Expr::int(-extent),
+        ),
+        _ => origin.clone(),
+    }
 }
 
 /// A region in which thread 0 alone runs `body`.

@@ -27,7 +27,7 @@ use crate::analysis::block::Block;
 use crate::analysis::footprint;
 use crate::analysis::kernels::for_each_kernel;
 use crate::analysis::tma::{
-    self, barrier_array, fills_in_order, init_region, stages_match, tma_destinations,
+    self, barrier_array, fills_in_order, init_region, stage_of_fill, tma_destinations,
 };
 use crate::context::PassContext;
 use crate::names::NameSet;
@@ -78,6 +78,8 @@ pub(crate) struct Facts<'a> {
     pub block: Block,
     /// Parameters and allocations by name (the first of a name).
     pub decls: HashMap<&'a str, &'a BufferDecl>,
+    /// Which values every thread of the block agrees on (a pipeline's loop start must).
+    pub uniformity: crate::analysis::uniform::Uniformity,
 }
 
 impl Facts<'_> {
@@ -130,6 +132,7 @@ fn specialize_kernel(
             }
             by_name
         },
+        uniformity: crate::analysis::uniform::Uniformity::of(k),
     };
     let user_blocks_per_sm = k.min_blocks_per_sm.as_ref().and_then(const_int);
     let mut changes = Changes::default();
@@ -293,7 +296,6 @@ fn one_warpgroup_pipeline(init: &Stmt, p: &Stmt, m: &Stmt, block: &Block) -> Opt
         ),
     };
     let waits = mf.kind == ForKind::Serial
-        && const_int(&mf.start).is_some()
         && mf
             .body
             .first()
@@ -363,13 +365,17 @@ fn one_thread_body<'a>(s: &'a Stmt, block: &Block) -> Option<&'a [Stmt]> {
     (first && else_body.is_empty()).then_some(then_body.as_slice())
 }
 
-/// `body` (stage fills: one-thread regions of arrive + TMA loads, under `if`s, with notes)
+/// `body` (stage fills: one-thread regions of arrive + TMA loads, under `if`s, with notes
+/// and lets)
 /// as the code of the thread that issues them; `None` when it does anything else.
 fn issue_code(body: &[Stmt], block: &Block) -> Option<Vec<Stmt>> {
     let mut out = Vec::with_capacity(body.len());
     for s in body {
         match &s.kind {
-            StmtKind::Note(_) => out.push(s.clone()),
+            // A let of the fill's own (the page of a paged copy, `inject-software-pipeline`
+            // evaluates index lets with the fill): the issuing thread computes it
+            // (`producer_can_issue` checks what it reads).
+            StmtKind::Note(_) | StmtKind::Let { .. } => out.push(s.clone()),
             StmtKind::If {
                 cond,
                 then_body,
@@ -449,18 +455,17 @@ fn producer_can_issue(
 }
 
 /// `Ok` when the loop's compute touches the stage buffers `staged` only at stage `ko % S`
-/// (the stage its wait made ready and its release hands back; reads only), by evaluation
-/// over two periods of the loop.
+/// (the stage its wait made ready and its release hands back; reads only): proven
+/// symbolically (`analysis::tma::stage_of_fill`), or by evaluation over two periods of a
+/// loop from a constant start.
 fn reads_its_stage(compute: &[Stmt], staged: &[String], m: &For, s: i64) -> Result<(), String> {
-    let Some(start) = const_int(&m.start) else {
-        return Err("the pipelined loop's start is not a constant".into());
-    };
-    let values = start..start.saturating_add(2 * s);
+    let (_, values) = tma::fill_values(&m.start, s);
+    let ko = Expr::var(&m.var.name);
     let at_stage = |buffer: &str, indices: &[Expr]| -> bool {
         !staged.iter().any(|b| b == buffer)
             || indices
                 .first()
-                .is_some_and(|i| stages_match(i, &m.var.name, &|ko| ko, values.clone(), s))
+                .is_some_and(|i| stage_of_fill(i, &m.var.name, &ko, values.clone(), s))
     };
     let mut ok = true;
     tlc_ir::visit::for_each_stmt(compute, &mut |st| {
@@ -543,6 +548,12 @@ fn specialize(
         (p, &prologue.body),
         (m, &fills),
     )?;
+    // The producer evaluates the loop's start on a thread of its own, in every iteration.
+    if let Some(why) = tma::unstable_start(&m.start, &[&p.body, &m.body], &|e| {
+        facts.uniformity.holds(e)
+    }) {
+        return Err(why);
+    }
     let loop_lets = crate::analysis::sync::bound_vars(&compute);
     producer_can_issue(&fills, &loop_lets, facts)?;
     producer_can_issue(&prologue.body, &loop_lets, facts)?;

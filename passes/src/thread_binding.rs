@@ -644,7 +644,9 @@ fn walk(body: Vec<Stmt>, state: &mut State, cx: &mut Cx) -> Vec<Stmt> {
             // A print reads what it prints (its value's loads, a printed element): ordered
             // after the writes of other threads it reads, as any scalar read is.
             StmtKind::Intrinsic(
-                i @ (Intrinsic::Print { .. } | Intrinsic::PrintMsg { .. } | Intrinsic::PrintElem { .. }),
+                i @ (Intrinsic::Print { .. }
+                | Intrinsic::PrintMsg { .. }
+                | Intrinsic::PrintElem { .. }),
             ) => {
                 let stmt = Stmt::new(StmtKind::Intrinsic(i), span);
                 let (acc, _) = cx.touches(std::slice::from_ref(&stmt), &HashSet::new());

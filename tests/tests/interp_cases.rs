@@ -236,7 +236,7 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
             // the prefix sums of the thread indices in the order their adds ran.
             let f = |n: &str| o[n].to_f64();
             let (a, p, c, fl, l) = (f("A"), f("P"), f("C"), f("F"), f("L"));
-            for bin in 0..4 {
+            for (bin, &count) in c.iter().enumerate().take(4) {
                 let members: Vec<usize> = (0..64)
                     .filter(|&t| a[t].rem_euclid(4.0) as usize == bin)
                     .collect();
@@ -253,7 +253,7 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
                 slots.sort_unstable();
                 let want: Vec<i64> = (0..members.len() as i64).collect();
                 assert_eq!(slots, want, "{stem}: the slots of bin {bin}");
-                assert_eq!(c[bin], members.len() as f64, "{stem}: C[{bin}]");
+                assert_eq!(count, members.len() as f64, "{stem}: C[{bin}]");
             }
             let mut olds: Vec<f64> = fl.clone();
             olds.sort_by(f64::total_cmp);
@@ -290,7 +290,7 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
                 let j = l + l % 5;
                 let j = if j < seg(l, 16) + 16 { j } else { l };
                 assert_eq!(f("D")[t], h[at(j)], "{stem}: D[{t}]");
-                let j = if l >= w + 1 { l - (w + 1) } else { l };
+                let j = if l > w { l - (w + 1) } else { l };
                 assert_eq!(f("U")[t], i[at(j)], "{stem}: U[{t}]");
                 assert_eq!(f("Q")[t], b8[at(l ^ 1)], "{stem}: Q[{t}]");
                 assert_eq!(f("L")[t], l64[at(31 - l)], "{stem}: L[{t}]");

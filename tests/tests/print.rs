@@ -5,23 +5,13 @@
 //! same lines in the same order); the PTX calls `vprintf` once per print site with the
 //! format the interpreter's lines follow, and passes ptxas on both targets.
 
-#[allow(dead_code)]
-#[path = "../../compiler/tests/common/emit.rs"]
-mod emit;
-#[allow(dead_code)]
-#[path = "../../compiler/tests/common/immediates.rs"]
-mod immediates;
-#[allow(dead_code)]
-#[path = "../../compiler/tests/common/toolchain.rs"]
-mod toolchain;
-
+use crate::tilelang_examples::emit;
 use std::collections::HashMap;
 use tlc::diagnostics::SourceFile;
 use tlc::driver::{compile_source, RoadArgs};
 use tlc_ir::interp::{self, capture_prints, RunOptions, Tensor};
 use tlc_ir::PrimFunc;
 use tlc_passes::{Instrumentation, Target};
-use toolchain::ptxas_log;
 
 fn case() -> String {
     std::fs::read_to_string(tlc_tests::root().join("tests/cases/valid/print.tir"))
@@ -95,7 +85,10 @@ fn the_interpreter_prints_each_threads_line_in_order_at_every_level() {
         }
         assert_eq!(tile, want, "{target}: the tile level's lines");
         let (planned, _) = run(&road.planned);
-        assert_eq!(planned, tile, "{target}: the lowered kernel prints otherwise");
+        assert_eq!(
+            planned, tile,
+            "{target}: the lowered kernel prints otherwise"
+        );
         match &tile_lines {
             None => tile_lines = Some(tile),
             Some(first) => assert_eq!(first, &tile),
@@ -113,8 +106,16 @@ fn the_ptx_calls_vprintf_with_the_same_lines_and_assembles() {
         let road = compile_source(&file, &RoadArgs::plain(target, &opts), &mut std::io::sink())
             .unwrap_or_else(|e| panic!("{target}: {e:?}"));
         let ptx = road.compiled.text();
-        assert_eq!(ptx.matches("call.uni (vprintf_r), vprintf,").count(), 4, "{target}");
-        assert_eq!(ptx.matches(".extern .func (.param .b32 func_retval0) vprintf").count(), 1);
+        assert_eq!(
+            ptx.matches("call.uni (vprintf_r), vprintf,").count(),
+            4,
+            "{target}"
+        );
+        assert_eq!(
+            ptx.matches(".extern .func (.param .b32 func_retval0) vprintf")
+                .count(),
+            1
+        );
         // The formats, decoded from their bytes: the interpreter's lines with conversions.
         let formats: Vec<String> = ptx
             .lines()

@@ -61,7 +61,7 @@ impl Cg {
         let mut mine = self.in_reg(v, ty);
         let mut off = group / 2;
         while off >= 1 {
-            let lane = i64::try_from(off).unwrap_or(1);
+            let lane = off;
             let c = i64::from(ShflMode::Bfly.clamp());
             let how = (ShflMode::Bfly, Operand::Imm(lane), Operand::Imm(c));
             let theirs = self.shuffle(mine, ty, how, Operand::Imm(i64::from(member_mask)));

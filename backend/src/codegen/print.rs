@@ -38,7 +38,13 @@ impl Cg {
                     },
                     elem.buffer.span,
                 );
-                (msg, Some(load), Some(index), *lane, Some(elem.buffer.name.as_str()))
+                (
+                    msg,
+                    Some(load),
+                    Some(index),
+                    *lane,
+                    Some(elem.buffer.name.as_str()),
+                )
             }
             _ => return,
         };
@@ -102,7 +108,11 @@ impl Cg {
                 }
                 Format::Int | Format::UInt => {
                     let unsigned = Format::of(dtype) == Format::UInt;
-                    let to = if unsigned { DType::UInt32 } else { DType::Int32 };
+                    let to = if unsigned {
+                        DType::UInt32
+                    } else {
+                        DType::Int32
+                    };
                     let w = self.convert(value, dtype, to);
                     self.store_arg(Type::U32, w.into(), offset);
                     format.push_str(if unsigned { "%u" } else { "%d" });

@@ -177,7 +177,11 @@ impl KernelBuilder {
     /// Declares the constant string `text` (NUL-terminated) in global memory, named after
     /// the kernel (`__tlc_<entry>_str<N>`), and returns its symbol.
     pub fn global_string(&mut self, text: &str) -> String {
-        let name = format!("__tlc_{}_str{}", self.kernel.name, self.kernel.strings.len());
+        let name = format!(
+            "__tlc_{}_str{}",
+            self.kernel.name,
+            self.kernel.strings.len()
+        );
         let mut bytes = text.as_bytes().to_vec();
         bytes.push(0);
         self.kernel.strings.push(GlobalBytes {

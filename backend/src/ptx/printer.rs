@@ -16,9 +16,15 @@ pub fn print_module(m: &Module) -> String {
     out.push_str(".address_size 64\n");
     // CUDA's device printf, for kernels that print (`T.print`).
     let prints = m.kernels.iter().any(|k| {
-        k.body
-            .iter()
-            .any(|s| matches!(s, Stmt::Inst(Inst { op: Op::Vprintf { .. }, .. })))
+        k.body.iter().any(|s| {
+            matches!(
+                s,
+                Stmt::Inst(Inst {
+                    op: Op::Vprintf { .. },
+                    ..
+                })
+            )
+        })
     });
     if prints {
         out.push_str(

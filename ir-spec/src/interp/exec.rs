@@ -377,7 +377,8 @@ pub(crate) fn launch(
                 }
             })
     };
-    let results: Vec<Result<(BlockLog, Vec<String>), Diagnostic>> = if threads <= 1 || n_units <= 1 {
+    let results: Vec<Result<(BlockLog, Vec<String>), Diagnostic>> = if threads <= 1 || n_units <= 1
+    {
         let mut out = Vec::new();
         for index in 0..n_units {
             let r = run_block(index);

@@ -142,7 +142,12 @@ impl Frame<'_> {
         });
         let (printed, value, index, lane) = match &p.what {
             CPrinted::Msg => (Printed::Msg, None, None, EVERY_LANE),
-            CPrinted::Value(v, dtype) => (Printed::Value(*dtype), Some((self.eval(v)?, *dtype)), None, EVERY_LANE),
+            CPrinted::Value(v, dtype) => (
+                Printed::Value(*dtype),
+                Some((self.eval(v)?, *dtype)),
+                None,
+                EVERY_LANE,
+            ),
             CPrinted::Elem {
                 value,
                 buffer,
@@ -181,9 +186,17 @@ impl Frame<'_> {
                 if !printing(local, lane) {
                     continue;
                 }
-                let block = running.blocks.get(t / per_block).cloned().unwrap_or_default();
+                let block = running
+                    .blocks
+                    .get(t / per_block)
+                    .cloned()
+                    .unwrap_or_default();
                 let b = |k: usize| block.get(k).copied().unwrap_or(0);
-                let (tx, ty, tz) = (local % sx.max(1), (local / sx.max(1)) % sy.max(1), local / (sx * sy).max(1));
+                let (tx, ty, tz) = (
+                    local % sx.max(1),
+                    (local / sx.max(1)) % sy.max(1),
+                    local / (sx * sy).max(1),
+                );
                 let mut line = format!(
                     "{head}BlockIdx=({}, {}, {}), ThreadIdx=({tx}, {ty}, {tz}){middle}",
                     b(0),

@@ -180,7 +180,8 @@ intrinsic_table! {
     /// signalling a consumer's `T.bar_sync`; the ping-pong of warp-specialized consumers).
     /// It orders no memory access.
     BarArrive { id: Int, count: Int } => BAR_ARRIVE,
-    /// `T.print(value, msg="…")` (any level outside `T.Parallel`): every thread that runs it
+    /// `T.print_value(value, msg="…")` (any level outside `T.Parallel`; TileLang's
+    /// `T.print(value)`, `syntax/lower_print.rs`): every thread that runs it
     /// prints one line with `value` (a scalar of any dtype), its block and thread indices
     /// (`print.rs` has the line). Nothing it prints is read back.
     Print { value: Value, msg: Text } => PRINT,
@@ -2026,9 +2027,7 @@ mod tests {
                 value: Expr::var("x"),
                 msg: "x is".to_string(),
             },
-            Intrinsic::PrintMsg {
-                msg: String::new(),
-            },
+            Intrinsic::PrintMsg { msg: String::new() },
             Intrinsic::PrintElem {
                 elem: r("S"),
                 index: Expr::var("i"),

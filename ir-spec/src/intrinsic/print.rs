@@ -1,11 +1,15 @@
 //! The device-print intrinsics (TileLang's `T.print`; the front end's forms are
-//! `syntax/lower_print.rs`): `T.print(value, msg="…")`, `T.print_msg(msg="…")` and
-//! `T.print_elem(buf[i, j], index, msg="…", lane=0)`. Each prints one line per thread that
+//! `syntax/lower_print.rs`): `T.print_value(value, msg="…")`, `T.print_msg(msg="…")` and
+//! `T.print_elem(buf[i, j], index, msg="…", lane=0)` — each its own name, so the printed IR
+//! reads back as it was whatever the names mean (`T.print(F)` is a buffer's print when `F`
+//! is a buffer). Each prints one line per thread that
 //! runs it, in TileLang's format (`line` below), with the thread's block and thread
 //! indices: the interpreter writes the lines (`interp/print.rs`), code generation calls
 //! CUDA's `vprintf` (`backend/src/codegen/print.rs`). They write nothing the kernel reads.
 
-use super::{Collective, Count, Effect, IntrinsicDef, IntrinsicOp, Needs, Param, ParamKind, RefParam};
+use super::{
+    Collective, Count, Effect, IntrinsicDef, IntrinsicOp, Needs, Param, ParamKind, RefParam,
+};
 use crate::dtype::DType;
 use crate::ir::Scope;
 
@@ -18,7 +22,7 @@ const MSG: Param = Param {
 
 pub(super) static PRINT: IntrinsicDef = IntrinsicDef {
     op: IntrinsicOp::Print,
-    name: "T.print",
+    name: "T.print_value",
     params: &[
         Param {
             name: "value",

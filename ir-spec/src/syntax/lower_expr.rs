@@ -66,6 +66,7 @@ const KNOWN_T_NAMES: &[&str] = &[
     "tvm_storage_sync",
     "note",
     "fresh",
+    "print",
     "vectorized",
     "make_swizzled_layout",
     "make_padded_layout",

@@ -45,7 +45,9 @@ impl Lowerer {
                 (ParamKind::Value { default: Some(v) }, None) => {
                     Some(ArgValue::Value(crate::ir::Expr::int(v)))
                 }
-                (ParamKind::Text, Some(e)) => self.string(e, &what).map(|t| ArgValue::Text(t.to_string())),
+                (ParamKind::Text, Some(e)) => {
+                    self.string(e, &what).map(|t| ArgValue::Text(t.to_string()))
+                }
                 (ParamKind::Text, None) => Some(ArgValue::Text(String::new())),
                 (ParamKind::Bool { .. }, Some(e)) => self.const_bool(e, &what).map(ArgValue::Bool),
                 (ParamKind::Bool { default }, None) => match default {

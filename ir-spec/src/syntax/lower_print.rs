@@ -1,8 +1,8 @@
 //! TileLang's `T.print(obj=None, msg="", warp_group_id=0, warp_id=0)`, written out as the
 //! print intrinsics (`crate::intrinsic`, `print.rs`) the way TileLang's macro expands it:
 //!
-//! - an expression: `T.print(value, msg=…)`, every thread that runs it printing (the default
-//!   message `expr<…>` is the expression's text);
+//! - an expression: `T.print_value(value, msg=…)`, every thread that runs it printing (the
+//!   default message `expr<…>` is the expression's text);
 //! - nothing but `msg=…`: `T.print_msg(msg=…)`;
 //! - a shared buffer: a serial loop over its elements in row-major order, each printed by one
 //!   thread, `warp_group_id * 128 + warp_id * 32` (default 0), with its flat index
@@ -11,14 +11,12 @@
 //!   is true). The default message is `buffer<NAME, DTYPE>`.
 //!
 //! A buffer of per-thread registers (`T.alloc_local`, `T.alloc_var`) is refused, located:
-//! print its elements one by one. The IR's own spelling `T.print(value, msg="…")` is the
-//! first form, so the printed IR reads back unchanged.
+//! print its elements one by one. The printed IR spells the intrinsics by their own names,
+//! which read back unchanged.
 
 use crate::diagnostic::Diagnostic;
 use crate::intrinsic::{Intrinsic, EVERY_LANE};
-use crate::ir::{
-    BinOp, ElemRef, Expr, For, ForKind, Ident, Range, Region, Scope, Stmt, StmtKind,
-};
+use crate::ir::{BinOp, ElemRef, Expr, For, ForKind, Ident, Range, Region, Scope, Stmt, StmtKind};
 use crate::span::Span;
 use crate::syntax::ast;
 use crate::syntax::lower::Lowerer;
@@ -64,7 +62,9 @@ impl Lowerer {
         };
         if let ast::ExprKind::Name(n) = &obj.kind {
             if self.buffers.contains_key(n) && !self.vars.contains(n) {
-                let lane = group.saturating_mul(128).saturating_add(warp.saturating_mul(32));
+                let lane = group
+                    .saturating_mul(128)
+                    .saturating_add(warp.saturating_mul(32));
                 self.print_buffer(&Ident::new(n.clone(), obj.span), msg, lane, span, out);
                 return;
             }
@@ -94,7 +94,10 @@ impl Lowerer {
         let Some(extents) = extents else {
             self.error(Diagnostic::error(
                 buf.span,
-                format!("`T.print` prints a buffer of constant shape; `{}` has none", buf.name),
+                format!(
+                    "`T.print` prints a buffer of constant shape; `{}` has none",
+                    buf.name
+                ),
             ));
             return;
         };

@@ -95,7 +95,7 @@ def test_a_fault_in_the_run_is_located(repo):
     with pytest.raises(tlc.CompileError) as e:
         tlc.interpret(path, a)
     first = str(e.value).splitlines()[0]
-    assert first.startswith(f"{path}:8:") and ": error: " in first, first
+    assert first.startswith(f"{path}:12:") and ": error: " in first, first
 
 
 def test_too_many_arrays_is_a_type_error(repo):

@@ -421,6 +421,22 @@ for h in "$H64" "$H256" "$H2048" "" "$H16384"; do
     # shellcheck disable=SC2086
     run tests/tilelang/hadamard.tir -D b=64 $h
 done
+# T.print (docs/ir.md, "Printing"): the device's vprintf lines are the interpreter's.
+# `run --device` runs both in one process, so each of the case's 226 lines (all distinct)
+# shows exactly twice, whatever order the GPU's threads print in.
+for target in sm_90a sm_80; do
+    out=$("$TLC" run tests/cases/valid/print.tir --device --target $target --seed 1 2>&1)
+    rc=$?
+    odd=$(echo "$out" | grep "^msg=" | sort | uniq -c | awk '$1 != 2' | head -5)
+    lines=$(echo "$out" | grep -c "^msg=")
+    if [ $rc -eq 0 ] && [ -z "$odd" ] && [ "$lines" -eq 452 ]; then
+        echo "ok    $target print.tir: the GPU's printf lines are the interpreter's"
+    else
+        echo "FAIL  $target print.tir: $lines lines, not each twice:"
+        echo "$odd" | sed 's/^/      /'
+        fail=1
+    fi
+done
 # TileLang's example scripts, their own main() through the tlc wheel's tlc.tilelang (needs
 # python3 with the wheel and torch; minutes): run when they are installed.
 if python3 -c "import tlc.tilelang, torch" 2>/dev/null; then

@@ -10,7 +10,9 @@
 //!   block-level store is done by thread 0 alone (`if tx == 0:`), so it does not race —
 //!   except a store to a local buffer, which every thread makes to its own copy (uniform
 //!   local buffers, `analysis::uniform`, are block-uniform values, not per-thread ones). A note
-//!   touches nothing: no guard, no barrier.
+//!   touches nothing: no guard, no barrier. A print (`T.print`, `T.print_elem`) is every
+//!   thread's (the element's printing thread chooses itself): no guard; it reads what it
+//!   prints, so it gets a barrier after another thread's write of it.
 //! - Barriers: before a region (or a scalar statement reading memory) that reads a shared or
 //!   global buffer written since the last barrier, or writes one read or written since
 //!   then. Accesses are compared by buffer and *stage key*: the first index when it is the
@@ -638,6 +640,18 @@ fn walk(body: Vec<Stmt>, state: &mut State, cx: &mut Cx) -> Vec<Stmt> {
                     StmtKind::Intrinsic(Intrinsic::WaitGroup { n }),
                     span,
                 ));
+            }
+            // A print reads what it prints (its value's loads, a printed element): ordered
+            // after the writes of other threads it reads, as any scalar read is.
+            StmtKind::Intrinsic(
+                i @ (Intrinsic::Print { .. }
+                | Intrinsic::PrintMsg { .. }
+                | Intrinsic::PrintElem { .. }),
+            ) => {
+                let stmt = Stmt::new(StmtKind::Intrinsic(i), span);
+                let (acc, _) = cx.touches(std::slice::from_ref(&stmt), &HashSet::new());
+                cx.order(state, &acc, span, &mut out);
+                out.push(stmt);
             }
             // Commits, and what cannot appear in a kernel's scalar code (verifier rules).
             kind => out.push(Stmt::new(kind, span)),

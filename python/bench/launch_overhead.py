@@ -1,4 +1,5 @@
-"""Launch overhead of a tiny GEMM from Python: tlc against torch.matmul and Triton.
+"""Launch overhead of a tiny GEMM from Python: tlc (its Kernel, TileLang's layer over it,
+a CUDA graph of its launches) against torch and Triton, in one process.
 
     python python/bench/launch_overhead.py [--calls 2000] [--no-triton] [--out FILE.md]
 
@@ -10,16 +11,23 @@ The GEMM is the seed 000 kernel (``gemm_source.py``) at M, N, K = 128, 128, 32: 
 
 - ``tlc k(a, b, c)``: the kernel compiled without ``out_idx``, C given;
 - ``tlc k(a, b)``: compiled with ``out_idx=-1``, C allocated by the call and returned;
-- ``torch.matmul(a, b)`` and ``torch.matmul(a, b, out=c)``;
+- ``tilelang kernel(a, b)``: the same kernel through ``tlc.tilelang.compile`` (a
+  ``JITKernel``, what TileLang's scripts call);
+- ``tilelang eager gemm(a, b)``: an eager ``@tilelang.jit`` GEMM (``T.const`` sizes,
+  ``T.empty`` output) called with the tensors: its kernel found per call, then launched;
+- ``tlc k(a, b, c) in a CUDA graph``: the in-place launch captured ``GRAPH_CALLS`` times
+  in a ``torch.cuda.graph`` (which a warm launch allows: no host sync, no allocation
+  outside torch's allocator), replays timed per launch;
+- ``torch.matmul(a, b)``, ``torch.matmul(a, b, out=c)`` and ``torch.add(a, a)``;
 - ``triton kernel[grid](...)``: a Triton matmul's JIT launch, arguments prepared once.
 
-Each result (tlc's two, Triton's) is checked against torch.matmul once first (exit 1 if
-one differs). Each call is then warmed up and timed two ways: **per call**,
-``time.perf_counter`` around each of --calls host-side calls (a synchronize every 100 calls,
-outside the timed region, keeps the launch queue from filling), reported as the median and
-90th percentile in µs; and **throughput**, --calls calls back to back then one synchronize,
-total / calls in µs (the larger of host launch cost and GPU time per call). Prints a
-markdown table, also written to --out when given.
+Each result (tlc's, TileLang's layer's, the graph's, Triton's) is checked against
+torch.matmul once first (exit 1 if one differs). Each call is then warmed up and timed two
+ways: **per call**, ``time.perf_counter`` around each of --calls host-side calls (a
+synchronize every 100 calls, outside the timed region, keeps the launch queue from
+filling), reported as the median and 90th percentile in µs; and **throughput**, --calls
+calls back to back then one synchronize, total / calls in µs (the larger of host launch
+cost and GPU time per call). Prints a markdown table, also written to --out when given.
 """
 
 import argparse
@@ -29,12 +37,57 @@ import time
 import torch
 
 import tlc
+import tlc.tilelang as tilelang
+import tlc.tilelang.language as T
 from common import fail, load_triton, publish, versions
 from gemm_source import SEED_BLOCK, kernel_source
 
 SHAPE = (128, 128, 32)  # M, N, K: one tile of the seed kernel
 SYNC_EVERY = 100
 WARMUP = 100
+GRAPH_CALLS = 100  # launches captured in one CUDA graph
+
+
+@tilelang.jit
+def eager_gemm(A, B, block_M=128, block_N=128, block_K=32):
+    """The seed's tiles in TileLang's eager form (sizes read off the tensors)."""
+    M, N, K = T.const("M, N, K")
+    A: T.Tensor((M, K), T.float16)
+    B: T.Tensor((K, N), T.float16)
+    C = T.empty((M, N), T.float16)
+    with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+        A_shared = T.alloc_shared((block_M, block_K), T.float16)
+        B_shared = T.alloc_shared((block_K, block_N), T.float16)
+        C_local = T.alloc_fragment((block_M, block_N), T.float32)
+        T.clear(C_local)
+        for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=3):
+            T.copy(A[by * block_M, k * block_K], A_shared)
+            T.copy(B[k * block_K, bx * block_N], B_shared)
+            T.gemm(A_shared, B_shared, C_local)
+        T.copy(C_local, C[by * block_M, bx * block_N])
+    return C
+
+
+def graph_of(launch, c):
+    """A replay callable of a CUDA graph of ``GRAPH_CALLS`` launches (warmed up on a side
+    stream first, as torch asks), and a checkable run that zeroes ``c`` and replays."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            launch()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(GRAPH_CALLS):
+            launch()
+
+    def checked():
+        c.zero_()
+        graph.replay()
+        return c
+
+    return graph.replay, checked
 
 
 def check(what, run, ref):
@@ -77,7 +130,19 @@ def calls_to_time(a, b, c, triton_mod):
         ("tlc k(a, b) (out_idx=-1)", lambda: kernel_alloc(a, b)),
         ("torch.matmul(a, b)", lambda: torch.matmul(a, b)),
         ("torch.matmul(a, b, out=c)", lambda: torch.matmul(a, b, out=c)),
+        ("torch.add(a, a)", lambda: torch.add(a, a)),
     ]
+    layer = tilelang.compile(source, out_idx=-1)
+    check("tilelang kernel(a, b)", lambda: layer(a, b), ref)
+    check("tilelang eager gemm(a, b)", lambda: eager_gemm(a, b), ref)
+    calls += [
+        ("tilelang kernel(a, b)", lambda: layer(a, b)),
+        ("tilelang eager gemm(a, b)", lambda: eager_gemm(a, b)),
+    ]
+    c_graph = torch.empty_like(c)
+    replay, checked = graph_of(lambda: kernel_inplace(a, b, c_graph), c_graph)
+    check(f"tlc k(a, b, c) x {GRAPH_CALLS} in a CUDA graph", checked, ref)
+    calls.append((f"CUDA graph of {GRAPH_CALLS} tlc launches (per launch)", replay))
     if triton_mod is not None:
         cfg = triton_mod.SMALL
         grid = triton_mod.grid(M, N, cfg)
@@ -160,7 +225,12 @@ def main():
 
     results = []
     for label, fn in calls_to_time(a, b, c, triton_mod):
-        results.append((label, measure(fn, args.calls)))
+        if label.startswith("CUDA graph"):
+            # One replay is GRAPH_CALLS launches: fewer replays, each divided out.
+            median, p90, thr = measure(fn, max(args.calls // GRAPH_CALLS, 20))
+            results.append((label, (median / GRAPH_CALLS, p90 / GRAPH_CALLS, thr / GRAPH_CALLS)))
+        else:
+            results.append((label, measure(fn, args.calls)))
         median, p90, thr = results[-1][1]
         print(f"  {label:<28} {median:7.1f} µs median, {p90:7.1f} µs p90, "
               f"{thr:7.1f} µs/call back to back", flush=True)

@@ -35,13 +35,13 @@ def test_an_unknown_name_is_an_error_in_factory_code():
 
 
 def test_names_the_compiler_reads_or_declines_are_its_to_judge():
-    # `T.print` is declined by the compiler with its own explanation, at the kernel's line.
+    # `T.sync_grid` is declined by the compiler with its own explanation, at the kernel's line.
     @T.prim_func
     def main(A: T.Tensor((32,), "float32")):
         with T.Kernel(1, threads=32) as bx:
-            T.print(A[0])
+            T.sync_grid()
 
-    with pytest.raises(tlc.CompileError, match=r"`T.print` \(`T.print`\) is not supported by tlc"):
+    with pytest.raises(tlc.CompileError, match=r"`T.sync_grid` \(a grid-wide barrier\) is not supported by tlc"):
         tlc.compile(main, target="sm_80")
     assert repr(T.Pipelined) and repr(T.exp2) and repr(T.atomic_add)
 

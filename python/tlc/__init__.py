@@ -19,9 +19,9 @@ import operator
 import os
 import sys
 import warnings
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union
 
-from . import _arrays, _tensors
+from . import _arrays, _launch, _tensors
 from ._tlc import CompileError, LaunchError
 from ._tlc import compile as _compile
 from ._tlc import driver_available
@@ -100,21 +100,6 @@ OutIdx = Union[int, Sequence[int], None]
 _MAX_SIGNATURES = 256
 
 
-class _Signature(NamedTuple):
-    """A launch checked once for one argument signature: what every launch with the same
-    dtypes, shapes, strides, devices and dims reuses."""
-
-    prepared: Any
-    #: The PTX this signature launches: the kernel's, or its variant for the dims'
-    #: alignment (``Kernel._aligned``).
-    ptx: str
-    #: The given tensors' GPU; ``None`` when no tensor is given (every parameter is an
-    #: output): then torch's current device at each call.
-    device: Optional[int]
-    #: (parameter index, shape, tlc dtype name, zeroed) of each output to allocate.
-    outputs: Tuple[Tuple[int, Tuple[int, ...], str, bool], ...]
-
-
 class Kernel:
     """A compiled kernel: PTX, launch manifest and every stage of its pipeline. Call it on
     CUDA tensors to launch it (see ``__call__``)."""
@@ -125,7 +110,7 @@ class Kernel:
         self._loaded: Dict[Tuple[int, str], Any] = {}
         # Variants by the multiples they declare (None: the variant did not compile).
         self._variants: Dict[Tuple[Tuple[str, int], ...], Optional[str]] = {}
-        self._signatures: Dict[Any, _Signature] = {}
+        self._signatures: Dict[Any, _launch.Signature] = {}
         self.manifest: Dict[str, Any] = json.loads(compiled.manifest_json)
         self.tune_report: Optional[str] = None
         """``tlc.autotune``'s report of the tune that chose this kernel's config."""
@@ -137,6 +122,7 @@ class Kernel:
         self._inputs: Tuple[int, ...] = tuple(
             i for i in range(len(self._params)) if i not in self._out_idx
         )
+        self._all: Tuple[int, ...] = tuple(range(len(self._params)))
         # The symbolic dims a parameter's rows are measured in (its innermost extent):
         # their alignment decides whether copies can be 16-byte vectors or TMA.
         self._row_dims: Tuple[str, ...] = _row_dims(self.manifest)
@@ -205,12 +191,13 @@ class Kernel:
         if self._scalars:
             tensors, dims = self._split_scalars(tensors, dims)
         names = self._params
-        if len(tensors) == len(names):
-            given = range(len(names))
-        elif self._out_idx and len(tensors) == len(self._inputs):
+        n = len(tensors)
+        if n == len(names):
+            given = self._all
+        elif self._out_idx and n == len(self._inputs):
             given = self._inputs
         else:
-            raise TypeError(self._count_error(len(tensors)))
+            raise TypeError(self._count_error(n))
         key_parts = []
         ptrs: List[int] = [0] * len(names)
         torch_tensor = _torch_tensor_type()
@@ -223,8 +210,7 @@ class Kernel:
                 key_parts.append((a.dtype, a.shape, a.strides, a.device))
                 ptrs[i] = a.ptr
         # Dims by value (`N=True` must not find the entry of `N=1`), checked as ints.
-        dim_values = _dim_values(dims) if dims else ()
-        key = (tuple(key_parts), tuple(given), dim_values)
+        key = (tuple(key_parts), given, _dim_values(dims) if dims else ())
         sig = self._signatures.get(key)
         if sig is None:
             sig = self._prepare(tensors, given, dims)
@@ -234,25 +220,25 @@ class Kernel:
         device = sig.device
         if device is None:
             device = _tensors.current_device(names[sig.outputs[0][0]])
-        allocated: Dict[int, Any] = {}
-        for index, shape, dtype, zeroed in sig.outputs:
-            out = _tensors.allocate(shape, dtype, device, zeroed, names[index], stream)
-            allocated[index] = out
-            ptrs[index] = out.data_ptr()
+        allocated = _launch.allocate(sig, device, names, stream, ptrs) if sig.outputs else None
         if stream is None:
             # Outputs allocated here were allocated (and zeroed) on torch's current stream.
-            stream = _torch_stream(tensors, device, bool(allocated))
-        loaded = self._loaded.get((device, sig.ptx))
+            stream = _launch.current_stream(device) if sig.torch or allocated else 0
+        loaded = sig.loaded
         if loaded is None:
-            from ._tlc import Loaded
+            loaded = self._loaded.get((device, sig.ptx))
+            if loaded is None:
+                from ._tlc import Loaded
 
-            loaded = self._loaded[(device, sig.ptx)] = Loaded(sig.ptx, device)
+                loaded = self._loaded[(device, sig.ptx)] = Loaded(sig.ptx, device)
+            if sig.device is not None:
+                sig.loaded = loaded
         loaded.run(sig.prepared, ptrs, stream)
         if not self._out_idx:
             return None
-        outs = tuple(
-            allocated[i] if i in allocated else tensors[i] for i in self._out_idx
-        )
+        if allocated is None:
+            allocated = {}
+        outs = tuple(allocated[i] if i in allocated else tensors[i] for i in self._out_idx)
         return outs[0] if len(outs) == 1 else outs
 
     def _split_scalars(
@@ -323,7 +309,9 @@ class Kernel:
         outputs = tuple(
             (i, tuple(shape), dtype, zeroed) for i, shape, dtype, zeroed in prepared.outputs
         )
-        return _Signature(prepared, ptx, device, outputs)
+        torch_tensor = _torch_tensor_type()
+        uses_torch = any(isinstance(t, torch_tensor) for t in tensors)
+        return _launch.Signature(prepared, ptx, device, outputs, uses_torch)
 
     def _aligned(self, dims: Dict[str, int]) -> str:
         """The PTX to launch for these dim values: the kernel compiled with each row dim
@@ -433,21 +421,6 @@ def _torch_tensor_type() -> Any:
 
 class _NoType:
     pass
-
-
-def _torch_stream(tensors: Tuple[Any, ...], device: int, allocated: bool) -> int:
-    """torch's current stream on ``device`` when an argument is a torch tensor (a subclass
-    too) or outputs were ``allocated`` with torch, else 0 (the legacy default stream)."""
-    torch_tensor = _torch_tensor_type()
-    if allocated or any(isinstance(t, torch_tensor) for t in tensors):
-        import torch  # type: ignore[import-not-found, unused-ignore]
-
-        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-        if raw is not None:
-            # What Triton's launcher calls: the handle without building a Stream object.
-            return int(raw(device))
-        return int(torch.cuda.current_stream(device).cuda_stream)
-    return 0
 
 
 def compile(

@@ -8,6 +8,7 @@ mod interp_cases;
 mod mutations;
 mod parse_mutations;
 mod pipeline_mutations;
+mod print;
 mod refused;
 mod roundtrip;
 mod run_errors;

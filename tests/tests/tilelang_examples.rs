@@ -33,9 +33,10 @@
 //! lowered kernel's outputs must be within `2e` of the tile level's (both are within `e` of
 //! `r`), i.e. exactly equal where `e` is 0.
 
+// Shared with `print.rs` (a file included as a module once).
 #[allow(dead_code)]
 #[path = "../../compiler/tests/common/emit.rs"]
-mod emit;
+pub(crate) mod emit;
 #[allow(dead_code)]
 #[path = "../../compiler/tests/common/immediates.rs"]
 mod immediates;

@@ -184,6 +184,10 @@ impl Cg {
                 self.b.emit(Op::ClusterArrive);
                 self.b.emit(Op::ClusterWait);
             }
+            // `vprintf` (`print.rs`).
+            Intrinsic::Print { .. } | Intrinsic::PrintMsg { .. } | Intrinsic::PrintElem { .. } => {
+                self.print(i, span)
+            }
         }
     }
 

@@ -58,6 +58,7 @@ mod manifest;
 mod math;
 mod memo;
 mod offset;
+mod print;
 mod shuffle;
 mod stmt;
 mod vector;

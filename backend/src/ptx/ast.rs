@@ -74,6 +74,9 @@ pub struct Kernel {
     pub shared: Vec<SharedVar>,
     /// Per-thread `.local` arrays, declared at the top of the body.
     pub locals: Vec<LocalVar>,
+    /// Constant byte arrays in global memory (`vprintf`'s format strings), printed at
+    /// module scope before the kernel.
+    pub strings: Vec<GlobalBytes>,
     /// `.reqntid x, y, z`: the exact block shape, which lets ptxas budget registers.
     pub reqntid: Option<[u32; 3]>,
     /// `.maxnreg N`.
@@ -133,6 +136,13 @@ pub struct LocalVar {
     pub name: String,
     pub align: u32,
     pub bytes: u32,
+}
+
+/// `.global .align 1 .b8 NAME[N] = {…};`: constant bytes (a NUL-terminated string).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GlobalBytes {
+    pub name: String,
+    pub bytes: Vec<u8>,
 }
 
 /// A line of a kernel body.
@@ -1205,6 +1215,11 @@ pub enum Op {
     ClusterWait,
     /// `ret`.
     Ret,
+    /// `call.uni (r), vprintf, (format, args)`: CUDA's device printf, with the generic
+    /// addresses of the format string and of the argument buffer (each argument at an
+    /// offset aligned to its size). Printed as a scope of its own that declares the call's
+    /// parameters; the module declares `vprintf` (`.extern .func`).
+    Vprintf { format: Reg, args: Reg },
 }
 
 impl Inst {
@@ -1255,7 +1270,8 @@ impl Inst {
             | Op::CpAsync { .. }
             | Op::CpAsyncCommit
             | Op::CpAsyncWait { .. }
-            | Op::Ret => Vec::new(),
+            | Op::Ret
+            | Op::Vprintf { .. } => Vec::new(),
         }
     }
 
@@ -1411,6 +1427,7 @@ impl Inst {
             | Op::ClusterArrive
             | Op::ClusterWait
             | Op::Ret => {}
+            Op::Vprintf { format, args } => regs.extend([*format, *args]),
         }
         out.extend(addr_regs);
         out.extend(regs);

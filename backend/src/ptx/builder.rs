@@ -72,6 +72,7 @@ impl KernelBuilder {
                 params: Vec::new(),
                 shared: Vec::new(),
                 locals: Vec::new(),
+                strings: Vec::new(),
                 reqntid: None,
                 maxnreg: None,
                 minnctapersm: None,
@@ -171,6 +172,42 @@ impl KernelBuilder {
             bytes,
         });
         name.to_string()
+    }
+
+    /// Declares the constant string `text` (NUL-terminated) in global memory, named after
+    /// the kernel (`__tlc_<entry>_str<N>`), and returns its symbol.
+    pub fn global_string(&mut self, text: &str) -> String {
+        let name = format!(
+            "__tlc_{}_str{}",
+            self.kernel.name,
+            self.kernel.strings.len()
+        );
+        let mut bytes = text.as_bytes().to_vec();
+        bytes.push(0);
+        self.kernel.strings.push(GlobalBytes {
+            name: name.clone(),
+            bytes,
+        });
+        name
+    }
+
+    /// The generic address of variable `symbol` of `space` (`mov.u64` of its address, then
+    /// `cvta.SPACE.u64`).
+    pub fn generic_address(&mut self, symbol: &str, space: Space) -> Reg {
+        let window = self.mov(Type::U64, Operand::Symbol(symbol.to_string()));
+        let dst = self.new_reg(Type::U64);
+        self.emit(Op::Cvta {
+            to_space: false,
+            space,
+            dst,
+            src: window,
+        });
+        dst
+    }
+
+    /// Whether the kernel declares the `.local` array `name`.
+    pub fn has_local(&self, name: &str) -> bool {
+        self.kernel.locals.iter().any(|l| l.name == name)
     }
 
     /// `.reqntid x, y, z`.

@@ -14,11 +14,39 @@ pub fn print_module(m: &Module) -> String {
     let _ = writeln!(out, ".version {}", m.version);
     let _ = writeln!(out, ".target {}", m.target.name());
     out.push_str(".address_size 64\n");
+    // CUDA's device printf, for kernels that print (`T.print`).
+    let prints = m.kernels.iter().any(|k| {
+        k.body.iter().any(|s| {
+            matches!(
+                s,
+                Stmt::Inst(Inst {
+                    op: Op::Vprintf { .. },
+                    ..
+                })
+            )
+        })
+    });
+    if prints {
+        out.push_str(
+            "\n.extern .func (.param .b32 func_retval0) vprintf\n(\n\t.param .b64 vprintf_param_0,\n\t.param .b64 vprintf_param_1\n)\n;\n",
+        );
+    }
     // A shared variable two kernels both use is declared once.
     let mut declared = BTreeSet::new();
     for k in &m.kernels {
         out.push('\n');
         let mut any = false;
+        for g in &k.strings {
+            any = true;
+            let bytes: Vec<String> = g.bytes.iter().map(u8::to_string).collect();
+            let _ = writeln!(
+                out,
+                ".global .align 1 .b8 {}[{}] = {{{}}};",
+                g.name,
+                g.bytes.len(),
+                bytes.join(", ")
+            );
+        }
         for s in &k.shared {
             if !declared.insert(s.name.clone()) {
                 continue;
@@ -113,6 +141,18 @@ fn print_kernel(out: &mut String, k: &Kernel) {
             }
             Stmt::Comment(c) => {
                 let _ = writeln!(out, "\t// {}", c.replace(['\n', '\r'], " "));
+            }
+            Stmt::Inst(Inst {
+                op: Op::Vprintf { format, args },
+                ..
+            }) => {
+                // A scope of its own: the call's parameters are declared where it is made.
+                let _ = write!(
+                    out,
+                    "\t{{\n\t.param .b64 vprintf_p0;\n\tst.param.b64 \t[vprintf_p0], {format};\n\t\
+                     .param .b64 vprintf_p1;\n\tst.param.b64 \t[vprintf_p1], {args};\n\t\
+                     .param .b32 vprintf_r;\n\tcall.uni (vprintf_r), vprintf, (vprintf_p0, vprintf_p1);\n\t}}\n"
+                );
             }
             Stmt::Inst(i) => {
                 out.push('\t');
@@ -708,6 +748,11 @@ fn render(op: &Op) -> (String, Vec<String>) {
             Vec::new(),
         ),
         Op::Ret => ("ret".to_string(), Vec::new()),
+        // Printed as a scope by `print_kernel`; this is its call line.
+        Op::Vprintf { format, args } => (
+            "call.uni".to_string(),
+            vec![format!("(vprintf_r), vprintf, ({format}, {args})")],
+        ),
     }
 }
 

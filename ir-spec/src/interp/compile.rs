@@ -179,6 +179,8 @@ pub(crate) enum CCall {
         id: i64,
         count: usize,
     },
+    /// `T.print`, `T.print_msg`, `T.print_elem` (`print.rs`).
+    Print(Box<super::print::CPrint>),
 }
 
 /// A `T.wgmma` or `T.wgmma_rs`: its operands, N, the descriptors' layouts (no A layout:
@@ -1001,8 +1003,57 @@ impl Compiler {
                 id: *id,
                 count: usize::try_from(*count).unwrap_or(0),
             },
+            Intrinsic::Print { .. } | Intrinsic::PrintMsg { .. } | Intrinsic::PrintElem { .. } => {
+                CCall::Print(Box::new(self.print(i)?))
+            }
         };
         Ok(CIntrinsic { def, call })
+    }
+
+    /// A print call: its value typed (the dtype it is printed as), an element as a load.
+    fn print(&mut self, i: &Intrinsic) -> R<super::print::CPrint> {
+        use super::print::{CPrint, CPrinted};
+        Ok(match i {
+            Intrinsic::Print { value, msg } => {
+                let (c, t) = self.expr(value)?;
+                CPrint {
+                    msg: msg.clone(),
+                    what: CPrinted::Value(coerce(c, t.dtype), t.dtype),
+                }
+            }
+            Intrinsic::PrintElem {
+                elem,
+                index,
+                msg,
+                lane,
+            } => {
+                let load = Expr::new(
+                    ExprKind::Load {
+                        buffer: elem.buffer.name.clone(),
+                        indices: elem.indices.clone(),
+                    },
+                    elem.buffer.span,
+                );
+                let (value, t) = self.expr(&load)?;
+                CPrint {
+                    msg: msg.clone(),
+                    what: CPrinted::Elem {
+                        value,
+                        buffer: elem.buffer.name.clone(),
+                        dtype: t.dtype,
+                        index: self.int_expr(index)?,
+                        lane: *lane,
+                    },
+                }
+            }
+            _ => CPrint {
+                msg: match i {
+                    Intrinsic::PrintMsg { msg } => msg.clone(),
+                    _ => String::new(),
+                },
+                what: CPrinted::Msg,
+            },
+        })
     }
 
     /// An intrinsic operand: a buffer indexed once per dimension with integers.

@@ -257,6 +257,10 @@ impl Frame<'_> {
                 "a thread-level intrinsic outside a thread-binding loop",
             );
         }
+        // Block-level code runs for every thread of the block: each prints.
+        if let CCall::Print(p) = &i.call {
+            return self.print_all_threads(p, span);
+        }
         let Some(st) = self.threads.as_mut() else {
             return Ok(());
         };
@@ -345,7 +349,7 @@ pub(crate) fn launch(
         .map(|(&g, &c)| g / c.max(1))
         .collect();
     let n_units = n_blocks / ranks.max(1);
-    let run_block = |index: usize| -> Result<BlockLog, Diagnostic> {
+    let run_block = |index: usize| -> Result<(BlockLog, Vec<String>), Diagnostic> {
         let unit = block_coords(index, &units);
         // Block `r` of the cluster: rank r = rx + cx * (ry + cy * rz).
         let blocks: Vec<Vec<i64>> = (0..ranks)
@@ -359,7 +363,11 @@ pub(crate) fn launch(
             })
             .collect();
         let coords = blocks.first().cloned().unwrap_or_default();
-        run_block(kernel, vars, globals, &blocks)
+        // What the block prints is kept with its result and published in block order.
+        super::print::begin_block(&blocks, kernel.threads);
+        let ran = run_block(kernel, vars, globals, &blocks);
+        let printed = super::print::end_block();
+        ran.map(|log| (log, printed))
             .map_err(|f| to_diagnostic(*f, Some(&coords)))
             .map_err(|d| {
                 if d.span.is_dummy() {
@@ -369,7 +377,8 @@ pub(crate) fn launch(
                 }
             })
     };
-    let results: Vec<Result<BlockLog, Diagnostic>> = if threads <= 1 || n_units <= 1 {
+    let results: Vec<Result<(BlockLog, Vec<String>), Diagnostic>> = if threads <= 1 || n_units <= 1
+    {
         let mut out = Vec::new();
         for index in 0..n_units {
             let r = run_block(index);
@@ -385,9 +394,21 @@ pub(crate) fn launch(
     };
     // The first failing block in linear order is the one reported, whatever the threads did.
     let mut logs = Vec::with_capacity(results.len());
+    let mut printed = Vec::new();
     for r in results {
-        logs.push(r?);
+        match r {
+            Ok((log, lines)) => {
+                logs.push(log);
+                printed.extend(lines);
+            }
+            Err(e) => {
+                // What the blocks before the failing one printed still shows.
+                super::print::publish(printed);
+                return Err(e);
+            }
+        }
     }
+    super::print::publish(printed);
     // Plain writes first, in block order (the last wins); then every atomic add, in block
     // order, onto what the writes left (docs/ir.md, `T.atomic_add`).
     let mut adds = Vec::new();

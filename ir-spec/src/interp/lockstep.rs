@@ -735,6 +735,7 @@ impl Lockstep<'_, '_> {
             }
             // The interpreter's async proxy sees every write at once.
             CCall::FenceProxyAsync => Ok(()),
+            CCall::Print(p) => self.on_thread(t, span, |f| f.print(p, &[t], span)),
             // Collectives (`collective`) and the mbarrier wait (the scheduler's, `tasks.rs`):
             // listed, not caught by `_`, so a new call must be placed here or there.
             CCall::Ldmatrix { .. }
@@ -882,7 +883,8 @@ impl Lockstep<'_, '_> {
             | CCall::MbarrierArriveCluster { .. }
             | CCall::MbarrierWait { .. }
             | CCall::TmaLoad { .. }
-            | CCall::FenceProxyAsync => fault(
+            | CCall::FenceProxyAsync
+            | CCall::Print(_) => fault(
                 span,
                 format!("internal error: `{}` is not a collective", i.def.name),
             ),

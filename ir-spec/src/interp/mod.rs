@@ -66,6 +66,7 @@ pub mod npy;
 mod ops;
 mod order;
 mod parallel;
+mod print;
 pub mod random;
 pub mod scalar;
 mod shared;
@@ -73,6 +74,8 @@ mod tasks;
 pub mod tensor;
 
 pub use npy::{npy_descr, read_npy, read_npy_file, write_npy, write_npy_file};
+/// The print intrinsics' lines kept instead of written (`print.rs`).
+pub use print::{capture as capture_prints, format_value as format_printed};
 pub use random::{random_input, random_tensor};
 pub use scalar::Scalar;
 /// One element's bytes in memory (shared memory, device transfers): the one codec.

@@ -8,8 +8,8 @@
 //!
 //! Argument kinds: `Ref` (an element reference, `ElemRef`), `Int` (`i64`), `Bool`, `Ints`
 //! (an integer tuple, `Vec<i64>`), `Pred` (an optional run-time predicate,
-//! `Option<Expr>`), `Value` (a run-time value, `Expr`); `parts_mut` returns the predicate
-//! and values beside the references.
+//! `Option<Expr>`), `Value` (a run-time value, `Expr`), `Text` (a string literal, `String`);
+//! `parts_mut` returns the predicate and values beside the references.
 
 /// The Rust type of a field of argument kind `$kind`.
 macro_rules! intrinsic_field_type {
@@ -19,6 +19,7 @@ macro_rules! intrinsic_field_type {
     (Ints) => { Vec<i64> };
     (Pred) => { Option<Expr> };
     (Value) => { Expr };
+    (Text) => { String };
 }
 
 /// The borrowed [`Arg`] of a field bound by reference.
@@ -40,6 +41,9 @@ macro_rules! intrinsic_arg {
     };
     (Value, $f:ident) => {
         Arg::Value($f)
+    };
+    (Text, $f:ident) => {
+        Arg::Text($f.as_str())
     };
 }
 

@@ -180,7 +180,25 @@ intrinsic_table! {
     /// signalling a consumer's `T.bar_sync`; the ping-pong of warp-specialized consumers).
     /// It orders no memory access.
     BarArrive { id: Int, count: Int } => BAR_ARRIVE,
+    /// `T.print_value(value, msg="…")` (any level outside `T.Parallel`; TileLang's
+    /// `T.print(value)`, `syntax/lower_print.rs`): every thread that runs it
+    /// prints one line with `value` (a scalar of any dtype), its block and thread indices
+    /// (`print.rs` has the line). Nothing it prints is read back.
+    Print { value: Value, msg: Text } => PRINT,
+    /// `T.print_msg(msg="…")`: every thread that runs it prints the message and its block
+    /// and thread indices.
+    PrintMsg { msg: Text } => PRINT_MSG,
+    /// `T.print_elem(buf[i, j], index, msg="…", lane=0)`: the block's thread `lane` (its
+    /// linear index; -1: every thread) prints the element `buf[i, j]` of a shared or global
+    /// buffer, labelled with the buffer's name and `index` (the front end's expansion of
+    /// `T.print(buf)` passes the element's flat index).
+    PrintElem { elem: Ref, index: Value, msg: Text, lane: Int } => PRINT_ELEM,
 }
+
+mod print;
+
+pub use print::{elem_tail, line_parts, Format, Printed, EVERY_LANE};
+use print::{PRINT, PRINT_ELEM, PRINT_MSG};
 
 /// Who executes an intrinsic together.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -296,6 +314,11 @@ pub enum ParamKind {
     /// An integer expression evaluated by each thread at run time; `default` (a literal)
     /// when the call may leave it out.
     Value { default: Option<i64> },
+    /// A string literal (`msg="…"`); empty when the call leaves it out.
+    Text,
+    /// An expression of any scalar dtype evaluated by each thread at run time (what
+    /// `T.print` prints).
+    Scalar,
 }
 
 impl ParamKind {
@@ -414,6 +437,8 @@ impl IntrinsicDef {
                 ParamKind::IntTuple { .. } => true,
                 ParamKind::Value { default } => default.is_none(),
                 ParamKind::Pred => false,
+                ParamKind::Scalar => true,
+                ParamKind::Text => false,
             })
             .count()
     }
@@ -431,6 +456,8 @@ pub enum Arg<'a> {
     Ints(&'a [i64]),
     /// A run-time value.
     Value(&'a Expr),
+    /// A string literal.
+    Text(&'a str),
 }
 
 /// One argument of a call, owned: what the parser builds an intrinsic from.
@@ -442,6 +469,7 @@ pub enum ArgValue {
     Pred(Option<Expr>),
     Ints(Vec<i64>),
     Value(Expr),
+    Text(String),
 }
 
 const REGISTERS: &[Scope] = &[Scope::Local];
@@ -1994,6 +2022,18 @@ mod tests {
                 rank: Expr::var("peer"),
             },
             Intrinsic::ClusterSync,
+            // The prints, appended.
+            Intrinsic::Print {
+                value: Expr::var("x"),
+                msg: "x is".to_string(),
+            },
+            Intrinsic::PrintMsg { msg: String::new() },
+            Intrinsic::PrintElem {
+                elem: r("S"),
+                index: Expr::var("i"),
+                msg: "tile".to_string(),
+                lane: 0,
+            },
         ]
     }
 
@@ -2005,6 +2045,7 @@ mod tests {
             Arg::Pred(p) => ArgValue::Pred(p.cloned()),
             Arg::Ints(v) => ArgValue::Ints(v.to_vec()),
             Arg::Value(e) => ArgValue::Value(e.clone()),
+            Arg::Text(t) => ArgValue::Text(t.to_string()),
         }
     }
 
@@ -2025,6 +2066,8 @@ mod tests {
                         | (ParamKind::IntRange { .. }, Arg::Int(_))
                         | (ParamKind::IntTuple { .. }, Arg::Ints(_))
                         | (ParamKind::Value { .. }, Arg::Value(_))
+                        | (ParamKind::Scalar, Arg::Value(_))
+                        | (ParamKind::Text, Arg::Text(_))
                 );
                 assert!(fits, "{} {}", def.name, p.name);
             }

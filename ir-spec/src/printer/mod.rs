@@ -317,6 +317,10 @@ impl Printer<'_> {
                 }
                 _ => {}
             }
+            // A message left out stays out (`T.print_msg` always has one).
+            if param.keyword && arg == Arg::Text("") {
+                continue;
+            }
             if !first {
                 self.out.push_str(", ");
             }
@@ -329,6 +333,7 @@ impl Printer<'_> {
                 Arg::Int(v) => write!(self.out, "{v}")?,
                 Arg::Bool(b) => self.out.push_str(if b { "True" } else { "False" }),
                 Arg::Pred(Some(p)) | Arg::Value(p) => write_expr(&mut self.out, p)?,
+                Arg::Text(t) => write_string(&mut self.out, t),
                 Arg::Pred(None) => {}
                 // `(64,)`: a one-entry tuple keeps its comma, as in Python.
                 Arg::Ints([v]) => write!(self.out, "({v},)")?,
@@ -649,6 +654,13 @@ impl Printer<'_> {
 }
 
 /// `text` as a double-quoted string literal that the lexer reads back to `text`.
+/// An expression as the printer writes it (`T.print`'s default message quotes it).
+pub fn expr_text(expr: &crate::ir::Expr) -> String {
+    let mut out = String::new();
+    let _ = write_expr(&mut out, expr);
+    out
+}
+
 fn write_string(out: &mut String, text: &str) {
     out.push('"');
     escape_string(out, text);

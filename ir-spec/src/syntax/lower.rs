@@ -771,6 +771,10 @@ impl Lowerer {
                 self.cumsum(e, out);
                 None
             }
+            ast::StmtKind::Expr(e) if is_call(e, "T.print") => {
+                self.print(e, out);
+                None
+            }
             ast::StmtKind::Expr(e) => match self.called_macro(e) {
                 Some(m) => {
                     self.expand_macro(&m, e, out);

@@ -66,6 +66,7 @@ const KNOWN_T_NAMES: &[&str] = &[
     "tvm_storage_sync",
     "note",
     "fresh",
+    "print",
     "vectorized",
     "make_swizzled_layout",
     "make_padded_layout",
@@ -233,11 +234,6 @@ const DECLINED: &[(&str, &str, &str)] = &[
         "a grid-wide barrier",
         "split the work into kernels of one function: a kernel sees everything an earlier \
          one wrote",
-    ),
-    (
-        "print",
-        "`T.print`",
-        "run the kernel with `tlc run --interp --save-dir DIR` and read the saved values",
     ),
 ];
 

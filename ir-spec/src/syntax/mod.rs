@@ -18,6 +18,7 @@ pub mod lower_intrinsic;
 pub mod lower_kernel;
 pub mod lower_loop;
 pub mod lower_macro;
+pub mod lower_print;
 pub mod lower_region;
 pub mod lower_tunable;
 pub mod lower_value_call;

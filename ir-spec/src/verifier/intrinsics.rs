@@ -20,6 +20,33 @@ impl<'f> Checker<'f> {
     pub(super) fn intrinsic(&mut self, i: &'f Intrinsic, span: Span) {
         let def = i.def();
         self.intrinsic_place(def.name, def.block_level, span);
+        // A print inside `T.Parallel` would be printed by whichever thread the layout gives
+        // the element, which the tile level does not know (rule I9).
+        if let (
+            Intrinsic::Print { .. } | Intrinsic::PrintMsg { .. } | Intrinsic::PrintElem { .. },
+            Some(p),
+        ) = (i, self.parallel)
+        {
+            self.push(
+                Diagnostic::error(
+                    self.at(span),
+                    // `T.print_value` is what TileLang's `T.print(value)` reads as.
+                    format!(
+                        "`{}` inside a `T.Parallel` loop",
+                        if def.name == "T.print_value" {
+                            "T.print"
+                        } else {
+                            def.name
+                        }
+                    ),
+                )
+                .with_note_at(p, "the `T.Parallel` loop is here")
+                .with_note(
+                    "print from block-level code (every thread prints), from per-thread code \
+                         (`tx = T.get_thread_binding()`), or print the whole tile: `T.print(buf)`",
+                ),
+            );
+        }
         // I2: operands that are well-formed, then the definition's rules on those (a
         // malformed operand has been reported; its scope and dtype are not checked).
         let mut malformed: Vec<&str> = Vec::new();
@@ -53,6 +80,9 @@ impl<'f> Checker<'f> {
                 }
                 (ParamKind::Value { .. }, Arg::Value(v)) => {
                     self.expect_int(v, &format!("the {} of `{}`", param.role, def.name));
+                }
+                (ParamKind::Scalar, Arg::Value(v)) => {
+                    self.check_expr(v);
                 }
                 _ => {}
             }

@@ -43,6 +43,9 @@ from .kernel import JITKernel
 
 OutIdx = Union[int, Sequence[int], None]
 
+#: Eager calls remembered per function before the memory is emptied (a shape sweep).
+_MAX_CALLS = 256
+
 #: TileLang's launchers of a compiled CUDA kernel; all are tlc's one launcher.
 _LAUNCHERS = {"auto", "tvm_ffi", "cython", "nvrtc", "ctypes", "dlpack"}
 
@@ -234,6 +237,12 @@ class JITImpl:
             )
         self._kernels: Dict[Any, JITKernel] = {}
         self._prim_funcs: Dict[Any, PrimFunc] = {}
+        # Eager calls seen before, by what decides their kernel (the Python values, the
+        # tensors' shapes and dtypes): the kernel and where its tensors are in the call.
+        self._calls: Dict[Any, Tuple[JITKernel, Tuple[Union[int, str], ...]]] = {}
+        names = list(self.signature.parameters)
+        self._names = names
+        self._positions = {n: i for i, n in enumerate(names)}
         functools.update_wrapper(self, func)  # type: ignore[arg-type]
 
     # --- building -------------------------------------------------------------------
@@ -286,6 +295,12 @@ class JITImpl:
         on the tensors given, and what its body returns."""
         if self.mode == "lazy":
             return self.compile(*args, **kwargs)
+        key = self._call_key(args, kwargs)
+        seen = self._calls.get(key) if key is not None else None
+        if seen is not None:
+            # A call like an earlier one: its kernel, launched on this call's tensors.
+            kernel, where = seen
+            return kernel.kernel(*[args[w] if isinstance(w, int) else kwargs[w] for w in where])
         tensors, values = self._bind(args, kwargs)
         missing = [t for t in self._style.tensors if t not in tensors]
         if missing:
@@ -294,7 +309,39 @@ class JITImpl:
                 f"without launching, call `{self.func.__name__}.compile(...)`"
             )
         kernel = self._eager_kernel(tensors, values)
+        if key is not None:
+            if len(self._calls) >= _MAX_CALLS:
+                self._calls.clear()
+            where = tuple(
+                self._positions[t] if self._positions[t] < len(args) else t for t in self._style.tensors
+            )
+            self._calls[key] = (kernel, where)
         return kernel(*(tensors[t] for t in self._style.tensors))
+
+    def _call_key(self, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+        """What decides an eager call's kernel, cheaply: each tensor argument's shape and
+        dtype, every other argument's value; ``None`` when a value is not hashable as it is
+        (the call then takes the full path)."""
+        tensors = self._style.tensors
+        names = self._names
+        parts: List[Any] = []
+        try:
+            for i, a in enumerate(args):
+                if i < len(names) and names[i] in tensors:
+                    parts.append((type(a), tuple(getattr(a, "shape", ())), getattr(a, "dtype", None)))
+                else:
+                    hash(a)
+                    parts.append((type(a), a))
+            for k in sorted(kwargs):
+                a = kwargs[k]
+                if k in tensors:
+                    parts.append((k, type(a), tuple(getattr(a, "shape", ())), getattr(a, "dtype", None)))
+                else:
+                    hash(a)
+                    parts.append((k, type(a), a))
+        except TypeError:
+            return None
+        return tuple(parts)
 
     def get_kernel_source(self, *args: Any, **kwargs: Any) -> str:
         """The PTX these arguments compile to."""

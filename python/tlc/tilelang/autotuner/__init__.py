@@ -285,7 +285,19 @@ class AutoTuneImpl:
         self.warmup, self.rep, self.timeout = warmup, rep, timeout
         self.profile = profile
         self._tuned: Dict[Any, Tuple[JITKernel, Dict[str, Any]]] = {}
+        # The configs' keys, when the configs are a list (a function of the call's
+        # arguments makes them per call).
+        self._keys: Optional[List[str]] = None
+        if not callable(configs) and configs:
+            first = list(configs)[0]
+            if isinstance(first, dict):
+                self._keys = list(first)
         functools.update_wrapper(self, jit_impl.func)  # type: ignore[arg-type]
+
+    def _config_keys(self, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> List[str]:
+        if self._keys is not None:
+            return self._keys
+        return list(self._tuner(args, kwargs)._configs()[0])
 
     def _tuner(self, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> AutoTuner:
         tuner = AutoTuner(self.jit_impl, self.configs).set_profile_args(
@@ -319,8 +331,7 @@ class AutoTuneImpl:
         return found
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        configs = self._tuner(args, kwargs)._configs()
-        if self._given(args, kwargs, list(configs[0])):
+        if self._given(args, kwargs, self._config_keys(args, kwargs)):
             return self.jit_impl(*args, **kwargs)
         kernel, config = self._best(args, kwargs)
         if self.jit_impl.mode == "lazy":
@@ -330,8 +341,7 @@ class AutoTuneImpl:
 
     def compile(self, *args: Any, **kwargs: Any) -> JITKernel:
         """The kernel for these arguments: tuned when the config's arguments are left out."""
-        configs = self._tuner(args, kwargs)._configs()
-        if self._given(args, kwargs, list(configs[0])):
+        if self._given(args, kwargs, self._config_keys(args, kwargs)):
             return self.jit_impl.compile(*args, **kwargs)
         return self._best(args, kwargs)[0]
 

@@ -24,9 +24,6 @@ DIR=python/tests/tilelang_scripts
 
 # Failures tlc knows of: script -> a regex its output matches when it fails that way.
 declare -A XFAIL=(
-    # splitk_gemv_vectorized_tvm reduces over the y threads of a (BLOCK_N, reduce_threads)
-    # block with T.tvm_thread_allreduce; tlc's all-reduce takes the innermost axes only.
-    [example_gemv.py]='T.thread_allreduce. reduces over the innermost thread axes'
 )
 
 if ! "$PY" - <<'PY'

@@ -335,13 +335,14 @@ pub enum StmtKind {
 }
 
 /// An all-reduce of one value per thread over the threads of `threads` (thread variables of
-/// the enclosing `threadIdx` loops, which must be the innermost axes of the block: x, or x
-/// and y, …): every thread of a group (the threads that differ only in those indices) gets
-/// the combination of the group's values in its own `buffer[indices]` (a local buffer of the
-/// value's dtype). The combination is a butterfly: with `G` (a power of two, at most 32)
-/// threads numbered by their linear index within the group, `v_t ← v_t ⊕ v_{t xor o}` for
-/// `o = G/2, G/4, …, 1` — exactly the order of the `shfl.sync.bfly` steps it lowers to, so
-/// every thread ends with the same bits. Every thread of the block must reach it.
+/// the enclosing `threadIdx` loops, each naming a block axis whose extent is a power of
+/// two): every thread of a group (the threads that differ only in those indices) gets the
+/// combination of the group's values in its own `buffer[indices]` (a local buffer of the
+/// value's dtype). The combination is a butterfly: numbering a group's `G` threads by
+/// `t = Σ idx_a · Π_{named b < a} extent_b` over the named axes `a` (x before y before z),
+/// `v_t ← v_t ⊕ v_{t xor o}` for `o = G/2, G/4, …, 1` — exactly the order of the steps it
+/// lowers to ([`allreduce_steps`]: `shfl.sync.bfly` within a warp, else through `scratch`),
+/// so every thread ends with the same bits. Every thread of the block must reach it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AllReduce {
     pub op: AllReduceOp,
@@ -349,6 +350,55 @@ pub struct AllReduce {
     pub buffer: Ident,
     pub indices: Vec<Expr>,
     pub threads: Vec<Ident>,
+    /// A shared buffer of the value's dtype, one element per thread of the block, through
+    /// which the steps whose partners are not lanes of one warp exchange values (`None` when
+    /// every step is a shuffle; `plan-allreduce-scratch` adds it where one is needed).
+    pub scratch: Option<Ident>,
+}
+
+/// One butterfly step of an all-reduce: the partner's index on block axis `axis` differs in
+/// bit `bit`. `lane_xor`: the partner's lane is the thread's lane xor this (a shuffle), when
+/// the block's linear thread index flips exactly that bit within one warp of whole warps
+/// (or of a block smaller than a warp); `None` when the exchange goes through shared memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AllReduceStep {
+    pub axis: usize,
+    pub bit: u32,
+    pub lane_xor: Option<u32>,
+}
+
+/// The steps of an all-reduce over the block axes `axes` of a block of extents `shape`
+/// (x first; missing axes have extent 1), in the butterfly's order (`o = G/2` first); `None`
+/// when a named axis's extent is not a power of two (the butterfly would pair threads
+/// outside the group). The one definition the verifier, the interpreter, the scratch pass
+/// and codegen use.
+pub fn allreduce_steps(shape: &[i64], axes: &[usize]) -> Option<Vec<AllReduceStep>> {
+    let extent = |a: usize| shape.get(a).copied().unwrap_or(1);
+    let total: i64 = shape.iter().product();
+    let mut sorted = axes.to_vec();
+    sorted.sort_unstable();
+    let mut steps = Vec::new();
+    for &axis in &sorted {
+        let e = extent(axis);
+        if e < 1 || e & (e - 1) != 0 {
+            return None;
+        }
+        let stride: i64 = (0..axis).map(extent).product();
+        for bit in 0..e.trailing_zeros() {
+            let d = stride.checked_shl(bit).unwrap_or(i64::MAX);
+            let in_warp = stride & (stride - 1) == 0
+                && d < crate::target::WARP_SIZE
+                && (total <= crate::target::WARP_SIZE || total % crate::target::WARP_SIZE == 0);
+            steps.push(AllReduceStep {
+                axis,
+                bit,
+                lane_xor: in_warp.then_some(d as u32),
+            });
+        }
+    }
+    // The butterfly goes from the highest bit of the group index down.
+    steps.reverse();
+    Some(steps)
 }
 
 /// The combiners an all-reduce lowers exactly (commutative, so the butterfly's partners agree).
@@ -705,6 +755,16 @@ impl ThreadTag {
 
     pub fn parse(text: &str) -> Option<ThreadTag> {
         ThreadTag::ALL.iter().copied().find(|t| t.name() == text)
+    }
+
+    /// The block axis of a `threadIdx.*` tag (x = 0); `None` for `blockIdx.*`.
+    pub fn thread_axis(self) -> Option<usize> {
+        match self {
+            ThreadTag::ThreadX => Some(0),
+            ThreadTag::ThreadY => Some(1),
+            ThreadTag::ThreadZ => Some(2),
+            _ => None,
+        }
     }
 }
 

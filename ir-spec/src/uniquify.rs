@@ -282,7 +282,12 @@ fn rename_buffer_refs(body: &mut [Stmt], renames: &HashMap<String, String>) {
             StmtKind::Store { buffer, .. } | StmtKind::AtomicAdd { buffer, .. } => {
                 names.push(&mut buffer.name)
             }
-            StmtKind::AllReduce(r) => names.push(&mut r.buffer.name),
+            StmtKind::AllReduce(r) => {
+                names.push(&mut r.buffer.name);
+                if let Some(s) = &mut r.scratch {
+                    names.push(&mut s.name);
+                }
+            }
             StmtKind::Copy { src, dst } => {
                 names.push(&mut src.buffer.name);
                 names.push(&mut dst.buffer.name);

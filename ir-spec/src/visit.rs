@@ -74,7 +74,7 @@ pub fn for_each_stmt<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
 pub fn stmt_buffer_idents(stmt: &Stmt) -> Vec<&Ident> {
     match &stmt.kind {
         StmtKind::Store { buffer, .. } | StmtKind::AtomicAdd { buffer, .. } => vec![buffer],
-        StmtKind::AllReduce(r) => vec![&r.buffer],
+        StmtKind::AllReduce(r) => std::iter::once(&r.buffer).chain(&r.scratch).collect(),
         StmtKind::Copy { src, dst } => vec![&src.buffer, &dst.buffer],
         StmtKind::Gemm(g) => vec![&g.a.buffer, &g.b.buffer, &g.c.buffer],
         StmtKind::Fill { dst, .. } => vec![&dst.buffer],

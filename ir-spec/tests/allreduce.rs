@@ -136,16 +136,28 @@ fn verifier_refusals_are_located() {
         "{msg}"
     );
     assert_eq!(text, "bx");
-    // Over y alone: its threads are not consecutive.
-    let (msg, _) = first_error(&kernel("float32", "(32, 4)", &reduce("ty")));
-    assert!(msg.contains("innermost thread axes"), "{msg}");
-    // x and y: 128 threads, across warps.
-    let (msg, text) = first_error(&kernel("float32", "(32, 4)", &reduce("tx, ty")));
-    assert!(
-        msg.contains("over 128 threads") && msg.contains("across warps"),
-        "{msg}"
-    );
+    // An axis whose extent is not a power of two: the butterfly would leave the group.
+    let (msg, text) = first_error(&kernel("float32", "(32, 3)", &reduce("ty")));
+    assert!(msg.contains("must be a power of two"), "{msg}");
     assert!(text.starts_with("T.thread_allreduce"), "{text}");
+    // A scratch that is not shared memory of the result's dtype, one element per thread.
+    for (decl, what) in [
+        ("sc = T.alloc_local((128,), \"float32\")", "local"),
+        ("sc = T.alloc_shared((128,), \"int32\")", "int32"),
+        ("sc = T.alloc_shared((64,), \"float32\")", "of 64"),
+    ] {
+        let src = kernel(
+            "float32",
+            "(32, 4)",
+            &format!("{decl}\nT.thread_allreduce(\"sum\", A[ty, tx], acc[0], ty, scratch=sc)"),
+        );
+        let (msg, text) = first_error(&src);
+        assert!(
+            msg.contains("scratch is a shared buffer") && msg.contains(what),
+            "{msg}"
+        );
+        assert_eq!(text, "sc");
+    }
     // A result in shared memory.
     let src = kernel(
         "float32",
@@ -240,6 +252,47 @@ fn interpreter_groups_smaller_than_a_warp() {
         let want: f64 = (0..16).map(|i| a[row * 16 + i] * (i + 1) as f64).sum();
         for i in 0..16 {
             assert_eq!(c[row * 16 + i], want, "row {row} thread {i}");
+        }
+    }
+}
+
+/// The butterfly over any thread axes: `t` numbers a group's threads over the named axes
+/// (x before y), partners differ in one bit of `t`. Integer sums of distinct weights are
+/// exact, so a direct fold checks the grouping; y alone, x and y (across warps), y with a
+/// non-power-of-two x below it (no lane xor reaches it), z alone.
+#[test]
+fn interpreter_reduces_over_any_axes() {
+    let cases: [(&str, [usize; 3], &str, &[usize]); 5] = [
+        ("(2, 32)", [2, 32, 1], "ty", &[1]),
+        ("(4, 16)", [4, 16, 1], "ty", &[1]),
+        ("(32, 4)", [32, 4, 1], "tx, ty", &[0, 1]),
+        ("(3, 8)", [3, 8, 1], "ty", &[1]),
+        ("(4, 2, 8)", [4, 2, 8], "tz, tx", &[2, 0]),
+    ];
+    for (block, shape, threads, axes) in cases {
+        let n: usize = shape.iter().product();
+        let src = format!(
+            "@T.prim_func\ndef f(A: T.Tensor(({n},), \"int32\"), C: T.Tensor(({n},), \"int32\")):\n    with T.Kernel(1, threads={block}) as bx:\n        acc = T.alloc_local((1,), \"int32\")\n        tx = T.get_thread_binding(0)\n        ty = T.get_thread_binding(1)\n        tz = T.get_thread_binding(2)\n        l = tx + {x} * (ty + {y} * tz)\n        T.thread_allreduce(\"sum\", A[l] * (l + 1), acc[0], {threads})\n        C[l] = acc[0]\n",
+            x = shape[0],
+            y = shape[1],
+        );
+        let out = outputs(&src, 9);
+        let (a, c) = (out["A"].to_f64(), out["C"].to_f64());
+        let coords = |l: usize| {
+            [
+                l % shape[0],
+                (l / shape[0]) % shape[1],
+                l / (shape[0] * shape[1]),
+            ]
+        };
+        for (l, &got) in c.iter().enumerate() {
+            let same_group =
+                |m: usize| (0..3).all(|ax| axes.contains(&ax) || coords(m)[ax] == coords(l)[ax]);
+            let want: f64 = (0..n)
+                .filter(|&m| same_group(m))
+                .map(|m| a[m] * (m + 1) as f64)
+                .sum();
+            assert_eq!(got, want, "block {block} over {threads}: thread {l}");
         }
     }
 }

@@ -68,6 +68,7 @@ pub fn legalize_safe_memory(mut func: PrimFunc) -> PrimFunc {
         ranges: dim_ranges(&func),
         facts: Vec::new(),
         tests: Vec::new(),
+        first_tests: Vec::new(),
         inexact: Default::default(),
         loops: 0,
     };
@@ -91,6 +92,9 @@ struct Walk {
     /// equal conjunct proves the access's (what makes the pass idempotent on guards it
     /// placed for indices read from memory).
     tests: Vec<Expr>,
+    /// Conditions that read memory, of the `if` whose body is walked next: tests for its
+    /// first statement only (`body`).
+    first_tests: Vec<Expr>,
     /// Let variables whose values may wrap or come from memory (a narrow integer dtype, a
     /// cast, a load): a fact about them proves nothing by differences.
     inexact: std::collections::HashSet<String>,
@@ -101,9 +105,19 @@ impl Walk {
     fn body(&mut self, body: Vec<Stmt>) -> Vec<Stmt> {
         let facts = self.facts.len();
         let mut added: Vec<String> = Vec::new();
+        // An `if`'s conditions that read memory hold for the first statement of its body
+        // when that is an element write: nothing runs between the test and the write's own
+        // reads (the guard this pass puts around a store is such a pair, so compiled IR read
+        // again keeps its guards as they are).
+        let first_tests = std::mem::take(&mut self.first_tests);
         let out = body
             .into_iter()
-            .map(|s| {
+            .enumerate()
+            .map(|(i, s)| {
+                let tests = self.tests.len();
+                if i == 0 && matches!(s.kind, StmtKind::Store { .. } | StmtKind::AtomicAdd { .. }) {
+                    self.tests.extend(first_tests.iter().cloned());
+                }
                 if let StmtKind::Let { var, value, dtype } = &s.kind {
                     if !self.exact(value) || dtype.is_some_and(|d| d.is_int() && d.bits() < 32) {
                         self.inexact.insert(var.name.clone());
@@ -115,7 +129,9 @@ impl Walk {
                         added.push(var.name.clone());
                     }
                 }
-                self.stmt(s)
+                let s = self.stmt(s);
+                self.tests.truncate(tests);
+                s
             })
             .collect();
         for name in added {
@@ -184,7 +200,13 @@ impl Walk {
                 let (facts, tests) = (self.facts.len(), self.tests.len());
                 self.assume(&cond, true);
                 self.test_variables(&cond);
+                self.first_tests = crate::analysis::int::conjuncts(&cond)
+                    .into_iter()
+                    .filter(|c| reads_memory(c))
+                    .cloned()
+                    .collect();
                 let then_body = self.body(then_body);
+                self.first_tests.clear();
                 self.facts.truncate(facts);
                 self.tests.truncate(tests);
                 self.assume(&cond, false);

@@ -20,6 +20,7 @@ pub mod pass;
 pub mod persistent_tiles;
 pub mod pipeline;
 pub mod pipeline_planning;
+pub mod plan_allreduce_scratch;
 pub mod plan_shared_memory;
 pub mod prefetch_loads;
 pub mod rasterize;

@@ -13,6 +13,7 @@ use crate::mark_fresh_buffers::MarkFreshBuffers;
 use crate::pass::Pass;
 use crate::persistent_tiles::PersistentTiles;
 use crate::pipeline_planning::PipelinePlanning;
+use crate::plan_allreduce_scratch::PlanAllreduceScratch;
 use crate::plan_shared_memory::PlanSharedMemory;
 use crate::prefetch_loads::PrefetchLoads;
 use crate::rasterize::Rasterize;
@@ -54,6 +55,7 @@ static RASTERIZE: Rasterize = Rasterize;
 static UNROLL: Unroll = Unroll;
 static THREAD_BINDING: ThreadBinding = ThreadBinding;
 static SINK_WGMMA_WAIT: SinkWgmmaWait = SinkWgmmaWait;
+static PLAN_ALLREDUCE_SCRATCH: PlanAllreduceScratch = PlanAllreduceScratch;
 static PLAN_SHARED_MEMORY: PlanSharedMemory = PlanSharedMemory;
 static WIDEN_INDICES: WidenIndices = WidenIndices;
 
@@ -62,7 +64,7 @@ static WIDEN_INDICES: WidenIndices = WidenIndices;
 /// tile-level rewrites first (reducers, reductions, staged fragment reads, the block order, masks versioned), the buffers fresh in each loop iteration
 /// (before pipelining rewrites the loops), tile-level scheduling (layouts, pipelining), then the lowering to threads, then thread-level clean-up.
 pub fn registry() -> &'static [&'static dyn Pass] {
-    static ALL: [&dyn Pass; 24] = [
+    static ALL: [&dyn Pass; 25] = [
         &LEGALIZE_SAFE_MEMORY,
         &THREAD_SYNC,
         &LOWER_REDUCERS,
@@ -83,6 +85,7 @@ pub fn registry() -> &'static [&'static dyn Pass] {
         &RASTERIZE,
         &THREAD_BINDING,
         &SINK_WGMMA_WAIT,
+        &PLAN_ALLREDUCE_SCRATCH,
         &PLAN_SHARED_MEMORY,
         &UNROLL,
         &SIMPLIFY,
@@ -172,11 +175,12 @@ pub fn default_pipeline(target: Target) -> Pipeline {
         Target::Sm80 => &[],
         Target::Sm90a => &[&WARP_SPECIALIZE, &PERSISTENT_TILES, &TMA_MULTICAST],
     };
-    let thread_level: [&'static dyn Pass; 8] = [
+    let thread_level: [&'static dyn Pass; 9] = [
         &INJECT_CP_ASYNC,
         &RASTERIZE,
         &THREAD_BINDING,
         &SINK_WGMMA_WAIT,
+        &PLAN_ALLREDUCE_SCRATCH,
         &PLAN_SHARED_MEMORY,
         &UNROLL,
         &SIMPLIFY,
@@ -208,7 +212,7 @@ mod tests {
         let err = parse_pipeline("zzzzzzzzzz").err().unwrap();
         assert_eq!(err.suggestion, None);
         assert!(err.to_string().contains(
-            "known passes: legalize-safe-memory, thread-sync, lower-reducers, lower-reductions, stage-fragment-reads, longest-first, version-masks, prefetch-loads, mark-fresh-buffers, layout-inference, pipeline-planning, inject-software-pipeline, lower-tile-ops, warp-specialize, persistent-tiles, tma-multicast, inject-cp-async, rasterize, thread-binding, sink-wgmma-wait, plan-shared-memory, unroll, simplify, widen-indices"
+            "known passes: legalize-safe-memory, thread-sync, lower-reducers, lower-reductions, stage-fragment-reads, longest-first, version-masks, prefetch-loads, mark-fresh-buffers, layout-inference, pipeline-planning, inject-software-pipeline, lower-tile-ops, warp-specialize, persistent-tiles, tma-multicast, inject-cp-async, rasterize, thread-binding, sink-wgmma-wait, plan-allreduce-scratch, plan-shared-memory, unroll, simplify, widen-indices"
         ));
         assert_eq!(resolve("raster").map(|p| p.name()).ok(), None);
         assert_eq!(

@@ -421,6 +421,46 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
                 assert_eq!(d[i], (c[i] as f32 * 2.0 + 1.0) as f64, "{stem}: D[{i}]");
             }
         }
+        // Printing changes nothing: B is A doubled.
+        "print" => {
+            let (a, b) = (o["A"].to_f64(), o["B"].to_f64());
+            for i in 0..b.len() {
+                assert_eq!(b[i], (a[i] as f32 * 2.0) as f64, "{stem}: B[{i}]");
+            }
+        }
+        "allreduce_across_warps" => {
+            // SA: the sum over the 32 y threads of each of the 2 columns (float16 steps:
+            // within the rounding of 5 float16 additions); SB: the max of all 128, exact;
+            // SD: over the 8 y threads of each of the 3 columns, weights y + 1 (float32).
+            let (a, sa) = (o["A"].to_f64(), o["SA"].to_f64());
+            for l in 0..64 {
+                let want: f64 = (0..32).map(|k| a[l % 2 + 2 * k]).sum();
+                let scale: f64 = (0..32).map(|k| a[l % 2 + 2 * k].abs()).sum();
+                assert!(
+                    (sa[l] - want).abs() <= 5e-3 * scale + 1e-3,
+                    "{stem}: SA[{l}] = {} vs {want}",
+                    sa[l]
+                );
+            }
+            let (b, sb) = (o["B"].to_f64(), o["SB"].to_f64());
+            let max = b.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            assert!(
+                sb.iter().all(|&v| v == max),
+                "{stem}: SB is not max(B) = {max}"
+            );
+            let (d, sd) = (o["D"].to_f64(), o["SD"].to_f64());
+            for l in 0..24 {
+                let want: f64 = (0..8).map(|y| d[l % 3 + 3 * y] * (y + 1) as f64).sum();
+                let scale: f64 = (0..8)
+                    .map(|y| (d[l % 3 + 3 * y] * (y + 1) as f64).abs())
+                    .sum();
+                assert!(
+                    (sd[l] - want).abs() <= 1e-6 * scale + 1e-6,
+                    "{stem}: SD[{l}] = {} vs {want}",
+                    sd[l]
+                );
+            }
+        }
         other => panic!("no reference for case `{other}`: add one to tests/tests/interp_cases.rs"),
     }
 }

@@ -36,6 +36,7 @@ fn passes_lists_every_pass_with_a_description() {
             "rasterize",
             "thread-binding",
             "sink-wgmma-wait",
+            "plan-allreduce-scratch",
             "plan-shared-memory",
             "unroll",
             "simplify",

@@ -167,7 +167,7 @@ impl Cg {
     }
 
     /// The thread's linear index in its block: `tid.x + X * (tid.y + Y * tid.z)`.
-    fn linear_thread_index(&mut self) -> Reg {
+    pub(super) fn linear_thread_index(&mut self) -> Reg {
         let x = self.threads.first().copied().unwrap_or(1);
         let y = self.threads.get(1).copied().unwrap_or(1);
         let tx = self.b.special(SpecialReg::TidX);

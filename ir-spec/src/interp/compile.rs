@@ -362,8 +362,10 @@ pub struct CAllReduce {
     pub buf: BufRef,
     pub indices: Vec<CExpr>,
     pub value: CExpr,
-    /// The reduced thread axes (the innermost ones: 0, or 0 and 1, …).
+    /// The reduced thread axes.
     pub axes: Vec<usize>,
+    /// The shared buffer the steps between warps exchange through.
+    pub scratch: Option<BufRef>,
 }
 
 struct BufInfo {
@@ -537,6 +539,10 @@ impl Compiler {
                         }
                     }
                 }
+                let scratch = match &r.scratch {
+                    Some(s) => Some(self.buffer(&s.name, s.span)?.0),
+                    None => None,
+                };
                 CStmtKind::AllReduce(Box::new(CAllReduce {
                     op: r.op,
                     dtype,
@@ -544,6 +550,7 @@ impl Compiler {
                     indices,
                     value,
                     axes,
+                    scratch,
                 }))
             }
             StmtKind::Barrier => {

@@ -48,6 +48,7 @@ use crate::interp::shared::Mbarrier;
 use crate::interp::tasks;
 use crate::interp::tensor::MAX_ELEMENTS;
 use crate::intrinsic::Collective;
+use crate::ir::allreduce_steps;
 use crate::span::Span;
 use crate::target::{WARPGROUP_SIZE, WARP_SIZE};
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -531,9 +532,12 @@ impl Lockstep<'_, '_> {
     }
 
     /// `T.thread_allreduce`: every thread of the block must be active. Each group (the
-    /// threads whose indices differ only on the reduced axes: `g` consecutive linear
-    /// indices) folds by the butterfly of `ir.rs`'s `AllReduce`: `v_t ← v_t ⊕ v_{t xor o}`
-    /// for `o = g/2, …, 1`, each step in the result dtype (the rounding of `shfl` + `add`).
+    /// threads whose indices differ only on the reduced axes) folds by the butterfly of
+    /// `ir.rs`'s `AllReduce`, step by step as [`allreduce_steps`] orders them, each step in
+    /// the result dtype (the rounding of the exchange + combine). A step between warps goes
+    /// through `scratch` as the PTX does: a barrier, every thread writes its value at its
+    /// linear index, a barrier, the partner's value is read; a last barrier after the final
+    /// such step — so a memory plan that lets other bytes overlap the scratch is checked.
     pub fn allreduce(&mut self, r: &CAllReduce, span: Span, active: &[usize]) -> Res<()> {
         if active.len() != self.st.block_n {
             return fault(
@@ -545,35 +549,55 @@ impl Lockstep<'_, '_> {
                 ),
             );
         }
-        let group: usize = r
-            .axes
+        let shape: Vec<i64> = self
+            .st
+            .shape
             .iter()
-            .map(|&a| self.st.shape.get(a).copied().unwrap_or(1))
-            .product();
-        if !group.is_power_of_two() || group > WARP_SIZE as usize {
+            .map(|&e| i64::try_from(e).unwrap_or(i64::MAX))
+            .collect();
+        let Some(steps) = allreduce_steps(&shape, &r.axes) else {
             return fault(
                 span,
-                format!(
-                    "an all-reduce over {group} threads is not a power of two of at most one warp"
-                ),
+                "an all-reduce over a thread axis whose extent is not a power of two",
             );
-        }
+        };
         let mut vals = Vec::with_capacity(active.len());
         for &t in active {
             vals.push(self.on_thread(t, span, |f| f.eval(&r.value))?);
         }
+        // A thread's position in `active` is its linear index in the block.
+        let block_shape: Vec<usize> = self.st.shape.to_vec();
+        let stride = |axis: usize| -> usize { block_shape.iter().take(axis).product() };
         let op = r.op.bin_op();
-        let mut off = group / 2;
-        while off >= 1 {
+        let mut through_scratch = false;
+        for step in &steps {
+            let s = stride(step.axis);
+            let extent = block_shape.get(step.axis).copied().unwrap_or(1);
+            // Tile-level IR has no scratch yet: the butterfly alone.
+            if let (None, Some(scratch)) = (step.lane_xor, r.scratch) {
+                self.barrier(span, active)?;
+                for (p, (&t, &v)) in active.iter().zip(&vals).enumerate() {
+                    self.on_thread(t, span, |f| {
+                        f.mem.write(scratch, p, v);
+                        Ok(())
+                    })?;
+                }
+                self.barrier(span, active)?;
+                through_scratch = true;
+            }
             let prev = vals.clone();
-            for (t, v) in vals.iter_mut().enumerate() {
-                let other = prev.get(t ^ off).copied().unwrap_or(*v);
+            for (p, v) in vals.iter_mut().enumerate() {
+                let index = (p / s) % extent;
+                let partner = p - index * s + (index ^ (1 << step.bit)) * s;
+                let other = prev.get(partner).copied().unwrap_or(*v);
                 *v = match arith(op, r.dtype, *v, other) {
                     Ok(x) => x,
                     Err(e) => return fault(span, format!("all-reduce: {e:?}")),
                 };
             }
-            off /= 2;
+        }
+        if through_scratch {
+            self.barrier(span, active)?;
         }
         for (&t, &v) in active.iter().zip(&vals) {
             self.on_thread(t, span, |f| {

@@ -272,6 +272,9 @@ impl Printer<'_> {
                 for t in &r.threads {
                     write!(self.out, ", {}", t.name)?;
                 }
+                if let Some(s) = &r.scratch {
+                    write!(self.out, ", scratch={}", s.name)?;
+                }
                 self.out.push(')');
             }
             StmtKind::Note(text) => {

@@ -19,10 +19,24 @@ use crate::syntax::lower::Lowerer;
 impl Lowerer {
     /// `T.thread_allreduce(op, value, dst[i], threads...)`.
     pub fn thread_allreduce(&mut self, span: Span, args: &[ast::Arg]) -> Option<Stmt> {
+        // `scratch=buf` (what `plan-allreduce-scratch` adds and the printer writes) is the
+        // one keyword, after the positional arguments.
+        let (args, scratch) = match args.split_last() {
+            Some((last, rest)) if last.name.as_ref().is_some_and(|k| k.name == "scratch") => {
+                let ast::ExprKind::Name(n) = &last.value.kind else {
+                    return self.fail(Diagnostic::error(
+                        last.value.span,
+                        "`scratch=` names a shared buffer",
+                    ));
+                };
+                (rest, Some(Ident::new(n.clone(), last.value.span)))
+            }
+            _ => (args, None),
+        };
         if let Some(kw) = args.iter().find_map(|a| a.name.as_ref()) {
             return self.fail(Diagnostic::error(
                 kw.span,
-                "`T.thread_allreduce` takes positional arguments: (\"sum\" | \"max\" | \"min\", value, dst[i], thread variables...)",
+                "`T.thread_allreduce` takes positional arguments: (\"sum\" | \"max\" | \"min\", value, dst[i], thread variables...[, scratch=buf])",
             ));
         }
         if args.len() < 4 {
@@ -38,7 +52,11 @@ impl Lowerer {
                 format!("unknown all-reduce operation \"{op_text}\"; expected \"sum\", \"max\" or \"min\""),
             ));
         };
-        self.allreduce_stmt(op, &args[1].value, &args[2].value, &args[3..], span)
+        let mut stmt = self.allreduce_stmt(op, &args[1].value, &args[2].value, &args[3..], span)?;
+        if let StmtKind::AllReduce(r) = &mut stmt.kind {
+            r.scratch = scratch;
+        }
+        Some(stmt)
     }
 
     /// The statement, once the combiner is known.
@@ -89,6 +107,7 @@ impl Lowerer {
                 buffer: Ident::new(buffer.clone(), base.span),
                 indices: indices?,
                 threads: vars,
+                scratch: None,
             }),
             span,
         ))

@@ -54,7 +54,13 @@ struct Digit {
 }
 
 impl GlobalLayout {
-    /// The indices of `P`'s declared shape at which element `indices` lives.
+    /// How many indices an element access gives: the parameter's declared rank.
+    pub fn rank(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// The indices of `P`'s declared shape at which element `indices` lives (`indices`:
+    /// [`GlobalLayout::rank`] of them; the caller checked).
     pub fn access(&self, indices: &[Expr], span: Span) -> Vec<Expr> {
         let mut offset: Option<Expr> = None;
         for (digits, extent) in self.outputs.iter().zip(&self.extents) {

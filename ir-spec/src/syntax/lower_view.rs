@@ -111,6 +111,16 @@ impl Lowerer {
         if self.views.contains_key(name) {
             self.view_access(name, indices, span)
         } else if let Some(layout) = self.global_layout_of(name) {
+            if indices.len() != layout.rank() {
+                return self.fail(Diagnostic::error(
+                    span,
+                    format!(
+                        "`{name}` has {} dimensions but is indexed with {}",
+                        layout.rank(),
+                        indices.len()
+                    ),
+                ));
+            }
             Some((name.to_string(), layout.access(&indices, span)))
         } else {
             Some((name.to_string(), indices))

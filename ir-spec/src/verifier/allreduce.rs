@@ -1,10 +1,10 @@
-//! Rules of `T.thread_allreduce` (R1–R5): where it may stand, what it reduces over, and the
+//! Rules of `T.thread_allreduce` (R1–R6): where it may stand, what it reduces over, and the
 //! forms it lowers exactly (`ir.rs`, `AllReduce`, gives the meaning).
 
 use super::Checker;
 use crate::diagnostic::Diagnostic;
 use crate::dtype::DType;
-use crate::ir::{AllReduce, Scope};
+use crate::ir::{allreduce_steps, AllReduce, Scope};
 use crate::span::Span;
 use crate::target::WARP_SIZE;
 
@@ -93,13 +93,13 @@ impl Checker<'_> {
                 "`T.thread_allreduce` reduces numbers, not booleans",
             );
         }
-        self.allreduce_threads(r, span);
+        self.allreduce_threads(r, span, decl.map(|d| d.dtype));
     }
 
-    /// R4, R5: the reduced thread variables are those of enclosing thread loops, the innermost
-    /// axes of the block (x; x and y; x, y and z), and their threads (a power of two) fit in
-    /// a warp.
-    fn allreduce_threads(&mut self, r: &AllReduce, span: Span) {
+    /// R4–R6: the reduced thread variables are those of enclosing thread loops, each once,
+    /// on axes whose extents are powers of two; the shuffle steps need a block of whole warps
+    /// (or one smaller than a warp); steps across warps need a `scratch` buffer.
+    fn allreduce_threads(&mut self, r: &AllReduce, span: Span, dtype: Option<DType>) {
         if r.threads.is_empty() {
             self.error(
                 span,
@@ -132,40 +132,73 @@ impl Checker<'_> {
                 }
             }
         }
-        axes.sort_unstable();
-        if axes.iter().enumerate().any(|(i, &a)| i != a) {
-            self.error(
-                span,
-                "`T.thread_allreduce` reduces over the innermost thread axes (x; x and y; x, y and z), whose threads are consecutive",
-            );
-            return;
-        }
         let Some(block) = self.block.clone() else {
             return;
         };
-        let group: i64 = axes
-            .iter()
-            .map(|&a| block.get(a).copied().unwrap_or(1))
-            .product();
-        let total: i64 = block.iter().product();
-        let warp = WARP_SIZE;
-        if group > warp || group & (group - 1) != 0 {
+        let Some(steps) = allreduce_steps(&block, &axes) else {
+            let extents: Vec<String> = axes
+                .iter()
+                .map(|&a| block.get(a).copied().unwrap_or(1).to_string())
+                .collect();
             self.push(
                 Diagnostic::error(
                     self.at(span),
                     format!(
-                        "`T.thread_allreduce` over {group} threads: tlc lowers all-reduces over a power of two of at most {warp} threads (one warp's shuffles); reducing across warps is not supported yet"
+                        "`T.thread_allreduce` over thread axes of extents {}: each reduced axis's extent must be a power of two (the butterfly pairs thread t with t xor o)",
+                        extents.join(" × ")
                     ),
                 )
-                .with_note("reduce within each warp, then combine the warps' results through a shared buffer and `T.sync_threads()`"),
+                .with_note("pad the block's axis to a power of two, or reduce through a shared buffer"),
             );
             return;
-        }
-        if total > warp && total % warp != 0 {
+        };
+        let total: i64 = block.iter().product();
+        let warp = WARP_SIZE;
+        // R5: a shuffle's member mask is the whole warp, so its warp must be whole.
+        if steps.iter().any(|s| s.lane_xor.is_some()) && total > warp && total % warp != 0 {
             self.error(
                 span,
                 format!("`T.thread_allreduce` needs a block of whole warps; this one has {total} threads"),
             );
+        }
+        // R6: the steps between warps go through `scratch`.
+        let needs_scratch = steps.iter().any(|s| s.lane_xor.is_none());
+        match (&r.scratch, needs_scratch) {
+            (None, true) if self.requirements.level >= super::Level::Planned => self.push(
+                Diagnostic::error(
+                    self.at(span),
+                    format!(
+                        "this `T.thread_allreduce` exchanges values between warps, which needs a shared `scratch=` buffer of {total} elements"
+                    ),
+                )
+                .with_note("`plan-allreduce-scratch` adds it; compiled IR carries it"),
+            ),
+            (Some(s), _) => {
+                let Some(decl) = self.resolve_buffer(&s.name, s.span) else {
+                    return;
+                };
+                let elems = decl
+                    .shape
+                    .iter()
+                    .map(crate::verifier::const_int)
+                    .try_fold(1i64, |acc, e| e.and_then(|e| acc.checked_mul(e)));
+                if decl.scope != Scope::Shared
+                    || dtype.is_some_and(|d| d != decl.dtype)
+                    || elems.is_none_or(|n| n < total)
+                {
+                    self.error(
+                        s.span,
+                        format!(
+                            "an all-reduce's scratch is a shared buffer of the result's dtype with at least one element per thread of the block ({total}); `{}` is {} {} of {}",
+                            s.name,
+                            decl.scope.name(),
+                            decl.dtype,
+                            elems.map_or("a non-constant number".to_string(), |n| n.to_string())
+                        ),
+                    );
+                }
+            }
+            _ => {}
         }
     }
 }

@@ -89,6 +89,11 @@ impl Access {
             }
             StmtKind::AllReduce(r) => {
                 self.writes.insert(r.buffer.name.clone());
+                // The steps between warps write and read the scratch.
+                if let Some(s) = &r.scratch {
+                    self.reads.insert(s.name.clone());
+                    self.writes.insert(s.name.clone());
+                }
             }
             // A read-modify-write of the element.
             StmtKind::AtomicAdd { buffer, .. } => {
@@ -156,7 +161,12 @@ pub fn count_sites(body: &[Stmt]) -> HashMap<String, usize> {
             StmtKind::Store { buffer, .. } | StmtKind::AtomicAdd { buffer, .. } => {
                 add(&buffer.name)
             }
-            StmtKind::AllReduce(r) => add(&r.buffer.name),
+            StmtKind::AllReduce(r) => {
+                add(&r.buffer.name);
+                if let Some(s) = &r.scratch {
+                    add(&s.name);
+                }
+            }
             StmtKind::Reduce(r) => {
                 add(&r.src.name);
                 add(&r.dst.name);

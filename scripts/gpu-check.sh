@@ -218,7 +218,8 @@ run bench/gemm_128x256x64_t256_s4_cluster.tir -D M=2560 -D N=2048 -D K=64
 # warpgroup configs of the block-scaled example, DeepGEMM's N = 2112, TileLang's example
 # (its scales_a loads are unmasked: M a multiple of 128).
 run tests/cases/valid/gemm_fp8_nt.tir -D M=200 -D N=136 -D K=320
-# int8 x int8 -> int32 on wgmma's integer form (sm_90a only): ragged, then whole tiles.
+# int8 x int8 -> int32: wgmma's integer form on sm_90a, mma.sync m16n8k32 on sm_80: ragged,
+# then whole tiles.
 run tests/cases/valid/gemm_int8.tir -D M=100 -D N=150 -D K=300
 run tests/cases/valid/gemm_int8.tir -D M=512 -D N=384 -D K=1024
 run examples/gemm_fp8_blockscaled.tir -D M=200 -D N=192 -D K=384

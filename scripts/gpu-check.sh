@@ -218,9 +218,14 @@ run bench/gemm_128x256x64_t256_s4_cluster.tir -D M=2560 -D N=2048 -D K=64
 # warpgroup configs of the block-scaled example, DeepGEMM's N = 2112, TileLang's example
 # (its scales_a loads are unmasked: M a multiple of 128).
 run tests/cases/valid/gemm_fp8_nt.tir -D M=200 -D N=136 -D K=320
-# int8 x int8 -> int32 on wgmma's integer form (sm_90a only): ragged, then whole tiles.
+# int8 x int8 -> int32: wgmma's integer form on sm_90a, mma.sync m16n8k32 on sm_80: ragged,
+# then whole tiles.
 run tests/cases/valid/gemm_int8.tir -D M=100 -D N=150 -D K=300
 run tests/cases/valid/gemm_int8.tir -D M=512 -D N=384 -D K=1024
+# TileLang's w4a8 GEMM (int4 weights decoded to int8, mma.sync m16n8k32 on both targets):
+# ragged M and N, then the original's 128 x 256 x 256.
+run tests/tilelang/dequant_gemm_w4a8.tir -D M=100 -D N=72 -D K=256
+run tests/tilelang/dequant_gemm_w4a8.tir -D M=128 -D N=256 -D K=256
 run examples/gemm_fp8_blockscaled.tir -D M=200 -D N=192 -D K=384
 run examples/gemm_fp8_blockscaled.tir -D M=300 -D N=130 -D K=320 -D block_M=64 -D threads=128 -D block_N=64
 run examples/gemm_fp8_blockscaled.tir -D M=256 -D N=2112 -D K=1024

@@ -80,6 +80,112 @@ fn mma_tile_bf16() {
     assert!(!ptx.contains(".f16.f16"));
 }
 
+/// One warp, one int8 m16n8k32 tile: A (16 x 32) and B stored N x K (8 x 32, K-major) land
+/// by cp.async, ldmatrix.x4 / .x2 (untransposed: 16-byte rows of 16 int8), one
+/// `mma.sync…m16n8k32.row.col.s32.s8.s8.s32`, the int32 C stored.
+const MMA_TILE_S8: &str = r#"
+@T.prim_func
+def mma_tile_s8(
+    A: T.Tensor((16, 32), "int8"),
+    B: T.Tensor((8, 32), "int8"),
+    C: T.Tensor((16, 8), "int32"),
+):
+    with T.Kernel(1, threads=32) as bx:
+        A_s = T.alloc_shared((16, 32), "int8")
+        B_s = T.alloc_shared((8, 32), "int8")
+        A_f = T.alloc_local((16,), "int8")
+        B_f = T.alloc_local((8,), "int8")
+        C_f = T.alloc_local((4,), "int32")
+        T.shared_arena(bytes=768, offsets={A_s: 0, B_s: 512})
+        for tx in T.thread_binding(32, thread="threadIdx.x"):
+            T.cp_async(A_s[tx // 2, tx % 2 * 16], A[tx // 2, tx % 2 * 16], 16)
+            if tx < 16:
+                T.cp_async(B_s[tx // 2, tx % 2 * 16], B[tx // 2, tx % 2 * 16], 16)
+            T.cp_async_commit()
+            T.cp_async_wait(0)
+            T.sync_threads()
+            T.ldmatrix(A_f[0], A_s[tx % 16, tx // 16 * 16], num=4, trans=False)
+            T.ldmatrix(B_f[0], B_s[tx % 8, tx // 8 % 2 * 16], num=2, trans=False)
+            for i in T.unroll(4):
+                C_f[i] = 0
+            T.mma_sync(C_f[0], A_f[0], B_f[0])
+            for v in T.unroll(2):
+                C[tx // 4, tx % 4 * 2 + v] = C_f[v]
+                C[tx // 4 + 8, tx % 4 * 2 + v] = C_f[2 + v]
+"#;
+
+#[test]
+fn mma_tile_s8() {
+    let (ptx, _) = compile("mma_tile_s8", MMA_TILE_S8);
+    assert!(
+        ptx.contains("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"),
+        "{ptx}"
+    );
+    assert!(ptx.contains("ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
+    assert!(ptx.contains("ldmatrix.sync.aligned.m8n8.x2.shared.b16"));
+    // The mma takes the words ldmatrix loaded (`packed_bytes`): nothing is re-packed.
+    assert!(!ptx.contains("bfi.b32"), "{ptx}");
+    let mma = ptx
+        .lines()
+        .find(|l| l.contains("mma.sync"))
+        .unwrap_or_default();
+    let groups: Vec<&str> = mma.split(['{', '}']).collect();
+    // d and c the same four registers; A four words, B two.
+    assert_eq!(groups.get(1), groups.get(7), "{mma}");
+    assert_eq!(
+        groups.get(3).map(|g| g.split(',').count()),
+        Some(4),
+        "{mma}"
+    );
+    assert_eq!(
+        groups.get(5).map(|g| g.split(',').count()),
+        Some(2),
+        "{mma}"
+    );
+}
+
+/// The interpreter's `T.ldmatrix` / `T.mma_sync` on int8 (docs/ir.md's lane layouts) give
+/// C = A @ B^T exactly, over the whole int8 range (|sums| up to 32 · 2^14).
+#[test]
+fn mma_tile_s8_interprets_to_the_integer_product() {
+    use std::collections::HashMap;
+    use tlc_ir::dtype::DType;
+    use tlc_ir::interp::{self, RunOptions, Tensor};
+    let func = tlc_ir::parse::parse(MMA_TILE_S8).expect("parse");
+    let vals = |n: usize, salt: u64| -> Vec<f64> {
+        (0..n)
+            .map(|i| (tlc_ir::hash::SplitMix64::mix(salt ^ i as u64) % 256) as f64 - 128.0)
+            .collect()
+    };
+    let (mut a, mut b) = (vals(16 * 32, 3), vals(8 * 32, 4));
+    // The extremes too: a row of -128s times a column of -128s is 32 · 2^14.
+    a[..32].fill(-128.0);
+    b[..32].fill(-128.0);
+    let inputs = HashMap::from([
+        (
+            "A".to_string(),
+            Tensor::from_f64(DType::Int8, &[16, 32], &a).expect("A"),
+        ),
+        (
+            "B".to_string(),
+            Tensor::from_f64(DType::Int8, &[8, 32], &b).expect("B"),
+        ),
+    ]);
+    let opts = RunOptions {
+        seed: 1,
+        threads: 0,
+    };
+    let out = interp::run(&func, &HashMap::new(), inputs, &opts).expect("interpreter");
+    let c = out["C"].to_f64();
+    for i in 0..16 {
+        for j in 0..8 {
+            let want: f64 = (0..32).map(|k| a[i * 32 + k] * b[j * 32 + k]).sum();
+            assert_eq!(c[i * 8 + j], want, "C[{i}, {j}]");
+        }
+    }
+    assert_eq!(c[0], 32.0 * 16384.0);
+}
+
 /// The 2-stage cp.async ring of a 64x64x32 tensor-core GEMM (4 warps, zero-fill past the
 /// ragged edges), the kernel `tlc bench` runs on a GPU.
 #[test]

@@ -210,7 +210,8 @@ fn infer(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diagnostic
         let Some(c) = allocs.iter().find(|b| b.name.name == g.c.buffer.name) else {
             continue;
         };
-        // int32 accumulates int8 inputs (wgmma's `.s32` form; the verifier pairs the dtypes).
+        // int32 accumulates int8 inputs (wgmma's and mma.sync's `.s32` forms; the verifier
+        // pairs the dtypes).
         if c.scope != Scope::Fragment
             || !matches!(c.dtype, DType::Float32 | DType::Float16 | DType::Int32)
         {
@@ -237,9 +238,14 @@ fn infer(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diagnostic
         let find = |name: &str| allocs.iter().find(|b| b.name.name == name).cloned();
         let chosen = |name: &str| layouts.get(name);
         let planned = wgmma::plan(g, target, t, (*m, *n), &find, &chosen);
+        // fp8 has no mma.sync form; int8 has one for K-major operands (m16n8k32).
         if let (Err(why), Some(fp8)) = (&planned, wgmma::fp8_operand(g, &find)) {
-            layouts.errors.push(wgmma::fp8_refusal(*gspan, fp8, why));
-            continue;
+            if fp8 != DType::Int8 || !wgmma::int8_mma_sync(g) {
+                layouts
+                    .errors
+                    .push(wgmma::fp8_refusal(*gspan, fp8, (g.trans_a, g.trans_b), why));
+                continue;
+            }
         }
         if let Ok(plan) = planned {
             layouts.set(

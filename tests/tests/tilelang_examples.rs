@@ -900,6 +900,17 @@ const EXAMPLES: &[Example] = &[
         ],
         reference: topk_selector,
     },
+    // int8 x int4 -> int32 (w4a8): 32 x 32 x 128 tiles on mma.sync's m16n8k32 .s8 form;
+    // M = 100 and N = 72 ragged (the copies mask them), then the original 128 x 256 x 256.
+    // `given` fills A and B over their whole ranges (every nibble, both signs).
+    Example {
+        stem: "dequant_gemm_w4a8",
+        sizes: [
+            &[("M", 100), ("N", 72), ("K", 256)],
+            &[("M", 128), ("N", 256), ("K", 256)],
+        ],
+        reference: dequant_gemm_w4a8,
+    },
 ];
 
 /// `hadamard.tir` at n = 2048 for one row: its tunable group as the factory computes it.
@@ -1233,6 +1244,22 @@ fn given(stem: &str, size: usize) -> HashMap<String, Tensor> {
             inputs.insert("input".to_string(), t);
         }
     }
+    if stem == "dequant_gemm_w4a8" {
+        // The random inputs are small integers (every B byte's high nibble 0): A over all of
+        // int8 and B over all of uint8 instead, so both nibbles take every value.
+        let (m, n, k) = [(100, 72, 256), (128, 256, 256)][size.min(1)];
+        let fill = |dtype: DType, shape: [usize; 2], lo: i64, salt: u64| {
+            let v: Vec<f64> = (0..shape[0] * shape[1])
+                .map(|i| {
+                    let h = tlc_ir::hash::SplitMix64::mix(salt ^ i as u64);
+                    (lo + (h % 256) as i64) as f64
+                })
+                .collect();
+            Tensor::from_f64(dtype, &shape, &v).expect("w4a8 input")
+        };
+        inputs.insert("A".to_string(), fill(DType::Int8, [m, k], -128, 1));
+        inputs.insert("B".to_string(), fill(DType::UInt8, [n, k / 2], 0, 2));
+    }
     inputs
 }
 
@@ -1353,7 +1380,7 @@ const PTXAS_EXPECTED: &[(&str, Target, &str)] = &[
 const SPILLS: &str = "spill stores";
 
 /// The files tlc does not compile yet (tests/tilelang/README.md says what each lacks).
-const NOT_YET: &[&str] = &[];
+const NOT_YET: &[&str] = &["gemm_int4"];
 
 /// Examples whose per-thread code races on shared memory as written: they rely on
 /// TileLang's thread-sync pass to insert the barriers between shared-memory stores and loads
@@ -1846,6 +1873,36 @@ fn dequant_gemm(o: &Outputs) -> Expected {
         }
     }
     vec![("C", c)]
+}
+
+/// `dequant_gemm_w4a8.tir`: Ct[n, m] = sum_k w(n, k) * A[m, k], w the signed nibble `k % 2`
+/// of B[n, k // 2] (low nibble for even k; 8..15 stand for -8..-1), in exact integers (the
+/// int32 sums stay far inside int32: |sum| <= K * 1024).
+fn dequant_gemm_w4a8(o: &Outputs) -> Expected {
+    let (a, b) = (&o["A"], &o["B"]);
+    let (m, k, n) = (a.shape()[0], a.shape()[1], b.shape()[0]);
+    assert_eq!(b.shape()[1] * 2, k, "B packs two 4-bit values per byte");
+    let (av, bv) = (a.to_f64(), b.to_f64());
+    assert!(
+        bv.iter().any(|&x| x >= 128.0) && av.iter().any(|&x| x < -64.0),
+        "w4a8: the inputs do not cover the high nibbles and large negative A"
+    );
+    let w = |j: usize, l: usize| {
+        let nibble = ((bv[j * (k / 2) + l / 2] as i64) >> (4 * (l % 2))) & 15;
+        if nibble >= 8 {
+            nibble - 16
+        } else {
+            nibble
+        }
+    };
+    let mut ct = Vec::with_capacity(n * m);
+    for j in 0..n {
+        for i in 0..m {
+            let sum: i64 = (0..k).map(|l| w(j, l) * av[i * k + l] as i64).sum();
+            ct.push(exact(sum as f64));
+        }
+    }
+    vec![("Ct", ct)]
 }
 
 /// `gemm_streamk.tir`: C = A @ B^T (float16 products exact in float32), summed in float32:
@@ -4792,4 +4849,9 @@ fn hadamard_matches_its_reference_at_more_sizes() {
 #[test]
 fn topk_selector_matches_its_reference() {
     check_example("topk_selector");
+}
+
+#[test]
+fn dequant_gemm_w4a8_matches_its_reference() {
+    check_example("dequant_gemm_w4a8");
 }

@@ -342,13 +342,18 @@ impl Cg {
     }
 
     fn ldmatrix(&mut self, dst: &ElemRef, src: &ElemRef, num: i64, trans: bool, span: Span) {
-        // The verifier allows num = 1, 2 or 4 and 16-bit elements (`tlc_ir::intrinsic`).
+        // The verifier allows num = 1, 2 or 4, 16-bit or int8 elements, and int8 untransposed
+        // only (`tlc_ir::intrinsic`).
         let Some(lnum) = LdmatrixNum::of(num) else {
             self.err(span, format!("T.ldmatrix of {num} matrices"));
             return;
         };
         let n = lnum.regs();
-        let Some((_, regs)) = self.local_run(dst, 2 * n, "the destination of T.ldmatrix") else {
+        let per = match self.bufs.get(&dst.buffer.name).map(|b| b.dtype) {
+            Some(DType::Int8) => 4,
+            _ => 2,
+        };
+        let Some((_, regs)) = self.local_run(dst, per * n, "the destination of T.ldmatrix") else {
             return;
         };
         let Some((_, Place::Mem(_, addr))) =
@@ -363,7 +368,52 @@ impl Cg {
             dsts: words.clone(),
             addr,
         });
-        self.unpack_pairs(words, &regs);
+        if per == 4 {
+            self.unpack_bytes(words, &regs);
+        } else {
+            self.unpack_pairs(words, &regs);
+        }
+    }
+
+    /// Unpacks each `.b32` word into its four int8 registers (sign-extended, as every int8
+    /// register is; the low byte first), and remembers the word as their packed form.
+    fn unpack_bytes(&mut self, words: Vec<Reg>, regs: &[Reg]) {
+        for (w, quad) in words.into_iter().zip(regs.chunks_exact(4)) {
+            for (k, &r) in quad.iter().enumerate() {
+                self.forget_packed(r);
+                let byte = self.b.bfe(Type::S32, w, 8 * k as u32, 8);
+                self.b.emit(Op::Mov {
+                    ty: Type::B32,
+                    dst: r,
+                    src: byte.into(),
+                });
+            }
+            if let [a, b, c, d] = *quad {
+                self.packed_bytes.insert([a, b, c, d], w);
+            }
+        }
+    }
+
+    /// int8 registers packed four by four into b32 words (the first the low byte). Four an
+    /// ldmatrix loaded are used as the word they arrived in.
+    fn pack_bytes(&mut self, bytes: &[Reg]) -> Vec<Reg> {
+        bytes
+            .chunks_exact(4)
+            .map(|q| {
+                let key = [q[0], q[1], q[2], q[3]];
+                match self.packed_bytes.get(&key) {
+                    Some(&w) => w,
+                    None => {
+                        // `bfi` keeps the low 8 bits of each (sign-extended) value.
+                        let mut w = q[0];
+                        for (k, &r) in q.iter().enumerate().skip(1) {
+                            w = self.b.bfi(r, w, 8 * k as u32, 8);
+                        }
+                        w
+                    }
+                }
+            })
+            .collect()
     }
 
     /// Unpacks each `.b32` word into its pair of 16-bit registers (low half first), and
@@ -413,10 +463,15 @@ impl Cg {
 
     fn mma(&mut self, acc: &ElemRef, a: &ElemRef, b: &ElemRef) {
         // The verifier holds the dtypes (an f32 accumulator with A and B both f16 or both
-        // bf16, or an f16 accumulator with f16 A and B): the multiplicand type is A's.
+        // bf16, an f16 accumulator with f16 A and B, or an int32 one with int8 A and B): the
+        // multiplicand type is A's.
         let Some((ct, c)) = self.local_run(acc, 4, "the accumulator of T.mma_sync") else {
             return;
         };
+        if ct == DType::Int32 {
+            self.mma_s8(c, a, b);
+            return;
+        }
         let Some((at, a_regs)) = self.local_run(a, 8, "the A operand of T.mma_sync") else {
             return;
         };
@@ -451,6 +506,31 @@ impl Cg {
             shape: MmaShape::M16n8k16,
             acc_ty: Type::F32,
             ab_ty,
+            d: c.clone(),
+            a: a_words,
+            b: b_words,
+            c,
+        });
+    }
+
+    /// `mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32` on an int32 accumulator `c`: A's 16
+    /// and B's 8 int8 elements packed four to a word (4 and 2 words).
+    fn mma_s8(&mut self, c: Vec<Reg>, a: &ElemRef, b: &ElemRef) {
+        let Some((_, a_regs)) = self.local_run(a, 16, "the A operand of T.mma_sync") else {
+            return;
+        };
+        let Some((_, b_regs)) = self.local_run(b, 8, "the B operand of T.mma_sync") else {
+            return;
+        };
+        let a_words = self.pack_bytes(&a_regs);
+        let b_words = self.pack_bytes(&b_regs);
+        for &r in &c {
+            self.forget_packed(r);
+        }
+        self.b.emit(Op::Mma {
+            shape: MmaShape::M16n8k32,
+            acc_ty: Type::S32,
+            ab_ty: Type::S8,
             d: c.clone(),
             a: a_words,
             b: b_words,
@@ -641,6 +721,9 @@ impl Cg {
         }
         if !self.packed.is_empty() {
             self.packed.retain(|&(lo, hi), _| lo != r && hi != r);
+        }
+        if !self.packed_bytes.is_empty() {
+            self.packed_bytes.retain(|quad, _| !quad.contains(&r));
         }
     }
 }

@@ -193,6 +193,7 @@ fn emit_kernel(
         vec_loads: Vec::new(),
         lane: 0,
         packed: HashMap::new(),
+        packed_bytes: HashMap::new(),
         last_half: None,
         words: HashMap::new(),
         memo: HashMap::new(),
@@ -349,6 +350,10 @@ struct Cg {
     /// fragment costs one register per pair. Forgotten when either element is written
     /// and at every branch or loop boundary (the word is only known on straight-line code).
     packed: HashMap<(Reg, Reg), Reg>,
+    /// The same for int8 elements four to a word (`[b0, b1, b2, b3]`, `b0` the low byte):
+    /// the b32 words an int8 ldmatrix loaded, which `T.mma_sync`'s `.s8` form takes as they
+    /// are. Forgotten as `packed` is.
+    packed_bytes: HashMap<[Reg; 4], Reg>,
     /// The last 16-bit register-array element stored from an f32 value (`store_half`):
     /// its array, flat index, register and the value (in a register of its own).
     last_half: Option<(String, usize, Reg, Reg)>,

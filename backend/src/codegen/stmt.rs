@@ -43,11 +43,13 @@ impl Cg {
             let branches = Self::branches(s);
             if branches {
                 self.packed.clear();
+                self.packed_bytes.clear();
                 self.last_half = None;
             }
             self.stmt(s);
             if branches {
                 self.packed.clear();
+                self.packed_bytes.clear();
                 self.last_half = None;
             }
         }
@@ -158,6 +160,7 @@ impl Cg {
                     // What the then-arm packed is not in the registers of the threads
                     // that take the else-arm.
                     self.packed.clear();
+                    self.packed_bytes.clear();
                     self.last_half = None;
                     self.body(else_body);
                     self.b.place(&end_l);

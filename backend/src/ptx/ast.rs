@@ -900,6 +900,8 @@ pub enum MmaShape {
     M16n8k16,
     /// `m16n8k8`: A 2 regs, B 1 reg, C/D 4 f32 regs.
     M16n8k8,
+    /// `m16n8k32`: A 4 regs, B 2 regs, C/D 4 s32 regs (s8 inputs, four to a register).
+    M16n8k32,
 }
 
 /// One instruction with its optional guard.

@@ -632,6 +632,7 @@ fn render(op: &Op) -> (String, Vec<String>) {
             let s = match shape {
                 MmaShape::M16n8k16 => ".m16n8k16",
                 MmaShape::M16n8k8 => ".m16n8k8",
+                MmaShape::M16n8k32 => ".m16n8k32",
             };
             (
                 format!("mma.sync.aligned{s}.row.col{acc_ty}{ab_ty}{ab_ty}{acc_ty}"),

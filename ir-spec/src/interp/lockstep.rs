@@ -42,7 +42,7 @@ use crate::interp::compile::{BufRef, CAllReduce, CCall, CExpr, CIntrinsic, CRef,
 use crate::interp::eval::{fault, Frame, Res};
 use crate::interp::memory::{Buffer, RegGuard};
 use crate::interp::ops::hopper::{PendingWait, WaitPoll, WGMMA_A_REGS as A_REGS, WGMMA_M};
-use crate::interp::ops::intrinsics::{mma_m16n8k16, partial_group, AsyncGroups};
+use crate::interp::ops::intrinsics::{mma_sync, partial_group, AsyncGroups};
 use crate::interp::scalar::{arith, Scalar};
 use crate::interp::shared::Mbarrier;
 use crate::interp::tasks;
@@ -843,7 +843,7 @@ impl Lockstep<'_, '_> {
                         self.on_thread(base + lane, span, |f| f.mma_operands((acc, a, b), span))?,
                     );
                 }
-                let d = mma_m16n8k16(&lanes);
+                let d = mma_sync(&lanes);
                 for (lane, (l, d)) in lanes.iter().zip(d).enumerate() {
                     self.on_thread(base + lane, span, |f| {
                         f.mma_store(acc, l.acc_flat, d);

@@ -260,6 +260,12 @@ pub enum Count {
     BytesOf(&'static str),
     /// The named integer parameter times a factor.
     Times(&'static str, i64),
+    /// A fixed number of bytes, in elements of the operand's dtype (which must divide it):
+    /// `T.mma_sync`'s A is 16 bytes a lane, 8 float16 or 16 int8 elements.
+    Bytes(i64),
+    /// The named integer parameter times a number of bytes, in elements of the operand's
+    /// dtype (`T.ldmatrix`'s destination: 4 bytes a lane per matrix).
+    BytesTimes(&'static str, i64),
     /// The named integer parameter divided by a factor (which divides every allowed value).
     Per(&'static str, i64),
     /// The product of the named integer tuple: a box stored row-major from the operand on.
@@ -474,6 +480,9 @@ pub enum ArgValue {
 
 const REGISTERS: &[Scope] = &[Scope::Local];
 const SIXTEEN_BIT: &[DType] = &[DType::Float16, DType::BFloat16];
+/// What `T.ldmatrix` moves and `T.mma_sync` multiplies: 16-bit floats (`m16n8k16`) and
+/// int8 (`m16n8k32.s32.s8.s8`; ldmatrix moves its bytes as the b16 pairs they are).
+const MMA_OPERAND: &[DType] = &[DType::Float16, DType::BFloat16, DType::Int8];
 /// `T.wgmma`'s operand dtypes: the ones `wgmma::instruction_k` gives a k.
 const WGMMA_OPERAND: &[DType] = &[
     DType::Float16,
@@ -566,10 +575,11 @@ static LDMATRIX: IntrinsicDef = IntrinsicDef {
         Param {
             name: "dst",
             role: "destination",
+            // 4 bytes a lane per matrix: 2 16-bit elements or 4 int8 ones.
             kind: ParamKind::Ref(RefParam {
                 scopes: REGISTERS,
-                dtypes: SIXTEEN_BIT,
-                count: Count::Times("num", 2),
+                dtypes: MMA_OPERAND,
+                count: Count::BytesTimes("num", 4),
                 effect: Effect::Write,
             }),
             keyword: false,
@@ -577,11 +587,11 @@ static LDMATRIX: IntrinsicDef = IntrinsicDef {
         Param {
             name: "src",
             role: "source",
-            // Each lane's source address is one 8-element (16-byte) row.
+            // Each lane's source address is one 16-byte row (8 16-bit or 16 int8 elements).
             kind: ParamKind::Ref(RefParam {
                 scopes: &[Scope::Shared],
-                dtypes: SIXTEEN_BIT,
-                count: Count::Elems(8),
+                dtypes: MMA_OPERAND,
+                count: Count::Bytes(16),
                 effect: Effect::Read,
             }),
             keyword: false,
@@ -610,9 +620,23 @@ static LDMATRIX: IntrinsicDef = IntrinsicDef {
     needs: Needs::Nothing,
 };
 
-/// The accumulator dtypes of `T.mma_sync`; a float16 one takes float16 operands only
-/// ([`mma_accumulator_rule`]).
-const MMA_ACCUMULATORS: &[DType] = &[DType::Float32, DType::Float16];
+/// The accumulator dtypes of `T.mma_sync`; a float16 one takes float16 operands only, an
+/// int32 one int8 operands only ([`mma_accumulator_rule`]).
+const MMA_ACCUMULATORS: &[DType] = &[DType::Float32, DType::Float16, DType::Int32];
+
+/// `T.mma_sync`'s A: each lane's 16 bytes of the 16 x k tile (8 16-bit elements of
+/// `m16n8k16`, 16 int8 of `m16n8k32`).
+const MMA_A: Param = Param {
+    name: "a",
+    role: "A operand",
+    kind: ParamKind::Ref(RefParam {
+        scopes: REGISTERS,
+        dtypes: MMA_OPERAND,
+        count: Count::Bytes(16),
+        effect: Effect::Read,
+    }),
+    keyword: false,
+};
 
 static MMA_SYNC: IntrinsicDef = IntrinsicDef {
     op: IntrinsicOp::Mma,
@@ -629,14 +653,15 @@ static MMA_SYNC: IntrinsicDef = IntrinsicDef {
             }),
             keyword: false,
         },
-        REGISTER_A,
+        MMA_A,
         Param {
             name: "b",
             role: "B operand",
             kind: ParamKind::Ref(RefParam {
                 scopes: REGISTERS,
-                dtypes: SIXTEEN_BIT,
-                count: Count::Elems(4),
+                dtypes: MMA_OPERAND,
+                // 8 bytes a lane: 4 16-bit elements or 8 int8 ones.
+                count: Count::Bytes(8),
                 effect: Effect::Read,
             }),
             keyword: false,
@@ -1583,6 +1608,13 @@ impl Intrinsic {
                 let bytes = self.valid_int_arg(p)?;
                 (elem_bytes > 0 && bytes % elem_bytes == 0).then(|| bytes / elem_bytes)
             }
+            Count::Bytes(bytes) => {
+                (elem_bytes > 0 && bytes % elem_bytes == 0).then(|| bytes / elem_bytes)
+            }
+            Count::BytesTimes(p, k) => {
+                let bytes = self.valid_int_arg(p)?.checked_mul(k)?;
+                (elem_bytes > 0 && bytes % elem_bytes == 0).then(|| bytes / elem_bytes)
+            }
         }
     }
 }
@@ -1771,6 +1803,22 @@ pub fn check<'a, 'b>(
             }
         }
     }
+    // ldmatrix's `.trans` transposes 16-bit units: on int8 it would swap byte pairs, not
+    // elements, so an int8 (K-major) fragment is loaded untransposed only.
+    if let Intrinsic::Ldmatrix { trans: true, .. } = i {
+        if let Some((_, r, d)) = typed.iter().find(|(p, _, _)| *p == "dst") {
+            if d.dtype.bytes() == 1 {
+                out.push(Violation {
+                    at: Some(r),
+                    message: format!(
+                        "`T.ldmatrix` with trans=True moves 16-bit elements; `{}` is {} \
+                         (load int8 tiles K-major, untransposed)",
+                        d.name, d.dtype
+                    ),
+                });
+            }
+        }
+    }
     // A shuffle's constant width and mask (others are checked as they run).
     if let Some(s) = i.shuffle() {
         for message in shuffle::constant_rules(&s) {
@@ -1828,15 +1876,29 @@ pub fn check<'a, 'b>(
 }
 
 /// `T.mma_sync`'s accumulator and A operand agree: a float16 accumulator takes float16
-/// operands (`mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16`).
+/// operands (`mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16`), an int32 one int8
+/// operands (`…m16n8k32.row.col.s32.s8.s8.s32`), a float32 one 16-bit floats.
 fn mma_accumulator_rule(acc: &BufFacts, a: &BufFacts) -> Result<(), String> {
-    if acc.dtype == DType::Float16 && a.dtype == DType::BFloat16 {
-        return Err(format!(
-            "a float16 accumulator of `T.mma_sync` (`{}`) needs float16 operands; `{}` is {}",
-            acc.name, a.name, a.dtype
-        ));
+    // The PTX forms: f32 += f16·f16 / bf16·bf16, f16 += f16·f16, s32 += s8·s8.
+    let ok = match acc.dtype {
+        DType::Float32 => matches!(a.dtype, DType::Float16 | DType::BFloat16),
+        DType::Float16 => a.dtype == DType::Float16,
+        DType::Int32 => a.dtype == DType::Int8,
+        _ => true,
+    };
+    if ok {
+        return Ok(());
     }
-    Ok(())
+    let needs = match acc.dtype {
+        DType::Int32 => "int8",
+        DType::Float16 => "float16",
+        _ => "float16 or bfloat16",
+    };
+    let article = if acc.dtype == DType::Int32 { "an" } else { "a" };
+    Err(format!(
+        "{article} {} accumulator of `T.mma_sync` (`{}`) needs {needs} operands; `{}` is {}",
+        acc.dtype, acc.name, a.name, a.dtype
+    ))
 }
 
 /// The most dimensions a TMA box has (`cp.async.bulk.tensor.1d` … `.5d`).

@@ -1367,7 +1367,7 @@ fn dummy_spans_fall_back_to_the_statement() {
 /// `threadIdx.x` loop of 32 threads.
 fn intrinsic_src(tile: &str, thread: &str) -> String {
     let mut s = String::from(
-        "@T.prim_func\ndef f(G: T.Tensor((64, 64), \"float16\"), G32: T.Tensor((64, 64), \"float32\")):\n    with T.Kernel(1, threads=32) as bx:\n        S = T.alloc_shared((64, 64), \"float16\")\n        S32 = T.alloc_shared((16, 16), \"float32\")\n        F = T.alloc_local((8,), \"float16\")\n        Fb = T.alloc_local((8,), \"bfloat16\")\n        Acc = T.alloc_local((4,), \"float32\")\n        Acc16 = T.alloc_local((4,), \"float16\")\n        R = T.alloc_fragment((16, 8), \"float32\")\n",
+        "@T.prim_func\ndef f(G: T.Tensor((64, 64), \"float16\"), G32: T.Tensor((64, 64), \"float32\")):\n    with T.Kernel(1, threads=32) as bx:\n        S = T.alloc_shared((64, 64), \"float16\")\n        S32 = T.alloc_shared((16, 16), \"float32\")\n        F = T.alloc_local((8,), \"float16\")\n        Fb = T.alloc_local((8,), \"bfloat16\")\n        Acc = T.alloc_local((4,), \"float32\")\n        Acc16 = T.alloc_local((4,), \"float16\")\n        R = T.alloc_fragment((16, 8), \"float32\")\n        S8 = T.alloc_shared((64, 64), \"int8\")\n        I8 = T.alloc_local((24,), \"int8\")\n        AccI = T.alloc_local((4,), \"int32\")\n",
     );
     for line in tile.lines() {
         s.push_str("        ");
@@ -1425,6 +1425,11 @@ fn valid_intrinsics_verify() {
     );
     assert!(errs.is_empty(), "{errs:#?}");
     let errs = intrinsic_errors("", "T.mma_sync(Acc[0], Fb[0], Fb[4])");
+    assert!(errs.is_empty(), "{errs:#?}");
+    let errs = intrinsic_errors(
+        "",
+        "T.ldmatrix(I8[0], S8[tx, 0], num=4, trans=False)\nT.ldmatrix(I8[16], S8[tx % 16, 16], num=2, trans=False)\nT.mma_sync(AccI[0], I8[0], I8[16])",
+    );
     assert!(errs.is_empty(), "{errs:#?}");
 }
 
@@ -1569,7 +1574,7 @@ fn ldmatrix_rules() {
         "the source of `T.ldmatrix` must be a shared buffer, but `G` is a global buffer",
         "G",
     );
-    // 16-bit elements only, each operand reported at its buffer.
+    // 16-bit and int8 elements only, each operand reported at its buffer.
     let errs = intrinsic_errors(
         "",
         "T.ldmatrix(Acc[0], S32[tx % 16, 0], num=2, trans=False)",
@@ -1578,12 +1583,12 @@ fn ldmatrix_rules() {
         errs,
         [
             (
-                "the destination of `T.ldmatrix` must be float16 or bfloat16; `Acc` is float32"
+                "the destination of `T.ldmatrix` must be float16, bfloat16 or int8; `Acc` is float32"
                     .to_string(),
                 "Acc".to_string()
             ),
             (
-                "the source of `T.ldmatrix` must be float16 or bfloat16; `S32` is float32"
+                "the source of `T.ldmatrix` must be float16, bfloat16 or int8; `S32` is float32"
                     .to_string(),
                 "S32".to_string()
             )
@@ -1602,6 +1607,26 @@ fn ldmatrix_rules() {
         "covers 8 elements from `F[4]` (element 4), past the end of `F` (8 elements)",
         "F",
     );
+    // int8: 16-byte rows of 16 elements, 4 elements a lane per matrix (x4: 16 from
+    // `I8[12]`, past its 24), untransposed only (`.trans` moves 16-bit units).
+    one_intrinsic_error(
+        "",
+        "T.ldmatrix(I8[12], S8[tx, 0], num=4, trans=False)",
+        "covers 16 elements from `I8[12]` (element 12), past the end of `I8` (24 elements)",
+        "I8",
+    );
+    one_intrinsic_error(
+        "",
+        "T.ldmatrix(I8[0], S8[63, 56], num=1, trans=False)",
+        "covers 16 elements from `S8[63, 56]`",
+        "S8",
+    );
+    one_intrinsic_error(
+        "",
+        "T.ldmatrix(I8[0], S8[tx, 0], num=4, trans=True)",
+        "`T.ldmatrix` with trans=True moves 16-bit elements; `I8` is int8",
+        "I8",
+    );
 }
 
 #[test]
@@ -1609,7 +1634,7 @@ fn mma_sync_rules() {
     one_intrinsic_error(
         "",
         "T.mma_sync(Fb[0], F[0], F[4])",
-        "the accumulator of `T.mma_sync` must be float32 or float16; `Fb` is bfloat16",
+        "the accumulator of `T.mma_sync` must be float32, float16 or int32; `Fb` is bfloat16",
         "Fb",
     );
     // A float16 accumulator is the `.f16.f16.f16.f16` form: float16 operands only.
@@ -1648,6 +1673,26 @@ fn mma_sync_rules() {
         "covers 8 elements from `F[4]`",
         "F",
     );
+    // int8 x int8 -> int32 (`m16n8k32`): A 16 elements, B 8, and only with each other.
+    assert!(intrinsic_errors("", "T.mma_sync(AccI[0], I8[0], I8[16])").is_empty());
+    one_intrinsic_error(
+        "",
+        "T.mma_sync(AccI[0], I8[16], I8[0])",
+        "covers 16 elements from `I8[16]`",
+        "I8",
+    );
+    one_intrinsic_error(
+        "",
+        "T.mma_sync(AccI[0], F[0], F[4])",
+        "an int32 accumulator of `T.mma_sync` (`AccI`) needs int8 operands; `F` is float16",
+        "AccI",
+    );
+    one_intrinsic_error(
+        "",
+        "T.mma_sync(Acc[0], I8[0], I8[16])",
+        "a float32 accumulator of `T.mma_sync` (`Acc`) needs float16 or bfloat16 operands; `I8` is int8",
+        "Acc",
+    );
 }
 
 #[test]
@@ -1677,7 +1722,7 @@ fn all_intrinsic_errors_are_collected() {
     assert!(msgs[0].contains("found 3"));
     assert!(msgs[1].contains("must be a shared buffer"));
     assert!(msgs[2].contains("found 8"));
-    assert!(msgs[3].contains("must be float32 or float16"));
+    assert!(msgs[3].contains("must be float32, float16 or int32"));
 }
 
 #[test]

@@ -139,30 +139,58 @@ pub fn fp8_operand(g: &Gemm, buffer: &dyn Fn(&str) -> Option<BufferDecl>) -> Opt
         .find(|&d| wgmma::k_major_only(d))
 }
 
-/// The error of a float8 or int8 gemm that cannot run on wgmma (`why`: [`plan`]'s reason):
-/// fp8 tensor-core math exists only as wgmma (sm_90a); sm_80's mma.sync has no fp8 form,
-/// and its int8 form (`m16n8k32.s32.s8.s8`) is not built — so there is no fallback, never
-/// a wrong result.
-pub fn fp8_refusal(span: Span, fp8: DType, why: &str) -> Diagnostic {
+/// Whether an int8 gemm can take mma.sync's `m16n8k32.s32.s8.s8` form instead: its
+/// fragments are loaded by untransposed `ldmatrix` (whose `.trans` moves 16-bit units, not
+/// bytes), so both operands must be K-major — A stored (M, K), B stored (N, K).
+pub fn int8_mma_sync(g: &Gemm) -> bool {
+    !g.trans_a && g.trans_b
+}
+
+fn py_bool(b: bool) -> &'static str {
+    if b {
+        "True"
+    } else {
+        "False"
+    }
+}
+
+/// The error of a float8 gemm that cannot run on wgmma, or of an int8 gemm that can run
+/// neither on wgmma nor on mma.sync (`why`: [`plan`]'s reason): fp8 tensor-core math exists
+/// only as wgmma (sm_90a); sm_80's mma.sync has no fp8 form, and its int8 form
+/// (`m16n8k32.s32.s8.s8`) reads K-major operands only — so there is no fallback, never a
+/// wrong result.
+pub fn fp8_refusal(span: Span, fp8: DType, trans: (bool, bool), why: &str) -> Diagnostic {
     let k = wgmma::instruction_k(fp8).unwrap_or(32);
     let acc = wgmma::accumulator_dtype(fp8);
-    let note = if fp8 == DType::Int8 {
-        "tlc builds int8 x int8 -> int32 tensor-core math on sm_90a's wgmma only (sm_80's \
-         mma.sync int8 form is not built yet)"
-    } else {
-        "sm_80's mma.sync has no fp8 form: compile for sm_90a, or convert the tiles to float16 \
-         or bfloat16 (T.copy converts) before T.gemm"
-    };
+    if fp8 == DType::Int8 {
+        // Only an int8 gemm stored otherwise gets here (`int8_mma_sync`); `why` is wgmma's.
+        return Diagnostic::error(
+            span,
+            format!(
+                "an int8 T.gemm needs both operands K-major: A as (M, K), B as (N, K) with \
+                 transpose_B=True (k = {k} per instruction, an {acc} accumulator); this one has \
+                 transpose_A={}, transpose_B={}",
+                py_bool(trans.0),
+                py_bool(trans.1)
+            ),
+        )
+        .with_note(
+            "tensor cores read int8 K-major only (wgmma's .s8 form; mma.sync's m16n8k32 through \
+             ldmatrix, whose .trans moves 16-bit units): store the tiles K-major",
+        );
+    }
     Diagnostic::error(
         span,
         format!(
-            "{} {fp8} T.gemm runs on sm_90a's wgmma only (k = {k} per instruction, a {acc} \
+            "a {fp8} T.gemm runs on sm_90a's wgmma only (k = {k} per instruction, a {acc} \
              accumulator, both operands K-major: A as (M, K), B as (N, K) with \
-             transpose_B=True), and this one cannot: {why}",
-            if fp8 == DType::Int8 { "an" } else { "a" }
+             transpose_B=True), and this one cannot: {why}"
         ),
     )
-    .with_note(note)
+    .with_note(
+        "sm_80's mma.sync has no fp8 form: compile for sm_90a, or convert the tiles to float16 \
+         or bfloat16 (T.copy converts) before T.gemm",
+    )
 }
 
 /// How one gemm runs on wgmma.

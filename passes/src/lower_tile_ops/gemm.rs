@@ -11,7 +11,10 @@
 //! `MT * NT` mma's. `clear_accum=True` zeroes C first. A float16 C takes the same
 //! instructions (`T.mma_sync` with a float16 accumulator: the same 4 slots per tile) and
 //! float16 operands only; it never takes wgmma (`analysis/wgmma.rs`). float8 operands run
-//! on wgmma only (k = 32): on the mma.sync path they are refused (`fp8_refusal`).
+//! on wgmma only (k = 32): on the mma.sync path they are refused (`fp8_refusal`). int8
+//! operands with an int32 C take `mma.sync.m16n8k32.s32.s8.s8` where wgmma does not run
+//! them: the same tiles in bytes (an ldmatrix row is 16 int8, k-steps of 32), A stored M x K
+//! and B stored N x K only (ldmatrix's `.trans` moves 16-bit units, not bytes).
 //!
 //! Address of lane `l` (`mi = l / 8` the matrix it addresses, `r = l % 8` the row):
 //! - A (M x K): row `l % 16`, column `8 * (l / 16)` of the 16 x 16 tile;
@@ -69,13 +72,13 @@ fn operand<'a>(
     let path_takes = if wgmma {
         wgmma::instruction_k(buf.dtype).is_some()
     } else {
-        matches!(buf.dtype, DType::Float16 | DType::BFloat16)
+        matches!(buf.dtype, DType::Float16 | DType::BFloat16 | DType::Int8)
     };
     if !path_takes {
         let (path, dtypes) = if wgmma {
             ("wgmma", "float16, bfloat16, float8 or int8")
         } else {
-            ("mma.sync", "float16 or bfloat16")
+            ("mma.sync", "float16, bfloat16 or int8")
         };
         return Err(Diagnostic::error(
             r.span,
@@ -122,15 +125,26 @@ fn operand<'a>(
 }
 
 /// A gemm on float8 operands that reached the mma.sync path: sm_80's mma.sync has no fp8
-/// form, so it is refused (layout-inference already refuses the ones wgmma cannot take;
-/// this is the guard of the lowering itself).
+/// form, so it is refused; nor does an int8 one with an operand stored M- or N-major
+/// (layout-inference already refuses the ones wgmma cannot take; this is the guard of the
+/// lowering itself).
 fn fp8_refusal(g: &Gemm, span: Span, ctx: &Ctx) -> Option<Diagnostic> {
     let fp8 = wgmma_plan::fp8_operand(g, &|name| ctx.buffer(name).cloned())?;
+    if fp8 == DType::Int8 && wgmma_plan::int8_mma_sync(g) {
+        return None;
+    }
     Some(wgmma_plan::fp8_refusal(
         span,
         fp8,
+        (g.trans_a, g.trans_b),
         "its accumulator has no wgmma layout",
     ))
+}
+
+/// The k of one mma.sync of `dtype` operands: a 16 x k A tile is 4 8 x 16-byte matrices
+/// (k = 16 of 16-bit elements, 32 of int8).
+fn mma_k_step(dtype: DType) -> i64 {
+    32 / i64::from(dtype.bytes().clamp(1, 2))
 }
 
 fn add(terms: Vec<Expr>) -> Expr {
@@ -180,8 +194,9 @@ pub(crate) fn lower(
     };
     match (cbuf.dtype, a.buf.dtype) {
         (DType::Float32, _) | (DType::Float16, DType::Float16) => {}
-        // int8 runs on wgmma only (`fp8_refusal` stops it on the mma.sync path).
-        (DType::Int32, DType::Int8) if wgmma_layout => {}
+        // int8: wgmma's `.s32.s8.s8`, or mma.sync's `m16n8k32` for K-major operands
+        // (`fp8_refusal` stops the others).
+        (DType::Int32, DType::Int8) => {}
         (DType::Float16, other) => {
             return Err(vec![Diagnostic::error(
                 g.a.span,
@@ -224,10 +239,17 @@ pub(crate) fn lower(
             ),
         )]);
     }
-    if ak % 16 != 0 {
+    let mma_k = mma_k_step(a.buf.dtype);
+    if !layout.wgmma && ak % mma_k != 0 {
         return Err(vec![Diagnostic::error(
             span,
-            format!("T.gemm: K = {ak} is not a multiple of 16 (the mma.sync k-step)"),
+            format!("T.gemm: K = {ak} is not a multiple of {mma_k} (the mma.sync k-step)"),
+        )]);
+    }
+    if layout.wgmma && ak % 16 != 0 {
+        return Err(vec![Diagnostic::error(
+            span,
+            format!("T.gemm: K = {ak} is not a multiple of 16 (the wgmma k-step)"),
         )]);
     }
     if layout.wgmma {
@@ -260,13 +282,17 @@ fn emit(
     names: &mut NameSet,
 ) -> Stmt {
     let (tiles_m, tiles_n) = (layout.tiles_m(), layout.tiles_n());
+    // Per lane and tile: A 16 bytes, B 8 bytes (8 and 4 16-bit elements, 16 and 8 int8);
+    // an ldmatrix row is 16 bytes (`row` elements) and one mma covers `k_step` of K.
+    let k_step = mma_k_step(a.buf.dtype);
+    let (a_per, b_per, row) = (k_step / 2, k_step / 4, k_step / 2);
     let a_frag = names.fresh(&format!("{}_frag", a.buf.name.name));
     let b_frag = names.fresh(&format!("{}_frag", b.buf.name.name));
     {
         let mut allocs = ctx.new_allocs.borrow_mut();
         for (name, dtype, len) in [
-            (&a_frag, a.buf.dtype, tiles_m * 8),
-            (&b_frag, b.buf.dtype, tiles_n * 4),
+            (&a_frag, a.buf.dtype, tiles_m * a_per),
+            (&b_frag, b.buf.dtype, tiles_n * b_per),
         ] {
             allocs.push(BufferDecl {
                 name: Ident::new(name.clone(), span),
@@ -288,12 +314,13 @@ fn emit(
     let (wm, wn) = layout.warp_coords(&txe);
     let m_base = add(vec![mul(wm, layout.warp_m()), mul(Expr::var(&mt), 16)]);
     let n_base = add(vec![mul(wn, layout.warp_n()), mul(Expr::var(&np), 16)]);
-    let k_base = mul(Expr::var(&kk), 16);
-    // Offsets inside a 16 x 16 block: "row l % 16, column 8 * (l / 16)" or its transpose.
-    let straight = (rem(lane.clone(), 16), mul(div(lane.clone(), 16), 8));
+    let k_base = mul(Expr::var(&kk), k_step);
+    // Offsets inside a 16 x 16-byte block: "row l % 16, column `row` * (l / 16)" or its
+    // transpose (an int8 gemm is K-major, `fp8_refusal`: its K runs along the 16-byte rows).
+    let straight = (rem(lane.clone(), 16), mul(div(lane.clone(), 16), row));
     let transposed = (
         add(vec![mul(div(lane.clone(), 16), 8), rem(lane.clone(), 8)]),
-        mul(rem(div(lane, 8), 2), 8),
+        mul(rem(div(lane, 8), 2), row),
     );
     let (a_row, a_col) = if g.trans_a {
         (
@@ -322,7 +349,7 @@ fn emit(
     };
     let load_a = intrinsic(
         Intrinsic::Ldmatrix {
-            dst: elem(&a_frag, vec![mul(Expr::var(&mt), 8)], span),
+            dst: elem(&a_frag, vec![mul(Expr::var(&mt), a_per)], span),
             src: at(a, a_row, a_col),
             num: 4,
             trans: g.trans_a,
@@ -331,7 +358,7 @@ fn emit(
     );
     let load_b = intrinsic(
         Intrinsic::Ldmatrix {
-            dst: elem(&b_frag, vec![mul(Expr::var(&np), 8)], span),
+            dst: elem(&b_frag, vec![mul(Expr::var(&np), 2 * b_per)], span),
             src: at(b, b_row, b_col),
             num: 4,
             trans: !g.trans_b,
@@ -348,8 +375,8 @@ fn emit(
                 )],
                 span,
             ),
-            a: elem(&a_frag, vec![mul(Expr::var(&mt2), 8)], span),
-            b: elem(&b_frag, vec![mul(Expr::var(&nt), 4)], span),
+            a: elem(&a_frag, vec![mul(Expr::var(&mt2), a_per)], span),
+            b: elem(&b_frag, vec![mul(Expr::var(&nt), b_per)], span),
         },
         span,
     );
@@ -382,7 +409,7 @@ fn emit(
     }
     body.push(for_loop(
         &kk,
-        Expr::int(k / 16),
+        Expr::int(k / k_step),
         ForKind::Unroll,
         step,
         span,

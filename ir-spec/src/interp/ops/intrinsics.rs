@@ -23,6 +23,7 @@
 //!   a float16 accumulator converts to f32 exactly and the f32 result is rounded once to
 //!   f16 (round to nearest even) when stored.
 
+use crate::dtype::DType;
 use crate::interp::compile::{BufRef, CExpr, CRef};
 use crate::interp::eval::{fault, Frame, Res};
 use crate::interp::scalar::{convert, Scalar};
@@ -218,11 +219,12 @@ impl Frame<'_> {
         }
     }
 
-    /// One lane's `T.ldmatrix` row: the 8 elements at its `src` (a shared read by this
-    /// lane).
-    pub(crate) fn ldmatrix_row(&self, src: &CRef, span: Span) -> Res<[Scalar; 8]> {
+    /// One lane's `T.ldmatrix` row: the 16 bytes at its `src` (8 16-bit or 16 int8
+    /// elements; a shared read by this lane).
+    pub(crate) fn ldmatrix_row(&self, src: &CRef, span: Span) -> Res<Vec<Scalar>> {
         const OP: &str = "`T.ldmatrix`";
-        let flat = self.run_start(src, 8, span, OP)?;
+        let n = 16 / elem_bytes(self.mem.buffer(src.buf).dtype);
+        let flat = self.run_start(src, n, span, OP)?;
         let addr = self.byte_address(src.buf, flat);
         if !addr.is_multiple_of(16) {
             return fault(
@@ -233,37 +235,44 @@ impl Frame<'_> {
                 ),
             );
         }
-        let mut row = [Scalar::Float(0.0); 8];
-        for (k, slot) in row.iter_mut().enumerate() {
-            *slot = self.read_elem(src.buf, flat + k, span, OP)?;
+        let mut row = Vec::with_capacity(n);
+        for k in 0..n {
+            row.push(self.read_elem(src.buf, flat + k, span, OP)?);
         }
         Ok(row)
     }
 
-    /// One lane's `T.ldmatrix` result: lane `lane` takes 2 elements of each of the `num`
-    /// matrices (`rows[8 * m + r]` is row `r` of matrix `m`) into its `dst`.
+    /// One lane's `T.ldmatrix` result: lane `lane` takes 4 bytes of each of the `num`
+    /// matrices (`rows[8 * m + r]` is row `r` of matrix `m`) into its `dst` — 2 16-bit
+    /// elements, or 4 int8 ones (`[l / 4][4 (l % 4) + e]`: the b16 pairs the hardware moves
+    /// are the byte pairs of the row, in order).
     pub(crate) fn ldmatrix_store(
         &mut self,
         dst: &CRef,
-        rows: &[[Scalar; 8]],
+        rows: &[Vec<Scalar>],
         (lane, num, trans): (usize, usize, bool),
         span: Span,
     ) -> Res<()> {
-        let flat = self.run_start(dst, 2 * num, span, "`T.ldmatrix`")?;
+        let per = 4 / elem_bytes(self.mem.buffer(dst.buf).dtype);
+        if trans && per != 2 {
+            // The verifier refuses it (`.trans` moves 16-bit units).
+            return fault(span, "`T.ldmatrix` with trans=True on 8-bit elements");
+        }
+        let flat = self.run_start(dst, per * num, span, "`T.ldmatrix`")?;
         let (g, c) = (lane / 4, lane % 4);
         for m in 0..num {
-            for e in 0..2 {
+            for e in 0..per {
                 let (r, col) = if trans {
                     (2 * c + e, g)
                 } else {
-                    (g, 2 * c + e)
+                    (g, per * c + e)
                 };
                 let v = rows
                     .get(8 * m + r)
                     .and_then(|row| row.get(col))
                     .copied()
                     .unwrap_or(Scalar::Float(0.0));
-                self.mem.write(dst.buf, flat + 2 * m + e, v);
+                self.mem.write(dst.buf, flat + per * m + e, v);
             }
         }
         Ok(())
@@ -284,76 +293,105 @@ impl Frame<'_> {
         Ok(())
     }
 
-    /// One lane's `T.mma_sync` operands, as f32: `a[0..8]`, `b[0..4]`, `acc[0..4]`, and
-    /// where `acc` starts.
+    /// One lane's `T.mma_sync` operands: `a` (16 bytes: 8 16-bit or 16 int8 elements), `b`
+    /// (8 bytes), `acc[0..4]`, and where `acc` starts.
     pub(crate) fn mma_operands(
         &self,
         (acc, a, b): (&CRef, &CRef, &CRef),
         span: Span,
     ) -> Res<MmaLane> {
         const OP: &str = "`T.mma_sync`";
-        let af = self.run_start(a, 8, span, OP)?;
-        let bf = self.run_start(b, 4, span, OP)?;
+        let int = self.mem.buffer(acc.buf).dtype == DType::Int32;
+        let ab = elem_bytes(self.mem.buffer(a.buf).dtype);
+        let (na, nb) = (16 / ab, 8 / ab);
+        let af = self.run_start(a, na, span, OP)?;
+        let bf = self.run_start(b, nb, span, OP)?;
         let cf = self.run_start(acc, 4, span, OP)?;
-        let mut lane = MmaLane {
-            a: [0.0; 8],
-            b: [0.0; 4],
-            c: [0.0; 4],
-            acc_flat: cf,
+        // f16 / bf16 / f32 / int8 / int32 values are exact in f64.
+        let read = |r: &CRef, from: usize, n: usize| -> Res<Vec<f64>> {
+            (0..n)
+                .map(|k| Ok(self.read_elem(r.buf, from + k, span, OP)?.as_f64()))
+                .collect()
         };
-        // f16 / bf16 / f32 values convert to f32 exactly.
-        for (k, slot) in lane.a.iter_mut().enumerate() {
-            *slot = self.read_elem(a.buf, af + k, span, OP)?.as_f64() as f32;
-        }
-        for (k, slot) in lane.b.iter_mut().enumerate() {
-            *slot = self.read_elem(b.buf, bf + k, span, OP)?.as_f64() as f32;
-        }
-        for (k, slot) in lane.c.iter_mut().enumerate() {
-            *slot = self.read_elem(acc.buf, cf + k, span, OP)?.as_f64() as f32;
-        }
-        Ok(lane)
+        Ok(MmaLane {
+            a: read(a, af, na)?,
+            b: read(b, bf, nb)?,
+            c: read(acc, cf, 4)?,
+            int,
+            acc_flat: cf,
+        })
     }
 
-    /// Writes one lane's 4 accumulators, each f32 result rounded once more to the
-    /// accumulator's dtype (nothing for float32; round-to-nearest-even for float16).
-    pub(crate) fn mma_store(&mut self, acc: &CRef, flat: usize, d: [f32; 4]) {
+    /// Writes one lane's 4 accumulators: float results rounded once more to the
+    /// accumulator's dtype (nothing for float32; round-to-nearest-even for float16),
+    /// integer ones as they are (already wrapped to int32).
+    pub(crate) fn mma_store(&mut self, acc: &CRef, flat: usize, d: [Scalar; 4]) {
         let dtype = self.mem.buffer(acc.buf).dtype;
         for (k, v) in d.into_iter().enumerate() {
-            let v = convert(Scalar::Float(f64::from(v)), dtype);
-            self.mem.write(acc.buf, flat + k, v);
+            self.mem.write(acc.buf, flat + k, convert(v, dtype));
         }
     }
 }
 
-/// One lane's part of an mma: its fragments of A, B and C, and where its `acc` starts.
+/// The bytes of an element of `d` as a count (at least 1).
+fn elem_bytes(d: DType) -> usize {
+    usize::try_from(d.bytes()).unwrap_or(1).max(1)
+}
+
+/// One lane's part of an mma: its fragments of A, B and C, whether it is the integer form,
+/// and where its `acc` starts.
 pub(crate) struct MmaLane {
-    a: [f32; 8],
-    b: [f32; 4],
-    c: [f32; 4],
+    a: Vec<f64>,
+    b: Vec<f64>,
+    c: Vec<f64>,
+    int: bool,
     pub acc_flat: usize,
+}
+
+/// `T.mma_sync` on the 32 lanes' fragments: `m16n8k16` in f32 (16-bit float operands) or
+/// `m16n8k32` in integers (int8 operands, int32 accumulator); each lane's `d0..d3`.
+pub(crate) fn mma_sync(lanes: &[MmaLane]) -> Vec<[Scalar; 4]> {
+    if lanes.first().is_some_and(|l| l.int) {
+        return mma_m16n8k32_s8(lanes);
+    }
+    mma_m16n8k16(lanes)
+        .into_iter()
+        .map(|d| d.map(|v| Scalar::Float(f64::from(v))))
+        .collect()
+}
+
+/// Lane `l`'s accumulators `d0..d3` of a 16 x 8 `d`: `(g, 2q + e)`, `(g + 8, 2q + e)`.
+fn lane_d<T: Copy>(d: &[[T; 8]; 16], l: usize) -> [T; 4] {
+    let (g, q) = (l / 4, l % 4);
+    [
+        d[g][2 * q],
+        d[g][2 * q + 1],
+        d[g + 8][2 * q],
+        d[g + 8][2 * q + 1],
+    ]
 }
 
 /// `mma.sync.aligned.m16n8k16.row.col` on the 32 lanes' fragments (PTX ISA layouts; lane
 /// `l`, `g = l / 4`, `c = l % 4`): returns each lane's `d0..d3`.
-pub(crate) fn mma_m16n8k16(lanes: &[MmaLane]) -> Vec<[f32; 4]> {
+fn mma_m16n8k16(lanes: &[MmaLane]) -> Vec<[f32; 4]> {
     let mut a = [[0f32; 16]; 16];
     let mut b = [[0f32; 8]; 16];
     let mut c = [[0f32; 8]; 16];
     for (l, lane) in lanes.iter().enumerate().take(32) {
         let (g, q) = (l / 4, l % 4);
-        for (k, &v) in lane.a.iter().enumerate() {
+        for (k, &v) in lane.a.iter().enumerate().take(8) {
             // a0,a1: (g, 2q+e); a2,a3: (g+8, 2q+e); a4,a5: (g, 2q+8+e); a6,a7: (g+8, 2q+8+e).
             let row = g + 8 * ((k / 2) % 2);
             let col = 2 * q + k % 2 + 8 * (k / 4);
-            a[row][col] = v;
+            a[row][col] = v as f32;
         }
-        for (k, &v) in lane.b.iter().enumerate() {
+        for (k, &v) in lane.b.iter().enumerate().take(4) {
             // b0,b1: (2q+e, g); b2,b3: (2q+8+e, g).
-            b[2 * q + k % 2 + 8 * (k / 2)][g] = v;
+            b[2 * q + k % 2 + 8 * (k / 2)][g] = v as f32;
         }
-        for (k, &v) in lane.c.iter().enumerate() {
+        for (k, &v) in lane.c.iter().enumerate().take(4) {
             // c0,c1: (g, 2q+e); c2,c3: (g+8, 2q+e).
-            c[g + 8 * (k / 2)][2 * q + k % 2] = v;
+            c[g + 8 * (k / 2)][2 * q + k % 2] = v as f32;
         }
     }
     let mut d = [[0f32; 8]; 16];
@@ -366,17 +404,40 @@ pub(crate) fn mma_m16n8k16(lanes: &[MmaLane]) -> Vec<[f32; 4]> {
             d[i][j] = sum + c[i][j];
         }
     }
-    (0..lanes.len().min(32))
-        .map(|l| {
-            let (g, q) = (l / 4, l % 4);
-            [
-                d[g][2 * q],
-                d[g][2 * q + 1],
-                d[g + 8][2 * q],
-                d[g + 8][2 * q + 1],
-            ]
-        })
-        .collect()
+    (0..lanes.len().min(32)).map(|l| lane_d(&d, l)).collect()
+}
+
+/// `mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32` (PTX ISA layouts; lane `l`,
+/// `g = l / 4`, `q = l % 4`): `d = a · b + c` in exact integers, wrapped to int32 as the
+/// hardware's `.s32` form (without `.satfinite`) wraps. Each lane's `d0..d3`.
+fn mma_m16n8k32_s8(lanes: &[MmaLane]) -> Vec<[Scalar; 4]> {
+    let mut a = [[0i64; 32]; 16];
+    let mut b = [[0i64; 8]; 32];
+    let mut c = [[0i64; 8]; 16];
+    for (l, lane) in lanes.iter().enumerate().take(32) {
+        let (g, q) = (l / 4, l % 4);
+        for (k, &v) in lane.a.iter().enumerate().take(16) {
+            // a0..a3: (g, 4q+e); a4..a7: (g+8, 4q+e); a8..a11: (g, 4q+16+e);
+            // a12..a15: (g+8, 4q+16+e).
+            a[g + 8 * ((k / 4) % 2)][4 * q + k % 4 + 16 * (k / 8)] = v as i64;
+        }
+        for (k, &v) in lane.b.iter().enumerate().take(8) {
+            // b0..b3: (4q+e, g); b4..b7: (4q+16+e, g).
+            b[4 * q + k % 4 + 16 * (k / 4)][g] = v as i64;
+        }
+        for (k, &v) in lane.c.iter().enumerate().take(4) {
+            c[g + 8 * (k / 2)][2 * q + k % 2] = v as i64;
+        }
+    }
+    let mut d = [[Scalar::Int(0); 8]; 16];
+    for i in 0..16 {
+        for j in 0..8 {
+            // |sum| < 32 · 2^14: exact; the accumulator's add wraps modulo 2^32.
+            let sum: i64 = (0..32).map(|k| a[i][k] * b[k][j]).sum();
+            d[i][j] = Scalar::Int(i64::from((sum + c[i][j]) as i32));
+        }
+    }
+    (0..lanes.len().min(32)).map(|l| lane_d(&d, l)).collect()
 }
 
 /// The message for a collective (`width` threads: a warp, a warpgroup) run by group

@@ -53,8 +53,14 @@ fn operand<'a>(
     let buf = ctx
         .buffer(&r.buffer.name)
         .ok_or_else(|| Diagnostic::error(r.span, format!("unknown buffer `{}`", r.buffer.name)))?;
-    // A fragment A that layout-inference laid out for register A (`analysis::wgmma`).
-    let register_a = wgmma && what == "A" && register_a_layout(buf, ctx).is_some();
+    // A fragment A that layout-inference laid out for register A (`analysis::wgmma`,
+    // `analysis::mma`).
+    let register_a = what == "A"
+        && if wgmma {
+            register_a_layout(buf, ctx).is_some()
+        } else {
+            mma_register_a_layout(buf, ctx).is_some()
+        };
     if buf.scope != Scope::Shared && !register_a {
         return Err(Diagnostic::error(
             r.span,
@@ -234,9 +240,37 @@ pub(crate) fn lower(
         return emit_wgmma(g, &a, &b, &cbuf.name.name, &layout, ak, span, ctx, names)
             .map_err(|e| vec![e]);
     }
+    let a_regs = match mma_register_a_layout(a.buf, ctx) {
+        None => None,
+        // Each warp reads the A rows of its own accumulator rows, all of K, from the slots
+        // it holds (`analysis::mma`): the warps split M only, alike in A and C.
+        Some(al)
+            if !g.trans_a
+                && (al.m, al.n) == (am, ak)
+                && (al.warps_m, al.warps_n) == (layout.warps_m, 1)
+                && layout.warps_n == 1
+                && [&a.row0, &a.col0].iter().all(|e| const_int(e) == Some(0)) =>
+        {
+            Some(al)
+        }
+        Some(al) => {
+            return Err(vec![Diagnostic::error(
+                span,
+                format!(
+                    "T.gemm: A (`{}`) is in registers over {} x {} warps, but the accumulator's \
+                     warps ({} x {}) do not read it from there: each warp needs whole rows of A \
+                     for its own accumulator rows",
+                    a.buf.name.name, al.warps_m, al.warps_n, layout.warps_m, layout.warps_n
+                ),
+            )
+            .with_note(
+                "layout-inference lays such an A out over the accumulator's warps",
+            )])
+        }
+    };
     Ok(emit(
         g,
-        &a,
+        (&a, a_regs),
         &b,
         &cbuf.name.name,
         &layout,
@@ -250,7 +284,7 @@ pub(crate) fn lower(
 #[allow(clippy::too_many_arguments)]
 fn emit(
     g: &Gemm,
-    a: &Operand,
+    (a, a_regs): (&Operand, Option<MmaLayout>),
     b: &Operand,
     c: &str,
     layout: &MmaLayout,
@@ -264,10 +298,12 @@ fn emit(
     let b_frag = names.fresh(&format!("{}_frag", b.buf.name.name));
     {
         let mut allocs = ctx.new_allocs.borrow_mut();
-        for (name, dtype, len) in [
+        let frags = [
             (&a_frag, a.buf.dtype, tiles_m * 8),
             (&b_frag, b.buf.dtype, tiles_n * 4),
-        ] {
+        ];
+        // A register A has no fragment of its own to load.
+        for (name, dtype, len) in frags.into_iter().skip(usize::from(a_regs.is_some())) {
             allocs.push(BufferDecl {
                 name: Ident::new(name.clone(), span),
                 dtype,
@@ -287,7 +323,7 @@ fn emit(
     let lane = rem(txe.clone(), ctx.target.warp_size());
     let (wm, wn) = layout.warp_coords(&txe);
     let m_base = add(vec![mul(wm, layout.warp_m()), mul(Expr::var(&mt), 16)]);
-    let n_base = add(vec![mul(wn, layout.warp_n()), mul(Expr::var(&np), 16)]);
+    let n_base = |pair: Expr| add(vec![mul(wn.clone(), layout.warp_n()), mul(pair, 16)]);
     let k_base = mul(Expr::var(&kk), 16);
     // Offsets inside a 16 x 16 block: "row l % 16, column 8 * (l / 16)" or its transpose.
     let straight = (rem(lane.clone(), 16), mul(div(lane.clone(), 16), 8));
@@ -306,13 +342,19 @@ fn emit(
             add(vec![k_base.clone(), straight.1.clone()]),
         )
     };
-    let (b_row, b_col) = if g.trans_b {
-        (
-            add(vec![n_base, transposed.0]),
-            add(vec![k_base, transposed.1]),
-        )
-    } else {
-        (add(vec![k_base, straight.0]), add(vec![n_base, straight.1]))
+    // The B address of n-tile pair `pair`.
+    let b_at = |pair: Expr| {
+        if g.trans_b {
+            (
+                add(vec![n_base(pair), transposed.0.clone()]),
+                add(vec![k_base.clone(), transposed.1.clone()]),
+            )
+        } else {
+            (
+                add(vec![k_base.clone(), straight.0.clone()]),
+                add(vec![n_base(pair), straight.1.clone()]),
+            )
+        }
     };
     let at = |op: &Operand, row: Expr, col: Expr| {
         let mut idx = op.lead.clone();
@@ -329,15 +371,21 @@ fn emit(
         },
         span,
     );
-    let load_b = intrinsic(
-        Intrinsic::Ldmatrix {
-            dst: elem(&b_frag, vec![mul(Expr::var(&np), 8)], span),
-            src: at(b, b_row, b_col),
-            num: 4,
-            trans: !g.trans_b,
-        },
-        span,
-    );
+    // Pair `np` of n-tiles in one `ldmatrix.x4`; an odd last n-tile (warp tiles of 16 x 8
+    // multiples, `layout_inference::warp_partition`) in an `ldmatrix.x2` of its own: lanes
+    // 0..15 address it alone, as the x4's first two matrices.
+    let load_b = |pair: Expr, num: i64| {
+        let (b_row, b_col) = b_at(pair.clone());
+        intrinsic(
+            Intrinsic::Ldmatrix {
+                dst: elem(&b_frag, vec![mul(pair, 8)], span),
+                src: at(b, b_row, b_col),
+                num,
+                trans: !g.trans_b,
+            },
+            span,
+        )
+    };
     let mma = intrinsic(
         Intrinsic::Mma {
             acc: elem(
@@ -348,34 +396,57 @@ fn emit(
                 )],
                 span,
             ),
-            a: elem(&a_frag, vec![mul(Expr::var(&mt2), 8)], span),
+            a: match a_regs {
+                // k-step `kk` of row tile `mt`: A's slots `4 (mt NT + 2 kk) .. + 8`.
+                Some(al) => elem(
+                    &a.buf.name.name,
+                    vec![add(vec![
+                        mul(Expr::var(&mt2), 4 * al.tiles_n()),
+                        mul(Expr::var(&kk), 8),
+                    ])],
+                    span,
+                ),
+                None => elem(&a_frag, vec![mul(Expr::var(&mt2), 8)], span),
+            },
             b: elem(&b_frag, vec![mul(Expr::var(&nt), 4)], span),
         },
         span,
     );
-    let step = vec![
-        for_loop(&mt, Expr::int(tiles_m), ForKind::Unroll, vec![load_a], span),
-        for_loop(
+    let mut step = Vec::new();
+    if a_regs.is_none() {
+        step.push(for_loop(
+            &mt,
+            Expr::int(tiles_m),
+            ForKind::Unroll,
+            vec![load_a],
+            span,
+        ));
+    }
+    if tiles_n >= 2 {
+        step.push(for_loop(
             &np,
             Expr::int(tiles_n / 2),
             ForKind::Unroll,
-            vec![load_b],
+            vec![load_b(Expr::var(&np), 4)],
             span,
-        ),
-        for_loop(
-            &mt2,
-            Expr::int(tiles_m),
+        ));
+    }
+    if tiles_n % 2 == 1 {
+        step.push(load_b(Expr::int(tiles_n / 2), 2));
+    }
+    step.push(for_loop(
+        &mt2,
+        Expr::int(tiles_m),
+        ForKind::Unroll,
+        vec![for_loop(
+            &nt,
+            Expr::int(tiles_n),
             ForKind::Unroll,
-            vec![for_loop(
-                &nt,
-                Expr::int(tiles_n),
-                ForKind::Unroll,
-                vec![mma],
-                span,
-            )],
+            vec![mma],
             span,
-        ),
-    ];
+        )],
+        span,
+    ));
     let mut body = Vec::new();
     if g.clear_accum {
         body.push(clear(c, ctx, layout, span, names));
@@ -418,6 +489,16 @@ fn register_a_layout(buf: &BufferDecl, ctx: &Ctx) -> Option<MmaLayout> {
     }
     let l = ctx.fragments.mma(&buf.name.name)?;
     (l.wgmma && l.warps_n == 1).then_some(l)
+}
+
+/// The layout of a fragment A that mma.sync reads from registers: an mma accumulator layout
+/// over warps that split M only (what `layout-inference` gives it, `analysis::mma`).
+fn mma_register_a_layout(buf: &BufferDecl, ctx: &Ctx) -> Option<MmaLayout> {
+    if buf.scope != Scope::Fragment {
+        return None;
+    }
+    let l = ctx.fragments.mma(&buf.name.name)?;
+    (!l.wgmma && l.warps_n == 1).then_some(l)
 }
 
 /// The descriptor layout of a wgmma operand from its buffer's layout annotation.

@@ -4,10 +4,13 @@
 //! memory (`emit_wgmma`).
 //!
 //! A and B come from shared memory (the innermost two dimensions of their regions are the
-//! matrix; leading dimensions, such as a pipeline stage, have extent 1). For each step of
+//! matrix; leading dimensions, such as a pipeline stage, have extent 1) — or A from
+//! registers: a fragment laid out as an accumulator over the same `W x 1` warps
+//! (`analysis::mma`) is the mma's A fragment as it is, no load. For each step of
 //! 16 along K, each warp loads its `MT` A tiles (16 x 16, one `ldmatrix.x4` each; `.trans`
-//! when A is stored K x M) and its `NT` B tiles (16 x 8, two per `ldmatrix.x4`; `.trans`
-//! when B is stored K x N, the usual case) into two register arrays, then issues
+//! when A is stored K x M) and its `NT` B tiles (16 x 8, two per `ldmatrix.x4`, an odd last
+//! one by an `ldmatrix.x2`; `.trans` when B is stored K x N, the usual case) into two
+//! register arrays, then issues
 //! `MT * NT` mma's. `clear_accum=True` zeroes C first. A float16 C takes the same
 //! instructions (`T.mma_sync` with a float16 accumulator: the same 4 slots per tile) and
 //! float16 operands only; it never takes wgmma (`analysis/wgmma.rs`). float8 operands run

@@ -323,8 +323,13 @@ run tests/tilelang/flash_attn_bwd_preprocess.tir -D batch=1 -D seq_len=512 -D he
 # MLA decode's two stages need 224 KiB of shared memory: sm_90a only (as TileLang's).
 TARGETS=sm_90a run tests/tilelang/mla_decode.tir -D batch=1 -D seqlen_kv=128
 TARGETS=sm_90a run tests/tilelang/mla_decode.tir -D batch=2 -D seqlen_kv=2048
-TARGETS=sm_90a run tests/tilelang/attn_sink_mha_fwd_bhsd.tir -D batch=1 -D heads=2 -D seq_q=100 -D seq_kv=130
-TARGETS=sm_90a run tests/tilelang/attn_sink_mha_fwd_bhsd.tir -D batch=1 -D heads=8 -D seq_q=256 -D seq_kv=256
+# Attention with a sink: on sm_80 too since its second gemm reads P from registers (163840
+# bytes of shared memory; issue 38), as do the 16 x 8 warp tiles and register-A pass cases.
+run tests/tilelang/attn_sink_mha_fwd_bhsd.tir -D batch=1 -D heads=2 -D seq_q=100 -D seq_kv=130
+run tests/tilelang/attn_sink_mha_fwd_bhsd.tir -D batch=1 -D heads=8 -D seq_q=256 -D seq_kv=256
+run passes/tests/cases/gemm_warp16x8.tir -D M=100 -D N=130 -D K=200
+run passes/tests/cases/gemm_warp16x8_nt.tir -D M=100 -D N=130 -D K=200
+run passes/tests/cases/flash_register_a.tir -D seq=200
 TARGETS=sm_90a run tests/tilelang/mla_decode_paged.tir -D batch=1 --input block_table=$ints/mlap_bt1.npy --input cache_seqlens=$ints/mlap_cs1.npy
 TARGETS=sm_90a run tests/tilelang/mla_decode_paged.tir -D batch=2 --input block_table=$ints/mlap_bt2.npy --input cache_seqlens=$ints/mlap_cs2.npy
 run tests/tilelang/blocksparse_attn_fwd.tir -D batch=1 -D heads=2 -D seq_len=200 --input BlockSparseMask=$ints/bsa_mask1.npy

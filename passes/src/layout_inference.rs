@@ -22,11 +22,15 @@
 //! the candidates are `WM x WN = W` with `M % (16 WM) == 0` and `N % (16 WN) == 0`;
 //! `Square` takes the one whose warp tile is closest to square (`|M/WM - N/WN|` smallest,
 //! then the larger `WM`), `FullRow` needs `WM = W`, `FullCol` needs `WN = W`. 128 x 128 with
-//! 4 warps gives 2 x 2 warps of 64 x 64.
+//! 4 warps gives 2 x 2 warps of 64 x 64. Only when the policy finds no candidate so are
+//! warp tiles of 16 x 8 multiples considered (`N % (8 WN) == 0`, the mma tile itself, as
+//! TileLang's partition): MLA's 64 x 64 scores over 8 warps `FullCol` are 8 warps of
+//! 64 x 8. Kernels with a 16 x 16 partition keep it (a B `ldmatrix.x4` per two n-tiles).
 
 use crate::analysis::access::element_accesses;
-use crate::analysis::block::{unit_grid, Block};
+use crate::analysis::block::Block;
 use crate::analysis::kernels::for_each_kernel;
+use crate::analysis::mma;
 use crate::analysis::rows::RowVectors;
 use crate::analysis::wgmma;
 use crate::context::PassContext;
@@ -38,7 +42,7 @@ use tlc_ir::verifier::const_int;
 use tlc_ir::visit::{child_bodies, for_each_stmt};
 use tlc_ir::{
     BufferDecl, DType, Diagnostic, ForKind, Gemm, Ident, Kernel, Layout, LayoutAnnotation,
-    PrimFunc, RowsOf, Scope, Span, Stmt, StmtKind, Target, WarpPolicy,
+    PrimFunc, RowsOf, Scope, Span, Stmt, StmtKind, Target,
 };
 
 pub struct LayoutInference;
@@ -162,12 +166,9 @@ fn shared_layout(buf: &BufferDecl) -> Result<Layout, String> {
     }
 }
 
-/// The warp grid of a gemm with an `m x n` accumulator (see the module summary).
-pub fn warp_partition(policy: WarpPolicy, warps: i64, m: i64, n: i64) -> Option<(i64, i64)> {
-    unit_grid(policy, warps, (m, n), |wm, wn| {
-        m % (16 * wm) == 0 && n % (16 * wn) == 0
-    })
-}
+/// The warp grid of a gemm on mma.sync (see the module summary); it lives with the
+/// analyses, which `stage-fragment-reads` asks too.
+pub use crate::analysis::mma::warp_partition;
 
 fn infer(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diagnostic>) {
     // The linear thread count: warps are formed from consecutive linear thread ids
@@ -206,6 +207,7 @@ fn infer(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diagnostic
         layouts.set(&ann.buffer.name, layout, ann.span, "the annotation");
     }
     // Gemm: accumulator and shared operands.
+    let all_gemms: Vec<Gemm> = gemms.iter().map(|(g, _)| g.clone()).collect();
     for (g, gspan) in &gemms {
         let Some(c) = allocs.iter().find(|b| b.name.name == g.c.buffer.name) else {
             continue;
@@ -238,6 +240,7 @@ fn infer(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diagnostic
         let find = |name: &str| allocs.iter().find(|b| b.name.name == name).cloned();
         let chosen = |name: &str| layouts.get(name);
         let planned = wgmma::plan(g, target, t, (*m, *n), &find, &chosen);
+        let register_a = mma::reads_a_from_registers(g, &all_gemms, target, t, &find, &chosen);
         // fp8 has no mma.sync form; int8 has one for K-major operands (m16n8k32).
         if let (Err(why), Some(fp8)) = (&planned, wgmma::fp8_operand(g, &find)) {
             if fp8 != DType::Int8 || !wgmma::int8_mma_sync(g) {
@@ -285,12 +288,23 @@ fn infer(k: &mut Kernel, span: Span, target: Target, errors: &mut Vec<Diagnostic
                     *gspan,
                     "this T.gemm",
                 );
+                // A fragment A read from registers (`analysis::mma`) gets the accumulator
+                // layout over the same warps, which makes it the mma's A fragment; the
+                // scores it is copied from have it too (a conflict would be reported).
+                if register_a {
+                    layouts.set(
+                        &g.a.buffer.name,
+                        Layout::MmaAccumulator { warps_m, warps_n },
+                        *gspan,
+                        "this T.gemm (A from registers)",
+                    );
+                }
             }
             None => layouts.errors.push(
                 Diagnostic::error(
                     g.c.span,
                     format!(
-                        "no layout fits accumulator `{}`: {} warps ({} policy) cannot split a {m} x {n} tile into warp tiles of multiples of 16 x 16",
+                        "no layout fits accumulator `{}`: {} warps ({} policy) cannot split a {m} x {n} tile into warp tiles of multiples of 16 x 8",
                         c.name.name,
                         t / target.warp_size(),
                         g.policy.name()

@@ -10,7 +10,9 @@
 //! is the softmax of the first gemm's accumulator) is staged the same way, right before the
 //! gemm: the tensor-core lowerings read operands from shared memory — except an A that
 //! wgmma reads from registers (`analysis::wgmma::reads_a_from_registers`: sm_90a, the
-//! warpgroups split M only), which stays where it is.
+//! warpgroups split M only) or that mma.sync reads from registers
+//! (`analysis::mma::reads_a_from_registers`: the warps split M only, and A is laid out as
+//! the scores it is copied from), which stays where it is.
 //!
 //! A copy per nest is a shared round trip and a barrier (`thread-binding` places it). Row
 //! vectors (`analysis::rows`: 1-D fragments that follow the rows of the 2-D fragments they
@@ -22,6 +24,7 @@ use crate::analysis::access::element_for_element;
 use crate::analysis::block::Block;
 use crate::analysis::footprint::past_shared_memory;
 use crate::analysis::kernels::for_each_kernel;
+use crate::analysis::mma;
 use crate::analysis::rows::{parallel_nest, RowVectors};
 use crate::analysis::wgmma::reads_a_from_registers;
 use crate::context::PassContext;
@@ -68,19 +71,15 @@ impl Pass for StageFragmentReads {
             });
             let register_a = |g: &Gemm| {
                 threads.is_some_and(|t| {
-                    reads_a_from_registers(
-                        g,
-                        &gemms,
-                        target,
-                        t,
-                        &|name| allocs.iter().find(|b| b.name.name == name).cloned(),
-                        &|name| {
-                            annotated
-                                .iter()
-                                .find(|a| a.buffer.name == name)
-                                .map(|a| a.layout)
-                        },
-                    )
+                    let buffer = |name: &str| allocs.iter().find(|b| b.name.name == name).cloned();
+                    let layout = |name: &str| {
+                        annotated
+                            .iter()
+                            .find(|a| a.buffer.name == name)
+                            .map(|a| a.layout)
+                    };
+                    reads_a_from_registers(g, &gemms, target, t, &buffer, &layout)
+                        || mma::reads_a_from_registers(g, &gemms, target, t, &buffer, &layout)
                 })
             };
             let mut st = Staging {

@@ -46,7 +46,13 @@ fn gemm_cases() -> Vec<(String, PrimFunc)> {
             .iter()
             .map(|s| (s.to_string(), case(s)))
             .collect();
-    for s in ["gemm_ragged_tn", "gemm_fullcol_epilogue"] {
+    for s in [
+        "gemm_ragged_tn",
+        "gemm_fullcol_epilogue",
+        "gemm_warp16x8",
+        "gemm_warp16x8_nt",
+        "flash_register_a",
+    ] {
         out.push((s.to_string(), local_case(s)));
     }
     out
@@ -75,6 +81,68 @@ fn warp_partitions_follow_the_policy() {
     // 4 warps cannot split 32 x 32 into warp tiles of multiples of 16 x 16 in a row.
     assert_eq!(warp_partition(FullRow, 4, 32, 32), None);
     assert_eq!(warp_partition(Square, 4, 16, 40), None);
+    // Warp tiles of 16 x 8 multiples only where no 16 x 16 grid fits (issue 38).
+    assert_eq!(warp_partition(FullCol, 8, 64, 64), Some((1, 8)));
+    assert_eq!(warp_partition(FullCol, 2, 32, 48), Some((1, 2)));
+    assert_eq!(warp_partition(FullCol, 8, 64, 32), None);
+}
+
+/// Warp tiles of 16 x 8 multiples: an odd number of n8 tiles per warp loads its last B
+/// tile with an `ldmatrix.x2` (32 x 24 per warp: one x4 and one x2; 32 x 8: one x2).
+#[test]
+fn odd_n_tiles_load_their_last_b_tile_with_x2() {
+    let nums = |func: &PrimFunc| {
+        let mut out = Vec::new();
+        for_each_stmt(&func.body, &mut |s| {
+            if let StmtKind::Intrinsic(Intrinsic::Ldmatrix { num, .. }) = &s.kind {
+                out.push(*num);
+            }
+        });
+        out
+    };
+    let out = lowered(local_case("gemm_warp16x8"));
+    // A: one x4 (in a loop over the 2 row tiles); B: the pair loop's x4, then the x2.
+    assert_eq!(nums(&out), [4, 4, 2]);
+    let out = lowered(local_case("gemm_warp16x8_nt"));
+    assert_eq!(nums(&out), [4, 2]);
+}
+
+/// Register A on mma.sync: the second gemm of `flash_register_a` reads `P` from its
+/// registers — no staged copy, no ldmatrix for it, and its mma's A is `P`'s local array.
+#[test]
+fn a_fragment_laid_out_as_the_scores_is_read_from_registers() {
+    let func = local_case("flash_register_a");
+    let out = infer(func);
+    let layout = |name: &str| {
+        let mut got = None;
+        for_each_stmt(&out.body, &mut |s| {
+            if let StmtKind::Kernel(k) = &s.kind {
+                got = k
+                    .layouts
+                    .iter()
+                    .find(|a| a.buffer.name == name)
+                    .map(|a| a.layout);
+            }
+        });
+        got
+    };
+    let rows_only = Some(Layout::MmaAccumulator {
+        warps_m: 2,
+        warps_n: 1,
+    });
+    assert_eq!(layout("P"), rows_only);
+    assert_eq!(layout("S"), rows_only);
+    let low = lowered(local_case("flash_register_a"));
+    let mut a_operands = Vec::new();
+    for_each_stmt(&low.body, &mut |s| {
+        if let StmtKind::Intrinsic(Intrinsic::Mma { a, .. }) = &s.kind {
+            a_operands.push(a.buffer.name.clone());
+        }
+    });
+    assert_eq!(a_operands.len(), 2, "two gemms, one mma loop each");
+    assert!(a_operands.iter().any(|a| a == "P"), "{a_operands:?}");
+    let printed = print_func(&low);
+    assert!(!printed.contains("P_shared"), "P was staged:\n{printed}");
 }
 
 #[test]

@@ -85,6 +85,11 @@ fn gemm_cases() -> Vec<(&'static str, PrimFunc)> {
         ("persistent_gemm_reuse", case("persistent_gemm_reuse")),
         ("gemm_ragged_tn", local_case("gemm_ragged_tn")),
         ("gemm_fullcol_epilogue", local_case("gemm_fullcol_epilogue")),
+        // Warp tiles of 16 x 8 multiples (an odd n8 tile per warp: `ldmatrix.x2`).
+        ("gemm_warp16x8", local_case("gemm_warp16x8")),
+        ("gemm_warp16x8_nt", local_case("gemm_warp16x8_nt")),
+        // The second gemm's A read from registers (no staging).
+        ("flash_register_a", local_case("flash_register_a")),
         (
             "gemm_128x128x32_t128_s3_masked",
             load(&root().join("bench/gemm_128x128x32_t128_s3_masked.tir")),
@@ -261,9 +266,16 @@ fn keeps_meaning(target: Target) {
         let (compared, texts) = compare_every_stage(name, &func, target);
         let wgmma = texts.iter().any(|t| t.contains("T.wgmma("));
         assert!(compared >= 60, "{name}: only {compared} runs compared");
-        // Every case of whole warpgroups takes the wgmma path on sm_90a; the 64-thread one
-        // keeps mma.sync, as sm_80 does everywhere.
-        let expected = target == Target::Sm90a && name != "gemm_fullcol_epilogue";
+        // Every case of whole warpgroups takes the wgmma path on sm_90a; the 64-thread ones
+        // and the one of 32 rows (no 64-row wgmma block) keep mma.sync, as sm_80 does
+        // everywhere.
+        let mma_only = [
+            "gemm_fullcol_epilogue",
+            "gemm_warp16x8",
+            "gemm_warp16x8_nt",
+            "flash_register_a",
+        ];
+        let expected = target == Target::Sm90a && !mma_only.contains(&name);
         assert_eq!(
             wgmma, expected,
             "{name} on {target}: wgmma path taken = {wgmma}"

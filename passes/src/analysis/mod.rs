@@ -15,6 +15,8 @@
 //! - `sync` — the barrier dataflow of thread-level code (accesses since the last barrier,
 //!   asynchronous copies in flight);
 //! - `schedule` — the dependency graph and stage plan of a `T.Pipelined` loop;
+//! - `mma` — a `T.gemm` on mma.sync: its warp grid (`warp_partition`), and whether it
+//!   reads a fragment A from registers (flash attention's `P`, laid out as the scores);
 //! - `wgmma` — when a `T.gemm` runs on wgmma (sm_90a): its warpgroup grid, its operands'
 //!   layouts and shared-memory descriptors;
 //! - `raster` — the block a block plays under L2 rasterization (`T.use_swizzle`);
@@ -36,6 +38,7 @@ pub mod fresh;
 pub mod int;
 pub mod kernels;
 pub mod local_arrays;
+pub mod mma;
 pub mod monotone;
 pub mod raster;
 pub mod rows;

@@ -232,7 +232,7 @@ impl AOperand {
 
 /// Whether A of `g` is a fragment that could be read from registers (`T.wgmma_rs`): float16
 /// or bfloat16, stored `M x K` (no `transpose_A`), the whole fragment. [`plan`] decides.
-fn register_a_candidate(g: &Gemm, a: &BufferDecl) -> bool {
+pub(crate) fn register_a_candidate(g: &Gemm, a: &BufferDecl) -> bool {
     a.scope == Scope::Fragment
         && matches!(a.dtype, DType::Float16 | DType::BFloat16)
         && !g.trans_a

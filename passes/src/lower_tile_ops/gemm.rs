@@ -4,10 +4,13 @@
 //! memory (`emit_wgmma`).
 //!
 //! A and B come from shared memory (the innermost two dimensions of their regions are the
-//! matrix; leading dimensions, such as a pipeline stage, have extent 1). For each step of
+//! matrix; leading dimensions, such as a pipeline stage, have extent 1) — or A from
+//! registers: a fragment laid out as an accumulator over the same `W x 1` warps
+//! (`analysis::mma`) is the mma's A fragment as it is, no load. For each step of
 //! 16 along K, each warp loads its `MT` A tiles (16 x 16, one `ldmatrix.x4` each; `.trans`
-//! when A is stored K x M) and its `NT` B tiles (16 x 8, two per `ldmatrix.x4`; `.trans`
-//! when B is stored K x N, the usual case) into two register arrays, then issues
+//! when A is stored K x M) and its `NT` B tiles (16 x 8, two per `ldmatrix.x4`, an odd last
+//! one by an `ldmatrix.x2`; `.trans` when B is stored K x N, the usual case) into two
+//! register arrays, then issues
 //! `MT * NT` mma's. `clear_accum=True` zeroes C first. A float16 C takes the same
 //! instructions (`T.mma_sync` with a float16 accumulator: the same 4 slots per tile) and
 //! float16 operands only; it never takes wgmma (`analysis/wgmma.rs`). float8 operands run
@@ -56,8 +59,14 @@ fn operand<'a>(
     let buf = ctx
         .buffer(&r.buffer.name)
         .ok_or_else(|| Diagnostic::error(r.span, format!("unknown buffer `{}`", r.buffer.name)))?;
-    // A fragment A that layout-inference laid out for register A (`analysis::wgmma`).
-    let register_a = wgmma && what == "A" && register_a_layout(buf, ctx).is_some();
+    // A fragment A that layout-inference laid out for register A (`analysis::wgmma`,
+    // `analysis::mma`).
+    let register_a = what == "A"
+        && if wgmma {
+            register_a_layout(buf, ctx).is_some()
+        } else {
+            mma_register_a_layout(buf, ctx).is_some()
+        };
     if buf.scope != Scope::Shared && !register_a {
         return Err(Diagnostic::error(
             r.span,
@@ -256,9 +265,39 @@ pub(crate) fn lower(
         return emit_wgmma(g, &a, &b, &cbuf.name.name, &layout, ak, span, ctx, names)
             .map_err(|e| vec![e]);
     }
+    let a_regs = match mma_register_a_layout(a.buf, ctx) {
+        None => None,
+        // Each warp reads the A rows of its own accumulator rows, all of K, from the slots
+        // it holds (`analysis::mma`): the warps split M only, alike in A and C.
+        // (16-bit A only: the slots below count 8 per k-step of 16.)
+        Some(al)
+            if !g.trans_a
+                && mma_k_step(a.buf.dtype) == 16
+                && (al.m, al.n) == (am, ak)
+                && (al.warps_m, al.warps_n) == (layout.warps_m, 1)
+                && layout.warps_n == 1
+                && [&a.row0, &a.col0].iter().all(|e| const_int(e) == Some(0)) =>
+        {
+            Some(al)
+        }
+        Some(al) => {
+            return Err(vec![Diagnostic::error(
+                span,
+                format!(
+                    "T.gemm: A (`{}`) is in registers over {} x {} warps, but the accumulator's \
+                     warps ({} x {}) do not read it from there: each warp needs whole rows of A \
+                     for its own accumulator rows",
+                    a.buf.name.name, al.warps_m, al.warps_n, layout.warps_m, layout.warps_n
+                ),
+            )
+            .with_note(
+                "layout-inference lays such an A out over the accumulator's warps",
+            )])
+        }
+    };
     Ok(emit(
         g,
-        &a,
+        (&a, a_regs),
         &b,
         &cbuf.name.name,
         &layout,
@@ -272,7 +311,7 @@ pub(crate) fn lower(
 #[allow(clippy::too_many_arguments)]
 fn emit(
     g: &Gemm,
-    a: &Operand,
+    (a, a_regs): (&Operand, Option<MmaLayout>),
     b: &Operand,
     c: &str,
     layout: &MmaLayout,
@@ -290,10 +329,12 @@ fn emit(
     let b_frag = names.fresh(&format!("{}_frag", b.buf.name.name));
     {
         let mut allocs = ctx.new_allocs.borrow_mut();
-        for (name, dtype, len) in [
+        let frags = [
             (&a_frag, a.buf.dtype, tiles_m * a_per),
             (&b_frag, b.buf.dtype, tiles_n * b_per),
-        ] {
+        ];
+        // A register A has no fragment of its own to load.
+        for (name, dtype, len) in frags.into_iter().skip(usize::from(a_regs.is_some())) {
             allocs.push(BufferDecl {
                 name: Ident::new(name.clone(), span),
                 dtype,
@@ -313,7 +354,7 @@ fn emit(
     let lane = rem(txe.clone(), ctx.target.warp_size());
     let (wm, wn) = layout.warp_coords(&txe);
     let m_base = add(vec![mul(wm, layout.warp_m()), mul(Expr::var(&mt), 16)]);
-    let n_base = add(vec![mul(wn, layout.warp_n()), mul(Expr::var(&np), 16)]);
+    let n_base = |pair: Expr| add(vec![mul(wn.clone(), layout.warp_n()), mul(pair, 16)]);
     let k_base = mul(Expr::var(&kk), k_step);
     // Offsets inside a 16 x 16-byte block: "row l % 16, column `row` * (l / 16)" or its
     // transpose (an int8 gemm is K-major, `fp8_refusal`: its K runs along the 16-byte rows).
@@ -333,13 +374,19 @@ fn emit(
             add(vec![k_base.clone(), straight.1.clone()]),
         )
     };
-    let (b_row, b_col) = if g.trans_b {
-        (
-            add(vec![n_base, transposed.0]),
-            add(vec![k_base, transposed.1]),
-        )
-    } else {
-        (add(vec![k_base, straight.0]), add(vec![n_base, straight.1]))
+    // The B address of n-tile pair `pair`.
+    let b_at = |pair: Expr| {
+        if g.trans_b {
+            (
+                add(vec![n_base(pair), transposed.0.clone()]),
+                add(vec![k_base.clone(), transposed.1.clone()]),
+            )
+        } else {
+            (
+                add(vec![k_base.clone(), straight.0.clone()]),
+                add(vec![n_base(pair), straight.1.clone()]),
+            )
+        }
     };
     let at = |op: &Operand, row: Expr, col: Expr| {
         let mut idx = op.lead.clone();
@@ -356,15 +403,21 @@ fn emit(
         },
         span,
     );
-    let load_b = intrinsic(
-        Intrinsic::Ldmatrix {
-            dst: elem(&b_frag, vec![mul(Expr::var(&np), 2 * b_per)], span),
-            src: at(b, b_row, b_col),
-            num: 4,
-            trans: !g.trans_b,
-        },
-        span,
-    );
+    // Pair `np` of n-tiles in one `ldmatrix.x4`; an odd last n-tile (warp tiles of 16 x 8
+    // multiples, `layout_inference::warp_partition`) in an `ldmatrix.x2` of its own: lanes
+    // 0..15 address it alone, as the x4's first two matrices.
+    let load_b = |pair: Expr, num: i64| {
+        let (b_row, b_col) = b_at(pair.clone());
+        intrinsic(
+            Intrinsic::Ldmatrix {
+                dst: elem(&b_frag, vec![mul(pair, 2 * b_per)], span),
+                src: at(b, b_row, b_col),
+                num,
+                trans: !g.trans_b,
+            },
+            span,
+        )
+    };
     let mma = intrinsic(
         Intrinsic::Mma {
             acc: elem(
@@ -375,34 +428,57 @@ fn emit(
                 )],
                 span,
             ),
-            a: elem(&a_frag, vec![mul(Expr::var(&mt2), a_per)], span),
+            a: match a_regs {
+                // k-step `kk` of row tile `mt`: A's slots `4 (mt NT + 2 kk) .. + 8`.
+                Some(al) => elem(
+                    &a.buf.name.name,
+                    vec![add(vec![
+                        mul(Expr::var(&mt2), 4 * al.tiles_n()),
+                        mul(Expr::var(&kk), 8),
+                    ])],
+                    span,
+                ),
+                None => elem(&a_frag, vec![mul(Expr::var(&mt2), a_per)], span),
+            },
             b: elem(&b_frag, vec![mul(Expr::var(&nt), b_per)], span),
         },
         span,
     );
-    let step = vec![
-        for_loop(&mt, Expr::int(tiles_m), ForKind::Unroll, vec![load_a], span),
-        for_loop(
+    let mut step = Vec::new();
+    if a_regs.is_none() {
+        step.push(for_loop(
+            &mt,
+            Expr::int(tiles_m),
+            ForKind::Unroll,
+            vec![load_a],
+            span,
+        ));
+    }
+    if tiles_n >= 2 {
+        step.push(for_loop(
             &np,
             Expr::int(tiles_n / 2),
             ForKind::Unroll,
-            vec![load_b],
+            vec![load_b(Expr::var(&np), 4)],
             span,
-        ),
-        for_loop(
-            &mt2,
-            Expr::int(tiles_m),
+        ));
+    }
+    if tiles_n % 2 == 1 {
+        step.push(load_b(Expr::int(tiles_n / 2), 2));
+    }
+    step.push(for_loop(
+        &mt2,
+        Expr::int(tiles_m),
+        ForKind::Unroll,
+        vec![for_loop(
+            &nt,
+            Expr::int(tiles_n),
             ForKind::Unroll,
-            vec![for_loop(
-                &nt,
-                Expr::int(tiles_n),
-                ForKind::Unroll,
-                vec![mma],
-                span,
-            )],
+            vec![mma],
             span,
-        ),
-    ];
+        )],
+        span,
+    ));
     let mut body = Vec::new();
     if g.clear_accum {
         body.push(clear(c, ctx, layout, span, names));
@@ -445,6 +521,16 @@ fn register_a_layout(buf: &BufferDecl, ctx: &Ctx) -> Option<MmaLayout> {
     }
     let l = ctx.fragments.mma(&buf.name.name)?;
     (l.wgmma && l.warps_n == 1).then_some(l)
+}
+
+/// The layout of a fragment A that mma.sync reads from registers: an mma accumulator layout
+/// over warps that split M only (what `layout-inference` gives it, `analysis::mma`).
+fn mma_register_a_layout(buf: &BufferDecl, ctx: &Ctx) -> Option<MmaLayout> {
+    if buf.scope != Scope::Fragment {
+        return None;
+    }
+    let l = ctx.fragments.mma(&buf.name.name)?;
+    (!l.wgmma && l.warps_n == 1).then_some(l)
 }
 
 /// The descriptor layout of a wgmma operand from its buffer's layout annotation.

@@ -111,9 +111,10 @@ impl MmaLayout {
                 self.threads()
             ));
         }
-        if self.m % (16 * self.warps_m) != 0 || self.n % (16 * self.warps_n) != 0 {
+        // Whole m16n8 tiles per warp (`gemm.rs` loads an odd last n-tile with `ldmatrix.x2`).
+        if self.m % (16 * self.warps_m) != 0 || self.n % (8 * self.warps_n) != 0 {
             return Err(format!(
-                "a {} x {} tile does not split into {} x {} warp tiles of multiples of 16 x 16",
+                "a {} x {} tile does not split into {} x {} warp tiles of multiples of 16 x 8",
                 self.m, self.n, self.warps_m, self.warps_n
             ));
         }

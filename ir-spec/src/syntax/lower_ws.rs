@@ -22,9 +22,10 @@
 //!   landed when it ends: the expected bytes and the completed bytes cancel in the same
 //!   phase, so the barrier's phases complete on the arrivals alone, exactly when TileLang's
 //!   would once its bytes land.
-//! - A kernel with any of these runs its `T.Pipelined` loops as serial loops, with a note:
-//!   the schedule is the user's, and tlc's own pipelining (or its TMA pipelines, and the
-//!   warp specialization built on them) would reorder the hand-written protocol.
+//! - A kernel with `T.ws`, `T.alloc_barrier` or the barrier calls runs its `T.Pipelined`
+//!   loops as serial loops, with a note: the schedule is the user's, and tlc's own
+//!   pipelining (or its TMA pipelines, and the warp specialization built on them) would
+//!   reorder the hand-written protocol.
 
 use crate::diagnostic::Diagnostic;
 use crate::dtype::DType;
@@ -142,7 +143,10 @@ impl Lowerer {
                     buffer: Ident::new(ident.name.clone(), ident.span),
                     indices: vec![Expr::int(i as i64)],
                 };
-                Stmt::new(StmtKind::Intrinsic(Intrinsic::MbarrierInit { bar, count }), call_span)
+                Stmt::new(
+                    StmtKind::Intrinsic(Intrinsic::MbarrierInit { bar, count }),
+                    call_span,
+                )
             })
             .collect();
         let first = Expr::binary(
@@ -199,7 +203,9 @@ impl Lowerer {
                 self.error(
                     Diagnostic::error(
                         arg.value.span,
-                        format!("warp group {g} is not in the block: {threads} threads hold {held}"),
+                        format!(
+                            "warp group {g} is not in the block: {threads} threads hold {held}"
+                        ),
                     )
                     .with_note(
                         "a warp group is 128 threads of the linear thread index; TileLang adds \
@@ -255,6 +261,8 @@ impl Lowerer {
         };
         let a = self.bind(name, span, args, params, params.len())?;
         let bar = self.barrier_ref(a[0]?, name)?;
+        // The kernel's schedule is hand-written from here on (its pipelines run serially).
+        self.ws_thread(span, &format!("`{name}`"))?;
         let call = if waits {
             let parity = self.expr(a[1]?)?;
             Intrinsic::MbarrierWait { bar, parity }
@@ -397,7 +405,9 @@ fn guard_per_thread(
         if !uniform {
             *tile = true;
             let enter = match &stmt.kind {
-                StmtKind::For(f) => !matches!(f.kind, ForKind::Parallel | ForKind::ThreadBinding(_)),
+                StmtKind::For(f) => {
+                    !matches!(f.kind, ForKind::Parallel | ForKind::ThreadBinding(_))
+                }
                 StmtKind::While { .. } | StmtKind::If { .. } => true,
                 _ => false,
             };

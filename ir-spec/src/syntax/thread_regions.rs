@@ -19,9 +19,7 @@
 //! write instead.
 
 use crate::diagnostic::Diagnostic;
-use crate::ir::{
-    Expr, ExprKind, For, ForKind, Ident, Intrinsic, Scope, Stmt, StmtKind, ThreadTag,
-};
+use crate::ir::{Expr, ExprKind, For, ForKind, Ident, Intrinsic, Scope, Stmt, StmtKind, ThreadTag};
 use crate::span::Span;
 use crate::visit;
 use std::collections::BTreeSet;

@@ -232,7 +232,7 @@ impl Lowerer {
             })
             .unwrap_or_default();
         let mut tile = false;
-        let wrapped = guard_per_thread(lowered, &cond, &fragments, &mut tile, span);
+        let wrapped = guard_per_thread(lowered, &cond, &fragments, &mut tile);
         if tile {
             if let Some(k) = self.kernels.last_mut() {
                 if !k.ws.noted {
@@ -384,7 +384,6 @@ fn guard_per_thread(
     cond: &Expr,
     fragments: &BTreeSet<String>,
     tile: &mut bool,
-    span: Span,
 ) -> Vec<Stmt> {
     let mut out = Vec::with_capacity(body.len());
     let mut run: Vec<Stmt> = Vec::new();
@@ -414,7 +413,7 @@ fn guard_per_thread(
             if enter {
                 for child in crate::visit::child_bodies_mut(&mut stmt) {
                     let inner = std::mem::take(child);
-                    *child = guard_per_thread(inner, cond, fragments, tile, span);
+                    *child = guard_per_thread(inner, cond, fragments, tile);
                 }
             }
         }

@@ -431,6 +431,16 @@ for h in "$H64" "$H256" "$H2048" "" "$H16384"; do
     # shellcheck disable=SC2086
     run tests/tilelang/hadamard.tir -D b=64 $h
 done
+# TileLang's hand-written warp specialization (docs/ir.md, "Hand-written warp
+# specialization"; references in tests/tests/tilelang_examples.rs): the four with mbarriers
+# on sm_90a only (sm_80 refuses them: rule I7), copy_gemm_0_1 on both; the test's ragged
+# size (four k-steps), then whole tiles.
+for ws in barrierpipe_stage2 copy_0_gemm_1 copy_1_gemm_0 softpipe_stage2; do
+    TARGETS=sm_90a run tests/tilelang/ws_gemm_$ws.tir -D M=200 -D N=136 -D K=200
+    TARGETS=sm_90a run tests/tilelang/ws_gemm_$ws.tir -D M=512 -D N=512 -D K=512
+done
+run tests/tilelang/ws_gemm_copy_gemm_0_1.tir -D M=200 -D N=136 -D K=200
+run tests/tilelang/ws_gemm_copy_gemm_0_1.tir -D M=512 -D N=512 -D K=512
 # T.print (docs/ir.md, "Printing"): the device's vprintf lines are the interpreter's.
 # `run --device` runs both in one process, so each of the case's 226 lines (all distinct)
 # shows exactly twice, whatever order the GPU's threads print in.

@@ -911,6 +911,49 @@ const EXAMPLES: &[Example] = &[
         ],
         reference: dequant_gemm_w4a8,
     },
+    // TileLang's hand-written warp specialization (T.ws, T.alloc_barrier, T.tma_copy): 128 x
+    // 128 x 64 tiles, ragged in M, N and K with four k-steps (both stages of the two-stage
+    // ring used twice, each parity of each barrier waited), then whole tiles with three.
+    Example {
+        stem: "ws_gemm_barrierpipe_stage2",
+        sizes: [
+            &[("M", 200), ("N", 136), ("K", 200)],
+            &[("M", 128), ("N", 256), ("K", 192)],
+        ],
+        reference: gemm_f16,
+    },
+    Example {
+        stem: "ws_gemm_copy_0_gemm_1",
+        sizes: [
+            &[("M", 200), ("N", 136), ("K", 200)],
+            &[("M", 128), ("N", 256), ("K", 192)],
+        ],
+        reference: gemm_f16,
+    },
+    Example {
+        stem: "ws_gemm_copy_1_gemm_0",
+        sizes: [
+            &[("M", 200), ("N", 136), ("K", 200)],
+            &[("M", 128), ("N", 256), ("K", 192)],
+        ],
+        reference: gemm_f16,
+    },
+    Example {
+        stem: "ws_gemm_copy_gemm_0_1",
+        sizes: [
+            &[("M", 200), ("N", 136), ("K", 200)],
+            &[("M", 128), ("N", 256), ("K", 192)],
+        ],
+        reference: gemm_f16,
+    },
+    Example {
+        stem: "ws_gemm_softpipe_stage2",
+        sizes: [
+            &[("M", 200), ("N", 136), ("K", 200)],
+            &[("M", 128), ("N", 256), ("K", 192)],
+        ],
+        reference: gemm_f16,
+    },
 ];
 
 /// `hadamard.tir` at n = 2048 for one row: its tunable group as the factory computes it.
@@ -1339,8 +1382,18 @@ const REFUSED: &[(&str, Target, &str)] = &[
         "examples/gemm_fp8_blockscaled",
         Target::Sm80,
         "T.gemm runs on sm_90a's wgmma only",
-    ),
+    ),    // Hand-written warp specialization: tlc's mbarriers are sm_90a's (rule I7), located at
+    // the `T.alloc_barrier` that initializes them. (`ws_gemm_copy_gemm_0_1` has none: it
+    // runs on both.)
+    ("ws_gemm_barrierpipe_stage2", Target::Sm80, MBARRIERS_NEED_SM90),
+    ("ws_gemm_copy_0_gemm_1", Target::Sm80, MBARRIERS_NEED_SM90),
+    ("ws_gemm_copy_1_gemm_0", Target::Sm80, MBARRIERS_NEED_SM90),
+    ("ws_gemm_softpipe_stage2", Target::Sm80, MBARRIERS_NEED_SM90),
 ];
+
+/// [`REFUSED`]'s reason for the hand-written warp-specialized examples on sm_80.
+const MBARRIERS_NEED_SM90: &str =
+    "`T.mbarrier_init` needs a target with bulk tensor copies (TMA) with mbarriers";
 
 /// Compiles whose ptxas log is not clean, with the warning codes it must give instead.
 const PTXAS_EXPECTED: &[(&str, Target, &str)] = &[
@@ -4849,4 +4902,40 @@ fn topk_selector_matches_its_reference() {
 #[test]
 fn dequant_gemm_w4a8_matches_its_reference() {
     check_example("dequant_gemm_w4a8");
+}
+
+/// TileLang's hand-written warp specialization (docs/ir.md, "Hand-written warp
+/// specialization"): each example against the float64 reference at both sizes, lowered for
+/// both targets (sm_80: the documented refusal where it has mbarriers).
+#[test]
+fn warp_specialize_examples_match_their_reference() {
+    for stem in [
+        "ws_gemm_barrierpipe_stage2",
+        "ws_gemm_copy_0_gemm_1",
+        "ws_gemm_copy_1_gemm_0",
+        "ws_gemm_copy_gemm_0_1",
+        "ws_gemm_softpipe_stage2",
+    ] {
+        check_example(stem);
+    }
+}
+
+/// The hand-written schedule is kept: the lowered kernel has the block TileLang's `threads=`
+/// gave (no producer warp group of tlc's `warp-specialize`), its loop is no pipeline, and
+/// the warp groups' waits keep their conditions on the thread index.
+#[test]
+fn warp_specialize_examples_keep_their_schedule() {
+    let (name, text) = source("ws_gemm_barrierpipe_stage2");
+    let size: &[(&str, i64)] = &[("M", 200), ("N", 136), ("K", 200)];
+    let func = check(&name, &text, size).unwrap_or_else(|e| panic!("{name}:\n{e}"));
+    let lowered = lower(&name, &text, &func, Target::Sm90a)
+        .unwrap_or_else(|e| panic!("{name} on sm_90a:\n{e}"));
+    let printed = tlc_ir::printer::print_func(&lowered);
+    assert!(printed.contains("threads=256"), "{printed}");
+    assert!(!printed.contains("T.tma_load("), "{printed}");
+    assert!(!printed.contains("T.setmaxnreg("), "{printed}");
+    assert!(!printed.contains("T.Pipelined("), "{printed}");
+    assert!(printed.contains(">= 128:"), "{printed}");
+    assert!(printed.contains("< 128:"), "{printed}");
+    assert_eq!(printed.matches("T.mbarrier_init(").count(), 4, "{printed}");
 }

@@ -891,6 +891,9 @@ impl Lowerer {
                             self.alloc_reducer(&ident, value.span, args, span);
                             return None;
                         }
+                        "T.alloc_barrier" => {
+                            return self.alloc_barrier(&ident, value.span, args, span);
+                        }
                         "T.Tensor" | "T.Buffer" => {
                             self.view(&ident, &callee, value.span, args);
                             return None;
@@ -1292,6 +1295,9 @@ impl Lowerer {
                     out.push(k);
                 }
             }
+            "T.ws" | "T.WarpSpecialize" => {
+                self.warp_specialize(item.span, args, target, body, span, out)
+            }
             // Blocks are transparent: their reads/writes are informational.
             "T.block" | "T.sblock" => {
                 if let Some(t) = target {
@@ -1333,6 +1339,13 @@ impl Lowerer {
         let span = e.span;
         match name.as_str() {
             "T.copy" => self.copy(span, args),
+            "T.tma_copy" => self.tma_copy(span, args),
+            "T.mbarrier_wait_parity" | "T.barrier_wait" | "T.barrier_arrive" => {
+                self.barrier_call(&name, span, args)
+            }
+            "T.mbarrier_arrive" if Self::tilelang_arrive(args) => {
+                self.barrier_call(&name, span, args)
+            }
             "T.im2col" => self.im2col(span, args),
             "T.gemm" => self.gemm(span, args),
             "T.fill" => self.fill(span, args, false),

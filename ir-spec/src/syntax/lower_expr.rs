@@ -37,6 +37,13 @@ const KNOWN_T_NAMES: &[&str] = &[
     "handle",
     "match_buffer",
     "Kernel",
+    "ws",
+    "WarpSpecialize",
+    "alloc_barrier",
+    "barrier_wait",
+    "barrier_arrive",
+    "mbarrier_wait_parity",
+    "tma_copy",
     "alloc_shared",
     "alloc_fragment",
     "alloc_reducer",
@@ -155,37 +162,9 @@ pub fn suggest<'c>(name: &str, candidates: &[&'c str]) -> Option<&'c str> {
         .map(|(_, c)| c)
 }
 
-/// What tlc writes instead of its warp specialization by hand.
-const WS_INSTEAD: &str = "write the producer's copies and the consumers' gemms in one \
-    `T.Pipelined` loop: tlc's `warp-specialize` pass makes the producer and consumer warps, \
-    their mbarriers and register budgets itself (docs/passes.md); at thread level tlc's own \
-    `T.mbarrier_*`, `T.tma_load` and `T.bar_sync` intrinsics are there (docs/ir.md)";
-
 /// TileLang constructs tlc knows and does not support, with what to write instead: the
 /// error names them as such, not as typos.
 const DECLINED: &[(&str, &str, &str)] = &[
-    ("ws", "hand-written warp specialization", WS_INSTEAD),
-    (
-        "alloc_barrier",
-        "hand-written warp specialization",
-        WS_INSTEAD,
-    ),
-    (
-        "barrier_arrive",
-        "hand-written warp specialization",
-        WS_INSTEAD,
-    ),
-    (
-        "barrier_wait",
-        "hand-written warp specialization",
-        WS_INSTEAD,
-    ),
-    (
-        "mbarrier_wait_parity",
-        "hand-written warp specialization",
-        WS_INSTEAD,
-    ),
-    ("tma_copy", "hand-written warp specialization", WS_INSTEAD),
     (
         "set_max_nreg",
         "register reallocation by hand",

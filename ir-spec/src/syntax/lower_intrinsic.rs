@@ -95,7 +95,7 @@ impl Lowerer {
     }
 
     /// An intrinsic operand `buf[i, j]`: where a run of consecutive elements starts.
-    fn elem_ref(&mut self, e: &ast::Expr, what: &str) -> Option<ElemRef> {
+    pub(crate) fn elem_ref(&mut self, e: &ast::Expr, what: &str) -> Option<ElemRef> {
         let ast::ExprKind::Subscript(base, items) = &e.kind else {
             let mut d = Diagnostic::error(
                 e.span,

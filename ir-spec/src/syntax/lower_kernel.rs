@@ -44,6 +44,8 @@ pub struct KernelState {
         std::collections::HashMap<String, crate::syntax::lower_global_layout::GlobalLayout>,
     /// The parameters the kernel has used so far (a layout must come before them).
     pub touched: std::collections::HashSet<String>,
+    /// Hand-written warp specialization (`syntax::lower_ws`).
+    pub ws: crate::syntax::lower_ws::WsState,
 }
 
 impl Lowerer {
@@ -234,7 +236,10 @@ impl Lowerer {
         });
         let body = self.nested(1, span, body);
         let state = self.kernels.pop().unwrap_or_default();
-        let body = body?;
+        let mut body = body?;
+        if state.ws.tid.is_some() {
+            Self::finish_ws(&mut body, &state.ws.barriers);
+        }
         let Some(threads) = state.threads else {
             return self.fail(
                 Diagnostic::error(span, "this kernel never says how many threads a block has")

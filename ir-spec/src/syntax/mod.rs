@@ -24,6 +24,7 @@ pub mod lower_tunable;
 pub mod lower_value_call;
 pub mod lower_var;
 pub mod lower_view;
+pub mod lower_ws;
 pub mod support;
 pub mod thread_regions;
 

@@ -19,7 +19,7 @@
 //! write instead.
 
 use crate::diagnostic::Diagnostic;
-use crate::ir::{Expr, ExprKind, For, ForKind, Ident, Scope, Stmt, StmtKind, ThreadTag};
+use crate::ir::{Expr, ExprKind, For, ForKind, Ident, Intrinsic, Scope, Stmt, StmtKind, ThreadTag};
 use crate::span::Span;
 use crate::visit;
 use std::collections::BTreeSet;
@@ -189,19 +189,7 @@ impl<'a> Regions<'a> {
 
     /// Whether `stmt` (at any depth) holds a tile op, a `T.Parallel` loop or a fragment.
     fn is_tile(&self, stmt: &Stmt) -> bool {
-        let mut tile = false;
-        visit::for_each_stmt(std::slice::from_ref(stmt), &mut |s| {
-            tile |= match &s.kind {
-                StmtKind::Copy { .. }
-                | StmtKind::Fill { .. }
-                | StmtKind::Gemm(_)
-                | StmtKind::Reduce(_)
-                | StmtKind::Kernel(_) => true,
-                StmtKind::For(f) => f.kind == ForKind::Parallel,
-                _ => false,
-            };
-        });
-        tile || self.fragment_named(stmt).is_some()
+        holds_tile(stmt, &self.fragments)
     }
 
     /// A fragment `stmt` names (at any depth).
@@ -232,6 +220,21 @@ impl<'a> Regions<'a> {
     /// A thread-dependent name in `s`'s own expressions and operands (not its nested
     /// statements).
     fn thread_use_in(&self, s: &Stmt) -> Option<(String, Span)> {
+        // A barrier and an mbarrier's init, arrival or wait are thread-level statements that
+        // every thread runs for itself (hand-written warp specialization, `syntax::lower_ws`):
+        // per-thread code, though they name no thread.
+        let thread_level = matches!(
+            &s.kind,
+            StmtKind::Barrier
+                | StmtKind::Intrinsic(
+                    Intrinsic::MbarrierInit { .. }
+                        | Intrinsic::MbarrierArrive { .. }
+                        | Intrinsic::MbarrierWait { .. }
+                )
+        );
+        if let (true, Some((v, _))) = (thread_level, self.vars.first()) {
+            return Some((v.name.clone(), s.span));
+        }
         for (name, at) in visit::stmt_buffer_uses(s) {
             if self.thread_locals.contains(name) {
                 return Some((name.to_string(), at));
@@ -295,6 +298,29 @@ impl<'a> Regions<'a> {
         }
         body
     }
+}
+
+/// Whether `stmt` (at any depth) holds a tile op, a `T.Parallel` loop or one of `fragments`.
+pub(super) fn holds_tile<S: std::borrow::Borrow<str> + Ord>(
+    stmt: &Stmt,
+    fragments: &BTreeSet<S>,
+) -> bool {
+    let mut tile = false;
+    visit::for_each_stmt(std::slice::from_ref(stmt), &mut |s| {
+        tile |= match &s.kind {
+            StmtKind::Copy { .. }
+            | StmtKind::Fill { .. }
+            | StmtKind::Gemm(_)
+            | StmtKind::Reduce(_)
+            | StmtKind::Kernel(_) => true,
+            StmtKind::For(f) => f.kind == ForKind::Parallel,
+            _ => false,
+        };
+        for (name, _) in visit::stmt_buffer_uses(s) {
+            tile |= fragments.contains(name);
+        }
+    });
+    tile
 }
 
 pub(super) fn thread_tag(axis: usize) -> ThreadTag {

@@ -31,7 +31,7 @@ pub fn rtol(dtype: DType) -> Option<f64> {
 }
 
 /// The unit roundoff of a float dtype.
-fn unit(dtype: DType) -> Option<f64> {
+pub fn unit(dtype: DType) -> Option<f64> {
     Some(2f64.powi(match dtype {
         DType::Float64 => -53,
         DType::Float32 => -24,

@@ -31,6 +31,9 @@ pub enum Skip {
     Large,
     /// Its tile-level result depends on the order of `T.Parallel` iterations or blocks.
     OrderDependent,
+    /// A sum folds so many terms in so narrow a float that its order decides the result
+    /// ([`unstable_sum`]).
+    UnstableSum,
 }
 
 impl Skip {
@@ -38,6 +41,7 @@ impl Skip {
         match self {
             Skip::Large => "large",
             Skip::OrderDependent => "order-dependent",
+            Skip::UnstableSum => "unstable sum",
         }
     }
 }
@@ -81,6 +85,9 @@ fn interpret(
 /// [`super::estimate::work`].
 pub fn reference(tile: &PrimFunc, pick: u64, seed: u64, max_work: f64) -> Result<Reference, Skip> {
     let dims = bind_dims(tile, pick, max_work).ok_or(Skip::Large)?;
+    if unstable_sum(tile) {
+        return Err(Skip::UnstableSum);
+    }
     let floor = super::compare::floor(tile);
     let result = interpret(tile, &dims, seed);
     let again = interpret(&super::reverse::reversed(tile), &dims, seed);
@@ -98,6 +105,45 @@ pub fn reference(tile: &PrimFunc, pick: u64, seed: u64, max_work: f64) -> Result
         seed,
         result,
     })
+}
+
+/// Whether a `T.reduce_sum` / `T.reduce_abssum` of `tile` folds `n` terms into a float
+/// dtype of unit roundoff `u` with `n · u ≥ 1`: the error bound of a fold in any order,
+/// `(n − 1) · u · Σ|x|` (docs/ir.md, Reductions), then exceeds the sum itself, so the tile
+/// level's index-order fold and a lowered tree of partials may both be right and far apart
+/// (a bfloat16 sum of 8192 squares saturates in order, not in a tree). There is no reference
+/// to compare with.
+fn unstable_sum(tile: &PrimFunc) -> bool {
+    use tlc_ir::{ReduceKind, StmtKind};
+    let mut decls = HashMap::new();
+    tlc_ir::visit::for_each_stmt(&tile.body, &mut |s| {
+        if let StmtKind::Kernel(k) = &s.kind {
+            for a in &k.allocs {
+                decls.insert(a.name.name.clone(), (a.dtype, a.shape.clone()));
+            }
+        }
+    });
+    let mut unstable = false;
+    tlc_ir::visit::for_each_stmt(&tile.body, &mut |s| {
+        let StmtKind::Reduce(r) = &s.kind else {
+            return;
+        };
+        if !matches!(r.kind, ReduceKind::Sum | ReduceKind::AbsSum) {
+            return;
+        }
+        let (Some((dtype, _)), Some((_, shape))) = (decls.get(&r.dst.name), decls.get(&r.src.name))
+        else {
+            return;
+        };
+        let extent = r
+            .axis(shape.len())
+            .and_then(|a| shape.get(a))
+            .and_then(|e| e.as_int());
+        if let (Some(u), Some(n)) = (super::compare::unit(*dtype), extent) {
+            unstable |= n as f64 * u >= 1.0;
+        }
+    });
+    unstable
 }
 
 /// Dims for `tile` under the budget: drawn from [`DIM_VALUES`] by `pick`, else all 16,

@@ -151,3 +151,10 @@ fn ptx_id(ptx: &str) -> u64 {
 pub fn driver_available() -> bool {
     tlc_runtime::driver_available()
 }
+
+/// Called by the package's exit hook: modules and device buffers dropped from now on are
+/// left to the driver's teardown (`tlc_runtime::process_exiting`).
+#[pyfunction]
+pub fn process_exiting() {
+    tlc_runtime::process_exiting();
+}

@@ -37,5 +37,5 @@ mod _tlc {
     use crate::tune::tune;
 
     #[pymodule_export]
-    use crate::launch::{driver_available, prepare, Loaded, Prepared};
+    use crate::launch::{driver_available, prepare, process_exiting, Loaded, Prepared};
 }

@@ -164,12 +164,6 @@ class Kernel:
         stages when ``stage`` is none of them."""
         return str(self._compiled.ir(stage))
 
-    def _release_modules(self) -> None:
-        """Drops this kernel's loaded modules (they load again on the next launch)."""
-        self._loaded.clear()
-        for sig in self._signatures.values():
-            sig.loaded = None
-
     def __call__(self, *tensors: Any, stream: Optional[int] = None, **dims: int) -> Any:
         """Launches the kernel on CUDA tensors without waiting.
 
@@ -237,7 +231,7 @@ class Kernel:
                 from ._tlc import Loaded
 
                 loaded = self._loaded[(device, sig.ptx)] = Loaded(sig.ptx, device)
-                _launch.release_at_exit(self)
+                _launch.release_at_exit()
             if sig.device is not None:
                 sig.loaded = loaded
         loaded.run(sig.prepared, ptrs, stream)

@@ -9,9 +9,7 @@ current stream, and the module was loaded by an earlier (uncaptured) call."""
 from __future__ import annotations
 
 import atexit
-import gc
 import sys
-import weakref
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import _tensors
@@ -101,29 +99,27 @@ def current_stream(device: int) -> int:
     return int(raw(device))
 
 
-#: The kernels that hold loaded modules, released at exit (``release_at_exit``).
-_HOLDERS: "weakref.WeakSet[Any]" = weakref.WeakSet()
 _EXIT_HOOK = False
 
 
-def release_at_exit(kernel: Any) -> None:
-    """Unloads ``kernel``'s modules when the interpreter exits, before its finalization.
+def release_at_exit() -> None:
+    """Registers, at the first module load, the exit hook that tells the extension the
+    process is exiting (``_at_exit``).
 
-    A module still loaded when the process tears down is unloaded (if ever) after the
-    libraries around it have started tearing down: with torch's profiler (CUPTI) active
-    in the process, that unload crashed the process at exit (``double free or
-    corruption``, TileLang's example_gemm with ``do_bench(backend="cupti")``, H200,
-    2026-12-01). The hook is registered at the first load, so it runs before the exit
-    hooks of libraries imported earlier (atexit runs last-registered first).
+    The Python objects that own modules and device buffers are destroyed during the
+    interpreter's finalization, after every exit hook, when the libraries beside tlc may have
+    torn down: with torch's profiler (CUPTI) active, unloading a module then crashed the
+    process at exit (``double free or corruption``; TileLang's example_gemm with
+    ``do_bench(backend="cupti")``, H200, 2026-12-01). From the hook on, dropping them leaves
+    the memory to the driver's own teardown at process exit.
     """
     global _EXIT_HOOK
-    _HOLDERS.add(kernel)
     if not _EXIT_HOOK:
         _EXIT_HOOK = True
-        atexit.register(_release_all)
+        atexit.register(_at_exit)
 
 
-def _release_all() -> None:
-    for kernel in list(_HOLDERS):
-        kernel._release_modules()
-    gc.collect()
+def _at_exit() -> None:
+    from . import _tlc
+
+    _tlc.process_exiting()

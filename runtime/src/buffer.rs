@@ -251,7 +251,8 @@ impl DeviceTensor {
 
 impl Drop for DeviceTensor {
     fn drop(&mut self) {
-        if self.ptr == 0 {
+        // At process exit the driver frees it (`driver::process_exiting`).
+        if self.ptr == 0 || crate::driver::is_exiting() {
             return;
         }
         // Errors cannot be returned from drop; a failed free leaves the memory to the

@@ -10,6 +10,25 @@
 use crate::error::RuntimeError;
 use cudarc::driver::result::DriverError;
 use cudarc::driver::sys;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set once the host process has begun to exit (`process_exiting`).
+static EXITING: AtomicBool = AtomicBool::new(false);
+
+/// Marks the process as exiting: from now on, dropping a module or a device buffer leaves
+/// it to the driver's own teardown at process exit instead of unloading / freeing it. The
+/// libraries beside tlc in the process may already have torn down by the time the host
+/// language destroys tlc's objects: with torch's profiler (CUPTI) active, a module unloaded
+/// then corrupted the heap (`double free or corruption` at exit, H200, 2026-12-01). The
+/// Python package calls this from an exit hook.
+pub fn process_exiting() {
+    EXITING.store(true, Ordering::SeqCst);
+}
+
+/// Whether [`process_exiting`] was called.
+pub fn is_exiting() -> bool {
+    EXITING.load(Ordering::SeqCst)
+}
 
 /// Whether the CUDA driver library (`libcuda.so`) can be opened on this machine.
 pub fn driver_available() -> bool {

@@ -36,7 +36,8 @@ struct Module {
 
 impl Drop for Module {
     fn drop(&mut self) {
-        if self.gpu.bind().is_ok() {
+        // At process exit the driver unloads it (`driver::process_exiting`).
+        if !crate::driver::is_exiting() && self.gpu.bind().is_ok() {
             // SAFETY: loaded by `cuModuleLoadDataEx` and unloaded only here; the kernel's
             // function handle dies with the `Kernel` that owns this module.
             let _ = unsafe { result::module::unload(self.raw) };

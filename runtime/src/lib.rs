@@ -39,7 +39,9 @@ pub use check::{
 pub use cublas::{cublas_gemm_f16, Cublas};
 pub use cublaslt::{CublasLt, Fp8Gemm};
 pub use device::{DeviceInfo, Gpu};
-pub use driver::{cublas_available, cublaslt_available, driver_available};
+pub use driver::{
+    cublas_available, cublaslt_available, driver_available, is_exiting, process_exiting,
+};
 pub use error::RuntimeError;
 pub use expr::{DimExpr, Op};
 pub use kernel::Kernel;

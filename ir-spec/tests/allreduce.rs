@@ -296,3 +296,21 @@ fn interpreter_reduces_over_any_axes() {
         }
     }
 }
+
+/// `scratch=` (what `plan-allreduce-scratch` adds) prints and parses back: compiled IR read
+/// again keeps its scratch.
+#[test]
+fn scratch_prints_and_parses_back() {
+    let src = kernel(
+        "float32",
+        "(32, 4)",
+        "sc = T.alloc_shared((128,), \"float32\")\nT.thread_allreduce(\"sum\", A[ty, tx], acc[0], ty, scratch=sc)\nC[ty, tx] = acc[0]",
+    );
+    let f = ok(&src);
+    let printed = print_func(&f);
+    assert!(
+        printed.contains("T.thread_allreduce(\"sum\", A[ty, tx], acc[0], ty, scratch=sc)"),
+        "{printed}"
+    );
+    assert_eq!(ok(&printed), f);
+}

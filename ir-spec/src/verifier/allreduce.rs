@@ -6,7 +6,6 @@ use crate::diagnostic::Diagnostic;
 use crate::dtype::DType;
 use crate::ir::{allreduce_steps, AllReduce, Scope};
 use crate::span::Span;
-use crate::target::WARP_SIZE;
 
 /// The dtypes an all-reduce combines: those one 32-bit `shfl.sync` carries.
 pub const ALLREDUCE_DTYPES: [DType; 5] = [
@@ -96,9 +95,9 @@ impl Checker<'_> {
         self.allreduce_threads(r, span, decl.map(|d| d.dtype));
     }
 
-    /// R4–R6: the reduced thread variables are those of enclosing thread loops, each once,
-    /// on axes whose extents are powers of two; the shuffle steps need a block of whole warps
-    /// (or one smaller than a warp); steps across warps need a `scratch` buffer.
+    /// R4, R6: the reduced thread variables are those of enclosing thread loops, each once,
+    /// on axes whose extents are powers of two; steps that are not shuffles need a `scratch`
+    /// buffer.
     fn allreduce_threads(&mut self, r: &AllReduce, span: Span, dtype: Option<DType>) {
         if r.threads.is_empty() {
             self.error(
@@ -152,15 +151,9 @@ impl Checker<'_> {
             );
             return;
         };
+        // (R5 is in `allreduce_steps`: a block of more than 32 threads that is not whole
+        // warps takes no shuffle step, so no shuffle names a lane the block lacks.)
         let total: i64 = block.iter().product();
-        let warp = WARP_SIZE;
-        // R5: a shuffle's member mask is the whole warp, so its warp must be whole.
-        if steps.iter().any(|s| s.lane_xor.is_some()) && total > warp && total % warp != 0 {
-            self.error(
-                span,
-                format!("`T.thread_allreduce` needs a block of whole warps; this one has {total} threads"),
-            );
-        }
         // R6: the steps between warps go through `scratch`.
         let needs_scratch = steps.iter().any(|s| s.lane_xor.is_none());
         match (&r.scratch, needs_scratch) {

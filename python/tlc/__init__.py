@@ -231,7 +231,7 @@ class Kernel:
                 from ._tlc import Loaded
 
                 loaded = self._loaded[(device, sig.ptx)] = Loaded(sig.ptx, device)
-                _launch.release_at_exit()
+                _launch.register_exit_hook()
             if sig.device is not None:
                 sig.loaded = loaded
         loaded.run(sig.prepared, ptrs, stream)

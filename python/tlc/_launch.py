@@ -102,7 +102,7 @@ def current_stream(device: int) -> int:
 _EXIT_HOOK = False
 
 
-def release_at_exit() -> None:
+def register_exit_hook() -> None:
     """Registers, at the first module load, the exit hook that tells the extension the
     process is exiting (``_at_exit``).
 

@@ -63,6 +63,11 @@ fn small_specialized_kernels_are_untouched() {
             // tile from `start[0]`), bounded only by int32: widened at any size.
             continue;
         }
+        if name == "tma_int64_origin" {
+            // Written with int64 index math on purpose (a TMA origin 2^32 past the tensor):
+            // the pass computes its provably small int64 part (`bx * 32`) in int32.
+            continue;
+        }
         let dims: Vec<(String, i64)> = func.dims.iter().map(|d| (d.name.clone(), 256)).collect();
         let Ok(small) = specialize(&func, &dims) else {
             continue;

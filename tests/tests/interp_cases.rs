@@ -166,6 +166,17 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
                 }
             }
         }
+        "tma_int64_origin" => {
+            // Rows 0..64 of B are A's (zeros past its 100 x 56); blocks 2 and 3 load a box
+            // 2^32 rows past A: wholly outside, zeros (never A's rows 64.. by truncation).
+            let (a, b) = (o["A"].to_f64(), o["B"].to_f64());
+            for i in 0..128 {
+                for j in 0..64 {
+                    let want = if i < 64 && j < 56 { a[i * 56 + j] } else { 0.0 };
+                    assert_eq!(b[i * 64 + j], want, "{stem}: B[{i}, {j}]");
+                }
+            }
+        }
         "cluster_multicast" => {
             // Block bx stores the pair's tile: A rows 32 * (bx // 2).., zeros outside A.
             let (a, b) = (o["A"].to_f64(), o["B"].to_f64());

@@ -97,3 +97,49 @@ fn a_store_outside_the_tensor_is_dropped() {
     assert_eq!(b[0], 1.0);
     assert!(b[1..].iter().all(|&x| x == 5.0), "{b:?}");
 }
+
+fn f32_tensor(shape: &[usize], data: &[f64]) -> Tensor {
+    Tensor::from_f64(tlc_ir::DType::Float32, shape, data).expect("tensor")
+}
+
+#[test]
+fn a_view_is_guarded_by_its_own_shape_not_the_parameters() {
+    // V (8 x 4) over A (4 x 8): V[i, j] for j >= 4 reads 0, not V[i + 1, j - 4]; W[7 - i, j]
+    // for j >= 4 is dropped, not written over W[8 - i, j - 4] (written one row earlier).
+    let a: Vec<f64> = (0..32).map(|x| x as f64 + 1.0).collect();
+    let out = run_tile(
+        "view_logical_bounds.tir",
+        HashMap::from([("A".to_string(), f32_tensor(&[4, 8], &a))]),
+    );
+    let (b, c) = (out["B"].to_f64(), out["C"].to_f64());
+    for i in 0..8 {
+        for j in 0..8 {
+            let want = if j < 4 { a[i * 4 + j] } else { 0.0 };
+            assert_eq!(b[i * 8 + j], want, "B[{i}, {j}]");
+        }
+        for j in 0..4 {
+            assert_eq!(c[i * 4 + j], (10 * i + j) as f64, "W[{i}, {j}]");
+        }
+    }
+}
+
+#[test]
+fn a_global_layout_is_guarded_by_the_declared_shape() {
+    // Y and Z (4 x 8) stored transposed: rows 4 and 5 of the 6-row loop are past the shape.
+    let y: Vec<f64> = (0..32).map(|x| x as f64 + 1.0).collect();
+    let out = run_tile(
+        "layout_logical_bounds.tir",
+        HashMap::from([
+            ("Y".to_string(), f32_tensor(&[4, 8], &y)),
+            ("Z".to_string(), f32_tensor(&[4, 8], &[0.0; 32])),
+        ]),
+    );
+    let (b, z) = (out["B"].to_f64(), out["Z"].to_f64());
+    for i in 0..6 {
+        for j in 0..8 {
+            let want = if i < 4 { y[j * 4 + i] } else { 0.0 };
+            assert_eq!(b[i * 8 + j], want, "B[{i}, {j}]");
+        }
+    }
+    assert!(z.iter().all(|&x| x == 1.0), "{z:?}");
+}

@@ -237,10 +237,10 @@ impl Cg {
         };
         let mut coords = Vec::with_capacity(src.indices.len());
         for index in src.indices.iter().rev() {
-            let Some(v) = self.expr_as(index, DType::Int32) else {
+            let Some(c) = self.tma_coordinate(index) else {
                 return;
             };
-            coords.push(self.in_reg(v, Type::S32));
+            coords.push(c);
         }
         // The verifier checked the mask (a 16-bit constant); 0 is no multicast.
         let multicast = (multicast != 0).then(|| self.b.mov(Type::B16, Operand::Imm(multicast)));
@@ -251,6 +251,20 @@ impl Cg {
             bar: bar_addr,
             multicast,
         });
+    }
+
+    /// A TMA box coordinate in an `.s32` register. A 64-bit index saturates (`cvt.sat`)
+    /// instead of wrapping: a tensor dim is at most `MAX_TMA_DIM` (below `i32::MAX` by more
+    /// than a box), so an origin past `.s32` stays wholly outside the tensor and the box
+    /// reads the zeros the interpreter gives it; one inside `.s32` is unchanged.
+    fn tma_coordinate(&mut self, index: &Expr) -> Option<Reg> {
+        let wide = self.typed(index)?.dtype == DType::Int64 && index.as_int().is_none();
+        if !wide {
+            let v = self.expr_as(index, DType::Int32)?;
+            return Some(self.in_reg(v, Type::S32));
+        }
+        let v = self.expr(index, DType::Int64)?;
+        Some(self.b.cvt_with(None, true, Type::S32, Type::S64, v))
     }
 
     /// `T.mbarrier_arrive_cluster(bar, rank)`: the barrier's shared::cta address in a

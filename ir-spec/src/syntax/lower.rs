@@ -977,15 +977,17 @@ impl Lowerer {
                 }
                 let indices = self.indices(items);
                 let value = self.expr(value);
-                let (buffer, indices) = self.element_target(buffer, indices?, base.span)?;
-                Some(Stmt::new(
+                let (buffer, indices, inside) =
+                    self.logical_element_target(buffer, indices?, base.span)?;
+                let store = Stmt::new(
                     StmtKind::Store {
                         buffer: Ident::new(buffer, base.span),
                         indices,
                         value: value?,
                     },
                     span,
-                ))
+                );
+                Some(crate::syntax::lower_view::only_if(inside, store, span))
             }
             _ => self.fail(Diagnostic::error(
                 target.span,

@@ -437,8 +437,20 @@ impl Lowerer {
             return self.fail(expr_error(base, "only a buffer name can be indexed"));
         };
         let indices = self.indices(items)?;
-        let (buffer, indices) = self.element_target(buffer, indices, base.span)?;
-        Some(Expr::new(ExprKind::Load { buffer, indices }, span))
+        let dtype = self.elem_dtype(buffer);
+        let (buffer, indices, inside) = self.logical_element_target(buffer, indices, base.span)?;
+        let load = Expr::new(ExprKind::Load { buffer, indices }, span);
+        Some(match (inside, dtype) {
+            // Outside a view's (or a layout's) shape: 0, as legalize-safe-memory reads.
+            (Some(c), Some(dtype)) => {
+                let zero = Expr::new(ExprKind::Cast(dtype, Box::new(Expr::int(0))), span);
+                Expr::new(
+                    ExprKind::Select(Box::new(c), Box::new(load), Box::new(zero)),
+                    span,
+                )
+            }
+            _ => load,
+        })
     }
 
     /// Leaves, and the expressions that are errors in scalar position.

@@ -492,15 +492,16 @@ impl Lowerer {
         }
         let indices = self.indices(items);
         let value = self.expr(value);
-        let (buffer, indices) = self.element_target(buffer, indices?, base.span)?;
-        Some(Stmt::new(
+        let (buffer, indices, inside) = self.logical_element_target(buffer, indices?, base.span)?;
+        let add = Stmt::new(
             StmtKind::AtomicAdd {
                 buffer: Ident::new(buffer, base.span),
                 indices,
                 value: value?,
             },
             span,
-        ))
+        );
+        Some(crate::syntax::lower_view::only_if(inside, add, span))
     }
 
     /// `memory_order=` of `T.atomic_add`: `"relaxed"`, the only order tlc's adds have.

@@ -127,6 +127,28 @@ impl Lowerer {
         }
     }
 
+    /// [`Lowerer::element_target`] for an element access the user wrote, with the condition
+    /// under which its indices lie inside the declared shape of a view or of a tensor with a
+    /// layout. Those indices are logical: one past a view's row (or past a dimension of a
+    /// layout's shape) lands on another element of the parameter, inside the parameter, so
+    /// `legalize-safe-memory` (which sees only the parameter) cannot tell. The caller guards
+    /// the access with it, as that pass does: a load outside reads 0, a store or an atomic
+    /// add outside is dropped. `None`: a plain access, or every index a constant inside.
+    pub fn logical_element_target(
+        &mut self,
+        name: &str,
+        indices: Vec<Expr>,
+        span: Span,
+    ) -> Option<(String, Vec<Expr>, Option<Expr>)> {
+        let logical = self.views.contains_key(name) || self.global_layout_of(name).is_some();
+        let cond = match logical {
+            true => self.in_bounds(name, &indices, span)?,
+            false => None,
+        };
+        let (buffer, indices) = self.element_target(name, indices, span)?;
+        Some((buffer, indices, cond))
+    }
+
     /// The parameter access that `view[indices]` means, if `name` is a view.
     pub fn view_access(
         &mut self,
@@ -286,7 +308,7 @@ impl Lowerer {
         body.pop()
     }
 
-    fn elem_dtype(&mut self, name: &str) -> Option<DType> {
+    pub(crate) fn elem_dtype(&mut self, name: &str) -> Option<DType> {
         if let Some(v) = self.views.get(name) {
             return Some(v.dtype);
         }
@@ -308,6 +330,12 @@ impl Lowerer {
         };
         let mut cond: Option<Expr> = None;
         for (i, n) in idx.iter().zip(shape) {
+            // A constant index inside a constant extent needs no test.
+            if let (Some(i), Some(n)) = (i.as_int(), n.as_int()) {
+                if (0..n).contains(&i) {
+                    continue;
+                }
+            }
             let lo = Expr::binary(BinOp::Ge, i.clone(), Expr::int(0), span);
             let hi = Expr::binary(BinOp::Lt, i.clone(), n, span);
             for c in [lo, hi] {
@@ -318,6 +346,21 @@ impl Lowerer {
             }
         }
         Some(cond)
+    }
+}
+
+/// `stmt`, under `if cond:` when there is a condition.
+pub fn only_if(cond: Option<Expr>, stmt: Stmt, span: Span) -> Stmt {
+    match cond {
+        Some(cond) => Stmt::new(
+            StmtKind::If {
+                cond,
+                then_body: vec![stmt],
+                else_body: vec![],
+            },
+            span,
+        ),
+        None => stmt,
     }
 }
 

@@ -1543,11 +1543,14 @@ const NOT_YET: &[&str] = &["fp8_lighting_indexer", "gemm_int4"];
 /// (`tlc::frontend::finish`; TileLang's LegalizeSafeMemoryAccess: such loads read 0).
 const GUARDED: &[&str] = &["gdn_chunk_o", "gdn_wy_fast"];
 
+/// A binding of a kernel's dims (and tunables).
+type Size = &'static [(&'static str, i64)];
+
 /// Files that translate a configuration whose original reads memory it never wrote: `check`
 /// and `compile` accept them, and the tile-level interpreter must stop each, at one binding
 /// of its dims, with a located error naming the buffer (the fragment of the message given
 /// here). The defined configuration of the same kernel is an example of its own.
-const UNINITIALIZED: &[(&str, &[(&str, i64)], &str)] = &[
+const UNINITIALIZED: &[(&str, Size, &str)] = &[
     // use_initial_state = False, as main() calls it: the first chunk stores and multiplies
     // by `b_h_shared` before anything writes it (gdn_chunk_delta_h_init takes the defined
     // branch).

@@ -171,6 +171,8 @@ pub fn gdn_chunk_delta_h(o: &Outputs) -> Expected {
     let s = o["K"].shape().to_vec();
     let (batch, seq, heads, dim) = (s[0], s[1], s[2], s[3]);
     let chunks = seq / 64;
+    // The file's `1.442695` (not the constant: the original's digits) standing for log2 e.
+    #[allow(clippy::approx_constant)]
     let p = Approx::literal(1.442695, std::f64::consts::LOG2_E, Fp::F32);
     let mut h_out = vec![exact(0.0); batch * chunks * heads * dim * dim];
     let mut final_out = vec![exact(0.0); batch * heads * dim * dim];

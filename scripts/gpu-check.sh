@@ -180,6 +180,16 @@ for name, (B, T, H) in {"nsa_bi_a": (2, 64, 1), "nsa_bi_b": (1, 100, 2), "nsa_bi
             for h in range(H):
                 bi[b, t, h, 0] = rng.integers(0, max(1, t // 32))
     save(name, bi)
+# sparse_mla_fwd: per query 128 distinct keys of seq_len_kv, key 0 among them (the EXAMPLES
+# input's construction; keys past the query are masked by the kernel).
+for name, (B, S, SKV) in {"smla_a": (1, 3, 130), "smla_b": (2, 64, 512)}.items():
+    idx = np.zeros((B, S, 1, 128), np.int32)
+    for b in range(B):
+        for t in range(S):
+            keys = rng.permutation(SKV)[:128]
+            if 0 not in keys: keys[rng.integers(0, 128)] = 0
+            idx[b, t, 0, :] = keys
+    save(name, idx)
 PY
 then
     run tests/cases/valid/gemm_f16_acc.tir -D M=200 -D N=136 -D K=72 --input A=$ints/A_200_72.npy --input B=$ints/B_136_72.npy
@@ -426,6 +436,23 @@ run tests/tilelang/fusedmoe_routed.tir -D dhidden=1024 -D dexpert=256 -D n_route
 run tests/tilelang/linear_attn_fwd.tir -D B=1 -D H=2 -D S=256 --atol 4e-3
 run tests/tilelang/linear_attn_fwd.tir -D B=1 -D H=16 -D S=512 --atol 4e-3
 run tests/tilelang/retention_fwd.tir -D B=1 -D H=2 -D S=256
+# Issue 38's corpus additions. The gated delta net kernels store bfloat16 (a flipped
+# rounding is 2^-8 relative): chunk_o and wy_fast ragged (S = 100) and whole; delta_h
+# (S a multiple of 64) carries its state over the chunks. linear_attn_bwd's float32
+# gradients are sums of float16 products over S positions.
+run tests/tilelang/gdn_chunk_o.tir -D B=1 -D S=100 -D H=2 --atol 1e-2 --rtol 1e-2
+run tests/tilelang/gdn_chunk_o.tir -D B=1 -D S=1024 -D H=4 --atol 1e-2 --rtol 1e-2
+run tests/tilelang/gdn_wy_fast.tir -D B=1 -D S=100 -D H=2 --atol 1e-2 --rtol 1e-2
+run tests/tilelang/gdn_wy_fast.tir -D B=1 -D S=1024 -D H=4 --atol 1e-2 --rtol 1e-2
+run tests/tilelang/gdn_chunk_delta_h_init.tir -D B=1 -D S=128 -D H=2 --atol 1e-2 --rtol 1e-2
+run tests/tilelang/gdn_chunk_delta_h_init.tir -D B=1 -D S=512 -D H=4 --atol 1e-2 --rtol 1e-2
+run tests/tilelang/linear_attn_bwd.tir -D B=1 -D H=2 -D S=128 --atol 4e-3
+run tests/tilelang/linear_attn_bwd.tir -D B=1 -D H=4 -D S=1024 --atol 4e-3
+run tests/tilelang/fp8_lighting_indexer_clean.tir -D seq_len=3 -D seq_len_kv=4096
+run tests/tilelang/fp8_lighting_indexer_clean.tir -D seq_len=100 -D seq_len_kv=8192
+# sparse_mla_fwd needs 230464 bytes of shared memory: sm_90a only (as the original).
+TARGETS=sm_90a run tests/tilelang/sparse_mla_fwd.tir -D batch=1 -D seq_len=3 -D seq_len_kv=130 --input Indices=$ints/smla_a.npy --atol 1e-2 --rtol 1e-2
+TARGETS=sm_90a run tests/tilelang/sparse_mla_fwd.tir -D batch=2 -D seq_len=64 -D seq_len_kv=512 --input Indices=$ints/smla_b.npy --atol 1e-2 --rtol 1e-2
 run tests/tilelang/retention_fwd.tir -D B=1 -D H=4 -D S=4096 --atol 8e-3
 run tests/tilelang/mamba_chunk_state.tir -D batch=1 -D seqlen=200 -D chunk_size=128 -D ngroups=2 -D nheads=4 -D headdim=80 -D dstate=100
 run tests/tilelang/mamba_chunk_state.tir -D batch=1 -D seqlen=4096 -D chunk_size=256 -D ngroups=1 -D nheads=8 -D headdim=64 -D dstate=128 --rtol 4e-3

@@ -446,3 +446,29 @@ fn a_narrow_shift_by_a_wider_count_widens() {
         assert_eq!(got as i64, want, "i = {i}");
     }
 }
+
+/// `**` is Python's, evaluated while the kernel is traced: number literals fold into one
+/// literal (binding tighter than a unary minus on its left, right-associative, a unary
+/// minus allowed on its right), integers stay integers, a negative or float exponent gives a
+/// float; anything else is a located error saying what to write.
+#[test]
+fn power_folds_literals_as_python_does() {
+    same("I[i] = -(2**30)", "I[i] = -(1073741824)");
+    same("I[i] = -2**30", "I[i] = -1073741824");
+    same("I[i] = 2**3**2", "I[i] = 512");
+    same("F[i] = 2**-1", "F[i] = 0.5");
+    same("F[i] = 576 ** -0.5", "F[i] = 0.041666666666666664");
+    same("F[i] = 2.0 ** 3", "F[i] = 8.0");
+    same("I[i] = i * 2**4", "I[i] = i * 16");
+    let err = |body: &str| -> String {
+        match parse(&wrap(body)) {
+            Ok(_) => String::new(),
+            Err(errs) => errs.iter().map(|e| e.to_string()).collect(),
+        }
+    };
+    let e = err("F[i] = F[i] ** 2");
+    assert!(e.contains("both sides must be number literals"), "{e}");
+    assert!(e.contains("T.pow"), "{e}");
+    assert!(err("I[i] = 2**64").contains("does not fit in a 64-bit integer"));
+    assert!(err("F[i] = 10.0 ** 400").contains("`**` gives inf"));
+}

@@ -26,6 +26,10 @@
 //! warp tiles of 16 x 8 multiples considered (`N % (8 WN) == 0`, the mma tile itself, as
 //! TileLang's partition): MLA's 64 x 64 scores over 8 warps `FullCol` are 8 warps of
 //! 64 x 8. Kernels with a 16 x 16 partition keep it (a B `ldmatrix.x4` per two n-tiles).
+//! Where `FullRow` (`FullCol`) still finds none, TileLang's fallback takes the most warps
+//! along M (N) that fit and the rest along the other dimension
+//! (`analysis::mma::one_dim_fallback`): sparse MLA's 64 x 64 scores over 8 warps `FullRow`
+//! are 4 x 2 warps of 16 x 32.
 
 use crate::analysis::access::element_accesses;
 use crate::analysis::block::Block;

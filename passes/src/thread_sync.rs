@@ -660,9 +660,14 @@ fn walk(body: Vec<Stmt>, state: &mut State, cx: &mut Cx) -> Vec<Stmt> {
                 state.pending = Touches::default();
                 out.push(Stmt::new(StmtKind::Barrier, span));
             }
+            // A `T.Pipelined` loop in per-thread code has no tile copies to run ahead: its
+            // iterations run in order, as a serial loop's (DeepSeek-V3.2's `clean_logits_`
+            // walks a row in `T.Pipelined` chunks).
             StmtKind::For(f)
-                if matches!(f.kind, ForKind::Serial | ForKind::Unroll)
-                    && !cx.thread_dependent(&f.start)
+                if matches!(
+                    f.kind,
+                    ForKind::Serial | ForKind::Unroll | ForKind::Pipelined { .. }
+                ) && !cx.thread_dependent(&f.start)
                     && !cx.thread_dependent(&f.stop) =>
             {
                 serial_loop(f, span, state, cx, &mut out)

@@ -65,7 +65,7 @@ pub mod mutate;
 ///
 /// - `a ± b`: `ea + eb`; `a · b`: `|a|·eb + |b|·ea + ea·eb`;
 ///   `a / b`: `(ea + |a/b|·eb) / (|b| − eb)` (needs `|b| > eb`);
-/// - `exp2(a)`: `2^a · (2^ea − 1)`; `log2(a)`: `−log2(1 − ea/a)` (needs `a > ea`);
+/// - `exp2(a)`: `2^a · (2^ea − 1)`; `exp(a)`: `e^a · (e^ea − 1)`; `log2(a)`: `−log2(1 − ea/a)` (needs `a > ea`);
 ///   `rsqrt(a)`: `a^-1/2 · ((1 − ea/a)^-1/2 − 1)` (needs `a > ea`); `max(a, b)`: `max(ea, eb)`;
 /// - a rounding to a format ([`Approx::round`]): `+ u·(|v| + e) + tiny`, where `u` is the
 ///   format's unit roundoff and `tiny` half its smallest subnormal. float16 and bfloat16
@@ -160,6 +160,16 @@ pub mod bound {
             }
         }
 
+        /// `e^a`, the interpreter's `T.exp` (exact, then rounded once by the caller):
+        /// `e^a · (e^ea − 1)`.
+        pub fn exp(self) -> Approx {
+            let v = self.v.exp();
+            Approx {
+                v,
+                e: v * self.e.exp_m1(),
+            }
+        }
+
         pub fn log2(self) -> Approx {
             assert!(self.v > self.e, "log2 of {self:?}: the bound reaches 0");
             Approx {
@@ -202,8 +212,12 @@ pub mod bound {
         }
 
         /// Whether `got` may be this value as computed: `|got − v| ≤ e`, with a margin of
-        /// 2^-40 relative for the bound's own f64 evaluation.
+        /// 2^-40 relative for the bound's own f64 evaluation. An infinite `v` (an exact −∞
+        /// a kernel writes, as a mask) admits only itself.
         pub fn admits(&self, got: f64) -> bool {
+            if self.v.is_infinite() {
+                return got == self.v;
+            }
             (got - self.v).abs() <= self.e * (1.0 + 2f64.powi(-40)) + self.v.abs() * 2f64.powi(-50)
         }
     }

@@ -94,6 +94,8 @@ pub enum Tok {
     Minus,
     #[token("*")]
     Star,
+    #[token("**")]
+    StarStar,
     #[token("/")]
     Slash,
     #[token("//")]
@@ -293,6 +295,7 @@ impl Tok {
             Tok::Plus => "+",
             Tok::Minus => "-",
             Tok::Star => "*",
+            Tok::StarStar => "**",
             Tok::Slash => "/",
             Tok::SlashSlash => "//",
             Tok::Percent => "%",

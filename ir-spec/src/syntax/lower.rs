@@ -1367,8 +1367,8 @@ impl Lowerer {
                 self.min_blocks_per_sm(span, args);
                 None
             }
-            "T.no_set_max_nreg" => {
-                self.no_set_max_nreg(span, args);
+            "T.no_set_max_nreg" | "T.disable_warp_group_reg_alloc" => {
+                self.no_set_max_nreg(&name, span, args);
                 None
             }
             "T.shared_arena" => {

@@ -67,6 +67,8 @@ const KNOWN_T_NAMES: &[&str] = &[
     "thread_binding",
     "use_swizzle",
     "min_blocks_per_sm",
+    "no_set_max_nreg",
+    "disable_warp_group_reg_alloc",
     "annotate_layout",
     "shared_arena",
     "sync_threads",

@@ -1009,12 +1009,14 @@ impl Lowerer {
     }
 
     /// `T.no_set_max_nreg()` (TileLang's warp-specialized kernels): no `setmaxnreg` in
-    /// this kernel's schedule.
-    pub fn no_set_max_nreg(&mut self, span: Span, args: &[ast::Arg]) {
-        if self.bind("T.no_set_max_nreg", span, args, &[], 0).is_none() {
+    /// this kernel's schedule. `name` is how it was written: TileLang's
+    /// `T.disable_warp_group_reg_alloc()` is the same call (its builtin returns
+    /// `no_set_max_nreg()`).
+    pub fn no_set_max_nreg(&mut self, name: &str, span: Span, args: &[ast::Arg]) {
+        if self.bind(name, span, args, &[], 0).is_none() {
             return;
         }
-        if let Some(kernel) = self.open_kernel(span, "`T.no_set_max_nreg`") {
+        if let Some(kernel) = self.open_kernel(span, &format!("`{name}`")) {
             kernel.no_set_max_nreg = true;
         }
     }

@@ -21,13 +21,36 @@ use tlc_ir::{BufferDecl, DType, Gemm, Layout, Scope, Target, WarpPolicy};
 /// The warp grid of a gemm with an `m x n` accumulator on mma.sync
 /// (`layout-inference`'s summary): warp tiles of multiples of 16 x 16 where the policy
 /// finds some (two n8 mma tiles per B `ldmatrix.x4`), else of 16 x 8 (the m16n8k16 tile
-/// itself, TileLang's grain).
+/// itself, TileLang's grain). Where `FullRow` / `FullCol` cannot put every warp along its
+/// dimension, TileLang's `ComputeDefaultWarpPartition` takes the most warps along it that
+/// fit and the rest along the other ([`one_dim_fallback`]): DeepSeek-V3.2's sparse MLA
+/// splits its 64 x 64 scores `FullRow` over 8 warps as 4 x 2.
 pub fn warp_partition(policy: WarpPolicy, warps: i64, m: i64, n: i64) -> Option<(i64, i64)> {
-    [16, 8].into_iter().find_map(|n_grain| {
-        unit_grid(policy, warps, (m, n), |wm, wn| {
-            m % (16 * wm) == 0 && n % (n_grain * wn) == 0
-        })
-    })
+    let fits = |n_grain: i64| move |wm: i64, wn: i64| m % (16 * wm) == 0 && n % (n_grain * wn) == 0;
+    [16, 8]
+        .into_iter()
+        .find_map(|n_grain| unit_grid(policy, warps, (m, n), fits(n_grain)))
+        .or_else(|| one_dim_fallback(policy, warps, fits(8)))
+}
+
+/// TileLang's `FullRow` (`FullCol`) partition when not every warp fits along M (N): the
+/// largest `WM` (`WN`) dividing `warps` whose grid `fits`, the other dimension taking the
+/// rest. `None` for `Square`, which [`unit_grid`] already searches in full.
+pub fn one_dim_fallback(
+    policy: WarpPolicy,
+    warps: i64,
+    fits: impl Fn(i64, i64) -> bool,
+) -> Option<(i64, i64)> {
+    let along = (1..=warps).rev().filter(|u| warps % u == 0);
+    match policy {
+        WarpPolicy::FullRow => along
+            .map(|wm| (wm, warps / wm))
+            .find(|&(wm, wn)| fits(wm, wn)),
+        WarpPolicy::FullCol => along
+            .map(|wn| (warps / wn, wn))
+            .find(|&(wm, wn)| fits(wm, wn)),
+        WarpPolicy::Square => None,
+    }
 }
 
 /// The `W x 1` warp grid of gemm `g` on mma.sync, if that is its grid: the accumulator
@@ -122,6 +145,11 @@ mod tests {
         // Square keeps a 16 x 16 grid even where a squarer 16 x 8 one ((2, 2)) exists.
         assert_eq!(warp_partition(Square, 4, 64, 32), Some((4, 1)));
         assert_eq!(warp_partition(Square, 4, 16, 32), Some((1, 4)));
-        assert_eq!(warp_partition(FullCol, 8, 64, 32), None);
+        // Not every warp fits along the policy's dimension: TileLang's fallback, the most
+        // warps along it that fit (16 x 8 grain), the rest along the other.
+        assert_eq!(warp_partition(FullCol, 8, 64, 32), Some((2, 4)));
+        assert_eq!(warp_partition(FullRow, 8, 64, 64), Some((4, 2)));
+        assert_eq!(warp_partition(FullRow, 8, 64, 512), Some((4, 2)));
+        assert_eq!(warp_partition(FullRow, 4, 16, 16), None);
     }
 }

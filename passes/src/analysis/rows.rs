@@ -130,6 +130,32 @@ impl RowVectors {
             // rows layouts are the same.
             let one_dim_policy =
                 |p: &WarpPolicy| matches!(p, WarpPolicy::FullRow | WarpPolicy::FullCol);
+            // ... as long as every warp fits along the policy's dimension (or wgmma, whose
+            // partition has no fallback, may take the gemm). Where it does not, mma.sync's
+            // partition falls back to a two-dimensional grid that depends on the width
+            // (`analysis::mma::one_dim_fallback`, TileLang's): the anchors then share rows
+            // only when they share that grid. (`layout-inference` refuses a class whose
+            // anchors end up laid out differently, located.)
+            let warps = threads / warp;
+            let wgmma_may_take = |policy: WarpPolicy, [m, n]: [i64; 2]| {
+                warps % 4 == 0
+                    && super::wgmma::warpgroup_partition(policy, warps / 4, m, n).is_some()
+            };
+            let one_dim_grid = |a: &String| match (accumulators.get(a), cx.matrix(a)) {
+                (Some(&p), Some(shape)) if wgmma_may_take(p, shape) => true,
+                (Some(WarpPolicy::FullRow), Some([m, _])) => m % (16 * warps) == 0,
+                (Some(WarpPolicy::FullCol), Some([_, n])) => n % (8 * warps) == 0,
+                _ => false,
+            };
+            let fallback_grid = |a: &String| {
+                let (policy, [m, n]) = (*accumulators.get(a)?, cx.matrix(a)?);
+                match one_dim_grid(a) {
+                    true => None,
+                    false => super::mma::warp_partition(policy, warps, m, n),
+                }
+            };
+            let grids: BTreeSet<Option<(i64, i64)>> = anchors.iter().map(fallback_grid).collect();
+            let one_fallback_grid = grids.len() == 1 && grids.iter().all(Option::is_some);
             let mut policies: Vec<WarpPolicy> = anchors
                 .iter()
                 .filter_map(|a| accumulators.get(a).copied())
@@ -138,7 +164,9 @@ impl RowVectors {
             policies.dedup();
             let all_accumulators = flat.is_empty()
                 && anchors.iter().all(|a| {
-                    accumulators.get(a).is_some_and(one_dim_policy) && policies.len() == 1
+                    accumulators.get(a).is_some_and(one_dim_policy)
+                        && (one_dim_grid(a) || one_fallback_grid)
+                        && policies.len() == 1
                         || laid_out_like_one.contains(a) && shapes.len() == 1
                 });
             // One shape — or gemm accumulators of one row count split along one dimension

@@ -267,6 +267,7 @@ impl<'f> Checker<'f> {
                     | DType::Float8E4M3
                     | DType::Float8E5M2
                     | DType::Int8
+                    | DType::Int4
             )
         };
         let fp8 = |d: DType| matches!(d, DType::Float8E4M3 | DType::Float8E5M2);
@@ -275,8 +276,8 @@ impl<'f> Checker<'f> {
                 self.error(
                     span,
                     format!(
-                        "gemm inputs must be float16, bfloat16, float8_e4m3, float8_e5m2 or int8; \
-                         `{}` is {}",
+                        "gemm inputs must be float16, bfloat16, float8_e4m3, float8_e5m2, int8 or \
+                         int4; `{}` is {}",
                         d.name.name, d.dtype
                     ),
                 );
@@ -295,14 +296,14 @@ impl<'f> Checker<'f> {
             return;
         }
         let c_ok = match c.dtype {
-            DType::Float32 => a.dtype != DType::Int8,
+            DType::Float32 => !a.dtype.is_int(),
             DType::Float16 => a.dtype == DType::Float16,
-            DType::Int32 => a.dtype == DType::Int8,
+            DType::Int32 => a.dtype.is_int(),
             _ => false,
         };
         if !c_ok {
             let allowed = match a.dtype {
-                DType::Int8 => "int32",
+                DType::Int8 | DType::Int4 => "int32",
                 DType::Float16 => "float32 or float16",
                 _ => "float32",
             };

@@ -1,4 +1,4 @@
-//! The int4 rules (docs/ir.md, "int4", rules I1-I6; `verifier/int4.rs`): where int4 buffers
+//! The int4 rules (docs/ir.md, "int4", rules H1-H6; `verifier/int4.rs`): where int4 buffers
 //! live, that they are written only by whole-byte copies, that a load widens to int32, and
 //! that compilation refuses int4 for now — each refusal located at what it is about. Also
 //! the interpreter's exact int4 gemm through a whole kernel.

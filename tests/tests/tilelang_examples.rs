@@ -1398,7 +1398,7 @@ const REFUSED: &[(&str, Target, &str)] = &[
     // runs on both.)
     ("ws_gemm_barrierpipe_stage2", Target::Sm80, MBARRIERS_NEED_SM90),
     // int4 (issue 38): `tlc check` runs it (the reference above); no lowering handles int4
-    // yet (rule I6, at the first int4 buffer).
+    // yet (rule H6, at the first int4 buffer).
     ("gemm_int4", Target::Sm80, INT4_NOT_LOWERED),
     ("gemm_int4", Target::Sm90a, INT4_NOT_LOWERED),
     ("ws_gemm_copy_0_gemm_1", Target::Sm80, MBARRIERS_NEED_SM90),
@@ -4945,7 +4945,7 @@ fn topk_selector_matches_its_reference() {
 }
 
 /// int4 x int4 -> int32 (issue 38): the tile level against the integer reference at a
-/// ragged and a whole-tile size; both targets refuse it as documented (rule I6).
+/// ragged and a whole-tile size; both targets refuse it as documented (rule H6).
 #[test]
 fn gemm_int4_matches_its_reference() {
     check_example("gemm_int4");

@@ -1,4 +1,4 @@
-//! Rules I1-I5 of docs/ir.md ("int4"): where a buffer of the sub-byte `int4` dtype may live
+//! Rules H1-H5 of docs/ir.md ("int4"): where a buffer of the sub-byte `int4` dtype may live
 //! and what may touch it. Two int4 elements share a byte, so a write of one element would
 //! be a read-modify-write of a byte that another thread may be writing at the same time:
 //! int4 data moves only in whole bytes (copies of even, even-aligned rows) and is consumed
@@ -11,7 +11,7 @@ use crate::target::Target;
 use crate::visit::{for_each_stmt, for_each_subexpr, stmt_exprs};
 use std::collections::HashSet;
 
-/// Every I-rule diagnostic of `func`, in program order; with a `target` (compilation), I6.
+/// Every H-rule diagnostic of `func`, in program order; with a `target` (compilation), H6.
 pub(super) fn check(func: &PrimFunc, target: Option<Target>) -> Vec<Diagnostic> {
     let mut decls: Vec<&BufferDecl> = func.params.iter().collect();
     for_each_stmt(&func.body, &mut |s| {
@@ -28,7 +28,7 @@ pub(super) fn check(func: &PrimFunc, target: Option<Target>) -> Vec<Diagnostic> 
     for d in decls.iter().filter(|d| d.dtype == DType::Int4) {
         declaration(d, &mut diags);
     }
-    // I6: no lowering handles int4 yet (its copies move bytes, its gemm would take
+    // H6: no lowering handles int4 yet (its copies move bytes, its gemm would take
     // mma.sync's m16n8k64 .s4 form); every pass and codegen may assume it absent.
     // The same words for every target (sm_80's mma.sync path and sm_90a's alike).
     if let (Some(_), Some(d)) = (target, decls.iter().find(|d| d.dtype == DType::Int4)) {
@@ -36,7 +36,7 @@ pub(super) fn check(func: &PrimFunc, target: Option<Target>) -> Vec<Diagnostic> 
             d.span,
             format!(
                 "int4 buffer `{}`: tlc does not compile int4 yet (`tlc check` and `tlc run \
-                 --interp` run it; docs/ir.md, rule I6)",
+                 --interp` run it; docs/ir.md, rule H6)",
                 d.name.name
             ),
         ));
@@ -50,7 +50,7 @@ pub(super) fn check(func: &PrimFunc, target: Option<Target>) -> Vec<Diagnostic> 
     diags
 }
 
-/// I1 and I2: an int4 buffer is global or shared, and its rows fill whole bytes.
+/// H1 and H2: an int4 buffer is global or shared, and its rows fill whole bytes.
 fn declaration(d: &BufferDecl, diags: &mut Vec<Diagnostic>) {
     if !matches!(d.scope, Scope::Global | Scope::Shared) {
         diags.push(Diagnostic::error(
@@ -78,7 +78,7 @@ fn declaration(d: &BufferDecl, diags: &mut Vec<Diagnostic>) {
     }
 }
 
-/// I3 and I4: what a statement may do with an int4 buffer.
+/// H3 and H4: what a statement may do with an int4 buffer.
 fn statement(s: &Stmt, int4: &HashSet<&str>, diags: &mut Vec<Diagnostic>) {
     let is4 = |name: &str| int4.contains(name);
     let refuse = |diags: &mut Vec<Diagnostic>, what: &str, name: &str| {
@@ -148,7 +148,7 @@ fn statement(s: &Stmt, int4: &HashSet<&str>, diags: &mut Vec<Diagnostic>) {
     }
 }
 
-/// I4: a copied int4 region starts at an even innermost index and has an even innermost
+/// H4: a copied int4 region starts at an even innermost index and has an even innermost
 /// extent, so that it is whole bytes (`provably_even`).
 fn whole_bytes(r: &Region, span: crate::span::Span, diags: &mut Vec<Diagnostic>) {
     let Some(inner) = r.ranges.last() else {
@@ -180,7 +180,7 @@ pub(crate) fn provably_even(e: &Expr) -> bool {
     }
 }
 
-/// I5: no int4 scalar values — int4 is a storage dtype (a load widens to int32).
+/// H5: no int4 scalar values — int4 is a storage dtype (a load widens to int32).
 fn expression(e: &Expr, diags: &mut Vec<Diagnostic>) {
     if let ExprKind::Cast(DType::Int4, _) | ExprKind::Reinterpret(DType::Int4, _) = &e.kind {
         diags.push(Diagnostic::error(

@@ -1,4 +1,4 @@
-//! The int4 rules (docs/ir.md, "int4", rules H1-H6; `verifier/int4.rs`): where int4 buffers
+//! The int4 rules (docs/ir.md, "int4", rules H1-H7; `verifier/int4.rs`, H7 in `verifier/ops.rs`): where int4 buffers
 //! live, that they are written only by whole-byte copies, that a load widens to int32, and
 //! that compilation refuses int4 for now — each refusal located at what it is about. Also
 //! the interpreter's exact int4 gemm through a whole kernel.
@@ -176,6 +176,114 @@ fn int4_gemm_is_exact() {
         for j in 0..24 {
             let want: i64 = (0..128).map(|l| a[i * 128 + l] * b[j * 128 + l]).sum();
             assert_eq!(c[i * 24 + j], want as f64, "C[{i}, {j}]");
+        }
+    }
+}
+
+/// `packed_int4=True` (what `pack-int4` writes): int8 operands holding two int4 to a byte
+/// along K, low nibble first. The same A and B as `int4_gemm_is_exact`, packed by hand, give
+/// the same exact products; the flag prints and parses back; compilation refuses it yet.
+#[test]
+fn packed_int4_gemm_reads_two_nibbles_per_byte() {
+    let src = "M = T.symbolic(\"M\")\n\n@T.prim_func\ndef g(A: T.Tensor((M, 64), \"int8\"), \
+               B: T.Tensor((24, 64), \"int8\"), C: T.Tensor((M, 24), \"int32\")):\n    \
+               with T.Kernel(1, T.ceildiv(M, 32), threads=128) as (bx, by):\n        \
+               As = T.alloc_shared((32, 32), \"int8\")\n        \
+               Bs = T.alloc_shared((24, 32), \"int8\")\n        \
+               Cf = T.alloc_fragment((32, 24), \"int32\")\n        \
+               T.clear(Cf)\n        \
+               for ko in T.Pipelined(2, num_stages=2):\n            \
+               T.copy(A[by * 32, ko * 32], As)\n            \
+               T.copy(B[0, ko * 32], Bs)\n            \
+               T.gemm(As, Bs, Cf, transpose_B=True, packed_int4=True)\n        \
+               T.copy(Cf, C[by * 32, 0])\n";
+    let f = parse(src).unwrap_or_else(|d| panic!("{d:#?}"));
+    verify(&f).unwrap_or_else(|d| panic!("{d:#?}"));
+    let printed = tlc_ir::printer::print_func(&f);
+    assert!(printed.contains("packed_int4=True"), "{printed}");
+    let again = parse(&printed).unwrap_or_else(|d| panic!("{d:#?}"));
+    assert_eq!(tlc_ir::printer::print_func(&again), printed);
+    // Until its codegen is in, compilation refuses it at the gemm (H6).
+    for target in [Target::Sm80, Target::Sm90a] {
+        let req = Requirements {
+            target: Some(target),
+            ..Requirements::default()
+        };
+        let errs = verify_with(&f, &req).err().unwrap_or_default();
+        assert_eq!(errs.len(), 1, "{errs:#?}");
+        assert!(errs[0]
+            .message
+            .contains("does not compile packed int4 gemms"));
+        assert!(src[errs[0].span.start..].starts_with("T.gemm(As, Bs"));
+    }
+    let m = 40usize;
+    let a: Vec<i64> = (0..m * 128).map(|i| (i * 7 % 16) as i64 - 8).collect();
+    let b: Vec<i64> = (0..24 * 128).map(|i| (i * 5 % 16) as i64 - 8).collect();
+    let pack = |v: &[i64]| -> Vec<i64> {
+        v.chunks(2)
+            .map(|p| i64::from((((p[0] & 0xf) | (p[1] << 4)) as u8) as i8))
+            .collect()
+    };
+    let inputs: HashMap<String, Tensor> = [
+        (
+            "A".to_string(),
+            Tensor::from_i64(DType::Int8, &[m, 64], &pack(&a)).unwrap(),
+        ),
+        (
+            "B".to_string(),
+            Tensor::from_i64(DType::Int8, &[24, 64], &pack(&b)).unwrap(),
+        ),
+    ]
+    .into();
+    let dims: HashMap<String, i64> = [("M".to_string(), m as i64)].into();
+    let out = run(&f, &dims, inputs, &RunOptions::default()).unwrap_or_else(|e| panic!("{e:?}"));
+    let c = out["C"].to_f64();
+    for i in 0..m {
+        for j in 0..24 {
+            let want: i64 = (0..128).map(|l| a[i * 128 + l] * b[j * 128 + l]).sum();
+            assert_eq!(c[i * 24 + j], want as f64, "C[{i}, {j}]");
+        }
+    }
+}
+
+/// H7: a packed gemm takes int8 operands with K innermost in both.
+#[test]
+fn packed_int4_gemm_takes_int8_operands_with_k_innermost() {
+    let head = "@T.prim_func\ndef g(C: T.Tensor((16, 16), \"int32\")):\n    \
+                with T.Kernel(1, threads=128) as bx:\n        \
+                As = T.alloc_shared((16, 16), \"DT\")\n        \
+                Bs = T.alloc_shared((16, 16), \"DT\")\n        \
+                Cf = T.alloc_fragment((16, 16), \"int32\")\n        \
+                T.clear(Cf)\n        ";
+    let cases = [
+        (
+            "int8",
+            "T.gemm(As, Bs, Cf, packed_int4=True)",
+            "transpose_B=True",
+        ),
+        (
+            "int8",
+            "T.gemm(As, Bs, Cf, transpose_A=True, transpose_B=True, packed_int4=True)",
+            "transpose_B=True",
+        ),
+        (
+            "int4",
+            "T.gemm(As, Bs, Cf, transpose_B=True, packed_int4=True)",
+            "takes int8 operands",
+        ),
+    ];
+    for (dt, gemm, message) in cases {
+        let src = format!("{}{gemm}\n", head.replace("DT", dt));
+        let f = parse(&src).unwrap_or_else(|d| panic!("{d:#?}"));
+        let errs = verify(&f).err().unwrap_or_default();
+        let h7: Vec<_> = errs.iter().filter(|e| e.message.contains("H7")).collect();
+        assert!(!h7.is_empty(), "{errs:#?}\n{src}");
+        for e in &h7 {
+            assert!(e.message.contains(message), "{errs:#?}");
+            assert!(
+                src[e.span.start..e.span.end].starts_with("T.gemm"),
+                "{e:#?}"
+            );
         }
     }
 }

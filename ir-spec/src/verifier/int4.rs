@@ -41,6 +41,20 @@ pub(super) fn check(func: &PrimFunc, target: Option<Target>) -> Vec<Diagnostic> 
             ),
         ));
     }
+    // H6 too: no codegen selects the `.s4` mma for a packed gemm yet; the int8 path would
+    // read each byte as one int8 (a silent wrong answer), so compilation refuses it.
+    if target.is_some() {
+        for_each_stmt(&func.body, &mut |s| {
+            if let StmtKind::Gemm(g) = &s.kind {
+                if g.packed_int4 {
+                    diags.push(Diagnostic::error(
+                        s.span,
+                        "a `packed_int4=True` gemm: tlc does not compile packed int4 gemms                          yet (`tlc check` and `tlc run --interp` run it; docs/ir.md, rule H6)",
+                    ));
+                }
+            }
+        });
+    }
     for_each_stmt(&func.body, &mut |s| {
         statement(s, &int4, &mut diags);
         for e in stmt_exprs(s) {

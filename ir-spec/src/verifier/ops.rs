@@ -252,6 +252,9 @@ impl<'f> Checker<'f> {
         }
         if let (Some(a), Some(b), Some(c)) = (a, b, c) {
             self.gemm_dtypes(a, b, c, span);
+            if g.packed_int4 {
+                self.gemm_packed_int4(g, a, b, span);
+            }
         }
         if ranks_ok {
             self.gemm_shapes(g, span);
@@ -313,6 +316,29 @@ impl<'f> Checker<'f> {
                     "gemm accumulator `{}` is {}, but {} inputs accumulate in {allowed}",
                     c.name.name, c.dtype, a.dtype
                 ),
+            );
+        }
+    }
+
+    /// H7: a `packed_int4` gemm reads two int4 elements from each byte of int8 operands
+    /// along K, which must be the innermost dimension of both (A not transposed, B
+    /// transposed: mma.sync's `.s4` form is row.col only).
+    fn gemm_packed_int4(&mut self, g: &Gemm, a: &BufferDecl, b: &BufferDecl, span: Span) {
+        for d in [a, b] {
+            if d.dtype != DType::Int8 {
+                self.error(
+                    span,
+                    format!(
+                        "a `packed_int4=True` gemm takes int8 operands holding two int4 to a                          byte; `{}` is {} (docs/ir.md, rule H7)",
+                        d.name.name, d.dtype
+                    ),
+                );
+            }
+        }
+        if g.trans_a || !g.trans_b {
+            self.error(
+                span,
+                "a `packed_int4=True` gemm packs K, which must be innermost in both operands:                  it needs transpose_A=False and transpose_B=True (docs/ir.md, rule H7)",
             );
         }
     }

@@ -15,6 +15,10 @@ pub enum DType {
     Float64,
     Float8E4M3,
     Float8E5M2,
+    /// Signed 4-bit integer (-8..=7), stored two to a byte, low nibble first: element 2k in
+    /// bits 0-3 of byte k, element 2k + 1 in bits 4-7 (TileLang's and CUTLASS's packing).
+    /// Global and shared buffers and gemm operands only (docs/ir.md, "int4").
+    Int4,
     Int8,
     Int16,
     Int32,
@@ -26,13 +30,14 @@ pub enum DType {
 }
 
 impl DType {
-    pub const ALL: [DType; 14] = [
+    pub const ALL: [DType; 15] = [
         DType::Float16,
         DType::BFloat16,
         DType::Float32,
         DType::Float64,
         DType::Float8E4M3,
         DType::Float8E5M2,
+        DType::Int4,
         DType::Int8,
         DType::Int16,
         DType::Int32,
@@ -52,6 +57,7 @@ impl DType {
             DType::Float64 => "float64",
             DType::Float8E4M3 => "float8_e4m3",
             DType::Float8E5M2 => "float8_e5m2",
+            DType::Int4 => "int4",
             DType::Int8 => "int8",
             DType::Int16 => "int16",
             DType::Int32 => "int32",
@@ -74,9 +80,10 @@ impl DType {
         DType::ALL.iter().copied().find(|d| d.name() == text)
     }
 
-    /// Storage size in bits (`bool` is stored as one byte).
+    /// Storage size in bits (`bool` is stored as one byte, `int4` in half of one).
     pub fn bits(self) -> u32 {
         match self {
+            DType::Int4 => 4,
             DType::Float8E4M3 | DType::Float8E5M2 | DType::Int8 | DType::UInt8 | DType::Bool => 8,
             DType::Float16 | DType::BFloat16 | DType::Int16 | DType::UInt16 => 16,
             DType::Float32 | DType::Int32 | DType::UInt32 => 32,
@@ -84,8 +91,22 @@ impl DType {
         }
     }
 
+    /// Bytes one element takes when it is stored alone: `int4`'s is 1 (the interpreter's
+    /// element storage; in memory two share a byte, [`DType::packed_bytes`]). Passes and
+    /// codegen never see an `int4` buffer's layout through this: the pipeline refuses `int4`
+    /// before lowering (`tlc_passes`' entry, a located error).
     pub fn bytes(self) -> u32 {
-        self.bits() / 8
+        self.bits().div_ceil(8)
+    }
+
+    /// Bytes `n` elements take in memory, packed (`int4`: two to a byte, rounded up).
+    pub fn packed_bytes(self, n: u64) -> u64 {
+        (n.saturating_mul(u64::from(self.bits()))).div_ceil(8)
+    }
+
+    /// Whether elements are narrower than a byte (`int4`).
+    pub fn is_sub_byte(self) -> bool {
+        self.bits() < 8
     }
 
     pub fn is_float(self) -> bool {
@@ -108,7 +129,8 @@ impl DType {
     pub fn is_int(self) -> bool {
         matches!(
             self,
-            DType::Int8
+            DType::Int4
+                | DType::Int8
                 | DType::Int16
                 | DType::Int32
                 | DType::Int64
@@ -121,6 +143,7 @@ impl DType {
     /// The smallest and largest value of this integer dtype (`None` for floats and bool).
     pub fn int_range(self) -> Option<(i64, i64)> {
         Some(match self {
+            DType::Int4 => (-8, 7),
             DType::Int8 => (i8::MIN.into(), i8::MAX.into()),
             DType::Int16 => (i16::MIN.into(), i16::MAX.into()),
             DType::Int32 => (i32::MIN.into(), i32::MAX.into()),
@@ -140,6 +163,7 @@ impl DType {
     /// Whether integer `v` is a value of this integer dtype (false for non-integer dtypes).
     pub fn holds_int(self, v: i64) -> bool {
         match self {
+            DType::Int4 => (-8..=7).contains(&v),
             DType::Int8 => i8::try_from(v).is_ok(),
             DType::Int16 => i16::try_from(v).is_ok(),
             DType::Int32 => i32::try_from(v).is_ok(),

@@ -782,7 +782,7 @@ pub struct Range {
     pub extent: Expr,
 }
 
-/// `T.gemm(A, B, C, transpose_A=, transpose_B=, policy=, clear_accum=)`.
+/// `T.gemm(A, B, C, transpose_A=, transpose_B=, policy=, clear_accum=, packed_int4=)`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Gemm {
     pub a: Region,
@@ -792,6 +792,9 @@ pub struct Gemm {
     pub trans_b: bool,
     pub policy: WarpPolicy,
     pub clear_accum: bool,
+    /// `A` and `B` are int8 buffers each of whose bytes holds two int4 elements along K (low
+    /// nibble first): the gemm's K is twice the operands' byte extent (docs/ir.md, "int4").
+    pub packed_int4: bool,
 }
 
 /// `T.reduce_sum(src, dst, dim=D, clear=True)` (and `_max`, `_min`, `_abssum`,

@@ -284,7 +284,10 @@ pub fn infer<'e>(
                     ));
                 }
             }
+            // An int4 element loads as an int32 (sign-extended): int4 is a storage dtype
+            // only (docs/ir.md, rule H5).
             buffer(name)
+                .map(|d| if d == DType::Int4 { DType::Int32 } else { d })
                 .map(Typed::strong)
                 .ok_or_else(|| (expr, format!("undefined buffer `{name}`")))
         }

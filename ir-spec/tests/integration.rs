@@ -29,4 +29,5 @@ mod specialize_meaning;
 mod tuning;
 mod verify_bounds;
 mod verify_hopper;
+mod verify_int4;
 mod views_im2col;

@@ -255,6 +255,7 @@ fn tile_op_shape_and_bounds_errors() {
             trans_b: false,
             policy: tlc_ir::WarpPolicy::Square,
             clear_accum: true,
+            packed_int4: false,
         }),
         sp(5, 6),
     );

@@ -16,6 +16,7 @@ pub mod lower_tile_ops;
 pub mod manager;
 pub mod mark_fresh_buffers;
 pub mod names;
+pub mod pack_int4;
 pub mod pass;
 pub mod persistent_tiles;
 pub mod pipeline;

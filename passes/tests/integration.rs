@@ -16,6 +16,7 @@ mod lower_tile_ops;
 mod manager;
 mod mark_fresh_buffers;
 mod notes;
+mod pack_int4;
 mod pipeline_planning;
 mod plan_shared_memory;
 mod rasterize;

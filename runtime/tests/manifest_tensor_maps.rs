@@ -245,7 +245,12 @@ fn dtype_rank_and_target_limits() {
     assert!(rejected(&m).contains("TMA cannot move bool elements"));
 
     // Every other dtype is a TMA type; 16 elements of 8 bytes fit a 128-byte swizzle.
-    for dtype in DType::ALL.into_iter().filter(|d| *d != DType::Bool) {
+    m.params[0].dtype = DType::Int4;
+    assert!(rejected(&m).contains("TMA cannot move int4 elements"));
+    for dtype in DType::ALL
+        .into_iter()
+        .filter(|d| !matches!(d, DType::Bool | DType::Int4))
+    {
         let mut m = tma_gemm();
         m.params[0].dtype = dtype;
         let inner = 128 / dtype.bytes();

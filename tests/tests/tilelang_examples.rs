@@ -979,6 +979,17 @@ const EXAMPLES: &[Example] = &[
         ],
         reference: dequant_gemm_w4a8,
     },
+    // int4 x int4 -> int32 (issue 38): 128 x 128 x 64 tiles, 3 stages; M = 100, N = 72 and
+    // K = 192 ragged in M and N (partial tiles), then whole tiles with K = 320 (five k-steps,
+    // the three-stage ring turned over). Random int4 inputs cover -8..=7 (`random_tensor`).
+    Example {
+        stem: "gemm_int4",
+        sizes: [
+            &[("M", 100), ("N", 72), ("K", 192)],
+            &[("M", 128), ("N", 256), ("K", 320)],
+        ],
+        reference: gemm_int4,
+    },
     // TileLang's hand-written warp specialization (T.ws, T.alloc_barrier, T.tma_copy): 128 x
     // 128 x 64 tiles, ragged in M, N and K with four k-steps (both stages of the two-stage
     // ring used twice, each parity of each barrier waited), then whole tiles with three.
@@ -1493,6 +1504,10 @@ const REFUSED: &[(&str, Target, &str)] = &[
     // the `T.alloc_barrier` that initializes them. (`ws_gemm_copy_gemm_0_1` has none: it
     // runs on both.)
     ("ws_gemm_barrierpipe_stage2", Target::Sm80, MBARRIERS_NEED_SM90),
+    // int4 (issue 38): `tlc check` runs it (the reference above); no lowering handles int4
+    // yet (rule H6, at the first int4 buffer).
+    ("gemm_int4", Target::Sm80, INT4_NOT_LOWERED),
+    ("gemm_int4", Target::Sm90a, INT4_NOT_LOWERED),
     ("ws_gemm_copy_0_gemm_1", Target::Sm80, MBARRIERS_NEED_SM90),
     ("ws_gemm_copy_1_gemm_0", Target::Sm80, MBARRIERS_NEED_SM90),
     ("ws_gemm_softpipe_stage2", Target::Sm80, MBARRIERS_NEED_SM90),
@@ -1501,6 +1516,9 @@ const REFUSED: &[(&str, Target, &str)] = &[
 /// [`REFUSED`]'s reason for the hand-written warp-specialized examples on sm_80.
 const MBARRIERS_NEED_SM90: &str =
     "`T.mbarrier_init` needs a target with bulk tensor copies (TMA) with mbarriers";
+
+/// Rule I6's refusal of int4 at compilation.
+const INT4_NOT_LOWERED: &str = "int4 buffer `A`: tlc does not compile int4 yet";
 
 /// Compiles whose ptxas log is not clean, with the warning codes it must give instead.
 const PTXAS_EXPECTED: &[(&str, Target, &str)] = &[
@@ -1541,7 +1559,7 @@ const PTXAS_EXPECTED: &[(&str, Target, &str)] = &[
 const SPILLS: &str = "spill stores";
 
 /// The files tlc does not compile yet (tests/tilelang/README.md says what each lacks).
-const NOT_YET: &[&str] = &["fp8_lighting_indexer", "gemm_int4"];
+const NOT_YET: &[&str] = &["fp8_lighting_indexer"];
 
 /// A binding of a kernel's dims (and tunables).
 type Size = &'static [(&'static str, i64)];
@@ -2104,6 +2122,33 @@ fn dequant_gemm_w4a8(o: &Outputs) -> Expected {
         }
     }
     vec![("Ct", ct)]
+}
+
+/// `gemm_int4.tir`: C[m, n] = sum_k A[m, k] * B[n, k] on int4 values (-8..=7), in integers
+/// wrapped to int32 as the tensor cores' s32 accumulator wraps (these sizes stay far from
+/// it: |sum| <= 64 K). The inputs must cover both ends of the int4 range.
+fn gemm_int4(o: &Outputs) -> Expected {
+    let (a, b) = (&o["A"], &o["B"]);
+    assert_eq!(a.dtype(), DType::Int4, "A is int4");
+    let (m, k, n) = (a.shape()[0], a.shape()[1], b.shape()[0]);
+    assert_eq!(b.shape()[1], k, "B is (N, K)");
+    let (av, bv) = (a.to_f64(), b.to_f64());
+    for v in [&av, &bv] {
+        assert!(
+            v.contains(&-8.0) && v.contains(&7.0) && v.iter().all(|x| (-8.0..=7.0).contains(x)),
+            "gemm_int4: the inputs do not cover -8..=7 exactly"
+        );
+    }
+    let mut c = Vec::with_capacity(m * n);
+    for i in 0..m {
+        for j in 0..n {
+            let sum: i64 = (0..k)
+                .map(|l| av[i * k + l] as i64 * bv[j * k + l] as i64)
+                .sum();
+            c.push(exact(f64::from(sum as i32)));
+        }
+    }
+    vec![("C", c)]
 }
 
 /// `gemm_streamk.tir`: C = A @ B^T (float16 products exact in float32), summed in float32:
@@ -5115,6 +5160,13 @@ fn hadamard_matches_its_reference_at_more_sizes() {
 #[test]
 fn topk_selector_matches_its_reference() {
     check_example("topk_selector");
+}
+
+/// int4 x int4 -> int32 (issue 38): the tile level against the integer reference at a
+/// ragged and a whole-tile size; both targets refuse it as documented (rule H6).
+#[test]
+fn gemm_int4_matches_its_reference() {
+    check_example("gemm_int4");
 }
 
 #[test]

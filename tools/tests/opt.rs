@@ -17,6 +17,7 @@ fn passes_lists_every_pass_with_a_description() {
         names,
         [
             "legalize-safe-memory",
+            "pack-int4",
             "thread-sync",
             "lower-reducers",
             "lower-reductions",

@@ -399,7 +399,8 @@ fn ptx_type(d: DType) -> Option<Type> {
         DType::BFloat16 => Type::Bf16,
         DType::Float8E4M3 | DType::Float8E5M2 => Type::B16,
         DType::Bool => Type::Pred,
-        DType::Float64 => return None,
+        // int4 never reaches codegen (the pipeline refuses it before lowering).
+        DType::Float64 | DType::Int4 => return None,
     })
 }
 

@@ -281,6 +281,7 @@ pub(crate) struct CGemm {
     pub trans_a: bool,
     pub trans_b: bool,
     pub clear_accum: bool,
+    pub packed_int4: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -1090,6 +1091,7 @@ impl Compiler {
             trans_a: g.trans_a,
             trans_b: g.trans_b,
             clear_accum: g.clear_accum,
+            packed_int4: g.packed_int4,
         })
     }
 

@@ -735,7 +735,8 @@ fn per_block_let(
 /// verifier checks constant shapes; this the shapes the dims decide): a kernel no GPU
 /// could launch does not run here either.
 fn shared_fits(alloc: &CAlloc, len: usize) -> Res<()> {
-    let bytes = len.saturating_mul(alloc.dtype.bytes() as usize);
+    // The device's bytes (int4 packed two to a byte), not the interpreter's storage.
+    let bytes = alloc.dtype.packed_bytes(len as u64);
     let max = crate::target::Target::ALL
         .iter()
         .map(|t| t.max_shared_bytes())

@@ -13,6 +13,7 @@
 //! | `int8` / `int32` / `int64` | `\|i1` / `<i4` / `<i8` | `int8` / `int32` / `int64` |
 //! | `uint8` / `uint32` | `\|u1` / `<u4` | `uint8` / `uint32` |
 //! | `bool` | `\|b1` | `bool` |
+//! | `int4` | `\|i1` | `int8`, packed: a tensor of shape `(…, n)` (n even) is the bytes of shape `(…, n / 2)`, element `2k` of a row in bits 0-3 of byte `k`, `2k + 1` in bits 4-7 (TileLang's `pack_int4`: `(hi << 4) \| (lo & 15)`) |
 //!
 //! Reading accepts exactly the `.npy` dtype of the expected tlc dtype (no silent casts);
 //! Fortran-order files are accepted and reordered to C order.
@@ -32,7 +33,7 @@ pub fn npy_descr(dtype: DType) -> &'static str {
         DType::Float32 => "<f4",
         DType::Float64 => "<f8",
         DType::Float8E4M3 | DType::Float8E5M2 | DType::UInt8 => "|u1",
-        DType::Int8 => "|i1",
+        DType::Int4 | DType::Int8 => "|i1",
         DType::Int16 => "<i2",
         DType::UInt16 => "<u2",
         DType::Int32 => "<i4",
@@ -142,6 +143,9 @@ fn header(bytes: &[u8], expected: DType) -> Result<(Vec<usize>, usize), String> 
 /// storage of each dtype). Errors name what was expected and what was found. The data's
 /// size is checked against the header's shape before anything is allocated for it.
 pub fn read_npy(bytes: &[u8], expected: DType) -> Result<Tensor, String> {
+    if expected == DType::Int4 {
+        return read_npy(bytes, DType::Int8).map(|t| unpack_int4(&t));
+    }
     let (shape, data_bytes) = header(bytes, expected)?;
     let held = bytes.len().saturating_sub(header_end(bytes)?);
     if held != data_bytes {
@@ -168,6 +172,8 @@ pub fn read_npy(bytes: &[u8], expected: DType) -> Result<Tensor, String> {
             fp8::decode(fp8::E5M2, b)
         }),
         DType::Int8 => ints(npy.into_vec::<i8>().map_err(bad)?),
+        // Read as int8 and unpacked above.
+        DType::Int4 => return Err("int4 is read through int8".to_string()),
         DType::Int16 => ints(npy.into_vec::<i16>().map_err(bad)?),
         DType::UInt16 => ints(npy.into_vec::<u16>().map_err(bad)?),
         DType::Int32 => ints(npy.into_vec::<i32>().map_err(bad)?),
@@ -234,6 +240,9 @@ pub fn write_npy_file(path: &Path, tensor: &Tensor) -> Result<(), String> {
 /// The `.npy` bytes of `tensor` (see the module doc for the storage of each dtype).
 pub fn write_npy(tensor: &Tensor) -> Result<Vec<u8>, String> {
     let dtype = tensor.dtype();
+    if dtype == DType::Int4 {
+        return write_npy(&pack_int4(tensor)?);
+    }
     let f = || match tensor.data() {
         TensorData::Float(v) => v.as_slice(),
         _ => &[],
@@ -262,6 +271,8 @@ pub fn write_npy(tensor: &Tensor) -> Result<Vec<u8>, String> {
         }
         // Stored integers are already inside their dtype's range, so `as` is exact.
         DType::Int8 => write_rows(descr, &shape, i().iter().map(|&x| x as i8)),
+        // Packed into int8 above.
+        DType::Int4 => return Err("int4 is written through int8".to_string()),
         DType::Int16 => write_rows(descr, &shape, i().iter().map(|&x| x as i16)),
         DType::UInt16 => write_rows(descr, &shape, i().iter().map(|&x| x as u16)),
         DType::Int32 => write_rows(descr, &shape, i().iter().map(|&x| x as i32)),
@@ -296,4 +307,80 @@ fn write_rows<T: npyz::Serialize>(
     writer.extend(rows)?;
     writer.finish()?;
     Ok(out)
+}
+
+/// An int4 tensor of shape `(…, n)` as the int8 tensor of its packed bytes, shape
+/// `(…, n / 2)`: element `2k` of a row in bits 0-3 of byte `k`, `2k + 1` in bits 4-7 (the
+/// device's layout). An odd innermost extent (or a scalar) is refused: a row would end
+/// inside a byte.
+pub fn pack_int4(t: &Tensor) -> Result<Tensor, String> {
+    let shape = t.shape();
+    let Some((&n, outer)) = shape.split_last() else {
+        return Err("an int4 tensor needs at least one dimension".to_string());
+    };
+    if n % 2 != 0 {
+        return Err(format!(
+            "an int4 tensor of shape {} has an odd innermost extent: its rows do not fill whole bytes",
+            fmt_shape(shape)
+        ));
+    }
+    let vals: &[i64] = match t.data() {
+        TensorData::Int(v) => v,
+        _ => &[],
+    };
+    let bytes: Vec<i64> = vals
+        .chunks_exact(2)
+        .map(|p| i64::from(((p[1] << 4) | (p[0] & 15)) as u8 as i8))
+        .collect();
+    let mut packed = outer.to_vec();
+    packed.push(n / 2);
+    Tensor::from_i64(DType::Int8, &packed, &bytes)
+}
+
+/// The int4 tensor whose packed bytes are int8 tensor `t` ([`pack_int4`]'s inverse; shape
+/// `(…, n)` → `(…, 2n)`).
+pub fn unpack_int4(t: &Tensor) -> Tensor {
+    let vals: &[i64] = match t.data() {
+        TensorData::Int(v) => v,
+        _ => &[],
+    };
+    let nibble = |b: i64, hi: bool| {
+        let b = b as u8;
+        i64::from((if hi { b & 0xf0 } else { b << 4 }) as i8 >> 4)
+    };
+    let data: Vec<i64> = vals
+        .iter()
+        .flat_map(|&b| [nibble(b, false), nibble(b, true)])
+        .collect();
+    let mut shape = t.shape().to_vec();
+    if let Some(last) = shape.last_mut() {
+        *last *= 2;
+    } else {
+        shape.push(2);
+    }
+    Tensor::from_data(DType::Int4, shape, TensorData::Int(data))
+}
+
+#[cfg(test)]
+mod int4_tests {
+    use super::*;
+
+    #[test]
+    fn int4_packs_low_nibble_first_and_round_trips() {
+        let t = Tensor::from_i64(DType::Int4, &[2, 4], &[1, -2, 7, -8, 0, -1, 3, 5]).unwrap();
+        let p = pack_int4(&t).unwrap();
+        assert_eq!(p.shape(), &[2, 2]);
+        // 1 | (-2 << 4) = 0xe1, 7 | (-8 << 4) = 0x87, 0 | (-1 << 4) = 0xf0, 3 | 5 << 4 = 0x53.
+        assert_eq!(
+            p.data(),
+            &TensorData::Int(vec![0xe1u8 as i8 as i64, 0x87u8 as i8 as i64, -16, 0x53])
+        );
+        let back = read_npy(&write_npy(&t).unwrap(), DType::Int4).unwrap();
+        assert_eq!(back.shape(), &[2, 4]);
+        assert_eq!(back.data(), t.data());
+        let odd = Tensor::from_i64(DType::Int4, &[3], &[1, 2, 3]).unwrap();
+        assert!(pack_int4(&odd)
+            .unwrap_err()
+            .contains("odd innermost extent"));
+    }
 }

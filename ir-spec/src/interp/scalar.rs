@@ -79,6 +79,8 @@ pub fn convert(v: Scalar, to: DType) -> Scalar {
 /// Wraps an integer to the width and signedness of `to` (an integer dtype).
 pub fn wrap_int(to: DType, v: i64) -> i64 {
     match to {
+        // Sign-extends the low nibble.
+        DType::Int4 => i64::from(((v as u8) << 4) as i8 >> 4),
         DType::Int8 => i64::from(v as i8),
         DType::Int16 => i64::from(v as i16),
         DType::Int32 => i64::from(v as i32),
@@ -104,6 +106,7 @@ fn exact_or_wrap(d: DType, v: i64) -> i64 {
 /// Float → integer: truncate toward zero, saturate, NaN → 0 (Rust `as` semantics).
 fn float_to_int(to: DType, x: f64) -> i64 {
     match to {
+        DType::Int4 => (x as i64).clamp(-8, 7),
         DType::Int8 => i64::from(x as i8),
         DType::Int16 => i64::from(x as i16),
         DType::Int32 => i64::from(x as i32),

@@ -1005,8 +1005,9 @@ pub fn encode(dtype: DType, value: Scalar) -> [u8; 8] {
         DType::Float64 => put(&value.as_f64().to_le_bytes()),
         DType::Float8E4M3 => put(&[fp8::bits(fp8::E4M3, value.as_f64())]),
         DType::Float8E5M2 => put(&[fp8::bits(fp8::E5M2, value.as_f64())]),
-        // Integers are stored in range, so these casts are exact.
-        DType::Int8 => put(&(value.as_i64() as i8).to_le_bytes()),
+        // Integers are stored in range, so these casts are exact. The interpreter keeps an
+        // int4 element in a byte of its own (its arena is not the device's layout for int4).
+        DType::Int4 | DType::Int8 => put(&(value.as_i64() as i8).to_le_bytes()),
         DType::UInt8 => put(&(value.as_i64() as u8).to_le_bytes()),
         DType::Int16 => put(&(value.as_i64() as i16).to_le_bytes()),
         DType::UInt16 => put(&(value.as_i64() as u16).to_le_bytes()),
@@ -1034,6 +1035,7 @@ pub fn decode(dtype: DType, raw: &[u8]) -> Scalar {
         DType::Float64 => Scalar::Float(f64::from_le_bytes(buf)),
         DType::Float8E4M3 => Scalar::Float(fp8::decode(fp8::E4M3, b0)),
         DType::Float8E5M2 => Scalar::Float(fp8::decode(fp8::E5M2, b0)),
+        DType::Int4 => Scalar::Int(i64::from(((b0 << 4) as i8) >> 4)),
         DType::Int8 => Scalar::Int(i64::from(i8::from_le_bytes([b0]))),
         DType::UInt8 => Scalar::Int(i64::from(b0)),
         DType::Int16 => Scalar::Int(i64::from(i16::from_le_bytes(two))),

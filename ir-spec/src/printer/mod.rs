@@ -651,6 +651,9 @@ impl Printer<'_> {
         if g.clear_accum {
             self.out.push_str(", clear_accum=True");
         }
+        if g.packed_int4 {
+            self.out.push_str(", packed_int4=True");
+        }
         self.out.push(')');
         Ok(())
     }

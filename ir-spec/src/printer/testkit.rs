@@ -128,6 +128,7 @@ pub fn gemm(a: Region, b: Region, c: Region) -> Gemm {
         trans_b: false,
         policy: WarpPolicy::Square,
         clear_accum: false,
+        packed_int4: false,
     }
 }
 

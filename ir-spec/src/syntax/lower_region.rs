@@ -736,6 +736,7 @@ impl Lowerer {
                 "clear_accum",
                 "k_pack",
                 "wg_wait",
+                "packed_int4",
             ],
             3,
         )?;
@@ -751,6 +752,7 @@ impl Lowerer {
             None => Some(WarpPolicy::Square),
         };
         let clear_accum = flag(self, a[6], "`clear_accum`");
+        let packed_int4 = flag(self, a[9], "`packed_int4`");
         // k_pack and wg_wait are tuning hints with no meaning in the IR.
         Some(Gemm {
             a: ra?,
@@ -760,6 +762,7 @@ impl Lowerer {
             trans_b: trans_b?,
             policy: policy?,
             clear_accum: clear_accum?,
+            packed_int4: packed_int4?,
         })
     }
 
@@ -821,6 +824,7 @@ impl Lowerer {
             trans_b: trans_b?,
             policy: policy?,
             clear_accum: clear_accum?,
+            packed_int4: false,
         };
         let (em, en, ek) = (em?, en?, ek?);
         // The sizes are redundant with the operands; they must agree.

@@ -78,7 +78,8 @@ fn size(b: &BufferDecl, shared_limit: Option<Option<Target>>) -> Option<Diagnost
     let elements = extents
         .iter()
         .try_fold(1i128, |acc, &n| acc.checked_mul(i128::from(n)))?;
-    let bytes = elements.saturating_mul(i128::from(b.dtype.bytes()));
+    // Packed: int4's two elements share a byte.
+    let bytes = (elements.saturating_mul(i128::from(b.dtype.bits())) + 7) / 8;
     let name = &b.name.name;
     let at = if b.name.span.is_dummy() {
         b.span

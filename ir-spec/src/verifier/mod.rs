@@ -13,6 +13,7 @@ mod bounds;
 mod consts;
 mod exprs;
 mod fresh;
+mod int4;
 mod intrinsics;
 mod kernel;
 pub mod level;
@@ -127,6 +128,7 @@ pub fn verify_with(
     let mut checker = Checker::new(func, *requirements);
     checker.function(func);
     checker.diags.extend(bounds::check(func));
+    checker.diags.extend(int4::check(func, requirements.target));
     checker
         .diags
         .extend(limits::check(func, requirements.target));

@@ -252,6 +252,9 @@ impl<'f> Checker<'f> {
         }
         if let (Some(a), Some(b), Some(c)) = (a, b, c) {
             self.gemm_dtypes(a, b, c, span);
+            if g.packed_int4 {
+                self.gemm_packed_int4(g, a, b, span);
+            }
         }
         if ranks_ok {
             self.gemm_shapes(g, span);
@@ -267,6 +270,7 @@ impl<'f> Checker<'f> {
                     | DType::Float8E4M3
                     | DType::Float8E5M2
                     | DType::Int8
+                    | DType::Int4
             )
         };
         let fp8 = |d: DType| matches!(d, DType::Float8E4M3 | DType::Float8E5M2);
@@ -275,8 +279,8 @@ impl<'f> Checker<'f> {
                 self.error(
                     span,
                     format!(
-                        "gemm inputs must be float16, bfloat16, float8_e4m3, float8_e5m2 or int8; \
-                         `{}` is {}",
+                        "gemm inputs must be float16, bfloat16, float8_e4m3, float8_e5m2, int8 or \
+                         int4; `{}` is {}",
                         d.name.name, d.dtype
                     ),
                 );
@@ -295,14 +299,14 @@ impl<'f> Checker<'f> {
             return;
         }
         let c_ok = match c.dtype {
-            DType::Float32 => a.dtype != DType::Int8,
+            DType::Float32 => !a.dtype.is_int(),
             DType::Float16 => a.dtype == DType::Float16,
-            DType::Int32 => a.dtype == DType::Int8,
+            DType::Int32 => a.dtype.is_int(),
             _ => false,
         };
         if !c_ok {
             let allowed = match a.dtype {
-                DType::Int8 => "int32",
+                DType::Int8 | DType::Int4 => "int32",
                 DType::Float16 => "float32 or float16",
                 _ => "float32",
             };
@@ -312,6 +316,29 @@ impl<'f> Checker<'f> {
                     "gemm accumulator `{}` is {}, but {} inputs accumulate in {allowed}",
                     c.name.name, c.dtype, a.dtype
                 ),
+            );
+        }
+    }
+
+    /// H7: a `packed_int4` gemm reads two int4 elements from each byte of int8 operands
+    /// along K, which must be the innermost dimension of both (A not transposed, B
+    /// transposed: mma.sync's `.s4` form is row.col only).
+    fn gemm_packed_int4(&mut self, g: &Gemm, a: &BufferDecl, b: &BufferDecl, span: Span) {
+        for d in [a, b] {
+            if d.dtype != DType::Int8 {
+                self.error(
+                    span,
+                    format!(
+                        "a `packed_int4=True` gemm takes int8 operands holding two int4 to a                          byte; `{}` is {} (docs/ir.md, rule H7)",
+                        d.name.name, d.dtype
+                    ),
+                );
+            }
+        }
+        if g.trans_a || !g.trans_b {
+            self.error(
+                span,
+                "a `packed_int4=True` gemm packs K, which must be innermost in both operands:                  it needs transpose_A=False and transpose_B=True (docs/ir.md, rule H7)",
             );
         }
     }

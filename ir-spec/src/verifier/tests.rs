@@ -804,7 +804,7 @@ fn gemm_dtypes() {
     );
     assert_eq!(
         case(F32, F32, F32),
-        ["gemm inputs must be float16, bfloat16, float8_e4m3, float8_e5m2 or int8; `a` is float32"]
+        ["gemm inputs must be float16, bfloat16, float8_e4m3, float8_e5m2, int8 or int4; `a` is float32"]
     );
 }
 

@@ -216,6 +216,7 @@ pub fn gemm(a: Region, b: Region, c: Region, trans_a: bool, trans_b: bool, clear
         trans_b,
         policy: WarpPolicy::Square,
         clear_accum: clear,
+        packed_int4: false,
     }))
 }
 

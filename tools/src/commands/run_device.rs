@@ -336,6 +336,9 @@ fn launch_config(k: &KernelPlan) -> String {
 /// and fp8 as their bits, bool as one byte) — the interpreter's element codec.
 pub fn to_bytes(t: &Tensor) -> Vec<u8> {
     let dtype = t.dtype();
+    if dtype == DType::Int4 {
+        return int4_bytes(t);
+    }
     let width = dtype.bytes() as usize;
     let mut out = Vec::with_capacity(t.len() * width);
     let mut put = |x: Scalar| out.extend_from_slice(&interp::encode_element(dtype, x)[..width]);
@@ -350,6 +353,14 @@ pub fn to_bytes(t: &Tensor) -> Vec<u8> {
 /// The inverse of [`to_bytes`]. A bool byte other than 0 reads as true; decoded values are
 /// values of the dtype, kept as they are (an e5m2 infinity included).
 pub fn from_bytes(dtype: DType, shape: &[usize], bytes: &[u8]) -> Result<Tensor, String> {
+    if dtype == DType::Int4 {
+        // Two to a byte, low nibble first ([`int4_bytes`]); each nibble sign-extended.
+        let values = bytes
+            .iter()
+            .flat_map(|&b| [i64::from((b << 4) as i8 >> 4), i64::from(b as i8 >> 4)])
+            .take(shape.iter().product());
+        return Tensor::from_stored(dtype, shape, TensorData::Int(values.collect()));
+    }
     let width = dtype.bytes() as usize;
     let values = bytes
         .chunks_exact(width)
@@ -362,6 +373,22 @@ pub fn from_bytes(dtype: DType, shape: &[usize], bytes: &[u8]) -> Result<Tensor,
     Tensor::from_stored(dtype, shape, data)
 }
 
+/// An int4 tensor's device bytes: elements packed two to a byte in row-major order, low
+/// nibble first (docs/ir.md, "int4"; rows are even, so each row starts a byte; an odd total
+/// leaves the last high nibble 0).
+fn int4_bytes(t: &Tensor) -> Vec<u8> {
+    let vals: &[i64] = match t.data() {
+        TensorData::Int(v) => v,
+        _ => &[],
+    };
+    vals.chunks(2)
+        .map(|p| {
+            let hi = p.get(1).copied().unwrap_or(0);
+            ((hi << 4) | (p[0] & 15)) as u8
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -371,9 +398,12 @@ mod tests {
         for dtype in DType::ALL {
             let t = interp::random_tensor("X", dtype, &[3, 5], 11).unwrap();
             let bytes = to_bytes(&t);
-            assert_eq!(bytes.len(), 15 * dtype.bytes() as usize, "{dtype}");
+            assert_eq!(bytes.len() as u64, dtype.packed_bytes(15), "{dtype}");
             assert_eq!(from_bytes(dtype, &[3, 5], &bytes).unwrap(), t, "{dtype}");
         }
+        // int4 packs low nibble first: (1, -2, 7, -8) is 0xe1 0x87.
+        let four = Tensor::from_i64(DType::Int4, &[4], &[1, -2, 7, -8]).unwrap();
+        assert_eq!(to_bytes(&four), [0xe1, 0x87]);
         // Known encodings: f16 1.0 is 0x3c00, bf16 1.0 is 0x3f80, int32 -2 is fffffffe.
         let one = Tensor::from_f64(DType::Float16, &[1], &[1.0]).unwrap();
         assert_eq!(to_bytes(&one), [0x00, 0x3c]);

@@ -13,6 +13,11 @@
 //! 0, that sum is added in f32 to `C[i, j]` converted to f32, and the result is rounded to
 //! f16 — which is `C[i, j]` for the next step (so a lowered gemm gives exactly this). All
 //! elements read must have been written.
+//!
+//! `packed_int4`: `A` (M×K/2, not transposed) and `B` (N×K/2, transposed) are int8 bytes
+//! that each hold two int4 elements along K, low nibble first, each sign-extended: byte
+//! column `q` is K indices `2q` (low) and `2q + 1` (high). The product is then the int4
+//! gemm's, exactly (what `mma.sync`'s `.s4` form computes on the same bytes).
 
 use crate::dtype::DType;
 use crate::interp::compile::CGemm;
@@ -43,8 +48,17 @@ pub(crate) fn gemm(frame: &mut Frame, g: &CGemm, span: Span) -> Res<()> {
             ),
         );
     }
-    let av = gather(frame, &a, m, k, g.trans_a)?;
-    let bv = gather(frame, &b, k, n, g.trans_b)?;
+    let mut av = gather(frame, &a, m, k, g.trans_a)?;
+    let mut bv = gather(frame, &b, k, n, g.trans_b)?;
+    let k = if g.packed_int4 {
+        // The verifier's rule holds the layout fixed: A row-major, B transposed, so K is
+        // the innermost (byte) dimension of both.
+        av = unpack_rows(&av, m, k);
+        bv = unpack_k_rows(&bv, k, n);
+        2 * k
+    } else {
+        k
+    };
     let c_dtype = frame.mem.buffer(c.buf).dtype;
     let c_old = if g.clear_accum {
         vec![Scalar::zero(c_dtype); m * n]
@@ -68,6 +82,36 @@ pub(crate) fn gemm(frame: &mut Frame, g: &CGemm, span: Span) -> Res<()> {
         }
     }
     Ok(())
+}
+
+/// The int4 element `half` (0: low nibble, 1: high) of a byte, sign-extended.
+fn nibble(byte: Scalar, half: usize) -> Scalar {
+    let b = byte.as_i64() as u8;
+    let v = if half == 0 { b << 4 } else { b & 0xf0 };
+    Scalar::Int(i64::from((v as i8) >> 4))
+}
+
+/// A `rows × kb` matrix of packed bytes as `rows × 2kb` int4 values (K innermost).
+fn unpack_rows(v: &[Scalar], rows: usize, kb: usize) -> Vec<Scalar> {
+    let mut out = Vec::with_capacity(rows * kb * 2);
+    for i in 0..rows {
+        for q in 0..kb {
+            out.push(nibble(v[i * kb + q], 0));
+            out.push(nibble(v[i * kb + q], 1));
+        }
+    }
+    out
+}
+
+/// A `kb × cols` matrix of packed bytes (K outermost) as `2kb × cols` int4 values.
+fn unpack_k_rows(v: &[Scalar], kb: usize, cols: usize) -> Vec<Scalar> {
+    let mut out = Vec::with_capacity(kb * cols * 2);
+    for q in 0..kb {
+        for half in 0..2 {
+            out.extend(v[q * cols..(q + 1) * cols].iter().map(|&x| nibble(x, half)));
+        }
+    }
+    out
 }
 
 /// The (rows, cols) of an operand: its last two extents, the others being 1.

@@ -7,6 +7,8 @@
 #   PART=2/3 scripts/gpu-check.sh          (every third `run` from the second: the whole
 #                                           check in three calls, each within a time limit;
 #                                           the print and scripts checks run in the last part)
+#   ONLY='int4|reshape' scripts/gpu-check.sh (only the runs whose file and arguments match
+#                                           the extended regex: a change's own lines)
 #
 # Symbolic kernels get small bindings: some ragged, some tile-aligned (kernels that do not
 # mask their edges), some of each copy path (cp.async where rows are 16-byte aligned,
@@ -28,6 +30,9 @@ run() {
     shift
     runs=$((runs + 1))
     [ $(((runs - 1) % part_n + 1)) -eq "$part_k" ] || return 0
+    if [ -n "${ONLY:-}" ] && ! echo "$file $*" | grep -qE -- "$ONLY"; then
+        return 0
+    fi
     local out targets=${TARGETS:-"sm_90a sm_80"}
     if grep -qE 'T\.(tma_load|mbarrier_|wgmma|setmaxnreg|fence_proxy_async)|^# requires: sm_90a' "$file"; then
         targets=sm_90a
@@ -250,6 +255,10 @@ run tests/cases/valid/gemm_int8.tir -D M=512 -D N=384 -D K=1024
 # ragged M and N, then the original's 128 x 256 x 256.
 run tests/tilelang/dequant_gemm_w4a8.tir -D M=100 -D N=72 -D K=256
 run tests/tilelang/dequant_gemm_w4a8.tir -D M=128 -D N=256 -D K=256
+# int4 x int4 -> int32 on mma.sync's m16n8k64 .s4 (pack-int4): ragged, then whole tiles.
+run tests/tilelang/gemm_int4.tir -D M=100 -D N=72 -D K=192
+run tests/tilelang/gemm_int4.tir -D M=512 -D N=384 -D K=1024
+run tests/cases/valid/gemm_int4.tir -D M=100 -D N=150
 run examples/gemm_fp8_blockscaled.tir -D M=200 -D N=192 -D K=384
 run examples/gemm_fp8_blockscaled.tir -D M=300 -D N=130 -D K=320 -D block_M=64 -D threads=128 -D block_N=64
 run examples/gemm_fp8_blockscaled.tir -D M=256 -D N=2112 -D K=1024
@@ -491,7 +500,7 @@ run tests/tilelang/ws_gemm_copy_gemm_0_1.tir -D M=512 -D N=512 -D K=512
 # T.print (docs/ir.md, "Printing"): the device's vprintf lines are the interpreter's.
 # `run --device` runs both in one process, so each of the case's 226 lines (all distinct)
 # shows exactly twice, whatever order the GPU's threads print in.
-[ "$part_k" -eq "$part_n" ] || exit $fail
+[ "$part_k" -eq "$part_n" ] && [ -z "${ONLY:-}" ] || exit $fail
 for target in sm_90a sm_80; do
     out=$("$TLC" run tests/cases/valid/print.tir --device --target $target --seed 1 2>&1)
     rc=$?

@@ -144,6 +144,79 @@ fn mma_tile_s8() {
     );
 }
 
+/// [`MMA_TILE_S8`]'s bytes as packed int4 (two to a byte along K, low nibble first): the
+/// same loads, `T.mma_sync(..., packed_int4=True)`, a 16 x 64 by 64 x 8 int4 product.
+fn mma_tile_s4_source() -> String {
+    MMA_TILE_S8
+        .replace("def mma_tile_s8(", "def mma_tile_s4(")
+        .replace(
+            "T.mma_sync(C_f[0], A_f[0], B_f[0])",
+            "T.mma_sync(C_f[0], A_f[0], B_f[0], packed_int4=True)",
+        )
+}
+
+#[test]
+fn mma_tile_s4() {
+    let (ptx, _) = compile("mma_tile_s4", &mma_tile_s4_source());
+    let mma: Vec<&str> = ptx.lines().filter(|l| l.contains("mma.sync")).collect();
+    assert_eq!(mma.len(), 1, "{ptx}");
+    assert!(
+        mma[0].contains("mma.sync.aligned.m16n8k64.row.col.s32.s4.s4.s32"),
+        "{ptx}"
+    );
+    // The bytes ldmatrix loaded, as they are: nothing re-packed.
+    assert!(!ptx.contains("bfi.b32"), "{ptx}");
+}
+
+/// The interpreter's packed-int4 `T.mma_sync` (docs/ir.md: byte column `q` holds K indices
+/// `2q`, low nibble, and `2q + 1`) gives C = A @ B^T of the int4 values exactly, over the
+/// whole int4 range; computed here from the nibbles directly.
+#[test]
+fn mma_tile_s4_interprets_to_the_int4_product() {
+    use std::collections::HashMap;
+    use tlc_ir::dtype::DType;
+    use tlc_ir::interp::{self, RunOptions, Tensor};
+    let func = tlc_ir::parse::parse(&mma_tile_s4_source()).expect("parse");
+    // int4 values -8..=7, two to a byte: byte = (hi << 4) | (lo & 15), as an int8.
+    let int4 = |n: usize, salt: u64| -> Vec<i64> {
+        (0..n)
+            .map(|i| (tlc_ir::hash::SplitMix64::mix(salt ^ i as u64) % 16) as i64 - 8)
+            .collect()
+    };
+    let (mut a, mut b) = (int4(16 * 64, 5), int4(8 * 64, 6));
+    // The extremes: a row of -8s times a column of -8s.
+    a[..64].fill(-8);
+    b[..64].fill(-8);
+    let bytes = |v: &[i64]| -> Vec<f64> {
+        v.chunks(2)
+            .map(|p| f64::from((((p[1] << 4) | (p[0] & 15)) as u8) as i8))
+            .collect()
+    };
+    let inputs = HashMap::from([
+        (
+            "A".to_string(),
+            Tensor::from_f64(DType::Int8, &[16, 32], &bytes(&a)).expect("A"),
+        ),
+        (
+            "B".to_string(),
+            Tensor::from_f64(DType::Int8, &[8, 32], &bytes(&b)).expect("B"),
+        ),
+    ]);
+    let opts = RunOptions {
+        seed: 1,
+        threads: 0,
+    };
+    let out = interp::run(&func, &HashMap::new(), inputs, &opts).expect("interpreter");
+    let c = out["C"].to_f64();
+    for i in 0..16 {
+        for j in 0..8 {
+            let want: i64 = (0..64).map(|k| a[i * 64 + k] * b[j * 64 + k]).sum();
+            assert_eq!(c[i * 8 + j], want as f64, "C[{i}, {j}]");
+        }
+    }
+    assert_eq!(c[0], 64.0 * 64.0, "the extremes");
+}
+
 /// The interpreter's `T.ldmatrix` / `T.mma_sync` on int8 (docs/ir.md's lane layouts) give
 /// C = A @ B^T exactly, over the whole int8 range (|sums| up to 32 · 2^14).
 #[test]

@@ -907,6 +907,7 @@ fn intrinsic_statements() {
             acc: eref("acc", vec![Expr::int(0)]),
             a: eref("F", vec![Expr::int(0)]),
             b: eref("F", vec![Expr::int(4)]),
+            packed_int4: false,
         },
     ];
     assert_eq!(got, expected);

@@ -63,8 +63,7 @@ static WIDEN_INDICES: WidenIndices = WidenIndices;
 
 /// Every pass, in the order of the default pipeline (`legalize-safe-memory` first: the
 /// front end runs it for every command, so the pipeline's input has its guards already;
-/// `pack-int4` is where the pipeline will run it once int4 compiles — compilation refuses
-/// int4 at its input yet, rule H6, so the default pipeline leaves it out):
+/// `pack-int4` next, so that no later pass sees a sub-byte dtype):
 /// tile-level rewrites first (reducers, reductions, staged fragment reads, the block order, masks versioned), the buffers fresh in each loop iteration
 /// (before pipelining rewrites the loops), tile-level scheduling (layouts, pipelining), then the lowering to threads, then thread-level clean-up.
 pub fn registry() -> &'static [&'static dyn Pass] {
@@ -154,12 +153,15 @@ pub fn parse_pipeline(text: &str) -> Result<Pipeline, UnknownPass> {
         .collect()
 }
 
-/// The passes `tlc compile` runs for `target`, in order: layouts before the pipelining that
+/// The passes `tlc compile` runs for `target`, in order: int4 packed into bytes before
+/// anything else (laid-out IR has no int4, `tlc_ir::verifier::check_level`), layouts
+/// before the pipelining that
 /// copies buffers, pipelining before the lowering that turns copies into threads' code,
 /// thread binding before the shared-memory plan that needs the merged thread loop, index
 /// widths last (after the simplifier, which then never meets the int64 casts).
 pub fn default_pipeline(target: Target) -> Pipeline {
-    let tile_level: [&'static dyn Pass; 12] = [
+    let tile_level: [&'static dyn Pass; 13] = [
+        &PACK_INT4,
         &THREAD_SYNC,
         &LOWER_REDUCERS,
         &LOWER_REDUCTIONS,

@@ -43,7 +43,8 @@ fn changing(
     for (pass, f) in stages {
         let rewrite = matches!(
             pass,
-            "thread-sync"
+            "pack-int4"
+                | "thread-sync"
                 | "lower-reducers"
                 | "lower-reductions"
                 | "stage-fragment-reads"

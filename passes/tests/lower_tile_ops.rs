@@ -11,6 +11,7 @@ use tlc_ir::{ForKind, PrimFunc, Scope, StmtKind};
 use tlc_passes::layout_inference::LayoutInference;
 use tlc_passes::lower_reductions::LowerReductions;
 use tlc_passes::lower_tile_ops::LowerTileOps;
+use tlc_passes::pack_int4::PackInt4;
 use tlc_passes::stage_fragment_reads::StageFragmentReads;
 use tlc_passes::Pass;
 
@@ -121,10 +122,12 @@ fn lowering_keeps_meaning_on_the_corpus() {
         }
         // Reductions and broadcasts are rewritten into tile ops first (tests/reductions.rs),
         // gemm kernels need their layouts (tests/gemm.rs checks them in detail).
-        let tiles = LowerReductions
+        // (int4 buffers packed into bytes first, as the default pipeline does.)
+        let tiles = PackInt4
             .run(func.clone(), &common::cx())
+            .and_then(|f| LowerReductions.run(f, &common::cx()))
             .and_then(|f| StageFragmentReads.run(f, &common::cx()))
-            .expect("lower-reductions, stage-fragment-reads");
+            .expect("pack-int4, lower-reductions, stage-fragment-reads");
         let rewritten = tiles != func;
         let input = LayoutInference
             .run(tiles.clone(), &common::cx())

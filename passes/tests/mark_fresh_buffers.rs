@@ -22,7 +22,12 @@ fn marked(func: PrimFunc) -> PrimFunc {
 fn through_marking(func: &PrimFunc) -> PrimFunc {
     let cx = PassContext::new(Target::Sm80);
     let mut cur = func.clone();
-    for pass in default_pipeline(Target::Sm80) {
+    // pack-int4 left out: it changes no loop, and a symbolic int4 row (TileLang's int4
+    // GEMM) needs its dims bound (`-D`).
+    for pass in default_pipeline(Target::Sm80)
+        .into_iter()
+        .filter(|p| p.name() != "pack-int4")
+    {
         cur = pass
             .run(cur, &cx)
             .unwrap_or_else(|e| panic!("{}: {e:?}", pass.name()));

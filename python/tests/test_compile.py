@@ -22,6 +22,19 @@ def test_compile_a_file_gives_ptx_and_its_manifest(repo):
     assert [d["name"] for d in k.manifest["dims"]] == ["N"]
 
 
+def test_an_int4_gemm_takes_its_packed_bytes(repo):
+    """int4 compiles through `pack-int4`: the kernel's parameters are the int8 tensors of
+    the int4 ones' bytes (two to a byte, K halved), what a caller passes from PyTorch."""
+    k = tlc.compile(repo / "tests/tilelang/gemm_int4.tir", target="sm_80", M=256, N=128, K=512)
+    params = {p["name"]: p for p in k.manifest["params"]}
+    assert params["A"]["dtype"] == "int8" and params["B"]["dtype"] == "int8"
+    assert params["A"]["shape"] == [{"int": 256}, {"int": 256}]
+    assert params["C"]["dtype"] == "int32"
+    assert "mma.sync.aligned.m16n8k64.row.col.s32.s4.s4.s32" in k.ptx
+    with pytest.raises(tlc.CompileError, match="give its value with -D"):
+        tlc.compile(repo / "tests/tilelang/gemm_int4.tir", target="sm_80")
+
+
 def test_source_text_and_path_strings_compile_alike(repo):
     path = repo / "examples/elementwise_add.tir"
     from_path = tlc.compile(str(path), target="sm_90a")

@@ -53,6 +53,8 @@ fn dims_for(stem: &str) -> Vec<(&'static str, i64)> {
         "gemm_fp8_nt" => vec![("M", 100), ("N", 90), ("K", 70)],
         // Ragged in every dim: 2 x 2 blocks, 3 k-steps of 128 (the last with 44).
         "gemm_int8" => vec![("M", 100), ("N", 150), ("K", 300)],
+        // Ragged: 2 x 2 blocks of 64 x 128 (K = 320 is the file's, its last tile ragged).
+        "gemm_int4" => vec![("M", 100), ("N", 150)],
         "gemm_fp8_blockscaled" | "gemm_fp8_scales_staged" => {
             vec![("M", 100), ("N", 150), ("K", 300)]
         }
@@ -419,7 +421,7 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
         "gemm_splitk_atomic" => check_gemm(stem, o, false, Round::F32),
         // fp8 products are exact in f32: the f16 gemm's bound holds.
         "gemm_fp8_nt" => check_gemm(stem, o, true, Round::F32),
-        "gemm_int8" => check_gemm_int8(o),
+        "gemm_int8" | "gemm_int4" => check_gemm_int8(o),
         "gemm_fp8_blockscaled" => check_blockscaled_fp8(stem, o, false),
         "gemm_fp8_scales_staged" => check_blockscaled_fp8(stem, o, true),
         "gemm_column_max_into_rows" => check_column_max_into_rows(stem, o),
@@ -526,7 +528,8 @@ enum Round {
     F32,
 }
 
-/// `gemm_int8.tir`: C = A @ B^T in integers, exactly (the sums stay inside int32).
+/// `gemm_int8.tir`, `gemm_int4.tir`: C = A @ B^T in integers, exactly (the sums stay
+/// inside int32).
 fn check_gemm_int8(o: &Outputs) {
     let (a, b, c) = (o["A"].to_f64(), o["B"].to_f64(), o["C"].to_f64());
     let (m, k) = (o["A"].shape()[0], o["A"].shape()[1]);

@@ -54,7 +54,7 @@ use std::path::Path;
 use tlc::diagnostics::SourceFile;
 use tlc::driver::pipeline_error;
 use tlc_ir::dtype::DType;
-use tlc_ir::interp::{self, fp8, RunOptions, Tensor};
+use tlc_ir::interp::{self, fp8, packed_for, unpacked_for, RunOptions, Tensor};
 use tlc_ir::PrimFunc;
 use tlc_passes::{default_pipeline, Instrumentation, PassContext, PassManager, Target};
 use tlc_tests::bound::{Approx, Fp};
@@ -1504,10 +1504,6 @@ const REFUSED: &[(&str, Target, &str)] = &[
     // the `T.alloc_barrier` that initializes them. (`ws_gemm_copy_gemm_0_1` has none: it
     // runs on both.)
     ("ws_gemm_barrierpipe_stage2", Target::Sm80, MBARRIERS_NEED_SM90),
-    // int4 (issue 38): `tlc check` runs it (the reference above); no lowering handles int4
-    // yet (rule H6, at the first int4 buffer).
-    ("gemm_int4", Target::Sm80, INT4_NOT_LOWERED),
-    ("gemm_int4", Target::Sm90a, INT4_NOT_LOWERED),
     ("ws_gemm_copy_0_gemm_1", Target::Sm80, MBARRIERS_NEED_SM90),
     ("ws_gemm_copy_1_gemm_0", Target::Sm80, MBARRIERS_NEED_SM90),
     ("ws_gemm_softpipe_stage2", Target::Sm80, MBARRIERS_NEED_SM90),
@@ -1516,9 +1512,6 @@ const REFUSED: &[(&str, Target, &str)] = &[
 /// [`REFUSED`]'s reason for the hand-written warp-specialized examples on sm_80.
 const MBARRIERS_NEED_SM90: &str =
     "`T.mbarrier_init` needs a target with bulk tensor copies (TMA) with mbarriers";
-
-/// Rule I6's refusal of int4 at compilation.
-const INT4_NOT_LOWERED: &str = "int4 buffer `A`: tlc does not compile int4 yet";
 
 /// Compiles whose ptxas log is not clean, with the warning codes it must give instead.
 const PTXAS_EXPECTED: &[(&str, Target, &str)] = &[
@@ -4427,6 +4420,12 @@ fn check_example_at(example: &Example) {
     let (tile, expected) = first.expect("two sizes");
     let size = example.sizes[0];
     let func = checked(size);
+    // An int4 buffer of symbolic row length is packed into bytes only once its dims are
+    // bound (`pack-int4` asks for `-D`): such a kernel is lowered as `tlc compile -D` does.
+    let func = match symbolic_int4_rows(&func) {
+        true => bind_dims(&func, size, &name),
+        false => func,
+    };
     for target in [Target::Sm80, Target::Sm90a] {
         let refusal = REFUSED.iter().find(|(s, t, _)| *s == stem && *t == target);
         let lowered = lower(&name, &text, &func, target);
@@ -4447,7 +4446,8 @@ fn check_example_at(example: &Example) {
             (Err(e), None) => panic!("{name} on {target}:\n{e}"),
         };
         let what = format!("{stem} {size:?} lowered for {target}");
-        let low = canonical(stem, run(&lowered, size, given(stem, 0), &what));
+        let low = run(&lowered, size, lowered_inputs(stem, &lowered, &tile), &what);
+        let low = canonical(stem, unpacked_for(&|n| int4_param(&func, n), low));
         let used = assert_matches(&what, &low, &expected);
         assert_lowered_agrees(&what, &tile, &low, &expected);
         report.push(format!("{target}: {used:.3} of the bound"));
@@ -4458,6 +4458,53 @@ fn check_example_at(example: &Example) {
         report.join("; "),
         start.elapsed().as_secs_f64()
     );
+}
+
+/// Whether `func` has an int4 buffer whose innermost extent is symbolic.
+fn symbolic_int4_rows(func: &PrimFunc) -> bool {
+    let mut decls: Vec<&tlc_ir::BufferDecl> = func.params.iter().collect();
+    tlc_ir::visit::for_each_stmt(&func.body, &mut |s| {
+        if let tlc_ir::StmtKind::Kernel(k) = &s.kind {
+            decls.extend(&k.allocs);
+        }
+    });
+    decls
+        .iter()
+        .any(|d| d.dtype == DType::Int4 && d.shape.last().is_some_and(|e| e.as_int().is_none()))
+}
+
+/// `func` with the dims of `size` bound (as `-D` binds them).
+fn bind_dims(func: &PrimFunc, size: &[(&str, i64)], what: &str) -> PrimFunc {
+    let dims: Vec<(String, i64)> = size
+        .iter()
+        .filter(|(n, _)| func.dims.iter().any(|d| d.name == *n))
+        .map(|(n, v)| (n.to_string(), *v))
+        .collect();
+    tlc_ir::specialize::specialize(func, &dims)
+        .unwrap_or_else(|e| panic!("{what}: binding the dims: {}", e.message))
+}
+
+/// `Some(Int4)` when parameter `name` of `func` is int4.
+fn int4_param(func: &PrimFunc, name: &str) -> Option<DType> {
+    let p = func.params.iter().find(|p| p.name.name == name)?;
+    (p.dtype == DType::Int4).then_some(p.dtype)
+}
+
+/// The lowered kernel's inputs at the first size: the example's given ones, and the tile
+/// level's int4 inputs (read-only in these examples) as the bytes `pack-int4` made of
+/// them, so that both levels multiply the same values.
+fn lowered_inputs(stem: &str, lowered: &PrimFunc, tile: &Outputs) -> HashMap<String, Tensor> {
+    let mut inputs = given(stem, 0);
+    for (name, t) in tile {
+        if t.dtype() == DType::Int4 {
+            inputs.insert(name.clone(), t.clone());
+        }
+    }
+    let dtype_of = |n: &str| {
+        let p = lowered.params.iter().find(|p| p.name.name == n);
+        p.map(|p| p.dtype)
+    };
+    packed_for(&dtype_of, inputs).unwrap_or_else(|e| panic!("{stem}: packing int4: {e}"))
 }
 
 /// Size `which` of [`check_example`]'s with its dims bound (`-D`, as `tlc compile -D` binds
@@ -5163,7 +5210,8 @@ fn topk_selector_matches_its_reference() {
 }
 
 /// int4 x int4 -> int32 (issue 38): the tile level against the integer reference at a
-/// ragged and a whole-tile size; both targets refuse it as documented (rule H6).
+/// ragged and a whole-tile size; lowered for both targets (dims bound: `pack-int4` halves
+/// the rows) onto mma.sync's `m16n8k64.s32.s4.s4`, exact.
 #[test]
 fn gemm_int4_matches_its_reference() {
     check_example("gemm_int4");

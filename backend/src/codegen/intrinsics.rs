@@ -29,8 +29,10 @@
 
 use super::expr::Place;
 use super::hopper::ASource;
-use super::{ptx_type, Cg, Mem};
-use crate::ptx::{CacheOp, LdmatrixNum, MmaShape, Op, Operand, Reg, ShflMode, Space, Type};
+use super::{Cg, Mem};
+use crate::ptx::{
+    CacheOp, LdmatrixNum, MmaInput, MmaShape, Op, Operand, Reg, ShflMode, Space, Type,
+};
 use tlc_ir::{DType, ElemRef, Expr, ExprKind, Intrinsic, Span};
 
 impl Cg {
@@ -58,7 +60,12 @@ impl Cg {
                 num,
                 trans,
             } => self.ldmatrix(dst, src, *num, *trans, span),
-            Intrinsic::Mma { acc, a, b } => self.mma(acc, a, b),
+            Intrinsic::Mma {
+                acc,
+                a,
+                b,
+                packed_int4,
+            } => self.mma(acc, a, b, *packed_int4),
             Intrinsic::ShflXor { dst, src, offset } => {
                 self.shfl(dst, src, (ShflMode::Bfly, *offset), span)
             }
@@ -461,15 +468,15 @@ impl Cg {
         });
     }
 
-    fn mma(&mut self, acc: &ElemRef, a: &ElemRef, b: &ElemRef) {
+    fn mma(&mut self, acc: &ElemRef, a: &ElemRef, b: &ElemRef, packed_int4: bool) {
         // The verifier holds the dtypes (an f32 accumulator with A and B both f16 or both
-        // bf16, an f16 accumulator with f16 A and B, or an int32 one with int8 A and B): the
-        // multiplicand type is A's.
+        // bf16, an f16 accumulator with f16 A and B, or an int32 one with int8 A and B, also
+        // when packed_int4): the multiplicand type is A's.
         let Some((ct, c)) = self.local_run(acc, 4, "the accumulator of T.mma_sync") else {
             return;
         };
         if ct == DType::Int32 {
-            self.mma_s8(c, a, b);
+            self.mma_s32(c, a, b, packed_int4);
             return;
         }
         let Some((at, a_regs)) = self.local_run(a, 8, "the A operand of T.mma_sync") else {
@@ -478,9 +485,13 @@ impl Cg {
         let Some((_, b_regs)) = self.local_run(b, 4, "the B operand of T.mma_sync") else {
             return;
         };
-        let Some(ab_ty) = ptx_type(at) else {
-            self.err(a.buffer.span, format!("T.mma_sync of {at} elements"));
-            return;
+        let ab = match at {
+            DType::Float16 => MmaInput::F16,
+            DType::BFloat16 => MmaInput::Bf16,
+            _ => {
+                self.err(a.buffer.span, format!("T.mma_sync of {at} elements"));
+                return;
+            }
         };
         let a_words = self.pack_pairs(&a_regs);
         let b_words = self.pack_pairs(&b_regs);
@@ -493,7 +504,7 @@ impl Cg {
             self.b.emit(Op::Mma {
                 shape: MmaShape::M16n8k16,
                 acc_ty: Type::F16,
-                ab_ty,
+                ab,
                 d: d_words.clone(),
                 a: a_words,
                 b: b_words,
@@ -505,7 +516,7 @@ impl Cg {
         self.b.emit(Op::Mma {
             shape: MmaShape::M16n8k16,
             acc_ty: Type::F32,
-            ab_ty,
+            ab,
             d: c.clone(),
             a: a_words,
             b: b_words,
@@ -514,8 +525,11 @@ impl Cg {
     }
 
     /// `mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32` on an int32 accumulator `c`: A's 16
-    /// and B's 8 int8 elements packed four to a word (4 and 2 words).
-    fn mma_s8(&mut self, c: Vec<Reg>, a: &ElemRef, b: &ElemRef) {
+    /// and B's 8 int8 elements packed four to a word (4 and 2 words). `packed_int4`: the
+    /// same words are `m16n8k64.row.col.s32.s4.s4.s32`'s eight int4 to a word (the
+    /// fragments of both forms put byte `k` of a lane's run in the same register and byte
+    /// position, low nibble first: docs/ir.md, "int4").
+    fn mma_s32(&mut self, c: Vec<Reg>, a: &ElemRef, b: &ElemRef, packed_int4: bool) {
         let Some((_, a_regs)) = self.local_run(a, 16, "the A operand of T.mma_sync") else {
             return;
         };
@@ -527,10 +541,15 @@ impl Cg {
         for &r in &c {
             self.forget_packed(r);
         }
+        let (shape, ab) = if packed_int4 {
+            (MmaShape::M16n8k64, MmaInput::S4)
+        } else {
+            (MmaShape::M16n8k32, MmaInput::S8)
+        };
         self.b.emit(Op::Mma {
-            shape: MmaShape::M16n8k32,
+            shape,
             acc_ty: Type::S32,
-            ab_ty: Type::S8,
+            ab,
             d: c.clone(),
             a: a_words,
             b: b_words,

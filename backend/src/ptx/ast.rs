@@ -902,6 +902,29 @@ pub enum MmaShape {
     M16n8k8,
     /// `m16n8k32`: A 4 regs, B 2 regs, C/D 4 s32 regs (s8 inputs, four to a register).
     M16n8k32,
+    /// `m16n8k64`: A 4 regs, B 2 regs, C/D 4 s32 regs (s4 inputs, eight to a register).
+    M16n8k64,
+}
+
+/// The multiplicands' type of an `mma.sync` (`.f16`, `.bf16`, `.s8`, `.s4`): a type of
+/// the instruction, not of a register (an s4 lives eight to a b32).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MmaInput {
+    F16,
+    Bf16,
+    S8,
+    S4,
+}
+
+impl MmaInput {
+    pub fn suffix(self) -> &'static str {
+        match self {
+            MmaInput::F16 => ".f16",
+            MmaInput::Bf16 => ".bf16",
+            MmaInput::S8 => ".s8",
+            MmaInput::S4 => ".s4",
+        }
+    }
 }
 
 /// One instruction with its optional guard.
@@ -1130,13 +1153,13 @@ pub enum Op {
         dsts: Vec<Reg>,
         addr: Address,
     },
-    /// `mma.sync.aligned.SHAPE.row.col.ACC.AB.AB.ACC {d}, {a}, {b}, {c}` with `ab_ty` F16
+    /// `mma.sync.aligned.SHAPE.row.col.ACC.AB.AB.ACC {d}, {a}, {b}, {c}` with `ab` F16
     /// or Bf16 and `acc_ty` F32 (four f32 registers in `c` and `d`) — or F16 with F16
     /// multiplicands (two b32 registers of f16x2 in `c` and `d`).
     Mma {
         shape: MmaShape,
         acc_ty: Type,
-        ab_ty: Type,
+        ab: MmaInput,
         d: Vec<Reg>,
         a: Vec<Reg>,
         b: Vec<Reg>,

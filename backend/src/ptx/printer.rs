@@ -623,7 +623,7 @@ fn render(op: &Op) -> (String, Vec<String>) {
         Op::Mma {
             shape,
             acc_ty,
-            ab_ty,
+            ab,
             d,
             a,
             b,
@@ -633,9 +633,11 @@ fn render(op: &Op) -> (String, Vec<String>) {
                 MmaShape::M16n8k16 => ".m16n8k16",
                 MmaShape::M16n8k8 => ".m16n8k8",
                 MmaShape::M16n8k32 => ".m16n8k32",
+                MmaShape::M16n8k64 => ".m16n8k64",
             };
+            let ab = ab.suffix();
             (
-                format!("mma.sync.aligned{s}.row.col{acc_ty}{ab_ty}{ab_ty}{acc_ty}"),
+                format!("mma.sync.aligned{s}.row.col{acc_ty}{ab}{ab}{acc_ty}"),
                 vec![reg_list(d), reg_list(a), reg_list(b), reg_list(c)],
             )
         }

@@ -515,7 +515,7 @@ pub fn mma_ldmatrix_cp_async(target: Target) -> (Manifest, Module) {
     k.emit(Op::Mma {
         shape: MmaShape::M16n8k16,
         acc_ty: Type::F32,
-        ab_ty: Type::F16,
+        ab: MmaInput::F16,
         d: out.clone(),
         a: afrag,
         b: bfrag,

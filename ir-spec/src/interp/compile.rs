@@ -127,6 +127,8 @@ pub(crate) enum CCall {
         acc: CRef,
         a: CRef,
         b: CRef,
+        /// Each int8 byte two int4 along K (`m16n8k64.s4`).
+        packed_int4: bool,
     },
     /// `T.atomic_add_ret`: `dst += value` atomically, the old value into `old`.
     AtomicAddRet {
@@ -911,10 +913,16 @@ impl Compiler {
                 dst: self.elem_ref(dst, span)?,
                 value: self.elem_ref(value, span)?,
             },
-            Intrinsic::Mma { acc, a, b } => CCall::Mma {
+            Intrinsic::Mma {
+                acc,
+                a,
+                b,
+                packed_int4,
+            } => CCall::Mma {
                 acc: self.elem_ref(acc, span)?,
                 a: self.elem_ref(a, span)?,
                 b: self.elem_ref(b, span)?,
+                packed_int4: *packed_int4,
             },
             Intrinsic::MbarrierInit { bar, count } => CCall::MbarrierInit {
                 bar: self.elem_ref(bar, span)?,

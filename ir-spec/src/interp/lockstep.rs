@@ -836,14 +836,19 @@ impl Lockstep<'_, '_> {
                 let from = |lane: usize| Some(lane + offset).filter(|&j| j < 32).unwrap_or(lane);
                 self.shuffle((dst, src), base, from, i.def.name, span)
             }
-            CCall::Mma { acc, a, b } => {
+            CCall::Mma {
+                acc,
+                a,
+                b,
+                packed_int4,
+            } => {
                 let mut lanes = Vec::with_capacity(32);
                 for lane in 0..32 {
                     lanes.push(
                         self.on_thread(base + lane, span, |f| f.mma_operands((acc, a, b), span))?,
                     );
                 }
-                let d = mma_sync(&lanes);
+                let d = mma_sync(&lanes, *packed_int4);
                 for (lane, (l, d)) in lanes.iter().zip(d).enumerate() {
                     self.on_thread(base + lane, span, |f| {
                         f.mma_store(acc, l.acc_flat, d);

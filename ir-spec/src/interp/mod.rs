@@ -73,7 +73,9 @@ mod shared;
 mod tasks;
 pub mod tensor;
 
-pub use npy::{npy_descr, read_npy, read_npy_file, write_npy, write_npy_file};
+pub use npy::{
+    npy_descr, packed_for, read_npy, read_npy_file, unpacked_for, write_npy, write_npy_file,
+};
 /// The print intrinsics' lines kept instead of written (`print.rs`).
 pub use print::{capture as capture_prints, format_value as format_printed};
 pub use random::{random_input, random_tensor};

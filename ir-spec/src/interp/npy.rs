@@ -20,9 +20,12 @@
 
 use crate::dtype::DType;
 use crate::interp::fp8;
+use crate::interp::ops::gemm::nibble;
+use crate::interp::scalar::Scalar;
 use crate::interp::tensor::{checked_len, fmt_shape, Tensor, TensorData, MAX_ELEMENTS};
 use half::{bf16, f16};
 use npyz::{NpyFile, Order, TypeStr, WriterBuilder};
+use std::collections::HashMap;
 use std::path::Path;
 
 /// The `.npy` dtype string that stores `dtype`.
@@ -337,6 +340,46 @@ pub fn pack_int4(t: &Tensor) -> Result<Tensor, String> {
     Tensor::from_i64(DType::Int8, &packed, &bytes)
 }
 
+/// `tensors` (named by parameter) as the parameters of a compiled function take them
+/// (`dtype_of` gives a parameter's dtype there): an int4 tensor whose parameter is int8 —
+/// an int4 parameter `pack-int4` turned into its bytes — becomes its packed bytes
+/// ([`pack_int4`]); every other tensor stays as it is. What runs a compiled kernel on the
+/// tensors of its source (`tlc run --device`, the pipeline differentials) passes through
+/// here.
+pub fn packed_for(
+    dtype_of: &dyn Fn(&str) -> Option<DType>,
+    tensors: HashMap<String, Tensor>,
+) -> Result<HashMap<String, Tensor>, String> {
+    tensors
+        .into_iter()
+        .map(|(name, t)| {
+            if t.dtype() == DType::Int4 && dtype_of(&name) == Some(DType::Int8) {
+                let packed = pack_int4(&t).map_err(|e| format!("`{name}`: {e}"))?;
+                return Ok((name, packed));
+            }
+            Ok((name, t))
+        })
+        .collect()
+}
+
+/// [`packed_for`]'s inverse: an int8 tensor whose parameter of the source (`dtype_of`) is
+/// int4 becomes the int4 tensor of its bytes ([`unpack_int4`]).
+pub fn unpacked_for(
+    dtype_of: &dyn Fn(&str) -> Option<DType>,
+    tensors: HashMap<String, Tensor>,
+) -> HashMap<String, Tensor> {
+    tensors
+        .into_iter()
+        .map(|(name, t)| {
+            if t.dtype() == DType::Int8 && dtype_of(&name) == Some(DType::Int4) {
+                let unpacked = unpack_int4(&t);
+                return (name, unpacked);
+            }
+            (name, t)
+        })
+        .collect()
+}
+
 /// The int4 tensor whose packed bytes are int8 tensor `t` ([`pack_int4`]'s inverse; shape
 /// `(…, n)` → `(…, 2n)`).
 pub fn unpack_int4(t: &Tensor) -> Tensor {
@@ -344,13 +387,9 @@ pub fn unpack_int4(t: &Tensor) -> Tensor {
         TensorData::Int(v) => v,
         _ => &[],
     };
-    let nibble = |b: i64, hi: bool| {
-        let b = b as u8;
-        i64::from((if hi { b & 0xf0 } else { b << 4 }) as i8 >> 4)
-    };
     let data: Vec<i64> = vals
         .iter()
-        .flat_map(|&b| [nibble(b, false), nibble(b, true)])
+        .flat_map(|&b| (0..2).map(move |h| nibble(Scalar::Int(b), h).as_i64()))
         .collect();
     let mut shape = t.shape().to_vec();
     if let Some(last) = shape.last_mut() {

@@ -61,8 +61,11 @@ intrinsic_table! {
     /// `T.mma_sync(acc, a, b)` (warp collective): `mma.sync.aligned.m16n8k16.row.col`,
     /// `acc[0..4] += A(a[0..8]) @ B(b[0..4])` with the PTX ISA's fragment layouts; `a`, `b`
     /// are float16 or bfloat16 (both the same), `acc` float32 — or float16 when `a` and `b`
-    /// are float16 (the `.f16.f16.f16.f16` form; same element-to-lane map).
-    Mma { acc: Ref, a: Ref, b: Ref } => MMA_SYNC,
+    /// are float16 (the `.f16.f16.f16.f16` form; same element-to-lane map). int8 `a`, `b`
+    /// with an int32 `acc` are `m16n8k32.s32.s8.s8` — or, with `packed_int4=True`, each
+    /// byte two int4 along K (low nibble first) and the `m16n8k64.s32.s4.s4` form (docs/ir.md,
+    /// "int4"): the same bytes in the same registers.
+    Mma { acc: Ref, a: Ref, b: Ref, packed_int4: Bool } => MMA_SYNC,
     /// `T.mbarrier_init(bar, count)`: the mbarrier `bar` (one element of a shared int64
     /// buffer) starts in phase 0 expecting `count` (1..=1024) arrivals and no transaction
     /// bytes.
@@ -300,6 +303,10 @@ pub enum ParamKind {
     },
     /// `True` / `False`; `default` when the call may leave it out.
     Bool { default: Option<bool> },
+    /// A keyword `True` / `False` that is `False` when left out and written only when
+    /// `True`: an opt-in form of an intrinsic (`packed_int4=True`), so that the plain form
+    /// prints as it always has.
+    Flag,
     /// A `bool` expression evaluated by each thread; may be left out (always true).
     Pred,
     /// An integer constant: a multiple of `step` in `min..=max`; `default` when the call may
@@ -440,6 +447,7 @@ impl IntrinsicDef {
                 ParamKind::Int { default, .. } => default.is_none(),
                 ParamKind::IntRange { default, .. } => default.is_none(),
                 ParamKind::Bool { default } => default.is_none(),
+                ParamKind::Flag => false,
                 ParamKind::IntTuple { .. } => true,
                 ParamKind::Value { default } => default.is_none(),
                 ParamKind::Pred => false,
@@ -665,6 +673,12 @@ static MMA_SYNC: IntrinsicDef = IntrinsicDef {
                 effect: Effect::Read,
             }),
             keyword: false,
+        },
+        Param {
+            name: "packed_int4",
+            role: "packed int4 flag",
+            kind: ParamKind::Flag,
+            keyword: true,
         },
     ],
     collective: Collective::Warp,
@@ -1792,10 +1806,10 @@ pub fn check<'a, 'b>(
         }
     }
     // mma.sync: the f16-accumulator form multiplies f16 only (PTX has no bf16 x bf16 -> f16).
-    if let Intrinsic::Mma { .. } = i {
+    if let Intrinsic::Mma { packed_int4, .. } = i {
         let find = |n: &str| typed.iter().find(|(p, _, _)| *p == n);
         if let (Some((_, r, acc)), Some((_, _, a))) = (find("acc"), find("a")) {
-            if let Err(message) = mma_accumulator_rule(acc, a) {
+            if let Err(message) = mma_accumulator_rule(acc, a, *packed_int4) {
                 out.push(Violation {
                     at: Some(r),
                     message,
@@ -1877,8 +1891,16 @@ pub fn check<'a, 'b>(
 
 /// `T.mma_sync`'s accumulator and A operand agree: a float16 accumulator takes float16
 /// operands (`mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16`), an int32 one int8
-/// operands (`…m16n8k32.row.col.s32.s8.s8.s32`), a float32 one 16-bit floats.
-fn mma_accumulator_rule(acc: &BufFacts, a: &BufFacts) -> Result<(), String> {
+/// operands (`…m16n8k32.row.col.s32.s8.s8.s32`), a float32 one 16-bit floats; packed int4
+/// (`…m16n8k64.row.col.s32.s4.s4.s32`) is int8 bytes into an int32 accumulator only.
+fn mma_accumulator_rule(acc: &BufFacts, a: &BufFacts, packed_int4: bool) -> Result<(), String> {
+    if packed_int4 && (acc.dtype, a.dtype) != (DType::Int32, DType::Int8) {
+        return Err(format!(
+            "`T.mma_sync` with packed_int4=True multiplies int8 bytes (two int4 each) into an \
+             int32 accumulator; `{}` is {} and `{}` is {}",
+            acc.name, acc.dtype, a.name, a.dtype
+        ));
+    }
     // The PTX forms: f32 += f16·f16 / bf16·bf16, f16 += f16·f16, s32 += s8·s8.
     let ok = match acc.dtype {
         DType::Float32 => matches!(a.dtype, DType::Float16 | DType::BFloat16),
@@ -1972,6 +1994,7 @@ mod tests {
                 acc: r("C"),
                 a: r("A"),
                 b: r("B"),
+                packed_int4: false,
             },
             Intrinsic::MbarrierInit {
                 bar: r("bar"),
@@ -2123,7 +2146,7 @@ mod tests {
                     (p.kind, a),
                     (ParamKind::Ref(_), Arg::Ref(_))
                         | (ParamKind::Int { .. }, Arg::Int(_))
-                        | (ParamKind::Bool { .. }, Arg::Bool(_))
+                        | (ParamKind::Bool { .. } | ParamKind::Flag, Arg::Bool(_))
                         | (ParamKind::Pred, Arg::Pred(_))
                         | (ParamKind::IntRange { .. }, Arg::Int(_))
                         | (ParamKind::IntTuple { .. }, Arg::Ints(_))

@@ -306,8 +306,10 @@ impl Printer<'_> {
                 continue;
             }
             // A keyword range parameter at its default is left out (`multicast=0`), and so
-            // is a keyword run-time value that is its default's literal (`width=32`).
+            // are an unset flag (`packed_int4=False`) and a keyword run-time value that is
+            // its default's literal (`width=32`).
             match (param.keyword, param.kind, arg) {
+                (_, ParamKind::Flag, Arg::Bool(false)) => continue,
                 (
                     true,
                     ParamKind::IntRange {

@@ -570,6 +570,7 @@ pub(crate) fn intrinsics_kernel() -> PrimFunc {
                 acc: elem("acc", vec![int(0)]),
                 a: elem("A_frag", vec![int(0)]),
                 b: elem("B_frag", vec![int(0)]),
+                packed_int4: false,
             }),
         ],
     )];

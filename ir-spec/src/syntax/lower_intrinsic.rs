@@ -49,7 +49,10 @@ impl Lowerer {
                     self.string(e, &what).map(|t| ArgValue::Text(t.to_string()))
                 }
                 (ParamKind::Text, None) => Some(ArgValue::Text(String::new())),
-                (ParamKind::Bool { .. }, Some(e)) => self.const_bool(e, &what).map(ArgValue::Bool),
+                (ParamKind::Bool { .. } | ParamKind::Flag, Some(e)) => {
+                    self.const_bool(e, &what).map(ArgValue::Bool)
+                }
+                (ParamKind::Flag, None) => Some(ArgValue::Bool(false)),
                 (ParamKind::Bool { default }, None) => match default {
                     Some(b) => Some(ArgValue::Bool(b)),
                     None => self.missing(def.name, param.name, span),

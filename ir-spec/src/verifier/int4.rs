@@ -7,12 +7,13 @@
 use crate::diagnostic::Diagnostic;
 use crate::dtype::DType;
 use crate::ir::{BinOp, BufferDecl, Expr, ExprKind, PrimFunc, Region, Scope, Stmt, StmtKind};
-use crate::target::Target;
+use crate::verifier::level::Level;
 use crate::visit::{for_each_stmt, for_each_subexpr, stmt_exprs};
 use std::collections::HashSet;
 
-/// Every H-rule diagnostic of `func`, in program order; with a `target` (compilation), H6.
-pub(super) fn check(func: &PrimFunc, target: Option<Target>) -> Vec<Diagnostic> {
+/// Every H-rule diagnostic of `func` (H1-H5; H6 is a level rule, [`remaining`]), in
+/// program order.
+pub(super) fn check(func: &PrimFunc) -> Vec<Diagnostic> {
     let mut decls: Vec<&BufferDecl> = func.params.iter().collect();
     for_each_stmt(&func.body, &mut |s| {
         if let StmtKind::Kernel(k) = &s.kind {
@@ -28,33 +29,6 @@ pub(super) fn check(func: &PrimFunc, target: Option<Target>) -> Vec<Diagnostic> 
     for d in decls.iter().filter(|d| d.dtype == DType::Int4) {
         declaration(d, &mut diags);
     }
-    // H6: no lowering handles int4 yet (its copies move bytes, its gemm would take
-    // mma.sync's m16n8k64 .s4 form); every pass and codegen may assume it absent.
-    // The same words for every target (sm_80's mma.sync path and sm_90a's alike).
-    if let (Some(_), Some(d)) = (target, decls.iter().find(|d| d.dtype == DType::Int4)) {
-        diags.push(Diagnostic::error(
-            d.span,
-            format!(
-                "int4 buffer `{}`: tlc does not compile int4 yet (`tlc check` and `tlc run \
-                 --interp` run it; docs/ir.md, rule H6)",
-                d.name.name
-            ),
-        ));
-    }
-    // H6 too: no codegen selects the `.s4` mma for a packed gemm yet; the int8 path would
-    // read each byte as one int8 (a silent wrong answer), so compilation refuses it.
-    if target.is_some() {
-        for_each_stmt(&func.body, &mut |s| {
-            if let StmtKind::Gemm(g) = &s.kind {
-                if g.packed_int4 {
-                    diags.push(Diagnostic::error(
-                        s.span,
-                        "a `packed_int4=True` gemm: tlc does not compile packed int4 gemms                          yet (`tlc check` and `tlc run --interp` run it; docs/ir.md, rule H6)",
-                    ));
-                }
-            }
-        });
-    }
     for_each_stmt(&func.body, &mut |s| {
         statement(s, &int4, &mut diags);
         for e in stmt_exprs(s) {
@@ -62,6 +36,34 @@ pub(super) fn check(func: &PrimFunc, target: Option<Target>) -> Vec<Diagnostic> 
         }
     });
     diags
+}
+
+/// H6: laid-out IR (what layout-inference's successors and codegen take) has no int4
+/// buffer — `pack-int4` turns each into the int8 buffer of its bytes, the first pass of the
+/// default pipeline — so no later pass meets a sub-byte dtype. One error, at the first
+/// int4 parameter or allocation.
+pub(super) fn remaining(func: &PrimFunc, level: Level) -> Vec<Diagnostic> {
+    if level < Level::LaidOut {
+        return Vec::new();
+    }
+    let mut first = func.params.iter().find(|d| d.dtype == DType::Int4);
+    for_each_stmt(&func.body, &mut |s| {
+        if let (None, StmtKind::Kernel(k)) = (first, &s.kind) {
+            first = k.allocs.iter().find(|d| d.dtype == DType::Int4);
+        }
+    });
+    first
+        .map(|d| {
+            Diagnostic::error(
+                d.span,
+                format!(
+                    "int4 buffer `{}` remains, and {level} IR has none: run pack-int4 first",
+                    d.name.name
+                ),
+            )
+        })
+        .into_iter()
+        .collect()
 }
 
 /// H1 and H2: an int4 buffer is global or shared, and its rows fill whole bytes.

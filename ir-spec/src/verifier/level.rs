@@ -190,7 +190,7 @@ fn unlaid_reductions(k: &Kernel, level: Level) -> Vec<Diagnostic> {
 /// Everything that keeps `func` below `level`, in program order (empty: `func` is at
 /// `level`).
 pub fn check_level(func: &PrimFunc, level: Level) -> Vec<Diagnostic> {
-    let mut out = Vec::new();
+    let mut out = super::int4::remaining(func, level);
     for_each_stmt(&func.body, &mut |stmt| out.extend(violation(stmt, level)));
     out
 }

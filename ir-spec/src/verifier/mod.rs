@@ -128,7 +128,7 @@ pub fn verify_with(
     let mut checker = Checker::new(func, *requirements);
     checker.function(func);
     checker.diags.extend(bounds::check(func));
-    checker.diags.extend(int4::check(func, requirements.target));
+    checker.diags.extend(int4::check(func));
     checker
         .diags
         .extend(limits::check(func, requirements.target));

@@ -1428,7 +1428,7 @@ fn valid_intrinsics_verify() {
     assert!(errs.is_empty(), "{errs:#?}");
     let errs = intrinsic_errors(
         "",
-        "T.ldmatrix(I8[0], S8[tx, 0], num=4, trans=False)\nT.ldmatrix(I8[16], S8[tx % 16, 16], num=2, trans=False)\nT.mma_sync(AccI[0], I8[0], I8[16])",
+        "T.ldmatrix(I8[0], S8[tx, 0], num=4, trans=False)\nT.ldmatrix(I8[16], S8[tx % 16, 16], num=2, trans=False)\nT.mma_sync(AccI[0], I8[0], I8[16])\nT.mma_sync(AccI[0], I8[0], I8[16], packed_int4=True)",
     );
     assert!(errs.is_empty(), "{errs:#?}");
 }
@@ -1691,6 +1691,13 @@ fn mma_sync_rules() {
         "",
         "T.mma_sync(Acc[0], I8[0], I8[16])",
         "a float32 accumulator of `T.mma_sync` (`Acc`) needs float16 or bfloat16 operands; `I8` is int8",
+        "Acc",
+    );
+    // packed_int4 (m16n8k64 .s4): int8 bytes into an int32 accumulator only.
+    one_intrinsic_error(
+        "",
+        "T.mma_sync(Acc[0], F[0], F[4], packed_int4=True)",
+        "`T.mma_sync` with packed_int4=True multiplies int8 bytes (two int4 each) into an int32 accumulator; `Acc` is float32 and `F` is float16",
         "Acc",
     );
 }

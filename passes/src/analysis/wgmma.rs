@@ -13,7 +13,8 @@
 //! wgmma's `.f16` accumulator form is not built). fp8 operands (e4m3 and e5m2 may mix) must
 //! be K-major — A stored `M x K`, B `N x K` (`transpose_B=True`): wgmma transposes 16-bit
 //! operands only (`tlc_ir::wgmma::operand_rule`). Everything else keeps the mma.sync path,
-//! which takes any gemm the sm_80 road takes (and refuses fp8 with the reason).
+//! which takes any gemm the sm_80 road takes (and refuses fp8 with the reason); so does a
+//! packed int4 gemm (`packed_int4=True`: wgmma has no `.s4` form).
 //!
 //! A may instead be a float16 / bfloat16 fragment (`M x K`, no `transpose_A`) when the
 //! warpgroups split M only: it is then read from registers (`T.wgmma_rs`) and laid out as
@@ -274,6 +275,11 @@ pub fn plan(
     }
     if threads % WARPGROUP != 0 {
         return Err(format!("{threads} threads are not whole warpgroups"));
+    }
+    // wgmma has no int4 form (`.s8` / `.u8` are its integers): packed int4 bytes take
+    // mma.sync's `m16n8k64.s32.s4.s4`.
+    if g.packed_int4 {
+        return Err("its operands are packed int4, which wgmma has no form for".into());
     }
     let (Some(a), Some(b)) = (buffer(&g.a.buffer.name), buffer(&g.b.buffer.name)) else {
         return Err("an operand is not a known buffer".into());

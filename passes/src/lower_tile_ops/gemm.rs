@@ -17,7 +17,9 @@
 //! on wgmma only (k = 32): on the mma.sync path they are refused (`fp8_refusal`). int8
 //! operands with an int32 C take `mma.sync.m16n8k32.s32.s8.s8` where wgmma does not run
 //! them: the same tiles in bytes (an ldmatrix row is 16 int8, k-steps of 32), A stored M x K
-//! and B stored N x K only (ldmatrix's `.trans` moves 16-bit units, not bytes).
+//! and B stored N x K only (ldmatrix's `.trans` moves 16-bit units, not bytes). A
+//! `packed_int4=True` gemm (int8 bytes of two int4, `pack-int4`) is the same code with
+//! `mma.sync.m16n8k64.s32.s4.s4`, whose fragments are those bytes (never wgmma: no `.s4`).
 //!
 //! Address of lane `l` (`mi = l / 8` the matrix it addresses, `r = l % 8` the row):
 //! - A (M x K): row `l % 16`, column `8 * (l / 16)` of the 16 x 16 tile;
@@ -250,9 +252,14 @@ pub(crate) fn lower(
     }
     let mma_k = mma_k_step(a.buf.dtype);
     if !layout.wgmma && ak % mma_k != 0 {
+        // A packed int4 gemm counts its K in int4, two to each operand byte.
+        let (k, step, what) = match g.packed_int4 {
+            true => (2 * ak, 2 * mma_k, " int4"),
+            false => (ak, mma_k, ""),
+        };
         return Err(vec![Diagnostic::error(
             span,
-            format!("T.gemm: K = {ak} is not a multiple of {mma_k} (the mma.sync k-step)"),
+            format!("T.gemm: K = {k}{what} is not a multiple of {step} (the mma.sync k-step)"),
         )]);
     }
     if layout.wgmma && ak % 16 != 0 {
@@ -441,6 +448,7 @@ fn emit(
                 None => elem(&a_frag, vec![mul(Expr::var(&mt2), a_per)], span),
             },
             b: elem(&b_frag, vec![mul(Expr::var(&nt), b_per)], span),
+            packed_int4: g.packed_int4,
         },
         span,
     );

@@ -158,6 +158,10 @@ pub struct Reference {
     /// Per dim binding, in order: its outputs per seed; `None` for the first binding whose
     /// footprint is too large to interpret (the check stops there and counts 0 runs).
     runs: Vec<BindingRuns>,
+    /// `before`'s int4 parameters: a later stage may take them as the int8 tensors of their
+    /// bytes (`pack-int4`), so they are given to it packed (the values the interpreter drew
+    /// for `before`) and its results unpacked.
+    int4: Vec<tlc_ir::BufferDecl>,
 }
 
 /// One dim binding and its runs (`None`: too large to interpret).
@@ -205,7 +209,37 @@ impl Reference {
             }
             runs.push((dims, Some(outputs)));
         }
-        Reference { runs }
+        let int4 = before
+            .params
+            .iter()
+            .filter(|p| p.dtype == tlc_ir::DType::Int4)
+            .cloned()
+            .collect();
+        Reference { runs, int4 }
+    }
+
+    /// The inputs `after` takes for `seed`: `before`'s int4 inputs as the interpreter drew
+    /// them (their shapes are the outputs'), packed where `after`'s parameter is int8.
+    fn inputs(
+        &self,
+        after: &PrimFunc,
+        seed: u64,
+        want: &HashMap<String, tlc_ir::interp::Tensor>,
+    ) -> HashMap<String, tlc_ir::interp::Tensor> {
+        let drawn = self
+            .int4
+            .iter()
+            .filter_map(|p| {
+                let shape = want.get(&p.name.name)?.shape();
+                let t = tlc_ir::interp::random_input(p, shape, seed).ok()?;
+                Some((p.name.name.clone(), t))
+            })
+            .collect();
+        let dtype_of = |n: &str| {
+            let p = after.params.iter().find(|p| p.name.name == n);
+            p.map(|p| p.dtype)
+        };
+        tlc_ir::interp::packed_for(&dtype_of, drawn).unwrap_or_else(|e| panic!("{e}"))
     }
 }
 
@@ -228,8 +262,14 @@ pub fn check_against(
                 seed: *seed,
                 threads: 1,
             };
-            let got = run(after, dims, HashMap::new(), &opts)
+            let inputs = reference.inputs(after, *seed, want);
+            let got = run(after, dims, inputs, &opts)
                 .unwrap_or_else(|e| panic!("{name}: the output does not run: {e}"));
+            let was_int4 = |n: &str| {
+                let p = reference.int4.iter().find(|p| p.name.name == n);
+                p.map(|p| p.dtype)
+            };
+            let got = tlc_ir::interp::unpacked_for(&was_int4, got);
             assert_eq!(want.len(), got.len(), "{name}");
             for (param, w) in want {
                 let g = got.get(param);

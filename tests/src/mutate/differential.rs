@@ -17,9 +17,9 @@ use super::compare::difference;
 use super::estimate::work;
 use super::{Finding, Oracle};
 use std::collections::HashMap;
-use tlc_ir::interp::{run, RunOptions, Tensor};
+use tlc_ir::interp::{packed_for, random_input, run, unpacked_for, RunOptions, Tensor};
 use tlc_ir::specialize::specialize;
-use tlc_ir::{PrimFunc, Target};
+use tlc_ir::{DType, PrimFunc, Target};
 
 /// Sizes tried for symbolic dims: ragged and aligned, small.
 const DIM_VALUES: &[i64] = &[1, 7, 16, 37, 64, 128, 200];
@@ -52,6 +52,10 @@ pub struct Reference {
     /// The least relative tolerance of float outputs (`compare::floor`).
     floor: f64,
     seed: u64,
+    /// The tile level's int4 parameters' inputs (drawn from `seed` as the interpreter draws
+    /// them): the compiled IR takes them as the int8 tensors of their bytes (`pack-int4`),
+    /// so they are given to it packed and its results unpacked.
+    int4: HashMap<String, Tensor>,
     result: Result<HashMap<String, Tensor>, String>,
 }
 
@@ -66,10 +70,11 @@ fn opts(seed: u64) -> RunOptions {
     RunOptions { seed, threads: 1 }
 }
 
-/// Runs `func` with those of `dims` it declares.
+/// Runs `func` with those of `dims` it declares, and `inputs` (the rest drawn from `seed`).
 fn interpret(
     func: &PrimFunc,
     dims: &HashMap<String, i64>,
+    inputs: HashMap<String, Tensor>,
     seed: u64,
 ) -> Result<HashMap<String, Tensor>, String> {
     let own: HashMap<String, i64> = dims
@@ -77,7 +82,31 @@ fn interpret(
         .filter(|(n, _)| func.dims.iter().any(|d| &d.name == *n))
         .map(|(n, v)| (n.clone(), *v))
         .collect();
-    run(func, &own, HashMap::new(), &opts(seed)).map_err(|d| d.message)
+    run(func, &own, inputs, &opts(seed)).map_err(|d| d.message)
+}
+
+/// The inputs of `tile`'s int4 parameters at `dims`, drawn from `seed` as the interpreter
+/// draws missing inputs (`random_input`); none when a shape does not evaluate (the run
+/// reports it).
+fn int4_inputs(tile: &PrimFunc, dims: &HashMap<String, i64>, seed: u64) -> HashMap<String, Tensor> {
+    let bound: Vec<(String, i64)> = dims.iter().map(|(n, v)| (n.clone(), *v)).collect();
+    let Ok(bound) = specialize(tile, &bound) else {
+        return HashMap::new();
+    };
+    bound
+        .params
+        .iter()
+        .filter(|p| p.dtype == DType::Int4)
+        .filter_map(|p| {
+            let shape: Option<Vec<usize>> = p
+                .shape
+                .iter()
+                .map(|e| e.as_int().and_then(|v| usize::try_from(v).ok()))
+                .collect();
+            let t = random_input(p, &shape?, seed).ok()?;
+            Some((p.name.name.clone(), t))
+        })
+        .collect()
 }
 
 /// Runs the tile level of `tile` (dims drawn from `pick`, inputs from `seed`) and its
@@ -89,8 +118,9 @@ pub fn reference(tile: &PrimFunc, pick: u64, seed: u64, max_work: f64) -> Result
         return Err(Skip::UnstableSum);
     }
     let floor = super::compare::floor(tile);
-    let result = interpret(tile, &dims, seed);
-    let again = interpret(&super::reverse::reversed(tile), &dims, seed);
+    let int4 = int4_inputs(tile, &dims, seed);
+    let result = interpret(tile, &dims, int4.clone(), seed);
+    let again = interpret(&super::reverse::reversed(tile), &dims, int4.clone(), seed);
     let same = match (&result, &again) {
         (Ok(a), Ok(b)) => difference(a, b, floor).is_none(),
         (Err(_), Err(_)) => true,
@@ -103,6 +133,7 @@ pub fn reference(tile: &PrimFunc, pick: u64, seed: u64, max_work: f64) -> Result
         dims,
         floor,
         seed,
+        int4,
         result,
     })
 }
@@ -177,7 +208,16 @@ fn bind_dims(tile: &PrimFunc, pick: u64, max_work: f64) -> Option<HashMap<String
 /// Compares `compiled` (a target's compiled IR) with the
 /// tile level's reference; a finding when they disagree.
 pub fn check(reference: &Reference, compiled: &PrimFunc, target: Target) -> Option<Finding> {
-    let got = interpret(compiled, &reference.dims, reference.seed);
+    let dtype_of = |n: &str| {
+        let p = compiled.params.iter().find(|p| p.name.name == n);
+        p.map(|p| p.dtype)
+    };
+    let was_int4 = |n: &str| reference.int4.get(n).map(Tensor::dtype);
+    let got = match packed_for(&dtype_of, reference.int4.clone()) {
+        Ok(inputs) => interpret(compiled, &reference.dims, inputs, reference.seed)
+            .map(|out| unpacked_for(&was_int4, out)),
+        Err(e) => Err(e),
+    };
     let dims = describe_dims(&reference.dims);
     let what = match (&reference.result, &got) {
         (Ok(want), Ok(got)) => format!(

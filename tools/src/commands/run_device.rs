@@ -186,8 +186,18 @@ pub fn run(args: &RunArgs, target: Option<Target>) -> Result<String, UserError> 
         initial.insert(name.clone(), tensor);
     }
 
-    // Upload in the manifest's parameter order, launch, download.
+    // Upload in the manifest's parameter order, launch, download. The compiled kernel takes
+    // an int4 parameter as the int8 tensor of its bytes (`pack-int4`): packed on the way in,
+    // unpacked on the way out.
     let manifest = kernel.manifest().clone();
+    let compiled_dtype = |n: &str| {
+        manifest
+            .params
+            .iter()
+            .find(|p| p.name == n)
+            .map(|p| p.dtype)
+    };
+    let initial = interp::packed_for(&compiled_dtype, initial).map_err(UserError::plain)?;
     let runtime_error = |what: &str| {
         let what = what.to_string();
         move |e: tlc_runtime::RuntimeError| UserError::plain(format!("{what}: {e}"))
@@ -221,6 +231,14 @@ pub fn run(args: &RunArgs, target: Option<Target>) -> Result<String, UserError> 
             .map_err(|e| UserError::plain(format!("`{name}`: {e}")))?;
         results.insert(name.clone(), tensor);
     }
+    let source_dtype = |n: &str| {
+        func.params
+            .iter()
+            .find(|p| p.name.name == n)
+            .map(|p| p.dtype)
+    };
+    let results = interp::unpacked_for(&source_dtype, results);
+    let initial = interp::unpacked_for(&source_dtype, initial);
 
     let mut report = String::new();
     let (major, minor) = gpu.capability();

@@ -84,8 +84,9 @@ pub(crate) fn gemm(frame: &mut Frame, g: &CGemm, span: Span) -> Res<()> {
     Ok(())
 }
 
-/// The int4 element `half` (0: low nibble, 1: high) of a byte, sign-extended.
-fn nibble(byte: Scalar, half: usize) -> Scalar {
+/// The int4 element `half` (0: low nibble, 1: high) of a byte, sign-extended (the one
+/// definition, also `T.mma_sync`'s packed int4 form's).
+pub(crate) fn nibble(byte: Scalar, half: usize) -> Scalar {
     let b = byte.as_i64() as u8;
     let v = if half == 0 { b << 4 } else { b & 0xf0 };
     Scalar::Int(i64::from((v as i8) >> 4))

@@ -23,6 +23,7 @@
 //!   a float16 accumulator converts to f32 exactly and the f32 result is rounded once to
 //!   f16 (round to nearest even) when stored.
 
+use super::gemm::nibble;
 use crate::dtype::DType;
 use crate::interp::compile::{BufRef, CExpr, CRef};
 use crate::interp::eval::{fault, Frame, Res};
@@ -348,11 +349,12 @@ pub(crate) struct MmaLane {
     pub acc_flat: usize,
 }
 
-/// `T.mma_sync` on the 32 lanes' fragments: `m16n8k16` in f32 (16-bit float operands) or
-/// `m16n8k32` in integers (int8 operands, int32 accumulator); each lane's `d0..d3`.
-pub(crate) fn mma_sync(lanes: &[MmaLane]) -> Vec<[Scalar; 4]> {
+/// `T.mma_sync` on the 32 lanes' fragments: `m16n8k16` in f32 (16-bit float operands),
+/// `m16n8k32` in integers (int8 operands, int32 accumulator) or, `packed_int4`,
+/// `m16n8k64` (each int8 byte two int4); each lane's `d0..d3`.
+pub(crate) fn mma_sync(lanes: &[MmaLane], packed_int4: bool) -> Vec<[Scalar; 4]> {
     if lanes.first().is_some_and(|l| l.int) {
-        return mma_m16n8k32_s8(lanes);
+        return mma_s32(lanes, packed_int4);
     }
     mma_m16n8k16(lanes)
         .into_iter()
@@ -410,20 +412,42 @@ fn mma_m16n8k16(lanes: &[MmaLane]) -> Vec<[f32; 4]> {
 /// `mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32` (PTX ISA layouts; lane `l`,
 /// `g = l / 4`, `q = l % 4`): `d = a · b + c` in exact integers, wrapped to int32 as the
 /// hardware's `.s32` form (without `.satfinite`) wraps. Each lane's `d0..d3`.
-fn mma_m16n8k32_s8(lanes: &[MmaLane]) -> Vec<[Scalar; 4]> {
-    let mut a = [[0i64; 32]; 16];
-    let mut b = [[0i64; 8]; 32];
+///
+/// `packed_int4`: `m16n8k64.row.col.s32.s4.s4.s32`, whose fragments are the same bytes in
+/// the same registers (PTX ISA: A element `i` of `m16n8k64` sits at `(g + 8 (i / 8 % 2),
+/// 8q + i % 8 + 32 (i / 16))`, so byte `k` of the `m16n8k32` layout at column `c` holds
+/// K indices `2c` (low nibble) and `2c + 1`; B alike along its rows).
+fn mma_s32(lanes: &[MmaLane], packed_int4: bool) -> Vec<[Scalar; 4]> {
+    let per = if packed_int4 { 2 } else { 1 };
+    let kdim = 32 * per;
+    let mut a = vec![vec![0i64; kdim]; 16];
+    let mut b = vec![[0i64; 8]; kdim];
     let mut c = [[0i64; 8]; 16];
+    // The values of byte `v`: itself, or its two nibbles.
+    let values = |v: f64| -> Vec<i64> {
+        let v = v as i64;
+        if packed_int4 {
+            (0..2).map(|h| nibble(Scalar::Int(v), h).as_i64()).collect()
+        } else {
+            vec![v]
+        }
+    };
     for (l, lane) in lanes.iter().enumerate().take(32) {
         let (g, q) = (l / 4, l % 4);
         for (k, &v) in lane.a.iter().enumerate().take(16) {
             // a0..a3: (g, 4q+e); a4..a7: (g+8, 4q+e); a8..a11: (g, 4q+16+e);
             // a12..a15: (g+8, 4q+16+e).
-            a[g + 8 * ((k / 4) % 2)][4 * q + k % 4 + 16 * (k / 8)] = v as i64;
+            let col = 4 * q + k % 4 + 16 * (k / 8);
+            for (h, x) in values(v).into_iter().enumerate() {
+                a[g + 8 * ((k / 4) % 2)][per * col + h] = x;
+            }
         }
         for (k, &v) in lane.b.iter().enumerate().take(8) {
             // b0..b3: (4q+e, g); b4..b7: (4q+16+e, g).
-            b[4 * q + k % 4 + 16 * (k / 4)][g] = v as i64;
+            let row = 4 * q + k % 4 + 16 * (k / 4);
+            for (h, x) in values(v).into_iter().enumerate() {
+                b[per * row + h][g] = x;
+            }
         }
         for (k, &v) in lane.c.iter().enumerate().take(4) {
             c[g + 8 * (k / 2)][2 * q + k % 2] = v as i64;
@@ -432,8 +456,8 @@ fn mma_m16n8k32_s8(lanes: &[MmaLane]) -> Vec<[Scalar; 4]> {
     let mut d = [[Scalar::Int(0); 8]; 16];
     for i in 0..16 {
         for j in 0..8 {
-            // |sum| < 32 · 2^14: exact; the accumulator's add wraps modulo 2^32.
-            let sum: i64 = (0..32).map(|k| a[i][k] * b[k][j]).sum();
+            // |sum| < 64 · 2^14: exact; the accumulator's add wraps modulo 2^32.
+            let sum: i64 = (0..kdim).map(|k| a[i][k] * b[k][j]).sum();
             d[i][j] = Scalar::Int(i64::from((sum + c[i][j]) as i32));
         }
     }

@@ -235,8 +235,9 @@ impl Lowerer {
             ..KernelState::default()
         });
         let body = self.nested(1, span, body);
-        let state = self.kernels.pop().unwrap_or_default();
+        let mut state = self.kernels.pop().unwrap_or_default();
         let mut body = body?;
+        self.resolve_reshapes(&mut state.allocs, &mut body);
         if state.ws.tid.is_some() {
             Self::finish_ws(&mut body, &state.ws.barriers);
         }

@@ -10,8 +10,8 @@
 //!   the kernel body is lowered with `r` standing for a buffer of its own shape, and
 //!   [`Lowerer::resolve_reshapes`] writes it away when the kernel is complete, in three
 //!   steps:
-//!   1. tile ops: `T.fill` / `T.clear` of `r` become the `T.Parallel` nest of element
-//!      stores; a reduction reading `r` reads a shared buffer of `r`'s shape that an
+//!   1. tile ops: `T.fill` / `T.clear` of the whole of `r` fills the whole source, of part
+//!      of it is the `T.Parallel` nest of element stores; a reduction reading `r` reads a shared buffer of `r`'s shape that an
 //!      element nest fills first (what `lower-reductions` does with any fragment source), a
 //!      reduction writing `r` writes such a buffer, copied back after (and in before, with
 //!      `clear=False`); `T.copy` with `r` is already its element nest (`view_copy`); a gemm
@@ -289,8 +289,32 @@ impl Resolve<'_> {
         }
     }
 
-    /// `T.fill(r[region], value)`: the nest of element stores over the region.
+    /// `T.fill(r[region], value)`: of the whole reshape, the fill of its whole source (so a
+    /// local buffer's fill stays each thread's own); of part of it, the nest of element
+    /// stores over the region.
     fn fill(&mut self, dst: &Region, value: Expr, span: Span) -> Stmt {
+        let r = &self.reshapes[&dst.buffer.name];
+        let whole = dst.ranges.len() == r.shape.len()
+            && dst
+                .ranges
+                .iter()
+                .zip(&r.shape)
+                .all(|(rg, n)| rg.start.as_int() == Some(0) && rg.extent == *n);
+        if whole {
+            let region = Region {
+                buffer: Ident::new(r.source.clone(), dst.buffer.span),
+                ranges: r
+                    .source_shape
+                    .iter()
+                    .map(|n| crate::ir::Range {
+                        start: Expr::int(0),
+                        extent: n.clone(),
+                    })
+                    .collect(),
+                span: dst.span,
+            };
+            return Stmt::new(StmtKind::Fill { dst: region, value }, span);
+        }
         let vars = self.vars(dst.ranges.len());
         let idx = dst
             .ranges
@@ -681,12 +705,9 @@ fn nest(vars: &[String], extents: &[Expr], body: Vec<Stmt>, span: Span) -> Stmt 
             span,
         )];
     }
-    match body.pop() {
-        Some(s) if body.is_empty() => s,
-        // No dimensions (never: shapes have one at least): the body itself.
-        Some(s) => s,
-        None => Stmt::new(StmtKind::Note(String::new()), span),
-    }
+    // Shapes have one dimension at least, so `body` is the one outermost loop.
+    body.pop()
+        .unwrap_or_else(|| Stmt::new(StmtKind::Note(String::new()), span))
 }
 
 /// `idx`, indices of a `from`-shaped array, as indices of a `to`-shaped array at the same

@@ -184,14 +184,20 @@ impl Lowerer {
         self.reshapes.get(name)
     }
 
+    /// Forgets the on-chip reshapes of the kernel being closed, and gives them.
+    pub fn end_reshapes(&mut self) -> HashMap<String, Reshape> {
+        let reshapes = std::mem::take(&mut self.reshapes);
+        for name in reshapes.keys() {
+            self.buffers.remove(name);
+        }
+        reshapes
+    }
+
     /// Writes away the on-chip reshapes of the kernel whose `body` and `allocs` are
     /// complete (the module docs' three steps); shared buffers the reductions need are added
     /// to `allocs`. The kernel's reshapes end with it.
     pub fn resolve_reshapes(&mut self, allocs: &mut Vec<BufferDecl>, body: &mut Vec<Stmt>) {
-        let reshapes: HashMap<String, Reshape> = std::mem::take(&mut self.reshapes);
-        for name in reshapes.keys() {
-            self.buffers.remove(name);
-        }
+        let reshapes = self.end_reshapes();
         if reshapes.is_empty() {
             return;
         }

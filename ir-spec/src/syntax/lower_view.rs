@@ -225,7 +225,7 @@ impl Lowerer {
                 .all(|(&a, &b)| src.ranges[a].extent == dst.ranges[b].extent);
         if !same {
             return self.fail(
-                Diagnostic::error(span, "a `T.copy` with a buffer view needs regions of the same shape (after dropping extent-1 dimensions)")
+                Diagnostic::error(span, "a `T.copy` with a buffer view or a reshape needs regions of the same shape (after dropping extent-1 dimensions)")
                     .with_note("write both regions as slices of equal extents"),
             );
         }
@@ -306,7 +306,7 @@ impl Lowerer {
         if body.len() != 1 || sl.is_empty() {
             return self.fail(Diagnostic::error(
                 span,
-                "a `T.copy` with a buffer view must copy at least two elements",
+                "a `T.copy` with a buffer view or a reshape must copy at least two elements",
             ));
         }
         body.pop()

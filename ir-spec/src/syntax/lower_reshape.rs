@@ -97,6 +97,12 @@ impl Lowerer {
         }
         if self.params.contains(src) {
             let Some(info) = self.buffers.get(src).cloned() else {
+                self.error(Diagnostic::error(
+                    src_e.span,
+                    format!(
+                        "`{src}` is a scalar parameter, not a buffer: it has no shape to reshape"
+                    ),
+                ));
                 return;
             };
             if self.check_count(&shape, shape_e.span, src, &info.shape) {
@@ -131,7 +137,7 @@ impl Lowerer {
                     "`{src}` is a `T.alloc_var` variable, not a buffer: it has no shape to reshape"
                 )
             } else {
-                format!("`{src}` is not a buffer of this kernel or a parameter")
+                format!("`{src}` is not a buffer: neither a tensor parameter nor an allocation of this kernel")
             };
             self.error(Diagnostic::error(src_e.span, msg));
             return;

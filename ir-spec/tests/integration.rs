@@ -25,6 +25,7 @@ mod parse_literals;
 mod parse_operators;
 mod parse_tile_walks;
 mod reducers;
+mod reshapes;
 mod specialize_meaning;
 mod tuning;
 mod verify_bounds;

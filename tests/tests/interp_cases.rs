@@ -30,6 +30,8 @@ fn dims_for(stem: &str) -> Vec<(&'static str, i64)> {
         // Two blocks of the combine kernel, the second ragged.
         "split_combine_scratch" => vec![("M", 45)],
         "row_softmax" => vec![("M", 37)],
+        // 19 blocks of 2 rows, the last with one.
+        "reshape_tiles" => vec![("M", 37)],
         // 3 blocks of 16 rows, the last with 5.
         "macros" => vec![("M", 37)],
         // The scalar parameters given by name, as dims are: a limit inside the second block.
@@ -394,6 +396,7 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
         "sync_threads_named" => check_sync_threads_named(o, initial),
         "split_combine_scratch" => check_split_combine_scratch(o),
         "row_softmax" => check_row_softmax(o),
+        "reshape_tiles" => check_reshape_tiles(o),
         "macros" => check_macros(o),
         "scalar_params" => check_scalar_params(o),
         "break_continue" => check_break_continue(o, initial),
@@ -1166,6 +1169,52 @@ fn check_row_softmax(o: &Outputs) {
             assert_eq!(y[row * 96 + j], want, "row_softmax: Y[{row}, {j}]");
         }
     }
+}
+
+/// `reshape_tiles.tir`: Y = max(X, 0) · (c // 16 + 1), S and G its sums and maxima over
+/// 16-column groups and across them, Z = 0.5 + Σ_k (Y + 1) per group (the last group of odd
+/// rows filled with 2 instead of Y + 1), W = 2 X — every sum a
+/// float32 fold in index order (the interpreter's), so exact.
+fn check_reshape_tiles(o: &Outputs) {
+    let r = |v: f64| f64::from(v as f32);
+    let x = o["X"].to_f64();
+    let m = x.len() / 64;
+    let (y, s, g, z, w) = (
+        o["Y"].to_f64(),
+        o["S"].to_f64(),
+        o["G"].to_f64(),
+        o["Z"].to_f64(),
+        o["W"].to_f64(),
+    );
+    for row in 0..m {
+        let want_y: Vec<f64> = (0..64)
+            .map(|c| r(x[row * 64 + c].max(0.0) * (c / 16 + 1) as f64))
+            .collect();
+        assert_eq!(
+            &y[row * 64..row * 64 + 64],
+            &want_y[..],
+            "reshape_tiles: Y[{row}]"
+        );
+        for j in 0..4 {
+            let group = &want_y[16 * j..16 * j + 16];
+            let sum = group.iter().fold(0.0, |a, &v| r(a + v));
+            assert_eq!(s[row * 4 + j], sum, "reshape_tiles: S[{row}, {j}]");
+            let filled = row % 2 == 1 && j == 3;
+            let plus = group.iter().fold(0.5, |a, &v| match filled {
+                true => r(a + 2.0),
+                false => r(a + r(v + 1.0)),
+            });
+            assert_eq!(z[row * 4 + j], plus, "reshape_tiles: Z[{}]", row * 4 + j);
+        }
+        for k in 0..16 {
+            let most = (0..4)
+                .map(|j| want_y[16 * j + k])
+                .fold(f64::NEG_INFINITY, f64::max);
+            assert_eq!(g[row * 16 + k], most, "reshape_tiles: G[{row}, {k}]");
+        }
+    }
+    let twice: Vec<f64> = x.iter().map(|v| 2.0 * v).collect();
+    assert_eq!(w, twice, "reshape_tiles: W");
 }
 
 /// `global_layout.tir`: Y's memory holds 2 X in the `[M // 4, 8, 4]` order, Z = 2 X + 1, and

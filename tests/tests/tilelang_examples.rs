@@ -768,6 +768,18 @@ const EXAMPLES: &[Example] = &[
         ],
         reference: clean_logits,
     },
+    // DeepSeek-V3.2's lightning indexer logits (`T.reshape` of the gemm accumulator): two
+    // blocks of 4 queries over 512 keys (windows of two and one 256-key blocks), then three
+    // over 768 keys (a window from key 37, an empty one, one ending at seq_len_kv).
+    // [`given`]: the windows, and the logits the kernel leaves unwritten.
+    Example {
+        stem: "fp8_lighting_indexer",
+        sizes: [
+            &[("seq_len", 8), ("seq_len_kv", 512)],
+            &[("seq_len", 12), ("seq_len_kv", 768)],
+        ],
+        reference: lighting_indexer_logits,
+    },
     // Mamba-2 chunk states, 64 x 128 output tiles over 64-row k-steps: 200 positions in
     // chunks of 128 (the last chunk 72 rows: its x and B rows past seqlen read as 0), 4 heads
     // in 2 groups, headdim 80 and dstate 100 (partial tiles); then two batches of whole
@@ -1280,6 +1292,35 @@ fn given(stem: &str, size: usize) -> HashMap<String, Tensor> {
             inputs.insert(name.to_string(), t);
         }
     }
+    if stem == "fp8_lighting_indexer" {
+        let (rows, keys) = (
+            size_of(stem, size, "seq_len"),
+            size_of(stem, size, "seq_len_kv"),
+        );
+        let logits: Vec<f64> = (0..rows * keys).map(indexer_logits_input).collect();
+        let t = Tensor::from_f64(DType::Float32, &[rows, keys], &logits).expect("logits");
+        inputs.insert("Logits".to_string(), t);
+        // Per block of 4 queries, (CuSeqLenKS, CuSeqLenKE) of each: every block's window
+        // [min ks, min ks + 256 * ceil((max ke - min ks) / 256)) stays inside seq_len_kv (the
+        // original's loads and stores are unguarded, header); empty and clamped windows too.
+        let windows: &[[(i64, i64); 4]] = match size {
+            0 => &[
+                [(0, 300), (10, 256), (5, 5), (100, 200)],
+                [(256, 512), (300, 400), (256, 257), (260, 511)],
+            ],
+            _ => &[
+                [(37, 500), (40, 41), (100, 300), (37, 37)],
+                [(500, 100), (600, 200), (450, 450), (700, 10)],
+                [(512, 768), (600, 700), (520, 530), (768, 900)],
+            ],
+        };
+        let (ks, ke): (Vec<i64>, Vec<i64>) = windows.iter().flatten().copied().unzip();
+        assert_eq!(ks.len(), rows, "a window per query");
+        for (name, v) in [("CuSeqLenKS", ks), ("CuSeqLenKE", ke)] {
+            let t = Tensor::from_i64(DType::Int32, &[rows], &v).expect("window");
+            inputs.insert(name.to_string(), t);
+        }
+    }
     if stem == "sparse_mla_fwd" {
         let dim = |name| size_of(stem, size, name);
         let t = sparse_mla::indices(dim("batch"), dim("seq_len"), dim("seq_len_kv"));
@@ -1500,6 +1541,11 @@ const REFUSED: &[(&str, Target, &str)] = &[
         "examples/gemm_fp8_blockscaled",
         Target::Sm80,
         "T.gemm runs on sm_90a's wgmma only",
+    ),
+    (
+        "fp8_lighting_indexer",
+        Target::Sm80,
+        "T.gemm runs on sm_90a's wgmma only",
     ),    // Hand-written warp specialization: tlc's mbarriers are sm_90a's (rule I7), located at
     // the `T.alloc_barrier` that initializes them. (`ws_gemm_copy_gemm_0_1` has none: it
     // runs on both.)
@@ -1552,7 +1598,7 @@ const PTXAS_EXPECTED: &[(&str, Target, &str)] = &[
 const SPILLS: &str = "spill stores";
 
 /// The files tlc does not compile yet (tests/tilelang/README.md says what each lacks).
-const NOT_YET: &[&str] = &["fp8_lighting_indexer"];
+const NOT_YET: &[&str] = &[];
 
 /// A binding of a kernel's dims (and tunables).
 type Size = &'static [(&'static str, i64)];
@@ -1641,6 +1687,67 @@ fn clean_logits(o: &Outputs) -> Expected {
             }
         })
         .collect();
+    vec![("Logits", out)]
+}
+
+/// The logits [`given`] to `fp8_lighting_indexer.tir` (element `i`, row-major): what the
+/// kernel leaves unwritten keeps them.
+fn indexer_logits_input(i: usize) -> f64 {
+    -1000.0 - (i % 89) as f64
+}
+
+/// `fp8_lighting_indexer.tir`: for query t of block b = t / 4 and key n in the block's
+/// window [ks_min, ks_min + 256 ceil((ke_max − ks_min) / 256)) (ks_min, ke_max over the
+/// block's queries, clamped to seq_len_kv): Logits[t, n] = Σ_h max(q_{t,h} · k_n, 0) ·
+/// W[t, h] · scale[n] — each dot product of 64 exact fp8 products summed in float32 (any
+/// order, the wgmma k-steps), the two multiplies rounded to float32 in that order, the 32
+/// heads summed in float32 in any order. Elsewhere Logits keeps its given value (exact).
+fn lighting_indexer_logits(o: &Outputs) -> Expected {
+    const HEADS: usize = 32;
+    const DIM: usize = 64;
+    let logits = &o["Logits"];
+    let (rows, keys) = (logits.shape()[0], logits.shape()[1]);
+    let (q, k) = (o["IndexQ"].to_f64(), o["IndexK"].to_f64());
+    let (scale, w) = (o["IndexKScale"].to_f64(), o["Weights"].to_f64());
+    let (ks, ke) = (o["CuSeqLenKS"].to_f64(), o["CuSeqLenKE"].to_f64());
+    let mut out: Vec<Approx> = (0..rows * keys)
+        .map(|i| exact(indexer_logits_input(i)))
+        .collect();
+    for block in 0..rows.div_ceil(4) {
+        let queries = block * 4..(block * 4 + 4).min(rows);
+        let clamp = |v: f64| v.min(keys as f64);
+        let lo = queries
+            .clone()
+            .map(|t| clamp(ks[t]))
+            .fold(f64::MAX, f64::min);
+        let hi = queries
+            .clone()
+            .map(|t| clamp(ke[t]))
+            .fold(f64::MIN, f64::max);
+        if hi <= lo {
+            continue;
+        }
+        let (lo, hi) = (lo as usize, hi as usize);
+        let end = lo + 256 * (hi - lo).div_ceil(256);
+        assert!(end <= keys, "block {block}'s window leaves seq_len_kv");
+        for t in queries {
+            for n in lo..end {
+                let mut want = 0.0;
+                let mut terms = Vec::with_capacity(HEADS);
+                for h in 0..HEADS {
+                    let row = (t * HEADS + h) * DIM;
+                    let products: Vec<f64> =
+                        (0..DIM).map(|d| q[row + d] * k[n * DIM + d]).collect();
+                    let dot: f64 = products.iter().sum();
+                    want += dot.max(0.0) * w[t * HEADS + h] * scale[n];
+                    let s = Approx::sum(products.into_iter().map(exact), Fp::F32).max(exact(0.0));
+                    let weighted = (s * exact(w[t * HEADS + h])).round(Fp::F32);
+                    terms.push((weighted * exact(scale[n])).round(Fp::F32));
+                }
+                out[t * keys + n] = expect(want, Approx::sum(terms, Fp::F32));
+            }
+        }
+    }
     vec![("Logits", out)]
 }
 
@@ -5012,6 +5119,11 @@ fn linear_attention_matches_its_reference() {
 #[test]
 fn fp8_lighting_indexer_clean_matches_its_reference() {
     check_example("fp8_lighting_indexer_clean");
+}
+
+#[test]
+fn fp8_lighting_indexer_matches_its_reference() {
+    check_example("fp8_lighting_indexer");
 }
 
 #[test]

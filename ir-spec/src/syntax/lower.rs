@@ -48,6 +48,8 @@ pub struct Lowerer {
     pub params: HashSet<String>,
     /// Buffer views (`syntax::lower_view`), by name.
     pub views: HashMap<String, crate::syntax::lower_view::View>,
+    /// Reshapes of on-chip buffers (`syntax::lower_reshape`) of the kernel being lowered.
+    pub reshapes: HashMap<String, crate::syntax::lower_reshape::Reshape>,
     /// While lowering `T.copy`'s operands: regions of views are allowed.
     pub view_regions: bool,
     /// The tunables declared so far (`syntax::lower_tunable`).
@@ -639,6 +641,12 @@ impl Lowerer {
                 format!("`{}` is already a buffer view", name.name),
             ));
         }
+        if self.reshapes.contains_key(&name.name) {
+            return self.fail(Diagnostic::error(
+                name.span,
+                format!("`{}` is already a reshaped buffer", name.name),
+            ));
+        }
         self.buffers.insert(
             name.name.clone(),
             BufInfo {
@@ -896,6 +904,10 @@ impl Lowerer {
                         }
                         "T.Tensor" | "T.Buffer" => {
                             self.view(&ident, &callee, value.span, args);
+                            return None;
+                        }
+                        "T.reshape" => {
+                            self.reshape(&ident, value.span, args);
                             return None;
                         }
                         "T.alloc_var" => {

@@ -34,6 +34,7 @@ const KNOWN_T_NAMES: &[&str] = &[
     "symbolic",
     "Tensor",
     "Buffer",
+    "reshape",
     "handle",
     "match_buffer",
     "Kernel",
@@ -194,16 +195,10 @@ const DECLINED: &[(&str, &str, &str)] = &[
         "tlc chooses fragment layouts (layout-inference): drop the annotation",
     ),
     (
-        "reshape",
-        "a reshaped tile",
-        "for a global tensor declare a buffer view `v = T.Tensor(shape, dtype, P.data)`; \
-         for a tile, allocate it in the shape it is used in",
-    ),
-    (
         "view",
-        "a reshaped tile",
-        "for a global tensor declare a buffer view `v = T.Tensor(shape, dtype, P.data)`; \
-         for a tile, allocate it in the shape it is used in",
+        "a reinterpreted tile",
+        "for another shape of the same dtype write `T.reshape(buf, shape)`; for a global \
+         tensor a buffer view `v = T.Tensor(shape, dtype, P.data)`",
     ),
     (
         "dp4a",

@@ -235,8 +235,13 @@ impl Lowerer {
             ..KernelState::default()
         });
         let body = self.nested(1, span, body);
-        let state = self.kernels.pop().unwrap_or_default();
-        let mut body = body?;
+        let mut state = self.kernels.pop().unwrap_or_default();
+        let Some(mut body) = body else {
+            // The kernel's reshapes end with it, lowered or not.
+            self.end_reshapes();
+            return None;
+        };
+        self.resolve_reshapes(&mut state.allocs, &mut body);
         if state.ws.tid.is_some() {
             Self::finish_ws(&mut body, &state.ws.barriers);
         }

@@ -29,6 +29,11 @@ enum Operand {
 impl Lowerer {
     /// The declared shape of `name`, or an error at `span`.
     fn buffer_shape(&mut self, name: &str, span: Span) -> Option<Vec<Expr>> {
+        // A reshape of an on-chip buffer is a region like a buffer's until the kernel
+        // resolves it (`syntax::lower_reshape`).
+        if let Some(r) = self.onchip_reshape(name) {
+            return Some(r.shape.clone());
+        }
         if self.view_regions {
             if let Some(shape) = self.view_shape(name) {
                 return Some(shape);
@@ -346,8 +351,11 @@ impl Lowerer {
                 (s, d)
             }
         };
-        let remapped =
-            |lw: &Self, n: &str| lw.views.contains_key(n) || lw.global_layout_of(n).is_some();
+        let remapped = |lw: &Self, n: &str| {
+            lw.views.contains_key(n)
+                || lw.global_layout_of(n).is_some()
+                || lw.onchip_reshape(n).is_some()
+        };
         if remapped(self, &src.buffer.name) || remapped(self, &dst.buffer.name) {
             return self.view_copy(src, dst, span);
         }

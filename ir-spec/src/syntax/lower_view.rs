@@ -177,6 +177,10 @@ impl Lowerer {
     /// The error for a view used where only element accesses and `T.copy` take one.
     pub fn view_misuse(&mut self, name: &str, span: Span) -> Option<()> {
         self.touch(name);
+        if let Some(r) = self.reshapes.get(name) {
+            let d = crate::syntax::lower_reshape::misuse(name, r, span);
+            return self.fail(d);
+        }
         if self.global_layout_of(name).is_some() {
             return self.fail(
                 Diagnostic::error(
@@ -221,7 +225,7 @@ impl Lowerer {
                 .all(|(&a, &b)| src.ranges[a].extent == dst.ranges[b].extent);
         if !same {
             return self.fail(
-                Diagnostic::error(span, "a `T.copy` with a buffer view needs regions of the same shape (after dropping extent-1 dimensions)")
+                Diagnostic::error(span, "a `T.copy` with a buffer view or a reshape needs regions of the same shape (after dropping extent-1 dimensions)")
                     .with_note("write both regions as slices of equal extents"),
             );
         }
@@ -302,7 +306,7 @@ impl Lowerer {
         if body.len() != 1 || sl.is_empty() {
             return self.fail(Diagnostic::error(
                 span,
-                "a `T.copy` with a buffer view must copy at least two elements",
+                "a `T.copy` with a buffer view or a reshape must copy at least two elements",
             ));
         }
         body.pop()
@@ -416,7 +420,7 @@ pub(crate) fn remap(indices: &[Expr], vshape: &[Expr], pshape: &[Expr], span: Sp
 
 /// Whether two shapes provably have the same element count: equal products of their
 /// literal factors and equal multisets of their other factors (as printed).
-fn same_count(a: &[Expr], b: &[Expr]) -> bool {
+pub(crate) fn same_count(a: &[Expr], b: &[Expr]) -> bool {
     fn factors(e: &Expr, lit: &mut i128, syms: &mut Vec<String>) {
         match &e.kind {
             ExprKind::Int(v) => *lit = lit.saturating_mul(*v as i128),

@@ -61,7 +61,7 @@ fn passes_with_a_target_prints_its_default_pipeline() {
             .map(|p| p.name())
             .collect();
         assert_eq!(names, want, "{target}");
-        assert_eq!(names.first().map(String::as_str), Some("thread-sync"));
+        assert_eq!(names.first().map(String::as_str), Some("pack-int4"));
         assert_eq!(names.last().map(String::as_str), Some("widen-indices"));
         // The Hopper schedule is sm_90a's alone, right after the lowering.
         let schedule = names.iter().position(|n| n == "warp-specialize");

@@ -385,3 +385,44 @@ pub fn linear_attn_bwd(o: &Outputs) -> Expected {
         ("dV", flat(dv_parts)),
     ]
 }
+
+/// `gdn_chunk_scaled_dot_kkt.tir`: per (b, h) and chunk of 64 positions (rows i, j before
+/// S), A[i, j] = β_i (K_i · K_j) e^{g_i − g_j} where j < i and g_i − g_j ≤ 0, else 0 (the
+/// 64 columns of every row).
+///
+/// The model: Σ_k bfloat16(K[i, k] · β_i) · K[j, k] in float32 (any order; bfloat16
+/// products exact), times float32(e^{float32(g_i − g_j)}) in float32, rounded to bfloat16.
+pub fn gdn_chunk_scaled_dot_kkt(o: &Outputs) -> Expected {
+    let (k, beta, g) = (o["K"].to_f64(), o["Beta"].to_f64(), o["G"].to_f64());
+    let s = o["K"].shape().to_vec();
+    let (batch, seq, heads, dk) = (s[0], s[1], s[2], s[3]);
+    let at3 = |b: usize, t: usize, h: usize| (b * seq + t) * heads + h;
+    let mut out = Vec::with_capacity(batch * seq * heads * 64);
+    for b in 0..batch {
+        for i in 0..seq {
+            for h in 0..heads {
+                let (bi, gi) = (beta[at3(b, i, h)], g[at3(b, i, h)]);
+                let ki = &k[row(&s, b, i, h)..][..dk];
+                let chunk = i / 64 * 64;
+                for jj in 0..64 {
+                    let j = chunk + jj;
+                    if j >= i || gi - g[at3(b, j, h)] > 0.0 {
+                        out.push(exact(0.0));
+                        continue;
+                    }
+                    let gj = g[at3(b, j, h)];
+                    let kj = &k[row(&s, b, j, h)..][..dk];
+                    let dot: f64 = ki.iter().zip(kj).map(|(x, y)| x * y).sum();
+                    let terms = ki
+                        .iter()
+                        .zip(kj)
+                        .map(|(x, y)| exact(x * bi).round(Fp::Bf16) * exact(*y));
+                    let e = f32r(f32r(exact(gi) - exact(gj)).exp());
+                    let model = f32r(Approx::sum(terms, Fp::F32) * e).round(Fp::Bf16);
+                    out.push(expect(bi * dot * (gi - gj).exp(), model));
+                }
+            }
+        }
+    }
+    vec![("A", out)]
+}

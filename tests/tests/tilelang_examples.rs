@@ -44,6 +44,8 @@ mod gemm_fp8;
 #[allow(dead_code)]
 #[path = "../../compiler/tests/common/immediates.rs"]
 mod immediates;
+#[path = "tilelang_examples/mhc.rs"]
+mod mhc;
 #[path = "tilelang_examples/sparse_mla.rs"]
 mod sparse_mla;
 #[allow(dead_code)]
@@ -1002,6 +1004,43 @@ const EXAMPLES: &[Example] = &[
         ],
         reference: gemm_f16,
     },
+    // example_dynamic.py's GEMM, its dims declared `M = T.dynamic("m")` (named m, n, k):
+    // ragged, then whole tiles.
+    Example {
+        stem: "gemm_dynamic",
+        sizes: [
+            &[("m", 200), ("n", 136), ("k", 200)],
+            &[("m", 128), ("n", 256), ("k", 192)],
+        ],
+        reference: gemm_f16,
+    },
+    // The grouped GEMM's weight gradient, per group A^T @ dO ([`given`]: groups of 64, 40
+    // and a ragged last 100 rows, then 128 and 64): ragged M and N, then whole tiles.
+    Example {
+        stem: "grouped_gemm_bwd",
+        sizes: [
+            &[
+                ("batch_sum", 204),
+                ("batch_count", 3),
+                ("M", 100),
+                ("N", 136),
+            ],
+            &[
+                ("batch_sum", 192),
+                ("batch_count", 2),
+                ("M", 64),
+                ("N", 128),
+            ],
+        ],
+        reference: grouped_gemm_bwd,
+    },
+    // DeepSeek's mHC post step, one block per token (`n = T.dynamic("num_tokens")`),
+    // hidden 2560 in five 512-wide steps.
+    Example {
+        stem: "mhc_post",
+        sizes: [&[("num_tokens", 3)], &[("num_tokens", 5)]],
+        reference: mhc::mhc_post,
+    },
     // Split-K (4 slices of K // 4, float32 atomics into the zeroed C, [`given`]): K a
     // multiple of 4 * 32 (the header), ragged M and N (the unguarded element atomics past
     // the edges dropped by legalize-safe-memory), two then four k-steps per slice.
@@ -1259,6 +1298,24 @@ fn given(stem: &str, size: usize) -> HashMap<String, Tensor> {
         let dim = |name| size_of(stem, size, name);
         let c = Tensor::zeros(DType::Float32, &[dim("M"), dim("N")]).expect("C");
         inputs.insert("C".to_string(), c);
+    }
+    if stem == "grouped_gemm_bwd" {
+        // Groups whose every step but the last group's lies inside the group (the header):
+        // 64 (one step), 40 (one masked step), a last 100 (its second step past batch_sum
+        // reads 0); then 128 and 64.
+        let sizes: &[i64] = [&[64i64, 40, 100][..], &[128, 64][..]][size];
+        let offsets: Vec<i64> = sizes
+            .iter()
+            .scan(0, |acc, &n| {
+                let start = *acc;
+                *acc += n;
+                Some(start)
+            })
+            .collect();
+        for (name, v) in [("batch_sizes", sizes), ("batch_offsets", &offsets[..])] {
+            let t = Tensor::from_i64(DType::Int32, &[v.len()], v).expect("groups");
+            inputs.insert(name.to_string(), t);
+        }
     }
     if stem == "nsa_decode" {
         // One selected block per (batch, KV head), a whole one before seq_len (a block
@@ -1707,7 +1764,7 @@ const PTXAS_EXPECTED: &[(&str, Target, &str)] = &[
 const SPILLS: &str = "spill stores";
 
 /// The files tlc does not compile yet (tests/tilelang/README.md says what each lacks).
-const NOT_YET: &[&str] = &["fp8_lighting_indexer"];
+const NOT_YET: &[&str] = &["fp8_lighting_indexer", "mla_decode_persistent"];
 
 /// A binding of a kernel's dims (and tunables).
 type Size = &'static [(&'static str, i64)];
@@ -2341,6 +2398,28 @@ fn float32_sum_gemm(o: &Outputs, b_transposed: bool) -> Expected {
 /// float32 atomics in any order — one float32 sum of the K products in some association.
 fn gemm_splitk_f32(o: &Outputs) -> Expected {
     float32_sum_gemm(o, false)
+}
+
+/// `grouped_gemm_bwd.tir`: C[g] = float16(A_g^T @ B_g) over the rows of group g (A (rows,
+/// M), B (rows, N)); the float16 products exact in float32, summed in any order.
+fn grouped_gemm_bwd(o: &Outputs) -> Expected {
+    let (a, b) = (&o["A"], &o["B"]);
+    let (m, n) = (a.shape()[1], b.shape()[1]);
+    let (av, bv) = (a.to_f64(), b.to_f64());
+    let sizes = o["batch_sizes"].to_f64();
+    let offsets = o["batch_offsets"].to_f64();
+    let mut c = Vec::with_capacity(sizes.len() * m * n);
+    for (&size, &start) in sizes.iter().zip(&offsets) {
+        let rows = start as usize..(start + size) as usize;
+        for i in 0..m {
+            for j in 0..n {
+                let products = rows.clone().map(|r| av[r * m + i] * bv[r * n + j]);
+                let model = Approx::sum(products.clone().map(exact), Fp::F32).round(Fp::F16);
+                c.push(expect(products.sum(), model));
+            }
+        }
+    }
+    vec![("C", c)]
 }
 
 /// The most K slices a split-K size of [`EXAMPLES`] has (the reference's bound holds for any
@@ -5472,6 +5551,20 @@ fn tilelang_gemm_examples_match_their_reference() {
     ] {
         check_example(stem);
     }
+}
+
+/// TileLang's `T.dynamic` with a Python name of its own (`M = T.dynamic("m")`,
+/// docs/ir.md "Symbolic dimensions"): the dynamic-shape GEMM and DeepSeek's mHC post step.
+#[test]
+fn dims_named_apart_from_their_python_names_match_their_reference() {
+    for stem in ["gemm_dynamic", "mhc_post"] {
+        check_example(stem);
+    }
+}
+
+#[test]
+fn grouped_gemm_bwd_matches_its_reference() {
+    check_example("grouped_gemm_bwd");
 }
 
 #[test]

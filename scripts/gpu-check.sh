@@ -409,7 +409,8 @@ TARGETS=sm_90a run tests/tilelang/gemm_fp8.tir -D M=1024 -D N=1024 -D K=1024
 TARGETS=sm_90a run tests/tilelang/gemm_fp8_e5m2.tir -D M=200 -D N=136 -D K=200
 run tests/tilelang/grouped_gemm_bwd.tir -D batch_sum=204 -D batch_count=3 -D M=100 -D N=136 --input batch_sizes=$ints/ggb_bs1.npy --input batch_offsets=$ints/ggb_bo1.npy
 run tests/tilelang/grouped_gemm_bwd.tir -D batch_sum=192 -D batch_count=2 -D M=1024 -D N=1024 --input batch_sizes=$ints/ggb_bs2.npy --input batch_offsets=$ints/ggb_bo2.npy
-# NSA decoding, SeerAttention, varlen GQA, the GDN's K K^T and mHC's post step: the test's
+# NSA decoding, SeerAttention, varlen GQA, the GDN's K K^T, DeepSeek-V4's fp8 activation
+# quantization and mHC's post step: the test's
 # ragged sizes, then larger ones.
 run tests/tilelang/nsa_decode.tir -D batch=2 -D seq_len=80 -D heads=32 --input BlockIndices=$ints/nsad_bi_a.npy
 run tests/tilelang/nsa_decode.tir -D batch=2 -D seq_len=256 -D heads=32 --input BlockIndices=$ints/nsad_bi_b.npy
@@ -419,6 +420,8 @@ run tests/tilelang/flash_attn_gqa_fwd_varlen.tir -D UQ=177 -D UKV=193 -D heads=3
 run tests/tilelang/flash_attn_gqa_fwd_varlen.tir -D UQ=2016 -D UKV=2016 -D heads=16 -D max_seqlen_q=512 --input cu_seqlens_q=$ints/gvl_q2.npy --input cu_seqlens_k=$ints/gvl_k2.npy
 run tests/tilelang/gdn_chunk_scaled_dot_kkt.tir -D B=1 -D S=150 -D H=3 -D DK=100
 run tests/tilelang/gdn_chunk_scaled_dot_kkt.tir -D B=1 -D S=1024 -D H=4 -D DK=128
+run tests/tilelang/act_quant_fp8.tir -D M=70 -D N=300
+run tests/tilelang/act_quant_fp8.tir -D M=256 -D N=1024
 run tests/tilelang/mhc_post.tir -D num_tokens=3
 run tests/tilelang/mhc_post.tir -D num_tokens=256
 run tests/tilelang/grouped_gemm_fwd.tir -D K=100 -D N=64 --input batch_sizes=$ints/gg_bs.npy --input batch_offsets=$ints/gg_bo.npy --input batch_padded_offsets=$ints/gg_bp.npy

@@ -1158,6 +1158,14 @@ fn a_let_may_rebind_a_name_of_its_own_statement_list() {
     );
 }
 
+/// Triple-quoted docstrings (module, function, macro; spanning lines) mean nothing.
+#[test]
+fn triple_quoted_docstrings_are_ignored() {
+    let with = "\"\"\"A module.\n\nTwo lines.\"\"\"\n@T.macro\ndef one(A):\n    '''A macro's\n    docstring.'''\n    A[0] = 1.0\n\n@T.prim_func\ndef f(A: T.Tensor((4,), \"float32\")):\n    \"\"\"The kernel's \"docstring\".\"\"\"\n    with T.Kernel(1, threads=1) as bx:\n        one(A)\n";
+    let without = "@T.prim_func\ndef f(A: T.Tensor((4,), \"float32\")):\n    with T.Kernel(1, threads=1) as bx:\n        A[0] = 1.0\n";
+    assert_eq!(ok(with), ok(without));
+}
+
 #[test]
 fn a_macro_called_in_a_macro_reads_the_callers_names() {
     // `inner`'s free `c` is what `c` means where it is called: `outer`'s own `c` (renamed

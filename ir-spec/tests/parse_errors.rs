@@ -432,6 +432,10 @@ fn structure_errors() {
     );
     // `M = T.dynamic("m")` names the dim `m` (docs/ir.md): only `M` is in scope, the
     // name must be an identifier, and it may not be another dim's or a buffer's.
+    // A triple-quoted string left open: located where its text starts.
+    let open_doc = "@T.prim_func\ndef f():\n    \"\"\"never closed\n    pass\n";
+    let d = has(open_doc, "unterminated string literal");
+    assert_eq!(d.span.start, open_doc.find("\"never").unwrap_or(0));
     let alias = "M = T.dynamic(\"m\")\n@T.prim_func\ndef f(A: T.Tensor((M,), \"float32\")):\n    with T.Kernel(1, threads=32) as bx:\n        A[0] = m\n";
     let d = has(
         alias,

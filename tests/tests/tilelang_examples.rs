@@ -34,6 +34,8 @@
 //! `r`), i.e. exactly equal where `e` is 0.
 
 // Shared with `print.rs` (a file included as a module once).
+#[path = "tilelang_examples/act_quant.rs"]
+mod act_quant;
 #[allow(dead_code)]
 #[path = "../../compiler/tests/common/emit.rs"]
 pub(crate) mod emit;
@@ -1003,6 +1005,14 @@ const EXAMPLES: &[Example] = &[
             &[("M", 128), ("N", 256), ("K", 192)],
         ],
         reference: gemm_f16,
+    },
+    // DeepSeek-V4's fp8 activation quantization with power-of-two scales (its helpers as
+    // value macros, docstrings kept): 70 x 300 (a ragged row tile and a 44-wide last
+    // group), then whole tiles.
+    Example {
+        stem: "act_quant_fp8",
+        sizes: [&[("M", 70), ("N", 300)], &[("M", 64), ("N", 256)]],
+        reference: act_quant::act_quant_fp8,
     },
     // example_dynamic.py's GEMM, its dims declared `M = T.dynamic("m")` (named m, n, k):
     // ragged, then whole tiles.
@@ -5560,6 +5570,11 @@ fn dims_named_apart_from_their_python_names_match_their_reference() {
     for stem in ["gemm_dynamic", "mhc_post"] {
         check_example(stem);
     }
+}
+
+#[test]
+fn act_quant_fp8_matches_its_reference() {
+    check_example("act_quant_fp8");
 }
 
 #[test]

@@ -193,6 +193,10 @@ for name, shape in [("seer_mask1", (1, 2, 4, 4)), ("seer_mask2", (4, 2, 4, 4))]:
 for name, v in [("gvl_q1", [0, 50, 170, 177]), ("gvl_k1", [0, 60, 190, 193]),
                 ("gvl_q2", [0, 492, 1004, 1504, 2016]), ("gvl_k2", [0, 500, 1000, 1512, 2016])]:
     save(name, np.array(v, np.int32))
+# flash_decoding_gqa_varlen_logits: sequences of more than 384 keys (S's 4 columns written),
+# small sinks.
+save("gdl_cu1", np.array([0, 400, 900], np.int32)); save("gdl_cu2", np.array([0, 512, 897, 1409], np.int32))
+save("gdl_sink", (np.arange(32) % 7 * 0.03 - 0.09).astype(np.float32))
 # grouped_gemm_bwd: groups whose steps stay inside them but for the last one's.
 save("ggb_bs1", np.array([64, 40, 100], np.int32)); save("ggb_bo1", np.array([0, 64, 104], np.int32))
 save("ggb_bs2", np.array([64, 128], np.int32)); save("ggb_bo2", np.array([0, 64], np.int32))
@@ -420,6 +424,8 @@ run tests/tilelang/flash_attn_gqa_fwd_varlen.tir -D UQ=177 -D UKV=193 -D heads=3
 run tests/tilelang/flash_attn_gqa_fwd_varlen.tir -D UQ=2016 -D UKV=2016 -D heads=16 -D max_seqlen_q=512 --input cu_seqlens_q=$ints/gvl_q2.npy --input cu_seqlens_k=$ints/gvl_k2.npy
 run tests/tilelang/gdn_chunk_scaled_dot_kkt.tir -D B=1 -D S=150 -D H=3 -D DK=100
 run tests/tilelang/gdn_chunk_scaled_dot_kkt.tir -D B=1 -D S=1024 -D H=4 -D DK=128
+run tests/tilelang/flash_decoding_gqa_varlen_logits.tir -D batch=2 -D total_seqlen_k=900 --input cu_seqlens_k=$ints/gdl_cu1.npy --input s_aux=$ints/gdl_sink.npy
+run tests/tilelang/flash_decoding_gqa_varlen_logits.tir -D batch=3 -D total_seqlen_k=1409 --input cu_seqlens_k=$ints/gdl_cu2.npy --input s_aux=$ints/gdl_sink.npy
 run tests/tilelang/act_quant_fp8.tir -D M=70 -D N=300
 run tests/tilelang/act_quant_fp8.tir -D M=256 -D N=1024
 run tests/tilelang/mhc_post.tir -D num_tokens=3

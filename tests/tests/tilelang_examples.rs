@@ -43,6 +43,8 @@ pub(crate) mod emit;
 mod gdn;
 #[path = "tilelang_examples/gemm_fp8.rs"]
 mod gemm_fp8;
+#[path = "tilelang_examples/gqa_decode_logits.rs"]
+mod gqa_decode_logits;
 #[allow(dead_code)]
 #[path = "../../compiler/tests/common/immediates.rs"]
 mod immediates;
@@ -1089,6 +1091,17 @@ const EXAMPLES: &[Example] = &[
         ],
         reference: gemm_fp8::gemm_fp8_e5m2,
     },
+    // Varlen GQA decoding with sinks and pooled weights (max_seqlen_kv 512: 4 columns of
+    // S, each written when a sequence has more than 384 keys, [`given`]): sequences of 400
+    // and 500 keys (ragged last tiles), then one of 512.
+    Example {
+        stem: "flash_decoding_gqa_varlen_logits",
+        sizes: [
+            &[("batch", 2), ("total_seqlen_k", 900)],
+            &[("batch", 1), ("total_seqlen_k", 512)],
+        ],
+        reference: gqa_decode_logits::gqa_decode_logits,
+    },
     // NSA decoding: one query token, one selected block of 32 keys per KV head
     // ([`given`]: whole blocks before seq_len): two batches of two KV heads over 80 keys,
     // then one of one over 64.
@@ -1326,6 +1339,16 @@ fn given(stem: &str, size: usize) -> HashMap<String, Tensor> {
             let t = Tensor::from_i64(DType::Int32, &[v.len()], v).expect("groups");
             inputs.insert(name.to_string(), t);
         }
+    }
+    if stem == "flash_decoding_gqa_varlen_logits" {
+        let cu: &[i64] = [&[0i64, 400, 900][..], &[0, 512][..]][size];
+        let t = Tensor::from_i64(DType::Int32, &[cu.len()], cu).expect("offsets");
+        inputs.insert("cu_seqlens_k".to_string(), t);
+        // Small sinks, as the test's 0.1 * randn: the sum they are added to stays near its
+        // own size.
+        let sinks: Vec<f64> = (0..32).map(|i| f64::from(i % 7) * 0.03 - 0.09).collect();
+        let t = Tensor::from_f64(DType::Float32, &[32], &sinks).expect("sinks");
+        inputs.insert("s_aux".to_string(), t);
     }
     if stem == "nsa_decode" {
         // One selected block per (batch, KV head), a whole one before seq_len (a block
@@ -1774,7 +1797,7 @@ const PTXAS_EXPECTED: &[(&str, Target, &str)] = &[
 const SPILLS: &str = "spill stores";
 
 /// The files tlc does not compile yet (tests/tilelang/README.md says what each lacks).
-const NOT_YET: &[&str] = &["fp8_lighting_indexer", "mla_decode_persistent"];
+const NOT_YET: &[&str] = &["fp8_lighting_indexer", "mla_decode_persistent", "rand_uint"];
 
 /// A binding of a kernel's dims (and tunables).
 type Size = &'static [(&'static str, i64)];
@@ -5575,6 +5598,11 @@ fn dims_named_apart_from_their_python_names_match_their_reference() {
 #[test]
 fn act_quant_fp8_matches_its_reference() {
     check_example("act_quant_fp8");
+}
+
+#[test]
+fn gqa_decode_varlen_logits_matches_its_reference() {
+    check_example("flash_decoding_gqa_varlen_logits");
 }
 
 #[test]

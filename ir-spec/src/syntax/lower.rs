@@ -284,7 +284,7 @@ impl Lowerer {
         };
         if var != name {
             // TileLang's `M = T.dynamic("m")`: the Python name stands for a dim named `m`.
-            self.dim_alias(var, &name, value.span)?;
+            self.dim_alias(var, name, value.span)?;
         }
         // A second declaration would be a second launch parameter of the same name, and
         // `-D` could bind only one of them: one dim, one declaration.

@@ -426,6 +426,8 @@ run tests/tilelang/gdn_chunk_scaled_dot_kkt.tir -D B=1 -D S=150 -D H=3 -D DK=100
 run tests/tilelang/gdn_chunk_scaled_dot_kkt.tir -D B=1 -D S=1024 -D H=4 -D DK=128
 run tests/tilelang/flash_decoding_gqa_varlen_logits.tir -D batch=2 -D total_seqlen_k=900 --input cu_seqlens_k=$ints/gdl_cu1.npy --input s_aux=$ints/gdl_sink.npy
 run tests/tilelang/flash_decoding_gqa_varlen_logits.tir -D batch=3 -D total_seqlen_k=1409 --input cu_seqlens_k=$ints/gdl_cu2.npy --input s_aux=$ints/gdl_sink.npy
+run tests/tilelang/kda_chunk_o.tir -D B=1 -D S=150 -D H=2
+run tests/tilelang/kda_chunk_o.tir -D B=1 -D S=1024 -D H=4
 run tests/tilelang/act_quant_fp8.tir -D M=70 -D N=300
 run tests/tilelang/act_quant_fp8.tir -D M=256 -D N=1024
 run tests/tilelang/mhc_post.tir -D num_tokens=3

@@ -1146,6 +1146,16 @@ const EXAMPLES: &[Example] = &[
         ],
         reference: gqa_varlen_attention,
     },
+    // Kimi Delta Attention's chunk output (32 x 32 tiles of DK and DV): a ragged last chunk
+    // (150 = 2 * 64 + 22, no state: the header), then whole chunks.
+    Example {
+        stem: "kda_chunk_o",
+        sizes: [
+            &[("B", 1), ("S", 150), ("H", 2)],
+            &[("B", 2), ("S", 128), ("H", 1)],
+        ],
+        reference: gdn::kda_chunk_o,
+    },
     // The gated delta net's scaled K K^T: a ragged last chunk (150 = 2 * 64 + 22) and a
     // ragged last DK step (100 = 64 + 36), then whole chunks and steps.
     Example {
@@ -5603,6 +5613,11 @@ fn act_quant_fp8_matches_its_reference() {
 #[test]
 fn gqa_decode_varlen_logits_matches_its_reference() {
     check_example("flash_decoding_gqa_varlen_logits");
+}
+
+#[test]
+fn kda_chunk_o_matches_its_reference() {
+    check_example("kda_chunk_o");
 }
 
 #[test]

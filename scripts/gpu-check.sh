@@ -185,6 +185,30 @@ for name, (B, T, H) in {"nsa_bi_a": (2, 64, 1), "nsa_bi_b": (1, 100, 2), "nsa_bi
             for h in range(H):
                 bi[b, t, h, 0] = rng.integers(0, max(1, t // 32))
     save(name, bi)
+# nsa_decode: one whole block of 32 keys per (batch, KV head) (the EXAMPLES input's rule).
+save("nsad_bi_a", np.array([[[[1], [0]]], [[[1], [0]]]], np.int32))
+save("nsad_bi_b", np.array([[[[5], [2]]], [[[7], [0]]]], np.int32))
+# seer_block_sparse_attn: int8 masks, about half the blocks, always column 0.
+for name, shape in [("seer_mask1", (1, 2, 4, 4)), ("seer_mask2", (4, 2, 4, 4))]:
+    m = (rng.random(shape) < 0.5).astype(np.int8)
+    m[..., 0] = 1
+    save(name, m)
+# flash_attn_gqa_fwd_varlen: sequence offsets (the test's first size, then the original
+# test's 4 x ~512).
+for name, v in [("gvl_q1", [0, 50, 170, 177]), ("gvl_k1", [0, 60, 190, 193]),
+                ("gvl_q2", [0, 492, 1004, 1504, 2016]), ("gvl_k2", [0, 500, 1000, 1512, 2016])]:
+    save(name, np.array(v, np.int32))
+# flash_decoding_gqa_varlen_logits: sequences of more than 384 keys (S's 4 columns written),
+# small sinks.
+save("gdl_cu1", np.array([0, 400, 900], np.int32)); save("gdl_cu2", np.array([0, 512, 897, 1409], np.int32))
+save("gdl_sink", (np.arange(32) % 7 * 0.03 - 0.09).astype(np.float32))
+# grouped_gemm_bwd: groups whose steps stay inside them but for the last one's.
+save("ggb_bs1", np.array([64, 40, 100], np.int32)); save("ggb_bo1", np.array([0, 64, 104], np.int32))
+save("ggb_bs2", np.array([64, 128], np.int32)); save("ggb_bo2", np.array([0, 64], np.int32))
+# gemm_splitk*: integer entries in -1..1 with K = 1024 (a multiple of 4 * 32): every
+# partial sum exact in float32 whatever the atomics' order.
+save("sk2_A", rng.integers(-1, 2, (200, 1024)).astype(np.float16))
+save("sk2_B", rng.integers(-1, 2, (1024, 136)).astype(np.float16))
 # sparse_mla_fwd: per query 128 distinct keys of seq_len_kv, key 0 among them (the EXAMPLES
 # input's construction; keys past the query are masked by the kernel).
 for name, (B, S, SKV) in {"smla_a": (1, 3, 130), "smla_b": (2, 64, 512)}.items():
@@ -385,6 +409,38 @@ run tests/tilelang/block_causal_attn_fwd.tir -D batch=1 -D seq_len=128 -D heads=
 run tests/tilelang/block_causal_attn_fwd.tir -D batch=2 -D seq_len=256 -D heads=2
 run tests/tilelang/nsa_fwd.tir -D batch=1 -D seq_len=100 -D heads=32 --input BlockIndices=$ints/nsa_bi_b.npy
 run tests/tilelang/nsa_fwd.tir -D batch=2 -D seq_len=1024 -D heads=32 --input BlockIndices=$ints/nsa_bi_c.npy
+# TileLang's GEMM examples: plain, dynamic-shape (dims named m, n, k), split-K (integer
+# inputs: the float32 atomics exact in any order), fp8 with an fp8 result (wgmma: sm_90a).
+run tests/tilelang/gemm.tir -D M=200 -D N=136 -D K=200
+run tests/tilelang/gemm.tir -D M=1024 -D N=1024 -D K=1024
+run tests/tilelang/gemm_dynamic.tir -D m=200 -D n=136 -D k=200
+run tests/tilelang/gemm_dynamic.tir -D m=1024 -D n=1024 -D k=1024
+run tests/tilelang/gemm_splitk.tir -D M=200 -D N=136 -D K=1024 --input A=$ints/sk2_A.npy --input B=$ints/sk2_B.npy
+run tests/tilelang/gemm_splitk_vectorize_atomicadd.tir -D M=200 -D N=136 -D K=1024 --input A=$ints/sk2_A.npy --input B=$ints/sk2_B.npy
+TARGETS=sm_90a run tests/tilelang/gemm_fp8.tir -D M=200 -D N=136 -D K=200
+TARGETS=sm_90a run tests/tilelang/gemm_fp8.tir -D M=1024 -D N=1024 -D K=1024
+TARGETS=sm_90a run tests/tilelang/gemm_fp8_e5m2.tir -D M=200 -D N=136 -D K=200
+run tests/tilelang/grouped_gemm_bwd.tir -D batch_sum=204 -D batch_count=3 -D M=100 -D N=136 --input batch_sizes=$ints/ggb_bs1.npy --input batch_offsets=$ints/ggb_bo1.npy
+run tests/tilelang/grouped_gemm_bwd.tir -D batch_sum=192 -D batch_count=2 -D M=1024 -D N=1024 --input batch_sizes=$ints/ggb_bs2.npy --input batch_offsets=$ints/ggb_bo2.npy
+# NSA decoding, SeerAttention, varlen GQA, the GDN's K K^T, DeepSeek-V4's fp8 activation
+# quantization and mHC's post step: the test's
+# ragged sizes, then larger ones.
+run tests/tilelang/nsa_decode.tir -D batch=2 -D seq_len=80 -D heads=32 --input BlockIndices=$ints/nsad_bi_a.npy
+run tests/tilelang/nsa_decode.tir -D batch=2 -D seq_len=256 -D heads=32 --input BlockIndices=$ints/nsad_bi_b.npy
+run tests/tilelang/seer_block_sparse_attn.tir -D batch=1 -D heads=2 -D seq_q=100 -D seq_kv=200 --input BlockSparseMask=$ints/seer_mask1.npy
+run tests/tilelang/seer_block_sparse_attn.tir -D batch=4 -D heads=2 -D seq_q=256 -D seq_kv=256 --input BlockSparseMask=$ints/seer_mask2.npy
+run tests/tilelang/flash_attn_gqa_fwd_varlen.tir -D UQ=177 -D UKV=193 -D heads=32 -D max_seqlen_q=120 --input cu_seqlens_q=$ints/gvl_q1.npy --input cu_seqlens_k=$ints/gvl_k1.npy
+run tests/tilelang/flash_attn_gqa_fwd_varlen.tir -D UQ=2016 -D UKV=2016 -D heads=16 -D max_seqlen_q=512 --input cu_seqlens_q=$ints/gvl_q2.npy --input cu_seqlens_k=$ints/gvl_k2.npy
+run tests/tilelang/gdn_chunk_scaled_dot_kkt.tir -D B=1 -D S=150 -D H=3 -D DK=100
+run tests/tilelang/gdn_chunk_scaled_dot_kkt.tir -D B=1 -D S=1024 -D H=4 -D DK=128
+run tests/tilelang/flash_decoding_gqa_varlen_logits.tir -D batch=2 -D total_seqlen_k=900 --input cu_seqlens_k=$ints/gdl_cu1.npy --input s_aux=$ints/gdl_sink.npy
+run tests/tilelang/flash_decoding_gqa_varlen_logits.tir -D batch=3 -D total_seqlen_k=1409 --input cu_seqlens_k=$ints/gdl_cu2.npy --input s_aux=$ints/gdl_sink.npy
+run tests/tilelang/kda_chunk_o.tir -D B=1 -D S=150 -D H=2
+run tests/tilelang/kda_chunk_o.tir -D B=1 -D S=1024 -D H=4
+run tests/tilelang/act_quant_fp8.tir -D M=70 -D N=300
+run tests/tilelang/act_quant_fp8.tir -D M=256 -D N=1024
+run tests/tilelang/mhc_post.tir -D num_tokens=3
+run tests/tilelang/mhc_post.tir -D num_tokens=256
 run tests/tilelang/grouped_gemm_fwd.tir -D K=100 -D N=64 --input batch_sizes=$ints/gg_bs.npy --input batch_offsets=$ints/gg_bo.npy --input batch_padded_offsets=$ints/gg_bp.npy
 run tests/tilelang/grouped_gemm_fwd.tir -D K=1024 -D N=512 --input batch_sizes=$ints/gg_bs.npy --input batch_offsets=$ints/gg_bo.npy --input batch_padded_offsets=$ints/gg_bp.npy
 run tests/tilelang/flash_attn_bwd_bhsd_fwd.tir -D batch=1 -D heads=2 -D seq_len=100

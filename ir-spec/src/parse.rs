@@ -10,6 +10,7 @@ pub fn parse(src: &str) -> Result<PrimFunc, Vec<Diagnostic>> {
     let lowered = crate::syntax::lower::lower_module(&module, src)?;
     let mut func = lowered.func;
     crate::uniquify::uniquify(&mut func);
+    crate::syntax::dim_alias::rename_dims(&mut func, &lowered.dim_aliases)?;
     // Contraction first: it reads the typed literals' casts as written (their meaning),
     // and the normalizer types let values, which only contracted expressions do.
     crate::syntax::contract::contract(&mut func);

@@ -6,8 +6,9 @@
 //! A loop variable, block variable or let whose name was bound *earlier* by a binder whose
 //! scope has ended is renamed to a fresh `name_N`, together with its uses. A loop variable
 //! whose name is still in scope shadows it for its body (TVMScript's scoping): it is renamed
-//! too, with the uses it binds. Any other binder whose name is still in scope is left alone:
-//! that is shadowing, which the verifier reports. Likewise a
+//! too, with the uses it binds; so is a let that rebinds a let of its own statement list
+//! (Python's `x = …` then `x = …` again). Any other binder whose name is still in scope is
+//! left alone: that is shadowing, which the verifier reports. Likewise a
 //! kernel's allocation whose name an earlier kernel allocated (that kernel has ended) is
 //! renamed with every reference to it in its kernel; one that repeats a parameter's name or
 //! another allocation of its own kernel is left for the verifier to report.
@@ -135,7 +136,18 @@ fn walk(body: &mut [Stmt], scope: &mut Vec<String>, state: &mut State) {
         let stmt = &mut head[i];
         match &mut stmt.kind {
             StmtKind::Let { var, .. } => {
-                if let Some(fresh) = state.bind(&var.name, scope) {
+                // `x = …` again in the same statement list (`waves = …` twice in a row, as
+                // Python code rebinds a name): a new variable from here on, the earlier one
+                // ending. Not so for a name bound outside this list (a let in a loop body
+                // that names an outer variable reads as a mutation, which a let is not:
+                // that is left for the verifier to report).
+                let rebinding = scope[depth..].contains(&var.name);
+                if rebinding {
+                    let fresh = state.fresh(&var.name);
+                    state.bound.insert(fresh.clone());
+                    rename_bound_uses(rest, &var.name, &fresh);
+                    var.name = fresh;
+                } else if let Some(fresh) = state.bind(&var.name, scope) {
                     rename_bound_uses(rest, &var.name, &fresh);
                     var.name = fresh;
                 }
@@ -201,7 +213,7 @@ fn walk(body: &mut [Stmt], scope: &mut Vec<String>, state: &mut State) {
 /// Renames the uses of `from` in `body` that refer to the binder around it: not those under
 /// a nested binder of the same name (a loop's body, the rest of a block after a let), which
 /// refer to that one.
-fn rename_bound_uses(body: &mut [Stmt], from: &str, to: &str) {
+pub fn rename_bound_uses(body: &mut [Stmt], from: &str, to: &str) {
     let mut rename = |e: Expr| match &e.kind {
         ExprKind::Var(name) if name == from => Expr::new(ExprKind::Var(to.to_string()), e.span),
         _ => e,

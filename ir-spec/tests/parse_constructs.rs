@@ -1123,6 +1123,50 @@ fn t_dynamic_declares_dims_one_or_several_at_a_time() {
     );
 }
 
+/// `K = T.dynamic("k")` (TileLang's example_dynamic.py): the dim is named `k`, the file
+/// writes it `K`; the loop variable the file calls `k` is another variable (renamed `k_1`
+/// with its uses), and the kernel equals the one written with the dims' own names.
+#[test]
+fn a_dim_may_have_a_python_name_of_its_own() {
+    let aliased = "M = T.dynamic(\"m\")\nK = T.dynamic(\"k\")\n\n@T.prim_func\ndef f(A: T.Tensor((M, K), \"float32\"), C: T.Tensor((M,), \"float32\")):\n    with T.Kernel(T.ceildiv(M, 32), threads=32) as bx:\n        for k in T.serial(T.ceildiv(K, 4)):\n            for i in T.Parallel(32):\n                C[bx * 32 + i] = A[bx * 32 + i, k * 4] + K\n";
+    let own = "m = T.symbolic(\"m\")\nk = T.symbolic(\"k\")\n\n@T.prim_func\ndef f(A: T.Tensor((m, k), \"float32\"), C: T.Tensor((m,), \"float32\")):\n    with T.Kernel(T.ceildiv(m, 32), threads=32) as bx:\n        for k_1 in T.serial(T.ceildiv(k, 4)):\n            for i in T.Parallel(32):\n                C[bx * 32 + i] = A[bx * 32 + i, k_1 * 4] + k\n";
+    let f = ok(aliased);
+    let dims: Vec<&str> = f.dims.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(dims, ["m", "k"]);
+    assert_eq!(f, ok(own));
+    let printed = print_func(&f);
+    assert!(printed.contains("k = T.symbolic(\"k\")"), "{printed}");
+    assert_eq!(ok(&printed), f);
+}
+
+/// A let rebinding a let of its own statement list is a new variable from there on (its
+/// value reads the old one); a let in a loop body naming an outer let stays an error.
+#[test]
+fn a_let_may_rebind_a_name_of_its_own_statement_list() {
+    let head = "@T.prim_func\ndef f(C: T.Tensor((8,), \"int32\")):\n    with T.Kernel(1, threads=1) as bx:\n";
+    let rebound = format!("{head}        w = 2\n        C[0] = w\n        w = w + 3\n        C[1] = w\n        for i in T.serial(w):\n            C[i] = w\n");
+    let renamed = format!("{head}        w = 2\n        C[0] = w\n        w_1 = w + 3\n        C[1] = w_1\n        for i in T.serial(w_1):\n            C[i] = w_1\n");
+    let f = ok(&rebound);
+    assert_eq!(f, ok(&renamed));
+    assert!(tlc_ir::verifier::verify(&f).is_ok());
+    let nested = format!("{head}        w = 2\n        for i in T.serial(3):\n            w = w + 1\n        C[0] = w\n");
+    let errors = tlc_ir::verifier::verify(&ok(&nested)).expect_err("a let naming an outer let");
+    assert!(
+        errors
+            .iter()
+            .any(|d| d.message.contains("the name `w` is defined more than once")),
+        "{errors:#?}"
+    );
+}
+
+/// Triple-quoted docstrings (module, function, macro; spanning lines) mean nothing.
+#[test]
+fn triple_quoted_docstrings_are_ignored() {
+    let with = "\"\"\"A module.\n\nTwo lines.\"\"\"\n@T.macro\ndef one(A):\n    '''A macro's\n    docstring.'''\n    A[0] = 1.0\n\n@T.prim_func\ndef f(A: T.Tensor((4,), \"float32\")):\n    \"\"\"The kernel's \"docstring\".\"\"\"\n    with T.Kernel(1, threads=1) as bx:\n        one(A)\n";
+    let without = "@T.prim_func\ndef f(A: T.Tensor((4,), \"float32\")):\n    with T.Kernel(1, threads=1) as bx:\n        A[0] = 1.0\n";
+    assert_eq!(ok(with), ok(without));
+}
+
 #[test]
 fn a_macro_called_in_a_macro_reads_the_callers_names() {
     // `inner`'s free `c` is what `c` means where it is called: `outer`'s own `c` (renamed

@@ -430,9 +430,29 @@ fn structure_errors() {
         "@T.prim_func\ndef f():\n    S = T.alloc_shared((4,), \"float16\")\n",
         "only allowed inside `T.Kernel`",
     );
+    // `M = T.dynamic("m")` names the dim `m` (docs/ir.md): only `M` is in scope, the
+    // name must be an identifier, and it may not be another dim's or a buffer's.
+    // A triple-quoted string left open: located where its text starts.
+    let open_doc = "@T.prim_func\ndef f():\n    \"\"\"never closed\n    pass\n";
+    let d = has(open_doc, "unterminated string literal");
+    assert_eq!(d.span.start, open_doc.find("\"never").unwrap_or(0));
+    let alias = "M = T.dynamic(\"m\")\n@T.prim_func\ndef f(A: T.Tensor((M,), \"float32\")):\n    with T.Kernel(1, threads=32) as bx:\n        A[0] = m\n";
+    let d = has(
+        alias,
+        "`m` is not defined here: the symbolic dimension named \"m\" is `M`",
+    );
+    assert_eq!(alias.get(d.span.start..d.span.end), Some("m"));
     has(
-        "M = T.symbolic(\"N\")\n@T.prim_func\ndef f():\n    pass\n",
-        "must be named \"M\"",
+        "M = T.symbolic(\"m n\")\n@T.prim_func\ndef f():\n    pass\n",
+        "\"m n\", is not an identifier",
+    );
+    has(
+        "M = T.dynamic(\"N\")\nN = T.dynamic(\"N\")\n@T.prim_func\ndef f(A: T.Tensor((M, N), \"float32\")):\n    pass\n",
+        "the symbolic dimension `N` is declared twice",
+    );
+    has(
+        "M = T.dynamic(\"A\")\n@T.prim_func\ndef f(A: T.Tensor((M,), \"float32\")):\n    pass\n",
+        "is named \"A\", which is also the name of a buffer",
     );
     let src = "M = T.symbolic(\"M\", \"float32\")\n@T.prim_func\ndef f():\n    pass\n";
     let d = has(src, "symbolic dimensions are int32 or int64");

@@ -45,6 +45,16 @@ pub enum Tok {
     Float(f64),
     #[regex(r#""([^"\\\n]|\\[^\n])*""#, lex_string)]
     #[regex(r#"'([^'\\\n]|\\[^\n])*'"#, lex_string)]
+    // Triple-quoted strings (docstrings) may span lines: any character but the quote and
+    // the backslash, an escape, or one or two quotes not followed by a third.
+    #[regex(
+        r#""""([^"\\]|\\(.|\n)|"[^"\\]|"\\(.|\n)|""[^"\\]|""\\(.|\n))*""""#,
+        lex_triple_string
+    )]
+    #[regex(
+        r#"'''([^'\\]|\\(.|\n)|'[^'\\]|'\\(.|\n)|''[^'\\]|''\\(.|\n))*'''"#,
+        lex_triple_string
+    )]
     Str(String),
 
     #[token("def")]
@@ -216,7 +226,18 @@ fn lex_float(lex: &mut logos::Lexer<Tok>) -> Result<f64, LexErrorKind> {
 /// `\xNN`, two hex digits); unknown escapes keep their backslash, as in Python.
 fn lex_string(lex: &mut logos::Lexer<Tok>) -> String {
     let slice = lex.slice();
-    let inner = slice.get(1..slice.len().saturating_sub(1)).unwrap_or("");
+    unescape(slice.get(1..slice.len().saturating_sub(1)).unwrap_or(""))
+}
+
+/// A `"""…"""` or `'''…'''` string: its text between the triple quotes, escapes read as in
+/// one-quote strings (a backslash before a newline keeps both, as an unknown escape does).
+fn lex_triple_string(lex: &mut logos::Lexer<Tok>) -> String {
+    let slice = lex.slice();
+    unescape(slice.get(3..slice.len().saturating_sub(3)).unwrap_or(""))
+}
+
+/// The value of a string literal's text `inner` (between its quotes).
+fn unescape(inner: &str) -> String {
     let mut out = String::with_capacity(inner.len());
     let mut chars = inner.chars();
     while let Some(c) = chars.next() {
@@ -431,6 +452,20 @@ mod tests {
         assert_eq!(
             toks("'a\\'b' \"c\" # note\n"),
             vec![Tok::Str("a'b".into()), Tok::Str("c".into()), Tok::Newline]
+        );
+    }
+
+    #[test]
+    fn triple_quoted_strings_span_lines() {
+        assert_eq!(
+            toks("\"\"\"doc\n  \"quoted\" \"\"x\"\"\" '''a\n''b'''\n\"\"\n"),
+            vec![
+                Tok::Str("doc\n  \"quoted\" \"\"x".into()),
+                Tok::Str("a\n''b".into()),
+                Tok::Newline,
+                Tok::Str(String::new()),
+                Tok::Newline,
+            ]
         );
     }
 

@@ -75,6 +75,9 @@ pub struct Lowerer {
     /// The function's symbolic dims' names (what a size argument may be an expression of:
     /// `T.im2col`'s kernel size).
     pub dim_names: HashSet<String>,
+    /// Dims declared `M = T.dynamic("m")`: lowered under the Python name, renamed after
+    /// `uniquify` (`syntax::dim_alias`).
+    pub dim_aliases: Vec<crate::syntax::dim_alias::DimAlias>,
 }
 
 /// What lowering gives: the function, and the spans (start, end) of its TVMScript typed
@@ -82,6 +85,8 @@ pub struct Lowerer {
 pub struct Lowered {
     pub func: PrimFunc,
     pub typed_literals: HashSet<(usize, usize)>,
+    /// The dims to give their own names once binders are unique (`syntax::dim_alias`).
+    pub dim_aliases: Vec<crate::syntax::dim_alias::DimAlias>,
 }
 
 /// Whether `e` is a call of the dotted name `name`.
@@ -162,6 +167,7 @@ pub fn lower_module(module: &[ast::Stmt], src: &str) -> Result<Lowered, Vec<Diag
                 func
             },
             typed_literals: lw.typed_literals,
+            dim_aliases: lw.dim_aliases,
         }),
         _ => Err(lw.errors),
     }
@@ -279,10 +285,8 @@ impl Lowerer {
             return self.fail(Diagnostic::error(target.span, "expected a name"));
         };
         if var != name {
-            return self.fail(Diagnostic::error(
-                value.span,
-                format!("symbolic dimension `{var}` must be named \"{var}\", not \"{name}\""),
-            ));
+            // TileLang's `M = T.dynamic("m")`: the Python name stands for a dim named `m`.
+            self.dim_alias(var, name, value.span)?;
         }
         // A second declaration would be a second launch parameter of the same name, and
         // `-D` could bind only one of them: one dim, one declaration.

@@ -3,6 +3,7 @@
 
 pub mod ast;
 pub mod contract;
+pub mod dim_alias;
 pub mod generated_names;
 pub mod indent;
 pub mod lexer;

@@ -385,3 +385,107 @@ pub fn linear_attn_bwd(o: &Outputs) -> Expected {
         ("dV", flat(dv_parts)),
     ]
 }
+
+/// `gdn_chunk_scaled_dot_kkt.tir`: per (b, h) and chunk of 64 positions (rows i, j before
+/// S), A[i, j] = β_i (K_i · K_j) e^{g_i − g_j} where j < i and g_i − g_j ≤ 0, else 0 (the
+/// 64 columns of every row).
+///
+/// The model: Σ_k bfloat16(K[i, k] · β_i) · K[j, k] in float32 (any order; bfloat16
+/// products exact), times float32(e^{float32(g_i − g_j)}) in float32, rounded to bfloat16.
+pub fn gdn_chunk_scaled_dot_kkt(o: &Outputs) -> Expected {
+    let (k, beta, g) = (o["K"].to_f64(), o["Beta"].to_f64(), o["G"].to_f64());
+    let s = o["K"].shape().to_vec();
+    let (batch, seq, heads, dk) = (s[0], s[1], s[2], s[3]);
+    let at3 = |b: usize, t: usize, h: usize| (b * seq + t) * heads + h;
+    let mut out = Vec::with_capacity(batch * seq * heads * 64);
+    for b in 0..batch {
+        for i in 0..seq {
+            for h in 0..heads {
+                let (bi, gi) = (beta[at3(b, i, h)], g[at3(b, i, h)]);
+                let ki = &k[row(&s, b, i, h)..][..dk];
+                let chunk = i / 64 * 64;
+                for jj in 0..64 {
+                    let j = chunk + jj;
+                    if j >= i || gi - g[at3(b, j, h)] > 0.0 {
+                        out.push(exact(0.0));
+                        continue;
+                    }
+                    let gj = g[at3(b, j, h)];
+                    let kj = &k[row(&s, b, j, h)..][..dk];
+                    let dot: f64 = ki.iter().zip(kj).map(|(x, y)| x * y).sum();
+                    let terms = ki
+                        .iter()
+                        .zip(kj)
+                        .map(|(x, y)| exact(x * bi).round(Fp::Bf16) * exact(*y));
+                    let e = f32r(f32r(exact(gi) - exact(gj)).exp());
+                    let model = f32r(Approx::sum(terms, Fp::F32) * e).round(Fp::Bf16);
+                    out.push(expect(bi * dot * (gi - gj).exp(), model));
+                }
+            }
+        }
+    }
+    vec![("A", out)]
+}
+
+/// `kda_chunk_o.tir` (Kimi Delta Attention): per (b, h) and chunk c of 64 positions (rows i
+/// before S), O[i, v] = Σ_k scale · Q[i, k] · 2^{GK[i, k]} · HIDDEN[c, k, v] (0 for a ragged
+/// last chunk, whose state is past HIDDEN's S / 64 chunks) + Σ_{j ≤ i} A[i, j] · V[j, v].
+///
+/// The model: q' = bfloat16(Q · bfloat16(scale)), g' = bfloat16(float32(q' · float32(2^GK))),
+/// the products g' · HIDDEN and A · V exact in float32, all summed in float32 in any order,
+/// one rounding to bfloat16.
+pub fn kda_chunk_o(o: &Outputs) -> Expected {
+    let (q, v, gk, a, hid) = (
+        o["Q"].to_f64(),
+        o["V"].to_f64(),
+        o["GK"].to_f64(),
+        o["A"].to_f64(),
+        o["HIDDEN"].to_f64(),
+    );
+    let s = o["Q"].shape().to_vec();
+    let (batch, seq, heads, dk) = (s[0], s[1], s[2], s[3]);
+    let dv = o["V"].shape()[3];
+    let chunks = o["HIDDEN"].shape()[1];
+    let scale = Approx::literal(0.08838834764831843, 1.0 / (dk as f64).sqrt(), Fp::Bf16);
+    let mut out = vec![exact(0.0); batch * seq * heads * dv];
+    for b in 0..batch {
+        for h in 0..heads {
+            for i in 0..seq {
+                let c = i / 64;
+                let qi = &q[row(&s, b, i, h)..][..dk];
+                let gi = &gk[row(&s, b, i, h)..][..dk];
+                // q' and g' per k (their exact values, scale · q · 2^g, and models).
+                let gq: Vec<(f64, Approx)> = qi
+                    .iter()
+                    .zip(gi)
+                    .map(|(&x, &g)| {
+                        let q1 = (exact(x) * scale).round(Fp::Bf16);
+                        let model = f32r(q1 * f32r(exact(g).exp2())).round(Fp::Bf16);
+                        (x * scale.v * g.exp2(), model)
+                    })
+                    .collect();
+                let rows: Vec<usize> = (c * 64..=i).collect();
+                for col in 0..dv {
+                    let mut want = 0.0;
+                    let mut terms = Vec::new();
+                    if c < chunks {
+                        for (kk, &(w, m)) in gq.iter().enumerate() {
+                            let hv = hid[((((b * chunks + c) * heads + h) * dk + kk) * dv) + col];
+                            want += w * hv;
+                            terms.push(m * exact(hv));
+                        }
+                    }
+                    for &j in &rows {
+                        let av = a[row(&[batch, seq, heads, 64], b, i, h) + (j - c * 64)]
+                            * v[row(&[batch, seq, heads, dv], b, j, h) + col];
+                        want += av;
+                        terms.push(exact(av));
+                    }
+                    let model = Approx::sum(terms, Fp::F32).round(Fp::Bf16);
+                    out[row(&[batch, seq, heads, dv], b, i, h) + col] = expect(want, model);
+                }
+            }
+        }
+    }
+    vec![("O", out)]
+}

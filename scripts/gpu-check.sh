@@ -209,6 +209,13 @@ save("ggb_bs2", np.array([64, 128], np.int32)); save("ggb_bo2", np.array([0, 64]
 # partial sum exact in float32 whatever the atomics' order.
 save("sk2_A", rng.integers(-1, 2, (200, 1024)).astype(np.float16))
 save("sk2_B", rng.integers(-1, 2, (1024, 136)).astype(np.float16))
+# fp8_lighting_indexer: per query a key window [ks, ke) whose block of 4 queries' window
+# stays inside seq_len_kv (the original's accesses are unguarded): the test's first size,
+# then 64 queries over 4096 keys, causal-like windows [0, 64 (t + 1)).
+save("li_ks1", np.array([0, 10, 5, 100, 256, 300, 256, 260], np.int32))
+save("li_ke1", np.array([300, 256, 5, 200, 512, 400, 257, 511], np.int32))
+save("li_ks2", np.zeros(64, np.int32))
+save("li_ke2", (64 * (np.arange(64) + 1)).astype(np.int32))
 # sparse_mla_fwd: per query 128 distinct keys of seq_len_kv, key 0 among them (the EXAMPLES
 # input's construction; keys past the query are masked by the kernel).
 for name, (B, S, SKV) in {"smla_a": (1, 3, 130), "smla_b": (2, 64, 512)}.items():
@@ -283,6 +290,9 @@ run tests/tilelang/dequant_gemm_w4a8.tir -D M=128 -D N=256 -D K=256
 run tests/tilelang/gemm_int4.tir -D M=100 -D N=72 -D K=192
 run tests/tilelang/gemm_int4.tir -D M=512 -D N=384 -D K=1024
 run tests/cases/valid/gemm_int4.tir -D M=100 -D N=150
+# T.reshape of fragments, shared buffers and a parameter (ragged: 3 blocks, the last of 5).
+run tests/cases/valid/reshape_tiles.tir -D M=37
+run tests/cases/valid/reshape_tiles.tir -D M=1000
 run examples/gemm_fp8_blockscaled.tir -D M=200 -D N=192 -D K=384
 run examples/gemm_fp8_blockscaled.tir -D M=300 -D N=130 -D K=320 -D block_M=64 -D threads=128 -D block_N=64
 run examples/gemm_fp8_blockscaled.tir -D M=256 -D N=2112 -D K=1024
@@ -520,6 +530,9 @@ run tests/tilelang/gdn_chunk_delta_h_init.tir -D B=2 -D S=64 -D H=4 --atol 1e-2 
 run tests/tilelang/linear_attn_bwd.tir -D B=1 -D H=2 -D S=128 --atol 4e-3
 run tests/tilelang/linear_attn_bwd.tir -D B=1 -D H=4 -D S=1024 --atol 4e-3
 run tests/tilelang/fp8_lighting_indexer_clean.tir -D seq_len=3 -D seq_len_kv=4096
+# The indexer's logits (T.reshape of the fp8 gemm's accumulator; sm_90a: fp8 is wgmma's).
+TARGETS=sm_90a run tests/tilelang/fp8_lighting_indexer.tir -D seq_len=8 -D seq_len_kv=512 --input CuSeqLenKS=$ints/li_ks1.npy --input CuSeqLenKE=$ints/li_ke1.npy
+TARGETS=sm_90a run tests/tilelang/fp8_lighting_indexer.tir -D seq_len=64 -D seq_len_kv=4096 --input CuSeqLenKS=$ints/li_ks2.npy --input CuSeqLenKE=$ints/li_ke2.npy
 run tests/tilelang/fp8_lighting_indexer_clean.tir -D seq_len=100 -D seq_len_kv=8192
 # sparse_mla_fwd needs 230464 bytes of shared memory: sm_90a only (as the original).
 TARGETS=sm_90a run tests/tilelang/sparse_mla_fwd.tir -D batch=1 -D seq_len=3 -D seq_len_kv=130 --input Indices=$ints/smla_a.npy --atol 1e-2 --rtol 1e-2

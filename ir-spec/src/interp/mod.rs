@@ -78,7 +78,7 @@ pub use npy::{
 };
 /// The print intrinsics' lines kept instead of written (`print.rs`).
 pub use print::{capture as capture_prints, format_value as format_printed};
-pub use random::{random_input, random_tensor};
+pub use random::{random_bytes, random_input, random_tensor};
 pub use scalar::Scalar;
 /// One element's bytes in memory (shared memory, device transfers): the one codec.
 pub use shared::{decode as decode_element, encode as encode_element};

@@ -13,7 +13,6 @@
 
 use crate::commands::bench::{summarize, Timing};
 use crate::commands::compile::{device_context, device_target};
-use crate::commands::run_device::to_bytes;
 use crate::tunables::{self, Tuning};
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -527,30 +526,48 @@ pub fn run(args: &CopyArgs) -> Result<String, UserError> {
 }
 
 /// Seeded random bytes for every parameter (`tlc run`'s data: floats uniform in [-1, 1),
-/// signed integers in [-8, 8), unsigned in [0, 16)), generated on all cores.
-pub(crate) fn random_params(params: &[ParamBytes], seed: u64) -> Result<Vec<Vec<u8>>, UserError> {
-    std::thread::scope(|s| {
-        let handles: Vec<_> = params
-            .iter()
-            .map(|p| {
-                s.spawn(move || {
-                    interp::random_tensor(&p.name, p.dtype, &p.shape, seed)
-                        .map(|t| to_bytes(&t))
-                        .map_err(|e| UserError::plain(format!("`{}`: {e}", p.name)))
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(UserError::plain(
-                        "internal error: generating random data failed",
-                    ))
-                })
-            })
-            .collect()
-    })
+/// signed integers in [-8, 8), unsigned in [0, 16)), drawn on all cores in pieces. Any size:
+/// a benchmark's tensors may be larger than the interpreter holds (MLA decode's KV cache at
+/// batch 128 and 32k keys is 2^31 elements).
+pub(crate) fn random_params(params: &[ParamBytes], seed: u64) -> Vec<Vec<u8>> {
+    /// Elements per piece: even (an `int4` piece starts on a byte).
+    const PIECE: usize = 1 << 22;
+    let threads = crate::commands::bench::threads();
+    params
+        .iter()
+        .map(|p| {
+            let len: usize = p.shape.iter().product();
+            let pieces: Vec<_> = (0..len).step_by(PIECE).collect();
+            let mut parts: Vec<Vec<u8>> = Vec::with_capacity(pieces.len());
+            for batch in pieces.chunks(threads.max(1)) {
+                std::thread::scope(|s| {
+                    let handles: Vec<_> = batch
+                        .iter()
+                        .map(|&start| {
+                            let range = start..(start + PIECE).min(len);
+                            s.spawn(move || interp::random_bytes(&p.name, p.dtype, range, seed))
+                        })
+                        .collect();
+                    // A piece's thread does not panic (it only draws and encodes); an empty
+                    // piece in its place would fail the size check at upload.
+                    parts.extend(handles.into_iter().map(|h| h.join().unwrap_or_default()));
+                });
+            }
+            parts.concat()
+        })
+        .collect()
+}
+
+/// The dtype and shape parameter `q` of the source has on the device, where the compiled
+/// kernel declares it `compiled`: `pack-int4` made an int4 parameter the int8 tensor of its
+/// bytes, two elements to a byte along the row (what [`random_params`] draws).
+fn device_form(q: &ParamBytes, compiled: DType) -> (DType, Vec<usize>) {
+    match (q.dtype, compiled, q.shape.split_last()) {
+        (DType::Int4, DType::Int8, Some((&n, outer))) => {
+            (DType::Int8, [outer, &[n.div_ceil(2)]].concat())
+        }
+        _ => (q.dtype, q.shape.clone()),
+    }
 }
 
 /// Times one shape's compiled kernel, then the copy.
@@ -571,7 +588,7 @@ fn bench_shape(
         .map_err(runtime(at("cannot load the kernel on the GPU")))?;
     let bytes = kernel_bytes(params);
 
-    let data = random_params(params, args.seed)?;
+    let data = random_params(params, args.seed);
     let mut tensors: Vec<DeviceTensor> = Vec::new();
     for mp in &kernel.manifest().params {
         let Some((q, bytes)) = params.iter().zip(&data).find(|(q, _)| q.name == mp.name) else {
@@ -580,7 +597,8 @@ fn bench_shape(
                 mp.name
             )));
         };
-        let t = DeviceTensor::from_bytes(gpu, q.dtype, &q.shape, bytes)
+        let (dtype, shape) = device_form(q, mp.dtype);
+        let t = DeviceTensor::from_bytes(gpu, dtype, &shape, bytes)
             .map_err(runtime(at(&format!("cannot upload `{}`", q.name))))?;
         tensors.push(t);
     }
@@ -627,6 +645,26 @@ mod tests {
 
     fn defines(texts: &[&str]) -> Vec<String> {
         texts.iter().map(|t| t.to_string()).collect()
+    }
+
+    #[test]
+    fn int4_parameters_travel_as_their_packed_bytes() {
+        let q = |dtype, shape: &[usize]| ParamBytes {
+            name: "A".into(),
+            dtype,
+            shape: shape.to_vec(),
+            bytes: 0,
+        };
+        let a = q(DType::Int4, &[64, 320]);
+        assert_eq!(device_form(&a, DType::Int8), (DType::Int8, vec![64, 160]));
+        let data = random_params(&[a], 1);
+        assert_eq!(data[0].len(), 64 * 160, "two int4 elements to a byte");
+        let h = q(DType::Float16, &[3, 5]);
+        assert_eq!(
+            device_form(&h, DType::Float16),
+            (DType::Float16, vec![3, 5])
+        );
+        assert_eq!(random_params(&[h], 1)[0].len(), 30);
     }
 
     #[test]

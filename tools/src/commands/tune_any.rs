@@ -292,7 +292,7 @@ impl AnyInputs {
         let (func, _) =
             tunables::prepare(file, parsed, defines, &Tuning::DEFAULTS).map_err(|e| e.0)?;
         let params = param_bytes(file, &func).map_err(|e| e.0)?;
-        let mut data = random_params(&params, seed).map_err(|e| e.0)?;
+        let mut data = random_params(&params, seed);
         for (p, bytes) in params.iter().zip(&mut data) {
             if let Some((_, g)) = given.iter().find(|(n, _)| *n == p.name) {
                 bytes.clone_from(g);

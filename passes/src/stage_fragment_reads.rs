@@ -14,6 +14,13 @@
 //! (`analysis::mma::reads_a_from_registers`: the warps split M only, and A is laid out as
 //! the scores it is copied from), which stays where it is.
 //!
+//! A gemm operand fragment `F` that the same statement list filled whole from a shared
+//! buffer `X` of its shape and dtype (`T.copy(X, F)`, TileLang's MLA and flash-decoding
+//! `T.copy(acc_s, S_shared); T.copy(S_shared, acc_s_cast)`), with neither named by any
+//! statement between, already has its copy: the gemm reads `X` and no buffer is added (the
+//! bytes TileLang's own plan counts). Names are identities (views are resolved at the
+//! front), so a statement that writes `F` or `X` names it.
+//!
 //! A copy per nest is a shared round trip and a barrier (`thread-binding` places it). Row
 //! vectors (`analysis::rows`: 1-D fragments that follow the rows of the 2-D fragments they
 //! are broadcast along) are not staged: `layout-inference` replicates them in the threads
@@ -33,7 +40,7 @@ use crate::pass::Pass;
 use std::collections::BTreeSet;
 use tlc_ir::verifier::const_int;
 use tlc_ir::visit::{
-    child_bodies_mut, for_each_stmt, for_each_subexpr, map_body_exprs, stmt_exprs,
+    child_bodies_mut, for_each_stmt, for_each_subexpr, map_body_exprs, stmt_buffer_uses, stmt_exprs,
 };
 use tlc_ir::{
     BufferDecl, Diagnostic, Expr, ExprKind, For, ForKind, Gemm, Ident, PrimFunc, Range, Region,
@@ -90,6 +97,12 @@ impl Pass for StageFragmentReads {
                     .filter(|b| b.scope == Scope::Fragment && !rows.contains(&b.name.name))
                     .cloned()
                     .collect(),
+                shared: k
+                    .allocs
+                    .iter()
+                    .filter(|b| b.scope == Scope::Shared)
+                    .cloned()
+                    .collect(),
                 names: &mut names,
                 target,
                 new_allocs: Vec::new(),
@@ -112,6 +125,8 @@ struct Staging<'a> {
     /// Whether a gemm reads its A fragment from registers (not staged).
     register_a: &'a dyn Fn(&Gemm) -> bool,
     fragments: Vec<BufferDecl>,
+    /// The kernel's shared allocations (a fragment copied whole from one mirrors it).
+    shared: Vec<BufferDecl>,
     names: &'a mut NameSet,
     /// Bounds a staged copy (a block's shared memory).
     target: tlc_ir::Target,
@@ -129,6 +144,9 @@ impl Staging<'_> {
 
     fn body(&mut self, body: &mut Vec<Stmt>) {
         let old = std::mem::take(body);
+        // Fragment -> the shared buffer it was copied whole from, in this list, with neither
+        // named since.
+        let mut mirrors: Vec<(String, String)> = Vec::new();
         for mut stmt in old {
             if let StmtKind::Gemm(g) = &mut stmt.kind {
                 let keep_a = (self.register_a)(g);
@@ -139,12 +157,23 @@ impl Staging<'_> {
                     let Some(decl) = self.fragment(&r.buffer.name).cloned() else {
                         continue;
                     };
+                    if let Some((_, x)) = mirrors.iter().find(|(f, _)| *f == decl.name.name) {
+                        r.buffer.name = x.clone();
+                        continue;
+                    }
                     let staged = self.stage(&decl, stmt.span);
                     body.push(staged.1);
                     r.buffer.name = staged.0;
                 }
+                let c = g.c.buffer.name.clone();
+                mirrors.retain(|(f, x)| *f != c && *x != c);
                 body.push(stmt);
                 continue;
+            }
+            let named = names_in(&stmt);
+            mirrors.retain(|(f, x)| !named.contains(f) && !named.contains(x));
+            if let Some(m) = self.mirror(&stmt) {
+                mirrors.push(m);
             }
             if let StmtKind::For(f) = &mut stmt.kind {
                 if f.kind == ForKind::Parallel {
@@ -237,6 +266,32 @@ impl Staging<'_> {
 }
 
 impl Staging<'_> {
+    /// `(F, X)` when `stmt` is `T.copy(X, F)` of a whole shared `X` into a whole fragment
+    /// `F` of the same shape and dtype: afterwards `F` holds exactly `X`'s elements.
+    fn mirror(&self, stmt: &Stmt) -> Option<(String, String)> {
+        let StmtKind::Copy { src, dst } = &stmt.kind else {
+            return None;
+        };
+        let f = self.fragment(&dst.buffer.name)?;
+        let x = self
+            .shared
+            .iter()
+            .find(|b| b.name.name == src.buffer.name)?;
+        let same_shape = f.shape.len() == x.shape.len()
+            && f.shape
+                .iter()
+                .zip(&x.shape)
+                .all(|(a, b)| matches!((const_int(a), const_int(b)), (Some(p), Some(q)) if p == q));
+        let covers = |r: &Region, shape: &[Expr]| {
+            r.ranges.len() == shape.len() && r.ranges.iter().zip(shape).all(|(rg, n)| {
+                const_int(&rg.start) == Some(0)
+                    && matches!((const_int(&rg.extent), const_int(n)), (Some(p), Some(q)) if p == q)
+            })
+        };
+        (f.dtype == x.dtype && same_shape && covers(src, &x.shape) && covers(dst, &f.shape))
+            .then(|| (f.name.name.clone(), x.name.name.clone()))
+    }
+
     /// A new shared buffer of `decl`'s shape and dtype, and the copy of `decl` into it.
     fn stage(&mut self, decl: &BufferDecl, span: Span) -> (String, Stmt) {
         let name = &decl.name.name;
@@ -281,6 +336,15 @@ impl Staging<'_> {
         );
         (staged, copy)
     }
+}
+
+/// Every buffer `stmt` or a statement nested in it names (operands, stores, loads).
+fn names_in(stmt: &Stmt) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for_each_stmt(std::slice::from_ref(stmt), &mut |s| {
+        out.extend(stmt_buffer_uses(s).into_iter().map(|(n, _)| n.to_string()));
+    });
+    out
 }
 
 fn whole(buffer: &str, shape: &[Expr], span: Span) -> Region {

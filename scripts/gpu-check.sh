@@ -286,7 +286,8 @@ run tests/cases/valid/gemm_int8.tir -D M=512 -D N=384 -D K=1024
 # ragged M and N, then the original's 128 x 256 x 256.
 run tests/tilelang/dequant_gemm_w4a8.tir -D M=100 -D N=72 -D K=256
 run tests/tilelang/dequant_gemm_w4a8.tir -D M=128 -D N=256 -D K=256
-# int4 x int4 -> int32 on mma.sync's m16n8k64 .s4 (pack-int4): ragged, then whole tiles.
+# int4 x int4 -> int32: sm_80 on mma.sync's m16n8k64 .s4 (pack-int4), sm_90a as int8 wgmmas of the
+# widened tiles (widen-int4-gemm): ragged, then whole tiles.
 run tests/tilelang/gemm_int4.tir -D M=100 -D N=72 -D K=192
 run tests/tilelang/gemm_int4.tir -D M=512 -D N=384 -D K=1024
 run tests/cases/valid/gemm_int4.tir -D M=100 -D N=150

@@ -35,6 +35,7 @@ pub mod unroll;
 pub mod version_masks;
 pub mod warp_specialize;
 pub mod widen_indices;
+pub mod widen_int4_gemm;
 
 pub use context::PassContext;
 pub use instrument::Instrumentation;

@@ -28,6 +28,7 @@ use crate::unroll::Unroll;
 use crate::version_masks::VersionMasks;
 use crate::warp_specialize::WarpSpecialize;
 use crate::widen_indices::WidenIndices;
+use crate::widen_int4_gemm::WidenInt4Gemm;
 use std::fmt;
 use tlc_ir::Target;
 
@@ -35,6 +36,7 @@ use tlc_ir::Target;
 pub type Pipeline = Vec<&'static dyn Pass>;
 
 static LEGALIZE_SAFE_MEMORY: LegalizeSafeMemory = LegalizeSafeMemory;
+static WIDEN_INT4_GEMM: WidenInt4Gemm = WidenInt4Gemm;
 static PACK_INT4: PackInt4 = PackInt4;
 static THREAD_SYNC: ThreadSync = ThreadSync;
 static LOWER_REDUCERS: LowerReducers = LowerReducers;
@@ -67,8 +69,9 @@ static WIDEN_INDICES: WidenIndices = WidenIndices;
 /// tile-level rewrites first (reducers, reductions, staged fragment reads, the block order, masks versioned), the buffers fresh in each loop iteration
 /// (before pipelining rewrites the loops), tile-level scheduling (layouts, pipelining), then the lowering to threads, then thread-level clean-up.
 pub fn registry() -> &'static [&'static dyn Pass] {
-    static ALL: [&dyn Pass; 26] = [
+    static ALL: [&dyn Pass; 27] = [
         &LEGALIZE_SAFE_MEMORY,
+        &WIDEN_INT4_GEMM,
         &PACK_INT4,
         &THREAD_SYNC,
         &LOWER_REDUCERS,
@@ -160,6 +163,11 @@ pub fn parse_pipeline(text: &str) -> Result<Pipeline, UnknownPass> {
 /// thread binding before the shared-memory plan that needs the merged thread loop, index
 /// widths last (after the simplifier, which then never meets the int64 casts).
 pub fn default_pipeline(target: Target) -> Pipeline {
+    // sm_90a's tensor cores have no int4 rate: its int4 gemms run as int8 ones.
+    let widen: &[&'static dyn Pass] = match target {
+        Target::Sm80 => &[],
+        Target::Sm90a => &[&WIDEN_INT4_GEMM],
+    };
     let tile_level: [&'static dyn Pass; 13] = [
         &PACK_INT4,
         &THREAD_SYNC,
@@ -193,8 +201,10 @@ pub fn default_pipeline(target: Target) -> Pipeline {
         &SIMPLIFY,
         &WIDEN_INDICES,
     ];
-    tile_level
-        .into_iter()
+    widen
+        .iter()
+        .copied()
+        .chain(tile_level)
         .chain(schedule.iter().copied())
         .chain(thread_level)
         .collect()
@@ -219,7 +229,7 @@ mod tests {
         let err = parse_pipeline("zzzzzzzzzz").err().unwrap();
         assert_eq!(err.suggestion, None);
         assert!(err.to_string().contains(
-            "known passes: legalize-safe-memory, pack-int4, thread-sync, lower-reducers, lower-reductions, stage-fragment-reads, longest-first, version-masks, prefetch-loads, mark-fresh-buffers, layout-inference, pipeline-planning, inject-software-pipeline, lower-tile-ops, warp-specialize, persistent-tiles, tma-multicast, inject-cp-async, rasterize, thread-binding, sink-wgmma-wait, plan-allreduce-scratch, plan-shared-memory, unroll, simplify, widen-indices"
+            "known passes: legalize-safe-memory, widen-int4-gemm, pack-int4, thread-sync, lower-reducers, lower-reductions, stage-fragment-reads, longest-first, version-masks, prefetch-loads, mark-fresh-buffers, layout-inference, pipeline-planning, inject-software-pipeline, lower-tile-ops, warp-specialize, persistent-tiles, tma-multicast, inject-cp-async, rasterize, thread-binding, sink-wgmma-wait, plan-allreduce-scratch, plan-shared-memory, unroll, simplify, widen-indices"
         ));
         assert_eq!(resolve("raster").map(|p| p.name()).ok(), None);
         assert_eq!(

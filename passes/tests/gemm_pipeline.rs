@@ -43,7 +43,8 @@ fn changing(
     for (pass, f) in stages {
         let rewrite = matches!(
             pass,
-            "pack-int4"
+            "widen-int4-gemm"
+                | "pack-int4"
                 | "thread-sync"
                 | "lower-reducers"
                 | "lower-reductions"

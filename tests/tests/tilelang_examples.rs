@@ -5695,10 +5695,33 @@ fn topk_selector_matches_its_reference() {
 
 /// int4 x int4 -> int32 (issue 38): the tile level against the integer reference at a
 /// ragged and a whole-tile size; lowered for both targets (dims bound: `pack-int4` halves
-/// the rows) onto mma.sync's `m16n8k64.s32.s4.s4`, exact.
+/// the rows) — sm_80 onto mma.sync's `m16n8k64.s32.s4.s4`, sm_90a as int8 wgmmas of the
+/// widened operands (`widen-int4-gemm`) — exact.
 #[test]
 fn gemm_int4_matches_its_reference() {
     check_example("gemm_int4");
+}
+
+/// Which tensor-core form each target's lowering of the int4 GEMM takes: sm_90a's wgmma
+/// over int8 operands widened in shared memory (Hopper has no int4 rate), sm_80's packed
+/// int4 mma.sync.
+#[test]
+fn gemm_int4_takes_wgmma_on_sm90a_and_int4_mma_on_sm80() {
+    let (name, text) = source("gemm_int4");
+    let size: &[(&str, i64)] = &[("M", 128), ("N", 128), ("K", 256)];
+    let func = check(&name, &text, size).unwrap_or_else(|e| panic!("{name}:\n{e}"));
+    let func = bind_dims(&func, size, &name);
+    let hopper = lower(&name, &text, &func, Target::Sm90a)
+        .unwrap_or_else(|e| panic!("{name} on sm_90a:\n{e}"));
+    let printed = tlc_ir::printer::print_func(&hopper);
+    assert!(printed.contains("T.wgmma("), "{printed}");
+    assert!(!printed.contains("packed_int4=True"), "{printed}");
+    assert!(printed.contains("A_shared_int4"), "{printed}");
+    let ampere = lower(&name, &text, &func, Target::Sm80)
+        .unwrap_or_else(|e| panic!("{name} on sm_80:\n{e}"));
+    let printed = tlc_ir::printer::print_func(&ampere);
+    assert!(printed.contains("packed_int4=True"), "{printed}");
+    assert!(!printed.contains("T.wgmma("), "{printed}");
 }
 
 #[test]

@@ -17,6 +17,7 @@ fn passes_lists_every_pass_with_a_description() {
         names,
         [
             "legalize-safe-memory",
+            "widen-int4-gemm",
             "pack-int4",
             "thread-sync",
             "lower-reducers",
@@ -61,7 +62,12 @@ fn passes_with_a_target_prints_its_default_pipeline() {
             .map(|p| p.name())
             .collect();
         assert_eq!(names, want, "{target}");
-        assert_eq!(names.first().map(String::as_str), Some("pack-int4"));
+        // sm_90a widens int4 gemms to int8 ones before the packing.
+        let first = match target {
+            tlc_ir::Target::Sm80 => "pack-int4",
+            tlc_ir::Target::Sm90a => "widen-int4-gemm",
+        };
+        assert_eq!(names.first().map(String::as_str), Some(first));
         assert_eq!(names.last().map(String::as_str), Some("widen-indices"));
         // The Hopper schedule is sm_90a's alone, right after the lowering.
         let schedule = names.iter().position(|n| n == "warp-specialize");

@@ -294,6 +294,13 @@ run tests/cases/valid/gemm_int4.tir -D M=100 -D N=150
 # T.reshape of fragments, shared buffers and a parameter (ragged: 3 blocks, the last of 5).
 run tests/cases/valid/reshape_tiles.tir -D M=37
 run tests/cases/valid/reshape_tiles.tir -D M=1000
+# TileLang's Philox random numbers (curand's stream, bit-exact against the interpreter):
+# rand_uint's one-thread blocks (ragged: 1000 = 7 * 128 + 104), then whole blocks; 32
+# generators per block, own subsequences and offsets, uint32 and float32 draws (the last
+# block with 8).
+run tests/tilelang/rand_uint.tir -D M=1000
+run tests/tilelang/rand_uint.tir -D M=1024
+run tests/cases/valid/rand_per_thread.tir -D M=200
 run examples/gemm_fp8_blockscaled.tir -D M=200 -D N=192 -D K=384
 run examples/gemm_fp8_blockscaled.tir -D M=300 -D N=130 -D K=320 -D block_M=64 -D threads=128 -D block_N=64
 run examples/gemm_fp8_blockscaled.tir -D M=256 -D N=2112 -D K=1024

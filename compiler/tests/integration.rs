@@ -12,5 +12,6 @@ mod codegen_allreduce;
 mod codegen_atomics;
 mod codegen_intrinsics;
 mod codegen_local;
+mod codegen_rng;
 mod floors;
 mod ptxas;

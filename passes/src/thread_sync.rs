@@ -121,15 +121,23 @@ fn thread_axis(kind: &ForKind) -> Option<usize> {
 
 /// Whether `body` synchronizes itself: a barrier or an intrinsic anywhere in it — other than
 /// a warp shuffle, which exchanges registers and orders no memory access (Hadamard's
-/// butterflies shuffle between exchanges through shared memory that need barriers), and an
-/// atomic add returning its old value (an atomic add, which `touches` sees as one).
+/// butterflies shuffle between exchanges through shared memory that need barriers), an
+/// atomic add returning its old value (an atomic add, which `touches` sees as one), and the
+/// random-number intrinsics (a thread's own registers only).
 fn synchronizes_itself(body: &[Stmt]) -> bool {
     let mut found = false;
     for_each_stmt(body, &mut |s| {
         found |= match &s.kind {
             StmtKind::Barrier => true,
             StmtKind::Intrinsic(i) => {
-                !(i.is_register_exchange() || matches!(i, Intrinsic::AtomicAddRet { .. }))
+                !(i.is_register_exchange()
+                    || matches!(
+                        i,
+                        Intrinsic::AtomicAddRet { .. }
+                            | Intrinsic::PhiloxInit { .. }
+                            | Intrinsic::PhiloxRand { .. }
+                            | Intrinsic::PhiloxUniform { .. }
+                    ))
             }
             _ => false,
         };

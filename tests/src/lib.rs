@@ -1,6 +1,8 @@
 //! Shared helpers of the end-to-end tests: where the cases live, and how to run the
 //! front end on one of them the way the `tlc` binary does.
 
+pub mod philox;
+
 use std::path::{Path, PathBuf};
 
 /// The workspace root (the parent of this crate).

@@ -32,6 +32,8 @@ fn dims_for(stem: &str) -> Vec<(&'static str, i64)> {
         "row_softmax" => vec![("M", 37)],
         // 19 blocks of 2 rows, the last with one.
         "reshape_tiles" => vec![("M", 37)],
+        // 7 blocks of 32 generators, the last with 8 (its other threads draw, unstored).
+        "rand_per_thread" => vec![("M", 200)],
         // 3 blocks of 16 rows, the last with 5.
         "macros" => vec![("M", 37)],
         // The scalar parameters given by name, as dims are: a limit inside the second block.
@@ -397,6 +399,7 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
         "split_combine_scratch" => check_split_combine_scratch(o),
         "row_softmax" => check_row_softmax(o),
         "reshape_tiles" => check_reshape_tiles(o),
+        "rand_per_thread" => check_rand_per_thread(o),
         "macros" => check_macros(o),
         "scalar_params" => check_scalar_params(o),
         "break_continue" => check_break_continue(o, initial),
@@ -1347,4 +1350,34 @@ fn check_atomic_colsum(o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
         }
     }
     assert_eq!(c, want_c, "atomic_colsum: C");
+}
+
+/// `rand_per_thread.tir`: generator `g` is curand's `curand_init(1000 b - 1234, g, 3 g)`
+/// (`b = g / 32`, the seed sign-extended to 64 bits); `U[g, k]` is element `3 g + k` of
+/// subsequence `g`, `F[g, k]` the uniform float of element `3 g + 5 + k`
+/// (`tlc_tests::philox`, the tests' own model of the stream).
+fn check_rand_per_thread(o: &Outputs) {
+    use tlc_tests::philox::{element, uniform};
+    let (u, f) = (o["U"].to_f64(), o["F"].to_f64());
+    let m = u.len() / 5;
+    for g in 0..m {
+        let seed = ((g / 32) as i64 * 1000 - 1234) as u64;
+        let (seq, first) = (g as u64, 3 * g as u64);
+        for k in 0..5 {
+            let want = element(seed, seq, first + k as u64);
+            assert_eq!(
+                u[g * 5 + k],
+                f64::from(want),
+                "rand_per_thread: U[{g}, {k}]"
+            );
+        }
+        for k in 0..3 {
+            let want = uniform(element(seed, seq, first + 5 + k as u64));
+            assert_eq!(
+                f[g * 3 + k],
+                f64::from(want),
+                "rand_per_thread: F[{g}, {k}]"
+            );
+        }
+    }
 }

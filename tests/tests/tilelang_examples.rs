@@ -50,6 +50,8 @@ mod gqa_decode_logits;
 mod immediates;
 #[path = "tilelang_examples/mhc.rs"]
 mod mhc;
+#[path = "tilelang_examples/rand.rs"]
+mod rand;
 #[path = "tilelang_examples/sparse_mla.rs"]
 mod sparse_mla;
 #[allow(dead_code)]
@@ -1028,6 +1030,14 @@ const EXAMPLES: &[Example] = &[
         sizes: [&[("M", 70), ("N", 300)], &[("M", 64), ("N", 256)]],
         reference: act_quant::act_quant_fp8,
     },
+    // TileLang's Philox random numbers (curand's stream, compared as the original compares
+    // with triton's): 1000 = 7 * 128 + 104 (the last block's draws stop at M), then whole
+    // blocks.
+    Example {
+        stem: "rand_uint",
+        sizes: [&[("M", 1000)], &[("M", 1024)]],
+        reference: rand::rand_uint,
+    },
     // example_dynamic.py's GEMM, its dims declared `M = T.dynamic("m")` (named m, n, k):
     // ragged, then whole tiles.
     Example {
@@ -1847,7 +1857,7 @@ const PTXAS_EXPECTED: &[(&str, Target, &str)] = &[
 const SPILLS: &str = "spill stores";
 
 /// The files tlc does not compile yet (tests/tilelang/README.md says what each lacks).
-const NOT_YET: &[&str] = &["mla_decode_persistent", "rand_uint"];
+const NOT_YET: &[&str] = &["mla_decode_persistent"];
 
 /// A binding of a kernel's dims (and tunables).
 type Size = &'static [(&'static str, i64)];
@@ -5048,6 +5058,11 @@ fn dequant_gemv_matches_its_reference() {
 #[test]
 fn dequant_gemm_matches_its_reference() {
     check_example("dequant_gemm_fine_grained");
+}
+
+#[test]
+fn rand_uint_matches_its_reference() {
+    check_example("rand_uint");
 }
 
 #[test]

@@ -75,6 +75,14 @@ impl Cg {
             Intrinsic::AtomicAddRet { old, dst, value } => {
                 self.atomic_add_ret((old, dst, value), span)
             }
+            Intrinsic::PhiloxInit {
+                state,
+                seed,
+                seq,
+                offset,
+            } => self.philox_init(state, (seed, seq, offset)),
+            Intrinsic::PhiloxRand { dst, state } => self.philox_draw(dst, state, false),
+            Intrinsic::PhiloxUniform { dst, state } => self.philox_draw(dst, state, true),
             Intrinsic::ShflSyncIdx { .. }
             | Intrinsic::ShflSyncBfly { .. }
             | Intrinsic::ShflSyncDown { .. }

@@ -59,6 +59,7 @@ mod math;
 mod memo;
 mod offset;
 mod print;
+mod rng;
 mod shuffle;
 mod stmt;
 mod vector;

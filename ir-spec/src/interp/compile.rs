@@ -183,6 +183,19 @@ pub(crate) enum CCall {
     },
     /// `T.print`, `T.print_msg`, `T.print_elem` (`print.rs`).
     Print(Box<super::print::CPrint>),
+    /// `T.philox_init(state, seed, seq, offset)` (`ops/rng.rs`).
+    PhiloxInit {
+        state: CRef,
+        seed: CExpr,
+        seq: CExpr,
+        offset: CExpr,
+    },
+    /// `T.philox_rand` (`uniform` false) and `T.philox_uniform`: one draw into `dst`.
+    PhiloxDraw {
+        dst: CRef,
+        state: CRef,
+        uniform: bool,
+    },
 }
 
 /// A `T.wgmma` or `T.wgmma_rs`: its operands, N, the descriptors' layouts (no A layout:
@@ -1021,6 +1034,24 @@ impl Compiler {
             },
             Intrinsic::Print { .. } | Intrinsic::PrintMsg { .. } | Intrinsic::PrintElem { .. } => {
                 CCall::Print(Box::new(self.print(i)?))
+            }
+            Intrinsic::PhiloxInit {
+                state,
+                seed,
+                seq,
+                offset,
+            } => CCall::PhiloxInit {
+                state: self.elem_ref(state, span)?,
+                seed: self.int_expr(seed)?,
+                seq: self.int_expr(seq)?,
+                offset: self.int_expr(offset)?,
+            },
+            Intrinsic::PhiloxRand { dst, state } | Intrinsic::PhiloxUniform { dst, state } => {
+                CCall::PhiloxDraw {
+                    dst: self.elem_ref(dst, span)?,
+                    state: self.elem_ref(state, span)?,
+                    uniform: matches!(i, Intrinsic::PhiloxUniform { .. }),
+                }
             }
         };
         Ok(CIntrinsic { def, call })

@@ -760,6 +760,17 @@ impl Lockstep<'_, '_> {
             // The interpreter's async proxy sees every write at once.
             CCall::FenceProxyAsync => Ok(()),
             CCall::Print(p) => self.on_thread(t, span, |f| f.print(p, &[t], span)),
+            CCall::PhiloxInit {
+                state,
+                seed,
+                seq,
+                offset,
+            } => self.on_thread(t, span, |f| f.philox_init(state, (seed, seq, offset), span)),
+            CCall::PhiloxDraw {
+                dst,
+                state,
+                uniform,
+            } => self.on_thread(t, span, |f| f.philox_draw(dst, state, *uniform, span)),
             // Collectives (`collective`) and the mbarrier wait (the scheduler's, `tasks.rs`):
             // listed, not caught by `_`, so a new call must be placed here or there.
             CCall::Ldmatrix { .. }
@@ -913,7 +924,9 @@ impl Lockstep<'_, '_> {
             | CCall::MbarrierWait { .. }
             | CCall::TmaLoad { .. }
             | CCall::FenceProxyAsync
-            | CCall::Print(_) => fault(
+            | CCall::Print(_)
+            | CCall::PhiloxInit { .. }
+            | CCall::PhiloxDraw { .. } => fault(
                 span,
                 format!("internal error: `{}` is not a collective", i.def.name),
             ),

@@ -196,12 +196,27 @@ intrinsic_table! {
     /// buffer, labelled with the buffer's name and `index` (the front end's expansion of
     /// `T.print(buf)` passes the element's flat index).
     PrintElem { elem: Ref, index: Value, msg: Text, lane: Int } => PRINT_ELEM,
+    /// `T.philox_init(state[0], seed, seq, offset)`: curand's `curand_init(seed, seq,
+    /// offset, &state)` for Philox4x32-10 into the thread's seven-word uint32 local
+    /// `state` (`rng.rs`); the three values are run-time integers taken as C's `unsigned
+    /// long long` (a negative one sign-extends).
+    PhiloxInit { state: Ref, seed: Value, seq: Value, offset: Value } => PHILOX_INIT,
+    /// `T.philox_rand(dst[0], state[0])`: `dst = curand(&state)`, the next uint32 of the
+    /// stream; the state steps one draw.
+    PhiloxRand { dst: Ref, state: Ref } => PHILOX_RAND,
+    /// `T.philox_uniform(dst[0], state[0])`: `dst = curand_uniform(&state)`, a float32 in
+    /// (0, 1] from the next draw.
+    PhiloxUniform { dst: Ref, state: Ref } => PHILOX_UNIFORM,
 }
 
 mod print;
 
 pub use print::{elem_tail, line_parts, Format, Printed, EVERY_LANE};
 use print::{PRINT, PRINT_ELEM, PRINT_MSG};
+
+pub mod rng;
+
+use rng::{PHILOX_INIT, PHILOX_RAND, PHILOX_UNIFORM};
 
 /// Who executes an intrinsic together.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -2118,6 +2133,20 @@ mod tests {
                 index: Expr::var("i"),
                 msg: "tile".to_string(),
                 lane: 0,
+            },
+            Intrinsic::PhiloxInit {
+                state: r("rng"),
+                seed: Expr::int(42),
+                seq: Expr::var("tx"),
+                offset: Expr::int(-5),
+            },
+            Intrinsic::PhiloxRand {
+                dst: r("t"),
+                state: r("rng"),
+            },
+            Intrinsic::PhiloxUniform {
+                dst: r("u"),
+                state: r("rng"),
             },
         ]
     }

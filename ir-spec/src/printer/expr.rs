@@ -90,6 +90,15 @@ fn write_float(out: &mut dyn Write, v: f64) -> fmt::Result {
     }
 }
 
+/// A literal whose text has no sign: a minus written before it would fold into it.
+fn is_unsigned_literal(e: &Expr) -> bool {
+    match e.kind {
+        ExprKind::Int(v) => v >= 0,
+        ExprKind::Float(v) => v.is_finite() && !v.is_sign_negative(),
+        _ => false,
+    }
+}
+
 /// Writes `expr` in canonical spelling.
 pub(crate) fn write_expr(out: &mut dyn Write, expr: &Expr) -> fmt::Result {
     match &expr.kind {
@@ -106,6 +115,13 @@ pub(crate) fn write_expr(out: &mut dyn Write, expr: &Expr) -> fmt::Result {
         }
         ExprKind::Unary(UnOp::Neg, a) => {
             out.write_char('-')?;
+            // `-5` reads back as the literal -5, not as a minus on the literal 5 (TileLang's
+            // `-(2**30)`): a minus on a non-negative literal keeps its parentheses.
+            if is_unsigned_literal(a) {
+                out.write_char('(')?;
+                write_expr(out, a)?;
+                return out.write_char(')');
+            }
             write_operand(out, a, NEG)
         }
         ExprKind::Unary(UnOp::Not, a) => {
@@ -279,6 +295,23 @@ mod tests {
         assert_eq!(p(&e), "i < n and j >= 0");
     }
 
+    /// TileLang's `-(2**30)` (sparse MLA's running-max start) prints so that it parses back
+    /// to the same IR, as `-5` and `--5` do.
+    #[test]
+    fn a_minus_on_a_literal_parses_back_equal() {
+        let src = "@T.prim_func\ndef f(A: T.Tensor((4,), \"float32\")):\n    \
+                   with T.Kernel(1, threads=4) as bx:\n        for i in T.Parallel(4):\n            \
+                   A[i] = A[i] * -(2**30) - -(5) + -0.5 * --5\n";
+        let parsed = |text: &str| match crate::parse(text) {
+            Ok(f) => f,
+            Err(d) => panic!("{text}: {d:?}"),
+        };
+        let f = parsed(src);
+        let text = crate::printer::print_func(&f);
+        assert!(text.contains("-(1073741824)"), "{text}");
+        assert_eq!(parsed(&text), f, "{text}");
+    }
+
     #[test]
     fn negative_literals() {
         let e = bin(BinOp::Sub, v("a"), Expr::int(-5));
@@ -293,6 +326,14 @@ mod tests {
         assert_eq!(p(&e), "a * -0.5");
         let e = un(UnOp::Neg, Expr::int(-5));
         assert_eq!(p(&e), "--5");
+        // A minus on a non-negative literal (`-(2**30)` as TileLang writes it) is not the
+        // negative literal `-1073741824`, which is what `-1073741824` reads back as.
+        let e = un(UnOp::Neg, Expr::int(1 << 30));
+        assert_eq!(p(&e), "-(1073741824)");
+        let e = bin(BinOp::Sub, v("a"), un(UnOp::Neg, Expr::int(5)));
+        assert_eq!(p(&e), "a - -(5)");
+        let half = Expr::new(ExprKind::Float(0.5), Span::DUMMY);
+        assert_eq!(p(&un(UnOp::Neg, half)), "-(0.5)");
     }
 
     #[test]

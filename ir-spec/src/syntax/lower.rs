@@ -787,6 +787,7 @@ impl Lowerer {
                 self.print(e, out);
                 None
             }
+            ast::StmtKind::Expr(e) if is_call(e, "T.rng_init") => self.rng_init(e),
             ast::StmtKind::Expr(e) => match self.called_macro(e) {
                 Some(m) => {
                     self.expand_macro(&m, e, out);

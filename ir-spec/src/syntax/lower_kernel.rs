@@ -39,6 +39,9 @@ pub struct KernelState {
     /// ones are dropped; if the body uses some, it becomes per-thread code (see
     /// `bind_thread_vars`).
     pub thread_vars: Vec<(Ident, usize)>,
+    /// The generator state of its random numbers, once a `T.rng_init` declared it
+    /// (`syntax::lower_rng`).
+    pub rng_state: Option<String>,
     /// Layouts of global tensors (`syntax::lower_global_layout`), by parameter.
     pub global_layouts:
         std::collections::HashMap<String, crate::syntax::lower_global_layout::GlobalLayout>,

@@ -277,7 +277,9 @@ impl Lowerer {
             );
             inner = vec![stmt];
         }
-        inner.pop()
+        let mut outer = inner.pop()?;
+        self.rng_in_parallel(&mut outer, span)?;
+        Some(outer)
     }
 
     /// `for bx, by in T.Persistent([Mb, Nb], wave, index, group_size=8):` — TileLang's

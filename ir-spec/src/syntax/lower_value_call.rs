@@ -59,7 +59,9 @@ fn shuffle_spelling(name: &str) -> Option<(ShuffleMode, Spelling)> {
 
 /// Whether `name` is a call this file lowers as a value.
 pub fn is_value_call(name: &str) -> bool {
-    shuffle_spelling(name).is_some() || name == "T.atomic_add"
+    shuffle_spelling(name).is_some()
+        || name == "T.atomic_add"
+        || crate::syntax::lower_rng::is_draw(name)
 }
 
 /// A value-form shuffle's arguments, lowered.
@@ -102,6 +104,9 @@ impl Lowerer {
     pub fn value_call(&mut self, name: &str, span: Span, args: &[ast::Arg]) -> Option<Expr> {
         if name == "T.atomic_add" {
             return self.atomic_value(span, args);
+        }
+        if crate::syntax::lower_rng::is_draw(name) {
+            return self.rng_draw(name, span, args);
         }
         let (mode, spelling) = shuffle_spelling(name)?;
         self.hoist_open(name, span)?;

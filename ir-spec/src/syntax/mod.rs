@@ -22,6 +22,7 @@ pub mod lower_macro;
 pub mod lower_print;
 pub mod lower_region;
 pub mod lower_reshape;
+pub mod lower_rng;
 pub mod lower_tunable;
 pub mod lower_value_call;
 pub mod lower_var;

@@ -230,6 +230,9 @@ impl<'a> Regions<'a> {
                     Intrinsic::MbarrierInit { .. }
                         | Intrinsic::MbarrierArrive { .. }
                         | Intrinsic::MbarrierWait { .. }
+                        | Intrinsic::PhiloxInit { .. }
+                        | Intrinsic::PhiloxRand { .. }
+                        | Intrinsic::PhiloxUniform { .. }
                 )
         );
         if let (true, Some((v, _))) = (thread_level, self.vars.first()) {

@@ -1,4 +1,4 @@
-//! Intrinsic rules (I1–I7 of docs/ir.md), derived from each intrinsic's definition
+//! Intrinsic rules (I1–I7 and I10 of docs/ir.md), derived from each intrinsic's definition
 //! (`crate::intrinsic`): where it may appear, its operands (buffer, rank, integer indices,
 //! the run of elements inside the buffer), the definition's own rules (`intrinsic::check`:
 //! constants, scopes, dtypes, TMA boxes), a TMA destination's alignment (I6) and the
@@ -17,9 +17,39 @@ use crate::wgmma;
 pub const SWIZZLE_BYTES: [i64; 3] = [32, 64, 128];
 
 impl<'f> Checker<'f> {
+    /// Rule I10: a draw (`T.philox_rand`, `T.philox_uniform`) takes its state from a
+    /// `T.philox_init` earlier in the function; a state nothing initialized would be read
+    /// unwritten.
+    fn philox_order(&mut self, i: &Intrinsic, span: Span) {
+        match i {
+            Intrinsic::PhiloxInit { state, .. } => {
+                self.philox_states.insert(state.buffer.name.clone());
+            }
+            Intrinsic::PhiloxRand { state, .. } | Intrinsic::PhiloxUniform { state, .. }
+                if !self.philox_states.contains(&state.buffer.name) =>
+            {
+                let d = Diagnostic::error(
+                    self.at(span),
+                    format!(
+                        "`{}` draws from `{}`, which no earlier `T.philox_init` initializes",
+                        i.def().name,
+                        state.buffer.name
+                    ),
+                )
+                .with_note(
+                    "initialize the generator state first: `T.philox_init(state[0], seed, \
+                         seq, offset)` (TileLang's `T.rng_init`)",
+                );
+                self.push(d);
+            }
+            _ => {}
+        }
+    }
+
     pub(super) fn intrinsic(&mut self, i: &'f Intrinsic, span: Span) {
         let def = i.def();
         self.intrinsic_place(def.name, def.block_level, span);
+        self.philox_order(i, span);
         // A print inside `T.Parallel` would be printed by whichever thread the layout gives
         // the element, which the tile level does not know (rule I9).
         if let (

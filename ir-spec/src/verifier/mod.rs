@@ -180,6 +180,8 @@ pub(crate) struct Checker<'f> {
     /// extents from `S`), so a region extent with one of these spans is the same mistake
     /// and is not reported again.
     empty_dims: Vec<(usize, usize)>,
+    /// The generator states a `T.philox_init` met so far in the walk initializes (rule I10).
+    philox_states: std::collections::HashSet<String>,
     info: FuncInfo,
 }
 
@@ -203,6 +205,7 @@ impl<'f> Checker<'f> {
             divergence: None,
             stmt_span: func.span,
             empty_dims: Vec::new(),
+            philox_states: std::collections::HashSet::new(),
             info: FuncInfo {
                 buffers: BTreeMap::new(),
                 vars: BTreeMap::new(),

@@ -9,6 +9,7 @@ pub(crate) mod gemm;
 pub(crate) mod hopper;
 pub(crate) mod intrinsics;
 pub(crate) mod reduce;
+pub(crate) mod rng;
 
 use crate::interp::compile::{BufRef, CRegion};
 use crate::interp::eval::{fault, Frame, Res};

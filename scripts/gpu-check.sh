@@ -47,6 +47,29 @@ run() {
         fi
     done
 }
+# A launch the runtime must refuse, with an error containing $1 (the rest as for `run`).
+refuse() {
+    local want=$1 file=$2
+    shift 2
+    runs=$((runs + 1))
+    [ $(((runs - 1) % part_n + 1)) -eq "$part_k" ] || return 0
+    if [ -n "${ONLY:-}" ] && ! echo "$file $*" | grep -qE -- "$ONLY"; then
+        return 0
+    fi
+    local out
+    for target in ${TARGETS:-sm_90a sm_80}; do
+        if out=$("$TLC" run "$file" --device --target $target --seed 1 "$@" 2>&1); then
+            echo "FAIL  $target $file $*: ran, but must be refused ($want)"
+            fail=1
+        elif echo "$out" | grep -qF -- "$want"; then
+            echo "ok    $target $file $* (refused: $want)"
+        else
+            echo "FAIL  $target $file $*: refused otherwise than \"$want\""
+            echo "$out" | sed 's/^/      /' | tail -20
+            fail=1
+        fi
+    done
+}
 for f in tests/cases/valid/*.tir passes/tests/cases/simt_*.tir examples/gemm_seed000.tir; do
     # atomic_add_prev's slots (P, F, L) are one serialization of its atomics: the GPU picks
     # another order than the interpreter's thread order, so an element-wise comparison
@@ -79,6 +102,13 @@ run tests/cases/valid/cumsum.tir -D M=13
 run tests/cases/valid/cumsum.tir -D M=1000
 run tests/cases/valid/split_combine_scratch.tir -D M=45
 run tests/cases/valid/split_combine_scratch.tir -D M=1000
+# Grid barriers (T.sync_grid, cooperative launches): 2 and 8 blocks per SM of an H100 /
+# H200's 132; then a grid no GPU holds at once, which the runtime must refuse.
+run tests/cases/valid/grid_sync_partials.tir -D NB=264
+run tests/cases/valid/grid_sync_partials.tir -D NB=1056
+run tests/cases/valid/grid_sync_ring.tir -D NB=264
+run tests/cases/valid/grid_sync_ring.tir -D NB=1056
+refuse "must be resident at once" tests/cases/valid/grid_sync_ring.tir -D NB=20000
 run tests/cases/valid/global_layout.tir -D M=44
 run tests/cases/valid/global_layout.tir -D M=1000
 run examples/scale_cast.tir -D M=100 -D N=130

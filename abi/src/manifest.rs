@@ -92,6 +92,11 @@ pub struct Launch {
     /// the grid must be a whole number of clusters along each axis (checked at launch).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cluster: Vec<u32>,
+    /// The kernel synchronizes its whole grid (`T.sync_grid()`): it is launched
+    /// cooperatively (`cuLaunchCooperativeKernel`), and only when every block of its grid
+    /// can be resident on the GPU at once (checked at launch). Absent: false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cooperative: bool,
 }
 
 /// The launch manifest of a compiled prim_func: its parameters and dims, shared by every
@@ -545,6 +550,9 @@ impl Launch {
             Some(t) if t <= 1024 => {}
             Some(t) => return Err(format!("block has {t} threads; at most 1024 are allowed")),
             None => return Err("block has a zero entry".into()),
+        }
+        if self.cooperative && !self.cluster.is_empty() {
+            return Err("a cooperative kernel has no cluster".into());
         }
         if self.cluster.len() > 3 || self.cluster.len() > self.grid.len() {
             return Err(format!(

@@ -311,6 +311,14 @@ pub enum StmtKind {
     /// `T.sync_threads()` (thread level): `bar.sync 0`. Every thread of the block waits until
     /// all have arrived; shared-memory writes before it are visible to every thread after it.
     Barrier,
+    /// `T.sync_grid()` (both levels): a grid-wide barrier. Every block of the grid waits
+    /// until all have arrived; global writes of any block before it are visible to every
+    /// block after it (shared memory: as `T.sync_threads()`, which it includes). It sits
+    /// directly in the kernel body (at the thread level: or directly in the body of the
+    /// kernel's top-level thread-binding loop), so every block reaches it the same number of
+    /// times. A kernel with one is launched cooperatively: its whole grid must be resident on
+    /// the GPU at once (the runtime checks it).
+    GridSync,
     /// `T.finalize_reducer(R)` (tile level): every update of reducer `R` before it has been
     /// combined; from here on `R` is an ordinary fragment holding the results. It sits
     /// directly in the kernel body, once per reducer.

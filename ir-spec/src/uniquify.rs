@@ -200,6 +200,7 @@ fn walk(body: &mut [Stmt], scope: &mut Vec<String>, state: &mut State) {
             | StmtKind::Fill { .. }
             | StmtKind::Reduce(_)
             | StmtKind::Barrier
+            | StmtKind::GridSync
             | StmtKind::Note(_)
             | StmtKind::Fresh(_)
             | StmtKind::FinalizeReducer(_)

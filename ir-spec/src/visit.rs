@@ -154,6 +154,7 @@ pub fn stmt_exprs(stmt: &Stmt) -> Vec<&Expr> {
             out.push(value);
         }
         StmtKind::Barrier
+        | StmtKind::GridSync
         | StmtKind::Note(_)
         | StmtKind::Fresh(_)
         | StmtKind::Reduce(_)
@@ -342,6 +343,7 @@ pub fn map_stmt_exprs(stmt: &mut Stmt, f: &mut dyn FnMut(Expr) -> Expr) {
             *value = map_expr_owned(take(value), f);
         }
         StmtKind::Barrier
+        | StmtKind::GridSync
         | StmtKind::Note(_)
         | StmtKind::Fresh(_)
         | StmtKind::Reduce(_)

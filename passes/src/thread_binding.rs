@@ -126,7 +126,7 @@ fn fence_before_barriers(body: &mut Vec<Stmt>) {
     while i < body.len() {
         let barrier = matches!(
             body[i].kind,
-            StmtKind::Barrier | StmtKind::Intrinsic(Intrinsic::BarSync { .. })
+            StmtKind::Barrier | StmtKind::GridSync | StmtKind::Intrinsic(Intrinsic::BarSync { .. })
         );
         if barrier {
             let fenced = i > 0
@@ -531,6 +531,12 @@ fn walk(body: Vec<Stmt>, state: &mut State, cx: &mut Cx) -> Vec<Stmt> {
                 }
             }
             StmtKind::For(f) => serial_loop(f, span, state, cx, &mut out),
+            // Every thread runs it (its code is a block barrier on each side of the wait),
+            // so nothing is pending after it.
+            StmtKind::GridSync => {
+                state.pending = Touches::default();
+                out.push(Stmt::new(StmtKind::GridSync, span));
+            }
             StmtKind::While { cond, body } => while_loop(cond, body, span, state, cx, &mut out),
             StmtKind::If {
                 cond,

@@ -668,6 +668,11 @@ fn walk(body: Vec<Stmt>, state: &mut State, cx: &mut Cx) -> Vec<Stmt> {
                 state.pending = Touches::default();
                 out.push(Stmt::new(StmtKind::Barrier, span));
             }
+            // A grid barrier is a block barrier too (its code starts and ends with one).
+            StmtKind::GridSync => {
+                state.pending = Touches::default();
+                out.push(Stmt::new(StmtKind::GridSync, span));
+            }
             // A `T.Pipelined` loop in per-thread code has no tile copies to run ahead: its
             // iterations run in order, as a serial loop's (DeepSeek-V3.2's `clean_logits_`
             // walks a row in `T.Pipelined` chunks).

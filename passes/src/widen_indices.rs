@@ -161,6 +161,7 @@ impl Widen {
             | StmtKind::Gemm(_)
             | StmtKind::Reduce(_) => {}
             StmtKind::Barrier
+            | StmtKind::GridSync
             | StmtKind::Note(_)
             | StmtKind::Fresh(_)
             | StmtKind::FinalizeReducer(_) => {}

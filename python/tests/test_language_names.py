@@ -35,15 +35,16 @@ def test_an_unknown_name_is_an_error_in_factory_code():
 
 
 def test_names_the_compiler_reads_or_declines_are_its_to_judge():
-    # `T.sync_grid` is declined by the compiler with its own explanation, at the kernel's line.
+    # `T.import_source` is declined by the compiler with its own explanation, at the
+    # kernel's line.
     @T.prim_func
     def main(A: T.Tensor((32,), "float32")):
         with T.Kernel(1, threads=32) as bx:
-            T.sync_grid()
+            T.import_source("kernel.cu")
 
-    with pytest.raises(tlc.CompileError, match=r"`T.sync_grid` \(a grid-wide barrier\) is not supported by tlc"):
+    with pytest.raises(tlc.CompileError, match=r"`T.import_source` \(external CUDA source\) is not supported by tlc"):
         tlc.compile(main, target="sm_80")
-    assert repr(T.Pipelined) and repr(T.exp2) and repr(T.atomic_add)
+    assert repr(T.Pipelined) and repr(T.exp2) and repr(T.atomic_add) and repr(T.sync_grid)
 
 
 def test_an_eager_statement_with_an_unknown_name_is_left_for_the_compiler():

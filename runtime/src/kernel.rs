@@ -313,13 +313,23 @@ impl Kernel {
             .collect();
         // Every entry's shared memory is settled before the first launch, so a refused one
         // does not leave the outputs half written.
+        // So is every cooperative entry's grid: it must fit on the GPU at once.
         for (i, k) in plan.kernels.iter().enumerate() {
             if !k.is_empty() {
                 self.ensure_shared_limit(i, k.shared_bytes)?;
+                if let (true, Some(func)) = (self.cooperative(i), self.funcs.get(i)) {
+                    crate::cooperative::check_resident(self.gpu(), func.raw, k)?;
+                }
             }
         }
-        for (func, k) in self.funcs.iter().zip(&plan.kernels) {
+        for (i, (func, k)) in self.funcs.iter().zip(&plan.kernels).enumerate() {
             if k.is_empty() {
+                continue;
+            }
+            if self.cooperative(i) {
+                self.gpu().bind()?;
+                // SAFETY: as for `cuLaunchKernel` below.
+                unsafe { crate::cooperative::launch(func.raw, k, stream, &mut params) }?;
                 continue;
             }
             let [gx, gy, gz] = k.grid;
@@ -348,6 +358,11 @@ impl Kernel {
             })?;
         }
         Ok(())
+    }
+
+    /// Whether entry `i` is launched cooperatively (it has grid barriers).
+    fn cooperative(&self, i: usize) -> bool {
+        self.manifest.kernels.get(i).is_some_and(|k| k.cooperative)
     }
 
     /// The GPU this kernel runs on, bound to the calling thread (for driver calls).

@@ -19,6 +19,7 @@
 
 pub mod buffer;
 pub mod check;
+mod cooperative;
 pub mod cublas;
 pub mod cublaslt;
 pub mod device;

@@ -50,6 +50,7 @@ fn fp8_gemm() -> Manifest {
             block: vec![384],
             shared_bytes: DimExpr::int(200_000),
             cluster: Vec::new(),
+            cooperative: false,
         }],
         tensor_maps: ["A", "B"]
             .iter()

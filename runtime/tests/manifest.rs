@@ -60,6 +60,7 @@ fn gemm() -> Manifest {
             block: vec![128],
             shared_bytes: DimExpr::int(98304),
             cluster: Vec::new(),
+            cooperative: false,
         }],
         tensor_maps: Vec::new(),
     }

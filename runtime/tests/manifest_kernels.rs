@@ -16,6 +16,7 @@ fn launch(entry: &str, grid: DimExpr, block: u32, shared: i64) -> Launch {
         block: vec![block],
         shared_bytes: DimExpr::int(shared),
         cluster: Vec::new(),
+        cooperative: false,
     }
 }
 
@@ -269,6 +270,36 @@ fn cluster_launches_round_trip_and_need_whole_clusters() {
         msg.contains("cluster has 16 blocks; at most 8 are allowed"),
         "{msg}"
     );
+}
+
+/// A cooperative launch (`T.sync_grid()`) rides in the launch (`cooperative`, omitted when
+/// false, at the top level in version 1, in each entry of `kernels` in version 2); a
+/// cooperative kernel with a cluster is a bad manifest.
+#[test]
+fn cooperative_launches_round_trip() {
+    let mut one = chain();
+    one.kernels.truncate(1);
+    one.kernels[0].cooperative = true;
+    let header = one.to_ptx_header();
+    assert!(header.contains(",\"cooperative\":true"), "{header}");
+    let json = header.trim_start_matches("// tlc-manifest: ");
+    assert_eq!(Manifest::from_json(json).unwrap(), one);
+    assert!(!chain().to_ptx_header().contains("cooperative"));
+
+    let mut two = chain();
+    two.kernels[1].cooperative = true;
+    let header = two.to_ptx_header();
+    assert_eq!(
+        header.matches("\"cooperative\":true").count(),
+        1,
+        "{header}"
+    );
+    let json = header.trim_start_matches("// tlc-manifest: ");
+    assert_eq!(Manifest::from_json(json).unwrap(), two);
+
+    two.kernels[1].cluster = vec![2];
+    let msg = bad_manifest(&serde_json::to_string(&two).unwrap());
+    assert!(msg.contains("a cooperative kernel has no cluster"), "{msg}");
 }
 
 /// `chain` with `B` as the function's own tensor (`T.alloc_global`): listed in `scratch`,

@@ -42,6 +42,7 @@ fn tma_gemm() -> Manifest {
             block: vec![128],
             shared_bytes: DimExpr::int(65536),
             cluster: Vec::new(),
+            cooperative: false,
         }],
         tensor_maps: vec![
             map("A", &[128, 64], Swizzle::B128),

@@ -4,6 +4,7 @@
 
 mod diagnostics;
 mod fmt_snapshots;
+mod grid_sync;
 mod interp_cases;
 mod mutations;
 mod parse_mutations;

@@ -29,6 +29,8 @@ fn dims_for(stem: &str) -> Vec<(&'static str, i64)> {
         "cumsum" => vec![("M", 13)],
         // Two blocks of the combine kernel, the second ragged.
         "split_combine_scratch" => vec![("M", 45)],
+        // Grid barriers: 5 blocks, each reading the others' (or its neighbours') writes.
+        "grid_sync_partials" | "grid_sync_ring" => vec![("NB", 5)],
         "row_softmax" => vec![("M", 37)],
         // 19 blocks of 2 rows, the last with one.
         "reshape_tiles" => vec![("M", 37)],
@@ -397,6 +399,8 @@ fn check(stem: &str, o: &Outputs, initial: &dyn Fn(&str) -> Vec<f64>) {
         "cumsum" => check_cumsum(o),
         "sync_threads_named" => check_sync_threads_named(o, initial),
         "split_combine_scratch" => check_split_combine_scratch(o),
+        "grid_sync_partials" => check_grid_sync_partials(o),
+        "grid_sync_ring" => check_grid_sync_ring(o),
         "row_softmax" => check_row_softmax(o),
         "reshape_tiles" => check_reshape_tiles(o),
         "rand_per_thread" => check_rand_per_thread(o),
@@ -1129,6 +1133,53 @@ fn check_split_combine_scratch(o: &Outputs) {
         .skip(2)
         .step_by(3)
         .all(|&x| x == 0.0));
+}
+
+/// `grid_sync_partials.tir`: each block's partial is its row's float32 sum in
+/// T.reduce_sum's order; after the grid barrier every block sums all partials in block
+/// order — which it can only do if it sees every other block's write.
+fn check_grid_sync_partials(o: &Outputs) {
+    let (a, part, total) = (o["A"].to_f64(), o["Part"].to_f64(), o["Total"].to_f64());
+    let nb = part.len();
+    assert_eq!(nb, 5);
+    for b in 0..nb {
+        let want = (0..64).fold(0f32, |acc, i| acc + a[b * 64 + i] as f32);
+        assert_eq!(part[b], f64::from(want), "grid_sync_partials: Part[{b}]");
+    }
+    let sum = part.iter().fold(0f32, |acc, &p| acc + p as f32);
+    for (b, &t) in total.iter().enumerate() {
+        assert_eq!(t, f64::from(sum), "grid_sync_partials: Total[{b}]");
+    }
+}
+
+/// `grid_sync_ring.tir`: X doubles A; after the first barrier Y is the right neighbour's X
+/// plus 1; after the second Z is the left neighbour's Y plus the block's own shared copy of
+/// A (kept across both barriers) — all float32.
+fn check_grid_sync_ring(o: &Outputs) {
+    let (a, x, y, z) = (
+        o["A"].to_f64(),
+        o["X"].to_f64(),
+        o["Y"].to_f64(),
+        o["Z"].to_f64(),
+    );
+    let nb = a.len() / 32;
+    assert_eq!(nb, 5);
+    let f = |v: f64| v as f32;
+    for b in 0..nb {
+        let (right, left) = ((b + 1) % nb, (b + nb - 1) % nb);
+        for i in 0..32 {
+            let at = b * 32 + i;
+            assert_eq!(
+                x[at],
+                f64::from(f(a[at]) * 2.0),
+                "grid_sync_ring: X[{b}, {i}]"
+            );
+            let want_y = f(x[right * 32 + i]) + 1.0;
+            assert_eq!(y[at], f64::from(want_y), "grid_sync_ring: Y[{b}, {i}]");
+            let want_z = f(y[left * 32 + i]) + f(a[at]);
+            assert_eq!(z[at], f64::from(want_z), "grid_sync_ring: Z[{b}, {i}]");
+        }
+    }
 }
 
 /// `sync_threads_named.tir`: reversals across a named barrier of half the block and across

@@ -30,6 +30,11 @@ pub(super) struct Wire {
     /// Version 1's cluster shape (absent: none), as `Launch::cluster` in a `kernels` list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     cluster: Option<Vec<u32>>,
+    /// Version 1's `Launch::cooperative` (absent: false). Added without a new version, as
+    /// `cluster` was: a reader that predates it refuses it as an unknown field rather than
+    /// launching a grid barrier plainly (which could hang).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cooperative: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     kernels: Option<Vec<Launch>>,
     /// Last, so the fields before it print in the order versions 1 and 2 always had.
@@ -56,6 +61,7 @@ impl From<Manifest> for Wire {
             block: None,
             shared_bytes: None,
             cluster: None,
+            cooperative: None,
             kernels: None,
             tensor_maps: None,
         };
@@ -71,6 +77,7 @@ impl From<Manifest> for Wire {
                 wire.block = Some(one.block);
                 wire.shared_bytes = Some(one.shared_bytes);
                 wire.cluster = (!one.cluster.is_empty()).then_some(one.cluster);
+                wire.cooperative = one.cooperative.then_some(true);
             }
             Err(several) => wire.kernels = Some(several),
         }
@@ -88,6 +95,7 @@ impl TryFrom<Wire> for Manifest {
             ("block", w.block.is_some()),
             ("shared_bytes", w.shared_bytes.is_some()),
             ("cluster", w.cluster.is_some()),
+            ("cooperative", w.cooperative.is_some()),
         ];
         let kernels = match w.version {
             1 => {
@@ -103,6 +111,7 @@ impl TryFrom<Wire> for Manifest {
                     block: w.block.ok_or_else(|| missing("block"))?,
                     shared_bytes: w.shared_bytes.ok_or_else(|| missing("shared_bytes"))?,
                     cluster: w.cluster.unwrap_or_default(),
+                    cooperative: w.cooperative.unwrap_or(false),
                 }]
             }
             v @ (2 | 3) => {

@@ -188,6 +188,27 @@ pub(super) fn build(
             }
         });
     }
+    if kernels
+        .iter()
+        .any(|(k, _)| tlc_ir::verifier::grid_sync::has_grid_sync(&k.body))
+    {
+        if let Some(p) = func.params.iter().find(|p| p.name.name == GRID_BARRIER) {
+            errors.push(Diagnostic::error(
+                p.name.span,
+                format!(
+                    "`{GRID_BARRIER}` is the name of the counter tlc's grid barriers \
+                     (`T.sync_grid()`) use: rename this parameter"
+                ),
+            ));
+            return None;
+        }
+        scratch.push(Param {
+            name: GRID_BARRIER.to_string(),
+            dtype: tlc_ir::DType::UInt32,
+            shape: vec![DimExpr::int(kernels.len() as i64)],
+            access: Access::ReadWrite,
+        });
+    }
     let m = Manifest {
         target,
         params,
@@ -314,5 +335,12 @@ fn launch(
         block,
         shared_bytes: DimExpr::int(shared_bytes),
         cluster,
+        cooperative: tlc_ir::verifier::grid_sync::has_grid_sync(&kernel.body),
     })
 }
+
+/// The scratch tensor the grid barriers of a function count on (`grid_sync.rs`): uint32,
+/// one element per kernel (kernel `i` counts on element `i`), zeroed by the runtime per
+/// launch. Not a name the caller can give a tensor in PTX's symbols and the manifest: a
+/// function parameter of this name is refused.
+pub(super) const GRID_BARRIER: &str = "tlc_grid_barrier";

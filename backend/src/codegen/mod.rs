@@ -51,6 +51,7 @@ mod allreduce;
 mod atomic;
 mod expr;
 mod fp8;
+mod grid_sync;
 mod hopper;
 mod intrinsics;
 mod local;
@@ -123,8 +124,8 @@ pub fn emit(
     if !manifest.tensor_maps.is_empty() {
         module.version = module.version.max(PtxVersion::TENSOR_MAPS);
     }
-    for ((kernel, kspan), launch) in kernels.iter().zip(&manifest.kernels) {
-        match emit_kernel(func, kernel, *kspan, launch, &manifest) {
+    for (index, ((kernel, kspan), launch)) in kernels.iter().zip(&manifest.kernels).enumerate() {
+        match emit_kernel(func, (kernel, *kspan, index), launch, &manifest) {
             Ok(k) => module.kernels.push(k),
             Err(e) => errors.extend(e),
         }
@@ -155,8 +156,7 @@ fn has_vector_red(k: &ptx::Kernel) -> bool {
 /// (loaded up front, whether or not this kernel uses them), then the body.
 fn emit_kernel(
     func: &PrimFunc,
-    kernel: &Kernel,
-    kspan: Span,
+    (kernel, kspan, index): (&Kernel, Span, usize),
     launch: &Launch,
     manifest: &Manifest,
 ) -> Result<ptx::Kernel, Vec<Diagnostic>> {
@@ -203,6 +203,8 @@ fn emit_kernel(
         local_bytes: 0,
         tensor_maps: Vec::new(),
         repeated: false,
+        grid_barrier: None,
+        grid_syncs: 0,
         target: manifest.target,
         dim_multiples: func
             .dims
@@ -220,6 +222,25 @@ fn emit_kernel(
                 mem: Mem::Global(base),
             },
         );
+    }
+    // A cooperative kernel's grid barriers count on its element of the counter that follows
+    // the function's own tensors (`manifest::GRID_BARRIER`).
+    if launch.cooperative {
+        let counter = manifest
+            .scratch
+            .iter()
+            .position(|p| p.name == manifest::GRID_BARRIER)
+            .and_then(|i| tensor_params.get(manifest.params.len() + i));
+        match (counter, u32::try_from(index)) {
+            (Some(p), Ok(slot)) => {
+                let base = cg.b.global_ptr(p);
+                cg.grid_barrier = Some((base, slot));
+            }
+            _ => cg.errors.push(Diagnostic::error(
+                kspan,
+                "internal error: a cooperative kernel without its grid barrier's counter",
+            )),
+        }
     }
     for (p, d) in dim_params.iter().zip(&func.dims) {
         let r = cg.b.ld_param(p);
@@ -378,6 +399,11 @@ struct Cg {
     /// Inside the second or a later copy of a loop codegen unrolls: notes are not
     /// written again.
     repeated: bool,
+    /// A cooperative kernel's grid-barrier counter: the counter tensor's global address and
+    /// this kernel's element of it (`grid_sync.rs`).
+    grid_barrier: Option<(Reg, u32)>,
+    /// The grid barriers emitted so far.
+    grid_syncs: u32,
     /// The target compiled for (its `TargetDesc` facts).
     target: Target,
     /// The symbolic dims' declared `multiple_of` (checked at launch), for the vector

@@ -71,6 +71,7 @@ impl Cg {
                 value,
             } => self.atomic_add(buffer, indices, value, span),
             StmtKind::Barrier => self.b.bar_sync(),
+            StmtKind::GridSync => self.grid_sync(span),
             StmtKind::AllReduce(r) => self.allreduce(r, span),
             // No code: a comment line, once per note (not per unrolled copy).
             StmtKind::Note(_) if self.repeated => {}
@@ -244,7 +245,7 @@ impl Cg {
     /// after them.
     fn branches(s: &Stmt) -> bool {
         match &s.kind {
-            StmtKind::If { .. } | StmtKind::While { .. } => true,
+            StmtKind::If { .. } | StmtKind::While { .. } | StmtKind::GridSync => true,
             StmtKind::For(f) => matches!(f.kind, ForKind::Serial | ForKind::Pipelined { .. }),
             _ => false,
         }

@@ -1060,6 +1060,21 @@ pub enum Op {
         addr: Address,
         src: Operand,
     },
+    /// `atom.release.gpu.global.add.u32 d, [addr], a`: a grid barrier's arrival
+    /// (`codegen/grid_sync.rs`). The release makes the writes the block ordered before it
+    /// (its `bar.sync`) visible to every thread that acquires the count it leaves.
+    AtomAddRelease {
+        dst: Reg,
+        addr: Address,
+        src: Operand,
+    },
+    /// `ld.acquire.gpu.global.u32 d, [addr]`: a grid barrier's wait reads the count (each
+    /// read a fresh load, never one value reused).
+    LdAcquire { dst: Reg, addr: Address },
+    /// `fence.acq_rel.gpu`: around a grid barrier's arrival and wait, as cooperative
+    /// groups' `grid.sync()` fences (`__threadfence()`), so the block's plain accesses on
+    /// either side are ordered with the other blocks' at GPU scope.
+    FenceAcqRelGpu,
     /// `cvta{.to}.space.u64 d, a`: generic ↔ state-space address.
     Cvta {
         to_space: bool,
@@ -1273,10 +1288,13 @@ impl Inst {
                 dsts.clone()
             }
             Op::Mma { d, .. } | Op::Wgmma { d, .. } => d.clone(),
-            Op::MbarrierTryWait { dst, .. } | Op::Mapa { dst, .. } | Op::AtomAdd { dst, .. } => {
-                vec![*dst]
-            }
+            Op::MbarrierTryWait { dst, .. }
+            | Op::Mapa { dst, .. }
+            | Op::AtomAdd { dst, .. }
+            | Op::AtomAddRelease { dst, .. }
+            | Op::LdAcquire { dst, .. } => vec![*dst],
             Op::FenceProxyAsync
+            | Op::FenceAcqRelGpu
             | Op::WgmmaFence
             | Op::WgmmaCommit
             | Op::WgmmaWait { .. }
@@ -1381,10 +1399,11 @@ impl Inst {
                 addr(a);
                 srcs.iter().for_each(&mut op);
             }
-            Op::AtomAdd { addr: a, src, .. } => {
+            Op::AtomAdd { addr: a, src, .. } | Op::AtomAddRelease { addr: a, src, .. } => {
                 addr(a);
                 op(src);
             }
+            Op::LdAcquire { addr: a, .. } => addr(a),
             Op::Cvta { src, .. } => regs.push(*src),
             Op::CpAsync {
                 dst, src, src_size, ..
@@ -1440,6 +1459,7 @@ impl Inst {
             }
             Op::MbarrierArriveCluster { addr: a } => regs.push(*a),
             Op::FenceProxyAsync
+            | Op::FenceAcqRelGpu
             | Op::WgmmaFence
             | Op::WgmmaCommit
             | Op::WgmmaWait { .. }

@@ -481,6 +481,14 @@ fn render(op: &Op) -> (String, Vec<String>) {
             format!("atom{}.add{ty}", space.suffix()),
             vec![dst.to_string(), address(addr), o(src)],
         ),
+        Op::AtomAddRelease { dst, addr, src } => (
+            "atom.release.gpu.global.add.u32".to_string(),
+            vec![dst.to_string(), address(addr), o(src)],
+        ),
+        Op::LdAcquire { dst, addr } => (
+            "ld.acquire.gpu.global.u32".to_string(),
+            vec![dst.to_string(), address(addr)],
+        ),
         Op::Cvta {
             to_space,
             space,
@@ -642,6 +650,7 @@ fn render(op: &Op) -> (String, Vec<String>) {
             )
         }
         Op::FenceProxyAsync => ("fence.proxy.async.shared::cta".to_string(), Vec::new()),
+        Op::FenceAcqRelGpu => ("fence.acq_rel.gpu".to_string(), Vec::new()),
         Op::WgmmaFence => ("wgmma.fence.sync.aligned".to_string(), Vec::new()),
         Op::WgmmaCommit => ("wgmma.commit_group.sync.aligned".to_string(), Vec::new()),
         Op::WgmmaWait { pending } => (

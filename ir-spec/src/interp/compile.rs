@@ -240,6 +240,9 @@ pub(crate) enum CStmtKind {
         cost: u64,
         /// An enclosing loop paid for this one's iterations already.
         prepaid: bool,
+        /// A thread loop that continues the one before it across a `T.sync_grid()`
+        /// (`grid_sync.rs`): its threads keep the registers that one left them.
+        resume: bool,
     },
     /// `while cond: body` (per thread at the thread level: a divergent loop).
     While {
@@ -248,6 +251,9 @@ pub(crate) enum CStmtKind {
     },
     /// `T.sync_threads()`.
     Barrier,
+    /// `T.sync_grid()`: after compiling, only directly in a kernel's body, where it splits
+    /// the body into phases (`grid_sync.rs`).
+    GridSync,
     /// `T.thread_allreduce` (`lockstep.rs` runs it).
     AllReduce(Box<CAllReduce>),
     If {
@@ -533,6 +539,7 @@ impl Compiler {
                     parallel: (f.kind == ForKind::Parallel).then(|| f.var.name.as_str().into()),
                     cost,
                     prepaid: false,
+                    resume: false,
                 }
             }
             StmtKind::Intrinsic(i) => CStmtKind::Intrinsic(Box::new(self.intrinsic(i, span)?)),
@@ -578,6 +585,7 @@ impl Compiler {
                 }
                 CStmtKind::Barrier
             }
+            StmtKind::GridSync => CStmtKind::GridSync,
             // `body` drops notes before they get here.
             StmtKind::Note(_) => {
                 return Err(Diagnostic::error(span, "a `T.note` has nothing to run"))
@@ -835,7 +843,7 @@ impl Compiler {
             thread_level,
             allocs,
             arena,
-            body: body?,
+            body: super::grid_sync::hoist(body?),
         })
     }
 

@@ -2,7 +2,7 @@
 
 use crate::interp::compile::{BufRef, CExpr, CKind};
 use crate::interp::lockstep::ThreadState;
-use crate::interp::memory::Memory;
+use crate::interp::memory::{Buffer, Memory};
 use crate::interp::scalar::{arith, bit_not, compare, convert, math, neg, ArithError, Scalar};
 use crate::interp::shared::pending_message;
 use crate::span::Span;
@@ -43,6 +43,16 @@ pub(crate) struct Frame<'g> {
 }
 
 impl Frame<'_> {
+    /// The same frame over other globals (`Memory::rebind`): a block waiting at, or going
+    /// on past, a grid barrier.
+    pub fn rebind<'h>(self, globals: &'h [Buffer]) -> Frame<'h> {
+        Frame {
+            vars: self.vars,
+            mem: self.mem.rebind(globals),
+            threads: self.threads,
+        }
+    }
+
     pub fn eval(&self, e: &CExpr) -> Res<Scalar> {
         Ok(match &e.kind {
             CKind::Const(v) => *v,

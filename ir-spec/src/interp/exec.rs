@@ -235,6 +235,11 @@ impl Frame<'_> {
                     "`T.thread_allreduce` outside a thread-binding loop",
                 )
             }
+            // The launch runs the kernel body in phases between its grid barriers
+            // (`grid_sync.rs`); the verifier keeps them out of everything else (rule Y2).
+            CStmtKind::GridSync => {
+                return fault(stmt.span, "`T.sync_grid()` not directly in the kernel body")
+            }
         }
         // Block-level accesses are not race-tracked, but one to shared memory a cp.async has
         // not landed yet is reported the same way.
@@ -348,49 +353,115 @@ pub(crate) fn launch(
         .zip(cluster.iter().chain(std::iter::repeat(&1)))
         .map(|(&g, &c)| g / c.max(1))
         .collect();
-    let n_units = n_blocks / ranks.max(1);
-    let run_block = |index: usize| -> Result<(BlockLog, Vec<String>), Diagnostic> {
-        let unit = block_coords(index, &units);
-        // Block `r` of the cluster: rank r = rx + cx * (ry + cy * rz).
-        let blocks: Vec<Vec<i64>> = (0..ranks)
-            .map(|r| {
-                let local = block_coords(r, &cluster[..unit.len().min(3)]);
-                unit.iter()
-                    .zip(&cluster)
-                    .zip(local.iter().chain(std::iter::repeat(&0)))
-                    .map(|((&u, &c), &l)| u * c as i64 + l)
-                    .collect()
-            })
-            .collect();
-        let coords = blocks.first().cloned().unwrap_or_default();
-        // What the block prints is kept with its result and published in block order.
-        super::print::begin_block(&blocks, kernel.threads);
-        let ran = run_block(kernel, vars, globals, &blocks);
-        let printed = super::print::end_block();
-        ran.map(|log| (log, printed))
-            .map_err(|f| to_diagnostic(*f, Some(&coords)))
-            .map_err(|d| {
-                if d.span.is_dummy() {
-                    Diagnostic { span, ..d }
-                } else {
-                    d
-                }
-            })
+    let shape = GridShape {
+        cluster,
+        ranks,
+        n_units: n_blocks / ranks.max(1),
+        units,
     };
-    let results: Vec<Result<(BlockLog, Vec<String>), Diagnostic>> = if threads <= 1 || n_units <= 1
-    {
-        let mut out = Vec::new();
-        for index in 0..n_units {
-            let r = run_block(index);
-            let failed = r.is_err();
-            out.push(r);
-            if failed {
-                break;
-            }
-        }
-        out
+    let phases = super::grid_sync::phases(&kernel.body);
+    // Each block between two phases: its frame, over no globals while the grid's writes
+    // are applied (`grid_sync.rs`).
+    let waiting: Vec<Mutex<Option<Frame<'static>>>> = if phases.len() > 1 {
+        (0..shape.n_units).map(|_| Mutex::new(None)).collect()
     } else {
-        run_parallel(n_units, threads, &run_block)
+        Vec::new()
+    };
+    for (phase, body) in phases.iter().enumerate() {
+        let step = Phase {
+            body,
+            index: phase,
+            last: phase + 1 == phases.len(),
+            waiting: &waiting,
+        };
+        run_grid_phase(kernel, span, vars, globals, threads, &shape, &step)?;
+    }
+    Ok(())
+}
+
+/// How a grid's blocks are run: as units of one cluster's blocks (`ranks` of them, shaped
+/// `cluster`), `units` of them along each axis, `n_units` in all.
+struct GridShape {
+    cluster: [usize; 3],
+    ranks: usize,
+    units: Vec<usize>,
+    n_units: usize,
+}
+
+/// One phase of a kernel's body between grid barriers (the whole body when it has none),
+/// and where each unit's frame waits between phases.
+struct Phase<'b> {
+    body: &'b [CStmt],
+    index: usize,
+    last: bool,
+    waiting: &'b [Mutex<Option<Frame<'static>>>],
+}
+
+/// Runs `phase` for every unit of the grid on `threads` host threads and applies their
+/// global writes in block order.
+fn run_grid_phase(
+    kernel: &CKernel,
+    span: Span,
+    vars: &[Scalar],
+    globals: &mut [Buffer],
+    threads: usize,
+    shape: &GridShape,
+    phase: &Phase,
+) -> Result<(), Diagnostic> {
+    let GridShape {
+        cluster,
+        ranks,
+        units,
+        n_units,
+    } = shape;
+    let (cluster, ranks, n_units) = (*cluster, *ranks, *n_units);
+    // The blocks read the globals as the phase found them; their writes apply after.
+    let results = {
+        let globals: &[Buffer] = globals;
+        let run_block = |index: usize| -> Result<(BlockLog, Vec<String>), Diagnostic> {
+            let unit = block_coords(index, units);
+            // Block `r` of the cluster: rank r = rx + cx * (ry + cy * rz).
+            let blocks: Vec<Vec<i64>> = (0..ranks)
+                .map(|r| {
+                    let local = block_coords(r, &cluster[..unit.len().min(3)]);
+                    unit.iter()
+                        .zip(&cluster)
+                        .zip(local.iter().chain(std::iter::repeat(&0)))
+                        .map(|((&u, &c), &l)| u * c as i64 + l)
+                        .collect()
+                })
+                .collect();
+            let coords = blocks.first().cloned().unwrap_or_default();
+            // What the block prints is kept with its result and published in block order.
+            super::print::begin_block(&blocks, kernel.threads);
+            let ran = run_block(kernel, vars, globals, &blocks, phase, index);
+            let printed = super::print::end_block();
+            ran.map(|log| (log, printed))
+                .map_err(|f| to_diagnostic(*f, Some(&coords)))
+                .map_err(|d| {
+                    if d.span.is_dummy() {
+                        Diagnostic { span, ..d }
+                    } else {
+                        d
+                    }
+                })
+        };
+        let results: Vec<Result<(BlockLog, Vec<String>), Diagnostic>> =
+            if threads <= 1 || n_units <= 1 {
+                let mut out = Vec::new();
+                for index in 0..n_units {
+                    let r = run_block(index);
+                    let failed = r.is_err();
+                    out.push(r);
+                    if failed {
+                        break;
+                    }
+                }
+                out
+            } else {
+                run_parallel(n_units, threads, &run_block)
+            };
+        results
     };
     // The first failing block in linear order is the one reported, whatever the threads did.
     let mut logs = Vec::with_capacity(results.len());
@@ -532,14 +603,56 @@ fn block_coords(index: usize, grid: &[usize]) -> Vec<i64> {
         .collect()
 }
 
-/// Runs one block — or, at the thread level, the blocks of one cluster together (their
-/// coordinates in rank order): one frame whose arena holds each block's shared memory.
+/// Runs one phase of one block — or, at the thread level, of the blocks of one cluster
+/// together (their coordinates in rank order): one frame whose arena holds each block's
+/// shared memory. The first phase starts the frame; a later one takes it from where the
+/// phase before left it waiting (unit `index` of `phase.waiting`).
 fn run_block(
     kernel: &CKernel,
     vars: &[Scalar],
     globals: &[Buffer],
     blocks: &[Vec<i64>],
+    phase: &Phase,
+    index: usize,
 ) -> Res<BlockLog> {
+    let slot = phase.waiting.get(index);
+    let mut frame = if phase.index == 0 {
+        block_frame(kernel, vars, globals, blocks)?
+    } else {
+        let waited = slot.and_then(|m| m.lock().ok().and_then(|mut f| f.take()));
+        let Some(frame) = waited else {
+            return fault(
+                Span::DUMMY,
+                "internal error: a block lost its state at a grid barrier",
+            );
+        };
+        frame.rebind(globals)
+    };
+    if blocks.len() > 1 {
+        cluster_body(&mut frame, phase.body)?;
+    } else {
+        frame.exec(phase.body)?;
+    }
+    let log = (
+        std::mem::take(&mut frame.mem.overlays),
+        std::mem::take(&mut frame.mem.atomics),
+    );
+    if !phase.last {
+        if let Some(Ok(mut waiting)) = slot.map(Mutex::lock) {
+            *waiting = Some(frame.rebind(&[]));
+        }
+    }
+    Ok(log)
+}
+
+/// A fresh frame for one block (or the blocks of one cluster): its allocations, shared
+/// arena and threads, before the first statement of its body.
+fn block_frame<'g>(
+    kernel: &CKernel,
+    vars: &[Scalar],
+    globals: &'g [Buffer],
+    blocks: &[Vec<i64>],
+) -> Res<Frame<'g>> {
     let mut frame = Frame {
         vars: vars.to_vec(),
         mem: Memory::new(globals, Vec::new()),
@@ -682,19 +795,14 @@ fn run_block(
             cluster,
         )?));
     }
-    if ranks > 1 {
-        cluster_body(&mut frame, kernel)?;
-    } else {
-        frame.exec(&kernel.body)?;
-    }
-    Ok((frame.mem.overlays, frame.mem.atomics))
+    Ok(frame)
 }
 
 /// A cluster's body (thread loops and lets): each block-level let is evaluated once per
 /// block of the cluster, with that block's variables, and its value joins the variables
 /// the block's threads start with; the thread loops run every block's threads.
-fn cluster_body(frame: &mut Frame, kernel: &CKernel) -> Res<()> {
-    for stmt in &kernel.body {
+fn cluster_body(frame: &mut Frame, body: &[CStmt]) -> Res<()> {
+    for stmt in body {
         let CStmtKind::Let { var, value } = &stmt.kind else {
             frame.exec_one(stmt)?;
             continue;

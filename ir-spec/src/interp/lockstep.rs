@@ -245,7 +245,12 @@ impl Frame<'_> {
         let Some(mut st) = self.threads.take() else {
             return fault(stmt.span, "a thread loop outside a thread-level kernel");
         };
-        for (t, vars) in st.vars.iter_mut().enumerate() {
+        // A loop resuming its threads across a grid barrier keeps their registers.
+        let resume = matches!(
+            stmt.kind,
+            crate::interp::compile::CStmtKind::Loop { resume: true, .. }
+        );
+        for (t, vars) in st.vars.iter_mut().enumerate().filter(|_| !resume) {
             vars.clone_from(&self.vars);
             if let Some(c) = &st.cluster {
                 let rank = t.checked_div(st.block_n).unwrap_or(0);

@@ -215,6 +215,29 @@ impl<'g> Memory<'g> {
         }
     }
 
+    /// This block's state over `globals` (the grid's after a `T.sync_grid()`, or none while
+    /// the block waits at one), with no global write logged: its own buffers, shared bytes
+    /// and budget as they were.
+    pub fn rebind<'h>(self, globals: &'h [Buffer]) -> Memory<'h> {
+        Memory {
+            globals,
+            overlays: vec![Overlay::new(); globals.len()],
+            atomics: vec![AtomicLog::new(); globals.len()],
+            plain: vec![HashSet::new(); globals.len()],
+            locals: self.locals,
+            shared: self.shared,
+            thread: self.thread,
+            cluster: self.cluster,
+            regs: self.regs,
+            reg_violation: self.reg_violation,
+            fresh_block: self.fresh_block,
+            fresh_thread: self.fresh_thread,
+            parallel: self.parallel,
+            sharing: self.sharing,
+            loop_budget: self.loop_budget,
+        }
+    }
+
     /// Logs an access of the running `T.Parallel` iteration, if one runs.
     fn log_parallel(&self, b: BufRef, flat: usize, write: bool) {
         let Some(log) = &self.parallel else { return };

@@ -60,6 +60,7 @@ mod dims;
 mod eval;
 mod exec;
 pub mod fp8;
+mod grid_sync;
 mod lockstep;
 mod memory;
 pub mod npy;

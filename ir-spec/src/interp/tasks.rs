@@ -431,6 +431,14 @@ fn step<'s>(lock: &mut Lockstep, conts: &mut Vec<Cont<'s>>, stmt: &'s CStmt) -> 
             lock.barrier(span, active(conts))?;
             advance(conts);
         }
+        // `grid_sync::hoist` split the thread loops at their grid barriers; one left here
+        // is in a nested statement, which the verifier refuses (rule Y2).
+        CStmtKind::GridSync => {
+            return crate::interp::eval::fault(
+                span,
+                "`T.sync_grid()` not directly in the kernel body",
+            )
+        }
         CStmtKind::AllReduce(r) => {
             lock.allreduce(r, span, active(conts))?;
             advance(conts);

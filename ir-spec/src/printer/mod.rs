@@ -256,6 +256,7 @@ impl Printer<'_> {
                 self.out.push(')');
             }
             StmtKind::Barrier => self.out.push_str("T.sync_threads()"),
+            StmtKind::GridSync => self.out.push_str("T.sync_grid()"),
             StmtKind::FinalizeReducer(r) => {
                 write!(self.out, "T.finalize_reducer({})", r.name)?;
             }

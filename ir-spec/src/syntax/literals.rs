@@ -162,6 +162,7 @@ impl Normalizer {
                 self.root(value, how);
             }
             StmtKind::Barrier
+            | StmtKind::GridSync
             | StmtKind::Note(_)
             | StmtKind::Fresh(_)
             | StmtKind::Reduce(_)

@@ -1393,6 +1393,13 @@ impl Lowerer {
                 None
             }
             "T.sync_threads" => self.barrier(span, args, false),
+            "T.sync_grid" => match args.first() {
+                Some(a) => self.fail(Diagnostic::error(
+                    a.value.span,
+                    "`T.sync_grid()` takes no arguments",
+                )),
+                None => Some(Stmt::new(StmtKind::GridSync, span)),
+            },
             "T.tvm_storage_sync" => self.barrier(span, args, true),
             "T.note" => self.note(span, args),
             "T.fresh" => self.fresh(span, args),

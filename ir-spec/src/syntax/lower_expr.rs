@@ -73,6 +73,7 @@ const KNOWN_T_NAMES: &[&str] = &[
     "annotate_layout",
     "shared_arena",
     "sync_threads",
+    "sync_grid",
     "tvm_storage_sync",
     "note",
     "fresh",
@@ -204,12 +205,6 @@ const DECLINED: &[(&str, &str, &str)] = &[
         "dp4a",
         "`dp4a`",
         "write the int8 dot product as int32 arithmetic in a `T.Parallel` nest",
-    ),
-    (
-        "sync_grid",
-        "a grid-wide barrier",
-        "split the work into kernels of one function: a kernel sees everything an earlier \
-         one wrote",
     ),
 ];
 

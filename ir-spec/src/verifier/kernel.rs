@@ -135,6 +135,7 @@ impl<'f> Checker<'f> {
         self.thread_regions(k);
         self.parallel_locals(k);
         self.reducers(k);
+        self.grid_syncs(k);
         let outer = self.kernel.replace(span);
         let sums = k
             .reducers

@@ -13,6 +13,7 @@ mod bounds;
 mod consts;
 mod exprs;
 mod fresh;
+pub mod grid_sync;
 mod int4;
 mod intrinsics;
 mod kernel;
@@ -391,6 +392,12 @@ impl<'f> Checker<'f> {
                 self.reduce(r, stmt.span)
             }
             StmtKind::Barrier => self.barrier(stmt.span),
+            // Y2 (where in the kernel) is `grid_sync.rs`, from the kernel.
+            StmtKind::GridSync => {
+                if self.kernel.is_none() {
+                    self.error(stmt.span, "`T.sync_grid()` outside a `T.Kernel`");
+                }
+            }
             // Allowed everywhere, at both levels; its one argument was a string literal (the
             // front end's rule M1; the IR holds only the text).
             StmtKind::Note(_) => {}

@@ -376,6 +376,7 @@ impl WholeWrites<'_> {
             | StmtKind::Let { .. }
             | StmtKind::Store { .. }
             | StmtKind::Barrier
+            | StmtKind::GridSync
             | StmtKind::FinalizeReducer(_)
             | StmtKind::Note(_)
             | StmtKind::Fresh(_)
@@ -618,7 +619,7 @@ fn flatten(list: &[Stmt], path: &mut ListPath, out: &mut Vec<Unit>) {
         }
         let a = Access::of_body(std::slice::from_ref(s));
         let kind = match &s.kind {
-            StmtKind::Barrier => UnitKind::Barrier,
+            StmtKind::Barrier | StmtKind::GridSync => UnitKind::Barrier,
             StmtKind::Intrinsic(Intrinsic::WaitGroup { n: 0 }) => UnitKind::CpAsyncWaitAll,
             StmtKind::Intrinsic(Intrinsic::WgmmaWait { n: 0 }) => UnitKind::WgmmaWaitAll,
             _ => UnitKind::Other,

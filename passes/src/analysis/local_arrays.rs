@@ -213,6 +213,7 @@ impl Walk {
             | StmtKind::Gemm(_)
             | StmtKind::Reduce(_)
             | StmtKind::Barrier
+            | StmtKind::GridSync
             | StmtKind::Note(_)
             | StmtKind::Fresh(_)
             | StmtKind::FinalizeReducer(_) => {}

@@ -79,6 +79,10 @@ fn persist_kernel(k: &mut Kernel, cx: &PassContext, names: &mut NameSet) {
     let Some(cluster) = k.cluster_dims() else {
         return;
     };
+    // A grid barrier waits for the grid as launched: its blocks cannot walk tiles instead.
+    if tlc_ir::verifier::grid_sync::has_grid_sync(&k.body) {
+        return;
+    }
     // `warp-specialize` writes the blocks per SM it budgeted the registers for.
     let Some(blocks_per_sm) = k.min_blocks_per_sm.as_ref().and_then(const_int) else {
         return;

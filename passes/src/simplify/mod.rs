@@ -265,6 +265,7 @@ impl Simplifier<'_> {
                 r.value = self.expr(&r.value);
             }
             StmtKind::Barrier
+            | StmtKind::GridSync
             | StmtKind::Note(_)
             | StmtKind::Fresh(_)
             | StmtKind::FinalizeReducer(_) => {}

@@ -118,7 +118,9 @@ fn specialize_kernel(
     let Ok(block) = Block::of(k, span) else {
         return;
     };
-    if !contains_pipeline(&k.body) {
+    // A grid barrier's code is whole-block barriers, which producer and consumer
+    // warpgroups running apart would never reach together: such a kernel keeps its form.
+    if !contains_pipeline(&k.body) || tlc_ir::verifier::grid_sync::has_grid_sync(&k.body) {
         return;
     }
     let allocs = k.allocs.clone();

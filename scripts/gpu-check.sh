@@ -428,6 +428,10 @@ run tests/tilelang/flash_attn_bwd_preprocess.tir -D batch=1 -D seq_len=512 -D he
 # MLA decode's two stages need 224 KiB of shared memory: sm_90a only (as TileLang's).
 TARGETS=sm_90a run tests/tilelang/mla_decode.tir -D batch=1 -D seqlen_kv=128
 TARGETS=sm_90a run tests/tilelang/mla_decode.tir -D batch=2 -D seqlen_kv=2048
+# The persistent form: 132 blocks, T.sync_grid() between the splits and the combine (a
+# cooperative launch); whole 64-key tiles per split.
+TARGETS=sm_90a run tests/tilelang/mla_decode_persistent.tir -D batch=1 -D seqlen_kv=256
+TARGETS=sm_90a run tests/tilelang/mla_decode_persistent.tir -D batch=3 -D seqlen_kv=1024
 # Attention with a sink: on sm_80 too since its second gemm reads P from registers (163840
 # bytes of shared memory; issue 38), as do the 16 x 8 warp tiles and register-A pass cases.
 run tests/tilelang/attn_sink_mha_fwd_bhsd.tir -D batch=1 -D heads=2 -D seq_q=100 -D seq_kv=130

@@ -50,6 +50,7 @@ mod gqa_decode_logits;
 mod immediates;
 #[path = "tilelang_examples/mhc.rs"]
 mod mhc;
+mod mla_persistent;
 #[path = "tilelang_examples/rand.rs"]
 mod rand;
 #[path = "tilelang_examples/sparse_mla.rs"]
@@ -211,6 +212,18 @@ const EXAMPLES: &[Example] = &[
             &[("batch", 2), ("seqlen_kv", 64)],
         ],
         reference: mla_decode,
+    },
+    // Persistent MLA decoding (132 blocks walking the tiles; `T.sync_grid()` between the
+    // two splits' attention and their combine): one batch of 256 keys (two 64-key tiles per
+    // split), then two batches of 128 (one tile per split). The original leaves a ragged
+    // last tile unmasked: whole tiles only.
+    Example {
+        stem: "mla_decode_persistent",
+        sizes: [
+            &[("batch", 1), ("seqlen_kv", 256)],
+            &[("batch", 2), ("seqlen_kv", 128)],
+        ],
+        reference: mla_persistent::mla_decode_persistent,
     },
     // Causal attention with a sink logit per head, 128-row tiles: 100 queries over 130 keys
     // (past_len 30: a masked second key tile, a partial query tile) in 2 heads, then two
@@ -1776,6 +1789,11 @@ const REFUSED: &[(&str, Target, &str)] = &[
         "this kernel needs 233472 bytes of shared memory, more than the 166912 a block may have on sm_80",
     ),
     (
+        "mla_decode_persistent",
+        Target::Sm80,
+        "this kernel needs 233472 bytes of shared memory, more than the 166912 a block may have on sm_80",
+    ),
+    (
         "mla_decode_paged",
         Target::Sm80,
         "this kernel needs 233472 bytes of shared memory, more than the 166912 a block may have on sm_80",
@@ -1857,7 +1875,7 @@ const PTXAS_EXPECTED: &[(&str, Target, &str)] = &[
 const SPILLS: &str = "spill stores";
 
 /// The files tlc does not compile yet (tests/tilelang/README.md says what each lacks).
-const NOT_YET: &[&str] = &["mla_decode_persistent"];
+const NOT_YET: &[&str] = &[];
 
 /// A binding of a kernel's dims (and tunables).
 type Size = &'static [(&'static str, i64)];
@@ -5188,6 +5206,13 @@ fn flash_decoding_mha_inference_matches_its_reference() {
 #[test]
 fn mla_decode_matches_its_reference() {
     check_example("mla_decode");
+}
+
+/// The persistent form: the split phase, the grid barrier, the combine (interpreted in
+/// phases: every block's writes before the barrier are seen by every block after it).
+#[test]
+fn mla_decode_persistent_matches_its_reference() {
+    check_example("mla_decode_persistent");
 }
 
 #[test]

@@ -2997,7 +2997,6 @@ fn flash_decoding_gqa(o: &Outputs) -> Expected {
     let (qv, kv, vv) = (q.to_f64(), k.to_f64(), v.to_f64());
     let row = |b: usize, s: usize, g: usize| ((b * seq + s) * kv_heads + g) * dim;
     let c = Approx::literal(0.1275174307460247, LOG2_E / (dim as f64).sqrt(), Fp::F32);
-    let f32r = |a: Approx| a.round(Fp::F32);
     let (mut out, mut partial, mut glse) = (Vec::new(), Vec::new(), Vec::new());
     for b in 0..batch {
         for h in 0..heads {
@@ -3048,30 +3047,55 @@ fn flash_decoding_gqa(o: &Outputs) -> Expected {
                     })
                     .collect();
                 let (acc, l, m) = online_softmax(&tiles, |s, col| vv[row(b, s, g) + col], dim, c);
-                let (want_o, want_lse) = softmax(&keys);
-                let o_k: Vec<Approx> = acc
-                    .iter()
-                    .zip(&want_o)
-                    .map(|(&a, &w)| expect(w, f32r(a / l).round(Fp::F16)))
-                    .collect();
-                let lse_k = f32r(f32r(l.log2()) + f32r(m * c)).round(Fp::F16);
-                lses.push(expect(want_lse, lse_k));
+                let (o_k, lse_k) = split_partial(&acc, l, m, c, softmax(&keys));
+                lses.push(lse_k);
                 po.push(o_k);
             }
-            let lse_max = lses.iter().copied().reduce(Approx::max).expect("8 splits");
-            let terms = lses.iter().map(|&x| f32r(f32r(x - lse_max).exp2()));
-            let lse = f32r(f32r(Approx::sum(terms, Fp::F32).log2()) + lse_max);
-            let scales: Vec<Approx> = lses.iter().map(|&x| f32r(f32r(x - lse).exp2())).collect();
             let (want, _) = softmax(&seen);
-            for (col, w) in want.into_iter().enumerate() {
-                let terms = po.iter().zip(&scales).map(|(p, &s)| f32r(p[col] * s));
-                out.push(expect(w, Approx::sum(terms, Fp::F32).round(Fp::F16)));
-            }
+            out.extend(combine_splits(&po, &lses, &want));
             glse.extend(lses);
             partial.extend(po.into_iter().flatten());
         }
     }
     vec![("Output", out), ("glse", glse), ("Output_partial", partial)]
+}
+
+/// One split of a split-KV attention row as the flash-decoding kernels store it, from its
+/// [`online_softmax`] (O, l, m) and its float64 reference (softmax, log2-sum-exp2):
+/// partial = float16(float32(O / l)), lse = float16(float32(log2 l) + float32(m·c)).
+fn split_partial(
+    acc: &[Approx],
+    l: Approx,
+    m: Approx,
+    c: Approx,
+    (want_o, want_lse): (Vec<f64>, f64),
+) -> (Vec<Approx>, Approx) {
+    let f32r = |a: Approx| a.round(Fp::F32);
+    let o: Vec<Approx> = acc
+        .iter()
+        .zip(&want_o)
+        .map(|(&a, &w)| expect(w, f32r(a / l).round(Fp::F16)))
+        .collect();
+    let lse = f32r(f32r(l.log2()) + f32r(m * c)).round(Fp::F16);
+    (o, expect(want_lse, lse))
+}
+
+/// The flash-decoding combine of a row's splits (float32, as the kernels write it): lse =
+/// log2(Σ_k exp2(lse_k − max)) + max, scale_k = exp2(lse_k − lse), out = float16(Σ_k
+/// partial_k · scale_k), each column against its float64 value in `want`.
+fn combine_splits(po: &[Vec<Approx>], lses: &[Approx], want: &[f64]) -> Vec<Approx> {
+    let f32r = |a: Approx| a.round(Fp::F32);
+    let lse_max = lses.iter().copied().reduce(Approx::max).expect("a split");
+    let terms = lses.iter().map(|&x| f32r(f32r(x - lse_max).exp2()));
+    let lse = f32r(f32r(Approx::sum(terms, Fp::F32).log2()) + lse_max);
+    let scales: Vec<Approx> = lses.iter().map(|&x| f32r(f32r(x - lse).exp2())).collect();
+    want.iter()
+        .enumerate()
+        .map(|(col, &w)| {
+            let terms = po.iter().zip(&scales).map(|(p, &s)| f32r(p[col] * s));
+            expect(w, Approx::sum(terms, Fp::F32).round(Fp::F16))
+        })
+        .collect()
 }
 
 /// The sparse GQA decode kernels' split of `n` list positions over `splits`: split s takes

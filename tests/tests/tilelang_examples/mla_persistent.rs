@@ -1,7 +1,7 @@
 //! The reference of TileLang's persistent MLA decoding (`tests/tilelang/mla_decode_persistent.tir`):
 //! two splits of the keys per 64-head block, then — after `T.sync_grid()` — their combine.
 
-use super::{exact, expect, online_softmax, Expected, Outputs};
+use super::{combine_splits, exact, online_softmax, split_partial, Expected, Outputs};
 use std::f64::consts::LOG2_E;
 use tlc_tests::bound::{Approx, Fp};
 
@@ -30,7 +30,6 @@ pub fn mla_decode_persistent(o: &Outputs) -> Expected {
     let [qv, qpe, kvv, kpe] = ["Q", "Q_pe", "KV", "K_pe"].map(|n| o[n].to_f64());
     let width = (dim + pe) as f64;
     let c = Approx::literal(0.06011229333333333, LOG2_E / width.sqrt(), Fp::F32);
-    let f32r = |a: Approx| a.round(Fp::F32);
     let v_at = |b: usize, s: usize, col: usize| kvv[(b * seq + s) * dim + col];
     let (mut out, mut partial, mut glse) = (Vec::new(), Vec::new(), Vec::new());
     for b in 0..batch {
@@ -71,25 +70,12 @@ pub fn mla_decode_persistent(o: &Outputs) -> Expected {
                     .map(|t| t.iter().map(|d| (d.0, d.2)).collect())
                     .collect();
                 let (acc, l, m) = online_softmax(&tiles, |s, col| v_at(b, s, col), dim, c);
-                let (want_o, want_lse) = softmax(keys);
-                let o_k: Vec<Approx> = acc
-                    .iter()
-                    .zip(&want_o)
-                    .map(|(&a, &w)| expect(w, f32r(a / l).round(Fp::F16)))
-                    .collect();
-                let lse_k = f32r(f32r(l.log2()) + f32r(m * c)).round(Fp::F16);
-                lses.push(expect(want_lse, lse_k));
+                let (o_k, lse_k) = split_partial(&acc, l, m, c, softmax(keys));
+                lses.push(lse_k);
                 po.push(o_k);
             }
-            let lse_max = lses.iter().copied().reduce(Approx::max).expect("2 splits");
-            let terms = lses.iter().map(|&x| f32r(f32r(x - lse_max).exp2()));
-            let lse = f32r(f32r(Approx::sum(terms, Fp::F32).log2()) + lse_max);
-            let scales: Vec<Approx> = lses.iter().map(|&x| f32r(f32r(x - lse).exp2())).collect();
             let (want, _) = softmax(&dots);
-            for (col, w) in want.into_iter().enumerate() {
-                let terms = po.iter().zip(&scales).map(|(p, &s)| f32r(p[col] * s));
-                out.push(expect(w, Approx::sum(terms, Fp::F32).round(Fp::F16)));
-            }
+            out.extend(combine_splits(&po, &lses, &want));
             glse.extend(lses);
             partial.extend(po.into_iter().flatten());
         }
